@@ -1,0 +1,51 @@
+package faultfs
+
+import (
+	"io"
+	"io/fs"
+)
+
+// File is an open file. Write-oriented operations (Write, Sync, Truncate)
+// must not be called concurrently on one File; reads may be.
+type File interface {
+	io.Reader
+	io.Writer
+	io.ReaderAt
+	io.Closer
+	// Sync makes the file's data durable (the platform's durable fsync).
+	Sync() error
+	// Truncate changes the file's size.
+	Truncate(size int64) error
+	// Stat describes the file.
+	Stat() (fs.FileInfo, error)
+	// Name is the path the file was opened with.
+	Name() string
+}
+
+// FS is the filesystem every storage path in warren uses. Paths are ordinary
+// slash-separated paths; implementations do not interpret "~".
+//
+// Durability rules (the OS implementation has them, the crashable memory
+// implementation enforces them): file data is durable after File.Sync; a
+// create, rename, remove or mkdir is durable only after SyncDir on its parent
+// directory.
+type FS interface {
+	// OpenFile opens a file with os.O_* flags (O_RDONLY, O_WRONLY, O_RDWR,
+	// O_APPEND, O_CREATE, O_EXCL, O_TRUNC).
+	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
+	// Rename atomically replaces newpath with oldpath.
+	Rename(oldpath, newpath string) error
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// MkdirAll creates a directory and any missing parents.
+	MkdirAll(path string, perm fs.FileMode) error
+	// ReadDir lists a directory, sorted by name.
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// Stat describes a file or directory.
+	Stat(name string) (fs.FileInfo, error)
+	// Truncate changes the size of the named file.
+	Truncate(name string, size int64) error
+	// SyncDir makes the directory's entries (creates, renames, removes in it)
+	// durable.
+	SyncDir(name string) error
+}

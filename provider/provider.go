@@ -1,0 +1,148 @@
+// Package provider defines what warren needs from an LLM provider, an agent
+// CLI or a scripted program: create, restore, send (streaming, with tool
+// calls), suspend and stop a session, and the capabilities that decide how a
+// session comes back after an eviction or a restart.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Capabilities declares how a provider's sessions can be brought back.
+type Capabilities struct {
+	// NativeResume: Restore with only the handle recorded at creation
+	// restores the provider's own conversation state.
+	NativeResume bool
+	// StructuredHistory: the provider takes the completed turns as
+	// Spec.History (the scripted provider replays them to its program) instead
+	// of a text history block in the first prompt.
+	StructuredHistory bool
+}
+
+// Provider creates and restores sessions. Implementations are safe for
+// concurrent use.
+type Provider interface {
+	Name() string
+	Capabilities() Capabilities
+	// Create starts a new session. Session.Handle returns its native resume
+	// handle, which the daemon records in session.created.
+	Create(ctx context.Context, spec Spec) (Session, error)
+	// Restore brings a session back from the blob a Suspend returned or, when
+	// blob is nil, from the handle recorded at creation. A provider that
+	// cannot restore returns an error wrapping ErrCannotRestore; the daemon
+	// then creates a fresh session and injects the history.
+	Restore(ctx context.Context, spec Spec, blob []byte, handle string) (Session, error)
+}
+
+// Spec describes the agent a session serves.
+type Spec struct {
+	AgentID      string
+	Model        string
+	Instructions string
+	// Env is extra environment for provider processes (KEY=VALUE), for
+	// example WARREN_SOCKET and WARREN_AGENT_ID.
+	Env []string
+	// History holds the completed turns, for providers with
+	// StructuredHistory (passed on the first turn of a fresh process).
+	History []Turn
+}
+
+// Session is one live provider session. Send is never called concurrently on
+// one Session (the daemon holds it for the duration of a turn).
+type Session interface {
+	// Handle is the native resume handle ("" when the provider has none).
+	Handle() string
+	// Send runs one turn and returns the response. Text is streamed through
+	// io.OnChunk as it is produced; tool calls go through io.Tools. When ctx
+	// is cancelled the work stops (a subprocess is killed) and Send returns
+	// an error wrapping ctx.Err().
+	Send(ctx context.Context, prompt string, io TurnIO) (string, error)
+	// Suspend returns an opaque blob from which Restore can rebuild the
+	// session.
+	Suspend(ctx context.Context) ([]byte, error)
+	// Stop releases the session's resources (kills its process).
+	Stop() error
+}
+
+// TurnIO connects a turn to the daemon.
+type TurnIO struct {
+	Tools   ToolCaller
+	OnChunk func(text string)
+}
+
+// ToolCaller runs an agent tool for the session's agent. A tool-level
+// failure is a normal result of the form {"error": "..."}; a Go error means
+// the call could not be made at all. An error wrapping ErrRunSuspended means
+// the run is now waiting for input: the provider must end the turn at once,
+// returning an error that wraps it, and may discard the live state of the
+// turn (the daemon re-runs it on resume, answering recorded calls from the
+// log).
+type ToolCaller interface {
+	CallTool(ctx context.Context, tool string, args map[string]any) (map[string]any, error)
+}
+
+// Turn is one completed turn, as replayed to providers with
+// StructuredHistory. The JSON shape is the scripted protocol's history entry.
+type Turn struct {
+	Message  string     `json:"message"`
+	Calls    []ToolCall `json:"calls"`
+	Response string     `json:"response"`
+}
+
+// ToolCall is one tool call inside a Turn: Result on success, Error on a
+// tool-level failure.
+type ToolCall struct {
+	Tool   string         `json:"tool"`
+	Args   map[string]any `json:"args"`
+	Result map[string]any `json:"result,omitempty"`
+	Error  string         `json:"error,omitempty"`
+}
+
+var (
+	// ErrRunSuspended is returned through ToolCaller (and then from Send)
+	// when a tool call put the run into a wait for external input.
+	ErrRunSuspended = errors.New("run suspended waiting for input")
+	// ErrCannotRestore means Restore had nothing to restore from.
+	ErrCannotRestore = errors.New("provider cannot restore this session")
+)
+
+// Error classifies a provider failure. Transient errors (timeouts,
+// connection errors, HTTP 429 and 5xx, a crashed provider process) are
+// retried by the daemon; others fail the turn at once.
+type Error struct {
+	Transient bool
+	// RetryAfter is the provider's requested delay (0 when it gave none).
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	kind := "permanent"
+	if e.Transient {
+		kind = "transient"
+	}
+	return fmt.Sprintf("%s provider error: %v", kind, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Transient wraps err as a transient error with an optional Retry-After.
+func Transient(err error, retryAfter time.Duration) error {
+	return &Error{Transient: true, RetryAfter: retryAfter, Err: err}
+}
+
+// Permanent wraps err as a permanent error.
+func Permanent(err error) error { return &Error{Err: err} }
+
+// IsTransient reports whether err is a transient provider error and the
+// delay the provider asked for.
+func IsTransient(err error) (bool, time.Duration) {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Transient, pe.RetryAfter
+	}
+	return false, 0
+}
