@@ -41,7 +41,9 @@ func (s *session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 		s.mu.Unlock()
 		return "", provider.Permanent(fmt.Errorf("inproc send (handle %s): %w; restore or create a new session", s.handle, ErrStopped))
 	}
-	hist := slices.Clone(s.history)
+	// The history is append-only: a capacity-capped view is a stable
+	// snapshot without copying.
+	hist := s.history[:len(s.history):len(s.history)]
 	s.mu.Unlock()
 
 	prog, err := s.p.program(s.spec.Model)
@@ -99,7 +101,7 @@ func (s *session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 	turn := provider.Turn{Message: prompt, Calls: calls, Response: out.resp}
 	s.mu.Lock()
 	s.history = append(s.history, turn)
-	snapshot := slices.Clone(s.history)
+	snapshot := s.history[:len(s.history):len(s.history)]
 	s.mu.Unlock()
 	s.p.recordNative(s.handle, snapshot)
 	return out.resp, nil

@@ -21,7 +21,8 @@ type Turn struct {
 	Prompt string
 	// History holds the turns this session has completed, oldest first:
 	// kept in memory, restored from a suspend blob or a native resume, or
-	// empty for a fresh session.
+	// empty for a fresh session. It is shared with the session: read it,
+	// do not modify it.
 	History []provider.Turn
 	// AgentID, Model and Instructions come from the session's spec.
 	AgentID      string
