@@ -2,4 +2,50 @@
 // with two implementations: OS, the real filesystem with durable fsync and
 // directory fsync, and Mem, a crashable in-memory filesystem with fault
 // injection that the crash tests drive.
+//
+// # Durability model
+//
+// Mem follows pebble's crashable MemFS. Every file is an inode-like node with
+// two byte slices: data (what reads see) and synced (what File.Sync last made
+// durable). Every directory has two entry maps: children (visible) and
+// syncedChildren (what SyncDir last made durable). Open Files point at nodes,
+// so a File keeps writing to its file after a rename or remove.
+//
+//   - File.Sync copies data to synced. It does not make the file's directory
+//     entry durable: a created file whose parent was never synced disappears
+//     on power loss, even if its data was synced.
+//   - SyncDir (or File.Sync on a File opened on a directory) copies children
+//     to syncedChildren. Creates, renames, removes and mkdirs are durable only
+//     after SyncDir on the parent (both parents for a rename).
+//   - Reboot(RebootOptions{Mode: PowerLoss}) rebuilds the tree from synced
+//     entries and synced data. Tail decides what survives of data appended
+//     past the synced length: nothing (TailNone), a random prefix
+//     (TailPrefix), or a random prefix followed by zeros (TailZero) or random
+//     bytes (TailGarbage); never more bytes than were appended unsynced.
+//   - Reboot(RebootOptions{Mode: ProcessCrash}) keeps every completed
+//     operation (the kernel page cache survives a kill -9) but keeps the
+//     synced state apart, so a later power loss still loses unsynced data.
+//
+// # Crashes
+//
+// Mutating operations are counted: OpenFile with O_CREATE or O_TRUNC, Write,
+// Sync, Truncate (File or FS), Rename, Remove, MkdirAll (one per call) and
+// SyncDir. Mem.Ops returns the trace, Mem.MutatingOps its length.
+// Mem.CrashAt(k) crashes at the k-th mutating operation from now: that
+// operation has no effect (except that a Write in flight may land in part,
+// per the Tail mode at Reboot) and returns an error wrapping ErrCrashed, and
+// so does every later operation on the FS or on any open File, reads
+// included, until Reboot. Files opened before a Reboot stay dead.
+//
+// # Fault injection
+//
+// Mem.Inject(Rule) fails the Nth operation matching a kind and a path suffix
+// (or every one from the Nth, with Sticky) with an error such as
+// syscall.EIO or syscall.ENOSPC. A ShortWrite rule writes half the buffer and
+// returns n < len(p) with the error. A failed Sync follows fsyncgate: the
+// file's unsynced data is dropped and the next Sync succeeds, so code that
+// retries a failed fsync and then acknowledges loses data, as on Linux.
+//
+// Mem is deterministic: the same operations with the same Rand give the same
+// results, and its clock is logical (one second per mutating operation).
 package faultfs

@@ -1,0 +1,283 @@
+package faultfs
+
+import (
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"slices"
+	"syscall"
+)
+
+// cleanName is the path recorded in the trace and in errors.
+func cleanName(name string) string {
+	if name == "" {
+		return ""
+	}
+	return path.Clean(name)
+}
+
+// OpenFile opens or creates a file. With O_CREATE or O_TRUNC it is a mutating
+// operation (OpCreate); otherwise a read (OpOpen). A directory may be opened
+// read-only; Sync on such a File syncs the directory (OpSyncDir).
+func (m *Mem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := cleanName(name)
+	kind := OpOpen
+	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
+		kind = OpCreate
+		r, err := m.begin(Op{Kind: kind, Path: p})
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			return nil, pathErr(kind, p, r.err())
+		}
+	} else if err := m.beginRead(Op{Kind: kind, Path: p}); err != nil {
+		return nil, err
+	}
+	d, base, err := m.walk(kind, name)
+	if err != nil {
+		return nil, err
+	}
+	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
+	var n *node
+	if base == "" {
+		n = d // the root directory
+	} else {
+		var ok bool
+		n, ok = d.children[base]
+		switch {
+		case ok && flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
+			return nil, pathErr(kind, p, syscall.EEXIST)
+		case !ok && flag&os.O_CREATE == 0:
+			return nil, pathErr(kind, p, syscall.ENOENT)
+		case !ok:
+			n = newFile(perm, m.now())
+			d.children[base] = n
+			d.mtime = m.now()
+		}
+	}
+	if n.dir {
+		if acc != os.O_RDONLY || flag&os.O_TRUNC != 0 {
+			return nil, pathErr(kind, p, syscall.EISDIR)
+		}
+	} else if flag&os.O_TRUNC != 0 && len(n.data) > 0 {
+		n.data = nil
+		n.mtime = m.now()
+	}
+	return &memFile{
+		m: m, n: n, name: name, trace: p, gen: m.gen,
+		read:   acc == os.O_RDONLY || acc == os.O_RDWR,
+		write:  acc == os.O_WRONLY || acc == os.O_RDWR,
+		append: flag&os.O_APPEND != 0,
+	}, nil
+}
+
+// Rename atomically moves oldpath to newpath, replacing a file at newpath
+// (like os.Rename, it never replaces a directory: EEXIST). Durable only after SyncDir
+// on both parents.
+func (m *Mem) Rename(oldpath, newpath string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o := Op{Kind: OpRename, Path: cleanName(oldpath), To: cleanName(newpath)}
+	r, err := m.begin(o)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return &os.LinkError{Op: "rename", Old: o.Path, New: o.To, Err: r.err()}
+	}
+	linkErr := func(e error) error { return &os.LinkError{Op: "rename", Old: o.Path, New: o.To, Err: e} }
+	od, ob, err := m.walk(OpRename, oldpath)
+	if err != nil {
+		return err
+	}
+	nd, nb, err := m.walk(OpRename, newpath)
+	if err != nil {
+		return err
+	}
+	if ob == "" || nb == "" {
+		return linkErr(syscall.EBUSY)
+	}
+	n, ok := od.children[ob]
+	if !ok {
+		return linkErr(syscall.ENOENT)
+	}
+	if od == nd && ob == nb {
+		return nil
+	}
+	if n.dir {
+		oc, nc := components(oldpath), components(newpath)
+		if len(nc) > len(oc) && slices.Equal(nc[:len(oc)], oc) {
+			return linkErr(syscall.EINVAL)
+		}
+	}
+	if ex, ok := nd.children[nb]; ok {
+		// Like os.Rename, never replace a directory.
+		if ex.dir {
+			return linkErr(syscall.EEXIST)
+		}
+		if n.dir {
+			return linkErr(syscall.ENOTDIR)
+		}
+	}
+	delete(od.children, ob)
+	nd.children[nb] = n
+	od.mtime, nd.mtime = m.now(), m.now()
+	return nil
+}
+
+// Remove removes a file or an empty directory. Durable only after SyncDir on
+// the parent. Open Files on a removed file keep working on the unlinked file.
+func (m *Mem) Remove(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := cleanName(name)
+	r, err := m.begin(Op{Kind: OpRemove, Path: p})
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return pathErr(OpRemove, p, r.err())
+	}
+	d, base, err := m.walk(OpRemove, name)
+	if err != nil {
+		return err
+	}
+	if base == "" {
+		return pathErr(OpRemove, p, syscall.EBUSY)
+	}
+	n, ok := d.children[base]
+	if !ok {
+		return pathErr(OpRemove, p, syscall.ENOENT)
+	}
+	if n.dir && len(n.children) > 0 {
+		return pathErr(OpRemove, p, syscall.ENOTEMPTY)
+	}
+	delete(d.children, base)
+	d.mtime = m.now()
+	return nil
+}
+
+// MkdirAll creates a directory and any missing parents; one call is one
+// mutating op (OpMkdir). The new entries are durable only after SyncDir on
+// each new directory's parent.
+func (m *Mem) MkdirAll(name string, perm fs.FileMode) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := cleanName(name)
+	r, err := m.begin(Op{Kind: OpMkdir, Path: p})
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return pathErr(OpMkdir, p, r.err())
+	}
+	if name == "" {
+		return pathErr(OpMkdir, p, syscall.ENOENT)
+	}
+	d := m.root
+	for _, c := range components(name) {
+		n, ok := d.children[c]
+		if !ok {
+			n = newDir(perm, m.now())
+			d.children[c] = n
+			d.mtime = m.now()
+		} else if !n.dir {
+			return pathErr(OpMkdir, p, syscall.ENOTDIR)
+		}
+		d = n
+	}
+	return nil
+}
+
+// ReadDir lists a directory sorted by name.
+func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := cleanName(name)
+	if err := m.beginRead(Op{Kind: OpReadDir, Path: p}); err != nil {
+		return nil, err
+	}
+	d, err := m.lookup(OpReadDir, name)
+	if err != nil {
+		return nil, err
+	}
+	if !d.dir {
+		return nil, pathErr(OpReadDir, p, syscall.ENOTDIR)
+	}
+	names := slices.Sorted(maps.Keys(d.children))
+	out := make([]fs.DirEntry, 0, len(names))
+	for _, n := range names {
+		out = append(out, fs.FileInfoToDirEntry(d.children[n].info(n)))
+	}
+	return out, nil
+}
+
+// Stat describes a file or directory.
+func (m *Mem) Stat(name string) (fs.FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := cleanName(name)
+	if err := m.beginRead(Op{Kind: OpStat, Path: p}); err != nil {
+		return nil, err
+	}
+	n, err := m.lookup(OpStat, name)
+	if err != nil {
+		return nil, err
+	}
+	return n.info(baseName(name)), nil
+}
+
+// Truncate changes the size of the named file (zero-extending it if larger).
+// Durable only after a Sync of the file.
+func (m *Mem) Truncate(name string, size int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := cleanName(name)
+	r, err := m.begin(Op{Kind: OpTruncate, Path: p})
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return pathErr(OpTruncate, p, r.err())
+	}
+	if size < 0 {
+		return pathErr(OpTruncate, p, syscall.EINVAL)
+	}
+	n, err := m.lookup(OpTruncate, name)
+	if err != nil {
+		return err
+	}
+	if n.dir {
+		return pathErr(OpTruncate, p, syscall.EISDIR)
+	}
+	n.setSize(size)
+	n.mtime = m.now()
+	return nil
+}
+
+// SyncDir makes the directory's current entries durable.
+func (m *Mem) SyncDir(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := cleanName(name)
+	r, err := m.begin(Op{Kind: OpSyncDir, Path: p})
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return pathErr(OpSyncDir, p, r.err())
+	}
+	d, err := m.lookup(OpSyncDir, name)
+	if err != nil {
+		return err
+	}
+	if !d.dir {
+		return pathErr(OpSyncDir, p, syscall.ENOTDIR)
+	}
+	d.syncedChildren = maps.Clone(d.children)
+	return nil
+}

@@ -1,0 +1,130 @@
+package faultfs
+
+import (
+	"io/fs"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// node is an inode: a regular file or a directory. Open Files point at nodes,
+// so a File keeps writing to its node after a rename or remove.
+//
+// Files have data (what reads see) and synced (what survives a power loss).
+// Directories have children (visible entries) and syncedChildren (entries
+// that survive a power loss), as in pebble's crashable MemFS.
+type node struct {
+	dir   bool
+	perm  fs.FileMode
+	mtime time.Time
+
+	data   []byte
+	synced []byte
+
+	children       map[string]*node
+	syncedChildren map[string]*node
+}
+
+func newDir(perm fs.FileMode, mtime time.Time) *node {
+	return &node{dir: true, perm: perm.Perm(), mtime: mtime,
+		children: map[string]*node{}, syncedChildren: map[string]*node{}}
+}
+
+func newFile(perm fs.FileMode, mtime time.Time) *node {
+	return &node{perm: perm.Perm(), mtime: mtime}
+}
+
+func (n *node) info(name string) fs.FileInfo {
+	fi := memInfo{name: name, mode: n.perm, mtime: n.mtime}
+	if n.dir {
+		fi.mode |= fs.ModeDir
+	} else {
+		fi.size = int64(len(n.data))
+	}
+	return fi
+}
+
+// setSize truncates or zero-extends the file's visible data.
+func (n *node) setSize(size int64) {
+	if size <= int64(len(n.data)) {
+		n.data = n.data[:size:size]
+		return
+	}
+	n.data = append(n.data, make([]byte, size-int64(len(n.data)))...)
+}
+
+// writeAt writes p at off, zero-filling any gap.
+func (n *node) writeAt(p []byte, off int64) {
+	end := off + int64(len(p))
+	if end > int64(len(n.data)) {
+		n.setSize(end)
+	}
+	copy(n.data[off:], p)
+}
+
+type memInfo struct {
+	name  string
+	size  int64
+	mode  fs.FileMode
+	mtime time.Time
+}
+
+func (fi memInfo) Name() string       { return fi.name }
+func (fi memInfo) Size() int64        { return fi.size }
+func (fi memInfo) Mode() fs.FileMode  { return fi.mode }
+func (fi memInfo) ModTime() time.Time { return fi.mtime }
+func (fi memInfo) IsDir() bool        { return fi.mode.IsDir() }
+func (fi memInfo) Sys() any           { return nil }
+
+// components splits a path into its names below the root. "/a/b", "a/b" and
+// "./a//b/" all give [a b]; "/" and "." give none. Mem has one root and no
+// working directory, so relative and absolute paths name the same file.
+func components(name string) []string {
+	c := path.Clean("/" + name)
+	if c == "/" {
+		return nil
+	}
+	return strings.Split(c[1:], "/")
+}
+
+// walk resolves the directory holding the last component of name, returning
+// that directory and the base name. The root itself has no parent: walk
+// returns (root, "") for it.
+func (m *Mem) walk(op OpKind, name string) (*node, string, error) {
+	if name == "" {
+		return nil, "", pathErr(op, name, syscall.ENOENT)
+	}
+	parts := components(name)
+	if len(parts) == 0 {
+		return m.root, "", nil
+	}
+	d := m.root
+	for _, p := range parts[:len(parts)-1] {
+		c, ok := d.children[p]
+		if !ok {
+			return nil, "", pathErr(op, name, syscall.ENOENT)
+		}
+		if !c.dir {
+			return nil, "", pathErr(op, name, syscall.ENOTDIR)
+		}
+		d = c
+	}
+	return d, parts[len(parts)-1], nil
+}
+
+// lookup resolves name to its node.
+func (m *Mem) lookup(op OpKind, name string) (*node, error) {
+	d, base, err := m.walk(op, name)
+	if err != nil {
+		return nil, err
+	}
+	if base == "" {
+		return d, nil
+	}
+	n, ok := d.children[base]
+	if !ok {
+		return nil, pathErr(op, name, syscall.ENOENT)
+	}
+	return n, nil
+}
