@@ -1,0 +1,102 @@
+// Package eventlog is warren's per-agent append-only event log: one JSON
+// object per line, each line protected by a CRC, made durable through a
+// pending-file write-ahead log with group commit, and repaired on open
+// after a crash.
+//
+// # On-disk format
+//
+// A log is a file named *.jsonl (agents/<id>/events.jsonl, user.jsonl).
+// Each entry is one line, fields in exactly this order:
+//
+//	{"seq":12,"ts":"2026-11-22T10:01:10.123Z","event":"turn.start","data":{...},"crc":"1a2b3c4d"}\n
+//
+// where:
+//
+//   - seq starts at 1 and grows by exactly 1 per line: no gaps, no repeats.
+//   - ts is UTC, RFC 3339 with milliseconds.
+//   - event is a non-empty UTF-8 string; data is a JSON object (compact, so
+//     the line holds no raw newline).
+//   - crc is the CRC-32C (Castagnoli) of the line's bytes before `,"crc":`,
+//     as 8 lowercase hex digits.
+//
+// A line counts only if it ends in '\n' and its CRC matches. A line with a
+// matching CRC must also be valid UTF-8, a JSON object with seq, ts, event
+// and data, and carry the next seq; otherwise it is corruption (it cannot
+// come from a torn write). Readers ignore unknown fields. Lines are at most
+// MaxLineBytes (64 MiB); Append refuses longer records and readers treat a
+// longer line as damage without buffering it.
+//
+// The pending file (events.pending next to events.jsonl) holds the lines of
+// the group being committed, byte for byte as they will appear in the log.
+// It is normally absent.
+//
+// # Write protocol (Append, AppendBatch)
+//
+// Appenders queue; the first one finding no commit in progress becomes the
+// leader and commits the whole queue as one group (group commit); on
+// completion it hands leadership to the first caller that queued meanwhile.
+// For each group the leader:
+//
+//  1. assigns consecutive seqs and formats the lines;
+//  2. creates or truncates the pending file, writes the lines, fsyncs it
+//     (and fsyncs the directory if the group holds a multi-record
+//     AppendBatch; see below);
+//  3. appends the lines to the log in one write and fsyncs the log;
+//  4. removes the pending file (no directory fsync).
+//
+// Only after step 3's fsync returns are the group's entries acknowledged
+// (OnAppend is called, then the callers return). Any write or fsync error,
+// or a short write, poisons the handle: every caller of the group gets the
+// error (and ErrPoisoned), and later appends get ErrPoisoned until the log
+// is reopened. A failed fsync is never retried (fsyncgate: the kernel may
+// have dropped the dirty data), and no append ever follows a possibly
+// partial line. If only step 4 fails, the entries are durable and
+// acknowledged, and the handle is poisoned.
+//
+// Why the pending file's directory entry is not fsynced for single-record
+// appends: the acknowledgement depends only on the log's fsync. The log's
+// own directory entry was made durable by Open, so an acknowledged entry is
+// durable whatever happens to the pending file. If a crash loses the pending
+// file, the log can only be missing or tearing lines of the unacknowledged
+// group, which recovery truncates: those entries were in flight and may be
+// lost. Each line stands alone, so a group of independent appends may be
+// recovered in part. A multi-record AppendBatch must be all or none, so for
+// a group containing one the directory is fsynced after the pending file:
+// a power loss that tears the log write then finds the complete pending
+// file and replays the rest of the batch.
+//
+// Why removal is not made durable: a removed pending file that comes back
+// after a crash only holds lines already in the log (the log was fsynced
+// before the removal), and replay skips seqs the log already has.
+//
+// # Open and recovery
+//
+//  1. MkdirAll the log's directory. Open the log (O_CREATE).
+//  2. Scan every line. At the first damaged line (bad CRC or framing, no
+//     newline, over-long), read the rest: if any later line has a valid
+//     CRC, or the damaged line's CRC matched but its content or seq is
+//     wrong, return a *CorruptError (errors.Is ErrCorrupt) naming the
+//     file, line, expected seq and offset, and change nothing. Otherwise it
+//     is a torn tail (a partial line, zeros, garbage): truncate the log to
+//     the end of the last good line and fsync it.
+//  3. If the log is new or empty, fsync its directory and every ancestor
+//     directory up to the root, so the file and any directories created
+//     for it (by this Open or by one that crashed) are durable.
+//  4. If the pending file exists, read its complete CRC-valid lines up to
+//     the first bad one (a torn pending write was never acknowledged).
+//     Skip seqs the log already holds; append the ones that continue it in
+//     one write and fsync; a seq that would leave a gap is a *CorruptError
+//     for the pending file. Remove the pending file and fsync the directory.
+//
+// Every step is idempotent, so a crash at any point of Open is recovered by
+// the next Open, and opening twice gives the same bytes as opening once.
+//
+// # Reading
+//
+// ReadAll and Reader read a log without changing it: a torn tail ends the
+// entries, damage in the middle is a *CorruptError. Follow yields entries
+// as complete CRC-valid lines appear, driven by a caller-supplied wait
+// function (fsnotify in the CLI). Repair copies a damaged log durably to
+// <path>.corrupt-<UTC timestamp>, cuts it back to its last good entry and
+// fsyncs it, reporting what it cut.
+package eventlog

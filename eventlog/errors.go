@@ -1,0 +1,60 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Test for them with errors.Is.
+var (
+	// ErrCorrupt reports damage in the middle of a log (a bad line followed
+	// by a good one, a CRC-valid line with invalid content, or a seq out of
+	// order). It is always wrapped in a *CorruptError. Nothing is skipped
+	// silently: run `warren repair` (Repair) to cut the log back to its last
+	// good entry after keeping a copy.
+	ErrCorrupt = errors.New("event log corrupt")
+	// ErrPoisoned is returned by appends on a handle whose earlier write or
+	// fsync failed. The handle refuses appends until the log is reopened,
+	// which repairs the tail and replays the pending file.
+	ErrPoisoned = errors.New("event log handle poisoned by an earlier write or fsync failure; reopen the log")
+	// ErrClosed is returned by appends on a closed handle.
+	ErrClosed = errors.New("event log handle is closed")
+	// ErrInvalidPath is returned by Open for a path that does not end in
+	// ".jsonl".
+	ErrInvalidPath = errors.New("event log path must end in .jsonl")
+	// ErrInvalidRecord is returned for a record that cannot be logged: an
+	// empty or non-UTF-8 event name, data that does not marshal to a JSON
+	// object, or a line longer than MaxLineBytes.
+	ErrInvalidRecord = errors.New("invalid event log record")
+	// ErrTruncated is returned by Follow when the followed file shrank below
+	// entries it had already yielded (it was repaired or replaced).
+	ErrTruncated = errors.New("event log shrank below entries already followed")
+)
+
+// MaxLineBytes is the longest line (including its newline) the log writes
+// or accepts. Longer lines are refused by Append and treated as damage by
+// readers, which never buffer more than this much of one line.
+const MaxLineBytes = 64 << 20
+
+// CorruptError describes damage in the middle of a log or pending file.
+// It wraps ErrCorrupt.
+type CorruptError struct {
+	// Path is the damaged file.
+	Path string
+	// Line is the 1-based number of the first damaged line.
+	Line int
+	// Seq is the seq the damaged line should carry: the last good seq + 1.
+	Seq uint64
+	// Offset is the byte offset of the damaged line in the file.
+	Offset int64
+	// Reason says what is wrong with the line.
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s: line %d (expected seq %d, byte offset %d): %s: %v; keep a copy and run `warren repair` to cut the log back to its last good entry",
+		e.Path, e.Line, e.Seq, e.Offset, e.Reason, ErrCorrupt)
+}
+
+// Unwrap makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }

@@ -1,0 +1,289 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// Options configures a Log. The zero value is usable.
+type Options struct {
+	// Logger receives recovery and failure reports. Nil means no logging.
+	Logger hclog.Logger
+	// Now stamps entries. Nil means time.Now.
+	Now func() time.Time
+	// OnAppend, if set, is called with each committed group of entries in
+	// seq order after they are durable and before their appenders return.
+	// It runs on the committing goroutine and holds up later appends, so it
+	// must be quick and must not append to the same log.
+	OnAppend func([]Entry)
+}
+
+// Log is an open event log. Its methods are safe for concurrent use.
+type Log struct {
+	fsys        faultfs.FS
+	path        string
+	pendingPath string
+	dir         string
+	logger      hclog.Logger
+	now         func() time.Time
+	onAppend    func([]Entry)
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when leading turns false
+	queue   []*waiter
+	leading bool
+	closed  bool
+	poison  error
+	lastSeq uint64 // last durable seq
+
+	// Owned by the current leader.
+	f       faultfs.File
+	nextSeq uint64 // seq of the next entry to write
+	buf     []byte
+}
+
+// waiter is one Append or AppendBatch call waiting in the commit queue.
+type waiter struct {
+	recs    []prepared
+	entries []Entry
+	err     error
+	done    bool          // set under mu when entries/err are final
+	wake    chan struct{} // receives once: done, or promoted to leader
+}
+
+// Path returns the log's path.
+func (l *Log) Path() string { return l.path }
+
+// LastSeq returns the seq of the last durable entry (0 for an empty log).
+func (l *Log) LastSeq() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastSeq
+}
+
+// Append appends one entry and returns once it is durable. Concurrent
+// callers share one pending-file write and one fsync.
+func (l *Log) Append(event string, data any) (Entry, error) {
+	p, err := prepare(Record{Event: event, Data: data})
+	if err != nil {
+		return Entry{}, err
+	}
+	es, err := l.commit([]prepared{p})
+	if err != nil {
+		return Entry{}, err
+	}
+	return es[0], nil
+}
+
+// AppendBatch appends several entries with consecutive seqs, all or none:
+// after a crash either every one of them is in the log or none is. It
+// returns once they are durable.
+func (l *Log) AppendBatch(recs []Record) ([]Entry, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	ps := make([]prepared, len(recs))
+	for i, r := range recs {
+		p, err := prepare(r)
+		if err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		ps[i] = p
+	}
+	return l.commit(ps)
+}
+
+// commit queues recs and returns when they are durable or have failed. The
+// first caller to find no active leader becomes the leader: it writes the
+// whole queue as one group, wakes its members, and hands leadership to the
+// first caller that queued meanwhile.
+func (l *Log) commit(recs []prepared) ([]Entry, error) {
+	w := &waiter{recs: recs, wake: make(chan struct{}, 1)}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("eventlog: append to %s: %w", l.path, ErrClosed)
+	}
+	if l.poison != nil {
+		err := l.poisonedErr()
+		l.mu.Unlock()
+		return nil, err
+	}
+	l.queue = append(l.queue, w)
+	if l.leading {
+		l.mu.Unlock()
+		<-w.wake
+		l.mu.Lock()
+		if w.done {
+			l.mu.Unlock()
+			return w.entries, w.err
+		}
+		// Promoted: this caller leads the next group.
+	} else {
+		l.leading = true
+	}
+	group := l.queue
+	l.queue = nil
+	poisoned := l.poison != nil
+	var err error
+	if poisoned {
+		err = l.poisonedErr()
+	}
+	l.mu.Unlock()
+
+	acked := false
+	if !poisoned {
+		acked, err = l.writeGroup(group)
+		if acked && l.onAppend != nil {
+			var all []Entry
+			for _, g := range group {
+				all = append(all, g.entries...)
+			}
+			l.onAppend(all)
+		}
+	}
+
+	l.mu.Lock()
+	if acked {
+		l.lastSeq = l.nextSeq - 1
+	}
+	if err != nil && l.poison == nil {
+		l.poison = err
+		l.logger.Error("event log poisoned; appends refused until reopened", "path", l.path, "error", err)
+	}
+	for _, g := range group {
+		g.done = true
+		if acked {
+			g.err = nil
+		} else {
+			g.entries = nil
+			g.err = fmt.Errorf("eventlog: append to %s failed and is not acknowledged: %w (%w)", l.path, err, ErrPoisoned)
+		}
+		if g != w {
+			g.wake <- struct{}{}
+		}
+	}
+	if len(l.queue) > 0 {
+		l.queue[0].wake <- struct{}{}
+	} else {
+		l.leading = false
+		l.idle.Broadcast()
+	}
+	l.mu.Unlock()
+	return w.entries, w.err
+}
+
+func (l *Log) poisonedErr() error {
+	return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v)", l.path, ErrPoisoned, l.poison)
+}
+
+// writeGroup runs the write protocol for one group: pending file (write,
+// fsync, and a directory fsync when the group holds a multi-record batch),
+// then one write and fsync of the log, then removal of the pending file.
+// acked reports whether the entries are durable in the log; err is non-nil
+// when the handle must be poisoned (possibly with acked true, if only the
+// pending removal failed).
+func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
+	ts := l.now().UTC().Truncate(time.Millisecond)
+	seq := l.nextSeq
+	buf := l.buf[:0]
+	multi := false
+	for _, g := range group {
+		if len(g.recs) > 1 {
+			multi = true
+		}
+		g.entries = make([]Entry, len(g.recs))
+		for i := range g.recs {
+			p := &g.recs[i]
+			buf = appendLine(buf, seq, ts, p)
+			g.entries[i] = Entry{Seq: seq, TS: ts, Event: p.event, Data: p.data}
+			seq++
+		}
+	}
+	if cap(buf) <= 1<<20 {
+		l.buf = buf
+	}
+
+	if err := l.writePending(buf, multi); err != nil {
+		return false, err
+	}
+	n, err := l.f.Write(buf)
+	if err == nil && n != len(buf) {
+		err = fmt.Errorf("wrote %d of %d bytes: %w", n, len(buf), io.ErrShortWrite)
+	}
+	if err != nil {
+		return false, fmt.Errorf("write %s: %w", l.path, err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return false, fmt.Errorf("fsync %s: %w", l.path, err)
+	}
+	l.nextSeq = seq
+	if err := l.fsys.Remove(l.pendingPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return true, fmt.Errorf("remove %s after a durable append: %w", l.pendingPath, err)
+	}
+	return true, nil
+}
+
+// writePending replaces the pending file with buf and fsyncs it. When sync
+// directory is set (a multi-record batch) the directory is fsynced too, so
+// the batch survives a power loss that tears the log write.
+func (l *Log) writePending(buf []byte, syncDir bool) error {
+	pf, err := l.fsys.OpenFile(l.pendingPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", l.pendingPath, err)
+	}
+	n, err := pf.Write(buf)
+	if err == nil && n != len(buf) {
+		err = fmt.Errorf("wrote %d of %d bytes: %w", n, len(buf), io.ErrShortWrite)
+	}
+	if err == nil {
+		if err = pf.Sync(); err != nil {
+			err = fmt.Errorf("fsync %s: %w", l.pendingPath, err)
+		}
+	} else {
+		err = fmt.Errorf("write %s: %w", l.pendingPath, err)
+	}
+	if cerr := pf.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close %s: %w", l.pendingPath, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	if syncDir {
+		if err := l.fsys.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", l.dir, err)
+		}
+	}
+	return nil
+}
+
+// Close waits for in-progress appends and closes the log. Appends after
+// Close return ErrClosed. Closing twice is a no-op.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	for l.leading {
+		l.idle.Wait()
+	}
+	f := l.f
+	l.f = nil
+	l.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("eventlog: close %s: %w", l.path, err)
+	}
+	return nil
+}
