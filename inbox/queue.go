@@ -1,0 +1,156 @@
+package inbox
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Queue is one agent's inbox: a FIFO of messages, safe for concurrent use.
+// The zero value is an empty, unbounded queue.
+type Queue struct {
+	mu   sync.Mutex
+	max  int
+	msgs []Message
+	ids  map[string]struct{}
+}
+
+// NewQueue returns an empty queue holding at most max messages; max <= 0
+// means unbounded.
+func NewQueue(max int) *Queue {
+	return &Queue{max: max}
+}
+
+// Push appends m. It fails, leaving the queue unchanged, when m is invalid
+// (ErrInvalidMessage), when a message with the same id is already queued
+// (ErrDuplicate; replaying a log is then harmless) or when the queue is at
+// its bound (ErrFull). Callers that use an unbounded queue and valid,
+// unique messages may ignore the result.
+func (q *Queue) Push(m Message) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.ids[m.ID]; ok {
+		return fmt.Errorf("%w: message %s is already in the inbox of %s", ErrDuplicate, m.ID, m.Recipient)
+	}
+	if q.max > 0 && len(q.msgs) >= q.max {
+		return fmt.Errorf("%w: the inbox of %s holds %d messages, its limit; it takes more once the agent reads some",
+			ErrFull, m.Recipient, q.max)
+	}
+	if q.ids == nil {
+		q.ids = make(map[string]struct{})
+	}
+	q.ids[m.ID] = struct{}{}
+	q.msgs = append(q.msgs, m.Clone())
+	return nil
+}
+
+// Peek returns a copy of the queued messages, oldest first, without
+// removing them.
+func (q *Queue) Peek() []Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]Message, len(q.msgs))
+	for i, m := range q.msgs {
+		out[i] = m.Clone()
+	}
+	return out
+}
+
+// Len returns the number of queued messages.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.msgs)
+}
+
+// Has reports whether a message with this id is queued.
+func (q *Queue) Has(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.ids[id]
+	return ok
+}
+
+// Take removes exactly the messages with the given ids and returns them in
+// queue order; ids not queued are ignored. The other messages keep their
+// order. A turn takes the messages its prompt showed, so messages that
+// arrived during the turn stay for the next one.
+func (q *Queue) Take(ids []string) []Message {
+	if len(ids) == 0 {
+		return nil
+	}
+	want := make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		want[id] = struct{}{}
+	}
+	return q.Collect(func(m Message) bool {
+		_, ok := want[m.ID]
+		return ok
+	})
+}
+
+// Collect removes the messages match selects and returns them in queue
+// order; the others keep their order. match runs with the queue locked and
+// must not call the queue.
+func (q *Queue) Collect(match func(Message) bool) []Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var taken []Message
+	kept := q.msgs[:0]
+	for _, m := range q.msgs {
+		if match(m) {
+			taken = append(taken, m)
+			delete(q.ids, m.ID)
+		} else {
+			kept = append(kept, m)
+		}
+	}
+	clear(q.msgs[len(kept):])
+	q.msgs = kept
+	return taken
+}
+
+// Drain removes and returns every queued message, oldest first.
+func (q *Queue) Drain() []Message {
+	return q.Collect(func(Message) bool { return true })
+}
+
+// Boxes is a set of inboxes keyed by agent id (or "USER"), created on
+// demand, all with the same bound. Safe for concurrent use.
+type Boxes struct {
+	mu    sync.Mutex
+	max   int
+	boxes map[string]*Queue
+}
+
+// NewBoxes returns an empty set whose queues hold at most max messages each
+// (max <= 0: unbounded).
+func NewBoxes(max int) *Boxes {
+	return &Boxes{max: max, boxes: make(map[string]*Queue)}
+}
+
+// Get returns the inbox of owner, creating it empty if needed.
+func (b *Boxes) Get(owner string) *Queue {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, ok := b.boxes[owner]
+	if !ok {
+		q = NewQueue(b.max)
+		b.boxes[owner] = q
+	}
+	return q
+}
+
+// Delete drops the inbox of owner and returns the messages it still held.
+func (b *Boxes) Delete(owner string) []Message {
+	b.mu.Lock()
+	q, ok := b.boxes[owner]
+	delete(b.boxes, owner)
+	b.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return q.Drain()
+}
