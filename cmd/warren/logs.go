@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/protocol"
+)
+
+// maxValueRunes is how much of each data value a log line shows.
+const maxValueRunes = 80
+
+var hexID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// errUnknownAgent: REF names no agent on disk.
+var errUnknownAgent = errors.New("no such agent")
+
+// offlineAgent is what the first entry of an agent's log says about it.
+type offlineAgent struct {
+	id, name, parentID, path string
+}
+
+// agentLogPath resolves REF to the agent's events.jsonl without the daemon:
+// a 32-hex id directly, else a path or a unique bare name built from the
+// agent.created entries on disk.
+func agentLogPath(home, ref string) (string, error) {
+	logPath := func(id string) string { return filepath.Join(home, "agents", id, "events.jsonl") }
+	if hexID.MatchString(ref) {
+		if _, err := os.Stat(logPath(ref)); err != nil {
+			return "", fmt.Errorf("%w: no log for agent id %s under %s", errUnknownAgent, ref, filepath.Join(home, "agents"))
+		}
+		return logPath(ref), nil
+	}
+	agents, err := scanAgents(home)
+	if err != nil {
+		return "", err
+	}
+	var byName []offlineAgent
+	for _, a := range agents {
+		if a.path == ref {
+			return logPath(a.id), nil
+		}
+		if a.name == ref {
+			byName = append(byName, a)
+		}
+	}
+	switch len(byName) {
+	case 1:
+		return logPath(byName[0].id), nil
+	case 0:
+		return "", fmt.Errorf("%w: %q matches no agent path, name or id under %s", errUnknownAgent, ref, filepath.Join(home, "agents"))
+	}
+	paths := make([]string, len(byName))
+	for i, a := range byName {
+		paths[i] = a.path
+	}
+	return "", fmt.Errorf("%w: %q is ambiguous (%s); use the path or the id", errUnknownAgent, ref, strings.Join(paths, ", "))
+}
+
+// scanAgents reads the first entry (agent.created) of every agent log and
+// derives the slash paths.
+func scanAgents(home string) ([]offlineAgent, error) {
+	dir := filepath.Join(home, "agents")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list agents in %s: %w", dir, err)
+	}
+	byID := map[string]*offlineAgent{}
+	for _, e := range ents {
+		if !e.IsDir() || !hexID.MatchString(e.Name()) {
+			continue
+		}
+		a, ok := readCreated(filepath.Join(dir, e.Name(), "events.jsonl"))
+		if !ok {
+			continue
+		}
+		a.id = e.Name()
+		byID[a.id] = &a
+	}
+	out := make([]offlineAgent, 0, len(byID))
+	for _, a := range byID {
+		a.path = offlinePath(byID, a)
+		out = append(out, *a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out, nil
+}
+
+func offlinePath(byID map[string]*offlineAgent, a *offlineAgent) string {
+	parts := []string{a.name}
+	seen := map[string]bool{a.id: true}
+	for p := a.parentID; p != ""; {
+		pa, ok := byID[p]
+		if !ok || seen[p] {
+			break
+		}
+		seen[p] = true
+		parts = append(parts, pa.name)
+		p = pa.parentID
+	}
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	return strings.Join(parts, "/")
+}
+
+func readCreated(path string) (offlineAgent, bool) {
+	r, err := eventlog.NewReader(faultfs.OS{}, path, 0)
+	if err != nil {
+		return offlineAgent{}, false
+	}
+	defer r.Close()
+	e, err := r.Next()
+	if err != nil || e.Event != "agent.created" {
+		return offlineAgent{}, false
+	}
+	var d struct {
+		Name     string  `json:"name"`
+		ParentID *string `json:"parent_id"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil || d.Name == "" {
+		return offlineAgent{}, false
+	}
+	a := offlineAgent{name: d.Name}
+	if d.ParentID != nil {
+		a.parentID = *d.ParentID
+	}
+	return a, true
+}
+
+// entryLine renders one entry as `HH:MM:SS.mmm  #seq  event  k=v ...`.
+func entryLine(e eventlog.Entry) string {
+	kv := kvPairs(e.Data, maxValueRunes)
+	line := fmt.Sprintf("%s  #%d  %s", clockT(e.TS, true), e.Seq, e.Event)
+	if kv != "" {
+		line += "  " + kv
+	}
+	return line
+}
+
+func (c *cli) printEntry(e eventlog.Entry) error {
+	if c.json {
+		return printJSON(c.stdout, entryJSON(e))
+	}
+	_, err := fmt.Fprintln(c.stdout, entryLine(e))
+	return err
+}
+
+func cmdLogs(ctx context.Context, c *cli, args []string) error {
+	f := newFlags(c, "logs")
+	follow := f.Bool("f", false, "follow the log as it grows, until Ctrl-C")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	path, err := agentLogPath(c.home, pos[0])
+	if err != nil {
+		return err
+	}
+	if *follow {
+		return c.followLog(ctx, path)
+	}
+	r, err := eventlog.NewReader(faultfs.OS{}, path, 0)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	defer r.Close()
+	n := 0
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read %s after %d entries: %w (if the log is damaged, run: warren repair %s)", path, n, err, pos[0])
+		}
+		if err := c.printEntry(e); err != nil {
+			return err
+		}
+		n++
+	}
+	if n == 0 && !c.json {
+		fmt.Fprintln(c.stdout, "no events")
+	}
+	return nil
+}
+
+// followLog prints complete, CRC-valid entries as they are appended, until
+// ctx ends. It waits on fsnotify events for the log's directory; the watch is
+// set before the first read, so no append between a read and the wait is
+// missed.
+func (c *cli) followLog(ctx context.Context, path string) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", path, err)
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("watch %s: %w", filepath.Dir(path), err)
+	}
+	base := filepath.Base(path)
+	wait := func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case ev, ok := <-w.Events:
+				if !ok {
+					return errors.New("the file watcher stopped")
+				}
+				if filepath.Base(ev.Name) == base {
+					return nil
+				}
+			case err, ok := <-w.Errors:
+				if !ok {
+					return errors.New("the file watcher stopped")
+				}
+				if errors.Is(err, fsnotify.ErrEventOverflow) {
+					return nil // re-read; nothing is lost by reading again
+				}
+				return fmt.Errorf("watch %s: %w", path, err)
+			}
+		}
+	}
+	err = eventlog.Follow(ctx, faultfs.OS{}, path, 0, wait, c.printEntry)
+	if err != nil && ctx.Err() != nil {
+		return nil // Ctrl-C
+	}
+	return err
+}
+
+func cmdRepair(_ context.Context, c *cli, args []string) error {
+	f := newFlags(c, "repair")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	path, err := agentLogPath(c.home, pos[0])
+	if err != nil {
+		return err
+	}
+	rep, err := eventlog.Repair(faultfs.OS{}, path)
+	if err != nil {
+		return fmt.Errorf("repair %s: %w", path, err)
+	}
+	if c.json {
+		return printJSON(c.stdout, repairJSON(rep))
+	}
+	fmt.Fprintln(c.stdout, describeRepair(path, rep))
+	return nil
+}
+
+func cmdEvents(ctx context.Context, c *cli, args []string) error {
+	f := newFlags(c, "events")
+	f.Bool("f", false, "follow (the default: events are printed until Ctrl-C)")
+	pos, err := f.parse(args, 0, 1)
+	if err != nil {
+		return err
+	}
+	params := map[string]any{}
+	if len(pos) == 1 {
+		params["agent_id"] = pos[0]
+	}
+	cl, err := c.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	err = cl.Stream(ctx, "events.subscribe", params, func(fr protocol.Frame) error {
+		if c.json {
+			return printJSON(c.stdout, frameJSON(fr))
+		}
+		if fr.Event != nil {
+			_, err := fmt.Fprintln(c.stdout, eventLine(fr.Event))
+			return err
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return rpcErr("events.subscribe", err)
+	}
+	return nil
+}
+
+// eventLine renders a live event frame: `HH:MM:SS.mmm  <agent>  #seq  event  k=v`.
+func eventLine(ev map[string]any) string {
+	ev = jsonable(ev).(map[string]any)
+	ts := time.Now()
+	if t, err := time.Parse(time.RFC3339Nano, str(ev, "ts")); err == nil {
+		ts = t
+	}
+	who := str(ev, "agent")
+	if who == "" {
+		who = str(ev, "name")
+	}
+	if who == "" {
+		who = str(ev, "agent_id")
+		if len(who) > 8 {
+			who = who[:8]
+		}
+	}
+	data, _ := json.Marshal(ev["data"])
+	line := fmt.Sprintf("%s  %s  #%d  %s", clockT(ts, true), dash(who), num(ev, "seq"), str(ev, "event"))
+	if kv := kvPairs(data, maxValueRunes); kv != "" && string(data) != "null" {
+		line += "  " + kv
+	}
+	return line
+}
+
+// describeRepair says what a repair cut and where the copy is.
+func describeRepair(path string, rep eventlog.RepairReport) string {
+	if rep.Backup == "" && rep.PendingBackup == "" {
+		return fmt.Sprintf("%s is healthy: %d entries, last seq %d; nothing cut", path, rep.KeptEntries, rep.LastSeq)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "repaired %s\n", path)
+	if rep.Backup != "" {
+		fmt.Fprintf(&b, "  first bad line: %d (%s)\n", rep.FirstBadLine, rep.Reason)
+		fmt.Fprintf(&b, "  cut:            %d bytes from offset %d\n", rep.CutBytes, rep.CutOffset)
+		fmt.Fprintf(&b, "  kept:           %d entries, last seq %d\n", rep.KeptEntries, rep.LastSeq)
+		fmt.Fprintf(&b, "  copy of the damaged log: %s\n", rep.Backup)
+	}
+	if rep.PendingBackup != "" {
+		fmt.Fprintf(&b, "  unusable pending file moved to: %s\n", rep.PendingBackup)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// repairJSON is the --json form of a repair report.
+func repairJSON(rep eventlog.RepairReport) map[string]any {
+	return map[string]any{
+		"path": rep.Path, "backup": rep.Backup, "kept_entries": rep.KeptEntries,
+		"last_seq": rep.LastSeq, "cut_offset": rep.CutOffset, "cut_bytes": rep.CutBytes,
+		"first_bad_line": rep.FirstBadLine, "reason": rep.Reason, "pending_backup": rep.PendingBackup,
+	}
+}
+
+// entryJSON is the --json form of a log entry: the line's fields, in the
+// spec's names, without the CRC (only valid lines are printed).
+func entryJSON(e eventlog.Entry) map[string]any {
+	data := e.Data
+	if len(data) == 0 {
+		data = json.RawMessage("{}")
+	}
+	return map[string]any{"seq": e.Seq, "ts": e.TS.UTC().Format("2006-01-02T15:04:05.000Z"), "event": e.Event, "data": data}
+}

@@ -1,0 +1,388 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ErrCheckFailed is wrapped by Run's error when a check of the scenario
+// failed.
+var ErrCheckFailed = errors.New("demo check failed")
+
+// Options configures Run.
+type Options struct {
+	// Binary is the warren binary that runs the daemon (default: the
+	// running executable).
+	Binary string
+	// Keep keeps the temporary home even when every check passed.
+	Keep bool
+	// Timeout bounds waiting for the team to finish after the restart
+	// (default 90s).
+	Timeout time.Duration
+	// TempDir is where the temporary home is made (default os.TempDir()).
+	// Keep it short: the socket path must fit in 107 bytes.
+	TempDir string
+}
+
+// Task is the message the demo sends the lead.
+const Task = "Split the report into three parts and have your team write them."
+
+// runner holds the state of one demo run.
+type runner struct {
+	w      io.Writer
+	opts   Options
+	home   string
+	step   int
+	failed []string
+	proc   *daemonProc
+}
+
+func (r *runner) ok(format string, args ...any) {
+	r.step++
+	fmt.Fprintf(r.w, "%2d. ✓ %s\n", r.step, fmt.Sprintf(format, args...))
+}
+
+func (r *runner) fail(format string, args ...any) {
+	r.step++
+	msg := fmt.Sprintf(format, args...)
+	r.failed = append(r.failed, msg)
+	fmt.Fprintf(r.w, "%2d. ✗ %s\n", r.step, msg)
+}
+
+// check records one check: ok when problems is empty.
+func (r *runner) check(what string, problems []string) {
+	if len(problems) == 0 {
+		r.ok("%s", what)
+		return
+	}
+	r.fail("%s: %s", what, strings.Join(problems, "; "))
+}
+
+func (r *runner) detail(format string, args ...any) {
+	fmt.Fprintf(r.w, "      %s\n", fmt.Sprintf(format, args...))
+}
+
+// Run plays the demo scenario (see the package documentation), writing its
+// steps to w. It returns nil only when every check passed.
+func Run(ctx context.Context, w io.Writer, opts Options) error {
+	if opts.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("demo: find the warren binary: %w; set Options.Binary", err)
+		}
+		opts.Binary = exe
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 90 * time.Second
+	}
+	home, err := os.MkdirTemp(opts.TempDir, "wd")
+	if err != nil {
+		return fmt.Errorf("demo: make a temporary home: %w", err)
+	}
+	r := &runner{w: w, opts: opts, home: home}
+	fmt.Fprintf(w, "warren demo: a team of agents, a crash, a recovery (home %s)\n", home)
+	err = r.play(ctx)
+	if r.proc != nil {
+		select {
+		case <-r.proc.exited:
+		default:
+			if serr := r.proc.stop(context.WithoutCancel(ctx), home, 20*time.Second); serr != nil && err == nil {
+				r.fail("stop the daemon: %v", serr)
+			}
+		}
+	}
+	if err == nil && len(r.failed) > 0 {
+		err = fmt.Errorf("%w: %s", ErrCheckFailed, strings.Join(r.failed, "; "))
+	}
+	if err != nil {
+		fmt.Fprintf(w, "demo FAILED; the home is kept for inspection: %s\n", home)
+		return err
+	}
+	if opts.Keep {
+		fmt.Fprintf(w, "demo passed; home kept at %s\n", home)
+		return nil
+	}
+	if rerr := os.RemoveAll(home); rerr != nil {
+		fmt.Fprintf(w, "demo passed, but removing %s failed: %v\n", home, rerr)
+		return nil
+	}
+	fmt.Fprintln(w, "demo passed; every check held")
+	return nil
+}
+
+// play runs the steps; an error return means the scenario could not go on.
+func (r *runner) play(ctx context.Context) error {
+	proc, st, err := startDaemon(ctx, r.opts.Binary, r.home, 20*time.Second)
+	if err != nil {
+		r.fail("start the daemon: %v", err)
+		return err
+	}
+	r.proc = proc
+	bootID := fmt.Sprint(st["boot_id"])
+	r.ok("daemon started (pid %d, boot %s)", proc.pid(), short(bootID))
+
+	res, err := call(ctx, r.home, "agent.create", map[string]any{
+		"name": "lead", "instructions": "You lead a team of three workers.", "provider": "inproc", "model": LeadModel,
+	})
+	if err != nil {
+		r.fail("create the root agent lead: %v", err)
+		return err
+	}
+	r.ok("created agent lead (%s, provider inproc, model %s)", short(fmt.Sprint(res["agent_id"])), LeadModel)
+
+	res, err = call(ctx, r.home, "agent.send", map[string]any{"agent_id": "lead", "message": Task})
+	if err != nil {
+		r.fail("send the task to lead: %v", err)
+		return err
+	}
+	r.ok("sent the task; lead answered: %q", fmt.Sprint(res["response"]))
+
+	busy, err := r.waitMidWork(ctx)
+	if err != nil {
+		r.fail("wait for the workers to be mid-work: %v", err)
+		return err
+	}
+	r.check(fmt.Sprintf("workers exist and are mid-work (running: %s)", strings.Join(busy, ", ")), nil)
+
+	r.proc.kill()
+	r.ok("SIGKILL sent to the daemon (pid %d); it is gone", r.proc.pid())
+	before, err := readDisk(r.home)
+	if err != nil {
+		r.fail("read the logs on disk: %v", err)
+		return err
+	}
+	r.showDisk(before)
+	r.checkDisk(before)
+
+	proc, st, err = startDaemon(ctx, r.opts.Binary, r.home, 20*time.Second)
+	if err != nil {
+		r.fail("restart the daemon: %v", err)
+		return err
+	}
+	r.proc = proc
+	r.check(fmt.Sprintf("daemon restarted (pid %d, new boot %s)", proc.pid(), short(fmt.Sprint(st["boot_id"]))),
+		diffIf(fmt.Sprint(st["boot_id"]) == bootID, "the boot id did not change"))
+
+	interrupted, err := r.checkRecovered(ctx, before)
+	if err != nil {
+		return err
+	}
+	r.resume(ctx, interrupted)
+	return r.waitDone(ctx, before)
+}
+
+func diffIf(cond bool, msg string) []string {
+	if cond {
+		return []string{msg}
+	}
+	return nil
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// waitMidWork polls agent.list until every worker exists and at least one is
+// running a turn; it returns the running workers.
+func (r *runner) waitMidWork(ctx context.Context) ([]string, error) {
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	want := WorkerNames()
+	for {
+		res, err := call(ctx, r.home, "agent.list", nil)
+		if err != nil {
+			return nil, fmt.Errorf("agent.list: %w", err)
+		}
+		found := map[string]string{}
+		for _, a := range agents(res) {
+			found[fmt.Sprint(a["name"])] = fmt.Sprint(a["status"])
+		}
+		var running []string
+		all := true
+		for _, n := range want {
+			st, ok := found[n]
+			all = all && ok
+			if st == "running" {
+				running = append(running, n)
+			}
+		}
+		if all && len(running) > 0 {
+			return running, nil
+		}
+		select {
+		case <-deadline.C:
+			return nil, fmt.Errorf("after 30s the agents are %v", found)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func agents(res map[string]any) []map[string]any {
+	raw, _ := res["agents"].([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, x := range raw {
+		if m, ok := x.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// showDisk prints what the logs on disk hold after the kill.
+func (r *runner) showDisk(d map[string]*diskAgent) {
+	r.ok("read the logs on disk directly (the daemon is down): %d agents", len(d))
+	for _, a := range sortedAgents(d) {
+		state := "live"
+		if a.terminated {
+			state = "terminated"
+		}
+		r.detail("%-8s %3d entries  %s  enqueued=%d pending=%d interrupted-turns=%d",
+			a.path, a.entries, state, len(a.enqueued), len(a.pending()), len(a.openRuns))
+	}
+}
+
+// checkDisk checks the logs read after the kill are readable and hold the
+// team.
+func (r *runner) checkDisk(d map[string]*diskAgent) {
+	var problems []string
+	paths := map[string]bool{}
+	for _, a := range d {
+		if a.err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", a.id, a.err))
+		}
+		paths[a.path] = true
+	}
+	for _, w := range append([]string{"lead"}, prefixed("lead/", WorkerNames())...) {
+		if !paths[w] {
+			problems = append(problems, "no log for "+w)
+		}
+	}
+	r.check("every log on disk is readable and the tree lead/{w1,w2,w3} is there", problems)
+}
+
+func prefixed(p string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = p + n
+	}
+	return out
+}
+
+// checkRecovered compares the daemon's view after the restart with the logs
+// read before it. It returns the agents that show interrupted_startup.
+func (r *runner) checkRecovered(ctx context.Context, before map[string]*diskAgent) ([]string, error) {
+	res, err := call(ctx, r.home, "agent.list", nil)
+	if err != nil {
+		r.fail("agent.list after the restart: %v", err)
+		return nil, err
+	}
+	listed := map[string]map[string]any{}
+	var interrupted []string
+	for _, a := range agents(res) {
+		listed[fmt.Sprint(a["agent_id"])] = a
+		if a["status"] == "interrupted_startup" {
+			interrupted = append(interrupted, fmt.Sprint(a["path"]))
+		}
+	}
+	sort.Strings(interrupted)
+	var problems []string
+	for _, a := range sortedAgents(before) {
+		l, ok := listed[a.id]
+		switch {
+		case !ok && !a.terminated:
+			problems = append(problems, a.path+" is missing")
+		case ok && fmt.Sprint(l["path"]) != a.path:
+			problems = append(problems, fmt.Sprintf("%s came back as %v", a.path, l["path"]))
+		}
+		if ok {
+			r.detail("%-8s %-20v pending=%v", a.path, l["status"], l["pending"])
+		}
+	}
+	r.check("the tree came back (agent.list matches the logs)", problems)
+
+	after, err := readDisk(r.home)
+	if err != nil {
+		r.fail("read the logs after the restart: %v", err)
+		return nil, err
+	}
+	problems = nil
+	enq := 0
+	for id, b := range before {
+		a := after[id]
+		if a == nil {
+			problems = append(problems, b.path+": log gone")
+			continue
+		}
+		count := map[string]int{}
+		for _, m := range a.enqueued {
+			count[m]++
+		}
+		for _, m := range b.enqueued {
+			enq++
+			if count[m] != 1 {
+				problems = append(problems, fmt.Sprintf("%s: message %s enqueued %d times", b.path, short(m), count[m]))
+			}
+		}
+	}
+	r.check(fmt.Sprintf("all %d messages enqueued before the kill are still there, once each", enq), problems)
+
+	problems = nil
+	runs := 0
+	for id, b := range before {
+		a := after[id]
+		if a == nil {
+			continue
+		}
+		for _, run := range b.openRuns {
+			runs++
+			if got := a.interrupted[run]["process_restart"]; got != 1 {
+				problems = append(problems, fmt.Sprintf("%s: run %s has %d run.interrupted(process_restart), want 1", b.path, short(run), got))
+			}
+		}
+	}
+	r.check(fmt.Sprintf("each of the %d turns cut by the kill is marked interrupted exactly once (interrupted_startup now: %s)",
+		runs, listOrNone(interrupted)), problems)
+	return interrupted, nil
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// resume re-runs every interrupted run (agent.resume without a token).
+func (r *runner) resume(ctx context.Context, paths []string) {
+	for _, p := range paths {
+		res, err := call(ctx, r.home, "agent.resume", map[string]any{"agent_id": p})
+		if err != nil {
+			r.fail("resume the interrupted run of %s: %v", p, err)
+			continue
+		}
+		r.ok("resumed the interrupted run of %s (%v)", p, summarize(res))
+	}
+}
+
+func summarize(res map[string]any) string {
+	if v, ok := res["response"]; ok {
+		return fmt.Sprintf("response %q", fmt.Sprint(v))
+	}
+	if v, ok := res["status"]; ok {
+		return fmt.Sprintf("status %v", v)
+	}
+	return "ok"
+}
