@@ -44,7 +44,7 @@ type prepared struct {
 	data  json.RawMessage
 }
 
-func prepare(r Record) (prepared, error) {
+func prepare(r Record, limit int) (prepared, error) {
 	if r.Event == "" {
 		return prepared{}, fmt.Errorf("%w: event name is empty", ErrInvalidRecord)
 	}
@@ -75,8 +75,8 @@ func prepare(r Record) (prepared, error) {
 		}
 	}
 	// seq (20 digits) + ts (24) + fixed punctuation stays under 128 bytes.
-	if n := len(evJS) + len(data) + 128; n > MaxLineBytes {
-		return prepared{}, fmt.Errorf("%w: event %q is about %d bytes, over the %d-byte line limit; store large payloads elsewhere and log a reference", ErrInvalidRecord, r.Event, n, MaxLineBytes)
+	if n := len(evJS) + len(data) + 128; n > limit {
+		return prepared{}, fmt.Errorf("%w: event %q is about %d bytes, over the %d-byte line limit; store large payloads elsewhere and log a reference", ErrInvalidRecord, r.Event, n, limit)
 	}
 	return prepared{event: r.Event, evJS: evJS, data: data}, nil
 }

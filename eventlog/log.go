@@ -34,6 +34,7 @@ type Log struct {
 	logger      hclog.Logger
 	now         func() time.Time
 	onAppend    func([]Entry)
+	maxLine     int // MaxLineBytes; smaller in tests
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when leading turns false
@@ -71,7 +72,7 @@ func (l *Log) LastSeq() uint64 {
 // Append appends one entry and returns once it is durable. Concurrent
 // callers share one pending-file write and one fsync.
 func (l *Log) Append(event string, data any) (Entry, error) {
-	p, err := prepare(Record{Event: event, Data: data})
+	p, err := prepare(Record{Event: event, Data: data}, l.maxLine)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -91,7 +92,7 @@ func (l *Log) AppendBatch(recs []Record) ([]Entry, error) {
 	}
 	ps := make([]prepared, len(recs))
 	for i, r := range recs {
-		p, err := prepare(r)
+		p, err := prepare(r, l.maxLine)
 		if err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}

@@ -44,6 +44,7 @@ func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
 		logger:      opts.Logger,
 		now:         opts.Now,
 		onAppend:    opts.OnAppend,
+		maxLine:     MaxLineBytes,
 	}
 	if l.logger == nil {
 		l.logger = hclog.NewNullLogger()

@@ -1,0 +1,75 @@
+package eventlog
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+func tempLog(t testing.TB) (faultfs.FS, string) {
+	t.Helper()
+	return faultfs.OS{}, filepath.Join(t.TempDir(), "agents", "a1", "events.jsonl")
+}
+
+func mustOpen(t testing.TB, fsys faultfs.FS, path string) *Log {
+	t.Helper()
+	l, err := Open(fsys, path, Options{})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	return l
+}
+
+func mustAppend(t testing.TB, l *Log, event string, data any) Entry {
+	t.Helper()
+	e, err := l.Append(event, data)
+	if err != nil {
+		t.Fatalf("Append(%s): %v", event, err)
+	}
+	return e
+}
+
+func readBytes(t testing.TB, fsys faultfs.FS, path string) []byte {
+	t.Helper()
+	b, err := faultfs.ReadFile(fsys, path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return b
+}
+
+func writeBytes(t testing.TB, fsys faultfs.FS, path string, b []byte) {
+	t.Helper()
+	if err := faultfs.WriteFile(fsys, path, b, 0o600); err != nil {
+		t.Fatalf("write %s: %v", path, err)
+	}
+}
+
+// lineEnds returns the offset just past each line of b.
+func lineEnds(b []byte) []int {
+	var ends []int
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+		ends = append(ends, i)
+	}
+	return ends
+}
+
+// makeLog writes n entries with event "e<i>" and returns the file bytes.
+func makeLog(t testing.TB, fsys faultfs.FS, path string, n int) []byte {
+	t.Helper()
+	l := mustOpen(t, fsys, path)
+	for i := 1; i <= n; i++ {
+		mustAppend(t, l, "test.event", map[string]any{"i": i, "pad": "xxxxxxxxxx"})
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return readBytes(t, fsys, path)
+}
