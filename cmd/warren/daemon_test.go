@@ -1,0 +1,199 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// startDaemon starts a background daemon with `warren daemon start` and
+// stops it when the test ends.
+func startDaemon(t *testing.T, home string) {
+	t.Helper()
+	out := mustOK(t, "daemon", "start", "--home", home)
+	if !strings.HasPrefix(out, "daemon started (pid ") {
+		t.Fatalf("daemon start printed %q", out)
+	}
+	t.Cleanup(func() {
+		if _, err := os.Stat(socketPath(home)); err != nil {
+			return
+		}
+		r := warren(t, "daemon", "stop", "--home", home)
+		if r.code != 0 {
+			// Last resort: kill the pid the daemon wrote.
+			if b, err := os.ReadFile(filepath.Join(home, "daemon.pid")); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			t.Errorf("daemon stop in cleanup: exit %d %s", r.code, r.stderr)
+		}
+	})
+}
+
+func TestDaemonLifecycle(t *testing.T) {
+	home := shortHome(t)
+	startDaemon(t, home)
+
+	r := warren(t, "daemon", "start", "--home", home)
+	if r.code != exitDaemonErr || !strings.Contains(r.stderr, "already running") {
+		t.Errorf("second daemon start: exit %d stderr %q; want exit 1 'already running'", r.code, r.stderr)
+	}
+	st := mustJSON(t, "daemon", "status", "--home", home)
+	for _, k := range []string{"pid", "boot_id", "version", "uptime_s", "agents", "pools"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("daemon status --json lacks %q: %v", k, st)
+		}
+	}
+	out := mustOK(t, "daemon", "status", "--home", home)
+	for _, want := range []string{"running", "boot id", "uptime", "agents", "POOL"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("daemon status lacks %q:\n%s", want, out)
+		}
+	}
+	pid := int(st["pid"].(float64))
+	if out := mustOK(t, "daemon", "stop", "--home", home); !strings.Contains(out, "daemon stopped") {
+		t.Errorf("daemon stop printed %q", out)
+	}
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		t.Errorf("daemon pid %d still exists after stop (kill 0: %v)", pid, err)
+	}
+	if r := warren(t, "daemon", "status", "--home", home); r.code != exitNotRunning {
+		t.Errorf("status after stop: exit %d, want 3", r.code)
+	}
+}
+
+func TestDaemonStartFailureShowsLog(t *testing.T) {
+	// A home whose socket path is too long makes the daemon fail at start:
+	// the client prints the tail of daemon.log and exits 1.
+	home := filepath.Join(shortHome(t), strings.Repeat("h", 110))
+	r := warren(t, "daemon", "start", "--home", home)
+	if r.code != exitDaemonErr || !strings.Contains(r.stderr, "daemon.log") {
+		t.Errorf("daemon start with a too long socket path: exit %d stderr %q; want exit 1 with the log tail", r.code, r.stderr)
+	}
+}
+
+func TestAgentRoundTrip(t *testing.T) {
+	home := shortHome(t)
+	startDaemon(t, home)
+	h := []string{"--home", home}
+	args := func(a ...string) []string { return append(a, h...) }
+
+	created := mustJSON(t, args("agent", "create", "lead", "--provider", "inproc", "--model", "echo", "--instructions", "lead the team")...)
+	leadID, _ := created["agent_id"].(string)
+	if len(leadID) != 32 || created["name"] != "lead" {
+		t.Fatalf("agent create --json = %v", created)
+	}
+	out := mustOK(t, args("agent", "create", "w1", "--parent", "lead", "--provider", "inproc", "--model", "echo", "--metadata", "role=worker", "--metadata", "n=1")...)
+	if f := strings.Fields(out); len(f) != 2 || len(f[0]) != 32 || f[1] != "w1" {
+		t.Errorf("agent create printed %q, want '<id>  w1'", out)
+	}
+	if r := warren(t, args("agent", "create", "w1", "--parent", "lead")...); r.code != exitDaemonErr || !strings.HasPrefix(r.stderr, "error: ") {
+		t.Errorf("duplicate child name: exit %d stderr %q, want exit 1", r.code, r.stderr)
+	}
+
+	list := mustOK(t, args("agent", "list")...)
+	lines := strings.Split(strings.TrimSpace(list), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "PATH") || !strings.HasPrefix(lines[1], "lead ") || !strings.HasPrefix(lines[2], "lead/w1 ") {
+		t.Fatalf("agent list:\n%s", list)
+	}
+	if strings.Index(lines[0], "STATUS") != strings.Index(lines[1], "idle") {
+		t.Errorf("agent list columns are not aligned:\n%s", list)
+	}
+	lj := mustJSON(t, args("agent", "list")...)
+	if as, _ := lj["agents"].([]any); len(as) != 2 {
+		t.Errorf("agent list --json = %v", lj)
+	}
+
+	tree := mustOK(t, args("agent", "tree")...)
+	if want := "lead  [idle]\n└── w1  [idle]\n"; tree != want {
+		t.Errorf("agent tree = %q, want %q", tree, want)
+	}
+
+	insp := mustOK(t, args("agent", "inspect", "lead")...)
+	for _, want := range []string{"agent_id:  " + leadID, "status:    idle", "children:", "w1  [idle]"} {
+		if !strings.Contains(insp, want) {
+			t.Errorf("agent inspect lacks %q:\n%s", want, insp)
+		}
+	}
+	ij := mustJSON(t, args("agent", "inspect", "lead/w1")...)
+	if ij["name"] != "w1" || ij["parent_id"] != leadID {
+		t.Errorf("agent inspect --json = %v", ij)
+	}
+
+	if out := mustOK(t, args("agent", "send", "lead/w1", "hello there")...); out != "echo: hello there\n" {
+		t.Errorf("agent send printed %q", out)
+	}
+	sj := mustJSON(t, args("agent", "send", "w1", "again")...)
+	if sj["response"] != "echo: again" || sj["run_id"] == "" {
+		t.Errorf("agent send --json = %v", sj)
+	}
+	if r := warren(t, args("agent", "send", "nobody", "hi")...); r.code != exitDaemonErr || r.stdout != "" {
+		t.Errorf("send to an unknown agent: exit %d stdout %q, want exit 1", r.code, r.stdout)
+	}
+
+	if r := warren(t, args("agent", "terminate", "lead")...); r.code != exitDaemonErr {
+		t.Errorf("terminate a parent with children: exit %d, want 1", r.code)
+	}
+	if out := mustOK(t, args("agent", "terminate", "lead/w1")...); !strings.HasPrefix(out, "terminated ") {
+		t.Errorf("agent terminate printed %q", out)
+	}
+	if out := mustOK(t, args("inbox")...); out != "no messages\n" {
+		t.Errorf("inbox printed %q", out)
+	}
+	if ib := mustJSON(t, args("inbox")...); ib["messages"] == nil {
+		t.Errorf("inbox --json = %v", ib)
+	}
+
+	// logs reads the files; it works with the daemon running and stopped.
+	running := mustOK(t, args("logs", "lead/w1")...)
+	mustOK(t, args("daemon", "stop")...)
+	stopped := mustOK(t, args("logs", "lead/w1")...)
+	if running != stopped || !strings.Contains(stopped, "agent.created") || !strings.Contains(stopped, "turn.complete") || !strings.Contains(stopped, "agent.terminated") {
+		t.Errorf("logs with the daemon stopped:\n%s\nwhile running:\n%s", stopped, running)
+	}
+	var e map[string]any
+	first := strings.SplitN(mustOK(t, args("logs", leadID, "--json")...), "\n", 2)[0]
+	if err := json.Unmarshal([]byte(first), &e); err != nil || e["event"] != "agent.created" {
+		t.Errorf("logs --json first line %q (%v)", first, err)
+	}
+}
+
+func TestAttachStreamsReplies(t *testing.T) {
+	home := shortHome(t)
+	startDaemon(t, home)
+	mustOK(t, "agent", "create", "solo", "--provider", "inproc", "--model", "echo", "--home", home)
+	cmd := exec.Command(warrenBin, "agent", "attach", "solo", "--home", home)
+	cmd.Env = testEnv(t)
+	cmd.Stdin = strings.NewReader("first\nsecond\n\nnot sent\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("attach: %v\n%s", err, out)
+	}
+	s := string(out)
+	for _, want := range []string{"attached to solo", "echo: first", "echo: second", "detached"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("attach output lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "not sent") {
+		t.Errorf("attach sent a line after the empty line:\n%s", s)
+	}
+}
+
+func TestDemoPasses(t *testing.T) {
+	cmd := exec.Command(warrenBin, "demo")
+	cmd.Env = testEnv(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("warren demo: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "✗") || !strings.Contains(string(out), "demo passed") {
+		t.Errorf("warren demo output:\n%s", out)
+	}
+}
