@@ -282,12 +282,16 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer cl.Close()
+	names := &agentNames{c: c, paths: map[string]string{}, tried: map[string]bool{}}
+	if !c.json {
+		names.refresh(ctx)
+	}
 	err = cl.Stream(ctx, "events.subscribe", params, func(fr protocol.Frame) error {
 		if c.json {
 			return printJSON(c.stdout, frameJSON(fr))
 		}
 		if fr.Event != nil {
-			_, err := fmt.Fprintln(c.stdout, eventLine(fr.Event))
+			_, err := fmt.Fprintln(c.stdout, eventLine(fr.Event, names.name(ctx, str(fr.Event, "agent_id"))))
 			return err
 		}
 		return nil
@@ -301,27 +305,55 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
-// eventLine renders a live event frame: `HH:MM:SS.mmm  <agent>  #seq  event  k=v`.
-func eventLine(ev map[string]any) string {
-	ev = jsonable(ev).(map[string]any)
+// agentNames maps agent ids to paths for live event lines, asking the
+// daemon again (once per id) when an unknown id shows up.
+type agentNames struct {
+	c     *cli
+	paths map[string]string
+	tried map[string]bool
+}
+
+func (n *agentNames) refresh(ctx context.Context) {
+	res, err := n.c.call(ctx, "agent.list", nil)
+	if err != nil {
+		return
+	}
+	for _, a := range list(res, "agents") {
+		n.paths[str(a, "agent_id")] = str(a, "path")
+	}
+}
+
+func (n *agentNames) name(ctx context.Context, id string) string {
+	if p, ok := n.paths[id]; ok {
+		return p
+	}
+	if hexID.MatchString(id) && !n.tried[id] {
+		n.tried[id] = true
+		n.refresh(ctx)
+		if p, ok := n.paths[id]; ok {
+			return p
+		}
+	}
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// eventLine renders a live event frame: `HH:MM:SS.mmm  <agent path>  #seq  event  k=v`.
+func eventLine(ev map[string]any, who string) string {
+	ev, _ = jsonable(ev).(map[string]any)
 	ts := time.Now()
 	if t, err := time.Parse(time.RFC3339Nano, str(ev, "ts")); err == nil {
 		ts = t
-	}
-	who := str(ev, "agent")
-	if who == "" {
-		who = str(ev, "name")
-	}
-	if who == "" {
-		who = str(ev, "agent_id")
-		if len(who) > 8 {
-			who = who[:8]
-		}
 	}
 	data, _ := json.Marshal(ev["data"])
 	line := fmt.Sprintf("%s  %s  #%d  %s", clockT(ts, true), dash(who), num(ev, "seq"), str(ev, "event"))
 	if kv := kvPairs(data, maxValueRunes); kv != "" && string(data) != "null" {
 		line += "  " + kv
+	}
+	if tok := str(ev, "token"); tok != "" {
+		line += "  token=" + tok // the live run.waiting event carries the resume secret
 	}
 	return line
 }
