@@ -370,6 +370,13 @@ func (r *runner) resume(ctx context.Context, paths []string) {
 	for _, p := range paths {
 		res, err := call(ctx, r.home, "agent.resume", map[string]any{"agent_id": p})
 		if err != nil {
+			// A wake may have started a new run since the list (which
+			// also ends the interrupted status): that is not a failure.
+			in, ierr := call(ctx, r.home, "agent.inspect", map[string]any{"agent_id": p})
+			if ierr == nil && in["status"] != "interrupted_startup" {
+				r.ok("%s was continued by the daemon before the resume (status %v)", p, in["status"])
+				continue
+			}
 			r.fail("resume the interrupted run of %s: %v", p, err)
 			continue
 		}

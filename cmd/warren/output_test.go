@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warren-dev/warren/eventlog"
+)
+
+func TestTableAlignsColumns(t *testing.T) {
+	var b strings.Builder
+	table(&b, []string{"PATH", "STATUS"}, [][]string{{"lead/wörker", "idle"}, {"x", "running"}})
+	want := "PATH         STATUS\nlead/wörker  idle\nx            running\n"
+	if b.String() != want {
+		t.Errorf("table =\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+func TestRenderTreeBoxDrawing(t *testing.T) {
+	agents := []map[string]any{
+		{"agent_id": "r", "name": "lead", "status": "idle"},
+		{"agent_id": "a", "name": "a", "parent_id": "r", "status": "running"},
+		{"agent_id": "b", "name": "b", "parent_id": "r", "status": "idle"},
+		{"agent_id": "c", "name": "c", "parent_id": "a", "status": "suspended"},
+		{"agent_id": "o", "name": "orphan", "parent_id": "gone", "status": "idle"},
+	}
+	var b strings.Builder
+	renderTree(&b, buildTree(agents))
+	want := "lead  [idle]\n├── a  [running]\n│   └── c  [suspended]\n└── b  [idle]\norphan  [idle]\n"
+	if b.String() != want {
+		t.Errorf("tree =\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestCutAndQuote(t *testing.T) {
+	if got := cut("abcdef", 4); got != "abc…" {
+		t.Errorf("cut = %q", got)
+	}
+	if got := cut("a\nb", 10); got != `a\nb` {
+		t.Errorf("cut flattens newlines: %q", got)
+	}
+	for in, want := range map[string]string{"lead/w1": "lead/w1", "it's": `'it'\''s'`, "": "''", "a b": "'a b'"} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestEntryLineFormat(t *testing.T) {
+	e := eventlog.Entry{Seq: 7, TS: time.Date(2026, 11, 22, 10, 1, 10, 123e6, time.Local), Event: "turn.start",
+		Data: json.RawMessage(`{"turn":1,"prompt":"say hi","run_id":"r1","ids":["a"]}`)}
+	want := `10:01:10.123  #7  turn.start  ids=["a"] prompt="say hi" run_id=r1 turn=1`
+	if got := entryLine(e); got != want {
+		t.Errorf("entryLine =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestJSONableConvertsMsgpackShapes(t *testing.T) {
+	in := map[string]any{"a": map[any]any{"k": []byte("v")}, "b": []any{map[any]any{1: 2}}}
+	var b strings.Builder
+	if err := printJSON(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":{"k":"v"},"b":[{"1":2}]}` + "\n"; b.String() != want {
+		t.Errorf("printJSON = %q, want %q", b.String(), want)
+	}
+}
+
+func BenchmarkEntryLine(b *testing.B) {
+	e := eventlog.Entry{Seq: 12, TS: time.Now(), Event: "message.enqueued",
+		Data: json.RawMessage(`{"message_id":"0123456789abcdef0123456789abcdef","sender":"lead","recipient":"w1","kind":"request","payload":"` +
+			strings.Repeat("lorem ipsum ", 40) + `","timestamp":"2026-11-22T10:01:10.123Z","reply_to":null,"metadata":{}}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = entryLine(e)
+	}
+}
