@@ -1,0 +1,153 @@
+package session
+
+import "time"
+
+// Status is a derived agent status (SPEC 4). It is never stored as the
+// authority; Derive computes it.
+type Status string
+
+// Derived statuses.
+const (
+	StatusInterruptedStartup Status = "interrupted_startup"
+	StatusInterruptedWaiting Status = "interrupted_waiting"
+	StatusSuspended          Status = "suspended"
+	StatusRunning            Status = "running"
+	StatusIdle               Status = "idle"
+	StatusTerminated         Status = "terminated"
+	StatusCorrupt            Status = "corrupt"
+)
+
+// Statuses lists every Status.
+func Statuses() []Status {
+	return []Status{StatusCorrupt, StatusTerminated, StatusInterruptedStartup, StatusInterruptedWaiting,
+		StatusSuspended, StatusRunning, StatusIdle}
+}
+
+// TokenState is the state of the latest run's resume token as the log tells
+// it.
+type TokenState string
+
+// Token states. The zero value means the same as TokenNone.
+const (
+	TokenNone     TokenState = "none" // no token minted for the current wait
+	TokenLive     TokenState = "live" // minted, not consumed, revoked or expired
+	TokenConsumed TokenState = "consumed"
+	TokenRevoked  TokenState = "revoked"
+	TokenExpired  TokenState = "expired"
+)
+
+// Interruption reasons of run.interrupted.
+const (
+	ReasonProcessRestart = "process_restart"
+	ReasonWaitTimeout    = "wait_timeout"
+)
+
+// Facts describes an agent's latest run as read from its event log.
+type Facts struct {
+	// Corrupt: the log is damaged in the middle (not a torn tail).
+	Corrupt bool
+	// Terminated: agent.terminated is logged.
+	Terminated bool
+	// RunID is the latest run (from turn.start); "" when there is none.
+	RunID string
+	// RunBootID is the boot the run last started a turn or was resumed
+	// under; "" when the log does not say.
+	RunBootID string
+	// RunEnded: turn.complete, turn.failed or turn.cancelled is logged for
+	// the run's latest turn, or a newer run superseded it.
+	RunEnded bool
+	// Interrupted: run.interrupted is logged for the run; InterruptReason is
+	// the reason of the latest one.
+	Interrupted     bool
+	InterruptReason string
+	// Resumed: run.resumed follows the latest run.interrupted of the run
+	// (the interruption is cleared).
+	Resumed bool
+	// Waiting: the run's latest run.waiting has no later run.resumed.
+	Waiting bool
+	// Token is the state of the current wait's token.
+	Token TokenState
+	// WaitDeadline is the current wait's deadline; zero means none (or
+	// unknown: the snapshot's is used then).
+	WaitDeadline time.Time
+}
+
+// Derive computes the status from the snapshot s (may be nil), the log facts
+// f, the current boot id and the current time. The rules are in the package
+// documentation.
+func Derive(s *Session, f Facts, bootID string, now time.Time) Status {
+	if f.Corrupt {
+		return StatusCorrupt
+	}
+	if f.Terminated || (s != nil && s.State == StateTerminated) {
+		return StatusTerminated
+	}
+	if f.RunID == "" || f.RunEnded {
+		return StatusIdle
+	}
+	var snap *Run
+	if s != nil && s.Run != nil && s.Run.RunID == f.RunID {
+		snap = s.Run
+	}
+	boot := f.RunBootID
+	if boot == "" && snap != nil {
+		boot = snap.BootID
+	}
+	deadline := f.WaitDeadline
+	if deadline.IsZero() && snap != nil && snap.Wait != nil {
+		deadline = snap.Wait.Deadline
+	}
+	earlierBoot := boot == "" || boot != bootID
+	pending := f.Interrupted && !f.Resumed
+	restartInt := pending && f.InterruptReason != ReasonWaitTimeout
+	timeoutInt := pending && f.InterruptReason == ReasonWaitTimeout
+	overdue := !deadline.IsZero() && !now.Before(deadline)
+
+	switch {
+	case restartInt || (earlierBoot && !f.Waiting):
+		return StatusInterruptedStartup
+	case timeoutInt || (f.Waiting && (f.Token != TokenLive || overdue)):
+		return StatusInterruptedWaiting
+	case f.Waiting:
+		return StatusSuspended
+	default:
+		return StatusRunning
+	}
+}
+
+// NeedsRestartMark reports whether recovery must append run.interrupted
+// (process_restart) for the facts' run: it is open, was not waiting, began
+// under an earlier boot and carries no pending interruption yet. Appending
+// the mark once and re-deriving facts makes this false, so recovery run
+// twice appends one mark.
+func NeedsRestartMark(s *Session, f Facts, bootID string) bool {
+	if f.Corrupt || f.Terminated || (s != nil && s.State == StateTerminated) || f.RunID == "" || f.RunEnded || f.Waiting {
+		return false
+	}
+	if f.Interrupted && !f.Resumed {
+		return false
+	}
+	boot := f.RunBootID
+	if boot == "" && s != nil && s.Run != nil && s.Run.RunID == f.RunID {
+		boot = s.Run.BootID
+	}
+	return boot == "" || boot != bootID
+}
+
+// NeedsWaitTimeout reports whether the deadline sweep must expire the
+// facts' wait (token.expired and run.interrupted with wait_timeout): the run
+// is open and waiting, no interruption is pending, and the deadline (from
+// the facts, else the snapshot of the same run) has passed at now.
+func NeedsWaitTimeout(s *Session, f Facts, now time.Time) bool {
+	if f.Corrupt || f.Terminated || (s != nil && s.State == StateTerminated) || f.RunID == "" || f.RunEnded || !f.Waiting {
+		return false
+	}
+	if f.Interrupted && !f.Resumed {
+		return false
+	}
+	deadline := f.WaitDeadline
+	if deadline.IsZero() && s != nil && s.Run != nil && s.Run.RunID == f.RunID && s.Run.Wait != nil {
+		deadline = s.Run.Wait.Deadline
+	}
+	return !deadline.IsZero() && !now.Before(deadline)
+}
