@@ -1,0 +1,106 @@
+// Package scripted is warren's subprocess provider: the model is a program
+// (a deterministic, non-LLM agent) that speaks JSON lines on stdin/stdout,
+// wire-compatible with Substrat's scripted provider.
+//
+// # Program and process
+//
+// The session's model is the program's path. A path ending in ".py" runs as
+// `<Options.Python> <path>` (default python3); anything else is executed
+// directly (it needs its execute bit and, for a script, a #! line). A
+// relative path is resolved against the daemon's working directory when the
+// session is created or restored, and must exist there; it is an error
+// otherwise (the daemon has no per-agent workspace to resolve against, and
+// guessing would run the wrong file). The session's handle is the resolved
+// absolute path.
+//
+// Create starts nothing: the process is spawned on the first Send, in its
+// own process group, with the daemon's environment plus Spec.Env (where the
+// daemon passes WARREN_SOCKET and WARREN_AGENT_ID; later entries win). It is
+// long-lived: between turns it blocks reading stdin. One call is
+// outstanding at a time.
+//
+// # Wire protocol
+//
+// One JSON object per line, '\n'-terminated, UTF-8. Daemon to program:
+//
+//	{"type":"turn","message":"<prompt>"}
+//	{"type":"turn","message":"<prompt>","history":[<turn>...]}
+//	{"type":"result","id":<the call's id>,"data":{...}}
+//	{"type":"result","id":<the call's id>,"error":"<text>"}
+//
+// "history" is added only on the first turn written to a freshly spawned
+// process, and only when the session has completed turns. A history entry
+// is a provider.Turn:
+//
+//	{"message":"..","calls":[{"tool":"..","args":{..},"result":{..}} or
+//	 {"tool":"..","args":{..},"error":".."}],"response":".."}
+//
+// Program to daemon:
+//
+//	{"type":"call","id":<any JSON value>,"tool":"<name>","args":{...}}
+//	{"type":"done","response":"<text>"}
+//	{"type":"error","message":"<text>"}
+//
+// A call runs through TurnIO.Tools and is answered with a result line that
+// echoes its id verbatim. A result map holding "error" becomes an error
+// line with that text; a Go error from the tool caller becomes an error line
+// with the error's text, except an error wrapping provider.ErrRunSuspended:
+// then the process is killed (its state is mid-call) and Send returns that
+// error. A call line without a tool name or whose args are not an object is
+// answered with an error line (id null when it had none) and not executed.
+// Every executed call (tool, args, result or error) is recorded in the turn.
+//
+// "done" ends the turn: the response is emitted as a single chunk through
+// TurnIO.OnChunk and returned, and the turn (message, calls, response) is
+// appended to the session's history. "error" fails the turn with a permanent
+// provider error "scripted agent error: <text>" (the process stays; the
+// failed turn is not recorded). Lines that are not JSON objects or that have
+// an unknown "type" are logged (truncated) and ignored. A program must write
+// nothing between turns: such output is read as part of the next turn.
+//
+// # Failures
+//
+//   - End of stdout mid-turn (the program exited or crashed): the process is
+//     reaped and Send returns a transient error "scripted agent exited
+//     unexpectedly (exit status N): <last stderr lines>". The next Send
+//     spawns a fresh process and passes the history.
+//   - Turn timeout (Options.TurnTimeout; the time the daemon spends running
+//     the program's tool calls does not count): the whole process group is
+//     killed and reaped; transient error wrapping ErrTurnTimeout. The next
+//     turn starts fresh with the history (never on a process in an unknown
+//     protocol state).
+//   - ctx cancelled: the process group is killed and reaped; the error wraps
+//     ctx.Err().
+//   - A line longer than Options.MaxLine (default 16 MiB): the process is
+//     killed; permanent error wrapping ErrLineTooLong. Memory per line is
+//     bounded by MaxLine.
+//   - A process that exited between turns is replaced silently on the next
+//     Send (with the history).
+//
+// stderr is kept in a bounded ring (the last 8 KiB) for these messages.
+// Every process is waited for; none is left a zombie.
+//
+// # State
+//
+// History starts as Spec.History and grows by every completed turn. Suspend
+// returns {"script":"<path>","history":[...]} and stops nothing (the caller
+// stops the session afterwards). Restore takes the script from the blob
+// (else the handle, else Spec.Model) and the history from Spec.History when
+// it is non-empty (the daemon rebuilds it from the event log, the source of
+// truth, which is never older than a suspend blob), else from the blob. A
+// nil or empty blob is not an error: a session that was never evicted
+// restores from its handle and Spec.History. Nothing process-specific (socket,
+// agent id) is stored in the blob; the environment always comes from the
+// Spec, so a restored session keeps its daemon connection.
+//
+// Stop closes stdin, waits up to Options.StopGrace for the program to exit,
+// then kills the process group and reaps it.
+//
+// # Python helper
+//
+// python/warren_script.py (and its alias python/substrat_script.py, for
+// scripts written for Substrat) is a standard-library-only helper with
+// read_turn(), call_tool(name, **args), done(response) and error(message)
+// that handles the history replay. WriteHelpers installs both files in a
+// directory, for a PYTHONPATH entry in Spec.Env.
+package scripted

@@ -1,0 +1,240 @@
+package scripted
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const (
+	// stderrKeep is how much of a program's stderr is kept for errors.
+	stderrKeep = 8 << 10
+	// stderrDrain bounds the wait for the stderr pipe to reach EOF after
+	// the process exited (a grandchild outside the process group could hold
+	// it open forever).
+	stderrDrain = 2 * time.Second
+	// readBuffer is the stdout read buffer; longer lines are assembled up
+	// to MaxLine.
+	readBuffer = 64 << 10
+)
+
+// process is one running program with its pipes.
+type process struct {
+	cmd    *exec.Cmd
+	pid    int
+	stdin  *os.File // our write end
+	stdout *os.File // our read end
+	rd     *bufio.Reader
+
+	stderr     *ring
+	stderrDone chan struct{}
+
+	exited chan struct{} // closed once Wait returned
+	state  *os.ProcessState
+
+	teardownOnce sync.Once
+}
+
+// startProcess starts argv in its own process group. Our pipe ends are
+// pollable, so reads and writes honour deadlines.
+func startProcess(argv, env []string) (*process, error) {
+	var closers []*os.File
+	closeAll := func() {
+		for _, f := range closers {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			closers = append(closers, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdin pipe: %w", err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("creating stdout pipe: %w", err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("creating stderr pipe: %w", err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, err
+	}
+	// The child has its own copies of its ends.
+	_ = inR.Close()
+	_ = outW.Close()
+	_ = errW.Close()
+
+	p := &process{
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		stdin:      inW,
+		stdout:     outR,
+		rd:         bufio.NewReaderSize(outR, readBuffer),
+		stderr:     &ring{max: stderrKeep},
+		stderrDone: make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	go func() {
+		_, _ = io.Copy(p.stderr, errR)
+		_ = errR.Close()
+		close(p.stderrDone)
+	}()
+	go func() {
+		_ = cmd.Wait() // the exit status is in ProcessState
+		p.state = cmd.ProcessState
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// hasExited reports whether the process has been reaped.
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// setDeadline sets the read and write deadline (zero: none).
+func (p *process) setDeadline(t time.Time) {
+	_ = p.stdout.SetReadDeadline(t)
+	_ = p.stdin.SetWriteDeadline(t)
+}
+
+// interrupt makes blocked reads and writes return at once.
+func (p *process) interrupt() { p.setDeadline(time.Unix(1, 0)) }
+
+// writeLine writes data and a newline.
+func (p *process) writeLine(data []byte) error {
+	_, err := p.stdin.Write(append(data, '\n'))
+	return err
+}
+
+// readLine returns the next line without its newline, holding at most max
+// bytes. A final line without a newline is returned before io.EOF.
+func (p *process) readLine(max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := p.rd.ReadSlice('\n')
+		n := len(chunk)
+		if err == nil {
+			n-- // the newline
+		}
+		if len(line)+n > max {
+			return nil, ErrLineTooLong
+		}
+		switch {
+		case err == nil:
+			return append(line, chunk[:n]...), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			line = append(line, chunk...)
+		case errors.Is(err, io.EOF) && len(line)+len(chunk) > 0:
+			return append(line, chunk...), nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// kill sends SIGKILL to the whole process group.
+func (p *process) kill() {
+	if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		// Not a group leader after all? Kill the process itself.
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// teardown kills the process group, reaps the process, closes our pipe ends
+// and waits (bounded) for the stderr copy to finish. It is idempotent.
+func (p *process) teardown() {
+	p.teardownOnce.Do(func() {
+		p.kill()
+		<-p.exited
+		_ = p.stdin.Close()
+		_ = p.stdout.Close()
+		t := time.NewTimer(stderrDrain)
+		defer t.Stop()
+		select {
+		case <-p.stderrDone:
+		case <-t.C:
+		}
+	})
+}
+
+// stop closes stdin, gives the program grace to exit, then tears it down.
+func (p *process) stop(grace time.Duration) {
+	_ = p.stdin.Close()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+	}
+	p.teardown()
+}
+
+// exitStatus describes how the process ended ("exit status 3", "signal:
+// killed"); call it after teardown.
+func (p *process) exitStatus() string {
+	if p.state == nil {
+		return "status unknown"
+	}
+	return p.state.String()
+}
+
+// ring keeps the last max bytes written to it.
+type ring struct {
+	mu        sync.Mutex
+	max       int
+	buf       []byte
+	truncated bool
+}
+
+func (r *ring) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, b...)
+	if over := len(r.buf) - r.max; over > 0 {
+		r.buf = append(r.buf[:0], r.buf[over:]...)
+		r.truncated = true
+	}
+	return len(b), nil
+}
+
+// String returns the kept text, starting at a line boundary when earlier
+// output was dropped.
+func (r *ring) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := string(r.buf)
+	if r.truncated {
+		if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
+			s = s[i+1:]
+		}
+		s = "..." + s
+	}
+	return s
+}

@@ -1,0 +1,159 @@
+"""Helper library for warren's scripted provider (standard library only).
+
+A scripted agent is a long-lived program that talks JSON lines with the
+warren daemon on stdin/stdout (see provider/scripted/doc.go for the
+protocol). This module hides the protocol and the history replay:
+
+    from warren_script import read_turn, call_tool, done
+
+    while True:
+        message = read_turn()
+        result = call_tool("send_message", to="lead", text=message)
+        done("sent")
+
+read_turn() returns the next turn's message. When the daemon starts a fresh
+process for a session that already completed turns (after a timeout, a crash,
+an eviction or a daemon restart), the first turn it writes carries that
+history; read_turn() then first returns each historical message in order,
+call_tool() returns the recorded results (raising RuntimeError for recorded
+errors and AssertionError when the script calls a different tool than the
+one recorded), and done()/error() just advance. Once the history is
+exhausted read_turn() returns the live message and I/O becomes real, so a
+deterministic script rebuilds its state by running its own code again.
+
+Call ids are a per-process counter starting at 1. EOF on stdin raises
+SystemExit (the daemon closed the session). A result whose id does not match
+the outstanding call raises ValueError.
+
+The API is compatible with Substrat's substrat_script module.
+"""
+
+import json
+import sys
+
+__all__ = ["Script", "read_turn", "call_tool", "done", "error", "replaying"]
+
+
+class Script(object):
+    """One protocol endpoint. The module-level functions use a default
+    instance on sys.stdin/sys.stdout; tests may build their own."""
+
+    def __init__(self, stdin=None, stdout=None):
+        self._in = stdin
+        self._out = stdout
+        self._next_id = 1
+        self._replay = []  # historical turns not yet handed out
+        self._live = None  # the live message buffered while replaying
+        self._has_live = False
+        self._current = None  # the historical turn being replayed
+        self._calls = []  # its recorded calls not yet consumed
+
+    def _stdin(self):
+        if self._in is not None:
+            return self._in
+        # Bytes, decoded by json as UTF-8 whatever the locale says.
+        return getattr(sys.stdin, "buffer", sys.stdin)
+
+    def _stdout(self):
+        return self._out if self._out is not None else sys.stdout
+
+    def _read(self):
+        line = self._stdin().readline()
+        if not line:
+            raise SystemExit(0)
+        msg = json.loads(line)
+        if not isinstance(msg, dict):
+            raise ValueError("warren_script: expected a JSON object, got %r" % (msg,))
+        return msg
+
+    def _write(self, obj):
+        out = self._stdout()
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
+    def replaying(self):
+        """True while the current turn is a historical one being replayed."""
+        return self._current is not None
+
+    def read_turn(self):
+        """Return the next turn's message (historical ones first)."""
+        self._current = None
+        self._calls = []
+        if self._replay:
+            turn = self._replay.pop(0)
+            self._current = turn
+            self._calls = list(turn.get("calls") or [])
+            return turn.get("message", "")
+        if self._has_live:
+            msg, self._live, self._has_live = self._live, None, False
+            return msg
+        msg = self._read()
+        if msg.get("type") != "turn":
+            raise ValueError("warren_script: expected a turn line, got %r" % (msg,))
+        history = msg.get("history") or []
+        if history:
+            self._replay = list(history)
+            self._live, self._has_live = msg.get("message", ""), True
+            return self.read_turn()
+        return msg.get("message", "")
+
+    def call_tool(self, _tool, /, **args):
+        """Call an agent tool and return its result (a dict). Raises
+        RuntimeError when the tool reports an error."""
+        if self._current is not None:
+            if not self._calls:
+                raise AssertionError(
+                    "warren_script replay: the script called %r but the recorded turn has no more calls" % (_tool,))
+            rec = self._calls.pop(0)
+            if rec.get("tool") != _tool:
+                raise AssertionError(
+                    "warren_script replay: recorded call is %r, the script called %r" % (rec.get("tool"), _tool))
+            if rec.get("error"):
+                raise RuntimeError(rec["error"])
+            return rec.get("result") or {}
+        call_id = self._next_id
+        self._next_id += 1
+        self._write({"type": "call", "id": call_id, "tool": _tool, "args": args})
+        msg = self._read()
+        if msg.get("type") != "result" or msg.get("id") != call_id:
+            raise ValueError("warren_script: expected the result of call %r, got %r" % (call_id, msg))
+        if "error" in msg:
+            raise RuntimeError(msg["error"])
+        return msg.get("data") or {}
+
+    def done(self, response=""):
+        """Finish the turn with a response."""
+        if self._current is not None:
+            self._current = None
+            return
+        self._write({"type": "done", "response": str(response)})
+
+    def error(self, message):
+        """Fail the turn with an error message."""
+        if self._current is not None:
+            self._current = None
+            return
+        self._write({"type": "error", "message": str(message)})
+
+
+_default = Script()
+
+
+def read_turn():
+    return _default.read_turn()
+
+
+def call_tool(_tool, /, **args):
+    return _default.call_tool(_tool, **args)
+
+
+def done(response=""):
+    return _default.done(response)
+
+
+def error(message):
+    return _default.error(message)
+
+
+def replaying():
+    return _default.replaying()

@@ -1,0 +1,207 @@
+package scripted
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/provider"
+)
+
+// Defaults applied by New to zero Options fields.
+const (
+	DefaultPython    = "python3"
+	DefaultMaxLine   = 16 << 20
+	DefaultStopGrace = 5 * time.Second
+)
+
+var (
+	// ErrNoScript means the session's model (the script path) is empty.
+	ErrNoScript = errors.New("scripted provider requires a model: the path of the agent's script")
+	// ErrScriptNotFound means the script path does not name a file.
+	ErrScriptNotFound = errors.New("scripted agent script not found")
+	// ErrTurnTimeout is wrapped by the transient error of a turn that ran
+	// over Options.TurnTimeout.
+	ErrTurnTimeout = errors.New("scripted agent turn timed out")
+	// ErrLineTooLong is wrapped by the error of a turn whose program wrote a
+	// line longer than Options.MaxLine.
+	ErrLineTooLong = errors.New("scripted agent wrote a line longer than the limit")
+	// ErrExited is wrapped by the transient error of a turn whose program
+	// exited (or closed its stdout) before finishing the turn.
+	ErrExited = errors.New("scripted agent exited unexpectedly")
+	// ErrStopped is returned by Send on a stopped session.
+	ErrStopped = errors.New("scripted session is stopped")
+)
+
+// Options configures a Provider.
+type Options struct {
+	// Python runs ".py" scripts (default "python3", looked up in PATH).
+	Python string
+	// TurnTimeout bounds the time a program may spend on one turn, not
+	// counting the daemon's time running its tool calls (0 = no limit).
+	TurnTimeout time.Duration
+	// MaxLine is the longest line accepted from a program, in bytes
+	// without the newline (default 16 MiB).
+	MaxLine int
+	// StopGrace is how long Stop waits for a program to exit after closing
+	// its stdin before killing it (default 5 s).
+	StopGrace time.Duration
+	// Logger receives the provider's logs; nil means no logging.
+	Logger hclog.Logger
+}
+
+// Provider is the scripted provider. It is safe for concurrent use.
+type Provider struct {
+	opts Options
+	log  hclog.Logger
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New returns a scripted Provider, filling defaults into opts.
+func New(opts Options) *Provider {
+	if opts.Python == "" {
+		opts.Python = DefaultPython
+	}
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = DefaultMaxLine
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = DefaultStopGrace
+	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Provider{opts: opts, log: log.Named("scripted")}
+}
+
+// Name implements provider.Provider.
+func (p *Provider) Name() string { return "scripted" }
+
+// Capabilities implements provider.Provider: no native resume, structured
+// history.
+func (p *Provider) Capabilities() provider.Capabilities {
+	return provider.Capabilities{NativeResume: false, StructuredHistory: true}
+}
+
+// Create implements provider.Provider. It checks the script and starts
+// nothing; the process is spawned by the first Send.
+func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("scripted create: %w", err)
+	}
+	script, err := ResolveScript(spec.Model)
+	if err != nil {
+		return nil, fmt.Errorf("scripted create: %w", err)
+	}
+	s := p.newSession(spec, script, spec.History)
+	s.log.Debug("session created", "history_turns", len(spec.History))
+	return s, nil
+}
+
+// blob is the Suspend format.
+type blob struct {
+	Script  string          `json:"script"`
+	History []provider.Turn `json:"history"`
+}
+
+// Restore implements provider.Provider; see the package documentation for
+// where the script and the history come from.
+func (p *Provider) Restore(ctx context.Context, spec provider.Spec, data []byte, handle string) (provider.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("scripted restore: %w", err)
+	}
+	var b blob
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &b); err != nil {
+			return nil, fmt.Errorf("scripted restore: malformed suspend blob (%v): %w", err, provider.ErrCannotRestore)
+		}
+	}
+	path := b.Script
+	if path == "" {
+		path = handle
+	}
+	if path == "" {
+		path = spec.Model
+	}
+	if path == "" {
+		return nil, fmt.Errorf("scripted restore: no script in the blob, the handle or the model: %w", provider.ErrCannotRestore)
+	}
+	script, err := ResolveScript(path)
+	if err != nil {
+		return nil, fmt.Errorf("scripted restore: %w", err)
+	}
+	hist := b.History
+	if len(spec.History) > 0 {
+		hist = spec.History
+	}
+	s := p.newSession(spec, script, hist)
+	s.log.Debug("session restored", "from_blob", len(data) > 0, "history_turns", len(hist))
+	return s, nil
+}
+
+func (p *Provider) newSession(spec provider.Spec, script string, hist []provider.Turn) *Session {
+	argv := []string{script}
+	if strings.HasSuffix(strings.ToLower(script), ".py") {
+		argv = []string{p.opts.Python, script}
+	}
+	env := append(os.Environ(), spec.Env...)
+	return &Session{
+		opts:    p.opts,
+		log:     p.log.With("script", script, "agent_id", spec.AgentID),
+		script:  script,
+		argv:    argv,
+		env:     env,
+		history: slices.Clone(hist),
+	}
+}
+
+// ResolveScript turns a model string into the absolute path of an existing
+// regular file: a relative path is taken relative to the current working
+// directory. It returns errors wrapping ErrNoScript or ErrScriptNotFound.
+func ResolveScript(model string) (string, error) {
+	if model == "" {
+		return "", ErrNoScript
+	}
+	abs, err := filepath.Abs(model)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q: %v", ErrScriptNotFound, model, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q (resolved to %s): %v; give an absolute path or one relative to the daemon's working directory", ErrScriptNotFound, model, abs, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %q (resolved to %s) is not a regular file", ErrScriptNotFound, model, abs)
+	}
+	return abs, nil
+}
+
+//go:embed python/warren_script.py python/substrat_script.py
+var helpers embed.FS
+
+// WriteHelpers writes the Python helper modules warren_script.py and
+// substrat_script.py into dir (which must exist), replacing older copies.
+// Put dir on the scripts' PYTHONPATH (through Spec.Env) to use them.
+func WriteHelpers(dir string) error {
+	for _, name := range []string{"warren_script.py", "substrat_script.py"} {
+		data, err := helpers.ReadFile("python/" + name)
+		if err != nil {
+			return fmt.Errorf("scripted: reading embedded helper %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("scripted: installing helper: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,306 @@
+package scripted
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/provider"
+)
+
+// logLineMax bounds how much of an ignored line is logged.
+const logLineMax = 200
+
+// Session is one scripted session: a script, its history and (between the
+// first Send and Stop) a live process.
+type Session struct {
+	opts   Options
+	log    hclog.Logger
+	script string
+	argv   []string
+	env    []string
+
+	mu      sync.Mutex
+	history []provider.Turn
+	proc    *process
+	stopped bool
+}
+
+var _ provider.Session = (*Session)(nil)
+
+// Handle implements provider.Session: the script's absolute path.
+func (s *Session) Handle() string { return s.script }
+
+// History returns the session's completed turns (shared; do not modify).
+func (s *Session) History() []provider.Turn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.history[:len(s.history):len(s.history)]
+}
+
+// acquire returns the live process, spawning one when there is none or the
+// last one exited; hist is the history to pass when the process is fresh.
+func (s *Session) acquire() (proc *process, hist []provider.Turn, err error) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil, nil, provider.Permanent(fmt.Errorf("scripted send: %w; restore or create a new session", ErrStopped))
+	}
+	var old *process
+	if s.proc != nil && s.proc.hasExited() {
+		old, s.proc = s.proc, nil
+	}
+	if s.proc != nil {
+		proc = s.proc
+		s.mu.Unlock()
+		return proc, nil, nil
+	}
+	proc, err = startProcess(s.argv, s.env)
+	if err != nil {
+		s.mu.Unlock()
+		if old != nil {
+			old.teardown()
+		}
+		return nil, nil, provider.Permanent(fmt.Errorf("cannot start scripted agent %q: %w", strings.Join(s.argv, " "), err))
+	}
+	s.proc = proc
+	hist = s.history[:len(s.history):len(s.history)]
+	s.mu.Unlock()
+	if old != nil {
+		old.teardown()
+		s.log.Info("program exited between turns; started a fresh one", "status", old.exitStatus(), "pid", proc.pid)
+	} else {
+		s.log.Debug("program started", "pid", proc.pid, "history_turns", len(hist))
+	}
+	return proc, hist, nil
+}
+
+// drop forgets proc as the session's process (the next Send spawns anew).
+func (s *Session) drop(proc *process) {
+	s.mu.Lock()
+	if s.proc == proc {
+		s.proc = nil
+	}
+	s.mu.Unlock()
+}
+
+// turnLine is the daemon-to-program turn message.
+type turnLine struct {
+	Type    string          `json:"type"`
+	Message string          `json:"message"`
+	History []provider.Turn `json:"history,omitempty"`
+}
+
+// Send implements provider.Session; see the package documentation for the
+// protocol and the failure modes.
+func (s *Session) Send(ctx context.Context, prompt string, tio provider.TurnIO) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("scripted turn not started: %w", err)
+	}
+	proc, hist, err := s.acquire()
+	if err != nil {
+		return "", err
+	}
+	line, err := json.Marshal(turnLine{Type: "turn", Message: prompt, History: hist})
+	if err != nil {
+		return "", provider.Permanent(fmt.Errorf("scripted send: encoding the turn: %w", err))
+	}
+	t := &turn{s: s, proc: proc, ctx: ctx, tio: tio}
+	resp, calls, err := t.run(line)
+	if err != nil {
+		return "", err
+	}
+	if tio.OnChunk != nil {
+		tio.OnChunk(resp)
+	}
+	s.mu.Lock()
+	s.history = append(s.history, provider.Turn{Message: prompt, Calls: calls, Response: resp})
+	s.mu.Unlock()
+	return resp, nil
+}
+
+// Suspend implements provider.Session: {"script", "history"}. It stops
+// nothing.
+func (s *Session) Suspend(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("scripted suspend: %w", err)
+	}
+	s.mu.Lock()
+	b := blob{Script: s.script, History: s.history}
+	if b.History == nil {
+		b.History = []provider.Turn{}
+	}
+	data, err := json.Marshal(b)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("scripted suspend: encoding the history: %w", err)
+	}
+	return data, nil
+}
+
+// Stop implements provider.Session: close stdin, wait StopGrace, kill the
+// process group, reap. Idempotent; later Sends fail with ErrStopped.
+func (s *Session) Stop() error {
+	s.mu.Lock()
+	s.stopped = true
+	proc := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	if proc != nil {
+		proc.stop(s.opts.StopGrace)
+		s.log.Debug("program stopped", "pid", proc.pid, "status", proc.exitStatus())
+	}
+	return nil
+}
+
+// turn is one Send in progress.
+type turn struct {
+	s        *Session
+	proc     *process
+	ctx      context.Context
+	tio      provider.TurnIO
+	deadline time.Time
+}
+
+// run writes the turn line and handles the program's lines until the turn
+// ends. It returns the response and the recorded calls.
+func (t *turn) run(line []byte) (string, []provider.ToolCall, error) {
+	interrupted := make(chan struct{})
+	stop := context.AfterFunc(t.ctx, func() {
+		t.proc.interrupt()
+		close(interrupted)
+	})
+	defer func() {
+		if !stop() {
+			// The interrupt ran or is running: let it finish so it cannot
+			// clobber the next turn's deadlines.
+			<-interrupted
+		}
+	}()
+	if d := t.s.opts.TurnTimeout; d > 0 {
+		t.deadline = time.Now().Add(d)
+	}
+
+	if err := t.arm(); err != nil {
+		return "", nil, t.fail(err)
+	}
+	if err := t.proc.writeLine(line); err != nil {
+		return "", nil, t.fail(err)
+	}
+	calls := []provider.ToolCall{}
+	for {
+		if err := t.arm(); err != nil {
+			return "", nil, t.fail(err)
+		}
+		raw, err := t.proc.readLine(t.s.opts.MaxLine)
+		if err != nil {
+			return "", nil, t.fail(err)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+			t.ignore("not a JSON object", raw)
+			continue
+		}
+		var typ string
+		if err := json.Unmarshal(fields["type"], &typ); err != nil {
+			t.ignore("no string \"type\"", raw)
+			continue
+		}
+		switch typ {
+		case "call":
+			rec, err := t.call(fields)
+			if err != nil {
+				return "", nil, err
+			}
+			if rec != nil {
+				calls = append(calls, *rec)
+			}
+		case "done":
+			resp, err := textField(fields, "response")
+			if err != nil {
+				return "", nil, provider.Permanent(fmt.Errorf("scripted agent sent a malformed done line: %w", err))
+			}
+			return resp, calls, nil
+		case "error":
+			msg, err := textField(fields, "message")
+			if err != nil {
+				msg = string(fields["message"])
+			}
+			return "", nil, provider.Permanent(fmt.Errorf("scripted agent error: %s", msg))
+		default:
+			t.ignore("unknown type "+truncate([]byte(typ)), raw)
+		}
+	}
+}
+
+// arm sets the turn deadline on the pipes and reports a cancelled ctx. The
+// order matters: a cancellation after the check interrupts the new deadline.
+func (t *turn) arm() error {
+	t.proc.setDeadline(t.deadline)
+	return t.ctx.Err()
+}
+
+// fail turns an I/O error of the turn into Send's error, disposing of the
+// process.
+func (t *turn) fail(err error) error {
+	t.s.drop(t.proc)
+	switch {
+	case t.ctx.Err() != nil:
+		t.proc.teardown()
+		return fmt.Errorf("scripted turn cancelled, process %d killed: %w", t.proc.pid, t.ctx.Err())
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		t.proc.teardown()
+		t.s.log.Warn("turn timed out; process killed", "pid", t.proc.pid, "timeout", t.s.opts.TurnTimeout)
+		return provider.Transient(fmt.Errorf("%w after %s: process %d killed, the next turn starts a fresh one with the history",
+			ErrTurnTimeout, t.s.opts.TurnTimeout, t.proc.pid), 0)
+	case errors.Is(err, ErrLineTooLong):
+		t.proc.teardown()
+		return provider.Permanent(fmt.Errorf("%w of %d bytes: process %d killed; raise MaxLine or make the script write less", ErrLineTooLong, t.s.opts.MaxLine, t.proc.pid))
+	default:
+		// EOF or a broken pipe: the program is exiting or gone.
+		t.proc.stop(t.s.opts.StopGrace)
+		msg := fmt.Sprintf("%s (%s)", ErrExited.Error(), t.proc.exitStatus())
+		if tail := strings.TrimSpace(t.proc.stderr.String()); tail != "" {
+			msg += ": " + tail
+		}
+		t.s.log.Warn("program exited mid-turn", "pid", t.proc.pid, "status", t.proc.exitStatus(), "io_error", err)
+		return provider.Transient(&exitError{msg: msg}, 0)
+	}
+}
+
+// exitError carries the "exited unexpectedly" text and wraps ErrExited.
+type exitError struct{ msg string }
+
+func (e *exitError) Error() string { return e.msg }
+func (e *exitError) Unwrap() error { return ErrExited }
+
+func (t *turn) ignore(reason string, raw []byte) {
+	t.s.log.Warn("ignoring line from scripted agent", "reason", reason, "line", truncate(raw))
+}
+
+// textField decodes fields[key] as a string; absent or null is "".
+func textField(fields map[string]json.RawMessage, key string) (string, error) {
+	raw, ok := fields[key]
+	if !ok || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%q is not a string: %s", key, truncate(raw))
+	}
+	return s, nil
+}
+
+func truncate(b []byte) string {
+	if len(b) <= logLineMax {
+		return string(b)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", b[:logLineMax], len(b))
+}
