@@ -2,8 +2,11 @@ package eventlog
 
 import (
 	"bytes"
+	"fmt"
+	"hash/crc32"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/warren-dev/warren/faultfs"
 )
@@ -72,4 +75,13 @@ func makeLog(t testing.TB, fsys faultfs.FS, path string, n int) []byte {
 		t.Fatal(err)
 	}
 	return readBytes(t, fsys, path)
+}
+
+var fixedTS = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// crcLine frames body (a JSON object without its closing brace) as a line
+// with a valid CRC.
+func crcLine(body string) []byte {
+	sum := crc32.Checksum([]byte(body), castagnoli)
+	return []byte(body + fmt.Sprintf(`,"crc":"%08x"}`, sum) + "\n")
 }

@@ -89,9 +89,12 @@ func (l *Log) recover(f faultfs.File, isNew bool) error {
 		if err := f.Truncate(sc.goodEnd); err != nil {
 			return fmt.Errorf("eventlog: truncate torn tail of %s to %d bytes: %w", l.path, sc.goodEnd, err)
 		}
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("eventlog: fsync %s after truncating its torn tail: %w", l.path, err)
-		}
+	}
+	// Always fsync: after a process crash the log may hold complete lines
+	// that were written but never fsynced. Recovery reports them, so they
+	// must not vanish in a later power loss (recovering twice must agree).
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("eventlog: fsync %s during recovery: %w", l.path, err)
 	}
 	if isNew || sc.goodEnd == 0 {
 		// A new (or still empty) log: its directory entry, and those of any

@@ -1,0 +1,145 @@
+package eventlog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// pendingLines formats entries with the given seqs as pending-file bytes.
+func pendingLines(seqs ...uint64) []byte {
+	var b []byte
+	for _, s := range seqs {
+		p, _ := prepare(Record{Event: "pending", Data: map[string]uint64{"s": s}}, MaxLineBytes)
+		b = appendLine(b, s, fixedTS, &p)
+	}
+	return b
+}
+
+func TestPendingFileReplay(t *testing.T) {
+	cases := []struct {
+		name    string
+		pending []byte
+		want    uint64 // LastSeq after Open; the log starts with 3 entries
+		pendSeq []uint64
+	}{
+		{"stale, already in log", pendingLines(2, 3), 3, nil},
+		{"empty", nil, 3, nil},
+		{"garbage", []byte("\x00\xffgarbage\n{\"seq\":4"), 3, nil},
+		{"zeros", make([]byte, 512), 3, nil},
+		{"continues the log", pendingLines(3, 4, 5), 5, []uint64{4, 5}},
+		{"valid then torn", append(pendingLines(4, 5), pendingLines(6)[:30]...), 5, []uint64{4, 5}},
+		{"valid then garbage", append(pendingLines(4), []byte("garbage\n")...), 4, []uint64{4}},
+		{"invalid UTF-8", []byte("\xc3\x28\xa0\xa1\n"), 3, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, full := memLog(t, 3)
+			writeBytes(t, m, PendingPath(memPath), tc.pending)
+			l, err := Open(m, memPath, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.LastSeq() != tc.want {
+				t.Fatalf("LastSeq %d, want %d", l.LastSeq(), tc.want)
+			}
+			l.Close()
+			if ok, _ := faultfs.Exists(m, PendingPath(memPath)); ok {
+				t.Fatal("pending file not removed")
+			}
+			got := readBytes(t, m, memPath)
+			if !bytes.HasPrefix(got, full) {
+				t.Fatal("replay changed existing entries")
+			}
+			if want := pendingLines(tc.pendSeq...); !bytes.Equal(got[len(full):], want) {
+				t.Fatalf("appended %q, want %q", got[len(full):], want)
+			}
+			// Opening again changes nothing.
+			l = mustOpen(t, m, memPath)
+			l.Close()
+			if again := readBytes(t, m, memPath); !bytes.Equal(again, got) {
+				t.Fatal("second Open changed the log")
+			}
+		})
+	}
+}
+
+func TestPendingFileWithGapIsCorruption(t *testing.T) {
+	m, _ := memLog(t, 3)
+	writeBytes(t, m, PendingPath(memPath), pendingLines(5, 6))
+	_, err := Open(m, memPath, Options{})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Path != PendingPath(memPath) || ce.Seq != 4 || ce.Line != 1 {
+		t.Fatalf("got %v, want ErrCorrupt for the pending file", err)
+	}
+	if ok, _ := faultfs.Exists(m, PendingPath(memPath)); !ok {
+		t.Fatal("a pending file that cannot be replayed was deleted")
+	}
+	rep, err := Repair(m, memPath)
+	if err != nil || rep.PendingBackup == "" || rep.Backup != "" {
+		t.Fatalf("Repair: %+v %v", rep, err)
+	}
+	if moved := readBytes(t, m, rep.PendingBackup); !bytes.Equal(moved, pendingLines(5, 6)) {
+		t.Fatal("pending copy differs")
+	}
+	l := mustOpen(t, m, memPath)
+	defer l.Close()
+	if l.LastSeq() != 3 {
+		t.Fatalf("LastSeq %d", l.LastSeq())
+	}
+}
+
+func TestAppendOpOrder(t *testing.T) {
+	m, _ := memLog(t, 0)
+	l := mustOpen(t, m, memPath)
+	defer l.Close()
+	pend := PendingPath(memPath)
+	start := len(m.Ops())
+	mustAppend(t, l, "one", nil)
+	got := opStrings(m.Ops()[start:])
+	want := []string{"create " + pend, "write " + pend, "sync " + pend, "write " + memPath, "sync " + memPath, "remove " + pend}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("single append ops:\n got %v\nwant %v", got, want)
+	}
+	start = len(m.Ops())
+	if _, err := l.AppendBatch([]Record{{Event: "a"}, {Event: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	got = opStrings(m.Ops()[start:])
+	want = []string{"create " + pend, "write " + pend, "sync " + pend, "syncdir home/agents/a1", "write " + memPath, "sync " + memPath, "remove " + pend}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("batch ops:\n got %v\nwant %v", got, want)
+	}
+}
+
+func opStrings(ops []faultfs.Op) []string {
+	var s []string
+	for _, o := range ops {
+		s = append(s, o.String())
+	}
+	return s
+}
+
+func TestOpenNewLogSyncsCreatedDirectories(t *testing.T) {
+	m := faultfs.NewMem()
+	l := mustOpen(t, m, memPath)
+	mustAppend(t, l, "agent.created", nil)
+	// Power loss keeping only what was synced: the directories and the log
+	// must all be there.
+	m.Crash()
+	m.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
+	es, err := ReadAll(m, memPath)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("after power loss: %d entries, %v", len(es), err)
+	}
+	ops := strings.Join(opStrings(m.Ops()), "\n")
+	for _, d := range []string{"syncdir home/agents/a1", "syncdir home/agents", "syncdir home", "syncdir ."} {
+		if !strings.Contains(ops, d) {
+			t.Errorf("missing %q in ops:\n%s", d, ops)
+		}
+	}
+}
