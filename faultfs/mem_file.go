@@ -159,7 +159,7 @@ func (f *memFile) Sync() error {
 	if f.n.dir {
 		f.n.syncedChildren = maps.Clone(f.n.children)
 	} else {
-		f.n.synced = slices.Clone(f.n.data)
+		f.n.sync()
 	}
 	return nil
 }

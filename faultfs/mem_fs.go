@@ -105,6 +105,10 @@ func (m *Mem) Rename(oldpath, newpath string) error {
 	if !ok {
 		return linkErr(syscall.ENOENT)
 	}
+	ex, exists := nd.children[nb]
+	if exists && ex.dir && (ex != n || oldpath == newpath) {
+		return linkErr(syscall.EEXIST) // like os.Rename: never replace a directory
+	}
 	if od == nd && ob == nb {
 		return nil
 	}
@@ -114,14 +118,8 @@ func (m *Mem) Rename(oldpath, newpath string) error {
 			return linkErr(syscall.EINVAL)
 		}
 	}
-	if ex, ok := nd.children[nb]; ok {
-		// Like os.Rename, never replace a directory.
-		if ex.dir {
-			return linkErr(syscall.EEXIST)
-		}
-		if n.dir {
-			return linkErr(syscall.ENOTDIR)
-		}
+	if exists && n.dir {
+		return linkErr(syscall.ENOTDIR)
 	}
 	delete(od.children, ob)
 	nd.children[nb] = n

@@ -3,6 +3,7 @@ package faultfs
 import (
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -45,7 +46,9 @@ func (n *node) info(name string) fs.FileInfo {
 	return fi
 }
 
-// setSize truncates or zero-extends the file's visible data.
+// setSize truncates or zero-extends the file's visible data. Truncation caps
+// the slice, so a later extension reallocates instead of overwriting bytes
+// that synced may share.
 func (n *node) setSize(size int64) {
 	if size <= int64(len(n.data)) {
 		n.data = n.data[:size:size]
@@ -54,8 +57,18 @@ func (n *node) setSize(size int64) {
 	n.data = append(n.data, make([]byte, size-int64(len(n.data)))...)
 }
 
+// sync makes the visible data durable. synced shares data's backing array
+// (capped at its length, so appends never reach it); writeAt copies before it
+// would overwrite a shared byte. So a sync costs O(1), not O(file size).
+func (n *node) sync() {
+	n.synced = n.data[:len(n.data):len(n.data)]
+}
+
 // writeAt writes p at off, zero-filling any gap.
 func (n *node) writeAt(p []byte, off int64) {
+	if off < int64(len(n.synced)) && len(p) > 0 && len(n.data) > 0 && &n.data[0] == &n.synced[0] {
+		n.data = slices.Clone(n.data) // copy on write: keep synced intact
+	}
 	end := off + int64(len(p))
 	if end > int64(len(n.data)) {
 		n.setSize(end)

@@ -88,24 +88,8 @@ func TestMemMatchesOS(t *testing.T) {
 				t.Errorf("%s: OS %v vs Mem %v disagree on %v", s.name, osErr, memErr, target)
 			}
 		}
-		if oe, me := errno(osErr), errno(memErr); oe != me {
+		if oe, me := innermost(osErr), innermost(memErr); oe != me {
 			t.Errorf("%s: OS errno %v, Mem errno %v", s.name, oe, me)
 		}
 	}
-}
-
-func errno(err error) error {
-	var e interface{ Error() string }
-	for err != nil {
-		e = err
-		u := errors.Unwrap(err)
-		if u == nil {
-			break
-		}
-		err = u
-	}
-	if e == nil {
-		return nil
-	}
-	return err
 }

@@ -108,7 +108,7 @@ func rebuildSynced(n *node, memo map[*node]*node, tail TailMode, rng *rand.Rand)
 		data = append(data, tailBytes(n.data[len(n.synced):], tail, rng)...)
 	}
 	c.data = data
-	c.synced = slices.Clone(data)
+	c.sync()
 	return c
 }
 

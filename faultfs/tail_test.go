@@ -154,3 +154,40 @@ func TestTornWriteAtCrash(t *testing.T) {
 		}
 	}
 }
+
+func TestUnsyncedTruncateThenAppendKeepsSyncedBytes(t *testing.T) {
+	m := NewMem()
+	f := openAppend(t, m, "/f")
+	must(t, m.SyncDir("/"))
+	_, err := f.Write([]byte("0123456789"))
+	must(t, err)
+	must(t, f.Sync())
+	must(t, f.Truncate(3))
+	_, err = f.Write([]byte("xyz"))
+	must(t, err)
+	wantContent(t, m, "/f", []byte("012xyz"))
+	m.Reboot(RebootOptions{Mode: PowerLoss})
+	wantContent(t, m, "/f", []byte("0123456789"))
+}
+
+func TestOverwriteAfterSyncKeepsSyncedBytes(t *testing.T) {
+	m := NewMem()
+	f, err := m.OpenFile("/f", os.O_RDWR|os.O_CREATE, 0o644)
+	must(t, err)
+	must(t, m.SyncDir("/"))
+	_, err = f.Write([]byte("AAAAAAAA"))
+	must(t, err)
+	must(t, f.Sync())
+	_, err = f.Write([]byte("BB")) // appends at offset 8
+	must(t, err)
+	must(t, f.Sync())
+	_, err = f.ReadAt(make([]byte, 1), 0)
+	must(t, err)
+	g, err := m.OpenFile("/f", os.O_WRONLY, 0)
+	must(t, err)
+	_, err = g.Write([]byte("CC")) // overwrites offset 0, unsynced
+	must(t, err)
+	wantContent(t, m, "/f", []byte("CCAAAAAABB"))
+	m.Reboot(RebootOptions{Mode: PowerLoss})
+	wantContent(t, m, "/f", []byte("AAAAAAAABB"))
+}
