@@ -1,0 +1,47 @@
+// Package config parses, validates and watches warren's configuration file,
+// <home>/config.json (SPEC 10).
+//
+// # File format
+//
+// A JSON object; every key is optional and unknown keys are rejected (they
+// are almost always typos). The defaults are shown:
+//
+//	{
+//	  "pools": {"default": 4, "scripted": 32},
+//	  "provider_pools": {"scripted": "scripted"},
+//	  "max_retries": 3,
+//	  "retry_base_delay_ms": 500,
+//	  "turn_timeout_s": 600,
+//	  "providers": {
+//	    "openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY", "organization": "org-1"}
+//	  }
+//	}
+//
+// The keys:
+//
+//   - pools: pool name -> live sessions, a whole number 1..1024. Entries are
+//     merged over the default pools ("default" always exists).
+//   - provider_pools: provider name -> pool name, merged over the defaults;
+//     every named pool must exist. Providers not listed use "default".
+//   - max_retries: 0..20. retry_base_delay_ms: 0..60000.
+//     turn_timeout_s: 1..604800.
+//   - providers: provider name -> settings. base_url must be an http(s) URL
+//     without user info; api_key_env is the NAME of the environment variable
+//     holding the API key. Other keys are kept as free-form Settings. A
+//     setting whose name says it holds a credential (api_key, key, token,
+//     secret, password, authorization, anything ending in _key, _token,
+//     _secret or _password, at any depth) is rejected: keys never go in the
+//     file.
+//
+// Names of pools and providers use letters, digits, '_', '-' and '.', at
+// most 64 characters. The file may be at most 1 MiB. An empty file means the
+// defaults. Errors wrap ErrInvalid and name the key, the value found and the
+// value expected.
+//
+// # Watching
+//
+// Watch watches the file's directory with fsnotify (editors replace files by
+// rename), debounces, reloads, and passes each new valid config to its
+// callback; an invalid file is reported and the previous config stays in
+// force.
+package config

@@ -1,0 +1,341 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// topKeys are the keys config.json may have.
+var topKeys = []string{"pools", "provider_pools", "max_retries", "retry_base_delay_ms", "turn_timeout_s", "providers"}
+
+// Parse parses the content of config.json and merges it over Default():
+// every key is optional; pools and provider_pools entries are added to (or
+// replace) the default entries; providers replaces nothing (there are no
+// default provider settings). An empty document gives the defaults. Errors
+// wrap ErrInvalid and name the key, what was found and what is expected.
+func Parse(data []byte) (Config, error) {
+	cfg := Default()
+	if isBlank(data) {
+		return cfg, nil
+	}
+	top, err := decodeObject(data, "the config file")
+	if err != nil {
+		return Config{}, err
+	}
+	for _, k := range sortedKeys(top) {
+		if !contains(topKeys, k) {
+			return Config{}, fmt.Errorf("%w: unknown key %q%s; the keys are %s", ErrInvalid, k, suggest(k, topKeys), strings.Join(topKeys, ", "))
+		}
+	}
+	if raw, ok := top["pools"]; ok {
+		pools, err := decodeObject(raw, `"pools"`)
+		if err != nil {
+			return Config{}, err
+		}
+		for _, name := range sortedKeys(pools) {
+			key := "pools." + name
+			if err := checkName(key, name); err != nil {
+				return Config{}, err
+			}
+			n, err := intValue(key, pools[name], 1, MaxPoolSize)
+			if err != nil {
+				return Config{}, err
+			}
+			cfg.Pools[name] = int(n)
+		}
+	}
+	if raw, ok := top["provider_pools"]; ok {
+		pp, err := decodeObject(raw, `"provider_pools"`)
+		if err != nil {
+			return Config{}, err
+		}
+		for _, prov := range sortedKeys(pp) {
+			key := "provider_pools." + prov
+			if err := checkName(key, prov); err != nil {
+				return Config{}, err
+			}
+			var pool string
+			if err := json.Unmarshal(pp[prov], &pool); err != nil {
+				return Config{}, fmt.Errorf("%w: %q must be the name of a pool (a string), got %s", ErrInvalid, key, preview(pp[prov]))
+			}
+			cfg.ProviderPools[prov] = pool
+		}
+	}
+	// Every pool named by provider_pools must exist (checked after both maps
+	// are merged, so the order of keys in the file does not matter).
+	for _, prov := range sortedKeys(cfg.ProviderPools) {
+		if pool := cfg.ProviderPools[prov]; cfg.Pools[pool] == 0 {
+			return Config{}, fmt.Errorf("%w: %q names pool %q, which does not exist; add it to \"pools\" (pools are %s)", ErrInvalid, "provider_pools."+prov, pool, strings.Join(sortedKeys(cfg.Pools), ", "))
+		}
+	}
+	if raw, ok := top["max_retries"]; ok {
+		n, err := intValue("max_retries", raw, 0, MaxMaxRetries)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.MaxRetries = int(n)
+	}
+	if raw, ok := top["retry_base_delay_ms"]; ok {
+		n, err := intValue("retry_base_delay_ms", raw, 0, MaxRetryBaseDelayMS)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.RetryBaseDelay = time.Duration(n) * time.Millisecond
+	}
+	if raw, ok := top["turn_timeout_s"]; ok {
+		n, err := intValue("turn_timeout_s", raw, MinTurnTimeoutS, MaxTurnTimeoutS)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.TurnTimeout = time.Duration(n) * time.Second
+	}
+	if raw, ok := top["providers"]; ok {
+		provs, err := decodeObject(raw, `"providers"`)
+		if err != nil {
+			return Config{}, err
+		}
+		for _, name := range sortedKeys(provs) {
+			p, err := parseProvider(name, provs[name])
+			if err != nil {
+				return Config{}, err
+			}
+			cfg.Providers[name] = p
+		}
+	}
+	return cfg, nil
+}
+
+func parseProvider(name string, raw json.RawMessage) (ProviderConfig, error) {
+	key := "providers." + name
+	if err := checkName(key, name); err != nil {
+		return ProviderConfig{}, err
+	}
+	fields, err := decodeObject(raw, strconv.Quote(key))
+	if err != nil {
+		return ProviderConfig{}, err
+	}
+	var p ProviderConfig
+	for _, k := range sortedKeys(fields) {
+		fk := key + "." + k
+		switch k {
+		case "base_url":
+			if err := json.Unmarshal(fields[k], &p.BaseURL); err != nil {
+				return ProviderConfig{}, fmt.Errorf("%w: %q must be a URL string, got %s", ErrInvalid, fk, preview(fields[k]))
+			}
+			if err := checkURL(fk, p.BaseURL); err != nil {
+				return ProviderConfig{}, err
+			}
+		case "api_key_env":
+			if err := json.Unmarshal(fields[k], &p.APIKeyEnv); err != nil || !isEnvName(p.APIKeyEnv) {
+				return ProviderConfig{}, fmt.Errorf("%w: %q must be the NAME of an environment variable (letters, digits, underscores, e.g. \"OPENAI_API_KEY\"), not the key itself", ErrInvalid, fk)
+			}
+		default:
+			var v any
+			dec := json.NewDecoder(bytes.NewReader(fields[k]))
+			dec.UseNumber()
+			if err := dec.Decode(&v); err != nil {
+				return ProviderConfig{}, fmt.Errorf("%w: %q: %w", ErrInvalid, fk, err)
+			}
+			if p.Settings == nil {
+				p.Settings = map[string]any{}
+			}
+			p.Settings[k] = v
+		}
+	}
+	if bad := secretField(key, p.Settings); bad != "" {
+		return ProviderConfig{}, fmt.Errorf("%w: %q looks like a literal credential; config.json must never hold keys: put the key in an environment variable and name it with %q (e.g. \"api_key_env\": \"MY_PROVIDER_KEY\")", ErrInvalid, bad, key+".api_key_env")
+	}
+	return p, nil
+}
+
+// secretField returns the path of the first setting (searched recursively,
+// in key order) whose name says it holds a credential, or "".
+func secretField(prefix string, settings map[string]any) string {
+	for _, k := range sortedKeys(settings) {
+		path := prefix + "." + k
+		if isSecretName(k) {
+			return path
+		}
+		switch v := settings[k].(type) {
+		case map[string]any:
+			if bad := secretField(path, v); bad != "" {
+				return bad
+			}
+		case []any:
+			for i, e := range v {
+				if m, ok := e.(map[string]any); ok {
+					if bad := secretField(fmt.Sprintf("%s[%d]", path, i), m); bad != "" {
+						return bad
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+var secretNames = []string{"api_key", "apikey", "key", "token", "secret", "password", "passwd",
+	"access_token", "auth_token", "bearer", "bearer_token", "client_secret", "private_key",
+	"secret_key", "access_key", "authorization", "credentials", "credential"}
+
+func isSecretName(k string) bool {
+	n := strings.ToLower(strings.ReplaceAll(k, "-", "_"))
+	if contains(secretNames, n) {
+		return true
+	}
+	for _, suf := range []string{"_key", "_token", "_secret", "_password"} {
+		if strings.HasSuffix(n, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+func isEnvName(s string) bool {
+	if s == "" || len(s) > 128 || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for _, c := range s {
+		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkURL(key, s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: %q must be an http:// or https:// URL with a host, got %q", ErrInvalid, key, s)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%w: %q must not contain user credentials; use api_key_env", ErrInvalid, key)
+	}
+	return nil
+}
+
+func checkName(key, name string) error {
+	if name == "" || len(name) > maxNameLen {
+		return fmt.Errorf("%w: %q: names must be 1 to %d characters", ErrInvalid, key, maxNameLen)
+	}
+	for _, c := range name {
+		if c != '_' && c != '-' && c != '.' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return fmt.Errorf("%w: %q: names may use letters, digits, '_', '-' and '.', found %q", ErrInvalid, key, c)
+		}
+	}
+	return nil
+}
+
+// decodeObject decodes a JSON object into its raw members, rejecting any
+// other value and trailing data.
+func decodeObject(data []byte, what string) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: %s must be a JSON object: %w", ErrInvalid, what, err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("%w: %s must be a JSON object, got null", ErrInvalid, what)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: %s has data after its closing brace", ErrInvalid, what)
+	}
+	return m, nil
+}
+
+// intValue decodes a whole number in [min, max].
+func intValue(key string, raw json.RawMessage, min, max int64) (int64, error) {
+	want := fmt.Sprintf("a whole number from %d to %d", min, max)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var num json.Number
+	if err := dec.Decode(&num); err != nil {
+		return 0, fmt.Errorf("%w: %q must be %s, got %s", ErrInvalid, key, want, preview(raw))
+	}
+	if t := bytes.TrimSpace(raw); len(t) == 0 || (t[0] != '-' && (t[0] < '0' || t[0] > '9')) {
+		return 0, fmt.Errorf("%w: %q must be %s, got %s", ErrInvalid, key, want, preview(raw))
+	}
+	n, err := strconv.ParseInt(num.String(), 10, 64)
+	if err != nil {
+		// Accept an integral number written as a float (2.0, 1e3).
+		f, ferr := strconv.ParseFloat(num.String(), 64)
+		if ferr != nil || f != math.Trunc(f) || f < float64(min) || f > float64(max) {
+			return 0, fmt.Errorf("%w: %q must be %s, got %s", ErrInvalid, key, want, preview(raw))
+		}
+		n = int64(f)
+	}
+	if n < min || n > max {
+		return 0, fmt.Errorf("%w: %q must be %s, got %d", ErrInvalid, key, want, n)
+	}
+	return n, nil
+}
+
+// preview shows a short form of a raw JSON value in an error.
+func preview(raw json.RawMessage) string {
+	s := string(bytes.TrimSpace(raw))
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// suggest proposes the known key closest to k, for typos.
+func suggest(k string, known []string) string {
+	best, bestD := "", 4
+	for _, c := range known {
+		if d := distance(strings.ToLower(k), c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// distance is the Levenshtein distance between a and b (bytes).
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

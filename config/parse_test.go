@@ -1,0 +1,233 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+func TestDefault(t *testing.T) {
+	d := Default()
+	if !reflect.DeepEqual(d.Pools, map[string]int{"default": 4, "scripted": 32}) ||
+		!reflect.DeepEqual(d.ProviderPools, map[string]string{"scripted": "scripted"}) ||
+		d.MaxRetries != 3 || d.RetryBaseDelay != 500*time.Millisecond || d.TurnTimeout != 600*time.Second ||
+		len(d.Providers) != 0 {
+		t.Fatalf("Default() = %+v", d)
+	}
+	// Default returns fresh maps: changing one does not change the next.
+	d.Pools["x"] = 1
+	if _, ok := Default().Pools["x"]; ok {
+		t.Fatal("Default shares its maps")
+	}
+	if d.PoolFor("scripted") != "scripted" || d.PoolFor("openai") != "default" {
+		t.Fatal("PoolFor")
+	}
+}
+
+func TestParseValid(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want func(*Config)
+	}{
+		{"empty document", "", func(*Config) {}},
+		{"whitespace", " \n\t", func(*Config) {}},
+		{"empty object", "{}", func(*Config) {}},
+		{"retries only", `{"max_retries": 0, "retry_base_delay_ms": 250}`, func(c *Config) {
+			c.MaxRetries = 0
+			c.RetryBaseDelay = 250 * time.Millisecond
+		}},
+		{"pools merge", `{"pools": {"default": 8, "gpu": 2}, "provider_pools": {"openai": "gpu"}}`, func(c *Config) {
+			c.Pools = map[string]int{"default": 8, "scripted": 32, "gpu": 2}
+			c.ProviderPools = map[string]string{"scripted": "scripted", "openai": "gpu"}
+		}},
+		{"turn timeout", `{"turn_timeout_s": 30}`, func(c *Config) { c.TurnTimeout = 30 * time.Second }},
+		{"limits inclusive", `{"pools":{"default":1024},"max_retries":20,"retry_base_delay_ms":60000,"turn_timeout_s":604800}`, func(c *Config) {
+			c.Pools["default"] = 1024
+			c.MaxRetries = 20
+			c.RetryBaseDelay = time.Minute
+			c.TurnTimeout = 604800 * time.Second
+		}},
+		{"integral float", `{"max_retries": 2.0e0}`, func(c *Config) { c.MaxRetries = 2 }},
+		{"providers", `{"providers": {"openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY", "organization": "org-1", "max_tokens": 4096, "headers": {"X-Trace": "1"}}}}`, func(c *Config) {
+			c.Providers["openai"] = ProviderConfig{
+				BaseURL:   "https://api.openai.com/v1",
+				APIKeyEnv: "OPENAI_API_KEY",
+				Settings:  map[string]any{"organization": "org-1", "max_tokens": json.Number("4096"), "headers": map[string]any{"X-Trace": "1"}},
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Parse([]byte(c.in))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			want := Default()
+			c.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got  %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseInvalid(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		// mention lists substrings the error must contain (the key and the
+		// expectation).
+		mention []string
+	}{
+		{"not json", `{"pools":`, []string{"JSON object"}},
+		{"not an object", `[1,2]`, []string{"JSON object"}},
+		{"null", `null`, []string{"JSON object"}},
+		{"trailing data", `{} {}`, []string{"after its closing brace"}},
+		{"unknown key typo", `{"max_retry": 3}`, []string{`"max_retry"`, `did you mean "max_retries"`}},
+		{"unknown key case", `{"Pools": {}}`, []string{`"Pools"`, `did you mean "pools"`}},
+		{"unknown key far", `{"colour": 1}`, []string{`"colour"`, "the keys are"}},
+		{"zero pool", `{"pools": {"default": 0}}`, []string{`"pools.default"`, "1 to 1024", "got 0"}},
+		{"negative pool", `{"pools": {"gpu": -2}}`, []string{`"pools.gpu"`, "got -2"}},
+		{"huge pool", `{"pools": {"gpu": 100000}}`, []string{`"pools.gpu"`, "1 to 1024"}},
+		{"fractional pool", `{"pools": {"gpu": 1.5}}`, []string{`"pools.gpu"`, "whole number"}},
+		{"string pool", `{"pools": {"gpu": "4"}}`, []string{`"pools.gpu"`, "whole number"}},
+		{"pools not object", `{"pools": 4}`, []string{`"pools"`, "JSON object"}},
+		{"bad pool name", `{"pools": {"a b": 1}}`, []string{`"pools.a b"`, "names may use"}},
+		{"empty pool name", `{"pools": {"": 1}}`, []string{`"pools."`, "1 to 64"}},
+		{"missing pool", `{"provider_pools": {"openai": "gpu"}}`, []string{`"provider_pools.openai"`, `"gpu"`, "does not exist"}},
+		{"pool name not string", `{"provider_pools": {"openai": 3}}`, []string{`"provider_pools.openai"`, "a string"}},
+		{"negative retries", `{"max_retries": -1}`, []string{`"max_retries"`, "0 to 20"}},
+		{"absurd retries", `{"max_retries": 1000000}`, []string{`"max_retries"`, "0 to 20"}},
+		{"overflow", `{"max_retries": 1e400}`, []string{`"max_retries"`, "whole number"}},
+		{"absurd delay", `{"retry_base_delay_ms": 86400000}`, []string{`"retry_base_delay_ms"`, "0 to 60000"}},
+		{"zero timeout", `{"turn_timeout_s": 0}`, []string{`"turn_timeout_s"`, "1 to 604800"}},
+		{"bool timeout", `{"turn_timeout_s": true}`, []string{`"turn_timeout_s"`, "whole number"}},
+		{"provider not object", `{"providers": {"openai": "https://x"}}`, []string{`"providers.openai"`, "JSON object"}},
+		{"literal api_key", `{"providers": {"openai": {"api_key": "sk-123"}}}`, []string{`"providers.openai.api_key"`, "api_key_env"}},
+		{"literal key", `{"providers": {"x": {"key": "abc"}}}`, []string{`"providers.x.key"`, "api_key_env"}},
+		{"literal token", `{"providers": {"x": {"Token": "abc"}}}`, []string{`"providers.x.Token"`, "api_key_env"}},
+		{"literal secret suffix", `{"providers": {"x": {"client-secret": "abc"}}}`, []string{`"providers.x.client-secret"`}},
+		{"nested authorization", `{"providers": {"x": {"headers": {"Authorization": "Bearer abc"}}}}`, []string{`"providers.x.headers.Authorization"`, "api_key_env"}},
+		{"nested in list", `{"providers": {"x": {"auth": [{"password": "p"}]}}}`, []string{`"providers.x.auth[0].password"`}},
+		{"api_key_env holds the key", `{"providers": {"x": {"api_key_env": "sk-abc-123"}}}`, []string{`"providers.x.api_key_env"`, "NAME of an environment variable"}},
+		{"api_key_env not string", `{"providers": {"x": {"api_key_env": 5}}}`, []string{`"providers.x.api_key_env"`}},
+		{"bad base_url", `{"providers": {"x": {"base_url": "ftp://host"}}}`, []string{`"providers.x.base_url"`, "http"}},
+		{"base_url with credentials", `{"providers": {"x": {"base_url": "https://u:p@host"}}}`, []string{`"providers.x.base_url"`, "credentials"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.in))
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Parse(%s) = %v, want ErrInvalid", c.in, err)
+			}
+			for _, m := range c.mention {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not mention %q", err, m)
+				}
+			}
+			if strings.Contains(err.Error(), "sk-123") || strings.Contains(err.Error(), "Bearer abc") {
+				t.Errorf("error echoes a credential: %v", err)
+			}
+		})
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	in := `{"pools":{"default":8,"gpu":2},"provider_pools":{"openai":"gpu"},"max_retries":5,"retry_base_delay_ms":100,"turn_timeout_s":60,"providers":{"openai":{"base_url":"https://api.example.com","api_key_env":"K","org":"o"}}}`
+	c1, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Parse(out)
+	if err != nil {
+		t.Fatalf("re-parse %s: %v", out, err)
+	}
+	if !reflect.DeepEqual(c1, c2) {
+		t.Fatalf("round trip differs:\n%+v\n%+v", c1, c2)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	m := faultfs.NewMem()
+	if err := m.MkdirAll("/home", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(m, "/home/config.json")
+	if err != nil || !reflect.DeepEqual(got, Default()) {
+		t.Fatalf("missing file: %+v, %v; want defaults", got, err)
+	}
+	if err := faultfs.WriteFile(m, "/home/config.json", []byte(`{"max_retries": 7}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err = Load(m, "/home/config.json")
+	if err != nil || got.MaxRetries != 7 || got.Pools["default"] != 4 {
+		t.Fatalf("Load = %+v, %v", got, err)
+	}
+	if err := faultfs.WriteFile(m, "/home/config.json", []byte(`{"max_retries": -7}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(m, "/home/config.json"); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "/home/config.json") {
+		t.Fatalf("invalid file: %v, want ErrInvalid naming the path", err)
+	}
+	big := `{"providers":{"x":{"pad":"` + strings.Repeat("a", MaxFileSize) + `"}}}`
+	if err := faultfs.WriteFile(m, "/home/config.json", []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(m, "/home/config.json"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("oversized file: %v", err)
+	}
+	// A directory in the file's place is an error, not the defaults.
+	if err := m.MkdirAll("/home/dir.json", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(m, "/home/dir.json"); err == nil {
+		t.Fatal("directory loaded as config")
+	}
+	// The real filesystem works the same.
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/config.json", []byte(`{"turn_timeout_s": 5}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Load(faultfs.OS{}, dir+"/config.json"); err != nil || got.TurnTimeout != 5*time.Second {
+		t.Fatalf("OS Load = %+v, %v", got, err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"pools":{"default":8},"provider_pools":{"a":"default"},"max_retries":1}`))
+	f.Add([]byte(`{"providers":{"x":{"base_url":"http://h","nested":{"a":[1,{"b":2}]}}}}`))
+	f.Add([]byte(`{"turn_timeout_s": 1e3}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error does not wrap ErrInvalid: %v", err)
+			}
+			return
+		}
+		for name, n := range c.Pools {
+			if n < 1 || n > MaxPoolSize || name == "" {
+				t.Fatalf("accepted pool %q=%d", name, n)
+			}
+		}
+		for p, pool := range c.ProviderPools {
+			if _, ok := c.Pools[pool]; !ok {
+				t.Fatalf("provider %q maps to missing pool %q", p, pool)
+			}
+		}
+		if _, err := json.Marshal(c); err != nil {
+			t.Fatalf("marshal accepted config: %v", err)
+		}
+	})
+}
