@@ -107,9 +107,13 @@ type Mux[S any] struct {
 	evict   EvictFunc[S]
 	logger  hclog.Logger
 
-	// hookQueued, if set (tests), runs without the lock after an Acquire
-	// joined a pool's wait queue.
-	hookQueued func(pool, id string)
+	// Test hooks, run without the lock when set: hookQueued after an
+	// Acquire joined a pool's wait queue, hookEvictWait before it waits for
+	// the eviction of its session, hookWoken after a queued Acquire was
+	// woken or its context ended.
+	hookQueued    func(pool, id string)
+	hookEvictWait func(id string)
+	hookWoken     func(id string)
 }
 
 // New returns a mux with the given pools. evict may be nil (sessions are
@@ -181,7 +185,11 @@ func (m *Mux[S]) Acquire(ctx context.Context, id, providerName string, open func
 				return &Lease[S]{m: m, e: e}, nil
 			case stateEvicting:
 				done := e.done
+				hook := m.hookEvictWait
 				m.mu.Unlock()
+				if hook != nil {
+					hook(id)
+				}
 				select {
 				case <-done:
 				case <-ctx.Done():
@@ -223,6 +231,9 @@ func (m *Mux[S]) Acquire(ctx context.Context, id, providerName string, open func
 		case <-w.ch:
 		case <-ctx.Done():
 		}
+		if m.hookWoken != nil {
+			m.hookWoken(id)
+		}
 		m.mu.Lock()
 		if !w.woken {
 			p.waiters.Remove(w.elem)
@@ -263,9 +274,12 @@ func (m *Mux[S]) returnGrantLocked(w *waiter[S]) {
 	delete(m.entries, w.entry.id)
 	w.entry.state = stateGone
 	p.held--
-	if w.victim != nil {
-		w.victim.state = stateIdle
-		w.victim.elem = p.lru.PushFront(w.victim)
+	if v := w.victim; v != nil {
+		v.state = stateIdle
+		v.elem = p.lru.PushFront(v)
+		// Acquire calls waiting for its eviction look again.
+		close(v.done)
+		v.done = make(chan struct{})
 	} else {
 		p.used--
 	}

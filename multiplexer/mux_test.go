@@ -289,10 +289,14 @@ func TestWaiterForSessionThatBecameBusyGetsErrBusy(t *testing.T) {
 }
 
 func TestCancelledWaiterPassesGrantOn(t *testing.T) {
-	// A waiter whose context ends after it was granted a slot gives the slot
-	// back; the victim it was granted stays live.
+	// A waiter whose context ends after it was granted a slot (with x as
+	// the victim to evict) gives the grant back: x stays live and idle, and
+	// an Acquire of x that was waiting for that eviction gets x itself.
 	h := newHarness(t, onePool(1))
 	x := h.acquire("x")
+	woken, proceed, evictWait := make(chan string, 1), make(chan struct{}), make(chan string, 1)
+	h.m.hookWoken = func(id string) { woken <- id; <-proceed }
+	h.m.hookEvictWait = func(id string) { evictWait <- id }
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error)
 	go func() {
@@ -300,24 +304,36 @@ func TestCancelledWaiterPassesGrantOn(t *testing.T) {
 		errc <- err
 	}()
 	<-h.queued
-	h.m.mu.Lock() // grant and cancel while the waiter cannot run
-	trims := x.releaseLocked()
+	x.Release() // grants x's slot to y; y is held in hookWoken
+	<-woken
 	cancel()
-	h.m.mu.Unlock()
-	if len(trims) != 0 {
-		t.Fatalf("trims = %d", len(trims))
+	got := make(chan *Lease[*sess])
+	go func() {
+		l, err := h.m.Acquire(context.Background(), "x", "p", h.open("x"))
+		if err != nil {
+			t.Errorf("Acquire(x): %v", err)
+		}
+		got <- l
+	}()
+	if id := <-evictWait; id != "x" {
+		t.Fatalf("evict wait for %s", id)
 	}
+	close(proceed)
 	if err := <-errc; !errors.Is(err, ErrNoSlot) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	if !h.m.Live("x") || h.m.Live("y") {
-		t.Fatal("grant was not handed back: x should be live and idle, y absent")
+	l := <-got
+	if l.Value().gen != 1 {
+		t.Fatalf("x was reopened (gen %d); the grant was not handed back", l.Value().gen)
 	}
 	wantStrings(t, "evicted", h.evictions(), nil)
+	if h.m.Live("y") {
+		t.Fatal("y live after its Acquire failed")
+	}
+	l.Release()
 	if st := h.m.Stats()["default"]; st != (PoolStats{Slots: 1, Live: 1}) {
 		t.Fatalf("stats = %+v", st)
 	}
-	h.acquire("x").Release()
 }
 
 func TestIndependentPools(t *testing.T) {
