@@ -1,0 +1,109 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/session"
+)
+
+// agent is one live agent. Durable state lives in p (the projection of its
+// log); the rest is the state of this process only.
+type agent struct {
+	id  string
+	log *eventlog.Log
+
+	saveMu sync.Mutex // serialises session.json saves
+	mu     sync.Mutex
+	p      *projection
+	sess   *session.Session // last saved session.json
+
+	busy          bool              // a turn is running or being started
+	cur           *activeTurn       // the running turn
+	permit        bool              // permit_turn: one turn while gated
+	deferred      []func()          // work after the current turn ends
+	pendingSpawns []CreateSpec      // children spawned in the current turn
+	secrets       map[string]string // run id -> resume token minted in it, until handed out
+	completing    bool              // complete was called: terminate after the turn
+	corrupt       error             // the log is damaged in the middle
+	timers        map[string]stopper
+	resumeRes     map[string]chan struct{} // token id -> closed when the resumed run ends
+	resumeOut     map[string]TurnResult
+}
+
+type stopper interface{ Stop() bool }
+
+// activeTurn is the turn an agent is running.
+type activeTurn struct {
+	runID  string
+	turn   int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newAgent(id string, log *eventlog.Log, p *projection) *agent {
+	return &agent{
+		id:        id,
+		log:       log,
+		p:         p,
+		timers:    map[string]stopper{},
+		secrets:   map[string]string{},
+		resumeRes: map[string]chan struct{}{},
+		resumeOut: map[string]TurnResult{},
+	}
+}
+
+// cancelTurn cancels the running turn, if any.
+func (a *agent) cancelTurn() {
+	a.mu.Lock()
+	cur := a.cur
+	a.mu.Unlock()
+	if cur != nil {
+		cur.cancel()
+	}
+}
+
+func (a *agent) stopTimers() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, t := range a.timers {
+		t.Stop()
+		delete(a.timers, id)
+	}
+}
+
+// takeMintedSecret hands out the resume token minted in a run, once. The
+// caller holds a.mu.
+func (a *agent) takeMintedSecret(runID string) string {
+	s := a.secrets[runID]
+	delete(a.secrets, runID)
+	return s
+}
+
+// snapshot returns a copy of the fields read paths need, under the lock.
+func (a *agent) name() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Name
+}
+
+func (a *agent) parentID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.ParentID
+}
+
+func (a *agent) terminated() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Terminated
+}
+
+// apply folds an entry of this agent's log into its projection. The event
+// log calls it, in seq order, once the entry is durable.
+func (a *agent) apply(e eventlog.Entry) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.apply(e)
+}

@@ -1,0 +1,223 @@
+package daemon
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/tree"
+)
+
+// Resolve turns an agent reference (path, unique name or id) into an id.
+// Corrupt agents (not in the tree) resolve by id.
+func (c *Core) Resolve(ref string) (string, error) {
+	if ref == "" {
+		return "", protocol.Errorf(protocol.CodeInvalid, "missing agent reference")
+	}
+	id, err := c.tree.Resolve(ref)
+	if err == nil {
+		return id, nil
+	}
+	if nid, ok := tree.NormalizeID(ref); ok {
+		if _, found := c.agent(nid); found {
+			return nid, nil
+		}
+	}
+	if errorsIs(err, tree.ErrAmbiguous) {
+		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
+	}
+	for _, a := range c.agentList() {
+		if a.corrupt != nil && a.name() == ref {
+			return a.id, nil
+		}
+	}
+	return "", notFound(ref)
+}
+
+// Send runs a turn with a user message and returns when it ends (or ctx is
+// done; the turn goes on). A live wait is revoked: the message starts a new
+// run.
+func (c *Core) Send(ctx context.Context, agentID, message, provName, model string, onChunk func(string)) (TurnResult, error) {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return TurnResult{}, notFound(agentID)
+	}
+	if len(message) > c.opts.MaxPayload {
+		return TurnResult{}, protocol.Errorf(protocol.CodeInvalid, "message is %d bytes; the limit is %d", len(message), c.opts.MaxPayload)
+	}
+	if provName != "" {
+		if _, okp := c.opts.Providers[provName]; !okp {
+			return TurnResult{}, protocol.Errorf(protocol.CodeInvalid, "unknown provider %q (known: %s)", provName, c.providerNames())
+		}
+	}
+	if err := c.claim(a); err != nil {
+		return TurnResult{}, err
+	}
+	a.mu.Lock()
+	var tokID, runID string
+	if a.hasLiveWait() {
+		tokID, runID = a.p.Run.Wait.TokenID, a.p.Run.RunID
+	}
+	a.mu.Unlock()
+	if tokID != "" {
+		if err := c.revokeToken(a, tokID, runID, "new_message"); err != nil {
+			c.release(a)
+			return TurnResult{}, err
+		}
+	}
+	ch := c.startTurn(a, TurnRequest{Prompt: message, Provider: provName, Model: model, OnChunk: onChunk})
+	select {
+	case res := <-ch:
+		return res, nil
+	case <-ctx.Done():
+		return TurnResult{}, protocol.Errorf(protocol.CodeUnavailable, "request ended before the turn did (%v); the turn goes on", ctx.Err())
+	}
+}
+
+// AgentView is one agent as agent.list and agent.inspect show it.
+type AgentView struct {
+	ID        string
+	Name      string
+	Path      string
+	ParentID  string
+	Status    string
+	Provider  string
+	Model     string
+	Pending   int
+	Wait      map[string]any
+	LastError string
+	Error     string
+}
+
+func (v AgentView) listMap() map[string]any {
+	var parent any
+	if v.ParentID != "" {
+		parent = v.ParentID
+	}
+	m := map[string]any{"agent_id": v.ID, "name": v.Name, "path": v.Path, "parent_id": parent,
+		"status": v.Status, "provider": v.Provider, "model": v.Model, "pending": v.Pending}
+	if v.Wait != nil {
+		m["wait"] = v.Wait
+	}
+	if v.Error != "" {
+		m["error"] = v.Error
+	}
+	return m
+}
+
+func (c *Core) view(a *agent) AgentView {
+	status := c.status(a)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := AgentView{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, Status: status,
+		Provider: a.p.Provider, Model: a.p.Model, Pending: a.p.Pending.Len(), LastError: a.p.LastError}
+	v.Path = c.tree.Path(a.id)
+	if v.Path == "" {
+		v.Path = a.p.Name
+	}
+	if r := a.p.Run; r != nil && !r.Ended && r.Wait != nil {
+		v.Wait = waitView(r.Wait)
+		v.Wait["state"] = r.Wait.TokenState
+		v.Wait["run_id"] = r.RunID
+	}
+	if a.corrupt != nil {
+		v.Error = a.corrupt.Error() + "; run `warren repair " + a.id + "` to keep a copy and cut the log to its last good entry"
+	}
+	return v
+}
+
+// List returns every agent, depth-first from the roots, then corrupt ones.
+func (c *Core) List() []AgentView {
+	var out []AgentView
+	seen := map[string]bool{}
+	for _, id := range c.tree.Walk() {
+		if a, ok := c.agent(id); ok {
+			out = append(out, c.view(a))
+			seen[id] = true
+		}
+	}
+	var rest []AgentView
+	for _, a := range c.agentList() {
+		if !seen[a.id] {
+			rest = append(rest, c.view(a))
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i].ID < rest[j].ID })
+	return append(out, rest...)
+}
+
+// Inspect describes one agent in detail.
+func (c *Core) Inspect(agentID string) (map[string]any, error) {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return nil, notFound(agentID)
+	}
+	v := c.view(a)
+	m := v.listMap()
+	children := []any{}
+	for _, id := range c.tree.Children(a.id) {
+		if ch, okc := c.agent(id); okc {
+			children = append(children, map[string]any{"agent_id": id, "name": ch.name(), "status": c.status(ch)})
+		}
+	}
+	m["children"] = children
+	a.mu.Lock()
+	msgs := a.p.Pending.Peek()
+	md := copyMap(a.p.Metadata)
+	gated := a.p.Gated
+	a.mu.Unlock()
+	inboxList := make([]any, 0, len(msgs))
+	for _, msg := range msgs {
+		inboxList = append(inboxList, map[string]any{"from": c.displayName(msg.Sender), "text": msg.Payload,
+			"message_id": msg.ID, "kind": string(msg.Kind), "timestamp": msg.Timestamp.UTC().Format(time.RFC3339Nano)})
+	}
+	m["inbox"] = inboxList
+	m["metadata"] = md
+	m["gated"] = gated
+	if v.LastError != "" {
+		m["last_error"] = v.LastError
+	}
+	return m, nil
+}
+
+// Log returns an agent's log entries from a seq.
+func (c *Core) Log(agentID string, sinceSeq uint64) ([]eventlog.Entry, error) {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return nil, notFound(agentID)
+	}
+	r, err := eventlog.NewReader(c.fs, c.logPath(a.id), sinceSeq)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []eventlog.Entry
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if errorsIs(err, errEOF) {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, e)
+	}
+}
+
+// PoolStats reports the multiplexer pools.
+func (c *Core) PoolStats() map[string]any {
+	out := map[string]any{}
+	for name, s := range c.mux.Stats() {
+		out[name] = map[string]any{"slots": s.Slots, "live": s.Live, "held": s.Held}
+	}
+	return out
+}
+
+// AgentCount is the number of agents the daemon serves.
+func (c *Core) AgentCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.agents)
+}

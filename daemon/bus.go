@@ -1,0 +1,101 @@
+package daemon
+
+import (
+	"sync"
+
+	"github.com/warren-dev/warren/eventlog"
+)
+
+// LiveEvent is one logged entry as events.subscribe streams it.
+type LiveEvent struct {
+	AgentID string
+	Entry   eventlog.Entry
+	// Token is set on a live run.waiting: the resume secret, shown once.
+	Token string
+}
+
+// eventBus fans logged entries out to subscribers. A subscriber that does
+// not keep up loses its subscription (its channel is closed) rather than
+// slowing the logs down.
+type eventBus struct {
+	mu     sync.Mutex
+	subs   map[int]*busSub
+	next   int
+	closed bool
+	secret func(agentID, runID string) string
+}
+
+type busSub struct {
+	agent string // "" = all
+	ch    chan LiveEvent
+}
+
+const busBuffer = 4096
+
+func newEventBus() *eventBus { return &eventBus{subs: map[int]*busSub{}} }
+
+func (b *eventBus) subscribe(agentID string) (<-chan LiveEvent, func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch := make(chan LiveEvent, busBuffer)
+	if b.closed {
+		close(ch)
+		return ch, func() {}
+	}
+	id := b.next
+	b.next++
+	b.subs[id] = &busSub{agent: agentID, ch: ch}
+	return ch, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if s, ok := b.subs[id]; ok {
+			delete(b.subs, id)
+			close(s.ch)
+		}
+	}
+}
+
+func (b *eventBus) publish(agentID string, es []eventlog.Entry) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.subs) == 0 {
+		return
+	}
+	for _, e := range es {
+		ev := LiveEvent{AgentID: agentID, Entry: e}
+		if e.Event == evRunWaiting && b.secret != nil {
+			ev.Token = b.secret(agentID, runIDOf(e))
+		}
+		for id, s := range b.subs {
+			if s.agent != "" && s.agent != agentID {
+				continue
+			}
+			select {
+			case s.ch <- ev:
+			default:
+				delete(b.subs, id)
+				close(s.ch)
+			}
+		}
+	}
+}
+
+func (b *eventBus) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for id, s := range b.subs {
+		delete(b.subs, id)
+		close(s.ch)
+	}
+}
+
+func runIDOf(e eventlog.Entry) string {
+	var d struct {
+		RunID string `json:"run_id"`
+	}
+	if decode(e, &d) != nil {
+		return ""
+	}
+	return d.RunID
+}

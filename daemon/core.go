@@ -1,0 +1,299 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/multiplexer"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/token"
+	"github.com/warren-dev/warren/tree"
+)
+
+// CoreOptions configures a Core: the agent layer without the socket.
+type CoreOptions struct {
+	FS        faultfs.FS
+	Home      string
+	Providers map[string]provider.Provider
+	// DefaultProvider and DefaultModel apply to agent.create without them.
+	DefaultProvider string
+	DefaultModel    string
+	Config          config.Config
+	Logger          hclog.Logger
+	Now             func() time.Time
+	// BootID identifies this start; a fresh random one when empty.
+	BootID string
+	// SocketPath is passed to provider processes as WARREN_SOCKET.
+	SocketPath string
+	// Sleep waits between retries; tests replace it to observe delays.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a random fraction in [0,1) for retry jitter.
+	Jitter func() float64
+	// SlotWait bounds how long a turn waits for a pool slot (code 6 after).
+	SlotWait time.Duration
+	// NoWake disables automatic wake turns (the crash fuzzer drives turns
+	// itself).
+	NoWake bool
+	// MaxPayload bounds message and tool text sizes.
+	MaxPayload int
+	// MaxInbox bounds each agent's pending messages.
+	MaxInbox int
+}
+
+// Core owns the agents and runs their turns and tools.
+type Core struct {
+	opts   CoreOptions
+	fs     faultfs.FS
+	log    hclog.Logger
+	now    func() time.Time
+	bootID string
+
+	agentsDir string
+
+	mu       sync.Mutex // guards agents, cfg, subsByTarget, closed
+	agents   map[string]*agent
+	tree     *tree.Tree
+	cfg      config.Config
+	closed   bool
+	subIndex map[string]map[string]string // target id -> subscription id -> subscriber id
+
+	user   *userInbox
+	mux    *multiplexer.Mux[*live]
+	store  *session.Store
+	tokens *token.Service
+	bus    *eventBus
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewCore builds a Core. Call Recover before using it.
+func NewCore(opts CoreOptions) (*Core, error) {
+	if opts.FS == nil {
+		return nil, errors.New("daemon: CoreOptions.FS is required")
+	}
+	if opts.Home == "" {
+		return nil, errors.New("daemon: CoreOptions.Home is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.BootID == "" {
+		opts.BootID = newID()
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleepCtx
+	}
+	if opts.Jitter == nil {
+		opts.Jitter = randomFraction
+	}
+	if opts.SlotWait == 0 {
+		opts.SlotWait = 10 * time.Minute
+	}
+	if opts.MaxPayload == 0 {
+		opts.MaxPayload = 1 << 20
+	}
+	if opts.MaxInbox == 0 {
+		opts.MaxInbox = 10000
+	}
+	if opts.Config.Pools == nil {
+		opts.Config = config.Default()
+	}
+	if opts.DefaultProvider == "" {
+		opts.DefaultProvider = "inproc"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Core{
+		opts:      opts,
+		fs:        opts.FS,
+		log:       opts.Logger,
+		now:       opts.Now,
+		bootID:    opts.BootID,
+		agentsDir: filepath.Join(opts.Home, "agents"),
+		agents:    map[string]*agent{},
+		tree:      tree.New(),
+		cfg:       opts.Config,
+		subIndex:  map[string]map[string]string{},
+		tokens:    token.NewService(),
+		bus:       newEventBus(),
+		ctx:       ctx,
+		cancel:    cancel,
+	}
+	c.store = session.NewStore(opts.FS, c.agentsDir)
+	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))
+	return c, nil
+}
+
+// BootID is this start's boot id.
+func (c *Core) BootID() string { return c.bootID }
+
+func muxConfig(cfg config.Config) multiplexer.Config {
+	return multiplexer.Config{Pools: cfg.Pools, ProviderPools: cfg.ProviderPools, DefaultPool: "default"}
+}
+
+// ApplyConfig applies pool and retry settings live.
+func (c *Core) ApplyConfig(cfg config.Config) {
+	c.mu.Lock()
+	c.cfg = cfg
+	c.mu.Unlock()
+	c.mux.SetConfig(muxConfig(cfg))
+}
+
+func (c *Core) config() config.Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
+}
+
+// Close stops background work, cancels running turns (logged as
+// turn.cancelled), saves the provider state of live sessions and closes the
+// logs.
+func (c *Core) Close(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	agents := make([]*agent, 0, len(c.agents))
+	for _, a := range c.agents {
+		agents = append(agents, a)
+	}
+	c.mu.Unlock()
+	for _, a := range agents {
+		a.stopTimers()
+		a.cancelTurn()
+	}
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	c.cancel()
+	var errs []error
+	if err := c.mux.EvictAll(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("saving provider state: %w", err))
+	}
+	for _, a := range agents {
+		if a.log != nil {
+			if err := a.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if c.user != nil {
+		if err := c.user.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	c.bus.close()
+	return errors.Join(errs...)
+}
+
+// Abandon drops everything without writing (a simulated crash for tests:
+// the filesystem is expected to be crashed already).
+func (c *Core) Abandon() {
+	c.mu.Lock()
+	c.closed = true
+	agents := make([]*agent, 0, len(c.agents))
+	for _, a := range c.agents {
+		agents = append(agents, a)
+	}
+	c.mu.Unlock()
+	for _, a := range agents {
+		a.stopTimers()
+		a.cancelTurn()
+	}
+	c.cancel()
+	c.wg.Wait()
+	c.bus.close()
+}
+
+// goBackground runs f as tracked background work unless the core is closed.
+func (c *Core) goBackground(f func()) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+	return true
+}
+
+func (c *Core) agent(id string) (*agent, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.agents[id]
+	return a, ok
+}
+
+func (c *Core) agentDir(id string) string { return filepath.Join(c.agentsDir, id) }
+
+func (c *Core) logPath(id string) string { return filepath.Join(c.agentsDir, id, "events.jsonl") }
+
+// displayName is how a sender appears in prompts and inbox listings.
+func (c *Core) displayName(id string) string {
+	switch id {
+	case tree.User, tree.System:
+		return id
+	}
+	if n, ok := c.tree.Get(id); ok {
+		return n.Name
+	}
+	if a, ok := c.agent(id); ok {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.p.Name
+	}
+	return id
+}
+
+func newID() string { return inbox.NewID() }
+
+func randomFraction() float64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0.5
+	}
+	var u uint64
+	for _, x := range b {
+		u = u<<8 | uint64(x)
+	}
+	return float64(u>>11) / float64(1<<53)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func hexOf(b []byte) string { return hex.EncodeToString(b) }

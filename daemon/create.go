@@ -1,0 +1,187 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/tree"
+)
+
+// CreateSpec describes a new agent.
+type CreateSpec struct {
+	ID           string // "" = a fresh random id
+	Name         string
+	ParentID     string // "" = a root
+	Instructions string
+	Provider     string
+	Model        string
+	Metadata     map[string]string
+}
+
+// openLog opens an agent's log with the projection and the event bus wired
+// to its appends.
+func (c *Core) openLog(id string, target **agent) (*eventlog.Log, error) {
+	return eventlog.Open(c.fs, c.logPath(id), eventlog.Options{
+		Logger: c.log.Named("eventlog"),
+		Now:    c.now,
+		OnAppend: func(es []eventlog.Entry) {
+			a := *target
+			for _, e := range es {
+				if a != nil {
+					if err := a.apply(e); err != nil {
+						c.log.Error("applying logged event", "agent", id, "seq", e.Seq, "event", e.Event, "err", err)
+					}
+				}
+			}
+			c.bus.publish(id, es)
+		},
+	})
+}
+
+// CreateAgent creates an agent durably: its provider session, its log with
+// agent.created and session.created in one write, and session.json. The
+// agent exists (and survives any crash) once CreateAgent returns nil.
+func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error) {
+	if spec.Provider == "" {
+		spec.Provider = c.opts.DefaultProvider
+		if spec.Model == "" {
+			spec.Model = c.opts.DefaultModel
+		}
+	}
+	prov, ok := c.opts.Providers[spec.Provider]
+	if !ok {
+		return "", protocol.Errorf(protocol.CodeInvalid, "unknown provider %q (known: %s)", spec.Provider, c.providerNames())
+	}
+	if err := tree.ValidateName(spec.Name); err != nil {
+		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
+	}
+	if spec.ParentID != "" {
+		pa, ok := c.agent(spec.ParentID)
+		if !ok || pa.terminated() {
+			return "", protocol.Errorf(protocol.CodeNotFound, "parent agent %s not found", spec.ParentID)
+		}
+	}
+	id := spec.ID
+	if id == "" {
+		id = newID()
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return "", protocol.Errorf(protocol.CodeUnavailable, "daemon is shutting down")
+	}
+	if err := c.tree.Add(id, spec.Name, spec.ParentID); err != nil {
+		c.mu.Unlock()
+		if errors.Is(err, tree.ErrExists) {
+			return id, nil
+		}
+		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
+	}
+	c.mu.Unlock()
+
+	created := false
+	defer func() {
+		if !created {
+			c.mu.Lock()
+			_ = c.tree.Remove(id)
+			c.mu.Unlock()
+		}
+	}()
+
+	// The provider session first: its handle goes into session.created.
+	lease, err := c.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*live, error) {
+		s, err := prov.Create(ctx, c.providerSpec(id, spec.Model, spec.Instructions, nil))
+		if err != nil {
+			return nil, err
+		}
+		return &live{sess: s, provider: spec.Provider, model: spec.Model}, nil
+	})
+	if err != nil {
+		return "", wrapSlotErr(fmt.Errorf("creating the %s session: %w", spec.Provider, err))
+	}
+	lv := lease.Value()
+
+	var a *agent
+	lg, err := c.openLog(id, &a)
+	if err != nil {
+		lease.Discard()
+		_ = lv.sess.Stop()
+		return "", fmt.Errorf("opening the log of new agent %s: %w", id, err)
+	}
+	a = newAgent(id, lg, newProjection())
+	var parent *string
+	if spec.ParentID != "" {
+		parent = &spec.ParentID
+	}
+	md := spec.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	_, err = lg.AppendBatch([]eventlog.Record{
+		{Event: evAgentCreated, Data: agentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
+			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md}},
+		{Event: evSessionCreated, Data: sessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: lv.sess.Handle()}},
+	})
+	if err != nil {
+		lease.Discard()
+		_ = lv.sess.Stop()
+		_ = lg.Close()
+		c.removeOrphanDir(id)
+		return "", fmt.Errorf("logging the creation of agent %s: %w", id, err)
+	}
+	now := c.now().UTC()
+	sess := &session.Session{ID: id, State: session.StateIdle, Provider: spec.Provider, Model: spec.Model,
+		Handle: lv.sess.Handle(), CreatedAt: now, UpdatedAt: now}
+	a.sess = sess
+	c.mu.Lock()
+	c.agents[id] = a
+	c.mu.Unlock()
+	created = true
+	lease.Release()
+	// session.json is a snapshot: the log already holds everything needed
+	// to rebuild it, so a failed save is logged, not fatal.
+	if err := c.store.Save(sess); err != nil {
+		c.log.Error("saving session.json", "agent", id, "err", err)
+	}
+	c.log.Info("agent created", "agent", id, "name", spec.Name, "parent", spec.ParentID, "provider", spec.Provider)
+	return id, nil
+}
+
+// removeOrphanDir removes the directory of an agent whose creation failed
+// before agent.created was durable.
+func (c *Core) removeOrphanDir(id string) {
+	dir := c.agentDir(id)
+	entries, err := c.fs.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		_ = c.fs.Remove(dir + "/" + e.Name())
+	}
+	_ = c.fs.Remove(dir)
+	_ = c.fs.SyncDir(c.agentsDir)
+}
+
+func (c *Core) providerSpec(id, model, instructions string, history []provider.Turn) provider.Spec {
+	env := []string{"WARREN_AGENT_ID=" + id}
+	if c.opts.SocketPath != "" {
+		env = append(env, "WARREN_SOCKET="+c.opts.SocketPath)
+	}
+	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Env: env, History: history}
+}
+
+func (c *Core) providerNames() string {
+	s := ""
+	for n := range c.opts.Providers {
+		if s != "" {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}

@@ -1,0 +1,38 @@
+// Package daemon is warren's composition root: it owns the agents (tree,
+// inboxes, sessions, logs), runs turns and tools, schedules wake turns,
+// recovers everything from the event logs at start, and serves the RPC
+// methods of the socket protocol.
+//
+// # State and the projection
+//
+// Every durable fact about an agent is an entry in its event log. The
+// in-memory state that matters after a crash (name, parent, metadata, gates,
+// subscriptions, reminders, pending messages, the latest run and its wait) is
+// a projection of that log: one function, projection.apply, folds entries
+// into it. The live path applies each entry right after its append is
+// durable; recovery applies the same entries read back from disk. The two
+// paths therefore cannot disagree, which is what the crash-recovery fuzzer
+// checks.
+//
+// # Events written besides those fixed by the specification
+//
+//	tool.gate          child's log   action ("gate"/"ungate"), agent_name
+//	tool.permit_turn   child's log   agent_name
+//	tool.subscribe     subscriber's  subscription_id, target_id, from, to, once
+//	tool.unsubscribe   subscriber's  subscription_id, reason
+//	reminder.scheduled own           reminder_id, reason, due, every_ms
+//	reminder.cancelled own           reminder_id
+//
+// tool.call entries also carry run_id and turn (so a re-run turn can answer
+// recorded calls from the log) and, for tools that send messages, the
+// envelopes sent ("messages"), so recovery can deliver a message that reached
+// the sender's log but not the recipient's.
+//
+// # Message ids
+//
+// Inside a run, the id of a message sent by a tool call is derived from the
+// run, the turn, the call's position and the recipient. A call executed again
+// after a crash (before its tool.call was durable) produces the same id, and
+// the recipient's enqueue is skipped because its log already has it: a
+// message is enqueued once even when the call that sent it runs twice.
+package daemon

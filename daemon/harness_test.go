@@ -1,0 +1,181 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/inproc"
+)
+
+// harness runs a Core on a crashable in-memory filesystem with the inproc
+// provider, and can crash and restart it.
+type harness struct {
+	t      *testing.T
+	fs     *faultfs.Mem
+	prov   *inproc.Provider
+	c      *Core
+	cfg    config.Config
+	delays []time.Duration
+	noWake bool
+	boots  int
+}
+
+func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
+	t.Helper()
+	h := &harness{t: t, fs: faultfs.NewMem(), prov: inproc.New("inproc", inproc.Options{NativeResume: true}), cfg: config.Default()}
+	h.cfg.RetryBaseDelay = time.Millisecond
+	for _, f := range setup {
+		f(h)
+	}
+	h.start()
+	t.Cleanup(func() {
+		if h.c != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = h.c.Close(ctx)
+		}
+	})
+	return h
+}
+
+func (h *harness) start() {
+	h.t.Helper()
+	h.boots++
+	c, err := NewCore(CoreOptions{
+		FS: h.fs, Home: "/home", Providers: map[string]provider.Provider{"inproc": h.prov},
+		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
+		Logger: hclog.NewNullLogger(),
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			h.delays = append(h.delays, d)
+			return nil
+		},
+		Jitter: func() float64 { return 0.5 },
+	})
+	if err != nil {
+		h.t.Fatalf("NewCore: %v", err)
+	}
+	if _, err := c.Recover(); err != nil {
+		h.t.Fatalf("Recover: %v", err)
+	}
+	h.c = c
+}
+
+// restart closes the core cleanly and starts a new one on the same files.
+func (h *harness) restart() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.c.Close(ctx); err != nil {
+		h.t.Fatalf("Close: %v", err)
+	}
+	h.start()
+}
+
+// crash simulates kill -9: the filesystem crashes (keeping what was written,
+// as a process crash does), the core is abandoned, a new one recovers.
+func (h *harness) crash(mode faultfs.RebootMode) {
+	h.t.Helper()
+	h.fs.Crash()
+	h.c.Abandon()
+	h.fs.Reboot(faultfs.RebootOptions{Mode: mode})
+	h.start()
+}
+
+func (h *harness) create(name, parent, model string) string {
+	h.t.Helper()
+	id, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: name, ParentID: parent, Provider: "inproc", Model: model})
+	if err != nil {
+		h.t.Fatalf("create %s: %v", name, err)
+	}
+	return id
+}
+
+func (h *harness) send(id, msg string) TurnResult {
+	h.t.Helper()
+	res, err := h.c.Send(context.Background(), id, msg, "", "", nil)
+	if err != nil {
+		h.t.Fatalf("send to %s: %v", id, err)
+	}
+	return res
+}
+
+// until waits, driven by logged events, until cond holds.
+func (h *harness) until(what string, cond func() bool) {
+	h.t.Helper()
+	ch, cancel := h.c.bus.subscribe("")
+	defer cancel()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				ch, cancel = h.c.bus.subscribe("")
+				defer cancel()
+			}
+		case <-deadline.C:
+			h.t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
+
+// idle waits until no agent runs a turn and no wake is due.
+func (h *harness) quiet() {
+	h.t.Helper()
+	h.until("every agent is idle", func() bool {
+		for _, a := range h.c.agentList() {
+			a.mu.Lock()
+			busy := a.busy || (a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !h.noWake)
+			a.mu.Unlock()
+			if busy {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (h *harness) entries(id string) []eventlog.Entry {
+	h.t.Helper()
+	es, err := eventlog.ReadAll(h.fs, h.c.logPath(id))
+	if err != nil {
+		h.t.Fatalf("reading log of %s: %v", id, err)
+	}
+	return es
+}
+
+func (h *harness) count(id, event string) int {
+	n := 0
+	for _, e := range h.entries(id) {
+		if e.Event == event {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *harness) statusOf(id string) string {
+	h.t.Helper()
+	a, ok := h.c.agent(id)
+	if !ok {
+		h.t.Fatalf("agent %s not found", id)
+	}
+	return h.c.status(a)
+}
+
+func dataOf(t *testing.T, e eventlog.Entry) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(e.Data, &m); err != nil {
+		t.Fatalf("data of %s: %v", e.Event, err)
+	}
+	return m
+}

@@ -1,0 +1,198 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/tools"
+	"github.com/warren-dev/warren/tree"
+)
+
+var errInboxFull = errors.New("inbox full")
+
+// enqueue makes a message durable in the recipient's log (or user.jsonl)
+// and wakes the recipient. A message whose id the recipient already has is
+// not enqueued again.
+func (c *Core) enqueue(m inbox.Message) error {
+	if m.Recipient == tree.User {
+		return c.user.enqueue(m)
+	}
+	r, ok := c.agent(m.Recipient)
+	if !ok {
+		return fmt.Errorf("recipient %s: %w", m.Recipient, errNotFoundAgent)
+	}
+	r.mu.Lock()
+	_, dup := r.p.Enqueued[m.ID]
+	terminated := r.p.Terminated
+	full := r.p.Pending.Len() >= c.opts.MaxInbox
+	r.mu.Unlock()
+	switch {
+	case dup:
+		return nil
+	case terminated:
+		return fmt.Errorf("recipient %s is terminated: %w", m.Recipient, errNotFoundAgent)
+	case full:
+		return fmt.Errorf("the inbox of %s holds %d pending messages: %w; wait for it to catch up", c.displayName(m.Recipient), c.opts.MaxInbox, errInboxFull)
+	}
+	if _, err := r.log.Append(evMsgEnqueued, m.EventData()); err != nil {
+		return fmt.Errorf("logging message.enqueued for %s: %w", m.Recipient, err)
+	}
+	c.wake(r)
+	return nil
+}
+
+var errNotFoundAgent = errors.New("agent not found")
+
+func (c *Core) newMessage(id, sender, recipient string, kind inbox.Kind, payload string) inbox.Message {
+	return inbox.Message{ID: id, Sender: sender, Recipient: recipient, Kind: kind, Payload: payload,
+		Timestamp: c.now().UTC(), Metadata: map[string]string{}}
+}
+
+// sendOutcome turns an enqueue error into a tool outcome.
+func deliveryErr(err error) (toolOutcome, error) {
+	if errors.Is(err, errInboxFull) || errors.Is(err, errNotFoundAgent) {
+		return toolErr("%v", err), nil
+	}
+	return toolOutcome{}, err
+}
+
+func (c *Core) toolSendMessage(a *agent, v tools.SendMessage, cc callCtx) (toolOutcome, error) {
+	to := tree.User
+	if v.Recipient != tree.User {
+		id, err := c.tree.Lookup(a.id, v.Recipient)
+		if err != nil {
+			return toolErr("%v", err), nil
+		}
+		to = id
+	}
+	if err := c.tree.CheckRoute(a.id, to); err != nil {
+		return toolErr("%v", err), nil
+	}
+	m := c.newMessage(cc.derivedID("msg", to), a.id, to, inbox.KindRequest, v.Text)
+	if err := c.enqueue(m); err != nil {
+		return deliveryErr(err)
+	}
+	return toolOutcome{result: map[string]any{"status": "sent", "message_id": m.ID},
+		messages: []map[string]any{m.EventData()}}, nil
+}
+
+func (c *Core) toolBroadcast(a *agent, v tools.Broadcast, cc callCtx) (toolOutcome, error) {
+	targets, err := c.tree.BroadcastTargets(a.id)
+	if err != nil {
+		return toolErr("%v", err), nil
+	}
+	bid := cc.derivedID("broadcast", "")
+	out := toolOutcome{}
+	for _, to := range targets {
+		m := c.newMessage(cc.derivedID("msg", to), a.id, to, inbox.KindRequest, v.Text)
+		m.Metadata["broadcast_id"] = bid
+		if err := c.enqueue(m); err != nil {
+			if o, ierr := deliveryErr(err); ierr == nil {
+				o.messages = out.messages
+				return o, nil
+			}
+			return toolOutcome{}, err
+		}
+		out.messages = append(out.messages, m.EventData())
+	}
+	out.result = map[string]any{"status": "sent", "message_id": bid, "recipient_count": len(targets)}
+	return out, nil
+}
+
+func (c *Core) toolCheckInbox(a *agent, v tools.CheckInbox) (toolOutcome, error) {
+	sender := ""
+	if v.Sender != "" {
+		switch v.Sender {
+		case tree.User, tree.System:
+			sender = v.Sender
+		default:
+			id, err := c.tree.Lookup(a.id, v.Sender)
+			if err != nil {
+				return toolErr("%v", err), nil
+			}
+			sender = id
+		}
+	}
+	a.mu.Lock()
+	shown := map[string]bool{}
+	if a.cur != nil {
+		if r := a.p.runFor(a.cur.runID); r != nil {
+			for _, id := range r.MessageIDs {
+				shown[id] = true
+			}
+		}
+	}
+	var take []inbox.Message
+	for _, m := range a.p.Pending.Peek() {
+		if shown[m.ID] || (sender != "" && m.Sender != sender) || (v.Kind != "" && string(m.Kind) != string(v.Kind)) {
+			continue
+		}
+		take = append(take, m)
+	}
+	a.mu.Unlock()
+	list := make([]any, 0, len(take))
+	if len(take) > 0 {
+		recs := make([]eventlog.Record, 0, len(take))
+		for _, m := range take {
+			recs = append(recs, eventlog.Record{Event: evMsgDelivered, Data: messageDeliveredData{MessageID: m.ID}})
+		}
+		if _, err := a.log.AppendBatch(recs); err != nil {
+			return toolOutcome{}, fmt.Errorf("logging message.delivered: %w", err)
+		}
+	}
+	for _, m := range take {
+		list = append(list, map[string]any{"from": c.displayName(m.Sender), "text": m.Payload, "message_id": m.ID})
+	}
+	return ok(map[string]any{"messages": list}), nil
+}
+
+// wakePrompt renders pending messages as a turn prompt (SPEC 6).
+func (c *Core) wakePrompt(msgs []inbox.Message) string {
+	if len(msgs) == 1 {
+		return fmt.Sprintf("Message from %s:\n%s", c.displayName(msgs[0].Sender), msgs[0].Payload)
+	}
+	var b strings.Builder
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%d. From %s: %s", i+1, c.displayName(m.Sender), m.Payload)
+	}
+	return b.String()
+}
+
+// notifyParentOfFailure sends SYSTEM's error message about a failed child
+// turn to the parent; the child's inbox is kept.
+func (c *Core) notifyParentOfFailure(a *agent) {
+	a.mu.Lock()
+	parent, name, lastErr := a.p.ParentID, a.p.Name, a.p.LastError
+	pending := a.p.Pending.Peek()
+	a.mu.Unlock()
+	if parent == "" {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Agent %s failed its turn: %s.", name, lastErr)
+	if len(pending) > 0 {
+		fmt.Fprintf(&b, " Its %d pending message(s) are kept:", len(pending))
+		for _, m := range pending {
+			fmt.Fprintf(&b, "\n- from %s: %s", c.displayName(m.Sender), truncate(m.Payload, 200))
+		}
+	}
+	fmt.Fprintf(&b, "\nUse poke(agent_name=%q) to retry, or terminate it.", name)
+	m := c.newMessage(newID(), tree.System, parent, inbox.KindError, b.String())
+	m.Metadata["failed_agent"] = a.id
+	if err := c.enqueue(m); err != nil {
+		c.log.Error("notifying parent of a failed turn", "agent", a.id, "parent", parent, "err", err)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

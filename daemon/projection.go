@@ -1,0 +1,347 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/inbox"
+)
+
+// Token states as the projection tracks them.
+const (
+	tokLive     = "live"
+	tokConsumed = "consumed"
+	tokRevoked  = "revoked"
+	tokExpired  = "expired"
+)
+
+// recordedCall is a tool call the log records for the open run.
+type recordedCall struct {
+	Tool     string
+	Result   map[string]any
+	Error    string
+	Messages []map[string]any
+}
+
+// waitRec is the wait of the latest run.
+type waitRec struct {
+	TokenID    string
+	Kind       string
+	Prompt     string
+	SecretHash string
+	Deadline   time.Time
+	Turn       int
+	TokenState string
+	Response   string // set when consumed
+}
+
+// runFacts describes the latest run as the log records it.
+type runFacts struct {
+	RunID       string
+	BootID      string
+	Turn        int
+	Prompt      string
+	MessageIDs  []string
+	Provider    string
+	Model       string
+	StartedAt   time.Time
+	Ended       bool
+	Interrupted bool
+	Reason      string
+	Wait        *waitRec
+	Calls       []recordedCall
+	// ResumeResponse answers the run's await_input call on re-run.
+	ResumeResponse *string
+}
+
+type subscriptionRec struct {
+	ID       string
+	Target   string
+	From, To string
+	Once     bool
+}
+
+type reminderRec struct {
+	ID      string
+	Reason  string
+	Due     time.Time
+	Every   time.Duration
+	LastHit time.Time
+}
+
+// projection is the durable state of one agent, folded from its log.
+type projection struct {
+	Created      bool
+	ID           string
+	Name         string
+	ParentID     string
+	Instructions string
+	Provider     string // preferred provider (last used)
+	Model        string
+	Metadata     map[string]string
+	Terminated   bool
+	Handle       string
+	SessProvider string // provider of the recorded provider session
+	SessModel    string
+	TurnNo       int
+	Run          *runFacts
+	Gated        bool
+	Subs         map[string]subscriptionRec
+	Reminders    map[string]*reminderRec
+	Pending      *inbox.Queue
+	Enqueued     map[string]struct{}
+	LastError    string
+	LastSeq      uint64
+}
+
+func newProjection() *projection {
+	return &projection{
+		Metadata:  map[string]string{},
+		Subs:      map[string]subscriptionRec{},
+		Reminders: map[string]*reminderRec{},
+		Pending:   inbox.NewQueue(0),
+		Enqueued:  map[string]struct{}{},
+	}
+}
+
+func decode(e eventlog.Entry, v any) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("event %s at seq %d: bad data: %w", e.Event, e.Seq, err)
+	}
+	return nil
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// apply folds one entry into the projection. Unknown events are ignored
+// (forward compatibility); a known event with malformed data is an error.
+func (p *projection) apply(e eventlog.Entry) error {
+	p.LastSeq = e.Seq
+	switch e.Event {
+	case evAgentCreated:
+		var d agentCreatedData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if p.Created {
+			return nil
+		}
+		p.Created = true
+		p.ID, p.Name, p.Instructions = d.AgentID, d.Name, d.Instructions
+		if d.ParentID != nil {
+			p.ParentID = *d.ParentID
+		}
+		p.Provider, p.Model = d.Provider, d.Model
+		for k, v := range d.Metadata {
+			p.Metadata[k] = v
+		}
+	case evAgentTerminated:
+		p.Terminated = true
+	case evSessionCreated:
+		var d sessionCreatedData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		p.Handle, p.SessProvider, p.SessModel = d.Handle, d.Provider, d.Model
+	case evSessionRestored:
+		var d sessionRestoredData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		p.SessProvider, p.SessModel = d.Provider, d.Model
+	case evTurnStart:
+		var d turnStartData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if d.Turn > p.TurnNo {
+			p.TurnNo = d.Turn
+		}
+		p.Provider, p.Model = d.Provider, d.Model
+		rerun := p.Run != nil && p.Run.RunID == d.RunID && p.Run.Turn == d.Turn && !p.Run.Ended
+		if !rerun {
+			p.Run = &runFacts{RunID: d.RunID, Turn: d.Turn}
+		}
+		r := p.Run
+		r.BootID, r.Prompt, r.MessageIDs = d.BootID, d.Prompt, d.MessageIDs
+		r.Provider, r.Model, r.StartedAt = d.Provider, d.Model, e.TS
+		r.Interrupted, r.Reason = false, ""
+		if r.Wait != nil && r.Wait.TokenState != tokLive {
+			r.Wait = nil
+		}
+	case evTurnComplete:
+		var d turnCompleteData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if r := p.runFor(d.RunID); r != nil {
+			r.Ended, r.Wait = true, nil
+			p.Pending.Take(r.MessageIDs)
+		}
+		p.LastError = ""
+	case evTurnFailed:
+		var d turnFailedData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if r := p.runFor(d.RunID); r != nil {
+			r.Ended = true
+		}
+		p.LastError = d.Error
+	case evTurnCancelled:
+		var d turnCancelledData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if r := p.runFor(d.RunID); r != nil {
+			r.Ended = true
+		}
+	case evRunInterrupted:
+		var d runInterruptedData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if r := p.runFor(d.RunID); r != nil {
+			r.Interrupted, r.Reason = true, d.Reason
+		}
+	case evRunWaiting:
+		var d runWaitingData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if r := p.runFor(d.RunID); r != nil {
+			r.Wait = &waitRec{TokenID: d.TokenID, Kind: d.WaitKind, Prompt: d.Prompt,
+				SecretHash: d.SecretHash, Deadline: parseTime(d.Deadline), Turn: d.Turn, TokenState: tokLive}
+			r.ResumeResponse = nil
+		}
+	case evTokenConsumed, evTokenRevoked, evTokenExpired:
+		var d tokenData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if r := p.runFor(d.RunID); r != nil && r.Wait != nil && r.Wait.TokenID == d.TokenID {
+			switch e.Event {
+			case evTokenConsumed:
+				r.Wait.TokenState = tokConsumed
+			case evTokenRevoked:
+				r.Wait.TokenState = tokRevoked
+			default:
+				r.Wait.TokenState = tokExpired
+			}
+		}
+	case evRunResumed:
+		var d runResumedData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if r := p.runFor(d.RunID); r != nil {
+			r.Interrupted, r.Reason = false, ""
+			if d.TokenID != "" && r.Wait != nil && r.Wait.TokenID == d.TokenID {
+				resp := d.Response
+				r.ResumeResponse = &resp
+				r.Wait.Response = d.Response
+				r.Wait.TokenState = tokConsumed
+			}
+		}
+	case evToolCall:
+		var d toolCallData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if d.RunID != "" {
+			if r := p.runFor(d.RunID); r != nil && !r.Ended {
+				r.Calls = append(r.Calls, recordedCall{Tool: d.Tool, Result: d.Result, Error: d.Error, Messages: d.Messages})
+			}
+		}
+	case evMsgEnqueued:
+		m, err := inbox.FromEventData(e.Data)
+		if err != nil {
+			return fmt.Errorf("event %s at seq %d: %w", e.Event, e.Seq, err)
+		}
+		if _, dup := p.Enqueued[m.ID]; dup {
+			return nil
+		}
+		p.Enqueued[m.ID] = struct{}{}
+		p.Pending.Push(m)
+		if rid := m.Metadata["reminder_id"]; rid != "" {
+			if r := p.Reminders[rid]; r != nil {
+				r.LastHit = m.Timestamp
+				if r.Every == 0 {
+					delete(p.Reminders, rid)
+				}
+			}
+		}
+	case evMsgDelivered:
+		var d messageDeliveredData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		p.Pending.Take([]string{d.MessageID})
+	case evMetadataUpdated:
+		var d metadataUpdatedData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		if d.Value == nil {
+			delete(p.Metadata, d.Key)
+		} else {
+			p.Metadata[d.Key] = *d.Value
+		}
+	case evToolGate:
+		var d gateData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		p.Gated = d.Action == "gate"
+	case evToolSubscribe:
+		var d subscribeData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		p.Subs[d.SubscriptionID] = subscriptionRec{ID: d.SubscriptionID, Target: d.TargetID, From: d.From, To: d.To, Once: d.Once}
+	case evToolUnsubscribe:
+		var d unsubscribeData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		delete(p.Subs, d.SubscriptionID)
+	case evReminderSched:
+		var d reminderData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		p.Reminders[d.ReminderID] = &reminderRec{ID: d.ReminderID, Reason: d.Reason,
+			Due: parseTime(d.Due), Every: time.Duration(d.EveryMS) * time.Millisecond}
+	case evReminderCancel:
+		var d reminderData
+		if err := decode(e, &d); err != nil {
+			return err
+		}
+		delete(p.Reminders, d.ReminderID)
+	}
+	return nil
+}
+
+// runFor returns the latest run if it has the given id.
+func (p *projection) runFor(runID string) *runFacts {
+	if p.Run != nil && p.Run.RunID == runID {
+		return p.Run
+	}
+	return nil
+}
+
+// openRun returns the latest run if it has not ended.
+func (p *projection) openRun() *runFacts {
+	if p.Run != nil && !p.Run.Ended {
+		return p.Run
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+package daemon
+
+import (
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/provider/scripted"
+)
+
+// DefaultProviders is the built-in registry: "scripted" (subprocess JSON
+// lines) and "inproc" (the deterministic in-process provider with its
+// built-in programs).
+func DefaultProviders(cfg config.Config, logger hclog.Logger) map[string]provider.Provider {
+	return map[string]provider.Provider{
+		"scripted": scripted.New(scripted.Options{TurnTimeout: cfg.TurnTimeout, Logger: logger.Named("scripted")}),
+		"inproc":   inproc.New("inproc", inproc.Options{NativeResume: false, Logger: logger.Named("inproc")}),
+	}
+}

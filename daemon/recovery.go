@@ -1,0 +1,311 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/token"
+	"github.com/warren-dev/warren/tree"
+)
+
+// RecoveryReport summarises what a recovery did.
+type RecoveryReport struct {
+	Agents      int
+	Terminated  int
+	Orphans     int
+	Corrupt     int
+	Interrupted int
+	Expired     int
+	Pending     int
+}
+
+// loaded is one agent directory read back from disk.
+type loaded struct {
+	id   string
+	log  *eventlog.Log
+	p    *projection
+	a    *agent
+	err  error // damaged log
+	skip bool  // terminated or orphan
+}
+
+// Recover rebuilds every agent from the logs: WAL replay and torn-tail
+// repair, orphan cleanup, the tree, inboxes, gates, subscriptions,
+// reminders, interrupted runs and waits. It wakes agents with pending
+// messages at the end (unless NoWake).
+func (c *Core) Recover() (RecoveryReport, error) {
+	var rep RecoveryReport
+	if err := c.fs.MkdirAll(c.agentsDir, 0o700); err != nil {
+		return rep, fmt.Errorf("creating %s: %w", c.agentsDir, err)
+	}
+	if err := c.fs.SyncDir(c.opts.Home); err != nil {
+		return rep, fmt.Errorf("syncing %s: %w", c.opts.Home, err)
+	}
+	c.bus.secret = c.liveSecret
+	if err := c.openUserInbox(); err != nil {
+		return rep, err
+	}
+	entries, err := c.fs.ReadDir(c.agentsDir)
+	if err != nil {
+		return rep, fmt.Errorf("listing %s: %w", c.agentsDir, err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if id, ok := tree.NormalizeID(e.Name()); ok && id == e.Name() && e.IsDir() {
+			ids = append(ids, id)
+		}
+	}
+	loadedAgents := c.loadAll(ids)
+
+	byID := map[string]*loaded{}
+	for _, l := range loadedAgents {
+		switch {
+		case l.err != nil:
+			rep.Corrupt++
+			c.log.Error("agent log is damaged; the agent is listed as corrupt", "agent", l.id, "err", l.err)
+			a := newAgent(l.id, nil, l.p)
+			a.corrupt = l.err
+			if a.p.Name == "" {
+				a.p.Name = l.id
+			}
+			l.a = a
+			c.agents[l.id] = a
+		case !l.p.Created:
+			rep.Orphans++
+			c.log.Warn("removing an orphan agent directory (crash during creation)", "agent", l.id)
+			if l.log != nil {
+				_ = l.log.Close()
+			}
+			c.removeOrphanDir(l.id)
+		case l.p.Terminated:
+			rep.Terminated++
+			_ = l.log.Close()
+		default:
+			byID[l.id] = l
+		}
+	}
+
+	// The tree, parents before children; a child whose parent is gone is
+	// terminated.
+	placed := c.placeTree(byID, &rep)
+	for _, l := range placed {
+		c.restoreAgent(l, &rep)
+	}
+	rep.Agents = len(placed)
+	for _, l := range placed {
+		for _, sub := range l.p.Subs {
+			if _, ok := byID[sub.Target]; ok {
+				c.indexSubscription(sub.Target, sub.ID, l.id)
+			}
+		}
+	}
+	c.SweepWaits()
+	for _, l := range placed {
+		l.a.mu.Lock()
+		rep.Pending += l.p.Pending.Len()
+		ids := make([]string, 0, len(l.p.Reminders))
+		for id := range l.p.Reminders {
+			ids = append(ids, id)
+		}
+		l.a.mu.Unlock()
+		for _, id := range ids {
+			c.armReminder(l.a, id)
+		}
+	}
+	c.log.Info("recovery finished", "agents", rep.Agents, "terminated", rep.Terminated, "orphans", rep.Orphans,
+		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
+	c.WakeAll()
+	return rep, nil
+}
+
+// loadAll opens and folds the agent logs in parallel.
+func (c *Core) loadAll(ids []string) []*loaded {
+	out := make([]*loaded, len(ids))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0) * 2
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				out[i] = c.load(ids[i])
+			}
+		}()
+	}
+	for i := range ids {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return out
+}
+
+// load opens one agent's log (WAL replay, torn tail repair) and folds it.
+func (c *Core) load(id string) *loaded {
+	l := &loaded{id: id, p: newProjection()}
+	target := new(*agent)
+	lg, err := c.openLog(id, target)
+	if err != nil {
+		l.err = err
+		if errors.Is(err, eventlog.ErrCorrupt) {
+			c.foldPrefix(l)
+		}
+		return l
+	}
+	l.log = lg
+	entries, err := eventlog.ReadAll(c.fs, c.logPath(id))
+	if err != nil {
+		l.err = err
+		_ = lg.Close()
+		l.log = nil
+		return l
+	}
+	for _, e := range entries {
+		if err := l.p.apply(e); err != nil {
+			l.err = fmt.Errorf("%s: %w", c.logPath(id), err)
+			_ = lg.Close()
+			l.log = nil
+			return l
+		}
+	}
+	l.a = newAgent(id, lg, l.p)
+	*target = l.a
+	return l
+}
+
+// foldPrefix folds the good entries before the damage, so a corrupt agent
+// still shows its name and parent.
+func (c *Core) foldPrefix(l *loaded) {
+	r, err := eventlog.NewReader(c.fs, c.logPath(l.id), 0)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return
+		}
+		_ = l.p.apply(e)
+	}
+}
+
+// placeTree adds agents to the tree, parents first.
+func (c *Core) placeTree(byID map[string]*loaded, rep *RecoveryReport) []*loaded {
+	var placed []*loaded
+	remaining := make([]*loaded, 0, len(byID))
+	for _, l := range byID {
+		remaining = append(remaining, l)
+	}
+	sort.Slice(remaining, func(i, j int) bool { return remaining[i].p.LastSeq < remaining[j].p.LastSeq || (remaining[i].p.LastSeq == remaining[j].p.LastSeq && remaining[i].id < remaining[j].id) })
+	// Order by creation: roots first, then children of placed parents.
+	for progress := true; progress && len(remaining) > 0; {
+		progress = false
+		next := remaining[:0]
+		for _, l := range remaining {
+			parent := l.p.ParentID
+			_, parentPlaced := c.agents[parent]
+			if parent != "" && !parentPlaced {
+				if _, waiting := byID[parent]; waiting {
+					next = append(next, l)
+					continue
+				}
+			}
+			if parent != "" && !parentPlaced {
+				c.terminateOrphanChild(l, rep)
+				progress = true
+				continue
+			}
+			if err := c.tree.Add(l.id, l.p.Name, parent); err != nil {
+				c.log.Error("agent cannot be placed in the tree; listed as corrupt", "agent", l.id, "err", err)
+				l.a.corrupt = fmt.Errorf("cannot rebuild its place in the tree: %w", err)
+				c.agents[l.id] = l.a
+				rep.Corrupt++
+				progress = true
+				continue
+			}
+			c.agents[l.id] = l.a
+			placed = append(placed, l)
+			progress = true
+		}
+		remaining = next
+	}
+	for _, l := range remaining {
+		c.terminateOrphanChild(l, rep)
+	}
+	return placed
+}
+
+func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
+	c.log.Warn("terminating an agent whose parent is gone", "agent", l.id, "parent", l.p.ParentID)
+	if _, err := l.log.Append(evAgentTerminated, agentTerminatedData{AgentID: l.id}); err != nil {
+		c.log.Error("logging agent.terminated for an orphan child", "agent", l.id, "err", err)
+	}
+	_ = l.log.Close()
+	rep.Terminated++
+}
+
+// restoreAgent finishes one placed agent: session.json, interrupted runs,
+// live tokens.
+func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
+	a := l.a
+	sess, err := c.store.Load(l.id)
+	if err != nil {
+		if !errors.Is(err, session.ErrNotExist) {
+			c.log.Warn("session.json unreadable; rebuilding it from the log", "agent", l.id, "err", err)
+		}
+		now := c.now().UTC()
+		sess = &session.Session{ID: l.id, State: session.StateIdle, Provider: l.p.SessProvider, Model: l.p.SessModel,
+			Handle: l.p.Handle, CreatedAt: now, UpdatedAt: now}
+		if err := c.store.Save(sess); err != nil {
+			c.log.Error("saving a rebuilt session.json", "agent", l.id, "err", err)
+		}
+	}
+	a.sess = sess
+	_ = atomicCleanTemps(c, l.id)
+	r := l.p.Run
+	if r == nil || r.Ended {
+		return
+	}
+	if r.Wait != nil && r.Wait.TokenState == tokLive {
+		tok := token.Token{ID: r.Wait.TokenID, AgentID: l.id, RunID: r.RunID, SecretHash: r.Wait.SecretHash,
+			Deadline: r.Wait.Deadline, State: token.Live}
+		if err := c.tokens.Add(tok); err != nil {
+			c.log.Error("reinstalling a resume token", "agent", l.id, "token", tok.ID, "err", err)
+		}
+		return
+	}
+	a.mu.Lock()
+	mark := session.NeedsRestartMark(a.sess, a.facts(), c.bootID)
+	a.mu.Unlock()
+	if mark {
+		if _, err := l.log.Append(evRunInterrupted, runInterruptedData{RunID: r.RunID, Reason: reasonProcessRestart}); err != nil {
+			c.log.Error("logging run.interrupted", "agent", l.id, "run", r.RunID, "err", err)
+			return
+		}
+		rep.Interrupted++
+	}
+}
+
+func atomicCleanTemps(c *Core, id string) error {
+	return cleanTemps(c.fs, filepath.Join(c.agentsDir, id))
+}
+
+// liveSecret is the resume secret minted in a run, for the live run.waiting
+// event.
+func (c *Core) liveSecret(agentID, runID string) string {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.secrets[runID]
+}

@@ -1,0 +1,325 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/server"
+)
+
+// streamingMethods answer with frames, then done.
+var streamingMethods = map[string]bool{"agent.stream": true, "events.subscribe": true}
+
+// handler serves the RPC methods of SPEC 8.1.
+type handler struct {
+	c        *Core
+	started  time.Time
+	version  string
+	pid      int
+	shutdown func()
+}
+
+type methodFunc func(h *handler, ctx context.Context, p protocol.Params, out server.Stream) (any, error)
+
+var methods = map[string]methodFunc{
+	"agent.create":     (*handler).create,
+	"agent.list":       (*handler).list,
+	"agent.inspect":    (*handler).inspect,
+	"agent.send":       (*handler).send,
+	"agent.stream":     (*handler).stream,
+	"agent.terminate":  (*handler).terminate,
+	"tool.call":        (*handler).toolCall,
+	"inbox.list":       (*handler).inboxList,
+	"agent.cancel":     (*handler).cancel,
+	"agent.resume":     (*handler).resume,
+	"agent.log":        (*handler).agentLog,
+	"events.subscribe": (*handler).subscribe,
+	"daemon.status":    (*handler).status,
+	"daemon.shutdown":  (*handler).shutdownM,
+}
+
+// Handle implements server.Handler.
+func (h *handler) Handle(ctx context.Context, req *protocol.Request, out server.Stream) (any, error) {
+	m, ok := methods[req.Method]
+	if !ok {
+		return nil, protocol.Errorf(protocol.CodeUnknownMethod, "unknown method: %s", req.Method)
+	}
+	res, err := m(h, ctx, req.Params, out)
+	if err != nil {
+		return nil, toRPCError(err)
+	}
+	return res, nil
+}
+
+// toRPCError maps an error to its protocol code.
+func toRPCError(err error) error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return protocol.Errorf(protocol.CodeUnavailable, "%v", err)
+	}
+	return protocol.Errorf(protocol.CodeInternal, "%v", err)
+}
+
+func (h *handler) ref(p protocol.Params, key string) (string, error) {
+	ref, err := p.String(key)
+	if err != nil {
+		return "", err
+	}
+	return h.c.Resolve(ref)
+}
+
+func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	name, err := p.String("name")
+	if err != nil {
+		return nil, err
+	}
+	instr, err := p.OptString("instructions", "")
+	if err != nil {
+		return nil, err
+	}
+	prov, err := p.OptString("provider", "")
+	if err != nil {
+		return nil, err
+	}
+	model, err := p.OptString("model", "")
+	if err != nil {
+		return nil, err
+	}
+	parentRef, err := p.OptString("parent", "")
+	if err != nil {
+		return nil, err
+	}
+	mdRaw, err := p.OptMap("metadata")
+	if err != nil {
+		return nil, err
+	}
+	md := map[string]string{}
+	for k, v := range mdRaw {
+		s, ok := v.(string)
+		if !ok {
+			return nil, protocol.Errorf(protocol.CodeInvalid, "param metadata.%s: expected a string, got %T", k, v)
+		}
+		md[k] = s
+	}
+	parent := ""
+	if parentRef != "" {
+		if parent, err = h.c.Resolve(parentRef); err != nil {
+			return nil, err
+		}
+	}
+	id, err := h.c.CreateAgent(ctx, CreateSpec{Name: name, ParentID: parent, Instructions: instr,
+		Provider: prov, Model: model, Metadata: md})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"agent_id": id, "name": name}, nil
+}
+
+func (h *handler) list(context.Context, protocol.Params, server.Stream) (any, error) {
+	views := h.c.List()
+	out := make([]any, len(views))
+	for i, v := range views {
+		out[i] = v.listMap()
+	}
+	return map[string]any{"agents": out}, nil
+}
+
+func (h *handler) inspect(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	return h.c.Inspect(id)
+}
+
+func turnResultMap(res TurnResult) (map[string]any, error) {
+	if res.Status == "suspended" {
+		m := map[string]any{"status": "suspended", "run_id": res.RunID, "wait": res.Wait}
+		if res.Token != "" {
+			m["token"] = res.Token
+		}
+		return m, nil
+	}
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	return map[string]any{"response": res.Response, "run_id": res.RunID, "status": res.Status}, nil
+}
+
+func (h *handler) send(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	msg, err := p.String("message")
+	if err != nil {
+		return nil, err
+	}
+	prov, err := p.OptString("provider", "")
+	if err != nil {
+		return nil, err
+	}
+	model, err := p.OptString("model", "")
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.c.Send(ctx, id, msg, prov, model, nil)
+	if err != nil {
+		return nil, err
+	}
+	return turnResultMap(res)
+}
+
+func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	msg, err := p.String("message")
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.c.Send(ctx, id, msg, "", "", func(s string) { _ = out.Chunk(s) })
+	if err != nil {
+		return nil, err
+	}
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	if res.Status == "suspended" {
+		_ = out.Event(map[string]any{"event": "run.waiting", "run_id": res.RunID, "token": res.Token, "wait": res.Wait})
+	}
+	return nil, nil
+}
+
+func (h *handler) terminate(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := h.c.Terminate(id); err != nil {
+		return nil, err
+	}
+	return map[string]any{"agent_id": id, "status": "terminated"}, nil
+}
+
+func (h *handler) toolCall(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	tool, err := p.String("tool")
+	if err != nil {
+		return nil, err
+	}
+	args, err := p.OptMap("arguments")
+	if err != nil {
+		return nil, err
+	}
+	return h.c.CallTool(ctx, id, tool, args)
+}
+
+func (h *handler) inboxList(context.Context, protocol.Params, server.Stream) (any, error) {
+	msgs, err := h.c.DrainUserInbox()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+	}
+	return map[string]any{"messages": out}, nil
+}
+
+func (h *handler) cancel(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := h.c.Cancel(ctx, id); err != nil {
+		return nil, err
+	}
+	a, _ := h.c.agent(id)
+	status := "idle"
+	if a != nil {
+		status = h.c.status(a)
+	}
+	return map[string]any{"agent_id": id, "status": status}, nil
+}
+
+func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	tok, err := p.OptString("token", "")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.OptString("response", "")
+	if err != nil {
+		return nil, err
+	}
+	if tok == "" && p.Has("response") {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "a response needs the wait's token (param token)")
+	}
+	res, err := h.c.Resume(ctx, id, tok, resp)
+	if err != nil {
+		return nil, err
+	}
+	return turnResultMap(res)
+}
+
+func entryMap(agentID string, e eventlog.Entry) map[string]any {
+	var data any
+	if err := jsonUnmarshal(e.Data, &data); err != nil {
+		data = string(e.Data)
+	}
+	m := map[string]any{"seq": int64(e.Seq), "ts": e.TS.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		"event": e.Event, "data": data}
+	if agentID != "" {
+		m["agent_id"] = agentID
+	}
+	return m
+}
+
+func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	since, err := p.OptInt("since_seq", 0)
+	if err != nil {
+		return nil, err
+	}
+	if since < 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "param since_seq: must be >= 0")
+	}
+	entries, err := h.c.Log(id, uint64(since)+1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(entries))
+	for i, e := range entries {
+		out[i] = entryMap("", e)
+	}
+	return map[string]any{"events": out}, nil
+}
+
+func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, error) {
+	return map[string]any{"pid": h.pid, "boot_id": h.c.BootID(), "version": h.version,
+		"uptime_s": int64(time.Since(h.started).Seconds()), "agents": h.c.AgentCount(), "pools": h.c.PoolStats()}, nil
+}
+
+func (h *handler) shutdownM(context.Context, protocol.Params, server.Stream) (any, error) {
+	if h.shutdown != nil {
+		go h.shutdown()
+	}
+	return map[string]any{"status": "shutting_down"}, nil
+}

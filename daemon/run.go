@@ -1,0 +1,205 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/atomicfile"
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/server"
+)
+
+// Options configures a daemon process.
+type Options struct {
+	Home     string
+	Logger   hclog.Logger
+	LogLevel string
+	// MaxSlots, when > 0, sets the size of the "default" pool.
+	MaxSlots int
+	Version  string
+	// Providers overrides the provider registry (nil: DefaultProviders).
+	Providers map[string]provider.Provider
+	// Ready, when set, is called once the socket answers.
+	Ready func(socketPath string)
+	// SweepInterval is how often overdue waits are expired (default 30s).
+	SweepInterval time.Duration
+}
+
+// ErrAlreadyRunning: another daemon holds the home's lock.
+var ErrAlreadyRunning = errors.New("already running")
+
+// Paths of the files in a home directory (SPEC 2).
+func SocketPath(home string) string { return filepath.Join(home, "daemon.sock") }
+func lockPath(home string) string   { return filepath.Join(home, "daemon.lock") }
+func pidPath(home string) string    { return filepath.Join(home, "daemon.pid") }
+
+// Run runs a daemon until ctx is done or daemon.shutdown is called: lock,
+// stale socket cleanup, pid file, recovery, then the socket.
+func Run(ctx context.Context, opts Options) error {
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "warren", Level: hclog.LevelFromString(opts.LogLevel), Output: os.Stderr})
+	}
+	home, err := filepath.Abs(opts.Home)
+	if err != nil {
+		return fmt.Errorf("home %q: %w", opts.Home, err)
+	}
+	sock := SocketPath(home)
+	if err := protocol.CheckSocketPath(sock); err != nil {
+		return fmt.Errorf("%w: choose a shorter --home", err)
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("creating home %s: %w", home, err)
+	}
+	if err := os.Chmod(home, 0o700); err != nil {
+		return fmt.Errorf("securing home %s: %w", home, err)
+	}
+	lock, err := acquireLock(home)
+	if err != nil {
+		return err
+	}
+	defer releaseLock(lock, home)
+	fsys := faultfs.OS{}
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing stale socket %s: %w", sock, err)
+	}
+	if err := atomicfile.Write(fsys, pidPath(home), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return fmt.Errorf("writing the pid file: %w", err)
+	}
+	defer os.Remove(pidPath(home))
+
+	cfgPath := filepath.Join(home, "config.json")
+	cfg, err := config.Load(fsys, cfgPath)
+	if err != nil {
+		logger.Error("config.json is invalid; using the defaults until it is fixed", "path", cfgPath, "err", err)
+		cfg = config.Default()
+	}
+	if opts.MaxSlots > 0 {
+		cfg.Pools["default"] = opts.MaxSlots
+	}
+	provs := opts.Providers
+	if provs == nil {
+		provs = DefaultProviders(cfg, logger)
+	}
+	core, err := NewCore(CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
+		Logger: logger, SocketPath: sock})
+	if err != nil {
+		return err
+	}
+	logger.Info("recovering", "home", home, "boot_id", core.BootID())
+	start := time.Now()
+	rep, err := core.Recover()
+	if err != nil {
+		_ = core.Close(context.Background())
+		return fmt.Errorf("recovery: %w", err)
+	}
+	logger.Info("recovered", "agents", rep.Agents, "interrupted", rep.Interrupted, "corrupt", rep.Corrupt,
+		"pending", rep.Pending, "took", time.Since(start))
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	h := &handler{c: core, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop}
+	srv := server.New(server.Config{SocketPath: sock, StreamingMethods: streamingMethods}, h, logger.Named("server"))
+	if err := srv.Listen(); err != nil {
+		_ = core.Close(context.Background())
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := config.Watch(runCtx, cfgPath, logger.Named("config"), func(c config.Config) {
+			if opts.MaxSlots > 0 {
+				if _, set := c.Pools["default"]; !set {
+					c.Pools["default"] = opts.MaxSlots
+				}
+			}
+			logger.Info("config.json reloaded", "pools", fmt.Sprint(c.Pools), "max_retries", c.MaxRetries)
+			core.ApplyConfig(c)
+		}, func(err error) {
+			logger.Error("config.json is invalid; keeping the previous config", "err", err)
+		}); err != nil && runCtx.Err() == nil {
+			logger.Warn("config watcher stopped", "err", err)
+		}
+	}()
+	interval := opts.SweepInterval
+	if interval <= 0 {
+		interval = 30 * time.Second
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				core.SweepWaits()
+			case <-runCtx.Done():
+				return
+			}
+		}
+	}()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(runCtx) }()
+	logger.Info("serving", "socket", sock, "pid", os.Getpid())
+	if opts.Ready != nil {
+		opts.Ready(sock)
+	}
+	var runErr error
+	select {
+	case <-runCtx.Done():
+	case runErr = <-serveErr:
+		stop()
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("closing the socket", "err", err)
+	}
+	if err := core.Close(sctx); err != nil {
+		logger.Error("closing the core", "err", err)
+		runErr = errors.Join(runErr, err)
+	}
+	wg.Wait()
+	_ = os.Remove(sock)
+	logger.Info("stopped")
+	return runErr
+}
+
+// acquireLock takes the exclusive flock on daemon.lock.
+func acquireLock(home string) (*os.File, error) {
+	f, err := os.OpenFile(lockPath(home), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the lock %s: %w", lockPath(home), err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		pid := ""
+		if b, rerr := os.ReadFile(pidPath(home)); rerr == nil {
+			pid = " (pid " + strings.TrimSpace(string(b)) + ")"
+		}
+		return nil, fmt.Errorf("warren daemon %w on %s%s: the lock %s is held; stop it with `warren daemon stop --home %s`",
+			ErrAlreadyRunning, home, pid, lockPath(home), home)
+	}
+	return f, nil
+}
+
+func releaseLock(f *os.File, home string) {
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	_ = f.Close()
+}

@@ -1,0 +1,210 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/history"
+	"github.com/warren-dev/warren/multiplexer"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/session"
+)
+
+// live is a provider session held in a multiplexer slot.
+type live struct {
+	sess     provider.Session
+	provider string
+	model    string
+	// inject is the history block the first prompt of this provider
+	// session must carry (providers without structured history), once.
+	inject *history.History
+}
+
+// Restore strategies logged in session.restored.
+const (
+	strategyNative  = "native"
+	strategyHistory = "history"
+	strategyFresh   = "fresh"
+)
+
+func wrapSlotErr(err error) error {
+	if errors.Is(err, multiplexer.ErrNoSlot) {
+		return protocol.Errorf(protocol.CodeUnavailable, "no provider slot became free in time: %v", err)
+	}
+	return err
+}
+
+// evict is the multiplexer's eviction: suspend the provider session, save
+// its blob in session.json, log suspend.result, stop it.
+func (c *Core) evict(ctx context.Context, id string, lv *live) error {
+	defer func() { _ = lv.sess.Stop() }()
+	blob, err := lv.sess.Suspend(ctx)
+	if err != nil {
+		return fmt.Errorf("suspending the session of agent %s: %w", id, err)
+	}
+	a, ok := c.agent(id)
+	if !ok {
+		return nil
+	}
+	a.mu.Lock()
+	s := *a.sess
+	s.ProviderState = blob
+	s.Provider, s.Model = lv.provider, lv.model
+	s.UpdatedAt = c.now().UTC()
+	a.mu.Unlock()
+	if err := c.store.Save(&s); err != nil {
+		return fmt.Errorf("saving the evicted session of agent %s: %w", id, err)
+	}
+	a.mu.Lock()
+	a.sess = &s
+	a.mu.Unlock()
+	if _, err := a.log.Append(evSuspendResult, suspendResultData{StateSize: len(blob)}); err != nil {
+		return fmt.Errorf("logging the eviction of agent %s: %w", id, err)
+	}
+	return nil
+}
+
+// acquireSession gets the agent's provider session for a turn on the given
+// provider and model, restoring or creating it as needed.
+func (c *Core) acquireSession(ctx context.Context, a *agent, provName, model string) (*multiplexer.Lease[*live], error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		lease, err := c.mux.Acquire(ctx, a.id, provName, func(ctx context.Context) (*live, error) {
+			return c.openSession(ctx, a, provName, model)
+		})
+		if err != nil {
+			return nil, wrapSlotErr(err)
+		}
+		lv := lease.Value()
+		if lv.provider == provName && lv.model == model {
+			return lease, nil
+		}
+		// A live session of another provider or model: replace it.
+		lease.Discard()
+		_ = lv.sess.Stop()
+	}
+	return nil, fmt.Errorf("could not switch agent %s to %s/%s", a.id, provName, model)
+}
+
+// openSession brings back (or creates) the provider session of an agent that
+// is not live: from the eviction blob, from the native handle recorded at
+// creation, or fresh with the history rebuilt from the log.
+func (c *Core) openSession(ctx context.Context, a *agent, provName, model string) (*live, error) {
+	prov, ok := c.opts.Providers[provName]
+	if !ok {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "unknown provider %q", provName)
+	}
+	caps := prov.Capabilities()
+	a.mu.Lock()
+	sess := a.sess
+	handle, sessProv, sessModel := a.p.Handle, a.p.SessProvider, a.p.SessModel
+	instructions := a.p.Instructions
+	a.mu.Unlock()
+	same := sessProv == provName && sessModel == model
+
+	var blob []byte
+	if sess != nil && same && sess.Provider == provName && sess.Model == model {
+		blob = sess.ProviderState
+	}
+	h, err := c.history(a)
+	if err != nil {
+		return nil, err
+	}
+	spec := c.providerSpec(a.id, model, instructions, nil)
+	if caps.StructuredHistory {
+		spec.History = h.Turns
+	}
+	if same && (len(blob) > 0 || (handle != "" && (caps.NativeResume || caps.StructuredHistory))) {
+		s, err := prov.Restore(ctx, spec, blob, handle)
+		if err == nil {
+			strategy := strategyNative
+			if len(blob) == 0 && !caps.NativeResume {
+				strategy = strategyHistory
+			}
+			if err := c.logRestored(a, provName, model, strategy); err != nil {
+				_ = s.Stop()
+				return nil, err
+			}
+			return &live{sess: s, provider: provName, model: model}, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		c.log.Warn("native restore failed; starting a fresh session with the history", "agent", a.id, "provider", provName, "err", err)
+	}
+	s, err := prov.Create(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	lv := &live{sess: s, provider: provName, model: model}
+	strategy := strategyFresh
+	if len(h.Turns) > 0 || h.Open != nil {
+		strategy = strategyHistory
+		if !caps.StructuredHistory {
+			lv.inject = &h
+		}
+	}
+	recs := []eventlog.Record{
+		{Event: evSessionCreated, Data: sessionCreatedData{Provider: provName, Model: model, Handle: s.Handle()}},
+		{Event: evSessionRestored, Data: sessionRestoredData{Provider: provName, Model: model, Strategy: strategy}},
+	}
+	if _, err := a.log.AppendBatch(recs); err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("logging the new session of agent %s: %w", a.id, err)
+	}
+	c.saveSession(a, func(s2 *session.Session) {
+		s2.Provider, s2.Model, s2.Handle, s2.ProviderState = provName, model, s.Handle(), nil
+	})
+	return lv, nil
+}
+
+func (c *Core) logRestored(a *agent, provName, model, strategy string) error {
+	if _, err := a.log.Append(evSessionRestored, sessionRestoredData{Provider: provName, Model: model, Strategy: strategy}); err != nil {
+		return fmt.Errorf("logging the restore of agent %s: %w", a.id, err)
+	}
+	return nil
+}
+
+// history rebuilds the agent's completed turns from its log.
+func (c *Core) history(a *agent) (history.History, error) {
+	entries, err := eventlog.ReadAll(c.fs, a.log.Path())
+	if err != nil {
+		return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", a.id, err)
+	}
+	hs := make([]history.Entry, 0, len(entries))
+	for _, e := range entries {
+		switch e.Event {
+		case evTurnStart, evTurnComplete, evTurnFailed, evTurnCancelled, evToolCall, evRunInterrupted, evRunWaiting, evRunResumed:
+			hs = append(hs, history.Entry{Seq: e.Seq, Event: e.Event, Data: e.Data})
+		}
+	}
+	return history.Build(hs)
+}
+
+// saveSession updates the agent's session.json through f. A failed save is
+// logged: session.json is a snapshot the log can rebuild.
+func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
+	a.mu.Lock()
+	var s session.Session
+	if a.sess != nil {
+		s = *a.sess
+	} else {
+		s = session.Session{ID: a.id, CreatedAt: c.now().UTC()}
+	}
+	f(&s)
+	s.UpdatedAt = c.now().UTC()
+	a.sess = &s
+	a.mu.Unlock()
+	// Saves are serialised per agent and always write the latest snapshot,
+	// so an older snapshot can never land after a newer one.
+	a.saveMu.Lock()
+	defer a.saveMu.Unlock()
+	a.mu.Lock()
+	cp := *a.sess
+	a.mu.Unlock()
+	if err := c.store.Save(&cp); err != nil {
+		c.log.Error("saving session.json", "agent", a.id, "err", err)
+	}
+}

@@ -1,0 +1,78 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/session"
+)
+
+// Terminate terminates a leaf agent that runs no turn.
+func (c *Core) Terminate(agentID string) error {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return notFound(agentID)
+	}
+	a.mu.Lock()
+	busy := a.busy
+	a.mu.Unlock()
+	if busy {
+		return protocol.Errorf(protocol.CodeInvalid, "agent %s is mid-turn; cancel it first (warren agent cancel)", a.name())
+	}
+	return c.terminate(a)
+}
+
+// terminate logs agent.terminated and drops the agent from the tree, the
+// pools and the subscription index.
+func (c *Core) terminate(a *agent) error {
+	if n := len(c.tree.Children(a.id)); n > 0 {
+		return protocol.Errorf(protocol.CodeInvalid, "agent %s has %d children; terminate them first", a.name(), n)
+	}
+	a.mu.Lock()
+	if a.p.Terminated {
+		a.mu.Unlock()
+		return nil
+	}
+	var liveTok, runID string
+	if a.hasLiveWait() {
+		liveTok, runID = a.p.Run.Wait.TokenID, a.p.Run.RunID
+	}
+	corrupt := a.corrupt != nil
+	a.mu.Unlock()
+	if corrupt {
+		return protocol.Errorf(protocol.CodeInvalid, "agent %s has a damaged log; run `warren repair %s` first", a.id, a.id)
+	}
+	if liveTok != "" {
+		if err := c.revokeToken(a, liveTok, runID, "terminated"); err != nil {
+			return err
+		}
+	}
+	c.fireTransition(a, c.stateName(a), "terminated")
+	if _, err := a.log.Append(evAgentTerminated, agentTerminatedData{AgentID: a.id}); err != nil {
+		return fmt.Errorf("logging agent.terminated for %s: %w", a.id, err)
+	}
+	c.saveSession(a, func(s *session.Session) { s.State = session.StateTerminated; s.Run = nil })
+	a.stopTimers()
+	if lv, ok := c.mux.Remove(a.id); ok {
+		_ = lv.sess.Stop()
+	}
+	c.mu.Lock()
+	for _, subs := range c.subIndex {
+		for id, subscriber := range subs {
+			if subscriber == a.id {
+				delete(subs, id)
+			}
+		}
+	}
+	delete(c.subIndex, a.id)
+	_ = c.tree.Remove(a.id)
+	delete(c.agents, a.id)
+	c.mu.Unlock()
+	if err := a.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
+		c.log.Warn("closing the log of a terminated agent", "agent", a.id, "err", err)
+	}
+	c.log.Info("agent terminated", "agent", a.id)
+	return nil
+}

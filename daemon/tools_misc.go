@@ -1,0 +1,195 @@
+package daemon
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/tools"
+	"github.com/warren-dev/warren/tree"
+)
+
+func (c *Core) toolRemindMe(a *agent, v tools.RemindMe, cc callCtx) (toolOutcome, error) {
+	id := cc.derivedID("reminder", "")
+	due := c.now().UTC().Add(v.Timeout)
+	if _, err := a.log.Append(evReminderSched, reminderData{ReminderID: id, Reason: v.Reason,
+		Due: due.Format(time.RFC3339Nano), EveryMS: v.Every.Milliseconds()}); err != nil {
+		return toolOutcome{}, fmt.Errorf("logging reminder.scheduled: %w", err)
+	}
+	c.armReminder(a, id)
+	return ok(map[string]any{"status": "scheduled", "reminder_id": id}), nil
+}
+
+func (c *Core) toolCancelReminder(a *agent, v tools.CancelReminder) (toolOutcome, error) {
+	a.mu.Lock()
+	_, known := a.p.Reminders[v.ReminderID]
+	a.mu.Unlock()
+	if !known {
+		return toolErr("unknown or already-fired reminder: %s", v.ReminderID), nil
+	}
+	if _, err := a.log.Append(evReminderCancel, reminderData{ReminderID: v.ReminderID}); err != nil {
+		return toolOutcome{}, fmt.Errorf("logging reminder.cancelled: %w", err)
+	}
+	a.mu.Lock()
+	if t := a.timers[v.ReminderID]; t != nil {
+		t.Stop()
+		delete(a.timers, v.ReminderID)
+	}
+	a.mu.Unlock()
+	return ok(map[string]any{"status": "cancelled", "reminder_id": v.ReminderID}), nil
+}
+
+// armReminder starts the timer of a reminder recorded in the projection.
+func (c *Core) armReminder(a *agent, id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.p.Reminders[id]
+	if r == nil {
+		return
+	}
+	next := r.Due
+	if r.Every > 0 && !r.LastHit.IsZero() {
+		next = r.LastHit.Add(r.Every)
+	}
+	d := next.Sub(c.now())
+	if d < 0 {
+		d = 0
+	}
+	if old := a.timers[id]; old != nil {
+		old.Stop()
+	}
+	a.timers[id] = time.AfterFunc(d, func() { c.fireReminder(a, id) })
+}
+
+// fireReminder delivers a reminder's SYSTEM notification to its agent.
+func (c *Core) fireReminder(a *agent, id string) {
+	a.mu.Lock()
+	r := a.p.Reminders[id]
+	delete(a.timers, id)
+	var reason string
+	var every time.Duration
+	if r != nil {
+		reason, every = r.Reason, r.Every
+	}
+	a.mu.Unlock()
+	if r == nil || a.terminated() {
+		return
+	}
+	text := "Reminder: " + reason
+	if every > 0 {
+		text += fmt.Sprintf("\n(This reminder repeats every %s; cancel it with cancel_reminder(reminder_id=%q).)", every, id)
+	}
+	m := c.newMessage(newID(), tree.System, a.id, inbox.KindNotification, text)
+	m.Metadata["reminder_id"] = id
+	if err := c.enqueue(m); err != nil {
+		c.log.Error("delivering a reminder", "agent", a.id, "reminder", id, "err", err)
+		return
+	}
+	if every > 0 {
+		c.armReminder(a, id)
+	}
+}
+
+var subStates = map[string]bool{"idle": true, "busy": true, "waiting": true, "terminated": true, "*": true}
+
+func (c *Core) toolSubscribe(a *agent, v tools.Subscribe, cc callCtx) (toolOutcome, error) {
+	if !subStates[v.From] || !subStates[v.To] {
+		return toolErr("invalid transition %q: use from->to with states idle, busy, waiting, terminated or *", v.From+"->"+v.To), nil
+	}
+	target, err := c.tree.Lookup(a.id, v.AgentName)
+	if err != nil {
+		return toolErr("%v", err), nil
+	}
+	id := cc.derivedID("subscription", target)
+	if _, err := a.log.Append(evToolSubscribe, subscribeData{SubscriptionID: id, TargetID: target,
+		From: v.From, To: v.To, Once: v.Once}); err != nil {
+		return toolOutcome{}, fmt.Errorf("logging tool.subscribe: %w", err)
+	}
+	c.indexSubscription(target, id, a.id)
+	return ok(map[string]any{"subscription_id": id, "status": "active"}), nil
+}
+
+func (c *Core) toolUnsubscribe(a *agent, v tools.Unsubscribe) (toolOutcome, error) {
+	a.mu.Lock()
+	sub, known := a.p.Subs[v.SubscriptionID]
+	a.mu.Unlock()
+	if !known {
+		return toolErr("unknown subscription: %s (you can remove only your own subscriptions)", v.SubscriptionID), nil
+	}
+	if err := c.dropSubscription(a, sub, "unsubscribed"); err != nil {
+		return toolOutcome{}, err
+	}
+	return ok(map[string]any{"status": "removed"}), nil
+}
+
+func (c *Core) indexSubscription(target, subID, subscriber string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.subIndex[target]
+	if m == nil {
+		m = map[string]string{}
+		c.subIndex[target] = m
+	}
+	m[subID] = subscriber
+}
+
+func (c *Core) dropSubscription(subscriber *agent, sub subscriptionRec, reason string) error {
+	if _, err := subscriber.log.Append(evToolUnsubscribe, unsubscribeData{SubscriptionID: sub.ID, Reason: reason}); err != nil {
+		return fmt.Errorf("logging tool.unsubscribe: %w", err)
+	}
+	c.mu.Lock()
+	delete(c.subIndex[sub.Target], sub.ID)
+	c.mu.Unlock()
+	return nil
+}
+
+// fireTransition notifies the subscribers of an agent's state change.
+func (c *Core) fireTransition(a *agent, from, to string) {
+	c.mu.Lock()
+	subs := make(map[string]string, len(c.subIndex[a.id]))
+	for id, s := range c.subIndex[a.id] {
+		subs[id] = s
+	}
+	c.mu.Unlock()
+	if len(subs) == 0 {
+		return
+	}
+	name := a.name()
+	for subID, subscriberID := range subs {
+		sa, okA := c.agent(subscriberID)
+		if !okA {
+			continue
+		}
+		sa.mu.Lock()
+		sub, known := sa.p.Subs[subID]
+		sa.mu.Unlock()
+		if !known || (sub.From != "*" && sub.From != from) || (sub.To != "*" && sub.To != to) {
+			continue
+		}
+		m := c.newMessage(newID(), tree.System, subscriberID, inbox.KindNotification,
+			fmt.Sprintf("[state] %s: %s -> %s", name, from, to))
+		m.Metadata["subscription_id"] = subID
+		m.Metadata["agent"] = name
+		m.Metadata["from"] = from
+		m.Metadata["to"] = to
+		if err := c.enqueue(m); err != nil {
+			c.log.Warn("delivering a subscription notice", "subscriber", subscriberID, "err", err)
+			continue
+		}
+		if sub.Once {
+			if err := c.dropSubscription(sa, sub, "fired"); err != nil {
+				c.log.Error("removing a fired once-subscription", "subscription", subID, "err", err)
+			}
+		}
+	}
+}
+
+func (c *Core) toolAwaitInput(a *agent, v tools.AwaitInput, cc callCtx) (toolOutcome, error) {
+	if cc.runID == "" {
+		return toolErr("await_input can only be called during a turn"), nil
+	}
+	return toolOutcome{}, c.beginWait(a, v, cc)
+}
+
+func joinLines(lines []string) string { return strings.Join(lines, "\n") }

@@ -1,0 +1,33 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/warren-dev/warren/protocol"
+)
+
+func copyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func notFound(ref string) error {
+	return protocol.Errorf(protocol.CodeNotFound, "agent %q not found; list agents with `warren agent list`", ref)
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+var errEOF = io.EOF

@@ -1,0 +1,258 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/token"
+	"github.com/warren-dev/warren/tools"
+)
+
+// defaultWaitTimeout applies to await_input without a timeout.
+const defaultWaitTimeout = 24 * time.Hour
+
+// beginWait suspends the run: it mints a resume token, logs run.waiting and
+// token.minted in one write, and ends the turn (ErrRunSuspended).
+func (c *Core) beginWait(a *agent, v tools.AwaitInput, cc callCtx) error {
+	timeout := v.Timeout
+	if timeout <= 0 {
+		timeout = defaultWaitTimeout
+	}
+	deadline := c.now().UTC().Add(timeout)
+	tok, secret, err := token.Mint(a.id, cc.runID, deadline)
+	if err != nil {
+		return fmt.Errorf("minting a resume token: %w", err)
+	}
+	a.mu.Lock()
+	a.secrets[cc.runID] = token.Format(tok.ID, secret)
+	a.mu.Unlock()
+	_, err = a.log.AppendBatch([]eventlog.Record{
+		{Event: evRunWaiting, Data: runWaitingData{RunID: cc.runID, WaitKind: v.Kind, Prompt: v.Prompt,
+			TokenID: tok.ID, Deadline: deadline.Format(time.RFC3339Nano), SecretHash: tok.SecretHash, Turn: cc.turn}},
+		{Event: evTokenMinted, Data: tokenData{TokenID: tok.ID, RunID: cc.runID}},
+	})
+	if err != nil {
+		a.mu.Lock()
+		delete(a.secrets, cc.runID)
+		a.mu.Unlock()
+		return fmt.Errorf("logging run.waiting: %w", err)
+	}
+	if err := c.tokens.Add(tok); err != nil {
+		return fmt.Errorf("registering the resume token: %w", err)
+	}
+	c.armDeadline(deadline)
+	return provider.ErrRunSuspended
+}
+
+// armDeadline schedules a sweep at a wait deadline.
+func (c *Core) armDeadline(deadline time.Time) {
+	d := deadline.Sub(c.now()) + 10*time.Millisecond
+	if d < 0 {
+		d = 0
+	}
+	time.AfterFunc(d, func() {
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if !closed {
+			c.SweepWaits()
+		}
+	})
+}
+
+// SweepWaits expires every wait whose deadline passed: run.interrupted
+// (wait_timeout) and token.expired in one write.
+func (c *Core) SweepWaits() {
+	expired := c.tokens.Expire(c.now(), func(t token.Token) error {
+		a, ok := c.agent(t.AgentID)
+		if !ok {
+			return nil
+		}
+		_, err := a.log.AppendBatch([]eventlog.Record{
+			{Event: evRunInterrupted, Data: runInterruptedData{RunID: t.RunID, Reason: reasonWaitTimeout}},
+			{Event: evTokenExpired, Data: tokenData{TokenID: t.ID, RunID: t.RunID}},
+		})
+		return err
+	})
+	for _, t := range expired {
+		if a, ok := c.agent(t.AgentID); ok {
+			c.saveSession(a, func(s *session.Session) { s.State = session.StateIdle })
+			c.fireTransition(a, "waiting", "idle")
+			c.wake(a)
+		}
+	}
+}
+
+// revokeToken revokes a live token (token.revoked with the reason).
+func (c *Core) revokeToken(a *agent, tokenID, runID, reason string) error {
+	err := c.tokens.Revoke(tokenID, reason, func(t token.Token) error {
+		_, err := a.log.Append(evTokenRevoked, tokenData{TokenID: tokenID, RunID: runID, Reason: reason})
+		return err
+	})
+	if err != nil && !errors.Is(err, token.ErrRejected) {
+		return fmt.Errorf("revoking token %s: %w", tokenID, err)
+	}
+	return nil
+}
+
+// Resume resumes a suspended run (token and response) or re-runs an
+// interrupted one (no token). It returns when the resumed turn ends.
+func (c *Core) Resume(ctx context.Context, agentID, presented, response string) (TurnResult, error) {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return TurnResult{}, notFound(agentID)
+	}
+	a.mu.Lock()
+	var run runFacts
+	if r := a.p.Run; r != nil {
+		run = *r
+	}
+	a.mu.Unlock()
+	if presented == "" {
+		return c.resumeInterrupted(ctx, a, run)
+	}
+	if run.RunID == "" || run.Wait == nil {
+		return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected, "token rejected: agent %s has no wait to resume", a.name())
+	}
+	tok, repeat, err := c.tokens.Consume(a.id, run.RunID, presented, response, c.now(), func(t token.Token) error {
+		if err := c.claim(a); err != nil {
+			return err
+		}
+		_, err := a.log.AppendBatch([]eventlog.Record{
+			{Event: evTokenConsumed, Data: tokenData{TokenID: t.ID, RunID: t.RunID}},
+			{Event: evRunResumed, Data: runResumedData{RunID: t.RunID, TokenID: t.ID, Response: response}},
+		})
+		if err != nil {
+			a.mu.Lock()
+			a.busy = false
+			a.mu.Unlock()
+			return fmt.Errorf("logging the resume: %w", err)
+		}
+		a.mu.Lock()
+		a.resumeRes[t.ID] = make(chan struct{})
+		a.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		var pe *protocol.Error
+		switch {
+		case errors.As(err, &pe):
+			return TurnResult{}, err
+		case errors.Is(err, token.ErrRejected):
+			return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected, "%v", err)
+		}
+		return TurnResult{}, err
+	}
+	if repeat {
+		return c.resumeResult(ctx, a, tok.ID, run.RunID)
+	}
+	res := <-c.startTurn(a, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
+		Model: run.Model, RunID: run.RunID, Turn: run.Turn, From: "waiting"})
+	a.mu.Lock()
+	a.resumeOut[tok.ID] = res
+	if ch := a.resumeRes[tok.ID]; ch != nil {
+		close(ch)
+	}
+	a.mu.Unlock()
+	return res, nil
+}
+
+// resumeResult answers a repeated resume with the first one's result.
+func (c *Core) resumeResult(ctx context.Context, a *agent, tokenID, runID string) (TurnResult, error) {
+	a.mu.Lock()
+	ch := a.resumeRes[tokenID]
+	a.mu.Unlock()
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return TurnResult{}, ctx.Err()
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if res, ok := a.resumeOut[tokenID]; ok {
+		return res, nil
+	}
+	return TurnResult{RunID: runID, Status: "resumed"}, nil
+}
+
+// resumeInterrupted re-runs a run interrupted by a restart. Tool calls the
+// log records for it are answered from the record.
+func (c *Core) resumeInterrupted(ctx context.Context, a *agent, run runFacts) (TurnResult, error) {
+	if run.RunID == "" || run.Ended || !run.Interrupted || run.Reason != reasonProcessRestart {
+		return TurnResult{}, protocol.Errorf(protocol.CodeInvalid,
+			"agent %s has no interrupted run to resume; to answer a wait pass --token and a response", a.name())
+	}
+	if err := c.claim(a); err != nil {
+		return TurnResult{}, err
+	}
+	if _, err := a.log.Append(evRunResumed, runResumedData{RunID: run.RunID}); err != nil {
+		c.release(a)
+		return TurnResult{}, fmt.Errorf("logging run.resumed: %w", err)
+	}
+	select {
+	case res := <-c.startTurn(a, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
+		Model: run.Model, RunID: run.RunID, Turn: run.Turn}):
+		return res, nil
+	case <-ctx.Done():
+		return TurnResult{RunID: run.RunID, Status: "running"}, nil
+	}
+}
+
+// Cancel cancels an agent's running turn, or its wait, or closes an
+// interrupted run; the agent becomes idle.
+func (c *Core) Cancel(ctx context.Context, agentID string) error {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return notFound(agentID)
+	}
+	a.mu.Lock()
+	cur := a.cur
+	var run runFacts
+	if r := a.p.Run; r != nil {
+		run = *r
+	}
+	liveWait := a.hasLiveWait()
+	a.mu.Unlock()
+	if cur != nil {
+		cur.cancel()
+		select {
+		case <-cur.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if run.RunID == "" || run.Ended {
+		return protocol.Errorf(protocol.CodeInvalid, "agent %s has no running turn or wait to cancel", a.name())
+	}
+	if err := c.claim(a); err != nil {
+		return err
+	}
+	defer c.release(a)
+	if liveWait {
+		if err := c.revokeToken(a, run.Wait.TokenID, run.RunID, "cancelled"); err != nil {
+			return err
+		}
+	}
+	if _, err := a.log.Append(evTurnCancelled, turnCancelledData{RunID: run.RunID, Turn: run.Turn}); err != nil {
+		return fmt.Errorf("logging turn.cancelled: %w", err)
+	}
+	c.saveSession(a, func(s *session.Session) { s.State = session.StateIdle; s.Run = nil })
+	if liveWait {
+		c.fireTransition(a, "waiting", "idle")
+	}
+	return nil
+}
+
+func waitView(w *waitRec) map[string]any {
+	return map[string]any{"kind": w.Kind, "prompt": w.Prompt, "token_id": w.TokenID,
+		"deadline": w.Deadline.UTC().Format(time.RFC3339Nano)}
+}

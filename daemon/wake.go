@@ -1,0 +1,62 @@
+package daemon
+
+// maxWakeBatch bounds how many pending messages one wake turn shows.
+const maxWakeBatch = 100
+
+// hasLiveWait reports whether the agent's latest run waits on a live token.
+// The caller holds a.mu.
+func (a *agent) hasLiveWait() bool {
+	r := a.p.Run
+	return r != nil && !r.Ended && r.Wait != nil && r.Wait.TokenState == tokLive
+}
+
+// wake starts a turn for an idle agent with pending messages. The turn's
+// prompt shows the messages; their ids go into turn.start and count as
+// delivered when turn.complete is logged. Messages arriving during the turn
+// wait for the next one.
+func (c *Core) wake(a *agent) {
+	if c.opts.NoWake {
+		return
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return
+	}
+	a.mu.Lock()
+	if a.busy || a.p.Terminated || a.corrupt != nil || a.p.Pending.Len() == 0 ||
+		(a.p.Gated && !a.permit) || a.hasLiveWait() || a.completing {
+		a.mu.Unlock()
+		return
+	}
+	msgs := a.p.Pending.Peek()
+	if len(msgs) > maxWakeBatch {
+		msgs = msgs[:maxWakeBatch]
+	}
+	a.busy = true
+	a.permit = false
+	a.mu.Unlock()
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	c.startTurn(a, TurnRequest{Prompt: c.wakePrompt(msgs), MessageIDs: ids})
+}
+
+// WakeAll wakes every agent with pending messages.
+func (c *Core) WakeAll() {
+	for _, a := range c.agentList() {
+		c.wake(a)
+	}
+}
+
+func (c *Core) agentList() []*agent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*agent, 0, len(c.agents))
+	for _, a := range c.agents {
+		out = append(out, a)
+	}
+	return out
+}

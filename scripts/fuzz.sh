@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs every go test -fuzz target in the module for the given time each
+# (default 5s; the long profile: scripts/fuzz.sh 10m).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime="${1:-5s}"
+status=0
+for pkg in $(go list ./...); do
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  targets=$(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' || true)
+  for t in $targets; do
+    echo "fuzz $pkg $t ($fuzztime)"
+    if ! go test -run='^$' -fuzz="^${t}\$" -fuzztime="$fuzztime" "$pkg" >/tmp/fuzz-$t.log 2>&1; then
+      cat /tmp/fuzz-$t.log
+      status=1
+    fi
+  done
+done
+exit $status
