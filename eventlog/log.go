@@ -208,13 +208,16 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 			seq++
 		}
 	}
+	lines := len(buf)
+	nlines := int(seq - l.nextSeq)
+	buf = appendTrailer(buf, nlines)
 	if cap(buf) <= 1<<20 {
 		l.buf = buf
 	}
-
 	if err := l.writePending(buf, multi); err != nil {
 		return false, err
 	}
+	buf = buf[:lines]
 	n, err := l.f.Write(buf)
 	if err == nil && n != len(buf) {
 		err = fmt.Errorf("wrote %d of %d bytes: %w", n, len(buf), io.ErrShortWrite)

@@ -3,7 +3,6 @@ package eventlog
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -121,100 +120,3 @@ func syncAncestors(fsys faultfs.FS, dir string) error {
 	}
 }
 
-// replayPending appends the pending file's valid records that the log lacks,
-// fsyncs the log, then removes the pending file and fsyncs the directory.
-// Running it again after a crash at any point gives the same log.
-func (l *Log) replayPending(f faultfs.File) error {
-	pf, err := l.fsys.OpenFile(l.pendingPath, os.O_RDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("eventlog: open pending file %s: %w", l.pendingPath, err)
-	}
-	add, skipped, dropped, err := readPending(pf, l.pendingPath, l.lastSeq)
-	_ = pf.Close()
-	if err != nil {
-		return err
-	}
-	l.logger.Info("replaying pending file", "path", l.pendingPath,
-		"append", len(add.seqs), "already_in_log", skipped, "invalid_tail_bytes", dropped)
-	if len(add.buf) > 0 {
-		n, err := f.Write(add.buf)
-		if err == nil && n != len(add.buf) {
-			err = fmt.Errorf("wrote %d of %d bytes: %w", n, len(add.buf), io.ErrShortWrite)
-		}
-		if err != nil {
-			return fmt.Errorf("eventlog: replay %s into %s: %w", l.pendingPath, l.path, err)
-		}
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("eventlog: fsync %s after replaying %s: %w", l.path, l.pendingPath, err)
-		}
-		l.lastSeq = add.seqs[len(add.seqs)-1]
-	}
-	if err := l.fsys.Remove(l.pendingPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("eventlog: remove replayed pending file %s: %w", l.pendingPath, err)
-	}
-	if err := l.fsys.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("eventlog: fsync directory %s after removing %s: %w", l.dir, l.pendingPath, err)
-	}
-	return nil
-}
-
-type pendingAdd struct {
-	buf  []byte
-	seqs []uint64
-}
-
-// readPending returns the pending file's valid lines with seqs after
-// lastSeq (which must continue it without a gap), how many valid lines were
-// already in the log, and how many bytes after the valid prefix were ignored
-// (a pending write torn by a crash; it was never acknowledged).
-func readPending(r io.ReaderAt, path string, lastSeq uint64) (add pendingAdd, skipped int, dropped int64, err error) {
-	ls := newLineScanner(r, 0, MaxLineBytes)
-	line := 0
-	for {
-		kind, b, off, n, rerr := ls.next()
-		if rerr != nil {
-			return add, skipped, dropped, fmt.Errorf("eventlog: read pending file %s: %w", path, rerr)
-		}
-		if kind == kindEOF {
-			return add, skipped, dropped, nil
-		}
-		if kind == kindPartial || kind == kindTooLong {
-			return add, skipped, dropped + n + restLen(ls), nil
-		}
-		line++
-		e, perr := parseLine(b)
-		if perr != nil {
-			return add, skipped, dropped + n + restLen(ls), nil
-		}
-		switch {
-		case e.Seq <= lastSeq:
-			skipped++
-		case e.Seq == lastSeq+1:
-			add.buf = append(add.buf, b...)
-			add.buf = append(add.buf, '\n')
-			add.seqs = append(add.seqs, e.Seq)
-			lastSeq = e.Seq
-		default:
-			return add, skipped, dropped, &CorruptError{Path: path, Line: line, Seq: lastSeq + 1, Offset: off,
-				Reason: fmt.Sprintf("pending record has seq %d but the log ends at seq %d (a gap); the log was cut back or the pending file belongs elsewhere", e.Seq, lastSeq)}
-		}
-	}
-}
-
-// restLen counts the bytes left after the scanner's position.
-func restLen(ls *lineScanner) int64 {
-	var total int64
-	for {
-		kind, _, _, n, err := ls.next()
-		if err != nil || kind == kindEOF {
-			return total
-		}
-		total += n
-		if kind == kindPartial {
-			return total
-		}
-	}
-}

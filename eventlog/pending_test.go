@@ -10,7 +10,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 )
 
-// pendingLines formats entries with the given seqs as pending-file bytes.
+// pendingLines formats entries with the given seqs as log lines.
 func pendingLines(seqs ...uint64) []byte {
 	var b []byte
 	for _, s := range seqs {
@@ -20,6 +20,11 @@ func pendingLines(seqs ...uint64) []byte {
 	return b
 }
 
+// pendingGroup formats a complete pending file: the lines and the trailer.
+func pendingGroup(seqs ...uint64) []byte {
+	return appendTrailer(pendingLines(seqs...), len(seqs))
+}
+
 func TestPendingFileReplay(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -27,13 +32,18 @@ func TestPendingFileReplay(t *testing.T) {
 		want    uint64 // LastSeq after Open; the log starts with 3 entries
 		pendSeq []uint64
 	}{
-		{"stale, already in log", pendingLines(2, 3), 3, nil},
+		{"stale, already in log", pendingGroup(2, 3), 3, nil},
 		{"empty", nil, 3, nil},
 		{"garbage", []byte("\x00\xffgarbage\n{\"seq\":4"), 3, nil},
 		{"zeros", make([]byte, 512), 3, nil},
-		{"continues the log", pendingLines(3, 4, 5), 5, []uint64{4, 5}},
-		{"valid then torn", append(pendingLines(4, 5), pendingLines(6)[:30]...), 5, []uint64{4, 5}},
-		{"valid then garbage", append(pendingLines(4), []byte("garbage\n")...), 4, []uint64{4}},
+		{"continues the log", pendingGroup(3, 4, 5), 5, []uint64{4, 5}},
+		{"lines without trailer", pendingLines(4, 5), 3, nil},
+		{"torn trailer", pendingGroup(4, 5)[:len(pendingLines(4, 5))+12], 3, nil},
+		{"trailer with wrong count", appendTrailer(pendingLines(4, 5), 1), 3, nil},
+		{"trailer crc mismatch", append(pendingLines(4), bytes.Replace(pendingGroup(4, 5)[len(pendingLines(4, 5)):], []byte(`:2`), []byte(`:1`), 1)...), 3, nil},
+		{"data after trailer", append(pendingGroup(4), pendingLines(5)...), 3, nil},
+		{"valid then torn", append(pendingLines(4, 5), pendingLines(6)[:30]...), 3, nil},
+		{"valid then garbage", append(pendingLines(4), []byte("garbage\n")...), 3, nil},
 		{"invalid UTF-8", []byte("\xc3\x28\xa0\xa1\n"), 3, nil},
 	}
 	for _, tc := range cases {
@@ -70,7 +80,7 @@ func TestPendingFileReplay(t *testing.T) {
 
 func TestPendingFileWithGapIsCorruption(t *testing.T) {
 	m, _ := memLog(t, 3)
-	writeBytes(t, m, PendingPath(memPath), pendingLines(5, 6))
+	writeBytes(t, m, PendingPath(memPath), pendingGroup(5, 6))
 	_, err := Open(m, memPath, Options{})
 	var ce *CorruptError
 	if !errors.As(err, &ce) || ce.Path != PendingPath(memPath) || ce.Seq != 4 || ce.Line != 1 {
@@ -83,7 +93,7 @@ func TestPendingFileWithGapIsCorruption(t *testing.T) {
 	if err != nil || rep.PendingBackup == "" || rep.Backup != "" {
 		t.Fatalf("Repair: %+v %v", rep, err)
 	}
-	if moved := readBytes(t, m, rep.PendingBackup); !bytes.Equal(moved, pendingLines(5, 6)) {
+	if moved := readBytes(t, m, rep.PendingBackup); !bytes.Equal(moved, pendingGroup(5, 6)) {
 		t.Fatal("pending copy differs")
 	}
 	l := mustOpen(t, m, memPath)

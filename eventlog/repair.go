@@ -94,7 +94,7 @@ func Repair(fsys faultfs.FS, path string) (RepairReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("eventlog: repair %s: open %s: %w", path, pp, err)
 	}
-	_, _, _, perr := readPending(pf, pp, sc.lastSeq)
+	_, perr := readPending(pf, pp, sc.lastSeq)
 	_ = pf.Close()
 	if !errors.As(perr, &ce) {
 		return rep, nil
