@@ -20,9 +20,12 @@
 //
 // Resolve turns a user-supplied reference into an id, trying in order:
 //
-//  1. a slash path of names from a root: "lead/worker";
+//  1. a slash path of names from a root: "lead/worker". A leading slash is
+//     allowed and makes a single name a path too: "/lead" is the root named
+//     lead even when other agents are also named lead;
 //  2. a bare name, which must match exactly one agent anywhere in the tree
-//     (otherwise ErrAmbiguous, listing the matching paths);
+//     (otherwise ErrAmbiguous, listing the matching paths in the "/lead/worker"
+//     form, each of which resolves);
 //  3. an agent id, 32 hex or dashed UUID form.
 //
 // Names win over ids: a bare name that happens to look like an id resolves

@@ -3,9 +3,10 @@ package tree
 import "strings"
 
 // Resolve turns an agent reference into an agent id. A reference is a slash
-// path of names from a root ("lead/worker"), a bare name that matches exactly
-// one agent, or an agent id (32 hex characters, or a dashed UUID). Names win
-// over ids. Errors: ErrAmbiguous (the message lists the matching paths),
+// path of names from a root ("lead/worker"; a leading slash, "/lead", makes
+// even a single name a path from the roots), a bare name that matches
+// exactly one agent, or an agent id (32 hex characters, or a dashed UUID).
+// Names win over ids. Errors: ErrAmbiguous (the message lists the matching paths),
 // ErrNotFound (the message names the reference). USER and SYSTEM are not
 // agents and do not resolve.
 func (t *Tree) Resolve(ref string) (string, error) {
@@ -18,7 +19,7 @@ func (t *Tree) Resolve(ref string) (string, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if strings.Contains(ref, "/") {
-		return t.resolvePathLocked(ref)
+		return t.resolvePathLocked(strings.TrimPrefix(ref, "/"), ref)
 	}
 	switch ids := t.byName[ref]; len(ids) {
 	case 0:
@@ -27,9 +28,9 @@ func (t *Tree) Resolve(ref string) (string, error) {
 	default:
 		paths := make([]string, len(ids))
 		for i, id := range ids {
-			paths[i] = t.pathLocked(id)
+			paths[i] = "/" + t.pathLocked(id)
 		}
-		return "", errorf(ErrAmbiguous, "agent reference %q is ambiguous: it names %d agents (%s); use a path or an agent id",
+		return "", errorf(ErrAmbiguous, "agent reference %q is ambiguous: it names %d agents (%s); use one of these paths or an agent id",
 			ref, len(ids), strings.Join(paths, ", "))
 	}
 	if id, ok := NormalizeID(ref); ok {
@@ -41,8 +42,10 @@ func (t *Tree) Resolve(ref string) (string, error) {
 	return "", errorf(ErrNotFound, "no agent named %q: give a path (lead/worker), a name or an agent id", truncate(ref, 80))
 }
 
-func (t *Tree) resolvePathLocked(ref string) (string, error) {
-	segs := strings.Split(ref, "/")
+// resolvePathLocked follows path (without its optional leading slash) from
+// the roots; ref is the reference as given, for messages.
+func (t *Tree) resolvePathLocked(path, ref string) (string, error) {
+	segs := strings.Split(path, "/")
 	cur := ""
 	for i, seg := range segs {
 		if seg == "" {
