@@ -126,7 +126,7 @@ func (c *Client) readLoop() {
 			// An error frame with no id answers no single request (e.g. the
 			// server refused the connection): it fails every call.
 			if f.Kind == KindError {
-				err = f.Error
+				err = fmt.Errorf("%w: %w", ErrClientClosed, f.Error)
 				break
 			}
 			continue

@@ -49,14 +49,17 @@ func readNativePayload(r io.Reader, n uint32, max int) ([]byte, error) {
 	if n == 0 {
 		return nil, Errorf(CodeInvalid, "empty native frame: a frame must hold a msgpack map")
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	// Grow the buffer as data arrives rather than trusting the declared
+	// length: a peer cannot make the reader allocate 16 MiB by sending 4
+	// bytes.
+	buf := bytes.NewBuffer(make([]byte, 0, min(int(n), 64<<10)))
+	if _, err := io.CopyN(buf, r, int64(n)); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, err
 	}
-	return buf, nil
+	return buf.Bytes(), nil
 }
 
 // decodeMsgpackMap checks and decodes payload as one msgpack map with string

@@ -1,0 +1,65 @@
+// Package server is warren's Unix socket listener (SPEC 8.1): it creates the
+// owner-only socket, checks each peer's uid, tells the two framings apart by
+// the first byte, applies the size, connection and time limits, and
+// dispatches requests to a Handler. The framings themselves are in package
+// protocol (see its doc.go for the byte formats).
+//
+// # Socket
+//
+// Listen refuses a path longer than 107 bytes (protocol.MaxSocketPath)
+// naming the limit. It binds inside a fresh 0700 directory beside the path,
+// chmods the socket to 0600 and renames it into place, so the socket is
+// never reachable with looser permissions whatever the umask (when that
+// temporary path would be too long it binds in place and chmods). A stale
+// socket at the path (connection refused) is replaced; a live one
+// (ErrSocketInUse) or a non-socket file (ErrNotSocket) is an error; nothing
+// else is ever removed. Shutdown removes the socket only if it is still the
+// one this server created.
+//
+// # Connections
+//
+// Each accepted connection is checked with SO_PEERCRED; a uid that
+// Config.AllowUID rejects (default: any uid but the server's own) gets an
+// error frame, code 2 "permission denied ...", in the framing its first byte
+// selects, and is closed. Open connections are bounded by MaxConns; a
+// connection over the bound gets a code-6 error frame and is closed, by at
+// most 16 goroutines (further ones are closed without a reply), so a flood
+// never piles up goroutines. A first byte other than '{', JSON whitespace or
+// 0x00 gets a JSON error line (code 2) and the connection is closed.
+//
+// JSON connections (Substrat-compatible): the body is read to EOF (the
+// client half-closes) within ReadTimeout and MaxFrame bytes, one reply is
+// written (a stream of lines for a streaming method), and the connection is
+// closed. Malformed JSON, a body that is not an object, a missing method or
+// mistyped params get code 2 with "id": null or the request's id.
+//
+// Native connections carry many requests. Each request runs in its own
+// goroutine, at most MaxInflight per connection (beyond that the server stops
+// reading the connection until one finishes); frames are written whole
+// under a write mutex, in whatever order handlers finish. A frame whose
+// declared length exceeds MaxFrame gets an error frame (code 2, nil id) and
+// the connection is closed; an undecodable frame gets a code-2 error and the
+// connection goes on; a frame not completed within ReadTimeout, or EOF in
+// the middle of a frame, closes it. With nothing in flight, a connection
+// silent for IdleTimeout gets a code-6 error frame (nil id) and is closed. A
+// cancel frame {id, cancel:true} cancels the context of the in-flight
+// request with that id. When a native connection ends (EOF, error, write
+// failure) the contexts of its in-flight requests are cancelled: a native
+// client must keep its write side open until its replies arrive.
+//
+// # Dispatch
+//
+// Handler.Handle gets a context cancelled by Shutdown, by a cancel frame and
+// by the end of the connection. A *protocol.Error it returns is sent as is;
+// a plain error is code 3 (logged), or code 6 when the request was cancelled
+// by shutdown or by its context; a panic is recovered, logged with its stack
+// and sent as code 3. For a method in Config.StreamingMethods the frames the
+// handler emits on its Stream are written as they come, then {"done":true}
+// (its result is ignored) or the error frame, whose id is null on the JSON
+// framing as in Substrat. For other methods the result is sent (a nil result
+// as {}) and Stream calls fail with ErrNotStreaming.
+//
+// Shutdown (or cancelling Serve's context) stops accepting, cancels every
+// request context, lets handlers send their replies, closes the connections
+// and waits for them.
+package server

@@ -1,0 +1,284 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/warren-dev/warren/protocol"
+)
+
+// nativeConn serves one native-framing connection: a reader loop that
+// decodes frames and starts a goroutine per request (at most MaxInflight),
+// and frame writes serialised by a mutex.
+type nativeConn struct {
+	s      *Server
+	c      *net.UnixConn
+	br     *bufio.Reader
+	ctx    context.Context // cancelled when the connection ends or the server shuts down
+	cancel context.CancelFunc
+	sem    chan struct{}
+	wg     sync.WaitGroup
+
+	wmu    sync.Mutex
+	broken bool
+
+	mu       sync.Mutex
+	inflight map[string][]*inflightReq // by id key, for cancel frames
+	count    int
+	atHeader bool // the reader is waiting for a frame header
+	drain    bool // an error reply was sent: drain input before closing
+}
+
+type inflightReq struct {
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	ended  bool
+}
+
+func newNativeConn(s *Server, c *net.UnixConn, br *bufio.Reader) *nativeConn {
+	ctx, cancel := context.WithCancel(s.base)
+	return &nativeConn{
+		s: s, c: c, br: br, ctx: ctx, cancel: cancel,
+		sem:      make(chan struct{}, s.cfg.MaxInflight),
+		inflight: map[string][]*inflightReq{},
+	}
+}
+
+// idKey makes a map key from a request id; integers compare by value
+// whatever their decoded type.
+func idKey(id any) string {
+	switch x := id.(type) {
+	case int64:
+		return "n" + strconv.FormatInt(x, 10)
+	case uint64:
+		return "n" + strconv.FormatUint(x, 10)
+	case float64:
+		if x == float64(int64(x)) {
+			return "n" + strconv.FormatInt(int64(x), 10)
+		}
+		return "f" + strconv.FormatFloat(x, 'g', -1, 64)
+	case string:
+		return "s" + x
+	}
+	return fmt.Sprintf("%T:%v", id, id)
+}
+
+// armReadDeadline sets the deadline for the next header read: the idle
+// timeout when nothing is in flight, none otherwise, and "now" once the
+// connection is ending. Called with mu held.
+func (n *nativeConn) armReadDeadlineLocked() {
+	switch {
+	case n.ctx.Err() != nil:
+		_ = n.c.SetReadDeadline(time.Now())
+	case n.count == 0 && n.s.cfg.IdleTimeout > 0:
+		_ = n.c.SetReadDeadline(time.Now().Add(n.s.cfg.IdleTimeout))
+	default:
+		_ = n.c.SetReadDeadline(time.Time{})
+	}
+}
+
+func (n *nativeConn) serve() {
+	n.s.setKick(n.c, func() {
+		n.cancel()
+		_ = n.c.SetReadDeadline(time.Now())
+	})
+	defer func() {
+		n.cancel()
+		n.wg.Wait()
+		if n.drain {
+			closeAfterReply(n.c)
+		}
+	}()
+	for {
+		n.mu.Lock()
+		n.atHeader = true
+		n.armReadDeadlineLocked()
+		n.mu.Unlock()
+		if n.ctx.Err() != nil {
+			return
+		}
+		var hdr [protocol.HeaderSize]byte
+		_, err := io.ReadFull(n.br, hdr[:])
+		n.mu.Lock()
+		n.atHeader = false
+		idle := n.count == 0
+		n.mu.Unlock()
+		if err != nil {
+			n.readFailed(err, idle, true)
+			return
+		}
+		size := binary.BigEndian.Uint32(hdr[:])
+		if uint64(size) > uint64(n.s.cfg.MaxFrame) {
+			n.s.log.Warn("native frame over the size limit; closing connection", "size", size, "limit", n.s.cfg.MaxFrame)
+			n.writeFrame(&protocol.Frame{Kind: protocol.KindError, Error: protocol.Errorf(protocol.CodeInvalid,
+				"frame of %d bytes exceeds the %d-byte limit; closing the connection", size, n.s.cfg.MaxFrame)})
+			n.drain = true
+			return
+		}
+		if n.s.cfg.ReadTimeout > 0 {
+			_ = n.c.SetReadDeadline(time.Now().Add(n.s.cfg.ReadTimeout))
+		} else {
+			_ = n.c.SetReadDeadline(time.Time{})
+		}
+		if n.ctx.Err() != nil { // a kick may have been overridden just now
+			return
+		}
+		payload, err := protocol.ReadNativePayload(n.br, size, n.s.cfg.MaxFrame)
+		if err != nil {
+			var pe *protocol.Error
+			if errors.As(err, &pe) { // empty frame: framing intact, keep going
+				n.writeFrame(&protocol.Frame{Kind: protocol.KindError, Error: pe})
+				continue
+			}
+			n.readFailed(err, false, false)
+			return
+		}
+		req, err := protocol.DecodeNativeRequest(payload)
+		if err != nil {
+			f := &protocol.Frame{Kind: protocol.KindError, Error: protocol.AsError(err)}
+			if req != nil {
+				f.ID = req.ID
+			}
+			n.writeFrame(f)
+			continue
+		}
+		if req.Cancel {
+			n.cancelID(req.ID)
+			continue
+		}
+		select {
+		case n.sem <- struct{}{}:
+		case <-n.ctx.Done():
+			return
+		}
+		n.start(req)
+	}
+}
+
+// readFailed logs why reading stopped and tells the client when useful.
+func (n *nativeConn) readFailed(err error, idle, atBoundary bool) {
+	switch {
+	case n.ctx.Err() != nil:
+		// shutting down: in-flight handlers send their own replies
+	case errors.Is(err, os.ErrDeadlineExceeded) && idle && atBoundary:
+		n.s.log.Debug("closing idle connection", "idle_timeout", n.s.cfg.IdleTimeout)
+		n.writeFrame(&protocol.Frame{Kind: protocol.KindError, Error: protocol.Errorf(protocol.CodeUnavailable,
+			"connection closed after %s without requests; reconnect", n.s.cfg.IdleTimeout)})
+		n.drain = true
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		n.s.log.Debug("native frame not complete in time; closing", "read_timeout", n.s.cfg.ReadTimeout)
+		n.writeFrame(&protocol.Frame{Kind: protocol.KindError, Error: protocol.Errorf(protocol.CodeInvalid,
+			"frame not received within %s; closing the connection", n.s.cfg.ReadTimeout)})
+		n.drain = true
+	case err == io.EOF && atBoundary:
+		n.s.log.Trace("native client disconnected")
+	default:
+		n.s.log.Debug("native connection read failed", "error", err)
+	}
+}
+
+// start runs req in its own goroutine.
+func (n *nativeConn) start(req *protocol.Request) {
+	ctx, cancel := context.WithCancel(n.ctx)
+	ir := &inflightReq{cancel: cancel}
+	key := idKey(req.ID)
+	n.mu.Lock()
+	n.inflight[key] = append(n.inflight[key], ir)
+	n.count++
+	n.mu.Unlock()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer func() { <-n.sem }()
+		defer n.finish(key, ir)
+		defer cancel()
+		st := &stream{write: n.writeFrame, id: req.ID, streaming: n.s.cfg.StreamingMethods[req.Method], ended: ir.isEnded}
+		res, err := n.s.call(ctx, req, st)
+		ir.end()
+		f := n.s.finalFrame(ctx, req, false, res, err)
+		if werr := n.writeFrame(f); werr != nil && !errors.Is(werr, ErrClientGone) {
+			n.writeFrame(encodeFailure(req, false, werr))
+		}
+	}()
+}
+
+func (ir *inflightReq) isEnded() bool {
+	ir.mu.Lock()
+	defer ir.mu.Unlock()
+	return ir.ended
+}
+
+func (ir *inflightReq) end() {
+	ir.mu.Lock()
+	ir.ended = true
+	ir.mu.Unlock()
+}
+
+// finish unregisters a request and re-arms the idle timer if it was the
+// last one.
+func (n *nativeConn) finish(key string, ir *inflightReq) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	list := n.inflight[key]
+	for i, x := range list {
+		if x == ir {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(n.inflight, key)
+	} else {
+		n.inflight[key] = list
+	}
+	n.count--
+	if n.count == 0 && n.atHeader {
+		n.armReadDeadlineLocked()
+	}
+}
+
+// cancelID cancels the in-flight requests with this id.
+func (n *nativeConn) cancelID(id any) {
+	n.mu.Lock()
+	list := n.inflight[idKey(id)]
+	n.mu.Unlock()
+	for _, ir := range list {
+		ir.cancel()
+	}
+}
+
+// writeFrame encodes and writes one frame under the write mutex. A write
+// failure closes the connection (ending the reader and cancelling every
+// request) and returns an error wrapping ErrClientGone; an encoding failure
+// is returned as is.
+func (n *nativeConn) writeFrame(f *protocol.Frame) error {
+	b, err := protocol.EncodeNativeFrame(f)
+	if err != nil {
+		return err
+	}
+	n.wmu.Lock()
+	defer n.wmu.Unlock()
+	if n.broken {
+		return ErrClientGone
+	}
+	if n.s.cfg.WriteTimeout > 0 {
+		_ = n.c.SetWriteDeadline(time.Now().Add(n.s.cfg.WriteTimeout))
+	}
+	if _, err := n.c.Write(b); err != nil {
+		n.broken = true
+		n.s.log.Debug("writing to native client failed; closing", "error", err)
+		n.cancel()
+		n.c.Close()
+		return errors.Join(ErrClientGone, err)
+	}
+	return nil
+}

@@ -1,0 +1,423 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/warren-dev/warren/protocol"
+)
+
+// Defaults applied to zero Config fields that must be bounded.
+const (
+	DefaultMaxConns    = 256
+	DefaultMaxInflight = 64
+	// refusalWait bounds how long a connection that is being refused (peer
+	// uid, connection limit) may take to send its first byte, which picks
+	// the framing of the refusal.
+	refusalWait = time.Second
+	// maxRefusing bounds the goroutines answering refused connections;
+	// beyond it refused connections are closed without a reply.
+	maxRefusing = 16
+	// maxDrain bounds the input discarded before closing a connection
+	// after an error reply.
+	maxDrain = protocol.MaxFrame + protocol.HeaderSize
+)
+
+// ErrServerClosed is returned by Serve and Listen after Shutdown.
+var ErrServerClosed = errors.New("server is shut down")
+
+// ErrNotListening is returned by Serve when Listen failed or was not called
+// and the socket cannot be created.
+var ErrNotListening = errors.New("server is not listening")
+
+// Config is the server's policy. Zero durations mean no timeout.
+type Config struct {
+	// SocketPath is the Unix socket to create (at most 107 bytes).
+	SocketPath string
+	// MaxConns bounds open connections (0: DefaultMaxConns). A connection
+	// over the bound gets a code-6 error frame and is closed.
+	MaxConns int
+	// MaxInflight bounds concurrent requests per native connection
+	// (0: DefaultMaxInflight); further frames are not read until one ends.
+	MaxInflight int
+	// ReadTimeout bounds reading one request: the whole JSON body, or one
+	// native frame once its length prefix arrived.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a native connection with no request in flight that
+	// sends nothing for this long, and bounds the wait for a connection's
+	// first byte.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds writing one frame; a client that does not read is
+	// disconnected.
+	WriteTimeout time.Duration
+	// MaxFrame bounds a JSON request body or native frame payload
+	// (0 or more than protocol.MaxFrame: protocol.MaxFrame).
+	MaxFrame int
+	// StreamingMethods names the methods answered with chunk/event frames
+	// and a done frame instead of a result.
+	StreamingMethods map[string]bool
+	// AllowUID decides whether a peer uid (SO_PEERCRED) may connect. Nil
+	// allows only the server process's own uid.
+	AllowUID func(uid int) bool
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxInflight <= 0 {
+		c.MaxInflight = DefaultMaxInflight
+	}
+	if c.MaxFrame <= 0 || c.MaxFrame > protocol.MaxFrame {
+		c.MaxFrame = protocol.MaxFrame
+	}
+	if c.AllowUID == nil {
+		own := os.Getuid()
+		c.AllowUID = func(uid int) bool { return uid == own }
+	}
+	return c
+}
+
+// Handler serves requests. It must honour ctx (cancelled on shutdown, on a
+// cancel frame, and when the connection fails) and return a result or an
+// error; return a *protocol.Error to choose the error code (any other error
+// is sent as code 3). A streaming method emits frames on out before
+// returning; its result is ignored. Handle is called concurrently.
+type Handler interface {
+	Handle(ctx context.Context, req *protocol.Request, out Stream) (any, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *protocol.Request, out Stream) (any, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req *protocol.Request, out Stream) (any, error) {
+	return f(ctx, req, out)
+}
+
+// Server serves a Handler on a Unix socket. See the package doc.
+type Server struct {
+	cfg Config
+	h   Handler
+	log hclog.Logger
+
+	base     context.Context // cancelled by Shutdown: all request contexts derive from it
+	stop     context.CancelFunc
+	refusing chan struct{} // semaphore for refusal goroutines
+	slots    chan struct{} // semaphore for connections
+
+	mu       sync.Mutex
+	ln       *net.UnixListener
+	sockInfo os.FileInfo
+	closed   bool
+	conns    map[*net.UnixConn]func() // conn → kick (wake its reader)
+	wg       sync.WaitGroup           // connection goroutines
+	served   chan struct{}            // closed when Serve's accept loop ends
+	serving  bool
+}
+
+// New returns a server; call Listen, then Serve. A nil logger logs nothing.
+func New(cfg Config, h Handler, logger hclog.Logger) *Server {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	base, stop := context.WithCancel(context.Background())
+	cfg = cfg.withDefaults()
+	return &Server{
+		cfg:      cfg,
+		h:        h,
+		log:      logger,
+		base:     base,
+		stop:     stop,
+		refusing: make(chan struct{}, maxRefusing),
+		slots:    make(chan struct{}, cfg.MaxConns),
+		conns:    map[*net.UnixConn]func(){},
+		served:   make(chan struct{}),
+	}
+}
+
+// Listen creates the socket (mode 0600, umask-safe). A path longer than the
+// platform limit is an error wrapping protocol.ErrSocketPathTooLong. A stale
+// socket file at the path is replaced; nothing else is removed.
+func (s *Server) Listen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrServerClosed
+	}
+	if s.ln != nil {
+		return nil
+	}
+	ln, fi, err := listenUnix(s.cfg.SocketPath)
+	if err != nil {
+		return err
+	}
+	s.ln, s.sockInfo = ln, fi
+	s.log.Info("listening", "socket", s.cfg.SocketPath)
+	return nil
+}
+
+// Addr returns the socket path.
+func (s *Server) Addr() string { return s.cfg.SocketPath }
+
+// Serve accepts connections until ctx is cancelled or Shutdown is called
+// (both stop the server the same way), then waits for the connections to
+// finish and returns nil. It calls Listen if needed.
+func (s *Server) Serve(ctx context.Context) error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.serving {
+		s.mu.Unlock()
+		return errors.New("server: Serve called twice")
+	}
+	s.serving = true
+	ln := s.ln
+	s.mu.Unlock()
+
+	stopOnCtx := context.AfterFunc(ctx, s.beginShutdown)
+	defer stopOnCtx()
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			if s.base.Err() != nil {
+				break
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && !errors.Is(err, net.ErrClosed) {
+				// EMFILE and friends: back off, keep serving.
+				s.log.Warn("accept failed; retrying", "error", err, "backoff", backoff)
+				t := time.NewTimer(backoff)
+				select {
+				case <-t.C:
+				case <-s.base.Done():
+					t.Stop()
+				}
+				backoff = min(2*backoff, time.Second)
+				continue
+			}
+			s.beginShutdown()
+			s.wg.Wait()
+			close(s.served)
+			return fmt.Errorf("accept on %s: %w", s.cfg.SocketPath, err)
+		}
+		backoff = 5 * time.Millisecond
+		s.accept(c)
+	}
+	s.wg.Wait()
+	close(s.served)
+	return nil
+}
+
+// accept starts serving c, or refuses it when the connection bound is
+// reached.
+func (s *Server) accept(c *net.UnixConn) {
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		s.log.Warn("connection limit reached; refusing connection", "max_conns", s.cfg.MaxConns)
+		s.refuse(c, protocol.Errorf(protocol.CodeUnavailable,
+			"too many connections to the daemon (limit %d); retry later", s.cfg.MaxConns))
+		return
+	}
+	if !s.track(c) {
+		<-s.slots
+		c.Close()
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.slots }()
+		defer s.untrack(c)
+		s.serveConn(c)
+	}()
+}
+
+// track registers c; false once shutting down.
+func (s *Server) track(c *net.UnixConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	s.conns[c] = nil
+	return true
+}
+
+func (s *Server) untrack(c *net.UnixConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	c.Close()
+}
+
+// setKick records how to wake c's reader at shutdown; if shutdown already
+// began it runs kick at once.
+func (s *Server) setKick(c *net.UnixConn, kick func()) {
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.conns[c] = kick
+	}
+	s.mu.Unlock()
+	if closed {
+		kick()
+	}
+}
+
+// refuse answers c with e in the framing its first byte selects and closes
+// it, on a bounded set of goroutines (beyond it, c is just closed).
+func (s *Server) refuse(c *net.UnixConn, e *protocol.Error) {
+	select {
+	case s.refusing <- struct{}{}:
+	default:
+		c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-s.refusing }()
+		_ = c.SetReadDeadline(time.Now().Add(refusalWait))
+		var first [1]byte
+		n, _ := c.Read(first[:])
+		s.writeRefusal(c, n == 1 && first[0] == 0, e)
+		closeAfterReply(c)
+	}()
+}
+
+// closeAfterReply closes c after the reply is written. Linux resets a Unix
+// connection closed with unread input (the peer's read fails with
+// ECONNRESET and loses the reply), so it half-closes, then discards input
+// until EOF, refusalWait or maxDrain bytes, then closes.
+func closeAfterReply(c *net.UnixConn) {
+	_ = c.CloseWrite()
+	_ = c.SetReadDeadline(time.Now().Add(refusalWait))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, maxDrain))
+	c.Close()
+}
+
+// writeRefusal writes a connection-level error frame (nil id).
+func (s *Server) writeRefusal(c net.Conn, native bool, e *protocol.Error) {
+	f := &protocol.Frame{Kind: protocol.KindError, Error: e}
+	var b []byte
+	var err error
+	if native {
+		b, err = protocol.EncodeNativeFrame(f)
+	} else {
+		b, err = protocol.AppendJSONFrame(nil, f)
+	}
+	if err != nil {
+		return
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(refusalWait))
+	_, _ = c.Write(b)
+}
+
+// beginShutdown stops accepting, cancels every request context and wakes
+// every connection reader. Idempotent.
+func (s *Server) beginShutdown() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.stop()
+	ln := s.ln
+	kicks := make([]func(), 0, len(s.conns))
+	for _, k := range s.conns {
+		if k != nil {
+			kicks = append(kicks, k)
+		}
+	}
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+		removeIfOurs(s.cfg.SocketPath, s.sockInfo)
+	}
+	for _, k := range kicks {
+		k()
+	}
+}
+
+// Shutdown stops accepting connections, cancels the contexts of in-flight
+// requests (whose clients get the handlers' replies, code 6 for handlers
+// that fail with a plain context error), and waits for every connection to
+// end. If ctx ends first, it closes the remaining connections and returns
+// ctx.Err(). It removes the socket file if it is still the server's. Do not
+// call it synchronously from a Handler: it waits for handlers.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.beginShutdown()
+	s.mu.Lock()
+	serving := s.serving
+	s.mu.Unlock()
+	done := s.served
+	if !serving {
+		ch := make(chan struct{})
+		go func() { s.wg.Wait(); close(ch) }()
+		done = ch
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+// serveConn checks the peer, picks the framing and serves the connection.
+func (s *Server) serveConn(c *net.UnixConn) {
+	uid, err := peerUID(c)
+	if err != nil || !s.cfg.AllowUID(uid) {
+		s.log.Warn("refusing connection from another user", "peer_uid", uid, "error", err)
+		msg := fmt.Sprintf("permission denied: peer uid %d is not allowed to use this daemon (running as uid %d); connect as the daemon's user", uid, os.Getuid())
+		if err != nil {
+			msg = fmt.Sprintf("permission denied: cannot read the peer's credentials: %v", err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(refusalWait))
+		var first [1]byte
+		n, _ := c.Read(first[:])
+		s.writeRefusal(c, n == 1 && first[0] == 0, protocol.Errorf(protocol.CodeInvalid, "%s", msg))
+		closeAfterReply(c)
+		return
+	}
+	br := bufio.NewReaderSize(c, 64<<10)
+	s.setKick(c, func() { _ = c.SetReadDeadline(time.Now()) })
+	if s.cfg.IdleTimeout > 0 {
+		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+	}
+	if s.base.Err() != nil {
+		return
+	}
+	first, err := br.Peek(1)
+	if err != nil {
+		s.log.Debug("connection closed before sending anything", "error", err)
+		return
+	}
+	switch {
+	case protocol.IsJSONStart(first[0]):
+		s.serveJSON(c, br)
+	case first[0] == 0:
+		newNativeConn(s, c, br).serve()
+	default:
+		s.log.Debug("unrecognised framing", "first_byte", first[0])
+		s.writeRefusal(c, false, protocol.Errorf(protocol.CodeInvalid,
+			"unrecognised framing: first byte 0x%02x; send a JSON object or a native frame (4-byte big-endian length starting with 0x00, then msgpack)", first[0]))
+		closeAfterReply(c)
+	}
+}

@@ -1,0 +1,5 @@
+package server
+
+import "os"
+
+func osGetuid() int { return os.Getuid() }
