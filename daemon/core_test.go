@@ -165,3 +165,30 @@ func errOf(r map[string]any, err error) error {
 type toolFailure struct{ msg string }
 
 func (e *toolFailure) Error() string { return "tool error: " + e.msg }
+
+func TestChildCreatedBeforeCrashStillGetsItsBootstrapTurn(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "echo")
+	if n := h.count(kid, "turn.start"); n != 0 {
+		t.Fatalf("turns before the crash = %d", n)
+	}
+	h.noWake = false
+	h.crash(faultfs.PowerLoss)
+	h.until("the child ran its bootstrap turn", func() bool { return h.count(kid, "turn.complete") == 1 })
+	var prompt string
+	for _, e := range h.entries(kid) {
+		if e.Event == "turn.start" {
+			prompt = dataOf(t, e)["prompt"].(string)
+		}
+	}
+	if prompt != bootstrapPrompt {
+		t.Fatalf("bootstrap prompt = %q", prompt)
+	}
+	if s := h.statusOf(kid); s != "idle" {
+		t.Fatalf("kid status = %s", s)
+	}
+	if n := h.count(root, "turn.start"); n != 0 {
+		t.Fatalf("a root created by agent.create must not get a bootstrap turn; got %d turns", n)
+	}
+}

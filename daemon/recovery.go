@@ -118,6 +118,15 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			c.armReminder(l.a, id)
 		}
 	}
+	// A spawned child whose bootstrap turn never started gets it now.
+	for _, l := range placed {
+		l.a.mu.Lock()
+		needs := l.p.ParentID != "" && l.p.TurnNo == 0 && l.p.Run == nil
+		l.a.mu.Unlock()
+		if needs && !c.opts.NoWake {
+			c.bootstrap(l.a)
+		}
+	}
 	c.log.Info("recovery finished", "agents", rep.Agents, "terminated", rep.Terminated, "orphans", rep.Orphans,
 		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
 	c.WakeAll()
