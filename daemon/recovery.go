@@ -213,7 +213,9 @@ func (c *Core) placeTree(byID map[string]*loaded, rep *RecoveryReport) []*loaded
 	for _, l := range byID {
 		remaining = append(remaining, l)
 	}
-	sort.Slice(remaining, func(i, j int) bool { return remaining[i].p.LastSeq < remaining[j].p.LastSeq || (remaining[i].p.LastSeq == remaining[j].p.LastSeq && remaining[i].id < remaining[j].id) })
+	sort.Slice(remaining, func(i, j int) bool {
+		return remaining[i].p.LastSeq < remaining[j].p.LastSeq || (remaining[i].p.LastSeq == remaining[j].p.LastSeq && remaining[i].id < remaining[j].id)
+	})
 	// Order by creation: roots first, then children of placed parents.
 	for progress := true; progress && len(remaining) > 0; {
 		progress = false
