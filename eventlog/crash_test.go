@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/warren-dev/warren/faultfs"
@@ -210,61 +209,10 @@ func TestCrashDuringGroupAppend(t *testing.T) {
 	if longRun() {
 		reps = 20
 	}
-	group := func(m *faultfs.Mem, mod *model) {
-		l, err := Open(m, memPath, Options{})
-		if err != nil {
-			return
-		}
-		defer l.Close()
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for w := 0; w < writers; w++ {
-			ids := make([]int, each)
-			for i := range ids {
-				ids[i] = mod.next
-				mod.next++
-			}
-			batch := w == 0
-			if batch {
-				mod.batches = append(mod.batches, ids)
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if batch {
-					recs := make([]Record, len(ids))
-					for i, id := range ids {
-						recs[i] = Record{Event: "test.batch", Data: map[string]any{"id": id}}
-					}
-					_, err := l.AppendBatch(recs)
-					mu.Lock()
-					for _, id := range ids {
-						if err != nil {
-							mod.maybe[id] = true
-						} else {
-							mod.acked[id] = true
-						}
-					}
-					mu.Unlock()
-					return
-				}
-				for _, id := range ids {
-					_, err := l.Append("test.event", map[string]any{"id": id})
-					mu.Lock()
-					if err != nil {
-						mod.maybe[id] = true
-					} else {
-						mod.acked[id] = true
-					}
-					mu.Unlock()
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-	}
+	group := openAnd(func(l *Log, mod *model) error {
+		mod.group(l, writers, each, true)
+		return nil
+	})
 	w := workload{name: "group", run: group}
 	total := countOps(t, w)
 	for rep := 0; rep < reps; rep++ {

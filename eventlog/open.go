@@ -119,4 +119,3 @@ func syncAncestors(fsys faultfs.FS, dir string) error {
 		dir = parent
 	}
 }
-
