@@ -231,3 +231,12 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkParse(b *testing.B) {
+	data := []byte(`{"pools":{"default":8,"gpu":2},"provider_pools":{"openai":"gpu"},"max_retries":5,"retry_base_delay_ms":100,"turn_timeout_s":60,"providers":{"openai":{"base_url":"https://api.example.com","api_key_env":"K","org":"o","headers":{"X-A":"1"}}}}`)
+	for range b.N {
+		if _, err := Parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -54,6 +54,7 @@ func (o BlockOptions) withDefaults() BlockOptions {
 func Block(h History, current string, opts BlockOptions) string {
 	opts = opts.withDefaults()
 	var b strings.Builder
+	b.Grow(estimate(h, current, opts))
 	b.WriteString(BlockTitle + "\n\n" + HeadingHistory + "\n")
 	if len(h.Turns) == 0 {
 		b.WriteString(NoTurns + "\n")
@@ -77,6 +78,21 @@ func Block(h History, current string, opts BlockOptions) string {
 	b.WriteString(Truncate(current, opts.MaxMessage))
 	b.WriteString("\n\n" + HeadingInstructions + "\n" + Instructions)
 	return b.String()
+}
+
+// estimate is an upper-bound guess of the block's size, to size the buffer
+// once.
+func estimate(h History, current string, opts BlockOptions) int {
+	msg := func(s string) int { return min(len(s), 4*opts.MaxMessage) + 64 }
+	calls := func(cs []provider.ToolCall) int { return len(cs) * (8*opts.MaxToolResult + 128) }
+	n := 1024 + msg(current)
+	for _, t := range h.Turns {
+		n += msg(t.Message) + msg(t.Response) + calls(t.Calls)
+	}
+	if h.Open != nil {
+		n += msg(h.Open.Prompt) + calls(h.Open.Calls)
+	}
+	return n
 }
 
 func writeMessage(b *strings.Builder, role, msg string, opts BlockOptions) {

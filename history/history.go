@@ -132,6 +132,7 @@ func (o *OpenTurn) matches(runID string, turn int) bool {
 func Build(entries []Entry) (History, error) {
 	var h History
 	var open *OpenTurn
+	var index map[string]int // call_id -> position in open.Calls
 	for _, e := range entries {
 		switch e.Event {
 		case EventTurnStart:
@@ -147,13 +148,14 @@ func Build(entries []Entry) (History, error) {
 				continue
 			}
 			open = &OpenTurn{RunID: d.RunID, Turn: d.Turn, Prompt: d.Prompt, StartSeq: e.Seq, Starts: 1}
+			index = map[string]int{}
 		case EventToolCall:
 			c, err := decodeCall(e)
 			if err != nil {
 				return History{}, err
 			}
 			if open.matches(c.RunID, c.Turn) {
-				open.addCall(c)
+				open.addCall(c, index)
 			}
 		case EventTurnComplete:
 			var d turnData
@@ -199,14 +201,13 @@ func Build(entries []Entry) (History, error) {
 	return h, nil
 }
 
-func (o *OpenTurn) addCall(c Call) {
+func (o *OpenTurn) addCall(c Call, index map[string]int) {
 	if c.CallID != "" {
-		for i, id := range o.CallIDs {
-			if id == c.CallID {
-				o.Calls[i] = merge(o.Calls[i], c.ToolCall)
-				return
-			}
+		if i, ok := index[c.CallID]; ok {
+			o.Calls[i] = merge(o.Calls[i], c.ToolCall)
+			return
 		}
+		index[c.CallID] = len(o.Calls)
 	}
 	o.Calls = append(o.Calls, c.ToolCall)
 	o.CallIDs = append(o.CallIDs, c.CallID)

@@ -13,6 +13,8 @@ import (
 // Service holds the known tokens and performs their transitions. It is safe
 // for concurrent use. Each token has its own lock, held across the commit
 // callback, so exactly one caller can move a token out of the live state.
+// A commit callback must not call back into the Service for the same token
+// (it would wait on the lock it runs under).
 type Service struct {
 	mu     sync.RWMutex
 	tokens map[string]*entry
