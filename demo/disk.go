@@ -29,7 +29,65 @@ type diskAgent struct {
 	openRuns []string
 	// interrupted counts run.interrupted entries per run id and reason.
 	interrupted map[string]map[string]int
-	err         error
+	// walBytes is the size of events.pending (0 when absent): records the
+	// next open replays into the log.
+	walBytes int64
+	events   []parsed
+	err      error
+}
+
+// parsed is one log entry with its data decoded.
+type parsed struct {
+	event string
+	data  map[string]any
+}
+
+// cutRuns returns the runs that had a turn under boot whose turn had not
+// ended (complete, failed, cancelled, waiting) when the log next shows the
+// run interrupted or turned under another boot: the turns a crash of that
+// boot cut.
+func (a *diskAgent) cutRuns(boot string) []string {
+	type st struct{ open, decided bool }
+	runs := map[string]*st{}
+	var order []string
+	for _, e := range a.events {
+		id := s(e.data, "run_id")
+		r := runs[id]
+		switch e.event {
+		case "turn.start":
+			if r == nil {
+				if s(e.data, "boot_id") != boot {
+					continue
+				}
+				r = &st{}
+				runs[id] = r
+				order = append(order, id)
+			}
+			if r.decided {
+				continue
+			}
+			if s(e.data, "boot_id") != boot {
+				r.decided = true
+				continue
+			}
+			r.open = true
+		case "turn.complete", "turn.failed", "turn.cancelled", "run.waiting":
+			if r != nil && !r.decided {
+				r.open = false
+			}
+		case "run.interrupted":
+			if r != nil && !r.decided {
+				r.decided = true
+			}
+		}
+	}
+	var out []string
+	for _, id := range order {
+		if runs[id].open {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // pending returns the enqueued message ids no completed turn consumed.
@@ -61,6 +119,9 @@ func readDisk(home string) (map[string]*diskAgent, error) {
 		}
 		a := readAgent(fsys, filepath.Join(dir, e.Name(), "events.jsonl"))
 		a.id = e.Name()
+		if st, err := fsys.Stat(filepath.Join(dir, e.Name(), "events.pending")); err == nil {
+			a.walBytes = st.Size()
+		}
 		out[a.id] = a
 	}
 	for _, a := range out {
@@ -101,6 +162,7 @@ func readAgent(fsys faultfs.FS, path string) *diskAgent {
 		a.lastSeq = e.Seq
 		var d map[string]any
 		_ = json.Unmarshal(e.Data, &d)
+		a.events = append(a.events, parsed{event: e.Event, data: d})
 		runID := s(d, "run_id")
 		switch e.Event {
 		case "agent.created":

@@ -169,7 +169,7 @@ func (r *runner) play(ctx context.Context) error {
 	r.check(fmt.Sprintf("daemon restarted (pid %d, new boot %s)", proc.pid(), short(fmt.Sprint(st["boot_id"]))),
 		diffIf(fmt.Sprint(st["boot_id"]) == bootID, "the boot id did not change"))
 
-	interrupted, err := r.checkRecovered(ctx, before)
+	interrupted, err := r.checkRecovered(ctx, before, bootID)
 	if err != nil {
 		return err
 	}
@@ -199,26 +199,37 @@ func (r *runner) waitMidWork(ctx context.Context) ([]string, error) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	want := WorkerNames()
+	var firstRunning time.Time
 	for {
 		res, err := call(ctx, r.home, "agent.list", nil)
 		if err != nil {
 			return nil, fmt.Errorf("agent.list: %w", err)
 		}
 		found := map[string]string{}
+		foundPending := map[string]int64{}
 		for _, a := range agents(res) {
 			found[fmt.Sprint(a["name"])] = fmt.Sprint(a["status"])
+			foundPending[fmt.Sprint(a["name"])] = toInt(a["pending"])
 		}
 		var running []string
-		all := true
+		all, pending := true, false
 		for _, n := range want {
 			st, ok := found[n]
 			all = all && ok
 			if st == "running" {
 				running = append(running, n)
 			}
+			pending = pending || foundPending[n] > 0
 		}
 		if all && len(running) > 0 {
-			return running, nil
+			// Best: a worker mid-turn and a message waiting in an inbox.
+			// Settle for mid-turn alone if that moment does not come soon.
+			if firstRunning.IsZero() {
+				firstRunning = time.Now()
+			}
+			if pending || time.Since(firstRunning) > 2*time.Second {
+				return running, nil
+			}
 		}
 		select {
 		case <-deadline.C:
@@ -228,6 +239,20 @@ func (r *runner) waitMidWork(ctx context.Context) ([]string, error) {
 		case <-tick.C:
 		}
 	}
+}
+
+func toInt(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case uint64:
+		return int64(n)
+	case float64:
+		return int64(n)
+	case int:
+		return int64(n)
+	}
+	return 0
 }
 
 func agents(res map[string]any) []map[string]any {
@@ -249,8 +274,12 @@ func (r *runner) showDisk(d map[string]*diskAgent) {
 		if a.terminated {
 			state = "terminated"
 		}
-		r.detail("%-8s %3d entries  %s  enqueued=%d pending=%d interrupted-turns=%d",
-			a.path, a.entries, state, len(a.enqueued), len(a.pending()), len(a.openRuns))
+		wal := ""
+		if a.walBytes > 0 {
+			wal = fmt.Sprintf("  + events.pending (%d bytes, replayed at the next start)", a.walBytes)
+		}
+		r.detail("%-8s %3d entries  %-10s  messages enqueued=%d pending=%d  unfinished turns=%d%s",
+			a.path, a.entries, state, len(a.enqueued), len(a.pending()), len(a.openRuns), wal)
 	}
 }
 
@@ -283,7 +312,7 @@ func prefixed(p string, names []string) []string {
 
 // checkRecovered compares the daemon's view after the restart with the logs
 // read before it. It returns the agents that show interrupted_startup.
-func (r *runner) checkRecovered(ctx context.Context, before map[string]*diskAgent) ([]string, error) {
+func (r *runner) checkRecovered(ctx context.Context, before map[string]*diskAgent, oldBoot string) ([]string, error) {
 	res, err := call(ctx, r.home, "agent.list", nil)
 	if err != nil {
 		r.fail("agent.list after the restart: %v", err)
@@ -341,17 +370,21 @@ func (r *runner) checkRecovered(ctx context.Context, before map[string]*diskAgen
 
 	problems = nil
 	runs := 0
-	for id, b := range before {
-		a := after[id]
-		if a == nil {
-			continue
-		}
-		for _, run := range b.openRuns {
+	for _, a := range sortedAgents(after) {
+		for _, run := range a.cutRuns(oldBoot) {
 			runs++
 			if got := a.interrupted[run]["process_restart"]; got != 1 {
-				problems = append(problems, fmt.Sprintf("%s: run %s has %d run.interrupted(process_restart), want 1", b.path, short(run), got))
+				problems = append(problems, fmt.Sprintf("%s: run %s has %d run.interrupted(process_restart), want 1", a.path, short(run), got))
 			}
 		}
+		for run, reasons := range a.interrupted {
+			if reasons["process_restart"] > 1 {
+				problems = append(problems, fmt.Sprintf("%s: run %s is marked interrupted %d times", a.path, short(run), reasons["process_restart"]))
+			}
+		}
+	}
+	if runs == 0 {
+		problems = append(problems, "no turn was cut by the kill")
 	}
 	r.check(fmt.Sprintf("each of the %d turns cut by the kill is marked interrupted exactly once (interrupted_startup now: %s)",
 		runs, listOrNone(interrupted)), problems)
