@@ -179,3 +179,11 @@ func dataOf(t *testing.T, e eventlog.Entry) map[string]any {
 	}
 	return m
 }
+
+func fmtAny(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

@@ -30,7 +30,7 @@ func (c *Core) beginWait(a *agent, v tools.AwaitInput, cc callCtx) error {
 		return fmt.Errorf("minting a resume token: %w", err)
 	}
 	a.mu.Lock()
-	a.secrets[cc.runID] = token.Format(tok.ID, secret)
+	a.secrets[cc.runID] = secret
 	a.mu.Unlock()
 	_, err = a.log.AppendBatch([]eventlog.Record{
 		{Event: evRunWaiting, Data: runWaitingData{RunID: cc.runID, WaitKind: v.Kind, Prompt: v.Prompt,
@@ -117,10 +117,21 @@ func (c *Core) Resume(ctx context.Context, agentID, presented, response string) 
 	if presented == "" {
 		return c.resumeInterrupted(ctx, a, run)
 	}
-	if run.RunID == "" || run.Wait == nil {
-		return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected, "token rejected: agent %s has no wait to resume", a.name())
+	runID := run.RunID
+	if run.Wait == nil || run.Ended {
+		// No wait now: only a repeat of a resume that consumed the token
+		// can succeed; the token service decides.
+		tokID, _, perr := token.Parse(presented)
+		if perr != nil {
+			return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected, "%v", perr)
+		}
+		t, known := c.tokens.Get(tokID)
+		if !known {
+			return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected, "token rejected: agent %s has no wait to resume", a.name())
+		}
+		runID = t.RunID
 	}
-	tok, repeat, err := c.tokens.Consume(a.id, run.RunID, presented, response, c.now(), func(t token.Token) error {
+	tok, repeat, err := c.tokens.Consume(a.id, runID, presented, response, c.now(), func(t token.Token) error {
 		if err := c.claim(a); err != nil {
 			return err
 		}
@@ -150,7 +161,7 @@ func (c *Core) Resume(ctx context.Context, agentID, presented, response string) 
 		return TurnResult{}, err
 	}
 	if repeat {
-		return c.resumeResult(ctx, a, tok.ID, run.RunID)
+		return c.resumeResult(ctx, a, tok.ID, runID)
 	}
 	res := <-c.startTurn(a, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
 		Model: run.Model, RunID: run.RunID, Turn: run.Turn, From: "waiting"})
