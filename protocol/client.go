@@ -197,9 +197,18 @@ func (c *Client) write(ctx context.Context, frame []byte) error {
 	defer c.wmu.Unlock()
 	dl, _ := ctx.Deadline()
 	_ = c.conn.SetWriteDeadline(dl)
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetWriteDeadline(time.Unix(1, 0)) })
+	interrupted := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = c.conn.SetWriteDeadline(time.Unix(1, 0))
+		close(interrupted)
+	})
 	_, err := c.conn.Write(frame)
-	stop()
+	if !stop() {
+		// The interrupt ran (or is running): wait for it so it cannot
+		// leave a past deadline behind for the next writer.
+		<-interrupted
+		_ = c.conn.SetWriteDeadline(time.Time{})
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			// A partial frame may have been written: the stream is no

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -20,13 +21,14 @@ import (
 
 // fakeHandler serves the test methods.
 type fakeHandler struct {
-	release chan struct{} // "wait" blocks until closed
-	started chan string   // "block" and "wait" report their start here
-	ctxDone chan string   // "block" reports its context cancellation here
+	release  chan struct{} // "wait" blocks until closed
+	started  chan string   // "block" and "wait" report their start here
+	ctxDone  chan string   // "block" reports its context cancellation here
+	floodErr chan error    // "flood" reports the error that stopped it
 }
 
 func newFake() *fakeHandler {
-	return &fakeHandler{release: make(chan struct{}), started: make(chan string, 100), ctxDone: make(chan string, 100)}
+	return &fakeHandler{release: make(chan struct{}), started: make(chan string, 100), ctxDone: make(chan string, 100), floodErr: make(chan error, 10)}
 }
 
 func (f *fakeHandler) Handle(ctx context.Context, req *protocol.Request, out Stream) (any, error) {
@@ -86,6 +88,14 @@ func (f *fakeHandler) Handle(ctx context.Context, req *protocol.Request, out Str
 		return nil, protocol.Errorf(protocol.CodeNotFound, "agent %q not found", "ghost")
 	case "chunkplain":
 		return map[string]any{"err": fmt.Sprint(out.Chunk("x"))}, nil
+	case "flood":
+		big := strings.Repeat("x", 1<<20)
+		for {
+			if err := out.Chunk(big); err != nil {
+				f.floodErr <- err
+				return nil, err
+			}
+		}
 	case "fail":
 		return nil, errors.New("disk on fire")
 	case "panic":
@@ -96,7 +106,7 @@ func (f *fakeHandler) Handle(ctx context.Context, req *protocol.Request, out Str
 	return nil, protocol.Errorf(protocol.CodeUnknownMethod, "unknown method: %s", req.Method)
 }
 
-var testStreaming = map[string]bool{"stream": true, "streamfail": true, "block": true}
+var testStreaming = map[string]bool{"stream": true, "streamfail": true, "block": true, "flood": true}
 
 type testServer struct {
 	*Server

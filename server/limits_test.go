@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"math/rand"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -179,4 +181,61 @@ func TestReadTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantJSONError(t, readJSONLines(t, conn), nil, 2, "half-close")
+}
+
+func TestWriteTimeoutDropsClientThatDoesNotRead(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.WriteTimeout = 50 * time.Millisecond })
+	for _, framing := range []string{"json", "native"} {
+		conn := dialRaw(t, ts.path)
+		if framing == "json" {
+			conn.Write([]byte(`{"id":1,"method":"flood"}`))
+			conn.CloseWrite()
+		} else {
+			writeNative(t, conn, &protocol.Request{ID: int64(1), Method: "flood"})
+		}
+		// Never read: the handler's writes time out and it is told the
+		// client is gone.
+		if err := <-ts.fake.floodErr; !errors.Is(err, ErrClientGone) {
+			t.Fatalf("%s: flood stopped with %v, want ErrClientGone", framing, err)
+		}
+	}
+	if _, err := dialClient(t, ts.path).Call(context.Background(), "trivial", nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLongRandomInput is the long soak profile (WARREN_LONG=1): many
+// connections of random bytes in both framings, then the server must still
+// serve.
+func TestLongRandomInput(t *testing.T) {
+	n := 300
+	if os.Getenv("WARREN_LONG") == "1" {
+		n = 20000
+	}
+	ts := startServer(t, func(c *Config) { c.ReadTimeout = time.Second; c.MaxFrame = 1 << 16 })
+	rng := rand.New(rand.NewSource(7))
+	for i := 0; i < n; i++ {
+		buf := make([]byte, 1+rng.Intn(2000))
+		rng.Read(buf)
+		if i%2 == 0 {
+			buf[0] = 0
+			// Often a plausible length, so payloads reach the decoder.
+			if len(buf) >= 4 && i%4 == 0 {
+				buf[1], buf[2], buf[3] = 0, byte((len(buf)-4)>>8), byte(len(buf)-4)
+			}
+		} else if i%3 == 0 {
+			buf[0] = '{'
+		}
+		conn, err := net.Dial("unix", ts.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write(buf)
+		conn.(*net.UnixConn).CloseWrite()
+		io.Copy(io.Discard, conn)
+		conn.Close()
+	}
+	if _, err := dialClient(t, ts.path).Call(context.Background(), "trivial", nil); err != nil {
+		t.Fatal(err)
+	}
 }
