@@ -38,6 +38,7 @@ type stopper interface{ Stop() bool }
 type activeTurn struct {
 	runID  string
 	turn   int
+	rerun  bool
 	cancel context.CancelFunc
 	done   chan struct{}
 }

@@ -187,3 +187,5 @@ func fmtAny(v any) string {
 	}
 	return string(b)
 }
+
+func providerTransient(err error) error { return provider.Transient(err, 0) }

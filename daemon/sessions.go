@@ -112,6 +112,14 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 	if err != nil {
 		return nil, err
 	}
+	// The turn being started is not history, unless it re-runs an
+	// interrupted or resumed run (then its earlier calls show as
+	// interrupted in the block).
+	a.mu.Lock()
+	if cur := a.cur; cur != nil && !cur.rerun && h.Open != nil && h.Open.RunID == cur.runID {
+		h.Open = nil
+	}
+	a.mu.Unlock()
 	spec := c.providerSpec(a.id, model, instructions, nil)
 	if caps.StructuredHistory {
 		spec.History = h.Turns

@@ -100,7 +100,7 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 	if runID == "" {
 		runID, turn = newID(), a.p.TurnNo+1
 	}
-	at := &activeTurn{runID: runID, turn: turn, cancel: cancel, done: make(chan struct{})}
+	at := &activeTurn{runID: runID, turn: turn, rerun: req.RunID != "", cancel: cancel, done: make(chan struct{})}
 	a.cur = at
 	a.mu.Unlock()
 	res.RunID = runID
