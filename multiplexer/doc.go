@@ -23,7 +23,10 @@
 //   - If every slot is held the caller waits in FIFO order (per pool) until a
 //     slot can be reserved for it or its context is done; then the error
 //     wraps ErrNoSlot and ctx.Err(). Capacity is granted to the head waiter
-//     directly, so a newcomer never overtakes a waiter.
+//     directly, so a newcomer never overtakes a waiter. A waiter whose own
+//     session became live meanwhile is woken without a slot and looks again
+//     (taking it if idle, ErrBusy if held), joining the queue's tail if it
+//     must wait once more.
 //   - Held sessions are never evicted. Pools evict independently.
 //
 // # Eviction failures

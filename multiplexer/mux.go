@@ -239,7 +239,7 @@ func (m *Mux[S]) Acquire(ctx context.Context, id, providerName string, open func
 			p.waiters.Remove(w.elem)
 			n := p.limit
 			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: all %d slots of pool %q stayed held: %w", ErrNoSlot, n, p.name, ctx.Err())
+			return nil, fmt.Errorf("%w: all %d slots of pool %q stayed held (retry later, or raise pools.%s in the config): %w", ErrNoSlot, n, p.name, p.name, ctx.Err())
 		}
 		if w.entry == nil {
 			continue // the session became live meanwhile: look again
