@@ -69,6 +69,10 @@ func (n *node) writeAt(p []byte, off int64) {
 	if off < int64(len(n.synced)) && len(p) > 0 && len(n.data) > 0 && &n.data[0] == &n.synced[0] {
 		n.data = slices.Clone(n.data) // copy on write: keep synced intact
 	}
+	if off == int64(len(n.data)) {
+		n.data = append(n.data, p...) // the common append
+		return
+	}
 	end := off + int64(len(p))
 	if end > int64(len(n.data)) {
 		n.setSize(end)

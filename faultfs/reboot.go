@@ -103,7 +103,9 @@ func rebuildSynced(n *node, memo map[*node]*node, tail TailMode, rng *rand.Rand)
 	}
 	c := newFile(n.perm, n.mtime)
 	memo[n] = c
-	data := slices.Clone(n.synced)
+	// Synced bytes are never written in place (see node.writeAt), so the
+	// new node can share them; appending a tail reallocates (capped slice).
+	data := n.synced[:len(n.synced):len(n.synced)]
 	if len(n.data) > len(n.synced) {
 		data = append(data, tailBytes(n.data[len(n.synced):], tail, rng)...)
 	}
@@ -126,9 +128,13 @@ func tailBytes(ext []byte, tail TailMode, rng *rand.Rand) []byte {
 	case TailGarbage:
 		p := rng.IntN(l + 1)
 		g := rng.IntN(l - p + 1)
-		out := slices.Clone(ext[:p])
-		for range g {
-			out = append(out, byte(rng.Uint32()))
+		out := append(slices.Clone(ext[:p]), make([]byte, g)...)
+		garbage := out[p:]
+		for i := 0; i < len(garbage); i += 8 {
+			v := rng.Uint64()
+			for j := i; j < min(i+8, len(garbage)); j++ {
+				garbage[j] = byte(v >> (8 * (j - i)))
+			}
 		}
 		return out
 	}
