@@ -76,7 +76,7 @@ func jsonRoundTrip(ctx context.Context, socketPath, method string, params map[st
 	if err := conn.(*net.UnixConn).CloseWrite(); err != nil {
 		return ctxErr(ctx, fmt.Errorf("half-close: %w", err))
 	}
-	r := bufio.NewReaderSize(conn, 64<<10)
+	r := bufio.NewReaderSize(conn, 8<<10)
 	for {
 		l, err := readLine(r)
 		if err == io.EOF {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/warren-dev/warren/protocol"
 )
@@ -74,6 +75,12 @@ func (s *Server) call(ctx context.Context, req *protocol.Request, out Stream) (r
 			res, err = nil, protocol.Errorf(protocol.CodeInternal, "internal error in %s: the handler panicked; see the daemon log", req.Method)
 		}
 	}()
+	if s.log.IsTrace() {
+		start := time.Now()
+		defer func() {
+			s.log.Trace("request", "method", req.Method, "code", protocol.CodeOf(err), "duration", time.Since(start))
+		}()
+	}
 	return s.h.Handle(ctx, req, out)
 }
 

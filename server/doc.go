@@ -34,8 +34,9 @@
 // mistyped params get code 2 with "id": null or the request's id.
 //
 // Native connections carry many requests. Each request runs in its own
-// goroutine, at most MaxInflight per connection (beyond that the server stops
-// reading the connection until one finishes); frames are written whole
+// goroutine, at most MaxInflight per connection (a request beyond that is
+// answered with code 6 at once, so the reader never stalls and cancel frames
+// always get through); frames are written whole
 // under a write mutex, in whatever order handlers finish. A frame whose
 // declared length exceeds MaxFrame gets an error frame (code 2, nil id) and
 // the connection is closed; an undecodable frame gets a code-2 error and the

@@ -17,8 +17,8 @@ import (
 )
 
 // nativeConn serves one native-framing connection: a reader loop that
-// decodes frames and starts a goroutine per request (at most MaxInflight),
-// and frame writes serialised by a mutex.
+// decodes frames and starts a goroutine per request (at most MaxInflight;
+// more are refused with code 6), and frame writes serialised by a mutex.
 type nativeConn struct {
 	s      *Server
 	c      *net.UnixConn
@@ -157,8 +157,12 @@ func (n *nativeConn) serve() {
 		}
 		select {
 		case n.sem <- struct{}{}:
-		case <-n.ctx.Done():
-			return
+		default:
+			// Refuse rather than stop reading: a stalled reader could not
+			// see the cancel frames that would free a slot.
+			n.writeFrame(&protocol.Frame{Kind: protocol.KindError, ID: req.ID, Error: protocol.Errorf(protocol.CodeUnavailable,
+				"too many requests in flight on this connection (limit %d); wait for replies or open another connection", n.s.cfg.MaxInflight)})
+			continue
 		}
 		n.start(req)
 	}
@@ -198,13 +202,15 @@ func (n *nativeConn) start(req *protocol.Request) {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		defer func() { <-n.sem }()
-		defer n.finish(key, ir)
-		defer cancel()
 		st := &stream{write: n.writeFrame, id: req.ID, streaming: n.s.cfg.StreamingMethods[req.Method], ended: ir.isEnded}
 		res, err := n.s.call(ctx, req, st)
 		ir.end()
 		f := n.s.finalFrame(ctx, req, false, res, err)
+		cancel()
+		// Free the slot before replying: a client that has the reply may
+		// send its next request at once.
+		n.finish(key, ir)
+		<-n.sem
 		if werr := n.writeFrame(f); werr != nil && !errors.Is(werr, ErrClientGone) {
 			n.writeFrame(encodeFailure(req, false, werr))
 		}

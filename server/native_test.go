@@ -314,3 +314,27 @@ func TestNativeTruncatedFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestNativeInflightLimit(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.MaxInflight = 2 })
+	conn := dialRaw(t, ts.path)
+	r := bufio.NewReader(conn)
+	writeNative(t, conn, &protocol.Request{ID: int64(1), Method: "block", Params: protocol.Params{"tag": "1"}})
+	writeNative(t, conn, &protocol.Request{ID: int64(2), Method: "block", Params: protocol.Params{"tag": "2"}})
+	<-ts.fake.started
+	<-ts.fake.started
+	writeNative(t, conn, &protocol.Request{ID: int64(3), Method: "trivial"})
+	f := readNative(t, r)
+	if f.Kind != protocol.KindError || f.ID != int64(3) || f.Error.Code != protocol.CodeUnavailable || !strings.Contains(f.Error.Message, "limit 2") {
+		t.Fatalf("frame %+v", f)
+	}
+	// Cancel frames still get through and free a slot.
+	writeNative(t, conn, &protocol.Request{ID: int64(1), Cancel: true})
+	if f := readNative(t, r); f.ID != int64(1) || f.Kind != protocol.KindError || f.Error.Code != protocol.CodeUnavailable {
+		t.Fatalf("cancelled request ended with %+v", f)
+	}
+	writeNative(t, conn, &protocol.Request{ID: int64(4), Method: "trivial"})
+	if f := readNative(t, r); f.ID != int64(4) || f.Kind != protocol.KindResult {
+		t.Fatalf("after a slot freed: %+v", f)
+	}
+}

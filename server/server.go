@@ -18,7 +18,7 @@ import (
 // Defaults applied to zero Config fields that must be bounded.
 const (
 	DefaultMaxConns    = 256
-	DefaultMaxInflight = 64
+	DefaultMaxInflight = 128
 	// refusalWait bounds how long a connection that is being refused (peer
 	// uid, connection limit) may take to send its first byte, which picks
 	// the framing of the refusal.
@@ -46,7 +46,8 @@ type Config struct {
 	// over the bound gets a code-6 error frame and is closed.
 	MaxConns int
 	// MaxInflight bounds concurrent requests per native connection
-	// (0: DefaultMaxInflight); further frames are not read until one ends.
+	// (0: DefaultMaxInflight); a request over the bound is answered with
+	// code 6 at once (the connection goes on).
 	MaxInflight int
 	// ReadTimeout bounds reading one request: the whole JSON body, or one
 	// native frame once its length prefix arrived.
@@ -396,7 +397,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		closeAfterReply(c)
 		return
 	}
-	br := bufio.NewReaderSize(c, 64<<10)
+	br := bufio.NewReaderSize(c, 8<<10)
 	s.setKick(c, func() { _ = c.SetReadDeadline(time.Now()) })
 	if s.cfg.IdleTimeout > 0 {
 		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
