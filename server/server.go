@@ -286,8 +286,16 @@ func (s *Server) refuse(c *net.UnixConn, e *protocol.Error) {
 		c.Close()
 		return
 	}
+	if !s.track(c) {
+		<-s.refusing
+		c.Close()
+		return
+	}
+	s.setKick(c, func() { c.Close() })
 	go func() {
+		defer s.wg.Done()
 		defer func() { <-s.refusing }()
+		defer s.untrack(c)
 		_ = c.SetReadDeadline(time.Now().Add(refusalWait))
 		var first [1]byte
 		n, _ := c.Read(first[:])
