@@ -55,8 +55,9 @@
 // appended to the session's history. "error" fails the turn with a permanent
 // provider error "scripted agent error: <text>" (the process stays; the
 // failed turn is not recorded). Lines that are not JSON objects or that have
-// an unknown "type" are logged (truncated) and ignored. A program must write
-// nothing between turns: such output is read as part of the next turn.
+// an unknown "type" are logged (truncated) and ignored, so a program should
+// log to stderr, and must flush stdout after every line. A program must
+// write nothing between turns: such output is read as part of the next turn.
 //
 // # Failures
 //

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/warren-dev/warren/provider"
 )
@@ -22,6 +23,7 @@ for line in sys.stdin:
 `
 
 func TestEchoOneChunkAndCapabilities(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := e.provider(Options{})
 	if p.Name() != "scripted" {
@@ -50,6 +52,7 @@ func TestEchoOneChunkAndCapabilities(t *testing.T) {
 }
 
 func TestManyTurnsShareOneProcess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.create(e.provider(Options{}), e.spec(e.script("pid.py", pidScript)))
 	var first string
@@ -68,6 +71,7 @@ func TestManyTurnsShareOneProcess(t *testing.T) {
 }
 
 func TestToolCallsResultErrorAndGoError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// Raw protocol with ids of several JSON types; the script reports what it
 	// got back.
@@ -112,6 +116,7 @@ for line in sys.stdin:
 }
 
 func TestMalformedCallGetsErrorResult(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.script("badcall.py", `import json, sys
 for line in sys.stdin:
@@ -143,6 +148,7 @@ for line in sys.stdin:
 }
 
 func TestErrorLineIsPermanentAndProcessStays(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.script("err.py", `import json, os, sys
 for line in sys.stdin:
@@ -172,6 +178,7 @@ for line in sys.stdin:
 }
 
 func TestGarbageLinesAreIgnored(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.script("garbage.py", `import json, sys
 for line in sys.stdin:
@@ -197,6 +204,7 @@ for line in sys.stdin:
 }
 
 func TestLargeLinesBothWays(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.script("big.py", `import json, sys
 for line in sys.stdin:
@@ -213,6 +221,7 @@ for line in sys.stdin:
 }
 
 func TestFinalLineWithoutNewline(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.script("nonl.py", `import json, sys
 sys.stdin.readline()
@@ -225,6 +234,7 @@ sys.stdout.write(json.dumps({"type": "done", "response": "last words"}))
 }
 
 func TestShellScriptRunsDirectly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.script("agent.sh", `#!/bin/sh
 while read -r line; do
@@ -277,6 +287,7 @@ func TestScriptResolution(t *testing.T) {
 }
 
 func TestStartFailureIsClear(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.script("x.py", pidScript)
 	s := e.create(e.provider(Options{Python: filepath.Join(e.dir, "no-python")}), e.spec(path))
@@ -290,6 +301,7 @@ func TestStartFailureIsClear(t *testing.T) {
 }
 
 func TestStopKillsAfterGraceAndReaps(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.script("stubborn.py", `import json, os, sys, time
 line = sys.stdin.readline()
@@ -298,7 +310,7 @@ sys.stdout.flush()
 sys.stdin.read()  # until EOF
 time.sleep(3600)  # then refuse to exit
 `)
-	s := e.create(e.provider(Options{StopGrace: 50 * 1e6}), e.spec(path))
+	s := e.create(e.provider(Options{StopGrace: 50 * time.Millisecond}), e.spec(path))
 	send(t, s, "x", nil)
 	pid := s.pid()
 	if err := s.Stop(); err != nil {
@@ -314,6 +326,7 @@ time.sleep(3600)  # then refuse to exit
 }
 
 func TestStopGracefulExit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.create(e.provider(Options{}), e.spec(e.script("pid.py", pidScript)))
 	send(t, s, "x", nil)
