@@ -1,0 +1,117 @@
+package eventlog
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// benchDir is a directory on the same filesystem as the repository (the
+// package directory), since os.TempDir may be a tmpfs where fsync is free.
+func benchDir(b *testing.B) string {
+	b.Helper()
+	dir, err := os.MkdirTemp(".", ".bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return abs
+}
+
+var benchData = map[string]any{
+	"run_id": "0123456789abcdef0123456789abcdef", "turn": 3,
+	"prompt": "summarise the findings of the previous turn in three sentences",
+}
+
+// rawFsyncRate measures write(200-byte line)+fsync per second on a new
+// file in dir, for ops operations, or for at least minDur when ops is 0.
+func rawFsyncRate(b *testing.B, dir string, ops int, minDur time.Duration) float64 {
+	b.Helper()
+	f, err := os.CreateTemp(dir, "raw-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	line := make([]byte, 200)
+	line[len(line)-1] = '\n'
+	start := time.Now()
+	n := 0
+	for ; (ops > 0 && n < ops) || (ops == 0 && time.Since(start) < minDur); n++ {
+		if _, err := f.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkRawWriteFsync is the disk's write+fsync rate: the yardstick.
+func BenchmarkRawWriteFsync(b *testing.B) {
+	dir := benchDir(b)
+	b.ResetTimer()
+	rate := rawFsyncRate(b, dir, b.N, 0)
+	b.ReportMetric(rate, "fsyncs/s")
+}
+
+// benchAppends runs b.N durable appends spread over writers goroutines on
+// nlogs logs (writer w uses log w % nlogs), and reports appends/s next to
+// the raw write+fsync rate measured on the same disk in the same run.
+func benchAppends(b *testing.B, writers, nlogs int) {
+	dir := benchDir(b)
+	// The disk's rate drifts; measure it just before and just after the
+	// appends, on the same filesystem, and use the mean.
+	rawBefore := rawFsyncRate(b, dir, 0, 500*time.Millisecond)
+	logs := make([]*Log, nlogs)
+	var groups atomic.Int64
+	opts := Options{OnAppend: func([]Entry) { groups.Add(1) }}
+	for i := range logs {
+		l, err := Open(faultfs.OS{}, filepath.Join(dir, "agents", strconv.Itoa(i), "events.jsonl"), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		logs[i] = l
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := logs[w%nlogs]
+			for next.Add(1) <= int64(b.N) {
+				if _, err := l.Append("turn.start", benchData); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	raw := (rawBefore + rawFsyncRate(b, dir, 0, 500*time.Millisecond)) / 2
+	rate := float64(b.N) / elapsed.Seconds()
+	b.ReportMetric(rate, "appends/s")
+	b.ReportMetric(raw, "raw_fsyncs/s")
+	b.ReportMetric(rate/raw, "ratio_vs_raw_fsync")
+	b.ReportMetric(float64(b.N)/float64(groups.Load()), "entries/group")
+}
+
+func BenchmarkAppend1Writer(b *testing.B)           { benchAppends(b, 1, 1) }
+func BenchmarkAppend64WritersOneLog(b *testing.B)   { benchAppends(b, 64, 1) }
+func BenchmarkAppend64WritersOn64Logs(b *testing.B) { benchAppends(b, 64, 64) }
