@@ -37,6 +37,7 @@ func startDaemon(t *testing.T, home string) {
 }
 
 func TestDaemonLifecycle(t *testing.T) {
+	t.Parallel()
 	home := shortHome(t)
 	startDaemon(t, home)
 
@@ -79,6 +80,7 @@ func TestDaemonStartFailureShowsLog(t *testing.T) {
 }
 
 func TestAgentRoundTrip(t *testing.T) {
+	t.Parallel()
 	home := shortHome(t)
 	startDaemon(t, home)
 	h := []string{"--home", home}
@@ -165,6 +167,7 @@ func TestAgentRoundTrip(t *testing.T) {
 }
 
 func TestAttachStreamsReplies(t *testing.T) {
+	t.Parallel()
 	home := shortHome(t)
 	startDaemon(t, home)
 	mustOK(t, "agent", "create", "solo", "--provider", "inproc", "--model", "echo", "--home", home)
@@ -187,6 +190,7 @@ func TestAttachStreamsReplies(t *testing.T) {
 }
 
 func TestDemoPasses(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(warrenBin, "demo")
 	cmd.Env = testEnv(t)
 	out, err := cmd.CombinedOutput()
@@ -195,5 +199,69 @@ func TestDemoPasses(t *testing.T) {
 	}
 	if strings.Contains(string(out), "✗") || !strings.Contains(string(out), "demo passed") {
 		t.Errorf("warren demo output:\n%s", out)
+	}
+}
+
+// askScript is a scripted-provider program: every turn asks for approval
+// with await_input and answers with the response it gets.
+const askScript = `#!/bin/sh
+while read -r line; do
+  case "$line" in *'"type":"turn"'*|*'"type": "turn"'*) ;; *) continue ;; esac
+  echo '{"type":"call","id":"1","tool":"await_input","args":{"kind":"approval","prompt":"ok to proceed?","timeout":600}}'
+  read -r res
+  resp=$(printf '%s' "$res" | sed -n 's/.*"response": *"\([^"]*\)".*/\1/p')
+  echo "{\"type\":\"done\",\"response\":\"approved: $resp\"}"
+done
+`
+
+func TestSendSuspendedPrintsResumeCommand(t *testing.T) {
+	t.Parallel()
+	home := shortHome(t)
+	script := filepath.Join(home, "ask.sh")
+	if err := os.WriteFile(script, []byte(askScript), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, home)
+	mustOK(t, "agent", "create", "a", "--provider", "scripted", "--model", script, "--home", home)
+
+	out := mustOK(t, "agent", "send", "a", "deploy", "--home", home)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || lines[0] != "a is waiting for input (approval): ok to proceed?" {
+		t.Fatalf("agent send on a suspending run printed:\n%s", out)
+	}
+	cmdline := strings.Fields(lines[1])
+	// resume with: warren agent resume a --home H --token T RESPONSE
+	if len(cmdline) != 11 || strings.Join(cmdline[:7], " ") != "resume with: warren agent resume a --home" ||
+		cmdline[7] != home || cmdline[8] != "--token" || cmdline[10] != "RESPONSE" {
+		t.Fatalf("resume line %q", lines[1])
+	}
+	token := cmdline[9]
+	_, secret, ok := strings.Cut(token, ".")
+	if !ok || secret == "" {
+		t.Fatalf("token %q has no secret part", token)
+	}
+
+	if list := mustOK(t, "agent", "list", "--home", home); !strings.Contains(list, "suspended") || !strings.Contains(list, "a is waiting: ok to proceed?") {
+		t.Errorf("agent list does not show the wait:\n%s", list)
+	}
+	insp := mustOK(t, "agent", "inspect", "a", "--home", home)
+	if !strings.Contains(insp, "token_id:") || !strings.Contains(insp, "prompt:    ok to proceed?") || strings.Contains(insp, secret) {
+		t.Errorf("agent inspect must show the wait and never the secret:\n%s", insp)
+	}
+	if r := warren(t, "agent", "inspect", "a", "--json", "--home", home); strings.Contains(r.stdout, secret) {
+		t.Errorf("agent inspect --json shows the secret: %s", r.stdout)
+	}
+
+	// The printed command, as printed, resumes the run.
+	args := append(cmdline[3:10:10], "yes")
+	if out := mustOK(t, args...); out != "approved: yes\n" {
+		t.Errorf("warren %s printed %q, want the agent's response", strings.Join(args, " "), out)
+	}
+	if r := warren(t, "agent", "resume", "a", "--token", token+"x", "again", "--home", home); r.code != exitDaemonErr {
+		t.Errorf("resume with a wrong token: exit %d, want 1", r.code)
+	}
+	sj := mustJSON(t, "agent", "send", "a", "again", "--home", home)
+	if sj["status"] != "suspended" || sj["token"] == "" || sj["wait"] == nil {
+		t.Errorf("agent send --json on a suspending run = %v", sj)
 	}
 }
