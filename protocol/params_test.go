@@ -132,3 +132,12 @@ func TestParamsMapBoolHas(t *testing.T) {
 		t.Fatal("Has wrong")
 	}
 }
+
+func TestNames(t *testing.T) {
+	if CodeName(CodeTokenRejected) != "token_rejected" || CodeName(99) != "code_99" {
+		t.Error("CodeName")
+	}
+	if KindEvent.String() != "event" || FrameKind(0).String() != "kind_0" {
+		t.Error("FrameKind.String")
+	}
+}

@@ -123,11 +123,15 @@ func TestListenSocketIsOwnerOnlyWhateverTheUmask(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	dir := shortDir(t)
+	// A directory so deep that a private temporary directory inside it
+	// would not fit the limit: the socket is bound in place, then chmodded.
+	deep := filepath.Join(dir, strings.Repeat("d", protocol.MaxSocketPath-len(dir)-8))
+	if err := os.Mkdir(deep, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	for _, path := range []string{
 		filepath.Join(dir, "d.sock"),
-		// So long that the private temporary directory would not fit:
-		// bound in place, then chmodded.
-		filepath.Join(dir, strings.Repeat("x", protocol.MaxSocketPath-len(dir)-1)),
+		filepath.Join(deep, "d.sock"),
 	} {
 		s := New(Config{SocketPath: path}, newFake(), nil)
 		if err := s.Listen(); err != nil {
@@ -145,9 +149,11 @@ func TestListenSocketIsOwnerOnlyWhateverTheUmask(t *testing.T) {
 		}
 	}
 	// No temporary directories are left behind.
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 0 {
-		t.Errorf("left behind: %v", entries)
+	for _, d := range []string{dir, deep} {
+		entries, _ := os.ReadDir(d)
+		if len(entries) != map[string]int{dir: 1, deep: 0}[d] {
+			t.Errorf("left behind in %s: %v", d, entries)
+		}
 	}
 }
 
