@@ -26,10 +26,13 @@ type agent struct {
 	pendingSpawns []CreateSpec      // children spawned in the current turn
 	secrets       map[string]string // run id -> resume token minted in it, until handed out
 	completing    bool              // complete was called: terminate after the turn
-	corrupt       error             // the log is damaged in the middle
-	timers        map[string]stopper
-	resumeRes     map[string]chan struct{} // token id -> closed when the resumed run ends
-	resumeOut     map[string]TurnResult
+	// held: the last turn failed; no automatic wake on the same messages
+	// until a poke, a new message or a successful turn.
+	held      bool
+	corrupt   error // the log is damaged in the middle
+	timers    map[string]stopper
+	resumeRes map[string]chan struct{} // token id -> closed when the resumed run ends
+	resumeOut map[string]TurnResult
 }
 
 type stopper interface{ Stop() bool }

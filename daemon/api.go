@@ -221,3 +221,33 @@ func (c *Core) AgentCount() int {
 	defer c.mu.Unlock()
 	return len(c.agents)
 }
+
+// Evict forces the eviction of an agent's live provider session (its state
+// saved in session.json, suspend.result logged). It is an error when the
+// session is not live or is held by a turn.
+func (c *Core) Evict(ctx context.Context, agentID string) error {
+	if _, ok := c.agent(agentID); !ok {
+		return notFound(agentID)
+	}
+	return c.mux.Evict(ctx, agentID)
+}
+
+// WaitChange returns a channel closed at the next change of live state that
+// the logs do not show (a turn ended, an agent was terminated).
+func (c *Core) WaitChange() <-chan struct{} { return c.changed.wait() }
+
+// Subscribe streams logged events (agentID "" = all agents); cancel ends it.
+func (c *Core) Subscribe(agentID string) (<-chan LiveEvent, func()) { return c.bus.subscribe(agentID) }
+
+// Idle reports whether no turn runs and no wake is due.
+func (c *Core) Idle() bool {
+	for _, a := range c.agentList() {
+		a.mu.Lock()
+		busy := a.busy || (!c.opts.NoWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held)
+		a.mu.Unlock()
+		if busy {
+			return false
+		}
+	}
+	return true
+}

@@ -99,3 +99,28 @@ func runIDOf(e eventlog.Entry) string {
 	}
 	return d.RunID
 }
+
+// changeSignal lets waiters learn that live state changed (a turn ended, an
+// agent was terminated): wait returns a channel closed by the next fire.
+type changeSignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (s *changeSignal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *changeSignal) fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+}

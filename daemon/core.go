@@ -75,6 +75,9 @@ type Core struct {
 	store  *session.Store
 	tokens *token.Service
 	bus    *eventBus
+	// changed fires when live state changes outside the logs (turn ends,
+	// terminations), for waiters such as tests and the demo.
+	changed changeSignal
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,15 +116,26 @@ func (h *harness) until(what string, cond func() bool) {
 	defer cancel()
 	deadline := time.NewTimer(15 * time.Second)
 	defer deadline.Stop()
-	for !cond() {
+	for {
+		changed := h.c.changed.wait()
+		if cond() {
+			return
+		}
 		select {
+		case <-changed:
 		case _, ok := <-ch:
 			if !ok {
 				ch, cancel = h.c.bus.subscribe("")
 				defer cancel()
 			}
 		case <-deadline.C:
-			h.t.Fatalf("timed out waiting until %s", what)
+			var b strings.Builder
+			for _, a := range h.c.agentList() {
+				a.mu.Lock()
+				fmt.Fprintf(&b, "\n  %s busy=%v held=%v pending=%d gated=%v", a.p.Name, a.busy, a.held, a.p.Pending.Len(), a.p.Gated)
+				a.mu.Unlock()
+			}
+			h.t.Fatalf("timed out waiting until %s:%s", what, b.String())
 		}
 	}
 }
@@ -133,7 +146,7 @@ func (h *harness) quiet() {
 	h.until("every agent is idle", func() bool {
 		for _, a := range h.c.agentList() {
 			a.mu.Lock()
-			busy := a.busy || (a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !h.noWake)
+			busy := a.busy || (a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held && !h.noWake)
 			a.mu.Unlock()
 			if busy {
 				return false

@@ -40,7 +40,7 @@ func (c *Core) enqueue(m inbox.Message) error {
 	if _, err := r.log.Append(evMsgEnqueued, m.EventData()); err != nil {
 		return fmt.Errorf("logging message.enqueued for %s: %w", m.Recipient, err)
 	}
-	c.wake(r)
+	c.poke(r) // a new message also retries an agent whose last turn failed
 	return nil
 }
 

@@ -198,7 +198,7 @@ func (c *Core) toolPoke(a *agent, v tools.Poke) (toolOutcome, error) {
 	if ch == nil {
 		return toolErr("%s", e), nil
 	}
-	c.wake(ch)
+	c.poke(ch)
 	return ok(map[string]any{"status": "poked", "agent_id": ch.id}), nil
 }
 

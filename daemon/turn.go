@@ -290,6 +290,7 @@ func (c *Core) finishTurn(a *agent, outcome, from string) {
 	a.mu.Lock()
 	a.cur = nil
 	a.busy = false
+	a.held = outcome == outFailed
 	deferred := a.deferred
 	a.deferred = nil
 	completing := a.completing
@@ -300,6 +301,7 @@ func (c *Core) finishTurn(a *agent, outcome, from string) {
 	for _, f := range deferred {
 		f()
 	}
+	defer c.changed.fire()
 	if completing {
 		if err := c.terminate(a); err != nil {
 			c.log.Error("terminating a completed agent", "agent", a.id, "err", err)

@@ -14,7 +14,12 @@ func (a *agent) hasLiveWait() bool {
 // prompt shows the messages; their ids go into turn.start and count as
 // delivered when turn.complete is logged. Messages arriving during the turn
 // wait for the next one.
-func (c *Core) wake(a *agent) {
+func (c *Core) wake(a *agent) { c.wakeIf(a, false) }
+
+// poke wakes an agent even after a failed turn.
+func (c *Core) poke(a *agent) { c.wakeIf(a, true) }
+
+func (c *Core) wakeIf(a *agent, clearHold bool) {
 	if c.opts.NoWake {
 		return
 	}
@@ -25,7 +30,10 @@ func (c *Core) wake(a *agent) {
 		return
 	}
 	a.mu.Lock()
-	if a.busy || a.p.Terminated || a.corrupt != nil || a.p.Pending.Len() == 0 ||
+	if clearHold {
+		a.held = false
+	}
+	if a.held || a.busy || a.p.Terminated || a.corrupt != nil || a.p.Pending.Len() == 0 ||
 		(a.p.Gated && !a.permit) || a.hasLiveWait() || a.completing {
 		a.mu.Unlock()
 		return
