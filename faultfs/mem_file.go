@@ -58,6 +58,9 @@ func (f *memFile) Write(p []byte) (int, error) {
 		f.m.inflight = &inflightWrite{n: f.n, off: off, data: slices.Clone(p)}
 		return 0, err
 	}
+	if off+int64(len(p)) > MaxMemFileSize {
+		return 0, pathErr(OpWrite, f.trace, syscall.EFBIG)
+	}
 	if r != nil {
 		if !r.ShortWrite {
 			return 0, pathErr(OpWrite, f.trace, r.err())
@@ -183,6 +186,9 @@ func (f *memFile) Truncate(size int64) error {
 	}
 	if size < 0 {
 		return pathErr(OpTruncate, f.trace, syscall.EINVAL)
+	}
+	if size > MaxMemFileSize {
+		return pathErr(OpTruncate, f.trace, syscall.EFBIG)
 	}
 	f.n.setSize(size)
 	f.n.mtime = f.m.now()

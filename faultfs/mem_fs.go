@@ -245,6 +245,9 @@ func (m *Mem) Truncate(name string, size int64) error {
 	if size < 0 {
 		return pathErr(OpTruncate, p, syscall.EINVAL)
 	}
+	if size > MaxMemFileSize {
+		return pathErr(OpTruncate, p, syscall.EFBIG)
+	}
 	n, err := m.lookup(OpTruncate, name)
 	if err != nil {
 		return err

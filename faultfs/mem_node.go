@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// MaxMemFileSize is the largest file a Mem holds; a write or truncate past it
+// fails with EFBIG instead of allocating without bound.
+const MaxMemFileSize = 1 << 30
+
 // node is an inode: a regular file or a directory. Open Files point at nodes,
 // so a File keeps writing to its node after a rename or remove.
 //

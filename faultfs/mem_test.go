@@ -155,3 +155,24 @@ func TestMemStatAndPaths(t *testing.T) {
 		t.Fatalf("Stat(/) = %v %v", fi, err)
 	}
 }
+
+func TestMemRefusesHugeFiles(t *testing.T) {
+	m := NewMem()
+	f, err := m.OpenFile("/f", os.O_RDWR|os.O_CREATE, 0o644)
+	must(t, err)
+	if err := m.Truncate("/f", 1<<62); !errors.Is(err, syscall.EFBIG) {
+		t.Fatalf("Truncate huge: %v, want EFBIG", err)
+	}
+	if err := f.Truncate(MaxMemFileSize + 1); !errors.Is(err, syscall.EFBIG) {
+		t.Fatalf("File.Truncate huge: %v, want EFBIG", err)
+	}
+	if err := f.Truncate(-1); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("File.Truncate negative: %v, want EINVAL", err)
+	}
+	if _, err := f.ReadAt(make([]byte, 1), 1<<62); err != io.EOF {
+		t.Fatalf("ReadAt far past the end: %v, want EOF", err)
+	}
+	if _, err := f.ReadAt(make([]byte, 1), -1); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("ReadAt negative: %v, want EINVAL", err)
+	}
+}

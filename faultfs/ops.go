@@ -92,7 +92,8 @@ func (o Op) String() string {
 //
 // An operation matches when its kind equals Kind (OpAny matches every
 // mutating kind) and, if Path is not empty, its path (or a rename's new
-// path) ends with Path. Counting starts when the rule is injected. The Nth
+// path) ends with Path. The match is on the string: "events.jsonl" also
+// matches "old_events.jsonl"; write "/events.jsonl" to anchor on a name. Counting starts when the rule is injected. The Nth
 // matching operation (1-based; 0 means 1) fails; with Sticky, every matching
 // operation from the Nth on fails.
 //
