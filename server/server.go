@@ -31,7 +31,7 @@ const (
 	maxDrain = protocol.MaxFrame + protocol.HeaderSize
 )
 
-// ErrServerClosed is returned by Serve and Listen after Shutdown.
+// ErrServerClosed is returned by Listen after Shutdown.
 var ErrServerClosed = errors.New("server is shut down")
 
 // ErrNotListening is returned by Serve when Listen failed or was not called
@@ -171,9 +171,13 @@ func (s *Server) Addr() string { return s.cfg.SocketPath }
 
 // Serve accepts connections until ctx is cancelled or Shutdown is called
 // (both stop the server the same way), then waits for the connections to
-// finish and returns nil. It calls Listen if needed.
+// finish and returns nil. It calls Listen if needed; called after Shutdown
+// it returns nil at once.
 func (s *Server) Serve(ctx context.Context) error {
 	if err := s.Listen(); err != nil {
+		if errors.Is(err, ErrServerClosed) {
+			return nil
+		}
 		return err
 	}
 	s.mu.Lock()
