@@ -342,3 +342,31 @@ func TestDirectoryFileSyncSyncsEntries(t *testing.T) {
 		t.Fatalf("dead dir File Read: %v", err)
 	}
 }
+
+func TestCrossDirectoryRenameNeedsBothDirSyncs(t *testing.T) {
+	setup := func(t *testing.T) *Mem {
+		m := NewMem()
+		must(t, m.MkdirAll("/a", 0o755))
+		must(t, m.MkdirAll("/b", 0o755))
+		must(t, m.SyncDir("/"))
+		mustWrite(t, m, "/a/f", []byte("x"))
+		mustSyncFile(t, m, "/a/f")
+		must(t, m.SyncDir("/a"))
+		must(t, m.Rename("/a/f", "/b/f"))
+		return m
+	}
+	t.Run("neither synced", func(t *testing.T) {
+		m := setup(t)
+		m.Reboot(plOpts)
+		wantContent(t, m, "/a/f", []byte("x"))
+		wantAbsent(t, m, "/b/f")
+	})
+	t.Run("both synced", func(t *testing.T) {
+		m := setup(t)
+		must(t, m.SyncDir("/a"))
+		must(t, m.SyncDir("/b"))
+		m.Reboot(plOpts)
+		wantAbsent(t, m, "/a/f")
+		wantContent(t, m, "/b/f", []byte("x"))
+	})
+}

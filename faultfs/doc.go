@@ -46,6 +46,17 @@
 // file's unsynced data is dropped and the next Sync succeeds, so code that
 // retries a failed fsync and then acknowledges loses data, as on Linux.
 //
+// # Details
+//
+// Mem has one root and no working directory: "a/b" and "/a/b" name the same
+// file. Its error values match the OS implementation's (fs.ErrNotExist,
+// fs.ErrExist and the same syscall errnos; a randomized test compares the
+// two), including os.Rename's refusal to replace a directory. Files are
+// limited to MaxMemFileSize. The model is the POSIX minimum, stricter than
+// ext4's journal: each directory's entries become durable only through its own
+// sync. A node moved between directories of which only one was synced can, after
+// a power loss, be reachable under both names (like a hard link) or neither.
+//
 // Mem is deterministic: the same operations with the same Rand give the same
 // results, and its clock is logical (one second per mutating operation).
 package faultfs

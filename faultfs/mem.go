@@ -142,7 +142,7 @@ func (m *Mem) fire(o Op) *ruleState {
 	return hit
 }
 
-// info is Stat for a node already resolved; used by File.Stat.
+// baseName is the last element of name ("/" for the root), as Stat reports it.
 func baseName(name string) string {
 	parts := components(name)
 	if len(parts) == 0 {
