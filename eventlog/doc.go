@@ -26,9 +26,18 @@
 // MaxLineBytes (64 MiB); Append refuses longer records and readers treat a
 // longer line as damage without buffering it.
 //
-// The pending file (events.pending next to events.jsonl) holds the lines of
-// the group being committed, byte for byte as they will appear in the log.
-// It is normally absent.
+// The pending file (events.pending next to events.jsonl) holds the group
+// being committed: its lines byte for byte as they will appear in the log,
+// then a commit trailer
+//
+//	{"group":<number of lines>,"crc":"<8 hex digits>"}\n
+//
+// whose CRC-32C covers every byte of the file before `,"crc":` (all the
+// lines and the trailer's `{"group":N`). A pending file without a valid
+// trailer (empty, torn, zero-filled, garbage, a valid-looking prefix cut on
+// a line boundary) is incomplete: its fsync never returned, so its group
+// was never written to the log, and it is discarded whole. It is normally
+// absent.
 //
 // # Write protocol (Append, AppendBatch)
 //
@@ -37,10 +46,10 @@
 // completion it hands leadership to the first caller that queued meanwhile.
 // For each group the leader:
 //
-//  1. assigns consecutive seqs and formats the lines;
-//  2. creates or truncates the pending file, writes the lines, fsyncs it
-//     (and fsyncs the directory if the group holds a multi-record
-//     AppendBatch; see below);
+//  1. assigns consecutive seqs and formats the lines and the trailer;
+//  2. creates or truncates the pending file, writes lines and trailer in one
+//     write, fsyncs it (and fsyncs the directory if the group holds a
+//     multi-record AppendBatch; see below);
 //  3. appends the lines to the log in one write and fsyncs the log;
 //  4. removes the pending file (no directory fsync).
 //
@@ -67,7 +76,9 @@
 //
 // Why removal is not made durable: a removed pending file that comes back
 // after a crash only holds lines already in the log (the log was fsynced
-// before the removal), and replay skips seqs the log already has.
+// before the removal), and replay skips seqs the log already has. A
+// pending group never leaves a gap: the previous group's log fsync
+// returned before the next pending file was written.
 //
 // # Open and recovery
 //
@@ -78,15 +89,22 @@
 //     wrong, return a *CorruptError (errors.Is ErrCorrupt) naming the
 //     file, line, expected seq and offset, and change nothing. Otherwise it
 //     is a torn tail (a partial line, zeros, garbage): truncate the log to
-//     the end of the last good line and fsync it.
-//  3. If the log is new or empty, fsync its directory and every ancestor
+//     the end of the last good line.
+//  3. Fsync the log, always: after a process crash it may hold complete
+//     lines that were written but not yet fsynced; recovery reports them,
+//     so they must not vanish in a later power loss.
+//  4. If the log is new or empty, fsync its directory and every ancestor
 //     directory up to the root, so the file and any directories created
-//     for it (by this Open or by one that crashed) are durable.
-//  4. If the pending file exists, read its complete CRC-valid lines up to
-//     the first bad one (a torn pending write was never acknowledged).
-//     Skip seqs the log already holds; append the ones that continue it in
-//     one write and fsync; a seq that would leave a gap is a *CorruptError
-//     for the pending file. Remove the pending file and fsync the directory.
+//     for it (by this Open or by one that crashed) are durable before
+//     anything is acknowledged.
+//  5. If the pending file exists and is a complete group, skip the seqs the
+//     log already holds; if some continue the log, first fsync the pending
+//     file and its directory (the crash may have come before either was
+//     durable, and a crash during the replay must find the group again),
+//     then append them in one write and fsync the log. A seq that would
+//     leave a gap is a *CorruptError for the pending file (Repair moves
+//     such a file aside). An incomplete pending file is discarded. Then
+//     remove the pending file and fsync the directory.
 //
 // Every step is idempotent, so a crash at any point of Open is recovered by
 // the next Open, and opening twice gives the same bytes as opening once.
