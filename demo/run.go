@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type Options struct {
 	// Keep it short: the socket path must fit in 107 bytes.
 	TempDir string
 }
+
+// maxSocketPath is the longest Unix socket path Linux accepts.
+const maxSocketPath = 107
 
 // Task is the message the demo sends the lead.
 const Task = "Split the report into three parts and have your team write them."
@@ -84,6 +88,13 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	home, err := os.MkdirTemp(opts.TempDir, "wd")
 	if err != nil {
 		return fmt.Errorf("demo: make a temporary home: %w", err)
+	}
+	if len(filepath.Join(home, "daemon.sock")) > maxSocketPath && opts.TempDir == "" {
+		// $TMPDIR is too deep for a Unix socket path: use /tmp.
+		os.Remove(home)
+		if home, err = os.MkdirTemp("/tmp", "wd"); err != nil {
+			return fmt.Errorf("demo: make a temporary home in /tmp ($TMPDIR is too long for a socket path): %w", err)
+		}
 	}
 	r := &runner{w: w, opts: opts, home: home}
 	fmt.Fprintf(w, "warren demo: a team of agents, a crash, a recovery (home %s)\n", home)

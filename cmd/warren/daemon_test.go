@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -263,5 +264,80 @@ func TestSendSuspendedPrintsResumeCommand(t *testing.T) {
 	sj := mustJSON(t, "agent", "send", "a", "again", "--home", home)
 	if sj["status"] != "suspended" || sj["token"] == "" || sj["wait"] == nil {
 		t.Errorf("agent send --json on a suspending run = %v", sj)
+	}
+	if out := mustOK(t, "agent", "cancel", "a", "--home", home); !strings.HasPrefix(out, "cancelled ") {
+		t.Errorf("agent cancel printed %q", out)
+	}
+	if st := mustJSON(t, "agent", "inspect", "a", "--home", home); st["status"] != "idle" || st["wait"] != nil {
+		t.Errorf("after cancel inspect = %v, want idle without a wait", st)
+	}
+}
+
+func TestEventsStreamsLive(t *testing.T) {
+	t.Parallel()
+	home := shortHome(t)
+	startDaemon(t, home)
+	mustOK(t, "agent", "create", "solo", "--provider", "inproc", "--model", "echo", "--home", home)
+
+	cmd := exec.Command(warrenBin, "events", "--since", "0", "solo", "--home", home)
+	cmd.Env = testEnv(t)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	expect := func(want string) {
+		t.Helper()
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), want) {
+				return
+			}
+		}
+		t.Fatalf("events ended before a line with %q (%v)", want, lines.Err())
+	}
+	// --since 0 replays the log: the creation comes first, with the path.
+	expect("  solo  #1  agent.created  ")
+	// Then live events: a send is seen as it happens.
+	mustOK(t, "agent", "send", "solo", "ping", "--home", home)
+	expect("turn.complete")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("events after Ctrl-C: %v", err)
+	}
+}
+
+// tellScript sends USER a message on every turn.
+const tellScript = `#!/bin/sh
+while read -r line; do
+  case "$line" in *'"type":"turn"'*|*'"type": "turn"'*) ;; *) continue ;; esac
+  echo '{"type":"call","id":"1","tool":"send_message","args":{"recipient":"USER","text":"hi boss"}}'
+  read -r res
+  echo '{"type":"done","response":"told"}'
+done
+`
+
+func TestInboxDrainsUserMessages(t *testing.T) {
+	t.Parallel()
+	home := shortHome(t)
+	script := filepath.Join(home, "tell.sh")
+	if err := os.WriteFile(script, []byte(tellScript), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, home)
+	mustOK(t, "agent", "create", "boss", "--provider", "scripted", "--model", script, "--home", home)
+	mustOK(t, "agent", "send", "boss", "report", "--home", home)
+	out := mustOK(t, "inbox", "--home", home)
+	f := strings.SplitN(strings.TrimSpace(out), "  ", 3)
+	if len(f) != 3 || len(f[0]) != len("15:04:05") || f[1] != "from=boss" || f[2] != "hi boss" {
+		t.Errorf("inbox printed %q, want 'HH:MM:SS  from=boss  hi boss'", out)
+	}
+	if out := mustOK(t, "inbox", "--home", home); out != "no messages\n" {
+		t.Errorf("inbox after draining printed %q", out)
 	}
 }

@@ -269,6 +269,7 @@ func cmdRepair(_ context.Context, c *cli, args []string) error {
 func cmdEvents(ctx context.Context, c *cli, args []string) error {
 	f := newFlags(c, "events")
 	f.Bool("f", false, "follow (the default: events are printed until Ctrl-C)")
+	since := f.Int("since", -1, "first print the logged events after this seq (0: from the start), then follow")
 	pos, err := f.parse(args, 0, 1)
 	if err != nil {
 		return err
@@ -276,6 +277,9 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 	params := map[string]any{}
 	if len(pos) == 1 {
 		params["agent_id"] = pos[0]
+	}
+	if *since >= 0 {
+		params["since_seq"] = *since
 	}
 	cl, err := c.dial(ctx)
 	if err != nil {

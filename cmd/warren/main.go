@@ -19,8 +19,9 @@
 //
 //   - `warren events [REF]` and `warren events -f [REF]` behave the same: they
 //     print events as the daemon logs them, from now until Ctrl-C. -f is
-//     accepted for symmetry with `warren logs -f`. Use `warren logs REF` for
-//     an agent's history.
+//     accepted for symmetry with `warren logs -f`. --since SEQ first prints
+//     the logged events after SEQ (events.subscribe since_seq), then follows.
+//     Use `warren logs REF` for an agent's history without the daemon.
 //   - `warren logs` and `warren repair` never talk to the daemon: they read the
 //     agent's log file, resolving REF from the agent.created entries on disk.
 //   - `warren daemon stop` on a stopped daemon exits 3 like every other command
@@ -105,7 +106,7 @@ func commands() map[string]command {
 		"agent resume":    {"warren agent resume REF [--token T] [RESPONSE]", cmdAgentResume},
 		"inbox":           {"warren inbox [--home DIR] [--json]", cmdInbox},
 		"logs":            {"warren logs REF [-f] [--home DIR] [--json]", cmdLogs},
-		"events":          {"warren events [-f] [REF] [--home DIR] [--json]", cmdEvents},
+		"events":          {"warren events [-f] [--since SEQ] [REF] [--home DIR] [--json]", cmdEvents},
 		"repair":          {"warren repair REF [--home DIR] [--json]", cmdRepair},
 		"demo":            {"warren demo [--keep] [--home DIR]", cmdDemo},
 		"version":         {"warren version [--json]", cmdVersion},
@@ -126,7 +127,7 @@ usage:
   warren agent resume REF [--token T] [RESPONSE]
   warren inbox                            drain the messages root agents sent to you
   warren logs REF [-f]                    read an agent's log file (works while the daemon is down)
-  warren events [-f] [REF]                live events from the daemon until Ctrl-C
+  warren events [-f] [--since SEQ] [REF]  live events from the daemon until Ctrl-C
   warren repair REF                       keep a copy of a corrupt log, cut it to its last good entry
   warren demo                             a team of agents, a crash, a recovery, end to end
   warren version | help
