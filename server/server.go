@@ -15,10 +15,13 @@ import (
 	"github.com/warren-dev/warren/protocol"
 )
 
-// Defaults applied to zero Config fields that must be bounded.
+// Defaults applied to zero Config fields.
 const (
-	DefaultMaxConns    = 256
-	DefaultMaxInflight = 128
+	DefaultMaxConns     = 256
+	DefaultMaxInflight  = 128
+	DefaultReadTimeout  = 30 * time.Second
+	DefaultIdleTimeout  = time.Hour
+	DefaultWriteTimeout = time.Minute
 	// refusalWait bounds how long a connection that is being refused (peer
 	// uid, connection limit) may take to send its first byte, which picks
 	// the framing of the refusal.
@@ -34,11 +37,8 @@ const (
 // ErrServerClosed is returned by Listen after Shutdown.
 var ErrServerClosed = errors.New("server is shut down")
 
-// ErrNotListening is returned by Serve when Listen failed or was not called
-// and the socket cannot be created.
-var ErrNotListening = errors.New("server is not listening")
-
-// Config is the server's policy. Zero durations mean no timeout.
+// Config is the server's policy. Zero fields take the Default* values; a
+// negative timeout disables that timeout.
 type Config struct {
 	// SocketPath is the Unix socket to create (at most 107 bytes).
 	SocketPath string
@@ -77,6 +77,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxInflight <= 0 {
 		c.MaxInflight = DefaultMaxInflight
 	}
+	c.ReadTimeout = timeoutOrDefault(c.ReadTimeout, DefaultReadTimeout)
+	c.IdleTimeout = timeoutOrDefault(c.IdleTimeout, DefaultIdleTimeout)
+	c.WriteTimeout = timeoutOrDefault(c.WriteTimeout, DefaultWriteTimeout)
 	if c.MaxFrame <= 0 || c.MaxFrame > protocol.MaxFrame {
 		c.MaxFrame = protocol.MaxFrame
 	}
@@ -85,6 +88,17 @@ func (c Config) withDefaults() Config {
 		c.AllowUID = func(uid int) bool { return uid == own }
 	}
 	return c
+}
+
+// timeoutOrDefault maps 0 to def and negative values to 0 (no timeout).
+func timeoutOrDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // Handler serves requests. It must honour ctx (cancelled on shutdown, on a
