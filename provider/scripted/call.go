@@ -108,6 +108,9 @@ func (t *turn) send(line []byte) error {
 	if err := t.arm(); err != nil {
 		return t.fail(err)
 	}
+	if err := t.flush(); err != nil {
+		return t.fail(err)
+	}
 	if err := t.proc.writeLine(line); err != nil {
 		return t.fail(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +111,27 @@ func FuzzProgramOutput(f *testing.F) {
 			t.Fatalf("turn on finite output timed out: %v", err)
 		}
 	})
+}
+
+func TestChattyProgramWithLongHistoryDoesNotDeadlock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// 256 KiB of stdout chatter before reading stdin, while the daemon
+	// writes a turn line far over the pipe buffer.
+	path := e.script("chatty.py", `import json, sys
+sys.stdout.write(("chatter " * 64 + "\n") * 512)
+sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    print(json.dumps({"type": "done", "response": "turns=%d" % len(msg.get("history") or [])}))
+    sys.stdout.flush()
+`)
+	spec := e.spec(path)
+	for i := range 64 {
+		spec.History = append(spec.History, provider.Turn{Message: strings.Repeat("h", 8<<10), Response: strconv.Itoa(i)})
+	}
+	s := e.create(e.provider(Options{}), spec)
+	if resp := send(t, s, "x", nil); resp != "turns=64" {
+		t.Fatalf("resp = %q", resp)
+	}
 }

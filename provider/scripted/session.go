@@ -167,6 +167,19 @@ type turn struct {
 	ctx      context.Context
 	tio      provider.TurnIO
 	deadline time.Time
+	// pending delivers the result of the asynchronous turn-line write.
+	pending <-chan error
+}
+
+// flush waits for the turn-line write to finish (deadlines and ctx still
+// apply to it).
+func (t *turn) flush() error {
+	if t.pending == nil {
+		return nil
+	}
+	err := <-t.pending
+	t.pending = nil
+	return err
 }
 
 // run writes the turn line and handles the program's lines until the turn
@@ -191,9 +204,12 @@ func (t *turn) run(line []byte) (string, []provider.ToolCall, error) {
 	if err := t.arm(); err != nil {
 		return "", nil, t.fail(err)
 	}
-	if err := t.proc.writeLine(line); err != nil {
-		return "", nil, t.fail(err)
-	}
+	// The turn line (with a long history it can exceed the pipe buffer) is
+	// written while the program's output is read, so a program that writes
+	// before it reads cannot deadlock with us.
+	pending := make(chan error, 1)
+	go func() { pending <- t.proc.writeLine(line) }()
+	t.pending = pending
 	calls := []provider.ToolCall{}
 	for {
 		if err := t.arm(); err != nil {
@@ -223,12 +239,19 @@ func (t *turn) run(line []byte) (string, []provider.ToolCall, error) {
 				calls = append(calls, *rec)
 			}
 		case "done":
+			if err := t.flush(); err != nil {
+				// The program answered before reading its whole turn.
+				t.s.log.Warn("the turn line was not fully delivered", "error", err)
+			}
 			resp, err := textField(fields, "response")
 			if err != nil {
 				return "", nil, provider.Permanent(fmt.Errorf("scripted agent sent a malformed done line: %w", err))
 			}
 			return resp, calls, nil
 		case "error":
+			if err := t.flush(); err != nil {
+				t.s.log.Warn("the turn line was not fully delivered", "error", err)
+			}
 			msg, err := textField(fields, "message")
 			if err != nil {
 				msg = string(fields["message"])
