@@ -206,3 +206,38 @@ func TestCrashTakesPrecedenceOverInjection(t *testing.T) {
 		t.Fatalf("crash op: %v, want ErrCrashed only", err)
 	}
 }
+
+func TestRuleCrash(t *testing.T) {
+	m := NewMem()
+	must(t, m.MkdirAll("/d", 0o755))
+	f := openAppend(t, m, "/d/events.jsonl")
+	g := openAppend(t, m, "/d/other")
+	m.Inject(Rule{Kind: OpSync, Path: "/events.jsonl", Nth: 2, Crash: true})
+	must(t, g.Sync())
+	_, err := f.Write([]byte("one\n"))
+	must(t, err)
+	must(t, f.Sync())
+	_, err = f.Write([]byte("two\n"))
+	must(t, err)
+	if err := f.Sync(); !errors.Is(err, ErrCrashed) || errors.Is(err, ErrInjected) {
+		t.Fatalf("2nd sync of events.jsonl: %v, want ErrCrashed", err)
+	}
+	if !m.Crashed() {
+		t.Fatal("Crash rule did not crash the filesystem")
+	}
+	if _, err := m.Stat("/d"); !errors.Is(err, ErrCrashed) {
+		t.Fatalf("op after crash rule: %v", err)
+	}
+	m.Reboot(RebootOptions{Mode: ProcessCrash})
+	wantContent(t, m, "/d/events.jsonl", []byte("one\ntwo\n"))
+
+	// A crash rule on a write tears it like CrashAt does.
+	m.ClearRules()
+	f = openAppend(t, m, "/d/events.jsonl")
+	m.Inject(Rule{Kind: OpWrite, Crash: true})
+	if _, err := f.Write([]byte("three\n")); !errors.Is(err, ErrCrashed) {
+		t.Fatalf("crashing write: %v", err)
+	}
+	m.Reboot(RebootOptions{Mode: ProcessCrash})
+	wantContent(t, m, "/d/events.jsonl", []byte("one\ntwo\n"))
+}

@@ -117,7 +117,13 @@ func (m *Mem) begin(o Op) (*ruleState, error) {
 		m.crashAt = 0
 		return nil, pathErr(o.Kind, o.Path, ErrCrashed)
 	}
-	return m.fire(o), nil
+	r := m.fire(o)
+	if r != nil && r.Crash {
+		m.crashed = true
+		m.crashAt = 0
+		return nil, pathErr(o.Kind, o.Path, ErrCrashed)
+	}
+	return r, nil
 }
 
 // beginRead starts a non-mutating operation. m.mu must be held.
@@ -126,6 +132,11 @@ func (m *Mem) beginRead(o Op) error {
 		return pathErr(o.Kind, o.Path, ErrCrashed)
 	}
 	if r := m.fire(o); r != nil {
+		if r.Crash {
+			m.crashed = true
+			m.crashAt = 0
+			return pathErr(o.Kind, o.Path, ErrCrashed)
+		}
 		return pathErr(o.Kind, o.Path, r.err())
 	}
 	return nil

@@ -105,6 +105,10 @@ func (o Op) String() string {
 //     (its content reverts to what was last synced) and later syncs succeed.
 //
 // Err defaults to syscall.ENOSPC for a short write, else syscall.EIO.
+//
+// With Crash, the matching operation crashes the filesystem instead, exactly
+// as Mem.CrashAt would at that operation (a read kind crashes too) (Err and ShortWrite are then
+// ignored): for example, crash at the second fsync of "/events.jsonl".
 type Rule struct {
 	Kind       OpKind
 	Path       string
@@ -112,6 +116,7 @@ type Rule struct {
 	Err        error
 	ShortWrite bool
 	Sticky     bool
+	Crash      bool
 }
 
 type ruleState struct {
