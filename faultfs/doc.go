@@ -44,7 +44,9 @@
 // syscall.EIO or syscall.ENOSPC. A ShortWrite rule writes half the buffer and
 // returns n < len(p) with the error. A failed Sync follows fsyncgate: the
 // file's unsynced data is dropped and the next Sync succeeds, so code that
-// retries a failed fsync and then acknowledges loses data, as on Linux.
+// retries a failed fsync and then acknowledges loses data, as on Linux. A
+// Rule with Crash crashes the filesystem at the matching operation instead,
+// for crash points named by kind and path rather than by index.
 //
 // # Details
 //
