@@ -93,8 +93,11 @@ func (q *Queue) Take(ids []string) []Message {
 
 // Collect removes the messages match selects and returns them in queue
 // order; the others keep their order. match runs with the queue locked and
-// must not call the queue.
+// must not call the queue; a nil match selects nothing.
 func (q *Queue) Collect(match func(Message) bool) []Message {
+	if match == nil {
+		return nil
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var taken []Message
@@ -118,7 +121,8 @@ func (q *Queue) Drain() []Message {
 }
 
 // Boxes is a set of inboxes keyed by agent id (or "USER"), created on
-// demand, all with the same bound. Safe for concurrent use.
+// demand, all with the same bound. The zero value is an empty unbounded
+// set. Safe for concurrent use.
 type Boxes struct {
 	mu    sync.Mutex
 	max   int
@@ -135,6 +139,9 @@ func NewBoxes(max int) *Boxes {
 func (b *Boxes) Get(owner string) *Queue {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.boxes == nil {
+		b.boxes = make(map[string]*Queue)
+	}
 	q, ok := b.boxes[owner]
 	if !ok {
 		q = NewQueue(b.max)

@@ -100,6 +100,9 @@ func TestQueueCollect(t *testing.T) {
 	if !slices.Equal(ids(got), []int{1, 7}) {
 		t.Fatalf("Collect(request from s1) = %v", ids(got))
 	}
+	if got := q.Collect(nil); got != nil {
+		t.Fatalf("Collect(nil) = %v", got)
+	}
 	if got := q.Collect(func(Message) bool { return false }); got != nil {
 		t.Fatalf("Collect(nothing) = %v", got)
 	}
@@ -161,6 +164,10 @@ func TestQueueCopies(t *testing.T) {
 }
 
 func TestBoxes(t *testing.T) {
+	var zero Boxes
+	if err := zero.Get("x").Push(msg(1, KindRequest, "s")); err != nil || zero.Get("x").Len() != 1 {
+		t.Fatalf("zero Boxes: %v", err)
+	}
 	b := NewBoxes(1)
 	a := b.Get("a")
 	if b.Get("a") != a {

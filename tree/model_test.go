@@ -16,7 +16,7 @@ import (
 func TestRandomOpsKeepInvariants(t *testing.T) {
 	seeds, steps := 4, 150
 	if os.Getenv("WARREN_LONG") == "1" {
-		seeds, steps = 200, 2000
+		seeds, steps = 100, 500
 	}
 	names := []string{"a", "b", "c", "lead", "worker"}
 	for seed := range seeds {

@@ -121,8 +121,8 @@ type node struct {
 	children []string
 }
 
-// Tree is the agent tree. The zero value is not usable; call New. A Tree is
-// safe for concurrent use.
+// Tree is the agent tree. The zero value is an empty tree; New returns one
+// too. A Tree is safe for concurrent use.
 type Tree struct {
 	mu     sync.RWMutex
 	nodes  map[string]*node
@@ -148,6 +148,9 @@ func (t *Tree) Add(id, name, parentID string) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.nodes == nil {
+		t.nodes, t.byName = make(map[string]*node), make(map[string][]string)
+	}
 	if _, ok := t.nodes[id]; ok {
 		return errorf(ErrExists, "agent %s already exists (%s); ids are unique", id, t.pathLocked(id))
 	}

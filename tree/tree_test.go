@@ -217,3 +217,19 @@ func TestStructure(t *testing.T) {
 		t.Errorf("Reachable(worker) = %v, want %v", got, want)
 	}
 }
+
+func TestZeroValueTree(t *testing.T) {
+	var tr Tree
+	if tr.Len() != 0 || len(tr.Walk()) != 0 || tr.Roots() != nil {
+		t.Fatal("zero tree not empty")
+	}
+	if _, err := tr.Resolve("x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Resolve on zero tree = %v", err)
+	}
+	if err := tr.Add(id(1), "lead", ""); err != nil {
+		t.Fatalf("Add on zero tree: %v", err)
+	}
+	if got, err := tr.Resolve("lead"); err != nil || got != id(1) {
+		t.Fatalf("Resolve = %q, %v", got, err)
+	}
+}
