@@ -41,7 +41,7 @@ func conformStep(fsys FS, root string, rng *rand.Rand) (desc, outcome string) {
 		data := bytes.Repeat([]byte{byte('a' + rng.IntN(26))}, rng.IntN(20))
 		return "writefile " + n, res(WriteFile(fsys, p(n), data, 0o644), "")
 	case 1:
-		flag := []int{os.O_RDONLY, os.O_WRONLY | os.O_APPEND, os.O_RDWR | os.O_CREATE, os.O_WRONLY | os.O_CREATE | os.O_EXCL, os.O_RDWR | os.O_TRUNC}[rng.IntN(5)]
+		flag := []int{os.O_RDONLY, os.O_WRONLY | os.O_APPEND, os.O_RDWR | os.O_CREATE, os.O_WRONLY | os.O_CREATE | os.O_EXCL, os.O_RDWR | os.O_TRUNC, os.O_RDONLY | os.O_CREATE, os.O_RDONLY | os.O_TRUNC}[rng.IntN(7)]
 		f, err := fsys.OpenFile(p(n), flag, 0o644)
 		if err != nil {
 			return fmt.Sprintf("open %s %#x", n, flag), res(err, nil)

@@ -45,6 +45,9 @@ func (m *Mem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	var n *node
 	if base == "" {
 		n = d // the root directory
+		if flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0 {
+			return nil, pathErr(kind, p, syscall.EEXIST)
+		}
 	} else {
 		var ok bool
 		n, ok = d.children[base]
@@ -60,7 +63,7 @@ func (m *Mem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 		}
 	}
 	if n.dir {
-		if acc != os.O_RDONLY || flag&os.O_TRUNC != 0 {
+		if acc != os.O_RDONLY || flag&(os.O_TRUNC|os.O_CREATE) != 0 {
 			return nil, pathErr(kind, p, syscall.EISDIR)
 		}
 	} else if flag&os.O_TRUNC != 0 && len(n.data) > 0 {
