@@ -176,20 +176,16 @@ func (a *argReader) checkUnknown() {
 	}
 	slices.Sort(unknown)
 	k := unknown[0]
-	takes := "takes no parameters"
-	if len(a.spec.Params) > 0 {
-		names := make([]string, len(a.spec.Params))
-		for i, p := range a.spec.Params {
-			names[i] = p.Name
-		}
-		takes = "takes " + strings.Join(names, ", ")
-		if s := closest(k, names); s != "" {
-			takes = fmt.Sprintf("did you mean %q? %s %s", s, a.spec.Name, takes)
-		} else {
-			takes = a.spec.Name + " " + takes
-		}
-	} else {
-		takes = a.spec.Name + " " + takes
+	names := make([]string, len(a.spec.Params))
+	for i, p := range a.spec.Params {
+		names[i] = p.Name
+	}
+	takes := a.spec.Name + " takes no parameters"
+	if len(names) > 0 {
+		takes = a.spec.Name + " takes " + strings.Join(names, ", ")
+	}
+	if s := closest(k, names); s != "" {
+		takes = fmt.Sprintf("did you mean %q? %s", s, takes)
 	}
 	a.fail(k, ErrUnknownParam, "unknown parameter %q; %s", clip(k), takes)
 }
