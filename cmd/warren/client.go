@@ -68,8 +68,8 @@ func rpcErr(method string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return &exitError{code: exitDaemonErr, msg: "interrupted"}
 	}
-	if isNotRunning(err) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		return &exitError{code: exitNotRunning, msg: fmt.Sprintf("%s: the daemon closed the connection (%v); is it still running? check: warren daemon status", method, err)}
+	if errors.Is(err, protocol.ErrClientClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return &exitError{code: exitDaemonErr, msg: fmt.Sprintf("%s: the daemon closed the connection before answering (%v); check that it still runs: warren daemon status", method, err)}
 	}
 	return fmt.Errorf("%s: %w", method, err)
 }
