@@ -60,6 +60,10 @@
 // framing as in Substrat. For other methods the result is sent (a nil result
 // as {}) and Stream calls fail with ErrNotStreaming.
 //
+// Limits and timeouts come from Config; zero fields take the Default*
+// values (256 connections, 128 requests in flight per connection, 30 s
+// read, 1 h idle, 1 min write) and a negative timeout disables it.
+//
 // Shutdown (or cancelling Serve's context) stops accepting, cancels every
 // request context, lets handlers send their replies, closes the connections
 // and waits for them.
