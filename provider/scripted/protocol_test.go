@@ -135,3 +135,38 @@ for line in sys.stdin:
 		t.Fatalf("resp = %q", resp)
 	}
 }
+
+func TestDoneBeforeReadingTurnReplacesProcess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// Answers after reading only the first bytes of its (huge) turn line.
+	path := e.script("hasty.py", `import json, os, sys
+sys.stdin.buffer.read(10)
+print(json.dumps({"type": "done", "response": str(os.getpid())}))
+sys.stdout.flush()
+for line in sys.stdin:
+    print(json.dumps({"type": "done", "response": str(os.getpid())}))
+    sys.stdout.flush()
+`)
+	s := e.create(e.provider(Options{}), e.spec(path))
+	first := send(t, s, strings.Repeat("z", 4<<20), nil)
+	if s.pid() != 0 {
+		t.Fatal("a process holding a partial turn line was kept")
+	}
+	assertGone(t, mustAtoi(t, first))
+	if !strings.Contains(e.logs.String(), "program ended the turn before reading it") {
+		t.Fatal("the replacement was not logged")
+	}
+	if second := send(t, s, "x", nil); second == first {
+		t.Fatal("the next turn reused the process")
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

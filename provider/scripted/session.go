@@ -182,6 +182,24 @@ func (t *turn) flush() error {
 	return err
 }
 
+// settle is called when the program ended the turn: if it did so before
+// reading its whole turn line, its stdin holds a partial line and the
+// process cannot take another turn, so it is replaced (the turn's outcome
+// stands).
+func (t *turn) settle() {
+	if t.pending == nil {
+		return
+	}
+	// A write that has delivered everything returns nil; one still blocked
+	// on a program that stopped reading returns at once with an error.
+	_ = t.proc.stdin.SetWriteDeadline(time.Unix(1, 0))
+	if err := t.flush(); err != nil {
+		t.s.log.Warn("program ended the turn before reading it; replacing the process", "pid", t.proc.pid, "error", err)
+		t.s.drop(t.proc)
+		t.proc.teardown()
+	}
+}
+
 // run writes the turn line and handles the program's lines until the turn
 // ends. It returns the response and the recorded calls.
 func (t *turn) run(line []byte) (string, []provider.ToolCall, error) {
@@ -239,19 +257,14 @@ func (t *turn) run(line []byte) (string, []provider.ToolCall, error) {
 				calls = append(calls, *rec)
 			}
 		case "done":
-			if err := t.flush(); err != nil {
-				// The program answered before reading its whole turn.
-				t.s.log.Warn("the turn line was not fully delivered", "error", err)
-			}
+			t.settle()
 			resp, err := textField(fields, "response")
 			if err != nil {
 				return "", nil, provider.Permanent(fmt.Errorf("scripted agent sent a malformed done line: %w", err))
 			}
 			return resp, calls, nil
 		case "error":
-			if err := t.flush(); err != nil {
-				t.s.log.Warn("the turn line was not fully delivered", "error", err)
-			}
+			t.settle()
 			msg, err := textField(fields, "message")
 			if err != nil {
 				msg = string(fields["message"])
