@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/warren-dev/warren/demo"
 )
 
+// cmdDemo runs the demo scenario. With --json the step lines are collected
+// and printed as one object: {"passed", "error", "steps"}.
 func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	f := newFlags(c, "demo")
 	keep := f.Bool("keep", false, "keep the demo's temporary home even when every check passed")
@@ -18,8 +23,24 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return fmt.Errorf("find the warren binary for the demo daemon: %w", err)
 	}
-	if err := demo.Run(ctx, c.stdout, demo.Options{Binary: exe, Keep: *keep}); err != nil {
-		return err
+	var w io.Writer = c.stdout
+	var buf bytes.Buffer
+	if c.json {
+		w = &buf
 	}
-	return nil
+	err = demo.Run(ctx, w, demo.Options{Binary: exe, Keep: *keep})
+	if c.json {
+		res := map[string]any{"passed": err == nil, "steps": strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")}
+		if err != nil {
+			res["error"] = err.Error()
+		}
+		if perr := printJSON(c.stdout, res); perr != nil {
+			return perr
+		}
+		if err != nil {
+			return errSilent
+		}
+		return nil
+	}
+	return err
 }
