@@ -76,7 +76,12 @@
 //     killed; permanent error wrapping ErrLineTooLong. Memory per line is
 //     bounded by MaxLine.
 //   - A process that exited between turns is replaced silently on the next
-//     Send (with the history).
+//     Send (with the history). One that ends a turn (done or error) before
+//     reading its whole turn line is replaced after the turn, since its
+//     stdin holds a partial line.
+//
+// The turn line is written while the program's output is read, so a
+// program may write before it reads without deadlocking on a long history.
 //
 // stderr is kept in a bounded ring (the last 8 KiB) for these messages.
 // Every process is waited for; none is left a zombie.

@@ -99,7 +99,9 @@ class Script(object):
 
     def call_tool(self, _tool, /, **args):
         """Call an agent tool and return its result (a dict). Raises
-        RuntimeError when the tool reports an error."""
+        RuntimeError when the tool reports an error. The tool name is
+        positional-only, so a tool argument may be called "name"
+        (call_tool("spawn_agent", name="worker", instructions="..."))."""
         if self._current is not None:
             if not self._calls:
                 raise AssertionError(
