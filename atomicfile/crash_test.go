@@ -26,12 +26,18 @@ func crashCases() []crashCase {
 	var out []crashCase
 	for _, mode := range []faultfs.RebootMode{faultfs.PowerLoss, faultfs.ProcessCrash} {
 		for _, tail := range []faultfs.TailMode{faultfs.TailNone, faultfs.TailPrefix, faultfs.TailZero, faultfs.TailGarbage} {
-			out = append(out, crashCase{
-				name: fmt.Sprintf("mode%d/tail%d", mode, tail),
-				opts: func(seed uint64) faultfs.RebootOptions {
-					return faultfs.RebootOptions{Mode: mode, Tail: tail, Rand: rand.New(rand.NewPCG(seed, 99))}
-				},
-			})
+			for _, entries := range []float64{0, 0.5, 1} {
+				if mode == faultfs.ProcessCrash && entries > 0 {
+					continue // a process crash keeps every entry anyway
+				}
+				out = append(out, crashCase{
+					name: fmt.Sprintf("mode%d/tail%d/entries%.1f", mode, tail, entries),
+					opts: func(seed uint64) faultfs.RebootOptions {
+						return faultfs.RebootOptions{Mode: mode, Tail: tail, UnsyncedEntries: entries,
+							Rand: rand.New(rand.NewPCG(seed, 99))}
+					},
+				})
+			}
 		}
 	}
 	return out

@@ -370,3 +370,24 @@ func TestCrossDirectoryRenameNeedsBothDirSyncs(t *testing.T) {
 		wantContent(t, m, "/b/f", []byte("x"))
 	})
 }
+
+func TestUnsyncedEntriesSurviveWhenAsked(t *testing.T) {
+	m := NewMem()
+	mustWrite(t, m, "/old", []byte("old"))
+	mustSyncFile(t, m, "/old")
+	mustWrite(t, m, "/gone", []byte("gone"))
+	must(t, m.SyncDir("/"))
+	// Unsynced: a create with synced data, a rename of an unsynced temp over
+	// /old (the rename-before-fsync bug), and a remove.
+	mustWrite(t, m, "/new", []byte("new"))
+	mustSyncFile(t, m, "/new")
+	mustWrite(t, m, "/tmp", []byte("never synced"))
+	must(t, m.Rename("/tmp", "/old"))
+	must(t, m.Remove("/gone"))
+
+	m.Reboot(RebootOptions{Mode: PowerLoss, UnsyncedEntries: 1})
+	wantContent(t, m, "/new", []byte("new"))
+	wantContent(t, m, "/old", nil) // renamed over, but its data never synced
+	wantAbsent(t, m, "/tmp")
+	wantAbsent(t, m, "/gone")
+}

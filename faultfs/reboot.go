@@ -41,8 +41,15 @@ const (
 type RebootOptions struct {
 	Mode RebootMode
 	Tail TailMode
-	// Rand drives the tail choices; nil uses a fixed seed, so a run is
-	// deterministic either way.
+	// UnsyncedEntries is the probability, from 0 (the default) to 1, that
+	// each directory entry created, removed or replaced since its
+	// directory's last sync still takes effect after a power loss, as real
+	// filesystems often persist metadata early. The entry's file keeps only
+	// its synced data (plus the tail). With 1, every rename, create and
+	// remove survives, which exposes renaming a file before fsyncing it.
+	UnsyncedEntries float64
+	// Rand drives the tail and entry choices; nil uses a fixed seed, so a
+	// run is deterministic either way.
 	Rand *rand.Rand
 }
 
@@ -53,7 +60,8 @@ type RebootOptions struct {
 // With PowerLoss, a file keeps its synced data; if its visible data was
 // longer, the Tail mode decides how much of the excess survives: at most as
 // many bytes as the excess, so a file never grows beyond what was written.
-// Only synced directory entries survive. With ProcessCrash every completed
+// Only synced directory entries survive, unless UnsyncedEntries says
+// otherwise. With ProcessCrash every completed
 // operation survives. In both modes a write interrupted by CrashAt lands
 // partly per the Tail mode (TailNone: not at all).
 func (m *Mem) Reboot(opts RebootOptions) {
@@ -76,8 +84,9 @@ func (m *Mem) Reboot(opts RebootOptions) {
 		}
 	}
 	if opts.Mode != ProcessCrash {
-		memo := map[*node]*node{}
-		m.root = rebuildSynced(m.root, memo, opts.Tail, rng)
+		pl := &powerLoss{memo: map[*node]*node{}, tail: opts.Tail,
+			entries: opts.UnsyncedEntries, rng: rng}
+		m.root = pl.rebuild(m.root)
 	}
 	m.gen++
 	m.crashed = false
@@ -85,29 +94,52 @@ func (m *Mem) Reboot(opts RebootOptions) {
 	m.inflight = nil
 }
 
-// rebuildSynced builds the post-power-loss copy of n: synced entries and synced
-// data, plus the chosen tail. Every surviving byte is then on disk, so the
-// copy's synced state equals its visible state.
-func rebuildSynced(n *node, memo map[*node]*node, tail TailMode, rng *rand.Rand) *node {
-	if c, ok := memo[n]; ok {
+// powerLoss holds the state of one power-loss rebuild.
+type powerLoss struct {
+	memo    map[*node]*node // old node -> new node, so shared nodes stay shared
+	tail    TailMode
+	entries float64
+	rng     *rand.Rand
+}
+
+// rebuild builds the post-power-loss copy of n: synced entries (and the
+// unsynced entry changes chosen to survive) and synced data, plus the chosen
+// tail. Every surviving byte and entry is then on disk, so the copy's synced
+// state equals its visible state.
+func (pl *powerLoss) rebuild(n *node) *node {
+	if c, ok := pl.memo[n]; ok {
 		return c
 	}
 	if n.dir {
 		c := newDir(n.perm, n.mtime)
-		memo[n] = c
-		for _, name := range slices.Sorted(maps.Keys(n.syncedChildren)) {
-			c.children[name] = rebuildSynced(n.syncedChildren[name], memo, tail, rng)
+		pl.memo[n] = c
+		names := slices.Collect(maps.Keys(n.syncedChildren))
+		for name := range n.children {
+			if _, ok := n.syncedChildren[name]; !ok {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			s, sok := n.syncedChildren[name]
+			v, vok := n.children[name]
+			if s != v && pl.entries > 0 && pl.rng.Float64() < pl.entries {
+				s, sok = v, vok // this unsynced change reached the disk
+			}
+			if sok {
+				c.children[name] = pl.rebuild(s)
+			}
 		}
 		c.syncedChildren = maps.Clone(c.children)
 		return c
 	}
 	c := newFile(n.perm, n.mtime)
-	memo[n] = c
+	pl.memo[n] = c
 	// Synced bytes are never written in place (see node.writeAt), so the
 	// new node can share them; appending a tail reallocates (capped slice).
 	data := n.synced[:len(n.synced):len(n.synced)]
 	if len(n.data) > len(n.synced) {
-		data = append(data, tailBytes(n.data[len(n.synced):], tail, rng)...)
+		data = append(data, tailBytes(n.data[len(n.synced):], pl.tail, pl.rng)...)
 	}
 	c.data = data
 	c.sync()
