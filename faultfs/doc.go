@@ -22,6 +22,9 @@
 //     past the synced length: nothing (TailNone), a random prefix
 //     (TailPrefix), or a random prefix followed by zeros (TailZero) or random
 //     bytes (TailGarbage); never more bytes than were appended unsynced.
+//     UnsyncedEntries lets a chosen share of the unsynced creates, renames
+//     and removes survive too, as real filesystems often persist metadata
+//     before they are asked to.
 //   - Reboot(RebootOptions{Mode: ProcessCrash}) keeps every completed
 //     operation (the kernel page cache survives a kill -9) but keeps the
 //     synced state apart, so a later power loss still loses unsynced data.
