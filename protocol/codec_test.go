@@ -255,3 +255,25 @@ func TestNormalize(t *testing.T) {
 		t.Error("channel accepted")
 	}
 }
+
+func TestNormalizeDepthMatchesDecoder(t *testing.T) {
+	build := func(depth int) any {
+		var v any = "leaf"
+		for i := 0; i < depth; i++ {
+			v = map[string]any{"a": v}
+		}
+		return v
+	}
+	// Anything Normalize accepts, the native decoder accepts.
+	ok := build(maxNormalizeDepth - 1)
+	b, err := EncodeNativeFrame(&Frame{Kind: KindResult, ID: int64(1), Result: ok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeNativeFrame(b[HeaderSize:]); err != nil {
+		t.Fatalf("decoder refuses what the encoder produced: %v", err)
+	}
+	if _, err := EncodeNativeFrame(&Frame{Kind: KindResult, ID: int64(1), Result: build(maxNormalizeDepth + 5)}); err == nil {
+		t.Fatal("over-deep result encoded")
+	}
+}

@@ -77,7 +77,9 @@ func Normalize(v any) (any, error) {
 	return normalize(v, 0)
 }
 
-const maxNormalizeDepth = 1000
+// maxNormalizeDepth keeps encoded values within what the native decoder
+// accepts (maxMsgpackDepth, counting the frame's own map).
+const maxNormalizeDepth = maxMsgpackDepth - 8
 
 func normalize(v any, depth int) (any, error) {
 	if depth > maxNormalizeDepth {

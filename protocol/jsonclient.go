@@ -13,7 +13,8 @@ import (
 // CallJSON performs one request with the Substrat newline-JSON framing,
 // exactly as Substrat's client does: connect, write one JSON line with id
 // "req-1", half-close the write side, read the reply to EOF. Daemon errors
-// are returned as *Error.
+// are returned as *Error. For a streaming method the frames are dropped and
+// the done frame gives an empty result.
 func CallJSON(ctx context.Context, socketPath, method string, params map[string]any) (map[string]any, error) {
 	var result map[string]any
 	err := jsonRoundTrip(ctx, socketPath, method, params, func(f *Frame) (bool, error) {
@@ -24,6 +25,9 @@ func CallJSON(ctx context.Context, socketPath, method string, params map[string]
 			return true, err
 		case KindError:
 			return true, f.Error
+		case KindDone: // a streaming method called with CallJSON
+			result = map[string]any{}
+			return true, nil
 		}
 		return false, nil
 	})

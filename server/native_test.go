@@ -338,3 +338,34 @@ func TestNativeInflightLimit(t *testing.T) {
 		t.Fatalf("after a slot freed: %+v", f)
 	}
 }
+
+func TestStreamAfterReturnIsRefused(t *testing.T) {
+	path := shortDir(t) + "/s"
+	kept := make(chan Stream, 2)
+	h := HandlerFunc(func(ctx context.Context, req *protocol.Request, out Stream) (any, error) {
+		kept <- out
+		return nil, nil
+	})
+	s := New(Config{SocketPath: path, StreamingMethods: map[string]bool{"s": true}}, h, nil)
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(context.Background())
+	defer s.Shutdown(context.Background())
+	c := dialClient(t, path)
+	if err := c.Stream(context.Background(), "s", nil, func(protocol.Frame) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := protocol.CallJSON(context.Background(), path, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		out := <-kept
+		if err := out.Chunk("late"); !errors.Is(err, ErrStreamEnded) {
+			t.Fatalf("Chunk after return = %v", err)
+		}
+		if err := out.Event(map[string]any{}); !errors.Is(err, ErrStreamEnded) {
+			t.Fatalf("Event after return = %v", err)
+		}
+	}
+}
