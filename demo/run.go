@@ -276,22 +276,34 @@ func agents(res map[string]any) []map[string]any {
 	return out
 }
 
-// resume re-runs every interrupted run (agent.resume without a token).
+// resume re-runs every interrupted run (agent.resume without a token). A
+// wake may start a new run for the agent first (which also ends the
+// interrupted status); that is not a failure. While the daemon is between
+// taking the agent for a wake turn and logging it, the status can still read
+// interrupted_startup: the resume is then retried briefly.
 func (r *runner) resume(ctx context.Context, paths []string) {
 	for _, p := range paths {
-		res, err := call(ctx, r.home, "agent.resume", map[string]any{"agent_id": p})
-		if err != nil {
-			// A wake may have started a new run since the list (which
-			// also ends the interrupted status): that is not a failure.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			res, err := call(ctx, r.home, "agent.resume", map[string]any{"agent_id": p})
+			if err == nil {
+				r.ok("resumed the interrupted run of %s (%v)", p, summarize(res))
+				break
+			}
 			in, ierr := call(ctx, r.home, "agent.inspect", map[string]any{"agent_id": p})
 			if ierr == nil && in["status"] != "interrupted_startup" {
 				r.ok("%s was continued by the daemon before the resume (status %v)", p, in["status"])
-				continue
+				break
 			}
-			r.fail("resume the interrupted run of %s: %v", p, err)
-			continue
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				r.fail("resume the interrupted run of %s: %v", p, err)
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
-		r.ok("resumed the interrupted run of %s (%v)", p, summarize(res))
 	}
 }
 
