@@ -1,0 +1,413 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// cfEntry is a log entry as the fuzzer compares it.
+type cfEntry struct {
+	Seq   uint64
+	Event string
+	Data  string
+}
+
+func (e cfEntry) String() string { return fmt.Sprintf("#%d %s %s", e.Seq, e.Event, e.Data) }
+
+// cfAgentSnap is one agent as a core serves it.
+type cfAgentSnap struct {
+	ID, Name, Path, Parent, Status string
+	Pending                        []string
+	WaitToken                      string
+}
+
+// cfSnap is everything the fuzzer compares between two cores.
+type cfSnap struct {
+	Agents map[string]cfAgentSnap
+	User   []string
+	Logs   map[string][]cfEntry // path -> entries
+	Dirs   []string             // agent directories
+}
+
+func userLogPath() string { return path.Join(cfHome, "user.jsonl") }
+
+func agentLogPath(id string) string { return path.Join(cfHome, "agents", id, "events.jsonl") }
+
+// snapshotCore reads a core's served state and every log on fsys.
+func snapshotCore(c *daemon.Core, fsys faultfs.FS) (*cfSnap, error) {
+	s := &cfSnap{Agents: map[string]cfAgentSnap{}, Logs: map[string][]cfEntry{}}
+	for _, v := range c.List() {
+		a := cfAgentSnap{ID: v.ID, Name: v.Name, Path: v.Path, Parent: v.ParentID, Status: v.Status}
+		if v.Wait != nil {
+			a.WaitToken = fmt.Sprint(v.Wait["token_id"])
+		}
+		m, err := c.Inspect(v.ID)
+		if err != nil {
+			return nil, fmt.Errorf("inspect %s: %w", v.ID, err)
+		}
+		if list, ok := m["inbox"].([]any); ok {
+			for _, it := range list {
+				a.Pending = append(a.Pending, fmt.Sprint(it.(map[string]any)["message_id"]))
+			}
+		}
+		s.Agents[v.ID] = a
+	}
+	for _, m := range c.UserPending() {
+		s.User = append(s.User, m.ID)
+	}
+	dirs, err := fsys.ReadDir(path.Join(cfHome, "agents"))
+	if err != nil {
+		return nil, fmt.Errorf("listing agents: %w", err)
+	}
+	paths := []string{userLogPath()}
+	for _, d := range dirs {
+		if d.IsDir() {
+			s.Dirs = append(s.Dirs, d.Name())
+			paths = append(paths, agentLogPath(d.Name()))
+		}
+	}
+	for _, p := range paths {
+		if ok, _ := faultfs.Exists(fsys, p); !ok {
+			continue
+		}
+		es, err := eventlog.ReadAll(fsys, p)
+		if err != nil {
+			return nil, fmt.Errorf("log %s is not valid: %w", p, err)
+		}
+		out := make([]cfEntry, len(es))
+		for i, e := range es {
+			out[i] = cfEntry{Seq: e.Seq, Event: e.Event, Data: string(e.Data)}
+		}
+		s.Logs[p] = out
+	}
+	return s, nil
+}
+
+// diffSnaps describes how two snapshots differ ("" when equal).
+func diffSnaps(want, got *cfSnap) string {
+	var out []string
+	for id, a := range want.Agents {
+		b, ok := got.Agents[id]
+		if !ok {
+			out = append(out, fmt.Sprintf("  agent %s (%s) missing", id, a.Name))
+		} else if !reflect.DeepEqual(a, b) {
+			out = append(out, fmt.Sprintf("  agent %s:\n    want %+v\n    got  %+v", id, a, b))
+		}
+	}
+	for id, b := range got.Agents {
+		if _, ok := want.Agents[id]; !ok {
+			out = append(out, fmt.Sprintf("  extra agent %s (%s)", id, b.Name))
+		}
+	}
+	if !reflect.DeepEqual(want.User, got.User) {
+		out = append(out, fmt.Sprintf("  USER inbox: want %v got %v", want.User, got.User))
+	}
+	for p, es := range want.Logs {
+		gs, ok := got.Logs[p]
+		if !ok {
+			out = append(out, "  log missing: "+p)
+			continue
+		}
+		if !reflect.DeepEqual(es, gs) {
+			out = append(out, fmt.Sprintf("  log %s differs:\n    want %s\n    got  %s", p, fmtEntries(es), fmtEntries(gs)))
+		}
+	}
+	for p := range got.Logs {
+		if _, ok := want.Logs[p]; !ok {
+			out = append(out, "  extra log: "+p)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+func fmtEntries(es []cfEntry) string {
+	var b strings.Builder
+	for _, e := range es {
+		b.WriteString("\n      ")
+		d := e.Data
+		if len(d) > 160 {
+			d = d[:160] + "..."
+		}
+		fmt.Fprintf(&b, "#%d %s %s", e.Seq, e.Event, d)
+	}
+	return b.String()
+}
+
+// field decodes one string field of an entry's data.
+func field(e cfEntry, key string) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(e.Data), &m); err != nil {
+		return ""
+	}
+	if v, ok := m[key].(string); ok {
+		return v
+	}
+	return ""
+}
+
+func fieldList(e cfEntry, key string) []string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(e.Data), &m); err != nil {
+		return nil
+	}
+	list, _ := m[key].([]any)
+	out := make([]string, 0, len(list))
+	for _, v := range list {
+		out = append(out, fmt.Sprint(v))
+	}
+	return out
+}
+
+// logFacts is what the invariants need from one log, computed from the log
+// alone.
+type logFacts struct {
+	created    bool
+	name       string
+	parent     string
+	terminated bool
+	pending    []string // enqueued - delivered - consumed by completed turns
+}
+
+// checkLog checks one log's own invariants and folds its facts.
+func checkLog(p string, es []cfEntry) (logFacts, []string) {
+	var f logFacts
+	var bad []string
+	badf := func(format string, args ...any) { bad = append(bad, p+": "+fmt.Sprintf(format, args...)) }
+	for i, e := range es {
+		if e.Seq != uint64(i+1) {
+			badf("entry %d has seq %d (gap or duplicate)", i+1, e.Seq)
+			break
+		}
+	}
+	completed := map[string]bool{}
+	for _, e := range es {
+		if e.Event == "turn.complete" {
+			completed[field(e, "run_id")] = true
+		}
+	}
+	var enq []string
+	seenEnq := map[string]bool{}
+	gone := map[string]bool{}
+	consumedBy := map[string]string{} // message id -> completed run that consumed it
+	delivered := map[string]int{}
+	tokConsumed := map[string]int{}
+	// the latest run
+	var cur string
+	open, liveWait := false, false
+	interrupts := 0
+	for i, e := range es {
+		switch e.Event {
+		case "agent.created":
+			if i != 0 {
+				badf("agent.created at seq %d, not first", e.Seq)
+			}
+			if !f.created {
+				f.created = true
+				f.name = field(e, "name")
+				f.parent = field(e, "parent_id")
+			}
+		case "agent.terminated":
+			f.terminated = true
+		case "message.enqueued":
+			id := field(e, "message_id")
+			if !seenEnq[id] {
+				seenEnq[id] = true
+				enq = append(enq, id)
+			}
+		case "message.delivered":
+			id := field(e, "message_id")
+			delivered[id]++
+			if delivered[id] > 1 {
+				badf("message %s delivered twice", id)
+			}
+			gone[id] = true
+		case "turn.start":
+			r := field(e, "run_id")
+			if completed[r] {
+				for _, id := range fieldList(e, "message_ids") {
+					if prev, ok := consumedBy[id]; ok && prev != r {
+						badf("message %s consumed by two completed turns (%s, %s)", id, prev, r)
+					}
+					consumedBy[id] = r
+					gone[id] = true
+				}
+			}
+			if r != cur {
+				cur, liveWait = r, false
+			}
+			open, interrupts = true, 0
+		case "run.resumed":
+			if field(e, "run_id") == cur {
+				interrupts = 0
+			}
+		case "turn.complete", "turn.failed", "turn.cancelled":
+			if field(e, "run_id") == cur {
+				open, liveWait = false, false
+			}
+		case "run.interrupted":
+			if field(e, "run_id") == cur {
+				interrupts++
+				if interrupts > 1 {
+					badf("run %s has two run.interrupted for one interruption (seq %d)", cur, e.Seq)
+				}
+			}
+		case "run.waiting":
+			if field(e, "run_id") == cur {
+				liveWait = true
+			}
+		case "token.consumed":
+			id := field(e, "token_id")
+			tokConsumed[id]++
+			if tokConsumed[id] > 1 {
+				badf("token %s consumed twice (seq %d)", id, e.Seq)
+			}
+			if field(e, "run_id") == cur {
+				liveWait = false
+			}
+		case "token.revoked", "token.expired":
+			if field(e, "run_id") == cur {
+				liveWait = false
+			}
+		}
+	}
+	for id, n := range delivered {
+		if _, ok := consumedBy[id]; ok && n > 0 {
+			badf("message %s both delivered by check_inbox and consumed by a completed turn", id)
+		}
+	}
+	if open && !f.terminated && len(es) > 0 && strings.HasSuffix(p, "events.jsonl") {
+		switch {
+		case liveWait && interrupts != 0:
+			badf("run %s waits on a live token but is marked interrupted", cur)
+		case !liveWait && interrupts != 1:
+			badf("run %s is open and not waiting but has %d run.interrupted (want exactly 1)", cur, interrupts)
+		}
+	}
+	for _, id := range enq {
+		if !gone[id] {
+			f.pending = append(f.pending, id)
+		}
+	}
+	return f, bad
+}
+
+// checkAll checks every invariant at a quiescent point and advances the
+// oracle.
+func (w *cfWorld) checkAll() error {
+	snap, err := snapshotCore(w.core, w.mem)
+	if err != nil {
+		return w.failf("%v", err)
+	}
+	var bad []string
+	facts := map[string]logFacts{}
+	for p, es := range snap.Logs {
+		f, b := checkLog(p, es)
+		bad = append(bad, b...)
+		facts[p] = f
+	}
+	// Every agent directory holds a complete creation; nothing half there.
+	for _, d := range snap.Dirs {
+		f, ok := facts[agentLogPath(d)]
+		if !ok || !f.created {
+			bad = append(bad, fmt.Sprintf("agent directory %s has no agent.created (a half-created agent survived)", d))
+		}
+	}
+	// Served agents agree with their logs, and every live log is served.
+	for id, a := range snap.Agents {
+		f := facts[agentLogPath(id)]
+		switch {
+		case a.Status == "corrupt":
+			bad = append(bad, fmt.Sprintf("agent %s is corrupt after a crash", id))
+		case !f.created || f.terminated:
+			bad = append(bad, fmt.Sprintf("agent %s is served but its log has created=%v terminated=%v", id, f.created, f.terminated))
+		case f.name != a.Name || f.parent != a.Parent:
+			bad = append(bad, fmt.Sprintf("agent %s is served as %q/parent %q; its log says %q/parent %q", id, a.Name, a.Parent, f.name, f.parent))
+		}
+		if !reflect.DeepEqual(nonNilS(f.pending), nonNilS(a.Pending)) {
+			bad = append(bad, fmt.Sprintf("agent %s (%s) inbox %v; its log says enqueued-delivered-consumed = %v", id, a.Name, a.Pending, f.pending))
+		}
+	}
+	for _, d := range snap.Dirs {
+		f := facts[agentLogPath(d)]
+		if _, served := snap.Agents[d]; f.created && !f.terminated && !served {
+			bad = append(bad, fmt.Sprintf("agent %s (%s) has a live log but is not served", d, f.name))
+		}
+	}
+	if uf, ok := facts[userLogPath()]; ok && !reflect.DeepEqual(nonNilS(uf.pending), nonNilS(snap.User)) {
+		bad = append(bad, fmt.Sprintf("USER inbox %v; user.jsonl says %v", snap.User, uf.pending))
+	}
+	// Acknowledged entries survive: every log extends its last quiescent
+	// state.
+	for p, old := range w.oracle.logs {
+		cur, ok := snap.Logs[p]
+		if !ok {
+			if len(old) > 0 {
+				bad = append(bad, fmt.Sprintf("log %s with %d acknowledged entries vanished", p, len(old)))
+			}
+			continue
+		}
+		if len(cur) < len(old) || !reflect.DeepEqual(cur[:len(old)], old) {
+			bad = append(bad, fmt.Sprintf("log %s lost or changed acknowledged entries:\n    acked %s\n    now   %s", p, fmtEntries(old), fmtEntries(cur)))
+		}
+	}
+	// The acknowledged tree.
+	for id, n := range w.oracle.created {
+		if w.oracle.terminated[id] {
+			continue
+		}
+		a, ok := snap.Agents[id]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("acknowledged agent %s (%s, parent %q) is missing", id, n.Name, n.Parent))
+		case a.Name != n.Name || a.Parent != n.Parent:
+			bad = append(bad, fmt.Sprintf("acknowledged agent %s is %q/parent %q, want %q/parent %q", id, a.Name, a.Parent, n.Name, n.Parent))
+		}
+	}
+	if w.strictSpawn {
+		for id, n := range w.oracle.spawned {
+			if _, ok := snap.Agents[id]; !ok && !w.oracle.terminated[id] {
+				bad = append(bad, fmt.Sprintf("spawn of %s (%s) accepted in an acknowledged turn of %s, but the child does not exist", id, n.Name, n.Parent))
+			}
+		}
+	}
+	for id := range w.oracle.terminated {
+		if _, ok := snap.Agents[id]; ok {
+			bad = append(bad, fmt.Sprintf("acknowledged termination of %s undone", id))
+		}
+	}
+	for mid, id := range w.oracle.delivered {
+		if a, ok := snap.Agents[id]; ok {
+			for _, p := range a.Pending {
+				if p == mid {
+					bad = append(bad, fmt.Sprintf("message %s delivered by an acknowledged check_inbox is pending again in %s", mid, id))
+				}
+			}
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return w.failf("invariants violated:\n  %s", strings.Join(bad, "\n  "))
+	}
+	// Advance the oracle: everything served now is acknowledged.
+	w.oracle.logs = snap.Logs
+	for id, a := range snap.Agents {
+		w.oracle.created[id] = cfNode{Name: a.Name, Parent: a.Parent}
+	}
+	return nil
+}
+
+func nonNilS(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,378 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/protocol"
+)
+
+// The operations the fuzzer drives. Each picks its agents by index among
+// the eligible ones (modulo their count), so that every command stays valid
+// whatever the commands before it did (shrinking removes commands freely).
+// An operation returns an error only for an unexpected outcome; step treats
+// errors after a crash as expected.
+
+func pick[T any](xs []T, i int) (T, bool) {
+	var zero T
+	if len(xs) == 0 {
+		return zero, false
+	}
+	if i < 0 {
+		i = -i
+	}
+	return xs[i%len(xs)], true
+}
+
+func (w *cfWorld) opCreateRoot(plan cfCrash) error {
+	name := w.nextName()
+	return w.step("create root "+name, plan, func() error {
+		id, err := w.core.CreateAgent(context.Background(), daemon.CreateSpec{Name: name, Provider: "inproc", Model: cfModel})
+		if err != nil {
+			return err
+		}
+		w.oracle.created[id] = cfNode{Name: name}
+		w.logf("  created %s", id)
+		return nil
+	})
+}
+
+func (w *cfWorld) opSpawn(a int, plan cfCrash) error {
+	p, ok := pick(w.alive(), a)
+	if !ok {
+		return nil
+	}
+	name := w.nextName()
+	return w.step(fmt.Sprintf("spawn %s under %s", name, p.Name), plan, func() error {
+		res, err := w.core.Send(context.Background(), p.ID, "spawn "+name, "", "", nil)
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			return res.Err
+		}
+		id, ok := strings.CutPrefix(res.Response, "spawned ")
+		if !ok {
+			return fmt.Errorf("spawn turn responded %q", res.Response)
+		}
+		w.oracle.spawned[id] = cfNode{Name: name, Parent: p.ID}
+		w.logf("  spawned %s (acked turn %s)", id, res.RunID)
+		if !w.mem.Crashed() {
+			if _, err := w.core.Inspect(id); err != nil {
+				return fmt.Errorf("spawned child %s is not served after the turn: %w", id, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (w *cfWorld) opTurn(a int, plan cfCrash) error {
+	ag, ok := pick(w.alive(), a)
+	if !ok {
+		return nil
+	}
+	return w.step("turn of "+ag.Name, plan, func() error {
+		res, err := w.core.Send(context.Background(), ag.ID, "hello", "", "", nil)
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			return res.Err
+		}
+		if res.Response != "echo: hello" {
+			return fmt.Errorf("turn responded %q", res.Response)
+		}
+		return nil
+	})
+}
+
+// Message routes.
+const (
+	routeParentChild = iota
+	routeChildParent
+	routeSibling
+	routeUser
+	routeCount
+)
+
+func (w *cfWorld) routes(kind int) [][2]daemonAgent {
+	all := w.alive()
+	var out [][2]daemonAgent
+	for _, x := range all {
+		for _, y := range all {
+			switch {
+			case kind == routeParentChild && y.Parent == x.ID,
+				kind == routeChildParent && x.Parent == y.ID,
+				kind == routeSibling && x.ID != y.ID && x.Parent != "" && x.Parent == y.Parent:
+				out = append(out, [2]daemonAgent{x, y})
+			}
+		}
+		if kind == routeUser && x.Parent == "" {
+			out = append(out, [2]daemonAgent{x, {ID: "USER", Name: "USER"}})
+		}
+	}
+	return out
+}
+
+func (w *cfWorld) opSend(a, kind int, plan cfCrash) error {
+	kind = (kind%routeCount + routeCount) % routeCount
+	r, ok := pick(w.routes(kind), a)
+	if !ok {
+		return nil
+	}
+	from, to := r[0], r[1]
+	w.names++
+	text := fmt.Sprintf("m%03d", w.names)
+	return w.step(fmt.Sprintf("send %s %s->%s", text, from.Name, to.Name), plan, func() error {
+		res, err := w.core.CallTool(context.Background(), from.ID, "send_message", map[string]any{"recipient": to.Name, "text": text})
+		if err != nil {
+			return err
+		}
+		if e, bad := res["error"]; bad {
+			return fmt.Errorf("send_message refused: %v", e)
+		}
+		w.logf("  acked message %v", res["message_id"])
+		return nil
+	})
+}
+
+func (w *cfWorld) opBroadcast(a int, plan cfCrash) error {
+	var senders []daemonAgent
+	for _, r := range w.routes(routeSibling) {
+		if len(senders) == 0 || senders[len(senders)-1].ID != r[0].ID {
+			senders = append(senders, r[0])
+		}
+	}
+	from, ok := pick(senders, a)
+	if !ok {
+		return nil
+	}
+	w.names++
+	text := fmt.Sprintf("b%03d", w.names)
+	return w.step(fmt.Sprintf("broadcast %s from %s", text, from.Name), plan, func() error {
+		res, err := w.core.CallTool(context.Background(), from.ID, "broadcast", map[string]any{"text": text})
+		if err != nil {
+			return err
+		}
+		if e, bad := res["error"]; bad {
+			return fmt.Errorf("broadcast refused: %v", e)
+		}
+		return nil
+	})
+}
+
+func (w *cfWorld) opCheckInbox(a int, plan cfCrash) error {
+	ag, ok := pick(w.alive(), a)
+	if !ok {
+		return nil
+	}
+	return w.step("check_inbox of "+ag.Name, plan, func() error {
+		res, err := w.core.CallTool(context.Background(), ag.ID, "check_inbox", nil)
+		if err != nil {
+			return err
+		}
+		if e, bad := res["error"]; bad {
+			return fmt.Errorf("check_inbox refused: %v", e)
+		}
+		list, _ := res["messages"].([]any)
+		for _, it := range list {
+			if m, okm := it.(map[string]any); okm {
+				w.oracle.delivered[fmt.Sprint(m["message_id"])] = ag.ID
+			}
+		}
+		w.logf("  delivered %d", len(list))
+		return nil
+	})
+}
+
+func (w *cfWorld) opTerminate(a int, plan cfCrash) error {
+	all := w.alive()
+	hasChild := map[string]bool{}
+	for _, x := range all {
+		hasChild[x.Parent] = true
+	}
+	var leaves []daemonAgent
+	for _, x := range all {
+		if !hasChild[x.ID] {
+			leaves = append(leaves, x)
+		}
+	}
+	ag, ok := pick(leaves, a)
+	if !ok {
+		return nil
+	}
+	return w.step("terminate "+ag.Name, plan, func() error {
+		if err := w.core.Terminate(ag.ID); err != nil {
+			return err
+		}
+		w.oracle.terminated[ag.ID] = true
+		return nil
+	})
+}
+
+func (w *cfWorld) opEvict(a int, plan cfCrash) error {
+	ag, ok := pick(w.alive(), a)
+	if !ok {
+		return nil
+	}
+	return w.step("evict "+ag.Name, plan, func() error {
+		err := w.core.Evict(context.Background(), ag.ID)
+		if err != nil {
+			w.logf("  evict: %v", err) // not live: an expected refusal
+		}
+		return nil
+	})
+}
+
+func (w *cfWorld) opSuspend(a int, plan cfCrash) error {
+	ag, ok := pick(w.alive(), a)
+	if !ok {
+		return nil
+	}
+	return w.step("suspend "+ag.Name, plan, func() error {
+		res, err := w.core.Send(context.Background(), ag.ID, "ask", "", "", nil)
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			return res.Err
+		}
+		if res.Status != "suspended" || res.Token == "" {
+			return fmt.Errorf("ask turn ended %q with %q and no token", res.Status, res.Response)
+		}
+		tokID := fmt.Sprint(res.Wait["token_id"])
+		w.waits = append(w.waits, cfWait{Agent: ag.ID, RunID: res.RunID, TokenID: tokID, Token: res.Token})
+		w.logf("  token %s run %s", tokID, res.RunID)
+		return nil
+	})
+}
+
+// Resume variants.
+const (
+	resumeRight = iota
+	resumeWrongSecret
+	resumeOtherAgent
+	resumeCount
+)
+
+func (w *cfWorld) opResume(a, variant int, plan cfCrash) error {
+	served := map[string]daemonAgent{}
+	for _, x := range w.alive() {
+		served[x.ID] = x
+	}
+	var cands []cfWait
+	for _, wt := range w.waits {
+		if _, ok := served[wt.Agent]; ok {
+			cands = append(cands, wt)
+		}
+	}
+	wt, ok := pick(cands, a)
+	if !ok {
+		return nil
+	}
+	variant = (variant%resumeCount + resumeCount) % resumeCount
+	target, tok := wt.Agent, wt.Token
+	desc := fmt.Sprintf("resume %s token %s", served[target].Name, wt.TokenID)
+	switch variant {
+	case resumeWrongSecret:
+		tok = tok[:strings.IndexByte(tok, '.')+1] + "AAAAAAAAAAAAAAAAAAAAAA"
+		desc += " (wrong secret)"
+	case resumeOtherAgent:
+		var others []daemonAgent
+		for _, x := range w.alive() {
+			if x.ID != target {
+				others = append(others, x)
+			}
+		}
+		o, okx := pick(others, a)
+		if !okx {
+			return nil
+		}
+		target = o.ID
+		desc += " presented to " + o.Name
+	}
+	view, _ := w.core.Inspect(wt.Agent)
+	live := false
+	if wv, okw := view["wait"].(map[string]any); okw {
+		live = wv["token_id"] == wt.TokenID && wv["state"] == "live"
+	}
+	return w.step(desc, plan, func() error {
+		res, err := w.core.Resume(context.Background(), target, tok, "yes")
+		if err == nil && res.Err != nil {
+			err = res.Err
+		}
+		switch {
+		case variant != resumeRight && err == nil:
+			return fmt.Errorf("a mismatched token was accepted: %+v", res)
+		case variant != resumeRight:
+			if !protocol.IsCode(err, protocol.CodeTokenRejected) && !w.mem.Crashed() {
+				return fmt.Errorf("a mismatched token got %v, want code %d", err, protocol.CodeTokenRejected)
+			}
+		case live && err != nil:
+			return fmt.Errorf("a live token was refused: %w", err)
+		case err == nil && res.Response != "answer: yes":
+			return fmt.Errorf("resume responded %q", res.Response)
+		case err != nil && !protocol.IsCode(err, protocol.CodeTokenRejected) && !w.mem.Crashed():
+			return fmt.Errorf("a used token got %v, want code %d", err, protocol.CodeTokenRejected)
+		}
+		w.logf("  resume: live=%v err=%v", live, err)
+		return nil
+	})
+}
+
+func (w *cfWorld) opDeadline(plan cfCrash) error {
+	return w.step("deadline (+2h, sweep)", plan, func() error {
+		w.clock.Advance(2 * time.Hour)
+		w.core.SweepWaits()
+		if w.mem.Crashed() {
+			return nil
+		}
+		for _, x := range w.alive() {
+			if x.Status == "suspended" {
+				return fmt.Errorf("agent %s is still suspended after its deadline and a sweep", x.Name)
+			}
+		}
+		return nil
+	})
+}
+
+func (w *cfWorld) opResumeInterrupted(a int, plan cfCrash) error {
+	var cands []daemonAgent
+	for _, x := range w.alive() {
+		if x.Status == "interrupted_startup" {
+			cands = append(cands, x)
+		}
+	}
+	ag, ok := pick(cands, a)
+	if !ok {
+		return nil
+	}
+	return w.step("resume interrupted run of "+ag.Name, plan, func() error {
+		res, err := w.core.Resume(context.Background(), ag.ID, "", "")
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			return res.Err
+		}
+		w.logf("  re-run responded %q", res.Response)
+		if id, ok := strings.CutPrefix(res.Response, "spawned "); ok {
+			w.oracle.spawned[id] = cfNode{Name: "?", Parent: ag.ID}
+		}
+		return nil
+	})
+}
+
+// opRestart crashes right away (kill -9 or power loss between requests).
+func (w *cfWorld) opRestart(plan cfCrash) error {
+	if plan.K == 0 {
+		plan.K = 1
+	}
+	return w.step("restart", plan, func() error {
+		w.mem.Crash()
+		return nil
+	})
+}

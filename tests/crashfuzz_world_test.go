@@ -1,0 +1,532 @@
+package tests
+
+// The crash-recovery fuzzer of the daemon core (issues 6 and 7).
+//
+// A cfWorld drives one daemon.Core on a crashable faultfs.Mem with the
+// deterministic inproc provider and NoWake, so that only the fuzzer's
+// commands run turns and every run of a command sequence performs the same
+// mutating filesystem operations (crash points are reproducible). After every
+// command the world checks the invariants of crashfuzz_check_test.go; after a
+// crash it builds a reference instance from a copy of the rebooted durable
+// bytes, checks that recovery is idempotent on another copy, recovers the
+// test instance (sometimes crashing inside recovery too) and compares.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/inproc"
+)
+
+const (
+	cfHome  = "/home"
+	cfModel = "fz"
+	// cfWaitTimeout is the await_input timeout (seconds) of the fz
+	// program; the deadline command advances the clock past it. It is
+	// long so that the daemon's real-time deadline timers never fire
+	// during a test.
+	cfWaitTimeout = 3600
+)
+
+// cfClock is the injected clock; only the deadline command moves it.
+type cfClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *cfClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *cfClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// cfProgram is the one inproc program every fuzzed agent runs:
+//
+//	"spawn NAME"  spawn_agent(NAME); responds "spawned <id>"
+//	"ask"         await_input; responds "answer: <response>"
+//	anything else responds "echo: <prompt>"
+func cfProgram(ctx context.Context, t *inproc.Turn) (string, error) {
+	switch {
+	case strings.HasPrefix(t.Prompt, "spawn "):
+		name := strings.TrimPrefix(t.Prompt, "spawn ")
+		r, err := t.Call("spawn_agent", map[string]any{"name": name, "instructions": "a fuzzed child"})
+		if err != nil {
+			return "", err
+		}
+		if e, ok := r["error"]; ok {
+			return fmt.Sprintf("spawn refused: %v", e), nil
+		}
+		return fmt.Sprintf("spawned %v", r["agent_id"]), nil
+	case t.Prompt == "ask":
+		r, err := t.Call("await_input", map[string]any{"kind": "question", "prompt": "go on?", "timeout": cfWaitTimeout})
+		if err != nil {
+			return "", err
+		}
+		if e, ok := r["error"]; ok {
+			return "", provider.Permanent(fmt.Errorf("await_input refused: %v", e))
+		}
+		return fmt.Sprintf("answer: %v", r["response"]), nil
+	}
+	return "echo: " + t.Prompt, nil
+}
+
+// cfNode is an agent as the oracle knows it.
+type cfNode struct {
+	Name   string
+	Parent string
+}
+
+// cfWait is a resume token a suspend returned.
+type cfWait struct {
+	Agent   string
+	RunID   string
+	TokenID string
+	Token   string
+}
+
+// cfOracle records what the daemon acknowledged.
+type cfOracle struct {
+	created    map[string]cfNode // acked creates and visible spawns
+	spawned    map[string]cfNode // spawns accepted in an acked turn
+	terminated map[string]bool   // acked terminations
+	delivered  map[string]string // message ids check_inbox returned -> agent
+	// logs holds every log as it was at the last quiescent point: every
+	// entry in it was acknowledged, so a recovered log must extend it.
+	logs map[string][]cfEntry
+}
+
+func newOracle() *cfOracle {
+	return &cfOracle{created: map[string]cfNode{}, spawned: map[string]cfNode{}, terminated: map[string]bool{},
+		delivered: map[string]string{}, logs: map[string][]cfEntry{}}
+}
+
+// cfWorld is one fuzzed daemon and its oracle.
+type cfWorld struct {
+	mem    *faultfs.Mem
+	prov   *inproc.Provider
+	clock  *cfClock
+	core   *daemon.Core
+	oracle *cfOracle
+	waits  []cfWait // every token handed out, in order
+	names  int
+	boots  int
+	trace  []string
+	// strictSpawn makes a spawn accepted in an acknowledged turn count as
+	// acknowledged even when the crash hit before the child was created
+	// (see TestCrashfuzzBugDeferredSpawnLostAfterCompletedTurn).
+	strictSpawn bool
+	// stats
+	crashes, recoveryCrashes int
+}
+
+func newWorld() (*cfWorld, error) {
+	prov := inproc.New("inproc", inproc.Options{NativeResume: true})
+	prov.Register(cfModel, cfProgram)
+	w := &cfWorld{mem: faultfs.NewMem(), prov: prov, oracle: newOracle(),
+		clock: &cfClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}
+	c, err := w.newCore(w.mem)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Recover(); err != nil {
+		return nil, fmt.Errorf("first recovery: %w", err)
+	}
+	w.core = c
+	return w, nil
+}
+
+// newCore builds a core on fsys sharing the world's provider and clock.
+func (w *cfWorld) newCore(fsys faultfs.FS) (*daemon.Core, error) {
+	w.boots++
+	cfg := config.Default()
+	cfg.RetryBaseDelay = time.Millisecond
+	return daemon.NewCore(daemon.CoreOptions{
+		FS: fsys, Home: cfHome, Providers: map[string]provider.Provider{"inproc": w.prov},
+		DefaultProvider: "inproc", DefaultModel: cfModel, Config: cfg, Logger: hclog.NewNullLogger(),
+		Now: w.clock.Now, NoWake: true, BootID: fmt.Sprintf("boot%04d", w.boots),
+		Sleep:  func(ctx context.Context, d time.Duration) error { return nil },
+		Jitter: func() float64 { return 0.5 },
+	})
+}
+
+// close shuts the current core down (end of a sequence).
+func (w *cfWorld) close() {
+	if w.core == nil {
+		return
+	}
+	if w.mem.Crashed() {
+		w.core.Abandon()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = w.core.Close(ctx)
+}
+
+func (w *cfWorld) nextName() string {
+	w.names++
+	return fmt.Sprintf("a%03d", w.names)
+}
+
+func (w *cfWorld) logf(format string, args ...any) {
+	w.trace = append(w.trace, fmt.Sprintf(format, args...))
+}
+
+// failf returns an error carrying the trace of the sequence so far.
+func (w *cfWorld) failf(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	tail := w.trace
+	if len(tail) > 60 {
+		tail = tail[len(tail)-60:]
+	}
+	return fmt.Errorf("%s\n  trace:\n    %s", msg, strings.Join(tail, "\n    "))
+}
+
+// alive lists the agents the current core serves, ordered by name (names
+// encode creation order), with their parents.
+func (w *cfWorld) alive() []daemonAgent {
+	var out []daemonAgent
+	for _, v := range w.core.List() {
+		out = append(out, daemonAgent{ID: v.ID, Name: v.Name, Parent: v.ParentID, Status: v.Status})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+type daemonAgent struct {
+	ID, Name, Parent, Status string
+}
+
+// cfCrash is the crash plan of one command: K = 0 runs it without a crash;
+// otherwise the K-th mutating op from the command's start crashes, and the
+// filesystem reboots per Mode/Tail. RecK > 0 crashes the K-th op of the
+// following recovery as well.
+type cfCrash struct {
+	K     int
+	Mode  faultfs.RebootMode
+	Tail  faultfs.TailMode
+	Seed  uint64
+	RecK  int
+	RecPL bool // the recovery crash loses power (else a process crash)
+}
+
+func (c cfCrash) String() string {
+	if c.K == 0 {
+		return ""
+	}
+	mode := "proc"
+	if c.Mode == faultfs.PowerLoss {
+		mode = fmt.Sprintf("power/tail%d", c.Tail)
+	}
+	s := fmt.Sprintf(" crash@%d(%s,seed%d)", c.K, mode, c.Seed)
+	if c.RecK > 0 {
+		s += fmt.Sprintf(" reccrash@%d(pl=%v)", c.RecK, c.RecPL)
+	}
+	return s
+}
+
+// step runs op under the crash plan, then recovers if the filesystem
+// crashed, then checks every invariant.
+func (w *cfWorld) step(desc string, plan cfCrash, op func() error) error {
+	w.logf("%s%s", desc, plan)
+	if plan.K > 0 {
+		w.mem.CrashAt(plan.K)
+	}
+	opErr := op()
+	if opErr != nil && !w.mem.Crashed() {
+		return w.failf("%s: %v", desc, opErr)
+	}
+	if w.mem.Crashed() {
+		w.crashes++
+		if err := w.crashRecover(plan); err != nil {
+			return err
+		}
+	} else {
+		w.mem.CrashAt(0)
+	}
+	return w.checkAll()
+}
+
+// crashRecover abandons the crashed core, reboots, and recovers: reference,
+// idempotency check, test instance (maybe crashing inside recovery), compare.
+func (w *cfWorld) crashRecover(plan cfCrash) error {
+	w.core.Abandon()
+	w.core = nil
+	rng := rand.New(rand.NewPCG(plan.Seed, 7))
+	w.mem.Reboot(faultfs.RebootOptions{Mode: plan.Mode, Tail: plan.Tail, Rand: rng})
+
+	ref, err := w.recoverCopy("reference")
+	if err != nil {
+		return err
+	}
+	if err := w.checkIdempotent(); err != nil {
+		return err
+	}
+	if plan.RecK > 0 {
+		w.mem.CrashAt(plan.RecK)
+		c, err := w.newCore(w.mem)
+		if err != nil {
+			return w.failf("NewCore: %v", err)
+		}
+		_, rerr := c.Recover()
+		if w.mem.Crashed() {
+			w.recoveryCrashes++
+			c.Abandon()
+			mode := faultfs.ProcessCrash
+			// A power loss inside recovery is only comparable with the
+			// reference when everything recovery read was durable, which
+			// holds after a power-loss reboot.
+			if plan.RecPL && plan.Mode == faultfs.PowerLoss {
+				mode = faultfs.PowerLoss
+			}
+			w.mem.Reboot(faultfs.RebootOptions{Mode: mode, Tail: plan.Tail, Rand: rng})
+			w.logf("  recovery crashed (err=%v); rebooted", rerr)
+		} else {
+			w.mem.CrashAt(0)
+			if rerr != nil {
+				return w.failf("recovery failed without a crash: %v", rerr)
+			}
+			w.core = c
+		}
+	}
+	if w.core == nil {
+		c, err := w.newCore(w.mem)
+		if err != nil {
+			return w.failf("NewCore: %v", err)
+		}
+		if _, err := c.Recover(); err != nil {
+			return w.failf("recovery of the test instance: %v", err)
+		}
+		w.core = c
+	}
+	got, err := snapshotCore(w.core, w.mem)
+	if err != nil {
+		return w.failf("snapshot of the test instance: %v", err)
+	}
+	if d := diffSnaps(ref, got); d != "" {
+		return w.failf("test instance differs from the reference after recovery:\n%s", d)
+	}
+	return nil
+}
+
+// recoverCopy recovers a copy of the current (rebooted) durable bytes with
+// no crash and returns its snapshot.
+func (w *cfWorld) recoverCopy(what string) (*cfSnap, error) {
+	cp, err := cloneMem(w.mem)
+	if err != nil {
+		return nil, w.failf("copying the filesystem for the %s: %v", what, err)
+	}
+	c, err := w.newCore(cp)
+	if err != nil {
+		return nil, w.failf("NewCore (%s): %v", what, err)
+	}
+	defer c.Abandon()
+	if _, err := c.Recover(); err != nil {
+		return nil, w.failf("%s recovery: %v", what, err)
+	}
+	s, err := snapshotCore(c, cp)
+	if err != nil {
+		return nil, w.failf("%s snapshot: %v", what, err)
+	}
+	return s, nil
+}
+
+// checkIdempotent recovers a copy, loses power (only what recovery synced
+// survives), recovers again, and requires the same files and state.
+func (w *cfWorld) checkIdempotent() error {
+	cp, err := cloneMem(w.mem)
+	if err != nil {
+		return w.failf("copying the filesystem: %v", err)
+	}
+	c1, err := w.newCore(cp)
+	if err != nil {
+		return w.failf("NewCore: %v", err)
+	}
+	if _, err := c1.Recover(); err != nil {
+		return w.failf("idempotency: first recovery: %v", err)
+	}
+	s1, err := snapshotCore(c1, cp)
+	if err != nil {
+		return w.failf("idempotency: snapshot: %v", err)
+	}
+	files1, err := dumpFiles(cp)
+	if err != nil {
+		return w.failf("idempotency: dump: %v", err)
+	}
+	cp.Crash()
+	c1.Abandon()
+	cp.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
+	filesPL, err := dumpFiles(cp)
+	if err != nil {
+		return w.failf("idempotency: dump: %v", err)
+	}
+	if d := diffFiles(files1, filesPL); d != "" {
+		return w.failf("recovery left effects that a power loss undoes (not synced):\n%s", d)
+	}
+	c2, err := w.newCore(cp)
+	if err != nil {
+		return w.failf("NewCore: %v", err)
+	}
+	defer c2.Abandon()
+	if _, err := c2.Recover(); err != nil {
+		return w.failf("idempotency: second recovery: %v", err)
+	}
+	s2, err := snapshotCore(c2, cp)
+	if err != nil {
+		return w.failf("idempotency: snapshot: %v", err)
+	}
+	files2, err := dumpFiles(cp)
+	if err != nil {
+		return w.failf("idempotency: dump: %v", err)
+	}
+	if d := diffFiles(files1, files2); d != "" {
+		return w.failf("recovering twice changed the files:\n%s", d)
+	}
+	if d := diffSnaps(s1, s2); d != "" {
+		return w.failf("recovering twice changed the state:\n%s", d)
+	}
+	return nil
+}
+
+// cloneMem copies every visible file and directory of src into a fresh Mem,
+// with everything synced.
+func cloneMem(src *faultfs.Mem) (*faultfs.Mem, error) {
+	dst := faultfs.NewMem()
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		if err := dst.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		entries, err := src.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p := path.Join(dir, e.Name())
+			if e.IsDir() {
+				if err := walk(p); err != nil {
+					return err
+				}
+				continue
+			}
+			data, err := faultfs.ReadFile(src, p)
+			if err != nil {
+				return err
+			}
+			if err := faultfs.WriteFile(dst, p, data, 0o600); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk("/"); err != nil {
+		return nil, err
+	}
+	// Make the copy durable: a power-loss reboot of a Mem keeps only
+	// synced state, so sync every file and directory.
+	var syncAll func(dir string) error
+	syncAll = func(dir string) error {
+		entries, err := dst.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p := path.Join(dir, e.Name())
+			if e.IsDir() {
+				if err := syncAll(p); err != nil {
+					return err
+				}
+				continue
+			}
+			f, err := dst.OpenFile(p, 0, 0)
+			if err != nil {
+				return err
+			}
+			serr := f.Sync()
+			cerr := f.Close()
+			if err := errors.Join(serr, cerr); err != nil {
+				return err
+			}
+		}
+		return dst.SyncDir(dir)
+	}
+	if err := syncAll("/"); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// dumpFiles returns every file's bytes by path.
+func dumpFiles(fsys faultfs.FS) (map[string]string, error) {
+	out := map[string]string{}
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		entries, err := fsys.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p := path.Join(dir, e.Name())
+			if e.IsDir() {
+				out[p+"/"] = ""
+				if err := walk(p); err != nil {
+					return err
+				}
+				continue
+			}
+			data, err := faultfs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			out[p] = string(data)
+		}
+		return nil
+	}
+	return out, walk("/")
+}
+
+func diffFiles(a, b map[string]string) string {
+	var lines []string
+	for p, da := range a {
+		db, ok := b[p]
+		switch {
+		case !ok:
+			lines = append(lines, "  only before: "+p)
+		case da != db:
+			lines = append(lines, fmt.Sprintf("  changed: %s\n    before: %q\n    after:  %q", p, clip(da), clip(db)))
+		}
+	}
+	for p := range b {
+		if _, ok := a[p]; !ok {
+			lines = append(lines, "  only after: "+p)
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func clip(s string) string {
+	if len(s) > 600 {
+		return "..." + s[len(s)-600:]
+	}
+	return s
+}
