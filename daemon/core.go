@@ -63,12 +63,14 @@ type Core struct {
 
 	agentsDir string
 
-	mu       sync.Mutex // guards agents, cfg, subsByTarget, closed
-	agents   map[string]*agent
-	tree     *tree.Tree
-	cfg      config.Config
-	closed   bool
-	subIndex map[string]map[string]string // target id -> subscription id -> subscriber id
+	mu     sync.Mutex // guards agents, cfg, subsByTarget, closed
+	agents map[string]*agent
+	tree   *tree.Tree
+	cfg    config.Config
+	closed bool
+	// recovering holds wakes back until recovery has rebuilt everything.
+	recovering bool
+	subIndex   map[string]map[string]string // target id -> subscription id -> subscriber id
 
 	user   *userInbox
 	mux    *multiplexer.Mux[*live]

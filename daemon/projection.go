@@ -94,7 +94,15 @@ type projection struct {
 	Enqueued     map[string]struct{}
 	LastError    string
 	LastSeq      uint64
+	// Sent holds the envelopes of the most recent tool calls that sent
+	// messages, so recovery can deliver one that reached this (the sender's)
+	// log but not the recipient's.
+	Sent      []map[string]any
+	CreatedTS time.Time
 }
+
+// maxSentKept bounds Sent.
+const maxSentKept = 256
 
 func newProjection() *projection {
 	return &projection{
@@ -135,6 +143,7 @@ func (p *projection) apply(e eventlog.Entry) error {
 			return nil
 		}
 		p.Created = true
+		p.CreatedTS = e.TS
 		p.ID, p.Name, p.Instructions = d.AgentID, d.Name, d.Instructions
 		if d.ParentID != nil {
 			p.ParentID = *d.ParentID
@@ -255,6 +264,12 @@ func (p *projection) apply(e eventlog.Entry) error {
 		var d toolCallData
 		if err := decode(e, &d); err != nil {
 			return err
+		}
+		if len(d.Messages) > 0 {
+			p.Sent = append(p.Sent, d.Messages...)
+			if n := len(p.Sent) - maxSentKept; n > 0 {
+				p.Sent = append(p.Sent[:0:0], p.Sent[n:]...)
+			}
 		}
 		if d.RunID != "" {
 			if r := p.runFor(d.RunID); r != nil && !r.Ended {

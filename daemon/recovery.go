@@ -48,6 +48,14 @@ func (c *Core) Recover() (RecoveryReport, error) {
 		return rep, fmt.Errorf("syncing %s: %w", c.opts.Home, err)
 	}
 	c.bus.secret = c.liveSecret
+	c.mu.Lock()
+	c.recovering = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.recovering = false
+		c.mu.Unlock()
+	}()
 	if err := c.openUserInbox(); err != nil {
 		return rep, err
 	}
@@ -105,6 +113,26 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			}
 		}
 	}
+	// Messages recorded by their sender but missing from their recipient's
+	// log (a crash between the two writes) are delivered now.
+	for _, l := range placed {
+		l.a.mu.Lock()
+		sent := append([]map[string]any(nil), l.p.Sent...)
+		l.a.mu.Unlock()
+		for _, raw := range sent {
+			to, _ := raw["recipient"].(string)
+			if r, ok := c.agent(to); ok && r.corrupt == nil {
+				id, _ := raw["message_id"].(string)
+				r.mu.Lock()
+				_, has := r.p.Enqueued[id]
+				r.mu.Unlock()
+				if !has {
+					c.log.Warn("delivering a message its sender recorded but its recipient never got", "message", id, "to", to)
+					c.redeliverOne(raw)
+				}
+			}
+		}
+	}
 	c.SweepWaits()
 	for _, l := range placed {
 		l.a.mu.Lock()
@@ -118,6 +146,11 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			c.armReminder(l.a, id)
 		}
 	}
+	c.mu.Lock()
+	c.recovering = false
+	c.mu.Unlock()
+	c.log.Info("recovery finished", "agents", rep.Agents, "terminated", rep.Terminated, "orphans", rep.Orphans,
+		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
 	// A spawned child whose bootstrap turn never started gets it now.
 	for _, l := range placed {
 		l.a.mu.Lock()
@@ -127,8 +160,6 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			c.bootstrap(l.a)
 		}
 	}
-	c.log.Info("recovery finished", "agents", rep.Agents, "terminated", rep.Terminated, "orphans", rep.Orphans,
-		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
 	c.WakeAll()
 	return rep, nil
 }

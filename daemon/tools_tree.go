@@ -314,12 +314,17 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 // between the sender's record and the recipient's enqueue).
 func (c *Core) redeliver(msgs []map[string]any) {
 	for _, raw := range msgs {
-		m, err := inbox.FromEventData(mustJSON(raw))
-		if err != nil {
-			continue
-		}
-		if err := c.enqueue(m); err != nil {
-			c.log.Warn("redelivering a recorded message", "message", m.ID, "err", err)
-		}
+		c.redeliverOne(raw)
+	}
+}
+
+func (c *Core) redeliverOne(raw map[string]any) {
+	m, err := inbox.FromEventData(mustJSON(raw))
+	if err != nil {
+		c.log.Warn("a recorded message is malformed", "err", err)
+		return
+	}
+	if err := c.enqueue(m); err != nil {
+		c.log.Warn("redelivering a recorded message", "message", m.ID, "err", err)
 	}
 }

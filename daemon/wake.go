@@ -24,7 +24,7 @@ func (c *Core) wakeIf(a *agent, clearHold bool) {
 		return
 	}
 	c.mu.Lock()
-	closed := c.closed
+	closed := c.closed || c.recovering
 	c.mu.Unlock()
 	if closed {
 		return

@@ -1,0 +1,183 @@
+package daemon
+
+// Shared helpers of the daemon benchmarks (bench_*_test.go): a directory on
+// the real disk, a faultfs.FS that counts fsyncs, a raw fsync latency probe
+// and percentile arithmetic. Nothing here runs unless a benchmark does.
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/inproc"
+)
+
+// tmpfsMagic is Linux's TMPFS_MAGIC (statfs f_type).
+const tmpfsMagic = 0x01021994
+
+// benchDir returns a fresh directory on a real disk, removed when b ends.
+// WARREN_BENCH_DIR chooses the parent; otherwise the system temp dir is used
+// unless it is a tmpfs (fsync would be free there), in which case the
+// package directory is used. The benchmark fails if the chosen place is a
+// tmpfs, because the figures would be meaningless.
+func benchDir(b *testing.B) string {
+	b.Helper()
+	parent := os.Getenv("WARREN_BENCH_DIR")
+	if parent == "" {
+		parent = os.TempDir()
+		if isTmpfs(parent) {
+			parent = "."
+		}
+	}
+	if isTmpfs(parent) {
+		b.Fatalf("benchmark directory %s is on a tmpfs, where fsync costs nothing; set WARREN_BENCH_DIR to a directory on a real disk", parent)
+	}
+	dir, err := os.MkdirTemp(parent, ".warren-bench-")
+	if err != nil {
+		b.Fatalf("creating a benchmark directory under %s: %v (set WARREN_BENCH_DIR to a writable directory on a real disk)", parent, err)
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func isTmpfs(dir string) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return false
+	}
+	return int64(st.Type) == tmpfsMagic
+}
+
+// countingFS wraps a faultfs.FS and counts File.Sync and SyncDir calls.
+type countingFS struct {
+	faultfs.FS
+	syncs    atomic.Int64
+	dirSyncs atomic.Int64
+}
+
+func newCountingFS(inner faultfs.FS) *countingFS { return &countingFS{FS: inner} }
+
+// Fsyncs is the number of file and directory syncs so far.
+func (c *countingFS) Fsyncs() int64 { return c.syncs.Load() + c.dirSyncs.Load() }
+
+func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (faultfs.File, error) {
+	f, err := c.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &countingFile{File: f, n: &c.syncs}, nil
+}
+
+func (c *countingFS) SyncDir(name string) error {
+	c.dirSyncs.Add(1)
+	return c.FS.SyncDir(name)
+}
+
+type countingFile struct {
+	faultfs.File
+	n *atomic.Int64
+}
+
+func (f *countingFile) Sync() error {
+	f.n.Add(1)
+	return f.File.Sync()
+}
+
+// fsyncP50 measures the raw latency of appending a small line to a file and
+// fsyncing it, n times, in dir; it returns the median and the 99th
+// percentile.
+func fsyncP50(b *testing.B, dir string, n int) (p50, p99 time.Duration) {
+	b.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "fsync-probe.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatalf("fsync probe: %v", err)
+	}
+	defer f.Close()
+	line := []byte(`{"seq":1,"ts":"2026-01-01T00:00:00.000Z","event":"turn.start","data":{"run_id":"0123456789abcdef0123456789abcdef"},"crc":"00000000"}` + "\n")
+	lat := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if _, err := f.Write(line); err != nil {
+			b.Fatalf("fsync probe write: %v", err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatalf("fsync probe sync: %v", err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return percentile(lat, 50), percentile(lat, 99)
+}
+
+// percentile returns the p-th percentile (nearest rank) of d; d is sorted in
+// place.
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	k := int(float64(len(d))*p/100+0.5) - 1
+	k = max(0, min(k, len(d)-1))
+	return d[k]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// benchCore builds and recovers a Core on the real disk (through counting
+// FS) with the inproc provider; pool sets the "default" pool size.
+func benchCore(b *testing.B, home string, fsys faultfs.FS, prov *inproc.Provider, pool int, noWake bool) *Core {
+	b.Helper()
+	cfg := config.Default()
+	if pool > 0 {
+		cfg.Pools["default"] = pool
+	}
+	c, err := NewCore(CoreOptions{
+		FS: fsys, Home: home, Providers: map[string]provider.Provider{"inproc": prov},
+		DefaultProvider: "inproc", DefaultModel: "echo", Config: cfg, NoWake: noWake,
+		Logger: hclog.NewNullLogger(),
+	})
+	if err != nil {
+		b.Fatalf("NewCore: %v", err)
+	}
+	if _, err := c.Recover(); err != nil {
+		b.Fatalf("Recover: %v", err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.Close(ctx); err != nil {
+			b.Errorf("Close: %v", err)
+		}
+	})
+	return c
+}
+
+// benchAgents creates n agents named prefix0..prefix<n-1> with model, as
+// roots or as children of parent.
+func benchAgents(b *testing.B, c *Core, n int, prefix, parent, model string) []string {
+	b.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		id, err := c.CreateAgent(context.Background(), CreateSpec{Name: fmt.Sprintf("%s%d", prefix, i), ParentID: parent, Provider: "inproc", Model: model})
+		if err != nil {
+			b.Fatalf("creating agent %d: %v", i, err)
+		}
+		ids[i] = id
+	}
+	return ids
+}
