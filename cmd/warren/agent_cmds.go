@@ -69,6 +69,9 @@ func cmdAgentList(ctx context.Context, c *cli, args []string) error {
 	}
 	table(c.stdout, []string{"PATH", "STATUS", "PROVIDER", "MODEL", "PENDING"}, rows)
 	for _, a := range agents {
+		if e := str(a, "error"); e != "" {
+			fmt.Fprintf(c.stdout, "%s: %s\n", str(a, "path"), e)
+		}
 		if str(a, "status") != "suspended" {
 			continue
 		}

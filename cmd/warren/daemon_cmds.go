@@ -104,7 +104,7 @@ func startBackground(ctx context.Context, c *cli, maxSlots int, level string) er
 	defer deadline.Stop()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
-	dots := 0
+	dots, ticks := 0, 0
 	for {
 		if st, err := c.call(ctx, "daemon.status", nil); err == nil {
 			if dots > 0 {
@@ -132,7 +132,8 @@ func startBackground(ctx context.Context, c *cli, maxSlots int, level string) er
 		case <-ctx.Done():
 			return &exitError{code: exitDaemonErr, msg: fmt.Sprintf("interrupted while waiting for the daemon (pid %d) to start", cmd.Process.Pid)}
 		case <-tick.C:
-			if tty && dots < 60 {
+			ticks++
+			if tty && ticks%5 == 0 {
 				fmt.Fprint(c.stderr, ".")
 				dots++
 			}

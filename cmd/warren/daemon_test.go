@@ -341,3 +341,41 @@ func TestInboxDrainsUserMessages(t *testing.T) {
 		t.Errorf("inbox after draining printed %q", out)
 	}
 }
+
+func TestCorruptAgentListedThenRepaired(t *testing.T) {
+	t.Parallel()
+	home := shortHome(t)
+	startDaemon(t, home)
+	created := mustJSON(t, "agent", "create", "solo", "--provider", "inproc", "--model", "echo", "--home", home)
+	mustOK(t, "agent", "create", "other", "--provider", "inproc", "--model", "echo", "--home", home)
+	mustOK(t, "agent", "send", "solo", "one", "--home", home)
+	mustOK(t, "daemon", "stop", "--home", home)
+
+	path := filepath.Join(home, "agents", created["agent_id"].(string), "events.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	if len(lines) < 4 {
+		t.Fatalf("log too short to damage: %q", data)
+	}
+	lines[1] = strings.Replace(lines[1], `"seq":2`, `"seq":9`, 1) // damage in the middle
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	startDaemon(t, home)
+	list := mustOK(t, "agent", "list", "--home", home)
+	if !strings.Contains(list, "corrupt") || !strings.Contains(list, "warren repair") || !strings.Contains(list, "other") {
+		t.Fatalf("agent list with a corrupt log:\n%s", list)
+	}
+	mustOK(t, "daemon", "stop", "--home", home)
+	if out := mustOK(t, "repair", "solo", "--home", home); !strings.Contains(out, "copy of the damaged log:") {
+		t.Errorf("repair printed:\n%s", out)
+	}
+	startDaemon(t, home)
+	if st := mustJSON(t, "agent", "inspect", "solo", "--home", home); st["status"] == "corrupt" {
+		t.Errorf("after repair the agent is still corrupt: %v", st)
+	}
+}
