@@ -39,7 +39,7 @@ func (f *flags) parse(args []string, min, max int) ([]string, error) {
 	for {
 		if err := f.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, usageErr(f.usage, "help requested")
+				return nil, &exitError{code: exitOK, msg: f.help()}
 			}
 			return nil, usageErr(f.usage, "%s", err)
 		}
@@ -75,6 +75,16 @@ func (f *flags) parse(args []string, min, max int) ([]string, error) {
 	}
 	f.c.home = home
 	return pos, nil
+}
+
+// help is the usage line and the flags, for -h.
+func (f *flags) help() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: %s\n\nflags:\n", f.usage)
+	f.SetOutput(&b)
+	f.PrintDefaults()
+	f.SetOutput(io.Discard)
+	return b.String()
 }
 
 // resolveHome applies SPEC 2: --home, else $WARREN_HOME, else ~/.warren.

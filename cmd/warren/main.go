@@ -148,6 +148,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch {
 	case errors.Is(err, errSilent):
 		return exitDaemonErr
+	case errors.As(err, &ee) && ee.code == exitOK:
+		fmt.Fprint(stdout, ee.msg) // help asked for
+		return exitOK
 	case errors.As(err, &ee):
 		fmt.Fprintf(stderr, "error: %s\n", ee.msg)
 		if ee.usage != "" {
@@ -164,6 +167,9 @@ func dispatch(ctx context.Context, c *cli, args []string) error {
 	// Global flags may come before the command: warren --home X agent list.
 	var rest []string
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if a := args[0]; a == "-h" || a == "-help" || a == "--help" {
+			return &exitError{code: exitOK, msg: helpText}
+		}
 		n, err := c.globalFlag(args)
 		if err != nil {
 			return err
