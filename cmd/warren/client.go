@@ -54,10 +54,20 @@ func (c *cli) call(ctx context.Context, method string, params map[string]any) (m
 	defer cl.Close()
 	res, err := cl.Call(ctx, method, params)
 	if err != nil {
-		return nil, rpcErr(method, err)
+		return nil, &callError{method: method, err: err}
 	}
 	return res, nil
 }
+
+// callError is a failed RPC: it prints as the user-facing message and keeps
+// the cause for errors.Is/As.
+type callError struct {
+	method string
+	err    error
+}
+
+func (e *callError) Error() string { return rpcErr(e.method, e.err).Error() }
+func (e *callError) Unwrap() error { return e.err }
 
 // rpcErr turns a daemon error into the message the user sees.
 func rpcErr(method string, err error) error {

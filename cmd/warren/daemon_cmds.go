@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/protocol"
 )
 
 // Policy of the client side of daemon start/stop.
@@ -181,7 +182,15 @@ func cmdDaemonStop(ctx context.Context, c *cli, args []string) error {
 	}
 	pid := int(num(st, "pid"))
 	res, err := c.call(ctx, "daemon.shutdown", nil)
-	if err != nil {
+	var pe *protocol.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &pe):
+		return rpcErr("daemon.shutdown", err)
+	case stopped(c.home, pid) || errors.Is(err, protocol.ErrClientClosed) || isNotRunning(err):
+		// The daemon went away before answering: that is what was asked.
+		res = map[string]any{}
+	default:
 		return err
 	}
 	deadline := time.NewTimer(stopDeadline)
