@@ -111,6 +111,13 @@ func (c *Client) readLoop() {
 	r := bufio.NewReaderSize(c.conn, 64<<10)
 	var err error
 	for {
+		// A server that refuses a connection before seeing its first byte
+		// (for example at its connection limit) answers with a JSON error
+		// line: surface that error rather than a bogus frame length.
+		if b, perr := r.Peek(1); perr == nil && b[0] == '{' {
+			err = jsonRefusal(r)
+			break
+		}
 		var payload []byte
 		payload, err = ReadNativeFrame(r, MaxFrame)
 		if err != nil {
@@ -325,4 +332,17 @@ func (c *Client) Stream(ctx context.Context, method string, params map[string]an
 			return nil
 		}
 	}
+}
+
+// jsonRefusal reads a JSON error line sent instead of native frames.
+func jsonRefusal(r *bufio.Reader) error {
+	line, err := readLine(r)
+	if err != nil {
+		return fmt.Errorf("%w: read: %v", ErrClientClosed, err)
+	}
+	f, err := DecodeJSONFrame(line)
+	if err != nil || f.Kind != KindError {
+		return fmt.Errorf("%w: the server sent JSON on a native connection: %.200s", ErrClientClosed, line)
+	}
+	return fmt.Errorf("%w: %w", ErrClientClosed, f.Error)
 }
