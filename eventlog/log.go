@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -43,12 +44,19 @@ type Log struct {
 	closed  bool
 	poison  error
 	lastSeq uint64 // last durable seq
+	// released is the number of callers a promoted leader waits for (see
+	// commit).
+	released int
 
 	// Owned by the current leader.
 	f       faultfs.File
 	nextSeq uint64 // seq of the next entry to write
 	buf     []byte
 }
+
+// maxJoinYields bounds how often a promoted leader yields to let callers
+// just released re-join the queue before it takes the queue as its group.
+const maxJoinYields = 64
 
 // waiter is one Append or AppendBatch call waiting in the commit queue.
 type waiter struct {
@@ -130,6 +138,15 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 	} else {
 		l.leading = true
 	}
+	// The callers of the group just committed were woken together and
+	// usually append again at once; give them a moment (bounded yields, no
+	// timer) to join this group rather than form one of their own. A lone
+	// writer finds itself the only caller expected and does not yield.
+	for i := 0; i < maxJoinYields && len(l.queue) < l.released; i++ {
+		l.mu.Unlock()
+		runtime.Gosched()
+		l.mu.Lock()
+	}
 	group := l.queue
 	l.queue = nil
 	poisoned := l.poison != nil
@@ -171,6 +188,9 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 			g.wake <- struct{}{}
 		}
 	}
+	// Callers expected back soon: the group just released plus those
+	// already queued.
+	l.released = len(group) + len(l.queue)
 	if len(l.queue) > 0 {
 		l.queue[0].wake <- struct{}{}
 	} else {
