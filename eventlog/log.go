@@ -178,9 +178,12 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 	}
 	for _, g := range group {
 		g.done = true
-		if acked {
+		switch {
+		case acked:
 			g.err = nil
-		} else {
+		case poisoned:
+			g.entries, g.err = nil, err
+		default:
 			g.entries = nil
 			g.err = fmt.Errorf("eventlog: append to %s failed and is not acknowledged: %w (%w)", l.path, err, ErrPoisoned)
 		}

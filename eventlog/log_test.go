@@ -243,3 +243,51 @@ func TestReaderFromSeq(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+func TestCloseDuringConcurrentAppends(t *testing.T) {
+	m := faultfs.NewMem()
+	l := mustOpen(t, m, memPath)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	acked := map[uint64]bool{}
+	started := make(chan struct{})
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				if i == 3 && w == 0 {
+					close(started)
+				}
+				e, err := l.Append("e", map[string]int{"w": w})
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				acked[e.Seq] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	<-started
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	es, err := ReadAll(m, memPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != len(acked) {
+		t.Fatalf("%d entries in the log, %d acknowledged", len(es), len(acked))
+	}
+	for _, e := range es {
+		if !acked[e.Seq] {
+			t.Fatalf("entry %d in the log but not acknowledged", e.Seq)
+		}
+	}
+}
