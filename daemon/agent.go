@@ -28,11 +28,14 @@ type agent struct {
 	completing    bool              // complete was called: terminate after the turn
 	// held: the last turn failed; no automatic wake on the same messages
 	// until a poke, a new message or a successful turn.
-	held      bool
-	corrupt   error // the log is damaged in the middle
-	timers    map[string]stopper
-	resumeRes map[string]chan struct{} // token id -> closed when the resumed run ends
-	resumeOut map[string]TurnResult
+	held bool
+	// terminating is set (under the core lock) when termination removes
+	// the agent; subscriptions to it are refused from then on.
+	terminating bool
+	corrupt     error // the log is damaged in the middle
+	timers      map[string]stopper
+	resumeRes   map[string]chan struct{} // token id -> closed when the resumed run ends
+	resumeOut   map[string]TurnResult
 }
 
 type stopper interface{ Stop() bool }

@@ -62,7 +62,7 @@ func benchTurns(b *testing.B, agents, pool int, alternate bool) {
 		send(id)
 	}
 	evictsBefore := countEvents(b, c, ids, evSuspendResult)
-	syncsBefore := cfs.Fsyncs()
+	syncsBefore, kindsBefore := cfs.Fsyncs(), cfs.Kinds()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	start := time.Now()
@@ -98,6 +98,7 @@ func benchTurns(b *testing.B, agents, pool int, alternate bool) {
 	b.ReportMetric(ms(p50), "p50_ms")
 	b.ReportMetric(ms(p99), "p99_ms")
 	b.ReportMetric(fsyncs, "fsyncs/turn")
+	reportKinds(b, kindsBefore, cfs.Kinds(), b.N, "turn")
 	b.ReportMetric(evicts, "evictions/turn")
 	b.ReportMetric(ms(fsyncMed), "fsync_p50_ms")
 	if need := fsyncs * float64(fsyncMed); need > 0 {

@@ -8,9 +8,12 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -69,9 +72,46 @@ type countingFS struct {
 	faultfs.FS
 	syncs    atomic.Int64
 	dirSyncs atomic.Int64
+
+	mu     sync.Mutex
+	byKind map[string]int64 // sync counts by kind of file ("dir" for SyncDir)
 }
 
-func newCountingFS(inner faultfs.FS) *countingFS { return &countingFS{FS: inner} }
+func newCountingFS(inner faultfs.FS) *countingFS {
+	return &countingFS{FS: inner, byKind: map[string]int64{}}
+}
+
+// syncKind names the kind of file a sync was for: its base name without a
+// temp suffix ("session.json", "events.jsonl", ...), or "dir".
+func syncKind(name string) string {
+	base := filepath.Base(name)
+	if i := strings.Index(base, ".tmp-"); i >= 0 {
+		base = base[:i]
+	}
+	return base
+}
+
+func (c *countingFS) count(kind string) {
+	c.mu.Lock()
+	c.byKind[kind]++
+	c.mu.Unlock()
+}
+
+// Kinds returns a copy of the sync counts by kind.
+func (c *countingFS) Kinds() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.byKind)
+}
+
+// reportKinds reports, per kind, the syncs since before divided by n.
+func reportKinds(b *testing.B, before, after map[string]int64, n int, unit string) {
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			b.ReportMetric(float64(d)/float64(n), "sync_"+k+"/"+unit)
+		}
+	}
+}
 
 // Fsyncs is the number of file and directory syncs so far.
 func (c *countingFS) Fsyncs() int64 { return c.syncs.Load() + c.dirSyncs.Load() }
@@ -81,21 +121,24 @@ func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (faultfs.
 	if err != nil {
 		return nil, err
 	}
-	return &countingFile{File: f, n: &c.syncs}, nil
+	return &countingFile{File: f, c: c, kind: syncKind(name)}, nil
 }
 
 func (c *countingFS) SyncDir(name string) error {
 	c.dirSyncs.Add(1)
+	c.count("dir")
 	return c.FS.SyncDir(name)
 }
 
 type countingFile struct {
 	faultfs.File
-	n *atomic.Int64
+	c    *countingFS
+	kind string
 }
 
 func (f *countingFile) Sync() error {
-	f.n.Add(1)
+	f.c.syncs.Add(1)
+	f.c.count(f.kind)
 	return f.File.Sync()
 }
 

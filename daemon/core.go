@@ -38,6 +38,8 @@ type CoreOptions struct {
 	BootID string
 	// SocketPath is passed to provider processes as WARREN_SOCKET.
 	SocketPath string
+	// Env is extra environment for provider processes (KEY=VALUE).
+	Env []string
 	// Sleep waits between retries; tests replace it to observe delays.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a random fraction in [0,1) for retry jitter.
@@ -70,7 +72,7 @@ type Core struct {
 	closed bool
 	// recovering holds wakes back until recovery has rebuilt everything.
 	recovering bool
-	subIndex   map[string]map[string]string // target id -> subscription id -> subscriber id
+	subIndex   map[string]map[string]indexedSub // target id -> subscription id -> subscription
 
 	user   *userInbox
 	mux    *multiplexer.Mux[*live]
@@ -135,7 +137,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		agents:    map[string]*agent{},
 		tree:      tree.New(),
 		cfg:       opts.Config,
-		subIndex:  map[string]map[string]string{},
+		subIndex:  map[string]map[string]indexedSub{},
 		tokens:    token.NewService(),
 		bus:       newEventBus(),
 		ctx:       ctx,

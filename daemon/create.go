@@ -172,6 +172,7 @@ func (c *Core) providerSpec(id, model, instructions string, history []provider.T
 	if c.opts.SocketPath != "" {
 		env = append(env, "WARREN_SOCKET="+c.opts.SocketPath)
 	}
+	env = append(env, c.opts.Env...)
 	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Env: env, History: history}
 }
 

@@ -28,6 +28,7 @@ type harness struct {
 	delays []time.Duration
 	noWake bool
 	boots  int
+	extra  map[string]provider.Provider
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
@@ -51,8 +52,12 @@ func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
 func (h *harness) start() {
 	h.t.Helper()
 	h.boots++
+	provs := map[string]provider.Provider{"inproc": h.prov}
+	for n, p := range h.extra {
+		provs[n] = p
+	}
 	c, err := NewCore(CoreOptions{
-		FS: h.fs, Home: "/home", Providers: map[string]provider.Provider{"inproc": h.prov},
+		FS: h.fs, Home: "/home", Providers: provs,
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
 		Logger: hclog.NewNullLogger(),
 		Sleep: func(ctx context.Context, d time.Duration) error {

@@ -109,7 +109,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	for _, l := range placed {
 		for _, sub := range l.p.Subs {
 			if _, ok := byID[sub.Target]; ok {
-				c.indexSubscription(sub.Target, sub.ID, l.id)
+				c.indexSubscription(sub, l.id)
 			}
 		}
 	}

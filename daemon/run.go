@@ -19,6 +19,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/scripted"
 	"github.com/warren-dev/warren/server"
 )
 
@@ -94,8 +95,17 @@ func Run(ctx context.Context, opts Options) error {
 	if provs == nil {
 		provs = DefaultProviders(cfg, logger)
 	}
+	// Scripted agents import warren_script (and substrat_script) from here.
+	pyDir := filepath.Join(home, "python")
+	if err := scripted.WriteHelpers(pyDir); err != nil {
+		return fmt.Errorf("installing the scripted helper library in %s: %w", pyDir, err)
+	}
+	pythonPath := pyDir
+	if old := os.Getenv("PYTHONPATH"); old != "" {
+		pythonPath += string(os.PathListSeparator) + old
+	}
 	core, err := NewCore(CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
-		Logger: logger, SocketPath: sock})
+		Logger: logger, SocketPath: sock, Env: []string{"PYTHONPATH=" + pythonPath}})
 	if err != nil {
 		return err
 	}

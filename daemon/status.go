@@ -38,5 +38,11 @@ func (a *agent) facts() session.Facts {
 func (c *Core) status(a *agent) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return string(session.Derive(a.sess, a.facts(), c.bootID, c.now()))
+	st := session.Derive(a.sess, a.facts(), c.bootID, c.now())
+	// A claimed agent whose turn.start is not written yet is already
+	// running (a wake or resume has taken it).
+	if a.busy && (st == session.StatusIdle || st == session.StatusInterruptedStartup || st == session.StatusInterruptedWaiting) {
+		st = session.StatusRunning
+	}
+	return string(st)
 }

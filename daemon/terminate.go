@@ -49,7 +49,7 @@ func (c *Core) terminate(a *agent) error {
 			return err
 		}
 	}
-	c.fireTransition(a, c.stateName(a), "terminated")
+	from := c.stateName(a)
 	if _, err := a.log.Append(evAgentTerminated, agentTerminatedData{AgentID: a.id}); err != nil {
 		return fmt.Errorf("logging agent.terminated for %s: %w", a.id, err)
 	}
@@ -58,18 +58,26 @@ func (c *Core) terminate(a *agent) error {
 	if lv, ok := c.mux.Remove(a.id); ok {
 		_ = lv.sess.Stop()
 	}
+	// Under the core lock: no subscription to this agent can be added from
+	// here on, and those in place are taken for the terminated notice.
 	c.mu.Lock()
+	a.terminating = true
+	watchers := make([]indexedSub, 0, len(c.subIndex[a.id]))
+	for _, s := range c.subIndex[a.id] {
+		watchers = append(watchers, s)
+	}
+	delete(c.subIndex, a.id)
 	for _, subs := range c.subIndex {
-		for id, subscriber := range subs {
-			if subscriber == a.id {
+		for id, s := range subs {
+			if s.Subscriber == a.id {
 				delete(subs, id)
 			}
 		}
 	}
-	delete(c.subIndex, a.id)
 	_ = c.tree.Remove(a.id)
 	delete(c.agents, a.id)
 	c.mu.Unlock()
+	c.notifySubs(a.name(), watchers, from, "terminated")
 	if err := a.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
 		c.log.Warn("closing the log of a terminated agent", "agent", a.id, "err", err)
 	}

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
@@ -93,6 +92,12 @@ func (c *Core) fireReminder(a *agent, id string) {
 
 var subStates = map[string]bool{"idle": true, "busy": true, "waiting": true, "terminated": true, "*": true}
 
+// indexedSub is a subscription in the core's index, by target.
+type indexedSub struct {
+	subscriptionRec
+	Subscriber string
+}
+
 func (c *Core) toolSubscribe(a *agent, v tools.Subscribe, cc callCtx) (toolOutcome, error) {
 	if !subStates[v.From] || !subStates[v.To] {
 		return toolErr("invalid transition %q: use from->to with states idle, busy, waiting, terminated or *", v.From+"->"+v.To), nil
@@ -101,13 +106,19 @@ func (c *Core) toolSubscribe(a *agent, v tools.Subscribe, cc callCtx) (toolOutco
 	if err != nil {
 		return toolErr("%v", err), nil
 	}
-	id := cc.derivedID("subscription", target)
-	if _, err := a.log.Append(evToolSubscribe, subscribeData{SubscriptionID: id, TargetID: target,
+	sub := subscriptionRec{ID: cc.derivedID("subscription", target), Target: target, From: v.From, To: v.To, Once: v.Once}
+	// Indexing checks the target under the core lock, which termination
+	// also takes: a subscription is either in place before the target's
+	// terminated transition fires, or refused because the target is gone.
+	if !c.indexSubscription(sub, a.id) {
+		return toolErr("agent %q is terminated", v.AgentName), nil
+	}
+	if _, err := a.log.Append(evToolSubscribe, subscribeData{SubscriptionID: sub.ID, TargetID: target,
 		From: v.From, To: v.To, Once: v.Once}); err != nil {
+		c.unindexSubscription(sub)
 		return toolOutcome{}, fmt.Errorf("logging tool.subscribe: %w", err)
 	}
-	c.indexSubscription(target, id, a.id)
-	return ok(map[string]any{"subscription_id": id, "status": "active"}), nil
+	return ok(map[string]any{"subscription_id": sub.ID, "status": "active"}), nil
 }
 
 func (c *Core) toolUnsubscribe(a *agent, v tools.Unsubscribe) (toolOutcome, error) {
@@ -123,63 +134,69 @@ func (c *Core) toolUnsubscribe(a *agent, v tools.Unsubscribe) (toolOutcome, erro
 	return ok(map[string]any{"status": "removed"}), nil
 }
 
-func (c *Core) indexSubscription(target, subID, subscriber string) {
+// indexSubscription adds a subscription whose target is alive.
+func (c *Core) indexSubscription(sub subscriptionRec, subscriber string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := c.subIndex[target]
-	if m == nil {
-		m = map[string]string{}
-		c.subIndex[target] = m
+	if t, ok := c.agents[sub.Target]; !ok || t.terminating {
+		return false
 	}
-	m[subID] = subscriber
+	m := c.subIndex[sub.Target]
+	if m == nil {
+		m = map[string]indexedSub{}
+		c.subIndex[sub.Target] = m
+	}
+	m[sub.ID] = indexedSub{subscriptionRec: sub, Subscriber: subscriber}
+	return true
+}
+
+func (c *Core) unindexSubscription(sub subscriptionRec) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.subIndex[sub.Target], sub.ID)
 }
 
 func (c *Core) dropSubscription(subscriber *agent, sub subscriptionRec, reason string) error {
 	if _, err := subscriber.log.Append(evToolUnsubscribe, unsubscribeData{SubscriptionID: sub.ID, Reason: reason}); err != nil {
 		return fmt.Errorf("logging tool.unsubscribe: %w", err)
 	}
-	c.mu.Lock()
-	delete(c.subIndex[sub.Target], sub.ID)
-	c.mu.Unlock()
+	c.unindexSubscription(sub)
 	return nil
 }
 
 // fireTransition notifies the subscribers of an agent's state change.
 func (c *Core) fireTransition(a *agent, from, to string) {
 	c.mu.Lock()
-	subs := make(map[string]string, len(c.subIndex[a.id]))
-	for id, s := range c.subIndex[a.id] {
-		subs[id] = s
+	subs := make([]indexedSub, 0, len(c.subIndex[a.id]))
+	for _, s := range c.subIndex[a.id] {
+		subs = append(subs, s)
 	}
 	c.mu.Unlock()
-	if len(subs) == 0 {
-		return
-	}
-	name := a.name()
-	for subID, subscriberID := range subs {
-		sa, okA := c.agent(subscriberID)
+	c.notifySubs(a.name(), subs, from, to)
+}
+
+func (c *Core) notifySubs(name string, subs []indexedSub, from, to string) {
+	for _, sub := range subs {
+		if (sub.From != "*" && sub.From != from) || (sub.To != "*" && sub.To != to) {
+			continue
+		}
+		sa, okA := c.agent(sub.Subscriber)
 		if !okA {
 			continue
 		}
-		sa.mu.Lock()
-		sub, known := sa.p.Subs[subID]
-		sa.mu.Unlock()
-		if !known || (sub.From != "*" && sub.From != from) || (sub.To != "*" && sub.To != to) {
-			continue
-		}
-		m := c.newMessage(newID(), tree.System, subscriberID, inbox.KindNotification,
+		m := c.newMessage(newID(), tree.System, sub.Subscriber, inbox.KindNotification,
 			fmt.Sprintf("[state] %s: %s -> %s", name, from, to))
-		m.Metadata["subscription_id"] = subID
+		m.Metadata["subscription_id"] = sub.ID
 		m.Metadata["agent"] = name
 		m.Metadata["from"] = from
 		m.Metadata["to"] = to
 		if err := c.enqueue(m); err != nil {
-			c.log.Warn("delivering a subscription notice", "subscriber", subscriberID, "err", err)
+			c.log.Warn("delivering a subscription notice", "subscriber", sub.Subscriber, "err", err)
 			continue
 		}
 		if sub.Once {
-			if err := c.dropSubscription(sa, sub, "fired"); err != nil {
-				c.log.Error("removing a fired once-subscription", "subscription", subID, "err", err)
+			if err := c.dropSubscription(sa, sub.subscriptionRec, "fired"); err != nil {
+				c.log.Error("removing a fired once-subscription", "subscription", sub.ID, "err", err)
 			}
 		}
 	}
@@ -191,5 +208,3 @@ func (c *Core) toolAwaitInput(a *agent, v tools.AwaitInput, cc callCtx) (toolOut
 	}
 	return toolOutcome{}, c.beginWait(a, v, cc)
 }
-
-func joinLines(lines []string) string { return strings.Join(lines, "\n") }
