@@ -96,7 +96,8 @@
 //  4. If the log is new or empty, fsync its directory and every ancestor
 //     directory up to the root, so the file and any directories created
 //     for it (by this Open or by one that crashed) are durable before
-//     anything is acknowledged.
+//     anything is acknowledged. A failure is fatal for the directories this
+//     Open created and their parents; for older ancestors it is logged.
 //  5. If the pending file exists and is a complete group, skip the seqs the
 //     log already holds; if some continue the log, first fsync the pending
 //     file and its directory (the crash may have come before either was
@@ -108,6 +109,9 @@
 //
 // Every step is idempotent, so a crash at any point of Open is recovered by
 // the next Open, and opening twice gives the same bytes as opening once.
+//
+// A Log is safe for concurrent use. One process must hold at most one open
+// Log per file (the daemon's lock file ensures one process).
 //
 // # Reading
 //

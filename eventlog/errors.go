@@ -10,8 +10,8 @@ var (
 	// ErrCorrupt reports damage in the middle of a log (a bad line followed
 	// by a good one, a CRC-valid line with invalid content, or a seq out of
 	// order). It is always wrapped in a *CorruptError. Nothing is skipped
-	// silently: run `warren repair` (Repair) to cut the log back to its last
-	// good entry after keeping a copy.
+	// silently: `warren repair` (Repair) keeps a copy and cuts the log back
+	// to its last good entry.
 	ErrCorrupt = errors.New("event log corrupt")
 	// ErrPoisoned is returned by appends on a handle whose earlier write or
 	// fsync failed. The handle refuses appends until the log is reopened,
@@ -52,7 +52,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("%s: line %d (expected seq %d, byte offset %d): %s: %v; keep a copy and run `warren repair` to cut the log back to its last good entry",
+	return fmt.Sprintf("%s: line %d (expected seq %d, byte offset %d): %s: %v; nothing was changed: `warren repair` copies the file aside and cuts it back to its last good entry",
 		e.Path, e.Line, e.Seq, e.Offset, e.Reason, ErrCorrupt)
 }
 

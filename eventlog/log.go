@@ -36,6 +36,8 @@ type Log struct {
 	now         func() time.Time
 	onAppend    func([]Entry)
 	maxLine     int // MaxLineBytes; smaller in tests
+	// mustSync holds the directories whose fsync Open cannot do without.
+	mustSync map[string]bool
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when leading turns false

@@ -53,6 +53,15 @@ func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
 	}
 	l.idle = sync.NewCond(&l.mu)
 
+	created, err := missingDirs(fsys, l.dir)
+	if err != nil {
+		return nil, err
+	}
+	l.mustSync = map[string]bool{l.dir: true}
+	for _, d := range created {
+		l.mustSync[d] = true
+		l.mustSync[filepath.Dir(d)] = true
+	}
 	if err := fsys.MkdirAll(l.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("eventlog: create directory %s: %w", l.dir, err)
 	}
@@ -99,18 +108,47 @@ func (l *Log) recover(f faultfs.File, isNew bool) error {
 		// A new (or still empty) log: its directory entry, and those of any
 		// directories created for it, now or by an Open that crashed, must
 		// be durable before anything is acknowledged.
-		if err := syncAncestors(l.fsys, l.dir); err != nil {
+		if err := l.syncAncestors(); err != nil {
 			return fmt.Errorf("eventlog: make %s durable: %w", l.path, err)
 		}
 	}
 	return l.replayPending(f)
 }
 
-// syncAncestors fsyncs dir and each of its ancestors up to the root.
-func syncAncestors(fsys faultfs.FS, dir string) error {
+// missingDirs returns dir and those of its ancestors that do not exist.
+func missingDirs(fsys faultfs.FS, dir string) ([]string, error) {
+	var missing []string
 	for {
-		if err := fsys.SyncDir(dir); err != nil {
-			return fmt.Errorf("fsync directory %s: %w", dir, err)
+		_, err := fsys.Stat(dir)
+		if err == nil {
+			return missing, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("eventlog: stat directory %s: %w", dir, err)
+		}
+		missing = append(missing, dir)
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return missing, nil
+		}
+		dir = parent
+	}
+}
+
+// syncAncestors fsyncs the log's directory and each ancestor up to the
+// root. A failure is fatal for the directories whose entries this Open
+// created (the log's directory, the directories it made, their parents);
+// for older ancestors, which may sit on a read-only or special filesystem,
+// it is logged and ignored: their entries are as durable as whoever made
+// them left them.
+func (l *Log) syncAncestors() error {
+	dir := l.dir
+	for {
+		if err := l.fsys.SyncDir(dir); err != nil {
+			if l.mustSync[dir] {
+				return fmt.Errorf("fsync directory %s: %w", dir, err)
+			}
+			l.logger.Warn("cannot fsync an existing ancestor directory of a new event log", "dir", dir, "error", err)
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {

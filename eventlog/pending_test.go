@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/warren-dev/warren/faultfs"
@@ -152,4 +153,27 @@ func TestOpenNewLogSyncsCreatedDirectories(t *testing.T) {
 			t.Errorf("missing %q in ops:\n%s", d, ops)
 		}
 	}
+}
+
+func TestAncestorSyncFailures(t *testing.T) {
+	// A directory this Open creates must be made durable.
+	m := faultfs.NewMem()
+	m.Inject(faultfs.Rule{Kind: faultfs.OpSyncDir, Path: "home", Sticky: true})
+	if _, err := Open(m, memPath, Options{}); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Open with a failing fsync of a directory it created: %v", err)
+	}
+	// An ancestor that existed before (here the root) is best effort.
+	m = faultfs.NewMem()
+	if err := m.MkdirAll("home", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	m.Inject(faultfs.Rule{Kind: faultfs.OpSyncDir, Path: ".", Sticky: true})
+	l, err := Open(m, memPath, Options{})
+	if err != nil {
+		t.Fatalf("Open with a failing fsync of an old ancestor: %v", err)
+	}
+	l.Close()
 }
