@@ -97,6 +97,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	// Scripted agents import warren_script (and substrat_script) from here.
 	pyDir := filepath.Join(home, "python")
+	if err := os.MkdirAll(pyDir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", pyDir, err)
+	}
 	if err := scripted.WriteHelpers(pyDir); err != nil {
 		return fmt.Errorf("installing the scripted helper library in %s: %w", pyDir, err)
 	}

@@ -1,0 +1,196 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/inproc"
+)
+
+// runDaemon runs a daemon in-process on a real home and returns a client.
+func runDaemon(t *testing.T, home string, provs map[string]provider.Provider, logger ...hclog.Logger) (*protocol.Client, func() error) {
+	t.Helper()
+	lg := hclog.NewNullLogger()
+	if len(logger) > 0 {
+		lg = logger[0]
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Home: home, Logger: lg, Providers: provs,
+			Ready: func(s string) { ready <- s }})
+	}()
+	var sock string
+	select {
+	case sock = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("daemon exited before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("daemon did not start")
+	}
+	cl, err := protocol.Dial(context.Background(), sock)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cl.Close()
+		cancel()
+		return <-done
+	}
+	t.Cleanup(func() { _ = stop() })
+	return cl, stop
+}
+
+func shortHome(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "wd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func TestRunLockConfigReloadAndCleanShutdown(t *testing.T) {
+	home := shortHome(t)
+	ip := inproc.New("inproc", inproc.Options{})
+	started := make(chan *inproc.Turn, 1)
+	ip.Register("slow", inproc.Signal(started, inproc.Block(make(chan struct{}), inproc.Echo)))
+	reloaded := &logSignal{marker: "config.json reloaded", ch: make(chan string, 16)}
+	logger := hclog.New(&hclog.LoggerOptions{Output: reloaded, Level: hclog.Info})
+	cl, stop := runDaemon(t, home, map[string]provider.Provider{"inproc": ip}, logger)
+	ctx := context.Background()
+
+	// A second daemon on the same home refuses to start; the first serves.
+	err := Run(ctx, Options{Home: home, Logger: hclog.NewNullLogger()})
+	if !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("second daemon: %v", err)
+	}
+	if _, err := cl.Call(ctx, "daemon.status", nil); err != nil {
+		t.Fatalf("the first daemon stopped serving: %v", err)
+	}
+	for name, want := range map[string]os.FileMode{home: 0o700, SocketPath(home): 0o600} {
+		st, err := os.Stat(name)
+		if err != nil || st.Mode().Perm() != want {
+			t.Fatalf("%s mode = %v (err %v), want %v", name, st.Mode().Perm(), err, want)
+		}
+	}
+
+	// A valid config.json is applied live; an invalid one is ignored.
+	writeConfig := func(s string) {
+		tmp := filepath.Join(home, "config.json.tmp")
+		if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(home, "config.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slots := func() int {
+		st, err := cl.Call(ctx, "daemon.status", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools := st["pools"].(map[string]any)
+		n, _ := protocol.Params(pools["default"].(map[string]any)).Int("slots")
+		return n
+	}
+	waitReload := func() {
+		select {
+		case <-reloaded.ch:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the daemon did not report a config reload")
+		}
+	}
+	waitReload() // the watcher reports the file once it is in place
+	writeConfig(`{"pools":{"default":7}}`)
+	waitReload()
+	if n := slots(); n != 7 {
+		t.Fatalf("default slots after the reload = %d, want 7", n)
+	}
+	writeConfig(`{"pools":{"default":-1}}`)
+	writeConfig(`{"pools":{"default":9},"max_retries":1}`)
+	waitReload()
+	if n := slots(); n != 9 {
+		t.Fatalf("default slots = %d, want 9 (the invalid file in between is ignored)", n)
+	}
+
+	// Shutdown cancels the running turn (logged), removes socket and pid.
+	res, err := cl.Call(ctx, "agent.create", map[string]any{"name": "lead", "provider": "inproc", "model": "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res["agent_id"].(string)
+	go func() { _, _ = cl.Call(ctx, "agent.send", map[string]any{"agent_id": id, "message": "x"}) }()
+	<-started
+	if _, err := cl.Call(ctx, "daemon.shutdown", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("daemon stopped with %v", err)
+	}
+	for _, f := range []string{SocketPath(home), pidPath(home)} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s left behind after shutdown (%v)", f, err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(home, "agents", id, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(data, `"event":"turn.cancelled"`) {
+		t.Fatalf("the running turn was not logged as cancelled:\n%s", data)
+	}
+	// The next start finds a clean state (no interrupted run).
+	cl2, _ := runDaemon(t, home, map[string]provider.Provider{"inproc": ip})
+	view, err := cl2.Call(ctx, "agent.inspect", map[string]any{"agent_id": "lead"})
+	if err != nil || view["status"] != "idle" {
+		t.Fatalf("after a clean shutdown: %v %v", view, err)
+	}
+}
+
+func TestSocketPathTooLongIsAClearError(t *testing.T) {
+	home := filepath.Join(shortHome(t), string(make([]byte, 0)), "x"+string(bytesOf('a', 120)))
+	err := Run(context.Background(), Options{Home: home, Logger: hclog.NewNullLogger()})
+	if err == nil || !contains([]byte(err.Error()), "107") {
+		t.Fatalf("err = %v, want a clear error naming the 107-byte limit", err)
+	}
+}
+
+func bytesOf(b byte, n int) []byte { return bytes.Repeat([]byte{b}, n) }
+
+func contains(b []byte, s string) bool { return bytes.Contains(b, []byte(s)) }
+
+// logSignal is a log output that signals each line containing a marker.
+type logSignal struct {
+	marker string
+	ch     chan string
+}
+
+func (l *logSignal) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(l.marker)) {
+		select {
+		case l.ch <- string(p):
+		default:
+		}
+	}
+	return len(p), nil
+}
