@@ -69,8 +69,8 @@ func TestPeerUIDRefused(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) != 2 || seen[0] != osGetuid() {
-		t.Fatalf("AllowUID saw %v, want our uid %d twice", seen, osGetuid())
+	if len(seen) != 2 || seen[0] != os.Getuid() {
+		t.Fatalf("AllowUID saw %v, want our uid %d twice", seen, os.Getuid())
 	}
 	if !strings.Contains(ts.logs.String(), "refusing connection from another user") {
 		t.Error("refusal not logged")

@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -295,61 +293,6 @@ func (s *Server) setKick(c *net.UnixConn, kick func()) {
 	}
 }
 
-// refuse answers c with e in the framing its first byte selects and closes
-// it, on a bounded set of goroutines (beyond it, c is just closed).
-func (s *Server) refuse(c *net.UnixConn, e *protocol.Error) {
-	select {
-	case s.refusing <- struct{}{}:
-	default:
-		c.Close()
-		return
-	}
-	if !s.track(c) {
-		<-s.refusing
-		c.Close()
-		return
-	}
-	s.setKick(c, func() { c.Close() })
-	go func() {
-		defer s.wg.Done()
-		defer func() { <-s.refusing }()
-		defer s.untrack(c)
-		_ = c.SetReadDeadline(time.Now().Add(refusalWait))
-		var first [1]byte
-		n, _ := c.Read(first[:])
-		s.writeRefusal(c, n == 1 && first[0] == 0, e)
-		closeAfterReply(c)
-	}()
-}
-
-// closeAfterReply closes c after the reply is written. Linux resets a Unix
-// connection closed with unread input (the peer's read fails with
-// ECONNRESET and loses the reply), so it half-closes, then discards input
-// until EOF, refusalWait or maxDrain bytes, then closes.
-func closeAfterReply(c *net.UnixConn) {
-	_ = c.CloseWrite()
-	_ = c.SetReadDeadline(time.Now().Add(refusalWait))
-	_, _ = io.Copy(io.Discard, io.LimitReader(c, maxDrain))
-	c.Close()
-}
-
-// writeRefusal writes a connection-level error frame (nil id).
-func (s *Server) writeRefusal(c net.Conn, native bool, e *protocol.Error) {
-	f := &protocol.Frame{Kind: protocol.KindError, Error: e}
-	var b []byte
-	var err error
-	if native {
-		b, err = protocol.EncodeNativeFrame(f)
-	} else {
-		b, err = protocol.AppendJSONFrame(nil, f)
-	}
-	if err != nil {
-		return
-	}
-	_ = c.SetWriteDeadline(time.Now().Add(refusalWait))
-	_, _ = c.Write(b)
-}
-
 // beginShutdown stops accepting, cancels every request context and wakes
 // every connection reader. Idempotent.
 func (s *Server) beginShutdown() {
@@ -405,46 +348,4 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	return ctx.Err()
-}
-
-// serveConn checks the peer, picks the framing and serves the connection.
-func (s *Server) serveConn(c *net.UnixConn) {
-	uid, err := peerUID(c)
-	if err != nil || !s.cfg.AllowUID(uid) {
-		s.log.Warn("refusing connection from another user", "peer_uid", uid, "error", err)
-		msg := fmt.Sprintf("permission denied: peer uid %d is not allowed to use this daemon (running as uid %d); connect as the daemon's user", uid, os.Getuid())
-		if err != nil {
-			msg = fmt.Sprintf("permission denied: cannot read the peer's credentials: %v", err)
-		}
-		_ = c.SetReadDeadline(time.Now().Add(refusalWait))
-		var first [1]byte
-		n, _ := c.Read(first[:])
-		s.writeRefusal(c, n == 1 && first[0] == 0, protocol.Errorf(protocol.CodeInvalid, "%s", msg))
-		closeAfterReply(c)
-		return
-	}
-	br := bufio.NewReaderSize(c, 8<<10)
-	s.setKick(c, func() { _ = c.SetReadDeadline(time.Now()) })
-	if s.cfg.IdleTimeout > 0 {
-		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-	}
-	if s.base.Err() != nil {
-		return
-	}
-	first, err := br.Peek(1)
-	if err != nil {
-		s.log.Debug("connection closed before sending anything", "error", err)
-		return
-	}
-	switch {
-	case protocol.IsJSONStart(first[0]):
-		s.serveJSON(c, br)
-	case first[0] == 0:
-		newNativeConn(s, c, br).serve()
-	default:
-		s.log.Debug("unrecognised framing", "first_byte", first[0])
-		s.writeRefusal(c, false, protocol.Errorf(protocol.CodeInvalid,
-			"unrecognised framing: first byte 0x%02x; send a JSON object or a native frame (4-byte big-endian length starting with 0x00, then msgpack)", first[0]))
-		closeAfterReply(c)
-	}
 }

@@ -1,5 +1,0 @@
-package server
-
-import "os"
-
-func osGetuid() int { return os.Getuid() }
