@@ -29,7 +29,10 @@ func (c *Core) Resolve(ref string) (string, error) {
 		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
 	}
 	for _, a := range c.agentList() {
-		if a.corrupt != nil && a.name() == ref {
+		a.mu.Lock()
+		match := a.corrupt != nil && a.p.Name == ref
+		a.mu.Unlock()
+		if match {
 			return a.id, nil
 		}
 	}
