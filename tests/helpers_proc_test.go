@@ -66,11 +66,11 @@ type testDaemon struct {
 	dir  string // parent of Home: scripts, stderr files
 
 	mu     sync.Mutex
-	cmd    *exec.Cmd      // binary mode
-	exited chan struct{}  // closed when the current run ended
-	runErr error          // how it ended
-	cancel func()         // in-process mode
-	stderr *lockedBuffer  // output of the current run
+	cmd    *exec.Cmd     // binary mode
+	exited chan struct{} // closed when the current run ended
+	runErr error         // how it ended
+	cancel func()        // in-process mode
+	stderr *lockedBuffer // output of the current run
 	client *protocol.Client
 	starts int
 }
@@ -130,6 +130,7 @@ func (d *testDaemon) Start() {
 }
 
 func (d *testDaemon) start() error {
+	d.dropClient() // a client of an earlier run is dead
 	d.mu.Lock()
 	d.starts++
 	out := &lockedBuffer{}
