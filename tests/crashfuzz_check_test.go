@@ -202,7 +202,8 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 	tokConsumed := map[string]int{}
 	// the latest run
 	var cur string
-	open, liveWait := false, false
+	open := false
+	wait := "" // state of the latest run's wait: "", live, consumed, revoked, expired
 	interrupts := 0
 	for i, e := range es {
 		switch e.Event {
@@ -242,7 +243,7 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 				}
 			}
 			if r != cur {
-				cur, liveWait = r, false
+				cur, wait = r, ""
 			}
 			open, interrupts = true, 0
 		case "run.resumed":
@@ -251,7 +252,7 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 			}
 		case "turn.complete", "turn.failed", "turn.cancelled":
 			if field(e, "run_id") == cur {
-				open, liveWait = false, false
+				open, wait = false, ""
 			}
 		case "run.interrupted":
 			if field(e, "run_id") == cur {
@@ -262,7 +263,7 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 			}
 		case "run.waiting":
 			if field(e, "run_id") == cur {
-				liveWait = true
+				wait = "live"
 			}
 		case "token.consumed":
 			id := field(e, "token_id")
@@ -271,11 +272,15 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 				badf("token %s consumed twice (seq %d)", id, e.Seq)
 			}
 			if field(e, "run_id") == cur {
-				liveWait = false
+				wait = "consumed"
 			}
-		case "token.revoked", "token.expired":
+		case "token.revoked":
 			if field(e, "run_id") == cur {
-				liveWait = false
+				wait = "revoked"
+			}
+		case "token.expired":
+			if field(e, "run_id") == cur {
+				wait = "expired"
 			}
 		}
 	}
@@ -285,11 +290,14 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 		}
 	}
 	if open && !f.terminated && len(es) > 0 && strings.HasSuffix(p, "events.jsonl") {
+		// SPEC 4: a live or revoked wait is not a restart interruption; an
+		// expired one has its wait_timeout; any other open run has exactly
+		// one run.interrupted after it last (re)started.
 		switch {
-		case liveWait && interrupts != 0:
-			badf("run %s waits on a live token but is marked interrupted", cur)
-		case !liveWait && interrupts != 1:
-			badf("run %s is open and not waiting but has %d run.interrupted (want exactly 1)", cur, interrupts)
+		case (wait == "live" || wait == "revoked") && interrupts != 0:
+			badf("run %s has a %s wait but is marked interrupted", cur, wait)
+		case wait != "live" && wait != "revoked" && interrupts != 1:
+			badf("run %s is open (wait %q) but has %d run.interrupted since it last started (want exactly 1)", cur, wait, interrupts)
 		}
 	}
 	for _, id := range enq {
@@ -366,6 +374,9 @@ func (w *cfWorld) checkAll() error {
 		}
 		a, ok := snap.Agents[id]
 		switch {
+		case !ok && w.oracle.terminating[id] && facts[agentLogPath(id)].terminated:
+			// an in-flight termination that became durable
+			w.oracle.terminated[id] = true
 		case !ok:
 			bad = append(bad, fmt.Sprintf("acknowledged agent %s (%s, parent %q) is missing", id, n.Name, n.Parent))
 		case a.Name != n.Name || a.Parent != n.Parent:

@@ -205,6 +205,7 @@ func (w *cfWorld) opTerminate(a int, plan cfCrash) error {
 		return nil
 	}
 	return w.step("terminate "+ag.Name, plan, func() error {
+		w.oracle.terminating[ag.ID] = true
 		if err := w.core.Terminate(ag.ID); err != nil {
 			return err
 		}

@@ -93,11 +93,11 @@ func cfRun(w *cfWorld, c cfCmd) error {
 }
 
 func (c cfCmd) NextState(state commands.State) commands.State { return state }
-func (c cfCmd) PreCondition(commands.State) bool               { return true }
+func (c cfCmd) PreCondition(commands.State) bool              { return true }
 func (c cfCmd) PostCondition(_ commands.State, result commands.Result) *gopter.PropResult {
 	if result != nil {
 		if err, ok := result.(error); ok && err != nil {
-			return &gopter.PropResult{Status: gopter.PropFalse, Error: err}
+			return &gopter.PropResult{Status: gopter.PropFalse, Labels: []string{err.Error()}}
 		}
 	}
 	return &gopter.PropResult{Status: gopter.PropTrue}

@@ -108,14 +108,17 @@ type cfOracle struct {
 	created    map[string]cfNode // acked creates and visible spawns
 	spawned    map[string]cfNode // spawns accepted in an acked turn
 	terminated map[string]bool   // acked terminations
-	delivered  map[string]string // message ids check_inbox returned -> agent
+	// terminating holds agents whose termination was attempted: an
+	// unacknowledged termination may be durable after a crash.
+	terminating map[string]bool
+	delivered   map[string]string // message ids check_inbox returned -> agent
 	// logs holds every log as it was at the last quiescent point: every
 	// entry in it was acknowledged, so a recovered log must extend it.
 	logs map[string][]cfEntry
 }
 
 func newOracle() *cfOracle {
-	return &cfOracle{created: map[string]cfNode{}, spawned: map[string]cfNode{}, terminated: map[string]bool{},
+	return &cfOracle{created: map[string]cfNode{}, spawned: map[string]cfNode{}, terminated: map[string]bool{}, terminating: map[string]bool{},
 		delivered: map[string]string{}, logs: map[string][]cfEntry{}}
 }
 

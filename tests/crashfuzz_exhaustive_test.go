@@ -1,0 +1,216 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// cfWorkload is a small fixed workload: setup runs without crashes, work is
+// crashed at every one of its mutating ops.
+type cfWorkload struct {
+	name  string
+	setup func(w *cfWorld) error
+	work  func(w *cfWorld) error
+}
+
+func cfSetupRoot(w *cfWorld) error { return w.opCreateRoot(cfCrash{}) }
+
+func cfSetupRootChild(w *cfWorld) error {
+	if err := w.opCreateRoot(cfCrash{}); err != nil {
+		return err
+	}
+	return w.opSpawn(0, cfCrash{})
+}
+
+func cfWorkloads() []cfWorkload {
+	return []cfWorkload{
+		{name: "create root", setup: func(*cfWorld) error { return nil }, work: func(w *cfWorld) error {
+			name := w.nextName()
+			id, err := w.core.CreateAgent(context.Background(), daemon.CreateSpec{Name: name, Provider: "inproc", Model: cfModel})
+			if err == nil {
+				w.oracle.created[id] = cfNode{Name: name}
+			}
+			return err
+		}},
+		{name: "spawn", setup: cfSetupRoot, work: func(w *cfWorld) error {
+			root := w.alive()[0]
+			name := w.nextName()
+			res, err := w.core.Send(context.Background(), root.ID, "spawn "+name, "", "", nil)
+			if err == nil && res.Err != nil {
+				err = res.Err
+			}
+			if err == nil {
+				if id, ok := strings.CutPrefix(res.Response, "spawned "); ok {
+					w.oracle.spawned[id] = cfNode{Name: name, Parent: root.ID}
+				}
+			}
+			return err
+		}},
+		{name: "send parent to child and child to parent", setup: cfSetupRootChild, work: func(w *cfWorld) error {
+			all := w.alive()
+			root, child := all[0], all[1]
+			if _, err := w.core.CallTool(context.Background(), root.ID, "send_message", map[string]any{"recipient": child.Name, "text": "down"}); err != nil {
+				return err
+			}
+			_, err := w.core.CallTool(context.Background(), child.ID, "send_message", map[string]any{"recipient": root.Name, "text": "up"})
+			return err
+		}},
+		{name: "check_inbox", setup: func(w *cfWorld) error {
+			if err := cfSetupRootChild(w); err != nil {
+				return err
+			}
+			if err := w.opSend(0, routeParentChild, cfCrash{}); err != nil {
+				return err
+			}
+			return w.opSend(0, routeParentChild, cfCrash{})
+		}, work: func(w *cfWorld) error {
+			child := w.alive()[1]
+			res, err := w.core.CallTool(context.Background(), child.ID, "check_inbox", nil)
+			if err == nil {
+				list, _ := res["messages"].([]any)
+				for _, it := range list {
+					w.oracle.delivered[fmt.Sprint(it.(map[string]any)["message_id"])] = child.ID
+				}
+			}
+			return err
+		}},
+		{name: "turn", setup: cfSetupRoot, work: func(w *cfWorld) error {
+			res, err := w.core.Send(context.Background(), w.alive()[0].ID, "hello", "", "", nil)
+			if err == nil && res.Err != nil {
+				err = res.Err
+			}
+			return err
+		}},
+		{name: "suspend and resume", setup: cfSetupRoot, work: func(w *cfWorld) error {
+			id := w.alive()[0].ID
+			res, err := w.core.Send(context.Background(), id, "ask", "", "", nil)
+			if err == nil && res.Err != nil {
+				err = res.Err
+			}
+			if err != nil {
+				return err
+			}
+			if res.Token == "" {
+				return fmt.Errorf("suspend returned no token: %+v", res)
+			}
+			out, err := w.core.Resume(context.Background(), id, res.Token, "yes")
+			if err == nil && out.Err != nil {
+				err = out.Err
+			}
+			if err == nil && out.Response != "answer: yes" {
+				err = fmt.Errorf("resume responded %q", out.Response)
+			}
+			return err
+		}},
+		{name: "terminate leaf", setup: cfSetupRootChild, work: func(w *cfWorld) error {
+			child := w.alive()[1]
+			w.oracle.terminating[child.ID] = true
+			err := w.core.Terminate(child.ID)
+			if err == nil {
+				w.oracle.terminated[child.ID] = true
+			}
+			return err
+		}},
+	}
+}
+
+// cfModes are the reboot modes every crash point is tried with.
+var cfModes = []cfCrash{
+	{Mode: faultfs.ProcessCrash},
+	{Mode: faultfs.PowerLoss, Tail: faultfs.TailNone},
+	{Mode: faultfs.PowerLoss, Tail: faultfs.TailGarbage, Seed: 3},
+}
+
+// countOps runs a workload without crashes and returns how many mutating
+// ops its work performs.
+func countOps(wl cfWorkload) (int, error) {
+	w, err := newWorld()
+	if err != nil {
+		return 0, err
+	}
+	defer w.close()
+	if err := wl.setup(w); err != nil {
+		return 0, err
+	}
+	before := w.mem.MutatingOps()
+	if err := w.step(wl.name, cfCrash{}, func() error { return wl.work(w) }); err != nil {
+		return 0, err
+	}
+	return w.mem.MutatingOps() - before, nil
+}
+
+// TestCrashfuzzExhaustive crashes fixed small workloads at every mutating op,
+// in process-crash and power-loss modes (and, for a few recovery op indexes,
+// again inside the recovery), and checks the fuzzer's invariants after
+// each recovery.
+func TestCrashfuzzExhaustive(t *testing.T) {
+	recKs := []int{0, 2}
+	if os.Getenv("WARREN_LONG") == "1" {
+		recKs = []int{0, 1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20}
+	}
+	total := 0
+	for _, wl := range cfWorkloads() {
+		n, err := countOps(wl)
+		if err != nil {
+			t.Fatalf("%s without a crash: %v", wl.name, err)
+		}
+		runs := 0
+		for k := 1; k <= n; k++ {
+			for _, mode := range cfModes {
+				for _, recK := range recKs {
+					plan := mode
+					plan.K, plan.RecK, plan.RecPL = k, recK, true
+					if err := runCrashPoint(wl, plan); err != nil {
+						t.Fatalf("workload %q, crash at op %d of %d%s:\n%v", wl.name, k, n, plan, err)
+					}
+					runs++
+				}
+			}
+		}
+		t.Logf("workload %q: %d mutating ops, %d crash runs", wl.name, n, runs)
+		total += runs
+	}
+	t.Logf("%d crash runs in all", total)
+}
+
+func runCrashPoint(wl cfWorkload, plan cfCrash) error {
+	w, err := newWorld()
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	if err := wl.setup(w); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if err := w.step(wl.name, plan, func() error { return wl.work(w) }); err != nil {
+		return err
+	}
+	if !w.mem.Crashed() && w.crashes == 0 {
+		return fmt.Errorf("crash point %d was not reached", plan.K)
+	}
+	// The recovered daemon keeps serving: a turn on every agent works.
+	for _, a := range w.alive() {
+		if a.Status == "suspended" {
+			continue
+		}
+		if err := w.opTurn(indexOf(w.alive(), a.ID), cfCrash{}); err != nil {
+			return fmt.Errorf("after recovery: %w", err)
+		}
+	}
+	return nil
+}
+
+func indexOf(as []daemonAgent, id string) int {
+	for i, a := range as {
+		if a.ID == id {
+			return i
+		}
+	}
+	return 0
+}
