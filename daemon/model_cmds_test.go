@@ -1,0 +1,348 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/commands"
+)
+
+// mOp is a command kind of the model test.
+type mOp int
+
+const (
+	opMCreateRoot mOp = iota // CreateAgent without a parent
+	opMSpawnTurn             // a turn whose program calls spawn_agent (deferred spawn)
+	opMSpawnTool             // spawn_agent called outside a turn (immediate spawn)
+	opMTurn                  // a plain turn (Send), which consumes no message
+	opMSend                  // send_message
+	opMBroadcast             // broadcast
+	opMCheckInbox            // check_inbox
+	opMTerminate             // Terminate (leaves only)
+	opMGate                  // gate, called by the parent
+	opMUngate                // ungate, called by the parent
+	opMRestart               // clean restart of the core on the same files
+)
+
+var mOpNames = []string{"CreateRoot", "SpawnTurn", "SpawnTool", "Turn", "Send", "Broadcast", "CheckInbox",
+	"Terminate", "Gate", "Ungate", "Restart"}
+
+// mOpWeights are the relative frequencies of the commands.
+var mOpWeights = []int{3, 4, 2, 1, 6, 3, 3, 3, 3, 2, 1}
+
+// mCmd is one command: an operation, the acting agent (by path), a name
+// argument and a message text.
+type mCmd struct {
+	op   mOp
+	path string // the agent acting (or terminated); empty for CreateRoot and Restart
+	name string // root or child name, recipient, or gated child
+	text string
+}
+
+func (c *mCmd) String() string {
+	switch c.op {
+	case opMCreateRoot:
+		return fmt.Sprintf("CreateRoot(%s)", c.name)
+	case opMSpawnTurn, opMSpawnTool, opMGate, opMUngate:
+		return fmt.Sprintf("%s(%s, %s)", mOpNames[c.op], c.path, c.name)
+	case opMSend:
+		return fmt.Sprintf("Send(%s -> %s, %q)", c.path, c.name, c.text)
+	case opMBroadcast:
+		return fmt.Sprintf("Broadcast(%s, %q)", c.path, c.text)
+	case opMRestart:
+		return "Restart"
+	}
+	return fmt.Sprintf("%s(%s)", mOpNames[c.op], c.path)
+}
+
+// genModelCmd builds a command for state s from four random numbers.
+func genModelCmd(s *mState, r []int) commands.Command {
+	total := 0
+	for _, w := range mOpWeights {
+		total += w
+	}
+	pick, op := r[0]%total, mOp(0)
+	for i, w := range mOpWeights {
+		if pick < w {
+			op = mOp(i)
+			break
+		}
+		pick -= w
+	}
+	c := &mCmd{op: op, text: fmt.Sprintf("m%d", s.seq)}
+	if len(s.agents) == 0 && op != opMRestart {
+		c.op = opMCreateRoot
+	}
+	if len(s.agents) > 0 {
+		c.path = s.agents[r[1]%len(s.agents)].path
+	}
+	name := mNames[r[2]%len(mNames)]
+	switch c.op {
+	case opMCreateRoot:
+		c.path, c.name = "", name
+	case opMRestart:
+		c.path = ""
+	case opMSpawnTurn, opMSpawnTool:
+		c.name = name
+	case opMSend:
+		// Mostly names the sender can reach, sometimes any pool name or USER.
+		i := s.find(c.path)
+		cands := []string{"USER"}
+		cands = append(cands, mNames...)
+		if p := s.find(s.agents[i].parent); p >= 0 {
+			cands = append(cands, s.agents[p].name, s.agents[p].name)
+		}
+		for _, j := range append(s.children(c.path), s.siblings(i)...) {
+			cands = append(cands, s.agents[j].name, s.agents[j].name)
+		}
+		c.name = cands[r[2]%len(cands)]
+	case opMCheckInbox:
+		// Mostly an agent with messages waiting, when there is one.
+		var waiting []string
+		for _, a := range s.agents {
+			if len(a.pending) > 0 {
+				waiting = append(waiting, a.path)
+			}
+		}
+		if len(waiting) > 0 && r[3]%3 != 0 {
+			c.path = waiting[r[2]%len(waiting)]
+		}
+	case opMTerminate:
+		// Mostly leaves; sometimes any agent, to check that parents are refused.
+		var leaves []string
+		for _, a := range s.agents {
+			if len(s.children(a.path)) == 0 {
+				leaves = append(leaves, a.path)
+			}
+		}
+		if len(leaves) > 0 && r[3]%4 != 0 {
+			c.path = leaves[r[2]%len(leaves)]
+		}
+	case opMGate, opMUngate:
+		// Mostly a child that exists, sometimes any pool name.
+		var parents []string
+		for _, a := range s.agents {
+			if a.parent != "" {
+				parents = append(parents, a.parent)
+			}
+		}
+		if len(parents) > 0 && r[3]%4 != 0 {
+			c.path = parents[r[1]%len(parents)]
+			kids := s.children(c.path)
+			c.name = s.agents[kids[r[2]%len(kids)]].name
+		} else {
+			c.name = name
+		}
+	}
+	return c
+}
+
+// PreCondition: the acting agent exists (a shrunk sequence may have lost
+// the command that created it).
+func (c *mCmd) PreCondition(st commands.State) bool {
+	s := st.(*mState)
+	switch c.op {
+	case opMCreateRoot, opMRestart:
+		return true
+	}
+	return s.find(c.path) >= 0
+}
+
+// NextState applies the command to a copy of the model and records the
+// outcome the command must have had.
+func (c *mCmd) NextState(st commands.State) commands.State {
+	s := st.(*mState).clone()
+	s.seq++
+	i := s.find(c.path)
+	switch c.op {
+	case opMCreateRoot:
+		if s.find(c.name) >= 0 {
+			s.expect = mOutcome{err: "another root already has that name"}
+			break
+		}
+		s.add("", c.name)
+	case opMSpawnTurn, opMSpawnTool:
+		if c.name == s.agents[i].name || s.childNamed(c.path, c.name) >= 0 {
+			s.expect = mOutcome{err: "agent name taken"}
+			break
+		}
+		s.add(c.path, c.name) // and its bootstrap turn consumes nothing
+	case opMSend:
+		switch {
+		case c.name == "USER" && s.agents[i].parent != "":
+			s.expect = mOutcome{err: "only root agents can message USER"}
+		case c.name == "USER":
+			s.user = append(s.user, c.text)
+		default:
+			j := s.lookup(i, c.name)
+			if j < 0 {
+				s.expect = mOutcome{err: "no reachable agent named"}
+				break
+			}
+			s.deliver(j, c.text)
+		}
+	case opMBroadcast:
+		sibs := s.siblings(i)
+		if len(sibs) == 0 {
+			s.expect = mOutcome{err: "broadcast needs siblings"}
+			break
+		}
+		for _, j := range sibs {
+			s.deliver(j, c.text)
+		}
+		s.expect = mOutcome{count: len(sibs)}
+	case opMCheckInbox:
+		s.expect = mOutcome{texts: s.agents[i].pending}
+		s.agents[i].pending = nil
+	case opMTerminate:
+		if len(s.children(c.path)) > 0 {
+			s.expect = mOutcome{err: "children"}
+			break
+		}
+		s.agents = append(s.agents[:i], s.agents[i+1:]...)
+	case opMRestart:
+		s.restarted = true
+	case opMGate, opMUngate:
+		j := s.childNamed(c.path, c.name)
+		if j < 0 {
+			s.expect = mOutcome{err: "no child agent named"}
+			break
+		}
+		s.agents[j].gated = c.op == opMGate
+		if !s.agents[j].gated {
+			s.agents[j].pending = nil // the wake after the ungate consumes them
+		}
+	}
+	return s
+}
+
+// mResult is what running a command produced.
+type mResult struct {
+	out mOutcome
+	obs mObservation
+}
+
+// Run executes the command, waits until every agent is idle and observes
+// the system.
+func (c *mCmd) Run(sut commands.SystemUnderTest) commands.Result {
+	s := sut.(*mSUT)
+	out := s.run(c)
+	s.h.quiet()
+	return mResult{out: out, obs: s.observe()}
+}
+
+func (s *mSUT) run(c *mCmd) mOutcome {
+	ctx := context.Background()
+	core := s.h.c
+	var id string
+	if c.path != "" {
+		var err error
+		if id, err = core.Resolve("/" + c.path); err != nil {
+			return mOutcome{err: "resolving the acting agent: " + err.Error()}
+		}
+	}
+	switch c.op {
+	case opMCreateRoot:
+		_, err := core.CreateAgent(ctx, CreateSpec{Name: c.name, Provider: "inproc", Model: mModelProgram})
+		return mErrOutcome(err)
+	case opMSpawnTurn:
+		s.mu.Lock()
+		s.spawnRes, s.spawnErr = nil, nil
+		s.mu.Unlock()
+		res, err := core.Send(ctx, id, "SPAWN "+c.name, "", "", nil)
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil {
+			return mOutcome{err: "the spawning turn failed: " + err.Error()}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.spawnErr != nil {
+			return mOutcome{err: "spawn_agent in a turn: " + s.spawnErr.Error()}
+		}
+		return mToolOutcome(s.spawnRes, nil)
+	case opMSpawnTool:
+		return mToolOutcome(core.CallTool(ctx, id, "spawn_agent", map[string]any{"name": c.name, "instructions": "a model child"}))
+	case opMTurn:
+		res, err := core.Send(ctx, id, "just a turn", "", "", nil)
+		if err == nil {
+			err = res.Err
+		}
+		return mErrOutcome(err)
+	case opMSend:
+		return mToolOutcome(core.CallTool(ctx, id, "send_message", map[string]any{"recipient": c.name, "text": c.text}))
+	case opMBroadcast:
+		return mToolOutcome(core.CallTool(ctx, id, "broadcast", map[string]any{"text": c.text}))
+	case opMCheckInbox:
+		return mToolOutcome(core.CallTool(ctx, id, "check_inbox", map[string]any{}))
+	case opMTerminate:
+		return mErrOutcome(core.Terminate(id))
+	case opMGate:
+		return mToolOutcome(core.CallTool(ctx, id, "gate", map[string]any{"agent_name": c.name}))
+	case opMUngate:
+		return mToolOutcome(core.CallTool(ctx, id, "ungate", map[string]any{"agent_name": c.name}))
+	case opMRestart:
+		s.h.restart()
+	}
+	return mOutcome{}
+}
+
+func mErrOutcome(err error) mOutcome {
+	if err != nil {
+		return mOutcome{err: err.Error()}
+	}
+	return mOutcome{}
+}
+
+// mToolOutcome reads a tool result: its error, the texts of the messages
+// check_inbox returned, the recipient count of a broadcast.
+func mToolOutcome(r map[string]any, err error) mOutcome {
+	if err != nil {
+		return mOutcome{err: "tool call failed outside the tool: " + err.Error()}
+	}
+	if e, ok := r["error"]; ok {
+		return mOutcome{err: fmt.Sprint(e)}
+	}
+	var o mOutcome
+	if msgs, ok := r["messages"].([]any); ok {
+		for _, m := range msgs {
+			mm, _ := m.(map[string]any)
+			o.texts = append(o.texts, fmt.Sprint(mm["text"]))
+		}
+	}
+	if n, ok := r["recipient_count"].(int); ok {
+		o.count = n
+	}
+	return o
+}
+
+// PostCondition compares the outcome and the mObservation with the model.
+func (c *mCmd) PostCondition(st commands.State, result commands.Result) *gopter.PropResult {
+	s := st.(*mState)
+	res := result.(mResult)
+	var bad []string
+	if d := mCompareOutcome(s.expect, res.out); d != "" {
+		bad = append(bad, d)
+	}
+	bad = append(bad, mCompareObservation(s, res.obs)...)
+	if len(bad) == 0 {
+		return &gopter.PropResult{Status: gopter.PropTrue}
+	}
+	return gopter.NewPropResult(false, fmt.Sprintf("after %s:\n  %s\n  model: %s", c, strings.Join(bad, "\n  "), s))
+}
+
+func mCompareOutcome(want, got mOutcome) string {
+	if want.err != "" {
+		if !strings.Contains(got.err, want.err) {
+			return fmt.Sprintf("outcome %s, want an error mentioning %q", got, want.err)
+		}
+		return ""
+	}
+	if got.err != "" || fmt.Sprint(got.texts) != fmt.Sprint(want.texts) || got.count != want.count {
+		return fmt.Sprintf("outcome %s, want %s", got, want)
+	}
+	return ""
+}
