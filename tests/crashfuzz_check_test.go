@@ -404,6 +404,15 @@ func (w *cfWorld) checkAll() error {
 			}
 		}
 	}
+	if w.wake {
+		// SPEC 11.4: with wake turns, an idle agent's pending messages are
+		// consumed by a completed turn; none stays pending at rest.
+		for id, a := range snap.Agents {
+			if a.Status == "idle" && len(a.Pending) > 0 {
+				bad = append(bad, fmt.Sprintf("agent %s (%s) is idle at rest with pending messages %v", id, a.Name, a.Pending))
+			}
+		}
+	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
 		return w.failf("invariants violated:\n  %s", strings.Join(bad, "\n  "))

@@ -137,16 +137,23 @@ type cfWorld struct {
 	// acknowledged even when the crash hit before the child was created
 	// (see TestCrashfuzzBugDeferredSpawnLostAfterCompletedTurn).
 	strictSpawn bool
+	// wake serves with wake turns on (see newWorldWake).
+	wake bool
 	// stats
 	crashes, recoveryCrashes int
 }
 
-func newWorld() (*cfWorld, error) {
+func newWorld() (*cfWorld, error) { return newWorldWake(false) }
+
+// newWorldWake builds a world; with wake the served core wakes agents with
+// pending messages (wake turns run in the background and the world drains
+// them after every command).
+func newWorldWake(wake bool) (*cfWorld, error) {
 	prov := inproc.New("inproc", inproc.Options{NativeResume: true})
 	prov.Register(cfModel, cfProgram)
 	w := &cfWorld{mem: faultfs.NewMem(), prov: prov, oracle: newOracle(),
-		clock: &cfClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}
-	c, err := w.newCore(w.mem)
+		clock: &cfClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}, wake: wake}
+	c, err := w.newCoreWake(w.mem, wake)
 	if err != nil {
 		return nil, err
 	}
@@ -157,15 +164,18 @@ func newWorld() (*cfWorld, error) {
 	return w, nil
 }
 
-// newCore builds a core on fsys sharing the world's provider and clock.
-func (w *cfWorld) newCore(fsys faultfs.FS) (*daemon.Core, error) {
+// newCore builds a core on fsys sharing the world's provider and clock,
+// without wake turns.
+func (w *cfWorld) newCore(fsys faultfs.FS) (*daemon.Core, error) { return w.newCoreWake(fsys, false) }
+
+func (w *cfWorld) newCoreWake(fsys faultfs.FS, wake bool) (*daemon.Core, error) {
 	w.boots++
 	cfg := config.Default()
 	cfg.RetryBaseDelay = time.Millisecond
 	return daemon.NewCore(daemon.CoreOptions{
 		FS: fsys, Home: cfHome, Providers: map[string]provider.Provider{"inproc": w.prov},
 		DefaultProvider: "inproc", DefaultModel: cfModel, Config: cfg, Logger: hclog.NewNullLogger(),
-		Now: w.clock.Now, NoWake: true, BootID: fmt.Sprintf("boot%04d", w.boots),
+		Now: w.clock.Now, NoWake: !wake, BootID: fmt.Sprintf("boot%04d", w.boots),
 		Sleep:  func(ctx context.Context, d time.Duration) error { return nil },
 		Jitter: func() float64 { return 0.5 },
 	})
@@ -255,6 +265,9 @@ func (w *cfWorld) step(desc string, plan cfCrash, op func() error) error {
 		w.mem.CrashAt(plan.K)
 	}
 	opErr := op()
+	if err := w.drain(); err != nil {
+		return err
+	}
 	if opErr != nil && !w.mem.Crashed() {
 		return w.failf("%s: %v", desc, opErr)
 	}
@@ -328,7 +341,42 @@ func (w *cfWorld) crashRecover(plan cfCrash) error {
 	if d := diffSnaps(ref, got); d != "" {
 		return w.failf("test instance differs from the reference after recovery:\n%s", d)
 	}
-	return nil
+	if !w.wake {
+		return nil
+	}
+	// Serve with wake turns: drop the compared core (as a kill would) and
+	// recover again with wakes on, then let the wake turns run.
+	w.core.Abandon()
+	c, err := w.newCoreWake(w.mem, true)
+	if err != nil {
+		return w.failf("NewCore: %v", err)
+	}
+	if _, err := c.Recover(); err != nil {
+		return w.failf("recovery with wake turns: %v", err)
+	}
+	w.core = c
+	return w.drain()
+}
+
+// drain waits until the served core runs no turn and has no wake due (or
+// the filesystem crashed: the core is about to be dropped).
+func (w *cfWorld) drain() error {
+	if !w.wake || w.core == nil {
+		return nil
+	}
+	limit := time.NewTimer(30 * time.Second)
+	defer limit.Stop()
+	for {
+		changed := w.core.WaitChange()
+		if w.mem.Crashed() || w.core.Idle() {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-limit.C:
+			return w.failf("wake turns did not settle within 30s (a turn loop?)")
+		}
+	}
 }
 
 // recoverCopy recovers a copy of the current (rebooted) durable bytes with
