@@ -26,11 +26,11 @@ const (
 	opMRestart               // clean restart of the core on the same files
 )
 
-var mOpNames = []string{"CreateRoot", "SpawnTurn", "SpawnTool", "Turn", "Send", "Broadcast", "CheckInbox",
+var mOpNames = [...]string{"CreateRoot", "SpawnTurn", "SpawnTool", "Turn", "Send", "Broadcast", "CheckInbox",
 	"Terminate", "Gate", "Ungate", "Restart"}
 
 // mOpWeights are the relative frequencies of the commands.
-var mOpWeights = []int{3, 4, 2, 1, 6, 3, 3, 3, 3, 2, 1}
+var mOpWeights = []int{2, 6, 2, 1, 7, 3, 4, 2, 4, 1, 1}
 
 // mCmd is one command: an operation, the acting agent (by path), a name
 // argument and a message text.
@@ -57,7 +57,10 @@ func (c *mCmd) String() string {
 	return fmt.Sprintf("%s(%s)", mOpNames[c.op], c.path)
 }
 
-// genModelCmd builds a command for state s from four random numbers.
+// genModelCmd builds a command for state s from four random numbers. The
+// choices lean towards commands that do something (an existing child to
+// gate, a gated agent to message, an agent with siblings to broadcast from)
+// while still producing the refusals the rules predict.
 func genModelCmd(s *mState, r []int) commands.Command {
 	total := 0
 	for _, w := range mOpWeights {
@@ -79,6 +82,7 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		c.path = s.agents[r[1]%len(s.agents)].path
 	}
 	name := mNames[r[2]%len(mNames)]
+	biased := r[3]%4 != 0 // three times in four, prefer a useful target
 	switch c.op {
 	case opMCreateRoot:
 		c.path, c.name = "", name
@@ -86,57 +90,132 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		c.path = ""
 	case opMSpawnTurn, opMSpawnTool:
 		c.name = name
+		if biased {
+			genSpawn(s, c, r)
+		}
 	case opMSend:
-		// Mostly names the sender can reach, sometimes any pool name or USER.
-		i := s.find(c.path)
-		cands := []string{"USER"}
-		cands = append(cands, mNames...)
-		if p := s.find(s.agents[i].parent); p >= 0 {
-			cands = append(cands, s.agents[p].name, s.agents[p].name)
+		genSend(s, c, r)
+	case opMBroadcast:
+		var withSiblings []string
+		for i, a := range s.agents {
+			if len(s.siblings(i)) > 0 {
+				withSiblings = append(withSiblings, a.path)
+			}
 		}
-		for _, j := range append(s.children(c.path), s.siblings(i)...) {
-			cands = append(cands, s.agents[j].name, s.agents[j].name)
+		if biased && len(withSiblings) > 0 {
+			c.path = withSiblings[r[2]%len(withSiblings)]
 		}
-		c.name = cands[r[2]%len(cands)]
 	case opMCheckInbox:
-		// Mostly an agent with messages waiting, when there is one.
 		var waiting []string
 		for _, a := range s.agents {
 			if len(a.pending) > 0 {
 				waiting = append(waiting, a.path)
 			}
 		}
-		if len(waiting) > 0 && r[3]%3 != 0 {
+		if biased && len(waiting) > 0 {
 			c.path = waiting[r[2]%len(waiting)]
 		}
 	case opMTerminate:
-		// Mostly leaves; sometimes any agent, to check that parents are refused.
 		var leaves []string
 		for _, a := range s.agents {
 			if len(s.children(a.path)) == 0 {
 				leaves = append(leaves, a.path)
 			}
 		}
-		if len(leaves) > 0 && r[3]%4 != 0 {
+		if biased && len(leaves) > 0 {
 			c.path = leaves[r[2]%len(leaves)]
 		}
 	case opMGate, opMUngate:
-		// Mostly a child that exists, sometimes any pool name.
-		var parents []string
-		for _, a := range s.agents {
-			if a.parent != "" {
-				parents = append(parents, a.parent)
+		// A child whose gate the command changes, else any child, else any
+		// pool name (refused unless it names a child).
+		var changes, any []int
+		for i, a := range s.agents {
+			if a.parent == "" {
+				continue
+			}
+			any = append(any, i)
+			if a.gated != (c.op == opMGate) {
+				changes = append(changes, i)
 			}
 		}
-		if len(parents) > 0 && r[3]%4 != 0 {
-			c.path = parents[r[1]%len(parents)]
-			kids := s.children(c.path)
-			c.name = s.agents[kids[r[2]%len(kids)]].name
-		} else {
+		switch {
+		case biased && len(changes) > 0:
+			k := changes[r[2]%len(changes)]
+			c.path, c.name = s.agents[k].parent, s.agents[k].name
+		case biased && len(any) > 0:
+			k := any[r[2]%len(any)]
+			c.path, c.name = s.agents[k].parent, s.agents[k].name
+		default:
 			c.name = name
 		}
 	}
 	return c
+}
+
+// genSpawn picks a parent and a free name, preferring parents that already
+// have a child, so that siblings (and broadcasts) are common.
+func genSpawn(s *mState, c *mCmd, r []int) {
+	type pair struct{ parent, name string }
+	var withKids, others []pair
+	for _, a := range s.agents {
+		for _, n := range mNames {
+			if n == a.name || s.childNamed(a.path, n) >= 0 {
+				continue
+			}
+			if len(s.children(a.path)) > 0 {
+				withKids = append(withKids, pair{a.path, n})
+			} else {
+				others = append(others, pair{a.path, n})
+			}
+		}
+	}
+	if len(withKids) == 0 || (r[3]%3 == 0 && len(others) > 0) {
+		withKids = others
+	}
+	if len(withKids) > 0 {
+		p := withKids[r[2]%len(withKids)]
+		c.path, c.name = p.parent, p.name
+	}
+}
+
+// genSend picks a sender and a recipient name: half the time a pair where
+// the recipient is gated (its inbox keeps the message), else mostly a name
+// the sender can reach, and one time in eight any pool name or USER (often
+// refused by the routing rules).
+func genSend(s *mState, c *mCmd, r []int) {
+	type pair struct{ from, to string }
+	var gated []pair
+	for i, a := range s.agents {
+		if !a.gated {
+			continue
+		}
+		for j := range s.agents {
+			if j != i && s.lookup(j, a.name) == i {
+				gated = append(gated, pair{s.agents[j].path, a.name})
+			}
+		}
+	}
+	mode := r[3] % 8
+	if mode >= 4 && len(gated) > 0 {
+		p := gated[r[2]%len(gated)]
+		c.path, c.name = p.from, p.to
+		return
+	}
+	i := s.find(c.path)
+	var cands []string
+	if mode == 0 {
+		cands = append([]string{"USER"}, mNames...)
+	} else {
+		if s.agents[i].parent == "" {
+			cands = append(cands, "USER")
+		} else {
+			cands = append(cands, s.agents[s.find(s.agents[i].parent)].name)
+		}
+		for _, j := range append(s.children(c.path), s.siblings(i)...) {
+			cands = append(cands, s.agents[j].name)
+		}
+	}
+	c.name = cands[r[2]%len(cands)]
 }
 
 // PreCondition: the acting agent exists (a shrunk sequence may have lost
@@ -230,7 +309,9 @@ func (c *mCmd) Run(sut commands.SystemUnderTest) commands.Result {
 	s := sut.(*mSUT)
 	out := s.run(c)
 	s.h.quiet()
-	return mResult{out: out, obs: s.observe()}
+	obs := s.observe()
+	s.stats.record(c.op, out, s.newlyHeld(obs))
+	return mResult{out: out, obs: obs}
 }
 
 func (s *mSUT) run(c *mCmd) mOutcome {

@@ -33,7 +33,7 @@ import (
 
 // mNames is the name pool: small, so that names collide among roots,
 // siblings and parent/child, and references hit both right and wrong agents.
-var mNames = []string{"a", "b", "c"}
+var mNames = []string{"a", "b", "c", "d"}
 
 // mModelProgram is the inproc model every agent of the model test runs.
 const mModelProgram = "modelprog"
@@ -214,13 +214,46 @@ func TestAgentLayerAgreesWithModel(t *testing.T) {
 	params.MaxSize = size
 	params.MaxShrinkCount = 200
 	props := gopter.NewProperties(params)
-	props.Property("tree, inboxes and logs agree with the model after every command", commands.Prop(modelCommands(t)))
+	stats := &mStats{}
+	props.Property("tree, inboxes and logs agree with the model after every command", commands.Prop(modelCommands(t, stats)))
 	props.TestingRun(t)
+	t.Logf("commands run (ok/refused): %s; %d messages held by a gate, %d taken by check_inbox", stats, stats.held, stats.taken)
 }
 
-func modelCommands(t *testing.T) *commands.ProtoCommands {
+// mStats counts what the sequences exercised, to show the coverage.
+type mStats struct {
+	mu    sync.Mutex
+	ok    [len(mOpNames)]int
+	err   [len(mOpNames)]int
+	taken int
+	held  int
+}
+
+func (st *mStats) record(op mOp, o mOutcome, held int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if o.err != "" {
+		st.err[op]++
+	} else {
+		st.ok[op]++
+	}
+	st.taken += len(o.texts)
+	st.held += held
+}
+
+func (st *mStats) String() string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var parts []string
+	for i, n := range mOpNames {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", n, st.ok[i], st.err[i]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func modelCommands(t *testing.T, stats *mStats) *commands.ProtoCommands {
 	return &commands.ProtoCommands{
-		NewSystemUnderTestFunc: func(commands.State) commands.SystemUnderTest { return newModelSUT(t) },
+		NewSystemUnderTestFunc: func(commands.State) commands.SystemUnderTest { return newModelSUT(t, stats) },
 		DestroySystemUnderTestFunc: func(sut commands.SystemUnderTest) {
 			sut.(*mSUT).close()
 		},
@@ -237,15 +270,17 @@ func modelCommands(t *testing.T) *commands.ProtoCommands {
 // mSUT is the system under test of one sequence: a harness whose agents all
 // run mModelProgram.
 type mSUT struct {
-	h *harness
+	h     *harness
+	stats *mStats
+	held  map[string]bool // message texts seen waiting in an inbox
 
 	mu       sync.Mutex
 	spawnRes map[string]any // the result of the last spawn_agent call in a turn
 	spawnErr error
 }
 
-func newModelSUT(t *testing.T) *mSUT {
-	s := &mSUT{}
+func newModelSUT(t *testing.T, stats *mStats) *mSUT {
+	s := &mSUT{stats: stats, held: map[string]bool{}}
 	s.h = newHarness(t)
 	s.h.prov.Register(mModelProgram, s.program)
 	return s
@@ -274,4 +309,18 @@ func (s *mSUT) program(_ context.Context, tr *inproc.Turn) (string, error) {
 	s.spawnRes, s.spawnErr = r, err
 	s.mu.Unlock()
 	return "spawned", nil
+}
+
+// newlyHeld counts the messages seen waiting in an inbox for the first time.
+func (s *mSUT) newlyHeld(o mObservation) int {
+	n := 0
+	for _, a := range o.agents {
+		for _, p := range a.pending {
+			if !s.held[a.path+" "+p] {
+				s.held[a.path+" "+p] = true
+				n++
+			}
+		}
+	}
+	return n
 }
