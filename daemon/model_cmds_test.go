@@ -7,6 +7,8 @@ import (
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/commands"
+
+	"github.com/warren-dev/warren/faultfs"
 )
 
 // mOp is a command kind of the model test.
@@ -24,13 +26,14 @@ const (
 	opMGate                  // gate, called by the parent
 	opMUngate                // ungate, called by the parent
 	opMRestart               // clean restart of the core on the same files
+	opMCrash                 // kill -9 (and, for "power", a power loss) and recovery
 )
 
 var mOpNames = [...]string{"CreateRoot", "SpawnTurn", "SpawnTool", "Turn", "Send", "Broadcast", "CheckInbox",
-	"Terminate", "Gate", "Ungate", "Restart"}
+	"Terminate", "Gate", "Ungate", "Restart", "Crash"}
 
 // mOpWeights are the relative frequencies of the commands.
-var mOpWeights = []int{2, 6, 2, 1, 7, 3, 4, 2, 4, 1, 1}
+var mOpWeights = []int{2, 6, 2, 1, 7, 3, 4, 2, 4, 1, 1, 1}
 
 // mCmd is one command: an operation, the acting agent (by path), a name
 // argument and a message text.
@@ -53,6 +56,8 @@ func (c *mCmd) String() string {
 		return fmt.Sprintf("Broadcast(%s, %q)", c.path, c.text)
 	case opMRestart:
 		return "Restart"
+	case opMCrash:
+		return fmt.Sprintf("Crash(%s)", c.name)
 	}
 	return fmt.Sprintf("%s(%s)", mOpNames[c.op], c.path)
 }
@@ -75,7 +80,7 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		pick -= w
 	}
 	c := &mCmd{op: op, text: fmt.Sprintf("m%d", s.seq)}
-	if len(s.agents) == 0 && op != opMRestart {
+	if len(s.agents) == 0 && op != opMRestart && op != opMCrash {
 		c.op = opMCreateRoot
 	}
 	if len(s.agents) > 0 {
@@ -88,6 +93,13 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		c.path, c.name = "", name
 	case opMRestart:
 		c.path = ""
+	case opMCrash:
+		// Every command ended with its effects durable, so neither a
+		// process crash nor a power loss may lose any of them.
+		c.path, c.name = "", "process"
+		if r[2]%2 == 0 {
+			c.name = "power"
+		}
 	case opMSpawnTurn, opMSpawnTool:
 		c.name = name
 		if biased {
@@ -223,7 +235,7 @@ func genSend(s *mState, c *mCmd, r []int) {
 func (c *mCmd) PreCondition(st commands.State) bool {
 	s := st.(*mState)
 	switch c.op {
-	case opMCreateRoot, opMRestart:
+	case opMCreateRoot, opMRestart, opMCrash:
 		return true
 	}
 	return s.find(c.path) >= 0
@@ -281,7 +293,7 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 			break
 		}
 		s.agents = append(s.agents[:i], s.agents[i+1:]...)
-	case opMRestart:
+	case opMRestart, opMCrash:
 		s.restarted = true
 	case opMGate, opMUngate:
 		j := s.childNamed(c.path, c.name)
@@ -367,6 +379,12 @@ func (s *mSUT) run(c *mCmd) mOutcome {
 		return mToolOutcome(core.CallTool(ctx, id, "ungate", map[string]any{"agent_name": c.name}))
 	case opMRestart:
 		s.h.restart()
+	case opMCrash:
+		mode := faultfs.ProcessCrash
+		if c.name == "power" {
+			mode = faultfs.PowerLoss
+		}
+		s.h.crash(mode)
 	}
 	return mOutcome{}
 }
