@@ -78,3 +78,42 @@ func spawnWork(w *cfWorld) error {
 	}
 	return err
 }
+
+// TestCrashfuzzBugCompleteOutsideTurnFails: a child calls complete through
+// the tool.call path (Core.CallTool, no turn running). toolComplete sends
+// the result to the parent and, as no turn runs, terminates the child at
+// once, which closes its log; callTool then logs the tool.call on that
+// closed log and returns the RPC error "event log handle is closed". The
+// completion did happen (message enqueued, agent terminated), but the
+// caller is told it failed, and the tool.call is missing from the log.
+// SPEC 6: a tool's outcome is a normal result, never an RPC error.
+// No crash is needed.
+//
+// Fix idea: log the tool.call before terminating (terminate after
+// logToolCall when not in a turn), or defer the termination to after the
+// call is logged.
+func TestCrashfuzzBugCompleteOutsideTurnFails(t *testing.T) {
+	w, err := newWorld()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	if err := cfSetupRootChild(w); err != nil {
+		t.Fatal(err)
+	}
+	all := w.alive()
+	root, child := all[0], all[1]
+	res, err := w.core.CallTool(context.Background(), child.ID, "complete", map[string]any{"result": "done"})
+	if err != nil {
+		t.Fatalf("complete outside a turn: RPC error %v; want the result {\"status\":\"completing\",...}", err)
+	}
+	if res["status"] != "completing" {
+		t.Fatalf("complete result = %v", res)
+	}
+	if _, err := w.core.Inspect(child.ID); err == nil {
+		t.Fatalf("the child is still served after complete")
+	}
+	if v, _ := w.core.Inspect(root.ID); v["pending"] != 1 {
+		t.Fatalf("parent pending = %v, want the completion message", v["pending"])
+	}
+}

@@ -27,6 +27,8 @@ type cfAgentSnap struct {
 	ID, Name, Path, Parent, Status string
 	Pending                        []string
 	WaitToken                      string
+	Metadata                       map[string]string
+	Gated                          bool
 }
 
 // cfSnap is everything the fuzzer compares between two cores.
@@ -53,6 +55,13 @@ func snapshotCore(c *daemon.Core, fsys faultfs.FS) (*cfSnap, error) {
 		if err != nil {
 			return nil, fmt.Errorf("inspect %s: %w", v.ID, err)
 		}
+		a.Metadata = map[string]string{}
+		if md, ok := m["metadata"].(map[string]any); ok {
+			for k, v := range md {
+				a.Metadata[k] = fmt.Sprint(v)
+			}
+		}
+		a.Gated, _ = m["gated"].(bool)
 		if list, ok := m["inbox"].([]any); ok {
 			for _, it := range list {
 				a.Pending = append(a.Pending, fmt.Sprint(it.(map[string]any)["message_id"]))
@@ -175,11 +184,13 @@ type logFacts struct {
 	parent     string
 	terminated bool
 	pending    []string // enqueued - delivered - consumed by completed turns
+	metadata   map[string]string
+	gated      bool
 }
 
 // checkLog checks one log's own invariants and folds its facts.
 func checkLog(p string, es []cfEntry) (logFacts, []string) {
-	var f logFacts
+	f := logFacts{metadata: map[string]string{}}
 	var bad []string
 	badf := func(format string, args ...any) { bad = append(bad, p+": "+fmt.Sprintf(format, args...)) }
 	for i, e := range es {
@@ -215,7 +226,29 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 				f.created = true
 				f.name = field(e, "name")
 				f.parent = field(e, "parent_id")
+				var d struct {
+					Metadata map[string]string `json:"metadata"`
+				}
+				if json.Unmarshal([]byte(e.Data), &d) == nil {
+					for k, v := range d.Metadata {
+						f.metadata[k] = v
+					}
+				}
 			}
+		case "metadata.updated":
+			var d struct {
+				Key   string  `json:"key"`
+				Value *string `json:"value"`
+			}
+			if json.Unmarshal([]byte(e.Data), &d) == nil {
+				if d.Value == nil {
+					delete(f.metadata, d.Key)
+				} else {
+					f.metadata[d.Key] = *d.Value
+				}
+			}
+		case "tool.gate":
+			f.gated = field(e, "action") == "gate"
 		case "agent.terminated":
 			f.terminated = true
 		case "message.enqueued":
@@ -340,6 +373,9 @@ func (w *cfWorld) checkAll() error {
 		case f.name != a.Name || f.parent != a.Parent:
 			bad = append(bad, fmt.Sprintf("agent %s is served as %q/parent %q; its log says %q/parent %q", id, a.Name, a.Parent, f.name, f.parent))
 		}
+		if !reflect.DeepEqual(f.metadata, a.Metadata) || f.gated != a.Gated {
+			bad = append(bad, fmt.Sprintf("agent %s (%s) has metadata %v gated %v; its log says %v gated %v", id, a.Name, a.Metadata, a.Gated, f.metadata, f.gated))
+		}
 		if !reflect.DeepEqual(nonNilS(f.pending), nonNilS(a.Pending)) {
 			bad = append(bad, fmt.Sprintf("agent %s (%s) inbox %v; its log says enqueued-delivered-consumed = %v", id, a.Name, a.Pending, f.pending))
 		}
@@ -383,7 +419,7 @@ func (w *cfWorld) checkAll() error {
 			bad = append(bad, fmt.Sprintf("acknowledged agent %s is %q/parent %q, want %q/parent %q", id, a.Name, a.Parent, n.Name, n.Parent))
 		}
 	}
-	if w.strictSpawn {
+	if w.strict {
 		for id, n := range w.oracle.spawned {
 			if _, ok := snap.Agents[id]; !ok && !w.oracle.terminated[id] {
 				bad = append(bad, fmt.Sprintf("spawn of %s (%s) accepted in an acknowledged turn of %s, but the child does not exist", id, n.Name, n.Parent))
@@ -396,6 +432,13 @@ func (w *cfWorld) checkAll() error {
 		}
 	}
 	for mid, id := range w.oracle.delivered {
+		if id == "USER" {
+			for _, p := range snap.User {
+				if p == mid {
+					bad = append(bad, fmt.Sprintf("message %s drained from USER is pending again", mid))
+				}
+			}
+		}
 		if a, ok := snap.Agents[id]; ok {
 			for _, p := range a.Pending {
 				if p == mid {
@@ -408,7 +451,7 @@ func (w *cfWorld) checkAll() error {
 		// SPEC 11.4: with wake turns, an idle agent's pending messages are
 		// consumed by a completed turn; none stays pending at rest.
 		for id, a := range snap.Agents {
-			if a.Status == "idle" && len(a.Pending) > 0 {
+			if a.Status == "idle" && !a.Gated && len(a.Pending) > 0 {
 				bad = append(bad, fmt.Sprintf("agent %s (%s) is idle at rest with pending messages %v", id, a.Name, a.Pending))
 			}
 		}

@@ -377,3 +377,120 @@ func (w *cfWorld) opRestart(plan cfCrash) error {
 		return nil
 	})
 }
+
+// opComplete: a child calls complete outside a turn: its result goes to the
+// parent and the child terminates.
+func (w *cfWorld) opComplete(a int, plan cfCrash) error {
+	all := w.alive()
+	hasChild := map[string]bool{}
+	for _, x := range all {
+		hasChild[x.Parent] = true
+	}
+	var leaves []daemonAgent
+	for _, x := range all {
+		if x.Parent != "" && !hasChild[x.ID] {
+			leaves = append(leaves, x)
+		}
+	}
+	ag, ok := pick(leaves, a)
+	if !ok {
+		return nil
+	}
+	return w.step("complete "+ag.Name, plan, func() error {
+		w.oracle.terminating[ag.ID] = true
+		res, err := w.core.CallTool(context.Background(), ag.ID, "complete", map[string]any{"result": "done " + ag.Name})
+		if err != nil && !w.strict && !w.mem.Crashed() && strings.Contains(err.Error(), "handle is closed") {
+			w.logf("  known bug (TestCrashfuzzBugCompleteOutsideTurnFails): %v", err)
+			res, err = map[string]any{"status": "completing"}, nil
+		}
+		if err != nil {
+			return err
+		}
+		if e, bad := res["error"]; bad {
+			return fmt.Errorf("complete refused: %v", e)
+		}
+		if !w.mem.Crashed() {
+			if _, err := w.core.Inspect(ag.ID); err == nil {
+				return fmt.Errorf("%s is still served after an acknowledged complete", ag.Name)
+			}
+			w.oracle.terminated[ag.ID] = true
+		}
+		return nil
+	})
+}
+
+// opParentTool: a parent calls set_agent_metadata, gate or ungate on a
+// child (b selects the tool).
+func (w *cfWorld) opParentTool(a, b int, plan cfCrash) error {
+	r, ok := pick(w.routes(routeParentChild), a)
+	if !ok {
+		return nil
+	}
+	parent, child := r[0], r[1]
+	var tool string
+	args := map[string]any{"agent_name": child.Name}
+	switch (b%4 + 4) % 4 {
+	case 0:
+		tool = "set_agent_metadata"
+		args["key"], args["value"] = fmt.Sprintf("k%d", b%3), fmt.Sprintf("v%d", b)
+	case 1:
+		tool = "set_agent_metadata"
+		args["key"] = fmt.Sprintf("k%d", b%3) // no value: delete
+	case 2:
+		tool = "gate"
+	default:
+		tool = "ungate"
+	}
+	return w.step(fmt.Sprintf("%s %s on %s %v", parent.Name, tool, child.Name, args), plan, func() error {
+		res, err := w.core.CallTool(context.Background(), parent.ID, tool, args)
+		if err != nil {
+			return err
+		}
+		if e, bad := res["error"]; bad {
+			return fmt.Errorf("%s refused: %v", tool, e)
+		}
+		return nil
+	})
+}
+
+// opCancel cancels an agent's wait or interrupted run.
+func (w *cfWorld) opCancel(a int, plan cfCrash) error {
+	var cands []daemonAgent
+	for _, x := range w.alive() {
+		switch x.Status {
+		case "suspended", "interrupted_startup", "interrupted_waiting":
+			cands = append(cands, x)
+		}
+	}
+	ag, ok := pick(cands, a)
+	if !ok {
+		return nil
+	}
+	return w.step(fmt.Sprintf("cancel %s (%s)", ag.Name, ag.Status), plan, func() error {
+		if err := w.core.Cancel(context.Background(), ag.ID); err != nil {
+			return err
+		}
+		if !w.mem.Crashed() {
+			for _, x := range w.alive() {
+				if x.ID == ag.ID && x.Status != "idle" {
+					return fmt.Errorf("%s is %s after an acknowledged cancel, want idle", ag.Name, x.Status)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// opDrainUser drains the USER inbox.
+func (w *cfWorld) opDrainUser(plan cfCrash) error {
+	return w.step("drain USER inbox", plan, func() error {
+		msgs, err := w.core.DrainUserInbox()
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			w.oracle.delivered[fmt.Sprint(m["message_id"])] = "USER"
+		}
+		return nil
+	})
+}

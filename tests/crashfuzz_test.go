@@ -29,10 +29,14 @@ const (
 	opDeadline
 	opResumeInterrupted
 	opRestart
+	opComplete
+	opParentTool
+	opCancel
+	opDrainUser
 )
 
 var cfOpNames = []string{"CreateRoot", "Spawn", "Turn", "Send", "Broadcast", "CheckInbox", "Terminate",
-	"Evict", "Suspend", "Resume", "Deadline", "ResumeInterrupted", "Restart"}
+	"Evict", "Suspend", "Resume", "Deadline", "ResumeInterrupted", "Restart", "Complete", "ParentTool", "Cancel", "DrainUser"}
 
 // cfCmd is one fuzzer command: an operation, two selector arguments and a
 // crash plan.
@@ -88,6 +92,14 @@ func cfRun(w *cfWorld, c cfCmd) error {
 		return w.opResumeInterrupted(c.A, c.Crash)
 	case opRestart:
 		return w.opRestart(c.Crash)
+	case opComplete:
+		return w.opComplete(c.A, c.Crash)
+	case opParentTool:
+		return w.opParentTool(c.A, c.B, c.Crash)
+	case opCancel:
+		return w.opCancel(c.A, c.Crash)
+	case opDrainUser:
+		return w.opDrainUser(c.Crash)
 	}
 	return fmt.Errorf("unknown op %d", c.Op)
 }
@@ -133,7 +145,8 @@ func genCmd() gopter.Gen {
 	// the waits often, restarts rarely.
 	weights := []int{opCreateRoot, opCreateRoot, opSpawn, opSpawn, opSpawn, opTurn, opTurn, opSend, opSend, opSend, opSend,
 		opBroadcast, opCheckInbox, opCheckInbox, opTerminate, opEvict, opSuspend, opSuspend, opResume, opResume, opResume,
-		opDeadline, opResumeInterrupted, opResumeInterrupted, opRestart}
+		opDeadline, opResumeInterrupted, opResumeInterrupted, opRestart, opComplete, opParentTool, opParentTool,
+		opCancel, opDrainUser}
 	return gopter.CombineGens(gen.IntRange(0, len(weights)-1), gen.IntRange(0, 1000), gen.IntRange(0, 1000), genCrash(70)).
 		Map(func(v []any) commands.Command {
 			return cfCmd{Op: weights[v[0].(int)], A: v[1].(int), B: v[2].(int), Crash: v[3].(cfCrash)}
@@ -150,7 +163,7 @@ func cfCommands(stats *cfStats, strict, wake bool) *commands.ProtoCommands {
 		NewSystemUnderTestFunc: func(commands.State) commands.SystemUnderTest {
 			w, err := newWorldWake(wake)
 			if w != nil {
-				w.strictSpawn = strict
+				w.strict = strict
 			}
 			return &cfSUT{w: w, err: err}
 		},
@@ -201,7 +214,7 @@ func TestCrashfuzzDaemon(t *testing.T) {
 	stats := &cfStats{}
 	props := gopter.NewProperties(params)
 	props.Property("crash recovery keeps every acknowledged operation and recovers deterministically",
-		commands.Prop(cfCommands(stats, os.Getenv("WARREN_STRICT_SPAWN") == "1", false)))
+		commands.Prop(cfCommands(stats, os.Getenv("WARREN_STRICT") == "1", false)))
 	start := time.Now()
 	props.TestingRun(t)
 	t.Logf("ran %d sequences (%d commands, %d crashes, %d crashes inside recovery) in %v",

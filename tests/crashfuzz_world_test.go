@@ -133,10 +133,13 @@ type cfWorld struct {
 	names  int
 	boots  int
 	trace  []string
-	// strictSpawn makes a spawn accepted in an acknowledged turn count as
-	// acknowledged even when the crash hit before the child was created
-	// (see TestCrashfuzzBugDeferredSpawnLostAfterCompletedTurn).
-	strictSpawn bool
+	// strict turns off the workarounds for the known daemon bugs that
+	// have their own reproductions in crashfuzz_bugs_test.go: a spawn
+	// accepted in an acknowledged turn then counts as acknowledged even
+	// when the crash hit before the child was created
+	// (TestCrashfuzzBugDeferredSpawnLostAfterCompletedTurn), and complete
+	// outside a turn must not fail (TestCrashfuzzBugCompleteOutsideTurnFails).
+	strict bool
 	// wake serves with wake turns on (see newWorldWake).
 	wake bool
 	// stats
