@@ -16,6 +16,8 @@ type mObsAgent struct {
 	parent  string // the parent's path; "" for a root
 	gated   bool
 	pending []string // payloads of the live inbox, in order
+	calls   int      // tool.call entries in its log
+	turns   int      // turn.complete entries in its log
 }
 
 // mObservation is the system after a command: the live tree in List order
@@ -61,8 +63,10 @@ func (s *mSUT) observe() mObservation {
 		if v.Pending != len(live) {
 			o.problems = append(o.problems, fmt.Sprintf("%s: agent.list shows %d pending, the inbox holds %d", v.Path, v.Pending, len(live)))
 		}
+		var problems []string
+		ob.calls, ob.turns, problems = s.logOracle(v, ids)
 		o.agents = append(o.agents, ob)
-		o.problems = append(o.problems, s.logOracle(v, ids)...)
+		o.problems = append(o.problems, problems...)
 	}
 	for _, m := range c.UserPending() {
 		o.user = append(o.user, m.Payload)
@@ -75,13 +79,15 @@ func (s *mSUT) observe() mObservation {
 // message_ids of every turn.start whose run has a turn.complete. It reports
 // a message consumed twice or consumed without being enqueued, an inbox
 // that differs from the live one (liveIDs, in order), and an agent.created
-// that disagrees with the tree.
-func (s *mSUT) logOracle(v AgentView, liveIDs []string) []string {
+// that disagrees with the tree, a turn that started but did not complete
+// (every command ends with all turns done) and, for a spawned child, a
+// first turn that is not its one bootstrap turn. It also counts the agent's
+// tool.call and turn.complete entries.
+func (s *mSUT) logOracle(v AgentView, liveIDs []string) (calls, turns int, problems []string) {
 	es, err := eventlog.ReadAll(s.h.fs, s.h.c.logPath(v.ID))
 	if err != nil {
-		return []string{fmt.Sprintf("%s: reading its log: %v", v.Path, err)}
+		return 0, 0, []string{fmt.Sprintf("%s: reading its log: %v", v.Path, err)}
 	}
-	var problems []string
 	bad := func(format string, args ...any) {
 		problems = append(problems, v.Path+": "+fmt.Sprintf(format, args...))
 	}
@@ -98,9 +104,11 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) []string {
 		}
 		consumedBy[id] = by
 	}
-	created := 0
+	created, starts, bootstraps := 0, 0, 0
 	for _, e := range es {
 		switch e.Event {
+		case evToolCall:
+			calls++
 		case evAgentCreated:
 			created++
 			var d agentCreatedData
@@ -148,7 +156,15 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) []string {
 				continue
 			}
 			runMsgs[d.RunID] = d.MessageIDs
+			starts++
+			if d.Prompt == bootstrapPrompt {
+				bootstraps++
+				if starts != 1 {
+					bad("a bootstrap turn is its turn %d, want its first", starts)
+				}
+			}
 		case evTurnComplete:
+			turns++
 			var d turnCompleteData
 			if err := json.Unmarshal(e.Data, &d); err != nil {
 				bad("turn.complete at seq %d: %v", e.Seq, err)
@@ -163,6 +179,16 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) []string {
 	if created != 1 {
 		bad("its log has %d agent.created entries, want 1", created)
 	}
+	if starts != turns {
+		bad("%d turn.start but %d turn.complete: every turn must have completed", starts, turns)
+	}
+	wantBoot := 0
+	if v.ParentID != "" {
+		wantBoot = 1
+	}
+	if bootstraps != wantBoot {
+		bad("%d bootstrap turns, want %d (one for a spawned child, none for a root)", bootstraps, wantBoot)
+	}
 	var fromLog []string
 	for _, id := range enqueued {
 		if _, gone := consumedBy[id]; !gone {
@@ -172,7 +198,7 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) []string {
 	if strings.Join(fromLog, ",") != strings.Join(liveIDs, ",") {
 		bad("inbox from the log alone %v, live inbox %v", fromLog, liveIDs)
 	}
-	return problems
+	return calls, turns, problems
 }
 
 // mCompareObservation lists the differences between the model and what was
@@ -208,6 +234,10 @@ func mCompareObservation(s *mState, o mObservation) []string {
 		}
 		if fmt.Sprintf("%q", m.pending) != fmt.Sprintf("%q", a.pending) {
 			bad = append(bad, fmt.Sprintf("%s: inbox %q, model %q", a.path, a.pending, m.pending))
+		}
+		if m.calls != a.calls || m.turns != a.turns {
+			bad = append(bad, fmt.Sprintf("%s: log has %d tool.call and %d turn.complete, model %d and %d",
+				a.path, a.calls, a.turns, m.calls, m.turns))
 		}
 	}
 	if fmt.Sprintf("%q", s.user) != fmt.Sprintf("%q", o.user) {

@@ -248,6 +248,10 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 	s.seq++
 	i := s.find(c.path)
 	switch c.op {
+	case opMSpawnTurn, opMSpawnTool, opMSend, opMBroadcast, opMCheckInbox, opMGate, opMUngate:
+		s.agents[i].calls++ // every tool call is logged in the caller's log
+	}
+	switch c.op {
 	case opMCreateRoot:
 		if s.find(c.name) >= 0 {
 			s.expect = mOutcome{err: "another root already has that name"}
@@ -255,11 +259,17 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 		}
 		s.add("", c.name)
 	case opMSpawnTurn, opMSpawnTool:
+		if c.op == opMSpawnTurn {
+			s.agents[i].turns++
+		}
 		if c.name == s.agents[i].name || s.childNamed(c.path, c.name) >= 0 {
 			s.expect = mOutcome{err: "agent name taken"}
 			break
 		}
-		s.add(c.path, c.name) // and its bootstrap turn consumes nothing
+		s.add(c.path, c.name)
+		s.agents[len(s.agents)-1].turns = 1 // its bootstrap turn, which consumes nothing
+	case opMTurn:
+		s.agents[i].turns++
 	case opMSend:
 		switch {
 		case c.name == "USER" && s.agents[i].parent != "":
@@ -302,8 +312,9 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 			break
 		}
 		s.agents[j].gated = c.op == opMGate
-		if !s.agents[j].gated {
-			s.agents[j].pending = nil // the wake after the ungate consumes them
+		if !s.agents[j].gated && len(s.agents[j].pending) > 0 {
+			s.agents[j].pending = nil // one wake turn after the ungate consumes them all
+			s.agents[j].turns++
 		}
 	}
 	return s

@@ -45,6 +45,8 @@ type mAgent struct {
 	parent  string // the parent's path; "" for a root
 	gated   bool
 	pending []string // payloads of the messages waiting in its inbox, in order
+	calls   int      // tool calls it made (tool.call entries in its log)
+	turns   int      // turns it completed (turn.complete entries in its log)
 }
 
 // mState is the model: the agents in creation order (which is also the
@@ -176,10 +178,12 @@ func (s *mState) lookup(i int, name string) int {
 }
 
 // deliver puts a message into an agent's inbox: a gated agent keeps it, any
-// other agent consumes it in a wake turn before the command is over.
+// other agent consumes it in one wake turn before the command is over.
 func (s *mState) deliver(i int, text string) {
 	if s.agents[i].gated {
 		s.agents[i].pending = append(s.agents[i].pending, text)
+	} else {
+		s.agents[i].turns++
 	}
 }
 
