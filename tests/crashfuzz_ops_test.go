@@ -494,3 +494,84 @@ func (w *cfWorld) opDrainUser(plan cfCrash) error {
 		return nil
 	})
 }
+
+// opTurnSend runs a turn whose program sends a message (kind selects the
+// route) or broadcasts (kind = routeCount) with a tool call inside the
+// turn, so the message id is derived from the run and a re-run after a
+// crash must not enqueue it twice.
+func (w *cfWorld) opTurnSend(a, kind int, plan cfCrash) error {
+	kind = (kind%(routeCount+1) + routeCount + 1) % (routeCount + 1)
+	w.names++
+	text := fmt.Sprintf("t%03d", w.names)
+	var from daemonAgent
+	var prompt string
+	if kind == routeCount {
+		var senders []daemonAgent
+		for _, r := range w.routes(routeSibling) {
+			if len(senders) == 0 || senders[len(senders)-1].ID != r[0].ID {
+				senders = append(senders, r[0])
+			}
+		}
+		s, ok := pick(senders, a)
+		if !ok {
+			return nil
+		}
+		from, prompt = s, "bcast "+text
+	} else {
+		r, ok := pick(w.routes(kind), a)
+		if !ok {
+			return nil
+		}
+		from, prompt = r[0], "send "+r[1].Name+" "+text
+	}
+	return w.step(fmt.Sprintf("turn of %s: %s", from.Name, prompt), plan, func() error {
+		res, err := w.core.Send(context.Background(), from.ID, prompt, "", "", nil)
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			return res.Err
+		}
+		if !strings.HasPrefix(res.Response, "sent ") {
+			return fmt.Errorf("turn responded %q", res.Response)
+		}
+		return nil
+	})
+}
+
+// opTurnComplete runs a child's turn that calls complete: the child
+// terminates after the turn.
+func (w *cfWorld) opTurnComplete(a int, plan cfCrash) error {
+	all := w.alive()
+	hasChild := map[string]bool{}
+	for _, x := range all {
+		hasChild[x.Parent] = true
+	}
+	var leaves []daemonAgent
+	for _, x := range all {
+		if x.Parent != "" && !hasChild[x.ID] {
+			leaves = append(leaves, x)
+		}
+	}
+	ag, ok := pick(leaves, a)
+	if !ok {
+		return nil
+	}
+	return w.step("turn of "+ag.Name+": complete", plan, func() error {
+		w.oracle.terminating[ag.ID] = true
+		res, err := w.core.Send(context.Background(), ag.ID, "complete", "", "", nil)
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			return res.Err
+		}
+		if !w.mem.Crashed() {
+			if _, err := w.core.Inspect(ag.ID); err == nil {
+				return fmt.Errorf("%s is still served after its turn completed it", ag.Name)
+			}
+			w.oracle.terminated[ag.ID] = true
+		}
+		return nil
+	})
+}

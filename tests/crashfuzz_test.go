@@ -33,10 +33,12 @@ const (
 	opParentTool
 	opCancel
 	opDrainUser
+	opTurnSend
+	opTurnComplete
 )
 
 var cfOpNames = []string{"CreateRoot", "Spawn", "Turn", "Send", "Broadcast", "CheckInbox", "Terminate",
-	"Evict", "Suspend", "Resume", "Deadline", "ResumeInterrupted", "Restart", "Complete", "ParentTool", "Cancel", "DrainUser"}
+	"Evict", "Suspend", "Resume", "Deadline", "ResumeInterrupted", "Restart", "Complete", "ParentTool", "Cancel", "DrainUser", "TurnSend", "TurnComplete"}
 
 // cfCmd is one fuzzer command: an operation, two selector arguments and a
 // crash plan.
@@ -100,6 +102,10 @@ func cfRun(w *cfWorld, c cfCmd) error {
 		return w.opCancel(c.A, c.Crash)
 	case opDrainUser:
 		return w.opDrainUser(c.Crash)
+	case opTurnSend:
+		return w.opTurnSend(c.A, c.B, c.Crash)
+	case opTurnComplete:
+		return w.opTurnComplete(c.A, c.Crash)
 	}
 	return fmt.Errorf("unknown op %d", c.Op)
 }
@@ -146,7 +152,7 @@ func genCmd() gopter.Gen {
 	weights := []int{opCreateRoot, opCreateRoot, opSpawn, opSpawn, opSpawn, opTurn, opTurn, opSend, opSend, opSend, opSend,
 		opBroadcast, opCheckInbox, opCheckInbox, opTerminate, opEvict, opSuspend, opSuspend, opResume, opResume, opResume,
 		opDeadline, opResumeInterrupted, opResumeInterrupted, opRestart, opComplete, opParentTool, opParentTool,
-		opCancel, opDrainUser}
+		opCancel, opDrainUser, opTurnSend, opTurnSend, opTurnSend, opTurnComplete}
 	return gopter.CombineGens(gen.IntRange(0, len(weights)-1), gen.IntRange(0, 1000), gen.IntRange(0, 1000), genCrash(70)).
 		Map(func(v []any) commands.Command {
 			return cfCmd{Op: weights[v[0].(int)], A: v[1].(int), B: v[2].(int), Crash: v[3].(cfCrash)}
@@ -171,7 +177,7 @@ func cfCommands(stats *cfStats, strict, wake bool) *commands.ProtoCommands {
 			s := sut.(*cfSUT)
 			if s.w != nil {
 				stats.sequences++
-				stats.commands += len(s.w.trace)
+				stats.commands += s.w.steps
 				stats.crashes += s.w.crashes
 				stats.recoveryCrashes += s.w.recoveryCrashes
 				s.w.close()
@@ -183,12 +189,12 @@ func cfCommands(stats *cfStats, strict, wake bool) *commands.ProtoCommands {
 }
 
 // TestCrashfuzzDaemon is the crash-recovery fuzzer of the daemon core.
-// Quick profile: a fixed seed and 100 sequences of up to 30 commands. Long
+// Quick profile: a fixed seed and 300 sequences of up to 30 commands. Long
 // profile (WARREN_LONG=1): 5000 sequences of up to 60 commands from a random
 // seed (or WARREN_SEED), printed so a failure can be replayed.
 func TestCrashfuzzDaemon(t *testing.T) {
 	seed := int64(20261122)
-	runs, size := 100, 30
+	runs, size := 300, 30
 	if os.Getenv("WARREN_LONG") == "1" {
 		seed, runs, size = time.Now().UnixNano(), 5000, 60
 	}
@@ -226,10 +232,10 @@ func TestCrashfuzzDaemon(t *testing.T) {
 // them), children run their bootstrap turn, and at rest no idle agent keeps
 // pending messages. Runs are not op-for-op deterministic (wake turns of
 // several agents interleave), so a failure is replayed by seed, not by
-// crash index. Quick profile: 50 sequences; WARREN_LONG=1: 2000.
+// crash index. Quick profile: 100 sequences; WARREN_LONG=1: 2000.
 func TestCrashfuzzDaemonWake(t *testing.T) {
 	seed := int64(1122)
-	runs, size := 50, 30
+	runs, size := 100, 30
 	if os.Getenv("WARREN_LONG") == "1" {
 		seed, runs, size = time.Now().UnixNano(), 2000, 60
 	}

@@ -63,9 +63,31 @@ func (c *cfClock) Advance(d time.Duration) {
 //
 //	"spawn NAME"  spawn_agent(NAME); responds "spawned <id>"
 //	"ask"         await_input; responds "answer: <response>"
+//	"send TO TEXT" send_message(TO, TEXT) then "sent <message_id>"
+//	"bcast TEXT"  broadcast(TEXT) then "sent <broadcast id>"
+//	"complete"    complete(result); responds "completing"
 //	anything else responds "echo: <prompt>"
 func cfProgram(ctx context.Context, t *inproc.Turn) (string, error) {
 	switch {
+	case strings.HasPrefix(t.Prompt, "send "), strings.HasPrefix(t.Prompt, "bcast "), t.Prompt == "complete":
+		f := strings.Fields(t.Prompt)
+		var r map[string]any
+		var err error
+		switch f[0] {
+		case "send":
+			r, err = t.Call("send_message", map[string]any{"recipient": f[1], "text": f[2]})
+		case "bcast":
+			r, err = t.Call("broadcast", map[string]any{"text": f[1]})
+		default:
+			r, err = t.Call("complete", map[string]any{"result": "finished"})
+		}
+		if err != nil {
+			return "", err
+		}
+		if e, ok := r["error"]; ok {
+			return "", provider.Permanent(fmt.Errorf("%s refused: %v", f[0], e))
+		}
+		return fmt.Sprintf("%v %v", r["status"], r["message_id"]), nil
 	case strings.HasPrefix(t.Prompt, "spawn "):
 		name := strings.TrimPrefix(t.Prompt, "spawn ")
 		r, err := t.Call("spawn_agent", map[string]any{"name": name, "instructions": "a fuzzed child"})
@@ -143,7 +165,7 @@ type cfWorld struct {
 	// wake serves with wake turns on (see newWorldWake).
 	wake bool
 	// stats
-	crashes, recoveryCrashes int
+	steps, crashes, recoveryCrashes int
 }
 
 func newWorld() (*cfWorld, error) { return newWorldWake(false) }
@@ -264,6 +286,7 @@ func (c cfCrash) String() string {
 // crashed, then checks every invariant.
 func (w *cfWorld) step(desc string, plan cfCrash, op func() error) error {
 	w.logf("%s%s", desc, plan)
+	w.steps++
 	if plan.K > 0 {
 		w.mem.CrashAt(plan.K)
 	}
