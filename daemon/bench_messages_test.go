@@ -34,16 +34,29 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 }
 
-func benchFanOut(b *testing.B, pool int) {
-	dir := benchDir(b)
-	fsyncMed, _ := fsyncP50(b, dir, 300)
-	cfs := newCountingFS(faultfs.OS{})
+// fanOut is a core with a root and its children wired for fan-out rounds.
+type fanOut struct {
+	tb       testing.TB
+	c        *Core
+	root     *agent
+	children int
+	events   <-chan LiveEvent
+	consumed int
+	runIDs   map[string]int // root run id -> replies its turn shows
+	rounds   int
+}
+
+// newFanOut builds the core: the root's program sends one message to each
+// child when a user message starts a round ("round N") and says "noted" to
+// the wake prompts showing replies; each
+// child's program replies to the root.
+func newFanOut(tb testing.TB, fsys faultfs.FS, home string, children, pool int) *fanOut {
 	prov := inproc.New("inproc", inproc.Options{NativeResume: true})
 	prov.Register("fanout-root", func(ctx context.Context, t *inproc.Turn) (string, error) {
-		if strings.HasPrefix(t.Prompt, "Message from") {
+		if !strings.HasPrefix(t.Prompt, "round ") {
 			return "noted", nil // a wake turn consuming replies
 		}
-		for i := 0; i < fanOutChildren; i++ {
+		for i := 0; i < children; i++ {
 			res, err := t.Call("send_message", map[string]any{"recipient": fmt.Sprintf("c%d", i), "text": "task " + t.Prompt})
 			if err != nil {
 				return "", err
@@ -64,59 +77,93 @@ func benchFanOut(b *testing.B, pool int) {
 		}
 		return "replied", nil
 	})
-	c := benchCore(b, dir+"/home", cfs, prov, pool, false)
-	root, err := c.CreateAgent(context.Background(), CreateSpec{Name: "root", Provider: "inproc", Model: "fanout-root"})
+	c := benchCore(tb, home, fsys, prov, pool, false)
+	rootID, err := c.CreateAgent(context.Background(), CreateSpec{Name: "root", Provider: "inproc", Model: "fanout-root"})
 	if err != nil {
-		b.Fatalf("creating the root: %v", err)
+		tb.Fatalf("creating the root: %v", err)
 	}
-	ra, _ := c.agent(root)
-	benchAgents(b, c, fanOutChildren, "c", root, "fanout-child")
+	benchAgents(tb, c, children, "c", rootID, "fanout-child")
+	root, _ := c.agent(rootID)
+	events, cancel := c.Subscribe(rootID)
+	tb.Cleanup(cancel)
+	return &fanOut{tb: tb, c: c, root: root, children: children, events: events, runIDs: map[string]int{}}
+}
 
-	events, cancel := c.Subscribe(root)
-	defer cancel()
-	consumed := 0
-	runIDs := map[string]int{} // wake run id -> replies it shows
-	// waitConsumed follows the root's log until its wake turns have
-	// completed want replies in all, then waits for the root to be idle.
-	waitConsumed := func(want int) {
-		timeout := time.NewTimer(5 * time.Minute)
-		defer timeout.Stop()
-		for consumed < want {
-			select {
-			case ev, ok := <-events:
-				if !ok {
-					b.Fatal("the root's event subscription was dropped (the benchmark fell behind)")
-				}
-				countConsumed(b, ev.Entry, runIDs, &consumed)
-			case <-timeout.C:
-				b.Fatalf("the root consumed %d of %d replies in 5 minutes", consumed, want)
+// round runs one fan-out round and returns when the root's wake turns have
+// completed every reply and the root is idle again.
+func (f *fanOut) round() {
+	f.tb.Helper()
+	f.rounds++
+	res, err := f.c.Send(context.Background(), f.root.id, fmt.Sprintf("round %d", f.rounds), "", "", nil)
+	if err != nil || res.Err != nil {
+		f.tb.Fatalf("the root's fan-out turn: %+v, %v", res, err)
+	}
+	want := f.rounds * f.children
+	timeout := time.NewTimer(5 * time.Minute)
+	defer timeout.Stop()
+	for f.consumed < want {
+		select {
+		case ev, ok := <-f.events:
+			if !ok {
+				f.tb.Fatal("the root's event subscription was dropped (the benchmark fell behind)")
 			}
-		}
-		for {
-			changed := c.WaitChange()
-			ra.mu.Lock()
-			busy := ra.busy
-			ra.mu.Unlock()
-			if !busy {
-				return
-			}
-			<-changed
+			f.count(ev.Entry)
+		case <-timeout.C:
+			f.tb.Fatalf("the root consumed %d of %d replies in 5 minutes", f.consumed, want)
 		}
 	}
-	ctx := context.Background()
-	round := func(i int) {
-		res, err := c.Send(ctx, root, fmt.Sprintf("round %d", i), "", "", nil)
-		if err != nil || res.Err != nil {
-			b.Fatalf("the root's fan-out turn: %+v, %v", res, err)
+	for {
+		changed := f.c.WaitChange()
+		f.root.mu.Lock()
+		busy := f.root.busy
+		f.root.mu.Unlock()
+		if !busy {
+			return
 		}
-		waitConsumed((i + 1) * fanOutChildren)
+		select {
+		case <-changed:
+		case <-timeout.C:
+			f.tb.Fatalf("the root stayed busy for 5 minutes after consuming its replies")
+		}
 	}
-	round(0) // warm-up: every child's session has run a turn
+}
+
+// count adds to consumed the replies a completed root turn showed.
+func (f *fanOut) count(e eventlog.Entry) {
+	switch e.Event {
+	case evTurnStart:
+		var d turnStartData
+		if err := decode(e, &d); err != nil {
+			f.tb.Fatal(err)
+		}
+		f.runIDs[d.RunID] = len(d.MessageIDs)
+	case evTurnComplete:
+		var d turnCompleteData
+		if err := decode(e, &d); err != nil {
+			f.tb.Fatal(err)
+		}
+		f.consumed += f.runIDs[d.RunID]
+		delete(f.runIDs, d.RunID)
+	case evTurnFailed:
+		f.tb.Fatalf("a root turn failed: %s", e.Data)
+	case evMsgEnqueued:
+		if strings.Contains(string(e.Data), `"kind":"error"`) {
+			f.tb.Fatalf("a child's turn failed: %s", e.Data)
+		}
+	}
+}
+
+func benchFanOut(b *testing.B, pool int) {
+	dir := benchDir(b)
+	fsyncMed, _ := fsyncP50(b, dir, 300)
+	cfs := newCountingFS(faultfs.OS{})
+	f := newFanOut(b, cfs, dir+"/home", fanOutChildren, pool)
+	f.round() // warm-up: every child's session has run a turn
 	syncsBefore, kindsBefore := cfs.Fsyncs(), cfs.Kinds()
 	b.ResetTimer()
 	start := time.Now()
-	for i := 1; i <= b.N; i++ {
-		round(i)
+	for i := 0; i < b.N; i++ {
+		f.round()
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
@@ -128,27 +175,47 @@ func benchFanOut(b *testing.B, pool int) {
 	b.ReportMetric(ms(fsyncMed), "fsync_p50_ms")
 }
 
-// countConsumed adds to consumed the replies a completed root turn showed.
-func countConsumed(b *testing.B, e eventlog.Entry, runIDs map[string]int, consumed *int) {
-	switch e.Event {
-	case evTurnStart:
-		var d turnStartData
-		if err := decode(e, &d); err != nil {
-			b.Fatal(err)
+// TestFanOutRoundsComplete checks the benchmark's driver on a small tree in
+// memory: each round, every child gets one message and the root consumes
+// every reply.
+func TestFanOutRoundsComplete(t *testing.T) {
+	fsys := faultfs.NewMem()
+	f := newFanOut(t, fsys, "/home", 5, 4)
+	f.round()
+	f.round()
+	if f.consumed != 10 {
+		t.Fatalf("the root consumed %d replies in 2 rounds of 5, want 10", f.consumed)
+	}
+	rootLog, err := f.c.Log(f.root.id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for _, e := range rootLog {
+		if e.Event == evToolCall {
+			sent++
 		}
-		runIDs[d.RunID] = len(d.MessageIDs)
-	case evTurnComplete:
-		var d turnCompleteData
-		if err := decode(e, &d); err != nil {
-			b.Fatal(err)
+	}
+	if sent != 10 {
+		t.Fatalf("the root sent %d messages in 2 rounds of 5, want 10 (a wake turn must not start a new round)", sent)
+	}
+	for i := 0; i < 5; i++ {
+		id, err := f.c.Resolve(fmt.Sprintf("root/c%d", i))
+		if err != nil {
+			t.Fatal(err)
 		}
-		*consumed += runIDs[d.RunID]
-		delete(runIDs, d.RunID)
-	case evTurnFailed:
-		b.Fatalf("a root turn failed: %s", e.Data)
-	case evMsgEnqueued:
-		if strings.Contains(string(e.Data), `"kind":"error"`) {
-			b.Fatalf("a child's turn failed: %s", e.Data)
+		es, err := f.c.Log(id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range es {
+			if e.Event == evTurnComplete {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Errorf("child c%d completed %d turns in 2 rounds, want 2", i, n)
 		}
 	}
 }

@@ -35,7 +35,7 @@ const tmpfsMagic = 0x01021994
 // unless it is a tmpfs (fsync would be free there), in which case the
 // package directory is used. The benchmark fails if the chosen place is a
 // tmpfs, because the figures would be meaningless.
-func benchDir(b *testing.B) string {
+func benchDir(b testing.TB) string {
 	b.Helper()
 	parent := os.Getenv("WARREN_BENCH_DIR")
 	if parent == "" {
@@ -145,7 +145,7 @@ func (f *countingFile) Sync() error {
 // fsyncP50 measures the raw latency of appending a small line to a file and
 // fsyncing it, n times, in dir; it returns the median and the 99th
 // percentile.
-func fsyncP50(b *testing.B, dir string, n int) (p50, p99 time.Duration) {
+func fsyncP50(b testing.TB, dir string, n int) (p50, p99 time.Duration) {
 	b.Helper()
 	f, err := os.OpenFile(filepath.Join(dir, "fsync-probe.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -183,7 +183,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // benchCore builds and recovers a Core on the real disk (through counting
 // FS) with the inproc provider; pool sets the "default" pool size.
-func benchCore(b *testing.B, home string, fsys faultfs.FS, prov *inproc.Provider, pool int, noWake bool) *Core {
+func benchCore(b testing.TB, home string, fsys faultfs.FS, prov *inproc.Provider, pool int, noWake bool) *Core {
 	b.Helper()
 	cfg := config.Default()
 	if pool > 0 {
@@ -212,7 +212,7 @@ func benchCore(b *testing.B, home string, fsys faultfs.FS, prov *inproc.Provider
 
 // benchAgents creates n agents named prefix0..prefix<n-1> with model, as
 // roots or as children of parent.
-func benchAgents(b *testing.B, c *Core, n int, prefix, parent, model string) []string {
+func benchAgents(b testing.TB, c *Core, n int, prefix, parent, model string) []string {
 	b.Helper()
 	ids := make([]string, n)
 	for i := range ids {
