@@ -38,17 +38,20 @@ var mOpWeights = []int{2, 6, 2, 1, 7, 3, 4, 2, 4, 1, 1, 1}
 // mCmd is one command: an operation, the acting agent (by path), a name
 // argument and a message text.
 type mCmd struct {
-	op   mOp
-	path string // the agent acting (or terminated); empty for CreateRoot and Restart
-	name string // root or child name, recipient, or gated child
-	text string
+	op    mOp
+	path  string // the agent acting (or terminated); empty for CreateRoot and Restart
+	name  string // root or child name, recipient, gated child, or crash mode
+	name2 string // a second child spawned in the same turn (SpawnTurn), or ""
+	text  string
 }
 
 func (c *mCmd) String() string {
 	switch c.op {
 	case opMCreateRoot:
 		return fmt.Sprintf("CreateRoot(%s)", c.name)
-	case opMSpawnTurn, opMSpawnTool, opMGate, opMUngate:
+	case opMSpawnTurn:
+		return fmt.Sprintf("SpawnTurn(%s, %s)", c.path, strings.TrimSpace(c.name+" "+c.name2))
+	case opMSpawnTool, opMGate, opMUngate:
 		return fmt.Sprintf("%s(%s, %s)", mOpNames[c.op], c.path, c.name)
 	case opMSend:
 		return fmt.Sprintf("Send(%s -> %s, %q)", c.path, c.name, c.text)
@@ -104,6 +107,10 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		c.name = name
 		if biased {
 			genSpawn(s, c, r)
+		}
+		if c.op == opMSpawnTurn && r[3]%3 == 0 {
+			// Two children in one turn; the same name twice is refused.
+			c.name2 = mNames[(r[2]/7)%len(mNames)]
 		}
 	case opMSend:
 		genSend(s, c, r)
@@ -258,16 +265,30 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 			break
 		}
 		s.add("", c.name)
-	case opMSpawnTurn, opMSpawnTool:
-		if c.op == opMSpawnTurn {
-			s.agents[i].turns++
+	case opMSpawnTurn:
+		// The children are created after the turn, in call order; each runs
+		// its bootstrap turn, which consumes nothing.
+		s.agents[i].turns++
+		s.expect = mOutcome{spawns: []string{}}
+		for k, n := range strings.Fields(c.name + " " + c.name2) {
+			if k > 0 {
+				s.agents[i].calls++ // the first call is counted above
+			}
+			if n == s.agents[i].name || s.childNamed(c.path, n) >= 0 {
+				s.expect.spawns = append(s.expect.spawns, "error: agent name taken")
+				continue
+			}
+			s.expect.spawns = append(s.expect.spawns, "accepted")
+			s.add(c.path, n)
+			s.agents[len(s.agents)-1].turns = 1
 		}
+	case opMSpawnTool:
 		if c.name == s.agents[i].name || s.childNamed(c.path, c.name) >= 0 {
 			s.expect = mOutcome{err: "agent name taken"}
 			break
 		}
 		s.add(c.path, c.name)
-		s.agents[len(s.agents)-1].turns = 1 // its bootstrap turn, which consumes nothing
+		s.agents[len(s.agents)-1].turns = 1 // its bootstrap turn
 	case opMTurn:
 		s.agents[i].turns++
 	case opMSend:
@@ -353,9 +374,9 @@ func (s *mSUT) run(c *mCmd) mOutcome {
 		return mErrOutcome(err)
 	case opMSpawnTurn:
 		s.mu.Lock()
-		s.spawnRes, s.spawnErr = nil, nil
+		s.spawns = nil
 		s.mu.Unlock()
-		res, err := core.Send(ctx, id, "SPAWN "+c.name, "", "", nil)
+		res, err := core.Send(ctx, id, strings.TrimSpace("SPAWN "+c.name+" "+c.name2), "", "", nil)
 		if err == nil {
 			err = res.Err
 		}
@@ -364,10 +385,7 @@ func (s *mSUT) run(c *mCmd) mOutcome {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.spawnErr != nil {
-			return mOutcome{err: "spawn_agent in a turn: " + s.spawnErr.Error()}
-		}
-		return mToolOutcome(s.spawnRes, nil)
+		return mOutcome{spawns: s.spawns}
 	case opMSpawnTool:
 		return mToolOutcome(core.CallTool(ctx, id, "spawn_agent", map[string]any{"name": c.name, "instructions": "a model child"}))
 	case opMTurn:
@@ -451,8 +469,14 @@ func mCompareOutcome(want, got mOutcome) string {
 		}
 		return ""
 	}
-	if got.err != "" || fmt.Sprint(got.texts) != fmt.Sprint(want.texts) || got.count != want.count {
+	if got.err != "" || fmt.Sprint(got.texts) != fmt.Sprint(want.texts) || got.count != want.count ||
+		len(got.spawns) != len(want.spawns) {
 		return fmt.Sprintf("outcome %s, want %s", got, want)
+	}
+	for k := range want.spawns {
+		if !strings.HasPrefix(got.spawns[k], want.spawns[k]) {
+			return fmt.Sprintf("outcome %s, want %s", got, want)
+		}
 	}
 	return ""
 }

@@ -66,18 +66,20 @@ type mState struct {
 
 // mOutcome is what a command returned: an error text (for the model: a
 // substring the error must contain), or the texts check_inbox returned and
-// the recipient count of a broadcast.
+// the recipient count of a broadcast, and the results of the spawn_agent
+// calls of a spawning turn (for the model: prefixes of them).
 type mOutcome struct {
-	err   string
-	texts []string
-	count int
+	err    string
+	texts  []string
+	count  int
+	spawns []string // per spawn_agent call of a spawning turn: "accepted" or "error: <text>"
 }
 
 func (o mOutcome) String() string {
 	if o.err != "" {
 		return "error " + strconv.Quote(o.err)
 	}
-	return fmt.Sprintf("ok texts=%q count=%d", o.texts, o.count)
+	return fmt.Sprintf("ok texts=%q count=%d spawns=%q", o.texts, o.count, o.spawns)
 }
 
 func (s *mState) clone() *mState {
@@ -278,9 +280,8 @@ type mSUT struct {
 	stats *mStats
 	held  map[string]bool // message texts seen waiting in an inbox
 
-	mu       sync.Mutex
-	spawnRes map[string]any // the result of the last spawn_agent call in a turn
-	spawnErr error
+	mu     sync.Mutex
+	spawns []string // what each spawn_agent call of the last spawning turn returned
 }
 
 func newModelSUT(t *testing.T, stats *mStats) *mSUT {
@@ -300,17 +301,28 @@ func (s *mSUT) close() {
 	s.h.c = nil
 }
 
-// program is the agents' model: a prompt "SPAWN <name>" spawns a child
-// named name; every other prompt (wake, bootstrap, plain turn) is answered
-// without tool calls.
+// program is the agents' model: a prompt "SPAWN <name> [<name>]" spawns a
+// child for each name, in order; every other prompt (wake, bootstrap, plain
+// turn) is answered without tool calls.
 func (s *mSUT) program(_ context.Context, tr *inproc.Turn) (string, error) {
-	name, ok := strings.CutPrefix(tr.Prompt, "SPAWN ")
+	names, ok := strings.CutPrefix(tr.Prompt, "SPAWN ")
 	if !ok {
 		return "ok", nil
 	}
-	r, err := tr.Call("spawn_agent", map[string]any{"name": name, "instructions": "a model child"})
+	var got []string
+	for _, name := range strings.Fields(names) {
+		r, err := tr.Call("spawn_agent", map[string]any{"name": name, "instructions": "a model child"})
+		switch {
+		case err != nil:
+			got = append(got, "failed outside the tool: "+err.Error())
+		case r["error"] != nil:
+			got = append(got, fmt.Sprint("error: ", r["error"]))
+		default:
+			got = append(got, fmt.Sprint(r["status"]))
+		}
+	}
 	s.mu.Lock()
-	s.spawnRes, s.spawnErr = r, err
+	s.spawns = got
 	s.mu.Unlock()
 	return "spawned", nil
 }
