@@ -70,6 +70,7 @@ func (c *mCmd) String() string {
 // gate, a gated agent to message, an agent with siblings to broadcast from)
 // while still producing the refusals the rules predict.
 func genModelCmd(s *mState, r []int) commands.Command {
+	r = append([]int(nil), r...)
 	total := 0
 	for _, w := range mOpWeights {
 		total += w
@@ -81,6 +82,19 @@ func genModelCmd(s *mState, r []int) commands.Command {
 			break
 		}
 		pick -= w
+	}
+	// When inboxes hold messages, or gates could hold some, lean further
+	// towards check_inbox and towards messages to gated agents.
+	anyGated, anyPending := false, false
+	for _, a := range s.agents {
+		anyGated = anyGated || a.gated
+		anyPending = anyPending || len(a.pending) > 0
+	}
+	switch {
+	case anyPending && r[3]%6 == 1:
+		op = opMCheckInbox
+	case anyGated && r[3]%6 == 5:
+		op, r[3] = opMSend, 4 // genSend: a pair whose recipient is gated
 	}
 	c := &mCmd{op: op, text: fmt.Sprintf("m%d", s.seq)}
 	if len(s.agents) == 0 && op != opMRestart && op != opMCrash {
