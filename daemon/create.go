@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/protocol"
@@ -124,7 +125,8 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 	}
 	_, err = lg.AppendBatch([]eventlog.Record{
 		{Event: evAgentCreated, Data: agentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
-			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md}},
+			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md,
+			CreatedAt: c.now().UTC().Format(time.RFC3339Nano)}},
 		{Event: evSessionCreated, Data: sessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: lv.sess.Handle()}},
 	})
 	if err != nil {

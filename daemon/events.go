@@ -45,6 +45,9 @@ type agentCreatedData struct {
 	Provider     string            `json:"provider"`
 	Model        string            `json:"model"`
 	Metadata     map[string]string `json:"metadata"`
+	// CreatedAt (RFC 3339 with nanoseconds) orders agents created in the
+	// same millisecond, so recovery keeps the creation order.
+	CreatedAt string `json:"created_at,omitempty"`
 }
 
 type agentTerminatedData struct {

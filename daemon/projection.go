@@ -99,6 +99,16 @@ type projection struct {
 	// log but not the recipient's.
 	Sent      []map[string]any
 	CreatedTS time.Time
+	// Spawns are the spawn_agent calls made in runs, so recovery can finish
+	// a deferred creation a crash cut off.
+	Spawns []spawnRec
+}
+
+// spawnRec is a spawn_agent call a run recorded.
+type spawnRec struct {
+	ChildID string
+	RunID   string
+	Args    map[string]any
 }
 
 // maxSentKept bounds Sent.
@@ -144,6 +154,9 @@ func (p *projection) apply(e eventlog.Entry) error {
 		}
 		p.Created = true
 		p.CreatedTS = e.TS
+		if t := parseTime(d.CreatedAt); !t.IsZero() {
+			p.CreatedTS = t
+		}
 		p.ID, p.Name, p.Instructions = d.AgentID, d.Name, d.Instructions
 		if d.ParentID != nil {
 			p.ParentID = *d.ParentID
@@ -269,6 +282,11 @@ func (p *projection) apply(e eventlog.Entry) error {
 			p.Sent = append(p.Sent, d.Messages...)
 			if n := len(p.Sent) - maxSentKept; n > 0 {
 				p.Sent = append(p.Sent[:0:0], p.Sent[n:]...)
+			}
+		}
+		if d.Tool == "spawn_agent" && d.Error == "" && d.RunID != "" {
+			if child, _ := d.Result["agent_id"].(string); child != "" {
+				p.Spawns = append(p.Spawns, spawnRec{ChildID: child, RunID: d.RunID, Args: d.Args})
 			}
 		}
 		if d.RunID != "" {

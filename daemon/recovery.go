@@ -72,6 +72,12 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	loadedAgents := c.loadAll(ids)
 
 	byID := map[string]*loaded{}
+	existing := map[string]bool{}
+	for _, l := range loadedAgents {
+		if l.p.Created {
+			existing[l.id] = true
+		}
+	}
 	for _, l := range loadedAgents {
 		switch {
 		case l.err != nil:
@@ -151,6 +157,24 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	c.mu.Unlock()
 	c.log.Info("recovery finished", "agents", rep.Agents, "terminated", rep.Terminated, "orphans", rep.Orphans,
 		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
+	// Children whose deferred creation a crash cut off, in runs that have
+	// ended, are created now (their ids are derived, so this is
+	// idempotent). Spawns of an open run are redone when it is resumed.
+	for _, l := range placed {
+		l.a.mu.Lock()
+		var todo []spawnRec
+		for _, sp := range l.p.Spawns {
+			if !existing[sp.ChildID] && (l.p.Run == nil || l.p.Run.RunID != sp.RunID || l.p.Run.Ended) {
+				todo = append(todo, sp)
+				existing[sp.ChildID] = true
+			}
+		}
+		l.a.mu.Unlock()
+		for _, sp := range todo {
+			c.log.Warn("finishing a spawn a crash cut off", "parent", l.id, "child", sp.ChildID)
+			c.respawn(l.a, sp)
+		}
+	}
 	// A spawned child whose bootstrap turn never started gets it now.
 	for _, l := range placed {
 		l.a.mu.Lock()
@@ -245,7 +269,11 @@ func (c *Core) placeTree(byID map[string]*loaded, rep *RecoveryReport) []*loaded
 		remaining = append(remaining, l)
 	}
 	sort.Slice(remaining, func(i, j int) bool {
-		return remaining[i].p.LastSeq < remaining[j].p.LastSeq || (remaining[i].p.LastSeq == remaining[j].p.LastSeq && remaining[i].id < remaining[j].id)
+		a, b := remaining[i].p, remaining[j].p
+		if !a.CreatedTS.Equal(b.CreatedTS) {
+			return a.CreatedTS.Before(b.CreatedTS)
+		}
+		return remaining[i].id < remaining[j].id
 	})
 	// Order by creation: roots first, then children of placed parents.
 	for progress := true; progress && len(remaining) > 0; {

@@ -42,6 +42,9 @@ func (h *handler) subscribe(ctx context.Context, p protocol.Params, out server.S
 			ids = h.c.tree.Walk()
 		}
 		for _, id := range ids {
+			if _, ok := h.c.agent(id); !ok {
+				continue // being created right now: its events come live
+			}
 			entries, err := h.c.Log(id, uint64(since)+1)
 			if err != nil {
 				return nil, err

@@ -110,6 +110,9 @@ type toolOutcome struct {
 	result   map[string]any
 	toolErr  string
 	messages []map[string]any
+	// after runs once the call is logged (e.g. terminating an agent that
+	// completed outside a turn, which closes its log).
+	after func()
 }
 
 func toolErr(format string, args ...any) toolOutcome {
@@ -136,6 +139,9 @@ func (c *Core) callTool(ctx context.Context, a *agent, tool string, args map[str
 	}
 	if err := c.logToolCall(a, tool, args, out.result, out.toolErr, cc, out.messages); err != nil {
 		return nil, err
+	}
+	if out.after != nil {
+		out.after()
 	}
 	if out.toolErr != "" {
 		return map[string]any{"error": out.toolErr}, nil

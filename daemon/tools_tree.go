@@ -51,6 +51,17 @@ func (c *Core) toolSpawn(a *agent, v tools.SpawnAgent, cc callCtx) (toolOutcome,
 	}
 	spec := CreateSpec{ID: cc.derivedID("spawn", v.Name), Name: v.Name, ParentID: a.id,
 		Instructions: v.Instructions, Provider: prov, Model: model, Metadata: v.Metadata}
+	if cc.runID == "" {
+		// Outside a turn (the tool.call method) the child is created before
+		// the call is answered: the acknowledgement means it exists.
+		if _, err := c.CreateAgent(c.ctx, spec); err != nil {
+			return toolErr("spawning %q failed: %v", v.Name, err), nil
+		}
+		if ch, okc := c.agent(spec.ID); okc && !c.opts.NoWake {
+			c.bootstrap(ch)
+		}
+		return ok(map[string]any{"status": "accepted", "agent_id": spec.ID, "name": v.Name}), nil
+	}
 	if !c.deferSpawn(a, spec) {
 		return toolErr("agent name taken: %q is already being spawned in this turn", v.Name), nil
 	}
@@ -58,7 +69,8 @@ func (c *Core) toolSpawn(a *agent, v tools.SpawnAgent, cc callCtx) (toolOutcome,
 }
 
 // deferSpawn queues the creation of a child until the parent's turn ends
-// (or runs it now when the parent is not in a turn).
+// (or runs it now when the parent is not in a turn). A crash before the
+// creation is finished by recovery (the tool.call records the spawn).
 func (c *Core) deferSpawn(a *agent, spec CreateSpec) bool {
 	a.mu.Lock()
 	for _, s := range a.pendingSpawns {
@@ -174,9 +186,8 @@ func (c *Core) toolComplete(a *agent, v tools.Complete, cc callCtx) (toolOutcome
 	if err := c.enqueue(m); err != nil {
 		return deliveryErr(err)
 	}
-	c.markCompleting(a)
 	return toolOutcome{result: map[string]any{"status": "completing", "message_id": m.ID},
-		messages: []map[string]any{m.EventData()}}, nil
+		messages: []map[string]any{m.EventData()}, after: func() { c.markCompleting(a) }}, nil
 }
 
 // markCompleting terminates the agent after its current turn, or now when
@@ -288,10 +299,10 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 	c.redeliver(rec.Messages)
 	switch tool {
 	case "spawn_agent":
-		parsed, err := tools.Parse(tool, args)
-		if v, okp := parsed.(tools.SpawnAgent); err == nil && okp {
-			id, _ := rec.Result["agent_id"].(string)
-			if _, exists := c.agent(id); id != "" && !exists {
+		id, _ := rec.Result["agent_id"].(string)
+		if _, exists := c.agent(id); id != "" && !exists {
+			parsed, err := tools.Parse(tool, args)
+			if v, okp := parsed.(tools.SpawnAgent); err == nil && okp {
 				a.mu.Lock()
 				prov, model := a.p.Provider, a.p.Model
 				a.mu.Unlock()
@@ -308,6 +319,27 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 	case "complete":
 		c.markCompleting(a)
 	}
+}
+
+// respawn creates a child a recorded spawn_agent call accepted.
+func (c *Core) respawn(parent *agent, sp spawnRec) {
+	parsed, err := tools.Parse("spawn_agent", sp.Args)
+	v, okp := parsed.(tools.SpawnAgent)
+	if err != nil || !okp {
+		c.log.Error("a recorded spawn_agent call is malformed", "parent", parent.id, "err", err)
+		return
+	}
+	parent.mu.Lock()
+	prov, model := parent.p.Provider, parent.p.Model
+	parent.mu.Unlock()
+	if v.Provider != "" && v.Provider != prov {
+		prov, model = v.Provider, ""
+	}
+	if v.Model != "" {
+		model = v.Model
+	}
+	c.spawnNow(parent, CreateSpec{ID: sp.ChildID, Name: v.Name, ParentID: parent.id, Instructions: v.Instructions,
+		Provider: prov, Model: model, Metadata: v.Metadata})
 }
 
 // redeliver enqueues recorded messages whose recipient lacks them (a crash
