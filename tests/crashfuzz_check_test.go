@@ -93,11 +93,33 @@ func snapshotCore(c *daemon.Core, fsys faultfs.FS) (*cfSnap, error) {
 		}
 		out := make([]cfEntry, len(es))
 		for i, e := range es {
-			out[i] = cfEntry{Seq: e.Seq, Event: e.Event, Data: string(e.Data)}
+			out[i] = cfEntry{Seq: e.Seq, Event: e.Event, Data: normalizeData(e.Event, e.Data)}
 		}
 		s.Logs[p] = out
 	}
 	return s, nil
+}
+
+// normalizeData hides the fields that are random by design, so that two
+// instances that did the same thing compare equal: the provider session
+// handle of session.created (a recovery that finishes a spawn creates a
+// fresh provider session on each instance).
+func normalizeData(event string, data []byte) string {
+	if event != "session.created" {
+		return string(data)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return string(data)
+	}
+	if _, ok := m["handle"]; ok {
+		m["handle"] = "<handle>"
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return string(data)
+	}
+	return string(b)
 }
 
 // diffSnaps describes how two snapshots differ ("" when equal).

@@ -323,6 +323,7 @@ func (w *cfWorld) crashRecover(plan cfCrash) error {
 	if err := w.checkIdempotent(); err != nil {
 		return err
 	}
+	compare := true
 	if plan.RecK > 0 {
 		w.mem.CrashAt(plan.RecK)
 		c, err := w.newCore(w.mem)
@@ -334,11 +335,14 @@ func (w *cfWorld) crashRecover(plan cfCrash) error {
 			w.recoveryCrashes++
 			c.Abandon()
 			mode := faultfs.ProcessCrash
-			// A power loss inside recovery is only comparable with the
-			// reference when everything recovery read was durable, which
-			// holds after a power-loss reboot.
-			if plan.RecPL && plan.Mode == faultfs.PowerLoss {
+			if plan.RecPL {
 				mode = faultfs.PowerLoss
+				// After a process crash, recovery may have read data that
+				// was visible but not yet synced; a power loss inside it
+				// can drop that in-flight data, so the test instance may
+				// legitimately differ from the reference. The oracle's
+				// invariants still hold.
+				compare = plan.Mode == faultfs.PowerLoss
 			}
 			w.mem.Reboot(faultfs.RebootOptions{Mode: mode, Tail: plan.Tail, Rand: rng})
 			w.logf("  recovery crashed (err=%v); rebooted", rerr)
@@ -364,7 +368,7 @@ func (w *cfWorld) crashRecover(plan cfCrash) error {
 	if err != nil {
 		return w.failf("snapshot of the test instance: %v", err)
 	}
-	if d := diffSnaps(ref, got); d != "" {
+	if d := diffSnaps(ref, got); compare && d != "" {
 		return w.failf("test instance differs from the reference after recovery:\n%s", d)
 	}
 	if !w.wake {
