@@ -1,39 +1,38 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/commands"
-
-	"github.com/warren-dev/warren/faultfs"
 )
 
 // mOp is a command kind of the model test.
 type mOp int
 
 const (
-	opMCreateRoot mOp = iota // CreateAgent without a parent
-	opMSpawnTurn             // a turn whose program calls spawn_agent (deferred spawn)
-	opMSpawnTool             // spawn_agent called outside a turn (immediate spawn)
-	opMTurn                  // a plain turn (Send), which consumes no message
-	opMSend                  // send_message
-	opMBroadcast             // broadcast
-	opMCheckInbox            // check_inbox
-	opMTerminate             // Terminate (leaves only)
-	opMGate                  // gate, called by the parent
-	opMUngate                // ungate, called by the parent
-	opMRestart               // clean restart of the core on the same files
-	opMCrash                 // kill -9 (and, for "power", a power loss) and recovery
+	opMCreateRoot     mOp = iota // CreateAgent without a parent
+	opMSpawnTurn                 // a turn whose program calls spawn_agent (deferred spawn)
+	opMSpawnTool                 // spawn_agent called outside a turn (immediate spawn)
+	opMTurn                      // a plain turn (Send), which consumes no message
+	opMSend                      // send_message
+	opMBroadcast                 // broadcast
+	opMCheckInbox                // check_inbox
+	opMTerminate                 // Terminate (leaves only)
+	opMGate                      // gate, called by the parent
+	opMUngate                    // ungate, called by the parent
+	opMRestart                   // clean restart of the core on the same files
+	opMCrash                     // kill -9 (and, for "power", a power loss) and recovery
+	opMSendInTurn                // a turn whose program calls send_message
+	opMSendDuringTurn            // send_message to an agent while it runs a turn
 )
 
 var mOpNames = [...]string{"CreateRoot", "SpawnTurn", "SpawnTool", "Turn", "Send", "Broadcast", "CheckInbox",
-	"Terminate", "Gate", "Ungate", "Restart", "Crash"}
+	"Terminate", "Gate", "Ungate", "Restart", "Crash", "SendInTurn", "SendDuringTurn"}
 
 // mOpWeights are the relative frequencies of the commands.
-var mOpWeights = []int{2, 6, 2, 1, 7, 3, 4, 2, 4, 1, 1, 1}
+var mOpWeights = []int{2, 6, 2, 1, 5, 3, 4, 2, 4, 1, 1, 1, 3, 3}
 
 // mCmd is one command: an operation, the acting agent (by path), a name
 // argument and a message text.
@@ -42,6 +41,7 @@ type mCmd struct {
 	path  string // the agent acting (or terminated); empty for CreateRoot and Restart
 	name  string // root or child name, recipient, gated child, or crash mode
 	name2 string // a second child spawned in the same turn (SpawnTurn), or ""
+	busy  string // the recipient's path (SendDuringTurn): it runs a turn meanwhile
 	text  string
 }
 
@@ -53,8 +53,10 @@ func (c *mCmd) String() string {
 		return fmt.Sprintf("SpawnTurn(%s, %s)", c.path, strings.TrimSpace(c.name+" "+c.name2))
 	case opMSpawnTool, opMGate, opMUngate:
 		return fmt.Sprintf("%s(%s, %s)", mOpNames[c.op], c.path, c.name)
-	case opMSend:
-		return fmt.Sprintf("Send(%s -> %s, %q)", c.path, c.name, c.text)
+	case opMSend, opMSendInTurn:
+		return fmt.Sprintf("%s(%s -> %s, %q)", mOpNames[c.op], c.path, c.name, c.text)
+	case opMSendDuringTurn:
+		return fmt.Sprintf("SendDuringTurn(%s -> %s (%s, busy), %q)", c.path, c.name, c.busy, c.text)
 	case opMBroadcast:
 		return fmt.Sprintf("Broadcast(%s, %q)", c.path, c.text)
 	case opMRestart:
@@ -126,8 +128,25 @@ func genModelCmd(s *mState, r []int) commands.Command {
 			// Two children in one turn; the same name twice is refused.
 			c.name2 = mNames[(r[2]/7)%len(mNames)]
 		}
-	case opMSend:
+	case opMSend, opMSendInTurn:
 		genSend(s, c, r)
+	case opMSendDuringTurn:
+		type pair struct{ from, to int }
+		var pairs []pair
+		for i := range s.agents {
+			for j := range s.agents {
+				if j != i && s.lookup(j, s.agents[i].name) == i {
+					pairs = append(pairs, pair{j, i})
+				}
+			}
+		}
+		if len(pairs) == 0 {
+			c.op = opMSend
+			genSend(s, c, r)
+			break
+		}
+		p := pairs[r[2]%len(pairs)]
+		c.path, c.name, c.busy = s.agents[p.from].path, s.agents[p.to].name, s.agents[p.to].path
 	case opMBroadcast:
 		var withSiblings []string
 		for i, a := range s.agents {
@@ -258,6 +277,9 @@ func (c *mCmd) PreCondition(st commands.State) bool {
 	switch c.op {
 	case opMCreateRoot, opMRestart, opMCrash:
 		return true
+	case opMSendDuringTurn:
+		i := s.find(c.path)
+		return i >= 0 && s.find(c.busy) >= 0 && s.lookup(i, c.name) == s.find(c.busy)
 	}
 	return s.find(c.path) >= 0
 }
@@ -269,7 +291,7 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 	s.seq++
 	i := s.find(c.path)
 	switch c.op {
-	case opMSpawnTurn, opMSpawnTool, opMSend, opMBroadcast, opMCheckInbox, opMGate, opMUngate:
+	case opMSpawnTurn, opMSpawnTool, opMSend, opMSendInTurn, opMSendDuringTurn, opMBroadcast, opMCheckInbox, opMGate, opMUngate:
 		s.agents[i].calls++ // every tool call is logged in the caller's log
 	}
 	switch c.op {
@@ -283,16 +305,16 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 		// The children are created after the turn, in call order; each runs
 		// its bootstrap turn, which consumes nothing.
 		s.agents[i].turns++
-		s.expect = mOutcome{spawns: []string{}}
+		s.expect = mOutcome{calls: []string{}}
 		for k, n := range strings.Fields(c.name + " " + c.name2) {
 			if k > 0 {
 				s.agents[i].calls++ // the first call is counted above
 			}
 			if n == s.agents[i].name || s.childNamed(c.path, n) >= 0 {
-				s.expect.spawns = append(s.expect.spawns, "error: agent name taken")
+				s.expect.calls = append(s.expect.calls, "error: agent name taken")
 				continue
 			}
-			s.expect.spawns = append(s.expect.spawns, "accepted")
+			s.expect.calls = append(s.expect.calls, "accepted")
 			s.add(c.path, n)
 			s.agents[len(s.agents)-1].turns = 1
 		}
@@ -306,19 +328,19 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 	case opMTurn:
 		s.agents[i].turns++
 	case opMSend:
-		switch {
-		case c.name == "USER" && s.agents[i].parent != "":
-			s.expect = mOutcome{err: "only root agents can message USER"}
-		case c.name == "USER":
-			s.user = append(s.user, c.text)
-		default:
-			j := s.lookup(i, c.name)
-			if j < 0 {
-				s.expect = mOutcome{err: "no reachable agent named"}
-				break
-			}
-			s.deliver(j, c.text)
+		s.expect = mOutcome{err: s.send(i, c.name, c.text)}
+	case opMSendInTurn:
+		s.agents[i].turns++
+		res := "sent"
+		if e := s.send(i, c.name, c.text); e != "" {
+			res = "error: " + e
 		}
+		s.expect = mOutcome{calls: []string{res}}
+	case opMSendDuringTurn:
+		// The message arrives during the recipient's turn, so that turn
+		// does not consume it: a wake turn after it does (or a gate keeps it).
+		s.agents[s.find(c.busy)].turns++
+		s.expect = mOutcome{err: s.send(i, c.name, c.text)}
 	case opMBroadcast:
 		sibs := s.siblings(i)
 		if len(sibs) == 0 {
@@ -355,112 +377,6 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 	return s
 }
 
-// mResult is what running a command produced.
-type mResult struct {
-	out mOutcome
-	obs mObservation
-}
-
-// Run executes the command, waits until every agent is idle and observes
-// the system.
-func (c *mCmd) Run(sut commands.SystemUnderTest) commands.Result {
-	s := sut.(*mSUT)
-	out := s.run(c)
-	s.h.quiet()
-	obs := s.observe()
-	s.stats.record(c.op, out, s.newlyHeld(obs))
-	return mResult{out: out, obs: obs}
-}
-
-func (s *mSUT) run(c *mCmd) mOutcome {
-	ctx := context.Background()
-	core := s.h.c
-	var id string
-	if c.path != "" {
-		var err error
-		if id, err = core.Resolve("/" + c.path); err != nil {
-			return mOutcome{err: "resolving the acting agent: " + err.Error()}
-		}
-	}
-	switch c.op {
-	case opMCreateRoot:
-		_, err := core.CreateAgent(ctx, CreateSpec{Name: c.name, Provider: "inproc", Model: mModelProgram})
-		return mErrOutcome(err)
-	case opMSpawnTurn:
-		s.mu.Lock()
-		s.spawns = nil
-		s.mu.Unlock()
-		res, err := core.Send(ctx, id, strings.TrimSpace("SPAWN "+c.name+" "+c.name2), "", "", nil)
-		if err == nil {
-			err = res.Err
-		}
-		if err != nil {
-			return mOutcome{err: "the spawning turn failed: " + err.Error()}
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return mOutcome{spawns: s.spawns}
-	case opMSpawnTool:
-		return mToolOutcome(core.CallTool(ctx, id, "spawn_agent", map[string]any{"name": c.name, "instructions": "a model child"}))
-	case opMTurn:
-		res, err := core.Send(ctx, id, "just a turn", "", "", nil)
-		if err == nil {
-			err = res.Err
-		}
-		return mErrOutcome(err)
-	case opMSend:
-		return mToolOutcome(core.CallTool(ctx, id, "send_message", map[string]any{"recipient": c.name, "text": c.text}))
-	case opMBroadcast:
-		return mToolOutcome(core.CallTool(ctx, id, "broadcast", map[string]any{"text": c.text}))
-	case opMCheckInbox:
-		return mToolOutcome(core.CallTool(ctx, id, "check_inbox", map[string]any{}))
-	case opMTerminate:
-		return mErrOutcome(core.Terminate(id))
-	case opMGate:
-		return mToolOutcome(core.CallTool(ctx, id, "gate", map[string]any{"agent_name": c.name}))
-	case opMUngate:
-		return mToolOutcome(core.CallTool(ctx, id, "ungate", map[string]any{"agent_name": c.name}))
-	case opMRestart:
-		s.h.restart()
-	case opMCrash:
-		mode := faultfs.ProcessCrash
-		if c.name == "power" {
-			mode = faultfs.PowerLoss
-		}
-		s.h.crash(mode)
-	}
-	return mOutcome{}
-}
-
-func mErrOutcome(err error) mOutcome {
-	if err != nil {
-		return mOutcome{err: err.Error()}
-	}
-	return mOutcome{}
-}
-
-// mToolOutcome reads a tool result: its error, the texts of the messages
-// check_inbox returned, the recipient count of a broadcast.
-func mToolOutcome(r map[string]any, err error) mOutcome {
-	if err != nil {
-		return mOutcome{err: "tool call failed outside the tool: " + err.Error()}
-	}
-	if e, ok := r["error"]; ok {
-		return mOutcome{err: fmt.Sprint(e)}
-	}
-	var o mOutcome
-	if msgs, ok := r["messages"].([]any); ok {
-		for _, m := range msgs {
-			mm, _ := m.(map[string]any)
-			o.texts = append(o.texts, fmt.Sprint(mm["text"]))
-		}
-	}
-	if n, ok := r["recipient_count"].(int); ok {
-		o.count = n
-	}
-	return o
-}
-
 // PostCondition compares the outcome and the mObservation with the model.
 func (c *mCmd) PostCondition(st commands.State, result commands.Result) *gopter.PropResult {
 	s := st.(*mState)
@@ -484,11 +400,11 @@ func mCompareOutcome(want, got mOutcome) string {
 		return ""
 	}
 	if got.err != "" || fmt.Sprint(got.texts) != fmt.Sprint(want.texts) || got.count != want.count ||
-		len(got.spawns) != len(want.spawns) {
+		len(got.calls) != len(want.calls) {
 		return fmt.Sprintf("outcome %s, want %s", got, want)
 	}
-	for k := range want.spawns {
-		if !strings.HasPrefix(got.spawns[k], want.spawns[k]) {
+	for k := range want.calls {
+		if !strings.HasPrefix(got.calls[k], want.calls[k]) {
 			return fmt.Sprintf("outcome %s, want %s", got, want)
 		}
 	}

@@ -15,7 +15,6 @@ package daemon
 // agent's log alone (model_check_test.go).
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -27,8 +26,6 @@ import (
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/commands"
 	"github.com/leanovate/gopter/gen"
-
-	"github.com/warren-dev/warren/provider/inproc"
 )
 
 // mNames is the name pool: small, so that names collide among roots,
@@ -69,17 +66,17 @@ type mState struct {
 // the recipient count of a broadcast, and the results of the spawn_agent
 // calls of a spawning turn (for the model: prefixes of them).
 type mOutcome struct {
-	err    string
-	texts  []string
-	count  int
-	spawns []string // per spawn_agent call of a spawning turn: "accepted" or "error: <text>"
+	err   string
+	texts []string
+	count int
+	calls []string // per tool call made in a scripted turn: its status, or "error: <text>"
 }
 
 func (o mOutcome) String() string {
 	if o.err != "" {
 		return "error " + strconv.Quote(o.err)
 	}
-	return fmt.Sprintf("ok texts=%q count=%d spawns=%q", o.texts, o.count, o.spawns)
+	return fmt.Sprintf("ok texts=%q count=%d calls=%q", o.texts, o.count, o.calls)
 }
 
 func (s *mState) clone() *mState {
@@ -189,6 +186,24 @@ func (s *mState) deliver(i int, text string) {
 	}
 }
 
+// send applies send_message from agent i to name: it returns the text the
+// routing error must contain, or "" when the message is delivered.
+func (s *mState) send(i int, name, text string) string {
+	switch {
+	case name == "USER" && s.agents[i].parent != "":
+		return "only root agents can message USER"
+	case name == "USER":
+		s.user = append(s.user, text)
+		return ""
+	}
+	j := s.lookup(i, name)
+	if j < 0 {
+		return "no reachable agent named"
+	}
+	s.deliver(j, text)
+	return ""
+}
+
 // add appends a new agent (created or spawned).
 func (s *mState) add(parent, name string) {
 	path := name
@@ -238,7 +253,11 @@ type mStats struct {
 func (st *mStats) record(op mOp, o mOutcome, held int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if o.err != "" {
+	refused := o.err != ""
+	for _, c := range o.calls {
+		refused = refused || strings.HasPrefix(c, "error:")
+	}
+	if refused {
 		st.err[op]++
 	} else {
 		st.ok[op]++
@@ -271,72 +290,4 @@ func modelCommands(t *testing.T, stats *mStats) *commands.ProtoCommands {
 			}).WithShrinker(gopter.NoShrinker)
 		},
 	}
-}
-
-// mSUT is the system under test of one sequence: a harness whose agents all
-// run mModelProgram.
-type mSUT struct {
-	h     *harness
-	stats *mStats
-	held  map[string]bool // message texts seen waiting in an inbox
-
-	mu     sync.Mutex
-	spawns []string // what each spawn_agent call of the last spawning turn returned
-}
-
-func newModelSUT(t *testing.T, stats *mStats) *mSUT {
-	s := &mSUT{stats: stats, held: map[string]bool{}}
-	s.h = newHarness(t)
-	s.h.prov.Register(mModelProgram, s.program)
-	return s
-}
-
-func (s *mSUT) close() {
-	if s.h.c == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = s.h.c.Close(ctx)
-	s.h.c = nil
-}
-
-// program is the agents' model: a prompt "SPAWN <name> [<name>]" spawns a
-// child for each name, in order; every other prompt (wake, bootstrap, plain
-// turn) is answered without tool calls.
-func (s *mSUT) program(_ context.Context, tr *inproc.Turn) (string, error) {
-	names, ok := strings.CutPrefix(tr.Prompt, "SPAWN ")
-	if !ok {
-		return "ok", nil
-	}
-	var got []string
-	for _, name := range strings.Fields(names) {
-		r, err := tr.Call("spawn_agent", map[string]any{"name": name, "instructions": "a model child"})
-		switch {
-		case err != nil:
-			got = append(got, "failed outside the tool: "+err.Error())
-		case r["error"] != nil:
-			got = append(got, fmt.Sprint("error: ", r["error"]))
-		default:
-			got = append(got, fmt.Sprint(r["status"]))
-		}
-	}
-	s.mu.Lock()
-	s.spawns = got
-	s.mu.Unlock()
-	return "spawned", nil
-}
-
-// newlyHeld counts the messages seen waiting in an inbox for the first time.
-func (s *mSUT) newlyHeld(o mObservation) int {
-	n := 0
-	for _, a := range o.agents {
-		for _, p := range a.pending {
-			if !s.held[a.path+" "+p] {
-				s.held[a.path+" "+p] = true
-				n++
-			}
-		}
-	}
-	return n
 }
