@@ -577,3 +577,28 @@ func (w *cfWorld) opTurnComplete(a int, plan cfCrash) error {
 		return nil
 	})
 }
+
+// opCleanRestart stops the daemon cleanly (Close: cancel turns, save the
+// provider state of live sessions, close the logs) and starts it again; a
+// crash plan crashes the shutdown itself.
+func (w *cfWorld) opCleanRestart(plan cfCrash) error {
+	return w.step("clean restart", plan, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := w.core.Close(ctx); err != nil {
+			return fmt.Errorf("close: %w", err)
+		}
+		if w.mem.Crashed() {
+			return nil
+		}
+		c, err := w.newCoreWake(w.mem, w.wake)
+		if err != nil {
+			return err
+		}
+		if _, err := c.Recover(); err != nil {
+			return fmt.Errorf("recovery after a clean stop: %w", err)
+		}
+		w.core = c
+		return nil
+	})
+}

@@ -35,10 +35,11 @@ const (
 	opDrainUser
 	opTurnSend
 	opTurnComplete
+	opCleanRestart
 )
 
 var cfOpNames = []string{"CreateRoot", "Spawn", "Turn", "Send", "Broadcast", "CheckInbox", "Terminate",
-	"Evict", "Suspend", "Resume", "Deadline", "ResumeInterrupted", "Restart", "Complete", "ParentTool", "Cancel", "DrainUser", "TurnSend", "TurnComplete"}
+	"Evict", "Suspend", "Resume", "Deadline", "ResumeInterrupted", "Restart", "Complete", "ParentTool", "Cancel", "DrainUser", "TurnSend", "TurnComplete", "CleanRestart"}
 
 // cfCmd is one fuzzer command: an operation, two selector arguments and a
 // crash plan.
@@ -106,6 +107,8 @@ func cfRun(w *cfWorld, c cfCmd) error {
 		return w.opTurnSend(c.A, c.B, c.Crash)
 	case opTurnComplete:
 		return w.opTurnComplete(c.A, c.Crash)
+	case opCleanRestart:
+		return w.opCleanRestart(c.Crash)
 	}
 	return fmt.Errorf("unknown op %d", c.Op)
 }
@@ -152,7 +155,7 @@ func genCmd() gopter.Gen {
 	weights := []int{opCreateRoot, opCreateRoot, opSpawn, opSpawn, opSpawn, opTurn, opTurn, opSend, opSend, opSend, opSend,
 		opBroadcast, opCheckInbox, opCheckInbox, opTerminate, opEvict, opSuspend, opSuspend, opResume, opResume, opResume,
 		opDeadline, opResumeInterrupted, opResumeInterrupted, opRestart, opComplete, opParentTool, opParentTool,
-		opCancel, opDrainUser, opTurnSend, opTurnSend, opTurnSend, opTurnComplete}
+		opCancel, opDrainUser, opTurnSend, opTurnSend, opTurnSend, opTurnComplete, opCleanRestart}
 	return gopter.CombineGens(gen.IntRange(0, len(weights)-1), gen.IntRange(0, 1000), gen.IntRange(0, 1000), genCrash(70)).
 		Map(func(v []any) commands.Command {
 			return cfCmd{Op: weights[v[0].(int)], A: v[1].(int), B: v[2].(int), Crash: v[3].(cfCrash)}
