@@ -27,7 +27,15 @@ type CreateSpec struct {
 // openLog opens an agent's log with the projection and the event bus wired
 // to its appends.
 func (c *Core) openLog(id string, target **agent) (*eventlog.Log, error) {
+	return c.openLogReplay(id, target, nil)
+}
+
+// openLogReplay opens an agent's log, handing each recovered entry to
+// replay (recovery folds the projection in the same pass that checks the
+// log).
+func (c *Core) openLogReplay(id string, target **agent, replay func(eventlog.Entry) error) (*eventlog.Log, error) {
 	return eventlog.Open(c.fs, c.logPath(id), eventlog.Options{
+		Replay: replay,
 		Logger: c.log.Named("eventlog"),
 		Now:    c.now,
 		OnAppend: func(es []eventlog.Entry) {

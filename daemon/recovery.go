@@ -211,54 +211,33 @@ func (c *Core) loadAll(ids []string) []*loaded {
 	return out
 }
 
-// load opens one agent's log (WAL replay, torn tail repair) and folds it.
+// load opens one agent's log (WAL replay, torn tail repair) and folds it
+// into a projection in the same pass. A log damaged in the middle still
+// yields the projection of its good prefix (so a corrupt agent shows its
+// name and parent).
 func (c *Core) load(id string) *loaded {
 	l := &loaded{id: id, p: newProjection()}
 	target := new(*agent)
-	lg, err := c.openLog(id, target)
+	var foldErr error
+	lg, err := c.openLogReplay(id, target, func(e eventlog.Entry) error {
+		if foldErr == nil {
+			foldErr = l.p.apply(e)
+		}
+		return nil
+	})
 	if err != nil {
 		l.err = err
-		if errors.Is(err, eventlog.ErrCorrupt) {
-			c.foldPrefix(l)
-		}
+		return l
+	}
+	if foldErr != nil {
+		l.err = fmt.Errorf("%s: %w", c.logPath(id), foldErr)
+		_ = lg.Close()
 		return l
 	}
 	l.log = lg
-	entries, err := eventlog.ReadAll(c.fs, c.logPath(id))
-	if err != nil {
-		l.err = err
-		_ = lg.Close()
-		l.log = nil
-		return l
-	}
-	for _, e := range entries {
-		if err := l.p.apply(e); err != nil {
-			l.err = fmt.Errorf("%s: %w", c.logPath(id), err)
-			_ = lg.Close()
-			l.log = nil
-			return l
-		}
-	}
 	l.a = newAgent(id, lg, l.p)
 	*target = l.a
 	return l
-}
-
-// foldPrefix folds the good entries before the damage, so a corrupt agent
-// still shows its name and parent.
-func (c *Core) foldPrefix(l *loaded) {
-	r, err := eventlog.NewReader(c.fs, c.logPath(l.id), 0)
-	if err != nil {
-		return
-	}
-	defer r.Close()
-	for {
-		e, err := r.Next()
-		if err != nil {
-			return
-		}
-		_ = l.p.apply(e)
-	}
 }
 
 // placeTree adds agents to the tree, parents first.

@@ -23,7 +23,14 @@ type userInbox struct {
 func (c *Core) openUserInbox() error {
 	path := filepath.Join(c.opts.Home, "user.jsonl")
 	u := &userInbox{c: c, queue: inbox.NewQueue(0), seen: map[string]struct{}{}}
+	var foldErr error
 	lg, err := eventlog.Open(c.fs, path, eventlog.Options{Logger: c.log.Named("eventlog"), Now: c.now,
+		Replay: func(e eventlog.Entry) error {
+			if foldErr == nil {
+				foldErr = u.apply(e)
+			}
+			return nil
+		},
 		OnAppend: func(es []eventlog.Entry) {
 			for _, e := range es {
 				if err := u.apply(e); err != nil {
@@ -33,18 +40,11 @@ func (c *Core) openUserInbox() error {
 			c.bus.publish("USER", es)
 		}})
 	if err != nil {
-		return fmt.Errorf("opening the USER inbox: %w", err)
+		return fmt.Errorf("opening the USER inbox: %w; if it is damaged, `warren repair USER` keeps a copy and cuts it", err)
 	}
-	entries, err := eventlog.ReadAll(c.fs, path)
-	if err != nil {
+	if foldErr != nil {
 		_ = lg.Close()
-		return fmt.Errorf("reading the USER inbox: %w", err)
-	}
-	for _, e := range entries {
-		if err := u.apply(e); err != nil {
-			_ = lg.Close()
-			return fmt.Errorf("%s: %w", path, err)
-		}
+		return fmt.Errorf("%s: %w", path, foldErr)
 	}
 	u.log = lg
 	c.user = u

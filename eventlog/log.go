@@ -24,6 +24,12 @@ type Options struct {
 	// It runs on the committing goroutine and holds up later appends, so it
 	// must be quick and must not append to the same log.
 	OnAppend func([]Entry)
+	// Replay, if set, is called by Open with every entry of the recovered
+	// log in seq order: the good prefix as it is checked, then the entries
+	// replayed from the pending file. Recovery reads each line once. An
+	// error from Replay fails Open. If Open then fails (say, ErrCorrupt),
+	// Replay has seen the good prefix before the damage.
+	Replay func(Entry) error
 }
 
 // Log is an open event log. Its methods are safe for concurrent use.
@@ -35,6 +41,7 @@ type Log struct {
 	logger      hclog.Logger
 	now         func() time.Time
 	onAppend    func([]Entry)
+	replay      func(Entry) error
 	maxLine     int // MaxLineBytes; smaller in tests
 	// mustSync holds the directories whose fsync Open cannot do without.
 	mustSync map[string]bool

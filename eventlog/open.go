@@ -3,6 +3,7 @@ package eventlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,6 +44,7 @@ func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
 		logger:      opts.Logger,
 		now:         opts.Now,
 		onAppend:    opts.OnAppend,
+		replay:      opts.Replay,
 		maxLine:     MaxLineBytes,
 	}
 	if l.logger == nil {
@@ -87,7 +89,19 @@ func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
 // directory entries durable and replays the pending file.
 func (l *Log) recover(f faultfs.File, isNew bool) error {
 	sc := newLogScanner(f, l.path, MaxLineBytes)
-	if err := sc.scanToEnd(); err != nil {
+	for {
+		e, err := sc.next()
+		if err == nil {
+			if l.replay != nil {
+				if rerr := l.replay(e); rerr != nil {
+					return fmt.Errorf("eventlog: replaying %s at seq %d: %w", l.path, e.Seq, rerr)
+				}
+			}
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		return err
 	}
 	l.lastSeq = sc.lastSeq

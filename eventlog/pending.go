@@ -175,12 +175,37 @@ func (l *Log) replayPending(f faultfs.File) error {
 			return fmt.Errorf("eventlog: fsync %s after replaying %s: %w", l.path, l.pendingPath, err)
 		}
 		l.lastSeq = pc.seqs[len(pc.seqs)-1]
+		if l.replay != nil {
+			if err := replayLines(pc.add, l.replay); err != nil {
+				return fmt.Errorf("eventlog: replaying the pending records of %s: %w", l.path, err)
+			}
+		}
 	}
 	if err := l.fsys.Remove(l.pendingPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("eventlog: remove pending file %s: %w", l.pendingPath, err)
 	}
 	if err := l.fsys.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("eventlog: fsync directory %s after removing %s: %w", l.dir, l.pendingPath, err)
+	}
+	return nil
+}
+
+// replayLines parses complete, already validated lines and hands each entry
+// to replay.
+func replayLines(buf []byte, replay func(Entry) error) error {
+	for len(buf) > 0 {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return fmt.Errorf("a replayed record has no newline")
+		}
+		e, err := parseLine(buf[:i])
+		if err != nil {
+			return err
+		}
+		if err := replay(e); err != nil {
+			return err
+		}
+		buf = buf[i+1:]
 	}
 	return nil
 }
