@@ -161,11 +161,11 @@ func benchFanOut(b *testing.B, pool int) {
 	f.round() // warm-up: every child's session has run a turn
 	syncsBefore, kindsBefore := cfs.Fsyncs(), cfs.Kinds()
 	b.ResetTimer()
-	start := time.Now()
+	cpu0, start := cpuTime(), time.Now()
 	for i := 0; i < b.N; i++ {
 		f.round()
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	b.StopTimer()
 	msgs := 2 * fanOutChildren * b.N
 	b.ReportMetric(float64(msgs)/elapsed.Seconds(), "msgs/s")
@@ -173,6 +173,7 @@ func benchFanOut(b *testing.B, pool int) {
 	b.ReportMetric(float64(cfs.Fsyncs()-syncsBefore)/float64(msgs), "fsyncs/msg")
 	reportKinds(b, kindsBefore, cfs.Kinds(), msgs, "msg")
 	b.ReportMetric(ms(fsyncMed), "fsync_p50_ms")
+	b.ReportMetric(ms(cpu)/float64(msgs), "cpu_ms/msg")
 }
 
 // TestFanOutRoundsComplete checks the benchmark's driver on a small tree in

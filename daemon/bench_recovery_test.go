@@ -7,6 +7,10 @@ package daemon
 //
 //	go test -run '^$' -bench 'BenchmarkRecovery' -benchtime 5x -timeout 30m ./daemon/
 //
+// WARREN_BENCH_HOME=<dir> keeps the generated home there for later runs;
+// WARREN_BENCH_HEAPPROFILE=<file> writes a heap profile taken right after
+// the first recovery (go tool pprof -sample_index=inuse_space).
+//
 // The home is generated once per run of the benchmark (genHome) with the
 // eventlog package, so every line has a correct CRC and seq, and with the
 // daemon's own event data types, so every entry is one the projection
@@ -18,8 +22,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,8 +59,37 @@ type homeStats struct {
 
 func BenchmarkRecovery(b *testing.B) {
 	spec := homeSpec{Agents: 1000, EventsPerAgent: 1000, GroupSize: 100}
-	dir := benchDir(b)
-	home := filepath.Join(dir, "home")
+	home, st := benchHome(b, spec)
+	b.Run(fmt.Sprintf("agents=%d/events=%d", spec.Agents, spec.EventsPerAgent), func(b *testing.B) {
+		benchRecover(b, home, spec, st)
+	})
+}
+
+// benchHome generates the home in a fresh benchmark directory, or, when
+// WARREN_BENCH_HOME names a directory, reuses the home generated there by
+// an earlier run with the same spec (generating it the first time).
+func benchHome(b *testing.B, spec homeSpec) (string, homeStats) {
+	home := os.Getenv("WARREN_BENCH_HOME")
+	marker := filepath.Join(home, "bench-home.json")
+	type homeMarker struct {
+		Spec  homeSpec
+		Stats homeStats
+	}
+	if home != "" {
+		var m homeMarker
+		if data, err := os.ReadFile(marker); err == nil && json.Unmarshal(data, &m) == nil && m.Spec == spec {
+			b.Logf("reusing the home in %s: %d events, %.1f MB, %d pending messages", home, m.Stats.Events, float64(m.Stats.Bytes)/1e6, m.Stats.Pending)
+			return home, m.Stats
+		}
+		if isTmpfs(filepath.Dir(home)) {
+			b.Fatalf("WARREN_BENCH_HOME %s is on a tmpfs; choose a directory on a real disk", home)
+		}
+		if err := os.RemoveAll(home); err != nil {
+			b.Fatalf("clearing WARREN_BENCH_HOME %s: %v", home, err)
+		}
+	} else {
+		home = filepath.Join(benchDir(b), "home")
+	}
 	t0 := time.Now()
 	st, err := genHome(faultfs.OS{}, home, spec)
 	if err != nil {
@@ -62,20 +97,27 @@ func BenchmarkRecovery(b *testing.B) {
 	}
 	b.Logf("generated %d agents, %d events, %.1f MB, %d pending messages in %v",
 		spec.Agents, st.Events, float64(st.Bytes)/1e6, st.Pending, time.Since(t0).Round(time.Millisecond))
-	b.Run(fmt.Sprintf("agents=%d/events=%d", spec.Agents, spec.EventsPerAgent), func(b *testing.B) {
-		benchRecover(b, home, spec, st)
-	})
+	if os.Getenv("WARREN_BENCH_HOME") != "" {
+		data, err := json.Marshal(homeMarker{Spec: spec, Stats: st})
+		if err == nil {
+			err = os.WriteFile(marker, data, 0o600)
+		}
+		if err != nil {
+			b.Fatalf("writing %s: %v", marker, err)
+		}
+	}
+	return home, st
 }
 
 func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats) {
-	var total time.Duration
+	var total, cpuTotal time.Duration
 	var heap, fsyncs uint64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		runtime.GC()
 		cfs := newCountingFS(faultfs.OS{})
 		b.StartTimer()
-		start := time.Now()
+		cpu0, start := cpuTime(), time.Now()
 		c, err := NewCore(CoreOptions{
 			FS: cfs, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
 			Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
@@ -85,7 +127,7 @@ func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats) {
 			b.Fatalf("NewCore: %v", err)
 		}
 		rep, err := c.Recover()
-		d := time.Since(start)
+		d, cpu := time.Since(start), cpuTime()-cpu0
 		b.StopTimer()
 		if err != nil {
 			b.Fatalf("Recover: %v", err)
@@ -94,10 +136,14 @@ func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats) {
 			b.Fatalf("recovery report %+v; want %d agents, none corrupt, orphaned or interrupted, %d pending", rep, spec.Agents, st.Pending)
 		}
 		total += d
+		cpuTotal += cpu
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		heap = ms.HeapInuse
+		if p := os.Getenv("WARREN_BENCH_HEAPPROFILE"); p != "" && i == 0 {
+			writeHeapProfile(b, p)
+		}
 		fsyncs = uint64(cfs.Fsyncs())
 		runtime.KeepAlive(c)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -108,6 +154,7 @@ func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats) {
 		b.StartTimer()
 	}
 	b.ReportMetric(total.Seconds()/float64(b.N), "s/recovery")
+	b.ReportMetric(cpuTotal.Seconds()/float64(b.N), "cpu_s/recovery")
 	b.ReportMetric(float64(st.Events)/(total.Seconds()/float64(b.N)), "events/s")
 	b.ReportMetric(float64(heap)/(1<<20), "heap_inuse_MB")
 	b.ReportMetric(float64(st.Bytes)/(1<<20), "logs_MB")
@@ -212,13 +259,13 @@ func genAgent(fsys faultfs.FS, agentsDir string, spec homeSpec, i int) (int, int
 			Payload: fmt.Sprintf("Step %d: check the results of batch %d and send me a short summary of what changed.", cycle, tag)}
 	}
 	bootID := fmt.Sprintf("%032x", 0xb007)
-	turn, lastRun := 0, ""
+	turn := 0
 	startTurn := func(prompt string, ids []string) string {
 		turn++
-		lastRun = fmt.Sprintf("%08x%08x%016x", i, turn, 0)
-		recs = append(recs, eventlog.Record{Event: evTurnStart, Data: turnStartData{RunID: lastRun, Turn: turn, BootID: bootID,
+		run := fmt.Sprintf("%08x%08x%016x", i, turn, 0)
+		recs = append(recs, eventlog.Record{Event: evTurnStart, Data: turnStartData{RunID: run, Turn: turn, BootID: bootID,
 			Prompt: prompt, Provider: "inproc", Model: "echo", MessageIDs: ids}})
-		return lastRun
+		return run
 	}
 	complete := func(run string) {
 		recs = append(recs, eventlog.Record{Event: evTurnComplete, Data: turnCompleteData{RunID: run, Turn: turn,
@@ -268,7 +315,7 @@ func genAgent(fsys faultfs.FS, agentsDir string, spec homeSpec, i int) (int, int
 		return 0, 0, 0, err
 	}
 	sess := session.Session{ID: id, State: session.StateIdle, Provider: "inproc", Model: "echo", Handle: handle,
-		CreatedAt: clock, UpdatedAt: clock, Run: &session.Run{RunID: lastRun, BootID: bootID, StartedAt: clock}}
+		CreatedAt: clock, UpdatedAt: clock, Run: nil}
 	data, err := json.MarshalIndent(sess, "", "  ")
 	if err != nil {
 		return 0, 0, 0, err
@@ -316,6 +363,18 @@ func TestGenHomeIsWhatRecoveryExpects(t *testing.T) {
 	}
 	if after := snapshotDir(t, fsys, "/home/agents"); fmtAny(after) != fmtAny(before) {
 		t.Fatalf("recovering a generated home changed its agent files; the generator must write a complete, consistent home")
+	}
+}
+
+// writeHeapProfile writes the heap profile (after a GC) to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatalf("heap profile: %v", err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatalf("heap profile: %v", err)
 	}
 }
 

@@ -9,8 +9,8 @@ package daemon
 // Each reports turns/s, the p50 and p99 latency of Send, the fsyncs a turn
 // performs (file syncs plus directory syncs, counted by a wrapping FS), the
 // p50 of a raw append+fsync on the same disk measured in the same run, and
-// ratio = turn p50 / (fsyncs per turn x fsync p50). The target is a ratio of
-// at most 1.5.
+// ratio = turn p50 / (fsyncs per turn x fsync p50), and the process CPU
+// time per turn. The target is a ratio of at most 1.5.
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func benchTurns(b *testing.B, agents, pool int, alternate bool) {
 	syncsBefore, kindsBefore := cfs.Fsyncs(), cfs.Kinds()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
-	start := time.Now()
+	cpu0, start := cpuTime(), time.Now()
 	if alternate {
 		for i := 0; i < b.N; i++ {
 			lat = append(lat, send(ids[i%len(ids)]))
@@ -89,7 +89,7 @@ func benchTurns(b *testing.B, agents, pool int, alternate bool) {
 		}
 		wg.Wait()
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	b.StopTimer()
 	fsyncs := float64(cfs.Fsyncs()-syncsBefore) / float64(b.N)
 	evicts := float64(countEvents(b, c, ids, evSuspendResult)-evictsBefore) / float64(b.N)
@@ -101,6 +101,7 @@ func benchTurns(b *testing.B, agents, pool int, alternate bool) {
 	reportKinds(b, kindsBefore, cfs.Kinds(), b.N, "turn")
 	b.ReportMetric(evicts, "evictions/turn")
 	b.ReportMetric(ms(fsyncMed), "fsync_p50_ms")
+	b.ReportMetric(ms(cpu)/float64(b.N), "cpu_ms/turn")
 	if need := fsyncs * float64(fsyncMed); need > 0 {
 		b.ReportMetric(float64(p50)/need, "ratio")
 	}

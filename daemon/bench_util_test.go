@@ -181,6 +181,17 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// cpuTime is the user+system CPU time this process has used. The machine
+// may be shared (other test runs), so benchmarks report CPU time next to
+// wall time: CPU time does not grow when other processes take the cores.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // benchCore builds and recovers a Core on the real disk (through counting
 // FS) with the inproc provider; pool sets the "default" pool size.
 func benchCore(b testing.TB, home string, fsys faultfs.FS, prov *inproc.Provider, pool int, noWake bool) *Core {
