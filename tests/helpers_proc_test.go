@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -25,6 +26,10 @@ import (
 var (
 	procBinary   string
 	procBuildErr error
+	// procPython is the real Python interpreter (python3 on PATH may be a
+	// slow wrapper such as a pyenv shim); the test agent script names it in
+	// its #! line.
+	procPython string
 )
 
 // procReadyDeadline bounds how long a daemon may take to answer after start.
@@ -40,6 +45,12 @@ func TestMain(m *testing.M) {
 	out, err := exec.Command("go", "build", "-o", procBinary, "github.com/warren-dev/warren/cmd/warren").CombinedOutput()
 	if err != nil {
 		procBuildErr = fmt.Errorf("go build ./cmd/warren: %w\n%s", err, out)
+	}
+	procPython = "/usr/bin/env python3"
+	if out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output(); err == nil {
+		if p := strings.TrimSpace(string(out)); p != "" && !strings.ContainsAny(p, " \t") {
+			procPython = p
+		}
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
@@ -407,8 +418,9 @@ func writeScripts(t testing.TB, dir string) string {
 	if err := scripted.WriteHelpers(dir); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "agent.py")
-	if err := os.WriteFile(path, []byte(agentScript), 0o600); err != nil {
+	// Not a .py name: the daemon executes it directly, through its #! line.
+	path := filepath.Join(dir, "agent")
+	if err := os.WriteFile(path, []byte("#!"+procPython+"\n"+agentScript), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	return path

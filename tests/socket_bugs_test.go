@@ -63,3 +63,31 @@ func TestBugSubscribeSinceSeqRacesAgentCreate(t *testing.T) {
 		}
 	}
 }
+
+// TestBugToolCallSpawnWhileBusyLostOnKill: tool.call spawn_agent on an
+// agent that is in a turn (here a scripted turn blocked on a FIFO; in the
+// torture test, a wake turn) answers {"status":"accepted","agent_id":..}
+// at once but only queues the creation until the turn ends (deferSpawn).
+// SIGKILL before the turn ends loses the acknowledged child: after the
+// restart agent.list does not have it (SPEC 11.3: an acknowledged spawn
+// exists after any crash). Either create the child before answering when
+// the call comes from outside the turn, or make the queued spawn durable
+// (the caller's tool.call entry already records it) and finish it at
+// recovery.
+func TestBugToolCallSpawnWhileBusyLostOnKill(t *testing.T) {
+	d := startTestDaemon(t, modeBinary)
+	script := writeScripts(t, d.dir)
+	d.createAgent("boss", "scripted", script, "")
+	blockScriptedTurn(t, d, "boss")
+	res := d.callN("tool.call", map[string]any{"agent_id": "boss", "tool": "spawn_agent",
+		"arguments": map[string]any{"name": "kid", "instructions": "k", "provider": "inproc", "model": "echo"}})
+	kid, ok := res["agent_id"].(string)
+	if !ok {
+		t.Fatalf("spawn_agent = %v", res)
+	}
+	d.Kill()
+	d.Start()
+	if _, err := d.Client().Call(procCtx(t), "agent.inspect", map[string]any{"agent_id": kid}); err != nil {
+		t.Fatalf("acknowledged spawn %s (tool.call result %v) is gone after kill -9: %v", kid, res, err)
+	}
+}
