@@ -15,9 +15,17 @@ type mObsAgent struct {
 	path    string
 	parent  string // the parent's path; "" for a root
 	gated   bool
+	held    bool
 	pending []string // payloads of the live inbox, in order
-	calls   int      // tool.call entries in its log
-	turns   int      // turn.complete entries in its log
+	counts  mLogCounts
+}
+
+// mLogCounts counts entries of an agent's log.
+type mLogCounts struct {
+	calls   int // tool.call
+	turns   int // turn.complete
+	fails   int // turn.failed
+	retries int // turn.retry
 }
 
 // mObservation is the system after a command: the live tree in List order
@@ -46,10 +54,10 @@ func (s *mSUT) observe() mObservation {
 			continue
 		}
 		a.mu.Lock()
-		gated := a.p.Gated
+		gated, held := a.p.Gated, a.held
 		live := a.p.Pending.Peek()
 		a.mu.Unlock()
-		ob := mObsAgent{id: v.ID, path: v.Path, gated: gated}
+		ob := mObsAgent{id: v.ID, path: v.Path, gated: gated, held: held}
 		if v.ParentID != "" {
 			if ob.parent = pathOf[v.ParentID]; ob.parent == "" {
 				ob.parent = "<unlisted " + v.ParentID + ">"
@@ -58,13 +66,13 @@ func (s *mSUT) observe() mObservation {
 		ids := make([]string, len(live))
 		for i, m := range live {
 			ids[i] = m.ID
-			ob.pending = append(ob.pending, m.Payload)
+			ob.pending = append(ob.pending, mNormalize(m.Payload))
 		}
 		if v.Pending != len(live) {
 			o.problems = append(o.problems, fmt.Sprintf("%s: agent.list shows %d pending, the inbox holds %d", v.Path, v.Pending, len(live)))
 		}
 		var problems []string
-		ob.calls, ob.turns, problems = s.logOracle(v, ids)
+		ob.counts, problems = s.logOracle(v, ids)
 		o.agents = append(o.agents, ob)
 		o.problems = append(o.problems, problems...)
 	}
@@ -79,14 +87,13 @@ func (s *mSUT) observe() mObservation {
 // message_ids of every turn.start whose run has a turn.complete. It reports
 // a message consumed twice or consumed without being enqueued, an inbox
 // that differs from the live one (liveIDs, in order), and an agent.created
-// that disagrees with the tree, a turn that started but did not complete
+// that disagrees with the tree, a turn that started but did not end
 // (every command ends with all turns done) and, for a spawned child, a
-// first turn that is not its one bootstrap turn. It also counts the agent's
-// tool.call and turn.complete entries.
-func (s *mSUT) logOracle(v AgentView, liveIDs []string) (calls, turns int, problems []string) {
+// first turn that is not its one bootstrap turn. It also counts entries.
+func (s *mSUT) logOracle(v AgentView, liveIDs []string) (n mLogCounts, problems []string) {
 	es, err := eventlog.ReadAll(s.h.fs, s.h.c.logPath(v.ID))
 	if err != nil {
-		return 0, 0, []string{fmt.Sprintf("%s: reading its log: %v", v.Path, err)}
+		return n, []string{fmt.Sprintf("%s: reading its log: %v", v.Path, err)}
 	}
 	bad := func(format string, args ...any) {
 		problems = append(problems, v.Path+": "+fmt.Sprintf(format, args...))
@@ -108,7 +115,11 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) (calls, turns int, probl
 	for _, e := range es {
 		switch e.Event {
 		case evToolCall:
-			calls++
+			n.calls++
+		case evTurnFailed:
+			n.fails++
+		case evTurnRetry:
+			n.retries++
 		case evAgentCreated:
 			created++
 			var d agentCreatedData
@@ -164,7 +175,7 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) (calls, turns int, probl
 				}
 			}
 		case evTurnComplete:
-			turns++
+			n.turns++
 			var d turnCompleteData
 			if err := json.Unmarshal(e.Data, &d); err != nil {
 				bad("turn.complete at seq %d: %v", e.Seq, err)
@@ -179,8 +190,8 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) (calls, turns int, probl
 	if created != 1 {
 		bad("its log has %d agent.created entries, want 1", created)
 	}
-	if starts != turns {
-		bad("%d turn.start but %d turn.complete: every turn must have completed", starts, turns)
+	if starts != n.turns+n.fails {
+		bad("%d turn.start but %d turn.complete and %d turn.failed: every turn must have ended", starts, n.turns, n.fails)
 	}
 	wantBoot := 0
 	if v.ParentID != "" {
@@ -198,7 +209,7 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) (calls, turns int, probl
 	if strings.Join(fromLog, ",") != strings.Join(liveIDs, ",") {
 		bad("inbox from the log alone %v, live inbox %v", fromLog, liveIDs)
 	}
-	return calls, turns, problems
+	return n, problems
 }
 
 // mCompareObservation lists the differences between the model and what was
@@ -235,9 +246,11 @@ func mCompareObservation(s *mState, o mObservation) []string {
 		if fmt.Sprintf("%q", m.pending) != fmt.Sprintf("%q", a.pending) {
 			bad = append(bad, fmt.Sprintf("%s: inbox %q, model %q", a.path, a.pending, m.pending))
 		}
-		if m.calls != a.calls || m.turns != a.turns {
-			bad = append(bad, fmt.Sprintf("%s: log has %d tool.call and %d turn.complete, model %d and %d",
-				a.path, a.calls, a.turns, m.calls, m.turns))
+		if want := (mLogCounts{m.calls, m.turns, m.fails, m.retries}); want != a.counts {
+			bad = append(bad, fmt.Sprintf("%s: log has %+v, model %+v", a.path, a.counts, want))
+		}
+		if m.held != a.held {
+			bad = append(bad, fmt.Sprintf("%s: held=%v (no wake after a failed turn), model %v", a.path, a.held, m.held))
 		}
 	}
 	if fmt.Sprintf("%q", s.user) != fmt.Sprintf("%q", o.user) {

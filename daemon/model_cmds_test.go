@@ -26,13 +26,14 @@ const (
 	opMCrash                     // kill -9 (and, for "power", a power loss) and recovery
 	opMSendInTurn                // a turn whose program calls send_message
 	opMSendDuringTurn            // send_message to an agent while it runs a turn
+	opMPoke                      // poke, called by the parent
 )
 
 var mOpNames = [...]string{"CreateRoot", "SpawnTurn", "SpawnTool", "Turn", "Send", "Broadcast", "CheckInbox",
-	"Terminate", "Gate", "Ungate", "Restart", "Crash", "SendInTurn", "SendDuringTurn"}
+	"Terminate", "Gate", "Ungate", "Restart", "Crash", "SendInTurn", "SendDuringTurn", "Poke"}
 
 // mOpWeights are the relative frequencies of the commands.
-var mOpWeights = []int{2, 6, 2, 1, 5, 3, 4, 2, 4, 1, 1, 1, 3, 3}
+var mOpWeights = []int{2, 6, 2, 2, 5, 3, 4, 2, 4, 1, 1, 1, 3, 3, 1}
 
 // mCmd is one command: an operation, the acting agent (by path), a name
 // argument and a message text.
@@ -42,6 +43,7 @@ type mCmd struct {
 	name  string // root or child name, recipient, gated child, or crash mode
 	name2 string // a second child spawned in the same turn (SpawnTurn), or ""
 	busy  string // the recipient's path (SendDuringTurn): it runs a turn meanwhile
+	mode  string // for scripted turns: "", "fail" or "flaky"
 	text  string
 }
 
@@ -50,11 +52,13 @@ func (c *mCmd) String() string {
 	case opMCreateRoot:
 		return fmt.Sprintf("CreateRoot(%s)", c.name)
 	case opMSpawnTurn:
-		return fmt.Sprintf("SpawnTurn(%s, %s)", c.path, strings.TrimSpace(c.name+" "+c.name2))
-	case opMSpawnTool, opMGate, opMUngate:
+		return fmt.Sprintf("SpawnTurn%s(%s, %s)", c.modeTag(), c.path, strings.TrimSpace(c.name+" "+c.name2))
+	case opMTurn:
+		return fmt.Sprintf("Turn%s(%s)", c.modeTag(), c.path)
+	case opMSpawnTool, opMGate, opMUngate, opMPoke:
 		return fmt.Sprintf("%s(%s, %s)", mOpNames[c.op], c.path, c.name)
 	case opMSend, opMSendInTurn:
-		return fmt.Sprintf("%s(%s -> %s, %q)", mOpNames[c.op], c.path, c.name, c.text)
+		return fmt.Sprintf("%s%s(%s -> %s, %q)", mOpNames[c.op], c.modeTag(), c.path, c.name, c.text)
 	case opMSendDuringTurn:
 		return fmt.Sprintf("SendDuringTurn(%s -> %s (%s, busy), %q)", c.path, c.name, c.busy, c.text)
 	case opMBroadcast:
@@ -65,6 +69,13 @@ func (c *mCmd) String() string {
 		return fmt.Sprintf("Crash(%s)", c.name)
 	}
 	return fmt.Sprintf("%s(%s)", mOpNames[c.op], c.path)
+}
+
+func (c *mCmd) modeTag() string {
+	if c.mode == "" {
+		return ""
+	}
+	return "[" + c.mode + "]"
 }
 
 // genModelCmd builds a command for state s from four random numbers. The
@@ -87,10 +98,28 @@ func genModelCmd(s *mState, r []int) commands.Command {
 	}
 	// When inboxes hold messages, or gates could hold some, lean further
 	// towards check_inbox and towards messages to gated agents.
+	// And make gated agents with waiting messages fail turns, and ungate
+	// held ones: a hold must keep the wake an ungate would start.
 	anyGated, anyPending := false, false
-	for _, a := range s.agents {
+	var gatedWaiting, heldGated []int
+	for i, a := range s.agents {
 		anyGated = anyGated || a.gated
 		anyPending = anyPending || len(a.pending) > 0
+		if a.gated && len(a.pending) > 0 {
+			gatedWaiting = append(gatedWaiting, i)
+		}
+		if a.gated && a.held {
+			heldGated = append(heldGated, i)
+		}
+	}
+	text := fmt.Sprintf("m%d", s.seq)
+	switch {
+	case len(heldGated) > 0 && r[1]%3 == 0:
+		k := heldGated[r[2]%len(heldGated)]
+		return &mCmd{op: opMUngate, path: s.agents[k].parent, name: s.agents[k].name, text: text}
+	case len(gatedWaiting) > 0 && r[1]%4 == 1:
+		k := gatedWaiting[r[2]%len(gatedWaiting)]
+		return &mCmd{op: opMTurn, mode: "fail", path: s.agents[k].path, text: text}
 	}
 	switch {
 	case anyPending && r[3]%6 == 1:
@@ -98,7 +127,16 @@ func genModelCmd(s *mState, r []int) commands.Command {
 	case anyGated && r[3]%6 == 5:
 		op, r[3] = opMSend, 4 // genSend: a pair whose recipient is gated
 	}
-	c := &mCmd{op: op, text: fmt.Sprintf("m%d", s.seq)}
+	c := &mCmd{op: op, text: text}
+	switch op {
+	case opMSpawnTurn, opMSendInTurn, opMTurn:
+		switch (r[0] / 64) % 6 {
+		case 0:
+			c.mode = "fail"
+		case 1:
+			c.mode = "flaky"
+		}
+	}
 	if len(s.agents) == 0 && op != opMRestart && op != opMCrash {
 		c.op = opMCreateRoot
 	}
@@ -176,6 +214,26 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		}
 		if biased && len(leaves) > 0 {
 			c.path = leaves[r[2]%len(leaves)]
+		}
+	case opMPoke:
+		// Mostly a held child, else any child, else any pool name.
+		var held, kids []int
+		for i, a := range s.agents {
+			if a.parent != "" {
+				kids = append(kids, i)
+				if a.held {
+					held = append(held, i)
+				}
+			}
+		}
+		if len(held) == 0 {
+			held = kids
+		}
+		if biased && len(held) > 0 {
+			k := held[r[2]%len(held)]
+			c.path, c.name = s.agents[k].parent, s.agents[k].name
+		} else {
+			c.name = name
 		}
 	case opMGate, opMUngate:
 		// A child whose gate the command changes, else any child, else any
@@ -291,7 +349,7 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 	s.seq++
 	i := s.find(c.path)
 	switch c.op {
-	case opMSpawnTurn, opMSpawnTool, opMSend, opMSendInTurn, opMSendDuringTurn, opMBroadcast, opMCheckInbox, opMGate, opMUngate:
+	case opMSpawnTool, opMSend, opMSendInTurn, opMSendDuringTurn, opMBroadcast, opMCheckInbox, opMGate, opMUngate, opMPoke:
 		s.agents[i].calls++ // every tool call is logged in the caller's log
 	}
 	switch c.op {
@@ -302,14 +360,11 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 		}
 		s.add("", c.name)
 	case opMSpawnTurn:
-		// The children are created after the turn, in call order; each runs
-		// its bootstrap turn, which consumes nothing.
-		s.agents[i].turns++
+		// The children are created after the turn (also a failed one), in
+		// call order; each runs its bootstrap turn, which consumes nothing.
 		s.expect = mOutcome{calls: []string{}}
-		for k, n := range strings.Fields(c.name + " " + c.name2) {
-			if k > 0 {
-				s.agents[i].calls++ // the first call is counted above
-			}
+		for _, n := range strings.Fields(c.name + " " + c.name2) {
+			s.agents[i].calls++
 			if n == s.agents[i].name || s.childNamed(c.path, n) >= 0 {
 				s.expect.calls = append(s.expect.calls, "error: agent name taken")
 				continue
@@ -318,6 +373,7 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 			s.add(c.path, n)
 			s.agents[len(s.agents)-1].turns = 1
 		}
+		s.scriptedTurnEnded(i, c.mode)
 	case opMSpawnTool:
 		if c.name == s.agents[i].name || s.childNamed(c.path, c.name) >= 0 {
 			s.expect = mOutcome{err: "agent name taken"}
@@ -326,21 +382,23 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 		s.add(c.path, c.name)
 		s.agents[len(s.agents)-1].turns = 1 // its bootstrap turn
 	case opMTurn:
-		s.agents[i].turns++
+		s.scriptedTurnEnded(i, c.mode)
 	case opMSend:
 		s.expect = mOutcome{err: s.send(i, c.name, c.text)}
 	case opMSendInTurn:
-		s.agents[i].turns++
 		res := "sent"
 		if e := s.send(i, c.name, c.text); e != "" {
 			res = "error: " + e
 		}
 		s.expect = mOutcome{calls: []string{res}}
+		s.scriptedTurnEnded(i, c.mode)
 	case opMSendDuringTurn:
 		// The message arrives during the recipient's turn, so that turn
 		// does not consume it: a wake turn after it does (or a gate keeps it).
-		s.agents[s.find(c.busy)].turns++
-		s.expect = mOutcome{err: s.send(i, c.name, c.text)}
+		j := s.find(c.busy)
+		s.agents[j].pending = append(s.agents[j].pending, c.text)
+		s.agents[j].held = false
+		s.turnEnded(j, false)
 	case opMBroadcast:
 		sibs := s.siblings(i)
 		if len(sibs) == 0 {
@@ -361,20 +419,44 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 		}
 		s.agents = append(s.agents[:i], s.agents[i+1:]...)
 	case opMRestart, opMCrash:
+		// A hold is the state of one process: the new one wakes every agent
+		// with pending messages that is not gated.
 		s.restarted = true
-	case opMGate, opMUngate:
+		for j := range s.agents {
+			s.agents[j].held = false
+			s.wake(j)
+		}
+	case opMGate, opMUngate, opMPoke:
 		j := s.childNamed(c.path, c.name)
 		if j < 0 {
 			s.expect = mOutcome{err: "no child agent named"}
 			break
 		}
-		s.agents[j].gated = c.op == opMGate
-		if !s.agents[j].gated && len(s.agents[j].pending) > 0 {
-			s.agents[j].pending = nil // one wake turn after the ungate consumes them all
-			s.agents[j].turns++
+		switch c.op {
+		case opMGate:
+			s.agents[j].gated = true
+		case opMUngate:
+			s.agents[j].gated = false
+		default:
+			s.agents[j].held = false
 		}
+		s.wake(j)
 	}
 	return s
+}
+
+// scriptedTurnEnded applies the end of a scripted turn run in mode.
+func (s *mState) scriptedTurnEnded(i int, mode string) {
+	switch mode {
+	case "fail":
+		s.expect.err = "scripted failure"
+		s.turnEnded(i, true)
+	case "flaky":
+		s.agents[i].retries++
+		s.turnEnded(i, false)
+	default:
+		s.turnEnded(i, false)
+	}
 }
 
 // PostCondition compares the outcome and the mObservation with the model.
@@ -393,19 +475,18 @@ func (c *mCmd) PostCondition(st commands.State, result commands.Result) *gopter.
 }
 
 func mCompareOutcome(want, got mOutcome) string {
-	if want.err != "" {
-		if !strings.Contains(got.err, want.err) {
-			return fmt.Sprintf("outcome %s, want an error mentioning %q", got, want.err)
-		}
-		return ""
+	if want.err != "" && !strings.Contains(got.err, want.err) {
+		return fmt.Sprintf("outcome %s, want an error mentioning %q", got, want.err)
 	}
-	if got.err != "" || fmt.Sprint(got.texts) != fmt.Sprint(want.texts) || got.count != want.count ||
-		len(got.calls) != len(want.calls) {
+	if want.err == "" && (got.err != "" || fmt.Sprint(got.texts) != fmt.Sprint(want.texts) || got.count != want.count) {
 		return fmt.Sprintf("outcome %s, want %s", got, want)
+	}
+	if len(got.calls) != len(want.calls) {
+		return fmt.Sprintf("tool calls in the turn returned %q, want %q", got.calls, want.calls)
 	}
 	for k := range want.calls {
 		if !strings.HasPrefix(got.calls[k], want.calls[k]) {
-			return fmt.Sprintf("outcome %s, want %s", got, want)
+			return fmt.Sprintf("tool calls in the turn returned %q, want %q", got.calls, want.calls)
 		}
 	}
 	return ""

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/leanovate/gopter/commands"
 
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 )
 
@@ -22,6 +24,7 @@ type mSUT struct {
 	held  map[string]bool // messages seen waiting in an inbox
 
 	mu      sync.Mutex
+	flaky   bool          // the next FLAKY turn fails its first attempt
 	calls   []string      // what each tool call of the last scripted turn returned
 	started chan struct{} // a BLOCK turn signals here that it runs
 	release chan struct{} // and waits for this to close
@@ -46,10 +49,18 @@ func (s *mSUT) close() {
 
 // program is what every agent runs. "SPAWN <name> [<name>]" spawns a child
 // per name, in order; "SEND <name> <text>" sends a message from inside the
-// turn; "BLOCK" signals s.started and waits for s.release; every other
-// prompt (wake, bootstrap, plain turn) is answered without tool calls.
+// turn; "TURN" calls no tool; each may be prefixed by "FAIL" (the turn then
+// fails with a permanent error after its calls) or "FLAKY" (its first
+// attempt fails with a transient error after its calls, and the retry
+// succeeds). "BLOCK" signals s.started and waits for s.release. Every other
+// prompt (wake, bootstrap) is answered without tool calls.
 func (s *mSUT) program(ctx context.Context, tr *inproc.Turn) (string, error) {
 	f := strings.Fields(tr.Prompt)
+	fail, flaky := false, false
+	for len(f) > 0 && (f[0] == "FAIL" || f[0] == "FLAKY") {
+		fail, flaky = fail || f[0] == "FAIL", flaky || f[0] == "FLAKY"
+		f = f[1:]
+	}
 	if len(f) == 0 {
 		return "ok", nil
 	}
@@ -71,6 +82,7 @@ func (s *mSUT) program(ctx context.Context, tr *inproc.Turn) (string, error) {
 		}
 	case f[0] == "SEND" && len(f) == 3:
 		record(tr.Call("send_message", map[string]any{"recipient": f[1], "text": f[2]}))
+	case f[0] == "TURN" && len(f) == 1:
 	case f[0] == "BLOCK" && len(f) == 1:
 		s.mu.Lock()
 		started, release := s.started, s.release
@@ -93,7 +105,15 @@ func (s *mSUT) program(ctx context.Context, tr *inproc.Turn) (string, error) {
 	}
 	s.mu.Lock()
 	s.calls = got
+	retry := flaky && s.flaky
+	s.flaky = false
 	s.mu.Unlock()
+	switch {
+	case retry:
+		return "", provider.Transient(errors.New("model test: scripted transient failure"), 0)
+	case fail:
+		return "", provider.Permanent(errors.New("model test: scripted failure"))
+	}
 	return "scripted", nil
 }
 
@@ -129,19 +149,15 @@ func (s *mSUT) run(c *mCmd) mOutcome {
 		_, err := core.CreateAgent(ctx, CreateSpec{Name: c.name, Provider: "inproc", Model: mModelProgram})
 		return mErrOutcome(err)
 	case opMSpawnTurn:
-		return s.scriptedTurn(id, strings.TrimSpace("SPAWN "+c.name+" "+c.name2))
+		return s.scriptedTurn(id, c.mode, strings.TrimSpace("SPAWN "+c.name+" "+c.name2))
 	case opMSpawnTool:
 		return mToolOutcome(core.CallTool(ctx, id, "spawn_agent", map[string]any{"name": c.name, "instructions": "a model child"}))
 	case opMTurn:
-		res, err := core.Send(ctx, id, "just a turn", "", "", nil)
-		if err == nil {
-			err = res.Err
-		}
-		return mErrOutcome(err)
+		return s.scriptedTurn(id, c.mode, "TURN")
 	case opMSend:
 		return mToolOutcome(core.CallTool(ctx, id, "send_message", map[string]any{"recipient": c.name, "text": c.text}))
 	case opMSendInTurn:
-		return s.scriptedTurn(id, "SEND "+c.name+" "+c.text)
+		return s.scriptedTurn(id, c.mode, "SEND "+c.name+" "+c.text)
 	case opMSendDuringTurn:
 		return s.sendDuringTurn(c, id)
 	case opMBroadcast:
@@ -154,6 +170,8 @@ func (s *mSUT) run(c *mCmd) mOutcome {
 		return mToolOutcome(core.CallTool(ctx, id, "gate", map[string]any{"agent_name": c.name}))
 	case opMUngate:
 		return mToolOutcome(core.CallTool(ctx, id, "ungate", map[string]any{"agent_name": c.name}))
+	case opMPoke:
+		return mToolOutcome(core.CallTool(ctx, id, "poke", map[string]any{"agent_name": c.name}))
 	case opMRestart:
 		s.h.restart()
 	case opMCrash:
@@ -167,21 +185,27 @@ func (s *mSUT) run(c *mCmd) mOutcome {
 }
 
 // scriptedTurn runs a turn whose prompt tells the program which tools to
-// call and returns what the calls returned.
-func (s *mSUT) scriptedTurn(id, prompt string) mOutcome {
+// call (and, per mode, how the turn fails) and returns how the turn ended
+// and what the calls returned.
+func (s *mSUT) scriptedTurn(id, mode, prompt string) mOutcome {
 	s.mu.Lock()
 	s.calls = nil
+	s.flaky = mode == "flaky"
 	s.mu.Unlock()
+	if mode != "" {
+		prompt = strings.ToUpper(mode) + " " + prompt
+	}
 	res, err := s.h.c.Send(context.Background(), id, prompt, "", "", nil)
 	if err == nil {
 		err = res.Err
 	}
-	if err != nil {
-		return mOutcome{err: "the scripted turn failed: " + err.Error()}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return mOutcome{calls: s.calls}
+	out := mOutcome{calls: s.calls}
+	if err != nil {
+		out.err = "the scripted turn failed: " + err.Error()
+	}
+	return out
 }
 
 // sendDuringTurn starts a BLOCK turn of the recipient (c.busy), sends it a
@@ -248,7 +272,7 @@ func mToolOutcome(r map[string]any, err error) mOutcome {
 	if msgs, ok := r["messages"].([]any); ok {
 		for _, m := range msgs {
 			mm, _ := m.(map[string]any)
-			o.texts = append(o.texts, fmt.Sprint(mm["text"]))
+			o.texts = append(o.texts, mNormalize(fmt.Sprint(mm["text"])))
 		}
 	}
 	if n, ok := r["recipient_count"].(int); ok {

@@ -42,8 +42,11 @@ type mAgent struct {
 	parent  string // the parent's path; "" for a root
 	gated   bool
 	pending []string // payloads of the messages waiting in its inbox, in order
+	held    bool     // its last turn failed: no wake until a message, a poke or a good turn
 	calls   int      // tool calls it made (tool.call entries in its log)
 	turns   int      // turns it completed (turn.complete entries in its log)
+	fails   int      // turns that failed (turn.failed)
+	retries int      // transient failures retried (turn.retry)
 }
 
 // mState is the model: the agents in creation order (which is also the
@@ -176,14 +179,55 @@ func (s *mState) lookup(i int, name string) int {
 	return -1
 }
 
-// deliver puts a message into an agent's inbox: a gated agent keeps it, any
-// other agent consumes it in one wake turn before the command is over.
+// deliver puts a message into an agent's inbox. A new message lifts the
+// hold of a failed turn; an agent that is not gated then consumes its whole
+// inbox in one wake turn before the command is over, a gated one keeps it.
 func (s *mState) deliver(i int, text string) {
-	if s.agents[i].gated {
-		s.agents[i].pending = append(s.agents[i].pending, text)
-	} else {
-		s.agents[i].turns++
+	s.agents[i].pending = append(s.agents[i].pending, text)
+	s.agents[i].held = false
+	s.wake(i)
+}
+
+// wake runs the wake turn the daemon starts for an idle agent with pending
+// messages that is neither gated nor held: it consumes them all.
+func (s *mState) wake(i int) {
+	a := &s.agents[i]
+	if !a.gated && !a.held && len(a.pending) > 0 {
+		a.pending = nil
+		a.turns++
 	}
+}
+
+// turnEnded applies the end of a turn of agent i run by Send: a completed
+// turn lifts the hold and is followed by a wake; a failed one holds the
+// agent and sends SYSTEM's notice to its parent.
+func (s *mState) turnEnded(i int, failed bool) {
+	a := &s.agents[i]
+	if !failed {
+		a.turns++
+		a.held = false
+		s.wake(i)
+		return
+	}
+	a.fails++
+	a.held = true
+	if p := s.find(a.parent); p >= 0 {
+		s.deliver(p, mFailedNotice(a.name))
+	}
+}
+
+// mFailedNotice is how the model writes (and the observation normalises)
+// SYSTEM's notice of a failed turn of the agent named name.
+func mFailedNotice(name string) string { return "FAILED:" + name }
+
+// mNormalize turns SYSTEM's notice of a failed turn into mFailedNotice.
+func mNormalize(payload string) string {
+	if rest, ok := strings.CutPrefix(payload, "Agent "); ok {
+		if name, _, found := strings.Cut(rest, " failed its turn"); found {
+			return mFailedNotice(name)
+		}
+	}
+	return payload
 }
 
 // send applies send_message from agent i to name: it returns the text the
