@@ -14,11 +14,13 @@ type agent struct {
 	id  string
 	log *eventlog.Log
 
-	saveMu sync.Mutex // serialises session.json saves
+	saveMu sync.Mutex // serialises session.json writes
 	mu     sync.Mutex
 	p      *projection
 	sess   *session.Session // last saved session.json
 
+	saving        bool              // a background session.json writer runs
+	saveDirty     bool              // the snapshot changed while it wrote
 	busy          bool              // a turn is running or being started
 	cur           *activeTurn       // the running turn
 	permit        bool              // permit_turn: one turn while gated

@@ -86,6 +86,7 @@ type Core struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	saves  sync.WaitGroup // background session.json writers
 }
 
 // NewCore builds a Core. Call Recover before using it.
@@ -196,6 +197,7 @@ func (c *Core) Close(ctx context.Context) error {
 	}
 	c.cancel()
 	var errs []error
+	c.saves.Wait()
 	if err := c.mux.EvictAll(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("saving provider state: %w", err))
 	}
@@ -231,6 +233,7 @@ func (c *Core) Abandon() {
 	}
 	c.cancel()
 	c.wg.Wait()
+	c.saves.Wait()
 	c.bus.close()
 }
 

@@ -154,10 +154,8 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 	created = true
 	lease.Release()
 	// session.json is a snapshot: the log already holds everything needed
-	// to rebuild it, so a failed save is logged, not fatal.
-	if err := c.store.Save(sess); err != nil {
-		c.log.Error("saving session.json", "agent", id, "err", err)
-	}
+	// to rebuild it, so it is written in the background.
+	c.saveSession(a, func(*session.Session) {})
 	c.log.Info("agent created", "agent", id, "name", spec.Name, "parent", spec.ParentID, "provider", spec.Provider)
 	return id, nil
 }

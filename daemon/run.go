@@ -140,8 +140,8 @@ func Run(ctx context.Context, opts Options) error {
 					c.Pools["default"] = opts.MaxSlots
 				}
 			}
-			logger.Info("config.json reloaded", "pools", fmt.Sprint(c.Pools), "max_retries", c.MaxRetries)
 			core.ApplyConfig(c)
+			logger.Info("config.json reloaded", "pools", fmt.Sprint(c.Pools), "max_retries", c.MaxRetries)
 		}, func(err error) {
 			logger.Error("config.json is invalid; keeping the previous config", "err", err)
 		}); err != nil && runCtx.Err() == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,22 +114,30 @@ func TestRunLockConfigReloadAndCleanShutdown(t *testing.T) {
 		n, _ := protocol.Params(pools["default"].(map[string]any)).Int("slots")
 		return n
 	}
-	waitReload := func() {
-		select {
-		case <-reloaded.ch:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the daemon did not report a config reload")
+	// waitReload waits for the daemon's report of a reload whose pools
+	// line contains want.
+	waitReload := func(want string) {
+		timeout := time.After(20 * time.Second)
+		for {
+			select {
+			case line := <-reloaded.ch:
+				if strings.Contains(line, want) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("the daemon did not report a config reload with %s", want)
+			}
 		}
 	}
-	waitReload() // the watcher reports the file once it is in place
+	waitReload("default:4") // the watcher reports the file once it is in place
 	writeConfig(`{"pools":{"default":7}}`)
-	waitReload()
+	waitReload("default:7")
 	if n := slots(); n != 7 {
 		t.Fatalf("default slots after the reload = %d, want 7", n)
 	}
 	writeConfig(`{"pools":{"default":-1}}`)
 	writeConfig(`{"pools":{"default":9},"max_retries":1}`)
-	waitReload()
+	waitReload("default:9")
 	if n := slots(); n != 9 {
 		t.Fatalf("default slots = %d, want 9 (the invalid file in between is ignored)", n)
 	}

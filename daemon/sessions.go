@@ -54,13 +54,12 @@ func (c *Core) evict(ctx context.Context, id string, lv *live) error {
 	s.ProviderState = blob
 	s.Provider, s.Model = lv.provider, lv.model
 	s.UpdatedAt = c.now().UTC()
-	a.mu.Unlock()
-	if err := c.store.Save(&s); err != nil {
-		return fmt.Errorf("saving the evicted session of agent %s: %w", id, err)
-	}
-	a.mu.Lock()
 	a.sess = &s
 	a.mu.Unlock()
+	// The blob must be on disk before the provider session stops.
+	if err := c.flushSession(a); err != nil {
+		return fmt.Errorf("saving the evicted session of agent %s: %w", id, err)
+	}
 	if _, err := a.log.Append(evSuspendResult, suspendResultData{StateSize: len(blob)}); err != nil {
 		return fmt.Errorf("logging the eviction of agent %s: %w", id, err)
 	}
@@ -191,8 +190,11 @@ func (c *Core) history(a *agent) (history.History, error) {
 	return history.Build(hs)
 }
 
-// saveSession updates the agent's session.json through f. A failed save is
-// logged: session.json is a snapshot the log can rebuild.
+// saveSession updates the agent's session.json snapshot through f and has
+// it written in the background. The log is the authority, so the snapshot
+// is written off the acknowledgement path: a per-agent writer always writes
+// the latest state, coalescing changes that come faster than it writes. A
+// failed save is logged: the log can rebuild session.json.
 func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 	a.mu.Lock()
 	var s session.Session
@@ -204,15 +206,40 @@ func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 	f(&s)
 	s.UpdatedAt = c.now().UTC()
 	a.sess = &s
+	if a.saving {
+		a.saveDirty = true
+		a.mu.Unlock()
+		return
+	}
+	a.saving = true
 	a.mu.Unlock()
-	// Saves are serialised per agent and always write the latest snapshot,
-	// so an older snapshot can never land after a newer one.
+	c.saves.Add(1)
+	go func() {
+		defer c.saves.Done()
+		for {
+			if err := c.flushSession(a); err != nil {
+				c.log.Error("saving session.json", "agent", a.id, "err", err)
+			}
+			a.mu.Lock()
+			if !a.saveDirty {
+				a.saving = false
+				a.mu.Unlock()
+				return
+			}
+			a.saveDirty = false
+			a.mu.Unlock()
+		}
+	}()
+}
+
+// flushSession writes the agent's latest snapshot now. Writes are
+// serialised per agent and copy the snapshot under the lock, so an older
+// snapshot never lands after a newer one.
+func (c *Core) flushSession(a *agent) error {
 	a.saveMu.Lock()
 	defer a.saveMu.Unlock()
 	a.mu.Lock()
 	cp := *a.sess
 	a.mu.Unlock()
-	if err := c.store.Save(&cp); err != nil {
-		c.log.Error("saving session.json", "agent", a.id, "err", err)
-	}
+	return c.store.Save(&cp)
 }
