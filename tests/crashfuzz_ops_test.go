@@ -298,7 +298,8 @@ func (w *cfWorld) opResume(a, variant int, plan cfCrash) error {
 	view, _ := w.core.Inspect(wt.Agent)
 	live := false
 	if wv, okw := view["wait"].(map[string]any); okw {
-		live = wv["token_id"] == wt.TokenID && wv["state"] == "live"
+		deadline, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(wv["deadline"]))
+		live = wv["token_id"] == wt.TokenID && wv["state"] == "live" && w.clock.Now().Before(deadline)
 	}
 	return w.step(desc, plan, func() error {
 		res, err := w.core.Resume(context.Background(), target, tok, "yes")
@@ -324,7 +325,21 @@ func (w *cfWorld) opResume(a, variant int, plan cfCrash) error {
 	})
 }
 
-func (w *cfWorld) opDeadline(plan cfCrash) error {
+// opDeadline moves the clock past every wait's deadline and (when sweep)
+// runs the deadline sweep; without it, the overdue waits stay until the
+// next sweep or boot, and resumes must be refused meanwhile.
+func (w *cfWorld) opDeadline(sweep bool, plan cfCrash) error {
+	if !sweep {
+		return w.step("clock +2h (no sweep)", plan, func() error {
+			w.clock.Advance(2 * time.Hour)
+			for _, x := range w.alive() {
+				if x.Status == "suspended" {
+					return fmt.Errorf("agent %s is still suspended after its deadline passed", x.Name)
+				}
+			}
+			return nil
+		})
+	}
 	return w.step("deadline (+2h, sweep)", plan, func() error {
 		w.clock.Advance(2 * time.Hour)
 		w.core.SweepWaits()

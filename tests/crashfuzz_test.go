@@ -90,7 +90,7 @@ func cfRun(w *cfWorld, c cfCmd) error {
 	case opResume:
 		return w.opResume(c.A, c.B, c.Crash)
 	case opDeadline:
-		return w.opDeadline(c.Crash)
+		return w.opDeadline(c.B%2 == 0, c.Crash)
 	case opResumeInterrupted:
 		return w.opResumeInterrupted(c.A, c.Crash)
 	case opRestart:
