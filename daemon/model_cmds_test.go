@@ -96,31 +96,17 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		}
 		pick -= w
 	}
-	// When inboxes hold messages, or gates could hold some, lean further
-	// towards check_inbox and towards messages to gated agents.
-	// And make gated agents with waiting messages fail turns, and ungate
-	// held ones: a hold must keep the wake an ungate would start.
+	text := fmt.Sprintf("m%d", s.seq)
+	if c := leanCmd(s, r, text); c != nil {
+		return c
+	}
 	anyGated, anyPending := false, false
-	var gatedWaiting, heldGated []int
-	for i, a := range s.agents {
+	for _, a := range s.agents {
 		anyGated = anyGated || a.gated
 		anyPending = anyPending || len(a.pending) > 0
-		if a.gated && len(a.pending) > 0 {
-			gatedWaiting = append(gatedWaiting, i)
-		}
-		if a.gated && a.held {
-			heldGated = append(heldGated, i)
-		}
 	}
-	text := fmt.Sprintf("m%d", s.seq)
-	switch {
-	case len(heldGated) > 0 && r[1]%3 == 0:
-		k := heldGated[r[2]%len(heldGated)]
-		return &mCmd{op: opMUngate, path: s.agents[k].parent, name: s.agents[k].name, text: text}
-	case len(gatedWaiting) > 0 && r[1]%4 == 1:
-		k := gatedWaiting[r[2]%len(gatedWaiting)]
-		return &mCmd{op: opMTurn, mode: "fail", path: s.agents[k].path, text: text}
-	}
+	// When inboxes hold messages, or gates could hold some, lean further
+	// towards check_inbox and towards messages to gated agents.
 	switch {
 	case anyPending && r[3]%6 == 1:
 		op = opMCheckInbox
@@ -260,6 +246,30 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		}
 	}
 	return c
+}
+
+// leanCmd makes gated agents with waiting messages fail turns, and ungates
+// held agents (a hold must keep the wake an ungate would start), often
+// enough for these rare states to be reached; nil when it picks nothing.
+func leanCmd(s *mState, r []int, text string) *mCmd {
+	var gatedWaiting, heldGated []int
+	for i, a := range s.agents {
+		if a.gated && len(a.pending) > 0 {
+			gatedWaiting = append(gatedWaiting, i)
+		}
+		if a.gated && a.held {
+			heldGated = append(heldGated, i)
+		}
+	}
+	switch {
+	case len(heldGated) > 0 && r[1]%3 == 0:
+		k := heldGated[r[2]%len(heldGated)]
+		return &mCmd{op: opMUngate, path: s.agents[k].parent, name: s.agents[k].name, text: text}
+	case len(gatedWaiting) > 0 && r[1]%4 == 1:
+		k := gatedWaiting[r[2]%len(gatedWaiting)]
+		return &mCmd{op: opMTurn, mode: "fail", path: s.agents[k].path, text: text}
+	}
+	return nil
 }
 
 // genSpawn picks a parent and a free name, preferring parents that already
