@@ -79,6 +79,12 @@ func (s *mSUT) program(ctx context.Context, tr *inproc.Turn) (string, error) {
 	case f[0] == "SPAWN":
 		for _, name := range f[1:] {
 			record(tr.Call("spawn_agent", map[string]any{"name": name, "instructions": "a model child"}))
+			if got[len(got)-1] == "accepted" {
+				// The spawn is deferred: no child exists until the turn ends.
+				if _, err := s.h.c.tree.ChildByName(tr.AgentID, name); err == nil {
+					got[len(got)-1] = "created during the parent's turn"
+				}
+			}
 		}
 	case f[0] == "SEND" && len(f) == 3:
 		record(tr.Call("send_message", map[string]any{"recipient": f[1], "text": f[2]}))
