@@ -50,11 +50,11 @@ func (c *Core) evict(ctx context.Context, id string, lv *live) error {
 		return nil
 	}
 	a.mu.Lock()
-	s := *a.sess
+	s := a.sess.Clone()
 	s.ProviderState = blob
 	s.Provider, s.Model = lv.provider, lv.model
 	s.UpdatedAt = c.now().UTC()
-	a.sess = &s
+	a.sess = s
 	a.mu.Unlock()
 	// The blob must be on disk before the provider session stops.
 	if err := c.flushSession(a); err != nil {
@@ -197,15 +197,15 @@ func (c *Core) history(a *agent) (history.History, error) {
 // failed save is logged: the log can rebuild session.json.
 func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 	a.mu.Lock()
-	var s session.Session
+	var s *session.Session
 	if a.sess != nil {
-		s = *a.sess
+		s = a.sess.Clone() // deep: the writer may be encoding the old one
 	} else {
-		s = session.Session{ID: a.id, CreatedAt: c.now().UTC()}
+		s = &session.Session{ID: a.id, CreatedAt: c.now().UTC()}
 	}
-	f(&s)
+	f(s)
 	s.UpdatedAt = c.now().UTC()
-	a.sess = &s
+	a.sess = s
 	if a.saving {
 		a.saveDirty = true
 		a.mu.Unlock()
@@ -239,7 +239,7 @@ func (c *Core) flushSession(a *agent) error {
 	a.saveMu.Lock()
 	defer a.saveMu.Unlock()
 	a.mu.Lock()
-	cp := *a.sess
+	cp := a.sess.Clone()
 	a.mu.Unlock()
-	return c.store.Save(&cp)
+	return c.store.Save(cp)
 }
