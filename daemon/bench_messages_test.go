@@ -44,6 +44,9 @@ type fanOut struct {
 	consumed int
 	runIDs   map[string]int // root run id -> replies its turn shows
 	rounds   int
+	// fanTime is the time spent in the root's fan-out turns (Send), the
+	// rest of a round is waiting for the replies to be consumed.
+	fanTime, replyTime time.Duration
 }
 
 // newFanOut builds the core: the root's program sends one message to each
@@ -94,10 +97,14 @@ func newFanOut(tb testing.TB, fsys faultfs.FS, home string, children, pool int) 
 func (f *fanOut) round() {
 	f.tb.Helper()
 	f.rounds++
+	t0 := time.Now()
 	res, err := f.c.Send(context.Background(), f.root.id, fmt.Sprintf("round %d", f.rounds), "", "", nil)
 	if err != nil || res.Err != nil {
 		f.tb.Fatalf("the root's fan-out turn: %+v, %v", res, err)
 	}
+	t1 := time.Now()
+	f.fanTime += t1.Sub(t0)
+	defer func() { f.replyTime += time.Since(t1) }()
 	want := f.rounds * f.children
 	timeout := time.NewTimer(5 * time.Minute)
 	defer timeout.Stop()
@@ -159,6 +166,7 @@ func benchFanOut(b *testing.B, pool int) {
 	cfs := newCountingFS(faultfs.OS{})
 	f := newFanOut(b, cfs, dir+"/home", fanOutChildren, pool)
 	f.round() // warm-up: every child's session has run a turn
+	f.fanTime, f.replyTime = 0, 0
 	syncsBefore, kindsBefore := cfs.Fsyncs(), cfs.Kinds()
 	b.ResetTimer()
 	cpu0, start := cpuTime(), time.Now()
@@ -170,6 +178,8 @@ func benchFanOut(b *testing.B, pool int) {
 	msgs := 2 * fanOutChildren * b.N
 	b.ReportMetric(float64(msgs)/elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(ms(elapsed)/float64(b.N), "ms/round")
+	b.ReportMetric(ms(f.fanTime)/float64(b.N), "fanout_turn_ms/round")
+	b.ReportMetric(ms(f.replyTime)/float64(b.N), "replies_ms/round")
 	b.ReportMetric(float64(cfs.Fsyncs()-syncsBefore)/float64(msgs), "fsyncs/msg")
 	reportKinds(b, kindsBefore, cfs.Kinds(), msgs, "msg")
 	b.ReportMetric(ms(fsyncMed), "fsync_p50_ms")
