@@ -34,23 +34,12 @@ func (c *Core) toolSpawn(a *agent, v tools.SpawnAgent, cc callCtx) (toolOutcome,
 	if v.Name == a.name() {
 		return toolErr("agent name taken: a child may not have its parent's name %q", v.Name), nil
 	}
-	a.mu.Lock()
-	prov, model := a.p.Provider, a.p.Model
-	a.mu.Unlock()
 	if v.Provider != "" {
 		if _, ok := c.opts.Providers[v.Provider]; !ok {
 			return toolErr("unknown provider %q (known: %s)", v.Provider, c.providerNames()), nil
 		}
-		if v.Provider != prov {
-			model = ""
-		}
-		prov = v.Provider
 	}
-	if v.Model != "" {
-		model = v.Model
-	}
-	spec := CreateSpec{ID: cc.derivedID("spawn", v.Name), Name: v.Name, ParentID: a.id,
-		Instructions: v.Instructions, Provider: prov, Model: model, Metadata: v.Metadata}
+	spec := c.childSpec(a, cc.derivedID("spawn", v.Name), v)
 	if cc.runID == "" {
 		// Outside a turn (the tool.call method) the child is created before
 		// the call is answered: the acknowledgement means it exists.
@@ -303,17 +292,7 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 		if _, exists := c.agent(id); id != "" && !exists {
 			parsed, err := tools.Parse(tool, args)
 			if v, okp := parsed.(tools.SpawnAgent); err == nil && okp {
-				a.mu.Lock()
-				prov, model := a.p.Provider, a.p.Model
-				a.mu.Unlock()
-				if v.Provider != "" && v.Provider != prov {
-					prov, model = v.Provider, ""
-				}
-				if v.Model != "" {
-					model = v.Model
-				}
-				c.deferSpawn(a, CreateSpec{ID: id, Name: v.Name, ParentID: a.id, Instructions: v.Instructions,
-					Provider: prov, Model: model, Metadata: v.Metadata})
+				c.deferSpawn(a, c.childSpec(a, id, v))
 			}
 		}
 	case "complete":
@@ -329,6 +308,12 @@ func (c *Core) respawn(parent *agent, sp spawnRec) {
 		c.log.Error("a recorded spawn_agent call is malformed", "parent", parent.id, "err", err)
 		return
 	}
+	c.spawnNow(parent, c.childSpec(parent, sp.ChildID, v))
+}
+
+// childSpec is the CreateSpec of a child spawned by parent: it inherits the
+// parent's provider and model unless the call names them.
+func (c *Core) childSpec(parent *agent, id string, v tools.SpawnAgent) CreateSpec {
 	parent.mu.Lock()
 	prov, model := parent.p.Provider, parent.p.Model
 	parent.mu.Unlock()
@@ -338,8 +323,8 @@ func (c *Core) respawn(parent *agent, sp spawnRec) {
 	if v.Model != "" {
 		model = v.Model
 	}
-	c.spawnNow(parent, CreateSpec{ID: sp.ChildID, Name: v.Name, ParentID: parent.id, Instructions: v.Instructions,
-		Provider: prov, Model: model, Metadata: v.Metadata})
+	return CreateSpec{ID: id, Name: v.Name, ParentID: parent.id, Instructions: v.Instructions,
+		Provider: prov, Model: model, Metadata: v.Metadata}
 }
 
 // redeliver enqueues recorded messages whose recipient lacks them (a crash
