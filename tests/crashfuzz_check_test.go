@@ -229,6 +229,7 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 	}
 	var enq []string
 	seenEnq := map[string]bool{}
+	texts := map[string]string{} // sender + text -> message id
 	gone := map[string]bool{}
 	consumedBy := map[string]string{} // message id -> completed run that consumed it
 	delivered := map[string]int{}
@@ -278,6 +279,16 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 			if !seenEnq[id] {
 				seenEnq[id] = true
 				enq = append(enq, id)
+			}
+			// Every message the fuzzer makes an agent send has a unique
+			// text, so the same text from the same sender twice means a
+			// side effect ran twice (a re-run executed a recorded call).
+			if from := field(e, "sender"); from != "SYSTEM" {
+				key := from + "\x00" + field(e, "payload")
+				if prev, dup := texts[key]; dup && prev != id {
+					badf("sender %s's message %q enqueued twice with ids %s and %s", from, field(e, "payload"), prev, id)
+				}
+				texts[key] = id
 			}
 		case "message.delivered":
 			id := field(e, "message_id")
@@ -481,6 +492,9 @@ func (w *cfWorld) checkAll() error {
 	if len(bad) > 0 {
 		sort.Strings(bad)
 		return w.failf("invariants violated:\n  %s", strings.Join(bad, "\n  "))
+	}
+	for _, a := range snap.Agents {
+		w.cov["status "+a.Status]++
 	}
 	// Advance the oracle: everything served now is acknowledged.
 	w.oracle.logs = snap.Logs

@@ -202,7 +202,16 @@ func runCrashPoint(wl cfWorkload, plan cfCrash) (bool, error) {
 		return false, err
 	}
 	hit := w.crashes > 0
-	// The recovered daemon keeps serving: a turn on every agent works.
+	// An interrupted run re-runs (answered from the log where the log has
+	// the answer), then the recovered daemon keeps serving: a turn on
+	// every agent works.
+	for _, a := range w.alive() {
+		if a.Status == "interrupted_startup" {
+			if err := w.opResumeInterrupted(0, cfCrash{}); err != nil {
+				return hit, fmt.Errorf("after recovery: %w", err)
+			}
+		}
+	}
 	for _, a := range w.alive() {
 		if a.Status == "suspended" {
 			continue

@@ -60,6 +60,7 @@ func (w *cfWorld) opSpawn(a int, plan cfCrash) error {
 		}
 		w.oracle.spawned[id] = cfNode{Name: name, Parent: p.ID}
 		w.logf("  spawned %s (acked turn %s)", id, res.RunID)
+		w.cov["spawn acknowledged"]++
 		if !w.mem.Crashed() {
 			if _, err := w.core.Inspect(id); err != nil {
 				return fmt.Errorf("spawned child %s is not served after the turn: %w", id, err)
@@ -135,6 +136,7 @@ func (w *cfWorld) opSend(a, kind int, plan cfCrash) error {
 			return fmt.Errorf("send_message refused: %v", e)
 		}
 		w.logf("  acked message %v", res["message_id"])
+		w.cov["message acknowledged"]++
 		return nil
 	})
 }
@@ -245,6 +247,7 @@ func (w *cfWorld) opSuspend(a int, plan cfCrash) error {
 			return fmt.Errorf("ask turn ended %q with %q and no token", res.Status, res.Response)
 		}
 		tokID := fmt.Sprint(res.Wait["token_id"])
+		w.cov["suspend acknowledged"]++
 		w.waits = append(w.waits, cfWait{Agent: ag.ID, RunID: res.RunID, TokenID: tokID, Token: res.Token})
 		w.logf("  token %s run %s", tokID, res.RunID)
 		return nil
@@ -321,6 +324,14 @@ func (w *cfWorld) opResume(a, variant int, plan cfCrash) error {
 			return fmt.Errorf("a used token got %v, want code %d", err, protocol.CodeTokenRejected)
 		}
 		w.logf("  resume: live=%v err=%v", live, err)
+		switch {
+		case variant != resumeRight:
+			w.cov["mismatched token refused"]++
+		case err == nil:
+			w.cov["resume accepted"]++
+		default:
+			w.cov["used or expired token refused"]++
+		}
 		return nil
 	})
 }
@@ -366,6 +377,23 @@ func (w *cfWorld) opResumeInterrupted(a int, plan cfCrash) error {
 	if !ok {
 		return nil
 	}
+	// A run whose wait was answered before the crash must get the
+	// recorded answer on re-run, not ask again.
+	answered := false
+	if es, err := w.core.Log(ag.ID, 0); err == nil {
+		run := ""
+		for _, e := range es {
+			ce := cfEntry{Event: e.Event, Data: string(e.Data)}
+			switch {
+			case e.Event == "turn.start":
+				if r := field(ce, "run_id"); r != run {
+					run, answered = r, false
+				}
+			case e.Event == "run.resumed" && field(ce, "run_id") == run && field(ce, "token_id") != "":
+				answered = true
+			}
+		}
+	}
 	return w.step("resume interrupted run of "+ag.Name, plan, func() error {
 		res, err := w.core.Resume(context.Background(), ag.ID, "", "")
 		if err != nil {
@@ -373,6 +401,13 @@ func (w *cfWorld) opResumeInterrupted(a int, plan cfCrash) error {
 		}
 		if res.Err != nil {
 			return res.Err
+		}
+		w.cov["re-run of an interrupted run"]++
+		if answered {
+			w.cov["re-run answered from the recorded resume"]++
+		}
+		if answered && res.Response != "answer: yes" && !w.mem.Crashed() {
+			return fmt.Errorf("the re-run of a run whose wait was answered responded %q (status %s), want the recorded answer", res.Response, res.Status)
 		}
 		w.logf("  re-run responded %q", res.Response)
 		if id, ok := strings.CutPrefix(res.Response, "spawned "); ok {
@@ -413,7 +448,8 @@ func (w *cfWorld) opComplete(a int, plan cfCrash) error {
 	}
 	return w.step("complete "+ag.Name, plan, func() error {
 		w.oracle.terminating[ag.ID] = true
-		res, err := w.core.CallTool(context.Background(), ag.ID, "complete", map[string]any{"result": "done " + ag.Name})
+		w.names++
+		res, err := w.core.CallTool(context.Background(), ag.ID, "complete", map[string]any{"result": fmt.Sprintf("done%03d", w.names)})
 		if err != nil && !w.strict && !w.mem.Crashed() && strings.Contains(err.Error(), "handle is closed") {
 			w.logf("  known bug (TestCrashfuzzBugCompleteOutsideTurnFails): %v", err)
 			res, err = map[string]any{"status": "completing"}, nil
@@ -552,6 +588,7 @@ func (w *cfWorld) opTurnSend(a, kind int, plan cfCrash) error {
 		if !strings.HasPrefix(res.Response, "sent ") {
 			return fmt.Errorf("turn responded %q", res.Response)
 		}
+		w.cov["message sent inside a turn"]++
 		return nil
 	})
 }
@@ -574,9 +611,11 @@ func (w *cfWorld) opTurnComplete(a int, plan cfCrash) error {
 	if !ok {
 		return nil
 	}
-	return w.step("turn of "+ag.Name+": complete", plan, func() error {
+	w.names++
+	prompt := fmt.Sprintf("complete c%03d", w.names)
+	return w.step("turn of "+ag.Name+": "+prompt, plan, func() error {
 		w.oracle.terminating[ag.ID] = true
-		res, err := w.core.Send(context.Background(), ag.ID, "complete", "", "", nil)
+		res, err := w.core.Send(context.Background(), ag.ID, prompt, "", "", nil)
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,9 @@ package tests
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,8 +155,9 @@ func genCmd() gopter.Gen {
 	// Weighted choice of the operation: the ones that build the tree and
 	// the waits often, restarts rarely.
 	weights := []int{opCreateRoot, opCreateRoot, opSpawn, opSpawn, opSpawn, opTurn, opTurn, opSend, opSend, opSend, opSend,
-		opBroadcast, opCheckInbox, opCheckInbox, opTerminate, opEvict, opSuspend, opSuspend, opResume, opResume, opResume,
-		opDeadline, opResumeInterrupted, opResumeInterrupted, opRestart, opComplete, opParentTool, opParentTool,
+		opBroadcast, opCheckInbox, opCheckInbox, opTerminate, opEvict, opSuspend, opSuspend, opSuspend, opResume, opResume,
+		opResume, opResume, opResume, opDeadline, opResumeInterrupted, opResumeInterrupted, opResumeInterrupted,
+		opResumeInterrupted, opRestart, opComplete, opParentTool, opParentTool,
 		opCancel, opDrainUser, opTurnSend, opTurnSend, opTurnSend, opTurnComplete, opCleanRestart}
 	return gopter.CombineGens(gen.IntRange(0, len(weights)-1), gen.IntRange(0, 1000), gen.IntRange(0, 1000), genCrash(70)).
 		Map(func(v []any) commands.Command {
@@ -165,6 +168,20 @@ func genCmd() gopter.Gen {
 // cfStats accumulates figures over a property run.
 type cfStats struct {
 	sequences, commands, crashes, recoveryCrashes int
+	cov                                           map[string]int
+}
+
+func (s *cfStats) coverage() string {
+	keys := make([]string, 0, len(s.cov))
+	for k := range s.cov {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %-45s %d", k, s.cov[k])
+	}
+	return b.String()
 }
 
 func cfCommands(stats *cfStats, strict, wake bool) *commands.ProtoCommands {
@@ -173,6 +190,11 @@ func cfCommands(stats *cfStats, strict, wake bool) *commands.ProtoCommands {
 			w, err := newWorldWake(wake)
 			if w != nil {
 				w.strict = strict
+				// every sequence starts with one root, so that agent
+				// commands have something to act on from the start
+				if err == nil {
+					err = w.opCreateRoot(cfCrash{})
+				}
 			}
 			return &cfSUT{w: w, err: err}
 		},
@@ -183,6 +205,12 @@ func cfCommands(stats *cfStats, strict, wake bool) *commands.ProtoCommands {
 				stats.commands += s.w.steps
 				stats.crashes += s.w.crashes
 				stats.recoveryCrashes += s.w.recoveryCrashes
+				if stats.cov == nil {
+					stats.cov = map[string]int{}
+				}
+				for k, v := range s.w.cov {
+					stats.cov[k] += v
+				}
 				s.w.close()
 			}
 		},
@@ -218,7 +246,7 @@ func TestCrashfuzzDaemon(t *testing.T) {
 	t.Logf("crash fuzzer seed %d (replay with WARREN_SEED=%d), %d sequences of up to %d commands", seed, seed, runs, size)
 	params := gopter.DefaultTestParametersWithSeed(seed)
 	params.MinSuccessfulTests = runs
-	params.MaxSize = size
+	params.MinSize, params.MaxSize = size/3, size
 	params.MaxShrinkCount = 300
 	stats := &cfStats{}
 	props := gopter.NewProperties(params)
@@ -226,8 +254,8 @@ func TestCrashfuzzDaemon(t *testing.T) {
 		commands.Prop(cfCommands(stats, os.Getenv("WARREN_STRICT") == "1", false)))
 	start := time.Now()
 	props.TestingRun(t)
-	t.Logf("ran %d sequences (%d commands, %d crashes, %d crashes inside recovery) in %v",
-		stats.sequences, stats.commands, stats.crashes, stats.recoveryCrashes, time.Since(start).Round(time.Millisecond))
+	t.Logf("ran %d sequences (%d commands, %d crashes, %d crashes inside recovery) in %v; paths reached:%s",
+		stats.sequences, stats.commands, stats.crashes, stats.recoveryCrashes, time.Since(start).Round(time.Millisecond), stats.coverage())
 }
 
 // TestCrashfuzzDaemonWake runs the fuzzer with wake turns on: messages are
@@ -259,7 +287,7 @@ func TestCrashfuzzDaemonWake(t *testing.T) {
 	t.Logf("wake crash fuzzer seed %d, %d sequences of up to %d commands", seed, runs, size)
 	params := gopter.DefaultTestParametersWithSeed(seed)
 	params.MinSuccessfulTests = runs
-	params.MaxSize = size
+	params.MinSize, params.MaxSize = size/3, size
 	params.MaxShrinkCount = 300
 	stats := &cfStats{}
 	props := gopter.NewProperties(params)
@@ -267,6 +295,6 @@ func TestCrashfuzzDaemonWake(t *testing.T) {
 		commands.Prop(cfCommands(stats, false, true)))
 	start := time.Now()
 	props.TestingRun(t)
-	t.Logf("ran %d sequences (%d commands, %d crashes, %d crashes inside recovery) in %v",
-		stats.sequences, stats.commands, stats.crashes, stats.recoveryCrashes, time.Since(start).Round(time.Millisecond))
+	t.Logf("ran %d sequences (%d commands, %d crashes, %d crashes inside recovery) in %v; paths reached:%s",
+		stats.sequences, stats.commands, stats.crashes, stats.recoveryCrashes, time.Since(start).Round(time.Millisecond), stats.coverage())
 }

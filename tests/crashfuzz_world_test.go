@@ -65,11 +65,11 @@ func (c *cfClock) Advance(d time.Duration) {
 //	"ask"         await_input; responds "answer: <response>"
 //	"send TO TEXT" send_message(TO, TEXT) then "sent <message_id>"
 //	"bcast TEXT"  broadcast(TEXT) then "sent <broadcast id>"
-//	"complete"    complete(result); responds "completing"
+//	"complete TEXT" complete(TEXT); responds "completing <message_id>"
 //	anything else responds "echo: <prompt>"
 func cfProgram(ctx context.Context, t *inproc.Turn) (string, error) {
 	switch {
-	case strings.HasPrefix(t.Prompt, "send "), strings.HasPrefix(t.Prompt, "bcast "), t.Prompt == "complete":
+	case strings.HasPrefix(t.Prompt, "send "), strings.HasPrefix(t.Prompt, "bcast "), strings.HasPrefix(t.Prompt, "complete "):
 		f := strings.Fields(t.Prompt)
 		var r map[string]any
 		var err error
@@ -79,7 +79,7 @@ func cfProgram(ctx context.Context, t *inproc.Turn) (string, error) {
 		case "bcast":
 			r, err = t.Call("broadcast", map[string]any{"text": f[1]})
 		default:
-			r, err = t.Call("complete", map[string]any{"result": "finished"})
+			r, err = t.Call("complete", map[string]any{"result": f[1]})
 		}
 		if err != nil {
 			return "", err
@@ -166,6 +166,7 @@ type cfWorld struct {
 	wake bool
 	// stats
 	steps, crashes, recoveryCrashes int
+	cov                             map[string]int // how often interesting paths ran
 }
 
 func newWorld() (*cfWorld, error) { return newWorldWake(false) }
@@ -177,7 +178,8 @@ func newWorldWake(wake bool) (*cfWorld, error) {
 	prov := inproc.New("inproc", inproc.Options{NativeResume: true})
 	prov.Register(cfModel, cfProgram)
 	w := &cfWorld{mem: faultfs.NewMem(), prov: prov, oracle: newOracle(),
-		clock: &cfClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}, wake: wake}
+		clock: &cfClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}, wake: wake,
+		cov: map[string]int{}}
 	c, err := w.newCoreWake(w.mem, wake)
 	if err != nil {
 		return nil, err
