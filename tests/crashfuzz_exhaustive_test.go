@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leanovate/gopter"
+
 	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/faultfs"
 )
@@ -230,4 +232,52 @@ func indexOf(as []daemonAgent, id string) int {
 		}
 	}
 	return 0
+}
+
+// BenchmarkCrashfuzzCrashPoint measures one crash point of the spawn
+// workload end to end: setup, the crashed turn, reference recovery on a
+// copy, the idempotency check (two recoveries and a power loss), the test
+// recovery, the invariants, and a turn on every agent afterwards.
+func BenchmarkCrashfuzzCrashPoint(b *testing.B) {
+	var spawn cfWorkload
+	for _, wl := range cfWorkloads() {
+		if wl.name == "spawn" {
+			spawn = wl
+		}
+	}
+	plan := cfCrash{K: 20, Mode: faultfs.PowerLoss, Tail: faultfs.TailGarbage, Seed: 1}
+	for b.Loop() {
+		if _, err := runCrashPoint(spawn, plan); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCrashfuzzSequence measures fuzzer throughput: one generated
+// sequence of up to 30 commands per iteration (seeded), checks included.
+func BenchmarkCrashfuzzSequence(b *testing.B) {
+	params := gopter.DefaultGenParameters().WithSize(30)
+	gen := genCmd()
+	i := int64(0)
+	for b.Loop() {
+		i++
+		params.Rng.Seed(i)
+		w, err := newWorld()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := w.opCreateRoot(cfCrash{}); err != nil {
+			b.Fatal(err)
+		}
+		for n := 0; n < 30; n++ {
+			v, ok := gen(params).Retrieve()
+			if !ok {
+				b.Fatal("no command generated")
+			}
+			if err := cfRun(w, v.(cfCmd)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		w.close()
+	}
 }
