@@ -27,13 +27,14 @@ const (
 	opMSendInTurn                // a turn whose program calls send_message
 	opMSendDuringTurn            // send_message to an agent while it runs a turn
 	opMPoke                      // poke, called by the parent
+	opMComplete                  // a turn whose program calls complete
 )
 
 var mOpNames = [...]string{"CreateRoot", "SpawnTurn", "SpawnTool", "Turn", "Send", "Broadcast", "CheckInbox",
-	"Terminate", "Gate", "Ungate", "Restart", "Crash", "SendInTurn", "SendDuringTurn", "Poke"}
+	"Terminate", "Gate", "Ungate", "Restart", "Crash", "SendInTurn", "SendDuringTurn", "Poke", "Complete"}
 
 // mOpWeights are the relative frequencies of the commands.
-var mOpWeights = []int{2, 6, 2, 2, 5, 3, 4, 2, 4, 1, 1, 1, 3, 3, 1}
+var mOpWeights = []int{2, 6, 2, 2, 5, 3, 4, 2, 4, 1, 1, 1, 3, 3, 1, 2}
 
 // mCmd is one command: an operation, the acting agent (by path), a name
 // argument and a message text.
@@ -55,6 +56,8 @@ func (c *mCmd) String() string {
 		return fmt.Sprintf("SpawnTurn%s(%s, %s)", c.modeTag(), c.path, strings.TrimSpace(c.name+" "+c.name2))
 	case opMTurn:
 		return fmt.Sprintf("Turn%s(%s)", c.modeTag(), c.path)
+	case opMComplete:
+		return fmt.Sprintf("Complete%s(%s, %q)", c.modeTag(), c.path, c.text)
 	case opMSpawnTool, opMGate, opMUngate, opMPoke:
 		return fmt.Sprintf("%s(%s, %s)", mOpNames[c.op], c.path, c.name)
 	case opMSend, opMSendInTurn:
@@ -115,7 +118,7 @@ func genModelCmd(s *mState, r []int) commands.Command {
 	}
 	c := &mCmd{op: op, text: text}
 	switch op {
-	case opMSpawnTurn, opMSendInTurn, opMTurn:
+	case opMSpawnTurn, opMSendInTurn, opMTurn, opMComplete:
 		switch (r[0] / 64) % 6 {
 		case 0:
 			c.mode = "fail"
@@ -191,7 +194,7 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		if biased && len(waiting) > 0 {
 			c.path = waiting[r[2]%len(waiting)]
 		}
-	case opMTerminate:
+	case opMTerminate, opMComplete:
 		var leaves []string
 		for _, a := range s.agents {
 			if len(s.children(a.path)) == 0 {
@@ -392,6 +395,26 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 		s.add(c.path, c.name)
 		s.agents[len(s.agents)-1].turns = 1 // its bootstrap turn
 	case opMTurn:
+		s.scriptedTurnEnded(i, c.mode)
+	case opMComplete:
+		// complete sends the result to the parent as a response during the
+		// turn; the agent is terminated when the turn ends, even a failed
+		// one (and then no failure notice is sent).
+		s.agents[i].calls++
+		switch {
+		case s.agents[i].parent == "":
+			s.expect = mOutcome{calls: []string{"error: root agent cannot complete"}}
+		case len(s.children(c.path)) > 0:
+			s.expect = mOutcome{calls: []string{"error: agent has children"}}
+		default:
+			s.expect = mOutcome{calls: []string{"completing"}}
+			s.deliver(s.find(s.agents[i].parent), c.text)
+			if c.mode == "fail" {
+				s.expect.err = "scripted failure"
+			}
+			s.agents = append(s.agents[:i], s.agents[i+1:]...)
+			return s
+		}
 		s.scriptedTurnEnded(i, c.mode)
 	case opMSend:
 		s.expect = mOutcome{err: s.send(i, c.name, c.text)}

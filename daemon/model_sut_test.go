@@ -49,7 +49,7 @@ func (s *mSUT) close() {
 
 // program is what every agent runs. "SPAWN <name> [<name>]" spawns a child
 // per name, in order; "SEND <name> <text>" sends a message from inside the
-// turn; "TURN" calls no tool; each may be prefixed by "FAIL" (the turn then
+// turn; "COMPLETE <result>" calls complete; "TURN" calls no tool; each may be prefixed by "FAIL" (the turn then
 // fails with a permanent error after its calls) or "FLAKY" (its first
 // attempt fails with a transient error after its calls, and the retry
 // succeeds). "BLOCK" signals s.started and waits for s.release. Every other
@@ -88,6 +88,8 @@ func (s *mSUT) program(ctx context.Context, tr *inproc.Turn) (string, error) {
 		}
 	case f[0] == "SEND" && len(f) == 3:
 		record(tr.Call("send_message", map[string]any{"recipient": f[1], "text": f[2]}))
+	case f[0] == "COMPLETE" && len(f) == 2:
+		record(tr.Call("complete", map[string]any{"result": f[1]}))
 	case f[0] == "TURN" && len(f) == 1:
 	case f[0] == "BLOCK" && len(f) == 1:
 		s.mu.Lock()
@@ -160,6 +162,8 @@ func (s *mSUT) run(c *mCmd) mOutcome {
 		return mToolOutcome(core.CallTool(ctx, id, "spawn_agent", map[string]any{"name": c.name, "instructions": "a model child"}))
 	case opMTurn:
 		return s.scriptedTurn(id, c.mode, "TURN")
+	case opMComplete:
+		return s.scriptedTurn(id, c.mode, "COMPLETE "+c.text)
 	case opMSend:
 		return mToolOutcome(core.CallTool(ctx, id, "send_message", map[string]any{"recipient": c.name, "text": c.text}))
 	case opMSendInTurn:
