@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leanovate/gopter"
 
@@ -110,6 +111,33 @@ func cfWorkloads() []cfWorkload {
 			}
 			return err
 		}},
+		{name: "turn that sends to a child", setup: cfSetupRootChild, work: func(w *cfWorld) error {
+			all := w.alive()
+			return cfSendTurn(w, all[0].ID, "send "+all[1].Name+" hello-child")
+		}},
+		{name: "turn that broadcasts", setup: func(w *cfWorld) error {
+			if err := cfSetupRootChild(w); err != nil {
+				return err
+			}
+			return w.opSpawn(0, cfCrash{})
+		}, work: func(w *cfWorld) error {
+			return cfSendTurn(w, w.alive()[1].ID, "bcast hello-siblings")
+		}},
+		{name: "turn that completes", setup: cfSetupRootChild, work: func(w *cfWorld) error {
+			child := w.alive()[1]
+			w.oracle.terminating[child.ID] = true
+			return cfSendTurn(w, child.ID, "complete all-done")
+		}},
+		{name: "deadline sweep", setup: func(w *cfWorld) error {
+			if err := cfSetupRoot(w); err != nil {
+				return err
+			}
+			return w.opSuspend(0, cfCrash{})
+		}, work: func(w *cfWorld) error {
+			w.clock.Advance(2 * time.Hour)
+			w.core.SweepWaits()
+			return nil
+		}},
 		{name: "terminate leaf", setup: cfSetupRootChild, work: func(w *cfWorld) error {
 			child := w.alive()[1]
 			w.oracle.terminating[child.ID] = true
@@ -120,6 +148,15 @@ func cfWorkloads() []cfWorkload {
 			return err
 		}},
 	}
+}
+
+// cfSendTurn runs one turn of agent id with prompt.
+func cfSendTurn(w *cfWorld, id, prompt string) error {
+	res, err := w.core.Send(context.Background(), id, prompt, "", "", nil)
+	if err == nil && res.Err != nil {
+		err = res.Err
+	}
+	return err
 }
 
 // cfModes are the reboot modes every crash point is tried with.
@@ -150,11 +187,13 @@ func countOps(wl cfWorkload) (int, error) {
 // TestCrashfuzzExhaustive crashes fixed small workloads at every mutating op,
 // in process-crash and power-loss modes (and, for a few recovery op indexes,
 // again inside the recovery), and checks the fuzzer's invariants after
-// each recovery.
+// each recovery. Quick profile: process crash and power loss with a garbage
+// tail, recovery crash at none or op 2; WARREN_LONG=1: three reboot modes
+// and twelve recovery crash points.
 func TestCrashfuzzExhaustive(t *testing.T) {
-	recKs := []int{0, 2}
+	recKs, modes := []int{0, 2}, []cfCrash{cfModes[0], cfModes[2]}
 	if os.Getenv("WARREN_LONG") == "1" {
-		recKs = []int{0, 1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20}
+		recKs, modes = []int{0, 1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20}, cfModes
 	}
 	total := 0
 	for _, wl := range cfWorkloads() {
@@ -164,7 +203,7 @@ func TestCrashfuzzExhaustive(t *testing.T) {
 		}
 		runs, crashed := 0, 0
 		for k := 1; k <= n; k++ {
-			for _, mode := range cfModes {
+			for _, mode := range modes {
 				for _, recK := range recKs {
 					plan := mode
 					plan.K, plan.RecK, plan.RecPL = k, recK, true
