@@ -28,13 +28,14 @@ const (
 	opMSendDuringTurn            // send_message to an agent while it runs a turn
 	opMPoke                      // poke, called by the parent
 	opMComplete                  // a turn whose program calls complete
+	opMPermit                    // permit_turn, called by the parent
 )
 
 var mOpNames = [...]string{"CreateRoot", "SpawnTurn", "SpawnTool", "Turn", "Send", "Broadcast", "CheckInbox",
-	"Terminate", "Gate", "Ungate", "Restart", "Crash", "SendInTurn", "SendDuringTurn", "Poke", "Complete"}
+	"Terminate", "Gate", "Ungate", "Restart", "Crash", "SendInTurn", "SendDuringTurn", "Poke", "Complete", "Permit"}
 
 // mOpWeights are the relative frequencies of the commands.
-var mOpWeights = []int{2, 6, 2, 2, 5, 3, 4, 2, 4, 1, 1, 1, 3, 3, 1, 2}
+var mOpWeights = []int{2, 6, 2, 2, 5, 3, 4, 2, 5, 1, 1, 1, 3, 2, 1, 1, 1}
 
 // mCmd is one command: an operation, the acting agent (by path), a name
 // argument and a message text.
@@ -58,7 +59,7 @@ func (c *mCmd) String() string {
 		return fmt.Sprintf("Turn%s(%s)", c.modeTag(), c.path)
 	case opMComplete:
 		return fmt.Sprintf("Complete%s(%s, %q)", c.modeTag(), c.path, c.text)
-	case opMSpawnTool, opMGate, opMUngate, opMPoke:
+	case opMSpawnTool, opMGate, opMUngate, opMPoke, opMPermit:
 		return fmt.Sprintf("%s(%s, %s)", mOpNames[c.op], c.path, c.name)
 	case opMSend, opMSendInTurn:
 		return fmt.Sprintf("%s%s(%s -> %s, %q)", mOpNames[c.op], c.modeTag(), c.path, c.name, c.text)
@@ -224,9 +225,10 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		} else {
 			c.name = name
 		}
-	case opMGate, opMUngate:
-		// A child whose gate the command changes, else any child, else any
-		// pool name (refused unless it names a child).
+	case opMGate, opMUngate, opMPermit:
+		// A child whose gate the command changes (for permit_turn: a gated
+		// one), else any child, else any pool name (refused unless it names
+		// a child).
 		var changes, any []int
 		for i, a := range s.agents {
 			if a.parent == "" {
@@ -251,8 +253,8 @@ func genModelCmd(s *mState, r []int) commands.Command {
 	return c
 }
 
-// leanCmd makes gated agents with waiting messages fail turns, and ungates
-// held agents (a hold must keep the wake an ungate would start), often
+// leanCmd makes gated agents with waiting messages fail turns or get a
+// permit_turn, and ungates held agents (a hold must keep the wake an ungate would start), often
 // enough for these rare states to be reached; nil when it picks nothing.
 func leanCmd(s *mState, r []int, text string) *mCmd {
 	var gatedWaiting, heldGated []int
@@ -271,6 +273,9 @@ func leanCmd(s *mState, r []int, text string) *mCmd {
 	case len(gatedWaiting) > 0 && r[1]%4 == 1:
 		k := gatedWaiting[r[2]%len(gatedWaiting)]
 		return &mCmd{op: opMTurn, mode: "fail", path: s.agents[k].path, text: text}
+	case len(gatedWaiting) > 0 && r[1]%4 == 2 && r[3]%2 == 0:
+		k := gatedWaiting[r[2]%len(gatedWaiting)]
+		return &mCmd{op: opMPermit, path: s.agents[k].parent, name: s.agents[k].name, text: text}
 	}
 	return nil
 }
@@ -362,7 +367,7 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 	s.seq++
 	i := s.find(c.path)
 	switch c.op {
-	case opMSpawnTool, opMSend, opMSendInTurn, opMSendDuringTurn, opMBroadcast, opMCheckInbox, opMGate, opMUngate, opMPoke:
+	case opMSpawnTool, opMSend, opMSendInTurn, opMSendDuringTurn, opMBroadcast, opMCheckInbox, opMGate, opMUngate, opMPoke, opMPermit:
 		s.agents[i].calls++ // every tool call is logged in the caller's log
 	}
 	switch c.op {
@@ -456,10 +461,10 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 		// with pending messages that is not gated.
 		s.restarted = true
 		for j := range s.agents {
-			s.agents[j].held = false
+			s.agents[j].held, s.agents[j].permit = false, false
 			s.wake(j)
 		}
-	case opMGate, opMUngate, opMPoke:
+	case opMGate, opMUngate, opMPoke, opMPermit:
 		j := s.childNamed(c.path, c.name)
 		if j < 0 {
 			s.expect = mOutcome{err: "no child agent named"}
@@ -467,9 +472,15 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 		}
 		switch c.op {
 		case opMGate:
-			s.agents[j].gated = true
+			s.agents[j].gated, s.agents[j].permit = true, false
 		case opMUngate:
-			s.agents[j].gated = false
+			s.agents[j].gated, s.agents[j].permit = false, false
+		case opMPermit:
+			if !s.agents[j].gated {
+				s.expect = mOutcome{err: "agent is not gated"}
+				break
+			}
+			s.agents[j].permit = true // one wake turn despite the gate
 		default:
 			s.agents[j].held = false
 		}

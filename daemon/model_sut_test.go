@@ -182,6 +182,8 @@ func (s *mSUT) run(c *mCmd) mOutcome {
 		return mToolOutcome(core.CallTool(ctx, id, "ungate", map[string]any{"agent_name": c.name}))
 	case opMPoke:
 		return mToolOutcome(core.CallTool(ctx, id, "poke", map[string]any{"agent_name": c.name}))
+	case opMPermit:
+		return mToolOutcome(core.CallTool(ctx, id, "permit_turn", map[string]any{"agent_name": c.name}))
 	case opMRestart:
 		s.h.restart()
 	case opMCrash:

@@ -60,6 +60,7 @@ type mAgent struct {
 	gated   bool
 	pending []string // payloads of the messages waiting in its inbox, in order
 	held    bool     // its last turn failed: no wake until a message, a poke or a good turn
+	permit  bool     // permit_turn: one wake turn despite the gate (not kept across a restart)
 	calls   int      // tool calls it made (tool.call entries in its log)
 	turns   int      // turns it completed (turn.complete entries in its log)
 	fails   int      // turns that failed (turn.failed)
@@ -112,7 +113,7 @@ func (s *mState) String() string {
 	var b strings.Builder
 	for _, i := range s.preorder() {
 		a := s.agents[i]
-		fmt.Fprintf(&b, "%s(gated=%v held=%v pending=%q) ", a.path, a.gated, a.held, a.pending)
+		fmt.Fprintf(&b, "%s(gated=%v permit=%v held=%v pending=%q) ", a.path, a.gated, a.permit, a.held, a.pending)
 	}
 	return b.String()
 }
@@ -206,12 +207,14 @@ func (s *mState) deliver(i int, text string) {
 }
 
 // wake runs the wake turn the daemon starts for an idle agent with pending
-// messages that is neither gated nor held: it consumes them all.
+// messages that is not held and not gated (or holds a permit, which the
+// turn uses up): it consumes them all.
 func (s *mState) wake(i int) {
 	a := &s.agents[i]
-	if !a.gated && !a.held && len(a.pending) > 0 {
+	if (!a.gated || a.permit) && !a.held && len(a.pending) > 0 {
 		a.pending = nil
 		a.turns++
+		a.permit = false
 	}
 }
 
