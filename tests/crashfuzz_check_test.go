@@ -64,7 +64,8 @@ func snapshotCore(c *daemon.Core, fsys faultfs.FS) (*cfSnap, error) {
 		a.Gated, _ = m["gated"].(bool)
 		if list, ok := m["inbox"].([]any); ok {
 			for _, it := range list {
-				a.Pending = append(a.Pending, fmt.Sprint(it.(map[string]any)["message_id"]))
+				m, _ := it.(map[string]any)
+				a.Pending = append(a.Pending, fmt.Sprint(m["message_id"]))
 			}
 		}
 		s.Agents[v.ID] = a

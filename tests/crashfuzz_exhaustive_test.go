@@ -78,7 +78,8 @@ func cfWorkloads() []cfWorkload {
 			if err == nil {
 				list, _ := res["messages"].([]any)
 				for _, it := range list {
-					w.oracle.delivered[fmt.Sprint(it.(map[string]any)["message_id"])] = child.ID
+					m, _ := it.(map[string]any)
+					w.oracle.delivered[fmt.Sprint(m["message_id"])] = child.ID
 				}
 			}
 			return err
