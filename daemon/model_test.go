@@ -7,12 +7,13 @@ package daemon
 // the inboxes side by side. The commands: create a root; spawn one or two
 // children from inside a turn (deferred spawn) or outside one; run a turn;
 // send_message from outside a turn, from inside one, and to an agent while
-// it runs a turn; broadcast; check_inbox; terminate (leaves only); gate,
-// ungate and poke from the parent; a clean restart; a crash (process crash
-// or power loss). Scripted turns may fail (the agent is held, its parent
-// gets SYSTEM's notice) or fail once transiently (the retry answers the
-// recorded tool calls from the log). Names come from a pool of four, so
-// name rules and one-hop routing refuse often.
+// it runs a turn; broadcast; check_inbox; complete from inside a turn;
+// terminate (leaves only); gate, ungate, permit_turn and poke from the
+// parent; a clean restart; a crash (process crash or power loss). Scripted
+// turns may fail (the agent is held, its parent gets SYSTEM's notice) or
+// fail once transiently (the retry answers the recorded tool calls from the
+// log). Names come from a pool of four, so name rules and one-hop routing
+// refuse often.
 //
 // Every command is followed by h.quiet(), so every agent has finished its
 // turns: a message to an agent that is neither gated nor held has been
