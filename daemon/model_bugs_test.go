@@ -7,9 +7,10 @@ import (
 
 // TestBug_RecoveryKeepsCreationOrder: the tree keeps roots and each agent's
 // children in creation order (tree.Roots, tree.Children, BroadcastTargets,
-// Walk and so agent.list), but recovery (placeTree) adds agents sorted by
-// the last seq of their own logs, so after a restart an agent whose log grew
-// comes after agents created later. Found by the model test.
+// Walk and so agent.list). Recovery used to add agents sorted by the last
+// seq of their own logs, so after a restart an agent whose log grew came
+// after agents created later. Found by the model test; fixed in 7c707db
+// (recovery orders by agent.created's timestamp); kept as a regression test.
 func TestBug_RecoveryKeepsCreationOrder(t *testing.T) {
 	h := newHarness(t)
 	first := h.create("first", "", "echo")

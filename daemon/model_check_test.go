@@ -3,7 +3,6 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -224,10 +223,6 @@ func mCompareObservation(s *mState, o mObservation) []string {
 	}
 	for _, a := range o.agents {
 		got = append(got, fmt.Sprintf("%s<-%q", a.path, a.parent))
-	}
-	if s.restarted {
-		slices.Sort(want)
-		slices.Sort(got)
 	}
 	if strings.Join(want, " ") != strings.Join(got, " ") {
 		bad = append(bad, fmt.Sprintf("tree (path<-parent, List order) %v, model %v", got, want))

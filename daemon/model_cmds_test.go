@@ -459,7 +459,6 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 	case opMRestart, opMCrash:
 		// A hold is the state of one process: the new one wakes every agent
 		// with pending messages that is not gated.
-		s.restarted = true
 		for j := range s.agents {
 			s.agents[j].held, s.agents[j].permit = false, false
 			s.wake(j)

@@ -37,6 +37,9 @@ func newModelSUT(t *testing.T, stats *mStats) *mSUT {
 	return s
 }
 
+// close stops the core and drops the sequence's files: the harness stays
+// referenced by its t.Cleanup until the test ends, so a long profile would
+// otherwise keep every sequence's filesystem in memory.
 func (s *mSUT) close() {
 	if s.h.c == nil {
 		return
@@ -44,7 +47,7 @@ func (s *mSUT) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = s.h.c.Close(ctx)
-	s.h.c = nil
+	s.h.c, s.h.fs, s.h.prov = nil, nil, nil
 }
 
 // program is what every agent runs. "SPAWN <name> [<name>]" spawns a child

@@ -21,7 +21,7 @@ package daemon
 // waits until check_inbox takes it or an ungate lets a wake turn consume
 // it. After each command the test compares with the model: the command's
 // outcome (the error the rules predict, or the exact result), the live tree
-// (paths and parents, in List order until the first restart), each agent's
+// (paths and parents, in List order, which is creation order), each agent's
 // gate, hold and pending messages in order, the USER inbox, the counts of
 // tool.call, turn.complete, turn.failed and turn.retry in each log, and an
 // oracle computed from each agent's log alone (model_check_test.go): the
@@ -77,10 +77,6 @@ type mState struct {
 	user   []string
 	seq    int
 	expect mOutcome
-	// restarted: the sequence restarted the core. Recovery does not keep
-	// the creation order of roots and children (TestBug_RecoveryKeepsCreationOrder),
-	// so from then on the tree is compared without its order.
-	restarted bool
 }
 
 // mOutcome is what a command returned: an error text (for the model: a
@@ -102,7 +98,7 @@ func (o mOutcome) String() string {
 }
 
 func (s *mState) clone() *mState {
-	n := &mState{agents: make([]mAgent, len(s.agents)), user: append([]string(nil), s.user...), seq: s.seq, restarted: s.restarted}
+	n := &mState{agents: make([]mAgent, len(s.agents)), user: append([]string(nil), s.user...), seq: s.seq}
 	for i, a := range s.agents {
 		a.pending = append([]string(nil), a.pending...)
 		n.agents[i] = a
