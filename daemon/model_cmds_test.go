@@ -128,13 +128,21 @@ func genModelCmd(s *mState, r []int) commands.Command {
 		}
 	}
 	if len(s.agents) == 0 && op != opMRestart && op != opMCrash {
-		c.op = opMCreateRoot
+		c.op, c.mode = opMCreateRoot, ""
 	}
 	if len(s.agents) > 0 {
 		c.path = s.agents[r[1]%len(s.agents)].path
 	}
+	pickTargets(s, c, r)
+	return c
+}
+
+// pickTargets chooses the command's agent and name arguments: three times
+// in four (biased) a target that makes the command do something, otherwise
+// random agents and pool names, which the rules often refuse.
+func pickTargets(s *mState, c *mCmd, r []int) {
 	name := mNames[r[2]%len(mNames)]
-	biased := r[3]%4 != 0 // three times in four, prefer a useful target
+	biased := r[3]%4 != 0
 	switch c.op {
 	case opMCreateRoot:
 		c.path, c.name = "", name
@@ -250,7 +258,6 @@ func genModelCmd(s *mState, r []int) commands.Command {
 			c.name = name
 		}
 	}
-	return c
 }
 
 // leanCmd makes gated agents with waiting messages fail turns or get a
