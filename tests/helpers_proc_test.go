@@ -198,7 +198,7 @@ func (d *testDaemon) waitReady(exited chan struct{}) error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("daemon (%s) exited before serving: %v\noutput:\n%s", d.mode, d.exitErr(), d.Output())
+			return fmt.Errorf("daemon (%s) exited before serving: %v\noutput:\n%s%s", d.mode, d.exitErr(), d.Output(), lockHolders(d.Home))
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -463,3 +463,37 @@ while True:
     else:
         done("turn %d: %s" % (n, msg))
 `
+
+// lockHolders lists the processes that have the home's daemon.lock open
+// (read from /proc), to diagnose an unexpected "already running".
+func lockHolders(home string) string {
+	lock := filepath.Join(home, "daemon.lock")
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range procs {
+		fds, err := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			target, err := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name()))
+			if err != nil || target != lock {
+				continue
+			}
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+			status, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "status"))
+			ppid := ""
+			for _, line := range strings.Split(string(status), "\n") {
+				if strings.HasPrefix(line, "PPid:") {
+					ppid = strings.TrimSpace(strings.TrimPrefix(line, "PPid:"))
+				}
+			}
+			fmt.Fprintf(&b, "lock %s held by pid %s (ppid %s, fd %s): %s\n", lock, p.Name(), ppid, fd.Name(),
+				strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return b.String()
+}
