@@ -43,6 +43,9 @@ func TestCrashfuzzOracleCatchesBrokenLogs(t *testing.T) {
 		{"message delivered twice", cfLog(created,
 			`message.enqueued {"message_id":"m"}`,
 			`message.delivered {"message_id":"m"}`, `message.delivered {"message_id":"m"}`), "delivered twice"},
+		{"side effect run twice", cfLog(created,
+			`message.enqueued {"message_id":"m1","sender":"s","payload":"hello"}`,
+			`message.enqueued {"message_id":"m2","sender":"s","payload":"hello"}`), "enqueued twice"},
 		{"creation not first", cfLog(`turn.start {"run_id":"r","message_ids":[]}`, created), "not first"},
 	}
 	for _, c := range cases {
@@ -56,11 +59,11 @@ func TestCrashfuzzOracleCatchesBrokenLogs(t *testing.T) {
 func TestCrashfuzzOracleFoldsInbox(t *testing.T) {
 	f, bad := checkLog("/home/agents/a/events.jsonl", cfLog(
 		`agent.created {"agent_id":"a","name":"x","parent_id":"p","metadata":{"k":"v"}}`,
-		`message.enqueued {"message_id":"m1"}`,
-		`message.enqueued {"message_id":"m2"}`,
-		`message.enqueued {"message_id":"m3"}`,
-		`message.enqueued {"message_id":"m4"}`,
-		`message.enqueued {"message_id":"m2"}`,
+		`message.enqueued {"message_id":"m1","sender":"s","payload":"p1"}`,
+		`message.enqueued {"message_id":"m2","sender":"s","payload":"p2"}`,
+		`message.enqueued {"message_id":"m3","sender":"s","payload":"p3"}`,
+		`message.enqueued {"message_id":"m4","sender":"s","payload":"p4"}`,
+		`message.enqueued {"message_id":"m2","sender":"s","payload":"p2"}`,
 		`message.delivered {"message_id":"m1"}`,
 		`turn.start {"run_id":"r1","message_ids":["m3"]}`, `turn.complete {"run_id":"r1"}`,
 		`turn.start {"run_id":"r2","message_ids":["m4"]}`, `turn.failed {"run_id":"r2"}`,
