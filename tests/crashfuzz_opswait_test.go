@@ -236,4 +236,3 @@ func (w *cfWorld) opCancel(a int, plan cfCrash) error {
 		return nil
 	})
 }
-
