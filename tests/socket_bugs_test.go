@@ -20,6 +20,24 @@ import (
 	"github.com/warren-dev/warren/protocol"
 )
 
+// waitLockAfterKill is false in this build: Kill returns as soon as the
+// daemon is reaped and the restart follows at once, as a supervisor's
+// would. Then TestTortureKill9 intermittently fails (seen in 2 of 3 full
+// -race runs, at most a few of 50 kills) with "warren daemon already
+// running ... the lock ... is held" although the killed daemon is reaped:
+// something still holds the flock on daemon.lock for a few milliseconds.
+// The likely holder is a scripted provider process the daemon was
+// spawning at the kill (forked, not yet exec'd), which shares the lock's
+// open file description until its exec closes the close-on-exec
+// descriptor. Reproduce with
+//
+//	go test -tags warren_daemon_bugs -run TestTortureKill9 -race ./tests/
+//
+// Fix: a POSIX record lock (fcntl F_SETLK), which children never share,
+// instead of flock; or retry the lock for a bounded moment when the pid in
+// daemon.pid is not alive.
+const waitLockAfterKill = false
+
 // TestBugSubscribeSinceSeqRacesAgentCreate: events.subscribe without an
 // agent and with since_seq replays the logs of tree.Walk(); an agent whose
 // name is already in the tree but whose creation has not finished (its
