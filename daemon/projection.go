@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -20,9 +21,9 @@ const (
 // recordedCall is a tool call the log records for the open run.
 type recordedCall struct {
 	Tool     string
-	Result   map[string]any
+	Result   json.RawMessage // decoded only when a re-run answers from it
 	Error    string
-	Messages []map[string]any
+	Messages []json.RawMessage
 }
 
 // waitRec is the wait of the latest run.
@@ -97,22 +98,105 @@ type projection struct {
 	// Sent holds the envelopes of the most recent tool calls that sent
 	// messages, so recovery can deliver one that reached this (the sender's)
 	// log but not the recipient's.
-	Sent      []map[string]any
+	Sent      []json.RawMessage
 	CreatedTS time.Time
 	// Spawns are the spawn_agent calls made in runs, so recovery can finish
 	// a deferred creation a crash cut off.
 	Spawns []spawnRec
+	// lazy is set while recovery replays the log (see lazyInbox).
+	lazy *lazyInbox
+}
+
+// beginReplay switches the fold to its recovery mode.
+func (p *projection) beginReplay() {
+	p.lazy = &lazyInbox{raw: map[string]json.RawMessage{}}
+}
+
+// endReplay decodes the messages still pending into the inbox queue.
+func (p *projection) endReplay() error {
+	lz := p.lazy
+	p.lazy = nil
+	if lz == nil {
+		return nil
+	}
+	for _, id := range lz.order {
+		raw, ok := lz.raw[id]
+		if !ok {
+			continue
+		}
+		m, err := inbox.FromEventData(raw)
+		if err != nil {
+			return fmt.Errorf("pending message %s: %w", id, err)
+		}
+		p.Pending.Push(m)
+	}
+	return nil
+}
+
+// take removes delivered message ids from the inbox.
+func (p *projection) take(ids []string) {
+	if p.lazy != nil {
+		for _, id := range ids {
+			delete(p.lazy.raw, id)
+		}
+		return
+	}
+	p.Pending.Take(ids)
+}
+
+// pendingLen counts pending messages in either mode.
+func (p *projection) pendingLen() int {
+	if p.lazy != nil {
+		return len(p.lazy.raw)
+	}
+	return p.Pending.Len()
+}
+
+// messageIDOf finds message_id in message.enqueued data without a full
+// decode: the data is a JSON object with sorted keys whose "kind" value
+// comes first, so the first "message_id" key is the real one.
+func messageIDOf(data []byte) (string, bool) {
+	const key = `"message_id":"`
+	i := bytes.Index(data, []byte(key))
+	if i < 0 || len(data) < i+len(key)+33 {
+		return "", false
+	}
+	id := data[i+len(key) : i+len(key)+32]
+	if data[i+len(key)+32] != '"' {
+		return "", false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return "", false
+		}
+	}
+	return string(id), true
+}
+
+func cloneRaw(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
 }
 
 // spawnRec is a spawn_agent call a run recorded.
 type spawnRec struct {
 	ChildID string
 	RunID   string
-	Args    map[string]any
+	Args    json.RawMessage
 }
 
 // maxSentKept bounds Sent.
-const maxSentKept = 256
+const maxSentKept = 32
+
+// lazyInbox holds, during a recovery replay, the raw message.enqueued data
+// of messages still pending, in order; only those left at the end are
+// decoded (most messages of a long log were delivered long ago).
+type lazyInbox struct {
+	order []string
+	raw   map[string]json.RawMessage
+}
 
 func newProjection() *projection {
 	return &projection{
@@ -181,8 +265,11 @@ func (p *projection) apply(e eventlog.Entry) error {
 		p.SessProvider, p.SessModel = d.Provider, d.Model
 	case evTurnStart:
 		var d turnStartData
-		if err := decode(e, &d); err != nil {
-			return err
+		if !fastTurnStart(e.Data, &d) {
+			d = turnStartData{}
+			if err := decode(e, &d); err != nil {
+				return err
+			}
 		}
 		if d.Turn > p.TurnNo {
 			p.TurnNo = d.Turn
@@ -201,18 +288,22 @@ func (p *projection) apply(e eventlog.Entry) error {
 		}
 	case evTurnComplete:
 		var d turnCompleteData
-		if err := decode(e, &d); err != nil {
-			return err
+		if !fastRunField(e.Data, &d.RunID, nil) {
+			if err := decode(e, &d); err != nil {
+				return err
+			}
 		}
 		if r := p.runFor(d.RunID); r != nil {
 			r.Ended, r.Wait = true, nil
-			p.Pending.Take(r.MessageIDs)
+			p.take(r.MessageIDs)
 		}
 		p.LastError = ""
 	case evTurnFailed:
 		var d turnFailedData
-		if err := decode(e, &d); err != nil {
-			return err
+		if !fastRunField(e.Data, &d.RunID, &d.Error) {
+			if err := decode(e, &d); err != nil {
+				return err
+			}
 		}
 		if r := p.runFor(d.RunID); r != nil {
 			r.Ended = true
@@ -220,8 +311,10 @@ func (p *projection) apply(e eventlog.Entry) error {
 		p.LastError = d.Error
 	case evTurnCancelled:
 		var d turnCancelledData
-		if err := decode(e, &d); err != nil {
-			return err
+		if !fastRunField(e.Data, &d.RunID, nil) {
+			if err := decode(e, &d); err != nil {
+				return err
+			}
 		}
 		if r := p.runFor(d.RunID); r != nil {
 			r.Ended = true
@@ -274,27 +367,56 @@ func (p *projection) apply(e eventlog.Entry) error {
 			}
 		}
 	case evToolCall:
-		var d toolCallData
-		if err := decode(e, &d); err != nil {
-			return err
-		}
-		if len(d.Messages) > 0 {
-			p.Sent = append(p.Sent, d.Messages...)
-			if n := len(p.Sent) - maxSentKept; n > 0 {
-				p.Sent = append(p.Sent[:0:0], p.Sent[n:]...)
+		// Arguments, results and envelopes stay raw: most are never read
+		// again.
+		var d toolCallFields
+		if !fastToolCall(e.Data, &d) {
+			var full struct {
+				Tool     string            `json:"tool"`
+				Args     json.RawMessage   `json:"args"`
+				Result   json.RawMessage   `json:"result"`
+				Error    string            `json:"error"`
+				RunID    string            `json:"run_id"`
+				Messages []json.RawMessage `json:"messages"`
 			}
+			if err := decode(e, &full); err != nil {
+				return err
+			}
+			d = toolCallFields(full)
+		}
+		for _, m := range d.Messages {
+			p.Sent = append(p.Sent, cloneRaw(m))
+		}
+		if n := len(p.Sent) - maxSentKept; n > 0 {
+			p.Sent = append(p.Sent[:0:0], p.Sent[n:]...)
 		}
 		if d.Tool == "spawn_agent" && d.Error == "" && d.RunID != "" {
-			if child, _ := d.Result["agent_id"].(string); child != "" {
-				p.Spawns = append(p.Spawns, spawnRec{ChildID: child, RunID: d.RunID, Args: d.Args})
+			var res struct {
+				AgentID string `json:"agent_id"`
+			}
+			if json.Unmarshal(d.Result, &res) == nil && res.AgentID != "" {
+				p.Spawns = append(p.Spawns, spawnRec{ChildID: res.AgentID, RunID: d.RunID, Args: cloneRaw(d.Args)})
 			}
 		}
 		if d.RunID != "" {
 			if r := p.runFor(d.RunID); r != nil && !r.Ended {
-				r.Calls = append(r.Calls, recordedCall{Tool: d.Tool, Result: d.Result, Error: d.Error, Messages: d.Messages})
+				msgs := make([]json.RawMessage, len(d.Messages))
+				for i, m := range d.Messages {
+					msgs[i] = cloneRaw(m)
+				}
+				r.Calls = append(r.Calls, recordedCall{Tool: d.Tool, Result: cloneRaw(d.Result), Error: d.Error, Messages: msgs})
 			}
 		}
 	case evMsgEnqueued:
+		if id, ok := messageIDOf(e.Data); ok && p.lazy != nil && !bytes.Contains(e.Data, []byte(`"reminder_id"`)) {
+			if _, dup := p.Enqueued[id]; dup {
+				return nil
+			}
+			p.Enqueued[id] = struct{}{}
+			p.lazy.order = append(p.lazy.order, id)
+			p.lazy.raw[id] = cloneRaw(e.Data)
+			return nil
+		}
 		m, err := inbox.FromEventData(e.Data)
 		if err != nil {
 			return fmt.Errorf("event %s at seq %d: %w", e.Event, e.Seq, err)
@@ -303,7 +425,12 @@ func (p *projection) apply(e eventlog.Entry) error {
 			return nil
 		}
 		p.Enqueued[m.ID] = struct{}{}
-		p.Pending.Push(m)
+		if p.lazy != nil {
+			p.lazy.order = append(p.lazy.order, m.ID)
+			p.lazy.raw[m.ID] = cloneRaw(e.Data)
+		} else if err := p.Pending.Push(m); err != nil {
+			return fmt.Errorf("event %s at seq %d: %w", e.Event, e.Seq, err)
+		}
 		if rid := m.Metadata["reminder_id"]; rid != "" {
 			if r := p.Reminders[rid]; r != nil {
 				r.LastHit = m.Timestamp
@@ -314,10 +441,12 @@ func (p *projection) apply(e eventlog.Entry) error {
 		}
 	case evMsgDelivered:
 		var d messageDeliveredData
-		if err := decode(e, &d); err != nil {
-			return err
+		if !fastMessageID(e.Data, &d.MessageID) {
+			if err := decode(e, &d); err != nil {
+				return err
+			}
 		}
-		p.Pending.Take([]string{d.MessageID})
+		p.take([]string{d.MessageID})
 	case evMetadataUpdated:
 		var d metadataUpdatedData
 		if err := decode(e, &d); err != nil {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -123,12 +124,19 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	// log (a crash between the two writes) are delivered now.
 	for _, l := range placed {
 		l.a.mu.Lock()
-		sent := append([]map[string]any(nil), l.p.Sent...)
+		sent := append([]json.RawMessage(nil), l.p.Sent...)
 		l.a.mu.Unlock()
 		for _, raw := range sent {
-			to, _ := raw["recipient"].(string)
+			var to, id string
+			objectMembers(raw, func(k string, v []byte) {
+				switch k {
+				case "message_id":
+					id, _ = jsonString(v)
+				case "recipient":
+					to, _ = jsonString(v)
+				}
+			})
 			if r, ok := c.agent(to); ok && r.corrupt == nil {
-				id, _ := raw["message_id"].(string)
 				r.mu.Lock()
 				_, has := r.p.Enqueued[id]
 				r.mu.Unlock()
@@ -217,6 +225,7 @@ func (c *Core) loadAll(ids []string) []*loaded {
 // name and parent).
 func (c *Core) load(id string) *loaded {
 	l := &loaded{id: id, p: newProjection()}
+	l.p.beginReplay()
 	target := new(*agent)
 	var foldErr error
 	lg, err := c.openLogReplay(id, target, func(e eventlog.Entry) error {
@@ -225,6 +234,9 @@ func (c *Core) load(id string) *loaded {
 		}
 		return nil
 	})
+	if foldErr == nil {
+		foldErr = l.p.endReplay()
+	}
 	if err != nil {
 		l.err = err
 		return l

@@ -107,32 +107,54 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 	if sess != nil && same && sess.Provider == provName && sess.Model == model {
 		blob = sess.ProviderState
 	}
-	h, err := c.history(a)
-	if err != nil {
-		return nil, err
+	// The history is read from the log only when it is needed: not for a
+	// restore from an eviction blob or a native handle.
+	var h history.History
+	haveHistory := false
+	loadHistory := func() error {
+		if haveHistory {
+			return nil
+		}
+		var err error
+		if h, err = c.history(a); err != nil {
+			return err
+		}
+		haveHistory = true
+		// The turn being started is not history, unless it re-runs an
+		// interrupted or resumed run (then its earlier calls show as
+		// interrupted in the block).
+		a.mu.Lock()
+		if cur := a.cur; cur != nil && !cur.rerun && h.Open != nil && h.Open.RunID == cur.runID {
+			h.Open = nil
+		}
+		a.mu.Unlock()
+		return nil
 	}
-	// The turn being started is not history, unless it re-runs an
-	// interrupted or resumed run (then its earlier calls show as
-	// interrupted in the block).
-	a.mu.Lock()
-	if cur := a.cur; cur != nil && !cur.rerun && h.Open != nil && h.Open.RunID == cur.runID {
-		h.Open = nil
-	}
-	a.mu.Unlock()
 	spec := c.providerSpec(a.id, model, instructions, nil)
-	if caps.StructuredHistory {
-		spec.History = h.Turns
-	}
-	if same && (len(blob) > 0 || (handle != "" && (caps.NativeResume || caps.StructuredHistory))) {
-		s, err := prov.Restore(ctx, spec, blob, handle)
-		if err == nil {
-			strategy := strategyNative
-			if len(blob) == 0 && !caps.NativeResume {
+	useBlob := len(blob) > 0
+	useHandle := same && handle != "" && (caps.NativeResume || caps.StructuredHistory)
+	if useBlob || useHandle {
+		strategy := strategyNative
+		if !useBlob && caps.StructuredHistory {
+			if err := loadHistory(); err != nil {
+				return nil, err
+			}
+			spec.History = h.Turns
+			if !caps.NativeResume {
 				strategy = strategyHistory
 			}
+		}
+		s, err := prov.Restore(ctx, spec, blob, handle)
+		if err == nil {
 			if err := c.logRestored(a, provName, model, strategy); err != nil {
 				_ = s.Stop()
 				return nil, err
+			}
+			if useBlob {
+				// The blob is consumed: once the session takes more turns it
+				// is stale, and a restart must not restore from it (the
+				// handle and the log are current).
+				c.saveSession(a, func(s2 *session.Session) { s2.ProviderState = nil })
 			}
 			return &live{sess: s, provider: provName, model: model}, nil
 		}
@@ -140,6 +162,12 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 			return nil, err
 		}
 		c.log.Warn("native restore failed; starting a fresh session with the history", "agent", a.id, "provider", provName, "err", err)
+	}
+	if err := loadHistory(); err != nil {
+		return nil, err
+	}
+	if caps.StructuredHistory {
+		spec.History = h.Turns
 	}
 	s, err := prov.Create(ctx, spec)
 	if err != nil {

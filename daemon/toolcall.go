@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -80,7 +81,13 @@ func (t *runTools) CallTool(ctx context.Context, tool string, args map[string]an
 		if rec.Error != "" {
 			return map[string]any{"error": rec.Error}, nil
 		}
-		return rec.Result, nil
+		result := map[string]any{}
+		if len(rec.Result) > 0 {
+			if err := json.Unmarshal(rec.Result, &result); err != nil {
+				return nil, fmt.Errorf("the recorded result of call %d (%s) is malformed: %w", idx, tool, err)
+			}
+		}
+		return result, nil
 	}
 	if tool == "await_input" && resume != nil {
 		result := map[string]any{"response": *resume}

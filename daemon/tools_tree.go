@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/warren-dev/warren/inbox"
@@ -288,7 +289,11 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 	c.redeliver(rec.Messages)
 	switch tool {
 	case "spawn_agent":
-		id, _ := rec.Result["agent_id"].(string)
+		var res struct {
+			AgentID string `json:"agent_id"`
+		}
+		_ = json.Unmarshal(rec.Result, &res)
+		id := res.AgentID
 		if _, exists := c.agent(id); id != "" && !exists {
 			parsed, err := tools.Parse(tool, args)
 			if v, okp := parsed.(tools.SpawnAgent); err == nil && okp {
@@ -302,7 +307,12 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 
 // respawn creates a child a recorded spawn_agent call accepted.
 func (c *Core) respawn(parent *agent, sp spawnRec) {
-	parsed, err := tools.Parse("spawn_agent", sp.Args)
+	var args map[string]any
+	if err := json.Unmarshal(sp.Args, &args); err != nil {
+		c.log.Error("a recorded spawn_agent call is malformed", "parent", parent.id, "err", err)
+		return
+	}
+	parsed, err := tools.Parse("spawn_agent", args)
 	v, okp := parsed.(tools.SpawnAgent)
 	if err != nil || !okp {
 		c.log.Error("a recorded spawn_agent call is malformed", "parent", parent.id, "err", err)
@@ -329,14 +339,14 @@ func (c *Core) childSpec(parent *agent, id string, v tools.SpawnAgent) CreateSpe
 
 // redeliver enqueues recorded messages whose recipient lacks them (a crash
 // between the sender's record and the recipient's enqueue).
-func (c *Core) redeliver(msgs []map[string]any) {
+func (c *Core) redeliver(msgs []json.RawMessage) {
 	for _, raw := range msgs {
 		c.redeliverOne(raw)
 	}
 }
 
-func (c *Core) redeliverOne(raw map[string]any) {
-	m, err := inbox.FromEventData(mustJSON(raw))
+func (c *Core) redeliverOne(raw json.RawMessage) {
+	m, err := inbox.FromEventData(raw)
 	if err != nil {
 		c.log.Warn("a recorded message is malformed", "err", err)
 		return

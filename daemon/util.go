@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 
@@ -14,14 +13,6 @@ func copyMap(m map[string]string) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return json.RawMessage("null")
-	}
-	return b
 }
 
 func notFound(ref string) error {
