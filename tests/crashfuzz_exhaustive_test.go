@@ -151,6 +151,25 @@ func cfWorkloads() []cfWorkload {
 	}
 }
 
+// settle restarts the daemon cleanly, so that no background work of the
+// setup (session.json snapshots) runs into the workload's crash points.
+func (w *cfWorld) settle() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.core.Close(ctx); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	c, err := w.newCoreWake(w.mem, w.wake)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Recover(); err != nil {
+		return fmt.Errorf("recovery after a clean stop: %w", err)
+	}
+	w.core = c
+	return w.checkAll()
+}
+
 // cfSendTurn runs one turn of agent id with prompt.
 func cfSendTurn(w *cfWorld, id, prompt string) error {
 	res, err := w.core.Send(context.Background(), id, prompt, "", "", nil)
@@ -176,6 +195,9 @@ func countOps(wl cfWorkload) (int, error) {
 	}
 	defer w.close()
 	if err := wl.setup(w); err != nil {
+		return 0, err
+	}
+	if err := w.settle(); err != nil {
 		return 0, err
 	}
 	before := w.mem.MutatingOps()
@@ -238,6 +260,9 @@ func runCrashPoint(wl cfWorkload, plan cfCrash) (bool, error) {
 	}
 	defer w.close()
 	if err := wl.setup(w); err != nil {
+		return false, fmt.Errorf("setup: %w", err)
+	}
+	if err := w.settle(); err != nil {
 		return false, fmt.Errorf("setup: %w", err)
 	}
 	if err := w.step(wl.name, plan, func() error { return wl.work(w) }); err != nil {
