@@ -224,6 +224,8 @@ func (w *cfWorld) opEvict(a int, plan cfCrash) error {
 		err := w.core.Evict(context.Background(), ag.ID)
 		if err != nil {
 			w.logf("  evict: %v", err) // not live: an expected refusal
+		} else {
+			w.cov["session evicted"]++
 		}
 		return nil
 	})
@@ -323,6 +325,8 @@ func (w *cfWorld) opParentTool(a, b int, plan cfCrash) error {
 			// gate/permit/subscribe may be refused for the state the
 			// child is in (permit_turn on an ungated child): fine.
 			w.logf("  %s refused: %v", tool, e)
+		} else {
+			w.cov["parent tool "+tool]++
 		}
 		return nil
 	})
