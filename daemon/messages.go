@@ -17,25 +17,50 @@ var errInboxFull = errors.New("inbox full")
 // and wakes the recipient. A message whose id the recipient already has is
 // not enqueued again.
 func (c *Core) enqueue(m inbox.Message) error {
+	skip, err := c.checkEnqueue(m)
+	if err != nil || skip {
+		return err
+	}
+	return c.appendEnqueue(m)
+}
+
+// checkEnqueue decides whether m can be enqueued: skip when the recipient
+// already has it; an error naming the reason when it cannot take it.
+func (c *Core) checkEnqueue(m inbox.Message) (skip bool, err error) {
+	if m.Recipient == tree.User {
+		return false, nil
+	}
+	r, ok := c.agent(m.Recipient)
+	if !ok {
+		return false, fmt.Errorf("recipient %s: %w", m.Recipient, errNotFoundAgent)
+	}
+	r.mu.Lock()
+	_, dup := r.p.Enqueued[m.ID]
+	terminated := r.p.Terminated
+	full := r.p.Pending.Len() >= c.opts.MaxInbox
+	corrupt := r.corrupt != nil
+	r.mu.Unlock()
+	switch {
+	case dup:
+		return true, nil
+	case terminated:
+		return false, fmt.Errorf("recipient %s is terminated: %w", m.Recipient, errNotFoundAgent)
+	case corrupt:
+		return false, fmt.Errorf("recipient %s has a damaged log (warren repair): %w", m.Recipient, errNotFoundAgent)
+	case full:
+		return false, fmt.Errorf("the inbox of %s holds %d pending messages: %w; wait for it to catch up", c.displayName(m.Recipient), c.opts.MaxInbox, errInboxFull)
+	}
+	return false, nil
+}
+
+// appendEnqueue logs message.enqueued in the recipient's log and wakes it.
+func (c *Core) appendEnqueue(m inbox.Message) error {
 	if m.Recipient == tree.User {
 		return c.user.enqueue(m)
 	}
 	r, ok := c.agent(m.Recipient)
 	if !ok {
 		return fmt.Errorf("recipient %s: %w", m.Recipient, errNotFoundAgent)
-	}
-	r.mu.Lock()
-	_, dup := r.p.Enqueued[m.ID]
-	terminated := r.p.Terminated
-	full := r.p.Pending.Len() >= c.opts.MaxInbox
-	r.mu.Unlock()
-	switch {
-	case dup:
-		return nil
-	case terminated:
-		return fmt.Errorf("recipient %s is terminated: %w", m.Recipient, errNotFoundAgent)
-	case full:
-		return fmt.Errorf("the inbox of %s holds %d pending messages: %w; wait for it to catch up", c.displayName(m.Recipient), c.opts.MaxInbox, errInboxFull)
 	}
 	if _, err := r.log.Append(evMsgEnqueued, m.EventData()); err != nil {
 		return fmt.Errorf("logging message.enqueued for %s: %w", m.Recipient, err)
@@ -72,11 +97,23 @@ func (c *Core) toolSendMessage(a *agent, v tools.SendMessage, cc callCtx) (toolO
 		return toolErr("%v", err), nil
 	}
 	m := c.newMessage(cc.derivedID("msg", to), a.id, to, inbox.KindRequest, v.Text)
-	if err := c.enqueue(m); err != nil {
+	out := toolOutcome{result: map[string]any{"status": "sent", "message_id": m.ID},
+		messages: []map[string]any{m.EventData()}}
+	return c.deliver(out, m)
+}
+
+// deliver adds a message to a tool outcome: it is checked now and logged
+// in its recipient's log while the call is logged in the sender's (both are
+// durable before the call returns; recovery reconciles a crash between).
+func (c *Core) deliver(out toolOutcome, m inbox.Message) (toolOutcome, error) {
+	skip, err := c.checkEnqueue(m)
+	if err != nil {
 		return deliveryErr(err)
 	}
-	return toolOutcome{result: map[string]any{"status": "sent", "message_id": m.ID},
-		messages: []map[string]any{m.EventData()}}, nil
+	if !skip {
+		out.deliver = append(out.deliver, m)
+	}
+	return out, nil
 }
 
 func (c *Core) toolBroadcast(a *agent, v tools.Broadcast, cc callCtx) (toolOutcome, error) {
@@ -89,14 +126,14 @@ func (c *Core) toolBroadcast(a *agent, v tools.Broadcast, cc callCtx) (toolOutco
 	for _, to := range targets {
 		m := c.newMessage(cc.derivedID("msg", to), a.id, to, inbox.KindRequest, v.Text)
 		m.Metadata["broadcast_id"] = bid
-		if err := c.enqueue(m); err != nil {
-			if o, ierr := deliveryErr(err); ierr == nil {
-				o.messages = out.messages
-				return o, nil
-			}
-			return toolOutcome{}, err
-		}
 		out.messages = append(out.messages, m.EventData())
+		var err error
+		if out, err = c.deliver(out, m); err != nil || out.toolErr != "" {
+			// A refused recipient refuses the whole broadcast: nothing
+			// has been written yet.
+			out.deliver, out.messages = nil, nil
+			return out, err
+		}
 	}
 	out.result = map[string]any{"status": "sent", "message_id": bid, "recipient_count": len(targets)}
 	return out, nil

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/tools"
 )
@@ -117,6 +118,9 @@ type toolOutcome struct {
 	result   map[string]any
 	toolErr  string
 	messages []map[string]any
+	// deliver are messages to log in their recipients' logs, concurrently
+	// with the call's own tool.call entry.
+	deliver []inbox.Message
 	// after runs once the call is logged (e.g. terminating an agent that
 	// completed outside a turn, which closes its log).
 	after func()
@@ -144,7 +148,7 @@ func (c *Core) callTool(ctx context.Context, a *agent, tool string, args map[str
 			return nil, fmt.Errorf("tool %s for agent %s: %w", tool, a.id, err)
 		}
 	}
-	if err := c.logToolCall(a, tool, args, out.result, out.toolErr, cc, out.messages); err != nil {
+	if err := c.logCallAndDeliver(a, tool, args, out, cc); err != nil {
 		return nil, err
 	}
 	if out.after != nil {
@@ -154,6 +158,23 @@ func (c *Core) callTool(ctx context.Context, a *agent, tool string, args map[str
 		return map[string]any{"error": out.toolErr}, nil
 	}
 	return out.result, nil
+}
+
+// logCallAndDeliver logs the call in the caller's log and its messages in
+// their recipients' logs at the same time, and returns once all are durable.
+func (c *Core) logCallAndDeliver(a *agent, tool string, args map[string]any, out toolOutcome, cc callCtx) error {
+	errs := make([]error, len(out.deliver))
+	var wg sync.WaitGroup
+	for i, m := range out.deliver {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.appendEnqueue(m)
+		}()
+	}
+	err := c.logToolCall(a, tool, args, out.result, out.toolErr, cc, out.messages)
+	wg.Wait()
+	return errors.Join(append(errs, err)...)
 }
 
 func (c *Core) logToolCall(a *agent, tool string, args, result map[string]any, errText string, cc callCtx, msgs []map[string]any) error {

@@ -173,11 +173,12 @@ func (c *Core) toolComplete(a *agent, v tools.Complete, cc callCtx) (toolOutcome
 		return toolErr("agent has children; terminate them first"), nil
 	}
 	m := c.newMessage(cc.derivedID("msg", parent), a.id, parent, inbox.KindResponse, v.Result)
-	if err := c.enqueue(m); err != nil {
-		return deliveryErr(err)
+	out, err := c.deliver(toolOutcome{result: map[string]any{"status": "completing", "message_id": m.ID},
+		messages: []map[string]any{m.EventData()}}, m)
+	if err == nil && out.toolErr == "" {
+		out.after = func() { c.markCompleting(a) }
 	}
-	return toolOutcome{result: map[string]any{"status": "completing", "message_id": m.ID},
-		messages: []map[string]any{m.EventData()}, after: func() { c.markCompleting(a) }}, nil
+	return out, err
 }
 
 // markCompleting terminates the agent after its current turn, or now when
