@@ -11,12 +11,18 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -107,5 +113,63 @@ func TestBugToolCallSpawnWhileBusyLostOnKill(t *testing.T) {
 	d.Start()
 	if _, err := d.Client().Call(procCtx(t), "agent.inspect", map[string]any{"agent_id": kid}); err != nil {
 		t.Fatalf("acknowledged spawn %s (tool.call result %v) is gone after kill -9: %v", kid, res, err)
+	}
+}
+
+// TestBugEventlogReadAllDataAliasesBuffer: since 0602cdb (positional fast
+// path), an Entry's Data returned by the Reader is a slice of the
+// scanner's line buffer (parseWriterLayout returns json.RawMessage(data)
+// without a copy), so the next lines overwrite it. eventlog.ReadAll, which
+// keeps all entries, then returns early entries whose Data are bytes of
+// later lines. Found by the torture test ("log ... entry seq 1 changed
+// after a restart": seq 1 agent.created came back with the data of a
+// later turn.start). The daemon reads logs the same way (Core.Log for
+// agent.log and events.subscribe replays; recovery, if it keeps Data).
+// Fix: copy data in parseWriterLayout (or document the aliasing and copy
+// in ReadAll and every caller that keeps an Entry).
+func TestBugEventlogReadAllDataAliasesBuffer(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.jsonl")
+	lg, err := eventlog.Open(faultfs.OS{}, path, eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	for i := 0; i < n; i++ {
+		if _, err := lg.Append("test.event", map[string]any{"i": i, "pad": strings.Repeat("x", 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := eventlog.ReadAll(faultfs.OS{}, path)
+	if err != nil || len(entries) != n {
+		t.Fatalf("ReadAll: %d entries, %v", len(entries), err)
+	}
+	for i, e := range entries {
+		want := fmt.Sprintf(`"i":%d,`, i)
+		if !bytes.Contains(e.Data, []byte(want)) {
+			t.Fatalf("entry seq %d: Data = %.80s..., want the data appended with i=%d", e.Seq, e.Data, i)
+		}
+	}
+}
+
+// TestBugAgentLogReturnsOverwrittenData: the same aliasing seen over the
+// socket: agent.log of an agent with a long log returns a first event
+// whose data is not its agent.created data.
+func TestBugAgentLogReturnsOverwrittenData(t *testing.T) {
+	d := startTestDaemon(t, modeInProcess)
+	id := d.createAgent("long", "inproc", "echo", "")
+	msg := strings.Repeat("m", 2000)
+	for i := 0; i < 60; i++ {
+		d.callN("agent.send", map[string]any{"agent_id": "long", "message": fmt.Sprintf("%d %s", i, msg)})
+	}
+	res := d.callN("agent.log", map[string]any{"agent_id": "long"})
+	first, _ := res["events"].([]any)[0].(map[string]any)
+	data, _ := first["data"].(map[string]any)
+	if first["event"] != "agent.created" || data["agent_id"] != id || data["name"] != "long" {
+		b, _ := json.Marshal(first)
+		t.Fatalf("agent.log first event = %.300s, want agent.created of %s", b, id)
 	}
 }
