@@ -244,5 +244,6 @@ func parseWriterLayout(body []byte) (Entry, bool) {
 	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
 		return Entry{}, false
 	}
-	return Entry{Seq: seq, TS: ts.UTC(), Event: event, Data: json.RawMessage(data)}, true
+	// A copy: line is the scanner's buffer, which the next read reuses.
+	return Entry{Seq: seq, TS: ts.UTC(), Event: event, Data: append(json.RawMessage(nil), data...)}, true
 }
