@@ -119,8 +119,8 @@ func TestSocketEventsSubscribe(t *testing.T) {
 				t.Fatalf("replayed event %+v is not of agent ea", ev)
 			}
 		}
-		// Then live events. (Creating an agent while a since_seq
-		// subscription replays is a daemon bug, see socket_bugs_test.go.)
+		// Then live events (creating agents during a replay is covered by
+		// TestSocketSubscribeSinceSeqDuringCreates).
 		b := d.createAgent("eb", "inproc", "echo", "")
 		next[b] = 1
 		d.callN("agent.send", map[string]any{"agent_id": "eb", "message": "live"})

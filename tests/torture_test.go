@@ -250,13 +250,6 @@ func (c *tortureClient) spawnByTool(ctx context.Context, root tortureAgent) erro
 	if !ok {
 		return nil // a tool-level error: not acknowledged
 	}
-	// When the root is in a turn the daemon answers "accepted" but only
-	// queues the creation, and a kill loses it (a daemon bug, see
-	// TestBugToolCallSpawnWhileBusyLostOnKill). Until that is fixed, count
-	// the spawn as acknowledged only once the child exists.
-	if _, err := c.call(ctx, "agent.inspect", map[string]any{"agent_id": id}); err != nil {
-		return err
-	}
 	c.led.addAgent(tortureAgent{ID: id, Name: name, ParentID: root.ID, Scripted: scriptedKid, How: "spawn tool.call"})
 	c.ack()
 	return nil
