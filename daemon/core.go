@@ -174,20 +174,9 @@ func (c *Core) config() config.Config {
 // turn.cancelled), saves the provider state of live sessions and closes the
 // logs.
 func (c *Core) Close(ctx context.Context) error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	agents, first := c.stopAgents()
+	if !first {
 		return nil
-	}
-	c.closed = true
-	agents := make([]*agent, 0, len(c.agents))
-	for _, a := range c.agents {
-		agents = append(agents, a)
-	}
-	c.mu.Unlock()
-	for _, a := range agents {
-		a.stopTimers()
-		a.cancelTurn()
 	}
 	done := make(chan struct{})
 	go func() { c.wg.Wait(); close(done) }()
@@ -220,9 +209,21 @@ func (c *Core) Close(ctx context.Context) error {
 // Abandon drops everything without writing (a simulated crash for tests:
 // the filesystem is expected to be crashed already).
 func (c *Core) Abandon() {
+	c.stopAgents()
+	c.cancel()
+	c.wg.Wait()
+	c.saves.Wait()
+	c.bus.close()
+}
+
+// stopAgents marks the core closed (no new turns or wakes), stops every
+// agent's timers and cancels its running turn. first is false when the core
+// was closed already.
+func (c *Core) stopAgents() (agents []*agent, first bool) {
 	c.mu.Lock()
+	first = !c.closed
 	c.closed = true
-	agents := make([]*agent, 0, len(c.agents))
+	agents = make([]*agent, 0, len(c.agents))
 	for _, a := range c.agents {
 		agents = append(agents, a)
 	}
@@ -231,10 +232,7 @@ func (c *Core) Abandon() {
 		a.stopTimers()
 		a.cancelTurn()
 	}
-	c.cancel()
-	c.wg.Wait()
-	c.saves.Wait()
-	c.bus.close()
+	return agents, first
 }
 
 // goBackground runs f as tracked background work unless the core is closed.
