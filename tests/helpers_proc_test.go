@@ -288,11 +288,11 @@ func (d *testDaemon) Kill() {
 }
 
 // waitLockFree waits until nothing holds the home's daemon.lock. After a
-// SIGKILL the lock can outlive the daemon for a moment: a child process
-// the daemon was spawning (forked, not yet exec'd) shares the lock's open
-// file description until its exec closes it. A restart in that window
-// fails with "already running" (reported as a daemon bug; see
-// socket_bugs_test.go, which builds with waitLockAfterKill false).
+// SIGKILL the flock can outlive the reaped daemon for 10-100 ms (the
+// kernel releases a flock at the last fput, which it may defer), and a
+// restart in that window fails with "already running". That is reported
+// as a daemon bug (see socket_bugs_test.go, whose build sets
+// waitLockAfterKill false to reproduce it).
 func (d *testDaemon) waitLockFree() {
 	d.t.Helper()
 	f, err := os.OpenFile(filepath.Join(d.Home, "daemon.lock"), os.O_RDWR, 0)
