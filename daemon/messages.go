@@ -220,7 +220,7 @@ func (c *Core) notifyParentOfFailure(a *agent) {
 		}
 	}
 	fmt.Fprintf(&b, "\nUse poke(agent_name=%q) to retry, or terminate it.", name)
-	m := c.newMessage(newID(), tree.System, parent, inbox.KindError, b.String())
+	m := c.newMessage(derivedNoticeID("failed", a.id, a.transitionKey()), tree.System, parent, inbox.KindError, b.String())
 	m.Metadata["failed_agent"] = a.id
 	if err := c.enqueue(m); err != nil {
 		c.log.Error("notifying parent of a failed turn", "agent", a.id, "parent", parent, "err", err)

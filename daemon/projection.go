@@ -105,6 +105,19 @@ type projection struct {
 	Spawns []spawnRec
 	// lazy is set while recovery replays the log (see lazyInbox).
 	lazy *lazyInbox
+	// LastResume is the latest wait answered with a token, so that a
+	// repeated resume is answered the same way after a restart.
+	LastResume *resumeRec
+}
+
+// resumeRec is a consumed resume token and how its run ended.
+type resumeRec struct {
+	TokenID    string
+	RunID      string
+	SecretHash string
+	Response   string // the human's response that consumed the token
+	Result     string // the run's turn.complete response
+	Completed  bool
 }
 
 // beginReplay switches the fold to its recovery mode.
@@ -297,6 +310,16 @@ func (p *projection) apply(e eventlog.Entry) error {
 			r.Ended, r.Wait = true, nil
 			p.take(r.MessageIDs)
 		}
+		if lr := p.LastResume; lr != nil && lr.RunID == d.RunID {
+			if d.Response == "" {
+				// The fast decoder reads only run_id: fetch the response.
+				var full turnCompleteData
+				if err := decode(e, &full); err == nil {
+					d.Response = full.Response
+				}
+			}
+			lr.Result, lr.Completed = d.Response, true
+		}
 		p.LastError = ""
 	case evTurnFailed:
 		var d turnFailedData
@@ -364,6 +387,7 @@ func (p *projection) apply(e eventlog.Entry) error {
 				r.ResumeResponse = &resp
 				r.Wait.Response = d.Response
 				r.Wait.TokenState = tokConsumed
+				p.LastResume = &resumeRec{TokenID: d.TokenID, RunID: d.RunID, SecretHash: r.Wait.SecretHash, Response: d.Response}
 			}
 		}
 	case evToolCall:

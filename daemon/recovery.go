@@ -331,6 +331,14 @@ func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
 	}
 	a.sess = sess
 	_ = atomicCleanTemps(c, l.id)
+	if lr := l.p.LastResume; lr != nil {
+		// The consumed token answers a repeated resume after the restart.
+		tok := token.Token{ID: lr.TokenID, AgentID: l.id, RunID: lr.RunID, SecretHash: lr.SecretHash,
+			State: token.Consumed, Response: lr.Response}
+		if err := c.tokens.Add(tok); err != nil {
+			c.log.Warn("reinstalling a consumed resume token", "agent", l.id, "token", tok.ID, "err", err)
+		}
+	}
 	r := l.p.Run
 	if r == nil || r.Ended {
 		return

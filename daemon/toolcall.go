@@ -33,6 +33,17 @@ func (cc callCtx) derivedID(kind, key string) string {
 	return hex.EncodeToString(h[:16])
 }
 
+// derivedNoticeID is the id of a message SYSTEM sends about an event named
+// by parts: the same event always gets the same id.
+func derivedNoticeID(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // runTools is the ToolCaller of one attempt of a turn. Calls the log
 // already records for the run, at the same position and with the same tool,
 // are answered from the record and not executed again.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
@@ -172,10 +173,24 @@ func (c *Core) fireTransition(a *agent, from, to string) {
 		subs = append(subs, s)
 	}
 	c.mu.Unlock()
-	c.notifySubs(a.name(), subs, from, to)
+	c.notifySubs(a.name(), subs, from, to, a.transitionKey())
 }
 
-func (c *Core) notifySubs(name string, subs []indexedSub, from, to string) {
+// transitionKey names the agent's current transition for notice ids: its
+// latest run (a transition happens once per run and direction).
+func (a *agent) transitionKey() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.p.Run != nil {
+		return a.p.Run.RunID + "/" + strconv.Itoa(a.p.Run.Turn)
+	}
+	return a.id
+}
+
+// notifySubs delivers the notices of one transition. Their ids derive from
+// the subscription and the transition, so recovering the same bytes twice
+// (or re-firing after a crash) produces the same notices.
+func (c *Core) notifySubs(name string, subs []indexedSub, from, to, key string) {
 	for _, sub := range subs {
 		if (sub.From != "*" && sub.From != from) || (sub.To != "*" && sub.To != to) {
 			continue
@@ -184,7 +199,7 @@ func (c *Core) notifySubs(name string, subs []indexedSub, from, to string) {
 		if !okA {
 			continue
 		}
-		m := c.newMessage(newID(), tree.System, sub.Subscriber, inbox.KindNotification,
+		m := c.newMessage(derivedNoticeID("state", sub.ID, key, from, to), tree.System, sub.Subscriber, inbox.KindNotification,
 			fmt.Sprintf("[state] %s: %s -> %s", name, from, to))
 		m.Metadata["subscription_id"] = sub.ID
 		m.Metadata["agent"] = name

@@ -191,6 +191,10 @@ func (c *Core) resumeResult(ctx context.Context, a *agent, tokenID, runID string
 	if res, ok := a.resumeOut[tokenID]; ok {
 		return res, nil
 	}
+	// After a restart the first result is in the log.
+	if lr := a.p.LastResume; lr != nil && lr.TokenID == tokenID && lr.Completed {
+		return TurnResult{Response: lr.Result, RunID: runID, Status: "idle"}, nil
+	}
 	return TurnResult{RunID: runID, Status: "resumed"}, nil
 }
 

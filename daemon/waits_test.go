@@ -96,6 +96,19 @@ func TestWaitSurvivesCrashAndResumes(t *testing.T) {
 		if len(h.c.UserPending()) != 1 {
 			t.Fatalf("USER has %d messages; the send before the wait must happen once", len(h.c.UserPending()))
 		}
+		// Repeating the same resume after another restart returns the
+		// same result from the log and starts nothing.
+		h.crash(mode)
+		again, err := h.c.Resume(context.Background(), id, res.Token, "ok")
+		if err != nil || again.Response != "approved: ok" {
+			t.Fatalf("repeated resume after a restart = %+v, %v", again, err)
+		}
+		if n := h.count(id, "turn.complete"); n != 1 {
+			t.Fatalf("a repeated resume started a turn (turn.complete = %d)", n)
+		}
+		if _, err := h.c.Resume(context.Background(), id, res.Token, "other"); !protocol.IsCode(err, protocol.CodeTokenRejected) {
+			t.Fatalf("the consumed token with another response after a restart: %v", err)
+		}
 	}
 }
 
