@@ -122,6 +122,7 @@ func TestScriptedTeamSpawnsMessagesBroadcastsAndCompletes(t *testing.T) {
 	}
 	// The final tree: only the root; its inbox is empty; the results came
 	// back as responses.
+	h.until("the completed workers are gone", func() bool { return len(h.c.List()) == 1 })
 	if views := h.c.List(); len(views) != 1 || views[0].ID != root || views[0].Pending != 0 {
 		t.Fatalf("final agents = %+v", views)
 	}

@@ -161,7 +161,7 @@ func (c *Core) Resume(ctx context.Context, agentID, presented, response string) 
 		return TurnResult{}, err
 	}
 	if repeat {
-		return c.resumeResult(ctx, a, tok.ID, runID)
+		return c.repeatResume(ctx, a, tok.ID, runID, run)
 	}
 	res := <-c.startTurn(a, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
 		Model: run.Model, RunID: run.RunID, Turn: run.Turn, From: "waiting"})
@@ -174,28 +174,37 @@ func (c *Core) Resume(ctx context.Context, agentID, presented, response string) 
 	return res, nil
 }
 
-// resumeResult answers a repeated resume with the first one's result.
-func (c *Core) resumeResult(ctx context.Context, a *agent, tokenID, runID string) (TurnResult, error) {
+// repeatResume answers a repeat of a successful resume (same token, same
+// response) without starting anything new: with the first resume's result
+// (waiting for it if its turn still runs, or from the log after a restart);
+// by finishing the run if a restart cut the first resume's turn off; and
+// with code 5 if that run ended without a result.
+func (c *Core) repeatResume(ctx context.Context, a *agent, tokenID, runID string, run runFacts) (TurnResult, error) {
 	a.mu.Lock()
-	ch := a.resumeRes[tokenID]
+	ch, live := a.resumeRes[tokenID]
 	a.mu.Unlock()
-	if ch != nil {
+	if live {
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return TurnResult{}, ctx.Err()
 		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if res, ok := a.resumeOut[tokenID]; ok {
+		a.mu.Lock()
+		res := a.resumeOut[tokenID]
+		a.mu.Unlock()
 		return res, nil
 	}
-	// After a restart the first result is in the log.
-	if lr := a.p.LastResume; lr != nil && lr.TokenID == tokenID && lr.Completed {
+	a.mu.Lock()
+	lr := a.p.LastResume
+	a.mu.Unlock()
+	if lr != nil && lr.TokenID == tokenID && lr.Completed {
 		return TurnResult{Response: lr.Result, RunID: runID, Status: "idle"}, nil
 	}
-	return TurnResult{RunID: runID, Status: "resumed"}, nil
+	if run.RunID == runID && !run.Ended && run.Interrupted && run.Reason == reasonProcessRestart {
+		return c.resumeInterrupted(ctx, a, run)
+	}
+	return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected,
+		"token rejected: %s was consumed, and its run ended without a result", tokenID)
 }
 
 // resumeInterrupted re-runs a run interrupted by a restart. Tool calls the
