@@ -39,7 +39,8 @@ func (st *Store) Save(s *Session) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("session: refusing to save: %w", err)
 	}
-	data, err := json.MarshalIndent(s, "", "  ")
+	// One line: indenting would rescan a multi-megabyte provider blob.
+	data, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("session: encode %s: %w", s.ID, err)
 	}
