@@ -27,7 +27,7 @@ import (
 // would. Then TestTortureKill9 intermittently fails with "warren daemon
 // already running ... the lock ... is held" although the killed daemon is
 // dead and reaped. In the default build Kill measures it: the flock on
-// daemon.lock stays held 10-100 ms after the reap (8 of 400 kills in one
+// daemon.lock stays held 10-100 ms after the reap (5 of 400 kills in one
 // WARREN_LONG run), while /proc shows no process with the file open. A
 // flock is released at the last fput of its open file description, which
 // the kernel may defer after the process is gone; a POSIX record lock is
