@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/warren-dev/warren/internal/suggest"
 )
 
 // topKeys are the keys config.json may have.
@@ -32,7 +34,7 @@ func Parse(data []byte) (Config, error) {
 	}
 	for _, k := range sortedKeys(top) {
 		if !contains(topKeys, k) {
-			return Config{}, fmt.Errorf("%w: unknown key %q%s; the keys are %s", ErrInvalid, k, suggest(k, topKeys), strings.Join(topKeys, ", "))
+			return Config{}, fmt.Errorf("%w: unknown key %q%s; the keys are %s", ErrInvalid, k, suggestKey(k, topKeys), strings.Join(topKeys, ", "))
 		}
 	}
 	if raw, ok := top["pools"]; ok {
@@ -305,37 +307,11 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// suggest proposes the known key closest to k, for typos.
-func suggest(k string, known []string) string {
-	best, bestD := "", 4
-	for _, c := range known {
-		if d := distance(strings.ToLower(k), c); d < bestD {
-			best, bestD = c, d
-		}
-	}
+// suggestKey proposes the known key closest to k, for typos.
+func suggestKey(k string, known []string) string {
+	best := suggest.Closest(k, known, 3)
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// distance is the Levenshtein distance between a and b (bytes).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

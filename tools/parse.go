@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/internal/suggest"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -441,37 +442,5 @@ func clip(s string) string {
 	return s[:64] + "..."
 }
 
-// closest returns the candidate within edit distance 2 of s, if exactly the
-// nearest one is.
-func closest(s string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(s), c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// closest returns the candidate within edit distance 2 of s.
+func closest(s string, candidates []string) string { return suggest.Closest(s, candidates, 2) }
