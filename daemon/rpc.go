@@ -66,6 +66,20 @@ func toRPCError(err error) error {
 	return protocol.Errorf(protocol.CodeInternal, "%v", err)
 }
 
+// optStrings reads optional string params ("" when missing); a present
+// param of another type is an error (code 2).
+func optStrings(p protocol.Params, keys ...string) ([]string, error) {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		v, err := p.OptString(k, "")
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 func (h *handler) ref(p protocol.Params, key string) (string, error) {
 	ref, err := p.String(key)
 	if err != nil {
@@ -79,22 +93,11 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 	if err != nil {
 		return nil, err
 	}
-	instr, err := p.OptString("instructions", "")
+	opt, err := optStrings(p, "instructions", "provider", "model", "parent")
 	if err != nil {
 		return nil, err
 	}
-	prov, err := p.OptString("provider", "")
-	if err != nil {
-		return nil, err
-	}
-	model, err := p.OptString("model", "")
-	if err != nil {
-		return nil, err
-	}
-	parentRef, err := p.OptString("parent", "")
-	if err != nil {
-		return nil, err
-	}
+	instr, prov, model, parentRef := opt[0], opt[1], opt[2], opt[3]
 	mdRaw, err := p.OptMap("metadata")
 	if err != nil {
 		return nil, err
@@ -161,15 +164,11 @@ func (h *handler) send(ctx context.Context, p protocol.Params, _ server.Stream) 
 	if err != nil {
 		return nil, err
 	}
-	prov, err := p.OptString("provider", "")
+	opt, err := optStrings(p, "provider", "model")
 	if err != nil {
 		return nil, err
 	}
-	model, err := p.OptString("model", "")
-	if err != nil {
-		return nil, err
-	}
-	res, err := h.c.Send(ctx, id, msg, prov, model, nil)
+	res, err := h.c.Send(ctx, id, msg, opt[0], opt[1], nil)
 	if err != nil {
 		return nil, err
 	}
@@ -258,14 +257,11 @@ func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream
 	if err != nil {
 		return nil, err
 	}
-	tok, err := p.OptString("token", "")
+	opt, err := optStrings(p, "token", "response")
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.OptString("response", "")
-	if err != nil {
-		return nil, err
-	}
+	tok, resp := opt[0], opt[1]
 	if tok == "" && p.Has("response") {
 		return nil, protocol.Errorf(protocol.CodeInvalid, "a response needs the wait's token (param token)")
 	}
