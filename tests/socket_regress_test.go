@@ -2,8 +2,10 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -79,5 +81,25 @@ func TestSocketToolCallSpawnWhileBusySurvivesKill(t *testing.T) {
 	d.Start()
 	if _, err := d.Client().Call(procCtx(t), "agent.inspect", map[string]any{"agent_id": kid}); err != nil {
 		t.Fatalf("acknowledged spawn %s (tool.call result %v) is gone after kill -9: %v", kid, res, err)
+	}
+}
+
+// TestSocketAgentLogLongLogData: agent.log of an agent whose log is longer
+// than the reader's buffer returns every event's own data (regression: the
+// eventlog fast path aliased the reused line buffer, so the first event
+// came back with the data of a later line; fixed in fb525e8).
+func TestSocketAgentLogLongLogData(t *testing.T) {
+	d := startTestDaemon(t, modeInProcess)
+	id := d.createAgent("long", "inproc", "echo", "")
+	msg := strings.Repeat("m", 2000)
+	for i := 0; i < 60; i++ {
+		d.callN("agent.send", map[string]any{"agent_id": "long", "message": fmt.Sprintf("%d %s", i, msg)})
+	}
+	res := d.callN("agent.log", map[string]any{"agent_id": "long"})
+	first, _ := res["events"].([]any)[0].(map[string]any)
+	data, _ := first["data"].(map[string]any)
+	if first["event"] != "agent.created" || data["agent_id"] != id || data["name"] != "long" {
+		b, _ := json.Marshal(first)
+		t.Fatalf("agent.log first event = %.300s, want agent.created of %s", b, id)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -220,7 +219,7 @@ func readAllLogs(t *testing.T, home string, round int) map[string][]eventlog.Ent
 		if _, err := os.Stat(path); os.IsNotExist(err) {
 			continue // an agent being created (or an orphan to clean up)
 		}
-		entries, err := readLogCopy(path)
+		entries, err := eventlog.ReadAll(faultfs.OS{}, path)
 		if err != nil {
 			t.Fatalf("round %d: log %s is not a valid prefix: %v", round, path, err)
 		}
@@ -232,31 +231,6 @@ func readAllLogs(t *testing.T, home string, round int) map[string][]eventlog.Ent
 		out[de.Name()] = entries
 	}
 	return out
-}
-
-// readLogCopy reads a log like eventlog.ReadAll, with its Reader, but
-// copies each entry's Data before reading the next one: ReadAll's entries
-// currently share the reader's buffer, so earlier entries' Data are
-// overwritten by later lines (an eventlog bug, see
-// TestBugEventlogReadAllDataAliasesBuffer in socket_bugs_test.go).
-func readLogCopy(path string) ([]eventlog.Entry, error) {
-	r, err := eventlog.NewReader(faultfs.OS{}, path, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	var out []eventlog.Entry
-	for {
-		e, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		e.Data = append(json.RawMessage(nil), e.Data...)
-		out = append(out, e)
-	}
 }
 
 // isConnErr reports whether err means the daemon went away (as opposed to
