@@ -75,6 +75,12 @@ func (c *Core) Send(ctx context.Context, agentID, message, provName, model strin
 	case res := <-ch:
 		return res, nil
 	case <-ctx.Done():
+		c.mu.Lock()
+		closing := c.closed
+		c.mu.Unlock()
+		if closing {
+			return TurnResult{}, protocol.Errorf(protocol.CodeUnavailable, "the daemon is shutting down; the turn was cancelled (logged as turn.cancelled)")
+		}
 		return TurnResult{}, protocol.Errorf(protocol.CodeUnavailable, "request ended before the turn did (%v); the turn goes on", ctx.Err())
 	}
 }

@@ -194,22 +194,52 @@ func Run(ctx context.Context, opts Options) error {
 	return runErr
 }
 
-// acquireLock takes the exclusive flock on daemon.lock.
+// acquireLock takes the exclusive flock on daemon.lock. Right after a
+// daemon was killed the kernel may still hold its lock for a moment; when
+// the pid file names a process that is gone, the lock is retried for up to
+// two seconds before "already running" is reported.
 func acquireLock(home string) (*os.File, error) {
 	f, err := os.OpenFile(lockPath(home), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the lock %s: %w", lockPath(home), err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		pid := readPid(home)
+		if pid > 0 && processGone(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond) // the dead holder's lock is being released; no event tells when
+			continue
+		}
 		_ = f.Close()
-		pid := ""
-		if b, rerr := os.ReadFile(pidPath(home)); rerr == nil {
-			pid = " (pid " + strings.TrimSpace(string(b)) + ")"
+		held := ""
+		if pid > 0 {
+			held = fmt.Sprintf(" (pid %d)", pid)
 		}
 		return nil, fmt.Errorf("warren daemon %w on %s%s: the lock %s is held; stop it with `warren daemon stop --home %s`",
-			ErrAlreadyRunning, home, pid, lockPath(home), home)
+			ErrAlreadyRunning, home, held, lockPath(home), home)
 	}
-	return f, nil
+}
+
+// readPid returns the pid in daemon.pid, or 0.
+func readPid(home string) int {
+	b, err := os.ReadFile(pidPath(home))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// processGone reports whether no process has this pid.
+func processGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 func releaseLock(f *os.File, home string) {
