@@ -467,6 +467,7 @@ func writeScripts(t testing.TB, dir string) string {
 // agentScript is the scripted test agent. The message selects the action:
 //
 //	ask <prompt>          await_input, then "answer: <response>"
+//	quick <prompt>        await_input with a 1-second deadline
 //	fifo <path>           block until the FIFO at path is written and closed
 //	spawn <name> [model]  spawn_agent (scripted child, or inproc <model>)
 //	send <to> <text>      send_message
@@ -483,6 +484,9 @@ while True:
     words = msg.split(" ", 2)
     if words[0] == "ask":
         r = call_tool("await_input", kind="approval", prompt=msg[4:] or "ok?", timeout=3600)
+        done("answer: " + str(r.get("response")))
+    elif words[0] == "quick":
+        r = call_tool("await_input", kind="approval", prompt=msg[6:] or "ok?", timeout=1)
         done("answer: " + str(r.get("response")))
     elif words[0] == "fifo":
         with open(words[1]) as f:

@@ -1,9 +1,12 @@
 package tests
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/warren-dev/warren/protocol"
 )
@@ -132,5 +135,45 @@ func TestSocketAwaitUserMessageRevokes(t *testing.T) {
 		if !protocol.IsCode(err, protocol.CodeTokenRejected) {
 			t.Fatal(err)
 		}
+	})
+}
+
+// TestSocketAwaitDeadlineInterruptsTheWait: a wait whose deadline passes is
+// expired by the daemon's sweep (run.interrupted wait_timeout, token.expired),
+// the agent shows interrupted_waiting, and its token is refused with code 5.
+func TestSocketAwaitDeadlineInterruptsTheWait(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode procMode) {
+		t.Parallel()
+		d := startTestDaemon(t, mode)
+		script := writeScripts(t, d.dir)
+		d.createAgent("asker", "scripted", script, "")
+		res := d.callN("agent.send", map[string]any{"agent_id": "asker", "message": "quick hurry?"})
+		token, _ := res["token"].(string)
+		if res["status"] != "suspended" || token == "" {
+			t.Fatalf("agent.send quick = %v", res)
+		}
+		// The daemon's sweep fires at the deadline: wait for its events.
+		cl := d.Client()
+		ctx, cancel := context.WithTimeout(procCtx(t), 30*time.Second)
+		defer cancel()
+		seen := map[string]bool{}
+		errDone := errors.New("done")
+		err := cl.Stream(ctx, "events.subscribe", map[string]any{"agent_id": "asker", "since_seq": 0}, func(f protocol.Frame) error {
+			if ev, _ := f.Event["event"].(string); ev != "" {
+				seen[ev] = true
+			}
+			if seen["token.expired"] && seen["run.interrupted"] {
+				return errDone
+			}
+			return nil
+		})
+		if !errors.Is(err, errDone) {
+			t.Fatalf("waiting for the deadline sweep: %v (events seen: %v)", err, seen)
+		}
+		if ins := d.callN("agent.inspect", map[string]any{"agent_id": "asker"}); ins["status"] != "interrupted_waiting" {
+			t.Fatalf("status after the deadline = %v, want interrupted_waiting", ins["status"])
+		}
+		_, err = resume(d, "asker", token, "too late")
+		wantCode(t, "resume after the deadline", err, 5)
 	})
 }
