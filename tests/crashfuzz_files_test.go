@@ -6,10 +6,12 @@ package tests
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
 	"strings"
 
+	"github.com/warren-dev/warren/atomicfile"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -35,6 +37,9 @@ func cloneMem(src *faultfs.Mem) (*faultfs.Mem, error) {
 				continue
 			}
 			data, err := faultfs.ReadFile(src, p)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // a background session.json write renamed it away
+			}
 			if err != nil {
 				return err
 			}
@@ -104,7 +109,13 @@ func dumpFiles(fsys faultfs.FS) (map[string]string, error) {
 				}
 				continue
 			}
+			if atomicfile.IsTemp(e.Name()) {
+				continue // a session.json being replaced by the background writer
+			}
 			data, err := faultfs.ReadFile(fsys, p)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // renamed or removed since the listing
+			}
 			if err != nil {
 				return err
 			}
