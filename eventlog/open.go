@@ -106,6 +106,11 @@ func (l *Log) recover(f faultfs.File, isNew bool) error {
 	}
 	l.lastSeq = sc.lastSeq
 	if sc.tornBytes > 0 {
+		// A corrupt pending file fails Open; it must then leave the log as
+		// it found it, so check it before cutting the tail.
+		if err := l.checkPending(); err != nil {
+			return err
+		}
 		l.logger.Warn("truncating torn tail of event log", "path", l.path,
 			"offset", sc.goodEnd, "bytes", sc.tornBytes, "reason", sc.tornReason, "last_seq", sc.lastSeq)
 		if err := f.Truncate(sc.goodEnd); err != nil {
