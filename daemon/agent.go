@@ -15,6 +15,7 @@ type agent struct {
 	log *eventlog.Log
 
 	saveMu sync.Mutex // serialises session.json writes
+	remMu  sync.Mutex // serialises firing and cancelling reminders
 	mu     sync.Mutex
 	p      *projection
 	sess   *session.Session // last saved session.json

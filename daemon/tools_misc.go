@@ -22,6 +22,10 @@ func (c *Core) toolRemindMe(a *agent, v tools.RemindMe, cc callCtx) (toolOutcome
 }
 
 func (c *Core) toolCancelReminder(a *agent, v tools.CancelReminder) (toolOutcome, error) {
+	// Serialised with firing: once the cancel returns, no notice of this
+	// reminder is in flight.
+	a.remMu.Lock()
+	defer a.remMu.Unlock()
 	a.mu.Lock()
 	_, known := a.p.Reminders[v.ReminderID]
 	a.mu.Unlock()
@@ -64,6 +68,8 @@ func (c *Core) armReminder(a *agent, id string) {
 
 // fireReminder delivers a reminder's SYSTEM notification to its agent.
 func (c *Core) fireReminder(a *agent, id string) {
+	a.remMu.Lock()
+	defer a.remMu.Unlock()
 	a.mu.Lock()
 	r := a.p.Reminders[id]
 	delete(a.timers, id)
