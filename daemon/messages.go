@@ -186,21 +186,6 @@ func (c *Core) toolCheckInbox(a *agent, v tools.CheckInbox) (toolOutcome, error)
 	return ok(map[string]any{"messages": list}), nil
 }
 
-// wakePrompt renders pending messages as a turn prompt (SPEC 6).
-func (c *Core) wakePrompt(msgs []inbox.Message) string {
-	if len(msgs) == 1 {
-		return fmt.Sprintf("Message from %s:\n%s", c.displayName(msgs[0].Sender), msgs[0].Payload)
-	}
-	var b strings.Builder
-	for i, m := range msgs {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%d. From %s: %s", i+1, c.displayName(m.Sender), m.Payload)
-	}
-	return b.String()
-}
-
 // notifyParentOfFailure sends SYSTEM's error message about a failed child
 // turn to the parent; the child's inbox is kept.
 func (c *Core) notifyParentOfFailure(a *agent) {

@@ -155,12 +155,17 @@ func turnResultMap(res TurnResult) (map[string]any, error) {
 	return map[string]any{"response": res.Response, "run_id": res.RunID, "status": res.Status}, nil
 }
 
-func (h *handler) send(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
-	id, err := h.ref(p, "agent_id")
-	if err != nil {
-		return nil, err
+// agentMessage reads the agent_id and message params of send and stream.
+func (h *handler) agentMessage(p protocol.Params) (id, msg string, err error) {
+	if id, err = h.ref(p, "agent_id"); err != nil {
+		return "", "", err
 	}
-	msg, err := p.String("message")
+	msg, err = p.String("message")
+	return id, msg, err
+}
+
+func (h *handler) send(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, msg, err := h.agentMessage(p)
 	if err != nil {
 		return nil, err
 	}
@@ -176,11 +181,7 @@ func (h *handler) send(ctx context.Context, p protocol.Params, _ server.Stream) 
 }
 
 func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stream) (any, error) {
-	id, err := h.ref(p, "agent_id")
-	if err != nil {
-		return nil, err
-	}
-	msg, err := p.String("message")
+	id, msg, err := h.agentMessage(p)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,7 @@
 package daemon
 
+import "github.com/warren-dev/warren/inbox"
+
 // maxWakeBatch bounds how many pending messages one wake turn shows.
 const maxWakeBatch = 100
 
@@ -49,7 +51,7 @@ func (c *Core) wakeIf(a *agent, clearHold bool) {
 	for i, m := range msgs {
 		ids[i] = m.ID
 	}
-	c.startTurn(a, TurnRequest{Prompt: c.wakePrompt(msgs), MessageIDs: ids})
+	c.startTurn(a, TurnRequest{Prompt: inbox.FormatPrompt(msgs, c.displayName), MessageIDs: ids})
 }
 
 // WakeAll wakes every agent with pending messages.
