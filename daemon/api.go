@@ -51,8 +51,8 @@ func (c *Core) Send(ctx context.Context, agentID, message, provName, model strin
 		return TurnResult{}, protocol.Errorf(protocol.CodeInvalid, "message is %d bytes; the limit is %d", len(message), c.opts.MaxPayload)
 	}
 	if provName != "" {
-		if _, okp := c.opts.Providers[provName]; !okp {
-			return TurnResult{}, protocol.Errorf(protocol.CodeInvalid, "unknown provider %q (known: %s)", provName, c.providerNames())
+		if _, err := c.provider(provName); err != nil {
+			return TurnResult{}, err
 		}
 	}
 	if err := c.claim(a); err != nil {

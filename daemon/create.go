@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -62,9 +64,9 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 			spec.Model = c.opts.DefaultModel
 		}
 	}
-	prov, ok := c.opts.Providers[spec.Provider]
-	if !ok {
-		return "", protocol.Errorf(protocol.CodeInvalid, "unknown provider %q (known: %s)", spec.Provider, c.providerNames())
+	prov, err := c.provider(spec.Provider)
+	if err != nil {
+		return "", err
 	}
 	if err := tree.ValidateName(spec.Name); err != nil {
 		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
@@ -184,13 +186,16 @@ func (c *Core) providerSpec(id, model, instructions string, history []provider.T
 	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Env: env, History: history}
 }
 
-func (c *Core) providerNames() string {
-	s := ""
-	for n := range c.opts.Providers {
-		if s != "" {
-			s += ", "
-		}
-		s += n
+// provider looks a provider up by name; an unknown one is code 2 naming the
+// known providers.
+func (c *Core) provider(name string) (provider.Provider, error) {
+	if p, ok := c.opts.Providers[name]; ok {
+		return p, nil
 	}
-	return s
+	names := make([]string, 0, len(c.opts.Providers))
+	for n := range c.opts.Providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return nil, protocol.Errorf(protocol.CodeInvalid, "unknown provider %q (known: %s)", name, strings.Join(names, ", "))
 }

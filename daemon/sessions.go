@@ -91,9 +91,9 @@ func (c *Core) acquireSession(ctx context.Context, a *agent, provName, model str
 // is not live: from the eviction blob, from the native handle recorded at
 // creation, or fresh with the history rebuilt from the log.
 func (c *Core) openSession(ctx context.Context, a *agent, provName, model string) (*live, error) {
-	prov, ok := c.opts.Providers[provName]
-	if !ok {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "unknown provider %q", provName)
+	prov, err := c.provider(provName)
+	if err != nil {
+		return nil, err
 	}
 	caps := prov.Capabilities()
 	a.mu.Lock()

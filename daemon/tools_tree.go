@@ -36,8 +36,8 @@ func (c *Core) toolSpawn(a *agent, v tools.SpawnAgent, cc callCtx) (toolOutcome,
 		return toolErr("agent name taken: a child may not have its parent's name %q", v.Name), nil
 	}
 	if v.Provider != "" {
-		if _, ok := c.opts.Providers[v.Provider]; !ok {
-			return toolErr("unknown provider %q (known: %s)", v.Provider, c.providerNames()), nil
+		if _, err := c.provider(v.Provider); err != nil {
+			return toolErr("%v", err), nil
 		}
 	}
 	spec := c.childSpec(a, cc.derivedID("spawn", v.Name), v)

@@ -114,8 +114,8 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		c.finishTurn(a, outcome, from)
 	}()
 
-	if _, ok := c.opts.Providers[provName]; !ok {
-		res.Err = protocol.Errorf(protocol.CodeInvalid, "unknown provider %q (known: %s)", provName, c.providerNames())
+	if _, err := c.provider(provName); err != nil {
+		res.Err = err
 		outcome = ""
 		return res
 	}
