@@ -117,10 +117,9 @@ func (v AgentView) listMap() map[string]any {
 }
 
 func (c *Core) view(a *agent) AgentView {
-	status := c.status(a)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	v := AgentView{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, Status: status,
+	v := AgentView{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, Status: c.statusLocked(a),
 		Provider: a.p.Provider, Model: a.p.Model, Pending: a.p.Pending.Len(), LastError: a.p.LastError}
 	v.Path = c.tree.Path(a.id)
 	if v.Path == "" {

@@ -38,6 +38,11 @@ func (a *agent) facts() session.Facts {
 func (c *Core) status(a *agent) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return c.statusLocked(a)
+}
+
+// statusLocked is status for a caller that holds a.mu.
+func (c *Core) statusLocked(a *agent) string {
 	st := session.Derive(a.sess, a.facts(), c.bootID, c.now())
 	// A claimed agent whose turn.start is not written yet is already
 	// running (a wake or resume has taken it).
