@@ -210,6 +210,20 @@ func TestFanOutRoundsComplete(t *testing.T) {
 	if sent != 10 {
 		t.Fatalf("the root sent %d messages in 2 rounds of 5, want 10 (a wake turn must not start a new round)", sent)
 	}
+	// A child's reply can reach the root before the child's own turn.complete
+	// is written: wait until every turn has ended before counting.
+	deadline := time.After(15 * time.Second)
+	for {
+		changed := f.c.WaitChange()
+		if f.c.Idle() {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the children's turns did not end")
+		}
+	}
 	for i := 0; i < 5; i++ {
 		id, err := f.c.Resolve(fmt.Sprintf("root/c%d", i))
 		if err != nil {
