@@ -53,6 +53,9 @@ type CoreOptions struct {
 	MaxPayload int
 	// MaxInbox bounds each agent's pending messages.
 	MaxInbox int
+	// PendingIdle is passed to every event log (eventlog.Options); the
+	// crash tests set it negative so that no idle timer adds operations.
+	PendingIdle time.Duration
 }
 
 // Core owns the agents and runs their turns and tools.

@@ -37,9 +37,10 @@ func (c *Core) openLog(id string, target **agent) (*eventlog.Log, error) {
 // log).
 func (c *Core) openLogReplay(id string, target **agent, replay func(eventlog.Entry) error) (*eventlog.Log, error) {
 	return eventlog.Open(c.fs, c.logPath(id), eventlog.Options{
-		Replay: replay,
-		Logger: c.log.Named("eventlog"),
-		Now:    c.now,
+		Replay:      replay,
+		Logger:      c.log.Named("eventlog"),
+		Now:         c.now,
+		PendingIdle: c.opts.PendingIdle,
 		OnAppend: func(es []eventlog.Entry) {
 			a := *target
 			for _, e := range es {

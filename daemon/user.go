@@ -25,6 +25,7 @@ func (c *Core) openUserInbox() error {
 	u := &userInbox{c: c, queue: inbox.NewQueue(0), seen: map[string]struct{}{}}
 	var foldErr error
 	lg, err := eventlog.Open(c.fs, path, eventlog.Options{Logger: c.log.Named("eventlog"), Now: c.now,
+		PendingIdle: c.opts.PendingIdle,
 		Replay: func(e eventlog.Entry) error {
 			if foldErr == nil {
 				foldErr = u.apply(e)

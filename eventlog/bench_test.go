@@ -115,3 +115,53 @@ func benchAppends(b *testing.B, writers, nlogs int) {
 func BenchmarkAppend1Writer(b *testing.B)           { benchAppends(b, 1, 1) }
 func BenchmarkAppend64WritersOneLog(b *testing.B)   { benchAppends(b, 64, 1) }
 func BenchmarkAppend64WritersOn64Logs(b *testing.B) { benchAppends(b, 64, 64) }
+
+// BenchmarkLiteralSpecWritePath is the write path as SPEC 3 words it, for
+// comparison with BenchmarkAppend1Writer: per entry, create events.pending,
+// write, fsync, append to the log, fsync, remove the pending file. It is
+// what the in-place pending rewrite (docs/DECISIONS.md) is measured against.
+func BenchmarkLiteralSpecWritePath(b *testing.B) {
+	dir := benchDir(b)
+	rawBefore := rawFsyncRate(b, dir, 0, 500*time.Millisecond)
+	lg, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lg.Close()
+	pending := filepath.Join(dir, "events.pending")
+	line := make([]byte, 200)
+	line[len(line)-1] = '\n'
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		pf, err := os.OpenFile(pending, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pf.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := pf.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		if err := pf.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := lg.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := lg.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Remove(pending); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	raw := (rawBefore + rawFsyncRate(b, dir, 0, 500*time.Millisecond)) / 2
+	rate := float64(b.N) / elapsed.Seconds()
+	b.ReportMetric(rate, "appends/s")
+	b.ReportMetric(raw, "raw_fsyncs/s")
+	b.ReportMetric(rate/raw, "ratio_vs_raw_fsync")
+}

@@ -60,7 +60,7 @@ type workload struct {
 
 func openAnd(ops func(l *Log, mod *model) error) func(*faultfs.Mem, *model) {
 	return func(m *faultfs.Mem, mod *model) {
-		l, err := Open(m, memPath, Options{})
+		l, err := Open(m, memPath, Options{PendingIdle: -1})
 		if err != nil {
 			return
 		}
@@ -90,6 +90,25 @@ var workloads = []workload{
 		if err := mod.batch(l, 3); err != nil {
 			return err
 		}
+		if err := mod.append(nil, l); err != nil {
+			return err
+		}
+		return mod.batch(l, 2)
+	})},
+	{name: "pending reuse and idle removal", run: openAnd(func(l *Log, mod *model) error {
+		// A long batch, then shorter groups written over it in place
+		// (leaving its bytes after their trailers), an idle removal, a
+		// fresh pending file, and the removal at Close.
+		if err := mod.batch(l, 4); err != nil {
+			return err
+		}
+		if err := mod.append(nil, l); err != nil {
+			return err
+		}
+		if err := mod.batch(l, 2); err != nil {
+			return err
+		}
+		retireNow(l)
 		if err := mod.append(nil, l); err != nil {
 			return err
 		}

@@ -8,16 +8,19 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 )
 
-// faultCase injects rule after two acknowledged appends, expects the third
-// append to fail and poison the handle, then checks recovery after a
-// reboot.
-func runFault(t *testing.T, rule faultfs.Rule, wantErr error, reboot faultfs.RebootOptions) {
+// runFault injects rule after two acknowledged appends (and, with fresh,
+// the idle removal of the pending file), expects the third append to fail
+// and poison the handle, then checks recovery after a reboot.
+func runFault(t *testing.T, rule faultfs.Rule, wantErr error, reboot faultfs.RebootOptions, fresh bool) {
 	t.Helper()
 	m := faultfs.NewMem()
 	l := mustOpen(t, m, memPath)
 	mod := newModel()
 	for i := 0; i < 2; i++ {
 		mod.append(t, l)
+	}
+	if fresh {
+		retireNow(l)
 	}
 	m.Inject(rule)
 	err := mod.append(t, l)
@@ -55,19 +58,22 @@ func TestFaultsPoisonAndRecover(t *testing.T) {
 		"power loss garbage tail": {Mode: faultfs.PowerLoss, Tail: faultfs.TailGarbage},
 	}
 	cases := map[string]struct {
-		rule faultfs.Rule
-		err  error
+		rule  faultfs.Rule
+		err   error
+		fresh bool // the failing append creates the pending file
 	}{
-		"fsyncgate on log":       {faultfs.Rule{Kind: faultfs.OpSync, Path: "events.jsonl"}, syscall.EIO},
-		"fsyncgate on pending":   {faultfs.Rule{Kind: faultfs.OpSync, Path: "events.pending"}, syscall.EIO},
-		"short write on log":     {faultfs.Rule{Kind: faultfs.OpWrite, Path: "events.jsonl", ShortWrite: true}, syscall.ENOSPC},
-		"short write on pending": {faultfs.Rule{Kind: faultfs.OpWrite, Path: "events.pending", ShortWrite: true}, syscall.ENOSPC},
-		"ENOSPC on log write":    {faultfs.Rule{Kind: faultfs.OpWrite, Path: "events.jsonl", Err: syscall.ENOSPC}, syscall.ENOSPC},
-		"EIO creating pending":   {faultfs.Rule{Kind: faultfs.OpCreate, Path: "events.pending"}, syscall.EIO},
+		"fsyncgate on log":             {faultfs.Rule{Kind: faultfs.OpSync, Path: "events.jsonl"}, syscall.EIO, false},
+		"fsyncgate on pending":         {faultfs.Rule{Kind: faultfs.OpSync, Path: "events.pending"}, syscall.EIO, false},
+		"short write on log":           {faultfs.Rule{Kind: faultfs.OpWrite, Path: "events.jsonl", ShortWrite: true}, syscall.ENOSPC, false},
+		"short write on pending":       {faultfs.Rule{Kind: faultfs.OpWrite, Path: "events.pending", ShortWrite: true}, syscall.ENOSPC, false},
+		"ENOSPC on log write":          {faultfs.Rule{Kind: faultfs.OpWrite, Path: "events.jsonl", Err: syscall.ENOSPC}, syscall.ENOSPC, false},
+		"EIO creating pending":         {faultfs.Rule{Kind: faultfs.OpCreate, Path: "events.pending"}, syscall.EIO, true},
+		"fsyncgate on fresh pending":   {faultfs.Rule{Kind: faultfs.OpSync, Path: "events.pending"}, syscall.EIO, true},
+		"short write on fresh pending": {faultfs.Rule{Kind: faultfs.OpWrite, Path: "events.pending", ShortWrite: true}, syscall.ENOSPC, true},
 	}
 	for name, c := range cases {
 		for rname, r := range reboots {
-			t.Run(name+"/"+rname, func(t *testing.T) { runFault(t, c.rule, c.err, r) })
+			t.Run(name+"/"+rname, func(t *testing.T) { runFault(t, c.rule, c.err, r, c.fresh) })
 		}
 	}
 }
@@ -99,22 +105,38 @@ func TestShortWriteLeavesNoLineBehindWhichAppendsFollow(t *testing.T) {
 	}
 }
 
-func TestPendingRemoveFailureAcksAndPoisons(t *testing.T) {
+func TestPendingRemoveFailureLosesNothing(t *testing.T) {
+	// Removing the pending file happens when the log goes idle and at
+	// Close, after its groups are durable in the log: a failure there is
+	// reported (Close) or logged (idle) but never unacknowledges or
+	// poisons anything.
 	m := faultfs.NewMem()
 	l := mustOpen(t, m, memPath)
-	m.Inject(faultfs.Rule{Kind: faultfs.OpRemove, Path: "events.pending"})
-	e, err := l.Append("one", nil)
-	if err != nil || e.Seq != 1 {
+	m.Inject(faultfs.Rule{Kind: faultfs.OpRemove, Path: "events.pending", Err: syscall.EIO})
+	if e, err := l.Append("one", nil); err != nil || e.Seq != 1 {
 		t.Fatalf("durable entry not acknowledged: %v", err)
 	}
-	if _, err := l.Append("two", nil); !errors.Is(err, ErrPoisoned) || !errors.Is(err, ErrPoisoned) {
-		t.Fatalf("got %v", err)
+	retireNow(l) // the idle removal fails
+	if ok, _ := faultfs.Exists(m, PendingPath(memPath)); !ok {
+		t.Fatal("setup: the injected remove failure did not keep the pending file")
 	}
-	l.Close()
+	// The next group truncates the stale file and writes its own.
+	if e, err := l.Append("two", nil); err != nil || e.Seq != 2 {
+		t.Fatalf("append after a failed idle removal: %+v %v", e, err)
+	}
+	m.Inject(faultfs.Rule{Kind: faultfs.OpRemove, Path: "events.pending", Err: syscall.EIO})
+	if err := l.Close(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Close with a failing pending removal: %v, want EIO", err)
+	}
 	m.ClearRules()
+	m.Crash()
+	m.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss, Tail: faultfs.TailGarbage})
 	l = mustOpen(t, m, memPath)
 	defer l.Close()
-	if l.LastSeq() != 1 {
-		t.Fatalf("LastSeq %d", l.LastSeq())
+	if l.LastSeq() != 2 {
+		t.Fatalf("LastSeq %d, want 2", l.LastSeq())
+	}
+	if ok, _ := faultfs.Exists(m, PendingPath(memPath)); ok {
+		t.Fatal("Open left the stale pending file")
 	}
 }

@@ -16,9 +16,11 @@ func tempLog(t testing.TB) (faultfs.FS, string) {
 	return faultfs.OS{}, filepath.Join(t.TempDir(), "agents", "a1", "events.jsonl")
 }
 
+// mustOpen opens a log without the idle timer, so tests see a deterministic
+// sequence of operations (retireNow runs the idle removal on demand).
 func mustOpen(t testing.TB, fsys faultfs.FS, path string) *Log {
 	t.Helper()
-	l, err := Open(fsys, path, Options{})
+	l, err := Open(fsys, path, Options{PendingIdle: -1})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -84,4 +86,13 @@ var fixedTS = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 func crcLine(body string) []byte {
 	sum := crc32.Checksum([]byte(body), castagnoli)
 	return []byte(body + fmt.Sprintf(`,"crc":"%08x"}`, sum) + "\n")
+}
+
+// retireNow runs the pending file's idle removal as if PendingIdle had
+// passed since the last group.
+func retireNow(l *Log) {
+	l.mu.Lock()
+	l.lastGroup = time.Time{}
+	l.mu.Unlock()
+	l.retirePending()
 }

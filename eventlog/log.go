@@ -1,10 +1,8 @@
 package eventlog
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -30,7 +28,15 @@ type Options struct {
 	// error from Replay fails Open. If Open then fails (say, ErrCorrupt),
 	// Replay has seen the good prefix before the damage.
 	Replay func(Entry) error
+	// PendingIdle is how long the pending file is kept open for reuse after
+	// the last group before it is removed (see the package documentation).
+	// Zero means DefaultPendingIdle; a negative value keeps it until Close,
+	// which crash tests use so that no timer adds operations.
+	PendingIdle time.Duration
 }
+
+// DefaultPendingIdle is the default Options.PendingIdle.
+const DefaultPendingIdle = time.Second
 
 // Log is an open event log. Its methods are safe for concurrent use.
 type Log struct {
@@ -56,11 +62,21 @@ type Log struct {
 	// released is the number of callers a promoted leader waits for (see
 	// commit).
 	released int
+	// The pending file's idle removal (pending_write.go).
+	pendingIdle time.Duration
+	lastGroup   time.Time   // when the last group committed
+	retire      *time.Timer // armed while pf is open; nil before the first
+	retireArmed bool
+	retired     func() // test hook: called after each idle removal
 
 	// Owned by the current leader.
 	f       faultfs.File
 	nextSeq uint64 // seq of the next entry to write
 	buf     []byte
+	// pf is the pending file, open for in-place reuse between groups (nil
+	// when it is absent); pfDurable says its directory entry was fsynced.
+	pf        faultfs.File
+	pfDurable bool
 }
 
 // maxJoinYields bounds how often a promoted leader yields to let callers
@@ -200,29 +216,39 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 			g.wake <- struct{}{}
 		}
 	}
+	if acked {
+		l.lastGroup = time.Now()
+		l.armRetire()
+	}
 	// Callers expected back soon: the group just released plus those
 	// already queued.
 	l.released = len(group) + len(l.queue)
+	l.handOff()
+	l.mu.Unlock()
+	return w.entries, w.err
+}
+
+// handOff ends the current leadership: it wakes the first queued caller to
+// lead the next group, or marks the log idle. l.mu must be held.
+func (l *Log) handOff() {
 	if len(l.queue) > 0 {
 		l.queue[0].wake <- struct{}{}
 	} else {
 		l.leading = false
 		l.idle.Broadcast()
 	}
-	l.mu.Unlock()
-	return w.entries, w.err
 }
 
 func (l *Log) poisonedErr() error {
 	return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v)", l.path, ErrPoisoned, l.poison)
 }
 
-// writeGroup runs the write protocol for one group: pending file (write,
-// fsync, and a directory fsync when the group holds a multi-record batch),
-// then one write and fsync of the log, then removal of the pending file.
-// acked reports whether the entries are durable in the log; err is non-nil
-// when the handle must be poisoned (possibly with acked true, if only the
-// pending removal failed).
+// writeGroup runs the write protocol for one group: the pending file
+// (written in place, fsynced, and its directory fsynced when the group holds
+// a multi-record batch), then one write and fsync of the log. The pending
+// file stays for the next group; retirePending removes it once the log is
+// idle. acked reports whether the entries are durable in the log; err is
+// non-nil when the handle must be poisoned.
 func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	ts := l.now().UTC().Truncate(time.Millisecond)
 	seq := l.nextSeq
@@ -261,47 +287,13 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 		return false, fmt.Errorf("fsync %s: %w", l.path, err)
 	}
 	l.nextSeq = seq
-	if err := l.fsys.Remove(l.pendingPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return true, fmt.Errorf("remove %s after a durable append: %w", l.pendingPath, err)
-	}
 	return true, nil
 }
 
-// writePending replaces the pending file with buf and fsyncs it. When sync
-// directory is set (a multi-record batch) the directory is fsynced too, so
-// the batch survives a power loss that tears the log write.
-func (l *Log) writePending(buf []byte, syncDir bool) error {
-	pf, err := l.fsys.OpenFile(l.pendingPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", l.pendingPath, err)
-	}
-	n, err := pf.Write(buf)
-	if err == nil && n != len(buf) {
-		err = fmt.Errorf("wrote %d of %d bytes: %w", n, len(buf), io.ErrShortWrite)
-	}
-	if err == nil {
-		if err = pf.Sync(); err != nil {
-			err = fmt.Errorf("fsync %s: %w", l.pendingPath, err)
-		}
-	} else {
-		err = fmt.Errorf("write %s: %w", l.pendingPath, err)
-	}
-	if cerr := pf.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close %s: %w", l.pendingPath, cerr)
-	}
-	if err != nil {
-		return err
-	}
-	if syncDir {
-		if err := l.fsys.SyncDir(l.dir); err != nil {
-			return fmt.Errorf("fsync directory %s: %w", l.dir, err)
-		}
-	}
-	return nil
-}
-
-// Close waits for in-progress appends and closes the log. Appends after
-// Close return ErrClosed. Closing twice is a no-op.
+// Close waits for in-progress appends and closes the log, removing the
+// pending file unless the handle is poisoned (then a complete group in it
+// may still be replayed by the next Open). Appends after Close return
+// ErrClosed. Closing twice is a no-op.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -312,14 +304,20 @@ func (l *Log) Close() error {
 	for l.leading {
 		l.idle.Wait()
 	}
-	f := l.f
-	l.f = nil
+	if l.retire != nil {
+		l.retire.Stop()
+	}
+	f, pf, poisoned := l.f, l.pf, l.poison != nil
+	l.f, l.pf = nil, nil
 	l.mu.Unlock()
-	if f == nil {
-		return nil
+	var err error
+	if pf != nil {
+		err = l.dropPending(pf, !poisoned)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("eventlog: close %s: %w", l.path, err)
+	if f != nil {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("eventlog: close %s: %w", l.path, cerr)
+		}
 	}
-	return nil
+	return err
 }

@@ -50,15 +50,17 @@ func TestAppendReadAllAndReopenContinuesSeq(t *testing.T) {
 	assertEntries(t, got, want)
 
 	l = mustOpen(t, fsys, path)
-	defer l.Close()
 	if l.LastSeq() != 3 {
 		t.Fatalf("reopened LastSeq %d", l.LastSeq())
 	}
 	if e := mustAppend(t, l, "x", nil); e.Seq != 4 {
 		t.Fatalf("seq after reopen %d", e.Seq)
 	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(PendingPath(path)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("pending file left behind: %v", err)
+		t.Fatalf("pending file left behind after Close: %v", err)
 	}
 }
 

@@ -46,6 +46,10 @@ func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
 		onAppend:    opts.OnAppend,
 		replay:      opts.Replay,
 		maxLine:     MaxLineBytes,
+		pendingIdle: opts.PendingIdle,
+	}
+	if l.pendingIdle == 0 {
+		l.pendingIdle = DefaultPendingIdle
 	}
 	if l.logger == nil {
 		l.logger = hclog.NewNullLogger()

@@ -42,7 +42,8 @@ func TestPendingFileReplay(t *testing.T) {
 		{"torn trailer", pendingGroup(4, 5)[:len(pendingLines(4, 5))+12], 3, nil},
 		{"trailer with wrong count", appendTrailer(pendingLines(4, 5), 1), 3, nil},
 		{"trailer crc mismatch", append(pendingLines(4), bytes.Replace(pendingGroup(4, 5)[len(pendingLines(4, 5)):], []byte(`:2`), []byte(`:1`), 1)...), 3, nil},
-		{"data after trailer", append(pendingGroup(4), pendingLines(5)...), 3, nil},
+		{"leftover bytes after the trailer", append(pendingGroup(4), pendingLines(5)...), 4, []uint64{4}},
+		{"leftover group after the trailer", append(pendingGroup(4), pendingGroup(5, 6)...), 4, []uint64{4}},
 		{"valid then torn", append(pendingLines(4, 5), pendingLines(6)[:30]...), 3, nil},
 		{"valid then garbage", append(pendingLines(4), []byte("garbage\n")...), 3, nil},
 		{"invalid UTF-8", []byte("\xc3\x28\xa0\xa1\n"), 3, nil},
@@ -109,21 +110,39 @@ func TestAppendOpOrder(t *testing.T) {
 	l := mustOpen(t, m, memPath)
 	defer l.Close()
 	pend := PendingPath(memPath)
-	start := len(m.Ops())
-	mustAppend(t, l, "one", nil)
-	got := opStrings(m.Ops()[start:])
-	want := []string{"create " + pend, "write " + pend, "sync " + pend, "write " + memPath, "sync " + memPath, "remove " + pend}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("single append ops:\n got %v\nwant %v", got, want)
+	steps := []struct {
+		name string
+		do   func()
+		want []string
+	}{
+		{"first append creates the pending file", func() { mustAppend(t, l, "one", nil) },
+			[]string{"create " + pend, "write " + pend, "sync " + pend, "write " + memPath, "sync " + memPath}},
+		{"a batch reuses it and makes its entry durable", func() { mustBatch(t, l, 2) },
+			[]string{"write " + pend, "sync " + pend, "syncdir home/agents/a1", "write " + memPath, "sync " + memPath}},
+		{"a later batch needs no directory fsync", func() { mustBatch(t, l, 2) },
+			[]string{"write " + pend, "sync " + pend, "write " + memPath, "sync " + memPath}},
+		{"idle removal", func() { retireNow(l) }, []string{"remove " + pend}},
+		{"a batch after idle creates it again", func() { mustBatch(t, l, 2) },
+			[]string{"create " + pend, "write " + pend, "sync " + pend, "syncdir home/agents/a1", "write " + memPath, "sync " + memPath}},
+		{"close removes it", func() { l.Close() }, []string{"remove " + pend}},
 	}
-	start = len(m.Ops())
-	if _, err := l.AppendBatch([]Record{{Event: "a"}, {Event: "b"}}); err != nil {
+	for _, s := range steps {
+		start := len(m.Ops())
+		s.do()
+		if got := opStrings(m.Ops()[start:]); fmt.Sprint(got) != fmt.Sprint(s.want) {
+			t.Fatalf("%s:\n got %v\nwant %v", s.name, got, s.want)
+		}
+	}
+}
+
+func mustBatch(t *testing.T, l *Log, n int) {
+	t.Helper()
+	recs := make([]Record, n)
+	for i := range recs {
+		recs[i] = Record{Event: "batch", Data: map[string]int{"i": i}}
+	}
+	if _, err := l.AppendBatch(recs); err != nil {
 		t.Fatal(err)
-	}
-	got = opStrings(m.Ops()[start:])
-	want = []string{"create " + pend, "write " + pend, "sync " + pend, "syncdir home/agents/a1", "write " + memPath, "sync " + memPath, "remove " + pend}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("batch ops:\n got %v\nwant %v", got, want)
 	}
 }
 

@@ -22,6 +22,10 @@
 //     past the synced length: nothing (TailNone), a random prefix
 //     (TailPrefix), or a random prefix followed by zeros (TailZero) or random
 //     bytes (TailGarbage); never more bytes than were appended unsynced.
+//     Durable bytes overwritten in place and not synced again come back as
+//     they were with TailNone; with another Tail mode the overwrite is torn
+//     in units of TearUnit bytes, each keeping the old bytes or taking the
+//     new (or, with TailZero and TailGarbage, becoming zeros or garbage).
 //     UnsyncedEntries lets a chosen share of the unsynced creates, renames
 //     and removes survive too, as real filesystems often persist metadata
 //     before they are asked to.

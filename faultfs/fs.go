@@ -5,11 +5,14 @@ import (
 	"io/fs"
 )
 
-// File is an open file. Write-oriented operations (Write, Sync, Truncate)
-// must not be called concurrently on one File; reads may be.
+// File is an open file. Write-oriented operations (Write, WriteAt, Sync,
+// Truncate) must not be called concurrently on one File; reads may be.
 type File interface {
 	io.Reader
 	io.Writer
+	// WriteAt overwrites at an offset; a File opened with O_APPEND refuses
+	// it, as os.File does.
+	io.WriterAt
 	io.ReaderAt
 	io.Closer
 	// Sync makes the file's data durable (the platform's durable fsync).

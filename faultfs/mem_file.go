@@ -44,12 +44,36 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if err := f.check(OpWrite); err != nil {
 		return 0, err
 	}
-	if !f.write {
-		return 0, pathErr(OpWrite, f.trace, syscall.EBADF)
-	}
 	off := f.off
 	if f.append {
 		off = int64(len(f.n.data))
+	}
+	n, err := f.writeAt(p, off)
+	if n > 0 || err == nil {
+		f.off = off + int64(n)
+	}
+	return n, err
+}
+
+// WriteAt writes at off without moving the file offset. As with os.File,
+// a File opened with O_APPEND refuses it.
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	if err := f.check(OpWrite); err != nil {
+		return 0, err
+	}
+	if f.append || off < 0 {
+		return 0, pathErr(OpWrite, f.trace, syscall.EINVAL)
+	}
+	return f.writeAt(p, off)
+}
+
+// writeAt is one counted write of p at off. m.mu must be held and check
+// must have passed.
+func (f *memFile) writeAt(p []byte, off int64) (int, error) {
+	if !f.write {
+		return 0, pathErr(OpWrite, f.trace, syscall.EBADF)
 	}
 	r, err := f.m.begin(Op{Kind: OpWrite, Path: f.trace})
 	if err != nil {
@@ -67,12 +91,10 @@ func (f *memFile) Write(p []byte) (int, error) {
 		}
 		k := len(p) / 2
 		f.n.writeAt(p[:k], off)
-		f.off = off + int64(k)
 		f.n.mtime = f.m.now()
 		return k, pathErr(OpWrite, f.trace, r.err())
 	}
 	f.n.writeAt(p, off)
-	f.off = off + int64(len(p))
 	f.n.mtime = f.m.now()
 	return len(p), nil
 }

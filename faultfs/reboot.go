@@ -1,6 +1,7 @@
 package faultfs
 
 import (
+	"bytes"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -138,12 +139,47 @@ func (pl *powerLoss) rebuild(n *node) *node {
 	// Synced bytes are never written in place (see node.writeAt), so the
 	// new node can share them; appending a tail reallocates (capped slice).
 	data := n.synced[:len(n.synced):len(n.synced)]
+	if over := min(len(n.data), len(n.synced)); pl.tail != TailNone && over > 0 &&
+		!bytes.Equal(n.data[:over], n.synced[:over]) {
+		data = tearOverwrite(n.synced, n.data[:over], pl.tail, pl.rng)
+	}
 	if len(n.data) > len(n.synced) {
 		data = append(data, tailBytes(n.data[len(n.synced):], pl.tail, pl.rng)...)
 	}
 	c.data = data
 	c.sync()
 	return c
+}
+
+// TearUnit is the granularity at which a power loss tears an unsynced
+// overwrite of durable bytes: each unit lands whole or not at all (or, per the
+// Tail mode, as zeros or garbage). It is far smaller than a disk sector, so
+// the model is stricter than real hardware.
+const TearUnit = 32
+
+// tearOverwrite returns the durable bytes old after a power loss hit an
+// unsynced overwrite of its first len(cur) bytes with cur: unit by unit,
+// each differing unit keeps the old bytes or takes the new ones (TailPrefix),
+// or also becomes zeros (TailZero) or random bytes (TailGarbage).
+func tearOverwrite(old, cur []byte, tail TailMode, rng *rand.Rand) []byte {
+	out := slices.Clone(old)
+	for u := 0; u < len(cur); u += TearUnit {
+		end := min(u+TearUnit, len(cur))
+		if bytes.Equal(old[u:end], cur[u:end]) {
+			continue
+		}
+		switch c := rng.IntN(4); {
+		case c < 2:
+			copy(out[u:end], cur[u:end])
+		case c == 2 && tail == TailZero:
+			clear(out[u:end])
+		case c == 2 && tail == TailGarbage:
+			for i := u; i < end; i++ {
+				out[i] = byte(rng.Uint32())
+			}
+		}
+	}
+	return out
 }
 
 // tailBytes returns what survives of the unsynced extension ext: never more

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"syscall"
 	"testing"
 )
 
@@ -97,21 +98,72 @@ func TestTailDeterministicPerSeed(t *testing.T) {
 	}
 }
 
-func TestTailOnlyAppliesPastSyncedLength(t *testing.T) {
-	// Overwriting synced bytes without a sync: the old bytes come back.
+func TestUnsyncedOverwriteOfSyncedBytes(t *testing.T) {
+	// Durable bytes overwritten in place without a sync, with 2 more bytes
+	// appended: TailNone brings the old bytes back; the other modes tear
+	// the overwrite unit by unit, and never touch bytes that did not change.
+	old := bytes.Repeat([]byte("A"), 4*TearUnit+5)
+	cur := bytes.Repeat([]byte("B"), 3*TearUnit)
+	setup := func() *Mem {
+		m := NewMem()
+		mustWrite(t, m, "/f", old)
+		mustSyncFile(t, m, "/f")
+		must(t, m.SyncDir("/"))
+		f, err := m.OpenFile("/f", os.O_WRONLY, 0)
+		must(t, err)
+		_, err = f.WriteAt(cur, TearUnit) // units 1-3; unit 0 and the end unchanged
+		must(t, err)
+		_, err = f.WriteAt([]byte("CC"), int64(len(old)))
+		must(t, err)
+		return m
+	}
+	for _, mode := range []TailMode{TailNone, TailPrefix, TailZero, TailGarbage} {
+		kinds := map[string]bool{}
+		for seed := uint64(0); seed < 100; seed++ {
+			m := setup()
+			m.Reboot(RebootOptions{Tail: mode, Rand: rand.New(rand.NewPCG(seed, 1))})
+			got, err := ReadFile(m, "/f")
+			must(t, err)
+			if len(got) < len(old) || len(got) > len(old)+2 {
+				t.Fatalf("mode %d seed %d: length %d, want %d plus at most 2", mode, seed, len(got), len(old))
+			}
+			if !bytes.Equal(got[:TearUnit], old[:TearUnit]) || !bytes.Equal(got[4*TearUnit:len(old)], old[4*TearUnit:]) {
+				t.Fatalf("mode %d seed %d: bytes outside the overwrite changed: %q", mode, seed, got)
+			}
+			for u := 1; u <= 3; u++ {
+				unit := got[u*TearUnit : (u+1)*TearUnit]
+				switch {
+				case bytes.Equal(unit, old[:TearUnit]):
+					kinds["old"] = true
+				case bytes.Equal(unit, cur[:TearUnit]):
+					kinds["new"] = true
+				case mode == TailZero && len(bytes.Trim(unit, "\x00")) == 0:
+					kinds["zero"] = true
+				case mode == TailGarbage:
+					kinds["garbage"] = true
+				default:
+					t.Fatalf("mode %d seed %d: unit %d is %q", mode, seed, u, unit)
+				}
+			}
+		}
+		want := map[TailMode][]string{TailNone: {"old"}, TailPrefix: {"old", "new"},
+			TailZero: {"old", "new", "zero"}, TailGarbage: {"old", "new", "garbage"}}[mode]
+		if len(kinds) != len(want) {
+			t.Errorf("mode %d: saw units %v, want exactly %v", mode, kinds, want)
+		}
+		for _, k := range want {
+			if !kinds[k] {
+				t.Errorf("mode %d: never saw a unit that is %s (saw %v)", mode, k, kinds)
+			}
+		}
+	}
+}
+
+func TestWriteAtRefusedOnAppendFile(t *testing.T) {
 	m := NewMem()
-	mustWrite(t, m, "/f", []byte("AAAA"))
-	mustSyncFile(t, m, "/f")
-	must(t, m.SyncDir("/"))
-	f, err := m.OpenFile("/f", os.O_WRONLY, 0)
-	must(t, err)
-	_, err = f.Write([]byte("BBBBBB"))
-	must(t, err)
-	m.Reboot(RebootOptions{Tail: TailPrefix, Rand: rand.New(rand.NewPCG(1, 1))})
-	got, err := ReadFile(m, "/f")
-	must(t, err)
-	if !bytes.HasPrefix(got, []byte("AAAA")) || len(got) > 6 {
-		t.Fatalf("got %q, want AAAA plus at most 2 tail bytes", got)
+	f := openAppend(t, m, "/f")
+	if _, err := f.WriteAt([]byte("x"), 0); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("WriteAt on an O_APPEND file: %v, want EINVAL", err)
 	}
 }
 
