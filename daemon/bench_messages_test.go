@@ -11,6 +11,12 @@ package daemon
 // the root with send_message; the round ends when the root's wake turns
 // have completed (consumed) all 100 replies. A round delivers 200 messages;
 // msgs/s counts them. fsyncs/msg counts file and directory syncs.
+//
+// calls=one-by-one: the root's program makes its 100 send_message calls one
+// after another, each waiting for the last (a model that emits one tool
+// call per step). calls=one-step: it makes them as one model step of 100
+// calls (parallel tool-use blocks, inproc Turn.CallBatch), which the daemon
+// runs together (daemon/toolbatch.go).
 
 import (
 	"context"
@@ -21,17 +27,27 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 )
 
 const fanOutChildren = 100
 
 func BenchmarkFanOut(b *testing.B) {
-	for _, pool := range []int{4, 128} {
-		b.Run(fmt.Sprintf("children=%d/pool=%d", fanOutChildren, pool), func(b *testing.B) {
-			benchFanOut(b, pool)
-		})
+	for _, batched := range []bool{false, true} {
+		for _, pool := range []int{4, 128} {
+			b.Run(fmt.Sprintf("children=%d/pool=%d/calls=%s", fanOutChildren, pool, callsName(batched)), func(b *testing.B) {
+				benchFanOut(b, pool, batched)
+			})
+		}
 	}
+}
+
+func callsName(batched bool) string {
+	if batched {
+		return "one-step"
+	}
+	return "one-by-one"
 }
 
 // fanOut is a core with a root and its children wired for fan-out rounds.
@@ -53,17 +69,32 @@ type fanOut struct {
 // child when a user message starts a round ("round N") and says "noted" to
 // the wake prompts showing replies; each
 // child's program replies to the root.
-func newFanOut(tb testing.TB, fsys faultfs.FS, home string, children, pool int) *fanOut {
+func newFanOut(tb testing.TB, fsys faultfs.FS, home string, children, pool int, batched bool) *fanOut {
 	prov := inproc.New("inproc", inproc.Options{NativeResume: true})
 	prov.Register("fanout-root", func(ctx context.Context, t *inproc.Turn) (string, error) {
 		if !strings.HasPrefix(t.Prompt, "round ") {
 			return "noted", nil // a wake turn consuming replies
 		}
-		for i := 0; i < children; i++ {
-			res, err := t.Call("send_message", map[string]any{"recipient": fmt.Sprintf("c%d", i), "text": "task " + t.Prompt})
-			if err != nil {
+		calls := make([]provider.ToolRequest, children)
+		for i := range calls {
+			calls[i] = provider.ToolRequest{Tool: "send_message",
+				Args: map[string]any{"recipient": fmt.Sprintf("c%d", i), "text": "task " + t.Prompt}}
+		}
+		results := make([]map[string]any, children)
+		if batched {
+			var err error
+			if results, err = t.CallBatch(calls); err != nil {
 				return "", err
 			}
+		} else {
+			for i, c := range calls {
+				var err error
+				if results[i], err = t.Call(c.Tool, c.Args); err != nil {
+					return "", err
+				}
+			}
+		}
+		for i, res := range results {
 			if res["error"] != nil {
 				return "", fmt.Errorf("send_message to c%d: %v", i, res["error"])
 			}
@@ -160,11 +191,11 @@ func (f *fanOut) count(e eventlog.Entry) {
 	}
 }
 
-func benchFanOut(b *testing.B, pool int) {
+func benchFanOut(b *testing.B, pool int, batched bool) {
 	dir := benchDir(b)
 	fsyncMed, _ := fsyncP50(b, dir, 300)
 	cfs := newCountingFS(faultfs.OS{})
-	f := newFanOut(b, cfs, dir+"/home", fanOutChildren, pool)
+	f := newFanOut(b, cfs, dir+"/home", fanOutChildren, pool, batched)
 	f.round() // warm-up: every child's session has run a turn
 	f.fanTime, f.replyTime = 0, 0
 	syncsBefore, kindsBefore := cfs.Fsyncs(), cfs.Kinds()
@@ -190,8 +221,14 @@ func benchFanOut(b *testing.B, pool int) {
 // memory: each round, every child gets one message and the root consumes
 // every reply.
 func TestFanOutRoundsComplete(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run("calls="+callsName(batched), func(t *testing.T) { testFanOutRounds(t, batched) })
+	}
+}
+
+func testFanOutRounds(t *testing.T, batched bool) {
 	fsys := faultfs.NewMem()
-	f := newFanOut(t, fsys, "/home", 5, 4)
+	f := newFanOut(t, fsys, "/home", 5, 4, batched)
 	f.round()
 	f.round()
 	if f.consumed != 10 {

@@ -53,10 +53,17 @@ type CoreOptions struct {
 	MaxPayload int
 	// MaxInbox bounds each agent's pending messages.
 	MaxInbox int
+	// SessionSaveDelay is how long session.json's background writer waits
+	// after a change before writing, to coalesce a short turn's changes;
+	// 0 means DefaultSessionSaveDelay, negative means no wait.
+	SessionSaveDelay time.Duration
 	// PendingIdle is passed to every event log (eventlog.Options); the
 	// crash tests set it negative so that no idle timer adds operations.
 	PendingIdle time.Duration
 }
+
+// DefaultSessionSaveDelay is the default CoreOptions.SessionSaveDelay.
+const DefaultSessionSaveDelay = 50 * time.Millisecond
 
 // Core owns the agents and runs their turns and tools.
 type Core struct {
@@ -108,6 +115,9 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	}
 	if opts.BootID == "" {
 		opts.BootID = newID()
+	}
+	if opts.SessionSaveDelay == 0 {
+		opts.SessionSaveDelay = DefaultSessionSaveDelay
 	}
 	if opts.Sleep == nil {
 		opts.Sleep = sleepCtx

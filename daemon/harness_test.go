@@ -27,8 +27,12 @@ type harness struct {
 	cfg    config.Config
 	delays []time.Duration
 	noWake bool
-	boots  int
-	extra  map[string]provider.Provider
+	// maxInbox, if set, bounds each inbox (CoreOptions.MaxInbox).
+	maxInbox int
+	// saveDelay is CoreOptions.SessionSaveDelay (0: the default).
+	saveDelay time.Duration
+	boots     int
+	extra     map[string]provider.Provider
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
@@ -59,7 +63,7 @@ func (h *harness) start() {
 	c, err := NewCore(CoreOptions{
 		FS: h.fs, Home: "/home", Providers: provs,
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
-		Logger: hclog.NewNullLogger(),
+		Logger: hclog.NewNullLogger(), MaxInbox: h.maxInbox, SessionSaveDelay: h.saveDelay,
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			h.delays = append(h.delays, d)
 			return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
@@ -220,9 +221,11 @@ func (c *Core) history(a *agent) (history.History, error) {
 
 // saveSession updates the agent's session.json snapshot through f and has
 // it written in the background. The log is the authority, so the snapshot
-// is written off the acknowledgement path: a per-agent writer always writes
-// the latest state, coalescing changes that come faster than it writes. A
-// failed save is logged: the log can rebuild session.json.
+// is written off the acknowledgement path: a per-agent writer waits
+// SessionSaveDelay after the first change (or until the core stops), then
+// writes the latest state, coalescing the changes that came meanwhile and
+// while it wrote, so a short turn's start and end cost one write. A failed
+// save is logged: the log can rebuild session.json.
 func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 	a.mu.Lock()
 	var s *session.Session
@@ -244,6 +247,19 @@ func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 	c.saves.Add(1)
 	go func() {
 		defer c.saves.Done()
+		if d := c.opts.SessionSaveDelay; d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-c.ctx.Done():
+				t.Stop()
+			}
+			// The first write below copies the latest state, so the
+			// changes made while waiting need no second one.
+			a.mu.Lock()
+			a.saveDirty = false
+			a.mu.Unlock()
+		}
 		for {
 			if err := c.flushSession(a); err != nil {
 				c.log.Error("saving session.json", "agent", a.id, "err", err)

@@ -84,6 +84,30 @@ type ToolCaller interface {
 	CallTool(ctx context.Context, tool string, args map[string]any) (map[string]any, error)
 }
 
+// ToolRequest is one tool call of a model step.
+type ToolRequest struct {
+	Tool string
+	Args map[string]any
+}
+
+// ToolResponse is the outcome of one ToolRequest, as CallTool returns it.
+type ToolResponse struct {
+	Result map[string]any
+	Err    error
+}
+
+// BatchToolCaller is implemented by ToolCallers that can run the tool calls
+// of one model step together, as models emit several tool-use blocks in one
+// message. The calls take consecutive positions in request order, exactly as
+// if CallTool had been called for each in turn, and the responses come back
+// in request order. A caller may run them one by one (it must when they
+// depend on each other); providers should use CallTools only for calls the
+// model issued together.
+type BatchToolCaller interface {
+	ToolCaller
+	CallTools(ctx context.Context, calls []ToolRequest) []ToolResponse
+}
+
 // Turn is one completed turn, as replayed to providers with
 // StructuredHistory. The JSON shape is the scripted protocol's history entry.
 type Turn struct {

@@ -124,6 +124,15 @@ func cfWorkloads() []cfWorkload {
 		}, work: func(w *cfWorld) error {
 			return cfSendTurn(w, w.alive()[1].ID, "bcast hello-siblings")
 		}},
+		{name: "turn that sends several messages in one step", setup: func(w *cfWorld) error {
+			if err := cfSetupRootChild(w); err != nil {
+				return err
+			}
+			return w.opSpawn(0, cfCrash{})
+		}, work: func(w *cfWorld) error {
+			all := w.alive()
+			return cfSendTurn(w, all[0].ID, "sendall step "+all[1].Name+" "+all[1].Name+" "+all[2].Name+" USER")
+		}},
 		{name: "turn that completes", setup: cfSetupRootChild, work: func(w *cfWorld) error {
 			child := w.alive()[1]
 			w.oracle.terminating[child.ID] = true

@@ -347,16 +347,37 @@ func (w *cfWorld) opDrainUser(plan cfCrash) error {
 }
 
 // opTurnSend runs a turn whose program sends a message (kind selects the
-// route) or broadcasts (kind = routeCount) with a tool call inside the
-// turn, so the message id is derived from the run and a re-run after a
-// crash must not enqueue it twice.
+// route), broadcasts (kind = routeCount), or sends to every agent it may
+// reach in one model step (kind = routeCount+1, the daemon's batch path;
+// the first recipient twice, so the step has two messages for one inbox)
+// with tool calls inside the turn, so the message ids are derived from the
+// run and a re-run after a crash must not enqueue them twice.
 func (w *cfWorld) opTurnSend(a, kind int, plan cfCrash) error {
-	kind = (kind%(routeCount+1) + routeCount + 1) % (routeCount + 1)
+	kinds := routeCount + 2
+	kind = (kind%kinds + kinds) % kinds
 	w.names++
 	text := fmt.Sprintf("t%03d", w.names)
 	var from daemonAgent
 	var prompt string
-	if kind == routeCount {
+	if kind == routeCount+1 {
+		targets := map[string][]string{}
+		var senders []daemonAgent
+		for k := 0; k < routeCount; k++ {
+			for _, r := range w.routes(k) {
+				if targets[r[0].ID] == nil {
+					senders = append(senders, r[0])
+				}
+				targets[r[0].ID] = append(targets[r[0].ID], r[1].Name)
+			}
+		}
+		s, ok := pick(senders, a)
+		if !ok {
+			return nil
+		}
+		to := targets[s.ID]
+		from, prompt = s, "sendall "+text+" "+to[0]+" "+strings.Join(to, " ")
+		w.cov["one step of several sends"]++
+	} else if kind == routeCount {
 		var senders []daemonAgent
 		for _, r := range w.routes(routeSibling) {
 			if len(senders) == 0 || senders[len(senders)-1].ID != r[0].ID {

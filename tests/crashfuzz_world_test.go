@@ -62,11 +62,32 @@ func (c *cfClock) Advance(d time.Duration) {
 //	"spawn NAME"  spawn_agent(NAME); responds "spawned <id>"
 //	"ask"         await_input; responds "answer: <response>"
 //	"send TO TEXT" send_message(TO, TEXT) then "sent <message_id>"
+//	"sendall TEXT TO..." one model step of send_message(TO, TEXT.i) calls
+//	              (Turn.CallBatch) then "sent <message ids>"
 //	"bcast TEXT"  broadcast(TEXT) then "sent <broadcast id>"
 //	"complete TEXT" complete(TEXT); responds "completing <message_id>"
 //	anything else responds "echo: <prompt>"
 func cfProgram(ctx context.Context, t *inproc.Turn) (string, error) {
 	switch {
+	case strings.HasPrefix(t.Prompt, "sendall "):
+		f := strings.Fields(t.Prompt)
+		var calls []provider.ToolRequest
+		for i, to := range f[2:] {
+			text := fmt.Sprintf("%s.%d", f[1], i)
+			calls = append(calls, provider.ToolRequest{Tool: "send_message", Args: map[string]any{"recipient": to, "text": text}})
+		}
+		rs, err := t.CallBatch(calls)
+		if err != nil {
+			return "", err
+		}
+		ids := make([]string, len(rs))
+		for i, r := range rs {
+			if e, ok := r["error"]; ok {
+				return "", provider.Permanent(fmt.Errorf("send %d of the step refused: %v", i, e))
+			}
+			ids[i] = fmt.Sprint(r["message_id"])
+		}
+		return "sent " + strings.Join(ids, ","), nil
 	case strings.HasPrefix(t.Prompt, "send "), strings.HasPrefix(t.Prompt, "bcast "), strings.HasPrefix(t.Prompt, "complete "):
 		f := strings.Fields(t.Prompt)
 		var r map[string]any

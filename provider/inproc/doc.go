@@ -6,8 +6,11 @@
 // responds "echo: <prompt>"), and Register adds more. A Program receives a
 // *Turn that carries the prompt, the session's completed turns (History),
 // the agent's id, model and instructions, and two ways to talk back to the
-// daemon: Call (a tool call through TurnIO.Tools, recorded for the history)
-// and Chunk (streamed text through TurnIO.OnChunk). A Program that emits no
+// daemon: Call (a tool call through TurnIO.Tools, recorded for the history),
+// CallBatch (the tool calls of one model step, as a model emitting several
+// tool-use blocks at once; run together when TurnIO.Tools is a
+// provider.BatchToolCaller, else one by one) and Chunk (streamed text
+// through TurnIO.OnChunk). A Program that emits no
 // chunk has its whole response streamed as one chunk when it returns.
 //
 // Wrappers build failure scenarios from programs: FailTransient,

@@ -506,3 +506,67 @@ func TestConcurrentSessions(t *testing.T) {
 		t.Fatalf("Sends %d Calls %d, want 80", p.Sends(), p.Calls("echo"))
 	}
 }
+
+// batchTools is a fakeTools that also runs steps of calls, noting each step.
+type batchTools struct {
+	fakeTools
+	steps [][]string
+}
+
+func (b *batchTools) CallTools(ctx context.Context, calls []provider.ToolRequest) []provider.ToolResponse {
+	var names []string
+	out := make([]provider.ToolResponse, len(calls))
+	for i, c := range calls {
+		names = append(names, c.Tool)
+		out[i].Result, out[i].Err = b.fn(c.Tool, c.Args)
+	}
+	b.steps = append(b.steps, names)
+	return out
+}
+
+func TestCallBatchRecordsCallsInOrder(t *testing.T) {
+	fn := func(tool string, args map[string]any) (map[string]any, error) {
+		if tool == "bad" {
+			return map[string]any{"error": "nope"}, nil
+		}
+		return map[string]any{"echo": args["n"]}, nil
+	}
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch caller %v", batch), func(t *testing.T) {
+			p := New("test", Options{})
+			var seen []provider.Turn
+			p.Register("step", func(_ context.Context, tn *Turn) (string, error) {
+				seen = tn.History
+				rs, err := tn.CallBatch([]provider.ToolRequest{
+					{Tool: "a", Args: map[string]any{"n": 1}}, {Tool: "bad"}, {Tool: "c", Args: map[string]any{"n": 3}}})
+				if err != nil {
+					return "", err
+				}
+				if len(rs) != 3 || rs[0]["echo"] != 1 || rs[1]["error"] != "nope" || rs[2]["echo"] != 3 {
+					return "", fmt.Errorf("results %v", rs)
+				}
+				return "ok", nil
+			})
+			var tools provider.ToolCaller = &fakeTools{fn: fn}
+			bt := &batchTools{fakeTools: fakeTools{fn: fn}}
+			if batch {
+				tools = bt
+			}
+			s := create(t, p, "step")
+			for _, msg := range []string{"one", "two"} {
+				if resp, err := s.Send(context.Background(), msg, provider.TurnIO{Tools: tools}); err != nil || resp != "ok" {
+					t.Fatalf("Send %s: %q %v", msg, resp, err)
+				}
+			}
+			if len(seen) != 1 || len(seen[0].Calls) != 3 {
+				t.Fatalf("history %+v, want one turn of 3 calls", seen)
+			}
+			if c := seen[0].Calls; c[0].Tool != "a" || c[1].Tool != "bad" || c[1].Error != "nope" || c[2].Tool != "c" {
+				t.Fatalf("recorded calls %+v", c)
+			}
+			if batch && fmt.Sprint(bt.steps) != "[[a bad c] [a bad c]]" {
+				t.Fatalf("steps %v, want each turn's calls as one step", bt.steps)
+			}
+		})
+	}
+}

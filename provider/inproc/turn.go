@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 
 	"github.com/warren-dev/warren/provider"
@@ -48,21 +49,91 @@ type Turn struct {
 // returns it even if the program does not). After the turn is over Call
 // returns ErrTurnOver.
 func (t *Turn) Call(tool string, args map[string]any) (map[string]any, error) {
-	t.mu.Lock()
-	over := t.over
-	t.mu.Unlock()
-	if over {
-		return nil, fmt.Errorf("inproc tool call %q: %w", tool, ErrTurnOver)
-	}
-	if t.tio.Tools == nil {
-		return nil, fmt.Errorf("inproc tool call %q: the turn has no tool caller", tool)
+	if err := t.callable("tool call " + strconv.Quote(tool)); err != nil {
+		return nil, err
 	}
 	if args == nil {
 		args = map[string]any{}
 	}
 	res, err := t.tio.Tools.CallTool(t.ctx, tool, args)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.over {
+		return nil, fmt.Errorf("inproc tool call %q: %w", tool, ErrTurnOver)
+	}
+	return res, t.record(provider.ToolRequest{Tool: tool, Args: args}, res, err)
+}
 
-	rec := provider.ToolCall{Tool: tool, Args: maps.Clone(args)}
+// CallBatch runs the tool calls of one model step, as a model emitting
+// several tool-use blocks in one message. If the turn's tool caller is a
+// provider.BatchToolCaller it may run them together; otherwise they run one
+// by one, stopping at the first Go error. Calls are recorded in request
+// order. The error is the first call's Go error, with Call's meaning.
+func (t *Turn) CallBatch(calls []provider.ToolRequest) ([]map[string]any, error) {
+	bt, ok := t.tio.Tools.(provider.BatchToolCaller)
+	if !ok {
+		out := make([]map[string]any, len(calls))
+		for i, c := range calls {
+			r, err := t.Call(c.Tool, c.Args)
+			if err != nil {
+				return out, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	if err := t.callable("tool calls"); err != nil {
+		return nil, err
+	}
+	reqs := make([]provider.ToolRequest, len(calls))
+	for i, c := range calls {
+		reqs[i] = c
+		if reqs[i].Args == nil {
+			reqs[i].Args = map[string]any{}
+		}
+	}
+	resps := bt.CallTools(t.ctx, reqs)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.over {
+		return nil, fmt.Errorf("inproc tool calls: %w", ErrTurnOver)
+	}
+	out := make([]map[string]any, len(reqs))
+	var first error
+	for i, r := range resps {
+		out[i] = r.Result
+		if err := t.record(reqs[i], r.Result, r.Err); err != nil && first == nil {
+			first = err
+		}
+	}
+	return out, first
+}
+
+// callable fails when the turn is over or has no tool caller.
+func (t *Turn) callable(what string) error {
+	t.mu.Lock()
+	over := t.over
+	t.mu.Unlock()
+	if over {
+		return fmt.Errorf("inproc %s: %w", what, ErrTurnOver)
+	}
+	if t.tio.Tools == nil {
+		return fmt.Errorf("inproc %s: the turn has no tool caller", what)
+	}
+	return nil
+}
+
+// record notes a call's outcome for the history and returns err. A call
+// that suspended the run is not recorded (the daemon re-runs the turn on
+// resume); it marks the turn suspended. t.mu must be held.
+func (t *Turn) record(req provider.ToolRequest, res map[string]any, err error) error {
+	if err != nil && errors.Is(err, provider.ErrRunSuspended) {
+		if t.suspendErr == nil {
+			t.suspendErr = err
+		}
+		return err
+	}
+	rec := provider.ToolCall{Tool: req.Tool, Args: maps.Clone(req.Args)}
 	switch {
 	case err != nil:
 		rec.Error = err.Error()
@@ -74,19 +145,8 @@ func (t *Turn) Call(tool string, args map[string]any) (map[string]any, error) {
 			rec.Result = map[string]any{}
 		}
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.over {
-		return nil, fmt.Errorf("inproc tool call %q: %w", tool, ErrTurnOver)
-	}
-	if err != nil && errors.Is(err, provider.ErrRunSuspended) {
-		if t.suspendErr == nil {
-			t.suspendErr = err
-		}
-		return nil, err
-	}
 	t.calls = append(t.calls, rec)
-	return res, err
+	return err
 }
 
 // Chunk streams text to the daemon through TurnIO.OnChunk. Chunks emitted
