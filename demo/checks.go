@@ -17,7 +17,7 @@ func (r *runner) showDisk(d map[string]*diskAgent) {
 		}
 		wal := ""
 		if a.walBytes > 0 {
-			wal = fmt.Sprintf("  + events.pending (%d bytes, replayed at the next start)", a.walBytes)
+			wal = fmt.Sprintf("  + events.pending (%d bytes; the next start replays what the log lacks)", a.walBytes)
 		}
 		r.detail("%-8s %3d entries  %-10s  messages enqueued=%d pending=%d  unfinished turns=%d%s",
 			a.path, a.entries, state, len(a.enqueued), len(a.pending()), len(a.openRuns), wal)
