@@ -86,15 +86,19 @@ type projection struct {
 	Handle       string
 	SessProvider string // provider of the recorded provider session
 	SessModel    string
-	TurnNo       int
-	Run          *runFacts
-	Gated        bool
-	Subs         map[string]subscriptionRec
-	Reminders    map[string]*reminderRec
-	Pending      *inbox.Queue
-	Enqueued     map[string]struct{}
-	LastError    string
-	LastSeq      uint64
+	// Suspended says the last session event is suspend.result: only then
+	// may a provider blob in session.json be restored (after a restore the
+	// blob is stale, even if its clearing had not reached the disk).
+	Suspended bool
+	TurnNo    int
+	Run       *runFacts
+	Gated     bool
+	Subs      map[string]subscriptionRec
+	Reminders map[string]*reminderRec
+	Pending   *inbox.Queue
+	Enqueued  map[string]struct{}
+	LastError string
+	LastSeq   uint64
 	// Sent holds the envelopes of the most recent tool calls that sent
 	// messages, so recovery can deliver one that reached this (the sender's)
 	// log but not the recipient's.
@@ -189,12 +193,16 @@ func (p *projection) apply(e eventlog.Entry) error {
 			return err
 		}
 		p.Handle, p.SessProvider, p.SessModel = d.Handle, d.Provider, d.Model
+		p.Suspended = false
 	case evSessionRestored:
 		var d sessionRestoredData
 		if err := decode(e, &d); err != nil {
 			return err
 		}
 		p.SessProvider, p.SessModel = d.Provider, d.Model
+		p.Suspended = false
+	case evSuspendResult:
+		p.Suspended = true
 	case evTurnStart:
 		var d turnStartData
 		if !fastTurnStart(e.Data, &d) {

@@ -329,6 +329,18 @@ func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
 			c.log.Error("saving a rebuilt session.json", "agent", l.id, "err", err)
 		}
 	}
+	if len(sess.ProviderState) > 0 && !l.p.Suspended {
+		// The session was restored (or replaced) after this blob was
+		// saved, and the write clearing it did not land before the crash:
+		// restoring it would lose every later turn (Substrat's stale-blob
+		// bug). The handle and the log are current.
+		c.log.Info("discarding a stale provider blob", "agent", l.id, "bytes", len(sess.ProviderState))
+		sess = sess.Clone()
+		sess.ProviderState = nil
+		if err := c.store.Save(sess); err != nil {
+			c.log.Error("saving session.json without its stale blob", "agent", l.id, "err", err)
+		}
+	}
 	a.sess = sess
 	_ = atomicCleanTemps(c, l.id)
 	if lr := l.p.LastResume; lr != nil {

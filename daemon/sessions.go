@@ -57,12 +57,22 @@ func (c *Core) evict(ctx context.Context, id string, lv *live) error {
 	s.UpdatedAt = c.now().UTC()
 	a.sess = s
 	a.mu.Unlock()
-	// The blob must be on disk before the provider session stops.
-	if err := c.flushSession(a); err != nil {
-		return fmt.Errorf("saving the evicted session of agent %s: %w", id, err)
+	// The blob must be on disk before the provider session stops. The
+	// snapshot and suspend.result are written at the same time: recovery
+	// restores a blob only when suspend.result is the last session event,
+	// and without one it falls back to the handle or the history.
+	logged := make(chan error, 1)
+	go func() {
+		_, err := a.log.Append(evSuspendResult, suspendResultData{StateSize: len(blob)})
+		logged <- err
+	}()
+	ferr := c.flushSession(a)
+	lerr := <-logged
+	if ferr != nil {
+		return fmt.Errorf("saving the evicted session of agent %s: %w", id, ferr)
 	}
-	if _, err := a.log.Append(evSuspendResult, suspendResultData{StateSize: len(blob)}); err != nil {
-		return fmt.Errorf("logging the eviction of agent %s: %w", id, err)
+	if lerr != nil {
+		return fmt.Errorf("logging the eviction of agent %s: %w", id, lerr)
 	}
 	return nil
 }

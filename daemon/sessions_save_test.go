@@ -2,11 +2,13 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -72,5 +74,35 @@ func TestSessionSnapshotWrittenWithoutDelay(t *testing.T) {
 	}
 	if s.State != session.StateIdle {
 		t.Fatalf("session.json state %s, want idle", s.State)
+	}
+}
+
+func TestStaleProviderBlobIsNotRestoredAfterACrash(t *testing.T) {
+	// One slot, so each turn of one agent evicts the other. The write that
+	// clears a's blob after its restore is held back (a long snapshot
+	// delay) and lost in the crash: session.json still holds the blob of
+	// a's first turn when the daemon restarts. Restoring it would make a
+	// forget its later turns.
+	h := newHarness(t, func(h *harness) {
+		h.saveDelay = time.Hour
+		h.cfg.Pools["default"] = 1
+	})
+	h.prov.Register("count", func(_ context.Context, t *inproc.Turn) (string, error) {
+		return fmt.Sprint(len(t.History)), nil
+	})
+	a := h.create("a", "", "count")
+	b := h.create("b", "", "count")
+	for i, step := range []struct{ id, want string }{{a, "0"}, {b, "0"}, {a, "1"}, {a, "2"}} {
+		if res := h.send(step.id, "turn"); res.Err != nil || res.Response != step.want {
+			t.Fatalf("step %d: %+v, want response %s", i, res, step.want)
+		}
+	}
+	s, err := session.NewStore(h.fs, "/home/agents").Load(a)
+	if err != nil || len(s.ProviderState) == 0 {
+		t.Fatalf("setup: session.json of a should still hold the old blob: %v", err)
+	}
+	h.crash(faultfs.ProcessCrash)
+	if res := h.send(a, "turn"); res.Err != nil || res.Response != "3" {
+		t.Fatalf("after the crash a's turn saw history %+v, want 3 earlier turns", res)
 	}
 }
