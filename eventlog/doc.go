@@ -74,15 +74,16 @@
 // removed" after every group: creating a file and fsyncing it commits its
 // inode and directory entry to the filesystem journal, while rewriting
 // blocks a file already has and fsyncing it is one device flush. On this
-// project's ext4 disk, create+write+fsync+remove costs about 2.5 flushes and
-// an in-place write+fsync about 0.7, so a single writer reaches 0.58x the raw
-// append+fsync rate instead of 0.35x. What a crash can leave is no different
-// in kind: a complete group already in the log (replay skips it; the
-// specification's own crash-after-append case), or a group torn by its own
-// write (no valid trailer, discarded). An in-place rewrite torn by a power
-// loss can mix the new group's bytes with the previous group's, but the
-// previous group is durable in the log by then, and the trailer's CRC over
-// every byte before it rejects any mix. Removing the file when the log goes
+// project's ext4 disk, create+write+fsync+remove costs about 2.5 flushes
+// and an in-place write+fsync about 0.7, so a single writer reaches
+// 0.54-0.59x the raw append+fsync rate instead of 0.33-0.36x. What a crash
+// can leave is no different in kind: a complete group already in the log
+// (replay skips it; the specification's own crash-after-append case), or a
+// group torn by its own write (no valid trailer, discarded). An in-place
+// rewrite torn by a power loss can mix the new group's bytes with the
+// previous group's, but the previous group is durable in the log by then,
+// and the trailer's CRC over every byte before it rejects any mix. Removing
+// the file when the log goes
 // idle keeps the specification's on-disk promise that it is normally absent.
 //
 // Why the pending file's directory entry is not fsynced for single-record
