@@ -250,17 +250,29 @@ func (c *Core) stopAgents() (agents []*agent, first bool) {
 
 // goBackground runs f as tracked background work unless the core is closed.
 func (c *Core) goBackground(f func()) bool {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.track() {
 		return false
 	}
-	c.wg.Add(1)
-	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
 		f()
 	}()
+	return true
+}
+
+// track registers work that Close must wait for, unless the core is closed
+// (then it returns false and the work must not start). A caller that gets
+// true calls c.wg.Done when the work ends. Timer callbacks (wait deadlines,
+// reminders) and the periodic sweep go through it: a callback that fired
+// as Close began would otherwise write to logs being closed and start a
+// session.json write that Close does not wait for.
+func (c *Core) track() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
 	return true
 }
 

@@ -33,6 +33,9 @@ type harness struct {
 	saveDelay time.Duration
 	boots     int
 	extra     map[string]provider.Provider
+	// wrapFS, if set, wraps the filesystem the core uses (to observe or
+	// hold its operations); h.fs stays the crashable filesystem beneath.
+	wrapFS func(faultfs.FS) faultfs.FS
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
@@ -60,8 +63,12 @@ func (h *harness) start() {
 	for n, p := range h.extra {
 		provs[n] = p
 	}
+	var fsys faultfs.FS = h.fs
+	if h.wrapFS != nil {
+		fsys = h.wrapFS(h.fs)
+	}
 	c, err := NewCore(CoreOptions{
-		FS: h.fs, Home: "/home", Providers: provs,
+		FS: fsys, Home: "/home", Providers: provs,
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
 		Logger: hclog.NewNullLogger(), MaxInbox: h.maxInbox, SessionSaveDelay: h.saveDelay,
 		Sleep: func(ctx context.Context, d time.Duration) error {

@@ -66,8 +66,13 @@ func (c *Core) armReminder(a *agent, id string) {
 	a.timers[id] = time.AfterFunc(d, func() { c.fireReminder(a, id) })
 }
 
-// fireReminder delivers a reminder's SYSTEM notification to its agent.
+// fireReminder delivers a reminder's SYSTEM notification to its agent. Once
+// the core is closed it does nothing, and Close waits for one in progress.
 func (c *Core) fireReminder(a *agent, id string) {
+	if !c.track() {
+		return
+	}
+	defer c.wg.Done()
 	a.remMu.Lock()
 	defer a.remMu.Unlock()
 	a.mu.Lock()

@@ -56,19 +56,17 @@ func (c *Core) armDeadline(deadline time.Time) {
 	if d < 0 {
 		d = 0
 	}
-	time.AfterFunc(d, func() {
-		c.mu.Lock()
-		closed := c.closed
-		c.mu.Unlock()
-		if !closed {
-			c.SweepWaits()
-		}
-	})
+	time.AfterFunc(d, c.SweepWaits)
 }
 
 // SweepWaits expires every wait whose deadline passed: run.interrupted
-// (wait_timeout) and token.expired in one write.
+// (wait_timeout) and token.expired in one write. Once the core is closed it
+// does nothing, and Close waits for a sweep in progress.
 func (c *Core) SweepWaits() {
+	if !c.track() {
+		return
+	}
+	defer c.wg.Done()
 	expired := c.tokens.Expire(c.now(), func(t token.Token) error {
 		a, ok := c.agent(t.AgentID)
 		if !ok {
