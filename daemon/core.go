@@ -54,16 +54,20 @@ type CoreOptions struct {
 	// MaxInbox bounds each agent's pending messages.
 	MaxInbox int
 	// SessionSaveDelay is how long session.json's background writer waits
-	// after a change before writing, to coalesce a short turn's changes;
-	// 0 means DefaultSessionSaveDelay, negative means no wait.
+	// after a change before writing, coalescing the changes made meanwhile
+	// (a busy agent's snapshot is written about once per delay); 0 means
+	// DefaultSessionSaveDelay, negative means no wait.
 	SessionSaveDelay time.Duration
 	// PendingIdle is passed to every event log (eventlog.Options); the
 	// crash tests set it negative so that no idle timer adds operations.
 	PendingIdle time.Duration
 }
 
-// DefaultSessionSaveDelay is the default CoreOptions.SessionSaveDelay.
-const DefaultSessionSaveDelay = 50 * time.Millisecond
+// DefaultSessionSaveDelay is the default CoreOptions.SessionSaveDelay. A
+// snapshot write (temp file, fsync, rename, directory fsync) costs about
+// four log fsyncs of disk time and a new inode; the log carries every change
+// durably, so the snapshot trails it by up to this much (docs/DECISIONS.md).
+const DefaultSessionSaveDelay = time.Second
 
 // Core owns the agents and runs their turns and tools.
 type Core struct {

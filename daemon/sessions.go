@@ -232,10 +232,11 @@ func (c *Core) history(a *agent) (history.History, error) {
 // saveSession updates the agent's session.json snapshot through f and has
 // it written in the background. The log is the authority, so the snapshot
 // is written off the acknowledgement path: a per-agent writer waits
-// SessionSaveDelay after the first change (or until the core stops), then
-// writes the latest state, coalescing the changes that came meanwhile and
-// while it wrote, so a short turn's start and end cost one write. A failed
-// save is logged: the log can rebuild session.json.
+// SessionSaveDelay after a change (no wait once the core stops), then
+// writes the latest state, and repeats while changes came during the wait
+// or the write. A busy agent's snapshot is written about once per delay
+// rather than twice per turn. A failed save is logged: the log can rebuild
+// session.json.
 func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 	a.mu.Lock()
 	var s *session.Session
@@ -257,20 +258,13 @@ func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 	c.saves.Add(1)
 	go func() {
 		defer c.saves.Done()
-		if d := c.opts.SessionSaveDelay; d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-c.ctx.Done():
-				t.Stop()
-			}
-			// The first write below copies the latest state, so the
-			// changes made while waiting need no second one.
+		for {
+			c.saveDelay()
+			// The write below copies the latest state, so the changes made
+			// while waiting need no second one.
 			a.mu.Lock()
 			a.saveDirty = false
 			a.mu.Unlock()
-		}
-		for {
 			if err := c.flushSession(a); err != nil {
 				c.log.Error("saving session.json", "agent", a.id, "err", err)
 			}
@@ -280,10 +274,23 @@ func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 				a.mu.Unlock()
 				return
 			}
-			a.saveDirty = false
 			a.mu.Unlock()
 		}
 	}()
+}
+
+// saveDelay waits SessionSaveDelay, or until the core stops.
+func (c *Core) saveDelay() {
+	d := c.opts.SessionSaveDelay
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.ctx.Done():
+	}
 }
 
 // flushSession writes the agent's latest snapshot now. Writes are
