@@ -14,15 +14,24 @@ import (
 )
 
 // holdFS holds the next fsync of a file whose path ends in a suffix (once
-// armed): it reports the held sync on entered and lets it go when release
-// is closed.
+// armed): it reports the held sync on entered and lets it go on let.
 type holdFS struct {
 	faultfs.FS
 	mu      sync.Mutex
 	suffix  string
 	entered chan struct{}
 	release chan struct{}
+	once    sync.Once
 }
+
+func newHoldFS() *holdFS {
+	return &holdFS{entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+// let lets the held sync (and any later one) go. Tests defer it, so that a
+// failing test does not hang in the harness's cleanup (deferred calls run
+// before cleanups).
+func (h *holdFS) let() { h.once.Do(func() { close(h.release) }) }
 
 func (h *holdFS) arm(suffix string) {
 	h.mu.Lock()
@@ -64,7 +73,8 @@ func (f *holdFile) Sync() error {
 // session.json write after Close's last wait: a data race on the core's
 // wait group, and a file written after the daemon let go of its home.)
 func TestCloseWaitsForADeadlineSweepInProgress(t *testing.T) {
-	hold := &holdFS{entered: make(chan struct{}), release: make(chan struct{})}
+	hold := newHoldFS()
+	defer hold.let()
 	h := newHarness(t, func(h *harness) {
 		h.saveDelay = time.Hour // only Close has the snapshot written
 		h.wrapFS = func(fsys faultfs.FS) faultfs.FS { hold.FS = fsys; return hold }
@@ -113,7 +123,7 @@ func TestCloseWaitsForADeadlineSweepInProgress(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	close(hold.release)
+	hold.let()
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
 	}

@@ -43,6 +43,14 @@ func (t *runTools) CallTools(ctx context.Context, calls []provider.ToolRequest) 
 	}
 	t.mu.Unlock()
 	if together {
+		// The step's entries follow those written behind earlier calls.
+		if err := t.calls.drain(); err != nil {
+			out := make([]provider.ToolResponse, len(calls))
+			for i := range out {
+				out[i].Err = err
+			}
+			return out
+		}
 		return t.c.callTools(ctx, t.a, calls, callCtx{runID: t.runID, turn: t.turn, index: base})
 	}
 	out := make([]provider.ToolResponse, len(calls))
@@ -161,9 +169,7 @@ func (c *Core) logBatchAndDeliver(a *agent, calls []provider.ToolRequest, outs [
 	}
 	recs := make([]eventlog.Record, len(calls))
 	for i, call := range calls {
-		recs[i] = eventlog.Record{Event: evToolCall, Data: toolCallData{CallID: newID(), Tool: call.Tool,
-			Args: call.Args, Result: outs[i].result, Error: outs[i].toolErr, RunID: first.runID,
-			Turn: first.turn, Messages: outs[i].messages}}
+		recs[i] = toolCallRecord(call.Tool, call.Args, outs[i].result, outs[i].toolErr, first, outs[i].messages)
 	}
 	var lerr error
 	if _, err := a.log.AppendBatch(recs); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/tools"
@@ -21,6 +22,9 @@ type callCtx struct {
 	runID string
 	turn  int
 	index int
+	// calls, inside a turn, writes the tool.call entries of
+	// deferredLogTools behind the call (calllog.go).
+	calls *callLog
 }
 
 // derivedID is a deterministic id for an effect of a call inside a run, so a
@@ -56,10 +60,11 @@ type runTools struct {
 	pos      int
 	recorded []recordedCall
 	resume   *string // answer to the run's pending await_input
+	calls    *callLog
 }
 
 func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
-	t := &runTools{c: c, a: a, runID: runID, turn: turn}
+	t := &runTools{c: c, a: a, runID: runID, turn: turn, calls: newCallLog(a.log)}
 	a.mu.Lock()
 	if r := a.p.runFor(runID); r != nil {
 		t.recorded = append([]recordedCall(nil), r.Calls...)
@@ -87,7 +92,13 @@ func (t *runTools) CallTool(ctx context.Context, tool string, args map[string]an
 		t.resume = nil
 	}
 	t.mu.Unlock()
-	cc := callCtx{runID: t.runID, turn: t.turn, index: idx}
+	cc := callCtx{runID: t.runID, turn: t.turn, index: idx, calls: t.calls}
+	if rec == nil && !deferredLogTools[tool] {
+		// This call's entry follows those written behind earlier calls.
+		if err := t.calls.drain(); err != nil {
+			return nil, err
+		}
+	}
 	if rec != nil {
 		t.c.reapply(t.a, tool, args, rec, cc)
 		if rec.Error != "" {
@@ -183,18 +194,28 @@ func (c *Core) logCallAndDeliver(a *agent, tool string, args map[string]any, out
 			errs[i] = c.appendEnqueue(m)
 		}()
 	}
-	err := c.logToolCall(a, tool, args, out.result, out.toolErr, cc, out.messages)
+	var err error
+	if cc.calls != nil && deferredLogTools[tool] {
+		cc.calls.add(toolCallRecord(tool, args, out.result, out.toolErr, cc, out.messages))
+	} else {
+		err = c.logToolCall(a, tool, args, out.result, out.toolErr, cc, out.messages)
+	}
 	wg.Wait()
 	return errors.Join(append(errs, err)...)
 }
 
 func (c *Core) logToolCall(a *agent, tool string, args, result map[string]any, errText string, cc callCtx, msgs []map[string]any) error {
-	d := toolCallData{CallID: newID(), Tool: tool, Args: args, Result: result, Error: errText,
-		RunID: cc.runID, Turn: cc.turn, Messages: msgs}
-	if _, err := a.log.Append(evToolCall, d); err != nil {
+	rec := toolCallRecord(tool, args, result, errText, cc, msgs)
+	if _, err := a.log.Append(rec.Event, rec.Data); err != nil {
 		return fmt.Errorf("logging tool.call %s for agent %s: %w", tool, a.id, err)
 	}
 	return nil
+}
+
+// toolCallRecord is the tool.call entry of one call.
+func toolCallRecord(tool string, args, result map[string]any, errText string, cc callCtx, msgs []map[string]any) eventlog.Record {
+	return eventlog.Record{Event: evToolCall, Data: toolCallData{CallID: newID(), Tool: tool, Args: args,
+		Result: result, Error: errText, RunID: cc.runID, Turn: cc.turn, Messages: msgs}}
 }
 
 // execTool dispatches a parsed call to its implementation.

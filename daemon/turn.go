@@ -209,6 +209,10 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 		resp, err := lv.sess.Send(actx, prompt, provider.TurnIO{Tools: tools, OnChunk: onChunk})
 		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		acancel()
+		// The attempt's calls are in the log before whatever ends it.
+		if derr := tools.calls.drain(); derr != nil && err == nil {
+			err = derr
+		}
 		if err == nil {
 			lv.inject = nil
 			return resp, attempt, nil

@@ -1,0 +1,121 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider/inproc"
+)
+
+// toolsInLog lists the tool names of the tool.call entries and the turn
+// events in an agent's log, in log order.
+func toolsInLog(h *harness, id string) []string {
+	var out []string
+	for _, e := range h.entries(id) {
+		switch e.Event {
+		case evToolCall:
+			out = append(out, fmt.Sprint(dataOf(h.t, e)["tool"]))
+		case evTurnStart, evTurnComplete, evTurnFailed:
+			out = append(out, e.Event)
+		}
+	}
+	return out
+}
+
+// TestSendReturnsBeforeItsToolCallEntryIsDurable: inside a turn a
+// send_message call returns once its message is durable in the recipient's
+// log, while its own tool.call entry is still being written; a later call
+// of another tool waits for it, so the log holds the calls in call order
+// and before turn.complete.
+func TestSendReturnsBeforeItsToolCallEntryIsDurable(t *testing.T) {
+	hold := newHoldFS()
+	defer hold.let()
+	h := newHarness(t, func(h *harness) {
+		h.noWake = true
+		h.wrapFS = func(fsys faultfs.FS) faultfs.FS { hold.FS = fsys; return hold }
+	})
+	var root string
+	returned := make(chan struct{})
+	h.prov.Register("sender", func(_ context.Context, tr *inproc.Turn) (string, error) {
+		hold.arm(root + "/events.jsonl") // the next fsync of the root's log
+		for i, to := range []string{"c1", "c2"} {
+			r, err := tr.Call("send_message", map[string]any{"recipient": to, "text": "task"})
+			if err := errOf(r, err); err != nil {
+				return "", err
+			}
+			if i == 0 {
+				close(returned)
+			}
+		}
+		r, err := tr.Call("list_children", nil)
+		if err := errOf(r, err); err != nil {
+			return "", err
+		}
+		return "sent", nil
+	})
+	root = h.create("root", "", "sender")
+	c1 := h.create("c1", root, "echo")
+	c2 := h.create("c2", root, "echo")
+
+	done := make(chan TurnResult, 1)
+	go func() {
+		res, err := h.c.Send(context.Background(), root, "go", "", "", nil)
+		if err != nil {
+			res.Err = err
+		}
+		done <- res
+	}()
+	<-hold.entered // the first send's tool.call entry is being fsynced
+	select {
+	case <-returned:
+	case <-time.After(30 * time.Second):
+		t.Fatal("send_message did not return while its tool.call entry's fsync was held")
+	}
+	if n := h.count(c1, evMsgEnqueued); n != 1 {
+		t.Fatalf("c1 has %d message.enqueued entries when the send returned, want 1", n)
+	}
+	hold.let()
+	res := <-done
+	if res.Err != nil || res.Response != "sent" {
+		t.Fatalf("turn: %+v", res)
+	}
+	want := []string{evTurnStart, "send_message", "send_message", "list_children", evTurnComplete}
+	if got := toolsInLog(h, root); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("root's log holds %v, want %v", got, want)
+	}
+	if n := h.count(c2, evMsgEnqueued); n != 1 {
+		t.Fatalf("c2 has %d message.enqueued entries, want 1", n)
+	}
+}
+
+// TestFailedToolCallEntryFailsTheTurn: when the write of a send's tool.call
+// entry fails after the call returned, the turn does not complete (the log
+// is poisoned); the message itself was delivered.
+func TestFailedToolCallEntryFailsTheTurn(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	var root string
+	h.prov.Register("sender", func(_ context.Context, tr *inproc.Turn) (string, error) {
+		h.fs.Inject(faultfs.Rule{Kind: faultfs.OpSync, Path: root + "/events.jsonl"})
+		r, err := tr.Call("send_message", map[string]any{"recipient": "c1", "text": "task"})
+		if err := errOf(r, err); err != nil {
+			return "", err
+		}
+		return "sent", nil
+	})
+	root = h.create("root", "", "sender")
+	c1 := h.create("c1", root, "echo")
+	res, err := h.c.Send(context.Background(), root, "go", "", "", nil)
+	if err == nil && res.Err == nil {
+		t.Fatalf("the turn succeeded although its tool.call entry was not logged: %+v", res)
+	}
+	h.fs.ClearRules()
+	if got := toolsInLog(h, root); fmt.Sprint(got) != fmt.Sprint([]string{evTurnStart}) {
+		t.Fatalf("root's log holds %v, want only turn.start", got)
+	}
+	if n := h.count(c1, evMsgEnqueued); n != 1 {
+		t.Fatalf("c1 has %d message.enqueued entries, want 1 (the send returned)", n)
+	}
+}
