@@ -76,7 +76,7 @@
 // blocks a file already has and fsyncing it is one device flush. On this
 // project's ext4 disk, create+write+fsync+remove costs about 2.5 flushes
 // and an in-place write+fsync about 0.7, so a single writer reaches
-// 0.54-0.59x the raw append+fsync rate instead of 0.33-0.36x. What a crash
+// 0.54-0.63x the raw append+fsync rate instead of 0.30-0.36x. What a crash
 // can leave is no different in kind: a complete group already in the log
 // (replay skips it; the specification's own crash-after-append case), or a
 // group torn by its own write (no valid trailer, discarded). An in-place
