@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -49,8 +50,15 @@ func newCallLog(l *eventlog.Log) *callLog {
 }
 
 // add queues a tool.call entry; a writer goroutine appends it after the
-// entries queued before it.
-func (w *callLog) add(rec eventlog.Record) {
+// entries queued before it. The entry is encoded now: its args and result
+// are the caller's maps, which the model's side may change once the call
+// has returned.
+func (w *callLog) add(rec eventlog.Record) error {
+	data, err := json.Marshal(rec.Data)
+	if err != nil {
+		return fmt.Errorf("encoding a %s entry: %w", rec.Event, err)
+	}
+	rec.Data = json.RawMessage(data)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.queue = append(w.queue, rec)
@@ -58,6 +66,7 @@ func (w *callLog) add(rec eventlog.Record) {
 		w.writing = true
 		go w.write()
 	}
+	return nil
 }
 
 // write appends the queued entries, a batch at a time, until none is left.

@@ -119,3 +119,70 @@ func TestFailedToolCallEntryFailsTheTurn(t *testing.T) {
 		t.Fatalf("c1 has %d message.enqueued entries, want 1 (the send returned)", n)
 	}
 }
+
+// TestToolCallEntryKeepsTheArgsAsCalled: the entry written behind a send
+// holds the arguments and result as they were when the call returned, even
+// if the model's side changes those maps afterwards while the entry still
+// waits behind an earlier one.
+func TestToolCallEntryKeepsTheArgsAsCalled(t *testing.T) {
+	hold := newHoldFS()
+	defer hold.let()
+	h := newHarness(t, func(h *harness) {
+		h.noWake = true
+		h.wrapFS = func(fsys faultfs.FS) faultfs.FS { hold.FS = fsys; return hold }
+	})
+	var root string
+	changed := make(chan struct{})
+	h.prov.Register("mutator", func(_ context.Context, tr *inproc.Turn) (string, error) {
+		hold.arm(root + "/events.jsonl") // holds the first send's entry
+		var last, lastResult map[string]any
+		for _, to := range []string{"c1", "c2"} {
+			last = map[string]any{"recipient": to, "text": "as called"}
+			r, err := tr.Call("send_message", last)
+			if err := errOf(r, err); err != nil {
+				return "", err
+			}
+			lastResult = r
+		}
+		// The second send's entry is queued behind the held first one.
+		last["text"] = "changed after the call"
+		lastResult["status"] = "changed after the call"
+		close(changed)
+		r, err := tr.Call("list_children", nil)
+		if err := errOf(r, err); err != nil {
+			return "", err
+		}
+		return "sent", nil
+	})
+	root = h.create("root", "", "mutator")
+	h.create("c1", root, "echo")
+	h.create("c2", root, "echo")
+	done := make(chan TurnResult, 1)
+	go func() { done <- h.send(root, "go") }()
+	<-hold.entered
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sends did not return while the first entry's fsync was held")
+	}
+	hold.let()
+	if res := <-done; res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	n := 0
+	for _, e := range h.entries(root) {
+		if e.Event != evToolCall || fmt.Sprint(dataOf(t, e)["tool"]) != "send_message" {
+			continue
+		}
+		n++
+		d := dataOf(t, e)
+		args, _ := d["args"].(map[string]any)
+		result, _ := d["result"].(map[string]any)
+		if args["text"] != "as called" || result["status"] == "changed after the call" {
+			t.Fatalf("tool.call entry = %v, want the args and result as they were when the call returned", d)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d send_message entries in the root's log, want 2", n)
+	}
+}

@@ -196,7 +196,7 @@ func (c *Core) logCallAndDeliver(a *agent, tool string, args map[string]any, out
 	}
 	var err error
 	if cc.calls != nil && deferredLogTools[tool] {
-		cc.calls.add(toolCallRecord(tool, args, out.result, out.toolErr, cc, out.messages))
+		err = cc.calls.add(toolCallRecord(tool, args, out.result, out.toolErr, cc, out.messages))
 	} else {
 		err = c.logToolCall(a, tool, args, out.result, out.toolErr, cc, out.messages)
 	}
