@@ -25,18 +25,25 @@ func toolsInLog(h *harness, id string) []string {
 	return out
 }
 
+// newHeldHarness is a harness without wake turns on a filesystem that can
+// hold an fsync. The test defers hold.let().
+func newHeldHarness(t *testing.T) (*harness, *holdFS) {
+	hold := newHoldFS()
+	h := newHarness(t, func(h *harness) {
+		h.noWake = true
+		h.wrapFS = func(fsys faultfs.FS) faultfs.FS { hold.FS = fsys; return hold }
+	})
+	return h, hold
+}
+
 // TestSendReturnsBeforeItsToolCallEntryIsDurable: inside a turn a
 // send_message call returns once its message is durable in the recipient's
 // log, while its own tool.call entry is still being written; a later call
 // of another tool waits for it, so the log holds the calls in call order
 // and before turn.complete.
 func TestSendReturnsBeforeItsToolCallEntryIsDurable(t *testing.T) {
-	hold := newHoldFS()
+	h, hold := newHeldHarness(t)
 	defer hold.let()
-	h := newHarness(t, func(h *harness) {
-		h.noWake = true
-		h.wrapFS = func(fsys faultfs.FS) faultfs.FS { hold.FS = fsys; return hold }
-	})
 	var root string
 	returned := make(chan struct{})
 	h.prov.Register("sender", func(_ context.Context, tr *inproc.Turn) (string, error) {
@@ -125,12 +132,8 @@ func TestFailedToolCallEntryFailsTheTurn(t *testing.T) {
 // if the model's side changes those maps afterwards while the entry still
 // waits behind an earlier one.
 func TestToolCallEntryKeepsTheArgsAsCalled(t *testing.T) {
-	hold := newHoldFS()
+	h, hold := newHeldHarness(t)
 	defer hold.let()
-	h := newHarness(t, func(h *harness) {
-		h.noWake = true
-		h.wrapFS = func(fsys faultfs.FS) faultfs.FS { hold.FS = fsys; return hold }
-	})
 	var root string
 	changed := make(chan struct{})
 	h.prov.Register("mutator", func(_ context.Context, tr *inproc.Turn) (string, error) {
