@@ -82,13 +82,7 @@ func (w *callLog) write() {
 			return
 		}
 		w.mu.Unlock()
-		var err error
-		if len(recs) == 1 {
-			_, err = w.log.Append(recs[0].Event, recs[0].Data)
-		} else {
-			_, err = w.log.AppendBatch(recs)
-		}
-		if err != nil {
+		if _, err := w.log.AppendBatch(recs); err != nil {
 			w.mu.Lock()
 			w.err = fmt.Errorf("logging %d tool.call entries: %w", len(recs), err)
 			w.mu.Unlock()
