@@ -16,6 +16,7 @@ var streamingMethods = map[string]bool{"agent.stream": true, "events.subscribe":
 // handler serves the RPC methods of SPEC 8.1.
 type handler struct {
 	c        *Core
+	home     string // absolute path of the home this daemon serves
 	started  time.Time
 	version  string
 	pid      int
@@ -310,11 +311,23 @@ func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream
 }
 
 func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, error) {
-	return map[string]any{"pid": h.pid, "boot_id": h.c.BootID(), "version": h.version,
+	return map[string]any{"pid": h.pid, "boot_id": h.c.BootID(), "version": h.version, "home": h.home,
 		"uptime_s": int64(time.Since(h.started).Seconds()), "agents": h.c.AgentCount(), "pools": h.c.PoolStats()}, nil
 }
 
-func (h *handler) shutdownM(context.Context, protocol.Params, server.Stream) (any, error) {
+// shutdownM stops the daemon. With a `home` param it stops only if that is
+// the home this daemon serves (the same directory), so a client that
+// reached it through a socket linked into another home stops nothing.
+func (h *handler) shutdownM(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	want, err := p.OptString("home", "")
+	if err != nil {
+		return nil, err
+	}
+	if want != "" && !SameHome(want, h.home) {
+		return nil, protocol.Errorf(protocol.CodeInvalid,
+			"this daemon (pid %d) serves the home %s, not %s; it was not stopped. Its socket was reached through another home's path: remove that link",
+			h.pid, h.home, want)
+	}
 	if h.shutdown != nil {
 		go h.shutdown()
 	}

@@ -47,8 +47,9 @@ func SocketPath(home string) string { return filepath.Join(home, "daemon.sock") 
 func lockPath(home string) string   { return filepath.Join(home, "daemon.lock") }
 func pidPath(home string) string    { return filepath.Join(home, "daemon.pid") }
 
-// Run runs a daemon until ctx is done or daemon.shutdown is called: lock,
-// stale socket cleanup, pid file, recovery, then the socket.
+// Run runs a daemon until ctx is done or daemon.shutdown is called: the
+// home's checks (PrepareHome), lock, the socket path's check, pid file,
+// recovery, then the socket (replacing a stale one).
 func Run(ctx context.Context, opts Options) error {
 	logger := opts.Logger
 	if logger == nil {
@@ -62,11 +63,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err := protocol.CheckSocketPath(sock); err != nil {
 		return fmt.Errorf("%w: choose a shorter --home", err)
 	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("creating home %s: %w", home, err)
-	}
-	if err := os.Chmod(home, 0o700); err != nil {
-		return fmt.Errorf("securing home %s: %w", home, err)
+	if err := PrepareHome(home); err != nil {
+		return err
 	}
 	lock, err := acquireLock(home)
 	if err != nil {
@@ -74,8 +72,10 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer releaseLock(lock, home)
 	fsys := faultfs.OS{}
-	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing stale socket %s: %w", sock, err)
+	// A stale socket is replaced by the server's Listen; anything else at
+	// the path is refused now, before recovery, and never removed.
+	if err := checkSocketFile(sock); err != nil {
+		return err
 	}
 	if err := atomicfile.Write(fsys, pidPath(home), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		return fmt.Errorf("writing the pid file: %w", err)
@@ -124,7 +124,7 @@ func Run(ctx context.Context, opts Options) error {
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	h := &handler{c: core, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop}
+	h := &handler{c: core, home: home, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop}
 	srv := server.New(server.Config{SocketPath: sock, StreamingMethods: streamingMethods}, h, logger.Named("server"))
 	if err := srv.Listen(); err != nil {
 		_ = core.Close(context.Background())
@@ -199,7 +199,7 @@ func Run(ctx context.Context, opts Options) error {
 // the pid file names a process that is gone, the lock is retried for up to
 // two seconds before "already running" is reported.
 func acquireLock(home string) (*os.File, error) {
-	f, err := os.OpenFile(lockPath(home), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(lockPath(home), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the lock %s: %w", lockPath(home), err)
 	}

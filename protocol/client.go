@@ -84,7 +84,10 @@ func (p *pendingCall) next() (*Frame, error) {
 	return nil, p.err
 }
 
-// Dial connects to the daemon's socket with the native framing.
+// Dial connects to the daemon's socket with the native framing. It checks
+// with SO_PEERCRED that the server runs as this process's effective uid
+// before it sends anything (an error wrapping ErrUntrustedServer
+// otherwise).
 func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	if err := CheckSocketPath(socketPath); err != nil {
 		return nil, err
@@ -93,6 +96,10 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	conn, err := d.DialContext(ctx, "unix", socketPath)
 	if err != nil {
 		return nil, fmt.Errorf("connect to daemon at %s: %w (is the daemon running?)", socketPath, err)
+	}
+	if err := CheckServer(conn, socketPath); err != nil {
+		conn.Close()
+		return nil, err
 	}
 	c := &Client{conn: conn, pending: map[uint64]*pendingCall{}, done: make(chan struct{})}
 	go c.readLoop()

@@ -14,7 +14,8 @@ import (
 // exactly as Substrat's client does: connect, write one JSON line with id
 // "req-1", half-close the write side, read the reply to EOF. Daemon errors
 // are returned as *Error. For a streaming method the frames are dropped and
-// the done frame gives an empty result.
+// the done frame gives an empty result. Like Dial, it sends nothing to a
+// server that does not run as this process's effective uid.
 func CallJSON(ctx context.Context, socketPath, method string, params map[string]any) (map[string]any, error) {
 	var result map[string]any
 	err := jsonRoundTrip(ctx, socketPath, method, params, func(f *Frame) (bool, error) {
@@ -69,6 +70,9 @@ func jsonRoundTrip(ctx context.Context, socketPath, method string, params map[st
 		return fmt.Errorf("connect to daemon at %s: %w (is the daemon running?)", socketPath, err)
 	}
 	defer conn.Close()
+	if err := CheckServer(conn, socketPath); err != nil {
+		return err
+	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if dl, ok := ctx.Deadline(); ok {

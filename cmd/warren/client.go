@@ -29,20 +29,60 @@ func isNotRunning(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOTSOCK)
 }
 
-// dial connects to the daemon of c.home.
+// permissionDenied is the error for a home or socket the user may not use:
+// that is not "not running", and retrying as is will not help.
+func permissionDenied(home string, err error) error {
+	return &exitError{
+		code: exitDaemonErr,
+		err:  err,
+		msg: fmt.Sprintf("permission denied: cannot reach the daemon socket %s (%v); the home belongs to another user or "+
+			"is not accessible to you: run warren as the home's owner, or use a home of your own with --home or WARREN_HOME",
+			socketPath(home), err),
+	}
+}
+
+// dial connects to the daemon of c.home. It talks only to a socket (never
+// through a symbolic link or to another kind of file) served by the user's
+// own uid (protocol.Dial checks SO_PEERCRED before sending anything).
 func (c *cli) dial(ctx context.Context) (*protocol.Client, error) {
 	sock := socketPath(c.home)
-	if _, err := os.Stat(sock); err != nil {
+	st, err := os.Lstat(sock)
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return nil, permissionDenied(c.home, err)
+	case err != nil:
 		return nil, notRunning(c.home)
+	case st.Mode()&fs.ModeSocket == 0:
+		return nil, &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
+			"%s is not a socket (%s); warren talks only to the socket its daemon creates there. "+
+				"Look at it and move it away; then start the daemon: warren daemon start", sock, fileKind(st))}
 	}
 	cl, err := protocol.Dial(ctx, sock)
 	if err != nil {
-		if isNotRunning(err) {
+		switch {
+		case errors.Is(err, protocol.ErrUntrustedServer):
+			return nil, &exitError{code: exitDaemonErr, err: err, msg: "refusing to talk to the daemon: " + err.Error()}
+		case errors.Is(err, fs.ErrPermission):
+			return nil, permissionDenied(c.home, err)
+		case isNotRunning(err):
 			return nil, notRunning(c.home)
 		}
 		return nil, fmt.Errorf("connect to the daemon at %s: %w", sock, err)
 	}
 	return cl, nil
+}
+
+// fileKind names the type of file st describes.
+func fileKind(st fs.FileInfo) string {
+	switch {
+	case st.Mode()&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case st.IsDir():
+		return "a directory"
+	case st.Mode().IsRegular():
+		return "a regular file"
+	}
+	return "a " + st.Mode().Type().String() + " file"
 }
 
 // call makes one RPC on a fresh connection.

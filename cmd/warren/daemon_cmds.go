@@ -23,10 +23,11 @@ import (
 
 // Policy of the client side of daemon start/stop.
 const (
-	startDeadline = 15 * time.Second
-	stopDeadline  = 30 * time.Second
-	pollInterval  = 50 * time.Millisecond
-	logTailLines  = 20
+	stopDeadline   = 30 * time.Second
+	pollInterval   = 50 * time.Millisecond
+	logTailLines   = 20
+	startNoteAfter = 2 * time.Second // first progress line of a slow start
+	startNoteEvery = 5 * time.Second
 )
 
 func cmdDaemonStart(ctx context.Context, c *cli, args []string) error {
@@ -69,20 +70,22 @@ func runForeground(ctx context.Context, c *cli, maxSlots int, level string) erro
 }
 
 func startBackground(ctx context.Context, c *cli, maxSlots int, level string) error {
+	if err := daemon.PrepareHome(c.home); err != nil {
+		return &exitError{code: exitDaemonErr, err: err, msg: err.Error()}
+	}
 	if st, err := c.call(ctx, "daemon.status", nil); err == nil {
 		return &exitError{code: exitDaemonErr, msg: fmt.Sprintf("daemon already running (pid %d) at %s", num(st, "pid"), c.home)}
-	}
-	if err := os.MkdirAll(c.home, 0o700); err != nil {
-		return fmt.Errorf("create home %s: %w", c.home, err)
+	} else if dialRefused(err) {
+		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the warren binary to start the daemon: %w", err)
 	}
 	logPath := filepath.Join(c.home, "daemon.log")
-	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := openDaemonLog(logPath)
 	if err != nil {
-		return fmt.Errorf("open the daemon log %s: %w", logPath, err)
+		return err
 	}
 	defer logf.Close()
 	startOff, _ := logf.Seek(0, io.SeekEnd)
@@ -100,58 +103,104 @@ func startBackground(ctx context.Context, c *cli, maxSlots int, level string) er
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	tty := isTTY(c.stderr)
-	deadline := time.NewTimer(startDeadline)
-	defer deadline.Stop()
+	// Wait until the daemon serves or its process ends: recovery of a big
+	// home may take long, and a daemon that is still starting has not
+	// failed. Progress goes to stderr.
+	began := time.Now()
+	nextNote := began.Add(startNoteAfter)
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
-	dots, ticks := 0, 0
 	for {
-		if st, err := c.call(ctx, "daemon.status", nil); err == nil {
-			if dots > 0 {
-				fmt.Fprintln(c.stderr)
-			}
+		st, err := c.call(ctx, "daemon.status", nil)
+		if err == nil {
 			if c.json {
 				return printJSON(c.stdout, st)
 			}
 			fmt.Fprintf(c.stdout, "daemon started (pid %d)\n", num(st, "pid"))
 			return nil
 		}
+		if dialRefused(err) {
+			return err
+		}
 		select {
 		case err := <-exited:
-			if dots > 0 {
-				fmt.Fprintln(c.stderr)
-			}
 			fmt.Fprintf(c.stderr, "the daemon exited before it answered (%v); last lines of %s:\n", err, logPath)
-			fmt.Fprint(c.stderr, logTail(logPath, startOff, logTailLines))
+			fmt.Fprint(c.stderr, logTail(logf, startOff, logTailLines))
 			return errSilent
-		case <-deadline.C:
-			if dots > 0 {
-				fmt.Fprintln(c.stderr)
-			}
-			return &exitError{code: exitDaemonErr, msg: fmt.Sprintf("the daemon (pid %d) did not answer within %s; see %s", cmd.Process.Pid, startDeadline, logPath)}
 		case <-ctx.Done():
-			return &exitError{code: exitDaemonErr, msg: fmt.Sprintf("interrupted while waiting for the daemon (pid %d) to start", cmd.Process.Pid)}
-		case <-tick.C:
-			ticks++
-			if tty && ticks%5 == 0 {
-				fmt.Fprint(c.stderr, ".")
-				dots++
+			return &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
+				"stopped waiting; the daemon (pid %d) goes on starting in the background: check it with warren daemon status, see %s",
+				cmd.Process.Pid, logPath)}
+		case now := <-tick.C:
+			if now.After(nextNote) {
+				nextNote = now.Add(startNoteEvery)
+				last := strings.TrimSpace(logTail(logf, startOff, 1))
+				if len(last) > 200 {
+					last = last[:200] + "..."
+				}
+				fmt.Fprintf(c.stderr, "waiting for the daemon (pid %d) to serve, %s so far; last log line: %s\n",
+					cmd.Process.Pid, now.Sub(began).Round(time.Second), last)
 			}
 		}
 	}
 }
 
-// logTail returns the last n lines written to path from offset off.
-func logTail(path string, off int64, n int) string {
-	b, err := os.ReadFile(path)
+// dialRefused reports whether err is the CLI refusing the socket (another
+// user's server, a file that is not a socket, a permission problem) rather
+// than no daemon or a daemon error: waiting would not change it.
+func dialRefused(err error) bool {
+	var ee *exitError
+	return errors.As(err, &ee) && ee.code != exitNotRunning && !errors.As(err, new(*callError))
+}
+
+// openDaemonLog opens daemon.log for appending without following a
+// symbolic link (and without blocking on a FIFO): a link there would make
+// the daemon write wherever it points.
+func openDaemonLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &exitError{code: exitDaemonErr, err: err, msg: fmt.Sprintf(
+			"the daemon log %s is a symbolic link; warren does not write through links: remove it (rm %s) and start again", path, path)}
+	}
 	if err != nil {
-		return fmt.Sprintf("  (cannot read %s: %v)\n", path, err)
+		return nil, fmt.Errorf("open the daemon log %s: %w", path, err)
 	}
-	if off >= 0 && off <= int64(len(b)) {
-		b = b[off:]
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		f.Close()
+		return nil, &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
+			"the daemon log %s is not a regular file (%s); move it away and start again", path, fileKind(st))}
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open the daemon log %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// logTail returns the last n lines written to f from offset off.
+func logTail(f *os.File, off int64, n int) string {
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Sprintf("  (cannot read %s: %v)\n", f.Name(), err)
+	}
+	size := st.Size()
+	if off < 0 || off > size {
+		off = 0
+	}
+	const maxTail = 64 << 10
+	if size-off > maxTail {
+		off = size - maxTail
+	}
+	b := make([]byte, size-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Sprintf("  (cannot read %s: %v)\n", f.Name(), err)
+	}
+	text := strings.TrimRight(string(b), "\n")
+	if text == "" {
+		return ""
+	}
+	lines := strings.Split(text, "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
@@ -160,15 +209,6 @@ func logTail(path string, off int64, n int) string {
 		fmt.Fprintf(&out, "  %s\n", l)
 	}
 	return out.String()
-}
-
-func isTTY(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func cmdDaemonStop(ctx context.Context, c *cli, args []string) error {
@@ -181,7 +221,11 @@ func cmdDaemonStop(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	pid := int(num(st, "pid"))
-	res, err := c.call(ctx, "daemon.shutdown", nil)
+	if err := checkDaemonOfHome(c.home, st); err != nil {
+		return err
+	}
+	// The daemon checks the home too, at the moment it stops.
+	res, err := c.call(ctx, "daemon.shutdown", map[string]any{"home": c.home})
 	var pe *protocol.Error
 	switch {
 	case err == nil:
@@ -211,6 +255,30 @@ func cmdDaemonStop(ctx context.Context, c *cli, args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "daemon stopped (pid %d)\n", pid)
 	return nil
+}
+
+// checkDaemonOfHome verifies that the daemon that answered daemon.status on
+// home's socket serves that home: the home it reports is the same
+// directory or, for a daemon too old to report it, its pid is the one in
+// the home's daemon.pid. A socket linked in from another home fails.
+func checkDaemonOfHome(home string, st map[string]any) error {
+	pid := int(num(st, "pid"))
+	if h := str(st, "home"); h != "" {
+		if daemon.SameHome(h, home) {
+			return nil
+		}
+		return &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
+			"the daemon answering on %s (pid %d) serves another home, %s; it was not stopped. "+
+				"The socket in %s leads to another daemon: remove it, and stop that daemon with warren daemon stop --home %s",
+			socketPath(home), pid, h, home, h)}
+	}
+	b, err := os.ReadFile(filepath.Join(home, "daemon.pid"))
+	if err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(pid) {
+		return nil
+	}
+	return &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
+		"the daemon answering on %s (pid %d) is not the one recorded in %s; it was not stopped",
+		socketPath(home), pid, filepath.Join(home, "daemon.pid"))}
 }
 
 // stopped reports whether the socket is gone and the process has exited.

@@ -72,9 +72,11 @@ type exitError struct {
 	code  int
 	msg   string
 	usage string // usage line printed after a usage error
+	err   error  // the cause, for errors.Is/As (may be nil)
 }
 
 func (e *exitError) Error() string { return e.msg }
+func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(usage, format string, args ...any) error {
 	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...), usage: usage}
