@@ -125,7 +125,10 @@ func Run(ctx context.Context, opts Options) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	h := &handler{c: core, home: home, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop}
-	srv := server.New(server.Config{SocketPath: sock, StreamingMethods: streamingMethods}, h, logger.Named("server"))
+	// daemon.status and daemon.shutdown stay reachable when every
+	// connection slot is taken (server.Config.ControlMethods).
+	srv := server.New(server.Config{SocketPath: sock, StreamingMethods: streamingMethods,
+		ControlMethods: map[string]bool{"daemon.status": true, "daemon.shutdown": true}}, h, logger.Named("server"))
 	if err := srv.Listen(); err != nil {
 		_ = core.Close(context.Background())
 		return err

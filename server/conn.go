@@ -11,8 +11,11 @@ import (
 	"github.com/warren-dev/warren/protocol"
 )
 
-// serveConn checks the peer, picks the framing and serves the connection.
-func (s *Server) serveConn(c *net.UnixConn) {
+// serveConn checks the peer, picks the framing, reads the first request
+// while the connection is pending (bounded by FirstByteTimeout and
+// FirstRequestTimeout, evictable), then serves the connection in a slot.
+func (s *Server) serveConn(c *net.UnixConn, p *pendingConn) {
+	defer s.dropPending(p)
 	uid, err := peerUID(c)
 	if err != nil || !s.cfg.AllowUID(uid) {
 		s.log.Warn("refusing connection from another user", "peer_uid", uid, "error", err)
@@ -29,9 +32,12 @@ func (s *Server) serveConn(c *net.UnixConn) {
 	}
 	br := bufio.NewReaderSize(c, 8<<10)
 	s.setKick(c, func() { _ = c.SetReadDeadline(time.Now()) })
-	if s.cfg.IdleTimeout > 0 {
-		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+	reqDeadline := s.firstRequestDeadline(p)
+	byteDeadline := reqDeadline
+	if s.cfg.FirstByteTimeout > 0 {
+		byteDeadline = earliest(time.Now().Add(s.cfg.FirstByteTimeout), reqDeadline)
 	}
+	_ = c.SetReadDeadline(byteDeadline)
 	if s.base.Err() != nil {
 		return
 	}
@@ -40,44 +46,22 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		s.log.Debug("connection closed before sending anything", "error", err)
 		return
 	}
+	// The rest of the first request: within ReadTimeout of its first byte
+	// and FirstRequestTimeout of the accept.
+	if s.cfg.ReadTimeout > 0 {
+		reqDeadline = earliest(time.Now().Add(s.cfg.ReadTimeout), reqDeadline)
+	}
 	switch {
 	case protocol.IsJSONStart(first[0]):
-		s.serveJSON(c, br)
+		s.serveJSON(c, br, p, reqDeadline)
 	case first[0] == 0:
-		newNativeConn(s, c, br).serve()
+		s.serveNative(c, br, p, reqDeadline)
 	default:
 		s.log.Debug("unrecognised framing", "first_byte", first[0])
 		s.writeRefusal(c, false, protocol.Errorf(protocol.CodeInvalid,
 			"unrecognised framing: first byte 0x%02x; send a JSON object or a native frame (4-byte big-endian length starting with 0x00, then msgpack)", first[0]))
 		closeAfterReply(c)
 	}
-}
-
-// refuse answers c with e in the framing its first byte selects and closes
-// it, on a bounded set of goroutines (beyond it, c is just closed).
-func (s *Server) refuse(c *net.UnixConn, e *protocol.Error) {
-	select {
-	case s.refusing <- struct{}{}:
-	default:
-		c.Close()
-		return
-	}
-	if !s.track(c) {
-		<-s.refusing
-		c.Close()
-		return
-	}
-	s.setKick(c, func() { c.Close() })
-	go func() {
-		defer s.wg.Done()
-		defer func() { <-s.refusing }()
-		defer s.untrack(c)
-		_ = c.SetReadDeadline(time.Now().Add(refusalWait))
-		var first [1]byte
-		n, _ := c.Read(first[:])
-		s.writeRefusal(c, n == 1 && first[0] == 0, e)
-		closeAfterReply(c)
-	}()
 }
 
 // closeAfterReply closes c after the reply is written. Linux resets a Unix
@@ -106,4 +90,15 @@ func (s *Server) writeRefusal(c net.Conn, native bool, e *protocol.Error) {
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(refusalWait))
 	_, _ = c.Write(b)
+}
+
+// timeoutText describes the bounds on receiving a first request.
+func (s *Server) timeoutText() string {
+	switch {
+	case s.cfg.ReadTimeout > 0 && s.cfg.FirstRequestTimeout > 0:
+		return fmt.Sprintf("within %s of its first byte and %s of connecting", s.cfg.ReadTimeout, s.cfg.FirstRequestTimeout)
+	case s.cfg.ReadTimeout > 0:
+		return fmt.Sprintf("within %s of its first byte", s.cfg.ReadTimeout)
+	}
+	return fmt.Sprintf("within %s of connecting", s.cfg.FirstRequestTimeout)
 }

@@ -13,14 +13,10 @@ import (
 	"github.com/warren-dev/warren/protocol"
 )
 
-// serveJSON serves one Substrat-style request: read the body to EOF, reply,
-// close.
-func (s *Server) serveJSON(c *net.UnixConn, br *bufio.Reader) {
-	if s.cfg.ReadTimeout > 0 {
-		_ = c.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
-	} else {
-		_ = c.SetReadDeadline(time.Time{})
-	}
+// serveJSON serves one Substrat-style request: read the body to EOF by
+// deadline, take a slot, reply, close.
+func (s *Server) serveJSON(c *net.UnixConn, br *bufio.Reader, p *pendingConn, deadline time.Time) {
+	_ = c.SetReadDeadline(deadline)
 	if s.base.Err() != nil {
 		return
 	}
@@ -32,9 +28,9 @@ func (s *Server) serveJSON(c *net.UnixConn, br *bufio.Reader) {
 				w.write(&protocol.Frame{Kind: protocol.KindError, Error: protocol.Errorf(protocol.CodeUnavailable, "daemon is shutting down")})
 				return
 			}
-			s.log.Debug("JSON request not complete in time", "timeout", s.cfg.ReadTimeout)
+			s.log.Debug("JSON request not complete in time", "read_timeout", s.cfg.ReadTimeout, "first_request_timeout", s.cfg.FirstRequestTimeout)
 			w.write(&protocol.Frame{Kind: protocol.KindError, Error: protocol.Errorf(protocol.CodeInvalid,
-				"request not received within %s: send one JSON object, then half-close the connection (shutdown SHUT_WR)", s.cfg.ReadTimeout)})
+				"request not received in time (%s): send one JSON object, then half-close the connection (shutdown SHUT_WR)", s.timeoutText())})
 			closeAfterReply(c)
 			return
 		}
@@ -56,6 +52,15 @@ func (s *Server) serveJSON(c *net.UnixConn, br *bufio.Reader) {
 		w.write(f)
 		return
 	}
+	if !s.leavePending(p) {
+		return
+	}
+	release := s.takeSlot(req.Method)
+	if release == nil {
+		s.refuseBusy(c, false)
+		return
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(s.base)
 	defer cancel()
 	st := &stream{write: w.write, id: req.ID, streaming: s.cfg.StreamingMethods[req.Method], ended: w.isEnded}

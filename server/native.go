@@ -86,7 +86,74 @@ func (n *nativeConn) armReadDeadlineLocked() {
 	}
 }
 
-func (n *nativeConn) serve() {
+// serveNative reads a native connection's first frame while it is
+// pending (by deadline), takes a slot, and serves the connection.
+func (s *Server) serveNative(c *net.UnixConn, br *bufio.Reader, p *pendingConn, deadline time.Time) {
+	_ = c.SetReadDeadline(deadline)
+	if s.base.Err() != nil {
+		return
+	}
+	var hdr [protocol.HeaderSize]byte
+	payload, err := func() ([]byte, error) {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return nil, err
+		}
+		size := binary.BigEndian.Uint32(hdr[:])
+		if uint64(size) > uint64(s.cfg.MaxFrame) {
+			return nil, errFrameTooLarge{size}
+		}
+		return protocol.ReadNativePayload(br, size, s.cfg.MaxFrame)
+	}()
+	var pe *protocol.Error
+	var big errFrameTooLarge
+	switch {
+	case err == nil, errors.As(err, &pe): // a frame, possibly an empty one: the first request is here
+	case errors.As(err, &big):
+		s.log.Warn("native frame over the size limit; closing connection", "size", big.size, "limit", s.cfg.MaxFrame)
+		s.writeRefusal(c, true, protocol.Errorf(protocol.CodeInvalid,
+			"frame of %d bytes exceeds the %d-byte limit; closing the connection", big.size, s.cfg.MaxFrame))
+		closeAfterReply(c)
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded) && s.base.Err() == nil:
+		s.log.Debug("first native frame not complete in time", "read_timeout", s.cfg.ReadTimeout, "first_request_timeout", s.cfg.FirstRequestTimeout)
+		s.writeRefusal(c, true, protocol.Errorf(protocol.CodeInvalid,
+			"frame not received within the time allowed (%s); closing the connection", s.timeoutText()))
+		closeAfterReply(c)
+		return
+	default:
+		s.log.Debug("native connection read failed", "error", err)
+		return
+	}
+	var req *protocol.Request
+	var derr error = pe
+	if pe == nil {
+		req, derr = protocol.DecodeNativeRequest(payload)
+	}
+	if !s.leavePending(p) {
+		return
+	}
+	method := ""
+	if derr == nil {
+		method = req.Method
+	}
+	release := s.takeSlot(method)
+	if release == nil {
+		s.refuseBusy(c, true)
+		return
+	}
+	defer release()
+	newNativeConn(s, c, br).serve(req, derr)
+}
+
+// errFrameTooLarge is a frame header declaring more than MaxFrame bytes.
+type errFrameTooLarge struct{ size uint32 }
+
+func (e errFrameTooLarge) Error() string { return fmt.Sprintf("frame of %d bytes is too large", e.size) }
+
+// serve handles the first frame (already read: its request, or why it
+// could not be decoded), then reads and handles frames until the
+// connection ends.
+func (n *nativeConn) serve(first *protocol.Request, firstErr error) {
 	n.s.setKick(n.c, func() {
 		n.cancel()
 		_ = n.c.SetReadDeadline(time.Now())
@@ -98,6 +165,7 @@ func (n *nativeConn) serve() {
 			closeAfterReply(n.c)
 		}
 	}()
+	n.handle(first, firstErr)
 	for {
 		n.mu.Lock()
 		n.atHeader = true
@@ -133,39 +201,45 @@ func (n *nativeConn) serve() {
 			return
 		}
 		payload, err := protocol.ReadNativePayload(n.br, size, n.s.cfg.MaxFrame)
-		if err != nil {
-			var pe *protocol.Error
-			if errors.As(err, &pe) { // empty frame: framing intact, keep going
-				n.writeFrame(&protocol.Frame{Kind: protocol.KindError, Error: pe})
-				continue
-			}
+		var pe *protocol.Error
+		if err != nil && !errors.As(err, &pe) {
 			n.readFailed(err, false, false)
 			return
 		}
-		req, err := protocol.DecodeNativeRequest(payload)
-		if err != nil {
-			f := &protocol.Frame{Kind: protocol.KindError, Error: protocol.AsError(err)}
-			if req != nil {
-				f.ID = req.ID
-			}
-			n.writeFrame(f)
+		if pe != nil { // empty frame: framing intact, keep going
+			n.handle(nil, pe)
 			continue
 		}
-		if req.Cancel {
-			n.cancelID(req.ID)
-			continue
-		}
-		select {
-		case n.sem <- struct{}{}:
-		default:
-			// Refuse rather than stop reading: a stalled reader could not
-			// see the cancel frames that would free a slot.
-			n.writeFrame(&protocol.Frame{Kind: protocol.KindError, ID: req.ID, Error: protocol.Errorf(protocol.CodeUnavailable,
-				"too many requests in flight on this connection (limit %d); wait for replies or open another connection", n.s.cfg.MaxInflight)})
-			continue
-		}
-		n.start(req)
+		n.handle(protocol.DecodeNativeRequest(payload))
 	}
+}
+
+// handle answers one frame: an error reply when it could not be decoded, a
+// cancel, or a request started in its own goroutine (or refused with code
+// 6 at the in-flight bound).
+func (n *nativeConn) handle(req *protocol.Request, err error) {
+	if err != nil {
+		f := &protocol.Frame{Kind: protocol.KindError, Error: protocol.AsError(err)}
+		if req != nil {
+			f.ID = req.ID
+		}
+		n.writeFrame(f)
+		return
+	}
+	if req.Cancel {
+		n.cancelID(req.ID)
+		return
+	}
+	select {
+	case n.sem <- struct{}{}:
+	default:
+		// Refuse rather than stop reading: a stalled reader could not
+		// see the cancel frames that would free a slot.
+		n.writeFrame(&protocol.Frame{Kind: protocol.KindError, ID: req.ID, Error: protocol.Errorf(protocol.CodeUnavailable,
+			"too many requests in flight on this connection (limit %d); wait for replies or open another connection", n.s.cfg.MaxInflight)})
+		return
+	}
+	n.start(req)
 }
 
 // readFailed logs why reading stopped and tells the client when useful.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,17 @@ const (
 	DefaultReadTimeout  = 30 * time.Second
 	DefaultIdleTimeout  = time.Hour
 	DefaultWriteTimeout = time.Minute
+	// DefaultFirstByteTimeout bounds the wait for a new connection's first
+	// byte, DefaultFirstRequestTimeout the wait (from accept) for its
+	// whole first request.
+	DefaultFirstByteTimeout    = 5 * time.Second
+	DefaultFirstRequestTimeout = 10 * time.Second
+	// DefaultMaxPending bounds the connections that have not yet sent a
+	// whole first request; over it the oldest of them is closed.
+	DefaultMaxPending = 1024
+	// DefaultControlReserve is how many connections beyond MaxConns may
+	// serve the ControlMethods.
+	DefaultControlReserve = 8
 	// refusalWait bounds how long a connection that is being refused (peer
 	// uid, connection limit) may take to send its first byte, which picks
 	// the framing of the refusal.
@@ -40,9 +52,29 @@ var ErrServerClosed = errors.New("server is shut down")
 type Config struct {
 	// SocketPath is the Unix socket to create (at most 107 bytes).
 	SocketPath string
-	// MaxConns bounds open connections (0: DefaultMaxConns). A connection
-	// over the bound gets a code-6 error frame and is closed.
+	// MaxConns bounds the connections being served (0: DefaultMaxConns):
+	// a connection takes a slot once its first request has arrived whole.
+	// A request that finds no slot gets a code-6 error frame and its
+	// connection is closed (but see ControlMethods).
 	MaxConns int
+	// MaxPending bounds the accepted connections whose first request has
+	// not arrived whole yet (0: DefaultMaxPending). They hold no slot; when
+	// a new connection would exceed the bound, the oldest of them is
+	// closed, so silent or slow connections cannot lock clients out.
+	MaxPending int
+	// FirstByteTimeout bounds the wait for a connection's first byte
+	// (0: DefaultFirstByteTimeout); FirstRequestTimeout bounds, from
+	// accept, the arrival of its whole first request (0:
+	// DefaultFirstRequestTimeout). A connection that misses either is
+	// closed.
+	FirstByteTimeout    time.Duration
+	FirstRequestTimeout time.Duration
+	// ControlMethods are served even when every slot is taken, on up to
+	// ControlReserve extra connections (0: DefaultControlReserve), when
+	// they are a connection's first request: the daemon's status and
+	// shutdown stay reachable under a connection flood.
+	ControlMethods map[string]bool
+	ControlReserve int
 	// MaxInflight bounds concurrent requests per native connection
 	// (0: DefaultMaxInflight); a request over the bound is answered with
 	// code 6 at once (the connection goes on).
@@ -51,8 +83,7 @@ type Config struct {
 	// native frame once its length prefix arrived.
 	ReadTimeout time.Duration
 	// IdleTimeout closes a native connection with no request in flight that
-	// sends nothing for this long, and bounds the wait for a connection's
-	// first byte.
+	// sends nothing for this long (after its first request).
 	IdleTimeout time.Duration
 	// WriteTimeout bounds writing one frame; a client that does not read is
 	// disconnected.
@@ -75,6 +106,14 @@ func (c Config) withDefaults() Config {
 	if c.MaxInflight <= 0 {
 		c.MaxInflight = DefaultMaxInflight
 	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.ControlReserve <= 0 {
+		c.ControlReserve = DefaultControlReserve
+	}
+	c.FirstByteTimeout = timeoutOrDefault(c.FirstByteTimeout, DefaultFirstByteTimeout)
+	c.FirstRequestTimeout = timeoutOrDefault(c.FirstRequestTimeout, DefaultFirstRequestTimeout)
 	c.ReadTimeout = timeoutOrDefault(c.ReadTimeout, DefaultReadTimeout)
 	c.IdleTimeout = timeoutOrDefault(c.IdleTimeout, DefaultIdleTimeout)
 	c.WriteTimeout = timeoutOrDefault(c.WriteTimeout, DefaultWriteTimeout)
@@ -125,13 +164,16 @@ type Server struct {
 	base     context.Context // cancelled by Shutdown: all request contexts derive from it
 	stop     context.CancelFunc
 	refusing chan struct{} // semaphore for refusal goroutines
-	slots    chan struct{} // semaphore for connections
+	slots    chan struct{} // semaphore for connections being served
+	control  chan struct{} // semaphore for control connections beyond slots
 
 	mu       sync.Mutex
 	ln       *net.UnixListener
 	sockInfo os.FileInfo
 	closed   bool
 	conns    map[*net.UnixConn]func() // conn → kick (wake its reader)
+	pending  *list.List               // of *pendingConn, oldest first
+	evicted  uint64                   // pending connections closed to admit newer ones
 	wg       sync.WaitGroup           // connection goroutines
 	served   chan struct{}            // closed when Serve's accept loop ends
 	serving  bool
@@ -152,7 +194,9 @@ func New(cfg Config, h Handler, logger hclog.Logger) *Server {
 		stop:     stop,
 		refusing: make(chan struct{}, maxRefusing),
 		slots:    make(chan struct{}, cfg.MaxConns),
+		control:  make(chan struct{}, cfg.ControlReserve),
 		conns:    map[*net.UnixConn]func(){},
+		pending:  list.New(),
 		served:   make(chan struct{}),
 	}
 }
@@ -236,27 +280,17 @@ func (s *Server) Serve(ctx context.Context) error {
 	return nil
 }
 
-// accept starts serving c, or refuses it when the connection bound is
-// reached.
+// accept starts serving c as a pending connection (see pending.go).
 func (s *Server) accept(c *net.UnixConn) {
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		s.log.Warn("connection limit reached; refusing connection", "max_conns", s.cfg.MaxConns)
-		s.refuse(c, protocol.Errorf(protocol.CodeUnavailable,
-			"too many connections to the daemon (limit %d); retry later", s.cfg.MaxConns))
-		return
-	}
-	if !s.track(c) {
-		<-s.slots
+	p := s.addPending(c)
+	if p == nil {
 		c.Close()
 		return
 	}
 	go func() {
 		defer s.wg.Done()
-		defer func() { <-s.slots }()
 		defer s.untrack(c)
-		s.serveConn(c)
+		s.serveConn(c, p)
 	}()
 }
 
