@@ -148,7 +148,9 @@ func (s *Server) serveNative(c *net.UnixConn, br *bufio.Reader, p *pendingConn, 
 // errFrameTooLarge is a frame header declaring more than MaxFrame bytes.
 type errFrameTooLarge struct{ size uint32 }
 
-func (e errFrameTooLarge) Error() string { return fmt.Sprintf("frame of %d bytes is too large", e.size) }
+func (e errFrameTooLarge) Error() string {
+	return fmt.Sprintf("frame of %d bytes is too large", e.size)
+}
 
 // serve handles the first frame (already read: its request, or why it
 // could not be decoded), then reads and handles frames until the
