@@ -37,6 +37,9 @@ var (
 const procReadyDeadline = 30 * time.Second
 
 func TestMain(m *testing.M) {
+	if sock := os.Getenv(fakeServerEnv); sock != "" {
+		os.Exit(runFakeServer(sock)) // this process is a helper, not the tests
+	}
 	dir, err := os.MkdirTemp("", "wbin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tests: temp dir for the binary:", err)

@@ -1,8 +1,12 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,7 +98,7 @@ func TestSocketPeerUIDAndPermissions(t *testing.T) {
 	deadline := time.Now().Add(procReadyDeadline)
 	var lastErr error
 	for {
-		_, lastErr = protocol.CallJSON(ctx, sock, "daemon.status", nil)
+		_, lastErr = rawCallJSON(ctx, sock, "daemon.status")
 		if protocol.IsCode(lastErr, protocol.CodeInvalid) {
 			break // refused: the daemon is up and checked our uid
 		}
@@ -114,13 +118,13 @@ func TestSocketPeerUIDAndPermissions(t *testing.T) {
 	if !strings.Contains(lastErr.Error(), "permission denied") {
 		t.Fatalf("refusal message %q does not say permission denied", lastErr)
 	}
-	nc, err := protocol.Dial(ctx, sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = nc.Call(ctx, "daemon.status", nil)
-	nc.Close()
+	_, err = rawCallNative(ctx, sock, "daemon.status")
 	wantCode(t, "native request from another uid", err, protocol.CodeInvalid)
+	// root's own clients refuse to talk to a daemon of another uid before
+	// sending anything (tested in depth by TestClientRefusesServerOfAnotherUID).
+	if _, err := protocol.CallJSON(ctx, sock, "daemon.status", nil); !errors.Is(err, protocol.ErrUntrustedServer) {
+		t.Fatalf("CallJSON to a daemon of uid %d: %v, want ErrUntrustedServer", nobodyUID, err)
+	}
 	// Its own user is served.
 	own := exec.Command(bin, "--home", home, "--json", "daemon", "status")
 	own.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID}}
@@ -129,4 +133,63 @@ func TestSocketPeerUIDAndPermissions(t *testing.T) {
 	if err := own.Run(); err != nil || !strings.Contains(ownOut.String(), "boot_id") {
 		t.Fatalf("the daemon's own user is not served: %v\n%s", err, ownOut.String())
 	}
+}
+
+// rawCallJSON makes one newline-JSON request without the client's check
+// of the server's uid (to test the server's own refusal).
+func rawCallJSON(ctx context.Context, sock, method string) (map[string]any, error) {
+	line, err := protocol.EncodeJSONRequest(&protocol.Request{ID: "req-1", Method: method})
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write(line); err != nil {
+		return nil, err
+	}
+	_ = c.(*net.UnixConn).CloseWrite()
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return nil, err
+	}
+	return frameResult(protocol.DecodeJSONFrame(bytes.TrimSpace(b)))
+}
+
+// rawCallNative is rawCallJSON with the native framing.
+func rawCallNative(ctx context.Context, sock, method string) (map[string]any, error) {
+	req, err := protocol.EncodeNativeRequest(&protocol.Request{ID: int64(1), Method: method})
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write(req); err != nil {
+		return nil, err
+	}
+	payload, err := protocol.ReadNativeFrame(bufio.NewReader(c), protocol.MaxFrame)
+	if err != nil {
+		return nil, err
+	}
+	return frameResult(protocol.DecodeNativeFrame(payload))
+}
+
+func frameResult(f *protocol.Frame, err error) (map[string]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	if f.Kind == protocol.KindError {
+		return nil, f.Error
+	}
+	m, _ := f.Result.(map[string]any)
+	return m, nil
 }
