@@ -72,4 +72,13 @@
 // 1 not found, 2 invalid, 3 internal, 4 unknown method, 5 token rejected,
 // 6 unavailable. Handlers choose a code by returning *Error; any other error
 // is sent as code 3 with its text.
+//
+// # Clients and the server's identity
+//
+// Dial (native), CallJSON and StreamJSON read the server's credentials
+// (SO_PEERCRED, PeerCredentials) right after connecting and send nothing
+// unless the server runs as this process's effective uid; otherwise they
+// return an error wrapping ErrUntrustedServer naming the server's uid and
+// pid. Whoever serves a socket sees every request and forges every reply,
+// so a socket swapped by another user gets nothing.
 package protocol

@@ -21,11 +21,21 @@
 // Each accepted connection is checked with SO_PEERCRED; a uid that
 // Config.AllowUID rejects (default: any uid but the server's own) gets an
 // error frame, code 2 "permission denied ...", in the framing its first byte
-// selects, and is closed. Open connections are bounded by MaxConns; a
-// connection over the bound gets a code-6 error frame and is closed, by at
-// most 16 goroutines (further ones are closed without a reply), so a flood
-// never piles up goroutines. A first byte other than '{', JSON whitespace or
-// 0x00 gets a JSON error line (code 2) and the connection is closed.
+// selects, and is closed.
+//
+// A connection is pending until its first request has arrived whole: its
+// first byte within FirstByteTimeout (5 s), the whole request within
+// FirstRequestTimeout of the accept (10 s) and ReadTimeout of its first
+// byte. Pending connections hold no slot; at most MaxPending (1,024) of them
+// are kept, and a new connection past that bound closes the oldest. So
+// connections that send nothing, or dribble bytes, cannot lock clients out.
+// Once its first request is read a connection takes one of MaxConns slots;
+// when none is free, a first request to one of Config.ControlMethods (the
+// daemon's status and shutdown) takes one of ControlReserve extra places,
+// and any other gets a code-6 error frame (nil id) and the connection is
+// closed, by at most 16 goroutines at once (further ones are closed without
+// a reply). A first byte other than '{', JSON whitespace or 0x00 gets a JSON
+// error line (code 2) and the connection is closed.
 //
 // JSON connections (Substrat-compatible): the body is read to EOF (the
 // client half-closes) within ReadTimeout and MaxFrame bytes, one reply is
@@ -61,8 +71,9 @@
 // as {}) and Stream calls fail with ErrNotStreaming.
 //
 // Limits and timeouts come from Config; zero fields take the Default*
-// values (256 connections, 128 requests in flight per connection, 30 s
-// read, 1 h idle, 1 min write) and a negative timeout disables it.
+// values (256 connections, 1,024 pending, 8 reserved for control, 128
+// requests in flight per connection, 5 s first byte, 10 s first request,
+// 30 s read, 1 h idle, 1 min write) and a negative timeout disables it.
 //
 // Shutdown (or cancelling Serve's context) stops accepting, cancels every
 // request context, lets handlers send their replies, closes the connections
