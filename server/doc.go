@@ -31,8 +31,8 @@
 // connections that send nothing, or dribble bytes, cannot lock clients out.
 // Once its first request is read a connection takes one of MaxConns slots;
 // when none is free, a first request to one of Config.ControlMethods (the
-// daemon's status and shutdown) takes one of ControlReserve extra places,
-// and any other gets a code-6 error frame (nil id) and the connection is
+// daemon's status and shutdown) takes one of ControlReserve extra places
+// (where that connection may make only control requests), and any other gets a code-6 error frame (nil id) and the connection is
 // closed, by at most 16 goroutines at once (further ones are closed without
 // a reply). A first byte other than '{', JSON whitespace or 0x00 gets a JSON
 // error line (code 2) and the connection is closed.

@@ -164,4 +164,12 @@ func TestControlMethodsUseReserve(t *testing.T) {
 	}
 	_, err = dialClient(t, ts.path).Call(ctx, "echo", nil)
 	wantCode(t, err, protocol.CodeUnavailable)
+	// A connection on the reserve serves control methods only.
+	_, err = held.Call(ctx, "trivial", nil)
+	if pe := wantCode(t, err, protocol.CodeUnavailable); !strings.Contains(pe.Message, "admitted for echo only") {
+		t.Fatalf("message %q", pe.Message)
+	}
+	if _, err := held.Call(ctx, "echo", nil); err != nil {
+		t.Fatalf("the control connection stopped serving control methods: %v", err)
+	}
 }

@@ -55,7 +55,7 @@ func (s *Server) serveJSON(c *net.UnixConn, br *bufio.Reader, p *pendingConn, de
 	if !s.leavePending(p) {
 		return
 	}
-	release := s.takeSlot(req.Method)
+	release, _ := s.takeSlot(req.Method)
 	if release == nil {
 		s.refuseBusy(c, false)
 		return

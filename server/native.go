@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +32,8 @@ type nativeConn struct {
 
 	wmu    sync.Mutex
 	broken bool
+
+	controlOnly bool // admitted on the control reserve: control methods only
 
 	mu       sync.Mutex
 	inflight map[string][]*inflightReq // by id key, for cancel frames
@@ -136,13 +140,15 @@ func (s *Server) serveNative(c *net.UnixConn, br *bufio.Reader, p *pendingConn, 
 	if derr == nil {
 		method = req.Method
 	}
-	release := s.takeSlot(method)
+	release, controlOnly := s.takeSlot(method)
 	if release == nil {
 		s.refuseBusy(c, true)
 		return
 	}
 	defer release()
-	newNativeConn(s, c, br).serve(req, derr)
+	n := newNativeConn(s, c, br)
+	n.controlOnly = controlOnly
+	n.serve(req, derr)
 }
 
 // errFrameTooLarge is a frame header declaring more than MaxFrame bytes.
@@ -230,6 +236,11 @@ func (n *nativeConn) handle(req *protocol.Request, err error) {
 	}
 	if req.Cancel {
 		n.cancelID(req.ID)
+		return
+	}
+	if n.controlOnly && !n.s.cfg.ControlMethods[req.Method] {
+		n.writeFrame(&protocol.Frame{Kind: protocol.KindError, ID: req.ID, Error: protocol.Errorf(protocol.CodeUnavailable,
+			"too many connections to the daemon (limit %d): this connection was admitted for %s only; retry later", n.s.cfg.MaxConns, controlList(n.s.cfg.ControlMethods))})
 		return
 	}
 	select {
@@ -363,4 +374,16 @@ func (n *nativeConn) writeFrame(f *protocol.Frame) error {
 		return errors.Join(ErrClientGone, err)
 	}
 	return nil
+}
+
+// controlList names the control methods, sorted.
+func controlList(m map[string]bool) string {
+	names := make([]string, 0, len(m))
+	for k, v := range m {
+		if v {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, " and ")
 }

@@ -89,23 +89,24 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // takeSlot admits a connection whose first request is method: a slot, or
-// for a control method a reserved place when every slot is taken. It
+// for a control method a reserved place when every slot is taken (control
+// is then true: the connection may only make control requests). It
 // returns the release function, or nil when the connection must be
 // refused.
-func (s *Server) takeSlot(method string) func() {
+func (s *Server) takeSlot(method string) (release func(), control bool) {
 	select {
 	case s.slots <- struct{}{}:
-		return func() { <-s.slots }
+		return func() { <-s.slots }, false
 	default:
 	}
 	if s.cfg.ControlMethods[method] {
 		select {
 		case s.control <- struct{}{}:
-			return func() { <-s.control }
+			return func() { <-s.control }, true
 		default:
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // refuseBusy answers a connection that found no slot with a code-6 error
