@@ -102,6 +102,12 @@ func TestDaemonStopNeverStopsAnotherHome(t *testing.T) {
 	if !strings.Contains(r.stderr, "serves another home") || !strings.Contains(r.stderr, d.Home) {
 		t.Fatalf("stop: %s", r.stderr)
 	}
+	// Status does not present that daemon as this home's either.
+	r = runCLI(t, linked, "daemon", "status")
+	r.want(t, 1, "daemon status through a hard link to another home's socket")
+	if !strings.Contains(r.stderr, "serves another home") {
+		t.Fatalf("status: %s", r.stderr)
+	}
 	_, symlinked := newHomeDir(t)
 	if err := os.Mkdir(symlinked, 0o700); err != nil {
 		t.Fatal(err)

@@ -268,8 +268,8 @@ func checkDaemonOfHome(home string, st map[string]any) error {
 			return nil
 		}
 		return &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
-			"the daemon answering on %s (pid %d) serves another home, %s; it was not stopped. "+
-				"The socket in %s leads to another daemon: remove it, and stop that daemon with warren daemon stop --home %s",
+			"the daemon answering on %s (pid %d) serves another home, %s: this home has no daemon of its own, and nothing was done to that one. "+
+				"The socket in %s leads to another daemon: remove it; that daemon is reached with --home %s",
 			socketPath(home), pid, h, home, h)}
 	}
 	b, err := os.ReadFile(filepath.Join(home, "daemon.pid"))
@@ -277,7 +277,7 @@ func checkDaemonOfHome(home string, st map[string]any) error {
 		return nil
 	}
 	return &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
-		"the daemon answering on %s (pid %d) is not the one recorded in %s; it was not stopped",
+		"the daemon answering on %s (pid %d) is not the one recorded in %s; nothing was done to it",
 		socketPath(home), pid, filepath.Join(home, "daemon.pid"))}
 }
 
@@ -298,9 +298,15 @@ func cmdDaemonStatus(ctx context.Context, c *cli, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	st, show, err := c.callOut(ctx, "daemon.status", nil)
-	if err != nil || !show {
+	st, err := c.call(ctx, "daemon.status", nil)
+	if err != nil {
 		return err
+	}
+	if err := checkDaemonOfHome(c.home, st); err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(c.stdout, st)
 	}
 	up := time.Duration(num(st, "uptime_s")) * time.Second
 	fmt.Fprintf(c.stdout, "running   pid %d\n", num(st, "pid"))
