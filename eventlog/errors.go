@@ -14,9 +14,16 @@ var (
 	// to its last good entry.
 	ErrCorrupt = errors.New("event log corrupt")
 	// ErrPoisoned is returned by appends on a handle whose earlier write or
-	// fsync failed. The handle refuses appends until the log is reopened,
-	// which repairs the tail and replays the pending file.
-	ErrPoisoned = errors.New("event log handle poisoned by an earlier write or fsync failure; reopen the log")
+	// fsync failed. The handle refuses appends until it is reopened: by
+	// itself after Options.HealBackoff, or by Heal (see "Faults and
+	// healing" in the package documentation).
+	ErrPoisoned = errors.New("event log handle poisoned by an earlier write or fsync failure; it is reopened when the cause is gone")
+	// ErrChanged is the cause reported by a handle that found its log
+	// changed on disk by something else while it held it (a size or a
+	// last line other than those of its last acknowledged entry) when it
+	// reopened the file. The handle refuses appends until the log is
+	// opened again by Open, which checks the whole file.
+	ErrChanged = errors.New("event log changed on disk while open")
 	// ErrClosed is returned by appends on a closed handle.
 	ErrClosed = errors.New("event log handle is closed")
 	// ErrInvalidPath is returned by Open for a path that does not end in

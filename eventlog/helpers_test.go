@@ -20,7 +20,7 @@ func tempLog(t testing.TB) (faultfs.FS, string) {
 // sequence of operations (retireNow runs the idle removal on demand).
 func mustOpen(t testing.TB, fsys faultfs.FS, path string) *Log {
 	t.Helper()
-	l, err := Open(fsys, path, Options{PendingIdle: -1})
+	l, err := Open(fsys, path, Options{PendingIdle: -1, HealBackoff: -1})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}

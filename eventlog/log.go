@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"container/list"
 	"fmt"
 	"io"
 	"runtime"
@@ -33,6 +34,19 @@ type Options struct {
 	// Zero means DefaultPendingIdle; a negative value keeps it until Close,
 	// which crash tests use so that no timer adds operations.
 	PendingIdle time.Duration
+	// HealBackoff is how long a handle poisoned by a failed write waits
+	// before it tries to reopen the log (on the next append, or from a
+	// timer if none comes); each failed attempt doubles it, up to
+	// MaxHealBackoff. Zero means DefaultHealBackoff; a negative value
+	// disables automatic reopening (only Heal reopens), which crash tests
+	// use so that no timer adds operations.
+	HealBackoff time.Duration
+	// OnHeal, if set, is called after a poisoned handle was reopened and
+	// accepts appends again, on the goroutine that reopened it, after it
+	// let go of the log: it may append.
+	OnHeal func()
+	// Files, if set, caps the logs holding open handles (see Files).
+	Files *Files
 }
 
 // DefaultPendingIdle is the default Options.PendingIdle.
@@ -47,7 +61,10 @@ type Log struct {
 	logger      hclog.Logger
 	now         func() time.Time
 	onAppend    func([]Entry)
+	onHeal      func()
 	replay      func(Entry) error
+	files       *Files
+	elem        *list.Element // in files' LRU while handles are open; guarded by files.mu
 	maxLine     int // MaxLineBytes; smaller in tests
 	// mustSync holds the directories whose fsync Open cannot do without.
 	mustSync map[string]bool
@@ -59,6 +76,14 @@ type Log struct {
 	closed  bool
 	poison  error
 	lastSeq uint64 // last durable seq
+	// Healing a poisoned handle (heal.go).
+	poisonedAt time.Time
+	healErr    error // why the last reopen attempt failed
+	broken     error // the file changed under the handle: no reopen until restart
+	healBase   time.Duration
+	healWait   time.Duration
+	healAt     time.Time // earliest next reopen attempt
+	healTimer  *time.Timer
 	// released is the number of callers a promoted leader waits for (see
 	// commit).
 	released int
@@ -69,10 +94,15 @@ type Log struct {
 	retireArmed bool
 	retired     func() // test hook: called after each idle removal
 
-	// Owned by the current leader.
+	// Owned by the current leader. f is nil while the handles are closed
+	// (Files' cap, or a failure); size and nextSeq are what reopening needs.
 	f       faultfs.File
 	nextSeq uint64 // seq of the next entry to write
-	buf     []byte
+	size    int64  // bytes of the acknowledged entries
+	// logTouched: a write to the log failed; bytes past size are its
+	// unacknowledged remains.
+	logTouched bool
+	buf        []byte
 	// pf is the pending file, open for in-place reuse between groups (nil
 	// when it is absent); pfDurable says its directory entry was fsynced.
 	pf        faultfs.File
@@ -145,7 +175,7 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("eventlog: append to %s: %w", l.path, ErrClosed)
 	}
-	if l.poison != nil {
+	if l.poison != nil && !l.healDue() {
 		err := l.poisonedErr()
 		l.mu.Unlock()
 		return nil, err
@@ -175,14 +205,24 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 	group := l.queue
 	l.queue = nil
 	poisoned := l.poison != nil
+	heal := poisoned && l.healDue()
 	var err error
-	if poisoned {
+	if poisoned && !heal {
 		err = l.poisonedErr()
 	}
 	l.mu.Unlock()
 
+	// A poisoned handle due for a retry is reopened first; a handle closed
+	// for the Files cap is reopened cheaply. If that fails the group is
+	// refused and nothing was written.
+	var reopenErr error
+	if err == nil && (heal || l.f == nil) {
+		reopenErr = l.reopen(heal)
+	} else if err == nil && l.files != nil {
+		l.files.touch(l)
+	}
 	acked := false
-	if !poisoned {
+	if err == nil && reopenErr == nil {
 		acked, err = l.writeGroup(group)
 		if acked && l.onAppend != nil {
 			var all []Entry
@@ -191,22 +231,38 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 			}
 			l.onAppend(all)
 		}
+		if !acked {
+			l.dropHandles()
+		}
 	}
 
 	l.mu.Lock()
+	if heal {
+		l.settleHeal(reopenErr)
+	}
+	refused := poisoned && !(heal && reopenErr == nil)
+	switch {
+	case refused:
+		// Still poisoned: refused with the reason, nothing written.
+		err = l.poisonedErr()
+	case reopenErr != nil:
+		// The cheap reopen failed (say, EMFILE): nothing was written,
+		// but the handle is unusable until reopened.
+		err = reopenErr
+		l.poisonLocked(err)
+	case err != nil:
+		l.poisonLocked(err)
+	}
 	if acked {
 		l.lastSeq = l.nextSeq - 1
 	}
-	if err != nil && l.poison == nil {
-		l.poison = err
-		l.logger.Error("event log poisoned; appends refused until reopened", "path", l.path, "error", err)
-	}
+	healed := heal && acked
 	for _, g := range group {
 		g.done = true
 		switch {
 		case acked:
 			g.err = nil
-		case poisoned:
+		case refused:
 			g.entries, g.err = nil, err
 		default:
 			g.entries = nil
@@ -225,6 +281,9 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 	l.released = len(group) + len(l.queue)
 	l.handOff()
 	l.mu.Unlock()
+	if healed && l.onHeal != nil {
+		l.onHeal()
+	}
 	return w.entries, w.err
 }
 
@@ -239,8 +298,26 @@ func (l *Log) handOff() {
 	}
 }
 
+// poisonedErr describes why a poisoned handle refuses appends. l.mu must be
+// held.
 func (l *Log) poisonedErr() error {
+	switch {
+	case l.broken != nil:
+		return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v); restart the daemon to check the log", l.path, ErrPoisoned, l.broken)
+	case l.healErr != nil:
+		return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v; reopening failed: %v; next attempt in %s)",
+			l.path, ErrPoisoned, l.poison, l.healErr, l.retryIn())
+	case l.healBase > 0:
+		return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v; it is reopened automatically, next attempt in %s)",
+			l.path, ErrPoisoned, l.poison, l.retryIn())
+	}
 	return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v)", l.path, ErrPoisoned, l.poison)
+}
+
+// retryIn is the time left before the next reopen attempt. l.mu must be
+// held.
+func (l *Log) retryIn() time.Duration {
+	return max(time.Until(l.healAt), 0).Round(time.Millisecond)
 }
 
 // writeGroup runs the write protocol for one group: the pending file
@@ -276,6 +353,7 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 		return false, err
 	}
 	buf = buf[:lines]
+	l.logTouched = true
 	n, err := l.f.Write(buf)
 	if err == nil && n != len(buf) {
 		err = fmt.Errorf("wrote %d of %d bytes: %w", n, len(buf), io.ErrShortWrite)
@@ -287,6 +365,8 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 		return false, fmt.Errorf("fsync %s: %w", l.path, err)
 	}
 	l.nextSeq = seq
+	l.size += int64(len(buf))
+	l.logTouched = false
 	return true, nil
 }
 
@@ -307,9 +387,13 @@ func (l *Log) Close() error {
 	if l.retire != nil {
 		l.retire.Stop()
 	}
+	if l.healTimer != nil {
+		l.healTimer.Stop()
+	}
 	f, pf, poisoned := l.f, l.pf, l.poison != nil
 	l.f, l.pf = nil, nil
 	l.mu.Unlock()
+	l.forgetFiles()
 	var err error
 	if pf != nil {
 		err = l.dropPending(pf, !poisoned)

@@ -44,12 +44,18 @@ func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
 		logger:      opts.Logger,
 		now:         opts.Now,
 		onAppend:    opts.OnAppend,
+		onHeal:      opts.OnHeal,
 		replay:      opts.Replay,
+		files:       opts.Files,
+		healBase:    opts.HealBackoff,
 		maxLine:     MaxLineBytes,
 		pendingIdle: opts.PendingIdle,
 	}
 	if l.pendingIdle == 0 {
 		l.pendingIdle = DefaultPendingIdle
+	}
+	if l.healBase == 0 {
+		l.healBase = DefaultHealBackoff
 	}
 	if l.logger == nil {
 		l.logger = hclog.NewNullLogger()
@@ -58,6 +64,17 @@ func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
 		l.now = time.Now
 	}
 	l.idle = sync.NewCond(&l.mu)
+	// Open leads until it returns, so Files cannot close the handle it is
+	// opening for another log.
+	l.leading = true
+	if l.files != nil {
+		l.files.acquire(l)
+		defer func() {
+			if l.f == nil { // Open failed
+				l.forgetFiles()
+			}
+		}()
+	}
 
 	created, err := missingDirs(fsys, l.dir)
 	if err != nil {
@@ -84,8 +101,17 @@ func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
 		_ = f.Close()
 		return nil, err
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("eventlog: stat %s: %w", path, err)
+	}
+	l.mu.Lock()
 	l.f = f
+	l.size = fi.Size()
 	l.nextSeq = l.lastSeq + 1
+	l.leading = false
+	l.mu.Unlock()
 	return l, nil
 }
 
