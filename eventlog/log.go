@@ -65,7 +65,7 @@ type Log struct {
 	replay      func(Entry) error
 	files       *Files
 	elem        *list.Element // in files' LRU while handles are open; guarded by files.mu
-	maxLine     int // MaxLineBytes; smaller in tests
+	maxLine     int           // MaxLineBytes; smaller in tests
 	// mustSync holds the directories whose fsync Open cannot do without.
 	mustSync map[string]bool
 
