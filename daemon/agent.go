@@ -36,9 +36,13 @@ type agent struct {
 	// the agent; subscriptions to it are refused from then on.
 	terminating bool
 	corrupt     error // the log is damaged in the middle
-	timers      map[string]stopper
-	resumeRes   map[string]chan struct{} // token id -> closed when the resumed run ends
-	resumeOut   map[string]TurnResult
+	// owed is the end of the open run that could not be logged (see
+	// degraded.go); owedMu serialises writing it.
+	owed      *owedEnd
+	owedMu    sync.Mutex
+	timers    map[string]stopper
+	resumeRes map[string]chan struct{} // token id -> closed when the resumed run ends
+	resumeOut map[string]TurnResult
 }
 
 type stopper interface{ Stop() bool }

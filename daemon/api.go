@@ -50,10 +50,8 @@ func (c *Core) Send(ctx context.Context, agentID, message, provName, model strin
 	if len(message) > c.opts.MaxPayload {
 		return TurnResult{}, protocol.Errorf(protocol.CodeInvalid, "message is %d bytes; the limit is %d", len(message), c.opts.MaxPayload)
 	}
-	if provName != "" {
-		if _, err := c.provider(provName); err != nil {
-			return TurnResult{}, err
-		}
+	if err := c.checkRunChoice(a, provName, model); err != nil {
+		return TurnResult{}, err
 	}
 	if err := c.claim(a); err != nil {
 		return TurnResult{}, err
@@ -98,6 +96,9 @@ type AgentView struct {
 	Wait      map[string]any
 	LastError string
 	Error     string
+	// Degraded says why the agent's log refuses appends, or which run end
+	// it has not logged yet ("" when neither).
+	Degraded string
 }
 
 func (v AgentView) listMap() map[string]any {
@@ -112,6 +113,9 @@ func (v AgentView) listMap() map[string]any {
 	}
 	if v.Error != "" {
 		m["error"] = v.Error
+	}
+	if v.Degraded != "" {
+		m["degraded"] = v.Degraded
 	}
 	return m
 }
@@ -130,6 +134,7 @@ func (c *Core) view(a *agent) AgentView {
 		v.Wait["state"] = r.Wait.TokenState
 		v.Wait["run_id"] = r.RunID
 	}
+	v.Degraded = a.degradedLocked()
 	if a.corrupt != nil {
 		v.Error = a.corrupt.Error() + "; run `warren repair " + a.id + "` to keep a copy and cut the log to its last good entry"
 	}

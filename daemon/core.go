@@ -61,6 +61,14 @@ type CoreOptions struct {
 	// PendingIdle is passed to every event log (eventlog.Options); the
 	// crash tests set it negative so that no idle timer adds operations.
 	PendingIdle time.Duration
+	// MaxOpenLogs caps the event logs holding open file handles (each at
+	// most two descriptors): the least recently used idle log is closed and
+	// reopened on demand (eventlog.Files). 0 means DefaultMaxOpenLogs.
+	MaxOpenLogs int
+	// LogHealBackoff is eventlog.Options.HealBackoff for every log: how
+	// long a log whose write failed waits before reopening itself. 0 means
+	// the eventlog default.
+	LogHealBackoff time.Duration
 }
 
 // DefaultSessionSaveDelay is the default CoreOptions.SessionSaveDelay. A
@@ -78,6 +86,7 @@ type Core struct {
 	bootID string
 
 	agentsDir string
+	files     *eventlog.Files // caps the logs holding open handles
 
 	mu     sync.Mutex // guards agents, cfg, subsByTarget, closed
 	agents map[string]*agent
@@ -141,6 +150,9 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.Config.Pools == nil {
 		opts.Config = config.Default()
 	}
+	if opts.MaxOpenLogs == 0 {
+		opts.MaxOpenLogs = DefaultMaxOpenLogs
+	}
 	if opts.DefaultProvider == "" {
 		opts.DefaultProvider = "inproc"
 	}
@@ -152,6 +164,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		now:       opts.Now,
 		bootID:    opts.BootID,
 		agentsDir: filepath.Join(opts.Home, "agents"),
+		files:     eventlog.NewFiles(opts.MaxOpenLogs),
 		agents:    map[string]*agent{},
 		tree:      tree.New(),
 		cfg:       opts.Config,
@@ -226,10 +239,19 @@ func (c *Core) Close(ctx context.Context) error {
 // Abandon drops everything without writing (a simulated crash for tests:
 // the filesystem is expected to be crashed already).
 func (c *Core) Abandon() {
-	c.stopAgents()
+	agents, _ := c.stopAgents()
 	c.cancel()
 	c.wg.Wait()
 	c.saves.Wait()
+	// No log may heal (reopen, cut, remove) after the filesystem reboots.
+	for _, a := range agents {
+		if a.log != nil {
+			a.log.Abandon()
+		}
+	}
+	if c.user != nil {
+		c.user.log.Abandon()
+	}
 	c.bus.close()
 }
 

@@ -36,23 +36,20 @@ func (c *Core) openLog(id string, target **agent) (*eventlog.Log, error) {
 // replay (recovery folds the projection in the same pass that checks the
 // log).
 func (c *Core) openLogReplay(id string, target **agent, replay func(eventlog.Entry) error) (*eventlog.Log, error) {
-	return eventlog.Open(c.fs, c.logPath(id), eventlog.Options{
-		Replay:      replay,
-		Logger:      c.log.Named("eventlog"),
-		Now:         c.now,
-		PendingIdle: c.opts.PendingIdle,
-		OnAppend: func(es []eventlog.Entry) {
-			a := *target
-			for _, e := range es {
-				if a != nil {
-					if err := a.apply(e); err != nil {
-						c.log.Error("applying logged event", "agent", id, "seq", e.Seq, "event", e.Event, "err", err)
-					}
+	opts := c.logOptions(id)
+	opts.Replay = replay
+	opts.OnAppend = func(es []eventlog.Entry) {
+		a := *target
+		for _, e := range es {
+			if a != nil {
+				if err := a.apply(e); err != nil {
+					c.log.Error("applying logged event", "agent", id, "seq", e.Seq, "event", e.Event, "err", err)
 				}
 			}
-			c.bus.publish(id, es)
-		},
-	})
+		}
+		c.bus.publish(id, es)
+	}
+	return eventlog.Open(c.fs, c.logPath(id), opts)
 }
 
 // CreateAgent creates an agent durably: its provider session, its log with

@@ -214,7 +214,9 @@ func (p *projection) apply(e eventlog.Entry) error {
 		if d.Turn > p.TurnNo {
 			p.TurnNo = d.Turn
 		}
-		p.Provider, p.Model = d.Provider, d.Model
+		// The preference (the last provider and model used) changes only
+		// when a run on them completes (turn.complete): a failed run
+		// leaves it alone.
 		rerun := p.Run != nil && p.Run.RunID == d.RunID && p.Run.Turn == d.Turn && !p.Run.Ended
 		if !rerun {
 			p.Run = &runFacts{RunID: d.RunID, Turn: d.Turn}
@@ -236,6 +238,9 @@ func (p *projection) apply(e eventlog.Entry) error {
 		if r := p.runFor(d.RunID); r != nil {
 			r.Ended, r.Wait = true, nil
 			p.take(r.MessageIDs)
+			if r.Provider != "" {
+				p.Provider, p.Model = r.Provider, r.Model
+			}
 		}
 		if lr := p.LastResume; lr != nil && lr.RunID == d.RunID {
 			if d.Response == "" {

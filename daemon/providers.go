@@ -5,6 +5,7 @@ import (
 
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/demo"
+	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/provider/scripted"
@@ -22,4 +23,34 @@ func DefaultProviders(cfg config.Config, logger hclog.Logger) map[string]provide
 		"scripted": scripted.New(scripted.Options{TurnTimeout: cfg.TurnTimeout, Logger: logger.Named("scripted")}),
 		"inproc":   ip,
 	}
+}
+
+// checkRunChoice validates the provider and model a send asks for: an
+// unknown provider, or a model the provider says it does not serve, is
+// invalid input (code 2). The run would only fail, and a failed run changes
+// nothing, so nothing is logged.
+func (c *Core) checkRunChoice(a *agent, provName, model string) error {
+	if provName == "" && model == "" {
+		return nil
+	}
+	a.mu.Lock()
+	pref := a.p.Provider
+	a.mu.Unlock()
+	name := provName
+	if name == "" {
+		name = pref
+	}
+	prov, err := c.provider(name)
+	if err != nil {
+		return err
+	}
+	if model == "" {
+		return nil
+	}
+	if mc, ok := prov.(provider.ModelChecker); ok {
+		if err := mc.CheckModel(model); err != nil {
+			return protocol.Errorf(protocol.CodeInvalid, "--model %q: %v", model, err)
+		}
+	}
+	return nil
 }

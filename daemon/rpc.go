@@ -64,6 +64,10 @@ func toRPCError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return protocol.Errorf(protocol.CodeUnavailable, "%v", err)
 	}
+	if errors.Is(err, eventlog.ErrPoisoned) {
+		// The agent's log refuses appends until it heals: try again.
+		return protocol.Errorf(protocol.CodeUnavailable, "%v", err)
+	}
 	return protocol.Errorf(protocol.CodeInternal, "%v", err)
 }
 
@@ -312,7 +316,8 @@ func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream
 
 func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, error) {
 	return map[string]any{"pid": h.pid, "boot_id": h.c.BootID(), "version": h.version, "home": h.home,
-		"uptime_s": int64(time.Since(h.started).Seconds()), "agents": h.c.AgentCount(), "pools": h.c.PoolStats()}, nil
+		"uptime_s": int64(time.Since(h.started).Seconds()), "agents": h.c.AgentCount(), "pools": h.c.PoolStats(),
+		"degraded": h.c.DegradedCount(), "open_logs": h.c.files.Open()}, nil
 }
 
 // shutdownM stops the daemon. With a `home` param it stops only if that is

@@ -49,6 +49,9 @@ func (c *Core) terminate(a *agent) error {
 			return err
 		}
 	}
+	if err := c.flushOwed(a); err != nil {
+		return fmt.Errorf("terminating %s: %w", a.id, err)
+	}
 	from := c.stateName(a)
 	if _, err := a.log.Append(evAgentTerminated, agentTerminatedData{AgentID: a.id}); err != nil {
 		return fmt.Errorf("logging agent.terminated for %s: %w", a.id, err)

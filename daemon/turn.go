@@ -119,9 +119,15 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		outcome = ""
 		return res
 	}
+	// The end of an earlier run that could not be logged goes first.
+	if err := c.flushOwed(a); err != nil {
+		res.Err = logFailure(fmt.Errorf("agent %s cannot start a turn: %w", a.id, err))
+		outcome = ""
+		return res
+	}
 	if _, err := a.log.Append(evTurnStart, turnStartData{RunID: runID, Turn: turn, BootID: c.bootID,
 		Prompt: req.Prompt, Provider: provName, Model: model, MessageIDs: nonNil(req.MessageIDs)}); err != nil {
-		res.Err = fmt.Errorf("logging turn.start for agent %s: %w", a.id, err)
+		res.Err = logFailure(fmt.Errorf("logging turn.start for agent %s: %w", a.id, err))
 		outcome = ""
 		return res
 	}
@@ -137,7 +143,11 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 	case err == nil:
 		outcome = outComplete
 		if _, lerr := a.log.Append(evTurnComplete, turnCompleteData{RunID: runID, Turn: turn, Response: response}); lerr != nil {
-			res.Err = fmt.Errorf("logging turn.complete for agent %s: %w", a.id, lerr)
+			// Not durable, so not complete: the run ends as failed once the
+			// log takes it.
+			a.owe(runID, evTurnFailed, turnFailedData{RunID: runID, Turn: turn, Attempts: attempts,
+				Error: "the turn's result could not be logged: " + lerr.Error()}, lerr)
+			res.Err = logFailure(fmt.Errorf("logging turn.complete for agent %s: %w", a.id, lerr))
 			outcome = ""
 			return res
 		}
@@ -155,13 +165,18 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		outcome = outCancelled
 		if _, lerr := a.log.Append(evTurnCancelled, turnCancelledData{RunID: runID, Turn: turn}); lerr != nil {
 			c.log.Error("logging turn.cancelled", "agent", a.id, "err", lerr)
+			a.owe(runID, evTurnCancelled, turnCancelledData{RunID: runID, Turn: turn}, lerr)
+			outcome = ""
 		}
 		res.Status = "idle"
 		res.Err = protocol.Errorf(protocol.CodeInvalid, "turn cancelled")
 	default:
 		outcome = outFailed
-		if _, lerr := a.log.Append(evTurnFailed, turnFailedData{RunID: runID, Turn: turn, Error: err.Error(), Attempts: attempts}); lerr != nil {
+		failed := turnFailedData{RunID: runID, Turn: turn, Error: err.Error(), Attempts: attempts}
+		if _, lerr := a.log.Append(evTurnFailed, failed); lerr != nil {
 			c.log.Error("logging turn.failed", "agent", a.id, "err", lerr)
+			a.owe(runID, evTurnFailed, failed, lerr)
+			outcome = ""
 		}
 		res.Status = "idle"
 		res.Err = err

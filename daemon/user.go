@@ -24,8 +24,10 @@ func (c *Core) openUserInbox() error {
 	path := filepath.Join(c.opts.Home, "user.jsonl")
 	u := &userInbox{c: c, queue: inbox.NewQueue(0), seen: map[string]struct{}{}}
 	var foldErr error
-	lg, err := eventlog.Open(c.fs, path, eventlog.Options{Logger: c.log.Named("eventlog"), Now: c.now,
-		PendingIdle: c.opts.PendingIdle,
+	opts := c.logOptions("USER")
+	opts.OnHeal = nil
+	lg, err := eventlog.Open(c.fs, path, eventlog.Options{Logger: opts.Logger, Now: opts.Now,
+		PendingIdle: opts.PendingIdle, HealBackoff: opts.HealBackoff, Files: opts.Files,
 		Replay: func(e eventlog.Entry) error {
 			if foldErr == nil {
 				foldErr = u.apply(e)

@@ -247,7 +247,7 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 		cur.cancel()
 		select {
 		case <-cur.done:
-			return nil
+			return c.owedCancelErr(a)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -259,13 +259,23 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 		return err
 	}
 	defer c.release(a)
+	a.mu.Lock()
+	owed := a.owed != nil
+	a.mu.Unlock()
+	if owed {
+		// The run ended already; only its end is not logged yet.
+		if err := c.flushOwed(a); err != nil {
+			return c.owedCancelErr(a)
+		}
+		return nil
+	}
 	if liveWait {
 		if err := c.revokeToken(a, run.Wait.TokenID, run.RunID, "cancelled"); err != nil {
 			return err
 		}
 	}
 	if _, err := a.log.Append(evTurnCancelled, turnCancelledData{RunID: run.RunID, Turn: run.Turn}); err != nil {
-		return fmt.Errorf("logging turn.cancelled: %w", err)
+		return logFailure(fmt.Errorf("logging turn.cancelled for agent %s: %w; the run is still open in the log and nothing else changed; retry agent cancel once the log accepts appends", a.name(), err))
 	}
 	c.saveSession(a, func(s *session.Session) { s.State = session.StateIdle; s.Run = nil })
 	if liveWait {

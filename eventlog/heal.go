@@ -279,3 +279,31 @@ func (l *Log) forgetFiles() {
 		l.files.forget(l)
 	}
 }
+
+// Abandon drops the handle without touching the disk, as a crash would: no
+// append, removal or reopen happens through it afterwards (its timers are
+// stopped and its files closed). Tests that simulate a crash use it on
+// logs whose filesystem is about to be rebooted.
+func (l *Log) Abandon() {
+	l.mu.Lock()
+	l.closed = true
+	for l.leading {
+		l.idle.Wait()
+	}
+	if l.retire != nil {
+		l.retire.Stop()
+	}
+	if l.healTimer != nil {
+		l.healTimer.Stop()
+	}
+	f, pf := l.f, l.pf
+	l.f, l.pf = nil, nil
+	l.mu.Unlock()
+	if pf != nil {
+		_ = pf.Close()
+	}
+	if f != nil {
+		_ = f.Close()
+	}
+	l.forgetFiles()
+}

@@ -37,6 +37,15 @@ type Provider interface {
 	Restore(ctx context.Context, spec Spec, blob []byte, handle string) (Session, error)
 }
 
+// ModelChecker is implemented by providers that can tell, before a run,
+// whether they serve a model. The daemon refuses a run on a model the
+// provider does not serve as invalid input instead of failing the run.
+type ModelChecker interface {
+	// CheckModel returns nil if the provider serves model, else an error
+	// that says what is wrong and what is available.
+	CheckModel(model string) error
+}
+
 // Spec describes the agent a session serves.
 type Spec struct {
 	AgentID      string

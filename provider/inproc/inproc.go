@@ -102,6 +102,18 @@ func (p *Provider) modelsLocked() []string {
 	return names
 }
 
+// CheckModel implements provider.ModelChecker: the model must have a
+// registered program.
+func (p *Provider) CheckModel(model string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.programs[model]; !ok {
+		return fmt.Errorf("inproc provider %q: model %q (%w); registered models: %s",
+			p.name, model, ErrUnknownModel, strings.Join(p.modelsLocked(), ", "))
+	}
+	return nil
+}
+
 // Calls returns how many times Send was called on sessions with this model
 // (including calls that failed).
 func (p *Provider) Calls(model string) int {

@@ -109,6 +109,13 @@ func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Ses
 	return s, nil
 }
 
+// CheckModel implements provider.ModelChecker: the model is the script's
+// path, which must name a regular file.
+func (p *Provider) CheckModel(model string) error {
+	_, err := ResolveScript(model)
+	return err
+}
+
 // blob is the Suspend format.
 type blob struct {
 	Script  string          `json:"script"`
