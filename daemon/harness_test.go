@@ -36,6 +36,10 @@ type harness struct {
 	// wrapFS, if set, wraps the filesystem the core uses (to observe or
 	// hold its operations); h.fs stays the crashable filesystem beneath.
 	wrapFS func(faultfs.FS) faultfs.FS
+	// healBackoff and maxOpenLogs are CoreOptions.LogHealBackoff and
+	// MaxOpenLogs (0: the defaults).
+	healBackoff time.Duration
+	maxOpenLogs int
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
@@ -75,7 +79,9 @@ func (h *harness) start() {
 			h.delays = append(h.delays, d)
 			return nil
 		},
-		Jitter: func() float64 { return 0.5 },
+		Jitter:         func() float64 { return 0.5 },
+		LogHealBackoff: h.healBackoff,
+		MaxOpenLogs:    h.maxOpenLogs,
 	})
 	if err != nil {
 		h.t.Fatalf("NewCore: %v", err)

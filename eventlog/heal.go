@@ -26,7 +26,7 @@ const MaxHealBackoff = 5 * time.Second
 // healDue reports whether a poisoned handle may try to reopen now. l.mu
 // must be held.
 func (l *Log) healDue() bool {
-	return l.healBase > 0 && l.broken == nil && !time.Now().Before(l.healAt)
+	return l.broken == nil && (l.healBase < 0 || !time.Now().Before(l.healAt))
 }
 
 // poisonLocked records a new failure that poisoned the handle and schedules

@@ -17,10 +17,12 @@ func tempLog(t testing.TB) (faultfs.FS, string) {
 }
 
 // mustOpen opens a log without the idle timer, so tests see a deterministic
-// sequence of operations (retireNow runs the idle removal on demand).
+// sequence of operations (retireNow runs the idle removal on demand), and
+// with a heal backoff no test outlasts: a poisoned handle reopens only when
+// the test calls Heal.
 func mustOpen(t testing.TB, fsys faultfs.FS, path string) *Log {
 	t.Helper()
-	l, err := Open(fsys, path, Options{PendingIdle: -1, HealBackoff: -1})
+	l, err := Open(fsys, path, Options{PendingIdle: -1, HealBackoff: time.Hour})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}

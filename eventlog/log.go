@@ -37,9 +37,9 @@ type Options struct {
 	// HealBackoff is how long a handle poisoned by a failed write waits
 	// before it tries to reopen the log (on the next append, or from a
 	// timer if none comes); each failed attempt doubles it, up to
-	// MaxHealBackoff. Zero means DefaultHealBackoff; a negative value
-	// disables automatic reopening (only Heal reopens), which crash tests
-	// use so that no timer adds operations.
+	// MaxHealBackoff. Zero means DefaultHealBackoff. A negative value means
+	// no wait and no timer: every append on a poisoned handle first tries
+	// to reopen it (tests use it so that only their own calls act).
 	HealBackoff time.Duration
 	// OnHeal, if set, is called after a poisoned handle was reopened and
 	// accepts appends again, on the goroutine that reopened it, after it
@@ -304,12 +304,16 @@ func (l *Log) poisonedErr() error {
 	switch {
 	case l.broken != nil:
 		return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v); restart the daemon to check the log", l.path, ErrPoisoned, l.broken)
+	case l.healErr != nil && l.healBase < 0:
+		return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v; reopening failed: %v)", l.path, ErrPoisoned, l.poison, l.healErr)
 	case l.healErr != nil:
 		return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v; reopening failed: %v; next attempt in %s)",
 			l.path, ErrPoisoned, l.poison, l.healErr, l.retryIn())
 	case l.healBase > 0:
 		return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v; it is reopened automatically, next attempt in %s)",
 			l.path, ErrPoisoned, l.poison, l.retryIn())
+	case l.healBase < 0:
+		return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v; the next append tries to reopen it)", l.path, ErrPoisoned, l.poison)
 	}
 	return fmt.Errorf("eventlog: append to %s refused: %w (cause: %v)", l.path, ErrPoisoned, l.poison)
 }
