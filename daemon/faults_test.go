@@ -273,14 +273,15 @@ func TestManyAgentsSmallHandleCap(t *testing.T) {
 			t.Fatalf("agent %d: %+v", i, res)
 		}
 	}
-	// session.json writes and log reads open files of their own for a
-	// moment; the cap bounds the logs' handles.
 	if n := h.c.files.Open(); n > capLogs {
 		t.Fatalf("%d logs hold handles, cap %d", n, capLogs)
 	}
-	if max := cfs.maxOpen(); max > 2*capLogs+8 {
-		t.Fatalf("%d files were open at once; the cap allows %d", max, 2*capLogs+8)
+	// Two per log; a reader of a log (history for a session restore) opens
+	// one more for a moment.
+	if max := cfs.maxOpen(); max > 2*capLogs+2 {
+		t.Fatalf("%d log files were open at once; the cap allows %d", max, 2*capLogs+2)
 	}
+	t.Logf("log files open at most: %d (cap %d logs)", cfs.maxOpen(), capLogs)
 	h.crash(faultfs.ProcessCrash)
 	for i, id := range ids[:50] {
 		if n := h.count(id, "turn.complete"); n != 1 {
@@ -324,7 +325,8 @@ func TestBadModelOnSendIsInvalid(t *testing.T) {
 	}
 }
 
-// openCountFS counts the files open through it, now and at most.
+// openCountFS counts the event log files (*.jsonl, *.pending) open
+// through it, now and at most.
 type openCountFS struct {
 	faultfs.FS
 	mu        sync.Mutex
@@ -339,8 +341,8 @@ type openCountFile struct {
 
 func (c *openCountFS) OpenFile(name string, flag int, perm fs.FileMode) (faultfs.File, error) {
 	f, err := c.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
+	if err != nil || !(strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".pending")) {
+		return f, err
 	}
 	c.mu.Lock()
 	c.open++

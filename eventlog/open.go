@@ -32,7 +32,7 @@ func checkPath(path string) error {
 // directories durably. It repairs a torn tail, replays and removes the
 // pending file, and returns a *CorruptError (ErrCorrupt) for damage in the
 // middle of the log. See the package documentation for the protocol.
-func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
+func Open(fsys faultfs.FS, path string, opts Options) (_ *Log, err error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
 	if l.files != nil {
 		l.files.acquire(l)
 		defer func() {
-			if l.f == nil { // Open failed
+			if err != nil {
 				l.forgetFiles()
 			}
 		}()
