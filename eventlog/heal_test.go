@@ -5,6 +5,7 @@ import (
 	"errors"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/warren-dev/warren/faultfs"
 )
@@ -193,7 +194,11 @@ func TestHealsByItself(t *testing.T) {
 	if _, err := l.Append("b", nil); !errors.Is(err, ErrPoisoned) {
 		t.Fatalf("append: %v", err)
 	}
-	<-healed // the rule was not sticky: the timer's reopen succeeds
+	select { // the rule was not sticky: the timer's reopen succeeds
+	case <-healed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the poisoned handle did not reopen by itself")
+	}
 	if err := l.Degraded(); err != nil {
 		t.Fatalf("Degraded after the timer healed it: %v", err)
 	}
