@@ -63,10 +63,11 @@
 // Only after step 3's fsync returns are the group's entries acknowledged
 // (OnAppend is called, then the callers return). Any write or fsync error,
 // or a short write, poisons the handle: every caller of the group gets the
-// error (and ErrPoisoned), and later appends get ErrPoisoned until the log
-// is reopened. A failed fsync is never retried (fsyncgate: the kernel may
-// have dropped the dirty data), and no append ever follows a possibly
-// partial line. A failed removal in step 4 is logged (idle) or returned
+// error (and ErrPoisoned), and later appends get ErrPoisoned until the
+// handle is reopened (below, "Faults and healing"). A failed fsync is
+// never retried on the same file handle (fsyncgate: the kernel may have
+// dropped the dirty data), and no append ever follows a possibly partial
+// line. A failed removal in step 4 is logged (idle) or returned
 // (Close) and changes nothing else: the file holds only durable groups, and
 // the next group truncates it on creation.
 //
@@ -136,6 +137,54 @@
 //
 // A Log is safe for concurrent use. One process must hold at most one open
 // Log per file (the daemon's lock file ensures one process).
+//
+// # Faults and healing
+//
+// A poisoned handle closes its files at once and reopens the log when the
+// cause may be gone: on the first append after Options.HealBackoff (100 ms
+// by default, doubling after each failed attempt up to 5 s), from a timer
+// if no append comes (so that Degraded clears by itself), or when Heal is
+// called. Until then appends fail fast with ErrPoisoned and the cause, and
+// Degraded returns it. Reopening (the heal) does not re-read the log; the
+// handle knows what Open would find:
+//
+//  1. Open the log file again (a new handle: the failed one is never used
+//     again).
+//  2. Its size must be at least the end of the last acknowledged entry.
+//     Bytes past it can only be the remains of the failed group's write
+//     (a torn tail in the exact sense of Open: the region of the last
+//     write, never acknowledged); they are cut. A file shorter than that,
+//     or longer when no log write failed, was changed by something else.
+//  3. The last line before that size must be the last acknowledged entry
+//     (CRC and seq). A change is ErrChanged: the handle stays refused, and
+//     only Open (a restart) decides what the file holds.
+//  4. Fsync the log, so the cut is durable before anything depends on it,
+//     then remove the pending file and fsync the directory. The pending
+//     file holds either the failed group (never acknowledged: the
+//     acknowledgement follows the log's fsync) or a group already in the
+//     log, so nothing acknowledged is lost; removing it means a later crash
+//     cannot replay the failed group behind the back of callers that were
+//     told it failed. The order matters: with the log cut first, a crash
+//     in between finds any resurrected tail still covered by the pending
+//     file.
+//
+// After a heal the file holds exactly the acknowledged entries, as memory
+// does, and a crash at any point of the heal leaves what a crash during
+// the failed append would have left. Options.OnHeal then runs. Open itself
+// is not retried in place: a failure during Open is returned to its caller.
+//
+// # Open handles (Files)
+//
+// Options.Files caps how many logs hold open file handles at once. When a
+// log needs its handles and the cap is reached, the least recently used
+// idle log closes its own (removing its pending file as on idle
+// retirement: every group in it is in the log). It keeps its last seq and
+// the size of its acknowledged entries, and its next append reopens the
+// file with steps 1-3 above (no cut: any size change is ErrChanged),
+// reading only the last line. A log in the middle of a commit is never
+// closed, and a commit never waits for another log, so the cap can be
+// exceeded by the number of logs committing at the same moment; the next
+// reopen brings the count back under it.
 //
 // # Reading
 //

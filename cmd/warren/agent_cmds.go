@@ -72,6 +72,9 @@ func cmdAgentList(ctx context.Context, c *cli, args []string) error {
 		if e := str(a, "error"); e != "" {
 			fmt.Fprintf(c.stdout, "%s: %s\n", str(a, "path"), e)
 		}
+		if e := str(a, "degraded"); e != "" {
+			fmt.Fprintf(c.stdout, "%s: degraded: %s\n", str(a, "path"), e)
+		}
 		if str(a, "status") != "suspended" {
 			continue
 		}
@@ -163,6 +166,9 @@ func cmdAgentInspect(ctx context.Context, c *cli, args []string) error {
 	}
 	if e := str(res, "last_error"); e != "" {
 		fmt.Fprintf(w, "%-10s %s\n", "last_error:", cut(e, 300))
+	}
+	if e := str(res, "degraded"); e != "" {
+		fmt.Fprintf(w, "%-10s %s\n", "degraded:", e)
 	}
 	if kids := list(res, "children"); len(kids) > 0 {
 		fmt.Fprintln(w, "children:")

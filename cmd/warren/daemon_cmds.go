@@ -315,6 +315,9 @@ func cmdDaemonStatus(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintf(c.stdout, "version   %s\n", str(st, "version"))
 	fmt.Fprintf(c.stdout, "uptime    %s\n", up)
 	fmt.Fprintf(c.stdout, "agents    %d\n", num(st, "agents"))
+	if n := num(st, "degraded"); n > 0 {
+		fmt.Fprintf(c.stdout, "degraded  %d agents whose log refuses appends (see warren agent list)\n", n)
+	}
 	pools := obj(st, "pools")
 	if len(pools) == 0 {
 		return nil
