@@ -68,14 +68,19 @@ func BenchmarkRawWriteFsync(b *testing.B) {
 // benchAppends runs b.N durable appends spread over writers goroutines on
 // nlogs logs (writer w uses log w % nlogs), and reports appends/s next to
 // the raw write+fsync rate measured on the same disk in the same run.
-func benchAppends(b *testing.B, writers, nlogs int) {
+func benchAppends(b *testing.B, writers, nlogs int) { benchAppendsFiles(b, writers, nlogs, nil, false) }
+
+// benchAppendsFiles is benchAppends with the logs sharing files (nil: no
+// cap); with spread, every append goes to the next log in turn instead of
+// the writer's own.
+func benchAppendsFiles(b *testing.B, writers, nlogs int, files *Files, spread bool) {
 	dir := benchDir(b)
 	// The disk's rate drifts; measure it just before and just after the
 	// appends, on the same filesystem, and use the mean.
 	rawBefore := rawFsyncRate(b, dir, 0, 500*time.Millisecond)
 	logs := make([]*Log, nlogs)
 	var groups atomic.Int64
-	opts := Options{OnAppend: func([]Entry) { groups.Add(1) }}
+	opts := Options{OnAppend: func([]Entry) { groups.Add(1) }, Files: files}
 	for i := range logs {
 		l, err := Open(faultfs.OS{}, filepath.Join(dir, "agents", strconv.Itoa(i), "events.jsonl"), opts)
 		if err != nil {
@@ -93,7 +98,10 @@ func benchAppends(b *testing.B, writers, nlogs int) {
 		go func() {
 			defer wg.Done()
 			l := logs[w%nlogs]
-			for next.Add(1) <= int64(b.N) {
+			for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
+				if spread {
+					l = logs[n%int64(nlogs)]
+				}
 				if _, err := l.Append("turn.start", benchData); err != nil {
 					b.Error(err)
 					return
@@ -120,6 +128,19 @@ func reportVsRaw(b *testing.B, dir string, rawBefore float64, elapsed time.Durat
 func BenchmarkAppend1Writer(b *testing.B)           { benchAppends(b, 1, 1) }
 func BenchmarkAppend64WritersOneLog(b *testing.B)   { benchAppends(b, 64, 1) }
 func BenchmarkAppend64WritersOn64Logs(b *testing.B) { benchAppends(b, 64, 64) }
+
+// The handle cap (Files): under it (no reopen, only the LRU bookkeeping),
+// and one writer going round 256 logs with room for 16, so that every
+// append closes another log's handles and reopens its own.
+func BenchmarkAppend64WritersOn64LogsCap512(b *testing.B) {
+	benchAppendsFiles(b, 64, 64, NewFiles(512), false)
+}
+func BenchmarkAppendRoundRobin256LogsCap16(b *testing.B) {
+	benchAppendsFiles(b, 1, 256, NewFiles(16), true)
+}
+func BenchmarkAppendRoundRobin256LogsNoCap(b *testing.B) {
+	benchAppendsFiles(b, 1, 256, nil, true)
+}
 
 // BenchmarkLiteralSpecWritePath is the write path as SPEC 3 words it, for
 // comparison with BenchmarkAppend1Writer: per entry, create events.pending,
