@@ -14,6 +14,16 @@
 // paths therefore cannot disagree, which is what the crash-recovery fuzzer
 // checks.
 //
+// An entry whose append failed is not applied, so the state in memory never
+// runs ahead of the log. A log that refuses appends after a failure
+// (ENOSPC, EROFS, EMFILE, a failed fsync) reopens itself when the cause is
+// gone (eventlog: "Faults and healing"); meanwhile its agent is degraded
+// (agent.list, agent.inspect, daemon.status), operations that need the log
+// fail with code 6, and a run whose end could not be logged stays open in
+// the log until the end is written: when the log heals, before the agent's
+// next turn, or by agent.cancel (degraded.go). Logs share a cap on open
+// file handles (CoreOptions.MaxOpenLogs, eventlog.Files).
+//
 // # Events written besides those fixed by the specification
 //
 //	tool.gate          child's log   action ("gate"/"ungate"), agent_name
