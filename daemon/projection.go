@@ -359,13 +359,12 @@ func (p *projection) apply(e eventlog.Entry) error {
 			}
 		}
 	case evMsgEnqueued:
-		if id, ok := messageIDOf(e.Data); ok && p.lazy != nil && !bytes.Contains(e.Data, []byte(`"reminder_id"`)) {
+		if id, ok := messageIDOf(e.Data); ok && p.lazy != nil && len(e.Data) <= lazyRawMax && !bytes.Contains(e.Data, []byte(`"reminder_id"`)) {
 			if _, dup := p.Enqueued[id]; dup {
 				return nil
 			}
 			p.Enqueued[id] = struct{}{}
-			p.lazy.order = append(p.lazy.order, id)
-			p.lazy.raw[id] = cloneRaw(e.Data)
+			p.lazy.add(id, lazyMsg{raw: cloneRaw(e.Data), ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
 			return nil
 		}
 		m, err := inbox.FromEventData(e.Data)
@@ -376,10 +375,10 @@ func (p *projection) apply(e eventlog.Entry) error {
 			return nil
 		}
 		p.Enqueued[m.ID] = struct{}{}
+		q := queued(m, e)
 		if p.lazy != nil {
-			p.lazy.order = append(p.lazy.order, m.ID)
-			p.lazy.raw[m.ID] = cloneRaw(e.Data)
-		} else if err := p.Pending.Push(m); err != nil {
+			p.lazy.add(m.ID, lazyMsg{msg: &q})
+		} else if err := p.Pending.Push(q); err != nil {
 			return fmt.Errorf("event %s at seq %d: %w", e.Event, e.Seq, err)
 		}
 		if rid := m.Metadata["reminder_id"]; rid != "" {

@@ -149,6 +149,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	}
 	c.SweepWaits()
 	for _, l := range placed {
+		l.p.Pending.Attach(&c.pending) // counts toward the total limits
 		l.a.mu.Lock()
 		rep.Pending += l.p.Pending.Len()
 		ids := make([]string, 0, len(l.p.Reminders))

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/tools"
@@ -41,6 +42,9 @@ func (c *Core) toolSpawn(a *agent, v tools.SpawnAgent, cc callCtx) (toolOutcome,
 		}
 	}
 	spec := c.childSpec(a, cc.derivedID("spawn", v.Name), v)
+	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
+		return toolErr("%v", err), nil
+	}
 	if cc.runID == "" {
 		// Outside a turn (the tool.call method) the child is created before
 		// the call is answered: the acknowledgement means it exists.
@@ -152,16 +156,19 @@ func (c *Core) toolInspect(a *agent, v tools.InspectAgent) (toolOutcome, error) 
 	ch.mu.Lock()
 	md := copyMap(ch.p.Metadata)
 	gated := ch.p.Gated
-	recent := []any{}
-	for _, m := range ch.p.Pending.Peek() {
-		recent = append(recent, map[string]any{"from": m.Sender, "text": m.Payload, "message_id": m.ID})
-	}
+	pendingN := ch.p.Pending.Len()
+	msgs := ch.p.Pending.PeekFirst(maxNoticeListed, pageBytes)
 	ch.mu.Unlock()
-	for _, r := range recent {
-		m := r.(map[string]any)
-		m["from"] = c.displayName(m["from"].(string))
+	msgs, err := c.fillPayloads(ch.id, msgs)
+	if err != nil {
+		return toolOutcome{}, err
 	}
-	return ok(map[string]any{"state": state, "gated": gated, "metadata": md, "recent_messages": recent}), nil
+	recent := []any{}
+	for _, m := range msgs {
+		recent = append(recent, map[string]any{"from": c.displayName(m.Sender), "text": m.Payload, "message_id": m.ID})
+	}
+	return ok(map[string]any{"state": state, "gated": gated, "metadata": md, "recent_messages": recent,
+		"pending_messages": pendingN}), nil
 }
 
 func (c *Core) toolComplete(a *agent, v tools.Complete, cc callCtx) (toolOutcome, error) {
@@ -224,6 +231,18 @@ func (c *Core) toolSetMetadata(a *agent, v tools.SetAgentMetadata) (toolOutcome,
 	ch, e := c.child(a, v.AgentName)
 	if ch == nil {
 		return toolErr("%s", e), nil
+	}
+	if v.Value != nil {
+		ch.mu.Lock()
+		md := maps.Clone(ch.p.Metadata)
+		ch.mu.Unlock()
+		if md == nil {
+			md = map[string]string{}
+		}
+		md[v.Key] = *v.Value
+		if err := c.checkAgentText("", md); err != nil {
+			return toolErr("%v", err), nil
+		}
 	}
 	if _, err := ch.log.Append(evMetadataUpdated, metadataUpdatedData{Key: v.Key, Value: v.Value}); err != nil {
 		return toolOutcome{}, fmt.Errorf("logging metadata.updated: %w", err)

@@ -72,6 +72,7 @@ type Log struct {
 	// Owned by the current leader.
 	f       faultfs.File
 	nextSeq uint64 // seq of the next entry to write
+	size    int64  // bytes in the log file (the offset of the next line)
 	buf     []byte
 	// pf is the pending file, open for in-place reuse between groups (nil
 	// when it is absent); pfDurable says its directory entry was fsynced.
@@ -253,6 +254,7 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	ts := l.now().UTC().Truncate(time.Millisecond)
 	seq := l.nextSeq
 	buf := l.buf[:0]
+	base := l.size
 	multi := false
 	for _, g := range group {
 		if len(g.recs) > 1 {
@@ -261,8 +263,9 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 		g.entries = make([]Entry, len(g.recs))
 		for i := range g.recs {
 			p := &g.recs[i]
+			off := base + int64(len(buf))
 			buf = appendLine(buf, seq, ts, p)
-			g.entries[i] = Entry{Seq: seq, TS: ts, Event: p.event, Data: p.data}
+			g.entries[i] = Entry{Seq: seq, TS: ts, Event: p.event, Data: p.data, Off: off}
 			seq++
 		}
 	}
@@ -287,6 +290,7 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 		return false, fmt.Errorf("fsync %s: %w", l.path, err)
 	}
 	l.nextSeq = seq
+	l.size += int64(len(buf))
 	return true, nil
 }
 

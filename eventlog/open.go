@@ -86,6 +86,9 @@ func Open(fsys faultfs.FS, path string, opts Options) (*Log, error) {
 	}
 	l.f = f
 	l.nextSeq = l.lastSeq + 1
+	if st, err := f.Stat(); err == nil {
+		l.size = st.Size() // Entry.Off of appends; a wrong hint only slows ReadSeq
+	}
 	return l, nil
 }
 
