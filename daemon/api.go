@@ -190,7 +190,7 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (map[stri
 	var size int64
 	for i, msg := range msgs {
 		if size += int64(msg.Size()); i == limit || (i > 0 && size > pageBytes) {
-			m["inbox_next_seq"] = msgs[i-1].Ref.Seq
+			m["inbox_next_seq"] = int64(msgs[i-1].Ref.Seq)
 			msgs = msgs[:i]
 			break
 		}
@@ -203,7 +203,7 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (map[stri
 	for _, msg := range msgs {
 		inboxList = append(inboxList, map[string]any{"from": c.displayName(msg.Sender), "text": msg.Payload,
 			"message_id": msg.ID, "kind": string(msg.Kind), "timestamp": msg.Timestamp.UTC().Format(time.RFC3339Nano),
-			"seq": msg.Ref.Seq})
+			"seq": int64(msg.Ref.Seq)})
 	}
 	m["inbox"] = inboxList
 	m["metadata"] = md

@@ -9,6 +9,7 @@ import (
 
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider/inproc"
 )
 
@@ -219,11 +220,11 @@ func TestInspectInboxPaged(t *testing.T) {
 		for _, it := range m["inbox"].([]any) {
 			texts = append(texts, it.(map[string]any)["text"].(string))
 		}
-		next, ok := m["inbox_next_seq"].(uint64)
+		next, ok := m["inbox_next_seq"].(int64)
 		if !ok {
 			break
 		}
-		since = next
+		since = uint64(next)
 	}
 	if len(texts) != 25 {
 		t.Fatalf("pages showed %d messages, want 25: %v", len(texts), texts)
@@ -302,5 +303,53 @@ func TestInstructionsAndMetadataLimits(t *testing.T) {
 	res = h.tool(root, "spawn_agent", map[string]any{"name": "big", "instructions": strings.Repeat("i", 90), "metadata": map[string]any{"a": strings.Repeat("m", 100)}})
 	if e, _ := res["error"].(string); !strings.Contains(e, "metadata") {
 		t.Fatalf("spawn with 101 bytes of metadata: %v", res)
+	}
+}
+
+// TestAgentLogRPCPaged: agent.log over the socket API honours limit, says
+// where the next page starts, and an unpaged call is bounded by the
+// default page size.
+func TestAgentLogRPCPaged(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	h.create("kid", root, "echo")
+	for i := 0; i < defaultPageLimit+20; i++ {
+		h.tool(root, "send_message", map[string]any{"recipient": "kid", "text": fmt.Sprint(i)})
+	}
+	all := h.entries(root)
+	rpc := &handler{c: h.c}
+	call := func(p map[string]any) map[string]any {
+		t.Helper()
+		res, err := rpc.agentLog(context.Background(), protocol.Params(p), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(map[string]any)
+	}
+	var seqs []uint64
+	since := uint64(0)
+	for pages := 0; pages <= len(all); pages++ {
+		res := call(map[string]any{"agent_id": root, "since_seq": since, "limit": 50})
+		evs := res["events"].([]any)
+		if len(evs) > 50 {
+			t.Fatalf("a page of %d events with limit 50", len(evs))
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			seqs = append(seqs, uint64(e.(map[string]any)["seq"].(int64)))
+		}
+		since = uint64(res["next_seq"].(int64))
+	}
+	if len(seqs) != len(all) || seqs[0] != 1 || seqs[len(seqs)-1] != all[len(all)-1].Seq {
+		t.Fatalf("pages gave %d events, want %d, each once", len(seqs), len(all))
+	}
+	unpaged := call(map[string]any{"agent_id": root})
+	if n := len(unpaged["events"].([]any)); n != defaultPageLimit || unpaged["more"] != true {
+		t.Fatalf("an unpaged call returned %d of %d events (more=%v), want the default page of %d", n, len(all), unpaged["more"], defaultPageLimit)
+	}
+	if _, err := rpc.agentLog(context.Background(), protocol.Params{"agent_id": root, "limit": -1}, nil); protocol.CodeOf(err) != protocol.CodeInvalid {
+		t.Fatalf("limit -1: %v, want code 2", err)
 	}
 }

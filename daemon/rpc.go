@@ -332,7 +332,7 @@ func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream
 		out[i] = entryMap("", e)
 		next = e.Seq
 	}
-	return map[string]any{"events": out, "next_seq": next, "more": more}, nil
+	return map[string]any{"events": out, "next_seq": int64(next), "more": more}, nil
 }
 
 func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, error) {
