@@ -153,11 +153,13 @@ type resumeRec struct {
 	Completed  bool
 }
 
-// spawnRec is a spawn_agent call a run recorded.
+// spawnRec is a spawn_agent call a run recorded. Its arguments (the
+// child's instructions and metadata, up to the message limit each) stay in
+// the log: Ref is the tool.call line to read them back from.
 type spawnRec struct {
 	ChildID string
 	RunID   string
-	Args    json.RawMessage
+	Ref     inbox.Ref
 }
 
 // maxSentKept bounds Sent.
@@ -374,7 +376,7 @@ func (p *projection) apply(e eventlog.Entry) error {
 				AgentID string `json:"agent_id"`
 			}
 			if json.Unmarshal(d.Result, &res) == nil && res.AgentID != "" {
-				p.Spawns = append(p.Spawns, spawnRec{ChildID: res.AgentID, RunID: d.RunID, Args: cloneRaw(d.Args)})
+				p.Spawns = append(p.Spawns, spawnRec{ChildID: res.AgentID, RunID: d.RunID, Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
 			}
 		}
 		if d.RunID != "" {

@@ -250,7 +250,11 @@ func (h *handler) inboxList(context.Context, protocol.Params, server.Stream) (an
 	for i, m := range msgs {
 		out[i] = m
 	}
-	return map[string]any{"messages": out}, nil
+	res := map[string]any{"messages": out}
+	if n := h.c.UserPendingCount(); n > 0 {
+		res["remaining"] = n // more than one reply carries: call again
+	}
+	return res, nil
 }
 
 func (h *handler) cancel(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {

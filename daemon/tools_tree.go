@@ -330,7 +330,16 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 // respawn creates a child a recorded spawn_agent call accepted.
 func (c *Core) respawn(parent *agent, sp spawnRec) {
 	var args map[string]any
-	if err := json.Unmarshal(sp.Args, &args); err != nil {
+	e, err := eventlog.ReadSeq(c.fs, c.logPath(parent.id), sp.Ref.Seq, sp.Ref.Off)
+	if err == nil {
+		var d struct {
+			Args json.RawMessage `json:"args"`
+		}
+		if err = json.Unmarshal(e.Data, &d); err == nil {
+			err = json.Unmarshal(d.Args, &args)
+		}
+	}
+	if err != nil {
 		c.log.Error("a recorded spawn_agent call is malformed", "parent", parent.id, "err", err)
 		return
 	}

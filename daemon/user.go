@@ -145,3 +145,6 @@ func (c *Core) UserPending() []inbox.Message {
 	}
 	return msgs
 }
+
+// UserPendingCount is the number of messages in the USER inbox.
+func (c *Core) UserPendingCount() int { return c.user.queue.Len() }

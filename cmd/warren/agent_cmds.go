@@ -407,5 +407,8 @@ func cmdInbox(ctx context.Context, c *cli, args []string) error {
 	for _, m := range msgs {
 		fmt.Fprintf(c.stdout, "%s  from=%s  %s\n", clock(str(m, "timestamp"), false), str(m, "from"), str(m, "text"))
 	}
+	if n := num(res, "remaining"); n > 0 {
+		fmt.Fprintf(c.stdout, "%d more messages: run warren inbox again\n", n)
+	}
 	return nil
 }
