@@ -29,6 +29,8 @@ type Config struct {
 	TurnTimeout time.Duration
 	// Providers holds per-provider settings, by provider name.
 	Providers map[string]ProviderConfig
+	// Limits bounds message sizes and pending messages (config/limits.go).
+	Limits Limits
 }
 
 // ProviderConfig is one provider's settings. It never holds an API key, only
@@ -75,6 +77,7 @@ func Default() Config {
 		RetryBaseDelay: defaultRetryDelayMS * time.Millisecond,
 		TurnTimeout:    defaultTurnTimeoutS * time.Second,
 		Providers:      map[string]ProviderConfig{},
+		Limits:         DefaultLimits(),
 	}
 }
 
@@ -143,7 +146,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		RetryBaseDelay int64                     `json:"retry_base_delay_ms"`
 		TurnTimeout    int64                     `json:"turn_timeout_s"`
 		Providers      map[string]map[string]any `json:"providers"`
-	}{c.Pools, c.ProviderPools, c.MaxRetries, c.RetryBaseDelay.Milliseconds(), int64(c.TurnTimeout / time.Second), providers})
+		Limits         map[string]int64          `json:"limits"`
+	}{c.Pools, c.ProviderPools, c.MaxRetries, c.RetryBaseDelay.Milliseconds(), int64(c.TurnTimeout / time.Second), providers, c.Limits.marshalMap()})
 }
 
 // isBlank reports whether data holds only white space.

@@ -16,7 +16,7 @@ import (
 )
 
 // topKeys are the keys config.json may have.
-var topKeys = []string{"pools", "provider_pools", "max_retries", "retry_base_delay_ms", "turn_timeout_s", "providers"}
+var topKeys = []string{"pools", "provider_pools", "max_retries", "retry_base_delay_ms", "turn_timeout_s", "providers", "limits"}
 
 // Parse parses the content of config.json and merges it over Default():
 // every key is optional; pools and provider_pools entries are added to (or
@@ -98,6 +98,11 @@ func Parse(data []byte) (Config, error) {
 			return Config{}, err
 		}
 		cfg.TurnTimeout = time.Duration(n) * time.Second
+	}
+	if raw, ok := top["limits"]; ok {
+		if cfg.Limits, err = parseLimits(cfg.Limits, raw); err != nil {
+			return Config{}, err
+		}
 	}
 	if raw, ok := top["providers"]; ok {
 		provs, err := decodeObject(raw, `"providers"`)

@@ -43,6 +43,37 @@ type agent struct {
 	timers    map[string]stopper
 	resumeRes map[string]chan struct{} // token id -> closed when the resumed run ends
 	resumeOut map[string]TurnResult
+	// cursors maps the first seq of the next agent.log page to the offset
+	// of its line, so paging reads each line once (a few, for concurrent
+	// readers).
+	cursors map[uint64]int64
+}
+
+// maxCursors bounds agent.cursors.
+const maxCursors = 8
+
+func (a *agent) cursorOff(seq uint64) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cursors[seq]
+}
+
+func (a *agent) rememberCursor(seq uint64, off int64) {
+	if off <= 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cursors == nil {
+		a.cursors = map[uint64]int64{}
+	}
+	if len(a.cursors) >= maxCursors {
+		for k := range a.cursors {
+			delete(a.cursors, k)
+			break
+		}
+	}
+	a.cursors[seq] = off
 }
 
 type stopper interface{ Stop() bool }

@@ -47,8 +47,8 @@ func (c *Core) Send(ctx context.Context, agentID, message, provName, model strin
 	if !ok {
 		return TurnResult{}, notFound(agentID)
 	}
-	if len(message) > c.opts.MaxPayload {
-		return TurnResult{}, protocol.Errorf(protocol.CodeInvalid, "message is %d bytes; the limit is %d", len(message), c.opts.MaxPayload)
+	if limit := c.limits().MessageBytes; len(message) > limit {
+		return TurnResult{}, protocol.Errorf(protocol.CodeInvalid, "message is %d bytes; the limit is %d (limits.message_bytes)", len(message), limit)
 	}
 	if err := c.checkRunChoice(a, provName, model); err != nil {
 		return TurnResult{}, err
@@ -161,8 +161,19 @@ func (c *Core) List() []AgentView {
 	return append(out, rest...)
 }
 
-// Inspect describes one agent in detail.
+// Inspect describes one agent in detail, with the first page of its inbox.
 func (c *Core) Inspect(agentID string) (map[string]any, error) {
+	return c.InspectPage(agentID, 0, 0)
+}
+
+// InspectPage describes one agent in detail, with one page of its inbox:
+// the pending messages logged after sinceSeq, at most limit of them (0:
+// the default page size) and about pageBytes of text; "inbox_next_seq" is
+// the since_seq of the next page, present while more messages follow.
+func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (map[string]any, error) {
+	if limit <= 0 {
+		limit = defaultPageLimit
+	}
 	a, ok := c.agent(agentID)
 	if !ok {
 		return nil, notFound(agentID)
@@ -177,14 +188,27 @@ func (c *Core) Inspect(agentID string) (map[string]any, error) {
 	}
 	m["children"] = children
 	a.mu.Lock()
-	msgs := a.p.Pending.Peek()
+	msgs := a.p.Pending.PeekAfter(sinceSeq, limit+1)
 	md := copyMap(a.p.Metadata)
 	gated := a.p.Gated
 	a.mu.Unlock()
+	var size int64
+	for i, msg := range msgs {
+		if size += int64(msg.Size()); i == limit || (i > 0 && size > pageBytes) {
+			m["inbox_next_seq"] = int64(msgs[i-1].Ref.Seq)
+			msgs = msgs[:i]
+			break
+		}
+	}
+	msgs, err := c.fillPayloads(a.id, msgs)
+	if err != nil {
+		return nil, err
+	}
 	inboxList := make([]any, 0, len(msgs))
 	for _, msg := range msgs {
 		inboxList = append(inboxList, map[string]any{"from": c.displayName(msg.Sender), "text": msg.Payload,
-			"message_id": msg.ID, "kind": string(msg.Kind), "timestamp": msg.Timestamp.UTC().Format(time.RFC3339Nano)})
+			"message_id": msg.ID, "kind": string(msg.Kind), "timestamp": msg.Timestamp.UTC().Format(time.RFC3339Nano),
+			"seq": int64(msg.Ref.Seq)})
 	}
 	m["inbox"] = inboxList
 	m["metadata"] = md
@@ -195,27 +219,51 @@ func (c *Core) Inspect(agentID string) (map[string]any, error) {
 	return m, nil
 }
 
-// Log returns an agent's log entries from a seq.
-func (c *Core) Log(agentID string, sinceSeq uint64) ([]eventlog.Entry, error) {
+// Log returns an agent's log entries from a seq, all of them (tests and
+// tools; the socket pages with LogPage).
+func (c *Core) Log(agentID string, fromSeq uint64) ([]eventlog.Entry, error) {
+	var out []eventlog.Entry
+	for {
+		page, more, err := c.LogPage(agentID, fromSeq, maxPageLimit)
+		out = append(out, page...)
+		if err != nil || !more {
+			return out, err
+		}
+		fromSeq = page[len(page)-1].Seq + 1
+	}
+}
+
+// LogPage returns one page of an agent's log: the entries from fromSeq on,
+// at most limit of them and, beyond the first, about pageBytes of data, so
+// that a page always fits in a reply. more says entries follow.
+func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eventlog.Entry, more bool, err error) {
 	a, ok := c.agent(agentID)
 	if !ok {
-		return nil, notFound(agentID)
+		return nil, false, notFound(agentID)
 	}
-	r, err := eventlog.NewReader(c.fs, c.logPath(a.id), sinceSeq)
+	if limit <= 0 {
+		limit = defaultPageLimit
+	}
+	r, err := eventlog.NewReaderAt(c.fs, c.logPath(a.id), fromSeq, a.cursorOff(fromSeq))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer r.Close()
-	var out []eventlog.Entry
+	var size int
 	for {
 		e, err := r.Next()
 		if err != nil {
 			if errorsIs(err, errEOF) {
-				return out, nil
+				return entries, false, nil
 			}
-			return out, err
+			return entries, false, err
 		}
-		out = append(out, e)
+		size += len(e.Data)
+		if len(entries) == limit || (len(entries) > 0 && size > pageBytes) {
+			a.rememberCursor(e.Seq, e.Off)
+			return entries, true, nil
+		}
+		entries = append(entries, e)
 	}
 }
 

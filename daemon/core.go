@@ -49,9 +49,11 @@ type CoreOptions struct {
 	// NoWake disables automatic wake turns (the crash fuzzer drives turns
 	// itself).
 	NoWake bool
-	// MaxPayload bounds message and tool text sizes.
+	// MaxPayload, when set, overrides Config.Limits.MessageBytes (message,
+	// tool text, instructions and metadata value sizes).
 	MaxPayload int
-	// MaxInbox bounds each agent's pending messages.
+	// MaxInbox, when set, overrides Config.Limits.InboxMessages (each
+	// agent's pending messages).
 	MaxInbox int
 	// SessionSaveDelay is how long session.json's background writer waits
 	// after a change before writing, coalescing the changes made meanwhile
@@ -97,6 +99,10 @@ type Core struct {
 	recovering bool
 	subIndex   map[string]map[string]indexedSub // target id -> subscription id -> subscription
 
+	// pending counts the messages and payload bytes of every inbox, for the
+	// total limits (limits.go).
+	pending inbox.Totals
+
 	user   *userInbox
 	mux    *multiplexer.Mux[*live]
 	store  *session.Store
@@ -140,12 +146,6 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	}
 	if opts.SlotWait == 0 {
 		opts.SlotWait = 10 * time.Minute
-	}
-	if opts.MaxPayload == 0 {
-		opts.MaxPayload = 1 << 20
-	}
-	if opts.MaxInbox == 0 {
-		opts.MaxInbox = 10000
 	}
 	if opts.Config.Pools == nil {
 		opts.Config = config.Default()

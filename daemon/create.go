@@ -69,6 +69,9 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 	if err := tree.ValidateName(spec.Name); err != nil {
 		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
 	}
+	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
+		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
+	}
 	if spec.ParentID != "" {
 		pa, ok := c.agent(spec.ParentID)
 		if !ok || pa.terminated() {
@@ -123,6 +126,7 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 		return "", fmt.Errorf("opening the log of new agent %s: %w", id, err)
 	}
 	a = newAgent(id, lg, newProjection())
+	a.p.Pending.Attach(&c.pending)
 	var parent *string
 	if spec.ParentID != "" {
 		parent = &spec.ParentID

@@ -24,6 +24,13 @@
 // next turn, or by agent.cancel (degraded.go). Logs share a cap on open
 // file handles (CoreOptions.MaxOpenLogs, eventlog.Files).
 //
+// The projection holds references rather than bulk: a pending message
+// over 1 KiB keeps its envelope and its place in the log (inbox.Ref), not
+// its payload, which is read back when a turn or a tool shows it
+// (limits.go); the messages a tool call sent are references to that
+// tool.call line. Pending messages are bounded per agent and in total
+// (config.Limits).
+//
 // # Events written besides those fixed by the specification
 //
 //	tool.gate          child's log   action ("gate"/"ungate"), agent_name

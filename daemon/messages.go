@@ -27,8 +27,15 @@ func (c *Core) enqueue(m inbox.Message) error {
 // checkEnqueue decides whether m can be enqueued: skip when the recipient
 // already has it; an error naming the reason when it cannot take it.
 func (c *Core) checkEnqueue(m inbox.Message) (skip bool, err error) {
+	return c.checkEnqueueN(m, 0, 0)
+}
+
+// checkEnqueueN is checkEnqueue for a message that follows n messages of b
+// payload bytes to the same recipient not yet in its inbox (the earlier
+// sends of one model step).
+func (c *Core) checkEnqueueN(m inbox.Message, n int, b int64) (skip bool, err error) {
 	if m.Recipient == tree.User {
-		return false, nil
+		return c.user.checkRoom(m, n, b)
 	}
 	r, ok := c.agent(m.Recipient)
 	if !ok {
@@ -37,7 +44,7 @@ func (c *Core) checkEnqueue(m inbox.Message) (skip bool, err error) {
 	r.mu.Lock()
 	_, dup := r.p.Enqueued[m.ID]
 	terminated := r.p.Terminated
-	full := r.p.Pending.Len() >= c.opts.MaxInbox
+	count, bytes := r.p.Pending.Len(), r.p.Pending.Bytes()
 	corrupt := r.corrupt != nil
 	r.mu.Unlock()
 	switch {
@@ -47,10 +54,8 @@ func (c *Core) checkEnqueue(m inbox.Message) (skip bool, err error) {
 		return false, fmt.Errorf("recipient %s is terminated: %w", m.Recipient, errNotFoundAgent)
 	case corrupt:
 		return false, fmt.Errorf("recipient %s has a damaged log (warren repair): %w", m.Recipient, errNotFoundAgent)
-	case full:
-		return false, fmt.Errorf("the inbox of %s holds %d pending messages: %w; wait for it to catch up", c.displayName(m.Recipient), c.opts.MaxInbox, errInboxFull)
 	}
-	return false, nil
+	return false, c.checkRoom(m.Recipient, count+n, bytes+b, len(m.Payload))
 }
 
 // appendEnqueue logs message.enqueued in the recipient's log and wakes it.
@@ -163,13 +168,26 @@ func (c *Core) toolCheckInbox(a *agent, v tools.CheckInbox) (toolOutcome, error)
 		}
 	}
 	var take []inbox.Message
+	var size int64
+	more := 0
 	for _, m := range a.p.Pending.Peek() {
 		if shown[m.ID] || (sender != "" && m.Sender != sender) || (v.Kind != "" && string(m.Kind) != string(v.Kind)) {
+			continue
+		}
+		// One call takes what one result carries; the rest waits for the
+		// next call.
+		if size += int64(m.Size()); len(take) >= maxWakeBatch || (len(take) > 0 && size > pageBytes) {
+			more++
 			continue
 		}
 		take = append(take, m)
 	}
 	a.mu.Unlock()
+	// Read the payloads back before the messages count as delivered.
+	take, err := c.fillPayloads(a.id, take)
+	if err != nil {
+		return toolOutcome{}, err
+	}
 	list := make([]any, 0, len(take))
 	if len(take) > 0 {
 		recs := make([]eventlog.Record, 0, len(take))
@@ -183,25 +201,38 @@ func (c *Core) toolCheckInbox(a *agent, v tools.CheckInbox) (toolOutcome, error)
 	for _, m := range take {
 		list = append(list, map[string]any{"from": c.displayName(m.Sender), "text": m.Payload, "message_id": m.ID})
 	}
+	if more > 0 {
+		return ok(map[string]any{"messages": list, "more": more}), nil
+	}
 	return ok(map[string]any{"messages": list}), nil
 }
+
+// maxNoticeListed bounds the pending messages a failure notice lists.
+const maxNoticeListed = 20
 
 // notifyParentOfFailure sends SYSTEM's error message about a failed child
 // turn to the parent; the child's inbox is kept.
 func (c *Core) notifyParentOfFailure(a *agent) {
 	a.mu.Lock()
 	parent, name, lastErr := a.p.ParentID, a.p.Name, a.p.LastError
-	pending := a.p.Pending.Peek()
+	total := a.p.Pending.Len()
+	pending := a.p.Pending.PeekFirst(maxNoticeListed, 0)
 	a.mu.Unlock()
 	if parent == "" {
 		return
 	}
+	if full, err := c.fillPayloads(a.id, pending); err == nil {
+		pending = full
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Agent %s failed its turn: %s.", name, lastErr)
 	if len(pending) > 0 {
-		fmt.Fprintf(&b, " Its %d pending message(s) are kept:", len(pending))
+		fmt.Fprintf(&b, " Its %d pending message(s) are kept:", total)
 		for _, m := range pending {
 			fmt.Fprintf(&b, "\n- from %s: %s", c.displayName(m.Sender), truncate(m.Payload, 200))
+		}
+		if total > len(pending) {
+			fmt.Fprintf(&b, "\n- and %d more", total-len(pending))
 		}
 	}
 	fmt.Fprintf(&b, "\nUse poke(agent_name=%q) to retry, or terminate it.", name)

@@ -23,7 +23,36 @@ type recordedCall struct {
 	Tool     string
 	Result   json.RawMessage // decoded only when a re-run answers from it
 	Error    string
-	Messages []json.RawMessage
+	Messages []sentRef
+}
+
+// sentRef is a message a tool call sent, kept without its envelope: the id
+// and recipient, and where the tool.call entry that records the envelope
+// is in the sender's log (Index-th of its messages), to read it back in
+// the rare case the recipient lacks it.
+type sentRef struct {
+	ID    string
+	To    string
+	Ref   inbox.Ref
+	Index int
+}
+
+// sentRefs describes the envelopes msgs of the tool.call entry e.
+func sentRefs(e eventlog.Entry, msgs []json.RawMessage) []sentRef {
+	out := make([]sentRef, 0, len(msgs))
+	for i, raw := range msgs {
+		r := sentRef{Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}, Index: i}
+		objectMembers(raw, func(k string, v []byte) {
+			switch k {
+			case "message_id":
+				r.ID, _ = jsonString(v)
+			case "recipient":
+				r.To, _ = jsonString(v)
+			}
+		})
+		out = append(out, r)
+	}
+	return out
 }
 
 // waitRec is the wait of the latest run.
@@ -99,10 +128,10 @@ type projection struct {
 	Enqueued  map[string]struct{}
 	LastError string
 	LastSeq   uint64
-	// Sent holds the envelopes of the most recent tool calls that sent
-	// messages, so recovery can deliver one that reached this (the sender's)
+	// Sent holds the messages of the most recent tool calls that sent
+	// some, so recovery can deliver one that reached this (the sender's)
 	// log but not the recipient's.
-	Sent      []json.RawMessage
+	Sent      []sentRef
 	CreatedTS time.Time
 	// Spawns are the spawn_agent calls made in runs, so recovery can finish
 	// a deferred creation a crash cut off.
@@ -124,11 +153,13 @@ type resumeRec struct {
 	Completed  bool
 }
 
-// spawnRec is a spawn_agent call a run recorded.
+// spawnRec is a spawn_agent call a run recorded. Its arguments (the
+// child's instructions and metadata, up to the message limit each) stay in
+// the log: Ref is the tool.call line to read them back from.
 type spawnRec struct {
 	ChildID string
 	RunID   string
-	Args    json.RawMessage
+	Ref     inbox.Ref
 }
 
 // maxSentKept bounds Sent.
@@ -340,9 +371,8 @@ func (p *projection) apply(e eventlog.Entry) error {
 			}
 			d = toolCallFields(full)
 		}
-		for _, m := range d.Messages {
-			p.Sent = append(p.Sent, cloneRaw(m))
-		}
+		sent := sentRefs(e, d.Messages)
+		p.Sent = append(p.Sent, sent...)
 		if n := len(p.Sent) - maxSentKept; n > 0 {
 			p.Sent = append(p.Sent[:0:0], p.Sent[n:]...)
 		}
@@ -351,26 +381,21 @@ func (p *projection) apply(e eventlog.Entry) error {
 				AgentID string `json:"agent_id"`
 			}
 			if json.Unmarshal(d.Result, &res) == nil && res.AgentID != "" {
-				p.Spawns = append(p.Spawns, spawnRec{ChildID: res.AgentID, RunID: d.RunID, Args: cloneRaw(d.Args)})
+				p.Spawns = append(p.Spawns, spawnRec{ChildID: res.AgentID, RunID: d.RunID, Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
 			}
 		}
 		if d.RunID != "" {
 			if r := p.runFor(d.RunID); r != nil && !r.Ended {
-				msgs := make([]json.RawMessage, len(d.Messages))
-				for i, m := range d.Messages {
-					msgs[i] = cloneRaw(m)
-				}
-				r.Calls = append(r.Calls, recordedCall{Tool: d.Tool, Result: cloneRaw(d.Result), Error: d.Error, Messages: msgs})
+				r.Calls = append(r.Calls, recordedCall{Tool: d.Tool, Result: cloneRaw(d.Result), Error: d.Error, Messages: sent})
 			}
 		}
 	case evMsgEnqueued:
-		if id, ok := messageIDOf(e.Data); ok && p.lazy != nil && !bytes.Contains(e.Data, []byte(`"reminder_id"`)) {
+		if id, ok := messageIDOf(e.Data); ok && p.lazy != nil && len(e.Data) <= lazyRawMax && !bytes.Contains(e.Data, []byte(`"reminder_id"`)) {
 			if _, dup := p.Enqueued[id]; dup {
 				return nil
 			}
 			p.Enqueued[id] = struct{}{}
-			p.lazy.order = append(p.lazy.order, id)
-			p.lazy.raw[id] = cloneRaw(e.Data)
+			p.lazy.add(id, lazyMsg{raw: cloneRaw(e.Data), ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
 			return nil
 		}
 		m, err := inbox.FromEventData(e.Data)
@@ -381,10 +406,10 @@ func (p *projection) apply(e eventlog.Entry) error {
 			return nil
 		}
 		p.Enqueued[m.ID] = struct{}{}
+		q := queued(m, e)
 		if p.lazy != nil {
-			p.lazy.order = append(p.lazy.order, m.ID)
-			p.lazy.raw[m.ID] = cloneRaw(e.Data)
-		} else if err := p.Pending.Push(m); err != nil {
+			p.lazy.add(m.ID, lazyMsg{msg: &q})
+		} else if err := p.Pending.Push(q); err != nil {
 			return fmt.Errorf("event %s at seq %d: %w", e.Event, e.Seq, err)
 		}
 		if rid := m.Metadata["reminder_id"]; rid != "" {

@@ -5,23 +5,54 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 )
 
 // The projection's recovery mode: while recovery replays a log, messages
 // are kept raw and only those still pending at the end are decoded.
 
-// lazyInbox holds, during a recovery replay, the raw message.enqueued data
-// of messages still pending, in order; only those left at the end are
-// decoded (most messages of a long log were delivered long ago).
+// lazyInbox holds, during a recovery replay, the messages still pending,
+// in order: a small message.enqueued entry raw, decoded only if the message
+// is still pending at the end (most messages of a long log were delivered
+// long ago); a larger one decoded at once and kept without its payload, so
+// that recovery never holds every payload in memory.
 type lazyInbox struct {
 	order []string
-	raw   map[string]json.RawMessage
+	msgs  map[string]lazyMsg
+}
+
+// lazyMsg is one pending message during a replay: raw data and where it
+// is, or the decoded message (payload spilled when large).
+type lazyMsg struct {
+	raw json.RawMessage
+	ref inbox.Ref
+	msg *inbox.Message
+}
+
+// lazyRawMax is the largest message.enqueued data a replay keeps raw.
+const lazyRawMax = 2 * residentPayload
+
+// add appends a pending message; the order list drops delivered ids once
+// they are most of it, so it stays proportional to what is pending.
+func (lz *lazyInbox) add(id string, lm lazyMsg) {
+	if n := len(lz.order); n >= 64 && n > 2*len(lz.msgs) {
+		kept := lz.order[:0]
+		for _, o := range lz.order {
+			if _, ok := lz.msgs[o]; ok {
+				kept = append(kept, o)
+			}
+		}
+		clear(lz.order[len(kept):])
+		lz.order = kept
+	}
+	lz.order = append(lz.order, id)
+	lz.msgs[id] = lm
 }
 
 // beginReplay switches the fold to its recovery mode.
 func (p *projection) beginReplay() {
-	p.lazy = &lazyInbox{raw: map[string]json.RawMessage{}}
+	p.lazy = &lazyInbox{msgs: map[string]lazyMsg{}}
 }
 
 // endReplay decodes the messages still pending into the inbox queue.
@@ -32,15 +63,19 @@ func (p *projection) endReplay() error {
 		return nil
 	}
 	for _, id := range lz.order {
-		raw, ok := lz.raw[id]
+		lm, ok := lz.msgs[id]
 		if !ok {
 			continue
 		}
-		m, err := inbox.FromEventData(raw)
+		if lm.msg != nil {
+			p.Pending.Push(*lm.msg)
+			continue
+		}
+		m, err := inbox.FromEventData(lm.raw)
 		if err != nil {
 			return fmt.Errorf("pending message %s: %w", id, err)
 		}
-		p.Pending.Push(m)
+		p.Pending.Push(queued(m, eventlog.Entry{Seq: lm.ref.Seq, Off: lm.ref.Off}))
 	}
 	return nil
 }
@@ -49,7 +84,7 @@ func (p *projection) endReplay() error {
 func (p *projection) take(ids []string) {
 	if p.lazy != nil {
 		for _, id := range ids {
-			delete(p.lazy.raw, id)
+			delete(p.lazy.msgs, id)
 		}
 		return
 	}
@@ -59,7 +94,7 @@ func (p *projection) take(ids []string) {
 // pendingLen counts pending messages in either mode.
 func (p *projection) pendingLen() int {
 	if p.lazy != nil {
-		return len(p.lazy.raw)
+		return len(p.lazy.msgs)
 	}
 	return p.Pending.Len()
 }

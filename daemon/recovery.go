@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -124,31 +123,13 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	// log (a crash between the two writes) are delivered now.
 	for _, l := range placed {
 		l.a.mu.Lock()
-		sent := append([]json.RawMessage(nil), l.p.Sent...)
+		sent := append([]sentRef(nil), l.p.Sent...)
 		l.a.mu.Unlock()
-		for _, raw := range sent {
-			var to, id string
-			objectMembers(raw, func(k string, v []byte) {
-				switch k {
-				case "message_id":
-					id, _ = jsonString(v)
-				case "recipient":
-					to, _ = jsonString(v)
-				}
-			})
-			if r, ok := c.agent(to); ok && r.corrupt == nil {
-				r.mu.Lock()
-				_, has := r.p.Enqueued[id]
-				r.mu.Unlock()
-				if !has {
-					c.log.Warn("delivering a message its sender recorded but its recipient never got", "message", id, "to", to)
-					c.redeliverOne(raw)
-				}
-			}
-		}
+		c.redeliverRefs(l.id, sent, true)
 	}
 	c.SweepWaits()
 	for _, l := range placed {
+		l.p.Pending.Attach(&c.pending) // counts toward the total limits
 		l.a.mu.Lock()
 		rep.Pending += l.p.Pending.Len()
 		ids := make([]string, 0, len(l.p.Reminders))

@@ -143,7 +143,22 @@ func (h *handler) inspect(_ context.Context, p protocol.Params, _ server.Stream)
 	if err != nil {
 		return nil, err
 	}
-	return h.c.Inspect(id)
+	since, err := p.OptInt("since_seq", 0)
+	if err != nil {
+		return nil, err
+	}
+	if since < 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "param since_seq: must be >= 0")
+	}
+	lim, err := p.OptInt("limit", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit(int64(lim))
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "param %v", err)
+	}
+	return h.c.InspectPage(id, uint64(since), limit)
 }
 
 func turnResultMap(res TurnResult) (map[string]any, error) {
@@ -239,7 +254,11 @@ func (h *handler) inboxList(context.Context, protocol.Params, server.Stream) (an
 	for i, m := range msgs {
 		out[i] = m
 	}
-	return map[string]any{"messages": out}, nil
+	res := map[string]any{"messages": out}
+	if n := h.c.UserPendingCount(); n > 0 {
+		res["remaining"] = n // more than one reply carries: call again
+	}
+	return res, nil
 }
 
 func (h *handler) cancel(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
@@ -303,15 +322,25 @@ func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream
 	if since < 0 {
 		return nil, protocol.Errorf(protocol.CodeInvalid, "param since_seq: must be >= 0")
 	}
-	entries, err := h.c.Log(id, uint64(since)+1)
+	lim, err := p.OptInt("limit", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit(int64(lim))
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "param %v", err)
+	}
+	entries, more, err := h.c.LogPage(id, uint64(since)+1, limit)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]any, len(entries))
+	next := uint64(since)
 	for i, e := range entries {
 		out[i] = entryMap("", e)
+		next = e.Seq
 	}
-	return map[string]any{"events": out}, nil
+	return map[string]any{"events": out, "next_seq": int64(next), "more": more}, nil
 }
 
 func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, error) {

@@ -146,6 +146,13 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 	useHandle := same && handle != "" && (caps.NativeResume || caps.StructuredHistory)
 	if useBlob || useHandle {
 		strategy := strategyNative
+		if useBlob && caps.HistoryOnRestore {
+			// The blob is a handle; the conversation comes from the log.
+			if err := loadHistory(); err != nil {
+				return nil, err
+			}
+			spec.History = h.Turns
+		}
 		if !useBlob && caps.StructuredHistory {
 			if err := loadHistory(); err != nil {
 				return nil, err
@@ -213,14 +220,24 @@ func (c *Core) logRestored(a *agent, provName, model, strategy string) error {
 	return nil
 }
 
-// history rebuilds the agent's completed turns from its log.
+// history rebuilds the agent's completed turns from its log, streaming it:
+// only the entries of turns are kept (never the messages, whose payloads
+// may be most of the log).
 func (c *Core) history(a *agent) (history.History, error) {
-	entries, err := eventlog.ReadAll(c.fs, a.log.Path())
+	r, err := eventlog.NewReader(c.fs, a.log.Path(), 0)
 	if err != nil {
 		return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", a.id, err)
 	}
-	hs := make([]history.Entry, 0, len(entries))
-	for _, e := range entries {
+	defer r.Close()
+	var hs []history.Entry
+	for {
+		e, err := r.Next()
+		if errorsIs(err, errEOF) {
+			break
+		}
+		if err != nil {
+			return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", a.id, err)
+		}
 		switch e.Event {
 		case evTurnStart, evTurnComplete, evTurnFailed, evTurnCancelled, evToolCall, evRunInterrupted, evRunWaiting, evRunResumed:
 			hs = append(hs, history.Entry{Seq: e.Seq, Event: e.Event, Data: e.Data})

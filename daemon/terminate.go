@@ -80,6 +80,7 @@ func (c *Core) terminate(a *agent) error {
 	_ = c.tree.Remove(a.id)
 	delete(c.agents, a.id)
 	c.mu.Unlock()
+	a.p.Pending.Attach(nil)
 	c.notifySubs(a.name(), watchers, from, "terminated", a.id)
 	if err := a.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
 		c.log.Warn("closing the log of a terminated agent", "agent", a.id, "err", err)

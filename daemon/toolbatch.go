@@ -81,7 +81,7 @@ func (c *Core) callTools(ctx context.Context, a *agent, calls []provider.ToolReq
 	for i, call := range calls {
 		cc := first
 		cc.index = first.index + i
-		parsed, perr := tools.ParseOptions{MaxText: c.opts.MaxPayload}.Parse(call.Tool, call.Args)
+		parsed, perr := tools.ParseOptions{MaxText: c.limits().MessageBytes}.Parse(call.Tool, call.Args)
 		if perr != nil {
 			outs[i] = toolErr("%v", perr)
 			continue
@@ -110,34 +110,24 @@ func (c *Core) callTools(ctx context.Context, a *agent, calls []provider.ToolReq
 }
 
 // refuseOverfullBatch turns the sends of a step that would take a
-// recipient's inbox past its bound into inbox-full tool errors. Each send
-// was checked against the inbox as it is; this adds the step's own earlier
-// messages to the same recipient.
+// recipient's inbox (or the daemon's pending messages) past a limit into
+// inbox-full tool errors. Each send was checked against the inbox as it
+// is; this adds the step's own earlier messages to the same recipient.
 func (c *Core) refuseOverfullBatch(outs []toolOutcome) {
-	queued := map[string]int{}
+	count := map[string]int{}
+	size := map[string]int64{}
 	for i := range outs {
 		for _, m := range outs[i].deliver {
-			queued[m.Recipient]++
-			if n := queued[m.Recipient]; n > 1 && c.inboxRoom(m.Recipient) < n {
-				outs[i] = toolErr("%v", fmt.Errorf("the inbox of %s holds %d pending messages: %w; wait for it to catch up",
-					c.displayName(m.Recipient), c.opts.MaxInbox, errInboxFull))
-				queued[m.Recipient]--
-				break
+			if n := count[m.Recipient]; n > 0 {
+				if _, err := c.checkEnqueueN(m, n, size[m.Recipient]); errors.Is(err, errInboxFull) {
+					outs[i] = toolErr("%v", err)
+					break
+				}
 			}
+			count[m.Recipient]++
+			size[m.Recipient] += int64(len(m.Payload))
 		}
 	}
-}
-
-// inboxRoom is how many more messages the agent's inbox takes (unbounded
-// for USER and agents that are gone: their sends were checked already).
-func (c *Core) inboxRoom(id string) int {
-	r, ok := c.agent(id)
-	if !ok {
-		return int(^uint(0) >> 1)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return c.opts.MaxInbox - r.p.Pending.Len()
 }
 
 // logBatchAndDeliver logs the step's calls in the caller's log as one batch

@@ -156,7 +156,7 @@ func ok(result map[string]any) toolOutcome { return toolOutcome{result: result} 
 
 // callTool parses, executes and logs one tool call.
 func (c *Core) callTool(ctx context.Context, a *agent, tool string, args map[string]any, cc callCtx) (map[string]any, error) {
-	parsed, perr := tools.ParseOptions{MaxText: c.opts.MaxPayload}.Parse(tool, args)
+	parsed, perr := tools.ParseOptions{MaxText: c.limits().MessageBytes}.Parse(tool, args)
 	var out toolOutcome
 	if perr != nil {
 		out = toolErr("%v", perr)

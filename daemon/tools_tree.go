@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/tools"
 	"github.com/warren-dev/warren/tree"
@@ -41,6 +44,9 @@ func (c *Core) toolSpawn(a *agent, v tools.SpawnAgent, cc callCtx) (toolOutcome,
 		}
 	}
 	spec := c.childSpec(a, cc.derivedID("spawn", v.Name), v)
+	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
+		return toolErr("%v", err), nil
+	}
 	if cc.runID == "" {
 		// Outside a turn (the tool.call method) the child is created before
 		// the call is answered: the acknowledgement means it exists.
@@ -152,16 +158,19 @@ func (c *Core) toolInspect(a *agent, v tools.InspectAgent) (toolOutcome, error) 
 	ch.mu.Lock()
 	md := copyMap(ch.p.Metadata)
 	gated := ch.p.Gated
-	recent := []any{}
-	for _, m := range ch.p.Pending.Peek() {
-		recent = append(recent, map[string]any{"from": m.Sender, "text": m.Payload, "message_id": m.ID})
-	}
+	pendingN := ch.p.Pending.Len()
+	msgs := ch.p.Pending.PeekFirst(maxNoticeListed, pageBytes)
 	ch.mu.Unlock()
-	for _, r := range recent {
-		m := r.(map[string]any)
-		m["from"] = c.displayName(m["from"].(string))
+	msgs, err := c.fillPayloads(ch.id, msgs)
+	if err != nil {
+		return toolOutcome{}, err
 	}
-	return ok(map[string]any{"state": state, "gated": gated, "metadata": md, "recent_messages": recent}), nil
+	recent := []any{}
+	for _, m := range msgs {
+		recent = append(recent, map[string]any{"from": c.displayName(m.Sender), "text": m.Payload, "message_id": m.ID})
+	}
+	return ok(map[string]any{"state": state, "gated": gated, "metadata": md, "recent_messages": recent,
+		"pending_messages": pendingN}), nil
 }
 
 func (c *Core) toolComplete(a *agent, v tools.Complete, cc callCtx) (toolOutcome, error) {
@@ -225,6 +234,18 @@ func (c *Core) toolSetMetadata(a *agent, v tools.SetAgentMetadata) (toolOutcome,
 	if ch == nil {
 		return toolErr("%s", e), nil
 	}
+	if v.Value != nil {
+		ch.mu.Lock()
+		md := maps.Clone(ch.p.Metadata)
+		ch.mu.Unlock()
+		if md == nil {
+			md = map[string]string{}
+		}
+		md[v.Key] = *v.Value
+		if err := c.checkAgentText("", md); err != nil {
+			return toolErr("%v", err), nil
+		}
+	}
 	if _, err := ch.log.Append(evMetadataUpdated, metadataUpdatedData{Key: v.Key, Value: v.Value}); err != nil {
 		return toolOutcome{}, fmt.Errorf("logging metadata.updated: %w", err)
 	}
@@ -287,7 +308,7 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 	if rec.Error != "" {
 		return
 	}
-	c.redeliver(rec.Messages)
+	c.redeliverRefs(a.id, rec.Messages, false)
 	switch tool {
 	case "spawn_agent":
 		var res struct {
@@ -309,7 +330,16 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 // respawn creates a child a recorded spawn_agent call accepted.
 func (c *Core) respawn(parent *agent, sp spawnRec) {
 	var args map[string]any
-	if err := json.Unmarshal(sp.Args, &args); err != nil {
+	e, err := eventlog.ReadSeq(c.fs, c.logPath(parent.id), sp.Ref.Seq, sp.Ref.Off)
+	if err == nil {
+		var d struct {
+			Args json.RawMessage `json:"args"`
+		}
+		if err = json.Unmarshal(e.Data, &d); err == nil {
+			err = json.Unmarshal(d.Args, &args)
+		}
+	}
+	if err != nil {
 		c.log.Error("a recorded spawn_agent call is malformed", "parent", parent.id, "err", err)
 		return
 	}
@@ -338,12 +368,64 @@ func (c *Core) childSpec(parent *agent, id string, v tools.SpawnAgent) CreateSpe
 		Provider: prov, Model: model, Metadata: v.Metadata}
 }
 
-// redeliver enqueues recorded messages whose recipient lacks them (a crash
-// between the sender's record and the recipient's enqueue).
-func (c *Core) redeliver(msgs []json.RawMessage) {
-	for _, raw := range msgs {
+// redeliverRefs enqueues messages the sender's log records whose
+// recipient lacks them (a crash between the sender's record and the
+// recipient's enqueue), reading their envelopes back from the sender's log.
+// agentsOnly leaves out messages to USER (recovery's rule).
+func (c *Core) redeliverRefs(sender string, refs []sentRef, agentsOnly bool) {
+	for _, s := range refs {
+		if !c.lacks(s, agentsOnly) {
+			continue
+		}
+		raw, err := c.readSent(sender, s)
+		if err != nil {
+			c.log.Error("cannot read back a message its sender recorded", "sender", sender, "message", s.ID, "err", err)
+			continue
+		}
+		if agentsOnly {
+			c.log.Warn("delivering a message its sender recorded but its recipient never got", "message", s.ID, "to", s.To)
+		}
 		c.redeliverOne(raw)
 	}
+}
+
+// lacks reports whether the recipient of s exists and has not got it.
+func (c *Core) lacks(s sentRef, agentsOnly bool) bool {
+	if s.To == tree.User {
+		if agentsOnly || c.user == nil {
+			return false
+		}
+		c.user.mu.Lock()
+		_, has := c.user.seen[s.ID]
+		c.user.mu.Unlock()
+		return !has
+	}
+	r, ok := c.agent(s.To)
+	if !ok || r.corrupt != nil {
+		return false
+	}
+	r.mu.Lock()
+	_, has := r.p.Enqueued[s.ID]
+	r.mu.Unlock()
+	return !has
+}
+
+// readSent reads the envelope of s back from the sender's tool.call entry.
+func (c *Core) readSent(sender string, s sentRef) (json.RawMessage, error) {
+	e, err := eventlog.ReadSeq(c.fs, c.logPath(sender), s.Ref.Seq, s.Ref.Off)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []json.RawMessage
+	objectMembers(e.Data, func(k string, v []byte) {
+		if k == "messages" {
+			arrayElements(v, func(m []byte) { msgs = append(msgs, cloneRaw(m)) })
+		}
+	})
+	if s.Index >= len(msgs) {
+		return nil, fmt.Errorf("the tool.call at seq %d of %s records %d messages, not %d", s.Ref.Seq, sender, len(msgs), s.Index+1)
+	}
+	return msgs[s.Index], nil
 }
 
 func (c *Core) redeliverOne(raw json.RawMessage) {
@@ -352,7 +434,16 @@ func (c *Core) redeliverOne(raw json.RawMessage) {
 		c.log.Warn("a recorded message is malformed", "err", err)
 		return
 	}
-	if err := c.enqueue(m); err != nil {
+	// The sender's log already records it as sent: the limits, which
+	// refuse new sends, do not refuse it.
+	skip, err := c.checkEnqueue(m)
+	if errors.Is(err, errInboxFull) {
+		err = nil
+	}
+	if err == nil && !skip {
+		err = c.appendEnqueue(m)
+	}
+	if err != nil {
 		c.log.Warn("redelivering a recorded message", "message", m.ID, "err", err)
 	}
 }

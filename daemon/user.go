@@ -50,8 +50,20 @@ func (c *Core) openUserInbox() error {
 		return fmt.Errorf("%s: %w", path, foldErr)
 	}
 	u.log = lg
+	u.queue.Attach(&c.pending)
 	c.user = u
 	return nil
+}
+
+// checkRoom is checkEnqueueN for the USER inbox.
+func (u *userInbox) checkRoom(m inbox.Message, n int, b int64) (skip bool, err error) {
+	u.mu.Lock()
+	_, dup := u.seen[m.ID]
+	u.mu.Unlock()
+	if dup {
+		return true, nil
+	}
+	return false, u.c.checkRoom(inbox.User, u.queue.Len()+n, u.queue.Bytes()+b, len(m.Payload))
 }
 
 func (u *userInbox) apply(e eventlog.Entry) error {
@@ -67,7 +79,7 @@ func (u *userInbox) apply(e eventlog.Entry) error {
 			return nil
 		}
 		u.seen[m.ID] = struct{}{}
-		u.queue.Push(m)
+		u.queue.Push(queued(m, e))
 	case evMsgDelivered:
 		var d messageDeliveredData
 		if err := decode(e, &d); err != nil {
@@ -91,14 +103,23 @@ func (u *userInbox) enqueue(m inbox.Message) error {
 	return nil
 }
 
-// Drain returns and marks delivered every message in the USER inbox.
+// maxDrain bounds the messages one inbox.list returns.
+const maxDrain = 1000
+
+// DrainUserInbox returns and marks delivered the messages in the USER
+// inbox, oldest first: all of them, or as many as one reply carries (at
+// most maxDrain, about pageBytes of text); the rest stay for the next call.
 func (c *Core) DrainUserInbox() ([]map[string]any, error) {
 	u := c.user
 	u.mu.Lock()
-	msgs := u.queue.Peek()
+	msgs := u.queue.PeekFirst(maxDrain, pageBytes)
 	u.mu.Unlock()
 	if len(msgs) == 0 {
 		return []map[string]any{}, nil
+	}
+	msgs, err := c.fillPayloads(inbox.User, msgs)
+	if err != nil {
+		return nil, err
 	}
 	recs := make([]eventlog.Record, len(msgs))
 	for i, m := range msgs {
@@ -115,9 +136,17 @@ func (c *Core) DrainUserInbox() ([]map[string]any, error) {
 	return out, nil
 }
 
-// UserPending lists the USER inbox without draining it.
+// UserPending lists the USER inbox without draining it, payloads read
+// back (a payload that cannot be read is left out).
 func (c *Core) UserPending() []inbox.Message {
 	c.user.mu.Lock()
-	defer c.user.mu.Unlock()
-	return c.user.queue.Peek()
+	msgs := c.user.queue.Peek()
+	c.user.mu.Unlock()
+	if full, err := c.fillPayloads(inbox.User, msgs); err == nil {
+		return full
+	}
+	return msgs
 }
+
+// UserPendingCount is the number of messages in the USER inbox.
+func (c *Core) UserPendingCount() int { return c.user.queue.Len() }

@@ -2,7 +2,8 @@ package daemon
 
 import "github.com/warren-dev/warren/inbox"
 
-// maxWakeBatch bounds how many pending messages one wake turn shows.
+// maxWakeBatch bounds how many pending messages one wake turn shows (and
+// pageBytes their total size, beyond the first).
 const maxWakeBatch = 100
 
 // hasLiveWait reports whether the agent's latest run waits on a live token.
@@ -43,13 +44,18 @@ func (c *Core) wakeIf(a *agent, clearHold bool) {
 		a.mu.Unlock()
 		return
 	}
-	msgs := a.p.Pending.Peek()
-	if len(msgs) > maxWakeBatch {
-		msgs = msgs[:maxWakeBatch]
-	}
+	msgs := a.p.Pending.PeekFirst(maxWakeBatch, pageBytes)
 	a.busy = true
 	a.permit = false
 	a.mu.Unlock()
+	msgs, err := c.fillPayloads(a.id, msgs)
+	if err != nil {
+		c.log.Error("cannot wake the agent: its pending messages cannot be read back from its log", "agent", a.id, "err", err)
+		a.mu.Lock()
+		a.busy = false
+		a.mu.Unlock()
+		return
+	}
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
 		ids[i] = m.ID

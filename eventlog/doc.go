@@ -189,7 +189,12 @@
 // # Reading
 //
 // ReadAll and Reader read a log without changing it: a torn tail ends the
-// entries, damage in the middle is a *CorruptError. Follow yields entries
+// entries, damage in the middle is a *CorruptError. Every entry read or
+// appended carries the byte offset of its line (Entry.Off; 0 for entries
+// replayed from the pending file): ReadSeq reads one entry back by seq,
+// reading just that line when the offset hint is right and scanning
+// otherwise, and NewReaderAt starts a Reader at a remembered offset, so a
+// caller can keep a reference instead of an entry in memory. Follow yields entries
 // as complete CRC-valid lines appear, driven by a caller-supplied wait
 // function (fsnotify in the CLI). Repair copies a damaged log durably to
 // <path>.corrupt-<UTC timestamp>, cuts it back to its last good entry and

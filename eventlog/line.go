@@ -17,6 +17,11 @@ type Entry struct {
 	TS    time.Time
 	Event string
 	Data  json.RawMessage
+	// Off is the byte offset of the line in the log file when the reader
+	// or writer knows it: set by Append, readers and Open's Replay of the
+	// log's lines; 0 for entries replayed from the pending file. It is a
+	// hint for ReadSeq, which checks the seq it finds there.
+	Off int64
 }
 
 // Record is one entry to append: an event name and its data, which must

@@ -334,6 +334,7 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	ts := l.now().UTC().Truncate(time.Millisecond)
 	seq := l.nextSeq
 	buf := l.buf[:0]
+	base := l.size
 	multi := false
 	for _, g := range group {
 		if len(g.recs) > 1 {
@@ -342,8 +343,9 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 		g.entries = make([]Entry, len(g.recs))
 		for i := range g.recs {
 			p := &g.recs[i]
+			off := base + int64(len(buf))
 			buf = appendLine(buf, seq, ts, p)
-			g.entries[i] = Entry{Seq: seq, TS: ts, Event: p.event, Data: p.data}
+			g.entries[i] = Entry{Seq: seq, TS: ts, Event: p.event, Data: p.data, Off: off}
 			seq++
 		}
 	}

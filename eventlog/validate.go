@@ -61,6 +61,7 @@ func (s *logScanner) next() (Entry, error) {
 	s.lines++
 	s.lastSeq = e.Seq
 	s.goodEnd = off + n
+	e.Off = off
 	return e, nil
 }
 

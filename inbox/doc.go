@@ -39,6 +39,14 @@
 // at most once (ErrDuplicate), so replaying message.enqueued events at
 // recovery is idempotent.
 //
+// A queued message may be held without its payload: Spill drops the text
+// and keeps its size, Ref says where its message.enqueued entry is in the
+// recipient's log, and whoever shows the message reads the text back and
+// calls Fill. A Queue counts its payload bytes (Bytes), and queues attached
+// to one Totals count every message and byte together, so a daemon can
+// bound its pending messages per agent and in total. PeekAfter pages a
+// queue by seq; PeekFirst takes a batch bounded by count and bytes.
+//
 // FormatPrompt renders the wake prompt of SPEC 6 from the messages a turn
 // consumes.
 package inbox

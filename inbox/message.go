@@ -80,6 +80,50 @@ type Message struct {
 	Timestamp time.Time
 	ReplyTo   string // "" when not a reply
 	Metadata  map[string]string
+	// Ref is where the message's message.enqueued entry is in its
+	// recipient's log (zero when unknown).
+	Ref Ref
+	// PayloadSize is set (to the payload's length in bytes) only while the
+	// payload is not resident: Spill drops it, and whoever shows the
+	// message reads it back from the log at Ref and calls Fill.
+	PayloadSize int
+}
+
+// Ref locates a message.enqueued entry: its seq and the byte offset of its
+// line in the recipient's log (a hint; 0 when unknown).
+type Ref struct {
+	Seq uint64
+	Off int64
+}
+
+// Spilled reports whether the payload is not resident (see Spill).
+func (m Message) Spilled() bool { return m.PayloadSize > 0 }
+
+// Size is the payload's length in bytes, resident or not.
+func (m Message) Size() int {
+	if m.Spilled() {
+		return m.PayloadSize
+	}
+	return len(m.Payload)
+}
+
+// Spill returns m without its payload (only its size), to be read back from
+// the log at m.Ref. An empty payload, or a message without a Ref, stays as
+// it is.
+func (m Message) Spill() Message {
+	if m.Spilled() || m.Payload == "" || m.Ref.Seq == 0 {
+		return m
+	}
+	m.PayloadSize = len(m.Payload)
+	m.Payload = ""
+	return m
+}
+
+// Fill returns m with its payload back.
+func (m Message) Fill(payload string) Message {
+	m.Payload = payload
+	m.PayloadSize = 0
+	return m
 }
 
 // NewID returns a fresh message id: 32 lowercase hex characters from

@@ -3,15 +3,59 @@ package inbox
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Queue is one agent's inbox: a FIFO of messages, safe for concurrent use.
 // The zero value is an empty, unbounded queue.
 type Queue struct {
-	mu   sync.Mutex
-	max  int
-	msgs []Message
-	ids  map[string]struct{}
+	mu     sync.Mutex
+	max    int
+	msgs   []Message
+	ids    map[string]struct{}
+	bytes  int64   // payload bytes queued (Message.Size)
+	totals *Totals // shared counters this queue adds to, if attached
+}
+
+// Totals counts the messages and payload bytes of every queue attached to
+// it, so that a daemon can bound its pending messages in total. Safe for
+// concurrent use; the zero value is ready.
+type Totals struct {
+	count atomic.Int64
+	bytes atomic.Int64
+}
+
+// Count is the number of messages in the attached queues.
+func (t *Totals) Count() int64 { return t.count.Load() }
+
+// Bytes is the payload bytes of the messages in the attached queues.
+func (t *Totals) Bytes() int64 { return t.bytes.Load() }
+
+func (t *Totals) add(n, b int64) {
+	if t != nil {
+		t.count.Add(n)
+		t.bytes.Add(b)
+	}
+}
+
+// Attach makes q count its messages in t from now on (its current ones
+// included); nil detaches it (its messages no longer count).
+func (q *Queue) Attach(t *Totals) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.totals == t {
+		return
+	}
+	q.totals.add(-int64(len(q.msgs)), -q.bytes)
+	q.totals = t
+	t.add(int64(len(q.msgs)), q.bytes)
+}
+
+// Bytes returns the payload bytes of the queued messages (Message.Size).
+func (q *Queue) Bytes() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.bytes
 }
 
 // NewQueue returns an empty queue holding at most max messages; max <= 0
@@ -43,6 +87,8 @@ func (q *Queue) Push(m Message) error {
 	}
 	q.ids[m.ID] = struct{}{}
 	q.msgs = append(q.msgs, m.Clone())
+	q.bytes += int64(m.Size())
+	q.totals.add(1, int64(m.Size()))
 	return nil
 }
 
@@ -106,6 +152,8 @@ func (q *Queue) Collect(match func(Message) bool) []Message {
 		if match(m) {
 			taken = append(taken, m)
 			delete(q.ids, m.ID)
+			q.bytes -= int64(m.Size())
+			q.totals.add(-1, -int64(m.Size()))
 		} else {
 			kept = append(kept, m)
 		}
@@ -160,4 +208,42 @@ func (b *Boxes) Delete(owner string) []Message {
 		return nil
 	}
 	return q.Drain()
+}
+
+// PeekAfter returns copies of up to limit queued messages whose Ref.Seq is
+// greater than seq, in queue order (limit <= 0: all of them).
+func (q *Queue) PeekAfter(seq uint64, limit int) []Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []Message
+	for _, m := range q.msgs {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		if m.Ref.Seq > seq {
+			out = append(out, m.Clone())
+		}
+	}
+	return out
+}
+
+// PeekFirst returns copies of the oldest messages, at most maxCount of them
+// and, after the first, only while their payloads total at most maxBytes
+// (<= 0: no bound).
+func (q *Queue) PeekFirst(maxCount int, maxBytes int64) []Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []Message
+	var total int64
+	for _, m := range q.msgs {
+		if maxCount > 0 && len(out) >= maxCount {
+			break
+		}
+		total += int64(m.Size())
+		if len(out) > 0 && maxBytes > 0 && total > maxBytes {
+			break
+		}
+		out = append(out, m.Clone())
+	}
+	return out
 }

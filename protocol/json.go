@@ -162,6 +162,9 @@ func AppendJSONFrame(dst []byte, f *Frame) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
+	if n := len(line) - 1; n > MaxFrame {
+		return dst, fmt.Errorf("encode JSON frame of %d bytes: %w (%d bytes)", n, ErrFrameTooLarge, MaxFrame)
+	}
 	return append(dst, line...), nil
 }
 

@@ -107,7 +107,8 @@ func jsonRoundTrip(ctx context.Context, socketPath, method string, params map[st
 }
 
 // readLine reads one newline-terminated line of at most MaxFrame bytes; a
-// final line without newline is returned too.
+// final line without its newline is an error (a reply cut short), never
+// taken for a whole one.
 func readLine(r *bufio.Reader) ([]byte, error) {
 	var line []byte
 	for {
@@ -123,7 +124,7 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 			continue
 		case io.EOF:
 			if len(line) > 0 {
-				return line, nil
+				return nil, fmt.Errorf("reply cut short: the connection closed after %d bytes of a line: %w", len(line), io.ErrUnexpectedEOF)
 			}
 		}
 		return nil, err

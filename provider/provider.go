@@ -20,6 +20,11 @@ type Capabilities struct {
 	// Spec.History (the scripted provider replays them to its program) instead
 	// of a text history block in the first prompt.
 	StructuredHistory bool
+	// HistoryOnRestore: Restore from a Suspend blob also takes the
+	// completed turns as Spec.History, read from the agent's log. The blob
+	// then stays small (a handle, never the conversation), so session.json
+	// never duplicates the history the log holds.
+	HistoryOnRestore bool
 }
 
 // Provider creates and restores sessions. Implementations are safe for
@@ -55,7 +60,8 @@ type Spec struct {
 	// example WARREN_SOCKET and WARREN_AGENT_ID.
 	Env []string
 	// History holds the completed turns, for providers with
-	// StructuredHistory (passed on the first turn of a fresh process).
+	// StructuredHistory (passed on the first turn of a fresh process), and
+	// for Restore from a blob of providers with HistoryOnRestore.
 	History []Turn
 }
 

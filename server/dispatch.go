@@ -123,6 +123,11 @@ func (s *Server) wireError(ctx context.Context, req *protocol.Request, err error
 
 // encodeFailure is the frame sent when a final frame cannot be encoded.
 func encodeFailure(req *protocol.Request, json bool, err error) *protocol.Frame {
+	if errors.Is(err, protocol.ErrFrameTooLarge) {
+		return &protocol.Frame{Kind: protocol.KindError, ID: req.ID,
+			Error: protocol.Errorf(protocol.CodeInvalid, "the reply to %s is larger than the %d-byte frame limit, so it is not sent (%v); ask for less: agent.log and agent.inspect take limit and since_seq",
+				req.Method, protocol.MaxFrame, err)}
+	}
 	return &protocol.Frame{Kind: protocol.KindError, ID: req.ID,
 		Error: protocol.Errorf(protocol.CodeInternal, "cannot encode the reply to %s: %v", req.Method, err)}
 }

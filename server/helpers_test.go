@@ -100,6 +100,9 @@ func (f *fakeHandler) Handle(ctx context.Context, req *protocol.Request, out Str
 		return nil, errors.New("disk on fire")
 	case "panic":
 		panic("handler bug")
+	case "huge":
+		// A result whose encoding is over the frame limit.
+		return map[string]any{"data": strings.Repeat("x", protocol.MaxFrame)}, nil
 	case "badresult":
 		return map[string]any{"ch": make(chan int)}, nil
 	}

@@ -138,11 +138,20 @@ func buildTree(agents []map[string]any) []*treeNode {
 
 func cmdAgentInspect(ctx context.Context, c *cli, args []string) error {
 	f := newFlags(c, "agent inspect")
+	since := f.Int64("since-seq", 0, "show the inbox messages logged after this seq (--json pages with inbox_next_seq)")
+	limit := f.Int("limit", 0, "inbox messages per page (default: the daemon's page size)")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	res, show, err := c.callOut(ctx, "agent.inspect", map[string]any{"agent_id": pos[0]})
+	params := map[string]any{"agent_id": pos[0]}
+	if *since > 0 {
+		params["since_seq"] = *since
+	}
+	if *limit > 0 {
+		params["limit"] = *limit
+	}
+	res, show, err := c.callOut(ctx, "agent.inspect", params)
 	if err != nil || !show {
 		return err
 	}
@@ -176,8 +185,13 @@ func cmdAgentInspect(ctx context.Context, c *cli, args []string) error {
 			fmt.Fprintf(w, "  %s  %s  [%s]\n", str(k, "agent_id"), str(k, "name"), str(k, "status"))
 		}
 	}
-	if msgs := list(res, "inbox"); len(msgs) > 0 {
-		fmt.Fprintln(w, "inbox:")
+	// The inbox comes in pages (agent.inspect since_seq/limit): print each
+	// as it arrives, so a large inbox never sits whole in memory.
+	for page, first := res, true; ; first = false {
+		msgs := list(page, "inbox")
+		if first && len(msgs) > 0 {
+			fmt.Fprintln(w, "inbox:")
+		}
 		for _, m := range msgs {
 			from := str(m, "from")
 			if from == "" {
@@ -189,8 +203,15 @@ func cmdAgentInspect(ctx context.Context, c *cli, args []string) error {
 			}
 			fmt.Fprintf(w, "  from=%s  %s\n", from, cut(text, 80))
 		}
+		next, ok := page["inbox_next_seq"]
+		if !ok || len(msgs) == 0 {
+			return nil
+		}
+		params["since_seq"] = next
+		if page, err = c.call(ctx, "agent.inspect", params); err != nil {
+			return err
+		}
 	}
-	return nil
 }
 
 func isSecretKey(k string) bool {
@@ -391,6 +412,9 @@ func cmdInbox(ctx context.Context, c *cli, args []string) error {
 	}
 	for _, m := range msgs {
 		fmt.Fprintf(c.stdout, "%s  from=%s  %s\n", clock(str(m, "timestamp"), false), str(m, "from"), str(m, "text"))
+	}
+	if n := num(res, "remaining"); n > 0 {
+		fmt.Fprintf(c.stdout, "%d more messages: run warren inbox again\n", n)
 	}
 	return nil
 }

@@ -100,7 +100,7 @@ func commands() map[string]command {
 		"agent create":    {"warren agent create NAME [--instructions T] [--provider P] [--model M] [--parent REF] [--metadata k=v ...]", cmdAgentCreate},
 		"agent list":      {"warren agent list [--home DIR] [--json]", cmdAgentList},
 		"agent tree":      {"warren agent tree [--home DIR] [--json]", cmdAgentTree},
-		"agent inspect":   {"warren agent inspect REF [--home DIR] [--json]", cmdAgentInspect},
+		"agent inspect":   {"warren agent inspect REF [--since-seq N] [--limit N] [--home DIR] [--json]", cmdAgentInspect},
 		"agent send":      {"warren agent send REF MESSAGE [--provider P] [--model M]", cmdAgentSend},
 		"agent attach":    {"warren agent attach REF [--home DIR] [--json]", cmdAgentAttach},
 		"agent terminate": {"warren agent terminate REF [--home DIR] [--json]", cmdAgentTerminate},

@@ -22,15 +22,19 @@
 // list of turns the session completed (a failed or cancelled turn is not
 // recorded); a fresh session starts empty (spec.History is ignored, because
 // this provider has no structured history: the daemon injects history into
-// the first prompt instead). Suspend returns the JSON blob
+// the first prompt instead). Suspend returns the small JSON blob
 //
-//	{"handle": "<hex>", "history": [<provider.Turn>...]}
+//	{"handle": "<hex>", "turns": <number of completed turns>}
 //
-// and Restore with that blob brings the session back with its handle and
-// history. Restore with a nil (or empty) blob succeeds only when the
+// never the history itself: the provider declares HistoryOnRestore, so
+// Restore with that blob brings the session back with its handle and the
+// completed turns the daemon reads from the agent's log (spec.History). A
+// blob of the older form {"handle", "history"} is still restored from its
+// own history. Restore with a nil (or empty) blob succeeds only when the
 // Provider was built with Options.NativeResume and has itself seen the
-// handle (a native resume: the history it last recorded for that handle);
-// otherwise it returns an error wrapping provider.ErrCannotRestore. A
+// handle (a native resume: the history it last recorded for that handle;
+// only such a Provider keeps histories); otherwise it returns an error
+// wrapping provider.ErrCannotRestore. A
 // malformed blob also wraps provider.ErrCannotRestore.
 //
 // Send runs the program in its own goroutine and returns as soon as the

@@ -133,9 +133,9 @@ func (p *Provider) Sends() int {
 func (p *Provider) Name() string { return p.name }
 
 // Capabilities implements provider.Provider: NativeResume as configured, no
-// structured history.
+// structured history, the history given back with the blob on Restore.
 func (p *Provider) Capabilities() provider.Capabilities {
-	return provider.Capabilities{NativeResume: p.opts.NativeResume, StructuredHistory: false}
+	return provider.Capabilities{NativeResume: p.opts.NativeResume, StructuredHistory: false, HistoryOnRestore: true}
 }
 
 // Create implements provider.Provider. It never fails for an unknown model:
@@ -152,10 +152,13 @@ func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Ses
 	return p.newSession(spec, handle, nil), nil
 }
 
-// blob is the Suspend format.
+// blob is the Suspend format: the handle and the number of turns. Blobs
+// written before the history moved out of them also carry it ("history"),
+// and Restore still reads those.
 type blob struct {
 	Handle  string          `json:"handle"`
-	History []provider.Turn `json:"history"`
+	Turns   int             `json:"turns"`
+	History []provider.Turn `json:"history,omitempty"`
 }
 
 // Restore implements provider.Provider; see the package documentation.
@@ -174,8 +177,12 @@ func (p *Provider) Restore(ctx context.Context, spec provider.Spec, data []byte,
 		if b.Handle == "" {
 			return nil, fmt.Errorf("inproc restore: suspend blob has no handle: %w", provider.ErrCannotRestore)
 		}
-		p.log.Debug("session restored from blob", "agent_id", spec.AgentID, "handle", b.Handle, "history_turns", len(b.History))
-		return p.newSession(spec, b.Handle, b.History), nil
+		hist := b.History
+		if hist == nil {
+			hist = spec.History
+		}
+		p.log.Debug("session restored from blob", "agent_id", spec.AgentID, "handle", b.Handle, "history_turns", len(hist))
+		return p.newSession(spec, b.Handle, hist), nil
 	}
 	if !p.opts.NativeResume {
 		return nil, fmt.Errorf("inproc restore: provider %q has no native resume and no suspend blob was given: %w", p.name, provider.ErrCannotRestore)
@@ -192,9 +199,12 @@ func (p *Provider) Restore(ctx context.Context, spec provider.Spec, data []byte,
 
 func (p *Provider) newSession(spec provider.Spec, handle string, hist []provider.Turn) *session {
 	hist = slices.Clone(hist)
-	p.mu.Lock()
-	p.native[handle] = slices.Clone(hist)
-	p.mu.Unlock()
+	if p.opts.NativeResume {
+		// Only a provider with native resume keeps a copy on its side.
+		p.mu.Lock()
+		p.native[handle] = slices.Clone(hist)
+		p.mu.Unlock()
+	}
 	return &session{p: p, spec: spec, handle: handle, history: hist}
 }
 
@@ -213,6 +223,9 @@ func (p *Provider) program(model string) (Program, error) {
 }
 
 func (p *Provider) recordNative(handle string, hist []provider.Turn) {
+	if !p.opts.NativeResume {
+		return
+	}
 	p.mu.Lock()
 	p.native[handle] = hist
 	p.mu.Unlock()

@@ -192,6 +192,9 @@ func TestCallWithoutToolCallerFails(t *testing.T) {
 
 func TestSuspendRestoreKeepsHandleAndHistory(t *testing.T) {
 	p := New("test", Options{})
+	if !p.Capabilities().HistoryOnRestore {
+		t.Fatal("HistoryOnRestore not reported")
+	}
 	var hist []provider.Turn
 	p.Register("m", func(_ context.Context, tn *Turn) (string, error) {
 		hist = tn.History
@@ -209,16 +212,21 @@ func TestSuspendRestoreKeepsHandleAndHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	var decoded map[string]json.RawMessage
-	if err := json.Unmarshal(blob, &decoded); err != nil || decoded["handle"] == nil || decoded["history"] == nil {
-		t.Fatalf("blob %s is not {handle, history}: %v", blob, err)
+	if err := json.Unmarshal(blob, &decoded); err != nil || decoded["handle"] == nil || string(decoded["turns"]) != "1" {
+		t.Fatalf("blob %s is not {handle, turns:1}: %v", blob, err)
 	}
-	// A different Provider instance (a restarted daemon) restores from the blob.
+	if _, ok := decoded["history"]; ok {
+		t.Fatalf("blob %s carries the history; it comes back from the log", blob)
+	}
+	// A different Provider instance (a restarted daemon) restores from the
+	// blob and the history the daemon read from the log.
 	p2 := New("test", Options{})
 	p2.Register("m", func(_ context.Context, tn *Turn) (string, error) {
 		hist = tn.History
 		return "r-" + tn.Prompt, nil
 	})
-	r, err := p2.Restore(context.Background(), provider.Spec{Model: "m"}, blob, "")
+	logged := []provider.Turn{{Message: "one", Calls: []provider.ToolCall{}, Response: "r-one"}}
+	r, err := p2.Restore(context.Background(), provider.Spec{Model: "m", History: logged}, blob, "")
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
@@ -230,6 +238,28 @@ func TestSuspendRestoreKeepsHandleAndHistory(t *testing.T) {
 	}
 	if len(hist) != 1 || hist[0].Message != "one" || hist[0].Response != "r-one" {
 		t.Fatalf("restored history = %+v", hist)
+	}
+}
+
+// TestRestoreOldBlobWithHistory: a blob written before the history moved
+// out of it still restores its own history.
+func TestRestoreOldBlobWithHistory(t *testing.T) {
+	p := New("test", Options{})
+	var hist []provider.Turn
+	p.Register("m", func(_ context.Context, tn *Turn) (string, error) {
+		hist = tn.History
+		return "ok", nil
+	})
+	old := []byte(`{"handle":"abc","history":[{"message":"one","calls":[],"response":"r-one"}]}`)
+	r, err := p.Restore(context.Background(), provider.Spec{Model: "m"}, old, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Send(context.Background(), "two", provider.TurnIO{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 1 || hist[0].Message != "one" {
+		t.Fatalf("history from an old blob = %+v", hist)
 	}
 }
 

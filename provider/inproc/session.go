@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/warren-dev/warren/provider"
@@ -107,20 +106,19 @@ func (s *session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 	return out.resp, nil
 }
 
-// Suspend implements provider.Session: the JSON blob {handle, history}.
+// Suspend implements provider.Session: the JSON blob {handle, turns}; the
+// history itself comes back from the agent's log on Restore
+// (Capabilities.HistoryOnRestore), so the blob stays small.
 func (s *session) Suspend(ctx context.Context) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("inproc suspend: %w", err)
 	}
 	s.mu.Lock()
-	b := blob{Handle: s.handle, History: slices.Clone(s.history)}
+	b := blob{Handle: s.handle, Turns: len(s.history)}
 	s.mu.Unlock()
-	if b.History == nil {
-		b.History = []provider.Turn{}
-	}
 	data, err := json.Marshal(b)
 	if err != nil {
-		return nil, fmt.Errorf("inproc suspend: encoding the history: %w", err)
+		return nil, fmt.Errorf("inproc suspend: encoding the blob: %w", err)
 	}
 	return data, nil
 }

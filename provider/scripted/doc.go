@@ -55,7 +55,11 @@
 // appended to the session's history. "error" fails the turn with a permanent
 // provider error "scripted agent error: <text>" (the process stays; the
 // failed turn is not recorded). Lines that are not JSON objects or that have
-// an unknown "type" are logged (truncated) and ignored, so a program should
+// an unknown "type" are ignored: the first Options.NoiseLogged (5) of a turn
+// are logged (truncated), the rest counted and reported in one line when the
+// turn ends, and past Options.MaxNoiseLines (1000) or MaxNoiseBytes (1 MiB)
+// in one turn the noise is a protocol error: the process is killed and the
+// turn fails with a permanent error wrapping ErrNoise. So a program should
 // log to stderr, and must flush stdout after every line. A program must
 // write nothing between turns: such output is read as part of the next turn.
 //
@@ -89,11 +93,13 @@
 // # State
 //
 // History starts as Spec.History and grows by every completed turn. Suspend
-// returns {"script":"<path>","history":[...]} and stops nothing (the caller
-// stops the session afterwards). Restore takes the script from the blob
-// (else the handle, else Spec.Model) and the history from Spec.History when
-// it is non-empty (the daemon rebuilds it from the event log, the source of
-// truth, which is never older than a suspend blob), else from the blob. A
+// returns {"script":"<path>","turns":N}, never the history, and stops
+// nothing (the caller stops the session afterwards). The provider declares
+// HistoryOnRestore: Restore takes the script from the blob (else the
+// handle, else Spec.Model) and the history from Spec.History (the daemon
+// rebuilds it from the event log, the source of truth), or from the
+// "history" of a blob written by an older version when Spec.History is
+// empty. A
 // nil or empty blob is not an error: a session that was never evicted
 // restores from its handle and Spec.History. Nothing process-specific (socket,
 // agent id) is stored in the blob; the environment always comes from the

@@ -22,6 +22,11 @@ const (
 	DefaultPython    = "python3"
 	DefaultMaxLine   = 16 << 20
 	DefaultStopGrace = 5 * time.Second
+	// DefaultNoiseLogged, DefaultMaxNoiseLines and DefaultMaxNoiseBytes
+	// bound a program's noise (lines that are not protocol lines) per turn.
+	DefaultNoiseLogged   = 5
+	DefaultMaxNoiseLines = 1000
+	DefaultMaxNoiseBytes = 1 << 20
 )
 
 var (
@@ -40,6 +45,9 @@ var (
 	ErrExited = errors.New("scripted agent exited unexpectedly")
 	// ErrStopped is returned by Send on a stopped session.
 	ErrStopped = errors.New("scripted session is stopped")
+	// ErrNoise is wrapped by the error of a turn whose program wrote more
+	// non-protocol lines than Options.MaxNoiseLines or MaxNoiseBytes.
+	ErrNoise = errors.New("scripted agent wrote too many lines that are not protocol lines")
 )
 
 // Options configures a Provider.
@@ -55,6 +63,15 @@ type Options struct {
 	// StopGrace is how long Stop waits for a program to exit after closing
 	// its stdin before killing it (default 5 s).
 	StopGrace time.Duration
+	// NoiseLogged is how many ignored (non-protocol) lines of one turn are
+	// logged; the rest are counted and reported in one line at the end of
+	// the turn (default 5).
+	NoiseLogged int
+	// MaxNoiseLines and MaxNoiseBytes bound the ignored lines of one turn:
+	// past either, the program is killed and the turn fails with a
+	// permanent error wrapping ErrNoise (defaults 1000 lines, 1 MiB).
+	MaxNoiseLines int
+	MaxNoiseBytes int
 	// Logger receives the provider's logs; nil means no logging.
 	Logger hclog.Logger
 }
@@ -78,6 +95,15 @@ func New(opts Options) *Provider {
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = DefaultStopGrace
 	}
+	if opts.NoiseLogged <= 0 {
+		opts.NoiseLogged = DefaultNoiseLogged
+	}
+	if opts.MaxNoiseLines <= 0 {
+		opts.MaxNoiseLines = DefaultMaxNoiseLines
+	}
+	if opts.MaxNoiseBytes <= 0 {
+		opts.MaxNoiseBytes = DefaultMaxNoiseBytes
+	}
 	log := opts.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -89,9 +115,9 @@ func New(opts Options) *Provider {
 func (p *Provider) Name() string { return "scripted" }
 
 // Capabilities implements provider.Provider: no native resume, structured
-// history.
+// history, also given back with the (small) blob on Restore.
 func (p *Provider) Capabilities() provider.Capabilities {
-	return provider.Capabilities{NativeResume: false, StructuredHistory: true}
+	return provider.Capabilities{NativeResume: false, StructuredHistory: true, HistoryOnRestore: true}
 }
 
 // Create implements provider.Provider. It checks the script and starts
@@ -116,10 +142,13 @@ func (p *Provider) CheckModel(model string) error {
 	return err
 }
 
-// blob is the Suspend format.
+// blob is the Suspend format: the script and the number of turns. Blobs
+// written before the history moved out of them also carry it ("history"),
+// and Restore still reads those.
 type blob struct {
 	Script  string          `json:"script"`
-	History []provider.Turn `json:"history"`
+	Turns   int             `json:"turns"`
+	History []provider.Turn `json:"history,omitempty"`
 }
 
 // Restore implements provider.Provider; see the package documentation for

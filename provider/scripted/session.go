@@ -126,21 +126,19 @@ func (s *Session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 	return resp, nil
 }
 
-// Suspend implements provider.Session: {"script", "history"}. It stops
+// Suspend implements provider.Session: {"script", "turns"}, never the
+// history (Restore gets it from the daemon, which reads the log). It stops
 // nothing.
 func (s *Session) Suspend(ctx context.Context) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("scripted suspend: %w", err)
 	}
 	s.mu.Lock()
-	b := blob{Script: s.script, History: s.history}
-	if b.History == nil {
-		b.History = []provider.Turn{}
-	}
-	data, err := json.Marshal(b)
+	b := blob{Script: s.script, Turns: len(s.history)}
 	s.mu.Unlock()
+	data, err := json.Marshal(b)
 	if err != nil {
-		return nil, fmt.Errorf("scripted suspend: encoding the history: %w", err)
+		return nil, fmt.Errorf("scripted suspend: encoding the blob: %w", err)
 	}
 	return data, nil
 }
@@ -169,6 +167,10 @@ type turn struct {
 	deadline time.Time
 	// pending delivers the result of the asynchronous turn-line write.
 	pending <-chan error
+	// noiseLines and noiseBytes count the lines of this turn that were not
+	// protocol lines.
+	noiseLines int
+	noiseBytes int
 }
 
 // flush waits for the turn-line write to finish (deadlines and ctx still
@@ -228,6 +230,7 @@ func (t *turn) run(line []byte) (string, []provider.ToolCall, error) {
 	pending := make(chan error, 1)
 	go func() { pending <- t.proc.writeLine(line) }()
 	t.pending = pending
+	defer t.noiseSummary()
 	calls := []provider.ToolCall{}
 	for {
 		if err := t.arm(); err != nil {
@@ -239,12 +242,16 @@ func (t *turn) run(line []byte) (string, []provider.ToolCall, error) {
 		}
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-			t.ignore("not a JSON object", raw)
+			if err := t.ignore("not a JSON object", raw); err != nil {
+				return "", nil, err
+			}
 			continue
 		}
 		var typ string
 		if err := json.Unmarshal(fields["type"], &typ); err != nil {
-			t.ignore("no string \"type\"", raw)
+			if err := t.ignore("no string \"type\"", raw); err != nil {
+				return "", nil, err
+			}
 			continue
 		}
 		switch typ {
@@ -271,7 +278,9 @@ func (t *turn) run(line []byte) (string, []provider.ToolCall, error) {
 			}
 			return "", nil, provider.Permanent(fmt.Errorf("scripted agent error: %s", msg))
 		default:
-			t.ignore("unknown type "+truncate([]byte(typ)), raw)
+			if err := t.ignore("unknown type "+truncate([]byte(typ)), raw); err != nil {
+				return "", nil, err
+			}
 		}
 	}
 }
@@ -317,8 +326,34 @@ type exitError struct{ msg string }
 func (e *exitError) Error() string { return e.msg }
 func (e *exitError) Unwrap() error { return ErrExited }
 
-func (t *turn) ignore(reason string, raw []byte) {
-	t.s.log.Warn("ignoring line from scripted agent", "reason", reason, "line", truncate(raw))
+// ignore skips a line that is not a protocol line. The first NoiseLogged of
+// a turn are logged, the rest only counted (noiseSummary reports them), so
+// a program printing junk cannot fill the disk with the daemon's log; past
+// MaxNoiseLines or MaxNoiseBytes in one turn the noise is a protocol error:
+// the process is killed and the turn fails with an error wrapping ErrNoise.
+func (t *turn) ignore(reason string, raw []byte) error {
+	t.noiseLines++
+	t.noiseBytes += len(raw) + 1
+	if t.noiseLines <= t.s.opts.NoiseLogged {
+		t.s.log.Warn("ignoring line from scripted agent", "reason", reason, "line", truncate(raw))
+		if t.noiseLines == t.s.opts.NoiseLogged {
+			t.s.log.Warn("more lines that are not protocol lines are counted, not logged, until the turn ends", "pid", t.proc.pid)
+		}
+	}
+	if t.noiseLines > t.s.opts.MaxNoiseLines || t.noiseBytes > t.s.opts.MaxNoiseBytes {
+		t.s.drop(t.proc)
+		t.proc.teardown()
+		return provider.Permanent(fmt.Errorf("%w: %d lines (%d bytes) in one turn, over the limit of %d lines or %d bytes; process %d killed. Write protocol lines to stdout and logs to stderr",
+			ErrNoise, t.noiseLines, t.noiseBytes, t.s.opts.MaxNoiseLines, t.s.opts.MaxNoiseBytes, t.proc.pid))
+	}
+	return nil
+}
+
+// noiseSummary logs, once per turn, how many ignored lines were not logged.
+func (t *turn) noiseSummary() {
+	if n := t.noiseLines - t.s.opts.NoiseLogged; n > 0 {
+		t.s.log.Warn("ignored lines from scripted agent that were not logged", "pid", t.proc.pid, "lines", n, "turn_lines", t.noiseLines, "turn_bytes", t.noiseBytes)
+	}
 }
 
 // textField decodes fields[key] as a string; absent or null is "".

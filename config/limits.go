@@ -1,0 +1,102 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Limits bounds what clients and agents can make the daemon hold: the size
+// of one message (and of instructions and metadata values, which match it),
+// and the pending messages per agent and in total, in count and bytes. The
+// "limits" object of config.json sets them; each key is optional.
+type Limits struct {
+	// MessageBytes bounds a message, a tool text, an agent's instructions
+	// and a metadata value ("message_bytes").
+	MessageBytes int
+	// InboxMessages and InboxBytes bound one agent's pending messages
+	// ("inbox_messages", "inbox_bytes").
+	InboxMessages int
+	InboxBytes    int64
+	// PendingMessages and PendingBytes bound the pending messages of every
+	// agent together ("pending_messages", "pending_bytes").
+	PendingMessages int
+	PendingBytes    int64
+}
+
+// Default limits (docs/DECISIONS.md, "Memory bounded by design").
+const (
+	DefaultMessageBytes    = 1 << 20
+	DefaultInboxMessages   = 10_000
+	DefaultInboxBytes      = 256 << 20
+	DefaultPendingMessages = 200_000
+	DefaultPendingBytes    = 4 << 30
+)
+
+// Bounds on the limits themselves. MaxMessageBytes keeps a message, with
+// its envelope, well inside one 16 MiB socket frame and one log line.
+const (
+	MaxMessageBytes  = 8 << 20
+	maxInboxMessages = 10_000_000
+	maxPendingBytes  = 1 << 50
+)
+
+var limitKeys = []string{"message_bytes", "inbox_messages", "inbox_bytes", "pending_messages", "pending_bytes"}
+
+// DefaultLimits returns the built-in limits.
+func DefaultLimits() Limits {
+	return Limits{MessageBytes: DefaultMessageBytes, InboxMessages: DefaultInboxMessages, InboxBytes: DefaultInboxBytes,
+		PendingMessages: DefaultPendingMessages, PendingBytes: DefaultPendingBytes}
+}
+
+// parseLimits merges the "limits" object over l.
+func parseLimits(l Limits, raw json.RawMessage) (Limits, error) {
+	obj, err := decodeObject(raw, `"limits"`)
+	if err != nil {
+		return l, err
+	}
+	for _, k := range sortedKeys(obj) {
+		if !contains(limitKeys, k) {
+			return l, fmt.Errorf("%w: unknown key %q in \"limits\"%s; the keys are %s", ErrInvalid, k, suggestKey(k, limitKeys), strings.Join(limitKeys, ", "))
+		}
+		key := "limits." + k
+		switch k {
+		case "message_bytes":
+			n, err := intValue(key, obj[k], 1, MaxMessageBytes)
+			if err != nil {
+				return l, err
+			}
+			l.MessageBytes = int(n)
+		case "inbox_messages":
+			n, err := intValue(key, obj[k], 1, maxInboxMessages)
+			if err != nil {
+				return l, err
+			}
+			l.InboxMessages = int(n)
+		case "inbox_bytes":
+			n, err := intValue(key, obj[k], 1, maxPendingBytes)
+			if err != nil {
+				return l, err
+			}
+			l.InboxBytes = n
+		case "pending_messages":
+			n, err := intValue(key, obj[k], 1, maxInboxMessages)
+			if err != nil {
+				return l, err
+			}
+			l.PendingMessages = int(n)
+		case "pending_bytes":
+			n, err := intValue(key, obj[k], 1, maxPendingBytes)
+			if err != nil {
+				return l, err
+			}
+			l.PendingBytes = n
+		}
+	}
+	return l, nil
+}
+
+func (l Limits) marshalMap() map[string]int64 {
+	return map[string]int64{"message_bytes": int64(l.MessageBytes), "inbox_messages": int64(l.InboxMessages),
+		"inbox_bytes": l.InboxBytes, "pending_messages": int64(l.PendingMessages), "pending_bytes": l.PendingBytes}
+}

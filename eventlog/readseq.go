@@ -1,0 +1,78 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// ErrNoSuchSeq is returned by ReadSeq when the log has no entry with the
+// seq asked for.
+var ErrNoSuchSeq = errors.New("no entry with this seq in the log")
+
+// ReadSeq returns the entry with the given seq of the log at path. off is
+// where the caller last saw it (Entry.Off): when the line there is a good
+// entry with that seq it is returned after reading that one line; otherwise
+// (0, a stale or wrong hint) the log is scanned from its start. It reads at
+// most one line into memory at a time, and does not modify the file.
+func ReadSeq(fsys faultfs.FS, path string, seq uint64, off int64) (Entry, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return Entry{}, fmt.Errorf("eventlog: open %s for reading: %w", path, err)
+	}
+	defer f.Close()
+	if off > 0 {
+		ls := newLineScanner(f, off, MaxLineBytes)
+		if kind, line, _, _, err := ls.next(); err == nil && kind == kindLine {
+			if e, perr := parseLine(line); perr == nil && e.Seq == seq {
+				e.Off = off
+				return e, nil
+			}
+		}
+	}
+	sc := newLogScanner(f, path, MaxLineBytes)
+	for {
+		e, err := sc.next()
+		if errors.Is(err, io.EOF) {
+			return Entry{}, fmt.Errorf("eventlog: %s: seq %d: %w", path, seq, ErrNoSuchSeq)
+		}
+		if err != nil {
+			return Entry{}, err
+		}
+		if e.Seq == seq {
+			return e, nil
+		}
+		if e.Seq > seq {
+			return Entry{}, fmt.Errorf("eventlog: %s: seq %d: %w", path, seq, ErrNoSuchSeq)
+		}
+	}
+}
+
+// NewReaderAt is NewReader starting at byte offset off, where the caller
+// saw the entry with seq fromSeq (Entry.Off): it checks that the line there
+// is that entry and otherwise (or with off 0) reads from the start of the
+// file, as NewReader does. Paging through a long log this way reads each
+// line once.
+func NewReaderAt(fsys faultfs.FS, path string, fromSeq uint64, off int64) (*Reader, error) {
+	r, err := NewReader(fsys, path, fromSeq)
+	if err != nil || off <= 0 || fromSeq < 2 {
+		return r, err
+	}
+	ls := newLineScanner(r.f, off, MaxLineBytes)
+	kind, line, _, _, lerr := ls.next()
+	if lerr != nil || kind != kindLine {
+		return r, nil
+	}
+	if e, perr := parseLine(line); perr != nil || e.Seq != fromSeq {
+		return r, nil
+	}
+	sc := newLogScanner(r.f, path, MaxLineBytes)
+	sc.ls.off = off
+	sc.lastSeq = fromSeq - 1
+	sc.goodEnd = off
+	r.sc = sc
+	return r, nil
+}
