@@ -56,9 +56,15 @@ type Spec struct {
 	AgentID      string
 	Model        string
 	Instructions string
-	// Env is extra environment for provider processes (KEY=VALUE), for
-	// example WARREN_SOCKET and WARREN_AGENT_ID.
+	// Env is environment for provider processes (KEY=VALUE) on top of
+	// the default allow-list of the daemon's environment (ProcessEnv): the
+	// entry's env_pass and env settings, WARREN_SOCKET, WARREN_AGENT_ID.
+	// Providers give their processes nothing else of the daemon's
+	// environment.
 	Env []string
+	// Launcher, when set, takes part in every process the provider starts
+	// for this session (credential, record; see Launcher).
+	Launcher Launcher
 	// History holds the completed turns, for providers with
 	// StructuredHistory (passed on the first turn of a fresh process), and
 	// for Restore from a blob of providers with HistoryOnRestore.

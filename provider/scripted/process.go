@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/warren-dev/warren/agentproc"
+	"github.com/warren-dev/warren/provider"
 )
 
 const (
@@ -27,7 +29,7 @@ const (
 
 // process is one running program with its pipes.
 type process struct {
-	cmd    *exec.Cmd
+	proc   *agentproc.Proc
 	pid    int
 	stdin  *os.File // our write end
 	stdout *os.File // our read end
@@ -42,9 +44,16 @@ type process struct {
 	teardownOnce sync.Once
 }
 
-// startProcess starts argv in its own process group. Our pipe ends are
+// startProcess starts argv in its own process group, with the daemon's
+// death as its death (agentproc), and has launch record it before it gets
+// any input; launch.Ended runs once it has been reaped. Our pipe ends are
 // pollable, so reads and writes honour deadlines.
-func startProcess(argv, env []string) (*process, error) {
+func startProcess(sp *agentproc.Spawner, argv, env []string, launch provider.Launch) (*process, error) {
+	ended := func() {
+		if launch != nil {
+			launch.Ended()
+		}
+	}
 	var closers []*os.File
 	closeAll := func() {
 		for _, f := range closers {
@@ -60,34 +69,49 @@ func startProcess(argv, env []string) (*process, error) {
 	}
 	inR, inW, err := pipe()
 	if err != nil {
+		ended()
 		return nil, fmt.Errorf("creating stdin pipe: %w", err)
 	}
 	outR, outW, err := pipe()
 	if err != nil {
 		closeAll()
+		ended()
 		return nil, fmt.Errorf("creating stdout pipe: %w", err)
 	}
 	errR, errW, err := pipe()
 	if err != nil {
 		closeAll()
+		ended()
 		return nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := sp.Start(cmd)
+	if err != nil {
 		closeAll()
+		ended()
 		return nil, err
 	}
 	// The child has its own copies of its ends.
 	_ = inR.Close()
 	_ = outW.Close()
 	_ = errW.Close()
+	if launch != nil {
+		if err := launch.Started(proc.Pid); err != nil {
+			proc.KillGroup()
+			<-proc.Done()
+			_ = inW.Close()
+			_ = outR.Close()
+			_ = errR.Close()
+			ended()
+			return nil, fmt.Errorf("process %d could not be recorded, so it was killed: %w", proc.Pid, err)
+		}
+	}
 
 	p := &process{
-		cmd:        cmd,
-		pid:        cmd.Process.Pid,
+		proc:       proc,
+		pid:        proc.Pid,
 		stdin:      inW,
 		stdout:     outR,
 		rd:         bufio.NewReaderSize(outR, readBuffer),
@@ -101,8 +125,9 @@ func startProcess(argv, env []string) (*process, error) {
 		close(p.stderrDone)
 	}()
 	go func() {
-		_ = cmd.Wait() // the exit status is in ProcessState
-		p.state = cmd.ProcessState
+		<-proc.Done()
+		p.state = proc.State()
+		ended()
 		close(p.exited)
 	}()
 	return p, nil
@@ -160,12 +185,7 @@ func (p *process) readLine(max int) ([]byte, error) {
 }
 
 // kill sends SIGKILL to the whole process group.
-func (p *process) kill() {
-	if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		// Not a group leader after all? Kill the process itself.
-		_ = p.cmd.Process.Kill()
-	}
-}
+func (p *process) kill() { p.proc.KillGroup() }
 
 // teardown kills the process group, reaps the process, closes our pipe ends
 // and waits (bounded) for the stderr copy to finish. It is idempotent.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/agentproc"
 	"github.com/warren-dev/warren/provider"
 )
 
@@ -74,6 +75,9 @@ type Options struct {
 	MaxNoiseBytes int
 	// Logger receives the provider's logs; nil means no logging.
 	Logger hclog.Logger
+	// Spawner starts the programs (nil: the provider makes its own). A
+	// daemon shares one among its providers.
+	Spawner *agentproc.Spawner
 }
 
 // Provider is the scripted provider. It is safe for concurrent use.
@@ -103,6 +107,9 @@ func New(opts Options) *Provider {
 	}
 	if opts.MaxNoiseBytes <= 0 {
 		opts.MaxNoiseBytes = DefaultMaxNoiseBytes
+	}
+	if opts.Spawner == nil {
+		opts.Spawner = agentproc.NewSpawner()
 	}
 	log := opts.Logger
 	if log == nil {
@@ -191,14 +198,14 @@ func (p *Provider) newSession(spec provider.Spec, script string, hist []provider
 	if strings.HasSuffix(strings.ToLower(script), ".py") {
 		argv = []string{p.opts.Python, script}
 	}
-	env := append(os.Environ(), spec.Env...)
 	return &Session{
-		opts:    p.opts,
-		log:     p.log.With("script", script, "agent_id", spec.AgentID),
-		script:  script,
-		argv:    argv,
-		env:     env,
-		history: slices.Clone(hist),
+		opts:     p.opts,
+		launcher: spec.Launcher,
+		log:      p.log.With("script", script, "agent_id", spec.AgentID),
+		script:   script,
+		argv:     argv,
+		env:      provider.ProcessEnv(os.Environ(), spec.Env),
+		history:  slices.Clone(hist),
 	}
 }
 

@@ -247,18 +247,23 @@ done
 	}
 }
 
-func TestEnvironmentPassedThrough(t *testing.T) {
+// TestEnvironmentIsAllowListed: a program gets the allow-listed variables
+// of the daemon's environment and Spec.Env, never anything else (a secret
+// in the daemon's environment does not reach it).
+func TestEnvironmentIsAllowListed(t *testing.T) {
 	t.Setenv("WARREN_TEST_PARENT", "from-parent")
+	t.Setenv("OPENAI_API_KEY", "sk-secret")
+	t.Setenv("LC_WARRENTEST", "allowed")
 	e := newEnv(t)
 	path := e.script("env.py", `import json, os, sys
 for line in sys.stdin:
-    keys = ("WARREN_SOCKET", "WARREN_AGENT_ID", "WARREN_TEST_PARENT")
+    keys = ("WARREN_SOCKET", "WARREN_AGENT_ID", "WARREN_TEST_PARENT", "OPENAI_API_KEY", "LC_WARRENTEST")
     sys.stdout.write(json.dumps({"type": "done", "response": ",".join(os.environ.get(k, "-") for k in keys)}) + "\n")
     sys.stdout.flush()
 `)
 	s := e.create(e.provider(Options{}), e.spec(path))
-	if resp := send(t, s, "x", nil); resp != "/tmp/warren-test.sock,agent-1,from-parent" {
-		t.Fatalf("env = %q", resp)
+	if resp := send(t, s, "x", nil); resp != "/tmp/warren-test.sock,agent-1,-,-,allowed" {
+		t.Fatalf("env = %q, want the socket, the agent id, no parent variable, no key, the LC_ variable", resp)
 	}
 }
 

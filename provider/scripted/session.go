@@ -26,6 +26,8 @@ type Session struct {
 	script string
 	argv   []string
 	env    []string
+	// launcher takes part in each process start (credential, record).
+	launcher provider.Launcher
 
 	mu      sync.Mutex
 	history []provider.Turn
@@ -62,7 +64,19 @@ func (s *Session) acquire() (proc *process, hist []provider.Turn, err error) {
 		s.mu.Unlock()
 		return proc, nil, nil
 	}
-	proc, err = startProcess(s.argv, s.env)
+	env := s.env
+	var launch provider.Launch
+	if s.launcher != nil {
+		if launch, err = s.launcher.Prepare(); err != nil {
+			s.mu.Unlock()
+			if old != nil {
+				old.teardown()
+			}
+			return nil, nil, fmt.Errorf("preparing to start scripted agent %q: %w", strings.Join(s.argv, " "), err)
+		}
+		env = provider.MergeEnv(env, launch.Env())
+	}
+	proc, err = startProcess(s.opts.Spawner, s.argv, env, launch)
 	if err != nil {
 		s.mu.Unlock()
 		if old != nil {
