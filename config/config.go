@@ -38,6 +38,13 @@ type Config struct {
 type ProviderConfig struct {
 	BaseURL   string `json:"base_url,omitempty"`
 	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// EnvPass names the daemon's environment variables (or prefixes
+	// ending in '*') the entry's agent processes get besides the default
+	// allow-list (provider.DefaultEnvAllow).
+	EnvPass []string `json:"env_pass,omitempty"`
+	// Env holds fixed, non-secret variables for the entry's agent
+	// processes.
+	Env map[string]string `json:"env,omitempty"`
 	// Settings holds the other keys of the provider's entry, as decoded
 	// JSON (numbers are json.Number).
 	Settings map[string]any `json:"-"`
@@ -136,6 +143,12 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		}
 		if p.APIKeyEnv != "" {
 			m["api_key_env"] = p.APIKeyEnv
+		}
+		if len(p.EnvPass) > 0 {
+			m["env_pass"] = p.EnvPass
+		}
+		if len(p.Env) > 0 {
+			m["env"] = p.Env
 		}
 		providers[name] = m
 	}

@@ -15,7 +15,8 @@
 //	  "limits": {"message_bytes": 1048576, "inbox_messages": 10000, "inbox_bytes": 268435456,
 //	             "pending_messages": 200000, "pending_bytes": 4294967296},
 //	  "providers": {
-//	    "openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY", "organization": "org-1"}
+//	    "openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY", "organization": "org-1"},
+//	    "scripted": {"env_pass": ["GOPATH", "MYTOOL_*"], "env": {"MODE": "ci"}}
 //	  }
 //	}
 //
@@ -40,6 +41,16 @@
 //     secret, password, authorization, anything ending in _key, _token,
 //     _secret or _password, at any depth) is rejected: keys never go in the
 //     file.
+//   - providers.NAME.env_pass: names of the daemon's environment variables
+//     (or prefixes ending in '*', never a bare "*") that the entry's agent
+//     processes get besides the default allow-list (PATH, HOME, USER,
+//     LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TERM, TZ, TMPDIR). Nothing else
+//     of the daemon's environment reaches them.
+//   - providers.NAME.env: fixed, non-secret variables for the entry's agent
+//     processes. A name that says it holds a credential, a value that
+//     starts like a well-known key (sk-, ghp_, AKIA, ...) and the names the
+//     daemon sets itself (WARREN_SOCKET, WARREN_AGENT_ID,
+//     WARREN_AGENT_CREDENTIAL) are refused.
 //
 // Names of pools and providers use letters, digits, '_', '-' and '.', at
 // most 64 characters. The file may be at most 1 MiB. An empty file means the

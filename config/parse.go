@@ -144,6 +144,14 @@ func parseProvider(name string, raw json.RawMessage) (ProviderConfig, error) {
 			if err := json.Unmarshal(fields[k], &p.APIKeyEnv); err != nil || !isEnvName(p.APIKeyEnv) {
 				return ProviderConfig{}, fmt.Errorf("%w: %q must be the NAME of an environment variable (letters, digits, underscores, e.g. \"OPENAI_API_KEY\"), not the key itself", ErrInvalid, fk)
 			}
+		case "env_pass":
+			if p.EnvPass, err = parseEnvPass(fk, fields[k]); err != nil {
+				return ProviderConfig{}, err
+			}
+		case "env":
+			if p.Env, err = parseEnv(fk, fields[k]); err != nil {
+				return ProviderConfig{}, err
+			}
 		default:
 			var v any
 			dec := json.NewDecoder(bytes.NewReader(fields[k]))
