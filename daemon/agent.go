@@ -85,6 +85,9 @@ type activeTurn struct {
 	rerun  bool
 	cancel context.CancelFunc
 	done   chan struct{}
+	// tools is the ToolCaller of the attempt in progress (nil between
+	// attempts): calls made with the agent's credential join it.
+	tools *runTools
 }
 
 func newAgent(id string, log *eventlog.Log, p *projection) *agent {

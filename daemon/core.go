@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/agentproc"
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
@@ -40,6 +41,12 @@ type CoreOptions struct {
 	SocketPath string
 	// Env is extra environment for provider processes (KEY=VALUE).
 	Env []string
+	// PythonPath is put first on the PYTHONPATH of provider processes (the
+	// scripted helper library).
+	PythonPath string
+	// Environ is the daemon environment env_pass settings read (nil:
+	// os.Environ()).
+	Environ []string
 	// Sleep waits between retries; tests replace it to observe delays.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a random fraction in [0,1) for retry jitter.
@@ -108,6 +115,10 @@ type Core struct {
 	store  *session.Store
 	tokens *token.Service
 	bus    *eventBus
+	// creds are the credentials of running agent processes; procRecords
+	// their durable records (procs.go).
+	creds       *credStore
+	procRecords agentproc.Records
 	// changed fires when live state changes outside the logs (turn ends,
 	// terminations), for waiters such as tests and the demo.
 	changed changeSignal
@@ -171,10 +182,12 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		subIndex:  map[string]map[string]indexedSub{},
 		tokens:    token.NewService(),
 		bus:       newEventBus(),
+		creds:     newCredStore(),
 		ctx:       ctx,
 		cancel:    cancel,
 	}
 	c.store = session.NewStore(opts.FS, c.agentsDir)
+	c.procRecords = agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")}
 	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))
 	return c, nil
 }

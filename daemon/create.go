@@ -107,7 +107,7 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 
 	// The provider session first: its handle goes into session.created.
 	lease, err := c.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*live, error) {
-		s, err := prov.Create(ctx, c.providerSpec(id, spec.Model, spec.Instructions, nil))
+		s, err := prov.Create(ctx, c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, nil))
 		if err != nil {
 			return nil, err
 		}
@@ -179,13 +179,9 @@ func (c *Core) removeOrphanDir(id string) {
 	_ = c.fs.SyncDir(c.agentsDir)
 }
 
-func (c *Core) providerSpec(id, model, instructions string, history []provider.Turn) provider.Spec {
-	env := []string{"WARREN_AGENT_ID=" + id}
-	if c.opts.SocketPath != "" {
-		env = append(env, "WARREN_SOCKET="+c.opts.SocketPath)
-	}
-	env = append(env, c.opts.Env...)
-	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Env: env, History: history}
+func (c *Core) providerSpec(provName, id, model, instructions string, history []provider.Turn) provider.Spec {
+	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Env: c.processEnv(provName, id),
+		History: history, Launcher: procLauncher{c: c, agentID: id}}
 }
 
 // provider looks a provider up by name; an unknown one is code 2 naming the

@@ -3,6 +3,7 @@ package daemon
 import (
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/agentproc"
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/demo"
 	"github.com/warren-dev/warren/protocol"
@@ -20,8 +21,9 @@ func DefaultProviders(cfg config.Config, logger hclog.Logger) map[string]provide
 		ip.Register(model, prog)
 	}
 	return map[string]provider.Provider{
-		"scripted": scripted.New(scripted.Options{TurnTimeout: cfg.TurnTimeout, Logger: logger.Named("scripted")}),
-		"inproc":   ip,
+		"scripted": scripted.New(scripted.Options{TurnTimeout: cfg.TurnTimeout, Logger: logger.Named("scripted"),
+			Spawner: agentproc.NewSpawner()}),
+		"inproc": ip,
 	}
 }
 

@@ -47,6 +47,8 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	if err := c.fs.SyncDir(c.opts.Home); err != nil {
 		return rep, fmt.Errorf("syncing %s: %w", c.opts.Home, err)
 	}
+	// Processes of the previous run are killed before any turn can re-run.
+	c.killLeftoverProcs()
 	c.bus.secret = c.liveSecret
 	c.mu.Lock()
 	c.recovering = true

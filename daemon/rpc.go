@@ -48,6 +48,14 @@ func (h *handler) Handle(ctx context.Context, req *protocol.Request, out server.
 	if !ok {
 		return nil, protocol.Errorf(protocol.CodeUnknownMethod, "unknown method: %s", req.Method)
 	}
+	if req.Params.Has("credential") {
+		// An agent process's request: done as its agent (agentauth.go).
+		res, err := h.handleAsAgent(ctx, req, out)
+		if err != nil {
+			return nil, toRPCError(err)
+		}
+		return res, nil
+	}
 	res, err := m(h, ctx, req.Params, out)
 	if err != nil {
 		return nil, toRPCError(err)

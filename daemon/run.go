@@ -103,12 +103,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err := scripted.WriteHelpers(pyDir); err != nil {
 		return fmt.Errorf("installing the scripted helper library in %s: %w", pyDir, err)
 	}
-	pythonPath := pyDir
-	if old := os.Getenv("PYTHONPATH"); old != "" {
-		pythonPath += string(os.PathListSeparator) + old
-	}
 	core, err := NewCore(CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
-		Logger: logger, SocketPath: sock, Env: []string{"PYTHONPATH=" + pythonPath}})
+		Logger: logger, SocketPath: sock, PythonPath: pyDir})
 	if err != nil {
 		return err
 	}

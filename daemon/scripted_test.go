@@ -32,6 +32,8 @@ func scriptedHarness(t *testing.T, setup ...func(h *harness)) (*harness, string)
 		t.Fatal(err)
 	}
 	h := &harness{t: t, fs: faultfs.NewMem(), prov: inproc.New("inproc", inproc.Options{}), cfg: config.Default()}
+	// The scripts find the helper library through this variable.
+	h.cfg.Providers["scripted"] = config.ProviderConfig{EnvPass: []string{"WARREN_TEST_HELPER"}}
 	for _, f := range setup {
 		f(h)
 	}

@@ -141,7 +141,7 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 		a.mu.Unlock()
 		return nil
 	}
-	spec := c.providerSpec(a.id, model, instructions, nil)
+	spec := c.providerSpec(provName, a.id, model, instructions, nil)
 	useBlob := len(blob) > 0
 	useHandle := same && handle != "" && (caps.NativeResume || caps.StructuredHistory)
 	if useBlob || useHandle {

@@ -29,6 +29,8 @@ var batchableTools = map[string]bool{"send_message": true}
 
 // CallTools implements provider.BatchToolCaller.
 func (t *runTools) CallTools(ctx context.Context, calls []provider.ToolRequest) []provider.ToolResponse {
+	t.serial.Lock()
+	defer t.serial.Unlock()
 	together := len(calls) > 1
 	for _, c := range calls {
 		together = together && batchableTools[c.Tool]
@@ -55,7 +57,7 @@ func (t *runTools) CallTools(ctx context.Context, calls []provider.ToolRequest) 
 	}
 	out := make([]provider.ToolResponse, len(calls))
 	for i, c := range calls {
-		out[i].Result, out[i].Err = t.CallTool(ctx, c.Tool, c.Args)
+		out[i].Result, out[i].Err = t.callOne(ctx, c.Tool, c.Args)
 		if out[i].Err != nil {
 			// The turn cannot go on (suspended, or the log failed): the
 			// rest of the step is not run.

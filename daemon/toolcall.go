@@ -61,6 +61,11 @@ type runTools struct {
 	recorded []recordedCall
 	resume   *string // answer to the run's pending await_input
 	calls    *callLog
+	// serial runs one call at a time, so positions, derived ids and the
+	// order of tool.call entries agree when calls also arrive over the
+	// socket (agentauth.go).
+	serial sync.Mutex
+	ext    extCalls
 }
 
 func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
@@ -79,6 +84,13 @@ func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
 
 // CallTool implements provider.ToolCaller.
 func (t *runTools) CallTool(ctx context.Context, tool string, args map[string]any) (map[string]any, error) {
+	t.serial.Lock()
+	defer t.serial.Unlock()
+	return t.callOne(ctx, tool, args)
+}
+
+// callOne runs one call; the caller holds t.serial.
+func (t *runTools) callOne(ctx context.Context, tool string, args map[string]any) (map[string]any, error) {
 	t.mu.Lock()
 	idx := t.pos
 	t.pos++

@@ -217,13 +217,23 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 			prompt = history.Block(*lv.inject, req.Prompt, history.BlockOptions{})
 		}
 		tools := c.newRunTools(a, runID, turn)
-		actx, acancel := ctx, context.CancelFunc(func() {})
+		// A call made over the socket with the agent's credential that
+		// suspends the run ends the attempt through suspend.
+		sctx, suspend := context.WithCancelCause(ctx)
+		actx, acancel := sctx, context.CancelFunc(func() {})
 		if cfg.TurnTimeout > 0 {
-			actx, acancel = context.WithTimeout(ctx, cfg.TurnTimeout)
+			actx, acancel = context.WithTimeout(sctx, cfg.TurnTimeout)
 		}
+		tools.openExternal(actx, suspend)
+		a.setTurnTools(runID, tools)
 		resp, err := lv.sess.Send(actx, prompt, provider.TurnIO{Tools: tools, OnChunk: onChunk})
 		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		a.setTurnTools(runID, nil)
+		if serr := tools.closeExternal(); serr != nil {
+			err = serr
+		}
 		acancel()
+		suspend(nil)
 		// The attempt's calls are in the log before whatever ends it.
 		if derr := tools.calls.drain(); derr != nil && err == nil {
 			err = derr
