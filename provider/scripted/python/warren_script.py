@@ -31,7 +31,7 @@ The API is compatible with Substrat's substrat_script module.
 import json
 import sys
 
-__all__ = ["Script", "read_turn", "call_tool", "done", "error", "replaying"]
+__all__ = ["Script", "read_turn", "call_tool", "call_tool_socket", "done", "error", "replaying", "rpc", "RpcError"]
 
 
 class Script(object):
@@ -97,22 +97,26 @@ class Script(object):
             return self.read_turn()
         return msg.get("message", "")
 
+    def _replayed(self, tool):
+        """The recorded result of the next call of a historical turn."""
+        if not self._calls:
+            raise AssertionError(
+                "warren_script replay: the script called %r but the recorded turn has no more calls" % (tool,))
+        rec = self._calls.pop(0)
+        if rec.get("tool") != tool:
+            raise AssertionError(
+                "warren_script replay: recorded call is %r, the script called %r" % (rec.get("tool"), tool))
+        if rec.get("error"):
+            raise RuntimeError(rec["error"])
+        return rec.get("result") or {}
+
     def call_tool(self, _tool, /, **args):
         """Call an agent tool and return its result (a dict). Raises
         RuntimeError when the tool reports an error. The tool name is
         positional-only, so a tool argument may be called "name"
         (call_tool("spawn_agent", name="worker", instructions="..."))."""
         if self._current is not None:
-            if not self._calls:
-                raise AssertionError(
-                    "warren_script replay: the script called %r but the recorded turn has no more calls" % (_tool,))
-            rec = self._calls.pop(0)
-            if rec.get("tool") != _tool:
-                raise AssertionError(
-                    "warren_script replay: recorded call is %r, the script called %r" % (rec.get("tool"), _tool))
-            if rec.get("error"):
-                raise RuntimeError(rec["error"])
-            return rec.get("result") or {}
+            return self._replayed(_tool)
         call_id = self._next_id
         self._next_id += 1
         self._write({"type": "call", "id": call_id, "tool": _tool, "args": args})
@@ -122,6 +126,18 @@ class Script(object):
         if "error" in msg:
             raise RuntimeError(msg["error"])
         return msg.get("data") or {}
+
+    def call_tool_socket(self, _tool, /, **args):
+        """Like call_tool, over the daemon's socket with this process's
+        credential (for another thread or a helper process of the script).
+        The call is a call of the agent's running turn: logged with it,
+        replayed like call_tool. Outside a turn it raises RpcError."""
+        if self._current is not None:
+            return self._replayed(_tool)
+        res = rpc("tool.call", tool=_tool, arguments=args)
+        if isinstance(res, dict) and res.get("error"):
+            raise RuntimeError(res["error"])
+        return res or {}
 
     def done(self, response=""):
         """Finish the turn with a response."""
@@ -138,6 +154,45 @@ class Script(object):
         self._write({"type": "error", "message": str(message)})
 
 
+class RpcError(Exception):
+    """An error answer of the daemon: .code (SPEC 8.1) and .message."""
+
+    def __init__(self, code, message):
+        Exception.__init__(self, "warren error %s: %s" % (code, message))
+        self.code = code
+        self.message = message
+
+
+def rpc(method, **params):
+    """Call a daemon method over $WARREN_SOCKET (newline JSON framing) with
+    this process's agent credential ($WARREN_AGENT_CREDENTIAL), so the
+    request is done as this agent: only tool.call is served, as a call of
+    the agent's running turn. Returns the result; raises RpcError."""
+    import os
+    import socket
+    cred = os.environ.get("WARREN_AGENT_CREDENTIAL")
+    if cred:
+        params["credential"] = cred
+    req = json.dumps({"id": 1, "method": method, "params": params}).encode("utf-8") + b"\n"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(os.environ["WARREN_SOCKET"])
+        s.sendall(req)
+        s.shutdown(socket.SHUT_WR)
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        s.close()
+    resp = json.loads(buf)
+    if resp.get("error"):
+        raise RpcError(resp["error"].get("code"), resp["error"].get("message"))
+    return resp.get("result")
+
+
 _default = Script()
 
 
@@ -147,6 +202,10 @@ def read_turn():
 
 def call_tool(_tool, /, **args):
     return _default.call_tool(_tool, **args)
+
+
+def call_tool_socket(_tool, /, **args):
+    return _default.call_tool_socket(_tool, **args)
 
 
 def done(response=""):
