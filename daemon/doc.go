@@ -45,6 +45,17 @@
 // envelopes sent ("messages"), so recovery can deliver a message that reached
 // the sender's log but not the recipient's.
 //
+// # Agent processes and credentials
+//
+// procs.go gives every provider process an agent credential (in
+// WARREN_AGENT_CREDENTIAL, held only in memory, revoked when the process is
+// reaped) and records it in <home>/procs/<agent-id>.<pid>.json (format in
+// package agentproc) before it gets any work; Recover kills the recorded
+// groups that still run before anything else. agentauth.go serves socket
+// requests that carry a credential: tool.call only, as a call of the
+// agent's running turn (it joins the attempt's runTools, so it is logged,
+// routed and replayed like the provider's own calls).
+//
 // # Message ids
 //
 // Inside a run, the id of a message sent by a tool call is derived from the

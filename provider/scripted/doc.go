@@ -13,11 +13,20 @@
 // guessing would run the wrong file). The session's handle is the resolved
 // absolute path.
 //
-// Create starts nothing: the process is spawned on the first Send, in its
-// own process group, with the daemon's environment plus Spec.Env (where the
-// daemon passes WARREN_SOCKET and WARREN_AGENT_ID; later entries win). It is
-// long-lived: between turns it blocks reading stdin. One call is
-// outstanding at a time.
+// Create starts nothing: the process is spawned on the first Send through
+// Options.Spawner (agentproc: its own process group, killed by the kernel
+// when the daemon dies, the rest of its group killed when it exits). Its
+// environment is the default allow-list of the daemon's
+// (provider.ProcessEnv), then Spec.Env (where the daemon passes the entry's
+// env_pass and env settings, WARREN_SOCKET, WARREN_AGENT_ID and PYTHONPATH),
+// then, when Spec.Launcher is set, the per-process entries of
+// Launcher.Prepare (WARREN_AGENT_CREDENTIAL); later entries win. Nothing else
+// of the daemon's environment reaches it. Launch.Started is called before
+// the process is given its first line (an error kills it and fails the
+// turn), Launch.Ended once it has been reaped. It is long-lived: between
+// turns it blocks reading stdin. One call is outstanding at a time on
+// stdin/stdout; a program (or its helpers) may also call tools over the
+// socket with its credential, as calls of the same turn (daemon).
 //
 // # Wire protocol
 //
@@ -113,6 +122,8 @@
 // python/warren_script.py (and its alias python/substrat_script.py, for
 // scripts written for Substrat) is a standard-library-only helper with
 // read_turn(), call_tool(name, **args), done(response) and error(message)
-// that handles the history replay. WriteHelpers installs both files in a
+// that handles the history replay, plus rpc(method, **params) and
+// call_tool_socket(name, **args), which call the daemon's socket with the
+// process's credential (call_tool_socket is replayed like call_tool). WriteHelpers installs both files in a
 // directory, for a PYTHONPATH entry in Spec.Env.
 package scripted
