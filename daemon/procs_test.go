@@ -93,7 +93,11 @@ func TestRecoveryKillsRecordedLeftovers(t *testing.T) {
 	h := newHarness(t, func(h *harness) { h.fs = fsys })
 	_ = h
 
-	<-reapedA // the leader was killed: we reap it
+	select {
+	case <-reapedA: // the leader was killed: we reap it
+	case <-time.After(15 * time.Second):
+		t.Fatal("the recorded leftover whose pid and start time match still runs after recovery")
+	}
 	waitGone(t, grandA)
 	waitGone(t, grandB)
 	_ = cmdB

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/warren-dev/warren/protocol"
 )
@@ -16,7 +17,7 @@ import (
 // answers with its whole environment as JSON.
 const authScript = `import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from warren_script import read_turn, done, rpc, RpcError
+from warren_script import read_turn, done, replaying, rpc, RpcError
 
 def attempt(method, **params):
     try:
@@ -33,6 +34,11 @@ while True:
         with open(words[1], "w") as f:
             f.write(os.environ.get("WARREN_AGENT_CREDENTIAL", ""))
         done("written")
+    elif words[0] == "exit":
+        live = not replaying()
+        done("bye")
+        if live:
+            sys.exit(0)
     elif words[0] == "attack":
         out = {
             "as_other_root": attempt("tool.call", agent_id="rootB", tool="send_message",
@@ -161,8 +167,23 @@ func TestAgentCredentialScopesSocketCalls(t *testing.T) {
 	wantCode(t, "made-up credential", call(map[string]any{"credential": "wac_" + strings.Repeat("0", 64),
 		"tool": "list_children"}), protocol.CodeTokenRejected)
 
-	// Stopping the process revokes its credential.
+	// A process that ended loses its credential; its agent lives on.
+	d.callN("agent.send", map[string]any{"agent_id": a1, "message": "exit"})
+	deadline := time.Now().Add(procBound)
+	for err = call(toParent); protocol.IsCode(err, protocol.CodeInvalid) && time.Now().Before(deadline); err = call(toParent) {
+		time.Sleep(10 * time.Millisecond) // the daemon reaps the exited script; nothing signals that to a client
+	}
+	wantCode(t, "credential of a process that exited", err, protocol.CodeTokenRejected)
+
+	// So does a process the daemon stopped: a fresh one got a fresh
+	// credential, which a terminate revokes.
+	d.callN("agent.send", map[string]any{"agent_id": a1, "message": "creds " + credFile})
+	cred2, err := os.ReadFile(credFile)
+	if err != nil || string(cred2) == string(cred) {
+		t.Fatalf("the new process's credential %q (%v) is the old one", cred2, err)
+	}
 	d.callN("agent.terminate", map[string]any{"agent_id": a1})
+	toParent["credential"] = string(cred2)
 	wantCode(t, "credential of a stopped process", call(toParent), protocol.CodeTokenRejected)
 	_ = rootB
 }
