@@ -180,6 +180,11 @@ func TestRecordsAndIdentity(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0] != rec || len(bad) != 1 || bad[0].Name != "junk.json" {
 		t.Fatalf("List = %v, %v, %v", recs, bad, err)
 	}
+	foreign := rec
+	foreign.Pgid = os.Getpid() // a tampered record naming another group
+	if killed, _, err := KillLeftover(foreign); killed || err == nil {
+		t.Fatalf("a record whose group is not its pid: killed=%v err=%v", killed, err)
+	}
 	reused := rec
 	reused.StartTime++
 	if killed, _, err := KillLeftover(reused); killed || err != nil {

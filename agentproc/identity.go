@@ -115,7 +115,8 @@ func GroupMembers(pgid int, since uint64) ([]int, error) {
 // whose pid now names another process, is left alone. It reports what it
 // did, for the log.
 func KillLeftover(r Record) (killed bool, what string, err error) {
-	if r.Pid <= 1 || r.Pgid <= 1 {
+	if r.Pid <= 1 || r.Pgid != r.Pid {
+		// Agent processes always lead their own group.
 		return false, "", fmt.Errorf("record %s names pid %d, group %d: not an agent process", r.FileName(), r.Pid, r.Pgid)
 	}
 	boot, err := BootID()
@@ -127,6 +128,12 @@ func KillLeftover(r Record) (killed bool, what string, err error) {
 	}
 	st, err := readStat(r.Pid)
 	switch {
+	case err == nil && st.startTime == r.StartTime && st.pgrp != r.Pgid:
+		// It left its group (setsid): it alone is known to be ours.
+		if err := syscall.Kill(r.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return false, "", fmt.Errorf("killing process %d: %w", r.Pid, err)
+		}
+		return true, "the recorded process was still running, outside its group", nil
 	case err == nil && st.startTime == r.StartTime:
 		if err := syscall.Kill(-r.Pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return false, "", fmt.Errorf("killing process group %d: %w", r.Pgid, err)
