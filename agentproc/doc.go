@@ -39,5 +39,7 @@
 // At start, before any turn can run, the daemon reads every record (they
 // all belong to the previous run: its processes died with it, or should
 // have), kills the process group of each record that still matches a live
-// process or group (KillLeftover), and removes the records.
+// process or group (KillLeftover), and removes the records. A record whose
+// group is not its own pid is refused (agent processes lead their group); a
+// matching process that left its group is killed alone.
 package agentproc
