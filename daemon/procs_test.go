@@ -22,15 +22,22 @@ func leftover(t *testing.T, fsys faultfs.FS, agentID string, record func(*agentp
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
+	// Our own pipes: cmd.Wait (run below, concurrently) closes only those
+	// exec made, and a leader may exit before we read what it wrote.
+	inR, stdin, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	stdout, outW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	t.Cleanup(func() { _ = stdin.Close(); _ = stdout.Close() })
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	_ = inR.Close()
+	_ = outW.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
 	reaped := make(chan struct{})
