@@ -124,6 +124,7 @@
 // read_turn(), call_tool(name, **args), done(response) and error(message)
 // that handles the history replay, plus rpc(method, **params) and
 // call_tool_socket(name, **args), which call the daemon's socket with the
-// process's credential (call_tool_socket is replayed like call_tool). WriteHelpers installs both files in a
-// directory, for a PYTHONPATH entry in Spec.Env.
+// process's credential (call_tool_socket is replayed like call_tool).
+// WriteHelpers installs both files in a directory, for a PYTHONPATH entry in
+// Spec.Env.
 package scripted
