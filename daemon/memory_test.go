@@ -264,8 +264,10 @@ func TestSessionJSONDoesNotGrowWithHistory(t *testing.T) {
 		}
 		sizes = append(sizes, len(h.read(sessPath)))
 	}
+	// Timestamps in session.json vary by a few bytes (RFC 3339 drops
+	// trailing zeros of the fraction); each turn adds 100 KB of history.
 	for _, s := range sizes {
-		if s > 2048 || s != sizes[0] {
+		if s > 2048 || s > sizes[0]+32 {
 			t.Fatalf("session.json sizes after 1..4 turns of 100 KB: %v; it must not grow with the history", sizes)
 		}
 	}
