@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -36,12 +37,15 @@ func conformStep(fsys FS, root string, rng *rand.Rand) (desc, outcome string) {
 		return fmt.Sprintf("ok %v", v)
 	}
 	n := pick()
-	switch rng.IntN(10) {
+	switch rng.IntN(12) {
 	case 0:
 		data := bytes.Repeat([]byte{byte('a' + rng.IntN(26))}, rng.IntN(20))
 		return "writefile " + n, res(WriteFile(fsys, p(n), data, 0o644), "")
 	case 1:
-		flag := []int{os.O_RDONLY, os.O_WRONLY | os.O_APPEND, os.O_RDWR | os.O_CREATE, os.O_WRONLY | os.O_CREATE | os.O_EXCL, os.O_RDWR | os.O_TRUNC, os.O_RDONLY | os.O_CREATE, os.O_RDONLY | os.O_TRUNC}[rng.IntN(7)]
+		flags := []int{os.O_RDONLY, os.O_WRONLY | os.O_APPEND, os.O_RDWR | os.O_CREATE, os.O_WRONLY | os.O_CREATE | os.O_EXCL,
+			os.O_RDWR | os.O_TRUNC, os.O_RDONLY | os.O_CREATE, os.O_RDONLY | os.O_TRUNC,
+			os.O_RDONLY | O_NOFOLLOW, os.O_RDWR | os.O_CREATE | O_NOFOLLOW, os.O_WRONLY | os.O_CREATE | os.O_EXCL | O_NOFOLLOW}
+		flag := flags[rng.IntN(len(flags))]
 		f, err := fsys.OpenFile(p(n), flag, 0o644)
 		if err != nil {
 			return fmt.Sprintf("open %s %#x", n, flag), res(err, nil)
@@ -81,9 +85,18 @@ func conformStep(fsys FS, root string, rng *rand.Rand) (desc, outcome string) {
 		ents, err := fsys.ReadDir(p(n))
 		var got []string
 		for _, e := range ents {
-			got = append(got, fmt.Sprintf("%s/%v", e.Name(), e.IsDir()))
+			got = append(got, fmt.Sprintf("%s/%v/link=%v", e.Name(), e.IsDir(), e.Type()&fs.ModeSymlink != 0))
 		}
 		return "readdir " + n, res(err, got)
+	case 10, 11:
+		// A symbolic link, absolute or relative, to any name (existing or
+		// not, a file, a directory, itself or another link).
+		to := pick()
+		target := p(to)
+		if rng.IntN(2) == 0 {
+			target, _ = filepath.Rel(filepath.Dir(p(n)), p(to))
+		}
+		return "symlink " + target + " " + n, res(fsys.(Symlinker).Symlink(target, p(n)), "")
 	default:
 		if rng.IntN(2) == 0 {
 			return "syncdir " + n, res(fsys.SyncDir(p(n)), "")
@@ -101,7 +114,10 @@ func TestMemConformsToOS(t *testing.T) {
 		seeds, steps = 1000, 200
 	}
 	for seed := range seeds {
-		root := t.TempDir()
+		// Relative links moved to a shallower directory point up to two
+		// levels above the root: keep those levels empty on both.
+		root := filepath.Join(t.TempDir(), "r1", "r2", "r3")
+		must(t, os.MkdirAll(root, 0o755))
 		m := NewMem()
 		must(t, m.MkdirAll(root, 0o755))
 		osRng := rand.New(rand.NewPCG(uint64(seed), 5))

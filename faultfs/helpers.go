@@ -6,7 +6,35 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 )
+
+// ErrSymlink is returned (wrapped, naming the path) by OpenNoFollow and
+// ReadFileNoFollow when the path is a symbolic link.
+var ErrSymlink = errors.New("is a symbolic link, which warren does not follow for its logs and snapshots; replace the link with the file itself")
+
+// OpenNoFollow is OpenFile with O_NOFOLLOW: a symbolic link at name is an
+// error wrapping ErrSymlink (and the platform's ELOOP) that names the path,
+// and the link's target is never opened, created or changed.
+func OpenNoFollow(fsys FS, name string, flag int, perm fs.FileMode) (File, error) {
+	f, err := fsys.OpenFile(name, flag|O_NOFOLLOW, perm)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s %w: %w", name, ErrSymlink, err)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReadFileNoFollow is ReadFile through OpenNoFollow.
+func ReadFileNoFollow(fsys FS, name string) ([]byte, error) {
+	f, err := OpenNoFollow(fsys, name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	return readClose(f, name)
+}
 
 // ReadFile reads the whole named file.
 func ReadFile(fsys FS, name string) ([]byte, error) {
@@ -14,6 +42,10 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readClose(f, name)
+}
+
+func readClose(f File, name string) ([]byte, error) {
 	data, err := io.ReadAll(f)
 	cerr := f.Close()
 	if err != nil {

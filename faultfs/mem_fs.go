@@ -37,30 +37,36 @@ func (m *Mem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	} else if err := m.beginRead(Op{Kind: kind, Path: p}); err != nil {
 		return nil, err
 	}
-	d, base, err := m.walk(kind, name)
+	d, base, n, err := m.resolve(kind, name, false)
 	if err != nil {
 		return nil, err
 	}
+	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
+	if n != nil && n.link != "" && !excl {
+		// O_CREATE|O_EXCL never follows a link (EEXIST below); otherwise
+		// the last component's link is followed unless O_NOFOLLOW.
+		if flag&O_NOFOLLOW != 0 {
+			return nil, pathErr(kind, p, syscall.ELOOP)
+		}
+		if d, base, n, err = m.resolve(kind, name, true); err != nil {
+			return nil, err
+		}
+	}
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
-	var n *node
-	if base == "" {
+	switch {
+	case base == "":
 		n = d // the root directory
-		if flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0 {
+		if excl {
 			return nil, pathErr(kind, p, syscall.EEXIST)
 		}
-	} else {
-		var ok bool
-		n, ok = d.children[base]
-		switch {
-		case ok && flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
-			return nil, pathErr(kind, p, syscall.EEXIST)
-		case !ok && flag&os.O_CREATE == 0:
-			return nil, pathErr(kind, p, syscall.ENOENT)
-		case !ok:
-			n = newFile(perm, m.now())
-			d.children[base] = n
-			d.mtime = m.now()
-		}
+	case n != nil && excl:
+		return nil, pathErr(kind, p, syscall.EEXIST)
+	case n == nil && flag&os.O_CREATE == 0:
+		return nil, pathErr(kind, p, syscall.ENOENT)
+	case n == nil:
+		n = newFile(perm, m.now())
+		d.children[base] = n
+		d.mtime = m.now()
 	}
 	if n.dir {
 		if acc != os.O_RDONLY || flag&(os.O_TRUNC|os.O_CREATE) != 0 {
@@ -115,11 +121,8 @@ func (m *Mem) Rename(oldpath, newpath string) error {
 	if od == nd && ob == nb {
 		return nil
 	}
-	if n.dir {
-		oc, nc := components(oldpath), components(newpath)
-		if len(nc) > len(oc) && slices.Equal(nc[:len(oc)], oc) {
-			return linkErr(syscall.EINVAL)
-		}
+	if n.dir && m.onPath(nd, newpath, n) {
+		return linkErr(syscall.EINVAL) // a directory cannot move below itself
 	}
 	if exists && n.dir {
 		return linkErr(syscall.ENOTDIR)
@@ -180,8 +183,20 @@ func (m *Mem) MkdirAll(name string, perm fs.FileMode) error {
 		return pathErr(OpMkdir, p, syscall.ENOENT)
 	}
 	d := m.root
+	var dp []string
+	hops := 0
 	for _, c := range components(name) {
 		n, ok := d.children[c]
+		np := append(dp[:len(dp):len(dp)], c)
+		if ok && n.link != "" {
+			// Like os.MkdirAll: a link to a directory is used, a link to
+			// a file is ENOTDIR, one that cannot be followed is EEXIST.
+			t, tp, err := m.followLink(OpMkdir, p, dp, n, &hops)
+			if err != nil || t == nil {
+				return pathErr(OpMkdir, p, syscall.EEXIST)
+			}
+			n, np = t, tp
+		}
 		if !ok {
 			n = newDir(perm, m.now())
 			d.children[c] = n
@@ -189,7 +204,7 @@ func (m *Mem) MkdirAll(name string, perm fs.FileMode) error {
 		} else if !n.dir {
 			return pathErr(OpMkdir, p, syscall.ENOTDIR)
 		}
-		d = n
+		d, dp = n, np
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ const MaxMemFileSize = 1 << 30
 // that survive a power loss), as in pebble's crashable MemFS.
 type node struct {
 	dir   bool
+	link  string // a symbolic link's target ("" for files and directories)
 	perm  fs.FileMode
 	mtime time.Time
 
@@ -41,6 +42,9 @@ func newFile(perm fs.FileMode, mtime time.Time) *node {
 }
 
 func (n *node) info(name string) fs.FileInfo {
+	if n.link != "" {
+		return n.linkInfo(name)
+	}
 	fi := memInfo{name: name, mode: n.perm, mtime: n.mtime}
 	if n.dir {
 		fi.mode |= fs.ModeDir
@@ -110,41 +114,29 @@ func components(name string) []string {
 }
 
 // walk resolves the directory holding the last component of name, returning
-// that directory and the base name. The root itself has no parent: walk
-// returns (root, "") for it.
+// that directory and the base name, following symbolic links in every
+// component but the last. The root itself has no parent: walk returns
+// (root, "") for it.
 func (m *Mem) walk(op OpKind, name string) (*node, string, error) {
 	if name == "" {
 		return nil, "", pathErr(op, name, syscall.ENOENT)
 	}
-	parts := components(name)
-	if len(parts) == 0 {
-		return m.root, "", nil
-	}
-	d := m.root
-	for _, p := range parts[:len(parts)-1] {
-		c, ok := d.children[p]
-		if !ok {
-			return nil, "", pathErr(op, name, syscall.ENOENT)
-		}
-		if !c.dir {
-			return nil, "", pathErr(op, name, syscall.ENOTDIR)
-		}
-		d = c
-	}
-	return d, parts[len(parts)-1], nil
+	hops := 0
+	d, _, base, err := m.walkParts(op, name, components(name), &hops)
+	return d, base, err
 }
 
-// lookup resolves name to its node.
+// lookup resolves name to its node, following symbolic links (the last
+// component's too).
 func (m *Mem) lookup(op OpKind, name string) (*node, error) {
-	d, base, err := m.walk(op, name)
+	d, base, n, err := m.resolve(op, name, true)
 	if err != nil {
 		return nil, err
 	}
 	if base == "" {
 		return d, nil
 	}
-	n, ok := d.children[base]
-	if !ok {
+	if n == nil {
 		return nil, pathErr(op, name, syscall.ENOENT)
 	}
 	return n, nil

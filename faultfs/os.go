@@ -60,3 +60,9 @@ func (OS) SyncDir(name string) (err error) {
 	}
 	return nil
 }
+
+var _ Symlinker = OS{}
+
+// Symlink creates newname as a symbolic link to oldname (tests plant links
+// with it; storage code never creates one).
+func (OS) Symlink(oldname, newname string) error { return os.Symlink(oldname, newname) }

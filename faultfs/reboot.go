@@ -134,6 +134,11 @@ func (pl *powerLoss) rebuild(n *node) *node {
 		c.syncedChildren = maps.Clone(c.children)
 		return c
 	}
+	if n.link != "" {
+		c := &node{link: n.link, perm: n.perm, mtime: n.mtime}
+		pl.memo[n] = c
+		return c
+	}
 	c := newFile(n.perm, n.mtime)
 	pl.memo[n] = c
 	// Synced bytes are never written in place (see node.writeAt), so the
