@@ -118,7 +118,9 @@ var workloads = []workload{
 		name: "recovery",
 		// A log with a torn tail and a pending file holding one entry the
 		// log has and one it lacks: the crash lands inside Open's repair
-		// and replay, or in the appends after it.
+		// and replay, or in the appends after it. The tail is what a torn
+		// write of the group leaves: half of the missing line, then
+		// garbage holding newlines, no longer than that line.
 		setup: func(t testing.TB, m *faultfs.Mem, mod *model) {
 			l := mustOpen(t, m, memPath)
 			for i := 0; i < 3; i++ {
@@ -128,15 +130,17 @@ var workloads = []workload{
 			}
 			l.Close()
 			full := readBytes(t, m, memPath)
-			var pend []byte
+			var pend, last []byte
 			for _, s := range []uint64{3, 4} {
 				p, _ := prepare(Record{Event: "test.event", Data: map[string]any{"id": mod.next}}, MaxLineBytes)
-				pend = appendLine(pend, s, fixedTS, &p)
+				last = appendLine(nil, s, fixedTS, &p)
+				pend = append(pend, last...)
 				mod.maybe[mod.next] = true
 				mod.next++
 			}
 			pend = appendTrailer(pend, 2)
-			durableWrite(t, m, memPath, append(full, pend[len(pend)/2+10:]...))
+			torn := append(last[:len(last)/2:len(last)/2], "\xde\n\x00zz\n"...)
+			durableWrite(t, m, memPath, append(full, torn...))
 			durableWrite(t, m, PendingPath(memPath), pend)
 		},
 		run: openAnd(sequentialAppends(2)),

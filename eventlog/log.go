@@ -335,11 +335,7 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	seq := l.nextSeq
 	buf := l.buf[:0]
 	base := l.size
-	multi := false
 	for _, g := range group {
-		if len(g.recs) > 1 {
-			multi = true
-		}
 		g.entries = make([]Entry, len(g.recs))
 		for i := range g.recs {
 			p := &g.recs[i]
@@ -355,7 +351,7 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	if cap(buf) <= 1<<20 {
 		l.buf = buf
 	}
-	if err := l.writePending(buf, multi); err != nil {
+	if err := l.writePending(buf); err != nil {
 		return false, err
 	}
 	buf = buf[:lines]

@@ -93,7 +93,7 @@ func Open(fsys faultfs.FS, path string, opts Options) (_ *Log, err error) {
 	if statErr != nil && !isNew {
 		return nil, fmt.Errorf("eventlog: stat %s: %w", path, statErr)
 	}
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: open %s: %w", path, err)
 	}
@@ -119,6 +119,7 @@ func Open(fsys faultfs.FS, path string, opts Options) (_ *Log, err error) {
 // directory entries durable and replays the pending file.
 func (l *Log) recover(f faultfs.File, isNew bool) error {
 	sc := newLogScanner(f, l.path, MaxLineBytes)
+	var scanErr error
 	for {
 		e, err := sc.next()
 		if err == nil {
@@ -132,19 +133,17 @@ func (l *Log) recover(f faultfs.File, isNew bool) error {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		return err
-	}
-	l.lastSeq = sc.lastSeq
-	if sc.tornBytes > 0 {
-		// A corrupt pending file fails Open; it must then leave the log as
-		// it found it, so check it before cutting the tail.
-		if err := l.checkPending(); err != nil {
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
 			return err
 		}
-		l.logger.Warn("truncating torn tail of event log", "path", l.path,
-			"offset", sc.goodEnd, "bytes", sc.tornBytes, "reason", sc.tornReason, "last_seq", sc.lastSeq)
-		if err := f.Truncate(sc.goodEnd); err != nil {
-			return fmt.Errorf("eventlog: truncate torn tail of %s to %d bytes: %w", l.path, sc.goodEnd, err)
+		scanErr = err
+		break
+	}
+	l.lastSeq = sc.lastSeq
+	if sc.tornBytes > 0 || scanErr != nil {
+		if err := l.repairTail(f, sc, scanErr); err != nil {
+			return err
 		}
 	}
 	// Always fsync: after a process crash the log may hold complete lines

@@ -130,29 +130,13 @@ func checkTrailer(b []byte, sum uint32, lines int) string {
 	return ""
 }
 
-// checkPending reports a pending file that replay would find corrupt (a
-// complete group whose seqs leave a gap after the log), without changing
-// anything.
-func (l *Log) checkPending() error {
-	pf, err := l.fsys.OpenFile(l.pendingPath, os.O_RDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("eventlog: open pending file %s: %w", l.pendingPath, err)
-	}
-	defer pf.Close()
-	_, err = readPending(pf, l.pendingPath, l.lastSeq)
-	return err
-}
-
 // replayPending appends the records of a complete pending group that the
 // log lacks and removes the pending file. Before touching the log it makes
 // the pending file and its directory entry durable (a crash may have hit
 // before either was), so a crash during the replay finds it again. Running
 // it again after a crash at any point gives the same log.
 func (l *Log) replayPending(f faultfs.File) error {
-	pf, err := l.fsys.OpenFile(l.pendingPath, os.O_RDONLY, 0)
+	pf, err := faultfs.OpenNoFollow(l.fsys, l.pendingPath, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

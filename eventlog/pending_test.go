@@ -115,11 +115,13 @@ func TestAppendOpOrder(t *testing.T) {
 		do   func()
 		want []string
 	}{
-		{"first append creates the pending file", func() { mustAppend(t, l, "one", nil) },
-			[]string{"create " + pend, "write " + pend, "sync " + pend, "write " + memPath, "sync " + memPath}},
-		{"a batch reuses it and makes its entry durable", func() { mustBatch(t, l, 2) },
-			[]string{"write " + pend, "sync " + pend, "syncdir home/agents/a1", "write " + memPath, "sync " + memPath}},
-		{"a later batch needs no directory fsync", func() { mustBatch(t, l, 2) },
+		// The pending file's directory entry is durable before the first
+		// log write: a torn log write must find it (see tail.go).
+		{"first append creates the pending file and makes its entry durable", func() { mustAppend(t, l, "one", nil) },
+			[]string{"create " + pend, "write " + pend, "sync " + pend, "syncdir home/agents/a1", "write " + memPath, "sync " + memPath}},
+		{"a batch reuses it in place", func() { mustBatch(t, l, 2) },
+			[]string{"write " + pend, "sync " + pend, "write " + memPath, "sync " + memPath}},
+		{"a single append reuses it in place", func() { mustAppend(t, l, "two", nil) },
 			[]string{"write " + pend, "sync " + pend, "write " + memPath, "sync " + memPath}},
 		{"idle removal", func() { retireNow(l) }, []string{"remove " + pend}},
 		{"a batch after idle creates it again", func() { mustBatch(t, l, 2) },

@@ -19,13 +19,15 @@ import (
 // group, and Close removes it, so it is absent while the log is at rest.
 
 // writePending writes buf (the group's lines and trailer) at the start of
-// the pending file, creating the file if it is absent, and fsyncs it. When
-// syncDir is set (a multi-record batch) the file's directory entry is made
-// durable too, once per creation, so the batch survives a power loss that
-// tears the log write. Called by the leader only.
-func (l *Log) writePending(buf []byte, syncDir bool) error {
+// the pending file, creating the file if it is absent, and fsyncs it. Once
+// per creation the file's directory entry is made durable too, before the
+// log write: a power loss that tears the log write must find the pending
+// file, since only a region the pending file covers may be cut as a torn
+// tail (and a multi-record batch must be all or none). Called by the
+// leader only.
+func (l *Log) writePending(buf []byte) error {
 	if l.pf == nil {
-		pf, err := l.fsys.OpenFile(l.pendingPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		pf, err := faultfs.OpenNoFollow(l.fsys, l.pendingPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return fmt.Errorf("create %s: %w", l.pendingPath, err)
 		}
@@ -41,7 +43,7 @@ func (l *Log) writePending(buf []byte, syncDir bool) error {
 	if err := l.pf.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", l.pendingPath, err)
 	}
-	if syncDir && !l.pfDurable {
+	if !l.pfDurable {
 		if err := l.fsys.SyncDir(l.dir); err != nil {
 			return fmt.Errorf("fsync directory %s: %w", l.dir, err)
 		}

@@ -22,7 +22,7 @@ type Reader struct {
 
 // NewReader opens path for reading entries with seq >= fromSeq.
 func NewReader(fsys faultfs.FS, path string, fromSeq uint64) (*Reader, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: open %s for reading: %w", path, err)
 	}
@@ -84,7 +84,7 @@ func Follow(ctx context.Context, fsys faultfs.FS, path string, fromSeq uint64,
 			return err
 		}
 		var err error
-		f, err = fsys.OpenFile(path, os.O_RDONLY, 0)
+		f, err = faultfs.OpenNoFollow(fsys, path, os.O_RDONLY, 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			f = nil
 			if err := wait(ctx); err != nil {

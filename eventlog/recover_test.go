@@ -3,6 +3,7 @@ package eventlog
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,34 +19,88 @@ func memLog(t testing.TB, n int) (*faultfs.Mem, []byte) {
 	return m, makeLog(t, m, memPath, n)
 }
 
-func TestTornLastLineAtEveryOffsetRecoversToLastValidLine(t *testing.T) {
-	m, full := memLog(t, 3)
+// A torn write of the last line leaves a prefix of it, perhaps followed by
+// zeros or garbage. Without a pending file only a fragment with no newline
+// may be cut (its bytes kept aside); complete damaged lines are corruption.
+// With the pending file of the torn group, whatever the region holds is cut
+// (and kept) and the group replayed.
+func TestTornLastLineAtEveryOffset(t *testing.T) {
+	_, full := memLog(t, 3)
 	ends := lineEnds(full)
-	keep := full[:ends[1]]
+	line3 := full[ends[1]:ends[2]]
+	pend := appendTrailer(append([]byte(nil), line3...), 1)
+	garbage := []byte("\xde\xad\n\xbe\xef{\"seq\":9}\n\x00junk")
 	for cut := ends[1]; cut < ends[2]; cut++ {
+		room := ends[2] - cut // a torn write never extends past the write
 		tails := map[string][]byte{
 			"cut":     full[:cut],
-			"zeros":   append(append([]byte{}, full[:cut]...), make([]byte, ends[2]-cut+7)...),
-			"garbage": append(append([]byte{}, full[:cut]...), []byte("\xde\xad\n\xbe\xef{\"seq\":9}\n\x00junk")...),
+			"zeros":   append(append([]byte{}, full[:cut]...), make([]byte, room)...),
+			"garbage": append(append([]byte{}, full[:cut]...), garbage[:min(len(garbage), room)]...),
 		}
 		if cut < ends[2]-1 {
 			tails["newline"] = append(append([]byte{}, full[:cut]...), '\n')
 		}
 		for name, b := range tails {
-			writeBytes(t, m, memPath, b)
-			l, err := Open(m, memPath, Options{})
-			if err != nil {
-				t.Fatalf("cut %d %s: Open: %v", cut, name, err)
-			}
-			if l.LastSeq() != 2 {
-				t.Fatalf("cut %d %s: LastSeq %d, want 2", cut, name, l.LastSeq())
-			}
-			l.Close()
-			if got := readBytes(t, m, memPath); !bytes.Equal(got, keep) {
-				t.Fatalf("cut %d %s: log not truncated to the last valid line:\n%q", cut, name, got)
+			for _, withPending := range []bool{false, true} {
+				what := fmt.Sprintf("cut %d %s pending=%v", cut, name, withPending)
+				m := emptyMem(t)
+				writeBytes(t, m, memPath, b)
+				if withPending {
+					writeBytes(t, m, PendingPath(memPath), pend)
+				}
+				hasNewline := bytes.IndexByte(b[ends[1]:], '\n') >= 0
+				l, err := Open(m, memPath, Options{})
+				switch {
+				case !withPending && hasNewline:
+					if !errors.Is(err, ErrCorrupt) {
+						t.Fatalf("%s: Open = %v, want ErrCorrupt (complete lines no pending file covers)", what, err)
+					}
+					if got := readBytes(t, m, memPath); !bytes.Equal(got, b) {
+						t.Fatalf("%s: Open changed a corrupt log", what)
+					}
+					continue
+				case err != nil:
+					t.Fatalf("%s: Open: %v", what, err)
+				}
+				l.Close()
+				want := full[:ends[1]]
+				wholeEntry := cut == ends[2]-1 // the entry lacks only its newline
+				if withPending || wholeEntry {
+					want = full // replayed, or kept with its newline restored
+				}
+				if got := readBytes(t, m, memPath); !bytes.Equal(got, want) {
+					t.Fatalf("%s: log after recovery:\n%q\nwant\n%q", what, got, want)
+				}
+				if cutBytes := b[ends[1]:]; wholeEntry {
+					// Nothing cut: nothing kept aside.
+					if asides := tornCopies(t, m); len(asides) != 0 {
+						t.Fatalf("%s: a kept whole entry left copies %v", what, asides)
+					}
+				} else if len(cutBytes) > 0 {
+					asides := tornCopies(t, m)
+					if len(asides) != 1 || !bytes.Equal(readBytes(t, m, asides[0]), cutBytes) {
+						t.Fatalf("%s: cut bytes %q not kept aside (copies %v)", what, cutBytes, asides)
+					}
+				}
 			}
 		}
 	}
+}
+
+// tornCopies lists the .torn- copies next to memPath.
+func tornCopies(t *testing.T, m faultfs.FS) []string {
+	t.Helper()
+	ents, err := m.ReadDir("home/agents/a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "events.jsonl.torn-") {
+			out = append(out, "home/agents/a1/"+e.Name())
+		}
+	}
+	return out
 }
 
 func TestFlippedBitInMiddleLineIsCorruption(t *testing.T) {
@@ -117,36 +172,49 @@ func TestFirstLineMustBeSeqOne(t *testing.T) {
 	}
 }
 
-func TestGarbageLogsAreRepairedNeverPanic(t *testing.T) {
-	m, full := memLog(t, 2)
-	files := map[string][]byte{
-		"only garbage":    []byte("\xff\xfe\x00garbage without newline"),
-		"garbage lines":   []byte("garbage\nmore garbage\n\x00\x00\n"),
-		"only zeros":      make([]byte, 4096),
-		"truncated line":  full[:len(full)/2],
-		"invalid UTF-8":   []byte("\xc3\x28\xa0\xa1\n"),
-		"just a newline":  []byte("\n"),
-		"huge no newline": bytes.Repeat([]byte{'{'}, 1<<20),
+// Garbage logs never panic Open: a fragment without a newline is cut (and
+// kept aside), complete lines failing their CRC are corruption, left as
+// they are.
+func TestGarbageLogsNeverPanic(t *testing.T) {
+	_, full := memLog(t, 2)
+	files := map[string]struct {
+		b       []byte
+		corrupt bool
+		want    uint64
+	}{
+		"only garbage":    {b: []byte("\xff\xfe\x00garbage without newline")},
+		"garbage lines":   {b: []byte("garbage\nmore garbage\n\x00\x00\n"), corrupt: true},
+		"only zeros":      {b: make([]byte, 4096)},
+		"truncated line":  {b: full[:len(full)/2+5], want: 1},
+		"invalid UTF-8":   {b: []byte("\xc3\x28\xa0\xa1\n"), corrupt: true},
+		"just a newline":  {b: []byte("\n"), corrupt: true},
+		"huge no newline": {b: bytes.Repeat([]byte{'{'}, 1<<20)},
 	}
-	for name, b := range files {
-		writeBytes(t, m, memPath, b)
+	for name, c := range files {
+		m := emptyMem(t)
+		writeBytes(t, m, memPath, c.b)
 		l, err := Open(m, memPath, Options{})
+		if c.corrupt {
+			if !errors.Is(err, ErrCorrupt) || !bytes.Equal(readBytes(t, m, memPath), c.b) {
+				t.Fatalf("%s: Open = %v, want ErrCorrupt and the file unchanged", name, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		want := uint64(0)
-		if name == "truncated line" {
-			want = 1
-		}
-		if l.LastSeq() != want {
+		if l.LastSeq() != c.want {
 			t.Fatalf("%s: LastSeq %d", name, l.LastSeq())
 		}
-		if e := mustAppend(t, l, "after", nil); e.Seq != want+1 {
+		if e := mustAppend(t, l, "after", nil); e.Seq != c.want+1 {
 			t.Fatalf("%s: next seq %d", name, e.Seq)
 		}
 		l.Close()
-		if es, err := ReadAll(m, memPath); err != nil || len(es) != int(want+1) {
+		if es, err := ReadAll(m, memPath); err != nil || len(es) != int(c.want+1) {
 			t.Fatalf("%s: ReadAll %d entries, %v", name, len(es), err)
+		}
+		if len(tornCopies(t, m)) != 1 {
+			t.Fatalf("%s: the cut bytes were not kept aside", name)
 		}
 	}
 }

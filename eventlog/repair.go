@@ -44,7 +44,7 @@ func Repair(fsys faultfs.FS, path string) (RepairReport, error) {
 	if err := checkPath(path); err != nil {
 		return rep, err
 	}
-	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
+	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDWR, 0)
 	if err != nil {
 		return rep, fmt.Errorf("eventlog: repair %s: %w", path, err)
 	}
@@ -70,9 +70,9 @@ func Repair(fsys faultfs.FS, path string) (RepairReport, error) {
 	rep.LastSeq = sc.lastSeq
 	rep.CutOffset = sc.goodEnd
 	rep.CutBytes = st.Size() - sc.goodEnd
-	stamp := time.Now().UTC().Format("20060102T150405.000Z")
+	stamp := time.Now().UTC().Format(stampLayout)
 	if rep.CutBytes > 0 {
-		backup, err := copyAside(fsys, f, path, st.Size(), stamp)
+		backup, err := copyAside(fsys, f, path, ".corrupt-"+stamp, 0, st.Size())
 		if err != nil {
 			return rep, err
 		}
@@ -87,7 +87,7 @@ func Repair(fsys faultfs.FS, path string) (RepairReport, error) {
 
 	// A pending file that would leave a gap can never be replayed.
 	pp := PendingPath(path)
-	pf, err := fsys.OpenFile(pp, os.O_RDONLY, 0)
+	pf, err := faultfs.OpenNoFollow(fsys, pp, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rep, nil
 	}
@@ -128,19 +128,21 @@ func uniqueName(fsys faultfs.FS, name string) (string, error) {
 	}
 }
 
-// copyAside copies the first size bytes of src durably to a new file named
-// after path and stamp, and returns its name.
-func copyAside(fsys faultfs.FS, src faultfs.File, path string, size int64, stamp string) (string, error) {
-	name, err := uniqueName(fsys, path+".corrupt-"+stamp)
+// stampLayout is the UTC timestamp in the names of copies kept aside.
+const stampLayout = "20060102T150405.000Z"
+
+// copyAside copies the bytes of src from off to size durably to a new file
+// named path+suffix (made unique) and returns its name.
+func copyAside(fsys faultfs.FS, src faultfs.File, path, suffix string, off, size int64) (string, error) {
+	name, err := uniqueName(fsys, path+suffix)
 	if err != nil {
 		return "", err
 	}
 	dst, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("eventlog: repair %s: create copy %s: %w", path, name, err)
+		return "", fmt.Errorf("eventlog: keep a copy of %s: create %s: %w", path, name, err)
 	}
-	buf := make([]byte, 1<<20)
-	var off int64
+	buf := make([]byte, min(1<<20, max(size-off, 1)))
 	for off < size {
 		chunk := buf
 		if rem := size - off; rem < int64(len(chunk)) {
@@ -150,7 +152,7 @@ func copyAside(fsys faultfs.FS, src faultfs.File, path string, size int64, stamp
 		if n > 0 {
 			if w, werr := dst.Write(chunk[:n]); werr != nil || w != n {
 				_ = dst.Close()
-				return "", fmt.Errorf("eventlog: repair %s: write copy %s: %w", path, name, errors.Join(werr, io.ErrShortWrite))
+				return "", fmt.Errorf("eventlog: keep a copy of %s: write %s: %w", path, name, errors.Join(werr, io.ErrShortWrite))
 			}
 			off += int64(n)
 		}
@@ -159,18 +161,18 @@ func copyAside(fsys faultfs.FS, src faultfs.File, path string, size int64, stamp
 		}
 		if rerr != nil && !(errors.Is(rerr, io.EOF) && off >= size) {
 			_ = dst.Close()
-			return "", fmt.Errorf("eventlog: repair %s: read at %d: %w", path, off, rerr)
+			return "", fmt.Errorf("eventlog: keep a copy of %s: read at %d: %w", path, off, rerr)
 		}
 	}
 	if err := dst.Sync(); err != nil {
 		_ = dst.Close()
-		return "", fmt.Errorf("eventlog: repair %s: fsync copy %s: %w", path, name, err)
+		return "", fmt.Errorf("eventlog: keep a copy of %s: fsync %s: %w", path, name, err)
 	}
 	if err := dst.Close(); err != nil {
-		return "", fmt.Errorf("eventlog: repair %s: close copy %s: %w", path, name, err)
+		return "", fmt.Errorf("eventlog: keep a copy of %s: close %s: %w", path, name, err)
 	}
 	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
-		return "", fmt.Errorf("eventlog: repair %s: fsync directory: %w", path, err)
+		return "", fmt.Errorf("eventlog: keep a copy of %s: fsync directory: %w", path, err)
 	}
 	return name, nil
 }

@@ -19,9 +19,16 @@ type logScanner struct {
 	// Set once the scan has reached its end.
 	done   bool
 	endErr error // io.EOF or a *CorruptError
-	// tornLines/tornBytes describe a torn tail (bytes after goodEnd).
-	tornBytes  int64
-	tornReason string
+	// tornBytes/tornReason describe damage at the end of the file (bytes
+	// after goodEnd with no valid line among them). tornPartial says the
+	// damage is only a fragment after the last newline: the one shape a
+	// torn write leaves that no pending file need cover.
+	tornBytes   int64
+	tornReason  string
+	tornPartial bool
+	// badContent is set when the scan stopped at a line whose CRC matched
+	// but whose content or seq is wrong: never a torn write.
+	badContent bool
 }
 
 func newLogScanner(r io.ReaderAt, path string, limit int) *logScanner {
@@ -44,6 +51,7 @@ func (s *logScanner) next() (Entry, error) {
 	case kindPartial:
 		s.tornBytes = n
 		s.tornReason = "last line has no newline"
+		s.tornPartial = true
 		return s.finish(io.EOF)
 	case kindTooLong:
 		return s.damaged(off, n, fmt.Sprintf("line of %d bytes is over the %d-byte limit", n, s.ls.limit))
@@ -53,9 +61,11 @@ func (s *logScanner) next() (Entry, error) {
 		if errors.Is(perr, errBadCRC) {
 			return s.damaged(off, n, perr.Error())
 		}
+		s.badContent = true
 		return s.finish(s.corrupt(off, perr.Error()))
 	}
 	if e.Seq != s.lastSeq+1 {
+		s.badContent = true
 		return s.finish(s.corrupt(off, fmt.Sprintf("seq %d out of order after seq %d", e.Seq, s.lastSeq)))
 	}
 	s.lines++

@@ -1,0 +1,160 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// What Open may do with damage after the good prefix of a log (see the
+// package documentation, "Open and recovery"). A torn write is only ever
+// the last write, and the pending-file WAL covers it: its group was
+// written to events.pending, fsynced and its directory entry made durable
+// before the log write began. So recovery
+//
+//   - keeps a trailing fragment that is a whole CRC-valid entry with the
+//     next seq, without its newline or with one other byte in its place
+//     (a flipped or lost '\n'), and restores the newline;
+//   - cuts a region the pending file covers (no longer than the pending
+//     lines the log lacks, which replay then appends) or a fragment with
+//     no newline, after copying the cut bytes durably aside to
+//     <log>.torn-<UTC timestamp>, so no byte is deleted that recovery did
+//     not prove unacknowledged;
+//   - reports anything else (complete lines failing their CRC that no
+//     pending file covers, lines whose CRC matches but whose content or seq
+//     is wrong) as a *CorruptError and changes nothing.
+
+// repairTail handles the bytes after sc's good prefix. scanErr is the
+// scan's *CorruptError, or nil when nothing valid follows the damage.
+func (l *Log) repairTail(f faultfs.File, sc *logScanner, scanErr error) error {
+	pc, perr := l.readPendingFor(sc.lastSeq)
+	if perr != nil {
+		// A pending file that cannot continue the log fails Open; the log
+		// is left as it was found. Damage in the log itself is the first
+		// thing to report.
+		switch {
+		case scanErr != nil:
+			return scanErr
+		case !sc.tornPartial:
+			return l.notTorn(sc)
+		}
+		return perr
+	}
+	if sc.tornPartial {
+		kept, err := l.keepWholeEntry(f, sc)
+		if kept || err != nil {
+			return err
+		}
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("eventlog: stat %s: %w", l.path, err)
+	}
+	region := st.Size() - sc.goodEnd
+	covered := len(pc.add) > 0 && region <= int64(len(pc.add)) && !sc.badContent
+	reason := sc.tornReason
+	switch {
+	case covered:
+		if scanErr != nil {
+			var ce *CorruptError
+			errors.As(scanErr, &ce)
+			reason = ce.Reason
+		}
+		reason += fmt.Sprintf("; the pending file covers it (seqs %d-%d)", pc.seqs[0], pc.seqs[len(pc.seqs)-1])
+	case scanErr != nil:
+		return scanErr
+	case !sc.tornPartial:
+		return l.notTorn(sc)
+	}
+	return l.cutTail(f, sc.goodEnd, st.Size(), reason, sc.lastSeq)
+}
+
+// notTorn is the corruption error for complete damaged lines at the end of
+// the log that no pending file covers.
+func (l *Log) notTorn(sc *logScanner) error {
+	return &CorruptError{Path: l.path, Line: sc.lines + 1, Seq: sc.lastSeq + 1, Offset: sc.goodEnd,
+		Reason: sc.tornReason + ", in complete lines at the end of the log that no pending file covers (a torn write leaves only a partial last line or a region its pending file covers)"}
+}
+
+// readPendingFor reads the pending file against a log ending at lastSeq:
+// a missing file is an empty result; a group that would leave a gap is a
+// *CorruptError.
+func (l *Log) readPendingFor(lastSeq uint64) (pendingContent, error) {
+	pf, err := faultfs.OpenNoFollow(l.fsys, l.pendingPath, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return pendingContent{}, nil
+	}
+	if err != nil {
+		return pendingContent{}, fmt.Errorf("eventlog: open pending file %s: %w", l.pendingPath, err)
+	}
+	defer pf.Close()
+	return readPending(pf, l.pendingPath, lastSeq)
+}
+
+// keepWholeEntry keeps a trailing fragment that is a complete CRC-valid
+// entry with the next seq, missing only its newline (or with one other
+// byte where the newline belongs), by restoring the newline. It reports
+// whether it did. The replaced byte is cut and made durable before the
+// newline is appended, so a crash in between leaves the entry without a
+// newline, which the next Open keeps the same way.
+func (l *Log) keepWholeEntry(f faultfs.File, sc *logScanner) (bool, error) {
+	n := sc.tornBytes
+	if n > int64(MaxLineBytes) || n < 2 {
+		return false, nil
+	}
+	frag := make([]byte, n)
+	if _, err := f.ReadAt(frag, sc.goodEnd); err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("eventlog: read the last line of %s: %w", l.path, err)
+	}
+	body := frag
+	e, err := parseLine(body)
+	if err != nil || e.Seq != sc.lastSeq+1 {
+		body = frag[:n-1]
+		if e, err = parseLine(body); err != nil || e.Seq != sc.lastSeq+1 {
+			return false, nil
+		}
+	}
+	if len(body) < len(frag) {
+		l.logger.Warn("the last entry of the event log has a damaged newline; restoring it",
+			"path", l.path, "seq", e.Seq, "offset", sc.goodEnd+int64(len(body)), "byte", fmt.Sprintf("%#02x", frag[len(body)]))
+		if err := f.Truncate(sc.goodEnd + int64(len(body))); err != nil {
+			return false, fmt.Errorf("eventlog: cut the damaged newline of %s: %w", l.path, err)
+		}
+		if err := f.Sync(); err != nil {
+			return false, fmt.Errorf("eventlog: fsync %s: %w", l.path, err)
+		}
+	} else {
+		l.logger.Warn("the last entry of the event log lacks its newline; restoring it",
+			"path", l.path, "seq", e.Seq, "offset", sc.goodEnd)
+	}
+	if w, err := f.Write([]byte{'\n'}); err != nil || w != 1 {
+		return false, fmt.Errorf("eventlog: restore the newline of the last entry of %s: %w", l.path, errors.Join(err, io.ErrShortWrite))
+	}
+	if l.replay != nil {
+		if err := l.replay(e); err != nil {
+			return false, fmt.Errorf("eventlog: replaying %s at seq %d: %w", l.path, e.Seq, err)
+		}
+	}
+	l.lastSeq = e.Seq
+	return true, nil
+}
+
+// cutTail copies the bytes of the log from off to size durably aside, then
+// truncates the log to off.
+func (l *Log) cutTail(f faultfs.File, off, size int64, reason string, lastSeq uint64) error {
+	stamp := l.now().UTC().Format(stampLayout)
+	aside, err := copyAside(l.fsys, f, l.path, ".torn-"+stamp, off, size)
+	if err != nil {
+		return err
+	}
+	l.logger.Warn("cutting the torn tail of an event log; the cut bytes are kept", "path", l.path,
+		"offset", off, "bytes", size-off, "reason", reason, "last_seq", lastSeq, "kept_in", aside)
+	if err := f.Truncate(off); err != nil {
+		return fmt.Errorf("eventlog: truncate torn tail of %s to %d bytes: %w (the cut bytes are in %s)", l.path, off, err, aside)
+	}
+	return nil
+}
