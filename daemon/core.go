@@ -104,6 +104,9 @@ type Core struct {
 	closed bool
 	// recovering holds wakes back until recovery has rebuilt everything.
 	recovering bool
+	// quarantine maps the id of each agent directory found in
+	// <home>/quarantine at recovery to its path (daemon.status counts them).
+	quarantine map[string]string
 	subIndex   map[string]map[string]indexedSub // target id -> subscription id -> subscription
 
 	// pending counts the messages and payload bytes of every inbox, for the

@@ -34,10 +34,12 @@ func (c *Core) openLog(id string, target **agent) (*eventlog.Log, error) {
 
 // openLogReplay opens an agent's log, handing each recovered entry to
 // replay (recovery folds the projection in the same pass that checks the
-// log).
+// log). With a replay function (recovery) a missing log is not created: the
+// error wraps fs.ErrNotExist.
 func (c *Core) openLogReplay(id string, target **agent, replay func(eventlog.Entry) error) (*eventlog.Log, error) {
 	opts := c.logOptions(id)
 	opts.Replay = replay
+	opts.MustExist = replay != nil
 	opts.OnAppend = func(es []eventlog.Entry) {
 		a := *target
 		for _, e := range es {

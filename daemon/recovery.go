@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -23,16 +24,20 @@ type RecoveryReport struct {
 	Interrupted int
 	Expired     int
 	Pending     int
+	// Quarantined counts agent directories moved to <home>/quarantine:
+	// unreadable, without a durable agent.created, yet not provably empty.
+	Quarantined int
 }
 
 // loaded is one agent directory read back from disk.
 type loaded struct {
-	id   string
-	log  *eventlog.Log
-	p    *projection
-	a    *agent
-	err  error // damaged log
-	skip bool  // terminated or orphan
+	id      string
+	log     *eventlog.Log
+	p       *projection
+	a       *agent
+	err     error // damaged or unreadable log
+	missing bool  // no events.jsonl
+	skip    bool  // terminated or orphan
 }
 
 // Recover rebuilds every agent from the logs: WAL replay and torn-tail
@@ -75,9 +80,11 @@ func (c *Core) Recover() (RecoveryReport, error) {
 
 	byID := map[string]*loaded{}
 	existing := map[string]bool{}
+	parents := map[string]bool{} // ids some agent.created names as its parent
 	for _, l := range loadedAgents {
 		if l.p.Created {
 			existing[l.id] = true
+			parents[l.p.ParentID] = true
 		}
 	}
 	for _, l := range loadedAgents {
@@ -93,12 +100,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			l.a = a
 			c.agents[l.id] = a
 		case !l.p.Created:
-			rep.Orphans++
-			c.log.Warn("removing an orphan agent directory (crash during creation)", "agent", l.id)
-			if l.log != nil {
-				_ = l.log.Close()
-			}
-			c.removeOrphanDir(l.id)
+			c.settleUncreated(l, parents[l.id], &rep)
 		case l.p.Terminated:
 			rep.Terminated++
 			_ = l.log.Close()
@@ -107,8 +109,9 @@ func (c *Core) Recover() (RecoveryReport, error) {
 		}
 	}
 
+	c.loadQuarantine()
 	// The tree, parents before children; a child whose parent is gone is
-	// terminated.
+	// terminated (one whose parent is in quarantine is listed as corrupt).
 	placed := c.placeTree(byID, &rep)
 	for _, l := range placed {
 		c.restoreAgent(l, &rep)
@@ -147,7 +150,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	c.recovering = false
 	c.mu.Unlock()
 	c.log.Info("recovery finished", "agents", rep.Agents, "terminated", rep.Terminated, "orphans", rep.Orphans,
-		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
+		"corrupt", rep.Corrupt, "quarantined", rep.Quarantined, "interrupted", rep.Interrupted, "pending", rep.Pending)
 	// Children whose deferred creation a crash cut off, in runs that have
 	// ended, are created now (their ids are derived, so this is
 	// idempotent). Spawns of an open run are redone when it is resumed.
@@ -220,6 +223,10 @@ func (c *Core) load(id string) *loaded {
 	if foldErr == nil {
 		foldErr = l.p.endReplay()
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		l.missing = true // settleUncreated decides: orphan or quarantine
+		return l
+	}
 	if err != nil {
 		l.err = err
 		return l
@@ -288,6 +295,15 @@ func (c *Core) placeTree(byID map[string]*loaded, rep *RecoveryReport) []*loaded
 }
 
 func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
+	if q := c.quarantinedAs(l.p.ParentID); q != "" {
+		// The parent may come back from quarantine: nothing irreversible.
+		c.log.Error("an agent's parent directory is in quarantine; the agent is listed as corrupt", "agent", l.id, "parent", l.p.ParentID, "quarantined_at", q)
+		l.a.corrupt = fmt.Errorf("its parent %s is in quarantine (%s): restore that directory to %s and restart the daemon, or remove it",
+			l.p.ParentID, q, c.agentDir(l.p.ParentID))
+		c.agents[l.id] = l.a
+		rep.Corrupt++
+		return
+	}
 	c.log.Warn("terminating an agent whose parent is gone", "agent", l.id, "parent", l.p.ParentID)
 	if _, err := l.log.Append(evAgentTerminated, agentTerminatedData{AgentID: l.id}); err != nil {
 		c.log.Error("logging agent.terminated for an orphan child", "agent", l.id, "err", err)
@@ -302,14 +318,22 @@ func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
 	a := l.a
 	sess, err := c.store.Load(l.id)
 	if err != nil {
+		save := true
 		if !errors.Is(err, session.ErrNotExist) {
-			c.log.Warn("session.json unreadable; rebuilding it from the log", "agent", l.id, "err", err)
+			// Kept, not overwritten: it may hold a provider blob the log
+			// does not (a link is moved, never followed).
+			aside, merr := c.moveSnapshotAside(l.id)
+			save = merr == nil
+			c.log.Warn("session.json unreadable; kept aside and rebuilt from the log", "agent", l.id, "err", err,
+				"kept_as", aside, "move_err", merr)
 		}
 		now := c.now().UTC()
 		sess = &session.Session{ID: l.id, State: session.StateIdle, Provider: l.p.SessProvider, Model: l.p.SessModel,
 			Handle: l.p.Handle, CreatedAt: now, UpdatedAt: now}
-		if err := c.store.Save(sess); err != nil {
-			c.log.Error("saving a rebuilt session.json", "agent", l.id, "err", err)
+		if save {
+			if err := c.store.Save(sess); err != nil {
+				c.log.Error("saving a rebuilt session.json", "agent", l.id, "err", err)
+			}
 		}
 	}
 	if len(sess.ProviderState) > 0 && !l.p.Suspended {

@@ -354,7 +354,8 @@ func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream
 func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, error) {
 	st := map[string]any{"pid": h.pid, "boot_id": h.c.BootID(), "version": h.version, "home": h.home,
 		"uptime_s": int64(time.Since(h.started).Seconds()), "agents": h.c.AgentCount(), "pools": h.c.PoolStats(),
-		"degraded": h.c.DegradedCount(), "open_logs": h.c.files.Open()}
+		"degraded": h.c.DegradedCount(), "open_logs": h.c.files.Open(),
+		"quarantined": h.c.Quarantined()}
 	if h.c.user != nil {
 		if err := h.c.user.log.Degraded(); err != nil {
 			st["user_inbox_degraded"] = err.Error()

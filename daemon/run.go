@@ -115,7 +115,7 @@ func Run(ctx context.Context, opts Options) error {
 		_ = core.Close(context.Background())
 		return fmt.Errorf("recovery: %w", err)
 	}
-	logger.Info("recovered", "agents", rep.Agents, "interrupted", rep.Interrupted, "corrupt", rep.Corrupt,
+	logger.Info("recovered", "agents", rep.Agents, "interrupted", rep.Interrupted, "corrupt", rep.Corrupt, "quarantined", rep.Quarantined,
 		"pending", rep.Pending, "took", time.Since(start))
 
 	runCtx, stop := context.WithCancel(ctx)

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/warren-dev/warren/faultfs"
 )
 
 // A handle poisoned by a failed write or fsync heals itself: it is reopened
@@ -145,7 +147,7 @@ func (l *Log) reopen(heal bool) error {
 	if l.files != nil {
 		l.files.acquire(l)
 	}
-	f, err := l.fsys.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := faultfs.OpenNoFollow(l.fsys, l.path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		l.forgetFiles()
 		return fmt.Errorf("reopen %s: %w", l.path, err)

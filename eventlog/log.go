@@ -47,6 +47,10 @@ type Options struct {
 	OnHeal func()
 	// Files, if set, caps the logs holding open handles (see Files).
 	Files *Files
+	// MustExist makes Open fail with an error wrapping fs.ErrNotExist
+	// instead of creating a missing log (or its directory). Recovery uses
+	// it so that it never creates an empty log beside a snapshot.
+	MustExist bool
 }
 
 // DefaultPendingIdle is the default Options.PendingIdle.

@@ -76,24 +76,29 @@ func Open(fsys faultfs.FS, path string, opts Options) (_ *Log, err error) {
 		}()
 	}
 
-	created, err := missingDirs(fsys, l.dir)
-	if err != nil {
-		return nil, err
-	}
 	l.mustSync = map[string]bool{l.dir: true}
-	for _, d := range created {
-		l.mustSync[d] = true
-		l.mustSync[filepath.Dir(d)] = true
+	flag := os.O_RDWR | os.O_APPEND
+	isNew := false
+	if !opts.MustExist {
+		created, err := missingDirs(fsys, l.dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range created {
+			l.mustSync[d] = true
+			l.mustSync[filepath.Dir(d)] = true
+		}
+		if err := fsys.MkdirAll(l.dir, 0o700); err != nil {
+			return nil, fmt.Errorf("eventlog: create directory %s: %w", l.dir, err)
+		}
+		_, statErr := fsys.Stat(path)
+		isNew = errors.Is(statErr, fs.ErrNotExist)
+		if statErr != nil && !isNew {
+			return nil, fmt.Errorf("eventlog: stat %s: %w", path, statErr)
+		}
+		flag |= os.O_CREATE
 	}
-	if err := fsys.MkdirAll(l.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("eventlog: create directory %s: %w", l.dir, err)
-	}
-	_, statErr := fsys.Stat(path)
-	isNew := errors.Is(statErr, fs.ErrNotExist)
-	if statErr != nil && !isNew {
-		return nil, fmt.Errorf("eventlog: stat %s: %w", path, statErr)
-	}
-	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := faultfs.OpenNoFollow(fsys, path, flag, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: open %s: %w", path, err)
 	}

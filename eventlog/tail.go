@@ -73,11 +73,11 @@ func (l *Log) repairTail(f faultfs.File, sc *logScanner, scanErr error) error {
 	return l.cutTail(f, sc.goodEnd, st.Size(), reason, sc.lastSeq)
 }
 
-// notTorn is the corruption error for complete damaged lines at the end of
-// the log that no pending file covers.
+// notTorn is the corruption error for damage at the end of the log that no
+// pending file covers.
 func (l *Log) notTorn(sc *logScanner) error {
 	return &CorruptError{Path: l.path, Line: sc.lines + 1, Seq: sc.lastSeq + 1, Offset: sc.goodEnd,
-		Reason: sc.tornReason + ", in complete lines at the end of the log that no pending file covers (a torn write leaves only a partial last line or a region its pending file covers)"}
+		Reason: sc.tornReason + ", in complete lines at the end of the log, which no pending file covers (a torn write leaves only a partial last line or a region the pending file of the write covers)"}
 }
 
 // readPendingFor reads the pending file against a log ending at lastSeq:

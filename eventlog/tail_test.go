@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -203,4 +204,21 @@ func emptyMem(t *testing.T) *faultfs.Mem {
 		}
 	}
 	return m
+}
+
+// MustExist never creates a missing log or its directory.
+func TestMustExistDoesNotCreate(t *testing.T) {
+	m := faultfs.NewMem()
+	if _, err := Open(m, memPath, Options{MustExist: true}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open(MustExist) of a missing log = %v, want ErrNotExist", err)
+	}
+	if ok, _ := faultfs.Exists(m, filepath.Dir(memPath)); ok {
+		t.Fatal("Open(MustExist) created the log's directory")
+	}
+	makeLog(t, m, memPath, 2)
+	l, err := Open(m, memPath, Options{MustExist: true})
+	if err != nil || l.LastSeq() != 2 {
+		t.Fatalf("Open(MustExist) of an existing log: %v", err)
+	}
+	l.Close()
 }

@@ -91,13 +91,15 @@ func (st *Store) ensureDir(id string) error {
 
 // Load reads and validates id's session.json. A missing file is an error
 // wrapping ErrNotExist; a malformed one wraps ErrInvalid and names the file
-// and the field.
+// and the field; a symbolic link is not followed (faultfs.ErrSymlink).
 func (st *Store) Load(id string) (*Session, error) {
 	if !ValidID(id) {
 		return nil, fmt.Errorf("session: load %q: %w", id, &FieldError{Field: "id", Reason: "not 32 lowercase hex characters"})
 	}
 	p := st.Path(id)
-	data, err := faultfs.ReadFile(st.fsys, p)
+	// Never through a symbolic link: a link at the snapshot's path is an
+	// error naming it (faultfs.ErrSymlink).
+	data, err := faultfs.ReadFileNoFollow(st.fsys, p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("session: %s: %w", p, ErrNotExist)

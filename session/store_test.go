@@ -215,6 +215,28 @@ func TestStoreLoadErrors(t *testing.T) {
 	}
 }
 
+// A session.json that is a symbolic link is an error naming it; the link is
+// not followed (issue 16: a planted link must not feed the daemon another
+// file).
+func TestStoreLoadRefusesASymlink(t *testing.T) {
+	fsys := faultfs.NewMem()
+	st := NewStore(fsys, "agents")
+	other := NewStore(fsys, "elsewhere")
+	if err := other.Save(fullSession()); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.MkdirAll("agents/"+testID, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Symlink("/"+other.Path(testID), st.Path(testID)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := st.Load(testID)
+	if !errors.Is(err, faultfs.ErrSymlink) || !strings.Contains(err.Error(), st.Path(testID)) {
+		t.Fatalf("Load through a symlink = %v, want faultfs.ErrSymlink naming the path", err)
+	}
+}
+
 func TestSaveRefusesInvalid(t *testing.T) {
 	st := NewStore(faultfs.NewMem(), "agents")
 	for _, s := range []*Session{
