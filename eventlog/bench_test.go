@@ -185,3 +185,25 @@ func BenchmarkLiteralSpecWritePath(b *testing.B) {
 	}
 	reportVsRaw(b, dir, rawBefore, time.Since(start))
 }
+
+// BenchmarkAppendAfterIdle is an append to a log that has been idle past
+// PendingIdle, so the pending file is created again (and its directory
+// entry made durable) for each entry: the cost of sparse appends.
+func BenchmarkAppendAfterIdle(b *testing.B) {
+	dir := benchDir(b)
+	rawBefore := rawFsyncRate(b, dir, 0, 500*time.Millisecond)
+	l, err := Open(faultfs.OS{}, filepath.Join(dir, "events.jsonl"), Options{PendingIdle: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, err := l.Append("turn.start", benchData); err != nil {
+			b.Fatal(err)
+		}
+		retireNow(l)
+	}
+	reportVsRaw(b, dir, rawBefore, time.Since(start))
+}

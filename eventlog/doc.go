@@ -42,6 +42,13 @@
 // and is absent once the log has been idle for Options.PendingIdle (1 s by
 // default) or closed.
 //
+// Copies kept aside sit next to the log: <log>.torn-<UTC timestamp> holds
+// the bytes recovery cut from the end of the log (see Open and recovery),
+// <log>.corrupt-<UTC timestamp> the whole log as Repair found it, and
+// <pending>.corrupt-<UTC timestamp> a pending file Repair moved aside. The
+// timestamp is 20060102T150405.000Z; a -N suffix keeps names unique.
+// Nothing reads them; they are for the operator.
+//
 // # Write protocol (Append, AppendBatch)
 //
 // Appenders queue; the first one finding no commit in progress becomes the
@@ -51,9 +58,9 @@
 //
 //  1. assigns consecutive seqs and formats the lines and the trailer;
 //  2. writes lines and trailer in one write at offset 0 of the pending
-//     file, creating it first if it is absent, and fsyncs it (and, once per
-//     creation, fsyncs the directory if the group holds a multi-record
-//     AppendBatch; see below);
+//     file, creating it first if it is absent, and fsyncs it; once per
+//     creation it also fsyncs the directory, so the file's entry is
+//     durable before the log is touched (see below);
 //  3. appends the lines to the log in one write and fsyncs the log;
 //  4. keeps the pending file open for the next group. When no group has
 //     committed for Options.PendingIdle, a timer takes the leader's role,
@@ -87,17 +94,13 @@
 // the file when the log goes
 // idle keeps the specification's on-disk promise that it is normally absent.
 //
-// Why the pending file's directory entry is not fsynced for single-record
-// appends: the acknowledgement depends only on the log's fsync. The log's
-// own directory entry was made durable by Open, so an acknowledged entry is
-// durable whatever happens to the pending file. If a crash loses the pending
-// file, the log can only be missing or tearing lines of the unacknowledged
-// group, which recovery truncates: those entries were in flight and may be
-// lost. Each line stands alone, so a group of independent appends may be
-// recovered in part. A multi-record AppendBatch must be all or none, so for
-// a group containing one the directory is fsynced after the pending file:
-// a power loss that tears the log write then finds the complete pending
-// file and replays the rest of the batch.
+// Why the pending file's directory entry is made durable before the first
+// log write after its creation: recovery cuts damage at the end of a log
+// only where the pending file covers it (below), so a power loss that tears
+// the log write must find the file. The cost is one directory fsync per
+// creation, that is once per burst of appends after the log was idle, not
+// per group (the file is then rewritten in place); a multi-record
+// AppendBatch needed it anyway to stay all or none.
 //
 // Why removal is not made durable: a removed pending file that comes back
 // after a crash only holds lines already in the log (the log was fsynced
@@ -107,14 +110,40 @@
 //
 // # Open and recovery
 //
-//  1. MkdirAll the log's directory. Open the log (O_CREATE).
-//  2. Scan every line. At the first damaged line (bad CRC or framing, no
-//     newline, over-long), read the rest: if any later line has a valid
-//     CRC, or the damaged line's CRC matched but its content or seq is
-//     wrong, return a *CorruptError (errors.Is ErrCorrupt) naming the
-//     file, line, expected seq and offset, and change nothing. Otherwise it
-//     is a torn tail (a partial line, zeros, garbage): truncate the log to
-//     the end of the last good line.
+// A torn write is only ever the last write: a group's log write starts
+// after the previous group's fsync returned, and after its own pending
+// file, with the directory entry, is durable (step 2). So the region a
+// crash can damage is the end of the log from the last good line, at most
+// as long as the pending lines the log lacks; or, for a log written
+// without a pending file (by an older version, or copied while busy), a
+// fragment after the last newline. Recovery cuts nothing else.
+//
+//  1. MkdirAll the log's directory. Open the log (O_CREATE, O_NOFOLLOW: a
+//     symbolic link at the path is an error wrapping faultfs.ErrSymlink
+//     that names it; the link's target is never opened). With
+//     Options.MustExist a missing log is an error wrapping fs.ErrNotExist
+//     and nothing is created.
+//  2. Scan every line. The good prefix ends at the first damaged line (bad
+//     CRC or framing, no newline, over-long). Then:
+//     a. A CRC-valid line with wrong content or seq, at any place, is a
+//     *CorruptError (errors.Is ErrCorrupt) naming the file, line, expected
+//     seq and offset; nothing is changed.
+//     b. A trailing fragment (no newline) that is a whole CRC-valid entry
+//     with the next seq, without its newline or with one other byte in
+//     its place (a lost or flipped '\n'), is kept: the odd byte is cut and
+//     the cut fsynced, then the newline is appended.
+//     c. If the pending file is a complete group continuing the log and
+//     the damaged region (from the end of the good prefix to the end of
+//     the file, whatever it holds) is no longer than the group's lines the
+//     log lacks, the region is the torn last write: it is cut, and step 5
+//     appends the group.
+//     d. A fragment with no newline that no pending file covers is cut.
+//     e. Anything else, in particular complete lines failing their CRC at
+//     the end of the log, is a *CorruptError; nothing is changed.
+//     Before cutting (c, d), the cut bytes are copied to a new file
+//     <log>.torn-<UTC timestamp> beside the log, fsynced, and the
+//     directory fsynced; a warning names the copy. Recovery never deletes a
+//     byte it did not prove unacknowledged.
 //  3. Fsync the log, always: after a process crash it may hold complete
 //     lines that were written but not yet fsynced; recovery reports them,
 //     so they must not vanish in a later power loss.
@@ -129,8 +158,10 @@
 //     durable, and a crash during the replay must find the group again),
 //     then append them in one write and fsync the log. A seq that would
 //     leave a gap is a *CorruptError for the pending file (Repair moves
-//     such a file aside). An incomplete pending file is discarded. Then
-//     remove the pending file and fsync the directory.
+//     such a file aside). An incomplete pending file is discarded: its
+//     fsync never returned, so nothing of it was acknowledged. Then
+//     remove the pending file and fsync the directory. The pending file is
+//     opened without following links too.
 //
 // Every step is idempotent, so a crash at any point of Open is recovered by
 // the next Open, and opening twice gives the same bytes as opening once.
@@ -188,8 +219,10 @@
 //
 // # Reading
 //
-// ReadAll and Reader read a log without changing it: a torn tail ends the
-// entries, damage in the middle is a *CorruptError. Every entry read or
+// ReadAll and Reader read a log without changing it (and without
+// following a link at its path): damage after which no valid line follows
+// ends the entries (it may be a torn tail Open has not yet seen), damage
+// followed by a valid line is a *CorruptError. Every entry read or
 // appended carries the byte offset of its line (Entry.Off; 0 for entries
 // replayed from the pending file): ReadSeq reads one entry back by seq,
 // reading just that line when the offset hint is right and scanning

@@ -10,23 +10,11 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 )
 
-// What Open may do with damage after the good prefix of a log (see the
-// package documentation, "Open and recovery"). A torn write is only ever
-// the last write, and the pending-file WAL covers it: its group was
-// written to events.pending, fsynced and its directory entry made durable
-// before the log write began. So recovery
-//
-//   - keeps a trailing fragment that is a whole CRC-valid entry with the
-//     next seq, without its newline or with one other byte in its place
-//     (a flipped or lost '\n'), and restores the newline;
-//   - cuts a region the pending file covers (no longer than the pending
-//     lines the log lacks, which replay then appends) or a fragment with
-//     no newline, after copying the cut bytes durably aside to
-//     <log>.torn-<UTC timestamp>, so no byte is deleted that recovery did
-//     not prove unacknowledged;
-//   - reports anything else (complete lines failing their CRC that no
-//     pending file covers, lines whose CRC matches but whose content or seq
-//     is wrong) as a *CorruptError and changes nothing.
+// What Open does with damage after the good prefix of a log is step 2 of
+// "Open and recovery" in the package documentation: keep a whole last
+// entry that lost its newline, cut (after copying aside) only a region the
+// pending file covers or a fragment with no newline, report anything else
+// as corruption without changing the file.
 
 // repairTail handles the bytes after sc's good prefix. scanErr is the
 // scan's *CorruptError, or nil when nothing valid follows the damage.

@@ -318,6 +318,10 @@ func cmdDaemonStatus(ctx context.Context, c *cli, args []string) error {
 	if n := num(st, "degraded"); n > 0 {
 		fmt.Fprintf(c.stdout, "degraded  %d agents whose log refuses appends (see warren agent list)\n", n)
 	}
+	if q := num(st, "quarantined"); q > 0 {
+		fmt.Fprintf(c.stdout, "quarantine %d in %s (unreadable agent directories; see daemon.log)\n",
+			q, filepath.Join(c.home, "quarantine"))
+	}
 	pools := obj(st, "pools")
 	if len(pools) == 0 {
 		return nil
