@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -483,5 +484,62 @@ func TestEmptiedParentWithoutSnapshotIsNotAnOrphan(t *testing.T) {
 	}
 	if h.statusOf(kid) != "corrupt" || h.count(kid, "agent.terminated") != 0 {
 		t.Fatalf("kid %s, %d agent.terminated; want corrupt and not terminated", h.statusOf(kid), h.count(kid, "agent.terminated"))
+	}
+}
+
+// The USER inbox's log gets the same treatment: a link at user.jsonl is
+// refused, naming it, and damage a crash cannot leave stops the start with
+// the file untouched (`warren repair USER`).
+func TestTamperedUserInboxIsNeverDestroyed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper func(t *testing.T, fsys faultfs.FS, path string, log []byte)
+		want   error
+	}{
+		{"symlinked user.jsonl", func(t *testing.T, fsys faultfs.FS, path string, log []byte) {
+			writeFile(t, fsys, "/home/elsewhere.jsonl", log)
+			if err := fsys.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := fsys.(faultfs.Symlinker).Symlink("/home/elsewhere.jsonl", path); err != nil {
+				t.Fatal(err)
+			}
+		}, faultfs.ErrSymlink},
+		{"CRLF line endings", func(t *testing.T, fsys faultfs.FS, path string, log []byte) {
+			writeFile(t, fsys, path, bytes.ReplaceAll(log, []byte("\n"), []byte("\r\n")))
+		}, eventlog.ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := faultfs.NewMem()
+			th := &tamperHome{t: t, fsys: m, home: "/home"}
+			th.start()
+			a, err := th.c.CreateAgent(context.Background(), CreateSpec{Name: "a", Provider: "inproc", Model: "echo"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := th.c.CallTool(context.Background(), a, "send_message", map[string]any{"recipient": "USER", "text": "hi"}); err != nil {
+				t.Fatal(err)
+			}
+			th.stop()
+			path := "/home/user.jsonl"
+			log, err := faultfs.ReadFile(m, path)
+			if err != nil || len(log) == 0 {
+				t.Fatalf("user.jsonl: %q %v", log, err)
+			}
+			tc.tamper(t, m, path, log)
+			before := dirState(t, m, "/home")
+			c, err := NewCore(CoreOptions{FS: m, Home: "/home", Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{})},
+				DefaultProvider: "inproc", DefaultModel: "echo", Config: config.Default(), NoWake: true, Logger: hclog.NewNullLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Recover(); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("Recover = %v, want %v naming %s", err, tc.want, path)
+			}
+			_ = c.Close(context.Background())
+			if after := dirState(t, m, "/home"); !sameState(before, after) {
+				t.Fatalf("the home's files changed:\nbefore %q\nafter  %q", before, after)
+			}
+		})
 	}
 }
