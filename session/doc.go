@@ -61,8 +61,9 @@
 //
 // Rules, first match wins:
 //
-//  1. corrupt              f.Corrupt (the log is damaged in the middle;
-//     nothing else can be trusted; run `warren repair`)
+//  1. corrupt              f.Corrupt (the log has damage a crash cannot
+//     leave, or cannot be opened; nothing else can be trusted; run
+//     `warren repair`)
 //  2. terminated           f.Terminated || s.State == terminated
 //  3. interrupted_startup  open && (restartInt || (earlierBoot && !f.Waiting))
 //  4. interrupted_waiting  open && (timeoutInt || (f.Waiting &&
