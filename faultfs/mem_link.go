@@ -77,27 +77,39 @@ func (m *Mem) walkParts(op OpKind, orig string, parts []string, hops *int) (*nod
 		return m.root, nil, "", nil
 	}
 	d := m.root
+	// Until a link is followed the directory's canonical components are
+	// parts[:i]: no allocation on the common path.
 	var dirParts []string
-	for _, p := range parts[:len(parts)-1] {
+	followed := false
+	for i, p := range parts[:len(parts)-1] {
 		c, ok := d.children[p]
 		if !ok {
 			return nil, nil, "", pathErr(op, orig, syscall.ENOENT)
 		}
-		cp := append(dirParts[:len(dirParts):len(dirParts)], p)
 		if c.link != "" {
+			cur := dirParts
+			if !followed {
+				cur = parts[:i:i]
+			}
 			var err error
-			c, cp, err = m.followLink(op, orig, dirParts, c, hops)
+			c, dirParts, err = m.followLink(op, orig, cur, c, hops)
 			if err != nil {
 				return nil, nil, "", err
 			}
 			if c == nil {
 				return nil, nil, "", pathErr(op, orig, syscall.ENOENT)
 			}
+			followed = true
+		} else if followed {
+			dirParts = append(dirParts[:len(dirParts):len(dirParts)], p)
 		}
 		if !c.dir {
 			return nil, nil, "", pathErr(op, orig, syscall.ENOTDIR)
 		}
-		d, dirParts = c, cp
+		d = c
+	}
+	if !followed {
+		dirParts = parts[: len(parts)-1 : len(parts)-1]
 	}
 	return d, dirParts, parts[len(parts)-1], nil
 }
