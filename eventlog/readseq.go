@@ -19,7 +19,7 @@ var ErrNoSuchSeq = errors.New("no entry with this seq in the log")
 // (0, a stale or wrong hint) the log is scanned from its start. It reads at
 // most one line into memory at a time, and does not modify the file.
 func ReadSeq(fsys faultfs.FS, path string, seq uint64, off int64) (Entry, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDONLY, 0)
 	if err != nil {
 		return Entry{}, fmt.Errorf("eventlog: open %s for reading: %w", path, err)
 	}
