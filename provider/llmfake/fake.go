@@ -12,7 +12,6 @@
 package llmfake
 
 import (
-
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,10 +56,10 @@ type Reply struct {
 	NoUsage                                 bool
 
 	// Quirks.
-	WholeArgs bool // OpenAI: each call's arguments in one chunk (Ollama)
-	SameIndex bool // OpenAI: parallel calls all with index 0 (proxies)
-	Comments  bool // ": PROCESSING" comment lines between events
-	NoDone    bool // OpenAI: end after finish_reason without [DONE]
+	WholeArgs    bool // OpenAI: each call's arguments in one chunk (Ollama)
+	SameIndex    bool // OpenAI: parallel calls all with index 0 (proxies)
+	Comments     bool // ": PROCESSING" comment lines between events
+	NoDone       bool // OpenAI: end after finish_reason without [DONE]
 	StopAsFinish bool // OpenAI: finish_reason "stop" even with tool calls
 	// CutAfter ends the stream (closing the connection) after this many
 	// events; 0: never.
@@ -329,4 +328,3 @@ func mustJSON(v any) string {
 }
 
 func tokens(n int) int { return n/4 + 1 }
-
