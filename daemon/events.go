@@ -1,5 +1,7 @@
 package daemon
 
+import "github.com/warren-dev/warren/provider"
+
 // Event names (SPEC section 3) and the extra events of this package.
 const (
 	evAgentCreated    = "agent.created"
@@ -74,6 +76,9 @@ type turnCompleteData struct {
 	RunID    string `json:"run_id"`
 	Turn     int    `json:"turn"`
 	Response string `json:"response"`
+	// Usage is the token usage the provider reported, summed over the
+	// turn's requests (all attempts); absent when it reported none.
+	Usage *provider.Usage `json:"usage,omitempty"`
 }
 
 type turnRetryData struct {

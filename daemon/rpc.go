@@ -39,6 +39,7 @@ var methods = map[string]methodFunc{
 	"agent.log":        (*handler).agentLog,
 	"events.subscribe": (*handler).subscribe,
 	"daemon.status":    (*handler).status,
+	"daemon.providers": (*handler).providers,
 	"daemon.shutdown":  (*handler).shutdownM,
 }
 
@@ -361,6 +362,12 @@ func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, 
 		}
 	}
 	return st, nil
+}
+
+// providers lists the provider entries (never a key: only whether the
+// entry's key variable is set).
+func (h *handler) providers(context.Context, protocol.Params, server.Stream) (any, error) {
+	return map[string]any{"providers": h.c.Providers()}, nil
 }
 
 // shutdownM stops the daemon. With a `home` param it stops only if that is

@@ -98,7 +98,8 @@ func commands() map[string]command {
 		"daemon stop":     {"warren daemon stop [--home DIR] [--json]", cmdDaemonStop},
 		"daemon status":   {"warren daemon status [--home DIR] [--json]", cmdDaemonStatus},
 		"agent create":    {"warren agent create NAME [--instructions T] [--provider P] [--model M] [--parent REF] [--metadata k=v ...]", cmdAgentCreate},
-		"agent list":      {"warren agent list [--home DIR] [--json]", cmdAgentList},
+		"agent list":      {"warren agent list [--wide] [--home DIR] [--json]", cmdAgentList},
+		"providers":       {"warren providers [--home DIR] [--json]", cmdProviders},
 		"agent tree":      {"warren agent tree [--home DIR] [--json]", cmdAgentTree},
 		"agent inspect":   {"warren agent inspect REF [--since-seq N] [--limit N] [--home DIR] [--json]", cmdAgentInspect},
 		"agent send":      {"warren agent send REF MESSAGE [--provider P] [--model M]", cmdAgentSend},
@@ -122,7 +123,8 @@ usage:
   warren daemon start [--foreground] [--max-slots N] [--log-level L]
   warren daemon stop | status
   warren agent create NAME [--instructions T] [--provider P] [--model M] [--parent REF] [--metadata k=v ...]
-  warren agent list | tree | inspect REF
+  warren agent list [--wide] | tree | inspect REF
+  warren providers                        the provider entries: type, base URL, model, key set or not
   warren agent send REF MESSAGE [--provider P] [--model M]
   warren agent attach REF                 interactive, streaming
   warren agent terminate | cancel REF
