@@ -1,0 +1,118 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/provider/llmfake"
+)
+
+const httpTestKey = "sk-daemon-test-key-000111"
+
+func httpConfig(t *testing.T, provs map[string]any) config.Config {
+	t.Helper()
+	data, _ := json.Marshal(map[string]any{"providers": provs, "retry_base_delay_ms": 1})
+	cfg, err := config.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func httpHarness(t *testing.T, provs map[string]any) *harness {
+	return newHarness(t, func(h *harness) {
+		h.cfg = httpConfig(t, provs)
+		h.getenv = func(k string) string {
+			if k == "K" {
+				return httpTestKey
+			}
+			return ""
+		}
+	})
+}
+
+func TestHTTPCreateWithoutAModelNamesTheEntry(t *testing.T) {
+	h := httpHarness(t, map[string]any{})
+	_, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "x", Provider: "openai"})
+	if protocol.CodeOf(err) != protocol.CodeInvalid || !strings.Contains(err.Error(), `"openai"`) || !strings.Contains(err.Error(), "--model") {
+		t.Fatalf("err = %v (code %d)", err, protocol.CodeOf(err))
+	}
+	_, err = h.c.CreateAgent(context.Background(), CreateSpec{Name: "y", Provider: "nosuch"})
+	if protocol.CodeOf(err) != protocol.CodeInvalid || !strings.Contains(err.Error(), "openai") {
+		t.Fatalf("unknown entry: %v", err)
+	}
+}
+
+func TestHTTPSettingsReloadApplyToTheNextTurn(t *testing.T) {
+	f1, f2 := llmfake.New(llmfake.OpenAI), llmfake.New(llmfake.OpenAI)
+	defer f1.Close()
+	defer f2.Close()
+	h := httpHarness(t, map[string]any{"local": map[string]any{"type": "openai", "base_url": f1.BaseURL(), "model": "m1",
+		"api_key_env": "K", "headers": map[string]any{"X-Trace": "one"}}})
+	id, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "r", Provider: "local", Instructions: "Be brief."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.send(id, "first")
+	h.c.ApplyConfig(httpConfig(t, map[string]any{"local": map[string]any{"type": "openai", "base_url": f2.BaseURL(), "model": "m1",
+		"api_key_env": "K", "headers": map[string]any{"X-Trace": "two"}, "max_tokens": 77}}))
+	h.send(id, "second")
+	if f1.Count() != 1 || f2.Count() != 1 {
+		t.Fatalf("requests: %d to the old base URL, %d to the new", f1.Count(), f2.Count())
+	}
+	r := f2.Requests()[0]
+	if r.Header.Get("X-Trace") != "two" || r.JSON()["max_tokens"] != 77.0 || r.Header.Get("Authorization") != "Bearer "+httpTestKey {
+		t.Fatalf("after the reload: headers %v max_tokens %v", r.Header, r.JSON()["max_tokens"])
+	}
+	sys, msgs := r.Messages()
+	if len(msgs) != 3 || msgs[0].Text != "first" {
+		t.Fatalf("the history did not follow the reload: %+v", msgs)
+	}
+	if !strings.HasPrefix(sys, "Be brief.\n\n# Who you are") || !strings.Contains(sys, `You are the agent "r"`) ||
+		!strings.Contains(sys, "You are a root agent") {
+		t.Fatalf("system prompt:\n%s", sys)
+	}
+}
+
+func TestHTTPRetriesAreTheDaemonsOneAttemptOneRequest(t *testing.T) {
+	f := llmfake.New(llmfake.OpenAI)
+	defer f.Close()
+	h := httpHarness(t, map[string]any{"openai": map[string]any{"base_url": f.BaseURL(), "model": "m", "api_key_env": "K"}})
+	id, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "r", Provider: "openai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Push(f.RateLimited("2"), f.Status(503, "server_error", "busy"), llmfake.Reply{Text: "finally"})
+	res := h.send(id, "go")
+	if res.Err != nil || res.Response != "finally" {
+		t.Fatalf("turn: %+v", res)
+	}
+	if f.Count() != 3 {
+		t.Fatalf("%d requests for 3 attempts", f.Count())
+	}
+	if len(h.delays) != 2 || h.delays[0] != 2*time.Second {
+		t.Fatalf("retry delays %v; the first must honour Retry-After: 2", h.delays)
+	}
+
+	f.Push(f.Status(401, "invalid_request_error", "Incorrect API key provided: sk-d***111"))
+	res, err = h.c.Send(context.Background(), id, "again", "", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "HTTP 401") || !strings.Contains(res.Err.Error(), "Incorrect API key provided") {
+		t.Fatalf("401 turn: %+v", res)
+	}
+	if f.Count() != 4 {
+		t.Fatalf("a permanent error was retried: %d requests", f.Count())
+	}
+	ins, _ := h.c.Inspect(id)
+	if le := fmt.Sprint(ins["last_error"]); !strings.Contains(le, "HTTP 401") || strings.Contains(le, httpTestKey) {
+		t.Fatalf("last_error = %q", le)
+	}
+}
