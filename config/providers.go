@@ -109,7 +109,9 @@ func (p ProviderConfig) Int(key string) int {
 func (p ProviderConfig) MaxTokens() int { return p.Int("max_tokens") }
 
 // Timeout is the timeout_s setting (0: the type's default).
-func (p ProviderConfig) Timeout() time.Duration { return time.Duration(p.Int("timeout_s")) * time.Second }
+func (p ProviderConfig) Timeout() time.Duration {
+	return time.Duration(p.Int("timeout_s")) * time.Second
+}
 
 // ContextBudget is the context_budget setting (0: the entry's default).
 func (p ProviderConfig) ContextBudget() int { return p.Int("context_budget") }
