@@ -192,3 +192,15 @@ func TestAnthropicErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestAnthropicTextWithEscapesStreamsIntact(t *testing.T) {
+	f, p := newProvider(t, 5*time.Second)
+	text := "a\nb \"c\" é 日本 \\ "
+	f.Push(llmfake.Reply{Text: text, Chunk: 2})
+	s, _ := p.Create(context.Background(), provider.Spec{Model: "m"})
+	var chunks []string
+	resp, err := s.Send(context.Background(), "go", provider.TurnIO{OnChunk: func(c string) { chunks = append(chunks, c) }})
+	if err != nil || resp != text || strings.Join(chunks, "") != text {
+		t.Fatalf("resp %q chunks %q err %v", resp, chunks, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/warren-dev/warren/internal/jsonfast"
 	"github.com/warren-dev/warren/internal/sse"
 	"github.com/warren-dev/warren/provider/llm"
 )
@@ -78,6 +79,14 @@ func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if len(data) == 0 {
+			continue
+		}
+		if idx, t, ok := fastTextDelta(data); ok && idx < len(blocks) && blocks[idx] != nil {
+			events++
+			if t != "" {
+				text.WriteString(t)
+				onText(t)
+			}
 			continue
 		}
 		var e event
@@ -160,4 +169,32 @@ func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
 			return step, nil
 		}
 	}
+}
+
+var (
+	textDeltaHead = []byte(`{"type":"content_block_delta","index":`)
+	textDeltaMid  = []byte(`,"delta":{"type":"text_delta","text":`)
+)
+
+// fastTextDelta reads a text_delta event in the API's own field order
+// without decoding it whole (most events of a stream are these); ok is
+// false for anything else.
+func fastTextDelta(data []byte) (index int, text string, ok bool) {
+	if !bytes.HasPrefix(data, textDeltaHead) {
+		return 0, "", false
+	}
+	i := len(textDeltaHead)
+	start := i
+	for i < len(data) && data[i] >= '0' && data[i] <= '9' && i-start < 6 {
+		index = index*10 + int(data[i]-'0')
+		i++
+	}
+	if i == start || !bytes.HasPrefix(data[i:], textDeltaMid) {
+		return 0, "", false
+	}
+	t, end, ok := jsonfast.StringAt(data, i+len(textDeltaMid))
+	if !ok || string(data[end:]) != "}}" {
+		return 0, "", false
+	}
+	return index, t, true
 }

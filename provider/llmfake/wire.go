@@ -39,7 +39,9 @@ func openAIEvents(rep Reply, req Request) []string {
 	}
 	add(choice(map[string]any{"role": "assistant", "content": ""}, nil))
 	for _, t := range split(rep.Text, rep.Chunk) {
-		add(choice(map[string]any{"content": t}, nil))
+		// In OpenAI's own field order (most chunks of a stream are these).
+		evs = append(evs, fmt.Sprintf(`data: {"id":"chatcmpl-fake","object":"chat.completion.chunk","created":1700000000,"model":%s,"choices":[{"index":0,"delta":{"content":%s},"logprobs":null,"finish_reason":null}]}`+"\n\n",
+			mustJSON(m), mustJSON(t)))
 	}
 	for i, c := range rep.Calls {
 		idx := i
@@ -101,7 +103,9 @@ func anthropicEvents(rep Reply, req Request) []string {
 		add("content_block_start", map[string]any{"index": idx, "content_block": map[string]any{"type": "text", "text": ""}})
 		add("ping", map[string]any{})
 		for _, t := range split(rep.Text, rep.Chunk) {
-			add("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "text_delta", "text": t}})
+			// In the API's own field order (most events of a stream are these).
+			evs = append(evs, fmt.Sprintf("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":%d,\"delta\":{\"type\":\"text_delta\",\"text\":%s}}\n\n",
+				idx, mustJSON(t)))
 		}
 		add("content_block_stop", map[string]any{"index": idx})
 		idx++

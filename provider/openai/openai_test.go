@@ -340,3 +340,13 @@ func TestPrefixStability(t *testing.T) {
 		t.Fatalf("third turn encoded %d bytes of a %d-byte request", encoded[2], last)
 	}
 }
+
+func TestTextWithEscapesAndUnicodeStreamsIntact(t *testing.T) {
+	text := "line one\nline \"two\"\ttab é 日本 \\ </end> \u2028"
+	e := newEnv(t)
+	e.fake.Push(llmfake.Reply{Text: text, Chunk: 3})
+	o := send(e.session(), "go", &tools{})
+	if o.err != nil || o.resp != text || strings.Join(o.chunks, "") != text {
+		t.Fatalf("resp %q chunks %q err %v", o.resp, o.chunks, o.err)
+	}
+}

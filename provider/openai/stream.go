@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/warren-dev/warren/internal/jsonfast"
 	"github.com/warren-dev/warren/internal/sse"
 	"github.com/warren-dev/warren/provider/llm"
 )
@@ -79,6 +80,14 @@ func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
 		}
 		if string(data) == "[DONE]" {
 			break
+		}
+		if t, ok := fastDelta(data); ok {
+			chunks++
+			if t != "" {
+				text.WriteString(t)
+				onText(t)
+			}
+			continue
 		}
 		var c chunk
 		if err := json.Unmarshal(data, &c); err != nil {
@@ -161,4 +170,30 @@ func addFragment(calls []*pendingCall, tc chunkToolCall) ([]*pendingCall, error)
 		}
 	}
 	return calls, nil
+}
+
+var (
+	deltaContent = []byte(`"delta":{"content":`)
+	deltaKey     = []byte(`"delta":`)
+	nullFinish   = []byte(`"finish_reason":null`)
+)
+
+// fastDelta reads the text of a chunk that is a plain text delta (one
+// choice, delta {"content": "..."}, finish_reason null, nothing else of
+// interest) without decoding the whole chunk: most chunks of a stream are
+// these. ok is false for any other chunk.
+func fastDelta(data []byte) (string, bool) {
+	if bytes.Contains(data, []byte(`"tool_calls"`)) || bytes.Contains(data, []byte(`"error"`)) ||
+		bytes.Contains(data, []byte(`"usage":{`)) || !bytes.Contains(data, nullFinish) || data[0] != '{' || data[len(data)-1] != '}' {
+		return "", false
+	}
+	i, ok := jsonfast.Once(data, deltaKey)
+	if !ok || !bytes.HasPrefix(data[i:], deltaContent) {
+		return "", false
+	}
+	t, end, ok := jsonfast.StringAt(data, i+len(deltaContent))
+	if !ok || end >= len(data) || data[end] != '}' {
+		return "", false
+	}
+	return t, true
 }
