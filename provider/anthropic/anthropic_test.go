@@ -175,7 +175,11 @@ func TestAnthropicErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fk, p := newProvider(t, 300*time.Millisecond)
+			timeout := 10 * time.Second
+			if c.name == "stalled" {
+				timeout = 300 * time.Millisecond
+			}
+			fk, p := newProvider(t, timeout)
 			fk.Push(c.rep)
 			s, _ := p.Create(context.Background(), provider.Spec{Model: "m"})
 			_, err := s.Send(context.Background(), "go", provider.TurnIO{Tools: &batcher{}})

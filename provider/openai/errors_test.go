@@ -59,13 +59,15 @@ func TestErrorClassification(t *testing.T) {
 		{"HTML page with 200", llmfake.Reply{Raw: "<html><body>Login</body></html>", RawType: "text/html; charset=utf-8"}, want{false, 0, []string{"HTML page", "check base_url"}, llm.ErrMalformed}},
 		{"JSON instead of stream", llmfake.Reply{Raw: `{"id":"x","choices":[{"message":{"content":"hi"}}]}`, RawType: "application/json"}, want{false, 0, []string{"instead of an event stream"}, llm.ErrMalformed}},
 		{"100 MB line", llmfake.Reply{Raw: "data: " + strings.Repeat("a", 1<<20), RawRepeat: 100}, want{false, 0, []string{"longer than the limit"}, sse.ErrLineTooLong}},
-		{"endless stream", llmfake.Reply{Raw: ": keep-alive\n\n", RawRepeat: -1}, want{false, 0, []string{"larger than the limit"}, llm.ErrTooLarge}},
+		{"endless stream", llmfake.Reply{Raw: strings.Repeat(": keep-alive\n\n", 4096), RawRepeat: -1}, want{false, 0, []string{"larger than the limit"}, llm.ErrTooLarge}},
 		{"stalled stream", llmfake.Reply{Text: "abcdefgh", Stall: true, StallAfter: 2}, want{true, 0, []string{"idle timeout"}, llm.ErrIdle}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, func(o *llm.Options) { o.MaxResponse, o.MaxLine = 4<<20, 1<<20 })
-			e.set(func(st *llm.Settings) { st.Timeout = 300 * time.Millisecond })
+			if c.name == "stalled stream" {
+				e.set(func(st *llm.Settings) { st.Timeout = 300 * time.Millisecond })
+			}
 			e.fake.Push(c.rep)
 			o := send(e.session(), "go", &tools{})
 			if o.err == nil {
