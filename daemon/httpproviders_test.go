@@ -116,3 +116,35 @@ func TestHTTPRetriesAreTheDaemonsOneAttemptOneRequest(t *testing.T) {
 		t.Fatalf("last_error = %q", le)
 	}
 }
+
+func TestHTTPTextDeltasReachEventSubscribers(t *testing.T) {
+	f := llmfake.New(llmfake.OpenAI)
+	defer f.Close()
+	h := httpHarness(t, map[string]any{"openai": map[string]any{"base_url": f.BaseURL(), "model": "m", "api_key_env": "K"}})
+	id, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "r", Provider: "openai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deltas, cancel := h.c.bus.subscribeWith(id, true)
+	defer cancel()
+	plain, cancel2 := h.c.bus.subscribe(id)
+	defer cancel2()
+	f.Push(llmfake.Reply{Text: "streamed in pieces", Chunk: 4})
+	if res := h.send(id, "go"); res.Response != "streamed in pieces" {
+		t.Fatalf("turn %+v", res)
+	}
+	var text strings.Builder
+	for len(deltas) > 0 {
+		if ev := <-deltas; ev.Delta != "" {
+			text.WriteString(ev.Delta)
+		}
+	}
+	if text.String() != "streamed in pieces" {
+		t.Fatalf("deltas %q", text.String())
+	}
+	for len(plain) > 0 {
+		if ev := <-plain; ev.Delta != "" {
+			t.Fatalf("a subscriber without deltas got one: %+v", ev)
+		}
+	}
+}

@@ -212,6 +212,7 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 	cfg := c.config()
 	delivered := false
 	onChunk := func(s string) {
+		c.bus.publishDelta(a.id, runID, s)
 		if req.OnChunk != nil {
 			delivered = true
 			req.OnChunk(s)

@@ -109,7 +109,7 @@ func commands() map[string]command {
 		"agent resume":    {"warren agent resume REF [--token T] [RESPONSE]", cmdAgentResume},
 		"inbox":           {"warren inbox [--home DIR] [--json]", cmdInbox},
 		"logs":            {"warren logs REF [-f] [--home DIR] [--json]", cmdLogs},
-		"events":          {"warren events [-f] [--since SEQ] [REF] [--home DIR] [--json]", cmdEvents},
+		"events":          {"warren events [-f] [--since SEQ] [--deltas] [REF] [--home DIR] [--json]", cmdEvents},
 		"repair":          {"warren repair REF [--home DIR] [--json]", cmdRepair},
 		"demo":            {"warren demo [--keep] [--home DIR]", cmdDemo},
 		"version":         {"warren version [--json]", cmdVersion},
