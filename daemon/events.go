@@ -12,6 +12,7 @@ const (
 	evTurnRetry       = "turn.retry"
 	evTurnFailed      = "turn.failed"
 	evTurnCancelled   = "turn.cancelled"
+	evContextReset    = "context.reset"
 	evRunInterrupted  = "run.interrupted"
 	evRunWaiting      = "run.waiting"
 	evRunResumed      = "run.resumed"

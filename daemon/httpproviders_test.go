@@ -148,3 +148,51 @@ func TestHTTPTextDeltasReachEventSubscribers(t *testing.T) {
 		}
 	}
 }
+
+func TestResetStartsAFreshContextAndSurvivesARestart(t *testing.T) {
+	f := llmfake.New(llmfake.OpenAI)
+	defer f.Close()
+	h := httpHarness(t, map[string]any{"openai": map[string]any{"base_url": f.BaseURL(), "model": "m", "api_key_env": "K"}})
+	id, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "r", Provider: "openai", Instructions: "Keep going."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.send(id, "one")
+	h.send(id, "two")
+	if err := h.c.Reset(id); err != nil {
+		t.Fatal(err)
+	}
+	h.send(id, "three")
+	users := func() []string {
+		reqs := f.Requests()
+		_, msgs := reqs[len(reqs)-1].Messages()
+		var out []string
+		for _, m := range msgs {
+			out = append(out, m.Role+":"+m.Text)
+		}
+		return out
+	}
+	if got := users(); len(got) != 1 || got[0] != "user:three" {
+		t.Fatalf("after the reset the request carries %q", got)
+	}
+	sys, _ := f.Requests()[2].Messages()
+	if !strings.HasPrefix(sys, "Keep going.") {
+		t.Fatalf("system prompt after the reset: %q", sys)
+	}
+	h.restart()
+	h.send(id, "four")
+	if got := users(); len(got) != 3 || got[0] != "user:three" || got[2] != "user:four" {
+		t.Fatalf("after a restart the request carries %q", got)
+	}
+	// The log keeps every turn.
+	es, _ := h.c.Log(id, 0)
+	n := 0
+	for _, e := range es {
+		if e.Event == evTurnComplete {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%d turn.complete entries in the log, want 4", n)
+	}
+}

@@ -228,6 +228,9 @@ func (p *projection) apply(e eventlog.Entry) error {
 		}
 		p.Handle, p.SessProvider, p.SessModel = d.Handle, d.Provider, d.Model
 		p.Suspended = false
+	case evContextReset:
+		// The next session starts fresh: no native handle, no blob.
+		p.Handle, p.Suspended = "", false
 	case evSessionRestored:
 		var d sessionRestoredData
 		if err := decode(e, &d); err != nil {

@@ -35,6 +35,7 @@ var methods = map[string]methodFunc{
 	"tool.call":        (*handler).toolCall,
 	"inbox.list":       (*handler).inboxList,
 	"agent.cancel":     (*handler).cancel,
+	"agent.reset":      (*handler).reset,
 	"agent.resume":     (*handler).resume,
 	"agent.log":        (*handler).agentLog,
 	"events.subscribe": (*handler).subscribe,
@@ -284,6 +285,18 @@ func (h *handler) cancel(ctx context.Context, p protocol.Params, _ server.Stream
 		status = h.c.status(a)
 	}
 	return map[string]any{"agent_id": id, "status": status}, nil
+}
+
+// reset starts an agent on a fresh context (the log keeps its history).
+func (h *handler) reset(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := h.c.Reset(id); err != nil {
+		return nil, err
+	}
+	return map[string]any{"agent_id": id, "status": "reset"}, nil
 }
 
 func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {

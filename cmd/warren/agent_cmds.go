@@ -462,3 +462,17 @@ func cmdProviders(ctx context.Context, c *cli, args []string) error {
 	table(c.stdout, []string{"NAME", "TYPE", "BASE URL", "MODEL", "KEY"}, rows)
 	return nil
 }
+
+func cmdAgentReset(ctx context.Context, c *cli, args []string) error {
+	f := newFlags(c, "agent reset")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	_, show, err := c.callOut(ctx, "agent.reset", map[string]any{"agent_id": pos[0]})
+	if err != nil || !show {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%s starts its next turn on a fresh context (its log keeps the earlier turns)\n", pos[0])
+	return nil
+}

@@ -106,6 +106,7 @@ func commands() map[string]command {
 		"agent attach":    {"warren agent attach REF [--home DIR] [--json]", cmdAgentAttach},
 		"agent terminate": {"warren agent terminate REF [--home DIR] [--json]", cmdAgentTerminate},
 		"agent cancel":    {"warren agent cancel REF [--home DIR] [--json]", cmdAgentCancel},
+		"agent reset":     {"warren agent reset REF [--home DIR] [--json]", cmdAgentReset},
 		"agent resume":    {"warren agent resume REF [--token T] [RESPONSE]", cmdAgentResume},
 		"inbox":           {"warren inbox [--home DIR] [--json]", cmdInbox},
 		"logs":            {"warren logs REF [-f] [--home DIR] [--json]", cmdLogs},
@@ -128,6 +129,7 @@ usage:
   warren agent send REF MESSAGE [--provider P] [--model M]
   warren agent attach REF                 interactive, streaming
   warren agent terminate | cancel REF
+  warren agent reset REF                  start the agent on a fresh context (the log keeps its history)
   warren agent resume REF [--token T] [RESPONSE]
   warren inbox                            drain the messages root agents sent to you
   warren logs REF [-f]                    read an agent's log file (works while the daemon is down)

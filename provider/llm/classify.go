@@ -146,7 +146,7 @@ func (s *session) statusError(resp *http.Response, body []byte, st Settings) err
 	case resp.StatusCode/100 == 3:
 		return provider.Permanent(fmt.Errorf("HTTP %s from %s to %q: %w", resp.Status, s.where(st), resp.Header.Get("Location"), errRedirect))
 	case contextLengthError(ae) && !transient:
-		return provider.Permanent(fmt.Errorf("%s: %w; lower providers.%s.context_budget (now %d estimated tokens) so that older turns are left out sooner, or reset the agent",
+		return provider.Permanent(fmt.Errorf("%s: %w; lower providers.%s.context_budget (now %d estimated tokens) so that older turns are left out sooner, or start the agent afresh with `warren agent reset`",
 			msg, ErrContextLength, s.p.opts.Name, st.ContextBudget))
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		hint := "the entry sends no key"
