@@ -196,3 +196,24 @@ func TestResetStartsAFreshContextAndSurvivesARestart(t *testing.T) {
 		t.Fatalf("%d turn.complete entries in the log, want 4", n)
 	}
 }
+
+func TestSpawnOnAnEntryWithoutAModelIsAToolError(t *testing.T) {
+	f := llmfake.New(llmfake.OpenAI)
+	defer f.Close()
+	h := httpHarness(t, map[string]any{"openai": map[string]any{"base_url": f.BaseURL(), "model": "m", "api_key_env": "K"}})
+	id, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "lead", Provider: "openai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Push(llmfake.Reply{Calls: []llmfake.Call{{ID: "c1", Name: "spawn_agent", Args: `{"name":"w","instructions":"x","provider":"ollama"}`}}},
+		llmfake.Reply{Text: "ok"})
+	h.send(id, "spawn")
+	_, msgs := f.Requests()[1].Messages()
+	res := msgs[len(msgs)-1]
+	if res.CallID != "c1" || !strings.Contains(res.Text, `\"ollama\" has no default model`) {
+		t.Fatalf("spawn result %+v", res)
+	}
+	if kids := h.c.tree.Children(id); len(kids) != 0 {
+		t.Fatalf("a child was spawned: %v", kids)
+	}
+}
