@@ -1,6 +1,11 @@
 package anthropic
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+
+	"github.com/warren-dev/warren/internal/sse"
+)
 
 func TestFastTextDelta(t *testing.T) {
 	idx, text, ok := fastTextDelta([]byte(`{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"a\nb"}}`))
@@ -17,4 +22,15 @@ func TestFastTextDelta(t *testing.T) {
 			t.Errorf("fast path taken for %s", in)
 		}
 	}
+}
+
+func FuzzReadStep(f *testing.F) {
+	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"x\",\"input\":{}}}\n\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\ndata: {\"type\":\"message_stop\"}\n\n"))
+	f.Add([]byte("data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n"))
+	f.Add([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"o\"}}\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := sse.NewReader(bytes.NewReader(data), 1<<16)
+		_, _ = Wire{}.ReadStep(r, func(string) {})
+		_ = Wire{}.ParseError(data)
+	})
 }
