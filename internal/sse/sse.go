@@ -52,6 +52,14 @@ func NewReader(r io.Reader, maxLine int) *Reader {
 	return &Reader{br: bufio.NewReaderSize(r, size), maxLine: maxLine}
 }
 
+// Reset makes the Reader read from r, keeping its buffers (a session reuses
+// one Reader for all its responses).
+func (r *Reader) Reset(src io.Reader) {
+	r.br.Reset(src)
+	r.line, r.data, r.typ = r.line[:0], r.data[:0], ""
+	r.Comments, r.Other = 0, 0
+}
+
 // readLine returns the next line without its end. At the end of the stream
 // a last unterminated line is returned with a nil error, then io.EOF.
 func (r *Reader) readLine() ([]byte, error) {

@@ -124,3 +124,14 @@ func BenchmarkNext(b *testing.B) {
 		}
 	}
 }
+
+func TestResetReadsANewStream(t *testing.T) {
+	r := NewReader(strings.NewReader(": c\ndata: one\n\n"), 100)
+	if e, err := r.Next(); err != nil || string(e.Data) != "one" || r.Comments != 1 {
+		t.Fatalf("first stream: %q %v", e.Data, err)
+	}
+	r.Reset(strings.NewReader("event: x\ndata: two\n\n"))
+	if e, err := r.Next(); err != nil || string(e.Data) != "two" || e.Type != "x" || r.Comments != 0 {
+		t.Fatalf("after Reset: %q %v comments %d", e.Data, err, r.Comments)
+	}
+}

@@ -55,7 +55,7 @@
 // prompt; fixed key order, messages last), the messages, and "]}". Each
 // message is encoded once, when it first goes out, and its bytes are reused
 // by every later request of the session; a request is sent from the cached
-// slices without copying them (net.Buffers). So request N+1 begins with
+// slices without copying them into one buffer. So request N+1 begins with
 // request N's bytes up to its closing "]}", provider-side prompt caches hit,
 // and the bytes encoded per request grow only with the new messages
 // (BenchmarkProvider in provider/openai measures both). Anthropic's moving

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"time"
 
@@ -20,7 +19,7 @@ const maxErrorBody = 64 << 10
 // post sends one request and reads its streamed response. Every failure is
 // a provider.Error classified per SPEC 7, except a cancelled ctx, which is
 // returned as an error wrapping ctx.Err(). No retry happens here.
-func (s *session) post(ctx context.Context, st Settings, bufs net.Buffers, size int, onText func(string)) (Step, error) {
+func (s *session) post(ctx context.Context, st Settings, body io.Reader, size int, onText func(string)) (Step, error) {
 	s.key = ""
 	if st.APIKeyEnv != "" {
 		s.key = s.p.opts.Getenv(st.APIKeyEnv)
@@ -35,7 +34,7 @@ func (s *session) post(ctx context.Context, st Settings, bufs net.Buffers, size 
 	timer := time.AfterFunc(idle, func() { cancel(ErrIdle) })
 	defer timer.Stop()
 
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, s.p.wire.Endpoint(st.BaseURL), &bufs)
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, s.p.wire.Endpoint(st.BaseURL), body)
 	if err != nil {
 		return Step{}, provider.Permanent(fmt.Errorf("%s: building the request: %w; check base_url", s.where(st), err))
 	}
@@ -52,14 +51,14 @@ func (s *session) post(ctx context.Context, st Settings, bufs net.Buffers, size 
 	if err != nil {
 		return Step{}, s.ioError(ctx, rctx, err, st, "sending the request")
 	}
-	body := &idleReader{r: resp.Body, timer: timer, idle: idle, left: s.p.opts.MaxResponse, max: s.p.opts.MaxResponse}
+	rbody := &idleReader{r: resp.Body, timer: timer, idle: idle, left: s.p.opts.MaxResponse, max: s.p.opts.MaxResponse}
 	defer func() {
 		// Read a little of what is left so the connection can be reused.
-		_, _ = io.CopyN(io.Discard, body, 4<<10)
+		_, _ = io.CopyN(io.Discard, rbody, 4<<10)
 		resp.Body.Close()
 	}()
 	if resp.StatusCode/100 != 2 {
-		data, rerr := io.ReadAll(io.LimitReader(body, maxErrorBody))
+		data, rerr := io.ReadAll(io.LimitReader(rbody, maxErrorBody))
 		if rerr != nil && len(data) == 0 && ctx.Err() != nil {
 			return Step{}, fmt.Errorf("request cancelled: %w", ctx.Err())
 		}
@@ -68,18 +67,23 @@ func (s *session) post(ctx context.Context, st Settings, bufs net.Buffers, size 
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case mt == "application/json":
-		data, _ := io.ReadAll(io.LimitReader(body, maxErrorBody))
+		data, _ := io.ReadAll(io.LimitReader(rbody, maxErrorBody))
 		if ae := s.p.wire.ParseError(data); ae != (APIError{}) {
 			return Step{}, s.streamError(&StreamError{ae}, st)
 		}
 		return Step{}, provider.Permanent(fmt.Errorf("%s: %w: HTTP 200 with a JSON body instead of an event stream: %s; the server must support \"stream\": true",
 			s.where(st), ErrMalformed, s.redact(snippet(data))))
 	case mt == "text/html":
-		data, _ := io.ReadAll(io.LimitReader(body, maxErrorBody))
+		data, _ := io.ReadAll(io.LimitReader(rbody, maxErrorBody))
 		return Step{}, provider.Permanent(fmt.Errorf("%s: %w: HTTP 200 with an HTML page, not an event stream: %s; check base_url",
 			s.where(st), ErrMalformed, snippet(data)))
 	}
-	r := sse.NewReader(body, s.p.opts.MaxLine)
+	if s.sse == nil {
+		s.sse = sse.NewReader(rbody, s.p.opts.MaxLine)
+	} else {
+		s.sse.Reset(rbody)
+	}
+	r := s.sse
 	step, err := s.p.wire.ReadStep(r, onText)
 	if err != nil {
 		return Step{}, s.readError(ctx, rctx, err, st)

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"sync"
 
+	"github.com/warren-dev/warren/internal/sse"
 	"github.com/warren-dev/warren/provider"
 )
 
@@ -34,6 +35,8 @@ type session struct {
 	hkey  headKey
 	empty bool // the head leaves the messages array empty
 	key   string
+	parts parts       // the last request's body pieces (the list is reused)
+	sse   *sse.Reader // reused for every response (its buffer with it)
 
 	// Encoded counts the bytes the last request had to encode (the rest
 	// came from the cache), for benchmarks and tests.
@@ -160,9 +163,8 @@ func (s *session) applyBudget(st Settings, pending []entry) {
 // body assembles a request from the cached encodings: head, the note and
 // the kept completed turns, the turn in progress, tail. Only the last
 // message is encoded again when the wire marks it.
-func (s *session) body(pending []entry) (net.Buffers, int) {
-	n := len(s.msgs) + len(pending)
-	bufs := make(net.Buffers, 0, 2*n+4)
+func (s *session) body(pending []entry) (*parts, int) {
+	bufs := s.parts.list[:0] // reused: a request allocates no list
 	bufs = append(bufs, s.head)
 	first := s.empty
 	add := func(b []byte) {
@@ -199,7 +201,33 @@ func (s *session) body(pending []entry) (net.Buffers, int) {
 	for _, b := range bufs {
 		size += len(b)
 	}
-	return bufs, size
+	s.parts = parts{list: bufs}
+	return &s.parts, size
+}
+
+// parts reads a request body from its pieces without copying them into one
+// buffer and without changing them (unlike net.Buffers), so the list can be
+// reused by the next request.
+type parts struct {
+	list [][]byte
+	i    int
+	off  int
+}
+
+func (p *parts) Read(b []byte) (int, error) {
+	n := 0
+	for n < len(b) && p.i < len(p.list) {
+		c := copy(b[n:], p.list[p.i][p.off:])
+		n += c
+		p.off += c
+		if p.off == len(p.list[p.i]) {
+			p.i, p.off = p.i+1, 0
+		}
+	}
+	if n == 0 && p.i >= len(p.list) {
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // commit appends a completed turn to the transcript.
