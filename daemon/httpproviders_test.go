@@ -217,3 +217,33 @@ func TestSpawnOnAnEntryWithoutAModelIsAToolError(t *testing.T) {
 		t.Fatalf("a child was spawned: %v", kids)
 	}
 }
+
+func TestCancelClosesTheHTTPStreamAndFreesTheSlot(t *testing.T) {
+	f := llmfake.New(llmfake.OpenAI)
+	defer f.Close()
+	h := httpHarness(t, map[string]any{"openai": map[string]any{"base_url": f.BaseURL(), "model": "m", "api_key_env": "K"}})
+	h.cfg.Pools["default"] = 1
+	h.c.ApplyConfig(h.cfg)
+	id, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "r", Provider: "openai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Push(llmfake.Reply{Text: "never ending", Chunk: 2, Stall: true, StallAfter: 2}, llmfake.Reply{Text: "fine again"})
+	chunk := make(chan struct{}, 64)
+	done := make(chan TurnResult, 1)
+	go func() {
+		res, _ := h.c.Send(context.Background(), id, "go", "", "", func(string) { chunk <- struct{}{} })
+		done <- res
+	}()
+	<-chunk // the stream is open
+	if err := h.c.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	<-f.Released() // the server saw the connection close
+	if res := <-done; res.Err == nil || !strings.Contains(res.Err.Error(), "cancel") {
+		t.Fatalf("cancelled turn: %+v", res)
+	}
+	if res := h.send(id, "again"); res.Response != "fine again" {
+		t.Fatalf("the next turn: %+v", res)
+	}
+}
