@@ -7,7 +7,9 @@ package daemon
 //	go test -run '^$' -bench 'BenchmarkLLMTurn' -benchtime 2s ./daemon/
 //
 // Reports turns/s, the p50 and p99 latency of Send and the process CPU per
-// turn (daemon, provider and the in-process fake server together).
+// turn (daemon, provider and the in-process fake server together); with one
+// agent also the p50 and p99 of the daemon's overhead: Send's latency minus
+// the time the fake spent answering (the turn's fsyncs are in it).
 
 import (
 	"context"
@@ -71,17 +73,24 @@ func benchLLMTurns(b *testing.B, agents int, tool bool) {
 			b.Fatal(err)
 		}
 	}
+	var overhead []time.Duration // 1 agent: latency minus the fake's own time
 	send := func(id string) time.Duration {
+		busy0 := f.Busy()
 		t0 := time.Now()
 		res, err := c.Send(context.Background(), id, "hello", "", "", nil)
 		if err != nil || res.Err != nil {
 			b.Errorf("send: %v %v", err, res.Err)
 		}
-		return time.Since(t0)
+		d := time.Since(t0)
+		if agents == 1 {
+			overhead = append(overhead, d-(f.Busy()-busy0))
+		}
+		return d
 	}
 	for _, id := range ids {
 		send(id)
 	}
+	overhead = overhead[:0]
 	var next atomic.Int64
 	var mu sync.Mutex
 	lat := make([]time.Duration, 0, b.N)
@@ -108,4 +117,8 @@ func benchLLMTurns(b *testing.B, agents int, tool bool) {
 	b.ReportMetric(ms(percentile(lat, 50)), "p50_ms")
 	b.ReportMetric(ms(percentile(lat, 99)), "p99_ms")
 	b.ReportMetric(ms(cpu)/float64(b.N), "cpu_ms/turn")
+	if len(overhead) > 0 {
+		b.ReportMetric(ms(percentile(overhead, 50)), "overhead_p50_ms")
+		b.ReportMetric(ms(percentile(overhead, 99)), "overhead_p99_ms")
+	}
 }

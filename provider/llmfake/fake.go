@@ -20,6 +20,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"time"
 )
 
 // API selects the wire format.
@@ -116,6 +117,8 @@ type Server struct {
 	// released receives one value each time a stalled stream ends because
 	// its client went away.
 	released chan struct{}
+	// busy is the wall time spent in handlers of recorded requests.
+	busy time.Duration
 }
 
 // New starts a fake server for api. The default responder answers "ok".
@@ -190,7 +193,17 @@ func (s *Server) Count() int {
 	return len(s.requests)
 }
 
+// Busy is the total wall time the server spent answering recorded requests
+// (from reading the body to the end of the response), so benchmarks can
+// subtract the fake's own time.
+func (s *Server) Busy() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 256<<20))
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	want := "/v1/messages"
@@ -217,6 +230,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		rep = f(req)
 	}
 	s.write(w, r, req, rep)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	s.mu.Lock()
+	s.busy += time.Since(start)
+	s.mu.Unlock()
 }
 
 func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, rep Reply) {
