@@ -149,6 +149,7 @@ func (s *session) applyBudget(st Settings, pending []entry) {
 		}
 		for i := s.turns[s.cut]; i < end; i++ {
 			size -= len(s.msgs[i].enc) + 1
+			s.msgs[i] = entry{} // never sent again by this session: free it
 		}
 		s.cut++
 	}
