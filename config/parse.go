@@ -168,6 +168,9 @@ func parseProvider(name string, raw json.RawMessage) (ProviderConfig, error) {
 	if bad := secretField(key, p.Settings); bad != "" {
 		return ProviderConfig{}, fmt.Errorf("%w: %q looks like a literal credential; config.json must never hold keys: put the key in an environment variable and name it with %q (e.g. \"api_key_env\": \"MY_PROVIDER_KEY\")", ErrInvalid, bad, key+".api_key_env")
 	}
+	if err := checkTyped(key, name, p.Settings); err != nil {
+		return ProviderConfig{}, err
+	}
 	return p, nil
 }
 

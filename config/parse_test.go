@@ -240,3 +240,37 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestProviderTypedSettings(t *testing.T) {
+	cfg, err := Parse([]byte(`{"providers":{
+		"openai":{"model":"gpt-4o-mini","max_tokens":1024,"timeout_s":30,"context_budget":50000,"headers":{"X-Title":"warren"}},
+		"local":{"type":"openai","base_url":"http://127.0.0.1:8080/v1"},
+		"claude-proxy":{"type":"anthropic","base_url":"https://proxy.example.com","api_key_env":"PROXY_KEY"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.Providers["openai"]
+	if o.Type("openai") != "openai" || o.Model() != "gpt-4o-mini" || o.MaxTokens() != 1024 || o.Timeout() != 30*time.Second ||
+		o.ContextBudget() != 50000 || o.Headers()["X-Title"] != "warren" {
+		t.Fatalf("openai entry: %+v", o)
+	}
+	if cfg.Providers["local"].Type("local") != "openai" || cfg.Providers["claude-proxy"].Type("claude-proxy") != "anthropic" {
+		t.Fatal("types of config entries")
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"providers":{"mine":{"base_url":"http://h"}}}`, `needs a "type"`},
+		{`{"providers":{"mine":{"type":"grpc"}}}`, `"providers.mine.type" must be one of`},
+		{`{"providers":{"ollama":{"type":"anthropic"}}}`, `has type "openai"`},
+		{`{"providers":{"openai":{"model":5}}}`, `"providers.openai.model"`},
+		{`{"providers":{"openai":{"max_tokens":0}}}`, `"providers.openai.max_tokens"`},
+		{`{"providers":{"openai":{"timeout_s":"30"}}}`, `"providers.openai.timeout_s"`},
+		{`{"providers":{"openai":{"context_budget":10}}}`, `"providers.openai.context_budget"`},
+		{`{"providers":{"openai":{"headers":{"X-A":1}}}}`, `"providers.openai.headers.X-A"`},
+		{`{"providers":{"openai":{"headers":{"X-Api-Key":"sk-1"}}}}`, `looks like a literal credential`},
+	} {
+		_, err := Parse([]byte(c.in))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.in, err, c.want)
+		}
+	}
+}

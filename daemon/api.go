@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/warren-dev/warren/provider"
 	"sort"
 	"time"
 
@@ -99,6 +100,7 @@ type AgentView struct {
 	// Degraded says why the agent's log refuses appends, or which run end
 	// it has not logged yet ("" when neither).
 	Degraded string
+	Usage    provider.Usage
 }
 
 func (v AgentView) listMap() map[string]any {
@@ -117,6 +119,9 @@ func (v AgentView) listMap() map[string]any {
 	if v.Degraded != "" {
 		m["degraded"] = v.Degraded
 	}
+	if !v.Usage.IsZero() {
+		m["usage"] = v.Usage
+	}
 	return m
 }
 
@@ -124,7 +129,7 @@ func (c *Core) view(a *agent) AgentView {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	v := AgentView{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, Status: c.statusLocked(a),
-		Provider: a.p.Provider, Model: a.p.Model, Pending: a.p.Pending.Len(), LastError: a.p.LastError}
+		Provider: a.p.Provider, Model: a.p.Model, Pending: a.p.Pending.Len(), LastError: a.p.LastError, Usage: a.p.Usage}
 	v.Path = c.tree.Path(a.id)
 	if v.Path == "" {
 		v.Path = a.p.Name

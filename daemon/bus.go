@@ -12,6 +12,10 @@ type LiveEvent struct {
 	Entry   eventlog.Entry
 	// Token is set on a live run.waiting: the resume secret, shown once.
 	Token string
+	// Delta, when set, is streamed response text of run RunID (not a log
+	// entry: Entry is zero). Only subscribers that asked for deltas get it.
+	Delta string
+	RunID string
 }
 
 // eventBus fans logged entries out to subscribers. A subscriber that does
@@ -26,8 +30,9 @@ type eventBus struct {
 }
 
 type busSub struct {
-	agent string // "" = all
-	ch    chan LiveEvent
+	agent  string // "" = all
+	ch     chan LiveEvent
+	deltas bool
 }
 
 const busBuffer = 4096
@@ -35,6 +40,12 @@ const busBuffer = 4096
 func newEventBus() *eventBus { return &eventBus{subs: map[int]*busSub{}} }
 
 func (b *eventBus) subscribe(agentID string) (<-chan LiveEvent, func()) {
+	return b.subscribeWith(agentID, false)
+}
+
+// subscribeWith subscribes to logged entries and, with deltas, to the
+// response text of turns as it streams.
+func (b *eventBus) subscribeWith(agentID string, deltas bool) (<-chan LiveEvent, func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ch := make(chan LiveEvent, busBuffer)
@@ -44,7 +55,7 @@ func (b *eventBus) subscribe(agentID string) (<-chan LiveEvent, func()) {
 	}
 	id := b.next
 	b.next++
-	b.subs[id] = &busSub{agent: agentID, ch: ch}
+	b.subs[id] = &busSub{agent: agentID, ch: ch, deltas: deltas}
 	return ch, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -122,5 +133,23 @@ func (s *changeSignal) fire() {
 	if s.ch != nil {
 		close(s.ch)
 		s.ch = nil
+	}
+}
+
+// publishDelta sends streamed response text to the subscribers that asked
+// for deltas. A subscriber that does not keep up loses its subscription.
+func (b *eventBus) publishDelta(agentID, runID, text string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, s := range b.subs {
+		if !s.deltas || (s.agent != "" && s.agent != agentID) {
+			continue
+		}
+		select {
+		case s.ch <- LiveEvent{AgentID: agentID, Delta: text, RunID: runID}:
+		default:
+			delete(b.subs, id)
+			close(s.ch)
+		}
 	}
 }

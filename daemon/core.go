@@ -67,6 +67,8 @@ type CoreOptions struct {
 	// (a busy agent's snapshot is written about once per delay); 0 means
 	// DefaultSessionSaveDelay, negative means no wait.
 	SessionSaveDelay time.Duration
+	// Getenv reads provider key variables (default os.Getenv).
+	Getenv func(string) string
 	// PendingIdle is passed to every event log (eventlog.Options); the
 	// crash tests set it negative so that no idle timer adds operations.
 	PendingIdle time.Duration
@@ -114,6 +116,7 @@ type Core struct {
 	pending inbox.Totals
 
 	user   *userInbox
+	http   httpRegistry
 	mux    *multiplexer.Mux[*live]
 	store  *session.Store
 	tokens *token.Service

@@ -68,6 +68,9 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 	if err != nil {
 		return "", err
 	}
+	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
+		return "", err
+	}
 	if err := tree.ValidateName(spec.Name); err != nil {
 		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
 	}
@@ -182,8 +185,8 @@ func (c *Core) removeOrphanDir(id string) {
 }
 
 func (c *Core) providerSpec(provName, id, model, instructions string, history []provider.Turn) provider.Spec {
-	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Env: c.processEnv(provName, id),
-		History: history, Launcher: procLauncher{c: c, agentID: id}}
+	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, System: c.systemPrompt(id, instructions),
+		Env: c.processEnv(provName, id), History: history, Launcher: procLauncher{c: c, agentID: id}}
 }
 
 // provider looks a provider up by name; an unknown one is code 2 naming the
@@ -192,9 +195,12 @@ func (c *Core) provider(name string) (provider.Provider, error) {
 	if p, ok := c.opts.Providers[name]; ok {
 		return p, nil
 	}
+	if p := c.httpProvider(name); p != nil {
+		return p, nil
+	}
 	names := make([]string, 0, len(c.opts.Providers))
-	for n := range c.opts.Providers {
-		names = append(names, n)
+	for _, pi := range c.Providers() {
+		names = append(names, pi.Name)
 	}
 	sort.Strings(names)
 	return nil, protocol.Errorf(protocol.CodeInvalid, "unknown provider %q (known: %s)", name, strings.Join(names, ", "))

@@ -1,5 +1,7 @@
 package daemon
 
+import "github.com/warren-dev/warren/provider"
+
 // Event names (SPEC section 3) and the extra events of this package.
 const (
 	evAgentCreated    = "agent.created"
@@ -10,6 +12,7 @@ const (
 	evTurnRetry       = "turn.retry"
 	evTurnFailed      = "turn.failed"
 	evTurnCancelled   = "turn.cancelled"
+	evContextReset    = "context.reset"
 	evRunInterrupted  = "run.interrupted"
 	evRunWaiting      = "run.waiting"
 	evRunResumed      = "run.resumed"
@@ -74,6 +77,9 @@ type turnCompleteData struct {
 	RunID    string `json:"run_id"`
 	Turn     int    `json:"turn"`
 	Response string `json:"response"`
+	// Usage is the token usage the provider reported, summed over the
+	// turn's requests (all attempts); absent when it reported none.
+	Usage *provider.Usage `json:"usage,omitempty"`
 }
 
 type turnRetryData struct {

@@ -40,6 +40,8 @@ type harness struct {
 	// MaxOpenLogs (0: the defaults).
 	healBackoff time.Duration
 	maxOpenLogs int
+	// getenv is CoreOptions.Getenv (provider key variables).
+	getenv func(string) string
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
@@ -82,6 +84,7 @@ func (h *harness) start() {
 		Jitter:         func() float64 { return 0.5 },
 		LogHealBackoff: h.healBackoff,
 		MaxOpenLogs:    h.maxOpenLogs,
+		Getenv:         h.getenv,
 	})
 	if err != nil {
 		h.t.Fatalf("NewCore: %v", err)

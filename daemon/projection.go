@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/warren-dev/warren/provider"
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -127,7 +128,9 @@ type projection struct {
 	Pending   *inbox.Queue
 	Enqueued  map[string]struct{}
 	LastError string
-	LastSeq   uint64
+	// Usage is the token usage of the agent's completed turns.
+	Usage   provider.Usage
+	LastSeq uint64
 	// Sent holds the messages of the most recent tool calls that sent
 	// some, so recovery can deliver one that reached this (the sender's)
 	// log but not the recipient's.
@@ -225,6 +228,9 @@ func (p *projection) apply(e eventlog.Entry) error {
 		}
 		p.Handle, p.SessProvider, p.SessModel = d.Handle, d.Provider, d.Model
 		p.Suspended = false
+	case evContextReset:
+		// The next session starts fresh: no native handle, no blob.
+		p.Handle, p.Suspended = "", false
 	case evSessionRestored:
 		var d sessionRestoredData
 		if err := decode(e, &d); err != nil {
@@ -271,6 +277,14 @@ func (p *projection) apply(e eventlog.Entry) error {
 			p.take(r.MessageIDs)
 			if r.Provider != "" {
 				p.Provider, p.Model = r.Provider, r.Model
+			}
+		}
+		if bytes.Contains(e.Data, []byte(`"usage"`)) {
+			var u struct {
+				Usage *provider.Usage `json:"usage"`
+			}
+			if json.Unmarshal(e.Data, &u) == nil && u.Usage != nil {
+				p.Usage = p.Usage.Add(*u.Usage)
 			}
 		}
 		if lr := p.LastResume; lr != nil && lr.RunID == d.RunID {

@@ -35,10 +35,12 @@ var methods = map[string]methodFunc{
 	"tool.call":        (*handler).toolCall,
 	"inbox.list":       (*handler).inboxList,
 	"agent.cancel":     (*handler).cancel,
+	"agent.reset":      (*handler).reset,
 	"agent.resume":     (*handler).resume,
 	"agent.log":        (*handler).agentLog,
 	"events.subscribe": (*handler).subscribe,
 	"daemon.status":    (*handler).status,
+	"daemon.providers": (*handler).providers,
 	"daemon.shutdown":  (*handler).shutdownM,
 }
 
@@ -285,6 +287,18 @@ func (h *handler) cancel(ctx context.Context, p protocol.Params, _ server.Stream
 	return map[string]any{"agent_id": id, "status": status}, nil
 }
 
+// reset starts an agent on a fresh context (the log keeps its history).
+func (h *handler) reset(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := h.c.Reset(id); err != nil {
+		return nil, err
+	}
+	return map[string]any{"agent_id": id, "status": "reset"}, nil
+}
+
 func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
 	id, err := h.ref(p, "agent_id")
 	if err != nil {
@@ -362,6 +376,12 @@ func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, 
 		}
 	}
 	return st, nil
+}
+
+// providers lists the provider entries (never a key: only whether the
+// entry's key variable is set).
+func (h *handler) providers(context.Context, protocol.Params, server.Stream) (any, error) {
+	return map[string]any{"providers": h.c.Providers()}, nil
 }
 
 // shutdownM stops the daemon. With a `home` param it stops only if that is

@@ -31,7 +31,11 @@ func (h *handler) subscribe(ctx context.Context, p protocol.Params, out server.S
 	if err != nil {
 		return nil, err
 	}
-	ch, unsubscribe := h.c.bus.subscribe(agentID)
+	deltas, err := p.OptBool("deltas", false)
+	if err != nil {
+		return nil, err
+	}
+	ch, unsubscribe := h.c.bus.subscribeWith(agentID, deltas)
 	defer unsubscribe()
 	last := map[string]uint64{}
 	if since >= 0 {
@@ -63,6 +67,12 @@ func (h *handler) subscribe(ctx context.Context, p protocol.Params, out server.S
 			if !ok {
 				return nil, protocol.Errorf(protocol.CodeUnavailable,
 					"event stream ended (the daemon is stopping or the client fell behind); subscribe again with since_seq")
+			}
+			if ev.Delta != "" {
+				if err := out.Event(map[string]any{"event": "turn.delta", "agent_id": ev.AgentID, "run_id": ev.RunID, "text": ev.Delta}); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			if ev.AgentID != tree.User && ev.Entry.Seq <= last[ev.AgentID] {
 				continue

@@ -239,7 +239,7 @@ func (c *Core) history(a *agent) (history.History, error) {
 			return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", a.id, err)
 		}
 		switch e.Event {
-		case evTurnStart, evTurnComplete, evTurnFailed, evTurnCancelled, evToolCall, evRunInterrupted, evRunWaiting, evRunResumed:
+		case evTurnStart, evTurnComplete, evTurnFailed, evTurnCancelled, evToolCall, evRunInterrupted, evRunWaiting, evRunResumed, evContextReset:
 			hs = append(hs, history.Entry{Seq: e.Seq, Event: e.Event, Data: e.Data})
 		}
 	}

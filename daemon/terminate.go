@@ -89,3 +89,33 @@ func (c *Core) terminate(a *agent) error {
 	c.changed.fire()
 	return nil
 }
+
+// Reset starts an idle agent on a fresh context (agent.reset): it logs
+// context.reset, so the history given to providers starts after it (the
+// log keeps every earlier turn), and stops its live provider session, so the
+// next turn opens a new one from the instructions alone.
+func (c *Core) Reset(agentID string) error {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return notFound(agentID)
+	}
+	if err := c.claim(a); err != nil {
+		return err
+	}
+	defer c.release(a)
+	a.mu.Lock()
+	open := a.p.Run != nil && !a.p.Run.Ended
+	a.mu.Unlock()
+	if open {
+		return protocol.Errorf(protocol.CodeInvalid, "agent %s has a run that has not ended (waiting or interrupted); resume or cancel it first", a.name())
+	}
+	if _, err := a.log.Append(evContextReset, map[string]any{"agent_id": a.id}); err != nil {
+		return fmt.Errorf("logging context.reset for %s: %w", a.id, err)
+	}
+	if lv, ok := c.mux.Remove(a.id); ok {
+		_ = lv.sess.Stop()
+	}
+	c.saveSession(a, func(s *session.Session) { s.ProviderState, s.Handle = nil, "" })
+	c.log.Info("agent context reset", "agent", a.id)
+	return nil
+}

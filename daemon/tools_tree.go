@@ -47,6 +47,9 @@ func (c *Core) toolSpawn(a *agent, v tools.SpawnAgent, cc callCtx) (toolOutcome,
 	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
 		return toolErr("%v", err), nil
 	}
+	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
+		return toolErr("%v", err), nil
+	}
 	if cc.runID == "" {
 		// Outside a turn (the tool.call method) the child is created before
 		// the call is answered: the acknowledgement means it exists.

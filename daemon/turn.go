@@ -96,6 +96,9 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 	if model == "" && provName == a.p.Provider {
 		model = a.p.Model
 	}
+	if model == "" {
+		model = c.defaultModel(provName)
+	}
 	runID, turn := req.RunID, req.Turn
 	if runID == "" {
 		runID, turn = newID(), a.p.TurnNo+1
@@ -138,11 +141,16 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 	})
 	c.fireTransition(a, from, "busy")
 
-	response, attempts, err := c.attempts(ctx, a, req, provName, model, runID, turn)
+	var usage provider.Usage
+	response, attempts, err := c.attempts(ctx, a, req, provName, model, runID, turn, &usage)
 	switch {
 	case err == nil:
 		outcome = outComplete
-		if _, lerr := a.log.Append(evTurnComplete, turnCompleteData{RunID: runID, Turn: turn, Response: response}); lerr != nil {
+		done := turnCompleteData{RunID: runID, Turn: turn, Response: response}
+		if !usage.IsZero() {
+			done.Usage = &usage
+		}
+		if _, lerr := a.log.Append(evTurnComplete, done); lerr != nil {
 			// Not durable, so not complete: the run ends as failed once the
 			// log takes it.
 			a.owe(runID, evTurnFailed, turnFailedData{RunID: runID, Turn: turn, Attempts: attempts,
@@ -186,7 +194,7 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 
 // attempts calls the provider, retrying transient errors with exponential
 // backoff and jitter while no output of the attempt reached a client.
-func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName, model, runID string, turn int) (string, int, error) {
+func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName, model, runID string, turn int, usage *provider.Usage) (string, int, error) {
 	lease, err := c.acquireSession(ctx, a, provName, model)
 	if err != nil {
 		return "", 0, err
@@ -204,6 +212,7 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 	cfg := c.config()
 	delivered := false
 	onChunk := func(s string) {
+		c.bus.publishDelta(a.id, runID, s)
 		if req.OnChunk != nil {
 			delivered = true
 			req.OnChunk(s)
@@ -226,7 +235,8 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 		}
 		tools.openExternal(actx, suspend)
 		a.setTurnTools(runID, tools)
-		resp, err := lv.sess.Send(actx, prompt, provider.TurnIO{Tools: tools, OnChunk: onChunk})
+		resp, err := lv.sess.Send(actx, prompt, provider.TurnIO{Tools: tools, OnChunk: onChunk,
+			OnUsage: func(u provider.Usage) { *usage = usage.Add(u) }})
 		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		a.setTurnTools(runID, nil)
 		if serr := tools.closeExternal(); serr != nil {
@@ -236,7 +246,10 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 		suspend(nil)
 		// The attempt's calls are in the log before whatever ends it.
 		if derr := tools.calls.drain(); derr != nil && err == nil {
+			// The provider session counts the turn as done; the log does
+			// not: a fresh session rebuilds the history from the log.
 			err = derr
+			discard = true
 		}
 		if err == nil {
 			lv.inject = nil

@@ -28,6 +28,7 @@ func decodeCall(e Entry) (Call, error) {
 	}
 	c := Call{CallID: d.CallID, RunID: d.RunID, Turn: d.Turn, Seq: e.Seq}
 	c.Tool = d.Tool
+	c.ID = d.CallID
 	var err error
 	if c.Args, err = object(d.Args); err != nil {
 		return Call{}, fmt.Errorf("%w: seq %d (tool.call): args: %w", ErrMalformed, e.Seq, err)

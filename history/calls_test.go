@@ -25,9 +25,9 @@ func TestRecordedCallsOfRun(t *testing.T) {
 
 	got := RecordedCalls(l.entries, "r2")
 	want := []provider.ToolCall{
-		{Tool: "search", Args: map[string]any{"q": "x"}, Result: map[string]any{"hits": 2.0}},
-		{Tool: "await_input", Args: map[string]any{"kind": "q"}, Result: map[string]any{"response": "yes"}},
-		{Tool: "write", Args: map[string]any{}, Result: map[string]any{}},
+		{ID: "c2", Tool: "search", Args: map[string]any{"q": "x"}, Result: map[string]any{"hits": 2.0}},
+		{ID: "c3", Tool: "await_input", Args: map[string]any{"kind": "q"}, Result: map[string]any{"response": "yes"}},
+		{ID: "c4", Tool: "write", Args: map[string]any{}, Result: map[string]any{}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("RecordedCalls(r2):\n got %#v\nwant %#v", got, want)

@@ -11,7 +11,9 @@
 // entries (data: call_id, tool, args, result or error, run_id, turn) attach
 // to the open turn with the same run_id and turn; turn.complete closes it as
 // a completed turn; turn.failed and turn.cancelled roll it back (it is not
-// part of the history). The latest turn without a terminal event is
+// part of the history). context.reset (written by `warren agent reset`)
+// forgets every completed turn before it: the agent starts on a fresh
+// context, and the log keeps those turns. The latest turn without a terminal event is
 // History.Open: its prompt, run, turn number and the calls it already made,
 // with run.interrupted / run.waiting / run.resumed reflected in its flags.
 // A turn.start with the same run_id and turn as the open turn is a re-run

@@ -74,6 +74,9 @@ const (
 	EventRunInterrupted = "run.interrupted"
 	EventRunWaiting     = "run.waiting"
 	EventRunResumed     = "run.resumed"
+	// EventContextReset (agent reset) starts the agent on a fresh context:
+	// the turns before it are no longer history.
+	EventContextReset = "context.reset"
 )
 
 type turnData struct {
@@ -125,7 +128,8 @@ func (o *OpenTurn) matches(runID string, turn int) bool {
 // attaches to the open turn when its run_id and turn match (calls with the
 // same call_id are one call: a later record completes an earlier one).
 // turn.complete closes the open turn into Turns; turn.failed and
-// turn.cancelled drop it. run.interrupted, run.waiting and run.resumed set
+// turn.cancelled drop it. context.reset forgets the turns before it.
+// run.interrupted, run.waiting and run.resumed set
 // and clear the open turn's flags. Terminal events that match no open turn
 // and unknown events are ignored. Data that does not decode is an error
 // wrapping ErrMalformed that names the seq.
@@ -178,6 +182,8 @@ func Build(entries []Entry) (History, error) {
 			if open.matches(d.RunID, d.Turn) {
 				open = nil
 			}
+		case EventContextReset:
+			h.Turns = nil
 		case EventRunInterrupted, EventRunWaiting, EventRunResumed:
 			var d runData
 			if err := decode(e, &d); err != nil {

@@ -64,8 +64,8 @@ func TestBuildCompletedTurns(t *testing.T) {
 	h := build(t, l)
 	want := []provider.Turn{
 		{Message: "list files", Calls: []provider.ToolCall{
-			{Tool: "ls", Args: map[string]any{"dir": "."}, Result: map[string]any{"files": []any{"a"}}},
-			{Tool: "rm", Args: map[string]any{}, Error: "denied"},
+			{ID: "c1", Tool: "ls", Args: map[string]any{"dir": "."}, Result: map[string]any{"files": []any{"a"}}},
+			{ID: "c2", Tool: "rm", Args: map[string]any{}, Error: "denied"},
 		}, Response: "one file"},
 		{Message: "thanks", Calls: []provider.ToolCall{}, Response: "welcome"},
 	}

@@ -34,7 +34,7 @@ func TestBuildAgainstModel(t *testing.T) {
 			addCalls := func(n int) {
 				for i := 0; i < n; i++ {
 					id := fmt.Sprintf("c%d-%d", run, len(calls))
-					c := provider.ToolCall{Tool: fmt.Sprintf("tool%d", rng.Intn(3)), Args: map[string]any{"i": float64(i)}}
+					c := provider.ToolCall{ID: id, Tool: fmt.Sprintf("tool%d", rng.Intn(3)), Args: map[string]any{"i": float64(i)}}
 					if rng.Intn(4) == 0 {
 						c.Error = "failed"
 						l.add(EventToolCall, map[string]any{"run_id": runID, "turn": turnNo, "call_id": id, "tool": c.Tool, "args": c.Args, "error": c.Error})

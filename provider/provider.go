@@ -56,6 +56,10 @@ type Spec struct {
 	AgentID      string
 	Model        string
 	Instructions string
+	// System is the whole system prompt for providers that take one (the
+	// HTTP types): the instructions followed by the daemon's identity
+	// block. Empty means Instructions.
+	System string
 	// Env is environment for provider processes (KEY=VALUE) on top of
 	// the default allow-list of the daemon's environment (ProcessEnv): the
 	// entry's env_pass and env settings, WARREN_SOCKET, WARREN_AGENT_ID.
@@ -92,7 +96,30 @@ type Session interface {
 type TurnIO struct {
 	Tools   ToolCaller
 	OnChunk func(text string)
+	// OnUsage, when set, receives the token usage of each model request of
+	// the turn, as the provider reports it.
+	OnUsage func(Usage)
 }
+
+// Usage is the token usage of one model request (or a sum of them).
+type Usage struct {
+	// InputTokens counts every input token of the request, including those
+	// read from the provider's prompt cache.
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	// CachedInputTokens is the part of InputTokens the provider read from
+	// its prompt cache (0 when it does not say).
+	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens}
+}
+
+// IsZero reports whether nothing was counted.
+func (u Usage) IsZero() bool { return u == Usage{} }
 
 // ToolCaller runs an agent tool for the session's agent. A tool-level
 // failure is a normal result of the form {"error": "..."}; a Go error means
@@ -140,6 +167,10 @@ type Turn struct {
 // ToolCall is one tool call inside a Turn: Result on success, Error on a
 // tool-level failure.
 type ToolCall struct {
+	// ID is the call's call_id in the event log ("" when unknown). It is
+	// not part of the scripted protocol's history entry; the HTTP providers
+	// derive the tool-call ids of replayed history from it.
+	ID     string         `json:"-"`
 	Tool   string         `json:"tool"`
 	Args   map[string]any `json:"args"`
 	Result map[string]any `json:"result,omitempty"`

@@ -50,6 +50,7 @@ func setIf(m map[string]any, k, v string) {
 
 func cmdAgentList(ctx context.Context, c *cli, args []string) error {
 	f := newFlags(c, "agent list")
+	wide := f.Bool("wide", false, "also show each agent's token usage")
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -65,9 +66,17 @@ func cmdAgentList(ctx context.Context, c *cli, args []string) error {
 	sort.SliceStable(agents, func(i, j int) bool { return str(agents[i], "path") < str(agents[j], "path") })
 	rows := make([][]string, 0, len(agents))
 	for _, a := range agents {
-		rows = append(rows, []string{str(a, "path"), str(a, "status"), dash(str(a, "provider")), dash(str(a, "model")), strconv.FormatInt(num(a, "pending"), 10)})
+		row := []string{str(a, "path"), str(a, "status"), dash(str(a, "provider")), dash(str(a, "model")), strconv.FormatInt(num(a, "pending"), 10)}
+		if *wide {
+			row = append(row, dash(usageText(obj(a, "usage"))))
+		}
+		rows = append(rows, row)
 	}
-	table(c.stdout, []string{"PATH", "STATUS", "PROVIDER", "MODEL", "PENDING"}, rows)
+	header := []string{"PATH", "STATUS", "PROVIDER", "MODEL", "PENDING"}
+	if *wide {
+		header = append(header, "TOKENS (IN/OUT/CACHED)")
+	}
+	table(c.stdout, header, rows)
 	for _, a := range agents {
 		if e := str(a, "error"); e != "" {
 			fmt.Fprintf(c.stdout, "%s: %s\n", str(a, "path"), e)
@@ -178,6 +187,9 @@ func cmdAgentInspect(ctx context.Context, c *cli, args []string) error {
 	}
 	if e := str(res, "degraded"); e != "" {
 		fmt.Fprintf(w, "%-10s %s\n", "degraded:", e)
+	}
+	if u := obj(res, "usage"); u != nil {
+		fmt.Fprintf(w, "%-10s %s\n", "tokens:", usageText(u))
 	}
 	if kids := list(res, "children"); len(kids) > 0 {
 		fmt.Fprintln(w, "children:")
@@ -416,5 +428,51 @@ func cmdInbox(ctx context.Context, c *cli, args []string) error {
 	if n := num(res, "remaining"); n > 0 {
 		fmt.Fprintf(c.stdout, "%d more messages: run warren inbox again\n", n)
 	}
+	return nil
+}
+
+// usageText shows token usage as "in/out/cached" ("" when there is none).
+func usageText(u map[string]any) string {
+	if u == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d/%d", num(u, "input_tokens"), num(u, "output_tokens"), num(u, "cached_input_tokens"))
+}
+
+func cmdProviders(ctx context.Context, c *cli, args []string) error {
+	f := newFlags(c, "providers")
+	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	res, show, err := c.callOut(ctx, "daemon.providers", nil)
+	if err != nil || !show {
+		return err
+	}
+	rows := [][]string{}
+	for _, p := range list(res, "providers") {
+		key := "-"
+		if env := str(p, "api_key_env"); env != "" {
+			key = "$" + env + " unset"
+			if b, _ := p["key_set"].(bool); b {
+				key = "$" + env + " set"
+			}
+		}
+		rows = append(rows, []string{str(p, "name"), str(p, "type"), dash(str(p, "base_url")), dash(str(p, "model")), key})
+	}
+	table(c.stdout, []string{"NAME", "TYPE", "BASE URL", "MODEL", "KEY"}, rows)
+	return nil
+}
+
+func cmdAgentReset(ctx context.Context, c *cli, args []string) error {
+	f := newFlags(c, "agent reset")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	_, show, err := c.callOut(ctx, "agent.reset", map[string]any{"agent_id": pos[0]})
+	if err != nil || !show {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%s starts its next turn on a fresh context (its log keeps the earlier turns)\n", pos[0])
 	return nil
 }

@@ -13,6 +13,7 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 	f := newFlags(c, "events")
 	f.Bool("f", false, "follow (the default: events are printed until Ctrl-C)")
 	since := f.Int("since", -1, "first print the logged events after this seq (0: from the start), then follow")
+	deltas := f.Bool("deltas", false, "also print response text as models stream it (turn.delta, not logged)")
 	pos, err := f.parse(args, 0, 1)
 	if err != nil {
 		return err
@@ -23,6 +24,9 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 	}
 	if *since >= 0 {
 		params["since_seq"] = *since
+	}
+	if *deltas {
+		params["deltas"] = true
 	}
 	cl, err := c.dial(ctx)
 	if err != nil {
@@ -36,6 +40,10 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 	err = cl.Stream(ctx, "events.subscribe", params, func(fr protocol.Frame) error {
 		if c.json {
 			return printJSON(c.stdout, frameJSON(fr))
+		}
+		if fr.Event != nil && str(fr.Event, "event") == "turn.delta" {
+			_, err := fmt.Fprintf(c.stdout, "%s delta %q\n", names.name(ctx, str(fr.Event, "agent_id")), str(fr.Event, "text"))
+			return err
 		}
 		if fr.Event != nil {
 			_, err := fmt.Fprintln(c.stdout, eventLine(fr.Event, names.name(ctx, str(fr.Event, "agent_id"))))

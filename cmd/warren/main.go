@@ -98,17 +98,19 @@ func commands() map[string]command {
 		"daemon stop":     {"warren daemon stop [--home DIR] [--json]", cmdDaemonStop},
 		"daemon status":   {"warren daemon status [--home DIR] [--json]", cmdDaemonStatus},
 		"agent create":    {"warren agent create NAME [--instructions T] [--provider P] [--model M] [--parent REF] [--metadata k=v ...]", cmdAgentCreate},
-		"agent list":      {"warren agent list [--home DIR] [--json]", cmdAgentList},
+		"agent list":      {"warren agent list [--wide] [--home DIR] [--json]", cmdAgentList},
+		"providers":       {"warren providers [--home DIR] [--json]", cmdProviders},
 		"agent tree":      {"warren agent tree [--home DIR] [--json]", cmdAgentTree},
 		"agent inspect":   {"warren agent inspect REF [--since-seq N] [--limit N] [--home DIR] [--json]", cmdAgentInspect},
 		"agent send":      {"warren agent send REF MESSAGE [--provider P] [--model M]", cmdAgentSend},
 		"agent attach":    {"warren agent attach REF [--home DIR] [--json]", cmdAgentAttach},
 		"agent terminate": {"warren agent terminate REF [--home DIR] [--json]", cmdAgentTerminate},
 		"agent cancel":    {"warren agent cancel REF [--home DIR] [--json]", cmdAgentCancel},
+		"agent reset":     {"warren agent reset REF [--home DIR] [--json]", cmdAgentReset},
 		"agent resume":    {"warren agent resume REF [--token T] [RESPONSE]", cmdAgentResume},
 		"inbox":           {"warren inbox [--home DIR] [--json]", cmdInbox},
 		"logs":            {"warren logs REF [-f] [--home DIR] [--json]", cmdLogs},
-		"events":          {"warren events [-f] [--since SEQ] [REF] [--home DIR] [--json]", cmdEvents},
+		"events":          {"warren events [-f] [--since SEQ] [--deltas] [REF] [--home DIR] [--json]", cmdEvents},
 		"repair":          {"warren repair REF [--home DIR] [--json]", cmdRepair},
 		"demo":            {"warren demo [--keep] [--home DIR]", cmdDemo},
 		"version":         {"warren version [--json]", cmdVersion},
@@ -122,10 +124,12 @@ usage:
   warren daemon start [--foreground] [--max-slots N] [--log-level L]
   warren daemon stop | status
   warren agent create NAME [--instructions T] [--provider P] [--model M] [--parent REF] [--metadata k=v ...]
-  warren agent list | tree | inspect REF
+  warren agent list [--wide] | tree | inspect REF
+  warren providers                        the provider entries: type, base URL, model, key set or not
   warren agent send REF MESSAGE [--provider P] [--model M]
   warren agent attach REF                 interactive, streaming
   warren agent terminate | cancel REF
+  warren agent reset REF                  start the agent on a fresh context (the log keeps its history)
   warren agent resume REF [--token T] [RESPONSE]
   warren inbox                            drain the messages root agents sent to you
   warren logs REF [-f]                    read an agent's log file (works while the daemon is down)

@@ -1,0 +1,132 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// BuiltinTypes maps each built-in provider entry to its type (SPEC 7).
+var BuiltinTypes = map[string]string{
+	"openai": "openai", "ollama": "openai", "anthropic": "anthropic",
+	"claude": "acp", "codex": "acp", "gemini": "acp", "opencode": "acp",
+	"scripted": "scripted", "inproc": "inproc",
+}
+
+// Types are the provider types an entry may name.
+var Types = []string{"openai", "anthropic", "acp", "scripted", "inproc"}
+
+// Limits of the typed provider settings.
+const (
+	MaxMaxTokens     = 1 << 24
+	MaxTimeoutS      = 24 * 3600
+	MinContextBudget = 1000
+	MaxContextBudget = 100_000_000
+)
+
+// checkTyped validates the typed settings of an entry (type, model,
+// max_tokens, headers, timeout_s, context_budget); they stay in Settings
+// and are read through the accessors below.
+func checkTyped(key, name string, settings map[string]any) error {
+	if v, ok := settings["type"]; ok {
+		s, isStr := v.(string)
+		if !isStr || !contains(Types, s) {
+			return fmt.Errorf("%w: %q must be one of %s, got %v", ErrInvalid, key+".type", strings.Join(Types, ", "), v)
+		}
+		if bt, builtin := BuiltinTypes[name]; builtin && bt != s {
+			return fmt.Errorf("%w: %q: the built-in entry %q has type %q; use another name for an entry of type %q", ErrInvalid, key+".type", name, bt, s)
+		}
+	} else if _, builtin := BuiltinTypes[name]; !builtin {
+		return fmt.Errorf("%w: %q needs a \"type\" (one of %s): it is not a built-in entry (built-in: openai, ollama, anthropic, claude, codex, gemini, opencode, scripted, inproc)",
+			ErrInvalid, key, strings.Join(Types, ", "))
+	}
+	if v, ok := settings["model"]; ok {
+		if _, isStr := v.(string); !isStr {
+			return fmt.Errorf("%w: %q must be a model name (a string), got %v", ErrInvalid, key+".model", v)
+		}
+	}
+	for _, k := range []struct {
+		name     string
+		min, max int64
+	}{{"max_tokens", 1, MaxMaxTokens}, {"timeout_s", 1, MaxTimeoutS}, {"context_budget", MinContextBudget, MaxContextBudget}} {
+		v, ok := settings[k.name]
+		if !ok {
+			continue
+		}
+		n, isNum := v.(json.Number)
+		if !isNum {
+			return fmt.Errorf("%w: %q must be a whole number from %d to %d, got %v", ErrInvalid, key+"."+k.name, k.min, k.max, v)
+		}
+		if _, err := intValue(key+"."+k.name, json.RawMessage(n.String()), k.min, k.max); err != nil {
+			return err
+		}
+	}
+	if v, ok := settings["headers"]; ok {
+		m, isObj := v.(map[string]any)
+		if !isObj {
+			return fmt.Errorf("%w: %q must be an object of header names to string values", ErrInvalid, key+".headers")
+		}
+		for h, hv := range m {
+			if _, isStr := hv.(string); !isStr || h == "" || strings.ContainsAny(h, " :\r\n") {
+				return fmt.Errorf("%w: %q must be a string header value under a valid header name", ErrInvalid, key+".headers."+h)
+			}
+		}
+	}
+	return nil
+}
+
+// Type is the entry's type: its "type" setting, else the built-in type of
+// its name, else "".
+func (p ProviderConfig) Type(name string) string {
+	if s, ok := p.Settings["type"].(string); ok {
+		return s
+	}
+	return BuiltinTypes[name]
+}
+
+// Model is the entry's default model ("" when unset).
+func (p ProviderConfig) Model() string {
+	s, _ := p.Settings["model"].(string)
+	return s
+}
+
+// Int reads a whole-number setting (0 when unset).
+func (p ProviderConfig) Int(key string) int {
+	n, ok := p.Settings[key].(json.Number)
+	if !ok {
+		return 0
+	}
+	if v, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+		return int(v)
+	}
+	f, _ := n.Float64()
+	return int(f)
+}
+
+// MaxTokens is the max_tokens setting (0: the type's default).
+func (p ProviderConfig) MaxTokens() int { return p.Int("max_tokens") }
+
+// Timeout is the timeout_s setting (0: the type's default).
+func (p ProviderConfig) Timeout() time.Duration {
+	return time.Duration(p.Int("timeout_s")) * time.Second
+}
+
+// ContextBudget is the context_budget setting (0: the entry's default).
+func (p ProviderConfig) ContextBudget() int { return p.Int("context_budget") }
+
+// Headers returns the extra request headers (a fresh map).
+func (p ProviderConfig) Headers() map[string]string {
+	m, _ := p.Settings["headers"].(map[string]any)
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}

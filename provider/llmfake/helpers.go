@@ -1,0 +1,167 @@
+package llmfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// RateLimited is a 429 whose Retry-After is retryAfter (seconds, an HTTP
+// date, or "" for none).
+func (s *Server) RateLimited(retryAfter string) Reply {
+	rep := Reply{Status: http.StatusTooManyRequests, Header: map[string]string{}}
+	if retryAfter != "" {
+		rep.Header["Retry-After"] = retryAfter
+	}
+	rep.Body = s.errorBody("rate_limit_error", "Rate limit reached for requests")
+	return rep
+}
+
+// Status is an error response with the API's error body.
+func (s *Server) Status(code int, typ, message string) Reply {
+	return Reply{Status: code, Body: s.errorBody(typ, message)}
+}
+
+func (s *Server) errorBody(typ, message string) string {
+	if s.api == Anthropic {
+		return mustJSON(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}})
+	}
+	return mustJSON(map[string]any{"error": map[string]any{"message": message, "type": typ, "param": nil, "code": typ}})
+}
+
+// Msg is one message of a recorded request, in a wire-independent form.
+type Msg struct {
+	Role    string // user, assistant, tool (OpenAI tool messages and Anthropic tool_result blocks)
+	Text    string
+	Calls   []Call
+	CallID  string // tool results: the call answered
+	IsError bool
+}
+
+// Messages returns the request's system prompt and its messages in order
+// (an Anthropic message with several blocks gives one Msg per tool result
+// and one for the rest).
+func (r Request) Messages() (system string, msgs []Msg) {
+	var body struct {
+		System   json.RawMessage `json:"system"`
+		Messages []struct {
+			Role       string          `json:"role"`
+			Content    json.RawMessage `json:"content"`
+			ToolCallID string          `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		return "", nil
+	}
+	system = textOf(body.System)
+	for _, m := range body.Messages {
+		if m.Role == "system" {
+			system = textOf(m.Content)
+			continue
+		}
+		if m.Role == "tool" {
+			msgs = append(msgs, Msg{Role: "tool", Text: textOf(m.Content), CallID: m.ToolCallID})
+			continue
+		}
+		msg := Msg{Role: m.Role}
+		for _, tc := range m.ToolCalls {
+			msg.Calls = append(msg.Calls, Call{ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments})
+		}
+		var blocks []struct {
+			Type      string          `json:"type"`
+			Text      string          `json:"text"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Input     json.RawMessage `json:"input"`
+			ToolUseID string          `json:"tool_use_id"`
+			Content   json.RawMessage `json:"content"`
+			IsError   bool            `json:"is_error"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			msg.Text = textOf(m.Content)
+			msgs = append(msgs, msg)
+			continue
+		}
+		var texts []string
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				texts = append(texts, b.Text)
+			case "tool_use":
+				msg.Calls = append(msg.Calls, Call{ID: b.ID, Name: b.Name, Args: string(b.Input)})
+			case "tool_result":
+				msgs = append(msgs, Msg{Role: "tool", Text: textOf(b.Content), CallID: b.ToolUseID, IsError: b.IsError})
+			}
+		}
+		msg.Text = strings.Join(texts, "")
+		if msg.Text != "" || len(msg.Calls) > 0 {
+			msgs = append(msgs, msg)
+		}
+	}
+	return system, msgs
+}
+
+// textOf reads a string or a list of text blocks.
+func textOf(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) == nil {
+		var parts []string
+		for _, b := range blocks {
+			parts = append(parts, b.Text)
+		}
+		return strings.Join(parts, "")
+	}
+	return ""
+}
+
+// Last is the last message of the request (zero Msg when there is none).
+func (r Request) Last() Msg {
+	_, msgs := r.Messages()
+	if len(msgs) == 0 {
+		return Msg{}
+	}
+	return msgs[len(msgs)-1]
+}
+
+// Directives is a Responder for team tests: a user message with lines
+// "CALLTOOL <name> <json args>" makes the model call those tools (in one
+// step, in order); after tool results it answers "done: <first result>";
+// any other message is answered with "ok: <first 40 bytes of it>".
+func Directives(req Request) Reply {
+	last := req.Last()
+	if last.Role == "tool" {
+		return Reply{Text: fmt.Sprintf("done: %.80s", last.Text)}
+	}
+	var calls []Call
+	for _, line := range strings.Split(last.Text, "\n") {
+		line = strings.TrimSpace(line)
+		rest, ok := strings.CutPrefix(line, "CALLTOOL ")
+		if !ok {
+			continue
+		}
+		name, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		if args = strings.TrimSpace(args); args == "" {
+			args = "{}"
+		}
+		calls = append(calls, Call{ID: fmt.Sprintf("call_%s_%d", name, len(calls)), Name: name, Args: args})
+	}
+	if len(calls) > 0 {
+		return Reply{Calls: calls}
+	}
+	return Reply{Text: fmt.Sprintf("ok: %.40s", last.Text)}
+}
