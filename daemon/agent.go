@@ -15,10 +15,13 @@ type agent struct {
 	log *eventlog.Log
 
 	saveMu sync.Mutex // serialises session.json writes
-	remMu  sync.Mutex // serialises firing and cancelling reminders
-	mu     sync.Mutex
-	p      *projection
-	sess   *session.Session // last saved session.json
+	ckptMu sync.Mutex // serialises checkpoint writes; guards ckptSeq
+	// ckptSeq is the seq of the last checkpoint written or recovered from.
+	ckptSeq uint64
+	remMu   sync.Mutex // serialises firing and cancelling reminders
+	mu      sync.Mutex
+	p       *projection
+	sess    *session.Session // last saved session.json
 
 	saving        bool              // a background session.json writer runs
 	saveDirty     bool              // the snapshot changed while it wrote

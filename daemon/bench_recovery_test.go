@@ -3,7 +3,8 @@ package daemon
 // Recovery benchmark (issue 6): time from NewCore+Recover start to the end
 // of Recover (the point where the daemon would start serving), and the heap
 // in use after recovery, for a home of 1,000 agents x 1,000 events each on
-// the real disk.
+// the real disk, folding every log (full-fold) and from the checkpoints a
+// clean stop leaves (from-checkpoints).
 //
 //	go test -run '^$' -bench 'BenchmarkRecovery' -benchtime 5x -timeout 30m ./daemon/
 //
@@ -48,28 +49,64 @@ type homeSpec struct {
 	Agents         int // a multiple of GroupSize
 	EventsPerAgent int // at least 2
 	GroupSize      int // one root and GroupSize-1 children per group
+	// NoPendingFill ends each log with metadata.updated entries instead of
+	// messages left pending (a home whose start wakes nobody).
+	NoPendingFill bool `json:",omitempty"`
+	// ResponsePad adds this many bytes to every turn.complete response
+	// (larger histories for as many events).
+	ResponsePad int `json:",omitempty"`
+	// BigPending is the number of large (BigPayload-byte) messages left
+	// pending, spread over the groups' first children, which are gated so
+	// that no wake turn consumes them: they stay pending from run to run.
+	BigPending int `json:",omitempty"`
+	BigPayload int `json:",omitempty"`
 }
 
 // homeStats describes a generated home.
 type homeStats struct {
-	Events  int64
-	Bytes   int64
-	Pending int // messages enqueued and never delivered
+	Events       int64
+	Bytes        int64
+	Pending      int   // messages enqueued and never delivered
+	PendingBytes int64 `json:",omitempty"` // payload bytes of the large pending messages
+}
+
+// bigHolder reports whether agent i holds large pending messages (and is
+// gated): the first child of each group.
+func (s homeSpec) bigHolder(i int) bool { return s.BigPending > 0 && i%s.GroupSize == 1 }
+
+// bigShare is how many large pending messages agent i holds.
+func (s homeSpec) bigShare(i int) int {
+	if !s.bigHolder(i) {
+		return 0
+	}
+	holders := s.Agents / s.GroupSize
+	g := i / s.GroupSize
+	n := s.BigPending / holders
+	if g < s.BigPending%holders {
+		n++
+	}
+	return n
 }
 
 func BenchmarkRecovery(b *testing.B) {
 	spec := homeSpec{Agents: 1000, EventsPerAgent: 1000, GroupSize: 100}
-	home, st := benchHome(b, spec)
-	b.Run(fmt.Sprintf("agents=%d/events=%d", spec.Agents, spec.EventsPerAgent), func(b *testing.B) {
-		benchRecover(b, home, spec, st)
+	home, st := benchHome(b, os.Getenv("WARREN_BENCH_HOME"), spec)
+	// Folding every log from its start (no checkpoints: the first start
+	// after an upgrade), and from the checkpoints a clean stop leaves.
+	b.Run(fmt.Sprintf("agents=%d/events=%d/full-fold", spec.Agents, spec.EventsPerAgent), func(b *testing.B) {
+		benchRecover(b, home, spec, st, -1)
+	})
+	b.Run(fmt.Sprintf("agents=%d/events=%d/from-checkpoints", spec.Agents, spec.EventsPerAgent), func(b *testing.B) {
+		benchRecover(b, home, spec, st, 0)
 	})
 }
 
 // benchHome generates the home in a fresh benchmark directory, or, when
-// WARREN_BENCH_HOME names a directory, reuses the home generated there by
-// an earlier run with the same spec (generating it the first time).
-func benchHome(b *testing.B, spec homeSpec) (string, homeStats) {
-	home := os.Getenv("WARREN_BENCH_HOME")
+// home names a directory, reuses the home generated there by an earlier run
+// with the same spec (generating it the first time).
+func benchHome(b testing.TB, home string, spec homeSpec) (string, homeStats) {
+	b.Helper()
+	cached := home != ""
 	marker := filepath.Join(home, "bench-home.json")
 	type homeMarker struct {
 		Spec  homeSpec
@@ -95,9 +132,9 @@ func benchHome(b *testing.B, spec homeSpec) (string, homeStats) {
 	if err != nil {
 		b.Fatalf("generating the home: %v", err)
 	}
-	b.Logf("generated %d agents, %d events, %.1f MB, %d pending messages in %v",
-		spec.Agents, st.Events, float64(st.Bytes)/1e6, st.Pending, time.Since(t0).Round(time.Millisecond))
-	if os.Getenv("WARREN_BENCH_HOME") != "" {
+	b.Logf("generated %d agents, %d events, %.1f MB, %d pending messages (%.1f MB large) in %v",
+		spec.Agents, st.Events, float64(st.Bytes)/1e6, st.Pending, float64(st.PendingBytes)/1e6, time.Since(t0).Round(time.Millisecond))
+	if cached {
 		data, err := json.Marshal(homeMarker{Spec: spec, Stats: st})
 		if err == nil {
 			err = os.WriteFile(marker, data, 0o600)
@@ -109,7 +146,35 @@ func benchHome(b *testing.B, spec homeSpec) (string, homeStats) {
 	return home, st
 }
 
-func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats) {
+// benchRecover measures recoveries with CoreOptions.CheckpointEvery set to
+// every: -1 folds every log from its start (and leaves no checkpoint);
+// otherwise an untimed first recovery and stop leave the checkpoints the
+// timed ones start from.
+func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats, every int) {
+	newCore := func(fsys faultfs.FS) (*Core, error) {
+		return NewCore(CoreOptions{
+			FS: fsys, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
+			Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
+			Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: every,
+		})
+	}
+	b.StopTimer()
+	for _, e := range mustReadDir(b, filepath.Join(home, "agents")) {
+		_ = os.Remove(filepath.Join(home, "agents", e.Name(), checkpointName))
+	}
+	if every >= 0 {
+		c, err := newCore(faultfs.OS{})
+		if err == nil {
+			_, err = c.Recover()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StartTimer()
 	var total, cpuTotal time.Duration
 	var heap, fsyncs uint64
 	for i := 0; i < b.N; i++ {
@@ -118,11 +183,7 @@ func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats) {
 		cfs := newCountingFS(faultfs.OS{})
 		b.StartTimer()
 		cpu0, start := cpuTime(), time.Now()
-		c, err := NewCore(CoreOptions{
-			FS: cfs, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
-			Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
-			Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(),
-		})
+		c, err := newCore(cfs)
 		if err != nil {
 			b.Fatalf("NewCore: %v", err)
 		}
@@ -186,7 +247,7 @@ func genHome(fsys faultfs.FS, home string, spec homeSpec) (homeStats, error) {
 		return homeStats{}, fmt.Errorf("creating %s: %w", agentsDir, err)
 	}
 	var events, bytes atomic.Int64
-	var pending atomic.Int64
+	var pending, pendingBytes atomic.Int64
 	work := make(chan int)
 	errs := make(chan error, spec.Agents)
 	var wg sync.WaitGroup
@@ -203,6 +264,10 @@ func genHome(fsys faultfs.FS, home string, spec homeSpec) (homeStats, error) {
 				events.Add(int64(n))
 				bytes.Add(sz)
 				pending.Add(int64(pend))
+				if k := spec.bigShare(i); k > 0 {
+					pending.Add(int64(k))
+					pendingBytes.Add(int64(k) * int64(spec.BigPayload))
+				}
 			}
 		}()
 	}
@@ -218,7 +283,7 @@ func genHome(fsys faultfs.FS, home string, spec homeSpec) (homeStats, error) {
 	if err := fsys.SyncDir(agentsDir); err != nil {
 		return homeStats{}, err
 	}
-	return homeStats{Events: events.Load(), Bytes: bytes.Load(), Pending: int(pending.Load())}, nil
+	return homeStats{Events: events.Load(), Bytes: bytes.Load(), Pending: int(pending.Load()), PendingBytes: pendingBytes.Load()}, nil
 }
 
 func genAgentID(i int) string { return fmt.Sprintf("b%031x", i) }
@@ -258,6 +323,7 @@ func genAgent(fsys faultfs.FS, agentsDir string, spec homeSpec, i int) (int, int
 			Kind: inbox.KindRequest, Timestamp: clock, Metadata: map[string]string{},
 			Payload: fmt.Sprintf("Step %d: check the results of batch %d and send me a short summary of what changed.", cycle, tag)}
 	}
+	pad := padText("The change log, line by line, as the model wrote it. ", spec.ResponsePad)
 	bootID := fmt.Sprintf("%032x", 0xb007)
 	turn := 0
 	startTurn := func(prompt string, ids []string) string {
@@ -269,7 +335,7 @@ func genAgent(fsys faultfs.FS, agentsDir string, spec homeSpec, i int) (int, int
 	}
 	complete := func(run string) {
 		recs = append(recs, eventlog.Record{Event: evTurnComplete, Data: turnCompleteData{RunID: run, Turn: turn,
-			Response: "Done. I compared the batch with the previous one: three files changed, the tests pass, and the summary is sent. " + strings.Repeat("ok ", 20)}})
+			Response: "Done. I compared the batch with the previous one: three files changed, the tests pass, and the summary is sent. " + strings.Repeat("ok ", 20) + pad}})
 	}
 	cycle := 0
 	for len(recs)+9 <= spec.EventsPerAgent {
@@ -294,13 +360,37 @@ func genAgent(fsys faultfs.FS, agentsDir string, spec homeSpec, i int) (int, int
 	}
 	pend := 0
 	for len(recs) < spec.EventsPerAgent {
+		if spec.NoPendingFill {
+			v := fmt.Sprintf("step %d", len(recs))
+			recs = append(recs, eventlog.Record{Event: evMetadataUpdated, Data: metadataUpdatedData{Key: "progress", Value: &v}})
+			continue
+		}
 		m := msg(prev, i, cycle, 5+pend)
 		recs = append(recs, eventlog.Record{Event: evMsgEnqueued, Data: m.EventData()})
 		pend++
 	}
+	if k := spec.bigShare(i); k > 0 {
+		recs = append(recs, eventlog.Record{Event: evToolGate, Data: gateData{Action: "gate", AgentName: name}})
+		big := padText("A large attachment, kept pending while its recipient is gated. ", spec.BigPayload)
+		for j := 0; j < k; j++ {
+			m := msg(prev, i, cycle+1, 100+j)
+			m.Payload = big
+			recs = append(recs, eventlog.Record{Event: evMsgEnqueued, Data: m.EventData()})
+		}
+	}
+	total := len(recs)
 	// Large batches: one write and one fsync each.
 	for len(recs) > 0 {
-		n := min(len(recs), 500)
+		n, size := 0, 0
+		for n < len(recs) && n < 500 && size < 8<<20 {
+			if m, ok := recs[n].Data.(map[string]any); ok {
+				if p, ok := m["payload"].(string); ok {
+					size += len(p)
+				}
+			}
+			size += 512
+			n++
+		}
 		if _, err := lg.AppendBatch(recs[:n]); err != nil {
 			_ = lg.Close()
 			return 0, 0, 0, err
@@ -323,8 +413,11 @@ func genAgent(fsys faultfs.FS, agentsDir string, spec homeSpec, i int) (int, int
 	if err := faultfs.WriteFile(fsys, filepath.Join(agentsDir, id, session.FileName), append(data, '\n'), 0o600); err != nil {
 		return 0, 0, 0, err
 	}
-	return spec.EventsPerAgent, fi.Size(), pend, nil
+	return total, fi.Size(), pend, nil
 }
+
+// padText repeats s to exactly n bytes.
+func padText(s string, n int) string { return strings.Repeat(s, n/len(s)+1)[:n] }
 
 // TestGenHomeIsWhatRecoveryExpects checks the generator on a small home in
 // memory: every agent is recovered, none is corrupt or interrupted, and the
@@ -364,6 +457,14 @@ func TestGenHomeIsWhatRecoveryExpects(t *testing.T) {
 	if after := snapshotDir(t, fsys, "/home/agents"); fmtAny(after) != fmtAny(before) {
 		t.Fatalf("recovering a generated home changed its agent files; the generator must write a complete, consistent home")
 	}
+}
+
+func mustReadDir(b testing.TB, dir string) []os.DirEntry {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return es
 }
 
 // writeHeapProfile writes the heap profile (after a GC) to path.

@@ -69,6 +69,11 @@ type CoreOptions struct {
 	SessionSaveDelay time.Duration
 	// Getenv reads provider key variables (default os.Getenv).
 	Getenv func(string) string
+	// CheckpointEvery is how many entries an agent's log grows by before
+	// its checkpoint is rewritten (doc.go, "Checkpoints"); 0 means
+	// DefaultCheckpointEvery, negative disables checkpoints (recovery then
+	// folds every log from its start).
+	CheckpointEvery int
 	// PendingIdle is passed to every event log (eventlog.Options); the
 	// crash tests set it negative so that no idle timer adds operations.
 	PendingIdle time.Duration
@@ -133,6 +138,10 @@ type Core struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	saves  sync.WaitGroup // background session.json writers
+	// scrubbed is closed when the checkpoints and the scrub that follow
+	// recovery are done (or stopped by Close).
+	scrubbed  chan struct{}
+	scrubOnce sync.Once
 }
 
 // NewCore builds a Core. Call Recover before using it.
@@ -164,6 +173,9 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.SlotWait == 0 {
 		opts.SlotWait = 10 * time.Minute
 	}
+	if opts.CheckpointEvery == 0 {
+		opts.CheckpointEvery = DefaultCheckpointEvery
+	}
 	if opts.Config.Pools == nil {
 		opts.Config = config.Default()
 	}
@@ -187,6 +199,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		cfg:       opts.Config,
 		subIndex:  map[string]map[string]indexedSub{},
 		tokens:    token.NewService(),
+		scrubbed:  make(chan struct{}),
 		bus:       newEventBus(),
 		creds:     newCredStore(),
 		ctx:       ctx,
@@ -238,6 +251,10 @@ func (c *Core) Close(ctx context.Context) error {
 	c.saves.Wait()
 	if err := c.mux.EvictAll(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("saving provider state: %w", err))
+	}
+	if c.opts.CheckpointEvery > 0 {
+		// The next start folds only what is logged after these.
+		c.checkpointAgents(agents, 1, false)
 	}
 	for _, a := range agents {
 		if a.log != nil {

@@ -29,17 +29,18 @@ type CreateSpec struct {
 // openLog opens an agent's log with the projection and the event bus wired
 // to its appends.
 func (c *Core) openLog(id string, target **agent) (*eventlog.Log, error) {
-	return c.openLogReplay(id, target, nil)
+	return c.openLogReplay(id, target, nil, nil)
 }
 
 // openLogReplay opens an agent's log, handing each recovered entry to
 // replay (recovery folds the projection in the same pass that checks the
 // log). With a replay function (recovery) a missing log is not created: the
 // error wraps fs.ErrNotExist.
-func (c *Core) openLogReplay(id string, target **agent, replay func(eventlog.Entry) error) (*eventlog.Log, error) {
+func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume, replay func(eventlog.Entry) error) (*eventlog.Log, error) {
 	opts := c.logOptions(id)
 	opts.Replay = replay
 	opts.MustExist = replay != nil
+	opts.Resume = resume
 	opts.OnAppend = func(es []eventlog.Entry) {
 		a := *target
 		for _, e := range es {

@@ -30,6 +30,50 @@
 // (limits.go); the messages a tool call sent are references to that
 // tool.call line. Pending messages are bounded per agent and in total
 // (config.Limits).
+// # Checkpoints
+//
+// Folding every line of every log at start-up costs time in proportion to
+// the whole history (10,000 agents x 1,000 events is 3.7 GB). So each agent
+// directory may hold checkpoint.json, the projection folded up to one line
+// of the log, in three newline-terminated lines:
+//
+//	{"version":1,"seq":N,"off":<byte offset of line N>,"crc":"<line N's crc>","sum":"<8 hex>"}
+//	{"p":{...},"pending":[{"id":...,"seq":...,"off":...}],"other_ids":[...]}
+//	<every message id the log enqueued, 32 hex characters each, sorted, concatenated>
+//
+// sum is the CRC-32C of the bytes after the first line. "p" is the
+// projection (name, parent, metadata, the latest run and its wait, gates,
+// subscriptions, reminders, the last resume, spawns whose child does not
+// exist yet, sent messages whose recipient may lack them); "pending" lists
+// the messages still pending, in order, by reference (id, seq and offset
+// of their message.enqueued line: payloads are never copied); "other_ids"
+// holds enqueued ids that are not 32 hex characters.
+//
+// Recovery reads the checkpoint, checks its sum, and opens the log with
+// eventlog.Options.Resume: Open checks that line N is at that offset with
+// that seq and crc, folds only the lines after it, and applies the
+// torn-tail and pending-file rules to them as it would to a whole log. The
+// pending messages are read back from their lines. Anything that does not
+// check out (no file, a bad sum, another version, a line that is not
+// there, a pending message that cannot be read) makes recovery fold the
+// whole log instead, so a checkpoint is an optimisation and never the
+// authority: it is written without fsync (a temp file and a rename) and a
+// crash that tears it costs one full fold.
+//
+// The lines before N are verified after recovery by a scrub (one log at a
+// time, in the background) and, at the latest, before the first append to
+// the log (eventlog.Log.VerifyPrefix), so nothing is appended on top of
+// damage: an agent whose earlier lines fail is listed corrupt, as a full
+// fold would have listed it, and its checkpoint is removed.
+//
+// A checkpoint is written when an agent's log has grown by
+// CoreOptions.CheckpointEvery entries (256 by default) since its last one:
+// after recovery for the logs it folded, by the session.json writer after a
+// turn, and at Close for every log that grew at all. In memory the same
+// compact forms are used: message ids in a sorted array of 16-byte values,
+// sent messages as ids and the offset of their tool.call line (the envelope
+// is read back only to redeliver it), and recorded tool calls only while
+// their run is open.
 //
 // # Events written besides those fixed by the specification
 //

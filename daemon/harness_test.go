@@ -42,6 +42,13 @@ type harness struct {
 	maxOpenLogs int
 	// getenv is CoreOptions.Getenv (provider key variables).
 	getenv func(string) string
+	// ckptEvery is CoreOptions.CheckpointEvery (0: the default).
+	ckptEvery int
+	// checkCkpt makes every start after the first check that recovering
+	// from the checkpoints gives the state a full fold gives
+	// (checkCheckpointRecovery); ckptStats counts what it compared.
+	checkCkpt bool
+	ckptStats *ckptStats
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
@@ -73,8 +80,12 @@ func (h *harness) start() {
 	if h.wrapFS != nil {
 		fsys = h.wrapFS(h.fs)
 	}
+	if h.checkCkpt && h.boots > 1 {
+		h.checkCheckpointRecovery(fsys)
+	}
 	c, err := NewCore(CoreOptions{
-		FS: fsys, Home: "/home", Providers: provs,
+		CheckpointEvery: h.ckptEvery,
+		FS:              fsys, Home: "/home", Providers: provs,
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
 		Logger: hclog.NewNullLogger(), MaxInbox: h.maxInbox, SessionSaveDelay: h.saveDelay,
 		Sleep: func(ctx context.Context, d time.Duration) error {

@@ -32,7 +32,11 @@ type mSUT struct {
 
 func newModelSUT(t *testing.T, stats *mStats) *mSUT {
 	s := &mSUT{stats: stats, held: map[string]bool{}}
-	s.h = newHarness(t)
+	s.h = newHarness(t, func(h *harness) {
+		// Checkpoints often, and at every restart and crash a check that
+		// recovering from them equals folding every log from its start.
+		h.ckptEvery, h.checkCkpt, h.ckptStats = 3, true, stats.ckpt
+	})
 	s.h.prov.Register(mModelProgram, s.program)
 	return s
 }

@@ -296,10 +296,13 @@ func TestAgentLayerAgreesWithModel(t *testing.T) {
 	params.MaxSize = size
 	params.MaxShrinkCount = 200
 	props := gopter.NewProperties(params)
-	stats := &mStats{}
+	stats := &mStats{ckpt: &ckptStats{}}
 	props.Property("tree, inboxes and logs agree with the model after every command", commands.Prop(modelCommands(t, stats)))
 	props.TestingRun(t)
-	t.Logf("commands run (ok/refused): %s; %d messages held by a gate, %d taken by check_inbox", stats, stats.held, stats.taken)
+	t.Logf("commands run (ok/refused): %s; %d messages held by a gate, %d taken by check_inbox; checkpoints: %s", stats, stats.held, stats.taken, stats.ckpt)
+	if stats.ckpt.resumed == 0 {
+		t.Errorf("no recovery started from a checkpoint: the checkpoint equivalence check compared nothing")
+	}
 }
 
 // mStats counts what the sequences exercised, to show the coverage.
@@ -309,6 +312,7 @@ type mStats struct {
 	err   [len(mOpNames)]int
 	taken int
 	held  int
+	ckpt  *ckptStats
 }
 
 func (st *mStats) record(op mOp, o mOutcome, held int) {

@@ -22,7 +22,7 @@ const (
 // recordedCall is a tool call the log records for the open run.
 type recordedCall struct {
 	Tool     string
-	Result   json.RawMessage // decoded only when a re-run answers from it
+	Result   json.RawMessage `json:",omitempty"` // decoded only when a re-run answers from it
 	Error    string
 	Messages []sentRef
 }
@@ -125,12 +125,15 @@ type projection struct {
 	Gated     bool
 	Subs      map[string]subscriptionRec
 	Reminders map[string]*reminderRec
-	Pending   *inbox.Queue
-	Enqueued  map[string]struct{}
+	Pending   *inbox.Queue `json:"-"`
+	// Enqueued holds the id of every message the log enqueued (compact).
+	Enqueued  idSet `json:"-"`
 	LastError string
 	// Usage is the token usage of the agent's completed turns.
 	Usage   provider.Usage
 	LastSeq uint64
+	// LastOff is the byte offset of the line of LastSeq (-1: unknown).
+	LastOff int64
 	// Sent holds the messages of the most recent tool calls that sent
 	// some, so recovery can deliver one that reached this (the sender's)
 	// log but not the recipient's.
@@ -174,7 +177,6 @@ func newProjection() *projection {
 		Subs:      map[string]subscriptionRec{},
 		Reminders: map[string]*reminderRec{},
 		Pending:   inbox.NewQueue(0),
-		Enqueued:  map[string]struct{}{},
 	}
 }
 
@@ -196,7 +198,7 @@ func parseTime(s string) time.Time {
 // apply folds one entry into the projection. Unknown events are ignored
 // (forward compatibility); a known event with malformed data is an error.
 func (p *projection) apply(e eventlog.Entry) error {
-	p.LastSeq = e.Seq
+	p.LastSeq, p.LastOff = e.Seq, entryOff(e)
 	switch e.Event {
 	case evAgentCreated:
 		var d agentCreatedData
@@ -274,6 +276,7 @@ func (p *projection) apply(e eventlog.Entry) error {
 		}
 		if r := p.runFor(d.RunID); r != nil {
 			r.Ended, r.Wait = true, nil
+			r.Calls = nil // answers for a re-run; an ended run is never re-run
 			p.take(r.MessageIDs)
 			if r.Provider != "" {
 				p.Provider, p.Model = r.Provider, r.Model
@@ -306,7 +309,7 @@ func (p *projection) apply(e eventlog.Entry) error {
 			}
 		}
 		if r := p.runFor(d.RunID); r != nil {
-			r.Ended = true
+			r.Ended, r.Calls = true, nil
 		}
 		p.LastError = d.Error
 	case evTurnCancelled:
@@ -317,7 +320,7 @@ func (p *projection) apply(e eventlog.Entry) error {
 			}
 		}
 		if r := p.runFor(d.RunID); r != nil {
-			r.Ended = true
+			r.Ended, r.Calls = true, nil
 		}
 	case evRunInterrupted:
 		var d runInterruptedData
@@ -405,10 +408,9 @@ func (p *projection) apply(e eventlog.Entry) error {
 		}
 	case evMsgEnqueued:
 		if id, ok := messageIDOf(e.Data); ok && p.lazy != nil && len(e.Data) <= lazyRawMax && !bytes.Contains(e.Data, []byte(`"reminder_id"`)) {
-			if _, dup := p.Enqueued[id]; dup {
+			if !p.Enqueued.add(id) {
 				return nil
 			}
-			p.Enqueued[id] = struct{}{}
 			p.lazy.add(id, lazyMsg{raw: cloneRaw(e.Data), ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
 			return nil
 		}
@@ -416,10 +418,9 @@ func (p *projection) apply(e eventlog.Entry) error {
 		if err != nil {
 			return fmt.Errorf("event %s at seq %d: %w", e.Event, e.Seq, err)
 		}
-		if _, dup := p.Enqueued[m.ID]; dup {
+		if !p.Enqueued.add(m.ID) {
 			return nil
 		}
-		p.Enqueued[m.ID] = struct{}{}
 		q := queued(m, e)
 		if p.lazy != nil {
 			p.lazy.add(m.ID, lazyMsg{msg: &q})

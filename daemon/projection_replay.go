@@ -55,8 +55,10 @@ func (p *projection) beginReplay() {
 	p.lazy = &lazyInbox{msgs: map[string]lazyMsg{}}
 }
 
-// endReplay decodes the messages still pending into the inbox queue.
-func (p *projection) endReplay() error {
+// endReplay decodes the messages still pending into the inbox queue; load
+// reads the data of those a checkpoint kept by reference (neither raw nor
+// decoded).
+func (p *projection) endReplay(load func(inbox.Ref) (json.RawMessage, error)) error {
 	lz := p.lazy
 	p.lazy = nil
 	if lz == nil {
@@ -71,7 +73,19 @@ func (p *projection) endReplay() error {
 			p.Pending.Push(*lm.msg)
 			continue
 		}
-		m, err := inbox.FromEventData(lm.raw)
+		raw := lm.raw
+		if raw == nil {
+			// Pending since the checkpoint recovery started from: its data
+			// is read back from its line.
+			if load == nil {
+				return fmt.Errorf("pending message %s: no data and no log to read it from", id)
+			}
+			var err error
+			if raw, err = load(lm.ref); err != nil {
+				return fmt.Errorf("pending message %s: %w", id, err)
+			}
+		}
+		m, err := inbox.FromEventData(raw)
 		if err != nil {
 			return fmt.Errorf("pending message %s: %w", id, err)
 		}
@@ -125,4 +139,14 @@ func cloneRaw(b []byte) json.RawMessage {
 		return nil
 	}
 	return append(json.RawMessage(nil), b...)
+}
+
+// entryOff is the offset of an entry's line, or -1 when it is not known:
+// entries replayed from the pending file carry offset 0 (only seq 1 can
+// really be there).
+func entryOff(e eventlog.Entry) int64 {
+	if e.Off == 0 && e.Seq != 1 {
+		return -1
+	}
+	return e.Off
 }

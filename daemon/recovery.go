@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 	"github.com/warren-dev/warren/tree"
@@ -27,6 +29,8 @@ type RecoveryReport struct {
 	// Quarantined counts agent directories moved to <home>/quarantine:
 	// unreadable, without a durable agent.created, yet not provably empty.
 	Quarantined int
+	// Resumed counts the agents whose fold started from a checkpoint.
+	Resumed int
 }
 
 // loaded is one agent directory read back from disk.
@@ -38,6 +42,9 @@ type loaded struct {
 	err     error // damaged or unreadable log
 	missing bool  // no events.jsonl
 	skip    bool  // terminated or orphan
+	// resumed is the checkpoint's line when the fold started from it (the
+	// lines before it are checked by the scrub).
+	resumed *eventlog.Resume
 }
 
 // Recover rebuilds every agent from the logs: WAL replay and torn-tail
@@ -106,6 +113,9 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			_ = l.log.Close()
 		default:
 			byID[l.id] = l
+			if l.resumed != nil {
+				rep.Resumed++
+			}
 		}
 	}
 
@@ -150,7 +160,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	c.recovering = false
 	c.mu.Unlock()
 	c.log.Info("recovery finished", "agents", rep.Agents, "terminated", rep.Terminated, "orphans", rep.Orphans,
-		"corrupt", rep.Corrupt, "quarantined", rep.Quarantined, "interrupted", rep.Interrupted, "pending", rep.Pending)
+		"corrupt", rep.Corrupt, "quarantined", rep.Quarantined, "interrupted", rep.Interrupted, "pending", rep.Pending, "from_checkpoints", rep.Resumed)
 	// Children whose deferred creation a crash cut off, in runs that have
 	// ended, are created now (their ids are derived, so this is
 	// idempotent). Spawns of an open run are redone when it is resumed.
@@ -169,6 +179,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			c.respawn(l.a, sp)
 		}
 	}
+	c.pruneRecovered(placed, existing)
 	// A spawned child whose bootstrap turn never started gets it now.
 	for _, l := range placed {
 		l.a.mu.Lock()
@@ -179,7 +190,104 @@ func (c *Core) Recover() (RecoveryReport, error) {
 		}
 	}
 	c.WakeAll()
+	if every := c.opts.CheckpointEvery; every > 0 {
+		var scrub []*loaded
+		for _, l := range placed {
+			if l.resumed != nil {
+				scrub = append(scrub, l)
+			}
+		}
+		if !c.goBackground(func() {
+			defer c.scrubOnce.Do(func() { close(c.scrubbed) })
+			c.checkpointAll(uint64(every))
+			c.scrub(scrub)
+		}) {
+			c.scrubOnce.Do(func() { close(c.scrubbed) })
+		}
+	} else {
+		c.scrubOnce.Do(func() { close(c.scrubbed) })
+	}
 	return rep, nil
+}
+
+// pruneRecovered drops from the projections what only this recovery
+// needed: sent envelopes their recipients have, or that can never be
+// redelivered (to the user, to an agent that is gone) (Sent is kept so that a
+// recovery can deliver a message that reached its sender's log but not its
+// recipient's) and spawns whose child exists. What stays is what a later
+// recovery may still need; it goes into the next checkpoint.
+func (c *Core) pruneRecovered(placed []*loaded, existing map[string]bool) {
+	for _, l := range placed {
+		a := l.a
+		a.mu.Lock()
+		sent, spawns := a.p.Sent, a.p.Spawns
+		a.mu.Unlock()
+		var keepSent []sentRef
+		for _, sr := range sent {
+			id, to := sr.ID, sr.To
+			r, ok := c.agent(to)
+			if !ok {
+				continue // the user, or an agent that is gone: never redelivered
+			}
+			r.mu.Lock()
+			keep := r.corrupt != nil || !r.p.Enqueued.has(id)
+			r.mu.Unlock()
+			if keep {
+				keepSent = append(keepSent, sr)
+			}
+		}
+		var keepSpawns []spawnRec
+		for _, sp := range spawns {
+			if !existing[sp.ChildID] {
+				keepSpawns = append(keepSpawns, sp)
+			}
+		}
+		a.mu.Lock()
+		// Entries applied meanwhile (respawns, bootstrap turns) stay.
+		if len(a.p.Sent) >= len(sent) {
+			a.p.Sent = append(keepSent, a.p.Sent[len(sent):]...)
+		}
+		if len(a.p.Spawns) >= len(spawns) {
+			a.p.Spawns = append(keepSpawns, a.p.Spawns[len(spawns):]...)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// scrub checks, one log at a time, the lines that recovery skipped by
+// starting from a checkpoint (an agent's first append checks them too, so
+// nothing is appended on top of damage the scrub has not reached yet). An agent whose log fails is listed as
+// corrupt from then on, as a full fold would have listed it, and its
+// checkpoint is removed so that the next start folds (and reports) it.
+func (c *Core) scrub(ls []*loaded) {
+	for _, l := range ls {
+		if c.stopping() {
+			return
+		}
+		err := l.log.VerifyPrefix()
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, eventlog.ErrCorrupt) {
+			c.log.Warn("scrub could not read a log", "agent", l.id, "err", err)
+			continue
+		}
+		c.log.Error("agent log is damaged before its checkpoint; the agent is listed as corrupt", "agent", l.id, "err", err)
+		l.a.mu.Lock()
+		if l.a.corrupt == nil {
+			l.a.corrupt = err
+		}
+		l.a.mu.Unlock()
+		c.removeCheckpoint(l.id)
+		c.changed.fire()
+	}
+}
+
+// stopping reports whether Close has begun.
+func (c *Core) stopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // loadAll opens and folds the agent logs in parallel.
@@ -206,22 +314,56 @@ func (c *Core) loadAll(ids []string) []*loaded {
 }
 
 // load opens one agent's log (WAL replay, torn tail repair) and folds it
-// into a projection in the same pass. A log damaged in the middle still
-// yields the projection of its good prefix (so a corrupt agent shows its
-// name and parent).
+// into a projection in the same pass, starting from the agent's checkpoint
+// when it has a valid one. A log damaged in the middle still yields the
+// projection of its good prefix (so a corrupt agent shows its name and
+// parent).
 func (c *Core) load(id string) *loaded {
-	l := &loaded{id: id, p: newProjection()}
-	l.p.beginReplay()
+	if c.opts.CheckpointEvery >= 0 {
+		p, r, err := c.readCheckpoint(id)
+		if err == nil {
+			if l := c.loadFrom(id, p, &r); l != nil {
+				return l
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			c.log.Warn("checkpoint unusable; folding the whole log", "agent", id, "err", err)
+		}
+	}
+	return c.loadFrom(id, nil, nil)
+}
+
+// loadFrom folds the log into p from the resume point r, or into a new
+// projection from the start when r is nil. It returns nil when r does not
+// match the log or a pending message it names cannot be read back (the
+// caller then folds the whole log).
+func (c *Core) loadFrom(id string, p *projection, r *eventlog.Resume) *loaded {
+	l := &loaded{id: id, p: p, resumed: r}
+	if p == nil {
+		l.p = newProjection()
+		l.p.beginReplay()
+	}
 	target := new(*agent)
 	var foldErr error
-	lg, err := c.openLogReplay(id, target, func(e eventlog.Entry) error {
+	lg, err := c.openLogReplay(id, target, r, func(e eventlog.Entry) error {
 		if foldErr == nil {
 			foldErr = l.p.apply(e)
 		}
 		return nil
 	})
+	if r != nil && errors.Is(err, eventlog.ErrResumeMismatch) {
+		c.log.Warn("checkpoint does not match the log; folding the whole log", "agent", id, "err", err)
+		return nil
+	}
 	if foldErr == nil {
-		foldErr = l.p.endReplay()
+		foldErr = l.p.endReplay(func(ref inbox.Ref) (json.RawMessage, error) {
+			e, err := eventlog.EntryAt(c.fs, c.logPath(id), ref.Off, ref.Seq)
+			return e.Data, err
+		})
+		if foldErr != nil && r != nil && err == nil {
+			c.log.Warn("checkpoint names a pending message that cannot be read; folding the whole log", "agent", id, "err", foldErr)
+			_ = lg.Close()
+			return nil
+		}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		l.missing = true // settleUncreated decides: orphan or quarantine
@@ -238,6 +380,9 @@ func (c *Core) load(id string) *loaded {
 	}
 	l.log = lg
 	l.a = newAgent(id, lg, l.p)
+	if r != nil {
+		l.a.ckptSeq = r.Seq
+	}
 	*target = l.a
 	return l
 }

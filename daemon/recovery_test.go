@@ -61,6 +61,9 @@ func TestCorruptLogIsListedAndOthersServe(t *testing.T) {
 	lines[2] = bytes.Replace(lines[2], []byte(`"turn"`), []byte(`"tUrn"`), 1) // a middle line, CRC now wrong
 	h.rewrite(path, bytes.Join(lines, nil))
 	h.start()
+	// The damage is before the checkpoint Close wrote: the scrub after
+	// recovery finds it.
+	<-h.c.scrubbed
 	var badView AgentView
 	for _, v := range h.c.List() {
 		if v.ID == bad {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +41,14 @@ type Options struct {
 	// SweepInterval is how often overdue waits are expired (default 30s).
 	SweepInterval time.Duration
 }
+
+// DefaultMemoryLimit is the soft memory limit the warren binary gives the
+// Go runtime (runtime/debug.SetMemoryLimit) unless GOMEMLIMIT is set: the
+// garbage collector works harder as the daemon's memory nears it, instead
+// of letting garbage grow to the size of the live heap. It is soft: a
+// larger live heap still fits, at the cost of more collection, and Run
+// warns when recovery leaves the heap near it.
+const DefaultMemoryLimit = 192 << 20
 
 // ErrAlreadyRunning: another daemon holds the home's lock.
 var ErrAlreadyRunning = errors.New("already running")
@@ -116,7 +127,15 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("recovery: %w", err)
 	}
 	logger.Info("recovered", "agents", rep.Agents, "interrupted", rep.Interrupted, "corrupt", rep.Corrupt, "quarantined", rep.Quarantined,
-		"pending", rep.Pending, "took", time.Since(start))
+		"pending", rep.Pending, "from_checkpoints", rep.Resumed, "took", time.Since(start))
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapAlloc > uint64(limit)/4*3 {
+			logger.Warn("the state of this home is near the daemon's soft memory limit; garbage collection will cost more CPU (set GOMEMLIMIT higher)",
+				"heap_bytes", ms.HeapAlloc, "limit_bytes", limit)
+		}
+	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

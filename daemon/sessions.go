@@ -285,6 +285,9 @@ func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 			if err := c.flushSession(a); err != nil {
 				c.log.Error("saving session.json", "agent", a.id, "err", err)
 			}
+			if every := c.opts.CheckpointEvery; every > 0 {
+				c.writeCheckpoint(a, uint64(every))
+			}
 			a.mu.Lock()
 			if !a.saveDirty {
 				a.saving = false

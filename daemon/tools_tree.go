@@ -408,7 +408,7 @@ func (c *Core) lacks(s sentRef, agentsOnly bool) bool {
 		return false
 	}
 	r.mu.Lock()
-	_, has := r.p.Enqueued[s.ID]
+	has := r.p.Enqueued.has(s.ID)
 	r.mu.Unlock()
 	return !has
 }

@@ -33,6 +33,10 @@ var (
 	// empty or non-UTF-8 event name, data that does not marshal to a JSON
 	// object, or a line longer than MaxLineBytes.
 	ErrInvalidRecord = errors.New("invalid event log record")
+	// ErrResumeMismatch is returned by Open, having changed nothing, when
+	// the line Options.Resume names is not in the log as described (the
+	// log is shorter, or the line there differs); open without Resume.
+	ErrResumeMismatch = errors.New("event log does not hold the line the resume point names")
 	// ErrTruncated is returned by Follow when the followed file shrank below
 	// entries it had already yielded (it was repaired or replaced).
 	ErrTruncated = errors.New("event log shrank below entries already followed")

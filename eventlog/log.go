@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -29,6 +30,11 @@ type Options struct {
 	// error from Replay fails Open. If Open then fails (say, ErrCorrupt),
 	// Replay has seen the good prefix before the damage.
 	Replay func(Entry) error
+	// Resume, if set, starts Open's scan after the line it names instead of
+	// at the start of the file (see Resume). Replay then sees only the
+	// entries after it. Open returns an error wrapping ErrResumeMismatch,
+	// having changed nothing, when that line is not where Resume says.
+	Resume *Resume
 	// PendingIdle is how long the pending file is kept open for reuse after
 	// the last group before it is removed (see the package documentation).
 	// Zero means DefaultPendingIdle; a negative value keeps it until Close,
@@ -72,6 +78,11 @@ type Log struct {
 	maxLine     int           // MaxLineBytes; smaller in tests
 	// mustSync holds the directories whose fsync Open cannot do without.
 	mustSync map[string]bool
+	// The lines Open skipped by resuming (see VerifyPrefix).
+	verified  atomic.Bool
+	verifyMu  sync.Mutex
+	resumed   *Resume
+	verifyErr error
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when leading turns false
@@ -173,6 +184,9 @@ func (l *Log) AppendBatch(recs []Record) ([]Entry, error) {
 // whole queue as one group, wakes its members, and hands leadership to the
 // first caller that queued meanwhile.
 func (l *Log) commit(recs []prepared) ([]Entry, error) {
+	if err := l.VerifyPrefix(); err != nil {
+		return nil, fmt.Errorf("eventlog: append to %s refused: %w", l.path, err)
+	}
 	w := &waiter{recs: recs, wake: make(chan struct{}, 1)}
 	l.mu.Lock()
 	if l.closed {
@@ -374,6 +388,31 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	l.size += int64(len(buf))
 	l.logTouched = false
 	return true, nil
+}
+
+// VerifyPrefix checks, once, the lines an Open with Options.Resume skipped
+// (see Verify) and returns the result: nil, or a *CorruptError that every
+// later append returns too, so that nothing is appended on top of a
+// damaged prefix. For a log opened without Resume it returns nil at once.
+// The first append calls it; a scrub may call it earlier.
+func (l *Log) VerifyPrefix() error {
+	if l.verified.Load() {
+		return nil
+	}
+	l.verifyMu.Lock()
+	defer l.verifyMu.Unlock()
+	if l.resumed != nil {
+		err := Verify(l.fsys, l.path, *l.resumed)
+		if err != nil && !errorsIsCorrupt(err) {
+			return err // a read error: try again next time
+		}
+		l.verifyErr, l.resumed = err, nil
+	}
+	if l.verifyErr != nil {
+		return l.verifyErr
+	}
+	l.verified.Store(true)
+	return nil
 }
 
 // Close waits for in-progress appends and closes the log, removing the

@@ -135,7 +135,7 @@ func checkTrailer(b []byte, sum uint32, lines int) string {
 // the pending file and its directory entry durable (a crash may have hit
 // before either was), so a crash during the replay finds it again. Running
 // it again after a crash at any point gives the same log.
-func (l *Log) replayPending(f faultfs.File) error {
+func (l *Log) replayPending(f faultfs.File, size int64) error {
 	pf, err := faultfs.OpenNoFollow(l.fsys, l.pendingPath, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -175,7 +175,7 @@ func (l *Log) replayPending(f faultfs.File) error {
 		}
 		l.lastSeq = pc.seqs[len(pc.seqs)-1]
 		if l.replay != nil {
-			if err := replayLines(pc.add, l.replay); err != nil {
+			if err := replayLines(pc.add, size, l.replay); err != nil {
 				return fmt.Errorf("eventlog: replaying the pending records of %s: %w", l.path, err)
 			}
 		}
@@ -189,9 +189,9 @@ func (l *Log) replayPending(f faultfs.File) error {
 	return nil
 }
 
-// replayLines parses complete, already validated lines and hands each entry
-// to replay.
-func replayLines(buf []byte, replay func(Entry) error) error {
+// replayLines parses complete, already validated lines, written to the log
+// at offset off, and hands each entry to replay.
+func replayLines(buf []byte, off int64, replay func(Entry) error) error {
 	for len(buf) > 0 {
 		i := bytes.IndexByte(buf, '\n')
 		if i < 0 {
@@ -201,10 +201,12 @@ func replayLines(buf []byte, replay func(Entry) error) error {
 		if err != nil {
 			return err
 		}
+		e.Off = off
 		if err := replay(e); err != nil {
 			return err
 		}
 		buf = buf[i+1:]
+		off += int64(i + 1)
 	}
 	return nil
 }

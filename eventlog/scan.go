@@ -35,7 +35,12 @@ type lineScanner struct {
 }
 
 func newLineScanner(r io.ReaderAt, off int64, limit int) *lineScanner {
-	size := 64 << 10
+	return newLineScannerSize(r, off, limit, 64<<10)
+}
+
+// newLineScannerSize starts with a buffer of size bytes (it grows for
+// longer lines): small for reading one line or a short tail.
+func newLineScannerSize(r io.ReaderAt, off int64, limit, size int) *lineScanner {
 	if size > limit {
 		size = limit
 	}

@@ -13,6 +13,7 @@ import (
 type logScanner struct {
 	path    string
 	ls      *lineScanner
+	check   bool   // only checking: entries are not kept (see parseLineMode)
 	lines   int    // good lines so far
 	lastSeq uint64 // seq of the last good line
 	goodEnd int64  // offset just past the last good line
@@ -56,7 +57,7 @@ func (s *logScanner) next() (Entry, error) {
 	case kindTooLong:
 		return s.damaged(off, n, fmt.Sprintf("line of %d bytes is over the %d-byte limit", n, s.ls.limit))
 	}
-	e, perr := parseLine(line)
+	e, perr := parseLineMode(line, s.check)
 	if perr != nil {
 		if errors.Is(perr, errBadCRC) {
 			return s.damaged(off, n, perr.Error())

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,9 @@ func cmdDaemonStart(ctx context.Context, c *cli, args []string) error {
 }
 
 func runForeground(ctx context.Context, c *cli, maxSlots int, level string) error {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(daemon.DefaultMemoryLimit)
+	}
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name:   "warren",
 		Level:  hclog.LevelFromString(level),

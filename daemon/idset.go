@@ -1,0 +1,137 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// idSet is the set of message ids an agent's log has enqueued, kept small:
+// an id of 32 lowercase hex characters (every id the daemon makes) costs 16
+// bytes in a sorted array, plus a map entry until the next merge; other ids
+// (a client's own) are kept as strings. It answers exactly: the
+// enqueue-once rule (a message enqueued again after a crash is skipped)
+// depends on it.
+type idSet struct {
+	old    []byte // sorted 16-byte ids
+	recent map[[16]byte]struct{}
+	other  map[string]struct{}
+}
+
+func parseID16(id string) ([16]byte, bool) {
+	var k [16]byte
+	if len(id) != 32 || strings.ToLower(id) != id {
+		return k, false
+	}
+	if _, err := hex.Decode(k[:], []byte(id)); err != nil {
+		return k, false
+	}
+	return k, true
+}
+
+func (s *idSet) has(id string) bool {
+	k, ok := parseID16(id)
+	if !ok {
+		_, found := s.other[id]
+		return found
+	}
+	if _, found := s.recent[k]; found {
+		return true
+	}
+	return s.inOld(k)
+}
+
+func (s *idSet) inOld(k [16]byte) bool {
+	n := len(s.old) / 16
+	i := sort.Search(n, func(i int) bool { return bytes.Compare(s.old[i*16:i*16+16], k[:]) >= 0 })
+	return i < n && bytes.Equal(s.old[i*16:i*16+16], k[:])
+}
+
+// add adds id; it reports false when it was there already.
+func (s *idSet) add(id string) bool {
+	k, ok := parseID16(id)
+	if !ok {
+		if _, found := s.other[id]; found {
+			return false
+		}
+		if s.other == nil {
+			s.other = map[string]struct{}{}
+		}
+		s.other[id] = struct{}{}
+		return true
+	}
+	if _, found := s.recent[k]; found || s.inOld(k) {
+		return false
+	}
+	if s.recent == nil {
+		s.recent = map[[16]byte]struct{}{}
+	}
+	s.recent[k] = struct{}{}
+	// Merge when the map holds an eighth of the array (at least 64 ids):
+	// each id is copied a bounded number of times on average.
+	if len(s.recent) >= max(64, len(s.old)/16/8) {
+		s.merge()
+	}
+	return true
+}
+
+// merge moves the map's ids into the sorted array.
+func (s *idSet) merge() {
+	if len(s.recent) == 0 {
+		return
+	}
+	keys := make([][16]byte, 0, len(s.recent))
+	for k := range s.recent {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
+	out := make([]byte, 0, len(s.old)+16*len(keys))
+	i := 0
+	for _, k := range keys {
+		for i < len(s.old) && bytes.Compare(s.old[i:i+16], k[:]) < 0 {
+			out = append(out, s.old[i:i+16]...)
+			i += 16
+		}
+		out = append(out, k[:]...)
+	}
+	out = append(out, s.old[i:]...)
+	s.old, s.recent = out, nil
+}
+
+func (s *idSet) len() int { return len(s.old)/16 + len(s.recent) + len(s.other) }
+
+// encode returns the hex ids, sorted and concatenated, and the other ids.
+func (s *idSet) encode() (string, []string) {
+	s.merge()
+	others := make([]string, 0, len(s.other))
+	for id := range s.other {
+		others = append(others, id)
+	}
+	sort.Strings(others)
+	return hex.EncodeToString(s.old), others
+}
+
+// decodeIDSet is encode's inverse; it refuses ids out of order.
+func decodeIDSet(hexIDs string, others []string) (idSet, error) {
+	var s idSet
+	if len(hexIDs)%32 != 0 {
+		return s, fmt.Errorf("enqueued ids: %d hex characters, not a multiple of 32", len(hexIDs))
+	}
+	old, err := hex.DecodeString(hexIDs)
+	if err != nil {
+		return s, fmt.Errorf("enqueued ids: %w", err)
+	}
+	for i := 16; i < len(old); i += 16 {
+		if bytes.Compare(old[i-16:i], old[i:i+16]) >= 0 {
+			return s, fmt.Errorf("enqueued ids are not sorted at %d", i/16)
+		}
+	}
+	s.old = old
+	for _, id := range others {
+		s.add(id)
+	}
+	return s, nil
+}

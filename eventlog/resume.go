@@ -1,0 +1,151 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// Resume names a line a caller has already folded (its seq, byte offset and
+// CRC), so that Open can start its scan right after it: recovery of a long
+// log then reads only the lines written since. The lines before it are not
+// checked by such an Open; Verify checks them (a background scrub).
+type Resume struct {
+	Seq uint64
+	Off int64
+	CRC uint32
+}
+
+// check reads the line at r.Off and returns the offset just past it, or an
+// error wrapping ErrResumeMismatch when it is not a complete, CRC-valid
+// line carrying r.Seq and r.CRC.
+func (r *Resume) check(f io.ReaderAt, path string) (int64, error) {
+	line, end, err := lineAt(f, r.Off)
+	if err == nil {
+		var e Entry
+		e, err = parseLine(line)
+		if err == nil && e.Seq != r.Seq {
+			err = fmt.Errorf("the line there has seq %d", e.Seq)
+		}
+		if err == nil && lineCRC(line) != r.CRC {
+			err = fmt.Errorf("the line there has crc %08x, not %08x", lineCRC(line), r.CRC)
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: resume %s at seq %d (offset %d): %w: %w", path, r.Seq, r.Off, ErrResumeMismatch, err)
+	}
+	return end, nil
+}
+
+// checkResume checks r against the log at path without changing anything.
+func checkResume(fsys faultfs.FS, path string, r *Resume) error {
+	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("eventlog: resume %s at seq %d: %w: %w", path, r.Seq, ErrResumeMismatch, err)
+	}
+	defer f.Close()
+	_, err = r.check(f, path)
+	return err
+}
+
+// lineAt returns the complete line (without its newline) starting at off
+// and the offset just past its newline.
+func lineAt(f io.ReaderAt, off int64) ([]byte, int64, error) {
+	if off < 0 {
+		return nil, 0, fmt.Errorf("negative offset %d", off)
+	}
+	ls := newLineScannerSize(f, off, MaxLineBytes, 4<<10)
+	kind, line, _, n, err := ls.next()
+	if err != nil {
+		return nil, 0, err
+	}
+	if kind != kindLine {
+		return nil, 0, errors.New("no complete line there")
+	}
+	return line, off + n, nil
+}
+
+// lineCRC is the crc field of a line that parseLine accepted.
+func lineCRC(line []byte) uint32 {
+	v, _ := parseHex32(line[len(line)-crcSuffixLen+len(crcPrefix) : len(line)-2])
+	return v
+}
+
+// ResumeAt describes the line at off of the log at path as a resume point,
+// checking that it is a complete, CRC-valid line carrying seq. Callers
+// record it (with the state folded up to it) to pass to a later Open.
+func ResumeAt(fsys faultfs.FS, path string, seq uint64, off int64) (Resume, error) {
+	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDONLY, 0)
+	if err != nil {
+		return Resume{}, fmt.Errorf("eventlog: open %s: %w", path, err)
+	}
+	defer f.Close()
+	line, _, err := lineAt(f, off)
+	if err != nil {
+		return Resume{}, fmt.Errorf("eventlog: %s: no line at offset %d: %w", path, off, err)
+	}
+	e, err := parseLine(line)
+	if err != nil {
+		return Resume{}, fmt.Errorf("eventlog: %s: the line at offset %d: %w", path, off, err)
+	}
+	if e.Seq != seq {
+		return Resume{}, fmt.Errorf("eventlog: %s: the line at offset %d has seq %d, not %d", path, off, e.Seq, seq)
+	}
+	return Resume{Seq: seq, Off: off, CRC: lineCRC(line)}, nil
+}
+
+// EntryAt reads the entry whose line starts at off in the log at path and
+// checks that it carries seq (a record of where an entry was, such as a
+// pending message kept by reference).
+func EntryAt(fsys faultfs.FS, path string, off int64, seq uint64) (Entry, error) {
+	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDONLY, 0)
+	if err != nil {
+		return Entry{}, fmt.Errorf("eventlog: open %s: %w", path, err)
+	}
+	defer f.Close()
+	line, _, err := lineAt(f, off)
+	if err == nil {
+		var e Entry
+		if e, err = parseLine(line); err == nil {
+			if e.Seq == seq {
+				e.Off = off
+				return e, nil
+			}
+			err = fmt.Errorf("the line there has seq %d", e.Seq)
+		}
+	}
+	return Entry{}, fmt.Errorf("eventlog: %s: entry seq %d at offset %d: %w", path, seq, off, err)
+}
+
+// Verify checks the lines of the log at path up to and including the
+// resume point r: every line complete and CRC-valid, seqs 1, 2, ... in
+// order, and r's line where r says. It changes nothing and returns nil or
+// a *CorruptError (or a read error). It is the check Open skips when it
+// resumes, for a scrub to run once the log is in use: lines before r are
+// never rewritten, so appends meanwhile do not disturb it.
+func Verify(fsys faultfs.FS, path string, r Resume) error {
+	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("eventlog: open %s: %w", path, err)
+	}
+	defer f.Close()
+	end, err := r.check(f, path)
+	if err != nil {
+		return &CorruptError{Path: path, Line: int(r.Seq), Seq: r.Seq, Offset: r.Off, Reason: err.Error()}
+	}
+	sc := newLogScanner(io.NewSectionReader(f, 0, end), path, MaxLineBytes)
+	sc.check = true
+	if err := sc.scanToEnd(); err != nil {
+		return err
+	}
+	if sc.tornBytes > 0 || sc.lastSeq != r.Seq || sc.goodEnd != end {
+		reason := fmt.Sprintf("the lines before seq %d do not check out (good lines end at seq %d, offset %d): %s", r.Seq, sc.lastSeq, sc.goodEnd, sc.tornReason)
+		return &CorruptError{Path: path, Line: sc.lines + 1, Seq: sc.lastSeq + 1, Offset: sc.goodEnd, Reason: reason}
+	}
+	return nil
+}
+
+func errorsIsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
