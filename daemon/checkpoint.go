@@ -32,6 +32,10 @@ type pendingRef struct {
 	ID  string `json:"id"`
 	Seq uint64 `json:"seq"`
 	Off int64  `json:"off"`
+	// Msg is a message whose payload is not resident (inbox.Message.Spill):
+	// its envelope without the payload, so that recovery need not read the
+	// payload back to leave it on disk again.
+	Msg *inbox.Message `json:"msg,omitempty"`
 }
 
 // checkpointHead is the first line of checkpoint.json; the state (JSON)
@@ -70,7 +74,11 @@ func (p *projection) encodeState() ([]byte, error) {
 		if m.Ref.Seq == 0 || m.Ref.Off < 0 || (m.Ref.Off == 0 && m.Ref.Seq != 1) {
 			return nil, fmt.Errorf("pending message %s: its line is not known", m.ID)
 		}
-		refs = append(refs, pendingRef{ID: m.ID, Seq: m.Ref.Seq, Off: m.Ref.Off})
+		ref := pendingRef{ID: m.ID, Seq: m.Ref.Seq, Off: m.Ref.Off}
+		if m.Spilled() {
+			ref.Msg = &m
+		}
+		refs = append(refs, ref)
 	}
 	hexIDs, others := p.Enqueued.encode()
 	state, err := json.Marshal(checkpointState{P: p, Pending: refs, Other: others})
@@ -116,7 +124,15 @@ func decodeState(body []byte) (*projection, error) {
 		if _, dup := p.lazy.msgs[r.ID]; dup || !p.Enqueued.has(r.ID) {
 			return nil, fmt.Errorf("pending message %s listed twice or never enqueued", r.ID)
 		}
-		p.lazy.add(r.ID, lazyMsg{ref: inbox.Ref{Seq: r.Seq, Off: r.Off}})
+		ref := inbox.Ref{Seq: r.Seq, Off: r.Off}
+		if m := r.Msg; m != nil {
+			if m.ID != r.ID || m.Ref != ref || !m.Spilled() || m.Payload != "" {
+				return nil, fmt.Errorf("pending message %s: its envelope does not match its reference", r.ID)
+			}
+			p.lazy.add(r.ID, lazyMsg{msg: m})
+			continue
+		}
+		p.lazy.add(r.ID, lazyMsg{ref: ref})
 	}
 	return p, nil
 }

@@ -46,6 +46,10 @@ func ckptHome(t *testing.T) (*harness, []*agent) {
 	}
 	h.send(child, "a turn that takes the pending messages")
 	step(5)
+	// A message too large to stay resident: pending, its payload on disk.
+	if _, err := h.c.CallTool(ctx, root, "send_message", map[string]any{"recipient": "child", "text": strings.Repeat("large ", 2*residentPayload/6+1)}); err != nil {
+		t.Fatal(err)
+	}
 	return h, agents
 }
 
@@ -104,6 +108,9 @@ func TestTornCheckpointFallsBackToFullFold(t *testing.T) {
 	h.stop()
 	path := filepath.Join(h.c.agentDir(agents[1].id), checkpointName)
 	good := h.read(path)
+	if !strings.Contains(string(good), `"msg":{`) {
+		t.Fatalf("the child's checkpoint holds no pending message kept without its payload:\n%s", good)
+	}
 	damage := map[string][]byte{
 		"empty":          nil,
 		"zeros":          make([]byte, len(good)),

@@ -46,7 +46,9 @@
 // subscriptions, reminders, the last resume, spawns whose child does not
 // exist yet, sent messages whose recipient may lack them); "pending" lists
 // the messages still pending, in order, by reference (id, seq and offset
-// of their message.enqueued line: payloads are never copied); "other_ids"
+// of their message.enqueued line: payloads are never copied; a message
+// whose payload is not resident also carries its envelope without the
+// payload, "msg", so recovery does not read the payload back); "other_ids"
 // holds enqueued ids that are not 32 hex characters.
 //
 // Recovery reads the checkpoint, checks its sum, and opens the log with
