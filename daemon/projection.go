@@ -63,6 +63,7 @@ type waitRec struct {
 	Prompt     string
 	SecretHash string
 	Deadline   time.Time
+	Since      time.Time // when the wait began (run.waiting's time)
 	Turn       int
 	TokenState string
 	Response   string // set when consumed
@@ -337,7 +338,7 @@ func (p *projection) apply(e eventlog.Entry) error {
 		}
 		if r := p.runFor(d.RunID); r != nil {
 			r.Wait = &waitRec{TokenID: d.TokenID, Kind: d.WaitKind, Prompt: d.Prompt,
-				SecretHash: d.SecretHash, Deadline: parseTime(d.Deadline), Turn: d.Turn, TokenState: tokLive}
+				SecretHash: d.SecretHash, Deadline: parseTime(d.Deadline), Since: e.TS, Turn: d.Turn, TokenState: tokLive}
 			r.ResumeResponse = nil
 		}
 	case evTokenConsumed, evTokenRevoked, evTokenExpired:

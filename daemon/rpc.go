@@ -38,6 +38,7 @@ var methods = map[string]methodFunc{
 	"agent.reset":      (*handler).reset,
 	"agent.resume":     (*handler).resume,
 	"agent.log":        (*handler).agentLog,
+	"waits.list":       (*handler).waitsList,
 	"events.subscribe": (*handler).subscribe,
 	"daemon.status":    (*handler).status,
 	"daemon.providers": (*handler).providers,
@@ -304,15 +305,25 @@ func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream
 	if err != nil {
 		return nil, err
 	}
-	opt, err := optStrings(p, "token", "response")
+	opt, err := optStrings(p, "token", "response", "token_id")
 	if err != nil {
 		return nil, err
 	}
-	tok, resp := opt[0], opt[1]
-	if tok == "" && p.Has("response") {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "a response needs the wait's token (param token)")
+	tok, resp, tokID := opt[0], opt[1], opt[2]
+	if tok != "" && tokID != "" {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "give the wait's token or its token_id, not both")
 	}
-	res, err := h.c.Resume(ctx, id, tok, resp)
+	if tok == "" && tokID == "" && p.Has("response") {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "a response needs the wait's token (param token) or its token_id (listed by waits.list)")
+	}
+	var res TurnResult
+	if p.Has("token_id") {
+		// The peer passed the socket's owner check (server/peer.go): a
+		// local operator may name the wait by its public id (SPEC 4).
+		res, err = h.c.ResumeByID(ctx, id, tokID, resp)
+	} else {
+		res, err = h.c.Resume(ctx, id, tok, resp)
+	}
 	if err != nil {
 		return nil, err
 	}

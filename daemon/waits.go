@@ -102,6 +102,23 @@ func (c *Core) revokeToken(a *agent, tokenID, runID, reason string) error {
 // Resume resumes a suspended run (token and response) or re-runs an
 // interrupted one (no token). It returns when the resumed turn ends.
 func (c *Core) Resume(ctx context.Context, agentID, presented, response string) (TurnResult, error) {
+	return c.resume(ctx, agentID, presented, "", response)
+}
+
+// ResumeByID answers the wait whose public token id is tokenID, as the
+// operator may from a local peer (SPEC 4). Only a live wait is answered: a
+// token id of a wait that has ended, a repeat included, is code 5.
+func (c *Core) ResumeByID(ctx context.Context, agentID, tokenID, response string) (TurnResult, error) {
+	if tokenID == "" {
+		return TurnResult{}, protocol.Errorf(protocol.CodeInvalid, "an empty token_id names no wait; list the pending waits with warren waits")
+	}
+	return c.resume(ctx, agentID, "", tokenID, response)
+}
+
+// resume is Resume (presented: the client string with the secret) or
+// ResumeByID (tokenID: the public id); with neither it re-runs an
+// interrupted run.
+func (c *Core) resume(ctx context.Context, agentID, presented, tokenID, response string) (TurnResult, error) {
 	a, ok := c.agent(agentID)
 	if !ok {
 		return TurnResult{}, notFound(agentID)
@@ -112,16 +129,19 @@ func (c *Core) Resume(ctx context.Context, agentID, presented, response string) 
 		run = *r
 	}
 	a.mu.Unlock()
-	if presented == "" {
+	if presented == "" && tokenID == "" {
 		return c.resumeInterrupted(ctx, a, run)
 	}
 	runID := run.RunID
 	if run.Wait == nil || run.Ended {
 		// No wait now: only a repeat of a resume that consumed the token
 		// can succeed; the token service decides.
-		tokID, _, perr := token.Parse(presented)
-		if perr != nil {
-			return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected, "%v", perr)
+		tokID := tokenID
+		if presented != "" {
+			var perr error
+			if tokID, _, perr = token.Parse(presented); perr != nil {
+				return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected, "%v", perr)
+			}
 		}
 		t, known := c.tokens.Get(tokID)
 		if !known {
@@ -129,7 +149,14 @@ func (c *Core) Resume(ctx context.Context, agentID, presented, response string) 
 		}
 		runID = t.RunID
 	}
-	tok, repeat, err := c.tokens.Consume(a.id, runID, presented, response, c.now(), func(t token.Token) error {
+	consume := func(commit func(token.Token) error) (token.Token, bool, error) {
+		if tokenID != "" {
+			t, err := c.tokens.ConsumeByID(a.id, runID, tokenID, response, c.now(), commit)
+			return t, false, err
+		}
+		return c.tokens.Consume(a.id, runID, presented, response, c.now(), commit)
+	}
+	tok, repeat, err := consume(func(t token.Token) error {
 		if err := c.claim(a); err != nil {
 			return err
 		}

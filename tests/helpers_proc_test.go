@@ -469,7 +469,8 @@ func writeScripts(t testing.TB, dir string) string {
 
 // agentScript is the scripted test agent. The message selects the action:
 //
-//	ask <prompt>          await_input, then "answer: <response>"
+//	ask <prompt>          await_input, then "answer: <response>" (also as
+//	                      the body of a message from another agent)
 //	quick <prompt>        await_input with a 1-second deadline
 //	fifo <path>           block until the FIFO at path is written and closed
 //	spawn <name> [model]  spawn_agent (scripted child, or inproc <model>)
@@ -485,8 +486,9 @@ while True:
     msg = read_turn()
     n += 1
     words = msg.split(" ", 2)
-    if words[0] == "ask":
-        r = call_tool("await_input", kind="approval", prompt=msg[4:] or "ok?", timeout=3600)
+    body = msg.split("\n", 1)[-1] if msg.startswith("Message from ") else msg
+    if body.split(" ", 1)[0] == "ask":
+        r = call_tool("await_input", kind="approval", prompt=body[4:] or "ok?", timeout=3600)
         done("answer: " + str(r.get("response")))
     elif words[0] == "quick":
         r = call_tool("await_input", kind="approval", prompt=msg[6:] or "ok?", timeout=1)

@@ -103,15 +103,45 @@ func (s *Service) Consume(agentID, runID, presented, response string, now time.T
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t := e.tok
-	if !hashesEqual(hash, t.SecretHash) {
+	if !hashesEqual(hash, e.tok.SecretHash) {
 		return Token{}, false, fmt.Errorf("%w: the secret given for token %s is not the one it was minted with", ErrWrongSecret, id)
 	}
+	return s.consumeLocked(e, agentID, runID, response, true, now, commit)
+}
+
+// ConsumeByID is Consume for an operator who names the wait by its public
+// token id instead of presenting the secret (the daemon admits only a local
+// peer of its own uid; SPEC 4). The id names exactly one wait: a token that
+// is no longer live is refused (ErrConsumed, ErrRevoked, ErrExpired), a
+// repeat included, so an answer lands only on the wait the operator saw.
+func (s *Service) ConsumeByID(agentID, runID, id, response string, now time.Time, commit func(Token) error) (Token, error) {
+	if err := CheckID(id); err != nil {
+		return Token{}, err
+	}
+	e := s.lookup(id)
+	if e == nil {
+		return Token{}, fmt.Errorf("%w: no wait has token id %s (list the pending waits with warren waits)", ErrUnknown, id)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, _, err := s.consumeLocked(e, agentID, runID, response, false, now, commit)
+	return t, err
+}
+
+// consumeLocked checks agent, run, state and deadline of e's token and
+// consumes it; e.mu is held. allowRepeat: a consumed token with the same
+// response is a repeat (returned with true) rather than ErrConsumed.
+func (s *Service) consumeLocked(e *entry, agentID, runID, response string, allowRepeat bool, now time.Time, commit func(Token) error) (Token, bool, error) {
+	t := e.tok
+	id := t.ID
 	if t.AgentID != agentID || t.RunID != runID {
 		return Token{}, false, fmt.Errorf("%w: token %s was minted for agent %s run %s, not agent %s run %s", ErrMismatch, id, t.AgentID, t.RunID, agentID, runID)
 	}
 	switch t.State {
 	case Consumed:
+		if !allowRepeat {
+			return Token{}, false, fmt.Errorf("%w: the wait of token %s was already answered; list the pending waits with warren waits", ErrConsumed, id)
+		}
 		if t.Response == response {
 			return t, true, nil
 		}

@@ -281,17 +281,22 @@ func shellQuote(s string) string {
 func cmdAgentResume(ctx context.Context, c *cli, args []string) error {
 	f := newFlags(c, "agent resume")
 	token := f.String("token", "", "the resume token printed when the run suspended")
+	tokenID := f.String("token-id", "", "the wait's public token id (warren waits lists them)")
 	pos, err := f.parse(args, 1, 2)
 	if err != nil {
 		return err
 	}
 	params := map[string]any{"agent_id": pos[0]}
 	setIf(params, "token", *token)
+	setIf(params, "token_id", *tokenID)
 	if len(pos) == 2 {
 		params["response"] = pos[1]
 	}
-	if *token != "" && len(pos) < 2 {
-		return usageErr(f.usage, "--token needs a RESPONSE to hand to the agent")
+	if *token != "" && *tokenID != "" {
+		return usageErr(f.usage, "give --token or --token-id, not both")
+	}
+	if (*token != "" || *tokenID != "") && len(pos) < 2 {
+		return usageErr(f.usage, "--token and --token-id need a RESPONSE to hand to the agent")
 	}
 	res, show, err := c.callOut(ctx, "agent.resume", params)
 	if err != nil || !show {

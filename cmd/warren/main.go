@@ -107,7 +107,8 @@ func commands() map[string]command {
 		"agent terminate": {"warren agent terminate REF [--home DIR] [--json]", cmdAgentTerminate},
 		"agent cancel":    {"warren agent cancel REF [--home DIR] [--json]", cmdAgentCancel},
 		"agent reset":     {"warren agent reset REF [--home DIR] [--json]", cmdAgentReset},
-		"agent resume":    {"warren agent resume REF [--token T] [RESPONSE]", cmdAgentResume},
+		"agent resume":    {"warren agent resume REF [--token T | --token-id ID] [RESPONSE]", cmdAgentResume},
+		"waits":           {"warren waits [--home DIR] [--json]", cmdWaits},
 		"inbox":           {"warren inbox [--home DIR] [--json]", cmdInbox},
 		"logs":            {"warren logs REF [-f] [--home DIR] [--json]", cmdLogs},
 		"events":          {"warren events [-f] [--since SEQ] [--deltas] [REF] [--home DIR] [--json]", cmdEvents},
@@ -130,7 +131,8 @@ usage:
   warren agent attach REF                 interactive, streaming
   warren agent terminate | cancel REF
   warren agent reset REF                  start the agent on a fresh context (the log keeps its history)
-  warren agent resume REF [--token T] [RESPONSE]
+  warren agent resume REF [--token T | --token-id ID] [RESPONSE]
+  warren waits                            every pending wait in the tree, with its token id
   warren inbox                            drain the messages root agents sent to you
   warren logs REF [-f]                    read an agent's log file (works while the daemon is down)
   warren events [-f] [--since SEQ] [REF]  live events from the daemon until Ctrl-C
