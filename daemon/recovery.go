@@ -143,6 +143,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 		c.redeliverRefs(l.id, sent, true)
 	}
 	c.SweepWaits()
+	c.noticeWaits()
 	for _, l := range placed {
 		l.p.Pending.Attach(&c.pending) // counts toward the total limits
 		l.a.mu.Lock()

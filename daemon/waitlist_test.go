@@ -56,3 +56,43 @@ func TestWaitsListAndResumeByTokenID(t *testing.T) {
 		t.Fatalf("turn.complete = %d, want 1", n)
 	}
 }
+
+// TestUserNoticedWhenAWaitBegins: a wait anywhere in the tree puts one
+// notice in the USER inbox naming the agent, the prompt, the token id and
+// the command that answers it, never the secret; a restart (recovery sends
+// the notices of pending waits again, for a crash that cut one off) does
+// not duplicate it.
+func TestUserNoticedWhenAWaitBegins(t *testing.T) {
+	h := newHarness(t)
+	h.prov.Register("approver", func(ctx context.Context, tr *inproc.Turn) (string, error) {
+		r, err := tr.Call("await_input", map[string]any{"kind": "approval", "prompt": "deploy?", "timeout": 3600})
+		if err != nil {
+			return "", err
+		}
+		return "approved: " + r["response"].(string), nil
+	})
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "approver")
+	res := h.send(kid, "deploy")
+	if res.Status != "suspended" {
+		t.Fatalf("send = %+v", res)
+	}
+	secret := res.Token[strings.IndexByte(res.Token, '.')+1:]
+	tokID := res.Token[:strings.IndexByte(res.Token, '.')]
+	check := func(when string) {
+		t.Helper()
+		msgs := h.c.UserPending()
+		if len(msgs) != 1 {
+			t.Fatalf("%s: USER inbox = %+v, want one notice", when, msgs)
+		}
+		m := msgs[0]
+		want := "warren agent resume root/kid --token-id " + tokID + " RESPONSE"
+		if m.Sender != "SYSTEM" || !strings.Contains(m.Payload, want) || !strings.Contains(m.Payload, "deploy?") ||
+			!strings.Contains(m.Payload, "root/kid") || strings.Contains(m.Payload, secret) {
+			t.Fatalf("%s: notice from %s = %q; want SYSTEM naming the agent, prompt and %q, without the secret", when, m.Sender, m.Payload, want)
+		}
+	}
+	check("after the wait began")
+	h.restart()
+	check("after a restart")
+}

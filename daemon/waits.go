@@ -47,6 +47,7 @@ func (c *Core) beginWait(a *agent, v tools.AwaitInput, cc callCtx) error {
 		return fmt.Errorf("registering the resume token: %w", err)
 	}
 	c.armDeadline(deadline)
+	c.noticeWaitOf(a)
 	return provider.ErrRunSuspended
 }
 

@@ -66,8 +66,8 @@ func TestAwaitInputSuspendsAndTokenResumesOnce(t *testing.T) {
 	if _, err := h.c.Resume(context.Background(), id, res.Token, "no"); !protocol.IsCode(err, protocol.CodeTokenRejected) {
 		t.Fatalf("consumed token with another response: err = %v", err)
 	}
-	if len(h.c.UserPending()) != 1 {
-		t.Fatalf("USER has %d messages; the send before the wait must happen once", len(h.c.UserPending()))
+	if n := userMsgsFrom(h, id); n != 1 {
+		t.Fatalf("USER has %d messages from the agent; the send before the wait must happen once", n)
 	}
 	for _, ev := range []string{"run.waiting", "token.minted", "token.consumed", "run.resumed"} {
 		if h.count(id, ev) != 1 {
@@ -93,8 +93,8 @@ func TestWaitSurvivesCrashAndResumes(t *testing.T) {
 		if err != nil || out.Response != "approved: ok" {
 			t.Fatalf("resume after crash = %+v, %v", out, err)
 		}
-		if len(h.c.UserPending()) != 1 {
-			t.Fatalf("USER has %d messages; the send before the wait must happen once", len(h.c.UserPending()))
+		if n := userMsgsFrom(h, id); n != 1 {
+			t.Fatalf("USER has %d messages from the agent; the send before the wait must happen once", n)
 		}
 		// Repeating the same resume after another restart returns the
 		// same result from the log and starts nothing.
@@ -212,4 +212,16 @@ func TestConcurrentResumesExactlyOneWins(t *testing.T) {
 
 func mustString(v any) string {
 	return strings.ReplaceAll(strings.TrimSpace(fmtAny(v)), "\n", " ")
+}
+
+// userMsgsFrom counts the USER inbox's messages sent by agent id (not
+// SYSTEM's notices).
+func userMsgsFrom(h *harness, id string) int {
+	n := 0
+	for _, m := range h.c.UserPending() {
+		if m.Sender == id {
+			n++
+		}
+	}
+	return n
 }
