@@ -58,9 +58,11 @@ func (c *Core) Send(ctx context.Context, agentID, message, provName, model strin
 		return TurnResult{}, err
 	}
 	a.mu.Lock()
-	var tokID, runID string
+	var tokID, runID, waitKind, abandoned string
 	if a.hasLiveWait() {
-		tokID, runID = a.p.Run.Wait.TokenID, a.p.Run.RunID
+		tokID, runID, waitKind = a.p.Run.Wait.TokenID, a.p.Run.RunID, a.p.Run.Wait.Kind
+	} else if r := a.p.Run; r != nil && !r.Ended && r.Interrupted && r.Reason == reasonProcessRestart {
+		abandoned = r.RunID // interrupted_startup: the new run replaces it
 	}
 	a.mu.Unlock()
 	if tokID != "" {
@@ -72,6 +74,10 @@ func (c *Core) Send(ctx context.Context, agentID, message, provName, model strin
 	ch := c.startTurn(a, TurnRequest{Prompt: message, Provider: provName, Model: model, OnChunk: onChunk})
 	select {
 	case res := <-ch:
+		if tokID != "" {
+			res.RevokedWait = map[string]any{"token_id": tokID, "kind": waitKind, "run_id": runID}
+		}
+		res.AbandonedRun = abandoned
 		return res, nil
 	case <-ctx.Done():
 		c.mu.Lock()

@@ -173,17 +173,25 @@ func (h *handler) inspect(_ context.Context, p protocol.Params, _ server.Stream)
 }
 
 func turnResultMap(res TurnResult) (map[string]any, error) {
-	if res.Status == "suspended" {
-		m := map[string]any{"status": "suspended", "run_id": res.RunID, "wait": res.Wait}
+	var m map[string]any
+	switch {
+	case res.Status == "suspended":
+		m = map[string]any{"status": "suspended", "run_id": res.RunID, "wait": res.Wait}
 		if res.Token != "" {
 			m["token"] = res.Token
 		}
-		return m, nil
-	}
-	if res.Err != nil {
+	case res.Err != nil:
 		return nil, res.Err
+	default:
+		m = map[string]any{"response": res.Response, "run_id": res.RunID, "status": res.Status}
 	}
-	return map[string]any{"response": res.Response, "run_id": res.RunID, "status": res.Status}, nil
+	if res.RevokedWait != nil {
+		m["revoked_wait"] = res.RevokedWait
+	}
+	if res.AbandonedRun != "" {
+		m["abandoned_run"] = res.AbandonedRun
+	}
+	return m, nil
 }
 
 // agentMessage reads the agent_id and message params of send and stream.

@@ -38,6 +38,10 @@ type TurnResult struct {
 	Token    string // the resume token, once, when the run suspended
 	Wait     map[string]any
 	Err      error
+	// Set by Send: the wait its message revoked ({token_id, kind}) and the
+	// run interrupted by a restart that it abandoned (a new run started).
+	RevokedWait  map[string]any
+	AbandonedRun string
 }
 
 // Outcomes of a turn attempt loop.

@@ -253,6 +253,13 @@ func cmdAgentSend(ctx context.Context, c *cli, args []string) error {
 // printRunResult prints an agent.send/agent.resume result: the response, or
 // the wait and the exact command that resumes it.
 func (c *cli) printRunResult(ref string, res map[string]any) {
+	if w := obj(res, "revoked_wait"); w != nil {
+		fmt.Fprintf(c.stderr, "note: this message revoked %s's pending wait (%s, token id %s): its token no longer answers it\n",
+			ref, dash(str(w, "kind")), str(w, "token_id"))
+	}
+	if r := str(res, "abandoned_run"); r != "" {
+		fmt.Fprintf(c.stderr, "note: this message abandoned %s's run %s, interrupted by a daemon restart (a new run started instead)\n", ref, r)
+	}
 	if str(res, "status") == "suspended" {
 		wait := obj(res, "wait")
 		fmt.Fprintf(c.stdout, "%s is waiting for input", ref)

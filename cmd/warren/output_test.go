@@ -105,3 +105,20 @@ func BenchmarkLogsOffline(b *testing.B) {
 		}
 	}
 }
+
+// TestPrintRunResultNamesRevokedWaitAndAbandonedRun: agent send prints,
+// on stderr, what its message revoked or abandoned (issue 14).
+func TestPrintRunResultNamesRevokedWaitAndAbandonedRun(t *testing.T) {
+	var out, errb strings.Builder
+	c := &cli{stdout: &out, stderr: &errb}
+	c.printRunResult("lead", map[string]any{"response": "hi", "status": "idle",
+		"revoked_wait": map[string]any{"token_id": "tok_0123", "kind": "approval"}, "abandoned_run": "run42"})
+	if out.String() != "hi\n" {
+		t.Errorf("stdout = %q, want the response only", out.String())
+	}
+	for _, want := range []string{"revoked lead's pending wait (approval, token id tok_0123)", "abandoned lead's run run42"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr = %q, want %q", errb.String(), want)
+		}
+	}
+}
