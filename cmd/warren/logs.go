@@ -31,9 +31,12 @@ type offlineAgent struct {
 	id, name, parentID, path string
 }
 
-// agentLogPath resolves REF to the agent's events.jsonl without the daemon:
-// a 32-hex id directly, else a path or a unique bare name built from the
-// agent.created entries on disk.
+// agentLogPath resolves REF to the agent's events.jsonl without the daemon,
+// as the daemon resolves it (tree.Resolve): a 32-hex id directly; a REF
+// with a slash is a path, else a name; live agents first; two live
+// matches are an error listing their paths. Only when no live agent
+// matches, a terminated one does (a reused name or path that names several
+// terminated agents is an error listing their ids). Never a random pick.
 func agentLogPath(home, ref string) (string, error) {
 	logPath := func(id string) string { return filepath.Join(home, "agents", id, "events.jsonl") }
 	if hexID.MatchString(ref) {
@@ -46,26 +49,64 @@ func agentLogPath(home, ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var byName []offlineAgent
+	var live, ended []offlineAgent
 	for _, a := range agents {
-		if a.path == ref {
-			return logPath(a.id), nil
+		match := a.name == ref
+		if strings.Contains(ref, "/") {
+			match = a.path == strings.TrimPrefix(ref, "/")
 		}
-		if a.name == ref {
-			byName = append(byName, a)
+		if !match {
+			continue
+		}
+		if loggedTermination(logPath(a.id)) {
+			ended = append(ended, a)
+		} else {
+			live = append(live, a)
 		}
 	}
-	switch len(byName) {
-	case 1:
-		return logPath(byName[0].id), nil
-	case 0:
-		return "", fmt.Errorf("%w: %q matches no agent path, name or id under %s", errUnknownAgent, ref, filepath.Join(home, "agents"))
+	switch {
+	case len(live) == 1:
+		return logPath(live[0].id), nil
+	case len(live) > 1:
+		return "", fmt.Errorf("%w: %q is ambiguous: it names %d agents (%s); use one of these paths or an agent id",
+			errUnknownAgent, ref, len(live), describeAgents(live, false))
+	case len(ended) == 1:
+		return logPath(ended[0].id), nil
+	case len(ended) > 1:
+		return "", fmt.Errorf("%w: %q names no live agent but %d terminated ones (%s); use an agent id",
+			errUnknownAgent, ref, len(ended), describeAgents(ended, true))
 	}
-	paths := make([]string, len(byName))
-	for i, a := range byName {
-		paths[i] = a.path
+	return "", fmt.Errorf("%w: %q matches no agent path, name or id under %s", errUnknownAgent, ref, filepath.Join(home, "agents"))
+}
+
+// describeAgents lists agents as "path" (withID: "path (id)"), in order.
+func describeAgents(as []offlineAgent, withID bool) string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = "/" + a.path
+		if withID {
+			out[i] += " (" + a.id + ")"
+		}
 	}
-	return "", fmt.Errorf("%w: %q is ambiguous (%s); use the path or the id", errUnknownAgent, ref, strings.Join(paths, ", "))
+	return strings.Join(out, ", ")
+}
+
+// loggedTermination reports whether an agent's log records agent.terminated.
+func loggedTermination(path string) bool {
+	r, err := eventlog.NewReader(faultfs.OS{}, path, 0)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return false
+		}
+		if e.Event == "agent.terminated" {
+			return true
+		}
+	}
 }
 
 // scanAgents reads the first entry (agent.created) of every agent log and
@@ -96,7 +137,12 @@ func scanAgents(home string) ([]offlineAgent, error) {
 		a.path = offlinePath(byID, a)
 		out = append(out, *a)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].path != out[j].path {
+			return out[i].path < out[j].path
+		}
+		return out[i].id < out[j].id
+	})
 	return out, nil
 }
 
