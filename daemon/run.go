@@ -99,9 +99,7 @@ func Run(ctx context.Context, opts Options) error {
 		logger.Error("config.json is invalid; using the defaults until it is fixed", "path", cfgPath, "err", err)
 		cfg = config.Default()
 	}
-	if opts.MaxSlots > 0 {
-		cfg.Pools["default"] = opts.MaxSlots
-	}
+	cfg = withFlags(cfg, opts)
 	provs := opts.Providers
 	if provs == nil {
 		provs = DefaultProviders(cfg, logger)
@@ -153,11 +151,7 @@ func Run(ctx context.Context, opts Options) error {
 	go func() {
 		defer wg.Done()
 		if err := config.Watch(runCtx, cfgPath, logger.Named("config"), func(c config.Config) {
-			if opts.MaxSlots > 0 {
-				if _, set := c.Pools["default"]; !set {
-					c.Pools["default"] = opts.MaxSlots
-				}
-			}
+			c = withFlags(c, opts)
 			core.ApplyConfig(c)
 			logger.Info("config.json reloaded", "pools", fmt.Sprint(c.Pools), "max_retries", c.MaxRetries)
 		}, func(err error) {
@@ -263,4 +257,19 @@ func processGone(pid int) bool {
 func releaseLock(f *os.File, home string) {
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	_ = f.Close()
+}
+
+// withFlags applies the flags given to warren daemon start over a config
+// read from the file: flags win over the file (SPEC 10), at start and on
+// every reload. The config's pool map is copied, not changed.
+func withFlags(c config.Config, opts Options) config.Config {
+	if opts.MaxSlots > 0 {
+		pools := make(map[string]int, len(c.Pools)+1)
+		for k, v := range c.Pools {
+			pools[k] = v
+		}
+		pools[config.DefaultPool] = opts.MaxSlots
+		c.Pools = pools
+	}
+	return c
 }

@@ -24,12 +24,18 @@ func runDaemon(t *testing.T, home string, provs map[string]provider.Provider, lo
 	if len(logger) > 0 {
 		lg = logger[0]
 	}
+	return runDaemonOpts(t, Options{Home: home, Logger: lg, Providers: provs})
+}
+
+// runDaemonOpts is runDaemon with the given options (Ready is set here).
+func runDaemonOpts(t *testing.T, opts Options) (*protocol.Client, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
+	opts.Ready = func(s string) { ready <- s }
 	go func() {
-		done <- Run(ctx, Options{Home: home, Logger: lg, Providers: provs,
-			Ready: func(s string) { ready <- s }})
+		done <- Run(ctx, opts)
 	}()
 	var sock string
 	select {
