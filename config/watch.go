@@ -33,6 +33,11 @@ type WatchOptions struct {
 	// OnError receives each failure: an invalid file (the previous config
 	// stays in force) or a watcher error.
 	OnError func(error)
+	// OnValid, when set, is called on every load that found a valid file
+	// (or none), changed or not, before OnChange: a caller that reported
+	// an invalid file learns it is fixed even when it is back to the
+	// config in force.
+	OnValid func()
 }
 
 // Watch watches the config file at path and reports every change; see
@@ -95,6 +100,9 @@ func WatchWith(ctx context.Context, path string, opts WatchOptions) error {
 		data, err := readLimited(opts.FS, abs)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+			if opts.OnValid != nil {
+				opts.OnValid()
+			}
 			apply(&last, Default(), log, abs, onChange)
 			return
 		case err != nil:
@@ -105,6 +113,9 @@ func WatchWith(ctx context.Context, path string, opts WatchOptions) error {
 		default:
 			var cfg Config
 			if cfg, err = Parse(data); err == nil {
+				if opts.OnValid != nil {
+					opts.OnValid()
+				}
 				apply(&last, cfg, log, abs, onChange)
 				return
 			}

@@ -21,6 +21,7 @@ type handler struct {
 	version  string
 	pid      int
 	shutdown func()
+	cfg      *configState // an invalid config.json, until fixed (nil in tests)
 }
 
 type methodFunc func(h *handler, ctx context.Context, p protocol.Params, out server.Stream) (any, error)
@@ -393,6 +394,9 @@ func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, 
 		if err := h.c.user.log.Degraded(); err != nil {
 			st["user_inbox_degraded"] = err.Error()
 		}
+	}
+	if msg := h.cfg.message(); msg != "" {
+		st["config_error"] = msg
 	}
 	return st, nil
 }

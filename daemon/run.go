@@ -94,9 +94,11 @@ func Run(ctx context.Context, opts Options) error {
 	defer os.Remove(pidPath(home))
 
 	cfgPath := filepath.Join(home, "config.json")
+	cfgState := &configState{}
 	cfg, err := config.Load(fsys, cfgPath)
 	if err != nil {
 		logger.Error("config.json is invalid; using the defaults until it is fixed", "path", cfgPath, "err", err)
+		cfgState.set(fmt.Errorf("%w; the defaults are in force until the file is fixed", err))
 		cfg = config.Default()
 	}
 	cfg = withFlags(cfg, opts)
@@ -137,7 +139,7 @@ func Run(ctx context.Context, opts Options) error {
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	h := &handler{c: core, home: home, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop}
+	h := &handler{c: core, home: home, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop, cfg: cfgState}
 	// daemon.status and daemon.shutdown stay reachable when every
 	// connection slot is taken (server.Config.ControlMethods).
 	srv := server.New(server.Config{SocketPath: sock, StreamingMethods: streamingMethods,
@@ -150,13 +152,20 @@ func Run(ctx context.Context, opts Options) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := config.Watch(runCtx, cfgPath, logger.Named("config"), func(c config.Config) {
-			c = withFlags(c, opts)
-			core.ApplyConfig(c)
-			logger.Info("config.json reloaded", "pools", fmt.Sprint(c.Pools), "max_retries", c.MaxRetries)
-		}, func(err error) {
-			logger.Error("config.json is invalid; keeping the previous config", "err", err)
-		}); err != nil && runCtx.Err() == nil {
+		if err := config.WatchWith(runCtx, cfgPath, config.WatchOptions{Logger: logger.Named("config"),
+			OnValid: func() {
+				cfgState.set(nil)
+				logger.Debug("config.json read and valid")
+			},
+			OnChange: func(c config.Config) {
+				c = withFlags(c, opts)
+				core.ApplyConfig(c)
+				logger.Info("config.json reloaded", "pools", fmt.Sprint(c.Pools), "max_retries", c.MaxRetries)
+			},
+			OnError: func(err error) {
+				logger.Error("config.json is invalid; keeping the previous config", "err", err)
+				cfgState.set(err)
+			}}); err != nil && runCtx.Err() == nil {
 			logger.Warn("config watcher stopped", "err", err)
 		}
 	}()
@@ -272,4 +281,30 @@ func withFlags(c config.Config, opts Options) config.Config {
 		c.Pools = pools
 	}
 	return c
+}
+
+// configState holds the error of an invalid config.json until a valid
+// file is read; daemon.status shows it (SPEC 10).
+type configState struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (s *configState) set(err error) {
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+}
+
+// message is the error text, "" when the file is valid.
+func (s *configState) message() string {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		return ""
+	}
+	return s.err.Error()
 }

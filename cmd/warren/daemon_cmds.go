@@ -117,6 +117,10 @@ func startBackground(ctx context.Context, c *cli, maxSlots int, level string) er
 	for {
 		st, err := c.call(ctx, "daemon.status", nil)
 		if err == nil {
+			if msg := str(st, "config_error"); msg != "" {
+				fmt.Fprintf(c.stderr, "warning: %s is invalid: %s\n(warren daemon status shows this until the file is fixed)\n",
+					filepath.Join(c.home, "config.json"), msg)
+			}
 			if c.json {
 				return printJSON(c.stdout, st)
 			}
@@ -319,6 +323,9 @@ func cmdDaemonStatus(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintf(c.stdout, "version   %s\n", str(st, "version"))
 	fmt.Fprintf(c.stdout, "uptime    %s\n", up)
 	fmt.Fprintf(c.stdout, "agents    %d\n", num(st, "agents"))
+	if msg := str(st, "config_error"); msg != "" {
+		fmt.Fprintf(c.stdout, "config    INVALID: %s\n", msg)
+	}
 	if n := num(st, "degraded"); n > 0 {
 		fmt.Fprintf(c.stdout, "degraded  %d agents whose log refuses appends (see warren agent list)\n", n)
 	}
