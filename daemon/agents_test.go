@@ -318,7 +318,7 @@ func TestTerminateRules(t *testing.T) {
 	h := newHarness(t, func(h *harness) { h.noWake = true })
 	root := h.create("root", "", "echo")
 	kid := h.create("kid", root, "echo")
-	if err := h.c.Terminate(root); err == nil || !strings.Contains(err.Error(), "children") {
+	if err := h.c.Terminate(root); err == nil || !strings.Contains(err.Error(), "terminate it first") {
 		t.Fatalf("terminating a parent: %v", err)
 	}
 	if err := h.c.Terminate(kid); err != nil {

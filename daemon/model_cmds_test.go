@@ -459,7 +459,7 @@ func (c *mCmd) NextState(st commands.State) commands.State {
 		s.agents[i].pending = nil
 	case opMTerminate:
 		if len(s.children(c.path)) > 0 {
-			s.expect = mOutcome{err: "children"}
+			s.expect = mOutcome{err: "child"} // "has 1 child; terminate it first", "has 2 children; ..."
 			break
 		}
 		s.agents = append(s.agents[:i], s.agents[i+1:]...)

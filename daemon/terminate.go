@@ -28,7 +28,11 @@ func (c *Core) Terminate(agentID string) error {
 // pools and the subscription index.
 func (c *Core) terminate(a *agent) error {
 	if n := len(c.tree.Children(a.id)); n > 0 {
-		return protocol.Errorf(protocol.CodeInvalid, "agent %s has %d children; terminate them first", a.name(), n)
+		kids, them := "children", "them"
+		if n == 1 {
+			kids, them = "child", "it"
+		}
+		return protocol.Errorf(protocol.CodeInvalid, "agent %s has %d %s; terminate %s first", a.name(), n, kids, them)
 	}
 	a.mu.Lock()
 	if a.p.Terminated {

@@ -107,7 +107,11 @@ func (r *runner) checkRecovered(ctx context.Context, before map[string]*diskAgen
 			}
 		}
 	}
-	r.check(fmt.Sprintf("all %d messages enqueued before the kill are still there, once each", enq), problems)
+	what := fmt.Sprintf("all %d messages enqueued before the kill are still there, once each", enq)
+	if enq == 1 {
+		what = "the 1 message enqueued before the kill is still there, once"
+	}
+	r.check(what, problems)
 
 	problems = nil
 	runs := 0

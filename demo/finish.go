@@ -79,7 +79,11 @@ func (r *runner) waitDone(ctx context.Context, before map[string]*diskAgent) err
 		}
 	}
 	sort.Strings(problems)
-	r.check(fmt.Sprintf("the %d messages pending at the kill were each consumed exactly once after the restart", pending), problems)
+	what := fmt.Sprintf("the %d messages pending at the kill were each consumed exactly once after the restart", pending)
+	if pending == 1 {
+		what = "the 1 message pending at the kill was consumed exactly once after the restart"
+	}
+	r.check(what, problems)
 	return nil
 }
 

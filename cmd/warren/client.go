@@ -14,11 +14,20 @@ import (
 
 func socketPath(home string) string { return filepath.Join(home, "daemon.sock") }
 
-// notRunning is the exit-3 error for a missing or refusing socket.
-func notRunning(home string) error {
+// notRunning is the exit-3 error for a missing socket, or (stale) a
+// socket nobody listens on. The hint repeats --home when it was given.
+func (c *cli) notRunning(stale bool) error {
+	why := "no socket at " + socketPath(c.home)
+	if stale {
+		why = "stale socket at " + socketPath(c.home) + ": nobody listens on it, the daemon that made it is gone; daemon start replaces it"
+	}
+	hint := "warren daemon start"
+	if c.homeFlag != "" {
+		hint += " --home " + shellQuote(c.home)
+	}
 	return &exitError{
 		code: exitNotRunning,
-		msg:  fmt.Sprintf("daemon not running (no socket at %s); start it with: warren daemon start", socketPath(home)),
+		msg:  fmt.Sprintf("daemon not running (%s); start it with: %s", why, hint),
 	}
 }
 
@@ -51,7 +60,7 @@ func (c *cli) dial(ctx context.Context) (*protocol.Client, error) {
 	case errors.Is(err, fs.ErrPermission):
 		return nil, permissionDenied(c.home, err)
 	case err != nil:
-		return nil, notRunning(c.home)
+		return nil, c.notRunning(false)
 	case st.Mode()&fs.ModeSocket == 0:
 		return nil, &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
 			"%s is not a socket (%s); warren talks only to the socket its daemon creates there. "+
@@ -65,7 +74,7 @@ func (c *cli) dial(ctx context.Context) (*protocol.Client, error) {
 		case errors.Is(err, fs.ErrPermission):
 			return nil, permissionDenied(c.home, err)
 		case isNotRunning(err):
-			return nil, notRunning(c.home)
+			return nil, c.notRunning(errors.Is(err, syscall.ECONNREFUSED))
 		}
 		return nil, fmt.Errorf("connect to the daemon at %s: %w", sock, err)
 	}

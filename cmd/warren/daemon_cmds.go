@@ -327,7 +327,11 @@ func cmdDaemonStatus(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(c.stdout, "config    INVALID: %s\n", msg)
 	}
 	if n := num(st, "degraded"); n > 0 {
-		fmt.Fprintf(c.stdout, "degraded  %d agents whose log refuses appends (see warren agent list)\n", n)
+		what := "agents whose logs refuse"
+		if n == 1 {
+			what = "agent whose log refuses"
+		}
+		fmt.Fprintf(c.stdout, "degraded  %d %s appends (see warren agent list)\n", n, what)
 	}
 	if q := num(st, "quarantined"); q > 0 {
 		fmt.Fprintf(c.stdout, "quarantine %d in %s (unreadable agent directories; see daemon.log)\n",

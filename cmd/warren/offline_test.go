@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +60,7 @@ func TestDaemonNotRunningExit3(t *testing.T) {
 		{"events"},
 	} {
 		r := warren(t, append(args, "--home", home)...)
-		want := "error: daemon not running (no socket at " + filepath.Join(home, "daemon.sock") + "); start it with: warren daemon start"
+		want := "error: daemon not running (no socket at " + filepath.Join(home, "daemon.sock") + "); start it with: warren daemon start --home " + home + "\n"
 		if r.code != exitNotRunning || !strings.Contains(r.stderr, want) {
 			t.Errorf("warren %q: exit %d stderr %q; want exit 3 and %q", args, r.code, r.stderr, want)
 		}
@@ -71,8 +72,26 @@ func TestDaemonNotRunningExit3(t *testing.T) {
 	cmd := exec.Command(warrenBin, "agent", "list")
 	cmd.Env = append(testEnv(t), "WARREN_HOME="+home)
 	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitNotRunning || !strings.Contains(string(out), home) {
-		t.Errorf("WARREN_HOME=%s warren agent list: err %v output %q; want exit 3 naming the home", home, err, out)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitNotRunning || !strings.Contains(string(out), home) ||
+		!strings.HasSuffix(string(out), "start it with: warren daemon start\n") {
+		t.Errorf("WARREN_HOME=%s warren agent list: err %v output %q; want exit 3 naming the home, a hint without --home", home, err, out)
+	}
+}
+
+// TestStaleSocketReportedAsStale: a socket file nobody listens on (a
+// daemon killed with -9) is reported as stale, not as "no socket".
+func TestStaleSocketReportedAsStale(t *testing.T) {
+	home := shortHome(t)
+	sock := filepath.Join(home, "daemon.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	r := warren(t, "agent", "list", "--home", home)
+	if r.code != exitNotRunning || !strings.Contains(r.stderr, "stale socket at "+sock) || strings.Contains(r.stderr, "no socket") {
+		t.Errorf("warren agent list with a stale socket: exit %d stderr %q; want exit 3 and 'stale socket at %s'", r.code, r.stderr, sock)
 	}
 }
 
