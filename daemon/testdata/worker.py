@@ -1,7 +1,8 @@
 # A worker. "kick": spawn leaves l1 and l2. "collect": greet the siblings
 # (broadcast) and tell each leaf to go. Leaf results arrive as responses;
-# with both in, complete (after the leaves are gone: subscribe to their
-# termination when they are still there).
+# with both in and both siblings' hellos received, complete (after the
+# leaves are gone: subscribe to their termination when they are still
+# there).
 import os, re, sys
 sys.path.insert(0, os.environ["WARREN_TEST_HELPER"])
 from warren_script import read_turn, call_tool, done
@@ -57,6 +58,9 @@ while True:
             hellos += 1
         elif text.startswith("leaf-result"):
             results.add(sender)
-    if len(results) == 2 and not finished and me is not None:
+    # Complete only once both siblings' hellos are in: a sibling that
+    # completes is terminated, and a broadcast still on its way to it would
+    # fail (a race of the scenario, not of the daemon).
+    if len(results) == 2 and hellos == 2 and not finished and me is not None:
         out.append(try_complete())
     done("; ".join(out) or "noted")
