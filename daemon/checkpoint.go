@@ -22,7 +22,7 @@ import (
 // checkpointName is the checkpoint file in an agent directory.
 const checkpointName = "checkpoint.json"
 
-const checkpointVersion = 1
+const checkpointVersion = 2
 
 // DefaultCheckpointEvery is the default CoreOptions.CheckpointEvery.
 const DefaultCheckpointEvery = 256

@@ -116,7 +116,7 @@ func TestTornCheckpointFallsBackToFullFold(t *testing.T) {
 		"zeros":          make([]byte, len(good)),
 		"cut in half":    good[:len(good)/2],
 		"state changed":  []byte(strings.Replace(string(good), `"Name":"child"`, `"Name":"chilD"`, 1)),
-		"other version":  []byte(strings.Replace(string(good), `"version":1`, `"version":9`, 1)),
+		"other version":  []byte(strings.Replace(string(good), fmt.Sprintf(`"version":%d`, checkpointVersion), `"version":9`, 1)),
 		"line elsewhere": []byte(strings.Replace(string(good), `"off":`, `"off":1`, 1)),
 	}
 	for name, data := range damage {
