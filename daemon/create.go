@@ -72,6 +72,9 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
 		return "", err
 	}
+	if err := checkServed(prov, spec.Provider, spec.Model); err != nil {
+		return "", err
+	}
 	if err := tree.ValidateName(spec.Name); err != nil {
 		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/provider"
 )
 
 // defaultModel is the model of an entry that names none: the entry's
@@ -28,6 +29,21 @@ func (c *Core) checkModel(provName string, model *string) error {
 		return protocol.Errorf(protocol.CodeInvalid,
 			"provider entry %q has no default model and none was given: pass --model (e.g. --model gpt-4o-mini), or set \"providers\": {%q: {\"model\": \"...\"}} in config.json",
 			provName, provName)
+	}
+	return nil
+}
+
+// checkServed refuses a model the provider can know is invalid before any
+// run (an unknown inproc program, a missing script): SPEC 7, code 2 naming
+// the model.
+func checkServed(prov provider.Provider, provName, model string) error {
+	if model == "" {
+		return nil
+	}
+	if mc, ok := prov.(provider.ModelChecker); ok {
+		if err := mc.CheckModel(model); err != nil {
+			return protocol.Errorf(protocol.CodeInvalid, "provider %q does not serve model %q: %v", provName, model, err)
+		}
 	}
 	return nil
 }

@@ -50,6 +50,11 @@ func (c *Core) toolSpawn(a *agent, v tools.SpawnAgent, cc callCtx) (toolOutcome,
 	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
 		return toolErr("%v", err), nil
 	}
+	if prov, err := c.provider(spec.Provider); err != nil {
+		return toolErr("%v", err), nil
+	} else if err := checkServed(prov, spec.Provider, spec.Model); err != nil {
+		return toolErr("%v", err), nil
+	}
 	if cc.runID == "" {
 		// Outside a turn (the tool.call method) the child is created before
 		// the call is answered: the acknowledgement means it exists.
