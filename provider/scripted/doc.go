@@ -75,9 +75,14 @@
 // # Failures
 //
 //   - End of stdout mid-turn (the program exited or crashed): the process is
-//     reaped and Send returns a transient error "scripted agent exited
-//     unexpectedly (exit status N): <last stderr lines>". The next Send
-//     spawns a fresh process and passes the history.
+//     reaped and Send returns an error "scripted agent exited unexpectedly
+//     (exit status N): <last stderr lines>" wrapping ErrExited. It is
+//     permanent when the program exited on its own with a non-zero status
+//     (the script's own error, e.g. an uncaught Python exception), transient
+//     when it was killed by a signal (OOM, kill -9) or exited 0. The next
+//     Send spawns a fresh process and passes the history.
+//   - A ".py" script with no Python interpreter (Options.Python, default
+//     python3) on PATH: CheckModel and Send fail at once with ErrNoPython.
 //   - Turn timeout (Options.TurnTimeout; the time the daemon spends running
 //     the program's tool calls does not count): the whole process group is
 //     killed and reaped; transient error wrapping ErrTurnTimeout. The next

@@ -26,6 +26,10 @@ while True:
         sys.stderr.write("boom: the agent fell over\n")
         sys.stderr.flush()
         sys.exit(3)
+    if msg == "sigkill":
+        os.kill(os.getpid(), 9)
+    if msg == "raise":
+        raise ValueError("the bot has a bug")
     if msg == "hang":
         time.sleep(3600)
     if msg == "suspend":
@@ -79,15 +83,11 @@ func TestCrashMidTurnIsTransientAndNextTurnReplays(t *testing.T) {
 		t.Fatalf("resp = %q", resp)
 	}
 	pid := lastPID(t, tools)
-	_, err := s.Send(context.Background(), "crash", provider.TurnIO{Tools: tools})
+	// Killed by a signal (as the OOM killer does): transient.
+	_, err := s.Send(context.Background(), "sigkill", provider.TurnIO{Tools: tools})
 	tr, _ := provider.IsTransient(err)
-	if !tr || !errors.Is(err, ErrExited) {
-		t.Fatalf("err = %v, want transient ErrExited", err)
-	}
-	for _, want := range []string{"scripted agent exited unexpectedly (exit status 3)", "boom: the agent fell over"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Fatalf("error %q lacks %q", err, want)
-		}
+	if !tr || !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "signal: killed") {
+		t.Fatalf("err = %v, want transient ErrExited naming the signal", err)
 	}
 	assertGone(t, pid)
 	// A fresh process replays "one" (the crashed turn is not history).
@@ -96,6 +96,34 @@ func TestCrashMidTurnIsTransientAndNextTurnReplays(t *testing.T) {
 	}
 	if newPID := lastPID(t, tools); newPID == pid {
 		t.Fatal("the crashed process was reused")
+	}
+}
+
+// A script that exits non-zero during a turn (sys.exit(3), an uncaught
+// Python exception) failed on its own: permanent, with its stderr, and the
+// next turn starts a fresh process (issue 14).
+func TestScriptErrorMidTurnIsPermanent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.create(e.provider(Options{}), e.spec(e.script("agent.py", histScript)))
+	tools := pidTools(nil, nil)
+	cases := []struct{ msg, status, stderr string }{
+		{"crash", "exit status 3", "boom: the agent fell over"},
+		{"raise", "exit status 1", "ValueError: the bot has a bug"},
+	}
+	for _, tc := range cases {
+		_, err := s.Send(context.Background(), tc.msg, provider.TurnIO{Tools: tools})
+		if tr, _ := provider.IsTransient(err); tr || !strings.Contains(err.Error(), "permanent provider error") || !errors.Is(err, ErrExited) {
+			t.Fatalf("%s: err = %v, want a permanent ErrExited", tc.msg, err)
+		}
+		for _, want := range []string{"scripted agent exited unexpectedly (" + tc.status + ")", tc.stderr} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s: error %q lacks %q", tc.msg, err, want)
+			}
+		}
+	}
+	if resp := send(t, s, "after", tools); resp != "seen=1" {
+		t.Fatalf("after the script errors resp = %q, want seen=1 (a fresh process)", resp)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,6 +36,9 @@ var (
 	ErrNoScript = errors.New("scripted provider requires a model: the path of the agent's script")
 	// ErrScriptNotFound means the script path does not name a file.
 	ErrScriptNotFound = errors.New("scripted agent script not found")
+	// ErrNoPython means a ".py" script cannot run: the Python interpreter
+	// (Options.Python, default python3) is not on PATH.
+	ErrNoPython = errors.New("python3 not found: scripted agents written in Python (.py scripts) need python3 on the daemon's PATH; install python3 or put it on PATH")
 	// ErrTurnTimeout is wrapped by the transient error of a turn that ran
 	// over Options.TurnTimeout.
 	ErrTurnTimeout = errors.New("scripted agent turn timed out")
@@ -145,8 +149,27 @@ func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Ses
 // CheckModel implements provider.ModelChecker: the model is the script's
 // path, which must name a regular file.
 func (p *Provider) CheckModel(model string) error {
-	_, err := ResolveScript(model)
-	return err
+	script, err := ResolveScript(model)
+	if err != nil {
+		return err
+	}
+	return p.checkPython(script)
+}
+
+// checkPython fails fast, with ErrNoPython, when script is a ".py" file and
+// the interpreter cannot be found.
+func (p *Provider) checkPython(script string) error {
+	if !isPython(script) {
+		return nil
+	}
+	if _, err := exec.LookPath(p.opts.Python); err != nil {
+		return fmt.Errorf("%w (looked for %q: %v)", ErrNoPython, p.opts.Python, err)
+	}
+	return nil
+}
+
+func isPython(script string) bool {
+	return strings.HasSuffix(strings.ToLower(script), ".py")
 }
 
 // blob is the Suspend format: the script and the number of turns. Blobs
@@ -195,7 +218,7 @@ func (p *Provider) Restore(ctx context.Context, spec provider.Spec, data []byte,
 
 func (p *Provider) newSession(spec provider.Spec, script string, hist []provider.Turn) *Session {
 	argv := []string{script}
-	if strings.HasSuffix(strings.ToLower(script), ".py") {
+	if isPython(script) {
 		argv = []string{p.opts.Python, script}
 	}
 	return &Session{

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -81,6 +82,9 @@ func (s *Session) acquire() (proc *process, hist []provider.Turn, err error) {
 		s.mu.Unlock()
 		if old != nil {
 			old.teardown()
+		}
+		if errors.Is(err, exec.ErrNotFound) && len(s.argv) == 2 && s.argv[0] == s.opts.Python {
+			err = fmt.Errorf("%w (%v)", ErrNoPython, err)
 		}
 		return nil, nil, provider.Permanent(fmt.Errorf("cannot start scripted agent %q: %w", strings.Join(s.argv, " "), err))
 	}
@@ -330,6 +334,13 @@ func (t *turn) fail(err error) error {
 			msg += ": " + tail
 		}
 		t.s.log.Warn("program exited mid-turn", "pid", t.proc.pid, "status", t.proc.exitStatus(), "io_error", err)
+		if st := t.proc.state; st != nil && st.Exited() && st.ExitCode() != 0 {
+			// The script ended itself with an error (a Python exception
+			// exits 1 with its traceback): retrying runs the same code on
+			// the same input, so the error is the script's own, permanent.
+			// A process killed by a signal (OOM, kill -9) is transient.
+			return provider.Permanent(&exitError{msg: msg})
+		}
 		return provider.Transient(&exitError{msg: msg}, 0)
 	}
 }
