@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +27,7 @@ func cmdAgentCreate(ctx context.Context, c *cli, args []string) error {
 	}
 	params := map[string]any{"name": pos[0], "instructions": *instr}
 	setIf(params, "provider", *prov)
-	setIf(params, "model", *model)
+	setIf(params, "model", scriptModel(*prov, *model))
 	setIf(params, "parent", *parent)
 	if len(meta) > 0 {
 		m := make(map[string]any, len(meta))
@@ -40,6 +42,31 @@ func cmdAgentCreate(ctx context.Context, c *cli, args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "%s  %s\n", str(res, "agent_id"), str(res, "name"))
 	return nil
+}
+
+// scriptModel makes a scripted agent's relative script path absolute against
+// the CLI's working directory: the daemon runs elsewhere, and would resolve
+// it against its own (issue 14). A model is taken for a script path when the
+// provider is "scripted", or when it names an existing file and looks like a
+// path (a separator or a ".py" suffix), which covers config entries of type
+// scripted under another name.
+func scriptModel(prov, model string) string {
+	if model == "" || filepath.IsAbs(model) {
+		return model
+	}
+	if prov != "scripted" {
+		if !strings.ContainsRune(model, filepath.Separator) && !strings.HasSuffix(model, ".py") {
+			return model
+		}
+		if fi, err := os.Stat(model); err != nil || !fi.Mode().IsRegular() {
+			return model
+		}
+	}
+	abs, err := filepath.Abs(model)
+	if err != nil {
+		return model
+	}
+	return abs
 }
 
 func setIf(m map[string]any, k, v string) {
