@@ -115,6 +115,9 @@ type Core struct {
 	// <home>/quarantine at recovery to its path (daemon.status counts them).
 	quarantine map[string]string
 	subIndex   map[string]map[string]indexedSub // target id -> subscription id -> subscription
+	// gone names the terminated agents (gone.go), for showing their
+	// messages' senders.
+	gone map[string]goneAgent
 
 	// pending counts the messages and payload bytes of every inbox, for the
 	// total limits (limits.go).
@@ -362,6 +365,9 @@ func (c *Core) displayName(id string) string {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		return a.p.Name
+	}
+	if p := c.gonePath(id); p != "" {
+		return p
 	}
 	return id
 }

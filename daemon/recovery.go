@@ -110,6 +110,9 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			c.settleUncreated(l, parents[l.id], &rep)
 		case l.p.Terminated:
 			rep.Terminated++
+			c.mu.Lock()
+			c.rememberGoneLocked(l.id, l.p.Name, l.p.ParentID)
+			c.mu.Unlock()
 			_ = l.log.Close()
 		default:
 			byID[l.id] = l
@@ -455,6 +458,9 @@ func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
 		c.log.Error("logging agent.terminated for an orphan child", "agent", l.id, "err", err)
 	}
 	_ = l.log.Close()
+	c.mu.Lock()
+	c.rememberGoneLocked(l.id, l.p.Name, l.p.ParentID)
+	c.mu.Unlock()
 	rep.Terminated++
 }
 

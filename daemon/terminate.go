@@ -65,6 +65,8 @@ func (c *Core) terminate(a *agent) error {
 	if lv, ok := c.mux.Remove(a.id); ok {
 		_ = lv.sess.Stop()
 	}
+	name := a.name()
+	parentID, _ := c.tree.Parent(a.id)
 	// Under the core lock: no subscription to this agent can be added from
 	// here on, and those in place are taken for the terminated notice.
 	c.mu.Lock()
@@ -81,6 +83,7 @@ func (c *Core) terminate(a *agent) error {
 			}
 		}
 	}
+	c.rememberGoneLocked(a.id, name, parentID)
 	_ = c.tree.Remove(a.id)
 	delete(c.agents, a.id)
 	c.mu.Unlock()
