@@ -370,6 +370,16 @@ func TestCorruptAgentListedThenRepaired(t *testing.T) {
 	if !strings.Contains(list, "corrupt") || !strings.Contains(list, "warren repair") || !strings.Contains(list, "other") {
 		t.Fatalf("agent list with a corrupt log:\n%s", list)
 	}
+	// While the daemon runs, repair refuses and says what to do (issue 14),
+	// leaving the log as it was.
+	r := warren(t, "repair", "solo", "--home", home)
+	if r.code != exitDaemonErr || !strings.Contains(r.stderr, "daemon is running") ||
+		!strings.Contains(r.stderr, "warren daemon stop --home "+home) || !strings.Contains(r.stderr, "warren repair solo --home "+home) {
+		t.Errorf("repair with the daemon running: exit %d stderr %q; want exit 1 saying stop, repair, start", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != strings.Join(lines, "") {
+		t.Errorf("repair refused while running still changed the log (err %v)", err)
+	}
 	mustOK(t, "daemon", "stop", "--home", home)
 	if out := mustOK(t, "repair", "solo", "--home", home); !strings.Contains(out, "copy of the damaged log:") {
 		t.Errorf("repair printed:\n%s", out)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -289,10 +290,13 @@ func (c *cli) followLog(ctx context.Context, path string) error {
 	return err
 }
 
-func cmdRepair(_ context.Context, c *cli, args []string) error {
+func cmdRepair(ctx context.Context, c *cli, args []string) error {
 	f := newFlags(c, "repair")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
+		return err
+	}
+	if err := c.refuseWhileRunning(ctx, pos[0]); err != nil {
 		return err
 	}
 	path, err := agentLogPath(c.home, pos[0])
@@ -308,6 +312,27 @@ func cmdRepair(_ context.Context, c *cli, args []string) error {
 	}
 	fmt.Fprintln(c.stdout, describeRepair(path, rep))
 	return nil
+}
+
+// refuseWhileRunning stops a repair while the daemon runs: it keeps the
+// agent's log open and listed as corrupt, and would not see a repair made
+// behind its back until a restart (issue 14). The error says what to do.
+func (c *cli) refuseWhileRunning(ctx context.Context, ref string) error {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cl, err := c.dial(dctx)
+	if err != nil {
+		return nil // not running (or not reachable): the files are ours
+	}
+	_ = cl.Close()
+	home := ""
+	if c.homeFlag != "" {
+		home = " --home " + shellQuote(c.home)
+	}
+	return &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
+		"the daemon is running: it holds the agent's log open and would not see a repair until it restarts. "+
+			"Stop it, repair, start it again: warren daemon stop%s && warren repair %s%s && warren daemon start%s",
+		home, shellQuote(ref), home, home)}
 }
 
 // describeRepair says what a repair cut and where the copy is.
