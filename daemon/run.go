@@ -163,8 +163,10 @@ func Run(ctx context.Context, opts Options) error {
 				logger.Info("config.json reloaded", "pools", fmt.Sprint(c.Pools), "max_retries", c.MaxRetries)
 			},
 			OnError: func(err error) {
-				logger.Error("config.json is invalid; keeping the previous config", "err", err)
+				// Recorded before it is logged: whoever sees the log line
+				// (a test, an operator) then finds it in daemon.status.
 				cfgState.set(err)
+				logger.Error("config.json is invalid; keeping the previous config", "err", err)
 			}}); err != nil && runCtx.Err() == nil {
 			logger.Warn("config watcher stopped", "err", err)
 		}
