@@ -155,22 +155,11 @@ func (h *handler) inspect(_ context.Context, p protocol.Params, _ server.Stream)
 	if err != nil {
 		return nil, err
 	}
-	since, err := p.OptInt("since_seq", 0)
+	since, limit, err := pageParams(p)
 	if err != nil {
 		return nil, err
 	}
-	if since < 0 {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "param since_seq: must be >= 0")
-	}
-	lim, err := p.OptInt("limit", 0)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(int64(lim))
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "param %v", err)
-	}
-	return h.c.InspectPage(id, uint64(since), limit)
+	return h.c.InspectPage(id, since, limit)
 }
 
 func turnResultMap(res TurnResult) (map[string]any, error) {
@@ -357,27 +346,16 @@ func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream
 	if err != nil {
 		return nil, err
 	}
-	since, err := p.OptInt("since_seq", 0)
+	since, limit, err := pageParams(p)
 	if err != nil {
 		return nil, err
 	}
-	if since < 0 {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "param since_seq: must be >= 0")
-	}
-	lim, err := p.OptInt("limit", 0)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(int64(lim))
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "param %v", err)
-	}
-	entries, more, err := h.c.LogPage(id, uint64(since)+1, limit)
+	entries, more, err := h.c.LogPage(id, since+1, limit)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]any, len(entries))
-	next := uint64(since)
+	next := since
 	for i, e := range entries {
 		out[i] = entryMap("", e)
 		next = e.Seq
@@ -424,4 +402,25 @@ func (h *handler) shutdownM(_ context.Context, p protocol.Params, _ server.Strea
 		go h.shutdown()
 	}
 	return map[string]any{"status": "shutting_down"}, nil
+}
+
+// pageParams reads the paging params of agent.log and agent.inspect:
+// since_seq (>= 0, default 0) and limit (pageLimit's default and bounds).
+func pageParams(p protocol.Params) (since uint64, limit int, err error) {
+	s, err := p.OptInt("since_seq", 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	if s < 0 {
+		return 0, 0, protocol.Errorf(protocol.CodeInvalid, "param since_seq: must be >= 0")
+	}
+	lim, err := p.OptInt("limit", 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	limit, err = pageLimit(int64(lim))
+	if err != nil {
+		return 0, 0, protocol.Errorf(protocol.CodeInvalid, "param %v", err)
+	}
+	return uint64(s), limit, nil
 }
