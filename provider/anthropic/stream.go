@@ -59,13 +59,8 @@ type block struct {
 // are read and dropped), message_delta, message_stop, ping, error, and
 // unknown events (ignored).
 func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
-	var (
-		text   strings.Builder
-		blocks []*block
-		step   llm.Step
-		events int
-		in     usage
-	)
+	st := stepReader{onText: onText}
+	events := 0
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -81,12 +76,9 @@ func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
 		if len(data) == 0 {
 			continue
 		}
-		if idx, t, ok := fastTextDelta(data); ok && idx < len(blocks) && blocks[idx] != nil {
+		if idx, t, ok := fastTextDelta(data); ok && idx < len(st.blocks) && st.blocks[idx] != nil {
 			events++
-			if t != "" {
-				text.WriteString(t)
-				onText(t)
-			}
+			st.emit(t)
 			continue
 		}
 		var e event
@@ -94,81 +86,127 @@ func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
 			return llm.Step{}, llm.Malformed("an event is not JSON (%v): %.200s", err, data)
 		}
 		events++
-		switch e.Type {
-		case "message_start":
-			if e.Message != nil {
-				in = e.Message.Usage
-			}
-		case "content_block_start":
-			if e.ContentBlock == nil || e.Index < 0 || e.Index > 4096 {
-				return llm.Step{}, llm.Malformed("content_block_start without a block or with index %d", e.Index)
-			}
-			for len(blocks) <= e.Index {
-				blocks = append(blocks, nil)
-			}
-			b := &block{typ: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, input: e.ContentBlock.Input}
-			blocks[e.Index] = b
-			if b.typ == "text" && e.ContentBlock.Text != "" {
-				text.WriteString(e.ContentBlock.Text)
-				onText(e.ContentBlock.Text)
-			}
-		case "content_block_delta":
-			if e.Delta == nil || e.Index < 0 || e.Index >= len(blocks) || blocks[e.Index] == nil {
-				return llm.Step{}, llm.Malformed("content_block_delta for block %d, which did not start", e.Index)
-			}
-			b := blocks[e.Index]
-			switch e.Delta.Type {
-			case "text_delta":
-				if e.Delta.Text != "" {
-					text.WriteString(e.Delta.Text)
-					onText(e.Delta.Text)
-				}
-			case "input_json_delta":
-				b.partial.WriteString(e.Delta.PartialJSON)
-				b.deltas = true
-			}
-		case "message_delta":
-			if e.Delta != nil && e.Delta.StopReason != "" {
-				step.StopReason = e.Delta.StopReason
-			}
-			if e.Usage != nil {
-				if e.Usage.OutputTokens > 0 {
-					in.OutputTokens = e.Usage.OutputTokens
-				}
-				if e.Usage.InputTokens > 0 {
-					in.InputTokens = e.Usage.InputTokens
-				}
-				if e.Usage.CacheReadInputTokens > 0 {
-					in.CacheReadInputTokens = e.Usage.CacheReadInputTokens
-				}
-				if e.Usage.CacheCreationInputTokens > 0 {
-					in.CacheCreationInputTokens = e.Usage.CacheCreationInputTokens
-				}
-			}
-		case "error":
-			ae := llm.APIError{Message: string(data)}
-			if e.Error != nil {
-				ae = llm.APIError{Type: e.Error.Type, Message: e.Error.Message}
-			}
-			return llm.Step{}, &llm.StreamError{APIError: ae}
-		case "message_stop":
-			step.Text = text.String()
-			for _, b := range blocks {
-				if b == nil || b.typ != "tool_use" {
-					continue
-				}
-				args := string(bytes.TrimSpace(b.input))
-				if b.deltas {
-					args = b.partial.String()
-				}
-				step.Calls = append(step.Calls, llm.Call{ID: b.id, Name: b.name, Args: args})
-			}
-			step.Usage.InputTokens = in.InputTokens + in.CacheReadInputTokens + in.CacheCreationInputTokens
-			step.Usage.OutputTokens = in.OutputTokens
-			step.Usage.CachedInputTokens = in.CacheReadInputTokens
-			return step, nil
+		done, err := st.apply(&e, data)
+		if err != nil {
+			return llm.Step{}, err
+		}
+		if done {
+			return st.step, nil
 		}
 	}
+}
+
+// stepReader folds the events of one streamed message into a Step.
+type stepReader struct {
+	onText func(string)
+	text   strings.Builder
+	blocks []*block
+	step   llm.Step
+	in     usage
+}
+
+// emit adds streamed text to the step and hands it to the client.
+func (st *stepReader) emit(t string) {
+	if t != "" {
+		st.text.WriteString(t)
+		st.onText(t)
+	}
+}
+
+// apply folds one decoded event; done is true at message_stop.
+func (st *stepReader) apply(e *event, data []byte) (done bool, err error) {
+	switch e.Type {
+	case "message_start":
+		if e.Message != nil {
+			st.in = e.Message.Usage
+		}
+	case "content_block_start":
+		return false, st.startBlock(e)
+	case "content_block_delta":
+		return false, st.delta(e)
+	case "message_delta":
+		st.messageDelta(e)
+	case "error":
+		ae := llm.APIError{Message: string(data)}
+		if e.Error != nil {
+			ae = llm.APIError{Type: e.Error.Type, Message: e.Error.Message}
+		}
+		return true, &llm.StreamError{APIError: ae}
+	case "message_stop":
+		st.finish()
+		return true, nil
+	}
+	return false, nil
+}
+
+func (st *stepReader) startBlock(e *event) error {
+	if e.ContentBlock == nil || e.Index < 0 || e.Index > 4096 {
+		return llm.Malformed("content_block_start without a block or with index %d", e.Index)
+	}
+	for len(st.blocks) <= e.Index {
+		st.blocks = append(st.blocks, nil)
+	}
+	b := &block{typ: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, input: e.ContentBlock.Input}
+	st.blocks[e.Index] = b
+	if b.typ == "text" {
+		st.emit(e.ContentBlock.Text)
+	}
+	return nil
+}
+
+func (st *stepReader) delta(e *event) error {
+	if e.Delta == nil || e.Index < 0 || e.Index >= len(st.blocks) || st.blocks[e.Index] == nil {
+		return llm.Malformed("content_block_delta for block %d, which did not start", e.Index)
+	}
+	b := st.blocks[e.Index]
+	switch e.Delta.Type {
+	case "text_delta":
+		st.emit(e.Delta.Text)
+	case "input_json_delta":
+		b.partial.WriteString(e.Delta.PartialJSON)
+		b.deltas = true
+	}
+	return nil
+}
+
+// messageDelta takes the stop reason and the usage counts a message_delta
+// reports (a count it leaves at zero keeps message_start's).
+func (st *stepReader) messageDelta(e *event) {
+	if e.Delta != nil && e.Delta.StopReason != "" {
+		st.step.StopReason = e.Delta.StopReason
+	}
+	if e.Usage == nil {
+		return
+	}
+	keep := func(dst *int, v int) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	keep(&st.in.OutputTokens, e.Usage.OutputTokens)
+	keep(&st.in.InputTokens, e.Usage.InputTokens)
+	keep(&st.in.CacheReadInputTokens, e.Usage.CacheReadInputTokens)
+	keep(&st.in.CacheCreationInputTokens, e.Usage.CacheCreationInputTokens)
+}
+
+// finish completes the step at message_stop: its text, its tool calls in
+// block order, and its usage.
+func (st *stepReader) finish() {
+	st.step.Text = st.text.String()
+	for _, b := range st.blocks {
+		if b == nil || b.typ != "tool_use" {
+			continue
+		}
+		args := string(bytes.TrimSpace(b.input))
+		if b.deltas {
+			args = b.partial.String()
+		}
+		st.step.Calls = append(st.step.Calls, llm.Call{ID: b.id, Name: b.name, Args: args})
+	}
+	in := st.in
+	st.step.Usage.InputTokens = in.InputTokens + in.CacheReadInputTokens + in.CacheCreationInputTokens
+	st.step.Usage.OutputTokens = in.OutputTokens
+	st.step.Usage.CachedInputTokens = in.CacheReadInputTokens
 }
 
 var (
