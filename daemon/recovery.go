@@ -85,42 +85,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	}
 	loadedAgents := c.loadAll(ids)
 
-	byID := map[string]*loaded{}
-	existing := map[string]bool{}
-	parents := map[string]bool{} // ids some agent.created names as its parent
-	for _, l := range loadedAgents {
-		if l.p.Created {
-			existing[l.id] = true
-			parents[l.p.ParentID] = true
-		}
-	}
-	for _, l := range loadedAgents {
-		switch {
-		case l.err != nil:
-			rep.Corrupt++
-			c.log.Error("agent log is damaged; the agent is listed as corrupt", "agent", l.id, "err", l.err)
-			a := newAgent(l.id, nil, l.p)
-			a.corrupt = l.err
-			if a.p.Name == "" {
-				a.p.Name = l.id
-			}
-			l.a = a
-			c.agents[l.id] = a
-		case !l.p.Created:
-			c.settleUncreated(l, parents[l.id], &rep)
-		case l.p.Terminated:
-			rep.Terminated++
-			c.mu.Lock()
-			c.rememberGoneLocked(l.id, l.p.Name, l.p.ParentID)
-			c.mu.Unlock()
-			_ = l.log.Close()
-		default:
-			byID[l.id] = l
-			if l.resumed != nil {
-				rep.Resumed++
-			}
-		}
-	}
+	byID, existing := c.classifyLoaded(loadedAgents, &rep)
 
 	c.loadQuarantine()
 	// The tree, parents before children; a child whose parent is gone is
@@ -147,6 +112,68 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	}
 	c.SweepWaits()
 	c.noticeWaits()
+	c.armRecovered(placed, &rep)
+	c.mu.Lock()
+	c.recovering = false
+	c.mu.Unlock()
+	c.log.Info("recovery finished", "agents", rep.Agents, "terminated", rep.Terminated, "orphans", rep.Orphans,
+		"corrupt", rep.Corrupt, "quarantined", rep.Quarantined, "interrupted", rep.Interrupted, "pending", rep.Pending, "from_checkpoints", rep.Resumed)
+	c.finishCutSpawns(placed, existing)
+	c.pruneRecovered(placed, existing)
+	c.bootstrapUnstarted(placed)
+	c.WakeAll()
+	c.startScrub(placed)
+	return rep, nil
+}
+
+// classifyLoaded sorts the loaded logs: damaged ones are listed corrupt,
+// uncreated ones settled (orphan or quarantine), terminated ones closed;
+// the rest, by id, are returned to be placed in the tree. existing holds
+// every id with a durable agent.created.
+func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID map[string]*loaded, existing map[string]bool) {
+	byID = map[string]*loaded{}
+	existing = map[string]bool{}
+	parents := map[string]bool{} // ids some agent.created names as its parent
+	for _, l := range loadedAgents {
+		if l.p.Created {
+			existing[l.id] = true
+			parents[l.p.ParentID] = true
+		}
+	}
+	for _, l := range loadedAgents {
+		switch {
+		case l.err != nil:
+			rep.Corrupt++
+			c.log.Error("agent log is damaged; the agent is listed as corrupt", "agent", l.id, "err", l.err)
+			a := newAgent(l.id, nil, l.p)
+			a.corrupt = l.err
+			if a.p.Name == "" {
+				a.p.Name = l.id
+			}
+			l.a = a
+			c.agents[l.id] = a
+		case !l.p.Created:
+			c.settleUncreated(l, parents[l.id], rep)
+		case l.p.Terminated:
+			rep.Terminated++
+			c.mu.Lock()
+			c.rememberGoneLocked(l.id, l.p.Name, l.p.ParentID)
+			c.mu.Unlock()
+			_ = l.log.Close()
+		default:
+			byID[l.id] = l
+			if l.resumed != nil {
+				rep.Resumed++
+			}
+		}
+	}
+
+	return byID, existing
+}
+
+// armRecovered counts the recovered agents' pending messages toward the
+// daemon's totals and arms their reminders.
+func (c *Core) armRecovered(placed []*loaded, rep *RecoveryReport) {
 	for _, l := range placed {
 		l.p.Pending.Attach(&c.pending) // counts toward the total limits
 		l.a.mu.Lock()
@@ -160,14 +187,12 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			c.armReminder(l.a, id)
 		}
 	}
-	c.mu.Lock()
-	c.recovering = false
-	c.mu.Unlock()
-	c.log.Info("recovery finished", "agents", rep.Agents, "terminated", rep.Terminated, "orphans", rep.Orphans,
-		"corrupt", rep.Corrupt, "quarantined", rep.Quarantined, "interrupted", rep.Interrupted, "pending", rep.Pending, "from_checkpoints", rep.Resumed)
-	// Children whose deferred creation a crash cut off, in runs that have
-	// ended, are created now (their ids are derived, so this is
-	// idempotent). Spawns of an open run are redone when it is resumed.
+}
+
+// finishCutSpawns creates the children whose deferred creation a crash
+// cut off, in runs that have ended (their ids are derived, so this is
+// idempotent). Spawns of an open run are redone when it is resumed.
+func (c *Core) finishCutSpawns(placed []*loaded, existing map[string]bool) {
 	for _, l := range placed {
 		l.a.mu.Lock()
 		var todo []spawnRec
@@ -183,8 +208,11 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			c.respawn(l.a, sp)
 		}
 	}
-	c.pruneRecovered(placed, existing)
-	// A spawned child whose bootstrap turn never started gets it now.
+}
+
+// bootstrapUnstarted gives a spawned child whose bootstrap turn never
+// started that turn now.
+func (c *Core) bootstrapUnstarted(placed []*loaded) {
 	for _, l := range placed {
 		l.a.mu.Lock()
 		needs := l.p.ParentID != "" && l.p.TurnNo == 0 && l.p.Run == nil
@@ -193,7 +221,12 @@ func (c *Core) Recover() (RecoveryReport, error) {
 			c.bootstrap(l.a)
 		}
 	}
-	c.WakeAll()
+}
+
+// startScrub writes checkpoints for the logs recovery folded and verifies,
+// in the background, the lines of resumed logs that recovery skipped;
+// c.scrubbed closes when it is done (at once without checkpoints).
+func (c *Core) startScrub(placed []*loaded) {
 	if every := c.opts.CheckpointEvery; every > 0 {
 		var scrub []*loaded
 		for _, l := range placed {
@@ -211,7 +244,6 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	} else {
 		c.scrubOnce.Do(func() { close(c.scrubbed) })
 	}
-	return rep, nil
 }
 
 // pruneRecovered drops from the projections what only this recovery
