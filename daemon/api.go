@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"context"
-	"github.com/warren-dev/warren/provider"
 	"sort"
 	"time"
+
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/protocol"
@@ -66,7 +68,7 @@ func (c *Core) Send(ctx context.Context, agentID, message, provName, model strin
 	}
 	a.mu.Unlock()
 	if tokID != "" {
-		if err := c.revokeToken(a, tokID, runID, "new_message"); err != nil {
+		if err := c.revokeToken(a, tokID, runID, schema.RevokeNewMessage); err != nil {
 			c.release(a)
 			return TurnResult{}, err
 		}

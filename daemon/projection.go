@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -13,10 +14,10 @@ import (
 
 // Token states as the projection tracks them.
 const (
-	tokLive     = "live"
-	tokConsumed = "consumed"
-	tokRevoked  = "revoked"
-	tokExpired  = "expired"
+	tokLive     = string(schema.TokLive)
+	tokConsumed = string(schema.TokConsumed)
+	tokRevoked  = string(schema.TokRevoked)
+	tokExpired  = string(schema.TokExpired)
 )
 
 // recordedCall is a tool call the log records for the open run.

@@ -9,6 +9,7 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 	"github.com/warren-dev/warren/tools"
@@ -298,7 +299,7 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 		return nil
 	}
 	if liveWait {
-		if err := c.revokeToken(a, run.Wait.TokenID, run.RunID, "cancelled"); err != nil {
+		if err := c.revokeToken(a, run.Wait.TokenID, run.RunID, schema.RevokeCancelled); err != nil {
 			return err
 		}
 	}

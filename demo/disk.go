@@ -11,6 +11,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/schema"
 )
 
 // diskAgent is what one agent's log on disk says, read without the daemon.
@@ -54,7 +55,7 @@ func (a *diskAgent) cutRuns(boot string) []string {
 		id := s(e.data, "run_id")
 		r := runs[id]
 		switch e.event {
-		case "turn.start":
+		case schema.TurnStart:
 			if r == nil {
 				if s(e.data, "boot_id") != boot {
 					continue
@@ -71,11 +72,11 @@ func (a *diskAgent) cutRuns(boot string) []string {
 				continue
 			}
 			r.open = true
-		case "turn.complete", "turn.failed", "turn.cancelled", "run.waiting":
+		case schema.TurnComplete, schema.TurnFailed, schema.TurnCancelled, schema.RunWaiting:
 			if r != nil && !r.decided {
 				r.open = false
 			}
-		case "run.interrupted":
+		case schema.RunInterrupted:
 			if r != nil && !r.decided {
 				r.decided = true
 			}
@@ -165,16 +166,16 @@ func readAgent(fsys faultfs.FS, path string) *diskAgent {
 		a.events = append(a.events, parsed{event: e.Event, data: d})
 		runID := s(d, "run_id")
 		switch e.Event {
-		case "agent.created":
+		case schema.AgentCreated:
 			a.name = s(d, "name")
 			a.parentID = s(d, "parent_id")
-		case "agent.terminated":
+		case schema.AgentTerminated:
 			a.terminated = true
-		case "message.enqueued":
+		case schema.MessageEnqueued:
 			a.enqueued = append(a.enqueued, s(d, "message_id"))
-		case "message.delivered":
+		case schema.MessageDelivered:
 			a.consumed[s(d, "message_id")]++
-		case "turn.start":
+		case schema.TurnStart:
 			r := runs[runID]
 			if r == nil {
 				r = &runState{}
@@ -182,18 +183,18 @@ func readAgent(fsys faultfs.FS, path string) *diskAgent {
 				order = append(order, runID)
 			}
 			r.open, r.turn, r.messages = true, n(d, "turn"), strs(d, "message_ids")
-		case "turn.complete":
+		case schema.TurnComplete:
 			if r := runs[runID]; r != nil && r.open && r.turn == n(d, "turn") {
 				for _, m := range r.messages {
 					a.consumed[m]++
 				}
 				r.open = false
 			}
-		case "turn.failed", "turn.cancelled", "run.waiting":
+		case schema.TurnFailed, schema.TurnCancelled, schema.RunWaiting:
 			if r := runs[runID]; r != nil {
 				r.open = false
 			}
-		case "run.interrupted":
+		case schema.RunInterrupted:
 			if a.interrupted[runID] == nil {
 				a.interrupted[runID] = map[string]int{}
 			}
@@ -201,7 +202,7 @@ func readAgent(fsys faultfs.FS, path string) *diskAgent {
 			if r := runs[runID]; r != nil {
 				r.open = false
 			}
-		case "run.resumed":
+		case schema.RunResumed:
 			if r := runs[runID]; r != nil && s(d, "token_id") == "" {
 				r.open = true // re-run of an interrupted run
 			}

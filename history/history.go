@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 )
 
 // Entry is one log entry, as the daemon converts it from the event log. Only
@@ -66,17 +67,17 @@ var ErrMalformed = errors.New("malformed log entry")
 
 // Event names read by this package (SPEC 3).
 const (
-	EventTurnStart      = "turn.start"
-	EventTurnComplete   = "turn.complete"
-	EventTurnFailed     = "turn.failed"
-	EventTurnCancelled  = "turn.cancelled"
-	EventToolCall       = "tool.call"
-	EventRunInterrupted = "run.interrupted"
-	EventRunWaiting     = "run.waiting"
-	EventRunResumed     = "run.resumed"
+	EventTurnStart      = schema.TurnStart
+	EventTurnComplete   = schema.TurnComplete
+	EventTurnFailed     = schema.TurnFailed
+	EventTurnCancelled  = schema.TurnCancelled
+	EventToolCall       = schema.ToolCall
+	EventRunInterrupted = schema.RunInterrupted
+	EventRunWaiting     = schema.RunWaiting
+	EventRunResumed     = schema.RunResumed
 	// EventContextReset (agent reset) starts the agent on a fresh context:
 	// the turns before it are no longer history.
-	EventContextReset = "context.reset"
+	EventContextReset = schema.ContextReset
 )
 
 type turnData struct {

@@ -10,6 +10,8 @@ import (
 	"maps"
 	"strings"
 	"time"
+
+	"github.com/warren-dev/warren/schema"
 )
 
 // Sentinel participants, as in package tree.
@@ -19,7 +21,7 @@ const (
 )
 
 // EventEnqueued is the event that records a message in its recipient's log.
-const EventEnqueued = "message.enqueued"
+const EventEnqueued = schema.MessageEnqueued
 
 // TimestampFormat is the layout of the timestamp field: RFC 3339, UTC,
 // milliseconds.

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/warren-dev/warren/schema"
 )
 
 // Capabilities declares how a provider's sessions can be brought back.
@@ -101,25 +103,9 @@ type TurnIO struct {
 	OnUsage func(Usage)
 }
 
-// Usage is the token usage of one model request (or a sum of them).
-type Usage struct {
-	// InputTokens counts every input token of the request, including those
-	// read from the provider's prompt cache.
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	// CachedInputTokens is the part of InputTokens the provider read from
-	// its prompt cache (0 when it does not say).
-	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
-}
-
-// Add returns the sum of u and v.
-func (u Usage) Add(v Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
-		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens}
-}
-
-// IsZero reports whether nothing was counted.
-func (u Usage) IsZero() bool { return u == Usage{} }
+// Usage is the token usage a provider reports (schema.Usage: it is logged
+// in turn.complete as it is).
+type Usage = schema.Usage
 
 // ToolCaller runs an agent tool for the session's agent. A tool-level
 // failure is a normal result of the form {"error": "..."}; a Go error means

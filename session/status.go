@@ -1,6 +1,10 @@
 package session
 
-import "time"
+import (
+	"time"
+
+	"github.com/warren-dev/warren/schema"
+)
 
 // Status is a derived agent status (SPEC 4). It is never stored as the
 // authority; Derive computes it.
@@ -29,17 +33,17 @@ type TokenState string
 
 // Token states. The zero value means the same as TokenNone.
 const (
-	TokenNone     TokenState = "none" // no token minted for the current wait
-	TokenLive     TokenState = "live" // minted, not consumed, revoked or expired
-	TokenConsumed TokenState = "consumed"
-	TokenRevoked  TokenState = "revoked"
-	TokenExpired  TokenState = "expired"
+	TokenNone     TokenState = "none"                     // no token minted for the current wait
+	TokenLive     TokenState = TokenState(schema.TokLive) // minted, not consumed, revoked or expired
+	TokenConsumed TokenState = TokenState(schema.TokConsumed)
+	TokenRevoked  TokenState = TokenState(schema.TokRevoked)
+	TokenExpired  TokenState = TokenState(schema.TokExpired)
 )
 
 // Interruption reasons of run.interrupted.
 const (
-	ReasonProcessRestart = "process_restart"
-	ReasonWaitTimeout    = "wait_timeout"
+	ReasonProcessRestart = schema.ReasonProcessRestart
+	ReasonWaitTimeout    = schema.ReasonWaitTimeout
 )
 
 // Facts describes an agent's latest run as read from its event log.

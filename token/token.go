@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/warren-dev/warren/schema"
 )
 
 // State is where a token is in its lifecycle.
@@ -17,10 +19,10 @@ type State string
 // The token states. A token starts Live and moves to exactly one of the
 // others, once.
 const (
-	Live     State = "live"
-	Consumed State = "consumed"
-	Revoked  State = "revoked"
-	Expired  State = "expired"
+	Live     State = State(schema.TokLive)
+	Consumed State = State(schema.TokConsumed)
+	Revoked  State = State(schema.TokRevoked)
+	Expired  State = State(schema.TokExpired)
 )
 
 // Token is the stored form of a resume token. It never holds the secret,

@@ -3,10 +3,11 @@ package tree
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/warren-dev/warren/schema"
 )
 
 // Sentinel participants: they are never agents in the tree.
@@ -45,8 +46,6 @@ func errorf(sentinel error, format string, args ...any) error {
 	return &treeError{msg: fmt.Sprintf(format, args...), sentinel: sentinel}
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
-
 // ValidateName reports whether name is a valid agent name: it matches
 // ^[A-Za-z][A-Za-z0-9_.-]{0,63}$ and is not USER or SYSTEM. The error wraps
 // ErrInvalidName.
@@ -54,7 +53,7 @@ func ValidateName(name string) error {
 	if name == User || name == System {
 		return errorf(ErrInvalidName, "invalid agent name %q: USER and SYSTEM are reserved for the operator and the daemon; choose another name", name)
 	}
-	if !nameRE.MatchString(name) {
+	if !schema.ValidName(name) {
 		return errorf(ErrInvalidName,
 			"invalid agent name %q: a name is 1-64 characters, starts with a letter and uses only letters, digits, '_', '.' and '-'",
 			truncate(name, 80))

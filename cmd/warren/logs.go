@@ -17,6 +17,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/schema"
 )
 
 // maxValueRunes is how much of each data value a log line shows.
@@ -104,7 +105,7 @@ func loggedTermination(path string) bool {
 		if err != nil {
 			return false
 		}
-		if e.Event == "agent.terminated" {
+		if e.Event == schema.AgentTerminated {
 			return true
 		}
 	}
@@ -172,7 +173,7 @@ func readCreated(path string) (offlineAgent, bool) {
 	}
 	defer r.Close()
 	e, err := r.Next()
-	if err != nil || e.Event != "agent.created" {
+	if err != nil || e.Event != schema.AgentCreated {
 		return offlineAgent{}, false
 	}
 	var d struct {

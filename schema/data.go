@@ -1,0 +1,173 @@
+package schema
+
+// The data of each event (doc.go). Field order is the order of the JSON
+// object in the log; changing it changes the bytes written (the daemon's
+// golden-log test guards it).
+
+type AgentCreatedData struct {
+	AgentID      string            `json:"agent_id"`
+	Name         string            `json:"name"`
+	ParentID     *string           `json:"parent_id"`
+	Instructions string            `json:"instructions"`
+	Provider     string            `json:"provider"`
+	Model        string            `json:"model"`
+	Metadata     map[string]string `json:"metadata"`
+	// CreatedAt (RFC 3339 with nanoseconds) orders agents created in the
+	// same millisecond, so recovery keeps the creation order.
+	CreatedAt string `json:"created_at,omitempty"`
+	// Cwd is the agent's working directory (absolute); agent CLIs and
+	// scripts run there. Absent in logs written before it existed: the
+	// daemon's directory then applies.
+	Cwd string `json:"cwd,omitempty"`
+}
+
+type AgentTerminatedData struct {
+	AgentID string `json:"agent_id"`
+}
+
+type SessionCreatedData struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Handle   string `json:"handle"`
+}
+
+type TurnStartData struct {
+	RunID      string   `json:"run_id"`
+	Turn       int      `json:"turn"`
+	BootID     string   `json:"boot_id"`
+	Prompt     string   `json:"prompt"`
+	Provider   string   `json:"provider"`
+	Model      string   `json:"model"`
+	MessageIDs []string `json:"message_ids"`
+}
+
+type TurnCompleteData struct {
+	RunID    string `json:"run_id"`
+	Turn     int    `json:"turn"`
+	Response string `json:"response"`
+	// Usage is the token usage the provider reported, summed over the
+	// turn's requests (all attempts); absent when it reported none.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+type TurnRetryData struct {
+	RunID   string `json:"run_id"`
+	Turn    int    `json:"turn"`
+	Attempt int    `json:"attempt"`
+	Error   string `json:"error"`
+	DelayMS int64  `json:"delay_ms"`
+}
+
+type TurnFailedData struct {
+	RunID    string `json:"run_id"`
+	Turn     int    `json:"turn"`
+	Error    string `json:"error"`
+	Attempts int    `json:"attempts"`
+}
+
+type TurnCancelledData struct {
+	RunID string `json:"run_id"`
+	Turn  int    `json:"turn"`
+}
+
+type RunInterruptedData struct {
+	RunID  string `json:"run_id"`
+	Reason string `json:"reason"`
+}
+
+type RunWaitingData struct {
+	RunID      string `json:"run_id"`
+	WaitKind   string `json:"wait_kind"`
+	Prompt     string `json:"prompt"`
+	TokenID    string `json:"token_id"`
+	Deadline   string `json:"deadline"`
+	SecretHash string `json:"secret_hash"`
+	Turn       int    `json:"turn"`
+}
+
+type RunResumedData struct {
+	RunID    string `json:"run_id"`
+	TokenID  string `json:"token_id"`
+	Response string `json:"response,omitempty"`
+}
+
+type TokenData struct {
+	TokenID string `json:"token_id"`
+	RunID   string `json:"run_id"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+type ToolCallData struct {
+	CallID   string           `json:"call_id"`
+	Tool     string           `json:"tool"`
+	Args     map[string]any   `json:"args"`
+	Result   map[string]any   `json:"result,omitempty"`
+	Error    string           `json:"error,omitempty"`
+	RunID    string           `json:"run_id,omitempty"`
+	Turn     int              `json:"turn,omitempty"`
+	Messages []map[string]any `json:"messages,omitempty"`
+}
+
+type MessageDeliveredData struct {
+	MessageID string `json:"message_id"`
+}
+
+type SuspendResultData struct {
+	StateSize int `json:"state_size"`
+}
+
+type SessionRestoredData struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Strategy string `json:"strategy"`
+}
+
+type MetadataUpdatedData struct {
+	Key   string  `json:"key"`
+	Value *string `json:"value"`
+}
+
+type GateData struct {
+	Action    string `json:"action"`
+	AgentName string `json:"agent_name"`
+}
+
+type SubscribeData struct {
+	SubscriptionID string `json:"subscription_id"`
+	TargetID       string `json:"target_id"`
+	From           string `json:"from"`
+	To             string `json:"to"`
+	Once           bool   `json:"once"`
+}
+
+type UnsubscribeData struct {
+	SubscriptionID string `json:"subscription_id"`
+	Reason         string `json:"reason,omitempty"`
+}
+
+type ReminderData struct {
+	ReminderID string `json:"reminder_id"`
+	Reason     string `json:"reason,omitempty"`
+	Due        string `json:"due,omitempty"`
+	EveryMS    int64  `json:"every_ms,omitempty"`
+}
+
+// Usage is the token usage a provider reported (turn.complete's usage).
+type Usage struct {
+	// InputTokens counts every input token of the request, including those
+	// read from the provider's prompt cache.
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	// CachedInputTokens is the part of InputTokens the provider read from
+	// its prompt cache (0 when it does not say).
+	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens}
+}
+
+// IsZero reports whether nothing was reported.
+func (u Usage) IsZero() bool { return u == Usage{} }

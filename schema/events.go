@@ -1,0 +1,90 @@
+package schema
+
+import "regexp"
+
+// Event names (doc.go).
+const (
+	AgentCreated     = "agent.created"
+	AgentTerminated  = "agent.terminated"
+	SessionCreated   = "session.created"
+	SessionRestored  = "session.restored"
+	SuspendResult    = "suspend.result"
+	ContextReset     = "context.reset"
+	TurnStart        = "turn.start"
+	TurnComplete     = "turn.complete"
+	TurnRetry        = "turn.retry"
+	TurnFailed       = "turn.failed"
+	TurnCancelled    = "turn.cancelled"
+	RunInterrupted   = "run.interrupted"
+	RunWaiting       = "run.waiting"
+	RunResumed       = "run.resumed"
+	TokenMinted      = "token.minted"
+	TokenConsumed    = "token.consumed"
+	TokenRevoked     = "token.revoked"
+	TokenExpired     = "token.expired"
+	ToolCall         = "tool.call"
+	MessageEnqueued  = "message.enqueued"
+	MessageDelivered = "message.delivered"
+	MetadataUpdated  = "metadata.updated"
+	ToolGate         = "tool.gate"
+	ToolPermitTurn   = "tool.permit_turn"
+	ToolSubscribe    = "tool.subscribe"
+	ToolUnsubscribe  = "tool.unsubscribe"
+	ReminderSched    = "reminder.scheduled"
+	ReminderCancel   = "reminder.cancelled"
+)
+
+// Reasons of run.interrupted.
+const (
+	ReasonProcessRestart = "process_restart"
+	ReasonWaitTimeout    = "wait_timeout"
+)
+
+// Reasons of token.revoked.
+const (
+	RevokeCancelled  = "cancelled"   // agent.cancel, or the turn was cancelled
+	RevokeNewMessage = "new_message" // agent.send to a suspended agent started a new run
+)
+
+// Restore strategies of session.restored.
+const (
+	RestoreNative  = "native"
+	RestoreHistory = "history"
+	RestoreFresh   = "fresh"
+)
+
+// TokenState is where a resume token is in its lifecycle as the log tells
+// it: minted TokLive, then exactly one of the others, once.
+type TokenState string
+
+// Token states.
+const (
+	TokLive     TokenState = "live"
+	TokConsumed TokenState = "consumed"
+	TokRevoked  TokenState = "revoked"
+	TokExpired  TokenState = "expired"
+)
+
+// Subscription states (the from and to of tool.subscribe and of the
+// subscribe tool's transition "from->to"); Any matches every state.
+const (
+	StateIdle       = "idle"
+	StateBusy       = "busy"
+	StateWaiting    = "waiting"
+	StateTerminated = "terminated"
+	StateAny        = "*"
+)
+
+// SubscriptionStates lists the states a transition may name.
+func SubscriptionStates() []string {
+	return []string{StateIdle, StateBusy, StateWaiting, StateTerminated, StateAny}
+}
+
+// NamePattern is the rule for agent names and wait kinds: a letter, then
+// up to 63 letters, digits, '_', '.' or '-'.
+const NamePattern = `^[A-Za-z][A-Za-z0-9_.-]{0,63}$`
+
+// ValidName reports whether s follows NamePattern.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+var nameRE = regexp.MustCompile(NamePattern)
