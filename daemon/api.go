@@ -201,6 +201,9 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (map[stri
 	}
 	m["children"] = children
 	a.mu.Lock()
+	if a.p.Cwd != "" {
+		m["cwd"] = a.p.Cwd
+	}
 	msgs := a.p.Pending.PeekAfter(sinceSeq, limit+1)
 	md := copyMap(a.p.Metadata)
 	gated := a.p.Gated

@@ -24,6 +24,9 @@ type CreateSpec struct {
 	Provider     string
 	Model        string
 	Metadata     map[string]string
+	// Cwd is the agent's working directory (absolute; the RPC edge checks
+	// it exists); "" means the daemon's.
+	Cwd string
 }
 
 // openLog opens an agent's log with the projection and the event bus wired
@@ -116,7 +119,7 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 
 	// The provider session first: its handle goes into session.created.
 	lease, err := c.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*live, error) {
-		s, err := prov.Create(ctx, c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, nil))
+		s, err := prov.Create(ctx, c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, nil))
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +150,7 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 	_, err = lg.AppendBatch([]eventlog.Record{
 		{Event: evAgentCreated, Data: agentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
 			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md,
-			CreatedAt: c.now().UTC().Format(time.RFC3339Nano)}},
+			CreatedAt: c.now().UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd}},
 		{Event: evSessionCreated, Data: sessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: lv.sess.Handle()}},
 	})
 	if err != nil {
@@ -188,8 +191,8 @@ func (c *Core) removeOrphanDir(id string) {
 	_ = c.fs.SyncDir(c.agentsDir)
 }
 
-func (c *Core) providerSpec(provName, id, model, instructions string, history []provider.Turn) provider.Spec {
-	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, System: c.systemPrompt(id, instructions),
+func (c *Core) providerSpec(provName, id, model, instructions, cwd string, history []provider.Turn) provider.Spec {
+	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd, System: c.systemPrompt(id, instructions),
 		Env: c.processEnv(provName, id), History: history, Launcher: procLauncher{c: c, agentID: id}}
 }
 

@@ -111,6 +111,7 @@ type projection struct {
 	Name         string
 	ParentID     string
 	Instructions string
+	Cwd          string // working directory ("" = the daemon's)
 	Provider     string // preferred provider (last used)
 	Model        string
 	Metadata     map[string]string

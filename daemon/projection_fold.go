@@ -56,7 +56,7 @@ func (p *projection) foldAgentCreated(e eventlog.Entry) error {
 	if t := parseTime(d.CreatedAt); !t.IsZero() {
 		p.CreatedTS = t
 	}
-	p.ID, p.Name, p.Instructions = d.AgentID, d.Name, d.Instructions
+	p.ID, p.Name, p.Instructions, p.Cwd = d.AgentID, d.Name, d.Instructions, d.Cwd
 	if d.ParentID != nil {
 		p.ParentID = *d.ParentID
 	}

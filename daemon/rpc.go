@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -110,11 +112,14 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 	if err != nil {
 		return nil, err
 	}
-	opt, err := optStrings(p, "instructions", "provider", "model", "parent")
+	opt, err := optStrings(p, "instructions", "provider", "model", "parent", "cwd")
 	if err != nil {
 		return nil, err
 	}
-	instr, prov, model, parentRef := opt[0], opt[1], opt[2], opt[3]
+	instr, prov, model, parentRef, cwd := opt[0], opt[1], opt[2], opt[3], opt[4]
+	if err := checkCwd(cwd); err != nil {
+		return nil, err
+	}
 	mdRaw, err := p.OptMap("metadata")
 	if err != nil {
 		return nil, err
@@ -134,7 +139,7 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 		}
 	}
 	id, err := h.c.CreateAgent(ctx, CreateSpec{Name: name, ParentID: parent, Instructions: instr,
-		Provider: prov, Model: model, Metadata: md})
+		Provider: prov, Model: model, Metadata: md, Cwd: cwd})
 	if err != nil {
 		return nil, err
 	}
@@ -423,4 +428,23 @@ func pageParams(p protocol.Params) (since uint64, limit int, err error) {
 		return 0, 0, protocol.Errorf(protocol.CodeInvalid, "param %v", err)
 	}
 	return uint64(s), limit, nil
+}
+
+// checkCwd validates agent.create's cwd: "" (the daemon's directory) or an
+// absolute path of an existing directory (agent processes run there).
+func checkCwd(cwd string) error {
+	if cwd == "" {
+		return nil
+	}
+	if !filepath.IsAbs(cwd) {
+		return protocol.Errorf(protocol.CodeInvalid, "param cwd: %q is not an absolute path; pass the directory's full path", cwd)
+	}
+	st, err := os.Stat(cwd)
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInvalid, "param cwd: %v; create the directory or pass another", err)
+	}
+	if !st.IsDir() {
+		return protocol.Errorf(protocol.CodeInvalid, "param cwd: %s is not a directory", cwd)
+	}
+	return nil
 }

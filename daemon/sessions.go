@@ -110,7 +110,7 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 	a.mu.Lock()
 	sess := a.sess
 	handle, sessProv, sessModel := a.p.Handle, a.p.SessProvider, a.p.SessModel
-	instructions := a.p.Instructions
+	instructions, cwd := a.p.Instructions, a.p.Cwd
 	a.mu.Unlock()
 	same := sessProv == provName && sessModel == model
 
@@ -141,7 +141,7 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 		a.mu.Unlock()
 		return nil
 	}
-	spec := c.providerSpec(provName, a.id, model, instructions, nil)
+	spec := c.providerSpec(provName, a.id, model, instructions, cwd, nil)
 	useBlob := len(blob) > 0
 	useHandle := same && handle != "" && (caps.NativeResume || caps.StructuredHistory)
 	if useBlob || useHandle {

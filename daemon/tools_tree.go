@@ -364,7 +364,7 @@ func (c *Core) respawn(parent *agent, sp spawnRec) {
 // parent's provider and model unless the call names them.
 func (c *Core) childSpec(parent *agent, id string, v tools.SpawnAgent) CreateSpec {
 	parent.mu.Lock()
-	prov, model := parent.p.Provider, parent.p.Model
+	prov, model, cwd := parent.p.Provider, parent.p.Model, parent.p.Cwd
 	parent.mu.Unlock()
 	if v.Provider != "" && v.Provider != prov {
 		prov, model = v.Provider, ""
@@ -373,7 +373,7 @@ func (c *Core) childSpec(parent *agent, id string, v tools.SpawnAgent) CreateSpe
 		model = v.Model
 	}
 	return CreateSpec{ID: id, Name: v.Name, ParentID: parent.id, Instructions: v.Instructions,
-		Provider: prov, Model: model, Metadata: v.Metadata}
+		Provider: prov, Model: model, Metadata: v.Metadata, Cwd: cwd}
 }
 
 // redeliverRefs enqueues messages the sender's log records whose

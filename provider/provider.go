@@ -58,6 +58,10 @@ type Spec struct {
 	AgentID      string
 	Model        string
 	Instructions string
+	// Cwd is the agent's working directory (absolute): the directory its
+	// processes run in. Empty means the daemon's own working directory
+	// (an agent created before agents had one).
+	Cwd string
 	// System is the whole system prompt for providers that take one (the
 	// HTTP types): the instructions followed by the daemon's identity
 	// block. Empty means Instructions.

@@ -26,6 +26,9 @@ func cmdAgentCreate(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	params := map[string]any{"name": pos[0], "instructions": *instr}
+	if wd, err := os.Getwd(); err == nil {
+		params["cwd"] = wd // the agent works where it was created (SPEC 7)
+	}
 	setIf(params, "provider", *prov)
 	setIf(params, "model", scriptModel(*prov, *model))
 	setIf(params, "parent", *parent)

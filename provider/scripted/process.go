@@ -48,7 +48,7 @@ type process struct {
 // death as its death (agentproc), and has launch record it before it gets
 // any input; launch.Ended runs once it has been reaped. Our pipe ends are
 // pollable, so reads and writes honour deadlines.
-func startProcess(sp *agentproc.Spawner, argv, env []string, launch provider.Launch) (*process, error) {
+func startProcess(sp *agentproc.Spawner, argv, env []string, dir string, launch provider.Launch) (*process, error) {
 	ended := func() {
 		if launch != nil {
 			launch.Ended()
@@ -86,6 +86,7 @@ func startProcess(sp *agentproc.Spawner, argv, env []string, launch provider.Lau
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
+	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	proc, err := sp.Start(cmd)
 	if err != nil {

@@ -228,6 +228,7 @@ func (p *Provider) newSession(spec provider.Spec, script string, hist []provider
 		script:   script,
 		argv:     argv,
 		env:      provider.ProcessEnv(os.Environ(), spec.Env),
+		dir:      spec.Cwd,
 		history:  slices.Clone(hist),
 	}
 }

@@ -27,6 +27,7 @@ type Session struct {
 	script string
 	argv   []string
 	env    []string
+	dir    string // the agent's working directory ("" = the daemon's)
 	// launcher takes part in each process start (credential, record).
 	launcher provider.Launcher
 
@@ -77,7 +78,7 @@ func (s *Session) acquire() (proc *process, hist []provider.Turn, err error) {
 		}
 		env = provider.MergeEnv(env, launch.Env())
 	}
-	proc, err = startProcess(s.opts.Spawner, s.argv, env, launch)
+	proc, err = startProcess(s.opts.Spawner, s.argv, env, s.dir, launch)
 	if err != nil {
 		s.mu.Unlock()
 		if old != nil {
