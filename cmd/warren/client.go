@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/warren-dev/warren/protocol"
 )
@@ -144,4 +145,40 @@ func (c *cli) callOut(ctx context.Context, method string, params map[string]any)
 		return res, false, printJSON(c.stdout, res)
 	}
 	return res, true, nil
+}
+
+// daemonStopped returns the exit-3 error saying the daemon stopped when
+// nobody serves the socket of c.home any more, else nil. The daemon removes
+// its socket before it ends the requests and streams in flight, so a
+// client whose stream ended because the daemon stopped finds it gone.
+func (c *cli) daemonStopped(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	cl, err := c.dial(dctx)
+	if err == nil {
+		_ = cl.Close()
+		return nil
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitNotRunning {
+		return nil
+	}
+	return &exitError{code: exitNotRunning, err: err,
+		msg: "the daemon stopped; start it again with: warren daemon start" + c.homeArg()}
+}
+
+// lostDaemon is the error for a request that failed while the user did not
+// interrupt it: exit 3 with the daemon's word when the daemon has stopped,
+// else the request's own error (a dial error is returned as it is).
+func (c *cli) lostDaemon(ctx context.Context, err error) error {
+	var ce *callError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	if stopped := c.daemonStopped(ctx); stopped != nil {
+		ee := stopped.(*exitError)
+		ee.msg = ce.Error() + "; " + ee.msg
+		return ee
+	}
+	return err
 }

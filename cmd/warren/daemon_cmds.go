@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 
 	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/protocol"
@@ -31,24 +32,38 @@ const (
 	startNoteEvery = 5 * time.Second
 )
 
-func cmdDaemonStart(ctx context.Context, c *cli, args []string) error {
-	f := newFlags(c, "daemon start")
-	fg := f.Bool("foreground", false, "run the daemon in this process")
-	maxSlots := f.Int("max-slots", 0, "slots of the default pool (0: config or built-in default)")
-	level := f.String("log-level", "info", "log level: trace, debug, info, warn, error")
-	if _, err := f.parse(args, 0, 0); err != nil {
-		return err
+func newDaemonStartCmd(c *cli) *cobra.Command {
+	var fg bool
+	var maxSlots int
+	var level string
+	cmd := &cobra.Command{
+		Use:   "start [--foreground] [--max-slots N] [--log-level L]",
+		Short: "start the daemon (in the background unless --foreground)",
+		Long: `Start the daemon of the home. In the background (the default) it waits until
+the daemon serves, printing progress while recovery runs, and shows the last
+lines of daemon.log if it fails. --max-slots wins over config.json's default
+pool.`,
+		Example: indent("warren daemon start\nwarren daemon start --max-slots 8 --log-level debug\nwarren daemon start --foreground --home /tmp/team"),
+		Args:    args(0, 0),
 	}
-	if *maxSlots < 0 {
-		return usageErr(f.usage, "--max-slots must be >= 0, got %d", *maxSlots)
-	}
-	if hclog.LevelFromString(*level) == hclog.NoLevel {
-		return usageErr(f.usage, "unknown --log-level %q (use trace, debug, info, warn or error)", *level)
-	}
-	if *fg {
-		return runForeground(ctx, c, *maxSlots, *level)
-	}
-	return startBackground(ctx, c, *maxSlots, *level)
+	f := cmd.Flags()
+	f.BoolVar(&fg, "foreground", false, "run the daemon in this process")
+	f.IntVar(&maxSlots, "max-slots", 0, "slots of the default pool (0: config or built-in default)")
+	f.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn, error")
+	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"trace", "debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		if maxSlots < 0 {
+			return usageErr(cmd.UseLine(), "--max-slots must be >= 0, got %d", maxSlots)
+		}
+		if hclog.LevelFromString(level) == hclog.NoLevel {
+			return usageErr(cmd.UseLine(), "unknown --log-level %q (use trace, debug, info, warn or error)", level)
+		}
+		if fg {
+			return runForeground(ctx, c, maxSlots, level)
+		}
+		return startBackground(ctx, c, maxSlots, level)
+	})
+	return cmd
 }
 
 func runForeground(ctx context.Context, c *cli, maxSlots int, level string) error {
@@ -219,11 +234,17 @@ func logTail(f *os.File, off int64, n int) string {
 	return out.String()
 }
 
-func cmdDaemonStop(ctx context.Context, c *cli, args []string) error {
-	f := newFlags(c, "daemon stop")
-	if _, err := f.parse(args, 0, 0); err != nil {
-		return err
+func newDaemonStopCmd(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:     "stop",
+		Short:   "stop the daemon gracefully and wait until it has exited",
+		Example: indent("warren daemon stop\nwarren daemon stop --home /tmp/team"),
+		Args:    args(0, 0),
+		RunE:    c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error { return daemonStop(ctx, c) }),
 	}
+}
+
+func daemonStop(ctx context.Context, c *cli) error {
 	st, err := c.call(ctx, "daemon.status", nil)
 	if err != nil {
 		return err
@@ -301,11 +322,17 @@ func stopped(home string, pid int) bool {
 	return errors.Is(err, syscall.ESRCH)
 }
 
-func cmdDaemonStatus(ctx context.Context, c *cli, args []string) error {
-	f := newFlags(c, "daemon status")
-	if _, err := f.parse(args, 0, 0); err != nil {
-		return err
+func newDaemonStatusCmd(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:     "status",
+		Short:   "show the daemon's pid, version, uptime, agents and pools",
+		Example: indent("warren daemon status\nwarren daemon status --json"),
+		Args:    args(0, 0),
+		RunE:    c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error { return daemonStatus(ctx, c) }),
 	}
+}
+
+func daemonStatus(ctx context.Context, c *cli) error {
 	st, err := c.call(ctx, "daemon.status", nil)
 	if err != nil {
 		return err

@@ -279,7 +279,7 @@ func TestEventsStreamsLive(t *testing.T) {
 	startDaemon(t, home)
 	mustOK(t, "agent", "create", "solo", "--provider", "inproc", "--model", "echo", "--home", home)
 
-	cmd := exec.Command(warrenBin, "events", "--since", "0", "solo", "--home", home)
+	cmd := exec.Command(warrenBin, "events", "-f", "--since", "0", "solo", "--home", home)
 	cmd.Env = testEnv(t)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -8,17 +8,27 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/warren-dev/warren/demo"
 )
 
 // cmdDemo runs the demo scenario. With --json the step lines are collected
 // and printed as one object: {"passed", "error", "steps"}.
-func cmdDemo(ctx context.Context, c *cli, args []string) error {
-	f := newFlags(c, "demo")
-	keep := f.Bool("keep", false, "keep the demo's temporary home even when every check passed")
-	if _, err := f.parse(args, 0, 0); err != nil {
-		return err
+func newDemoCmd(c *cli) *cobra.Command {
+	var keep bool
+	cmd := &cobra.Command{
+		Use:     "demo [--keep]",
+		Short:   "run a team of agents, a crash, a recovery, end to end, in a temporary home",
+		Example: indent("warren demo\nwarren demo --keep --json"),
+		Args:    args(0, 0),
 	}
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's temporary home even when every check passed")
+	cmd.RunE = c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error { return c.demo(ctx, keep) })
+	return cmd
+}
+
+func (c *cli) demo(ctx context.Context, keep bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the warren binary for the demo daemon: %w", err)
@@ -28,7 +38,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	if c.json {
 		w = &buf
 	}
-	err = demo.Run(ctx, w, demo.Options{Binary: exe, Keep: *keep})
+	err = demo.Run(ctx, w, demo.Options{Binary: exe, Keep: keep})
 	if c.json {
 		res := map[string]any{"passed": err == nil, "steps": strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")}
 		if err != nil {

@@ -6,26 +6,125 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/warren-dev/warren/protocol"
 )
 
-func cmdEvents(ctx context.Context, c *cli, args []string) error {
-	f := newFlags(c, "events")
-	f.Bool("f", false, "follow (the default: events are printed until Ctrl-C)")
-	since := f.Int("since", -1, "first print the logged events after this seq (0: from the start), then follow")
-	deltas := f.Bool("deltas", false, "also print response text as models stream it (turn.delta, not logged)")
-	pos, err := f.parse(args, 0, 1)
+func newEventsCmd(c *cli) *cobra.Command {
+	var follow, deltas bool
+	var since int
+	cmd := &cobra.Command{
+		Use:   "events [-f] [--since SEQ] [--deltas] [REF]",
+		Short: "print the logged events through the daemon; -f follows live events until Ctrl-C",
+		Long: `Without -f, print the events the daemon has logged (of REF, or of every live
+agent in tree order) and exit, as warren logs does with the files. With -f,
+print events as the daemon logs them, until Ctrl-C; --since SEQ first
+replays the logged events after SEQ. A stream that ends because the daemon
+stopped says so and exits 3.`,
+		Example: indent(`warren events lead
+warren events -f
+warren events -f --since 0 lead/w1
+warren events -f --deltas lead   # response text as the model streams it`),
+		Args:              args(0, 1, "REF"),
+		ValidArgsFunction: c.completeAgents,
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&follow, "follow", "f", false, "follow: print events as they are logged, until Ctrl-C")
+	f.IntVar(&since, "since", -1, "only the logged events after this seq (with -f: replay them first, then follow)")
+	f.BoolVar(&deltas, "deltas", false, "with -f, also print response text as models stream it (turn.delta, not logged)")
+	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, pos []string) error {
+		ref := ""
+		if len(pos) == 1 {
+			ref = pos[0]
+		}
+		if !follow {
+			if deltas {
+				return usageErr(cmd.UseLine(), "--deltas are streamed, never logged: use it with -f")
+			}
+			return c.printLogged(ctx, ref, max(since, 0))
+		}
+		return c.followEvents(ctx, ref, since, deltas)
+	})
+	return cmd
+}
+
+// printLogged prints the logged events of ref (or of every live agent, in
+// tree order) after seq since, page by page (agent.log), and returns.
+func (c *cli) printLogged(ctx context.Context, ref string, since int) error {
+	cl, err := c.dial(ctx)
 	if err != nil {
 		return err
 	}
+	defer cl.Close()
+	type target struct{ id, path string }
+	var targets []target
+	if ref != "" {
+		targets = []target{{id: ref, path: ref}}
+		if res, err := cl.Call(ctx, "agent.inspect", map[string]any{"agent_id": ref, "limit": 1}); err == nil {
+			targets[0] = target{id: str(res, "agent_id"), path: str(res, "path")}
+		}
+	} else {
+		res, err := cl.Call(ctx, "agent.list", nil)
+		if err != nil {
+			return rpcErr("agent.list", err)
+		}
+		for _, a := range list(res, "agents") {
+			targets = append(targets, target{id: str(a, "agent_id"), path: str(a, "path")})
+		}
+	}
+	failed, n := false, 0
+	for _, t := range targets {
+		next := int64(since)
+		for {
+			page, err := cl.Call(ctx, "agent.log", map[string]any{"agent_id": t.id, "since_seq": next})
+			if err != nil {
+				if ref != "" {
+					return c.lostDaemon(ctx, &callError{method: "agent.log", err: err})
+				}
+				fmt.Fprintf(c.stderr, "warning: the log of %s: %s\n", t.path, rpcErr("agent.log", err))
+				failed = true
+				break
+			}
+			for _, e := range list(page, "events") {
+				e["agent_id"] = t.id
+				n++
+				if c.json {
+					err = printJSON(c.stdout, map[string]any{"event": e})
+				} else {
+					_, err = fmt.Fprintln(c.stdout, eventLine(e, t.path))
+				}
+				if err != nil {
+					return err
+				}
+			}
+			more, _ := page["more"].(bool)
+			if !more {
+				break
+			}
+			next = num(page, "next_seq")
+		}
+	}
+	if n == 0 && !c.json {
+		fmt.Fprintln(c.stdout, "no events")
+	}
+	if failed {
+		return errSilent
+	}
+	return nil
+}
+
+// followEvents prints live events until Ctrl-C; a stream the daemon ends
+// (it stopped) is an error saying so.
+func (c *cli) followEvents(ctx context.Context, ref string, since int, deltas bool) error {
 	params := map[string]any{}
-	if len(pos) == 1 {
-		params["agent_id"] = pos[0]
+	if ref != "" {
+		params["agent_id"] = ref
 	}
-	if *since >= 0 {
-		params["since_seq"] = *since
+	if since >= 0 {
+		params["since_seq"] = since
 	}
-	if *deltas {
+	if deltas {
 		params["deltas"] = true
 	}
 	cl, err := c.dial(ctx)
@@ -37,7 +136,11 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 	if !c.json {
 		names.refresh(ctx)
 	}
+	var lastSeq int64 = -1
 	err = cl.Stream(ctx, "events.subscribe", params, func(fr protocol.Frame) error {
+		if fr.Event != nil && str(fr.Event, "event") != "turn.delta" {
+			lastSeq = num(fr.Event, "seq")
+		}
 		if c.json {
 			return printJSON(c.stdout, frameJSON(fr))
 		}
@@ -51,13 +154,21 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 		}
 		return nil
 	})
-	if err != nil && ctx.Err() != nil {
-		return nil
+	if ctx.Err() != nil {
+		return nil // Ctrl-C
+	}
+	if stopped := c.daemonStopped(ctx); stopped != nil {
+		ee := stopped.(*exitError)
+		ee.msg = "the event stream ended: " + ee.msg
+		if ref != "" && lastSeq >= 0 {
+			ee.msg += fmt.Sprintf("; then continue with: warren events -f --since %d %s%s", lastSeq, shellQuote(ref), c.homeArg())
+		}
+		return ee
 	}
 	if err != nil {
 		return rpcErr("events.subscribe", err)
 	}
-	return nil
+	return &exitError{code: exitDaemonErr, msg: "the event stream ended without a reason from the daemon; run warren events -f again"}
 }
 
 // agentNames maps agent ids to paths for live event lines, asking the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/spf13/cobra"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
@@ -208,18 +209,30 @@ func (c *cli) printEntry(e eventlog.Entry) error {
 	return err
 }
 
-func cmdLogs(ctx context.Context, c *cli, args []string) error {
-	f := newFlags(c, "logs")
-	follow := f.Bool("f", false, "follow the log as it grows, until Ctrl-C")
-	pos, err := f.parse(args, 1, 1)
+func newLogsCmd(c *cli) *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "logs REF [-f]",
+		Short: "read an agent's log file (works while the daemon is down); -f follows it",
+		Long: `Print an agent's event log from its file, without the daemon. REF resolves as
+the daemon resolves it: live agents first, an ambiguous name is an error
+listing the paths, a terminated agent by its name or id. -f follows the file
+as it grows (fsnotify) until Ctrl-C.`,
+		Example:           indent("warren logs lead\nwarren logs -f lead/w1\nwarren logs 0123456789abcdef0123456789abcdef --json"),
+		Args:              args(1, 1, "REF"),
+		ValidArgsFunction: c.completeAgents,
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log as it grows, until Ctrl-C")
+	cmd.RunE = c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error { return c.logs(ctx, pos[0], follow) })
+	return cmd
+}
+
+func (c *cli) logs(ctx context.Context, ref string, follow bool) error {
+	path, err := agentLogPath(c.home, ref)
 	if err != nil {
 		return err
 	}
-	path, err := agentLogPath(c.home, pos[0])
-	if err != nil {
-		return err
-	}
-	if *follow {
+	if follow {
 		return c.followLog(ctx, path)
 	}
 	r, err := eventlog.NewReader(faultfs.OS{}, path, 0)
@@ -234,7 +247,7 @@ func cmdLogs(ctx context.Context, c *cli, args []string) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("read %s after %d entries: %w (if the log is damaged, run: warren repair %s)", path, n, err, pos[0])
+			return fmt.Errorf("read %s after %d entries: %w (if the log is damaged, run: warren repair %s)", path, n, err, ref)
 		}
 		if err := c.printEntry(e); err != nil {
 			return err
@@ -291,16 +304,22 @@ func (c *cli) followLog(ctx context.Context, path string) error {
 	return err
 }
 
-func cmdRepair(ctx context.Context, c *cli, args []string) error {
-	f := newFlags(c, "repair")
-	pos, err := f.parse(args, 1, 1)
-	if err != nil {
+func newRepairCmd(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:               "repair REF",
+		Short:             "keep a copy of a corrupt log and cut it to its last good entry (with the daemon stopped)",
+		Example:           indent(`warren daemon stop && warren repair lead && warren daemon start`),
+		Args:              args(1, 1, "REF"),
+		ValidArgsFunction: c.completeAgents,
+		RunE:              c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error { return c.repair(ctx, pos[0]) }),
+	}
+}
+
+func (c *cli) repair(ctx context.Context, ref string) error {
+	if err := c.refuseWhileRunning(ctx, ref); err != nil {
 		return err
 	}
-	if err := c.refuseWhileRunning(ctx, pos[0]); err != nil {
-		return err
-	}
-	path, err := agentLogPath(c.home, pos[0])
+	path, err := agentLogPath(c.home, ref)
 	if err != nil {
 		return err
 	}

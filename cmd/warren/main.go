@@ -2,6 +2,13 @@
 // --foreground`) and the thin client that talks to it over the Unix socket
 // <home>/daemon.sock (SPEC sections 2 and 8).
 //
+// The command line is built with spf13/cobra and pflag (the library gh,
+// kubectl and docker use): `--long` flags, `warren help CMD...` and `CMD
+// --help` with examples, `warren completion bash|zsh|fish` with agent
+// references completed from the daemon (or from disk when it is down),
+// `--version`, and did-you-mean for mistyped commands and flags. Every
+// command is registered in one place: register in root.go.
+//
 // # Home
 //
 // Every command takes --home DIR; without it $WARREN_HOME is used, else
@@ -13,15 +20,15 @@
 // nothing else (streams print one JSON object per frame, one per line).
 // Errors go to stderr as `error: <message>`. Exit status: 0 ok, 1 the daemon
 // (or an offline operation) returned an error, 2 usage error, 3 daemon not
-// running.
+// running (also when a stream ends because the daemon stopped), 130 when
+// Ctrl-C interrupts `agent send` (the turn goes on in the daemon).
 //
 // # Choices the spec leaves open
 //
-//   - `warren events [REF]` and `warren events -f [REF]` behave the same: they
-//     print events as the daemon logs them, from now until Ctrl-C. -f is
-//     accepted for symmetry with `warren logs -f`. --since SEQ first prints
-//     the logged events after SEQ (events.subscribe since_seq), then follows.
-//     Use `warren logs REF` for an agent's history without the daemon.
+//   - `warren events [REF]` prints the logged events (of REF, or of every
+//     live agent in tree order) and exits, as `warren logs` does, but through
+//     the daemon (agent.log). `warren events -f` follows live events until
+//     Ctrl-C; with --since SEQ it first replays the logged events after SEQ.
 //   - `warren logs` and `warren repair` never talk to the daemon: they read the
 //     agent's log file, resolving REF from the agent.created entries on disk.
 //   - `warren daemon stop` on a stopped daemon exits 3 like every other command
@@ -35,7 +42,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 )
 
@@ -48,13 +54,40 @@ const (
 	exitDaemonErr  = 1
 	exitUsage      = 2
 	exitNotRunning = 3
+	// exitSignal + the signal's number is the status of a command a signal
+	// interrupted (130 for Ctrl-C), as shells report it.
+	exitSignal = 128
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		// A second Ctrl-C kills the process the default way.
+		signal.Stop(sigs)
+		cancel(signalCause{s})
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
 	os.Exit(code)
+}
+
+// signalCause is the cause of the context a signal cancelled.
+type signalCause struct{ sig os.Signal }
+
+func (s signalCause) Error() string { return "interrupted by " + s.sig.String() }
+
+// signalExit is the exit status for a command interrupted by the signal
+// that cancelled ctx (130 when there was none recorded: Ctrl-C).
+func signalExit(ctx context.Context) int {
+	var sc signalCause
+	if errors.As(context.Cause(ctx), &sc) {
+		if n, ok := sc.sig.(syscall.Signal); ok {
+			return exitSignal + int(n)
+		}
+	}
+	return exitSignal + int(syscall.SIGINT)
 }
 
 // cli is one invocation: its streams and the flags common to all commands.
@@ -86,69 +119,15 @@ func usageErr(usage, format string, args ...any) error {
 // printed why.
 var errSilent = errors.New("failed")
 
-// command is one leaf command.
-type command struct {
-	usage string
-	run   func(ctx context.Context, c *cli, args []string) error
-}
-
-func commands() map[string]command {
-	return map[string]command{
-		"daemon start":    {"warren daemon start [--foreground] [--max-slots N] [--log-level L] [--home DIR] [--json]", cmdDaemonStart},
-		"daemon stop":     {"warren daemon stop [--home DIR] [--json]", cmdDaemonStop},
-		"daemon status":   {"warren daemon status [--home DIR] [--json]", cmdDaemonStatus},
-		"agent create":    {"warren agent create NAME [--instructions T] [--provider P] [--model M] [--parent REF] [--metadata k=v ...]", cmdAgentCreate},
-		"agent list":      {"warren agent list [--wide] [--home DIR] [--json]", cmdAgentList},
-		"providers":       {"warren providers [--home DIR] [--json]", cmdProviders},
-		"agent tree":      {"warren agent tree [--home DIR] [--json]", cmdAgentTree},
-		"agent inspect":   {"warren agent inspect REF [--since-seq N] [--limit N] [--home DIR] [--json]", cmdAgentInspect},
-		"agent send":      {"warren agent send REF MESSAGE [--provider P] [--model M]", cmdAgentSend},
-		"agent attach":    {"warren agent attach REF [--home DIR] [--json]", cmdAgentAttach},
-		"agent terminate": {"warren agent terminate REF [--home DIR] [--json]", cmdAgentTerminate},
-		"agent cancel":    {"warren agent cancel REF [--home DIR] [--json]", cmdAgentCancel},
-		"agent reset":     {"warren agent reset REF [--home DIR] [--json]", cmdAgentReset},
-		"agent resume":    {"warren agent resume REF [--token T | --token-id ID] [RESPONSE]", cmdAgentResume},
-		"waits":           {"warren waits [--home DIR] [--json]", cmdWaits},
-		"inbox":           {"warren inbox [--home DIR] [--json]", cmdInbox},
-		"logs":            {"warren logs REF [-f] [--home DIR] [--json]", cmdLogs},
-		"events":          {"warren events [-f] [--since SEQ] [--deltas] [REF] [--home DIR] [--json]", cmdEvents},
-		"repair":          {"warren repair REF [--home DIR] [--json]", cmdRepair},
-		"demo":            {"warren demo [--keep] [--home DIR]", cmdDemo},
-		"version":         {"warren version [--json]", cmdVersion},
-		"help":            {"warren help", cmdHelp},
-	}
-}
-
-const helpText = `warren: a durable multi-agent orchestration daemon and its client.
-
-usage:
-  warren daemon start [--foreground] [--max-slots N] [--log-level L]
-  warren daemon stop | status
-  warren agent create NAME [--instructions T] [--provider P] [--model M] [--parent REF] [--metadata k=v ...]
-  warren agent list [--wide] | tree | inspect REF
-  warren providers                        the provider entries: type, base URL, model, key set or not
-  warren agent send REF MESSAGE [--provider P] [--model M]
-  warren agent attach REF                 interactive, streaming
-  warren agent terminate | cancel REF
-  warren agent reset REF                  start the agent on a fresh context (the log keeps its history)
-  warren agent resume REF [--token T | --token-id ID] [RESPONSE]
-  warren waits                            every pending wait in the tree, with its token id
-  warren inbox                            drain the messages root agents sent to you
-  warren logs REF [-f]                    read an agent's log file (works while the daemon is down)
-  warren events [-f] [--since SEQ] [REF]  live events from the daemon until Ctrl-C
-  warren repair REF                       keep a copy of a corrupt log, cut it to its last good entry
-  warren demo                             a team of agents, a crash, a recovery, end to end
-  warren version | help
-
-Every command takes --home DIR (default $WARREN_HOME, else ~/.warren) and
---json (print the RPC result as JSON and nothing else).
-Exit status: 0 ok, 1 daemon error, 2 usage error, 3 daemon not running.
-`
-
 // run executes one invocation and returns its exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
-	err := dispatch(ctx, c, args)
+	root := newRoot(c)
+	if args == nil {
+		args = []string{}
+	}
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -156,111 +135,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch {
 	case errors.Is(err, errSilent):
 		return exitDaemonErr
-	case errors.As(err, &ee) && ee.code == exitOK:
-		fmt.Fprint(stdout, ee.msg) // help asked for
-		return exitOK
 	case errors.As(err, &ee):
-		fmt.Fprintf(stderr, "error: %s\n", ee.msg)
-		if ee.usage != "" {
-			fmt.Fprintf(stderr, "usage: %s\n", ee.usage)
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "error: %s\n", ee.msg)
+		}
+		if ee.code == exitUsage {
+			usage := ee.usage
+			if usage == "" && cmd != nil {
+				usage = cmd.UseLine()
+			}
+			if usage != "" {
+				fmt.Fprintf(stderr, "usage: %s\n", usage)
+			}
+			if cmd != nil {
+				fmt.Fprintf(stderr, "run '%s --help' for more\n", cmd.CommandPath())
+			}
 		}
 		return ee.code
 	default:
 		fmt.Fprintf(stderr, "error: %s\n", err)
 		return exitDaemonErr
 	}
-}
-
-func dispatch(ctx context.Context, c *cli, args []string) error {
-	// Global flags may come before the command: warren --home X agent list.
-	var rest []string
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		if a := args[0]; a == "-h" || a == "-help" || a == "--help" {
-			return &exitError{code: exitOK, msg: helpText}
-		}
-		n, err := c.globalFlag(args)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return usageErr("warren [--home DIR] [--json] COMMAND ...", "unknown flag %s before the command", args[0])
-		}
-		args = args[n:]
-	}
-	rest = args
-	if len(rest) == 0 {
-		fmt.Fprint(c.stderr, helpText)
-		return &exitError{code: exitUsage, msg: "no command given"}
-	}
-	cmds := commands()
-	name := rest[0]
-	if name == "daemon" || name == "agent" {
-		if len(rest) < 2 || strings.HasPrefix(rest[1], "-") {
-			return usageErr(groupUsage(name), "%q needs a subcommand", name)
-		}
-		name = rest[0] + " " + rest[1]
-		rest = rest[2:]
-		if _, ok := cmds[name]; !ok {
-			return usageErr(groupUsage(rest0(args)), "unknown command %q", name)
-		}
-	} else {
-		rest = rest[1:]
-	}
-	cmd, ok := cmds[name]
-	if !ok {
-		return usageErr("warren help", "unknown command %q", name)
-	}
-	return cmd.run(ctx, c, rest)
-}
-
-func rest0(args []string) string {
-	if len(args) == 0 {
-		return ""
-	}
-	return args[0]
-}
-
-func groupUsage(group string) string {
-	if group == "daemon" {
-		return "warren daemon start|stop|status [flags]"
-	}
-	return "warren agent create|list|tree|inspect|send|attach|terminate|cancel|resume [args] [flags]"
-}
-
-// globalFlag consumes --home/--json given before the command; it returns how
-// many arguments it used (0 when args[0] is not a global flag).
-func (c *cli) globalFlag(args []string) (int, error) {
-	a := args[0]
-	switch {
-	case a == "--json" || a == "-json":
-		c.json = true
-		return 1, nil
-	case a == "--home" || a == "-home":
-		if len(args) < 2 {
-			return 0, usageErr("warren --home DIR COMMAND ...", "--home needs a directory")
-		}
-		c.homeFlag = args[1]
-		return 2, nil
-	case strings.HasPrefix(a, "--home=") || strings.HasPrefix(a, "-home="):
-		c.homeFlag = a[strings.Index(a, "=")+1:]
-		return 1, nil
-	}
-	return 0, nil
-}
-
-func cmdVersion(_ context.Context, c *cli, args []string) error {
-	fs := newFlags(c, "version")
-	if _, err := fs.parse(args, 0, 0); err != nil {
-		return err
-	}
-	if c.json {
-		return printJSON(c.stdout, map[string]any{"version": version})
-	}
-	fmt.Fprintf(c.stdout, "warren %s\n", version)
-	return nil
-}
-
-func cmdHelp(_ context.Context, c *cli, _ []string) error {
-	fmt.Fprint(c.stdout, helpText)
-	return nil
 }

@@ -108,7 +108,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if out := mustOK(t, "--help"); !strings.Contains(out, "warren logs REF [-f]") {
 		t.Errorf("warren --help lacks the command list: %q", out)
 	}
-	if out := mustOK(t, "agent", "send", "-h"); !strings.HasPrefix(out, "usage: warren agent send REF MESSAGE") || !strings.Contains(out, "-provider") {
+	if out := mustOK(t, "agent", "send", "-h"); !strings.Contains(out, "Usage:\n  warren agent send REF (MESSAGE | - | --file PATH)") || !strings.Contains(out, "--provider") {
 		t.Errorf("warren agent send -h = %q", out)
 	}
 }

@@ -4,15 +4,23 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // cmdWaits lists every pending wait in the tree (SPEC 4): whoever started
 // it, the operator finds it here and answers it by its token id.
-func cmdWaits(ctx context.Context, c *cli, args []string) error {
-	f := newFlags(c, "waits")
-	if _, err := f.parse(args, 0, 0); err != nil {
-		return err
+func newWaitsCmd(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:     "waits",
+		Short:   "list every pending wait in the tree: agent, kind, token id, age, deadline, prompt",
+		Example: indent("warren waits\nwarren agent resume lead/w1 --token-id ID yes   # answer one"),
+		Args:    args(0, 0),
+		RunE:    c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error { return c.waits(ctx) }),
 	}
+}
+
+func (c *cli) waits(ctx context.Context) error {
 	res, show, err := c.callOut(ctx, "waits.list", nil)
 	if err != nil || !show {
 		return err

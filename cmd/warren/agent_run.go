@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/warren-dev/warren/protocol"
+)
+
+func newAgentSendCmd(c *cli) *cobra.Command {
+	var prov, model, file string
+	cmd := &cobra.Command{
+		Use:   "send REF (MESSAGE | - | --file PATH) [--provider P] [--model M]",
+		Short: "send a message and print the agent's response when its turn ends",
+		Long: `Send a message to an agent and wait for its turn to end: print the response,
+or, when the run waits for input, the command that answers it. A MESSAGE of
+"-" is read from standard input, --file PATH reads it from a file (both take
+messages over the 128 KiB a command-line argument may hold).
+
+Ctrl-C stops waiting, not the turn: it goes on in the daemon; follow it with
+warren events -f REF, cancel it with warren agent cancel REF (exit 130).`,
+		Example: indent(`warren agent send lead "plan the release"
+git diff | warren agent send reviewer -
+warren agent send lead --file brief.md --provider anthropic --model claude-sonnet-4-5`),
+		Args:              args(1, 2, "REF", "MESSAGE"),
+		ValidArgsFunction: c.completeAgents,
+	}
+	f := cmd.Flags()
+	f.StringVar(&prov, "provider", "", "provider for this run")
+	f.StringVar(&model, "model", "", "model for this run")
+	f.StringVar(&file, "file", "", "read the message from this file")
+	_ = cmd.RegisterFlagCompletionFunc("provider", c.completeProviders)
+	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, pos []string) error {
+		msg, err := c.messageArg(cmd, "MESSAGE", pos[1:], file, true)
+		if err != nil {
+			return err
+		}
+		params := map[string]any{"agent_id": pos[0], "message": msg}
+		setIf(params, "provider", prov)
+		setIf(params, "model", model)
+		res, err := c.call(ctx, "agent.send", params)
+		if err != nil {
+			if ctx.Err() != nil {
+				return c.sendInterrupted(ctx, pos[0])
+			}
+			return c.lostDaemon(ctx, err)
+		}
+		if c.json {
+			return printJSON(c.stdout, res)
+		}
+		c.printRunResult(pos[0], res)
+		return nil
+	})
+	return cmd
+}
+
+// messageArg reads the text argument of send or resume: rest holds the
+// positional argument after REF (if any), file is --file.
+func (c *cli) messageArg(cmd *cobra.Command, what string, rest []string, file string, required bool) (string, error) {
+	switch {
+	case file != "" && len(rest) > 0:
+		return "", usageErr(cmd.UseLine(), "give the %s as an argument, as - (standard input) or with --file, not both", what)
+	case file != "":
+		return c.textInput(what, "", file)
+	case len(rest) > 0:
+		return c.textInput(what, rest[0], "")
+	case required:
+		return "", usageErr(cmd.UseLine(), "%s: missing %s (or - to read it from standard input, or --file PATH)", cmd.CommandPath(), what)
+	}
+	return "", nil
+}
+
+// sendInterrupted is what Ctrl-C on agent send says: the turn goes on in
+// the daemon, and how to follow or cancel it. Exit 130.
+func (c *cli) sendInterrupted(ctx context.Context, ref string) error {
+	home := c.homeArg()
+	fmt.Fprintf(c.stderr, "\ninterrupted: stopped waiting; the turn goes on in the daemon.\n"+
+		"  follow it:  warren events -f %s%s\n"+
+		"  cancel it:  warren agent cancel %s%s\n", shellQuote(ref), home, shellQuote(ref), home)
+	return &exitError{code: signalExit(ctx)}
+}
+
+// homeArg is " --home H" when --home was given, else "".
+func (c *cli) homeArg() string {
+	if c.homeFlag == "" {
+		return ""
+	}
+	return " --home " + shellQuote(c.home)
+}
+
+// printRunResult prints an agent.send/agent.resume result: the response, or
+// the wait and the exact command that resumes it.
+func (c *cli) printRunResult(ref string, res map[string]any) {
+	if w := obj(res, "revoked_wait"); w != nil {
+		fmt.Fprintf(c.stderr, "note: this message revoked %s's pending wait (%s, token id %s): its token no longer answers it\n",
+			ref, dash(str(w, "kind")), str(w, "token_id"))
+	}
+	if r := str(res, "abandoned_run"); r != "" {
+		fmt.Fprintf(c.stderr, "note: this message abandoned %s's run %s, interrupted by a daemon restart (a new run started instead)\n", ref, r)
+	}
+	if str(res, "status") == "suspended" {
+		wait := obj(res, "wait")
+		fmt.Fprintf(c.stdout, "%s is waiting for input", ref)
+		if k := str(wait, "kind"); k != "" {
+			fmt.Fprintf(c.stdout, " (%s)", k)
+		}
+		fmt.Fprintf(c.stdout, ": %s\n", str(wait, "prompt"))
+		fmt.Fprintf(c.stdout, "resume with: warren agent resume %s%s --token %s RESPONSE\n", shellQuote(ref), c.homeArg(), shellQuote(str(res, "token")))
+		return
+	}
+	fmt.Fprintln(c.stdout, str(res, "response"))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-=:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func newAgentResumeCmd(c *cli) *cobra.Command {
+	var token, tokenID, file string
+	cmd := &cobra.Command{
+		Use:   "resume REF [--token T | --token-id ID] [RESPONSE | - | --file PATH]",
+		Short: "answer a waiting run (by token or token id), or re-run an interrupted one",
+		Long: `Answer a run that waits for input with its token (printed when it suspended)
+or its token id (listed by warren waits) and a RESPONSE ("-" reads it from
+standard input, --file from a file); without a token, re-run an interrupted
+run.`,
+		Example: indent(`warren agent resume lead/w1 --token-id 3f9c... yes
+warren agent resume lead --token 'tok.secret' - < answer.txt
+warren agent resume lead   # re-run a run a restart interrupted`),
+		Args:              args(1, 2, "REF", "RESPONSE"),
+		ValidArgsFunction: c.completeAgents,
+	}
+	f := cmd.Flags()
+	f.StringVar(&token, "token", "", "the resume token printed when the run suspended")
+	f.StringVar(&tokenID, "token-id", "", "the wait's public token id (warren waits lists them)")
+	f.StringVar(&file, "file", "", "read the response from this file")
+	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, pos []string) error {
+		if token != "" && tokenID != "" {
+			return usageErr(cmd.UseLine(), "give --token or --token-id, not both")
+		}
+		hasResp := len(pos) == 2 || file != ""
+		if (token != "" || tokenID != "") && !hasResp {
+			return usageErr(cmd.UseLine(), "--token and --token-id need a RESPONSE to hand to the agent")
+		}
+		params := map[string]any{"agent_id": pos[0]}
+		setIf(params, "token", token)
+		setIf(params, "token_id", tokenID)
+		if hasResp {
+			resp, err := c.messageArg(cmd, "RESPONSE", pos[1:], file, false)
+			if err != nil {
+				return err
+			}
+			params["response"] = resp
+		}
+		res, show, err := c.callOut(ctx, "agent.resume", params)
+		if err != nil || !show {
+			return err
+		}
+		if _, ok := res["response"]; ok || str(res, "status") == "suspended" {
+			c.printRunResult(pos[0], res)
+			return nil
+		}
+		fmt.Fprintf(c.stdout, "resumed %s (%s)\n", pos[0], dash(str(res, "status")))
+		return nil
+	})
+	return cmd
+}
+
+func newAgentTerminateCmd(c *cli) *cobra.Command {
+	var recursive bool
+	cmd := &cobra.Command{
+		Use:     "terminate REF [--recursive]",
+		Aliases: []string{"rm"},
+		Short:   "terminate an agent (with --recursive, its whole subtree, children first)",
+		Long: `Terminate an agent: its log records agent.terminated and it leaves the tree
+(warren agent list --all still shows it). An agent with children is refused
+unless --recursive, which terminates the subtree, deepest first, and prints
+each agent as it goes. An agent mid-turn is refused: cancel it first.`,
+		Example:           indent("warren agent terminate lead/w1\nwarren agent rm lead --recursive"),
+		Args:              args(1, 1, "REF"),
+		ValidArgsFunction: c.completeAgents,
+	}
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "terminate the agent's children (all descendants) first")
+	cmd.RunE = c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
+		params := map[string]any{"agent_id": pos[0]}
+		if recursive {
+			params["recursive"] = true
+		}
+		res, show, err := c.callOut(ctx, "agent.terminate", params)
+		if err != nil || !show {
+			return err
+		}
+		if done := list(res, "terminated"); recursive && len(done) > 0 {
+			for _, a := range done {
+				fmt.Fprintf(c.stdout, "terminated %s  %s\n", str(a, "agent_id"), str(a, "path"))
+			}
+			return nil
+		}
+		id := str(res, "agent_id")
+		if id == "" {
+			id = pos[0]
+		}
+		fmt.Fprintf(c.stdout, "terminated %s\n", id)
+		return nil
+	})
+	return cmd
+}
+
+func newAgentCancelCmd(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:               "cancel REF",
+		Short:             "cancel the agent's running turn or its wait; the agent becomes idle",
+		Example:           indent("warren agent cancel lead"),
+		Args:              args(1, 1, "REF"),
+		ValidArgsFunction: c.completeAgents,
+		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
+			res, show, err := c.callOut(ctx, "agent.cancel", map[string]any{"agent_id": pos[0]})
+			if err != nil || !show {
+				return err
+			}
+			id := str(res, "agent_id")
+			if id == "" {
+				id = pos[0]
+			}
+			fmt.Fprintf(c.stdout, "cancelled %s\n", id)
+			return nil
+		}),
+	}
+}
+
+func newAgentResetCmd(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:               "reset REF",
+		Short:             "start the agent on a fresh context from its instructions (the log keeps every turn)",
+		Example:           indent("warren agent reset lead"),
+		Args:              args(1, 1, "REF"),
+		ValidArgsFunction: c.completeAgents,
+		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
+			_, show, err := c.callOut(ctx, "agent.reset", map[string]any{"agent_id": pos[0]})
+			if err != nil || !show {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "%s starts its next turn on a fresh context (its log keeps the earlier turns)\n", pos[0])
+			return nil
+		}),
+	}
+}
+
+func newAgentAttachCmd(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:   "attach REF",
+		Short: "talk to an agent interactively: each line is a message, the response streams back",
+		Example: indent(`warren agent attach lead
+printf 'first\nsecond\n' | warren agent attach lead`),
+		Args:              args(1, 1, "REF"),
+		ValidArgsFunction: c.completeAgents,
+		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
+			return c.attach(ctx, pos[0])
+		}),
+	}
+}
+
+func (c *cli) attach(ctx context.Context, ref string) error {
+	cl, err := c.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if _, err := cl.Call(ctx, "agent.inspect", map[string]any{"agent_id": ref}); err != nil {
+		return rpcErr("agent.inspect", err)
+	}
+	if !c.json {
+		fmt.Fprintf(c.stdout, "attached to %s (empty line or Ctrl-D to detach)\n", ref)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(c.stdin)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for {
+		if !c.json {
+			fmt.Fprint(c.stdout, "> ")
+		}
+		var line string
+		var ok bool
+		select {
+		case line, ok = <-lines:
+		case <-ctx.Done():
+			ok = false
+		}
+		if !ok || strings.TrimSpace(line) == "" {
+			if !c.json {
+				fmt.Fprintf(c.stdout, "\ndetached from %s\n", ref)
+			}
+			return nil
+		}
+		err := cl.Stream(ctx, "agent.stream", map[string]any{"agent_id": ref, "message": line}, func(fr protocol.Frame) error {
+			if c.json {
+				return printJSON(c.stdout, frameJSON(fr))
+			}
+			if fr.Chunk != "" {
+				fmt.Fprint(c.stdout, fr.Chunk)
+			}
+			return nil
+		})
+		if !c.json {
+			fmt.Fprintln(c.stdout)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if stopped := c.daemonStopped(ctx); stopped != nil {
+				return stopped
+			}
+			fmt.Fprintf(c.stderr, "error: %s\n", rpcErr("agent.stream", err))
+		}
+	}
+}
+
+// frameJSON is a stream frame as printed with --json.
+func frameJSON(fr protocol.Frame) map[string]any {
+	if fr.Event != nil {
+		return map[string]any{"event": fr.Event}
+	}
+	return map[string]any{"chunk": fr.Chunk}
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/warren-dev/warren/session"
+)
+
+// completeTimeout bounds how long a completion waits for the daemon.
+const completeTimeout = 2 * time.Second
+
+// completeAgents completes the REF argument of a command (its first
+// positional argument) with agent paths and unique names.
+func (c *cli) completeAgents(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return c.agentRefs(cmd.Context(), toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeAgentFlag completes a flag whose value is an agent (--parent).
+func (c *cli) completeAgentFlag(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return c.agentRefs(cmd.Context(), toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeProviders completes --provider with the daemon's provider
+// entries (nothing when the daemon is down).
+func (c *cli) completeProviders(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	if res, err := c.completionCall(cmd.Context(), "daemon.providers"); err == nil {
+		for _, p := range list(res, "providers") {
+			if n := str(p, "name"); strings.HasPrefix(n, toComplete) {
+				out = append(out, cobra.CompletionWithDesc(n, str(p, "type")))
+			}
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completionCall makes one RPC for a completion, briefly.
+func (c *cli) completionCall(ctx context.Context, method string) (map[string]any, error) {
+	home, err := resolveHome(c.homeFlag)
+	if err != nil {
+		return nil, err
+	}
+	c.home = home
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, completeTimeout)
+	defer cancel()
+	return c.call(ctx, method, nil)
+}
+
+// agentRefs lists the references of the live agents that start with
+// prefix: every path, and each name that names one agent only. They come
+// from the daemon (agent.list) or, when it does not answer, from the
+// first entry of each log on disk, as warren logs reads them.
+func (c *cli) agentRefs(ctx context.Context, prefix string) []cobra.Completion {
+	type ref struct{ path, name, desc string }
+	var refs []ref
+	if res, err := c.completionCall(ctx, "agent.list"); err == nil {
+		for _, a := range list(res, "agents") {
+			refs = append(refs, ref{str(a, "path"), str(a, "name"), str(a, "status")})
+		}
+	} else if c.home != "" {
+		agents, _ := scanAgents(c.home)
+		for _, a := range agents {
+			if terminatedOnDisk(c.home, a.id) {
+				continue
+			}
+			refs = append(refs, ref{a.path, a.name, "daemon not running"})
+		}
+	}
+	names := map[string]int{}
+	for _, r := range refs {
+		names[r.name]++
+	}
+	var out []cobra.Completion
+	add := func(v, desc string) {
+		if strings.HasPrefix(v, prefix) {
+			out = append(out, cobra.CompletionWithDesc(v, desc))
+		}
+	}
+	for _, r := range refs {
+		add(r.path, r.desc)
+		if r.name != r.path && names[r.name] == 1 {
+			add(r.name, r.desc+", "+r.path)
+		}
+	}
+	return out
+}
+
+// terminatedOnDisk reports whether an agent's session.json says it was
+// terminated (a cheap read: the log may be long).
+func terminatedOnDisk(home, id string) bool {
+	b, err := os.ReadFile(filepath.Join(home, "agents", id, "session.json"))
+	if err != nil {
+		return false
+	}
+	s, err := session.Parse(b)
+	return err == nil && s.State == session.StateTerminated
+}

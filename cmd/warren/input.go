@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/warren-dev/warren/protocol"
+)
+
+// maxTextBytes is the largest MESSAGE or RESPONSE the CLI sends: a request
+// is one frame of at most protocol.MaxFrame bytes (16 MiB), and the rest of
+// the request needs some room. The daemon's own limit,
+// limits.message_bytes (1 MiB by default, 8 MiB at most), is lower: the
+// daemon's error names it.
+const maxTextBytes = protocol.MaxFrame - 64<<10
+
+// textInput reads a MESSAGE or RESPONSE: the argument itself, standard
+// input when it is "-", or the file --file names (file "" and arg given).
+// what names it in errors ("MESSAGE"). The text is taken as is (a final
+// newline included).
+func (c *cli) textInput(what, arg, file string) (string, error) {
+	var r io.Reader
+	var from string
+	switch {
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return "", &exitError{code: exitDaemonErr, err: err, msg: fmt.Sprintf("read the %s from --file: %v", what, err)}
+		}
+		defer f.Close()
+		r, from = f, file
+	case arg == "-":
+		r, from = c.stdin, "standard input"
+	default:
+		if len(arg) > maxTextBytes {
+			return "", tooLarge(what, "the command line", len(arg))
+		}
+		return arg, nil
+	}
+	var b bytes.Buffer
+	n, err := b.ReadFrom(io.LimitReader(r, maxTextBytes+1))
+	if err != nil {
+		return "", &exitError{code: exitDaemonErr, err: err, msg: fmt.Sprintf("read the %s from %s: %v", what, from, err)}
+	}
+	if n > maxTextBytes {
+		return "", tooLarge(what, from, int(n))
+	}
+	return b.String(), nil
+}
+
+func tooLarge(what, from string, n int) error {
+	return &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
+		"the %s from %s is over %d bytes (read %d): one request to the daemon carries at most %d MiB, and the daemon "+
+			"takes at most limits.message_bytes (1 MiB by default, 8 MiB at most, in config.json); send a shorter text, "+
+			"or write it to a file and tell the agent where it is", what, from, maxTextBytes, n, protocol.MaxFrame>>20)}
+}
