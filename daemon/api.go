@@ -109,6 +109,9 @@ type AgentView struct {
 	// it has not logged yet ("" when neither).
 	Degraded string
 	Usage    provider.Usage
+	// CreatedAt is when the agent was created; LastTurnAt when its latest
+	// turn started (zero: none yet).
+	CreatedAt, LastTurnAt time.Time
 }
 
 func (v AgentView) listMap() map[string]any {
@@ -130,6 +133,8 @@ func (v AgentView) listMap() map[string]any {
 	if !v.Usage.IsZero() {
 		m["usage"] = v.Usage
 	}
+	setTime(m, "created_at", v.CreatedAt)
+	setTime(m, "last_turn_at", v.LastTurnAt)
 	return m
 }
 
@@ -137,7 +142,11 @@ func (c *Core) view(a *agent) AgentView {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	v := AgentView{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, Status: c.statusLocked(a),
-		Provider: a.p.Provider, Model: a.p.Model, Pending: a.p.Pending.Len(), LastError: a.p.LastError, Usage: a.p.Usage}
+		Provider: a.p.Provider, Model: a.p.Model, Pending: a.p.Pending.Len(), LastError: a.p.LastError, Usage: a.p.Usage,
+		CreatedAt: a.p.CreatedTS}
+	if a.p.Run != nil {
+		v.LastTurnAt = a.p.Run.StartedAt
+	}
 	v.Path = c.tree.Path(a.id)
 	if v.Path == "" {
 		v.Path = a.p.Name
@@ -207,6 +216,7 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (map[stri
 	msgs := a.p.Pending.PeekAfter(sinceSeq, limit+1)
 	md := copyMap(a.p.Metadata)
 	gated := a.p.Gated
+	instructions := a.p.Instructions
 	a.mu.Unlock()
 	var size int64
 	for i, msg := range msgs {
@@ -229,6 +239,7 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (map[stri
 	m["inbox"] = inboxList
 	m["metadata"] = md
 	m["gated"] = gated
+	m["instructions"] = instructions
 	if v.LastError != "" {
 		m["last_error"] = v.LastError
 	}

@@ -1,17 +1,32 @@
 package daemon
 
 import (
+	"bytes"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/provider"
 )
 
 // goneAgent is what the daemon remembers of a terminated agent so that a
 // message it sent (still in an inbox) shows who sent it, not a raw id
 // (issue 14): its name and its parent's id, from which the path it had is
-// rebuilt.
+// rebuilt; and, once agent.list with all has asked (or the agent was
+// terminated by this daemon), what the list shows of it.
 type goneAgent struct {
 	name     string
 	parentID string
+	info     *goneInfo
+}
+
+// goneInfo is what agent.list (all) shows of a terminated agent beyond its
+// path: read once from its log, which no longer changes.
+type goneInfo struct {
+	provider, model                      string
+	createdAt, lastTurnAt, terminatedAt time.Time
+	usage                                provider.Usage
 }
 
 // rememberGone records a terminated agent; the caller holds c.mu.
@@ -20,6 +35,15 @@ func (c *Core) rememberGoneLocked(id, name, parentID string) {
 		c.gone = make(map[string]goneAgent)
 	}
 	c.gone[id] = goneAgent{name: name, parentID: parentID}
+}
+
+// setGoneInfoLocked records what the list shows of a terminated agent;
+// the caller holds c.mu.
+func (c *Core) setGoneInfoLocked(id string, info *goneInfo) {
+	if g, ok := c.gone[id]; ok {
+		g.info = info
+		c.gone[id] = g
+	}
 }
 
 // gonePath is the path a terminated agent had ("lead/w1"), or "" when the
@@ -45,4 +69,113 @@ func (c *Core) gonePath(id string) string {
 	}
 	slices.Reverse(parts)
 	return strings.Join(parts, "/")
+}
+
+// TerminatedList describes the terminated agents as agent.list items
+// (status "terminated", with terminated_at), in no particular order. What
+// is not known yet is read from their logs, once.
+func (c *Core) TerminatedList() []map[string]any {
+	c.mu.Lock()
+	var unread []string
+	for id, g := range c.gone {
+		if g.info == nil {
+			unread = append(unread, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range unread {
+		info := c.readGoneInfo(id)
+		c.mu.Lock()
+		c.setGoneInfoLocked(id, info)
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	type item struct {
+		id string
+		g  goneAgent
+	}
+	items := make([]item, 0, len(c.gone))
+	for id, g := range c.gone {
+		items = append(items, item{id, g})
+	}
+	c.mu.Unlock()
+	out := make([]map[string]any, 0, len(items))
+	for _, it := range items {
+		var parent any
+		if it.g.parentID != "" {
+			parent = it.g.parentID
+		}
+		m := map[string]any{"agent_id": it.id, "name": it.g.name, "path": c.gonePath(it.id), "parent_id": parent,
+			"status": "terminated", "pending": 0}
+		if in := it.g.info; in != nil {
+			m["provider"], m["model"] = in.provider, in.model
+			setTime(m, "created_at", in.createdAt)
+			setTime(m, "last_turn_at", in.lastTurnAt)
+			setTime(m, "terminated_at", in.terminatedAt)
+			if !in.usage.IsZero() {
+				m["usage"] = in.usage
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// setTime sets m[k] to t in RFC 3339 (UTC, nanoseconds) unless t is zero.
+func setTime(m map[string]any, k string, t time.Time) {
+	if !t.IsZero() {
+		m[k] = t.UTC().Format(time.RFC3339Nano)
+	}
+}
+
+// readGoneInfo reads what the list shows of a terminated agent from its
+// log; what cannot be read stays empty (the list shows "-").
+func (c *Core) readGoneInfo(id string) *goneInfo {
+	info := &goneInfo{}
+	r, err := eventlog.NewReader(c.fs, c.logPath(id), 0)
+	if err != nil {
+		c.log.Warn("reading a terminated agent's log for agent.list", "agent", id, "err", err)
+		return info
+	}
+	defer r.Close()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if !errorsIs(err, errEOF) {
+				c.log.Warn("reading a terminated agent's log for agent.list", "agent", id, "err", err)
+			}
+			return info
+		}
+		info.fold(e)
+	}
+}
+
+// fold takes what the list shows from one entry.
+func (in *goneInfo) fold(e eventlog.Entry) {
+	switch e.Event {
+	case evAgentCreated:
+		var d agentCreatedData
+		if jsonUnmarshal(e.Data, &d) == nil {
+			in.provider, in.model = d.Provider, d.Model
+		}
+		in.createdAt = e.TS
+		if t, err := time.Parse(time.RFC3339Nano, d.CreatedAt); err == nil {
+			in.createdAt = t
+		}
+	case evTurnStart:
+		var d turnStartData
+		if jsonUnmarshal(e.Data, &d) == nil && d.Provider != "" {
+			in.provider, in.model = d.Provider, d.Model
+		}
+		in.lastTurnAt = e.TS
+	case evTurnComplete:
+		if bytes.Contains(e.Data, []byte(`"usage"`)) {
+			var d turnCompleteData
+			if jsonUnmarshal(e.Data, &d) == nil && d.Usage != nil {
+				in.usage = in.usage.Add(*d.Usage)
+			}
+		}
+	case evAgentTerminated:
+		in.terminatedAt = e.TS
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -146,11 +148,30 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 	return map[string]any{"agent_id": id, "name": name}, nil
 }
 
-func (h *handler) list(context.Context, protocol.Params, server.Stream) (any, error) {
+// list answers agent.list: the agents in tree order; with all, then the
+// terminated ones (with terminated_at); with status (one status or several
+// separated by commas), only those in it.
+func (h *handler) list(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	all, err := p.OptBool("all", false)
+	if err != nil {
+		return nil, err
+	}
+	want, err := statusFilter(p)
+	if err != nil {
+		return nil, err
+	}
+	keep := func(s string) bool { return len(want) == 0 || want[s] }
 	views := h.c.List()
-	out := make([]any, len(views))
-	for i, v := range views {
-		out[i] = v.listMap()
+	out := make([]any, 0, len(views))
+	for _, v := range views {
+		if keep(v.Status) {
+			out = append(out, v.listMap())
+		}
+	}
+	if (all && keep("terminated")) || want["terminated"] {
+		for _, m := range h.c.TerminatedList() {
+			out = append(out, m)
+		}
 	}
 	return map[string]any{"agents": out}, nil
 }
@@ -232,15 +253,34 @@ func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stre
 	return nil, nil
 }
 
+// terminate answers agent.terminate; with recursive, the agent's subtree
+// goes, deepest first. terminated lists what was terminated, in order.
 func (h *handler) terminate(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
 	id, err := h.ref(p, "agent_id")
 	if err != nil {
 		return nil, err
 	}
-	if err := h.c.Terminate(id); err != nil {
+	recursive, err := p.OptBool("recursive", false)
+	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"agent_id": id, "status": "terminated"}, nil
+	var done []map[string]any
+	if recursive {
+		done, err = h.c.TerminateTree(id)
+	} else {
+		path := h.c.tree.Path(id)
+		if err = h.c.Terminate(id); err == nil {
+			done = []map[string]any{{"agent_id": id, "path": path}}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	list := make([]any, len(done))
+	for i, d := range done {
+		list[i] = d
+	}
+	return map[string]any{"agent_id": id, "status": "terminated", "terminated": list}, nil
 }
 
 func (h *handler) toolCall(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
@@ -447,4 +487,27 @@ func checkCwd(cwd string) error {
 		return protocol.Errorf(protocol.CodeInvalid, "param cwd: %s is not a directory", cwd)
 	}
 	return nil
+}
+
+// agentStatuses are the statuses agent.list's status param takes (SPEC 4).
+var agentStatuses = []string{"idle", "running", "suspended", "interrupted_startup", "interrupted_waiting", "terminated", "corrupt"}
+
+// statusFilter reads agent.list's status param: a status or several
+// separated by commas (an empty set: "" or absent, every status).
+func statusFilter(p protocol.Params) (map[string]bool, error) {
+	raw, err := p.OptString("status", "")
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(raw, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(agentStatuses, s) {
+			return nil, protocol.Errorf(protocol.CodeInvalid, "param status: unknown status %q (one of %s)", s, strings.Join(agentStatuses, ", "))
+		}
+		want[s] = true
+	}
+	return want, nil
 }

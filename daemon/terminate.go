@@ -3,6 +3,8 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/protocol"
@@ -24,6 +26,92 @@ func (c *Core) Terminate(agentID string) error {
 	return c.terminate(a)
 }
 
+// TerminateTree terminates agentID and all its descendants, deepest first
+// (agent.terminate with recursive). When one of them is mid-turn nothing is
+// terminated. It returns the terminated agents in order, as {agent_id,
+// path}; an error part way says which were terminated already.
+func (c *Core) TerminateTree(agentID string) ([]map[string]any, error) {
+	if _, ok := c.agent(agentID); !ok {
+		return nil, notFound(agentID)
+	}
+	order := c.subtreeDeepestFirst(agentID)
+	var busy []string
+	for _, id := range order {
+		if a, ok := c.agent(id); ok {
+			a.mu.Lock()
+			if a.busy {
+				busy = append(busy, c.tree.Path(id))
+			}
+			a.mu.Unlock()
+		}
+	}
+	if len(busy) > 0 {
+		verb := "are"
+		if len(busy) == 1 {
+			verb = "is"
+		}
+		return nil, protocol.Errorf(protocol.CodeInvalid, "nothing was terminated: %s %s mid-turn; cancel first (warren agent cancel REF), then terminate again",
+			strings.Join(busy, ", "), verb)
+	}
+	done := make([]map[string]any, 0, len(order))
+	for _, id := range order {
+		a, ok := c.agent(id)
+		if !ok {
+			continue // terminated meanwhile
+		}
+		path := c.tree.Path(id)
+		err := c.Terminate(id)
+		if err != nil {
+			names := make([]string, len(done))
+			for i, d := range done {
+				names[i], _ = d["path"].(string)
+			}
+			if len(names) == 0 {
+				return nil, err
+			}
+			return nil, fmt.Errorf("terminating %s: %w (already terminated: %s)", a.name(), err, strings.Join(names, ", "))
+		}
+		done = append(done, map[string]any{"agent_id": id, "path": path})
+	}
+	return done, nil
+}
+
+// subtreeDeepestFirst lists id and its descendants, each agent after all
+// of its own descendants (id last).
+func (c *Core) subtreeDeepestFirst(id string) []string {
+	type frame struct {
+		id       string
+		expanded bool
+	}
+	var out []string
+	stack := []frame{{id: id}}
+	for len(stack) > 0 {
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if f.expanded {
+			out = append(out, f.id)
+			continue
+		}
+		stack = append(stack, frame{id: f.id, expanded: true})
+		kids := c.tree.Children(f.id)
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, frame{id: kids[i]})
+		}
+	}
+	return out
+}
+
+// goneInfoOf is what agent.list (all) shows of a just terminated agent.
+func goneInfoOf(a *agent, ended time.Time) *goneInfo {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	in := &goneInfo{provider: a.p.Provider, model: a.p.Model, createdAt: a.p.CreatedTS, terminatedAt: ended, usage: a.p.Usage}
+	if a.p.Run != nil {
+		in.lastTurnAt = a.p.Run.StartedAt
+	}
+	return in
+}
+
 // terminate logs agent.terminated and drops the agent from the tree, the
 // pools and the subscription index.
 func (c *Core) terminate(a *agent) error {
@@ -32,7 +120,7 @@ func (c *Core) terminate(a *agent) error {
 		if n == 1 {
 			kids, them = "child", "it"
 		}
-		return protocol.Errorf(protocol.CodeInvalid, "agent %s has %d %s; terminate %s first", a.name(), n, kids, them)
+		return protocol.Errorf(protocol.CodeInvalid, "agent %s has %d %s; terminate %s first, or the whole subtree at once (recursive: warren agent terminate --recursive)", a.name(), n, kids, them)
 	}
 	a.mu.Lock()
 	if a.p.Terminated {
@@ -57,9 +145,11 @@ func (c *Core) terminate(a *agent) error {
 		return fmt.Errorf("terminating %s: %w", a.id, err)
 	}
 	from := c.stateName(a)
-	if _, err := a.log.Append(evAgentTerminated, agentTerminatedData{AgentID: a.id}); err != nil {
+	ended, err := a.log.Append(evAgentTerminated, agentTerminatedData{AgentID: a.id})
+	if err != nil {
 		return fmt.Errorf("logging agent.terminated for %s: %w", a.id, err)
 	}
+	info := goneInfoOf(a, ended.TS)
 	c.saveSession(a, func(s *session.Session) { s.State = session.StateTerminated; s.Run = nil })
 	a.stopTimers()
 	if lv, ok := c.mux.Remove(a.id); ok {
@@ -84,6 +174,7 @@ func (c *Core) terminate(a *agent) error {
 		}
 	}
 	c.rememberGoneLocked(a.id, name, parentID)
+	c.setGoneInfoLocked(a.id, info)
 	_ = c.tree.Remove(a.id)
 	delete(c.agents, a.id)
 	c.mu.Unlock()

@@ -18,7 +18,7 @@ func newEventsCmd(c *cli) *cobra.Command {
 		Use:   "events [-f] [--since SEQ] [--deltas] [REF]",
 		Short: "print the logged events through the daemon; -f follows live events until Ctrl-C",
 		Long: `Without -f, print the events the daemon has logged (of REF, or of every live
-agent in tree order) and exit, as warren logs does with the files. With -f,
+agent in path order) and exit, as warren logs does with the files. With -f,
 print events as the daemon logs them, until Ctrl-C; --since SEQ first
 replays the logged events after SEQ. A stream that ends because the daemon
 stopped says so and exits 3.`,
@@ -50,7 +50,7 @@ warren events -f --deltas lead   # response text as the model streams it`),
 }
 
 // printLogged prints the logged events of ref (or of every live agent, in
-// tree order) after seq since, page by page (agent.log), and returns.
+// the order agent list shows them) after seq since, page by page (agent.log), and returns.
 func (c *cli) printLogged(ctx context.Context, ref string, since int) error {
 	cl, err := c.dial(ctx)
 	if err != nil {
@@ -69,7 +69,9 @@ func (c *cli) printLogged(ctx context.Context, ref string, since int) error {
 		if err != nil {
 			return rpcErr("agent.list", err)
 		}
-		for _, a := range list(res, "agents") {
+		agents := list(res, "agents")
+		sortAgents(agents) // as agent list shows them
+		for _, a := range agents {
 			targets = append(targets, target{id: str(a, "agent_id"), path: str(a, "path")})
 		}
 	}

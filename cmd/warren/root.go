@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -106,6 +107,17 @@ func newRoot(c *cli) *cobra.Command {
 	agentCmd := group("agent", "create agents, talk to them, look at them, end them",
 		"warren agent create lead --provider inproc --model echo\nwarren agent send lead 'plan the release'\nwarren agent ls --wide")
 	register(root, daemonCmd, agentCmd, c)
+	// cobra's completion command (bash, zsh, fish, powershell), made now
+	// so that an unknown shell is a usage error like any unknown command.
+	root.InitDefaultCompletionCmd()
+	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp != root {
+		comp.Short = "print a shell completion script (agent references complete from the daemon, or from disk)"
+		comp.Example = indent(`source <(warren completion bash)
+warren completion zsh > "${fpath[1]}/_warren"
+warren completion fish > ~/.config/fish/completions/warren.fish`)
+		comp.Args = cobra.ArbitraryArgs
+		comp.RunE = group("completion", "", "").RunE
+	}
 	return root
 }
 
@@ -131,7 +143,7 @@ func group(name, short, example string) *cobra.Command {
 // suggestions.
 func unknownCommand(cmd *cobra.Command, typed string) error {
 	msg := fmt.Sprintf("unknown command %q for %q", typed, cmd.CommandPath())
-	if s := cmd.SuggestionsFor(typed); len(s) > 0 {
+	if s := bestSuggestions(typed, cmd.SuggestionsFor(typed)); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(quoteAll(s), " or ") + "?"
 	}
 	return usageErr(subcommandsLine(cmd), "%s", msg)
@@ -146,6 +158,38 @@ func subcommandsLine(cmd *cobra.Command) string {
 		}
 	}
 	return cmd.CommandPath() + " " + strings.Join(names, "|") + " [args] [flags]"
+}
+
+// bestSuggestions keeps, of cobra's suggestions, the closest: the fewest
+// edits, and among those one with the same letters (a transposition).
+func bestSuggestions(typed string, cands []string) []string {
+	if len(cands) < 2 {
+		return cands
+	}
+	best, bestD := []string(nil), -1
+	for _, c := range cands {
+		d := suggest.Distance(strings.ToLower(typed), c)
+		if sameLetters(typed, c) {
+			d-- // a transposition counts as one edit, not two
+		}
+		switch {
+		case bestD < 0 || d < bestD:
+			best, bestD = []string{c}, d
+		case d == bestD:
+			best = append(best, c)
+		}
+	}
+	return best
+}
+
+func sameLetters(a, b string) bool {
+	ra, rb := []rune(strings.ToLower(a)), []rune(b)
+	if len(ra) != len(rb) {
+		return false
+	}
+	sort.Slice(ra, func(i, j int) bool { return ra[i] < ra[j] })
+	sort.Slice(rb, func(i, j int) bool { return rb[i] < rb[j] })
+	return string(ra) == string(rb)
 }
 
 func quoteAll(s []string) []string {
