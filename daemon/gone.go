@@ -24,9 +24,9 @@ type goneAgent struct {
 // goneInfo is what agent.list (all) shows of a terminated agent beyond its
 // path: read once from its log, which no longer changes.
 type goneInfo struct {
-	provider, model                      string
+	provider, model                     string
 	createdAt, lastTurnAt, terminatedAt time.Time
-	usage                                provider.Usage
+	usage                               provider.Usage
 }
 
 // rememberGone records a terminated agent; the caller holds c.mu.
