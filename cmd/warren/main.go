@@ -26,7 +26,7 @@
 // # Choices the spec leaves open
 //
 //   - `warren events [REF]` prints the logged events (of REF, or of every
-//     live agent in tree order) and exits, as `warren logs` does, but through
+//     live agent in path order) and exits, as `warren logs` does, but through
 //     the daemon (agent.log). `warren events -f` follows live events until
 //     Ctrl-C; with --since SEQ it first replays the logged events after SEQ.
 //   - `warren logs` and `warren repair` never talk to the daemon: they read the
