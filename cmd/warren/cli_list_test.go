@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -200,7 +201,8 @@ func TestInspectShowsInstructionsTimesPendingMetadata(t *testing.T) {
 		t.Fatalf("send_message from lead to lead/slow: %v %v", res, err)
 	}
 	out := mustOK(t, "agent", "inspect", "lead/slow", "--home", home)
-	for _, want := range []string{"status:    running", "created:   20", " ago)", "last turn: 20", "pending:   1 message\n",
+	wd, _ := os.Getwd()
+	for _, want := range []string{"status:    running", "cwd:       " + wd + "\n", "created:   20", " ago)", "last turn: 20", "pending:   1 message\n",
 		"metadata:\n  role=worker\n  tier=2\n", "instructions:\n  work slowly\n", "inbox:\n  from=lead  a note for later"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("agent inspect lacks %q:\n%s", want, out)

@@ -21,6 +21,9 @@ func printInspect(w io.Writer, res map[string]any, now time.Time) {
 	for _, k := range []string{"agent_id", "name", "path", "parent_id", "status", "provider", "model"} {
 		fmt.Fprintf(w, "%-10s %s\n", k+":", dash(str(res, k)))
 	}
+	if cwd := str(res, "cwd"); cwd != "" {
+		fmt.Fprintf(w, "%-10s %s\n", "cwd:", cwd)
+	}
 	fmt.Fprintf(w, "%-10s %s\n", "created:", when(now, str(res, "created_at")))
 	fmt.Fprintf(w, "%-10s %s\n", "last turn:", when(now, str(res, "last_turn_at")))
 	fmt.Fprintf(w, "%-10s %s\n", "pending:", plural(num(res, "pending"), "message", "messages"))
