@@ -76,6 +76,8 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"agent", "lsit"}, `did you mean "list"?`},
 		{[]string{"agnet", "list"}, `did you mean "agent"?`},
 		{[]string{"daemon", "stauts"}, `did you mean "status"?`},
+		{[]string{"help", "agent", "sned"}, `did you mean "send"?`},
+		{[]string{"help", "nosuch"}, `unknown command "nosuch"`},
 		{[]string{"agent", "list", "--wdie", "--home", home}, "did you mean --wide?"},
 		{[]string{"agent", "send", "a", "b", "--provder", "x", "--home", home}, "did you mean --provider?"},
 		{[]string{"agent", "list", "--hom", home}, "did you mean --home?"},

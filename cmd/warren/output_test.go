@@ -122,3 +122,20 @@ func TestPrintRunResultNamesRevokedWaitAndAbandonedRun(t *testing.T) {
 		}
 	}
 }
+
+func TestComparePathsNaturally(t *testing.T) {
+	in := []string{"lead-2", "lead/w10", "lead/w2/sub", "a", "lead/w2", "lead", "lead/w1", "lead/w01", "b9", "b10"}
+	ms := make([]map[string]any, len(in))
+	for i, p := range in {
+		ms[i] = map[string]any{"path": p}
+	}
+	sortAgents(ms)
+	var got []string
+	for _, m := range ms {
+		got = append(got, str(m, "path"))
+	}
+	want := "a b9 b10 lead lead/w1 lead/w01 lead/w2 lead/w2/sub lead/w10 lead-2"
+	if strings.Join(got, " ") != want {
+		t.Errorf("sorted = %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -107,6 +107,7 @@ func newRoot(c *cli) *cobra.Command {
 	agentCmd := group("agent", "create agents, talk to them, look at them, end them",
 		"warren agent create lead --provider inproc --model echo\nwarren agent send lead 'plan the release'\nwarren agent ls --wide")
 	register(root, daemonCmd, agentCmd, c)
+	root.SetHelpCommand(newHelpCmd(root))
 	// cobra's completion command (bash, zsh, fish, powershell), made now
 	// so that an unknown shell is a usage error like any unknown command.
 	root.InitDefaultCompletionCmd()
@@ -326,6 +327,42 @@ func newVersionCmd(c *cli) *cobra.Command {
 			}
 			fmt.Fprintf(c.stdout, "warren %s\n", version)
 			return nil
+		},
+	}
+}
+
+// newHelpCmd is `warren help [COMMAND...]`: that command's help, the same
+// text as COMMAND --help; an unknown topic is a usage error with
+// suggestions (cobra's own help prints the top-level help and exits 0).
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:     "help [COMMAND...]",
+		Short:   "help about any command (the same as COMMAND --help)",
+		Example: indent("warren help agent send\nwarren agent send --help"),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := root.Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, s := range cmd.Commands() {
+				if s.IsAvailableCommand() && strings.HasPrefix(s.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(s.Name(), s.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil {
+				return usageErr("warren help [COMMAND...]", "%v", err)
+			}
+			if len(rest) > 0 {
+				return unknownCommand(cmd, rest[0])
+			}
+			cmd.InitDefaultHelpFlag() // as COMMAND --help shows it
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
 		},
 	}
 }
