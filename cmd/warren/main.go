@@ -114,6 +114,7 @@ func commands() map[string]command {
 		"events":          {"warren events [-f] [--since SEQ] [--deltas] [REF] [--home DIR] [--json]", cmdEvents},
 		"repair":          {"warren repair REF [--home DIR] [--json]", cmdRepair},
 		"demo":            {"warren demo [--keep] [--home DIR]", cmdDemo},
+		"mcp-bridge":      {"warren mcp-bridge [--home DIR]   (started by agent CLIs; speaks MCP on stdio)", cmdMCPBridge},
 		"version":         {"warren version [--json]", cmdVersion},
 		"help":            {"warren help", cmdHelp},
 	}
@@ -138,6 +139,7 @@ usage:
   warren events [-f] [--since SEQ] [REF]  live events from the daemon until Ctrl-C
   warren repair REF                       keep a copy of a corrupt log, cut it to its last good entry
   warren demo                             a team of agents, a crash, a recovery, end to end
+  warren mcp-bridge                       the stdio MCP server agent CLIs start (warren's tools, SPEC 7)
   warren version | help
 
 Every command takes --home DIR (default $WARREN_HOME, else ~/.warren) and
