@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 )
 
@@ -116,7 +117,8 @@ func idFromPrefix(prefix []byte) json.RawMessage {
 	return nil
 }
 
-// validID: a JSON-RPC request id is a string or a number (MCP: never null).
+// validID: a JSON-RPC request id is a string or a number (MCP: never
+// null); a number must be within float64's range.
 func validID(id json.RawMessage) bool {
 	id = bytes.TrimSpace(id)
 	if len(id) == 0 {
@@ -128,7 +130,11 @@ func validID(id json.RawMessage) bool {
 		return json.Unmarshal(id, &s) == nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		var n json.Number
-		return json.Unmarshal(id, &n) == nil
+		if json.Unmarshal(id, &n) != nil {
+			return false
+		}
+		_, err := strconv.ParseFloat(string(n), 64) // in range: clients can read it back
+		return err == nil
 	}
 	return false
 }
