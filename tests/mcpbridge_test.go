@@ -23,8 +23,10 @@ import (
 // Each item is written as one line; items whose line is a request (or not
 // JSON at all) wait for one reply line. {"huge": N} is a tools/call of
 // send_message whose text is N bytes. The response is {"replies": [...],
-// "exit": <the bridge's exit status>}. "creds" writes the credential to a
-// file instead.
+// "exit": <the bridge's exit status>}. {"creds": PATH} writes the
+// credential to a file instead; {"run": [argv]} runs a program (an MCP
+// client that starts the bridge itself) and answers {"stdout", "stderr",
+// "exit"}.
 const bridgeScript = `import json, os, subprocess, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from warren_script import read_turn, done
@@ -38,6 +40,10 @@ def wants_reply(line):
 
 while True:
     req = json.loads(read_turn())
+    if "run" in req:
+        r = subprocess.run(req["run"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        done(json.dumps({"stdout": r.stdout.decode(), "stderr": r.stderr.decode(), "exit": r.returncode}))
+        continue
     if "creds" in req:
         with open(req["creds"], "w") as f:
             f.write(os.environ.get("WARREN_AGENT_CREDENTIAL", ""))
