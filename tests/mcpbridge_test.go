@@ -24,9 +24,12 @@ import (
 // JSON at all) wait for one reply line. {"huge": N} is a tools/call of
 // send_message whose text is N bytes. The response is {"replies": [...],
 // "exit": <the bridge's exit status>}. {"creds": PATH} writes the
-// credential to a file instead; {"run": [argv]} runs a program (an MCP
-// client that starts the bridge itself) and answers {"stdout", "stderr",
-// "exit"}.
+// credential to a file instead; {"run": [argv], "env": {..}, "cwd": DIR}
+// runs a program (an MCP client that starts the bridge itself) and answers
+// {"stdout", "stderr", "exit"}; with "mcp_config": PATH and "bridge": BIN it
+// first writes a Claude Code MCP config there naming the bridge with this
+// process's WARREN_SOCKET and WARREN_AGENT_CREDENTIAL, as the acp provider
+// puts them in mcpServers.
 const bridgeScript = `import json, os, subprocess, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from warren_script import read_turn, done
@@ -41,7 +44,13 @@ def wants_reply(line):
 while True:
     req = json.loads(read_turn())
     if "run" in req:
-        r = subprocess.run(req["run"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if "mcp_config" in req:
+            with open(req["mcp_config"], "w") as f:
+                json.dump({"mcpServers": {"warren": {"type": "stdio", "command": req["bridge"], "args": ["mcp-bridge"],
+                    "env": {k: os.environ[k] for k in ("WARREN_SOCKET", "WARREN_AGENT_CREDENTIAL")}}}}, f)
+        env = dict(os.environ)
+        env.update(req.get("env", {}))
+        r = subprocess.run(req["run"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=req.get("cwd"))
         done(json.dumps({"stdout": r.stdout.decode(), "stderr": r.stderr.decode(), "exit": r.returncode}))
         continue
     if "creds" in req:
