@@ -25,8 +25,9 @@ import (
 // send_message whose text is N bytes. The response is {"replies": [...],
 // "exit": <the bridge's exit status>}. {"creds": PATH} writes the
 // credential to a file instead; {"run": [argv], "env": {..}, "cwd": DIR}
-// runs a program (an MCP client that starts the bridge itself) and answers
-// {"stdout", "stderr", "exit"}; with "mcp_config": PATH and "bridge": BIN it
+// runs a program (an MCP client that starts the bridge itself; ${WARREN_SOCKET}
+// and ${WARREN_AGENT_CREDENTIAL} in env values are replaced by this
+// process's) and answers {"stdout", "stderr", "exit"}; with "mcp_config": PATH and "bridge": BIN it
 // first writes a Claude Code MCP config there naming the bridge with this
 // process's WARREN_SOCKET and WARREN_AGENT_CREDENTIAL, as the acp provider
 // puts them in mcpServers.
@@ -49,7 +50,10 @@ while True:
                 json.dump({"mcpServers": {"warren": {"type": "stdio", "command": req["bridge"], "args": ["mcp-bridge"],
                     "env": {k: os.environ[k] for k in ("WARREN_SOCKET", "WARREN_AGENT_CREDENTIAL")}}}}, f)
         env = dict(os.environ)
-        env.update(req.get("env", {}))
+        for k, v in req.get("env", {}).items():
+            for name in ("WARREN_SOCKET", "WARREN_AGENT_CREDENTIAL"):
+                v = v.replace("${%s}" % name, os.environ.get(name, ""))
+            env[k] = v
         r = subprocess.run(req["run"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=req.get("cwd"))
         done(json.dumps({"stdout": r.stdout.decode(), "stderr": r.stderr.decode(), "exit": r.returncode}))
         continue
