@@ -30,7 +30,7 @@ type fakeDaemon struct {
 	handle func(ctx context.Context, p map[string]any) (any, error)
 }
 
-func startFakeDaemon(t *testing.T, handle func(ctx context.Context, p map[string]any) (any, error)) *fakeDaemon {
+func startFakeDaemon(t testing.TB, handle func(ctx context.Context, p map[string]any) (any, error)) *fakeDaemon {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "mb")
 	if err != nil {
