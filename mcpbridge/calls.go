@@ -72,9 +72,20 @@ func (s *server) done(c *call) {
 	}
 }
 
-// work runs the queued calls one at a time, in arrival order.
-func (s *server) work() {
-	for c := range s.queue {
+// work runs the queued calls one at a time, in arrival order, until the
+// queue is closed and empty or ctx ends.
+func (s *server) work(ctx context.Context) {
+	for {
+		var c *call
+		select {
+		case <-ctx.Done():
+			return
+		case q, ok := <-s.queue:
+			if !ok {
+				return
+			}
+			c = q
+		}
 		if c.ctx.Err() != nil {
 			s.done(c) // cancelled while queued: no reply
 			continue

@@ -275,3 +275,43 @@ type echoCaller struct{}
 func (echoCaller) CallTool(_ context.Context, tool string, args map[string]any) (map[string]any, error) {
 	return map[string]any{"tool": tool, "args": args}, nil
 }
+
+// TestContextEndStopsServe: when ctx ends (the command's SIGTERM) Serve
+// returns at once though its input stays open and a call is in flight;
+// the call is cancelled at the daemon and nothing more is written.
+func TestContextEndStopsServe(t *testing.T) {
+	ended := make(chan struct{})
+	d := startFakeDaemon(t, func(ctx context.Context, p map[string]any) (any, error) {
+		<-ctx.Done()
+		close(ended)
+		return nil, ctx.Err()
+	})
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	defer outR.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, inR, outW, Options{Caller: NewDaemon(Config{Socket: d.sock, Credential: "wac_live"})})
+	}()
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_children"}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(d.requests()) == 1 })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v, want nil for a requested stop", err)
+		}
+	case <-time.After(testBound):
+		t.Fatal("Serve did not return when its context ended")
+	}
+	select {
+	case <-ended:
+	case <-time.After(testBound):
+		t.Fatal("the call in flight was not cancelled at the daemon")
+	}
+}

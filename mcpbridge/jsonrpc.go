@@ -164,6 +164,20 @@ func (w *writer) send(v any) error {
 	return w.err
 }
 
+// errServeEnded refuses writes once Serve has returned.
+var errServeEnded = errors.New("mcpbridge: Serve has returned")
+
+// close refuses further writes and returns the first write error, if any.
+func (w *writer) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.err
+	if err == nil {
+		w.err = errServeEnded
+	}
+	return err
+}
+
 // broken reports whether a write to the output has failed.
 func (w *writer) broken() bool {
 	w.mu.Lock()

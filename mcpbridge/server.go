@@ -71,8 +71,10 @@ type call struct {
 	args map[string]any
 }
 
-// Serve answers MCP messages read from in on out until in ends (nil), a
-// read or write fails, or ctx ends. It never panics on input.
+// Serve answers MCP messages read from in on out until in ends (nil, once
+// the calls received are answered), a read or write fails (the error), or
+// ctx ends (nil, at once: the calls in flight are cancelled, even while a
+// read of in is blocked). It never panics on input.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	if opts.Caller == nil {
 		return errors.New("mcpbridge: Options.Caller is required")
@@ -91,18 +93,28 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.work()
+		s.work(ctx)
 	}()
-	err := s.read(ctx, bufio.NewReaderSize(in, 64<<10))
-	if err != nil {
-		cancel() // a broken pipe: nobody reads the answers of the calls in flight
+	read := make(chan error, 1)
+	go func() { read <- s.read(ctx, bufio.NewReaderSize(in, 64<<10)) }()
+	var err error
+	select {
+	case err = <-read:
+		if err != nil {
+			cancel() // a broken pipe: nobody reads the answers of the calls in flight
+		}
+		// At the end of stdin the queued calls are still run and answered
+		// (a client may write its requests and close its side before it
+		// reads). The reader has ended: nothing sends on the queue now.
+		close(s.queue)
+	case <-ctx.Done():
+		// Asked to stop (SIGTERM, SIGINT): the calls in flight are
+		// cancelled and nothing more is written. A read blocked on in
+		// stays blocked until in ends; its lines are not answered.
 	}
-	// At the end of stdin the queued calls are still run and answered (a
-	// client may write its requests and close its side before it reads).
-	close(s.queue)
 	wg.Wait()
-	if err == nil {
-		err = s.out.err
+	if werr := s.out.close(); err == nil {
+		err = werr
 	}
 	return err
 }

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -400,4 +402,48 @@ func bridgeProcs(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// TestMCPBridgeExitsOnSIGTERM: the MCP stdio shutdown sequence ends with
+// SIGTERM when the server has not exited: the bridge, its stdin still
+// open, exits 0 at once (the signal context used to leave it blocked on
+// its read).
+func TestMCPBridgeExitsOnSIGTERM(t *testing.T) {
+	if procBuildErr != nil {
+		t.Fatal(procBuildErr)
+	}
+	cmd := exec.Command(procBinary, "mcp-bridge")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A ping answered: the bridge is up and reading.
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, `"result":{}`) {
+		t.Fatalf("ping: %q, %v", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("warren mcp-bridge after SIGTERM: %v, want exit 0", err)
+		}
+	case <-time.After(procBound):
+		_ = cmd.Process.Kill()
+		t.Fatal("warren mcp-bridge did not exit on SIGTERM")
+	}
 }
