@@ -19,6 +19,8 @@ import (
 func agentDaemon(ctx context.Context, p map[string]any) (any, error) {
 	switch p["credential"] {
 	case "wac_live":
+	case "wac_ended":
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "the turn of a1 ended during the call: context canceled")
 	case "wac_idle":
 		return nil, protocol.Errorf(protocol.CodeInvalid, "agent a1 has no running turn: a tool call made with an agent credential is a call of the agent's running turn")
 	default:
@@ -157,7 +159,8 @@ func TestStructuredContentFollowsTheVersion(t *testing.T) {
 
 // TestDaemonRefusalsAreDistinct: a call between turns, for an unknown
 // agent and with a stale credential each get -32000 with the daemon's code
-// and its words.
+// and its words; a call the end of the turn interrupted says it did not
+// complete.
 func TestDaemonRefusalsAreDistinct(t *testing.T) {
 	d := startFakeDaemon(t, agentDaemon)
 	cases := []struct {
@@ -169,6 +172,7 @@ func TestDaemonRefusalsAreDistinct(t *testing.T) {
 		{"between turns", Config{Credential: "wac_idle"}, protocol.CodeInvalid, "no running turn"},
 		{"unknown agent", Config{Credential: "wac_live", AgentID: "ghost"}, protocol.CodeNotFound, "not found"},
 		{"stale credential", Config{Credential: "wac_revoked"}, protocol.CodeTokenRejected, "unknown or revoked"},
+		{"turn ended during the call", Config{Credential: "wac_ended"}, protocol.CodeUnavailable, "ended during the call"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,7 +184,11 @@ func TestDaemonRefusalsAreDistinct(t *testing.T) {
 			if data["warren_code"] != float64(tc.code) || data["warren_error"] != protocol.CodeName(tc.code) {
 				t.Errorf("data %v, want warren_code %d", data, tc.code)
 			}
-			if msg := e["message"].(string); !strings.Contains(msg, tc.text) || !strings.HasPrefix(msg, "warren refused the tool call: ") {
+			prefix := "warren refused the tool call: "
+			if tc.code == protocol.CodeUnavailable {
+				prefix = "the tool call did not complete: "
+			}
+			if msg := e["message"].(string); !strings.Contains(msg, tc.text) || !strings.HasPrefix(msg, prefix) {
 				t.Errorf("message %q, want it to say %q", msg, tc.text)
 			}
 		})

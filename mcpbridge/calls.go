@@ -116,7 +116,13 @@ func (s *server) callError(err error) *rpcError {
 	}
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
-		return &rpcError{Code: CodeRefused, Message: "warren refused the tool call: " + pe.Message,
+		prefix := "warren refused the tool call: "
+		if pe.Code == protocol.CodeUnavailable {
+			// The turn ended during the call (a wait began, a cancel, a
+			// timeout) or the daemon is shutting down.
+			prefix = "the tool call did not complete: "
+		}
+		return &rpcError{Code: CodeRefused, Message: prefix + pe.Message,
 			Data: map[string]any{"warren_code": pe.Code, "warren_error": protocol.CodeName(pe.Code)}}
 	}
 	return errorf(CodeInternal, "%v", err)

@@ -61,7 +61,9 @@
 //	       credential call are told apart: the agent has no running turn
 //	       (code 2, "has no running turn"), the agent is unknown (code 1,
 //	       "not found"), the credential is unknown or revoked (code 5: its
-//	       process ended or the daemon restarted).
+//	       process ended or the daemon restarted). Code 6 says the call
+//	       did not complete: the turn ended during it (await_input began
+//	       a wait, a cancel or a timeout) or the daemon is stopping.
 //	-32001 the daemon cannot be reached or the bridge has no credential:
 //	       the socket is missing or refuses, the connection broke during
 //	       the call (data.outcome "unknown": the call may have run; the
