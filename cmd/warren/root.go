@@ -45,6 +45,7 @@ func register(root, daemonCmd, agentCmd *cobra.Command, c *cli) {
 		newEventsCmd(c),
 		newRepairCmd(c),
 		newDemoCmd(c),
+		newMCPBridgeCmd(c),
 		newVersionCmd(c),
 	)
 }
@@ -67,6 +68,7 @@ const rootLong = `warren: a durable multi-agent orchestration daemon and its cli
   warren events [-f] [--since SEQ] [REF]  logged events through the daemon; -f follows live ones until Ctrl-C
   warren repair REF                       keep a copy of a corrupt log, cut it to its last good entry
   warren demo                             a team of agents, a crash, a recovery, end to end
+  warren mcp-bridge                       the stdio MCP server agent CLIs start (warren's tools, SPEC 7)
   warren completion bash|zsh|fish         a shell completion script
   warren version | help [COMMAND...]
 
