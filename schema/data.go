@@ -25,6 +25,17 @@ type AgentTerminatedData struct {
 	AgentID string `json:"agent_id"`
 }
 
+// AgentClaimedData is the first entry a new owner appends to an agent's
+// log in a cluster (store/jetstream): node and boot_id name the claiming
+// daemon, epoch is its claim (the revision of its lease). Appends fenced
+// on the entry before it fail from then on, so an older owner can no
+// longer write.
+type AgentClaimedData struct {
+	Node   string `json:"node"`
+	Epoch  uint64 `json:"epoch"`
+	BootID string `json:"boot_id"`
+}
+
 type SessionCreatedData struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`

@@ -17,6 +17,8 @@
 //	agent.created       new agent's  agent_id, name, parent_id (hex or null), instructions,
 //	                                 provider, model, metadata (object), cwd, created_at
 //	agent.terminated    own          agent_id
+//	agent.claimed       own          node, epoch, boot_id: a node of a cluster took the agent
+//	                                 over (store/jetstream); none in a local home
 //	session.created     own          provider, model, handle (the native resume handle)
 //	session.restored    own          provider, model, strategy (native, history or fresh)
 //	suspend.result      own          state_size (bytes of the blob saved on eviction)

@@ -6,6 +6,7 @@ import "regexp"
 const (
 	AgentCreated     = "agent.created"
 	AgentTerminated  = "agent.terminated"
+	AgentClaimed     = "agent.claimed"
 	SessionCreated   = "session.created"
 	SessionRestored  = "session.restored"
 	SuspendResult    = "suspend.result"

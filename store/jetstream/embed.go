@@ -1,0 +1,81 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// EmbedOptions configures a NATS server run inside the warren process
+// (tests, and later `warren daemon start --cluster-embedded`).
+type EmbedOptions struct {
+	// Name is the server's name (unique within a cluster).
+	Name string
+	// Dir holds JetStream's files.
+	Dir string
+	// Host and Port are the client listener; Port -1 picks a free one.
+	Host string
+	Port int
+	// ClusterName, ClusterPort (-1: a free one) and Routes make the server
+	// one node of a cluster; leave ClusterName empty for a single node.
+	ClusterName string
+	ClusterPort int
+	Routes      []string
+	// UnsafeLazyFsync runs JetStream with the server's default background
+	// flush (every 2 minutes) instead of fsync on every write. Store
+	// refuses such a server unless its own UnsafeLazyFsync is set.
+	UnsafeLazyFsync bool
+	// StartTimeout bounds the wait for the server to accept clients
+	// (default 10 s).
+	StartTimeout time.Duration
+}
+
+// Embed starts a NATS server with JetStream in this process, with
+// sync_interval "always" (SyncAlways) unless o.UnsafeLazyFsync. It returns
+// once the server accepts clients; stop it with Shutdown and
+// WaitForShutdown.
+func Embed(o EmbedOptions) (*server.Server, error) {
+	if o.Dir == "" {
+		return nil, errors.New("store/jetstream: embedded server needs a directory for its files (EmbedOptions.Dir)")
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	opts := &server.Options{
+		ServerName: o.Name,
+		Host:       o.Host,
+		Port:       o.Port,
+		JetStream:  true,
+		StoreDir:   o.Dir,
+		SyncAlways: !o.UnsafeLazyFsync,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	if o.ClusterName != "" {
+		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: o.Host, Port: o.ClusterPort}
+		for _, r := range o.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("store/jetstream: route %q: %w", r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: embedded server: %w", err)
+	}
+	go s.Start()
+	wait := o.StartTimeout
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	if !s.ReadyForConnections(wait) {
+		s.Shutdown()
+		return nil, fmt.Errorf("store/jetstream: embedded server %q not ready after %s", o.Name, wait)
+	}
+	return s, nil
+}

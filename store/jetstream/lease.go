@@ -1,0 +1,130 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warren-dev/warren/store"
+)
+
+// ownerValue is the value of a key of the owners bucket (doc.go).
+type ownerValue struct {
+	Node   string `json:"node"`
+	BootID string `json:"boot_id"`
+}
+
+// lease is a claim in the owners bucket, renewed every OwnerTTL/3.
+type lease struct {
+	s     *Store
+	id    string
+	epoch uint64
+	value []byte
+	lost  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+
+	mu       sync.Mutex
+	rev      uint64 // revision of the last write of the key (claim or renewal)
+	expires  time.Time
+	released bool
+}
+
+// Own claims id: a kv.Create of its key, which succeeds only when the key
+// is absent, deleted or expired. The claim's revision is the epoch. The
+// lease renews itself every OwnerTTL/3 with a kv.Update on the revision it
+// last wrote; a failed renewal closes Lost and stops renewing.
+func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	v, _ := json.Marshal(ownerValue{Node: s.o.Node, BootID: s.o.BootID})
+	start := s.o.Now()
+	rev, err := s.owners.Create(ctx, id, v)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		holder := "another daemon"
+		if e, gerr := s.owners.Get(ctx, id); gerr == nil {
+			var ov ownerValue
+			if json.Unmarshal(e.Value(), &ov) == nil {
+				holder = fmt.Sprintf("node %q (boot %s)", ov.Node, ov.BootID)
+			}
+		}
+		return nil, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
+	}
+	l := &lease{s: s, id: id, epoch: rev, rev: rev, value: v, expires: start.Add(s.o.OwnerTTL),
+		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go l.renew()
+	return l, nil
+}
+
+func (l *lease) renew() {
+	defer close(l.done)
+	t := time.NewTicker(l.s.o.OwnerTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		rev := l.rev
+		l.mu.Unlock()
+		start := l.s.o.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), l.s.o.OwnerTTL/3)
+		nrev, err := l.s.owners.Update(ctx, l.id, l.value, rev)
+		cancel()
+		if err != nil {
+			l.s.o.Logger.Warn("lease renewal failed: the agent must stop", "agent", l.id, "epoch", l.epoch, "err", err)
+			close(l.lost)
+			return
+		}
+		l.mu.Lock()
+		l.rev = nrev
+		l.expires = start.Add(l.s.o.OwnerTTL)
+		l.mu.Unlock()
+	}
+}
+
+func (l *lease) ID() string            { return l.id }
+func (l *lease) Epoch() uint64         { return l.epoch }
+func (l *lease) Lost() <-chan struct{} { return l.lost }
+
+func (l *lease) Expires() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.expires
+}
+
+// Release stops renewing and deletes the key if it still holds this
+// lease's last write, so another daemon can claim at once.
+func (l *lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return nil
+	}
+	l.released = true
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.done
+	select {
+	case <-l.lost:
+		return nil // the key is no longer ours to delete
+	default:
+	}
+	l.mu.Lock()
+	rev := l.rev
+	l.mu.Unlock()
+	if err := l.s.owners.Delete(ctx, l.id, jetstream.LastRevision(rev)); err != nil {
+		return fmt.Errorf("store/jetstream: release %s: %w", l.id, err)
+	}
+	return nil
+}

@@ -1,0 +1,401 @@
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strconv"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
+)
+
+// Header names (doc.go).
+const (
+	hdrMsgID        = "Nats-Msg-Id"
+	hdrExpectLastSS = "Nats-Expected-Last-Subject-Sequence"
+	hdrBatchID      = "Nats-Batch-Id"
+	hdrBatchSeq     = "Nats-Batch-Sequence"
+	hdrBatchCommit  = "Nats-Batch-Commit"
+)
+
+// maxBatch is JetStream's default limit of messages in one atomic batch.
+const maxBatch = 1000
+
+// Log is one agent's log on the stream. Appends are serialised: one fenced
+// publish in flight per log (JetStream refuses a second one anyway).
+type Log struct {
+	s        *Store
+	id       string
+	subj     string
+	epoch    uint64
+	onAppend func([]eventlog.Entry)
+
+	mu       sync.Mutex
+	lastSeq  uint64 // warren seq of the last entry
+	lastSSeq uint64 // its stream seq: the fence of the next append
+	poison   error  // set for good by a failed or fenced append
+	closed   bool
+
+	resumed  *eventlog.Resume // entries OpenLog skipped, for VerifyPrefix
+	verified bool
+}
+
+var _ store.Log = (*Log)(nil)
+
+// OpenLog replays id's log and, when another claim wrote last, appends
+// agent.claimed under o.Lease (required) so that the earlier owner's
+// appends are fenced from then on. An empty log gets no claim: its first
+// append is fenced on "no entry yet" and so is any rival's.
+func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (store.Log, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if o.Lease == nil || o.Lease.ID() != id {
+		return nil, fmt.Errorf("store/jetstream: opening the log of %s needs LogOptions.Lease from Own(%s)", id, id)
+	}
+	l := &Log{s: s, id: id, subj: Subject(id), epoch: o.Lease.Epoch(), onAppend: o.OnAppend}
+	last, err := s.lastOf(ctx, l.subj)
+	if err != nil {
+		return nil, err
+	}
+	if last == nil {
+		if o.MustExist {
+			return nil, fmt.Errorf("store/jetstream: log %s: %w: %w", l.subj, store.ErrNotFound, fs.ErrNotExist)
+		}
+		if o.Resume != nil {
+			return nil, fmt.Errorf("store/jetstream: resume %s at seq %d: the log is empty: %w", l.subj, o.Resume.Seq, eventlog.ErrResumeMismatch)
+		}
+		return l, nil
+	}
+	var start uint64
+	if r := o.Resume; r != nil {
+		if err := s.checkResume(ctx, l.subj, r); err != nil {
+			return nil, err
+		}
+		start = uint64(r.Off)
+		l.lastSeq = r.Seq
+		rc := *r
+		l.resumed = &rc
+	}
+	maxEpoch, err := l.replay(ctx, start, last.Sequence, o)
+	if err != nil {
+		return nil, err
+	}
+	l.lastSSeq = last.Sequence
+	if maxEpoch > l.epoch {
+		return nil, fmt.Errorf("store/jetstream: %s was claimed at epoch %d, after this lease's %d: %w (%w)", l.subj, maxEpoch, l.epoch, store.ErrFenced, eventlog.ErrPoisoned)
+	}
+	if maxEpoch < l.epoch || !lastIsClaim(last.Data, l.epoch) {
+		data := schema.AgentClaimedData{Node: s.o.Node, Epoch: l.epoch, BootID: s.o.BootID}
+		if _, err := l.Append(schema.AgentClaimed, data); err != nil {
+			return nil, fmt.Errorf("store/jetstream: claiming %s: %w", l.subj, err)
+		}
+	}
+	return l, nil
+}
+
+// replay hands the entries after start to o.Replay and returns the
+// highest epoch of the agent.claimed entries it read.
+func (l *Log) replay(ctx context.Context, start, end uint64, o store.LogOptions) (uint64, error) {
+	fromSeq := l.lastSeq + 1
+	r, err := l.s.newReader(ctx, l.subj, fromSeq, start, end)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	if start > 0 {
+		r.last, r.anySeq = l.lastSeq-1, false // the resume entry is checked like any other
+	}
+	var maxEpoch uint64
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return maxEpoch, nil
+			}
+			return 0, err
+		}
+		l.lastSeq = e.Seq
+		if e.Event == schema.AgentClaimed {
+			var c schema.AgentClaimedData
+			if json.Unmarshal(e.Data, &c) == nil && c.Epoch > maxEpoch {
+				maxEpoch = c.Epoch
+			}
+		}
+		if o.Replay != nil {
+			if err := o.Replay(e); err != nil {
+				return 0, fmt.Errorf("store/jetstream: replaying %s at seq %d: %w", l.subj, e.Seq, err)
+			}
+		}
+	}
+}
+
+// lastIsClaim reports whether line is agent.claimed at epoch.
+func lastIsClaim(line []byte, epoch uint64) bool {
+	e, err := eventlog.DecodeLine(line)
+	if err != nil || e.Event != schema.AgentClaimed {
+		return false
+	}
+	var c schema.AgentClaimedData
+	return json.Unmarshal(e.Data, &c) == nil && c.Epoch == epoch
+}
+
+// checkResume checks that the message at r.Off is r's line.
+func (s *Store) checkResume(ctx context.Context, subj string, r *eventlog.Resume) error {
+	m, err := s.stream.GetMsg(ctx, uint64(r.Off))
+	if err != nil || m.Subject != subj {
+		return fmt.Errorf("store/jetstream: resume %s at seq %d: no entry of the log at stream seq %d: %w", subj, r.Seq, r.Off, eventlog.ErrResumeMismatch)
+	}
+	e, err := decode(subj, m.Sequence, m.Data)
+	if err != nil || e.Seq != r.Seq || eventlog.LineCRC(m.Data) != r.CRC {
+		return fmt.Errorf("store/jetstream: resume %s at seq %d: stream seq %d holds another line: %w", subj, r.Seq, r.Off, eventlog.ErrResumeMismatch)
+	}
+	return nil
+}
+
+// Append appends one entry; it returns once the stream acknowledged it.
+func (l *Log) Append(event string, data any) (eventlog.Entry, error) {
+	es, err := l.commit([]eventlog.Record{{Event: event, Data: data}})
+	if err != nil {
+		return eventlog.Entry{}, err
+	}
+	return es[0], nil
+}
+
+// AppendBatch appends recs as one atomic batch: all or none.
+func (l *Log) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	if len(recs) > maxBatch {
+		return nil, fmt.Errorf("%w: a batch of %d records is over JetStream's %d", eventlog.ErrInvalidRecord, len(recs), maxBatch)
+	}
+	return l.commit(recs)
+}
+
+func (l *Log) commit(recs []eventlog.Record) ([]eventlog.Entry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, fmt.Errorf("store/jetstream: append to %s: %w", l.subj, eventlog.ErrClosed)
+	}
+	if l.poison != nil {
+		return nil, l.poison
+	}
+	now := l.s.o.Now()
+	lines := make([][]byte, len(recs))
+	limit := int(l.s.nc.MaxPayload()) - 1024 // headers
+	for i, r := range recs {
+		line, err := eventlog.EncodeLine(l.lastSeq+1+uint64(i), now, r)
+		if err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		if len(line) > limit {
+			return nil, fmt.Errorf("record %d: %w: event %q is %d bytes, over the %d bytes of one NATS message; store large payloads elsewhere and log a reference", i, eventlog.ErrInvalidRecord, r.Event, len(line), limit)
+		}
+		lines[i] = line
+	}
+	ack, err := l.publish(lines)
+	if err != nil {
+		l.poison = err
+		return nil, err
+	}
+	es := make([]eventlog.Entry, len(lines))
+	first := ack - uint64(len(lines)-1)
+	for i, line := range lines {
+		e, err := decode(l.subj, first+uint64(i), line)
+		if err != nil { // cannot happen: EncodeLine wrote it
+			l.poison = err
+			return nil, err
+		}
+		es[i] = e
+	}
+	l.lastSeq += uint64(len(lines))
+	l.lastSSeq = ack
+	if l.onAppend != nil {
+		l.onAppend(es)
+	}
+	return es, nil
+}
+
+// msgID is the dedup id of seq under this log's claim.
+func (l *Log) msgID(seq uint64) string {
+	return l.id + "." + strconv.FormatUint(l.epoch, 10) + "." + strconv.FormatUint(seq, 10)
+}
+
+// publish sends lines (seqs lastSeq+1...) fenced on lastSSeq, as one
+// atomic batch when there are several, and returns the stream seq of the
+// last. Errors are final for the handle.
+func (l *Log) publish(lines [][]byte) (uint64, error) {
+	msgs := l.messages(lines, l.lastSeq+1, l.lastSSeq)
+	return l.send(msgs)
+}
+
+// messages builds the messages of lines, the first fenced on fence.
+func (l *Log) messages(lines [][]byte, seq0, fence uint64) []*nats.Msg {
+	batch := ""
+	if len(lines) > 1 {
+		batch = nuid.Next()
+	}
+	msgs := make([]*nats.Msg, len(lines))
+	for i, line := range lines {
+		m := nats.NewMsg(l.subj)
+		m.Data = line
+		m.Header.Set(hdrMsgID, l.msgID(seq0+uint64(i)))
+		if i == 0 {
+			m.Header.Set(hdrExpectLastSS, strconv.FormatUint(fence, 10))
+		}
+		if batch != "" {
+			m.Header.Set(hdrBatchID, batch)
+			m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
+			if i == len(lines)-1 {
+				m.Header.Set(hdrBatchCommit, "1")
+			}
+		}
+		msgs[i] = m
+	}
+	return msgs
+}
+
+// send publishes msgs (the last one as a request) and interprets the ack.
+func (l *Log) send(msgs []*nats.Msg) (uint64, error) {
+	nc := l.s.nc
+	for _, m := range msgs[:len(msgs)-1] {
+		if err := nc.PublishMsg(m); err != nil {
+			return 0, l.failed(err)
+		}
+	}
+	resp, err := nc.RequestMsg(msgs[len(msgs)-1], l.s.o.Timeout)
+	if err != nil {
+		return 0, l.failed(err)
+	}
+	var a pubAck
+	if err := json.Unmarshal(resp.Data, &a); err != nil {
+		return 0, l.failed(fmt.Errorf("unreadable acknowledgement %.200q: %w", resp.Data, err))
+	}
+	if a.Error != nil {
+		if a.Error.ErrCode == errCodeWrongLastSeq {
+			return 0, fmt.Errorf("store/jetstream: append to %s at seq %d refused (%s): %w; this daemon must release the agent: %w",
+				l.subj, l.lastSeq+1, a.Error.Description, store.ErrFenced, eventlog.ErrPoisoned)
+		}
+		return 0, l.failed(fmt.Errorf("JetStream error %d (%d): %s", a.Error.ErrCode, a.Error.Code, a.Error.Description))
+	}
+	if a.Stream != StreamName || a.Seq == 0 {
+		return 0, l.failed(fmt.Errorf("acknowledgement %.200q names no entry of %s", resp.Data, StreamName))
+	}
+	if a.Duplicate {
+		// Dedup runs before the fence: a duplicate ack proves only that
+		// some message carried this id. The ids hold the epoch, so only
+		// this claim could have written it; check that it wrote these
+		// very lines.
+		if err := l.checkDuplicate(msgs, a.Seq); err != nil {
+			return 0, err
+		}
+	}
+	return a.Seq, nil
+}
+
+// checkDuplicate checks that the messages ending at stream seq last are
+// msgs' lines on this subject.
+func (l *Log) checkDuplicate(msgs []*nats.Msg, last uint64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.o.Timeout)
+	defer cancel()
+	first := last - uint64(len(msgs)-1)
+	for i, m := range msgs {
+		got, err := l.s.stream.GetMsg(ctx, first+uint64(i))
+		if err != nil {
+			return l.failed(fmt.Errorf("checking a duplicate acknowledgement at stream seq %d: %w", first+uint64(i), err))
+		}
+		if got.Subject != l.subj || !bytes.Equal(got.Data, m.Data) {
+			return fmt.Errorf("store/jetstream: append to %s at seq %d acknowledged as a duplicate of another entry (stream seq %d): %w: %w",
+				l.subj, l.lastSeq+1+uint64(i), first+uint64(i), store.ErrFenced, eventlog.ErrPoisoned)
+		}
+	}
+	return nil
+}
+
+// failed wraps an append failure whose outcome is unknown (timeout, lost
+// connection, leader change): the entries may or may not be stored, so
+// the handle refuses appends until the log is opened again, which reads
+// what the stream holds.
+func (l *Log) failed(err error) error {
+	return fmt.Errorf("store/jetstream: append to %s at seq %d: %w; open the log again (OpenLog replays what the stream holds): %w",
+		l.subj, l.lastSeq+1, err, eventlog.ErrPoisoned)
+}
+
+// LastSeq is the seq of the last entry.
+func (l *Log) LastSeq() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastSeq
+}
+
+// Degraded returns why appends are refused (for good on this handle).
+func (l *Log) Degraded() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.poison
+}
+
+// VerifyPrefix reads the entries a Resume skipped, once, checking every
+// line's CRC and the seqs 1..Resume.Seq.
+func (l *Log) VerifyPrefix() error {
+	l.mu.Lock()
+	r := l.resumed
+	done := l.verified
+	l.mu.Unlock()
+	if r == nil || done {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*l.s.o.Timeout)
+	defer cancel()
+	rd, err := l.s.newReader(ctx, l.subj, 0, 0, uint64(r.Off))
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	var last uint64
+	for {
+		e, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		last = e.Seq
+	}
+	if last != r.Seq {
+		return fmt.Errorf("store/jetstream: %s: the entries before the resume point end at seq %d, not %d: %w", l.subj, last, r.Seq, eventlog.ErrCorrupt)
+	}
+	l.mu.Lock()
+	l.verified = true
+	l.mu.Unlock()
+	return nil
+}
+
+// ReadAll reads every entry from the stream.
+func (l *Log) ReadAll(ctx context.Context) ([]eventlog.Entry, error) {
+	return l.s.readAll(ctx, l.subj)
+}
+
+// Abandon drops the handle (nothing is buffered: every acknowledged entry
+// is in the stream).
+func (l *Log) Abandon() { _ = l.Close() }
+
+// Close closes the handle.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return nil
+}

@@ -1,0 +1,192 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/store"
+)
+
+// lastOf returns the last message of subj, or nil if it has none.
+func (s *Store) lastOf(ctx context.Context, subj string) (*jetstream.RawStreamMsg, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: last entry of %s: %w", subj, err)
+	}
+	return m, nil
+}
+
+// reader yields the entries of one subject up to the message that was
+// last when it started, checking each line's CRC and the seq order.
+type reader struct {
+	ctx     context.Context
+	subj    string
+	it      jetstream.MessagesContext
+	end     uint64 // stream seq of the last message to read
+	fromSeq uint64
+	last    uint64 // warren seq of the previous entry (0: none yet)
+	first   bool   // the next entry is the first read
+	anySeq  bool   // the first entry may carry any seq (read from a hint)
+	done    bool
+}
+
+// newReader reads subj's entries with seq >= fromSeq, starting at stream
+// seq hint (0: the first message). end is the subject's last stream seq
+// (0: empty; then Next returns io.EOF at once).
+func (s *Store) newReader(ctx context.Context, subj string, fromSeq uint64, hint, end uint64) (*reader, error) {
+	r := &reader{ctx: ctx, subj: subj, end: end, fromSeq: fromSeq, first: true, anySeq: hint > 1}
+	if end == 0 || hint > end {
+		r.done = true
+		return r, nil
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if hint > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = hint
+	}
+	cons, err := s.stream.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: read %s: %w", subj, err)
+	}
+	r.it, err = cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: read %s: %w", subj, err)
+	}
+	return r, nil
+}
+
+// Next returns the next entry, io.EOF after the last, or an error wrapping
+// eventlog.ErrCorrupt for a damaged line or a seq out of order.
+func (r *reader) Next() (eventlog.Entry, error) {
+	for {
+		if r.done {
+			return eventlog.Entry{}, io.EOF
+		}
+		m, err := r.it.Next(jetstream.NextContext(r.ctx))
+		if err != nil {
+			return eventlog.Entry{}, fmt.Errorf("store/jetstream: read %s: %w", r.subj, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return eventlog.Entry{}, fmt.Errorf("store/jetstream: read %s: %w", r.subj, err)
+		}
+		sseq := md.Sequence.Stream
+		if sseq >= r.end {
+			r.done = true
+			r.it.Stop()
+		}
+		e, err := decode(r.subj, sseq, m.Data())
+		if err != nil {
+			return eventlog.Entry{}, err
+		}
+		if !(r.first && r.anySeq) {
+			if err := eventlog.CheckNext(r.last, e.Seq); err != nil {
+				return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s at stream seq %d: %w", r.subj, sseq, err)
+			}
+		}
+		r.first = false
+		r.last = e.Seq
+		if e.Seq >= r.fromSeq {
+			return e, nil
+		}
+	}
+}
+
+// Close stops the consumer.
+func (r *reader) Close() error {
+	if r.it != nil && !r.done {
+		r.it.Stop()
+		r.done = true
+	}
+	return nil
+}
+
+// decode checks one message's line.
+func decode(subj string, sseq uint64, data []byte) (eventlog.Entry, error) {
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s at stream seq %d: message is not one newline-terminated line: %w", subj, sseq, eventlog.ErrCorrupt)
+	}
+	e, err := eventlog.DecodeLine(data)
+	if err != nil {
+		return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s at stream seq %d: %w", subj, sseq, err)
+	}
+	e.Off = int64(sseq)
+	return e, nil
+}
+
+// Read returns a reader of id's entries with seq >= fromSeq, starting at
+// stream seq hint; the entries are those present when Read is called.
+func (s *Store) Read(ctx context.Context, id string, fromSeq uint64, hint int64) (store.Reader, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	subj := Subject(id)
+	last, err := s.lastOf(ctx, subj)
+	if err != nil {
+		return nil, err
+	}
+	if last == nil {
+		return nil, fmt.Errorf("store/jetstream: log %s: %w", subj, store.ErrNotFound)
+	}
+	if hint < 0 {
+		hint = 0
+	}
+	return s.newReader(ctx, subj, fromSeq, uint64(hint), last.Sequence)
+}
+
+// ReadSeq returns entry seq of id's log, looking at stream seq hint first.
+func (s *Store) ReadSeq(ctx context.Context, id string, seq uint64, hint int64) (eventlog.Entry, error) {
+	if err := checkID(id); err != nil {
+		return eventlog.Entry{}, err
+	}
+	subj := Subject(id)
+	if hint > 0 {
+		m, err := s.stream.GetMsg(ctx, uint64(hint))
+		if err == nil && m.Subject == subj {
+			if e, err := decode(subj, m.Sequence, m.Data); err == nil && e.Seq == seq {
+				return e, nil
+			}
+		}
+	}
+	r, err := s.Read(ctx, id, seq, 0)
+	if err != nil {
+		return eventlog.Entry{}, err
+	}
+	defer r.Close()
+	e, err := r.Next()
+	if errors.Is(err, io.EOF) || (err == nil && e.Seq != seq) {
+		return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s seq %d: %w", subj, seq, eventlog.ErrNoSuchSeq)
+	}
+	return e, err
+}
+
+// readAll reads every entry of subj.
+func (s *Store) readAll(ctx context.Context, subj string) ([]eventlog.Entry, error) {
+	last, err := s.lastOf(ctx, subj)
+	if err != nil || last == nil {
+		return nil, err
+	}
+	r, err := s.newReader(ctx, subj, 0, 0, last.Sequence)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []eventlog.Entry
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, e)
+	}
+}

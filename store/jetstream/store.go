@@ -1,0 +1,264 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warren-dev/warren/store"
+)
+
+// Names of the stream and buckets (doc.go).
+const (
+	StreamName    = "WARREN_LOG"
+	SubjectPrefix = "warren.log."
+	OwnersBucket  = "warren-owners"
+	SessionBucket = "warren-sessions"
+	BlobBucket    = "warren-session-blobs"
+)
+
+// DefaultOwnerTTL is the default Options.OwnerTTL.
+const DefaultOwnerTTL = 10 * time.Second
+
+// ErrLazyFsync is returned by New for a server whose JetStream does not
+// fsync every write (sync_interval other than "always"): acknowledged
+// appends could be lost in a power cut (Jepsen, NATS 2.12.1).
+var ErrLazyFsync = errors.New("the NATS server does not fsync every JetStream write (sync_interval is not \"always\")")
+
+// ErrSyncUnknown is returned by New when the servers' fsync setting cannot
+// be read: the connection is not allowed to ask the system account
+// ($SYS.REQ.SERVER.PING.JSZ) and no embedded server was given.
+var ErrSyncUnknown = errors.New("cannot verify that the NATS servers fsync every JetStream write")
+
+// Options configures a Store. Conn is required.
+type Options struct {
+	// Conn is the connection to the cluster. The store does not close it.
+	Conn *nats.Conn
+	// Replicas of the stream and buckets: 3 in a cluster, 1 on one node.
+	Replicas int
+	// Node names this daemon in leases and agent.claimed; BootID is its
+	// boot id.
+	Node   string
+	BootID string
+	// OwnerTTL is how long a lease lives unless renewed (renewed every
+	// third of it). Zero means DefaultOwnerTTL.
+	OwnerTTL time.Duration
+	// Embedded lists the servers running in this process; when set, their
+	// configuration proves sync-always. Otherwise the store asks every
+	// server over the system account's JSZ request, which needs a user of
+	// the system account.
+	Embedded []*server.Server
+	// UnsafeLazyFsync accepts servers that do not fsync every write (or
+	// whose setting cannot be read): `--unsafe-lazy-fsync`.
+	UnsafeLazyFsync bool
+	// Timeout bounds each request to the servers (default 5 s).
+	Timeout time.Duration
+	Logger  hclog.Logger
+	Now     func() time.Time
+}
+
+// Store is a store.Store on NATS JetStream.
+type Store struct {
+	o      Options
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	owners jetstream.KeyValue
+	snaps  *snapshots
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New checks the servers' fsync setting, then creates (or updates) the
+// stream and buckets the store uses.
+func New(ctx context.Context, o Options) (*Store, error) {
+	if o.Conn == nil {
+		return nil, errors.New("store/jetstream: Options.Conn is required")
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.OwnerTTL == 0 {
+		o.OwnerTTL = DefaultOwnerTTL
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if err := checkSync(ctx, o); err != nil {
+		if !o.UnsafeLazyFsync {
+			return nil, err
+		}
+		o.Logger.Warn("running on NATS servers that may lose acknowledged writes in a power cut, as asked (--unsafe-lazy-fsync)", "reason", err)
+	}
+	js, err := jetstream.New(o.Conn, jetstream.WithDefaultTimeout(o.Timeout))
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: %w", err)
+	}
+	s := &Store{o: o, nc: o.Conn, js: js}
+	s.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:               StreamName,
+		Description:        "warren event logs: one subject per agent, one SPEC 3 line per message",
+		Subjects:           []string{SubjectPrefix + ">"},
+		Storage:            jetstream.FileStorage,
+		Replicas:           o.Replicas,
+		Duplicates:         2 * time.Minute,
+		AllowAtomicPublish: true,
+		AllowDirect:        true,
+		DenyDelete:         true,
+		DenyPurge:          true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: create stream %s: %w", StreamName, err)
+	}
+	s.owners, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: OwnersBucket, Description: "warren agent leases: value {node,boot_id}, revision = epoch",
+		TTL: o.OwnerTTL, History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", OwnersBucket, err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: SessionBucket, Description: "warren session snapshots (session.json)",
+		History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", SessionBucket, err)
+	}
+	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: BlobBucket, Description: "warren session snapshots too large for one message",
+		Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: create object store %s: %w", BlobBucket, err)
+	}
+	s.snaps = &snapshots{kv: kv, obj: obj, inlineMax: int(o.Conn.MaxPayload()) - 64<<10, timeout: o.Timeout}
+	return s, nil
+}
+
+// checkSync returns nil when every server fsyncs each JetStream write.
+func checkSync(ctx context.Context, o Options) error {
+	if len(o.Embedded) > 0 {
+		for _, srv := range o.Embedded {
+			c := srv.JetStreamConfig()
+			if c == nil {
+				return fmt.Errorf("store/jetstream: embedded server %s has JetStream disabled", srv.Name())
+			}
+			if !c.SyncAlways {
+				return fmt.Errorf("store/jetstream: embedded server %s: %w; start it with SyncAlways, or accept the risk with --unsafe-lazy-fsync", srv.Name(), ErrLazyFsync)
+			}
+		}
+		return nil
+	}
+	type jsz struct {
+		Server struct {
+			Name string `json:"name"`
+		} `json:"server"`
+		Data struct {
+			Config struct {
+				SyncAlways bool `json:"sync_always"`
+			} `json:"config"`
+		} `json:"data"`
+	}
+	inbox := o.Conn.NewRespInbox()
+	sub, err := o.Conn.SubscribeSync(inbox)
+	if err != nil {
+		return fmt.Errorf("store/jetstream: %w", err)
+	}
+	defer sub.Unsubscribe()
+	if err := o.Conn.PublishRequest("$SYS.REQ.SERVER.PING.JSZ", inbox, []byte(`{"config":true}`)); err != nil {
+		return fmt.Errorf("store/jetstream: asking the servers for their JetStream settings: %w", err)
+	}
+	var lazy []string
+	n := 0
+	wait := o.Timeout
+	for {
+		m, err := sub.NextMsg(wait)
+		if err != nil {
+			break
+		}
+		wait = 250 * time.Millisecond // the others answer about together
+		var r jsz
+		if json.Unmarshal(m.Data, &r) != nil {
+			continue
+		}
+		n++
+		if !r.Data.Config.SyncAlways {
+			lazy = append(lazy, r.Server.Name)
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("store/jetstream: %w: connect as a user of the system account, or accept the risk with --unsafe-lazy-fsync", ErrSyncUnknown)
+	}
+	if len(lazy) > 0 {
+		return fmt.Errorf("store/jetstream: servers %s: %w; set `jetstream { sync_interval: always }` on every server, or accept the risk with --unsafe-lazy-fsync", strings.Join(lazy, ", "), ErrLazyFsync)
+	}
+	return nil
+}
+
+// Subject is the subject of id's log.
+func Subject(id string) string { return SubjectPrefix + id }
+
+// checkID refuses ids that are not one subject token.
+func checkID(id string) error {
+	if id == "" || strings.ContainsAny(id, ".*> \t\r\n") {
+		return fmt.Errorf("store/jetstream: %q cannot name a log (one subject token: no dots, wildcards or spaces)", id)
+	}
+	return nil
+}
+
+// Agents lists the subjects of the stream that hold messages.
+func (s *Store) Agents(ctx context.Context) ([]string, error) {
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(SubjectPrefix+"*"))
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: list logs: %w", err)
+	}
+	var ids []string
+	for subj := range info.State.Subjects {
+		if id := strings.TrimPrefix(subj, SubjectPrefix); id != store.UserID {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// UserLog opens the USER log.
+func (s *Store) UserLog(ctx context.Context, o store.LogOptions) (store.Log, error) {
+	return s.OpenLog(ctx, store.UserID, o)
+}
+
+// Snapshots stores session snapshots in the KV bucket.
+func (s *Store) Snapshots() store.Snapshots { return s.snaps }
+
+// Close closes nothing of the connection (the caller's).
+func (s *Store) Close() error { return nil }
+
+// pubAck is the answer to a publish (or a batch commit).
+type pubAck struct {
+	Stream    string `json:"stream"`
+	Seq       uint64 `json:"seq"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+	Batch     string `json:"batch,omitempty"`
+	Count     int    `json:"count,omitempty"`
+	Error     *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error,omitempty"`
+}
+
+// errCodeWrongLastSeq is JetStream's "wrong last sequence" (10071): the
+// fence refused the publish.
+const errCodeWrongLastSeq = 10071
