@@ -175,3 +175,6 @@ func (homeLease) Epoch() uint64                     { return 1 }
 func (homeLease) Lost() <-chan struct{}             { return nil }
 func (homeLease) Expires() time.Time                { return time.Time{} }
 func (homeLease) Release(ctx context.Context) error { return nil }
+
+// Options returns the store's options (a restart opens New(Options())).
+func (s *Store) Options() Options { return s.o }
