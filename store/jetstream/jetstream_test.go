@@ -39,8 +39,12 @@ func TestRefusesLazyFsync(t *testing.T) {
 // taken for ours even though JetStream acknowledges it as a duplicate
 // (dedup runs before the fence).
 func TestEpochScopedDuplicate(t *testing.T) {
-	h := harness()
-	s := h.New(t).(*Store)
+	epochScopedDuplicate(t, harness().New(t).(*Store))
+}
+
+// epochScopedDuplicate runs on one node (where JetStream checks the fence
+// before dedup) and on three (dedup first).
+func epochScopedDuplicate(t *testing.T, s *Store) {
 	id := storetest.NewID(t)
 	ctx := context.Background()
 	lease, err := s.Own(ctx, id)
@@ -152,5 +156,36 @@ func TestCorruptLineDetected(t *testing.T) {
 	l2, _ := s.Own(ctx, id)
 	if _, err := s.OpenLog(ctx, id, store.LogOptions{Lease: l2}); !errors.Is(err, eventlog.ErrCorrupt) {
 		t.Fatalf("opening a damaged log: %v, want ErrCorrupt", err)
+	}
+}
+
+// A batch whose later message fails its check writes nothing, not even
+// the messages before it: the batch is one atomic publish.
+func TestBatchFailingMidwayWritesNothing(t *testing.T) {
+	s := harness().New(t).(*Store)
+	id := storetest.NewID(t)
+	ctx := context.Background()
+	lease, _ := s.Own(ctx, id)
+	lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lg.(*Log)
+	e1, err := l.Append("one", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines [][]byte
+	for i := uint64(2); i <= 4; i++ {
+		line, _ := eventlog.EncodeLine(i, time.Now(), eventlog.Record{Event: "b"})
+		lines = append(lines, line)
+	}
+	msgs := l.messages(lines, 2, uint64(e1.Off))
+	msgs[2].Header.Set("Nats-Expected-Stream", "NOT_"+StreamName) // the last message fails
+	if _, err := l.send(msgs); err == nil {
+		t.Fatal("a batch with a failing message was acknowledged")
+	}
+	if got := lastSSeq(t, s, id); got != uint64(e1.Off) {
+		t.Fatalf("part of a failed batch was stored: last stream seq %d, want %d", got, e1.Off)
 	}
 }

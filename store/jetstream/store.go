@@ -116,7 +116,7 @@ func New(ctx context.Context, o Options) (*Store, error) {
 		Replicas:           o.Replicas,
 		Duplicates:         2 * time.Minute,
 		AllowAtomicPublish: true,
-		AllowDirect:        true,
+		AllowDirect:        false, // reads go to the leader: a replica may lag (doc.go)
 		DenyDelete:         true,
 		DenyPurge:          true,
 	})
