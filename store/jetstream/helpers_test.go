@@ -106,3 +106,5 @@ func harness() storetest.Harness {
 		Takeover: func(t *testing.T, s store.Store, id string) store.Lease { return takeover(t, s.(*Store), id) },
 	}
 }
+
+func srvs(s ...*server.Server) []*server.Server { return s }

@@ -1,0 +1,105 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/storetest"
+)
+
+func TestLease(t *testing.T) {
+	srv := embed(t, EmbedOptions{Name: "n1"})
+	ctx := context.Background()
+	const ttl = 900 * time.Millisecond
+	mk := func(node string) *Store {
+		s, err := New(ctx, Options{Conn: connect(t, srv.ClientURL()), Node: node, BootID: node, OwnerTTL: ttl, Embedded: srvs(srv)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := mk("a"), mk("b")
+	id := storetest.NewID(t)
+
+	la, err := a.Own(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Own(ctx, id); !errors.Is(err, store.ErrOwned) {
+		t.Fatalf("second claim: %v, want ErrOwned", err)
+	}
+	// Renewals keep the claim past its TTL.
+	first := la.Expires()
+	waitFor(t, 5*time.Second, "two renewals", func() bool { return la.Expires().After(first.Add(ttl / 2)) })
+	if _, err := b.Own(ctx, id); !errors.Is(err, store.ErrOwned) {
+		t.Fatalf("claim while renewed past the TTL: %v, want ErrOwned", err)
+	}
+	// Release hands the agent over at once, at a greater epoch.
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Own(ctx, id)
+	if err != nil {
+		t.Fatalf("claim after release: %v", err)
+	}
+	if lb.Epoch() <= la.Epoch() {
+		t.Fatalf("epoch %d after %d", lb.Epoch(), la.Epoch())
+	}
+	// The key changing behind the holder's back (another claim) closes
+	// Lost at the next renewal.
+	if err := b.owners.Purge(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lb.Lost():
+	case <-time.After(5 * ttl):
+		t.Fatal("Lost not closed after a refused renewal")
+	}
+	_ = lb.Release(ctx)
+}
+
+// A holder that dies stops renewing; its key lapses after the TTL and
+// another daemon claims it (within TTL + 1 s).
+func TestLeaseLapsesWhenHolderDies(t *testing.T) {
+	srv := embed(t, EmbedOptions{Name: "n1"})
+	ctx := context.Background()
+	const ttl = time.Second
+	ncA := connect(t, srv.ClientURL())
+	a, err := New(ctx, Options{Conn: ncA, Node: "a", OwnerTTL: ttl, Embedded: srvs(srv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(ctx, Options{Conn: connect(t, srv.ClientURL()), Node: "b", OwnerTTL: ttl, Embedded: srvs(srv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := storetest.NewID(t)
+	la, err := a.Own(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ncA.Close() // daemon a is gone: no more renewals
+	died := time.Now()
+	var lb store.Lease
+	waitFor(t, ttl+3*time.Second, "claim by b", func() bool {
+		lb, err = b.Own(ctx, id)
+		return err == nil
+	})
+	took := time.Since(died)
+	t.Logf("claimed %s after the holder died (TTL %s)", took, ttl)
+	if took > ttl+time.Second {
+		t.Fatalf("claim took %s, over TTL + 1 s", took)
+	}
+	if lb.Epoch() <= la.Epoch() {
+		t.Fatalf("epoch %d after %d", lb.Epoch(), la.Epoch())
+	}
+	select {
+	case <-la.Lost():
+	case <-time.After(5 * ttl):
+		t.Fatal("the dead holder's lease never reported itself lost")
+	}
+	_ = lb.Release(ctx)
+}
