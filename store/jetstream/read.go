@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warren-dev/warren/eventlog"
@@ -35,13 +36,14 @@ type reader struct {
 	first   bool   // the next entry is the first read
 	anySeq  bool   // the first entry may carry any seq (read from a hint)
 	done    bool
+	wait    time.Duration // bound of one wait when ctx has no deadline
 }
 
 // newReader reads subj's entries with seq >= fromSeq, starting at stream
 // seq hint (0: the first message). end is the subject's last stream seq
 // (0: empty; then Next returns io.EOF at once).
 func (s *Store) newReader(ctx context.Context, subj string, fromSeq uint64, hint, end uint64) (*reader, error) {
-	r := &reader{ctx: ctx, subj: subj, end: end, fromSeq: fromSeq, first: true, anySeq: hint > 1}
+	r := &reader{ctx: ctx, subj: subj, end: end, fromSeq: fromSeq, first: true, anySeq: hint > 1, wait: 4 * s.o.Timeout}
 	if end == 0 || hint > end {
 		r.done = true
 		return r, nil
@@ -69,7 +71,13 @@ func (r *reader) Next() (eventlog.Entry, error) {
 		if r.done {
 			return eventlog.Entry{}, io.EOF
 		}
-		m, err := r.it.Next(jetstream.NextContext(r.ctx))
+		opt := jetstream.NextContext(r.ctx)
+		if _, ok := r.ctx.Deadline(); !ok {
+			// Without a deadline a message the servers cannot deliver (no
+			// leader) would block forever.
+			opt = jetstream.NextMaxWait(r.wait)
+		}
+		m, err := r.it.Next(opt)
 		if err != nil {
 			return eventlog.Entry{}, fmt.Errorf("store/jetstream: read %s: %w", r.subj, err)
 		}

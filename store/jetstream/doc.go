@@ -1,0 +1,114 @@
+// Package jetstream is a store.Store on NATS JetStream: warren's logs,
+// snapshots and agent ownership on a replicated engine, so that several
+// warren daemons can share agents and take over those of a daemon that
+// died (docs/DECISIONS.md, "Past one machine").
+//
+// # Requirements
+//
+// New refuses servers that do not fsync every JetStream write
+// (`jetstream { sync_interval: always }`; server.Options.SyncAlways when
+// embedded): with the default two-minute flush an acknowledged append can
+// be lost in a power cut (Jepsen, NATS 2.12.1). For servers running in this
+// process (Options.Embedded, Embed) the setting is read from their
+// configuration. For an external cluster it is read with the system
+// account's `$SYS.REQ.SERVER.PING.JSZ` request, which only a user of the
+// system account may send; a connection that cannot is refused with
+// ErrSyncUnknown. Options.UnsafeLazyFsync (`--unsafe-lazy-fsync`) accepts
+// both cases with a warning. Use R3 (Options.Replicas = 3) in a cluster.
+// The module pins nats-server v2.14.5, the newest release whose go.mod
+// stays within this module's go directive; it has atomic batch publish.
+//
+// # Stream
+//
+// One stream, WARREN_LOG: file storage, Replicas, subjects warren.log.>,
+// a 2-minute duplicate window, AllowAtomicPublish, DenyDelete, DenyPurge,
+// AllowDirect off (reads are served by the stream leader: a replica may
+// lag, and Open must see the last entry to fence on it).
+//
+//	warren.log.<agent-id>   an agent's log
+//	warren.log.USER         the USER inbox log (store.UserID)
+//
+// Each message body is exactly one SPEC 3 line, newline included, byte for
+// byte as eventlog writes it to events.jsonl (eventlog.EncodeLine): the
+// concatenated bodies of a subject are the agent's events.jsonl. Every
+// read checks each line's CRC and content (eventlog.DecodeLine) and the
+// seq order (1, 2, 3, ... with no gap or repeat), so an entry damaged
+// inside the servers is an error wrapping eventlog.ErrCorrupt, never a
+// silent fold. Entry.Off is the message's stream sequence.
+//
+// # Headers of an append
+//
+//	Nats-Msg-Id                          <agent-id>.<epoch>.<seq>
+//	Nats-Expected-Last-Subject-Sequence  stream seq of the log's last entry (0: empty log); first message only
+//	Nats-Batch-Id                        a NUID, when the append has several entries
+//	Nats-Batch-Sequence                  1..n within the batch
+//	Nats-Batch-Commit                    "1" on the last message of the batch
+//
+// An AppendBatch (up to 1,000 records) is one atomic batch: all stored or
+// none. Appends to one log are serialised: one fenced publish in flight.
+//
+// The dedup id carries the epoch because JetStream's clustered path
+// checks the dedup id before the fence: with ids of the form <agent>.<seq>
+// an old owner's append colliding with the new owner's entry would be
+// acknowledged as a "duplicate" of an entry it did not write. Even so, a
+// duplicate acknowledgement is accepted only after reading the stored
+// messages back and finding this append's very lines; otherwise it is
+// ErrFenced. A standalone server checks the fence first; a refusal whose
+// subject already ends with this append's messages (ids and bytes) is
+// the same idempotent case. Correctness never rests on the 2-minute window.
+//
+// # Failures
+//
+// A refusal by the fence (JetStream error 10071, "wrong last sequence")
+// means another claim wrote since this handle's last entry: the append
+// fails with an error wrapping store.ErrFenced and eventlog.ErrPoisoned,
+// and so does every later append on the handle. Any other failure
+// (timeout, lost connection, leader change, an API error) leaves the
+// outcome unknown: the entries may be stored. The handle is then poisoned
+// for good too (eventlog.ErrPoisoned, not ErrFenced; Degraded reports it);
+// opening the log again replays what the stream holds, including such
+// entries, and is the only way on. OnHeal is never called.
+//
+// # Ownership (bucket warren-owners)
+//
+// A KV bucket with TTL Options.OwnerTTL (10 s by default), history 1. Key:
+// the agent id (or USER); value: {"node":"...","boot_id":"..."}. Own is a
+// kv.Create, which succeeds only on an absent, deleted or expired key; the
+// revision it returns is the claim's epoch (revisions grow across the
+// bucket, so a later claim has a greater epoch). The lease renews with
+// kv.Update(key, value, last revision) every TTL/3; a failed renewal
+// closes Lost and stops. Release deletes the key on its last revision.
+//
+// OpenLog needs the lease (LogOptions.Lease). After replaying, if the
+// log is not empty and its last entry is not this epoch's claim, it
+// appends, fenced on the last entry,
+//
+//	{"seq":N,"ts":"...","event":"agent.claimed","data":{"node":"...","epoch":E,"boot_id":"..."},"crc":"..."}
+//
+// from which on every append of an earlier owner fails with ErrFenced. An
+// empty log gets no claim (its first append is fenced on "no entry yet",
+// as is any rival's). A log holding a claim with a greater epoch than the
+// lease's refuses to open (ErrFenced).
+//
+// # Snapshots (bucket warren-sessions, object store warren-session-blobs)
+//
+// KV key: the agent id; value: one tag byte, then
+//
+//	'I' + the session.json line (json.Marshal of session.Session, "\n")
+//	'O' + {"size":N,"sha256":"<hex>"}: the line is the object named by the
+//	      agent id in warren-session-blobs (snapshots larger than one NATS
+//	      message, i.e. max_payload minus 64 KiB; provider blobs run to
+//	      several MiB)
+//
+// Load checks the object's size and SHA-256 against the reference. KV
+// reads may be served by a lagging replica (nats.go reads KV directly): a
+// snapshot is a cache of the log, which stays the authority.
+//
+// # What is not proven here
+//
+// faultfs cannot reach inside nats-server, which writes through os: the
+// power-loss proof of store/local (a simulated power cut at every file
+// operation) does not carry over. Durability here rests on sync_interval
+// always, R3 replication and the reader's CRC and seq checks; the tests
+// kill servers (the stream leader mid-appends) but do not cut power.
+package jetstream
