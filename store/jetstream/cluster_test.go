@@ -100,6 +100,7 @@ func TestCluster(t *testing.T) {
 	srvs, urls := startCluster(t)
 	s := clusterStore(t, urls, srvs, 30*time.Second)
 	t.Run("EpochScopedDuplicate", func(t *testing.T) { epochScopedDuplicate(t, s) })
+	t.Run("BackToBackAppends", func(t *testing.T) { backToBack(t, s) })
 	t.Run("LeaderKilledMidAppends", func(t *testing.T) { leaderKill(t, s, srvs) })
 }
 
@@ -177,3 +178,42 @@ func leaderKill(t *testing.T, s *Store, srvs []*server.Server) {
 }
 
 func payload(i int) map[string]string { return map[string]string{"i": fmt.Sprint(i)} }
+
+// backToBack appends to several logs at once, each append right after
+// the previous one's ack: a clustered stream may still be applying the
+// previous entry and refuse the next for a moment (10164), which must
+// not fail the append.
+func backToBack(t *testing.T, s *Store) {
+	ctx := context.Background()
+	const logs, each = 16, 125
+	errs := make(chan error, logs)
+	for i := 0; i < logs; i++ {
+		go func() {
+			id := storetest.NewID(t)
+			lease, err := s.Own(ctx, id)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer lease.Release(ctx)
+			lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer lg.Close()
+			for j := 0; j < each; j++ {
+				if _, err := lg.Append("b", payload(j)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for i := 0; i < logs; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

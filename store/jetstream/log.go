@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
@@ -267,20 +268,33 @@ func (l *Log) messages(lines [][]byte, seq0, fence uint64) []*nats.Msg {
 }
 
 // send publishes msgs (the last one as a request) and interprets the ack.
+// A clustered stream refuses a fenced publish to a subject while an
+// earlier one to it is still being applied (error 10164, nothing stored);
+// send retries it, with a new batch id, for up to Options.Timeout.
 func (l *Log) send(msgs []*nats.Msg) (uint64, error) {
-	nc := l.s.nc
-	for _, m := range msgs[:len(msgs)-1] {
-		if err := nc.PublishMsg(m); err != nil {
+	var resp *nats.Msg
+	var a pubAck
+	deadline := time.Now().Add(l.s.o.Timeout)
+	for backoff := time.Millisecond; ; backoff *= 2 {
+		var err error
+		resp, err = l.sendOnce(msgs)
+		if err != nil {
 			return 0, l.failed(err)
 		}
-	}
-	resp, err := nc.RequestMsg(msgs[len(msgs)-1], l.s.o.Timeout)
-	if err != nil {
-		return 0, l.failed(err)
-	}
-	var a pubAck
-	if err := json.Unmarshal(resp.Data, &a); err != nil {
-		return 0, l.failed(fmt.Errorf("unreadable acknowledgement %.200q: %w", resp.Data, err))
+		a = pubAck{}
+		if err := json.Unmarshal(resp.Data, &a); err != nil {
+			return 0, l.failed(fmt.Errorf("unreadable acknowledgement %.200q: %w", resp.Data, err))
+		}
+		if a.Error == nil || a.Error.ErrCode != errCodeSubjectBusy || time.Now().Add(backoff).After(deadline) {
+			break
+		}
+		time.Sleep(min(backoff, 50*time.Millisecond)) // the server gives no signal when the subject is free
+		if len(msgs) > 1 {
+			id := nuid.Next()
+			for _, m := range msgs {
+				m.Header.Set(hdrBatchID, id)
+			}
+		}
 	}
 	if a.Error != nil {
 		if a.Error.ErrCode == errCodeWrongLastSeq {
@@ -308,6 +322,17 @@ func (l *Log) send(msgs []*nats.Msg) (uint64, error) {
 		}
 	}
 	return a.Seq, nil
+}
+
+// sendOnce publishes msgs, the last one as a request, and returns the
+// answer.
+func (l *Log) sendOnce(msgs []*nats.Msg) (*nats.Msg, error) {
+	for _, m := range msgs[:len(msgs)-1] {
+		if err := l.s.nc.PublishMsg(m); err != nil {
+			return nil, err
+		}
+	}
+	return l.s.nc.RequestMsg(msgs[len(msgs)-1], l.s.o.Timeout)
 }
 
 // ownTail reports whether the subject ends with msgs, ids and lines

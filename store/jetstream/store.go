@@ -262,3 +262,8 @@ type pubAck struct {
 // errCodeWrongLastSeq is JetStream's "wrong last sequence" (10071): the
 // fence refused the publish.
 const errCodeWrongLastSeq = 10071
+
+// errCodeSubjectBusy is JetStream's "wrong last sequence" without a
+// number (10164): a clustered stream refused a fenced publish because an
+// earlier publish to the subject is still in process. Nothing was stored.
+const errCodeSubjectBusy = 10164
