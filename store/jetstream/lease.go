@@ -66,7 +66,8 @@ func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 
 func (l *lease) renew() {
 	defer close(l.done)
-	t := time.NewTicker(l.s.o.OwnerTTL / 3)
+	ttl := l.s.o.OwnerTTL
+	t := time.NewTicker(ttl / 3)
 	defer t.Stop()
 	for {
 		select {
@@ -74,22 +75,49 @@ func (l *lease) renew() {
 			return
 		case <-t.C:
 		}
-		l.mu.Lock()
-		rev := l.rev
-		l.mu.Unlock()
-		start := l.s.o.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), l.s.o.OwnerTTL/3)
-		nrev, err := l.s.owners.Update(ctx, l.id, l.value, rev)
-		cancel()
-		if err != nil {
+		if err := l.renewOnce(); err != nil {
 			l.s.o.Logger.Warn("lease renewal failed: the agent must stop", "agent", l.id, "epoch", l.epoch, "err", err)
 			close(l.lost)
 			return
 		}
-		l.mu.Lock()
-		l.rev = nrev
-		l.expires = start.Add(l.s.o.OwnerTTL)
-		l.mu.Unlock()
+	}
+}
+
+// renewOnce writes the key on the revision last written. A refusal (the
+// key changed: another claim) fails at once. Other failures (a timeout,
+// no responders while the bucket elects a leader) are retried while the
+// lease still has a sixth of its TTL to run by this daemon's clock, which
+// starts counting before the server stored the last write.
+func (l *lease) renewOnce() error {
+	ttl := l.s.o.OwnerTTL
+	l.mu.Lock()
+	rev, expires := l.rev, l.expires
+	l.mu.Unlock()
+	giveUp := expires.Add(-ttl / 6)
+	for {
+		start := l.s.o.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), ttl/6)
+		nrev, err := l.s.owners.Update(ctx, l.id, l.value, rev)
+		cancel()
+		if err == nil {
+			l.mu.Lock()
+			l.rev = nrev
+			l.expires = start.Add(ttl)
+			l.mu.Unlock()
+			return nil
+		}
+		var apiErr *jetstream.APIError
+		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
+			return fmt.Errorf("the claim of %s changed since revision %d: %w", l.id, rev, err)
+		}
+		if l.s.o.Now().After(giveUp) {
+			return fmt.Errorf("no renewal of %s before its lease runs out: %w", l.id, err)
+		}
+		select {
+		case <-l.stop:
+			return nil
+		case <-time.After(ttl / 30): // retry soon: the bucket may be electing a leader
+		}
 	}
 }
 

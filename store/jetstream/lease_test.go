@@ -13,7 +13,7 @@ import (
 func TestLease(t *testing.T) {
 	srv := embed(t, EmbedOptions{Name: "n1"})
 	ctx := context.Background()
-	const ttl = 900 * time.Millisecond
+	const ttl = 1500 * time.Millisecond
 	mk := func(node string) *Store {
 		s, err := New(ctx, Options{Conn: connect(t, srv.ClientURL()), Node: node, BootID: node, OwnerTTL: ttl, Embedded: srvs(srv)})
 		if err != nil {
