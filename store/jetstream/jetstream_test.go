@@ -189,3 +189,42 @@ func TestBatchFailingMidwayWritesNothing(t *testing.T) {
 		t.Fatalf("part of a failed batch was stored: last stream seq %d, want %d", got, e1.Off)
 	}
 }
+
+// Opening a log again under the same claim appends no second claim, also
+// when resuming at the claim itself.
+func TestReopenSameClaimNoSecondClaim(t *testing.T) {
+	s := harness().New(t).(*Store)
+	id := storetest.NewID(t)
+	ctx := context.Background()
+	lease, _ := s.Own(ctx, id)
+	lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lg.Append("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = lg.Close()
+	lease2 := takeover(t, s, id)
+	lg, err = s.OpenLog(ctx, id, store.LogOptions{Lease: lease2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lg.Close()
+	es, err := s.readAll(ctx, Subject(id))
+	if err != nil || len(es) != 2 {
+		t.Fatalf("%d entries, %v", len(es), err)
+	}
+	claim := es[1]
+	line, _ := eventlog.EncodeLine(claim.Seq, claim.TS, eventlog.Record{Event: claim.Event, Data: claim.Data})
+	for _, r := range []*eventlog.Resume{nil, {Seq: claim.Seq, Off: claim.Off, CRC: eventlog.LineCRC(line)}} {
+		lg, err = s.OpenLog(ctx, id, store.LogOptions{Lease: lease2, Resume: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = lg.Close()
+	}
+	if es, _ := s.readAll(ctx, Subject(id)); len(es) != 2 {
+		t.Fatalf("reopening under the same claim appended: %d entries", len(es))
+	}
+}

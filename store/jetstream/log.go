@@ -95,7 +95,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 	if maxEpoch > l.epoch {
 		return nil, fmt.Errorf("store/jetstream: %s was claimed at epoch %d, after this lease's %d: %w (%w)", l.subj, maxEpoch, l.epoch, store.ErrFenced, eventlog.ErrPoisoned)
 	}
-	if maxEpoch < l.epoch || !lastIsClaim(last.Data, l.epoch) {
+	if !lastIsClaim(last.Data, l.epoch) {
 		data := schema.AgentClaimedData{Node: s.o.Node, Epoch: l.epoch, BootID: s.o.BootID}
 		if _, err := l.Append(schema.AgentClaimed, data); err != nil {
 			return nil, fmt.Errorf("store/jetstream: claiming %s: %w", l.subj, err)
