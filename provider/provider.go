@@ -72,6 +72,9 @@ type Spec struct {
 	// Providers give their processes nothing else of the daemon's
 	// environment.
 	Env []string
+	// Cwd is the agent's working directory, where agent CLIs run ("":
+	// the provider's default).
+	Cwd string
 	// Launcher, when set, takes part in every process the provider starts
 	// for this session (credential, record; see Launcher).
 	Launcher Launcher
@@ -110,6 +113,13 @@ type TurnIO struct {
 // Usage is the token usage a provider reports (schema.Usage: it is logged
 // in turn.complete as it is).
 type Usage = schema.Usage
+
+// RestoredBy is implemented by sessions that can say how Restore brought
+// them back (e.g. "session/resume" or "session/load" for an ACP agent);
+// the daemon logs it in session.restored.
+type RestoredBy interface {
+	RestoredBy() string
+}
 
 // ToolCaller runs an agent tool for the session's agent. A tool-level
 // failure is a normal result of the form {"error": "..."}; a Go error means
