@@ -207,12 +207,25 @@ func (s *Session) restore(ctx context.Context, id string) error {
 	if err != nil {
 		return s.startErr(method, err)
 	}
+	if method == MethodLoad {
+		// Some agents write part of the replay after the load's answer
+		// (Gemini). A round trip the agent answers only after it read
+		// this request lets what it wrote before pass while updates are
+		// still discarded; any answer, an error included, will do.
+		if err := s.rpc(ctx, barrierMethod, struct{}{}, nil); err != nil && !errors.As(err, &rerr) {
+			return s.startErr(method, err)
+		}
+	}
 	s.mu.Lock()
 	s.restoredBy = method
 	s.mu.Unlock()
 	s.log.Debug("session restored", "method", method, "session_id", id)
 	return nil
 }
+
+// barrierMethod is a request no agent serves: its answer (-32601) marks
+// the end of what the agent wrote before reading it.
+const barrierMethod = "$/warren/barrier"
 
 // setMode sets the entry's mode, when it has one.
 func (s *Session) setMode(ctx context.Context, modes *sessionModes) error {
