@@ -69,8 +69,8 @@ type conn struct {
 	// abandoned are requests whose caller stopped waiting; their late
 	// answers are dropped.
 	abandoned map[int64]bool
-	dead    chan struct{} // closed when the connection is gone
-	err     error         // why
+	dead      chan struct{} // closed when the connection is gone
+	err       error         // why
 }
 
 // ErrProtocol is wrapped by the error of a connection the agent broke: a

@@ -54,19 +54,19 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 			return "", s.connErr("the turn", c.Err())
 		case req := <-t.perms:
 			if err := s.permission(ctx, c, io, req); err != nil {
-				return s.cancelTurn(c, reply, t, err)
+				return s.cancelTurn(c, reply, t, req, err)
 			}
 		case <-t.flood:
-			return s.cancelTurn(c, reply, t, provider.Permanent(fmt.Errorf("entry %q: %w (limits: %d updates, %d bytes of text); the agent was cancelled",
+			return s.cancelTurn(c, reply, t, nil, provider.Permanent(fmt.Errorf("entry %q: %w (limits: %d updates, %d bytes of text); the agent was cancelled",
 				s.p.opts.Name, ErrFlood, s.p.opts.MaxTurnUpdates, s.p.opts.MaxTurnOutput)))
 		case <-ctx.Done():
 			err := ctx.Err()
 			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, err) {
 				err = fmt.Errorf("%w (%w)", err, cause)
 			}
-			return s.cancelTurn(c, reply, t, fmt.Errorf("acp turn: %w", err))
+			return s.cancelTurn(c, reply, t, nil, fmt.Errorf("acp turn: %w", err))
 		case <-timeout:
-			return s.cancelTurn(c, reply, t, provider.Transient(fmt.Errorf("entry %q: %w: the turn ran over %s", s.p.opts.Name, ErrTimeout, s.st.Timeout), 0))
+			return s.cancelTurn(c, reply, t, nil, provider.Transient(fmt.Errorf("entry %q: %w: the turn ran over %s", s.p.opts.Name, ErrTimeout, s.st.Timeout), 0))
 		}
 	}
 }
@@ -110,10 +110,15 @@ func transientRPC(e *RPCError) bool {
 }
 
 // cancelTurn ends a turn early with cause: session/cancel, the permission
-// requests still open answered cancelled, then the prompt's answer awaited
+// requests still open (open, and those queued) answered cancelled, then the prompt's answer awaited
 // for CancelGrace before the agent's process group is killed.
-func (s *Session) cancelTurn(c *conn, reply <-chan *message, t *turnState, cause error) (string, error) {
+func (s *Session) cancelTurn(c *conn, reply <-chan *message, t *turnState, open *message, cause error) (string, error) {
+	// session/cancel goes first: the agent then knows why its open
+	// permission request is answered "cancelled".
 	_ = c.notify("session/cancel", cancelParams{SessionID: s.Handle()})
+	if open != nil {
+		_ = c.reply(open.ID, cancelledOutcome(), nil)
+	}
 	grace, stop := deadline(s.p.opts.CancelGrace)
 	defer stop()
 	for {
@@ -243,8 +248,7 @@ func (s *Session) permission(ctx context.Context, c *conn, io provider.TurnIO, m
 	}
 	res, err := io.Tools.CallTool(ctx, tools.ToolAwaitInput, map[string]any{"kind": WaitKind, "prompt": permissionPrompt(p)})
 	if err != nil {
-		_ = c.reply(m.ID, cancelledOutcome(), nil)
-		return err
+		return err // the caller cancels the turn and answers m
 	}
 	resp, _ := res["response"].(string)
 	switch strings.ToLower(strings.TrimSpace(resp)) {
