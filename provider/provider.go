@@ -72,9 +72,6 @@ type Spec struct {
 	// Providers give their processes nothing else of the daemon's
 	// environment.
 	Env []string
-	// Cwd is the agent's working directory, where agent CLIs run ("":
-	// the provider's default).
-	Cwd string
 	// Launcher, when set, takes part in every process the provider starts
 	// for this session (credential, record; see Launcher).
 	Launcher Launcher

@@ -26,6 +26,11 @@ const (
 // the ask policy becomes.
 const WaitKind = "permission"
 
+// PermissionWaitTimeout is the deadline of a permission wait: the
+// operator has this long to answer before the wait expires (the run is
+// then interrupted, as for any await_input).
+const PermissionWaitTimeout = 24 * time.Hour
+
 // Restore methods, as RestoredBy reports them.
 const (
 	MethodResume = "session/resume"
@@ -65,6 +70,16 @@ var (
 type Settings struct {
 	// Command is the agent's argv.
 	Command []string
+	// Env is environment for the agent (KEY=VALUE) under the entry's own
+	// (Spec.Env wins): a built-in entry's defaults.
+	Env []string
+	// EnvPass names variables of the daemon's environment (or prefixes
+	// ending in '*') the agent gets besides the default allow-list: a
+	// built-in entry's defaults (its API key variables).
+	EnvPass []string
+	// ModelFlag, when set, passes Spec.Model to the agent as
+	// "ModelFlag MODEL" after Command (gemini's -m).
+	ModelFlag string
 	// Mode is the session mode set after session/new and on restore
 	// ("" leaves the agent's default).
 	Mode string

@@ -211,7 +211,7 @@ func TestPermissionAskSuspendsThenTakesTheAnswer(t *testing.T) {
 	}
 	call := suspend.calls[0]
 	args := call["args"].(map[string]any)
-	if call["tool"] != "await_input" || args["kind"] != WaitKind || !strings.Contains(args["prompt"].(string), `"deploy"`) {
+	if call["tool"] != "await_input" || args["kind"] != WaitKind || args["timeout"] != PermissionWaitTimeout.Seconds() || !strings.Contains(args["prompt"].(string), `"deploy"`) {
 		t.Fatalf("call %v", call)
 	}
 	if len(e.received("session/cancel")) != 1 {

@@ -92,7 +92,12 @@ func (s *Session) Pid() int {
 
 // spawn starts a fresh agent process and its connection.
 func (s *Session) spawn() error {
-	env := provider.ProcessEnv(os.Environ(), s.spec.Env)
+	environ := os.Environ()
+	env := provider.ProcessEnv(environ, provider.MergeEnv(provider.PassEnv(environ, s.st.EnvPass), s.st.Env, s.spec.Env))
+	argv := s.st.Command
+	if s.st.ModelFlag != "" && s.spec.Model != "" {
+		argv = append(append([]string(nil), argv...), s.st.ModelFlag, s.spec.Model)
+	}
 	var launch provider.Launch
 	if s.spec.Launcher != nil {
 		var err error
@@ -101,7 +106,7 @@ func (s *Session) spawn() error {
 		}
 		env = provider.MergeEnv(env, launch.Env())
 	}
-	proc, err := startProcess(s.p.opts.Spawner, s.st.Command, env, s.cwd, launch)
+	proc, err := startProcess(s.p.opts.Spawner, argv, env, s.cwd, launch)
 	if err != nil {
 		return provider.Permanent(fmt.Errorf("entry %q: cannot start the agent: %w", s.p.opts.Name, err))
 	}

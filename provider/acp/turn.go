@@ -246,9 +246,13 @@ func (s *Session) permission(ctx context.Context, c *conn, io provider.TurnIO, m
 		_ = deny()
 		return nil
 	}
-	res, err := io.Tools.CallTool(ctx, tools.ToolAwaitInput, map[string]any{"kind": WaitKind, "prompt": permissionPrompt(p)})
+	res, err := io.Tools.CallTool(ctx, tools.ToolAwaitInput, map[string]any{"kind": WaitKind, "prompt": permissionPrompt(p),
+		"timeout": PermissionWaitTimeout.Seconds()})
 	if err != nil {
 		return err // the caller cancels the turn and answers m
+	}
+	if e, isErr := res["error"]; isErr {
+		s.log.Warn("the permission wait could not begin; denying", "tool", p.ToolCall.Title, "err", e)
 	}
 	resp, _ := res["response"].(string)
 	switch strings.ToLower(strings.TrimSpace(resp)) {
