@@ -165,3 +165,31 @@ func TestACPPermissionPolicyFromConfig(t *testing.T) {
 		t.Fatalf("deny: %+v", res)
 	}
 }
+
+// An agent that dies while restoring says nothing about its session: the
+// turn fails (transient) and the session is not replaced, so the next turn
+// restores it natively.
+func TestACPDeadTransportOnRestoreKeepsTheSession(t *testing.T) {
+	bin := fakeACPAgent(t)
+	h, state := acpHarness(t, nil, nil)
+	h.cfg.MaxRetries = 0
+	id := h.createOn("coder", "fake")
+	h.send(id, "first")
+	h.cfg.Providers["fake"] = acpEntry(bin, state, map[string]string{"FAKEACP_LOAD_CRASH": "1"}, nil)
+	h.restart()
+	res, err := h.c.Send(context.Background(), id, "second", "", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "exited") {
+		t.Fatalf("a crash during the restore must fail the turn: %+v", res)
+	}
+	if n := h.count(id, evSessionCreated); n != 1 {
+		t.Fatalf("%d session.created: the session was replaced", n)
+	}
+	h.cfg.Providers["fake"] = acpEntry(bin, state, nil, nil)
+	h.restart()
+	if res := h.send(id, "third"); res.Response != "turn 2: third" {
+		t.Fatalf("the agent's own session must come back: %+v", res)
+	}
+}

@@ -11,6 +11,7 @@
 //	FAKEACP_RESUME=1      advertise sessionCapabilities.resume
 //	FAKEACP_NOLOAD=1      do not advertise loadSession
 //	FAKEACP_LOAD_FAIL=1   answer session/load and session/resume with -32002
+//	FAKEACP_LOAD_CRASH=1  exit (status 4) on session/load and session/resume
 //	FAKEACP_REPLAY_AFTER=1 replay a loaded session after the load's answer
 //	FAKEACP_NO_INIT=1     never answer initialize
 //	FAKEACP_MODES=a,b     the modes offered (default "default,yolo")
@@ -233,6 +234,9 @@ func (a *agent) serve(m msg) {
 		a.mu.Unlock()
 		a.reply(m.ID, map[string]any{"sessionId": sid, "modes": modes("default")})
 	case "session/load", "session/resume":
+		if os.Getenv("FAKEACP_LOAD_CRASH") == "1" {
+			os.Exit(4)
+		}
 		sf, ok := a.load(p.SessionID)
 		if !ok || os.Getenv("FAKEACP_LOAD_FAIL") == "1" {
 			a.replyErr(m.ID, -32002, "Resource not found: "+p.SessionID)
