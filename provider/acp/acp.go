@@ -205,8 +205,21 @@ func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Ses
 		s.kill()
 		return nil, err
 	}
+	// The agent CLI keeps its own system prompt; warren's (the agent's
+	// instructions and identity block) opens the session's first prompt.
+	sys := spec.System
+	if sys == "" {
+		sys = spec.Instructions
+	}
+	if sys != "" {
+		s.preamble = sys + "\n\n" + PreambleEnd + "\n\n"
+	}
 	return s, nil
 }
+
+// PreambleEnd closes warren's system prompt at the head of a session's
+// first prompt.
+const PreambleEnd = "=== END OF WARREN'S INSTRUCTIONS; THE REQUEST FOLLOWS ==="
 
 // blob is the Suspend format.
 type blob struct {

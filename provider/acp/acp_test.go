@@ -370,3 +370,29 @@ func TestIsWarrenTool(t *testing.T) {
 		}
 	}
 }
+
+func TestSystemPromptOpensTheFirstPromptOnly(t *testing.T) {
+	e := newEnv(t)
+	spec := e.spec()
+	spec.System = "You are the agent \"coder\"."
+	ps, err := e.provider().Create(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ps.(*Session)
+	t.Cleanup(func() { _ = s.Stop() })
+	for _, p := range []string{"one", "two"} {
+		send(t, s, p)
+	}
+	prompts := e.received("session/prompt")
+	text := func(i int) string {
+		b := prompts[i]["params"].(map[string]any)["prompt"].([]any)[0].(map[string]any)
+		return b["text"].(string)
+	}
+	if want := spec.System + "\n\n" + PreambleEnd + "\n\none"; text(0) != want {
+		t.Fatalf("first prompt %q, want %q", text(0), want)
+	}
+	if text(1) != "two" {
+		t.Fatalf("second prompt %q", text(1))
+	}
+}

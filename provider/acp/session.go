@@ -39,6 +39,9 @@ type Session struct {
 	discarded int
 	turn      *turnState
 	stopped   bool
+	// preamble opens the first prompt of a new session (warren's system
+	// prompt), until a prompt carrying it reached the agent.
+	preamble string
 }
 
 var (

@@ -40,10 +40,16 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 		s.turn = nil
 		s.mu.Unlock()
 	}()
-	reply, _, err := c.start("session/prompt", promptParams{SessionID: s.Handle(), Prompt: []contentBlock{{Type: "text", Text: prompt}}})
+	s.mu.Lock()
+	text := s.preamble + prompt
+	s.mu.Unlock()
+	reply, _, err := c.start("session/prompt", promptParams{SessionID: s.Handle(), Prompt: []contentBlock{{Type: "text", Text: text}}})
 	if err != nil {
 		return "", s.connErr("session/prompt", err)
 	}
+	s.mu.Lock()
+	s.preamble = ""
+	s.mu.Unlock()
 	timeout, stopTimer := deadline(s.st.Timeout)
 	defer stopTimer()
 	for {

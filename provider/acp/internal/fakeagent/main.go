@@ -33,7 +33,8 @@
 //	@flood N             stream N one-byte chunks
 //	@fs                  send fs/read_text_file and report the answer
 //
-// Without directives the answer is "turn N: PROMPT", N counting the
+// warren's system prompt at the head of a first prompt (up to
+// acp.PreambleEnd) is skipped. Without directives the answer is "turn N: PROMPT", N counting the
 // session's turns (restored ones included).
 //
 // Run as "fakeagent mcp-bridge" it is a tiny MCP server whose tools/call
@@ -52,6 +53,7 @@ import (
 	"sync"
 
 	"github.com/warren-dev/warren/history"
+	"github.com/warren-dev/warren/provider/acp"
 )
 
 type msg struct {
@@ -317,6 +319,9 @@ func (a *agent) save(sid string, sf sessionFile) {
 
 // prompt runs one turn.
 func (a *agent) prompt(id json.RawMessage, sid, text string, cancel chan struct{}) {
+	if i := strings.Index(text, acp.PreambleEnd); i >= 0 {
+		text = strings.TrimSpace(text[i+len(acp.PreambleEnd):])
+	}
 	injected := false
 	if i := strings.Index(text, history.HeadingCurrent); i >= 0 {
 		injected = true
