@@ -304,11 +304,13 @@ func TestBadAgents(t *testing.T) {
 		{"crash mid-turn", nil, "@crash", ErrAgentExited, true},
 		{"exit mid-turn", nil, "@say a\n@exit", ErrAgentExited, true},
 		{"flood", nil, "@flood 5000", ErrFlood, false},
+		{"line over the limit", nil, "@say " + strings.Repeat("y", 5000), ErrProtocol, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, append([]string{"FAKEACP_CHILD=1"}, tc.vars...)...)
 			e.opts.MaxTurnUpdates = 1000
+			e.opts.MaxLine = 4096
 			e.opts.CancelGrace = 200 * time.Millisecond
 			s := e.create()
 			pid := s.Pid()
@@ -394,5 +396,18 @@ func TestSystemPromptOpensTheFirstPromptOnly(t *testing.T) {
 	}
 	if text(1) != "two" {
 		t.Fatalf("second prompt %q", text(1))
+	}
+}
+
+func TestStderrGoesToTheLaunchWriterAndIntoErrors(t *testing.T) {
+	e := newEnv(t)
+	s := e.create()
+	send(t, s, "@stderr warming up\n@say ok")
+	_, err := s.Send(context.Background(), "@stderr last words\n@crash", provider.TurnIO{})
+	if !errors.Is(err, ErrAgentExited) || !strings.Contains(err.Error(), "last words") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("err %v", err)
+	}
+	if got := e.launch.stderr.String(); !strings.Contains(got, "warming up\n") || !strings.Contains(got, "last words\n") {
+		t.Fatalf("stderr writer got %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,6 +112,24 @@ type fakeLauncher struct {
 	n       int
 	started []int
 	ended   int
+	stderr  syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func (l *fakeLauncher) Prepare() (provider.Launch, error) {
@@ -124,6 +143,10 @@ type fakeLaunch struct {
 	l    *fakeLauncher
 	cred string
 }
+
+// Stderr is the per-agent stderr file's writer (the daemon's Launch has
+// one).
+func (f *fakeLaunch) Stderr() io.Writer { return &f.l.stderr }
 
 func (f *fakeLaunch) Env() []string { return []string{provider.EnvCredential + "=" + f.cred} }
 func (f *fakeLaunch) Started(pid int) error {

@@ -23,6 +23,7 @@
 // warren's history block is read from its current-request part):
 //
 //	@say TEXT            stream TEXT
+//	@stderr TEXT         write TEXT to stderr
 //	@tool NAME JSON      call tool NAME of the first MCP server over MCP
 //	@permission TITLE    ask permission for a tool titled TITLE
 //	@hang                wait for session/cancel, then stop as cancelled
@@ -347,6 +348,8 @@ func (a *agent) prompt(id json.RawMessage, sid, text string, cancel chan struct{
 		switch verb {
 		case "say":
 			out(arg)
+		case "stderr":
+			fmt.Fprintln(os.Stderr, arg)
 		case "tool":
 			name, args, _ := strings.Cut(arg, " ")
 			if os.Getenv("FAKEACP_TOOL_PERMISSION") == "1" && !a.askPermission(sid, "mcp__warren__"+name, out) {
