@@ -18,7 +18,8 @@
 //	                                 provider, model, metadata (object), cwd, created_at
 //	agent.terminated    own          agent_id
 //	session.created     own          provider, model, handle (the native resume handle)
-//	session.restored    own          provider, model, strategy (native, history or fresh), method (how a native restore was done: session/resume, session/load)
+//	session.restored    own          provider, model, strategy (native, history or fresh),
+//	                                 method (a native restore's: session/resume or session/load)
 //	suspend.result      own          state_size (bytes of the blob saved on eviction)
 //	context.reset       own          agent_id: later restores start a fresh session
 //	turn.start          own          run_id, turn, boot_id, prompt, provider, model, message_ids
