@@ -193,3 +193,14 @@ func TestACPDeadTransportOnRestoreKeepsTheSession(t *testing.T) {
 		t.Fatalf("the agent's own session must come back: %+v", res)
 	}
 }
+
+func TestACPBuiltinNotInstalledSaysHowToInstall(t *testing.T) {
+	h := newHarness(t, func(h *harness) {
+		h.cfg.Providers = map[string]config.ProviderConfig{}
+	})
+	t.Setenv("PATH", t.TempDir())
+	_, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "lead", Provider: "claude"})
+	if err == nil || !strings.Contains(err.Error(), "npm install -g @agentclientprotocol/claude-agent-acp") {
+		t.Fatalf("create on a built-in whose agent is not installed: %v", err)
+	}
+}

@@ -23,8 +23,9 @@ func acpDefaults(name string) acp.Settings {
 	switch name {
 	case "claude":
 		st := acp.Settings{Command: []string{"claude-agent-acp"}, Mode: "default",
-			EnvPass: []string{"ANTHROPIC_*", "CLAUDE_*"},
-			Env:     []string{"CLAUDE_CODE_MAX_RETRIES=0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}}
+			InstallHint: "npm install -g @agentclientprotocol/claude-agent-acp (and put its bin directory on the daemon's PATH)",
+			EnvPass:     []string{"ANTHROPIC_*", "CLAUDE_*"},
+			Env:         []string{"CLAUDE_CODE_MAX_RETRIES=0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}}
 		if os.Geteuid() == 0 {
 			// The adapter refuses its permission modes to root unless told
 			// it runs in a sandbox.
@@ -32,12 +33,14 @@ func acpDefaults(name string) acp.Settings {
 		}
 		return st
 	case "codex":
-		return acp.Settings{Command: []string{"codex-acp"}, Mode: "workspace-write", EnvPass: []string{"OPENAI_*", "CODEX_*"}}
+		return acp.Settings{Command: []string{"codex-acp"}, Mode: "workspace-write", EnvPass: []string{"OPENAI_*", "CODEX_*"},
+			InstallHint: "npm install -g @agentclientprotocol/codex-acp"}
 	case "gemini":
 		return acp.Settings{Command: []string{"gemini", "--acp", "--skip-trust"}, ModelFlag: "-m",
-			EnvPass: []string{"GEMINI_*", "GOOGLE_*"}}
+			InstallHint: "npm install -g @google/gemini-cli",
+			EnvPass:     []string{"GEMINI_*", "GOOGLE_*"}}
 	case "opencode":
-		return acp.Settings{Command: []string{"opencode", "acp"},
+		return acp.Settings{Command: []string{"opencode", "acp"}, InstallHint: "npm install -g opencode-ai",
 			EnvPass: []string{"OPENCODE_*", "OPENAI_*", "ANTHROPIC_*"},
 			Env:     []string{"OPENCODE_DISABLE_AUTOUPDATE=1"}}
 	}
@@ -49,7 +52,7 @@ func acpSettings(cfg config.Config, name string) acp.Settings {
 	st := acpDefaults(name)
 	pc := cfg.Providers[name]
 	if cmd := pc.Command(); cmd != nil {
-		st.Command = cmd
+		st.Command, st.InstallHint = cmd, ""
 	}
 	if m := pc.Mode(); m != "" {
 		st.Mode = m

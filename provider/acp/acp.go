@@ -77,6 +77,9 @@ type Settings struct {
 	// ending in '*') the agent gets besides the default allow-list: a
 	// built-in entry's defaults (its API key variables).
 	EnvPass []string
+	// InstallHint says how to install the agent (a built-in entry's npm
+	// package), added to the error of a command that is not found.
+	InstallHint string
 	// ModelFlag, when set, passes Spec.Model to the agent as
 	// "ModelFlag MODEL" after Command (gemini's -m).
 	ModelFlag string

@@ -3,6 +3,8 @@ package acp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,8 +47,11 @@ func TestTurnStreamsTextAndPassesWarrensMCPServer(t *testing.T) {
 	if envs[provider.EnvSocket] != "/tmp/warren-test.sock" || envs[provider.EnvCredential] != "cred-1" {
 		t.Fatalf("mcp env %v", envs)
 	}
-	if params["cwd"] != e.spec().Cwd && !strings.HasPrefix(params["cwd"].(string), "/") {
-		t.Fatalf("cwd %v", params["cwd"])
+	if params["cwd"] != e.cwd {
+		t.Fatalf("session/new cwd %v, want %s", params["cwd"], e.cwd)
+	}
+	if dir, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", s.Pid())); err != nil || dir != e.cwd {
+		t.Fatalf("the agent runs in %q (%v), want %s", dir, err, e.cwd)
 	}
 	if s.Handle() == "" {
 		t.Fatal("no handle")

@@ -111,6 +111,9 @@ func (s *Session) spawn() error {
 	}
 	proc, err := startProcess(s.p.opts.Spawner, argv, env, s.cwd, launch)
 	if err != nil {
+		if errors.Is(err, ErrNotInstalled) && s.st.InstallHint != "" {
+			err = fmt.Errorf("%w; to install it: %s", err, s.st.InstallHint)
+		}
 		return provider.Permanent(fmt.Errorf("entry %q: cannot start the agent: %w", s.p.opts.Name, err))
 	}
 	cred := ""

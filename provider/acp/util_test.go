@@ -48,11 +48,13 @@ type env struct {
 	st     Settings
 	opts   Options
 	launch *fakeLauncher
+	cwd    string // the agents' working directory
 }
 
 func newEnv(t *testing.T, vars ...string) *env {
 	dir := t.TempDir()
-	e := &env{t: t, state: filepath.Join(dir, "state"), logf: filepath.Join(dir, "agent.log"), launch: &fakeLauncher{}}
+	e := &env{t: t, state: filepath.Join(dir, "state"), logf: filepath.Join(dir, "agent.log"), launch: &fakeLauncher{},
+		cwd: t.TempDir()}
 	if err := os.Mkdir(e.state, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func (e *env) provider() *Provider {
 
 func (e *env) spec() provider.Spec {
 	return provider.Spec{AgentID: "a1", Env: append([]string{provider.EnvSocket + "=/tmp/warren-test.sock"}, e.vars...),
-		Launcher: e.launch, Cwd: e.t.TempDir()}
+		Launcher: e.launch, Cwd: e.cwd}
 }
 
 func (e *env) create() *Session {
