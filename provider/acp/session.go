@@ -49,8 +49,13 @@ var (
 	_ provider.RestoredBy = (*Session)(nil)
 )
 
-// turnState is what the reader goroutine needs of the running turn.
+// turnState is what the reader goroutine needs of the running turn. Its
+// mu (not the session's) is held while a chunk is streamed, so a slow
+// OnChunk delays only the turn's own output; closed stops the streaming
+// once Send returns.
 type turnState struct {
+	mu        sync.Mutex
+	closed    bool
 	onChunk   func(string)
 	text      strings.Builder
 	updates   int

@@ -39,6 +39,9 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 		s.mu.Lock()
 		s.turn = nil
 		s.mu.Unlock()
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
 	}()
 	s.mu.Lock()
 	text := s.preamble + prompt
@@ -79,9 +82,9 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 
 // finish turns the prompt's answer into the turn's result.
 func (s *Session) finish(m *message, t *turnState, io provider.TurnIO) (string, error) {
-	s.mu.Lock()
+	t.mu.Lock()
 	text := t.text.String()
-	s.mu.Unlock()
+	t.mu.Unlock()
 	var res promptResult
 	if err := decodeResult("session/prompt", m, &res); err != nil {
 		var rerr *RPCError
@@ -179,10 +182,16 @@ func (s *Session) onUpdate(params json.RawMessage) {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	t := s.turn
 	if t == nil || s.replay || n.SessionID != s.id {
 		s.discarded++
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
 		return
 	}
 	t.updates++
