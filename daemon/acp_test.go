@@ -204,3 +204,28 @@ func TestACPBuiltinNotInstalledSaysHowToInstall(t *testing.T) {
 		t.Fatalf("create on a built-in whose agent is not installed: %v", err)
 	}
 }
+
+func TestACPAgentCancel(t *testing.T) {
+	h, _ := acpHarness(t, nil, nil)
+	id := h.createOn("coder", "fake")
+	started := make(chan struct{})
+	var once sync.Once
+	done := make(chan TurnResult, 1)
+	go func() {
+		res, _ := h.c.Send(context.Background(), id, "@say working\n@hang", "", "", func(string) { once.Do(func() { close(started) }) })
+		done <- res
+	}()
+	<-started
+	if err := h.c.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.Err == nil || !strings.Contains(res.Err.Error(), "cancelled") {
+		t.Fatalf("cancelled turn: %+v", res)
+	}
+	if n := h.count(id, evTurnCancelled); n != 1 {
+		t.Fatalf("%d turn.cancelled", n)
+	}
+	if res := h.send(id, "next"); res.Response != "turn 1: next" {
+		t.Fatalf("after the cancel: %+v", res)
+	}
+}

@@ -416,3 +416,24 @@ func TestStderrGoesToTheLaunchWriterAndIntoErrors(t *testing.T) {
 		t.Fatalf("stderr writer got %q", got)
 	}
 }
+
+func TestSuspendBlobRestoresTheSession(t *testing.T) {
+	e := newEnv(t)
+	s := e.create()
+	send(t, s, "one")
+	blob, err := s.Suspend(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := s.Pid()
+	_ = s.Stop()
+	groupGone(t, pid)
+	r, err := e.provider().Restore(context.Background(), e.spec(), blob, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop() })
+	if resp, _ := send(t, r.(*Session), "two"); resp != "turn 2: two" {
+		t.Fatalf("after restoring from the blob: %q", resp)
+	}
+}
