@@ -371,6 +371,7 @@ func TestIsWarrenTool(t *testing.T) {
 	for title, want := range map[string]bool{
 		"mcp__warren__send_message": true, "mcp_warren_send_message": true, "warren_spawn_agent": true,
 		"warren/await_input": true, "Bash": false, "mcp__other__send_message": false, "warren_rm": false,
+		"warren send_message && rm -rf /": false, "echo mcp__warren__send_message": false, "mcp__warren__send_message; rm x": false,
 	} {
 		if got := isWarrenTool(title); got != want {
 			t.Errorf("%q: %v", title, got)

@@ -244,8 +244,9 @@ func (s *Session) permission(ctx context.Context, c *conn, io provider.TurnIO, m
 		}
 		return c.reply(m.ID, cancelledOutcome(), nil)
 	}
-	if isWarrenTool(p.ToolCall.Title) {
+	if isWarrenTool(p.ToolCall.Title) || isWarrenTool(p.ToolCall.Meta.ClaudeCode.ToolName) {
 		// warren's own tools run under warren's rules (routing, log).
+		s.log.Debug("permission for warren's own tool allowed", "title", p.ToolCall.Title)
 		_ = allow(false)
 		return nil
 	}
@@ -296,19 +297,24 @@ func permissionPrompt(p permissionParams) string {
 	return b.String()
 }
 
-// isWarrenTool reports whether a permission request's title names one of
-// warren's own tools as the agents show them (mcp__warren__send_message,
-// mcp_warren_send_message, warren_send_message, warren/send_message, ...).
+// isWarrenTool reports whether a permission request's title (or the tool
+// name an adapter gives in _meta) is exactly one of warren's own tools as
+// the agents name them: mcp__warren__send_message (Claude Code),
+// mcp_warren_send_message (Gemini), warren_send_message (OpenCode),
+// warren/send_message, warren.send_message, warren__send_message. Only
+// the whole title counts, so a shell command that mentions a tool is never
+// taken for it.
 func isWarrenTool(title string) bool {
-	t := strings.ToLower(title)
-	i := strings.Index(t, "warren")
-	if i < 0 {
-		return false
-	}
-	rest := strings.TrimLeft(t[i+len("warren"):], "_/.:- ")
-	for _, d := range tools.Catalog() {
-		if rest == d.Name || strings.HasPrefix(rest, d.Name+" ") || strings.HasPrefix(rest, d.Name+"(") {
-			return true
+	t := strings.ToLower(strings.TrimSpace(title))
+	for _, prefix := range []string{"mcp__warren__", "mcp_warren_", "warren__", "warren_", "warren/", "warren."} {
+		rest, ok := strings.CutPrefix(t, prefix)
+		if !ok {
+			continue
+		}
+		for _, d := range tools.Catalog() {
+			if rest == d.Name {
+				return true
+			}
 		}
 	}
 	return false

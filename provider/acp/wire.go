@@ -140,6 +140,11 @@ type permissionParams struct {
 		Title      string          `json:"title"`
 		Kind       string          `json:"kind"`
 		RawInput   json.RawMessage `json:"rawInput"`
+		Meta       struct {
+			ClaudeCode struct {
+				ToolName string `json:"toolName"`
+			} `json:"claudeCode"`
+		} `json:"_meta"`
 	} `json:"toolCall"`
 	Options []permissionOption `json:"options"`
 }

@@ -101,9 +101,12 @@ func mcpMain() {
 		switch m.Method {
 		case "initialize":
 			res = map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
-				"serverInfo": map[string]any{"name": "fake-warren"}}
+				"serverInfo": map[string]any{"name": "fake-warren", "version": "0"}}
 		case "tools/list":
-			res = map[string]any{"tools": []any{}}
+			res = map[string]any{"tools": []any{map[string]any{"name": "send_message", "description": "Send a message to another agent.",
+				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+					"recipient": map[string]any{"type": "string"}, "text": map[string]any{"type": "string"}},
+					"required": []string{"recipient", "text"}}}}}
 		case "tools/call":
 			var p struct {
 				Name      string         `json:"name"`
