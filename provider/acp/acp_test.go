@@ -29,6 +29,10 @@ func TestTurnStreamsTextAndPassesWarrensMCPServer(t *testing.T) {
 	if usage.InputTokens != 10 || usage.OutputTokens != 5 {
 		t.Fatalf("usage %+v", usage)
 	}
+	init := e.received("initialize")[0]["params"].(map[string]any)
+	if ci := init["clientInfo"].(map[string]any); ci["name"] != "warren" || ci["version"] == "" || ci["version"] == nil {
+		t.Fatalf("clientInfo %v: OpenCode refuses an initialize without a version", ci)
+	}
 	news := e.received("session/new")
 	if len(news) != 1 {
 		t.Fatalf("%d session/new", len(news))

@@ -186,3 +186,71 @@ func TestE2EClaudeAgentACPWarrenToolIsAllowed(t *testing.T) {
 	}
 	t.Logf("provider log:\n%s", logs.String())
 }
+
+// TestE2EOpenCodeACP drives the real `opencode acp` against the fake Chat
+// Completions server: a streamed turn, the session restored in a fresh
+// process, a cancel while the model stalls.
+func TestE2EOpenCodeACP(t *testing.T) {
+	bin := e2eBin(t, "opencode")
+	f := llmfake.New(llmfake.OpenAI)
+	defer f.Close()
+	var mu sync.Mutex
+	stall := false
+	stalled := make(chan struct{}, 1)
+	f.Respond(func(r llmfake.Request) llmfake.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if stall {
+			select {
+			case stalled <- struct{}{}:
+			default:
+			}
+			return llmfake.Reply{Text: "never finished", Stall: true}
+		}
+		return llmfake.Reply{Text: "hello from the fake model", Chunk: 5}
+	})
+	home := t.TempDir()
+	e := newEnv(t)
+	e.st = Settings{Command: []string{bin, "acp"}}
+	cfg := `{"provider":{"mock":{"npm":"@ai-sdk/openai-compatible","options":{"baseURL":"` + f.BaseURL() +
+		`","apiKey":"dummy"},"models":{"mock-model":{"tool_call":true}}}},"model":"mock/mock-model","small_model":"mock/mock-model"}`
+	e.vars = []string{"OPENCODE_CONFIG_CONTENT=" + cfg, "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
+		"HOME=" + home, "XDG_DATA_HOME=" + filepath.Join(home, "data"), "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, "cache"), "XDG_STATE_HOME=" + filepath.Join(home, "state")}
+	e.opts.WarrenBinary = ""
+	s := e.create()
+	c := newChunks()
+	resp, err := s.Send(context.Background(), "Say hello.", provider.TurnIO{OnChunk: c.add})
+	if err != nil || !strings.Contains(resp, "hello from the fake model") {
+		t.Fatalf("turn: %q (chunks %q), %v; stderr:\n%s", resp, c.list, err, e.launch.stderr.String())
+	}
+	h := s.Handle()
+	_ = s.Stop()
+	r, err := e.provider().Restore(context.Background(), e.spec(), nil, h)
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	rs := r.(*Session)
+	t.Cleanup(func() { _ = rs.Stop() })
+	t.Logf("restored by %s", rs.RestoredBy())
+	if resp, _ := send(t, rs, "Again."); strings.Count(resp, "hello from the fake model") != 1 {
+		t.Fatalf("after the restore: %q (the replay must not be output)", resp)
+	}
+	found := false
+	for _, m := range f.Requests()[len(f.Requests())-1:] {
+		found = strings.Contains(string(m.Body), "Say hello.")
+	}
+	if !found {
+		t.Fatal("the restored session did not resend the first turn to the model")
+	}
+	mu.Lock()
+	stall = true
+	mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-stalled; cancel() }()
+	start := time.Now()
+	if _, err := rs.Send(ctx, "Take your time.", provider.TurnIO{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancel: %v", err)
+	}
+	t.Logf("cancel answered in %s", time.Since(start))
+}

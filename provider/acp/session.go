@@ -171,7 +171,7 @@ func (s *Session) open(ctx context.Context, id string) error {
 	defer cancel()
 	var init initializeResult
 	if err := s.rpc(ctx, "initialize", initializeParams{ProtocolVersion: ProtocolVersion,
-		ClientInfo: implInfo{Name: "warren"}}, &init); err != nil {
+		ClientInfo: implInfo{Name: "warren", Version: clientVersion()}}, &init); err != nil {
 		return s.startErr("initialize", err)
 	}
 	s.mu.Lock()

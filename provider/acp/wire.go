@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"runtime/debug"
 	"strings"
 )
 
@@ -10,9 +11,20 @@ const ProtocolVersion = 1
 
 // The ACP subset warren uses (provider/acp/doc.go lists it).
 
+// implInfo names a client or an agent. Some agents (OpenCode) refuse an
+// initialize whose clientInfo has no version.
 type implInfo struct {
 	Name    string `json:"name"`
-	Version string `json:"version,omitempty"`
+	Version string `json:"version"`
+}
+
+// clientVersion is warren's version as clientInfo gives it: the module
+// version the binary was built from, else "dev".
+func clientVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }
 
 type initializeParams struct {
