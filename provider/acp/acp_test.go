@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -440,5 +441,32 @@ func TestSuspendBlobRestoresTheSession(t *testing.T) {
 	t.Cleanup(func() { _ = r.Stop() })
 	if resp, _ := send(t, r.(*Session), "two"); resp != "turn 2: two" {
 		t.Fatalf("after restoring from the blob: %q", resp)
+	}
+}
+
+func TestSettingsReloadApplyToTheNextTurn(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	policy := PermDeny
+	o := e.opts
+	o.Settings = func() Settings {
+		mu.Lock()
+		defer mu.Unlock()
+		return Settings{Command: []string{fakeAgentBin}, Permissions: policy}
+	}
+	ps, err := New(o).Create(context.Background(), e.spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ps.(*Session)
+	t.Cleanup(func() { _ = s.Stop() })
+	if resp, _ := send(t, s, "@permission rm x"); !strings.Contains(resp, "selected reject") {
+		t.Fatalf("deny: %q", resp)
+	}
+	mu.Lock()
+	policy = PermAllow
+	mu.Unlock()
+	if resp, _ := send(t, s, "@permission rm x"); !strings.Contains(resp, "selected allow") {
+		t.Fatalf("after the reload: %q", resp)
 	}
 }

@@ -23,6 +23,11 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 	if stopped {
 		return "", provider.Permanent(fmt.Errorf("acp send: %w; restore or create a new session", ErrStopped))
 	}
+	// A config reload applies from the next turn (the command from the
+	// next process start).
+	if st, err := s.p.settings(); err == nil {
+		s.st = st
+	}
 	if c == nil || c.Err() != nil {
 		if err := s.revive(ctx); err != nil {
 			return "", err
