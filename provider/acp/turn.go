@@ -124,8 +124,9 @@ func transientRPC(e *RPCError) bool {
 }
 
 // cancelTurn ends a turn early with cause: session/cancel, the permission
-// requests still open (open, and those queued) answered cancelled, then the prompt's answer awaited
-// for CancelGrace before the agent's process group is killed.
+// requests still open (open, and those queued) answered "cancelled", then
+// the prompt's answer awaited for CancelGrace before the agent's process
+// group is killed.
 func (s *Session) cancelTurn(c *conn, reply <-chan *message, t *turnState, open *message, cause error) (string, error) {
 	// session/cancel goes first: the agent then knows why its open
 	// permission request is answered "cancelled".
