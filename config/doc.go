@@ -51,6 +51,14 @@
 //     starts like a well-known key (sk-, ghp_, AKIA, ...) and the names the
 //     daemon sets itself (WARREN_SOCKET, WARREN_AGENT_ID,
 //     WARREN_AGENT_CREDENTIAL) are refused.
+//   - providers.NAME of type acp (an agent CLI over the Agent Client
+//     Protocol): command, the agent's argv (a non-empty list of strings,
+//     required unless the name is a built-in acp entry; an argument that
+//     starts like a well-known key, alone or after '=', is refused); mode,
+//     the session mode to set; permissions, the policy for the agent's
+//     permission requests (allow, deny or ask; default ask); timeout_s
+//     bounds one turn; env and env_pass as above. command, mode and
+//     permissions are refused on entries of other types.
 //
 // Names of pools and providers use letters, digits, '_', '-' and '.', at
 // most 64 characters. The file may be at most 1 MiB. An empty file means the

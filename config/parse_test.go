@@ -274,3 +274,41 @@ func TestProviderTypedSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestACPSettings(t *testing.T) {
+	cfg, err := Parse([]byte(`{"providers":{
+		"coder":{"type":"acp","command":["claude-agent-acp","--verbose"],"env":{"IS_SANDBOX":"1"},"mode":"default","permissions":"deny","timeout_s":600},
+		"claude":{"permissions":"allow"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Providers["coder"]
+	if c.Type("coder") != "acp" || strings.Join(c.Command(), " ") != "claude-agent-acp --verbose" || c.Mode() != "default" ||
+		c.Permissions() != "deny" || c.Timeout() != 600*time.Second || c.Env["IS_SANDBOX"] != "1" {
+		t.Fatalf("coder: %+v", c)
+	}
+	if cl := cfg.Providers["claude"]; cl.Command() != nil || cl.Permissions() != "allow" {
+		t.Fatalf("claude: %+v", cl)
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"providers":{"mine":{"type":"acp"}}}`, `"providers.mine" needs a "command"`},
+		{`{"providers":{"mine":{"type":"acp","command":[]}}}`, `"providers.mine.command" must be a non-empty list`},
+		{`{"providers":{"mine":{"type":"acp","command":"claude-agent-acp"}}}`, `"providers.mine.command" must be a non-empty list`},
+		{`{"providers":{"mine":{"type":"acp","command":["x",3]}}}`, `providers.mine.command[1] must be a string`},
+		{`{"providers":{"mine":{"type":"acp","command":["x","--key=sk-ant-123"]}}}`, `providers.mine.command[1] looks like a literal credential`},
+		{`{"providers":{"mine":{"type":"acp","command":["x","ghp_abc"]}}}`, `looks like a literal credential`},
+		{`{"providers":{"mine":{"type":"acp","command":["x"],"env":{"ANTHROPIC_API_KEY":"a"}}}}`, `looks like a literal credential`},
+		{`{"providers":{"mine":{"type":"acp","command":["x"],"env":{"FOO":"sk-ant-1"}}}}`, `looks like a literal credential`},
+		{`{"providers":{"mine":{"type":"acp","command":["x"],"permissions":"maybe"}}}`, `"providers.mine.permissions" must be one of allow, deny, ask`},
+		{`{"providers":{"mine":{"type":"acp","command":["x"],"mode":""}}}`, `"providers.mine.mode"`},
+		{`{"providers":{"openai":{"command":["x"]}}}`, `"providers.openai.command" is a setting of acp entries`},
+	} {
+		_, err := Parse([]byte(c.in))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.in, err, c.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "sk-ant") || strings.Contains(err.Error(), "ghp_abc")) {
+			t.Errorf("error echoes a credential: %v", err)
+		}
+	}
+}

@@ -63,6 +63,13 @@ func checkTyped(key, name string, settings map[string]any) error {
 			return err
 		}
 	}
+	typ, _ := settings["type"].(string)
+	if typ == "" {
+		typ = BuiltinTypes[name]
+	}
+	if err := checkACP(key, name, typ, settings); err != nil {
+		return err
+	}
 	if v, ok := settings["headers"]; ok {
 		m, isObj := v.(map[string]any)
 		if !isObj {
@@ -129,4 +136,85 @@ func (p ProviderConfig) Headers() map[string]string {
 		}
 	}
 	return out
+}
+
+// Permission policies of an acp entry.
+var permissionPolicies = []string{"allow", "deny", "ask"}
+
+// checkACP validates the settings of an acp entry: command (an argv list,
+// required unless the name is built in), mode, permissions. They are
+// refused on entries of other types.
+func checkACP(key, name, typ string, settings map[string]any) error {
+	if typ != "acp" {
+		for _, k := range []string{"command", "mode", "permissions"} {
+			if _, ok := settings[k]; ok {
+				return fmt.Errorf("%w: %q is a setting of acp entries; this entry has type %q", ErrInvalid, key+"."+k, typ)
+			}
+		}
+		return nil
+	}
+	v, ok := settings["command"]
+	if !ok {
+		if _, builtin := BuiltinTypes[name]; !builtin {
+			return fmt.Errorf("%w: %q needs a \"command\": the agent's argv as a list, e.g. [\"claude-agent-acp\"]", ErrInvalid, key)
+		}
+	} else {
+		list, isList := v.([]any)
+		if !isList || len(list) == 0 {
+			return fmt.Errorf("%w: %q must be a non-empty list of strings (the agent's argv), got %v", ErrInvalid, key+".command", v)
+		}
+		for i, a := range list {
+			s, isStr := a.(string)
+			switch {
+			case !isStr || (i == 0 && s == ""):
+				return fmt.Errorf("%w: %s[%d] must be a string (the program first), got %v", ErrInvalid, key+".command", i, a)
+			case looksSecret(s) || looksSecret(afterEquals(s)):
+				return fmt.Errorf("%w: %s[%d] looks like a literal credential; config.json must never hold keys: pass it from the daemon's environment with %q", ErrInvalid, key+".command", i, key+".env_pass")
+			}
+		}
+	}
+	if v, ok := settings["mode"]; ok {
+		if s, isStr := v.(string); !isStr || s == "" {
+			return fmt.Errorf("%w: %q must be the id of a session mode the agent offers (a string), got %v", ErrInvalid, key+".mode", v)
+		}
+	}
+	if v, ok := settings["permissions"]; ok {
+		if s, isStr := v.(string); !isStr || !contains(permissionPolicies, s) {
+			return fmt.Errorf("%w: %q must be one of allow, deny, ask, got %v", ErrInvalid, key+".permissions", v)
+		}
+	}
+	return nil
+}
+
+func afterEquals(s string) string {
+	if _, v, ok := strings.Cut(s, "="); ok {
+		return v
+	}
+	return ""
+}
+
+// Command is an acp entry's argv (nil when unset).
+func (p ProviderConfig) Command() []string {
+	list, _ := p.Settings["command"].([]any)
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for _, a := range list {
+		s, _ := a.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+// Mode is an acp entry's session mode ("" when unset).
+func (p ProviderConfig) Mode() string {
+	s, _ := p.Settings["mode"].(string)
+	return s
+}
+
+// Permissions is an acp entry's permission policy ("" when unset: ask).
+func (p ProviderConfig) Permissions() string {
+	s, _ := p.Settings["permissions"].(string)
+	return s
 }

@@ -41,6 +41,9 @@ type CoreOptions struct {
 	SocketPath string
 	// Env is extra environment for provider processes (KEY=VALUE).
 	Env []string
+	// WarrenBinary is the warren executable acp agents start as their MCP
+	// server (warren mcp-bridge); empty means this process's executable.
+	WarrenBinary string
 	// PythonPath is put first on the PYTHONPATH of provider processes (the
 	// scripted helper library).
 	PythonPath string
@@ -125,6 +128,7 @@ type Core struct {
 
 	user   *userInbox
 	http   httpRegistry
+	acp    acpRegistry
 	mux    *multiplexer.Mux[*live]
 	store  *session.Store
 	tokens *token.Service

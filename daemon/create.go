@@ -205,6 +205,9 @@ func (c *Core) provider(name string) (provider.Provider, error) {
 	if p := c.httpProvider(name); p != nil {
 		return p, nil
 	}
+	if p := c.acpProvider(name); p != nil {
+		return p, nil
+	}
 	names := make([]string, 0, len(c.opts.Providers))
 	for _, pi := range c.Providers() {
 		names = append(names, pi.Name)

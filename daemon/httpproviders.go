@@ -7,6 +7,7 @@ import (
 
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/acp"
 	"github.com/warren-dev/warren/provider/anthropic"
 	"github.com/warren-dev/warren/provider/llm"
 	"github.com/warren-dev/warren/provider/openai"
@@ -131,6 +132,17 @@ type ProviderInfo struct {
 	Budget    int    `json:"context_budget,omitempty"`
 	MaxTokens int    `json:"max_tokens,omitempty"`
 	TimeoutS  int    `json:"timeout_s,omitempty"`
+	// acp entries.
+	Command     []string `json:"command,omitempty"`
+	Mode        string   `json:"mode,omitempty"`
+	Permissions string   `json:"permissions,omitempty"`
+}
+
+func permissionsOrAsk(p string) string {
+	if p == "" {
+		return acp.PermAsk
+	}
+	return p
 }
 
 // Providers lists the provider entries: the registered providers and the
@@ -161,6 +173,12 @@ func (c *Core) Providers() []ProviderInfo {
 				return
 			}
 		}
+		if _, registered := c.opts.Providers[name]; !registered && cfg.Providers[name].Type(name) == "acp" {
+			st := acpSettings(cfg, name)
+			out = append(out, ProviderInfo{Name: name, Type: "acp", Model: cfg.Providers[name].Model(), Command: st.Command,
+				Mode: st.Mode, Permissions: permissionsOrAsk(st.Permissions), TimeoutS: int(st.Timeout.Seconds())})
+			return
+		}
 		if p, ok := c.opts.Providers[name]; ok {
 			typ := cfg.Providers[name].Type(name)
 			if typ == "" {
@@ -172,7 +190,7 @@ func (c *Core) Providers() []ProviderInfo {
 	for name := range c.opts.Providers {
 		add(name)
 	}
-	for _, name := range []string{"openai", "ollama", "anthropic"} {
+	for _, name := range []string{"openai", "ollama", "anthropic", "claude", "codex", "gemini", "opencode"} {
 		add(name)
 	}
 	for name := range cfg.Providers {

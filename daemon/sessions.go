@@ -164,7 +164,11 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 		}
 		s, err := prov.Restore(ctx, spec, blob, handle)
 		if err == nil {
-			if err := c.logRestored(a, provName, model, strategy); err != nil {
+			method := ""
+			if rb, ok := s.(provider.RestoredBy); ok {
+				method = rb.RestoredBy()
+			}
+			if err := c.logRestored(a, provName, model, strategy, method); err != nil {
 				_ = s.Stop()
 				return nil, err
 			}
@@ -177,6 +181,13 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 			return &live{sess: s, provider: provName, model: model}, nil
 		}
 		if ctx.Err() != nil {
+			return nil, err
+		}
+		if transient, _ := provider.IsTransient(err); transient && caps.NativeResume {
+			// A dead transport (the agent died or hung while restoring)
+			// says nothing about the session: a fresh one would lose it
+			// for good. The turn fails (transient) and the next one tries
+			// the handle again.
 			return nil, err
 		}
 		c.log.Warn("native restore failed; starting a fresh session with the history", "agent", a.id, "provider", provName, "err", err)
@@ -213,8 +224,8 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 	return lv, nil
 }
 
-func (c *Core) logRestored(a *agent, provName, model, strategy string) error {
-	if _, err := a.log.Append(evSessionRestored, sessionRestoredData{Provider: provName, Model: model, Strategy: strategy}); err != nil {
+func (c *Core) logRestored(a *agent, provName, model, strategy, method string) error {
+	if _, err := a.log.Append(evSessionRestored, sessionRestoredData{Provider: provName, Model: model, Strategy: strategy, Method: method}); err != nil {
 		return fmt.Errorf("logging the restore of agent %s: %w", a.id, err)
 	}
 	return nil

@@ -111,6 +111,13 @@ type TurnIO struct {
 // in turn.complete as it is).
 type Usage = schema.Usage
 
+// RestoredBy is implemented by sessions that can say how Restore brought
+// them back (e.g. "session/resume" or "session/load" for an ACP agent);
+// the daemon logs it in session.restored.
+type RestoredBy interface {
+	RestoredBy() string
+}
+
 // ToolCaller runs an agent tool for the session's agent. A tool-level
 // failure is a normal result of the form {"error": "..."}; a Go error means
 // the call could not be made at all. An error wrapping ErrRunSuspended means

@@ -131,6 +131,9 @@ type SessionRestoredData struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
 	Strategy string `json:"strategy"`
+	// Method is how a native restore was done, when the provider says
+	// (provider.RestoredBy: session/resume or session/load for acp).
+	Method string `json:"method,omitempty"`
 }
 
 type MetadataUpdatedData struct {

@@ -20,7 +20,8 @@
 //	agent.claimed       own          node, epoch, boot_id: a node of a cluster took the agent
 //	                                 over (store/jetstream); none in a local home
 //	session.created     own          provider, model, handle (the native resume handle)
-//	session.restored    own          provider, model, strategy (native, history or fresh)
+//	session.restored    own          provider, model, strategy (native, history or fresh),
+//	                                 method (a native restore's: session/resume or session/load)
 //	suspend.result      own          state_size (bytes of the blob saved on eviction)
 //	context.reset       own          agent_id: later restores start a fresh session
 //	turn.start          own          run_id, turn, boot_id, prompt, provider, model, message_ids

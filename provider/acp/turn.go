@@ -1,0 +1,327 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/tools"
+)
+
+// Send implements provider.Session: session/prompt, with the agent's text
+// streamed through io.OnChunk and its permission requests answered by the
+// entry's policy. A cancelled ctx, a suspension, a turn timeout or a flood
+// sends session/cancel and, when the agent does not answer within
+// CancelGrace, kills its process group.
+func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (string, error) {
+	s.mu.Lock()
+	stopped, c := s.stopped, s.conn
+	s.mu.Unlock()
+	if stopped {
+		return "", provider.Permanent(fmt.Errorf("acp send: %w; restore or create a new session", ErrStopped))
+	}
+	// A config reload applies from the next turn (the command from the
+	// next process start).
+	if st, err := s.p.settings(); err == nil {
+		s.st = st
+	}
+	if c == nil || c.Err() != nil {
+		if err := s.revive(ctx); err != nil {
+			return "", err
+		}
+		s.mu.Lock()
+		c = s.conn
+		s.mu.Unlock()
+	}
+	t := &turnState{onChunk: io.OnChunk, perms: make(chan *message, 16), flood: make(chan struct{})}
+	s.mu.Lock()
+	s.turn, s.replay = t, false
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.turn = nil
+		s.mu.Unlock()
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
+	}()
+	s.mu.Lock()
+	text := s.preamble + prompt
+	s.mu.Unlock()
+	reply, _, err := c.start("session/prompt", promptParams{SessionID: s.Handle(), Prompt: []contentBlock{{Type: "text", Text: text}}})
+	if err != nil {
+		return "", s.connErr("session/prompt", err)
+	}
+	s.mu.Lock()
+	s.preamble = ""
+	s.mu.Unlock()
+	timeout, stopTimer := deadline(s.st.Timeout)
+	defer stopTimer()
+	for {
+		select {
+		case m := <-reply:
+			return s.finish(m, t, io)
+		case <-c.dead:
+			return "", s.connErr("the turn", c.Err())
+		case req := <-t.perms:
+			if err := s.permission(ctx, c, io, req); err != nil {
+				return s.cancelTurn(c, reply, t, req, err)
+			}
+		case <-t.flood:
+			return s.cancelTurn(c, reply, t, nil, provider.Permanent(fmt.Errorf("entry %q: %w (limits: %d updates, %d bytes of text); the agent was cancelled",
+				s.p.opts.Name, ErrFlood, s.p.opts.MaxTurnUpdates, s.p.opts.MaxTurnOutput)))
+		case <-ctx.Done():
+			err := ctx.Err()
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, err) {
+				err = fmt.Errorf("%w (%w)", err, cause)
+			}
+			return s.cancelTurn(c, reply, t, nil, fmt.Errorf("acp turn: %w", err))
+		case <-timeout:
+			return s.cancelTurn(c, reply, t, nil, provider.Transient(fmt.Errorf("entry %q: %w: the turn ran over %s", s.p.opts.Name, ErrTimeout, s.st.Timeout), 0))
+		}
+	}
+}
+
+// finish turns the prompt's answer into the turn's result.
+func (s *Session) finish(m *message, t *turnState, io provider.TurnIO) (string, error) {
+	t.mu.Lock()
+	text := t.text.String()
+	t.mu.Unlock()
+	var res promptResult
+	if err := decodeResult("session/prompt", m, &res); err != nil {
+		var rerr *RPCError
+		if errors.As(err, &rerr) && transientRPC(rerr) {
+			return "", provider.Transient(fmt.Errorf("entry %q: %w", s.p.opts.Name, err), 0)
+		}
+		return "", provider.Permanent(fmt.Errorf("entry %q: %w", s.p.opts.Name, err))
+	}
+	if res.Usage != nil && io.OnUsage != nil {
+		io.OnUsage(provider.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
+			CachedInputTokens: res.Usage.CachedReadTokens})
+	}
+	switch res.StopReason {
+	case "refusal":
+		return "", provider.Permanent(fmt.Errorf("entry %q: the agent refused the prompt (stopReason refusal)", s.p.opts.Name))
+	case "cancelled":
+		return "", provider.Permanent(fmt.Errorf("entry %q: the agent ended the turn as cancelled without warren cancelling it", s.p.opts.Name))
+	}
+	return text, nil
+}
+
+// transientRPC reports whether an agent's error answer says the model
+// was overloaded or rate limited, or the connection to it failed.
+func transientRPC(e *RPCError) bool {
+	s := strings.ToLower(e.Message + " " + string(e.Data))
+	for _, w := range []string{"429", "529", "500", "502", "503", "504", "overloaded", "rate limit", "rate_limit", "timeout", "timed out", "econnreset", "econnrefused", "connection"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelTurn ends a turn early with cause: session/cancel, the permission
+// requests still open (open, and those queued) answered "cancelled", then
+// the prompt's answer awaited for CancelGrace before the agent's process
+// group is killed.
+func (s *Session) cancelTurn(c *conn, reply <-chan *message, t *turnState, open *message, cause error) (string, error) {
+	// session/cancel goes first: the agent then knows why its open
+	// permission request is answered "cancelled".
+	_ = c.notify("session/cancel", cancelParams{SessionID: s.Handle()})
+	if open != nil {
+		_ = c.reply(open.ID, cancelledOutcome(), nil)
+	}
+	grace, stop := deadline(s.p.opts.CancelGrace)
+	defer stop()
+	for {
+		select {
+		case <-reply:
+			return "", cause
+		case req := <-t.perms:
+			_ = c.reply(req.ID, cancelledOutcome(), nil)
+		case <-c.dead:
+			s.kill()
+			return "", cause
+		case <-grace:
+			s.log.Warn("agent did not answer session/cancel in time; killing its process group", "grace", s.p.opts.CancelGrace)
+			s.kill()
+			return "", cause
+		}
+	}
+}
+
+// handle serves what the agent sends besides answers; it runs on c's
+// reader goroutine.
+func (s *Session) handle(c *conn, m *message) {
+	switch {
+	case m.Method == "session/update":
+		s.onUpdate(m.Params)
+	case m.Method == "session/request_permission" && len(m.ID) > 0:
+		s.mu.Lock()
+		t := s.turn
+		s.mu.Unlock()
+		if t != nil {
+			select {
+			case t.perms <- m:
+				return
+			default:
+			}
+		}
+		_ = c.reply(m.ID, cancelledOutcome(), nil)
+	case len(m.ID) > 0:
+		msg := fmt.Sprintf("warren does not serve %s", m.Method)
+		if strings.HasPrefix(m.Method, "fs/") || strings.HasPrefix(m.Method, "terminal/") {
+			msg += ": it advertises no file system or terminal capability; use the agent's own tools"
+		}
+		_ = c.reply(m.ID, nil, &RPCError{Code: codeMethodNotFound, Message: msg})
+	}
+}
+
+// onUpdate streams a session/update of the running turn; other updates
+// (between turns, or replayed by a load) are dropped.
+func (s *Session) onUpdate(params json.RawMessage) {
+	var n sessionNotification
+	if err := json.Unmarshal(params, &n); err != nil {
+		return
+	}
+	s.mu.Lock()
+	t := s.turn
+	if t == nil || s.replay || n.SessionID != s.id {
+		s.discarded++
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	t.updates++
+	text := ""
+	if n.Update.SessionUpdate == "agent_message_chunk" {
+		var cb contentBlock
+		if json.Unmarshal(n.Update.Content, &cb) == nil && cb.Type == "text" {
+			text = cb.Text
+		}
+	}
+	t.bytes += len(text)
+	if t.updates > s.p.opts.MaxTurnUpdates || t.bytes > s.p.opts.MaxTurnOutput {
+		t.floodOnce.Do(func() { close(t.flood) })
+		return
+	}
+	if text == "" {
+		return
+	}
+	t.text.WriteString(text)
+	if t.onChunk != nil {
+		t.onChunk(text)
+	}
+}
+
+// permission answers one session/request_permission by the entry's
+// policy. Under ask it becomes an operator wait (an await_input call of
+// kind "permission" through the turn's ToolCaller): the first time the run
+// suspends (the error wraps provider.ErrRunSuspended); when the run is
+// re-run after the operator answered, the same call at the same position
+// returns the answer.
+func (s *Session) permission(ctx context.Context, c *conn, io provider.TurnIO, m *message) error {
+	var p permissionParams
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		_ = c.reply(m.ID, nil, &RPCError{Code: codeInvalidParams, Message: "malformed session/request_permission: " + err.Error()})
+		return nil
+	}
+	allow := func(always bool) error {
+		kinds := []string{"allow_once", "allow_always"}
+		if always {
+			kinds = []string{"allow_always", "allow_once"}
+		}
+		if id, ok := pickOption(p.Options, kinds...); ok {
+			return c.reply(m.ID, permissionResult{Outcome: permissionOutcome{Outcome: "selected", OptionID: id}}, nil)
+		}
+		return c.reply(m.ID, cancelledOutcome(), nil)
+	}
+	deny := func() error {
+		if id, ok := pickOption(p.Options, "reject_once", "reject_always"); ok {
+			return c.reply(m.ID, permissionResult{Outcome: permissionOutcome{Outcome: "selected", OptionID: id}}, nil)
+		}
+		return c.reply(m.ID, cancelledOutcome(), nil)
+	}
+	if isWarrenTool(p.ToolCall.Title) || isWarrenTool(p.ToolCall.Meta.ClaudeCode.ToolName) {
+		// warren's own tools run under warren's rules (routing, log).
+		s.log.Debug("permission for warren's own tool allowed", "title", p.ToolCall.Title)
+		_ = allow(false)
+		return nil
+	}
+	switch s.st.Permissions {
+	case PermAllow:
+		_ = allow(false)
+		return nil
+	case PermDeny:
+		_ = deny()
+		return nil
+	}
+	if io.Tools == nil {
+		_ = deny()
+		return nil
+	}
+	res, err := io.Tools.CallTool(ctx, tools.ToolAwaitInput, map[string]any{"kind": WaitKind, "prompt": permissionPrompt(p),
+		"timeout": PermissionWaitTimeout.Seconds()})
+	if err != nil {
+		return err // the caller cancels the turn and answers m
+	}
+	if e, isErr := res["error"]; isErr {
+		s.log.Warn("the permission wait could not begin; denying", "tool", p.ToolCall.Title, "err", e)
+	}
+	resp, _ := res["response"].(string)
+	switch strings.ToLower(strings.TrimSpace(resp)) {
+	case "allow", "allowed", "yes", "y", "ok", "approve", "approved":
+		_ = allow(false)
+	case "always", "allow always", "allow_always":
+		_ = allow(true)
+	default:
+		_ = deny()
+	}
+	s.log.Info("permission answered by the operator", "tool", p.ToolCall.Title, "answer", clip(resp, 40))
+	return nil
+}
+
+// permissionPrompt is the prompt of a permission wait.
+func permissionPrompt(p permissionParams) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The agent asks permission to run %q", p.ToolCall.Title)
+	if p.ToolCall.Kind != "" {
+		fmt.Fprintf(&b, " (%s)", p.ToolCall.Kind)
+	}
+	if len(p.ToolCall.RawInput) > 0 && string(p.ToolCall.RawInput) != "null" {
+		fmt.Fprintf(&b, " with %s", clip(string(p.ToolCall.RawInput), 500))
+	}
+	b.WriteString(". Answer \"allow\" to let it run once, \"always\" to allow it for the session; anything else denies it.")
+	return b.String()
+}
+
+// isWarrenTool reports whether a permission request's title (or the tool
+// name an adapter gives in _meta) is exactly one of warren's own tools as
+// the agents name them: mcp__warren__send_message (Claude Code),
+// mcp_warren_send_message (Gemini), warren_send_message (OpenCode),
+// warren/send_message, warren.send_message, warren__send_message. Only
+// the whole title counts, so a shell command that mentions a tool is never
+// taken for it.
+func isWarrenTool(title string) bool {
+	t := strings.ToLower(strings.TrimSpace(title))
+	for _, prefix := range []string{"mcp__warren__", "mcp_warren_", "warren__", "warren_", "warren/", "warren."} {
+		rest, ok := strings.CutPrefix(t, prefix)
+		if !ok {
+			continue
+		}
+		for _, d := range tools.Catalog() {
+			if rest == d.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
