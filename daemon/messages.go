@@ -1,17 +1,13 @@
 package daemon
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/tools"
+	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tree"
 )
-
-var errInboxFull = errors.New("inbox full")
 
 // enqueue makes a message durable in the recipient's log (or user.jsonl)
 // and wakes the recipient. A message whose id the recipient already has is
@@ -74,137 +70,14 @@ func (c *Core) appendEnqueue(m inbox.Message) error {
 	return nil
 }
 
-var errNotFoundAgent = errors.New("agent not found")
+// Sentinels the tools turn into tool-level errors.
+var (
+	errInboxFull     = toolexec.ErrInboxFull
+	errNotFoundAgent = toolexec.ErrNoAgent
+)
 
 func (c *Core) newMessage(id, sender, recipient string, kind inbox.Kind, payload string) inbox.Message {
-	return inbox.Message{ID: id, Sender: sender, Recipient: recipient, Kind: kind, Payload: payload,
-		Timestamp: c.now().UTC(), Metadata: map[string]string{}}
-}
-
-// sendOutcome turns an enqueue error into a tool outcome.
-func deliveryErr(err error) (toolOutcome, error) {
-	if errors.Is(err, errInboxFull) || errors.Is(err, errNotFoundAgent) {
-		return toolErr("%v", err), nil
-	}
-	return toolOutcome{}, err
-}
-
-func (c *Core) toolSendMessage(a *agent, v tools.SendMessage, cc callCtx) (toolOutcome, error) {
-	to := tree.User
-	if v.Recipient != tree.User {
-		id, err := c.tree.Lookup(a.id, v.Recipient)
-		if err != nil {
-			return toolErr("%v", err), nil
-		}
-		to = id
-	}
-	if err := c.tree.CheckRoute(a.id, to); err != nil {
-		return toolErr("%v", err), nil
-	}
-	m := c.newMessage(cc.derivedID("msg", to), a.id, to, inbox.KindRequest, v.Text)
-	out := toolOutcome{result: map[string]any{"status": "sent", "message_id": m.ID},
-		messages: []map[string]any{m.EventData()}}
-	return c.deliver(out, m)
-}
-
-// deliver adds a message to a tool outcome: it is checked now and logged
-// in its recipient's log while the call is logged in the sender's (both are
-// durable before the call returns; recovery reconciles a crash between).
-func (c *Core) deliver(out toolOutcome, m inbox.Message) (toolOutcome, error) {
-	skip, err := c.checkEnqueue(m)
-	if err != nil {
-		return deliveryErr(err)
-	}
-	if !skip {
-		out.deliver = append(out.deliver, m)
-	}
-	return out, nil
-}
-
-func (c *Core) toolBroadcast(a *agent, v tools.Broadcast, cc callCtx) (toolOutcome, error) {
-	targets, err := c.tree.BroadcastTargets(a.id)
-	if err != nil {
-		return toolErr("%v", err), nil
-	}
-	bid := cc.derivedID("broadcast", "")
-	out := toolOutcome{}
-	for _, to := range targets {
-		m := c.newMessage(cc.derivedID("msg", to), a.id, to, inbox.KindRequest, v.Text)
-		m.Metadata["broadcast_id"] = bid
-		out.messages = append(out.messages, m.EventData())
-		var err error
-		if out, err = c.deliver(out, m); err != nil || out.toolErr != "" {
-			// A refused recipient refuses the whole broadcast: nothing
-			// has been written yet.
-			out.deliver, out.messages = nil, nil
-			return out, err
-		}
-	}
-	out.result = map[string]any{"status": "sent", "message_id": bid, "recipient_count": len(targets)}
-	return out, nil
-}
-
-func (c *Core) toolCheckInbox(a *agent, v tools.CheckInbox) (toolOutcome, error) {
-	sender := ""
-	if v.Sender != "" {
-		switch v.Sender {
-		case tree.User, tree.System:
-			sender = v.Sender
-		default:
-			id, err := c.tree.Lookup(a.id, v.Sender)
-			if err != nil {
-				return toolErr("%v", err), nil
-			}
-			sender = id
-		}
-	}
-	a.mu.Lock()
-	shown := map[string]bool{}
-	if a.cur != nil {
-		if r := a.p.runFor(a.cur.runID); r != nil {
-			for _, id := range r.MessageIDs {
-				shown[id] = true
-			}
-		}
-	}
-	var take []inbox.Message
-	var size int64
-	more := 0
-	for _, m := range a.p.Pending.Peek() {
-		if shown[m.ID] || (sender != "" && m.Sender != sender) || (v.Kind != "" && string(m.Kind) != string(v.Kind)) {
-			continue
-		}
-		// One call takes what one result carries; the rest waits for the
-		// next call.
-		if size += int64(m.Size()); len(take) >= maxWakeBatch || (len(take) > 0 && size > pageBytes) {
-			more++
-			continue
-		}
-		take = append(take, m)
-	}
-	a.mu.Unlock()
-	// Read the payloads back before the messages count as delivered.
-	take, err := c.fillPayloads(a.id, take)
-	if err != nil {
-		return toolOutcome{}, err
-	}
-	list := make([]any, 0, len(take))
-	if len(take) > 0 {
-		recs := make([]eventlog.Record, 0, len(take))
-		for _, m := range take {
-			recs = append(recs, eventlog.Record{Event: evMsgDelivered, Data: messageDeliveredData{MessageID: m.ID}})
-		}
-		if _, err := a.log.AppendBatch(recs); err != nil {
-			return toolOutcome{}, fmt.Errorf("logging message.delivered: %w", err)
-		}
-	}
-	for _, m := range take {
-		list = append(list, map[string]any{"from": c.displayName(m.Sender), "text": m.Payload, "message_id": m.ID})
-	}
-	if more > 0 {
-		return ok(map[string]any{"messages": list, "more": more}), nil
-	}
-	return ok(map[string]any{"messages": list}), nil
+	return toolexec.NewMessage(c.env(), id, sender, recipient, kind, payload)
 }
 
 // maxNoticeListed bounds the pending messages a failure notice lists.

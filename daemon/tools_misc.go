@@ -6,43 +6,8 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/tools"
 	"github.com/warren-dev/warren/tree"
 )
-
-func (c *Core) toolRemindMe(a *agent, v tools.RemindMe, cc callCtx) (toolOutcome, error) {
-	id := cc.derivedID("reminder", "")
-	due := c.now().UTC().Add(v.Timeout)
-	if _, err := a.log.Append(evReminderSched, reminderData{ReminderID: id, Reason: v.Reason,
-		Due: due.Format(time.RFC3339Nano), EveryMS: v.Every.Milliseconds()}); err != nil {
-		return toolOutcome{}, fmt.Errorf("logging reminder.scheduled: %w", err)
-	}
-	c.armReminder(a, id)
-	return ok(map[string]any{"status": "scheduled", "reminder_id": id}), nil
-}
-
-func (c *Core) toolCancelReminder(a *agent, v tools.CancelReminder) (toolOutcome, error) {
-	// Serialised with firing: once the cancel returns, no notice of this
-	// reminder is in flight.
-	a.remMu.Lock()
-	defer a.remMu.Unlock()
-	a.mu.Lock()
-	_, known := a.p.Reminders[v.ReminderID]
-	a.mu.Unlock()
-	if !known {
-		return toolErr("unknown or already-fired reminder: %s", v.ReminderID), nil
-	}
-	if _, err := a.log.Append(evReminderCancel, reminderData{ReminderID: v.ReminderID}); err != nil {
-		return toolOutcome{}, fmt.Errorf("logging reminder.cancelled: %w", err)
-	}
-	a.mu.Lock()
-	if t := a.timers[v.ReminderID]; t != nil {
-		t.Stop()
-		delete(a.timers, v.ReminderID)
-	}
-	a.mu.Unlock()
-	return ok(map[string]any{"status": "cancelled", "reminder_id": v.ReminderID}), nil
-}
 
 // armReminder starts the timer of a reminder recorded in the projection.
 func (c *Core) armReminder(a *agent, id string) {
@@ -102,48 +67,10 @@ func (c *Core) fireReminder(a *agent, id string) {
 	}
 }
 
-var subStates = map[string]bool{"idle": true, "busy": true, "waiting": true, "terminated": true, "*": true}
-
 // indexedSub is a subscription in the core's index, by target.
 type indexedSub struct {
 	subscriptionRec
 	Subscriber string
-}
-
-func (c *Core) toolSubscribe(a *agent, v tools.Subscribe, cc callCtx) (toolOutcome, error) {
-	if !subStates[v.From] || !subStates[v.To] {
-		return toolErr("invalid transition %q: use from->to with states idle, busy, waiting, terminated or *", v.From+"->"+v.To), nil
-	}
-	target, err := c.tree.Lookup(a.id, v.AgentName)
-	if err != nil {
-		return toolErr("%v", err), nil
-	}
-	sub := subscriptionRec{ID: cc.derivedID("subscription", target), Target: target, From: v.From, To: v.To, Once: v.Once}
-	// Indexing checks the target under the core lock, which termination
-	// also takes: a subscription is either in place before the target's
-	// terminated transition fires, or refused because the target is gone.
-	if !c.indexSubscription(sub, a.id) {
-		return toolErr("agent %q is terminated", v.AgentName), nil
-	}
-	if _, err := a.log.Append(evToolSubscribe, subscribeData{SubscriptionID: sub.ID, TargetID: target,
-		From: v.From, To: v.To, Once: v.Once}); err != nil {
-		c.unindexSubscription(sub)
-		return toolOutcome{}, fmt.Errorf("logging tool.subscribe: %w", err)
-	}
-	return ok(map[string]any{"subscription_id": sub.ID, "status": "active"}), nil
-}
-
-func (c *Core) toolUnsubscribe(a *agent, v tools.Unsubscribe) (toolOutcome, error) {
-	a.mu.Lock()
-	sub, known := a.p.Subs[v.SubscriptionID]
-	a.mu.Unlock()
-	if !known {
-		return toolErr("unknown subscription: %s (you can remove only your own subscriptions)", v.SubscriptionID), nil
-	}
-	if err := c.dropSubscription(a, sub, "unsubscribed"); err != nil {
-		return toolOutcome{}, err
-	}
-	return ok(map[string]any{"status": "removed"}), nil
 }
 
 // indexSubscription adds a subscription whose target is alive.
@@ -226,11 +153,4 @@ func (c *Core) notifySubs(name string, subs []indexedSub, from, to, key string) 
 			}
 		}
 	}
-}
-
-func (c *Core) toolAwaitInput(a *agent, v tools.AwaitInput, cc callCtx) (toolOutcome, error) {
-	if cc.runID == "" {
-		return toolErr("await_input can only be called during a turn"), nil
-	}
-	return toolOutcome{}, c.beginWait(a, v, cc)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -14,63 +13,6 @@ import (
 
 // bootstrapPrompt is the first turn of a spawned child.
 const bootstrapPrompt = "You have been spawned. Your task is in your instructions. Start working now; report to your parent with send_message or complete."
-
-// child resolves a direct child of a by name.
-func (c *Core) child(a *agent, name string) (*agent, string) {
-	id, err := c.tree.ChildByName(a.id, name)
-	if err != nil {
-		return nil, err.Error()
-	}
-	ch, ok := c.agent(id)
-	if !ok {
-		return nil, fmt.Sprintf("no child agent named %q", name)
-	}
-	return ch, ""
-}
-
-func (c *Core) toolSpawn(a *agent, v tools.SpawnAgent, cc callCtx) (toolOutcome, error) {
-	if err := tree.ValidateName(v.Name); err != nil {
-		return toolErr("%v", err), nil
-	}
-	if _, err := c.tree.ChildByName(a.id, v.Name); err == nil {
-		return toolErr("agent name taken: %s already has a child named %q", c.displayName(a.id), v.Name), nil
-	}
-	if v.Name == a.name() {
-		return toolErr("agent name taken: a child may not have its parent's name %q", v.Name), nil
-	}
-	if v.Provider != "" {
-		if _, err := c.provider(v.Provider); err != nil {
-			return toolErr("%v", err), nil
-		}
-	}
-	spec := c.childSpec(a, cc.derivedID("spawn", v.Name), v)
-	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
-		return toolErr("%v", err), nil
-	}
-	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
-		return toolErr("%v", err), nil
-	}
-	if prov, err := c.provider(spec.Provider); err != nil {
-		return toolErr("%v", err), nil
-	} else if err := checkServed(prov, spec.Provider, spec.Model); err != nil {
-		return toolErr("%v", err), nil
-	}
-	if cc.runID == "" {
-		// Outside a turn (the tool.call method) the child is created before
-		// the call is answered: the acknowledgement means it exists.
-		if _, err := c.CreateAgent(c.ctx, spec); err != nil {
-			return toolErr("spawning %q failed: %v", v.Name, err), nil
-		}
-		if ch, okc := c.agent(spec.ID); okc && !c.opts.NoWake {
-			c.bootstrap(ch)
-		}
-		return ok(map[string]any{"status": "accepted", "agent_id": spec.ID, "name": v.Name}), nil
-	}
-	if !c.deferSpawn(a, spec) {
-		return toolErr("agent name taken: %q is already being spawned in this turn", v.Name), nil
-	}
-	return ok(map[string]any{"status": "accepted", "agent_id": spec.ID, "name": v.Name}), nil
-}
 
 // deferSpawn queues the creation of a child until the parent's turn ends
 // (or runs it now when the parent is not in a turn). A crash before the
@@ -146,56 +88,21 @@ func (c *Core) bootstrap(ch *agent) {
 func (c *Core) stateName(a *agent) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.stateLocked()
+}
+
+// stateLocked is an agent's state as tools and subscriptions see it. The
+// caller holds a.mu.
+func (a *agent) stateLocked() string {
 	switch {
 	case a.p.Terminated:
-		return "terminated"
+		return tools.StateTerminated
 	case a.busy:
-		return "busy"
+		return tools.StateBusy
 	case a.p.Run != nil && !a.p.Run.Ended && a.p.Run.Wait != nil && a.p.Run.Wait.TokenState == tokLive:
-		return "waiting"
+		return tools.StateWaiting
 	}
-	return "idle"
-}
-
-func (c *Core) toolInspect(a *agent, v tools.InspectAgent) (toolOutcome, error) {
-	ch, e := c.child(a, v.Name)
-	if ch == nil {
-		return toolErr("%s", e), nil
-	}
-	state := c.stateName(ch)
-	ch.mu.Lock()
-	md := copyMap(ch.p.Metadata)
-	gated := ch.p.Gated
-	pendingN := ch.p.Pending.Len()
-	msgs := ch.p.Pending.PeekFirst(maxNoticeListed, pageBytes)
-	ch.mu.Unlock()
-	msgs, err := c.fillPayloads(ch.id, msgs)
-	if err != nil {
-		return toolOutcome{}, err
-	}
-	recent := []any{}
-	for _, m := range msgs {
-		recent = append(recent, map[string]any{"from": c.displayName(m.Sender), "text": m.Payload, "message_id": m.ID})
-	}
-	return ok(map[string]any{"state": state, "gated": gated, "metadata": md, "recent_messages": recent,
-		"pending_messages": pendingN}), nil
-}
-
-func (c *Core) toolComplete(a *agent, v tools.Complete, cc callCtx) (toolOutcome, error) {
-	parent := a.parentID()
-	if parent == "" {
-		return toolErr("root agent cannot complete — no parent"), nil
-	}
-	if len(c.tree.Children(a.id)) > 0 {
-		return toolErr("agent has children; terminate them first"), nil
-	}
-	m := c.newMessage(cc.derivedID("msg", parent), a.id, parent, inbox.KindResponse, v.Result)
-	out, err := c.deliver(toolOutcome{result: map[string]any{"status": "completing", "message_id": m.ID},
-		messages: []map[string]any{m.EventData()}}, m)
-	if err == nil && out.toolErr == "" {
-		out.after = func() { c.markCompleting(a) }
-	}
-	return out, err
+	return tools.StateIdle
 }
 
 // markCompleting terminates the agent after its current turn, or now when
@@ -212,107 +119,10 @@ func (c *Core) markCompleting(a *agent) {
 	}
 }
 
-func (c *Core) toolPoke(a *agent, v tools.Poke) (toolOutcome, error) {
-	ch, e := c.child(a, v.AgentName)
-	if ch == nil {
-		return toolErr("%s", e), nil
-	}
-	c.poke(ch)
-	return ok(map[string]any{"status": "poked", "agent_id": ch.id}), nil
-}
-
-func (c *Core) toolListChildren(a *agent) (toolOutcome, error) {
-	list := []any{}
-	for _, id := range c.tree.Children(a.id) {
-		ch, okc := c.agent(id)
-		if !okc {
-			continue
-		}
-		state := c.stateName(ch)
-		ch.mu.Lock()
-		list = append(list, map[string]any{"name": ch.p.Name, "agent_id": id, "state": state,
-			"gated": ch.p.Gated, "metadata": copyMap(ch.p.Metadata), "pending_messages": ch.p.Pending.Len()})
-		ch.mu.Unlock()
-	}
-	return ok(map[string]any{"children": list}), nil
-}
-
-func (c *Core) toolSetMetadata(a *agent, v tools.SetAgentMetadata) (toolOutcome, error) {
-	ch, e := c.child(a, v.AgentName)
-	if ch == nil {
-		return toolErr("%s", e), nil
-	}
-	if v.Value != nil {
-		ch.mu.Lock()
-		md := maps.Clone(ch.p.Metadata)
-		ch.mu.Unlock()
-		if md == nil {
-			md = map[string]string{}
-		}
-		md[v.Key] = *v.Value
-		if err := c.checkAgentText("", md); err != nil {
-			return toolErr("%v", err), nil
-		}
-	}
-	if _, err := ch.log.Append(evMetadataUpdated, metadataUpdatedData{Key: v.Key, Value: v.Value}); err != nil {
-		return toolOutcome{}, fmt.Errorf("logging metadata.updated: %w", err)
-	}
-	var val any
-	if v.Value != nil {
-		val = *v.Value
-	}
-	return ok(map[string]any{"status": "updated", "agent_name": v.AgentName, "key": v.Key, "value": val}), nil
-}
-
-func (c *Core) toolGate(a *agent, name string, gate bool) (toolOutcome, error) {
-	ch, e := c.child(a, name)
-	if ch == nil {
-		return toolErr("%s", e), nil
-	}
-	action, status := "ungate", "ungated"
-	if gate {
-		action, status = "gate", "gated"
-	}
-	if _, err := ch.log.Append(evToolGate, gateData{Action: action, AgentName: name}); err != nil {
-		return toolOutcome{}, fmt.Errorf("logging tool.gate: %w", err)
-	}
-	ch.mu.Lock()
-	ch.permit = false
-	ch.mu.Unlock()
-	if !gate {
-		c.wake(ch)
-	}
-	return ok(map[string]any{"status": status, "agent_name": name}), nil
-}
-
-func (c *Core) toolPermit(a *agent, v tools.PermitTurn) (toolOutcome, error) {
-	ch, e := c.child(a, v.AgentName)
-	if ch == nil {
-		return toolErr("%s", e), nil
-	}
-	ch.mu.Lock()
-	gated, busy := ch.p.Gated, ch.busy
-	ch.mu.Unlock()
-	if !gated {
-		return toolErr("agent is not gated"), nil
-	}
-	if busy {
-		return toolErr("agent is not idle"), nil
-	}
-	if _, err := ch.log.Append(evToolPermit, gateData{AgentName: v.AgentName}); err != nil {
-		return toolOutcome{}, fmt.Errorf("logging tool.permit_turn: %w", err)
-	}
-	ch.mu.Lock()
-	ch.permit = true
-	ch.mu.Unlock()
-	c.wake(ch)
-	return ok(map[string]any{"status": "permitted", "agent_name": v.AgentName}), nil
-}
-
 // reapply redoes the idempotent effects of a call answered from the log:
 // messages it sent are enqueued if the recipient lacks them, a spawn whose
 // child does not exist is queued again, a completion is marked again.
-func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recordedCall, cc callCtx) {
+func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recordedCall) {
 	if rec.Error != "" {
 		return
 	}

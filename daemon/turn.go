@@ -249,7 +249,7 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 		acancel()
 		suspend(nil)
 		// The attempt's calls are in the log before whatever ends it.
-		if derr := tools.calls.drain(); derr != nil && err == nil {
+		if derr := tools.Drain(); derr != nil && err == nil {
 			// The provider session counts the turn as done; the log does
 			// not: a fresh session rebuilds the history from the log.
 			err = derr

@@ -1,18 +1,18 @@
 // Package tools is warren's agent tool catalog (SPEC 6): the tools an agent
 // may call, their parameters and descriptions, JSON Schemas to offer them to
 // any provider, and the parsing of call arguments into typed values with
-// errors that name the tool, the parameter and what was expected. The
-// daemon implements the tools; this package holds no state and does no I/O.
+// errors that name the tool, the parameter and what was expected. Package
+// toolexec implements the tools; this package holds no state and does no I/O.
 //
 // Names, parameters and result shapes follow Substrat's catalog so existing
 // scripts keep working. The tools:
 //
 //	send_message(recipient, text)                    -> {"status":"sent","message_id"}
 //	broadcast(text)                                  -> {"status":"sent","message_id","recipient_count"}
-//	check_inbox(sender?, kind?)                      -> {"messages":[{"from","text","message_id"}]}
+//	check_inbox(sender?, kind?)                      -> {"messages":[{"from","text","message_id"}],"more"?}
 //	spawn_agent(name, instructions, metadata?, provider?, model?)
 //	                                                 -> {"status":"accepted","agent_id","name"}
-//	inspect_agent(name)                              -> {"state","gated","metadata","recent_messages"}
+//	inspect_agent(name)                              -> {"state","gated","metadata","recent_messages","pending_messages"}
 //	complete(result)                                 -> {"status":"completing","message_id"}
 //	poke(agent_name)                                 -> {"status":"poked","agent_id"}
 //	remind_me(reason, timeout, every?)               -> {"status":"scheduled","reminder_id"}
@@ -26,8 +26,9 @@
 //	permit_turn(agent_name)                          -> {"status":"permitted","agent_name"}
 //	await_input(kind, prompt, timeout)               -> the operator's response (the run suspends)
 //
-// The result constructors in results.go build exactly these shapes. A
-// tool-level failure is a normal result {"error": "<text>"} (ErrorResult),
+// The result constructors in results.go build exactly these shapes; the
+// tool implementations (package toolexec) build their results with them
+// and nowhere else. A tool-level failure is a normal result {"error": "<text>"} (ErrorResult),
 // never an RPC error.
 //
 // # Argument rules

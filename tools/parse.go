@@ -50,7 +50,7 @@ type ParseOptions struct {
 
 // Parse parses the arguments of a call to the named tool with no limits;
 // see ParseOptions.Parse.
-func Parse(name string, args map[string]any) (any, error) {
+func Parse(name string, args map[string]any) (Call, error) {
 	return ParseOptions{}.Parse(name, args)
 }
 
@@ -58,10 +58,10 @@ func Parse(name string, args map[string]any) (any, error) {
 // typed call: SendMessage, Broadcast, CheckInbox, SpawnAgent, InspectAgent,
 // Complete, Poke, RemindMe, CancelReminder, ListChildren, SetAgentMetadata,
 // Subscribe, Unsubscribe, Gate, Ungate, PermitTurn or AwaitInput (values,
-// not pointers; all implement Call). A nil args map is an empty one. Errors
+// not pointers; a type switch on the Call finds which). A nil args map is an empty one. Errors
 // wrap ErrUnknownTool, or are a *ParamError wrapping ErrUnknownParam,
 // ErrMissingParam, ErrInvalidParam or ErrTooLong.
-func (o ParseOptions) Parse(name string, args map[string]any) (any, error) {
+func (o ParseOptions) Parse(name string, args map[string]any) (Call, error) {
 	spec, ok := find(name)
 	if !ok {
 		return nil, fmt.Errorf("%w %q: the known tools are %s", ErrUnknownTool, clip(name), strings.Join(Names(), ", "))
@@ -79,7 +79,7 @@ func (o ParseOptions) Parse(name string, args map[string]any) (any, error) {
 }
 
 // parseArgs builds the typed call for a known tool.
-func parseArgs(name string, a *argReader) any {
+func parseArgs(name string, a *argReader) Call {
 	switch name {
 	case ToolSendMessage:
 		return SendMessage{Recipient: a.nonEmpty("recipient"), Text: a.nonEmpty("text")}

@@ -41,13 +41,22 @@ type InboxItem struct {
 }
 
 // CheckInboxResult: {"messages":[{"from","text","message_id"}]} (an empty
-// list, never null).
-func CheckInboxResult(items []InboxItem) map[string]any {
+// list, never null), plus "more": the number of matching messages left for
+// the next call, when there are any.
+func CheckInboxResult(items []InboxItem, more int) map[string]any {
+	out := map[string]any{"messages": inboxItems(items)}
+	if more > 0 {
+		out["more"] = more
+	}
+	return out
+}
+
+func inboxItems(items []InboxItem) []any {
 	msgs := make([]any, len(items))
 	for i, it := range items {
 		msgs[i] = map[string]any{"from": it.From, "text": it.Text, "message_id": it.MessageID}
 	}
-	return map[string]any{"messages": msgs}
+	return msgs
 }
 
 // SpawnAgentResult: {"status":"accepted","agent_id","name"}.
@@ -75,13 +84,16 @@ func metadataObject(md map[string]string) map[string]any {
 	return out
 }
 
-// InspectAgentResult: {"state","gated","metadata","recent_messages":[{"from","text","message_id"}]}.
+// InspectAgentResult: {"state","gated","metadata","recent_messages":[{"from","text","message_id"}],"pending_messages"}.
+// recent_messages are the first of the child's pending messages;
+// pending_messages counts them all.
 func InspectAgentResult(a AgentInfo) map[string]any {
 	return map[string]any{
-		"state":           a.State,
-		"gated":           a.Gated,
-		"metadata":        metadataObject(a.Metadata),
-		"recent_messages": CheckInboxResult(a.RecentMessages)["messages"],
+		"state":            a.State,
+		"gated":            a.Gated,
+		"metadata":         metadataObject(a.Metadata),
+		"recent_messages":  inboxItems(a.RecentMessages),
+		"pending_messages": a.PendingMessages,
 	}
 }
 

@@ -1,4 +1,4 @@
-package daemon
+package toolexec
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/tools"
 )
 
 // Inside a turn, the tool.call entry of a send_message or broadcast is
@@ -30,11 +31,11 @@ import (
 
 // deferredLogTools are the tools whose tool.call entries are written
 // behind the call.
-var deferredLogTools = map[string]bool{"send_message": true, "broadcast": true}
+var deferredLogTools = map[string]bool{tools.ToolSendMessage: true, tools.ToolBroadcast: true}
 
 // callLog writes one attempt's deferred tool.call entries in order.
 type callLog struct {
-	log *eventlog.Log
+	log Log
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when the writer stops
@@ -43,7 +44,7 @@ type callLog struct {
 	err     error // the first failed write; later entries are not written
 }
 
-func newCallLog(l *eventlog.Log) *callLog {
+func newCallLog(l Log) *callLog {
 	w := &callLog{log: l}
 	w.idle = sync.NewCond(&w.mu)
 	return w

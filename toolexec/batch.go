@@ -1,4 +1,4 @@
-package daemon
+package toolexec
 
 import (
 	"context"
@@ -22,13 +22,11 @@ import (
 // other tool, runs call by call through CallTool, so positions, derived ids
 // and replayed answers are those of one-by-one calls either way.
 
-var _ provider.BatchToolCaller = (*runTools)(nil)
-
 // batchableTools are the tools whose calls in one step run together.
-var batchableTools = map[string]bool{"send_message": true}
+var batchableTools = map[string]bool{tools.ToolSendMessage: true}
 
 // CallTools implements provider.BatchToolCaller.
-func (t *runTools) CallTools(ctx context.Context, calls []provider.ToolRequest) []provider.ToolResponse {
+func (t *Attempt) CallTools(ctx context.Context, calls []provider.ToolRequest) []provider.ToolResponse {
 	t.serial.Lock()
 	defer t.serial.Unlock()
 	together := len(calls) > 1
@@ -36,12 +34,12 @@ func (t *runTools) CallTools(ctx context.Context, calls []provider.ToolRequest) 
 		together = together && batchableTools[c.Tool]
 	}
 	t.mu.Lock()
-	base := t.pos
+	base := t.next
 	if base < len(t.recorded) {
 		together = false
 	}
 	if together {
-		t.pos += len(calls)
+		t.next += len(calls)
 	}
 	t.mu.Unlock()
 	if together {
@@ -53,7 +51,7 @@ func (t *runTools) CallTools(ctx context.Context, calls []provider.ToolRequest) 
 			}
 			return out
 		}
-		return t.c.callTools(ctx, t.a, calls, callCtx{runID: t.runID, turn: t.turn, index: base})
+		return callStep(ctx, t.env, t.self, calls, Pos{RunID: t.runID, Turn: t.turn, Index: base})
 	}
 	out := make([]provider.ToolResponse, len(calls))
 	for i, c := range calls {
@@ -70,8 +68,8 @@ func (t *runTools) CallTools(ctx context.Context, calls []provider.ToolRequest) 
 	return out
 }
 
-// callTools runs the batchable calls of one step from position first.index.
-func (c *Core) callTools(ctx context.Context, a *agent, calls []provider.ToolRequest, first callCtx) []provider.ToolResponse {
+// callStep runs the batchable calls of one step from position first.Index.
+func callStep(ctx context.Context, env Env, self Caller, calls []provider.ToolRequest, first Pos) []provider.ToolResponse {
 	out := make([]provider.ToolResponse, len(calls))
 	fail := func(err error) []provider.ToolResponse {
 		for i := range out {
@@ -79,50 +77,46 @@ func (c *Core) callTools(ctx context.Context, a *agent, calls []provider.ToolReq
 		}
 		return out
 	}
-	outs := make([]toolOutcome, len(calls))
-	for i, call := range calls {
-		cc := first
-		cc.index = first.index + i
-		parsed, perr := tools.ParseOptions{MaxText: c.limits().MessageBytes}.Parse(call.Tool, call.Args)
+	outs := make([]Outcome, len(calls))
+	for i, c := range calls {
+		pos := first
+		pos.Index = first.Index + i
+		parsed, perr := Parse(env, c.Tool, c.Args)
 		if perr != nil {
-			outs[i] = toolErr("%v", perr)
+			outs[i] = failed("%v", perr)
 			continue
 		}
-		o, err := c.execTool(ctx, a, parsed, cc)
+		o, err := Exec(ctx, env, self.ID, parsed, pos)
 		if err != nil {
-			return fail(fmt.Errorf("tool %s for agent %s: %w", call.Tool, a.id, err))
+			return fail(fmt.Errorf("tool %s for agent %s: %w", c.Tool, self.ID, err))
 		}
 		outs[i] = o
 	}
-	c.refuseOverfullBatch(outs)
-	if err := c.logBatchAndDeliver(a, calls, outs, first); err != nil {
+	refuseOverfullStep(env, outs)
+	if err := logStepAndDeliver(env, self, calls, outs, first); err != nil {
 		return fail(err)
 	}
 	for i, o := range outs {
-		if o.after != nil {
-			o.after()
+		if o.After != nil {
+			o.After()
 		}
-		if o.toolErr != "" {
-			out[i].Result = map[string]any{"error": o.toolErr}
-		} else {
-			out[i].Result = o.result
-		}
+		out[i].Result = o.Reply()
 	}
 	return out
 }
 
-// refuseOverfullBatch turns the sends of a step that would take a
+// refuseOverfullStep turns the sends of a step that would take a
 // recipient's inbox (or the daemon's pending messages) past a limit into
 // inbox-full tool errors. Each send was checked against the inbox as it
 // is; this adds the step's own earlier messages to the same recipient.
-func (c *Core) refuseOverfullBatch(outs []toolOutcome) {
+func refuseOverfullStep(env Env, outs []Outcome) {
 	count := map[string]int{}
 	size := map[string]int64{}
 	for i := range outs {
-		for _, m := range outs[i].deliver {
+		for _, m := range outs[i].Deliver {
 			if n := count[m.Recipient]; n > 0 {
-				if _, err := c.checkEnqueueN(m, n, size[m.Recipient]); errors.Is(err, errInboxFull) {
-					outs[i] = toolErr("%v", err)
+				if _, err := env.CheckEnqueue(m, n, size[m.Recipient]); errors.Is(err, ErrInboxFull) {
+					outs[i] = failed("%v", err)
 					break
 				}
 			}
@@ -132,14 +126,14 @@ func (c *Core) refuseOverfullBatch(outs []toolOutcome) {
 	}
 }
 
-// logBatchAndDeliver logs the step's calls in the caller's log as one batch
+// logStepAndDeliver logs the step's calls in the caller's log as one batch
 // and their messages in the recipients' logs at the same time, and returns
 // once all are durable.
-func (c *Core) logBatchAndDeliver(a *agent, calls []provider.ToolRequest, outs []toolOutcome, first callCtx) error {
+func logStepAndDeliver(env Env, self Caller, calls []provider.ToolRequest, outs []Outcome, first Pos) error {
 	byRecipient := map[string][]inbox.Message{}
 	var order []string
 	for _, o := range outs {
-		for _, m := range o.deliver {
+		for _, m := range o.Deliver {
 			if _, seen := byRecipient[m.Recipient]; !seen {
 				order = append(order, m.Recipient)
 			}
@@ -153,19 +147,19 @@ func (c *Core) logBatchAndDeliver(a *agent, calls []provider.ToolRequest, outs [
 		go func() {
 			defer wg.Done()
 			for _, m := range byRecipient[to] {
-				if errs[i] = c.appendEnqueue(m); errs[i] != nil {
+				if errs[i] = env.Enqueue(m); errs[i] != nil {
 					return
 				}
 			}
 		}()
 	}
 	recs := make([]eventlog.Record, len(calls))
-	for i, call := range calls {
-		recs[i] = toolCallRecord(call.Tool, call.Args, outs[i].result, outs[i].toolErr, first, outs[i].messages)
+	for i, c := range calls {
+		recs[i] = callRecord(env, c.Tool, c.Args, outs[i], first)
 	}
 	var lerr error
-	if _, err := a.log.AppendBatch(recs); err != nil {
-		lerr = fmt.Errorf("logging %d tool.call entries for agent %s: %w", len(recs), a.id, err)
+	if _, err := self.Log.AppendBatch(recs); err != nil {
+		lerr = fmt.Errorf("logging %d tool.call entries for agent %s: %w", len(recs), self.ID, err)
 	}
 	wg.Wait()
 	return errors.Join(append(errs, lerr)...)
