@@ -6,8 +6,8 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/tools"
 	"github.com/warren-dev/warren/toolexec"
+	"github.com/warren-dev/warren/tools"
 )
 
 // toolEnv is the Core as the tools' environment (toolexec.Env): every tool
@@ -79,7 +79,9 @@ func (e *toolEnv) Children(id string) []string { return e.tree.Children(id) }
 
 func (e *toolEnv) CheckRoute(from, to string) error { return e.tree.CheckRoute(from, to) }
 
-func (e *toolEnv) BroadcastTargets(from string) ([]string, error) { return e.tree.BroadcastTargets(from) }
+func (e *toolEnv) BroadcastTargets(from string) ([]string, error) {
+	return e.tree.BroadcastTargets(from)
+}
 
 // Clock.
 
