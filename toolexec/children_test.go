@@ -114,7 +114,10 @@ func TestChildTools(t *testing.T) {
 		{name: "delete metadata", tool: tools.ToolSetAgentMetadata, args: A{"agent_name": "w1", "key": "k", "value": nil}, effect: "metadata w1 k=<deleted>",
 			result: `{"agent_name":"w1","key":"k","status":"updated","value":null}`},
 		{name: "metadata over the limit", tool: tools.ToolSetAgentMetadata, args: A{"agent_name": "w1", "key": "k", "value": "vv"},
-			setup: func(f *fakeEnv) { f.limits.MessageBytes = 2; f.agents[idOf("w1")].Metadata = map[string]string{"a": "b"} }, want: "metadata over the limit"},
+			setup: func(f *fakeEnv) {
+				f.limits.MessageBytes = 2
+				f.agents[idOf("w1")].Metadata = map[string]string{"a": "b"}
+			}, want: "metadata over the limit"},
 		{name: "metadata of a stranger", tool: tools.ToolSetAgentMetadata, args: A{"agent_name": "w1a", "key": "k"}, want: "no child agent"},
 		{name: "gate", tool: tools.ToolGate, args: A{"agent_name": "w2"}, effect: "gate w2 w2 true",
 			result: `{"agent_name":"w2","status":"gated"}`},
