@@ -198,7 +198,6 @@ func TestResults(t *testing.T) {
 		want string
 	}{
 		{ErrorResult("no child agent named %q", "w"), `{"error":"no child agent named \"w\""}`},
-		{ErrorFrom(errors.New("boom")), `{"error":"boom"}`},
 		{SendMessageResult("m1"), `{"message_id":"m1","status":"sent"}`},
 		{BroadcastResult("b1", 3), `{"message_id":"b1","recipient_count":3,"status":"sent"}`},
 		{CheckInboxResult(nil, 0), `{"messages":[]}`},

@@ -10,12 +10,8 @@ func ErrorResult(format string, args ...any) map[string]any {
 	return map[string]any{"error": fmt.Sprintf(format, args...)}
 }
 
-// ErrorFrom is ErrorResult for an error value.
-func ErrorFrom(err error) map[string]any {
-	return map[string]any{"error": err.Error()}
-}
-
-// IsError reports whether a result is a tool-level failure, and its text.
+// IsError reports whether a result is a tool-level failure, and its text
+// (the toolexec tests read results with it).
 func IsError(result map[string]any) (string, bool) {
 	s, ok := result["error"].(string)
 	return s, ok
