@@ -1,5 +1,6 @@
 // Package daemon is warren's composition root: it owns the agents (tree,
-// inboxes, sessions, logs), runs turns and tools, schedules wake turns,
+// inboxes, sessions, logs), runs turns (the tools run in package toolexec
+// against the Core as their environment, toolenv.go), schedules wake turns,
 // recovers everything from the event logs at start, and serves the RPC
 // methods of the socket protocol.
 //
@@ -101,7 +102,7 @@
 // package agentproc) before it gets any work; Recover kills the recorded
 // groups that still run before anything else. agentauth.go serves socket
 // requests that carry a credential: tool.call only, as a call of the
-// agent's running turn (it joins the attempt's runTools, so it is logged,
+// agent's running turn (it joins the attempt's toolexec.Attempt, so it is logged,
 // routed and replayed like the provider's own calls).
 //
 // # Message ids

@@ -14,11 +14,18 @@ import (
 // a provider, the MCP bridge (tool.call with an agent credential) or the
 // operator (tool.call) calls runs in package toolexec against it.
 //
-// Locks: each method takes the core lock (c.mu) or one agent's lock
-// (a.mu) for a snapshot and releases it before it returns; none holds
-// two at once, except CancelReminder, which holds the agent's remMu
-// (serialising it with firing) around its a.mu sections, and Subscribe,
-// which takes c.mu alone to index. No method is called with a lock held.
+// Locks. toolexec calls these methods holding no lock of the core; within
+// one attempt it holds Attempt.serial (one call at a time) around them.
+// Each method takes the core lock (c.mu, through c.agent, or to index a
+// subscription) and one agent's lock (a.mu) one after the other, for a
+// snapshot or a field, never one inside the other, and holds neither
+// across a log append (an append takes a.mu itself: OnAppend folds the
+// entry into the projection), a wake or a call into other packages. The
+// one nesting is CancelReminder's: a.remMu (which serialises it with the
+// reminder firing) around a.mu sections and the reminder.cancelled append,
+// the order fireReminder takes them in. So the order is
+//
+//	Attempt.serial -> a.remMu -> one of: c.mu, a.mu, a log append
 type toolEnv Core
 
 var _ toolexec.Env = (*toolEnv)(nil)

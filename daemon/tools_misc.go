@@ -9,6 +9,10 @@ import (
 	"github.com/warren-dev/warren/tree"
 )
 
+// The core's side of reminders and subscriptions (package toolexec holds
+// the tools remind_me, cancel_reminder, subscribe and unsubscribe): timers,
+// the subscription index, and the notices both send.
+
 // armReminder starts the timer of a reminder recorded in the projection.
 func (c *Core) armReminder(a *agent, id string) {
 	a.mu.Lock()

@@ -11,6 +11,10 @@ import (
 	"github.com/warren-dev/warren/tree"
 )
 
+// The core's side of the tools that act on children (package toolexec
+// holds the tools): deferred and replayed spawns, bootstrap turns,
+// completion, and the redelivery of messages a replayed call recorded.
+
 // bootstrapPrompt is the first turn of a spawned child.
 const bootstrapPrompt = "You have been spawned. Your task is in your instructions. Start working now; report to your parent with send_message or complete."
 

@@ -27,7 +27,8 @@ type Env interface {
 	Clock
 	Agents
 	Mail
-	Effects
+	Children
+	Schedule
 }
 
 // Tree is the agent tree as tools read it (SPEC 6 names and routing);
@@ -128,9 +129,9 @@ type ChildSpec struct {
 	Cwd string
 }
 
-// Effects are the changes tools make beyond messages. Each logs its entry
-// in the right agent's log before it changes live state.
-type Effects interface {
+// Children are the changes a parent makes to its children. Each logs its
+// entry in the right agent's log before it changes live state.
+type Children interface {
 	// CheckProvider reports an unknown provider name.
 	CheckProvider(name string) error
 	// ChildSpec is the spec of a child of parent spawned by v with id:
@@ -159,6 +160,12 @@ type Effects interface {
 	// PermitTurn logs tool.permit_turn in id's log and lets it take one
 	// turn.
 	PermitTurn(id, name string) error
+}
+
+// Schedule is what waits on time or on other agents: reminders,
+// subscriptions and await_input. Each logs its entry in the caller's log
+// before it changes live state.
+type Schedule interface {
 	// ScheduleReminder logs reminder.scheduled in id's log and arms it.
 	ScheduleReminder(id string, r Reminder) error
 	// CancelReminder logs reminder.cancelled and disarms it, serialised
