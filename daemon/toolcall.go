@@ -12,7 +12,7 @@ import (
 // attempt's toolexec.Attempt, which providers call, plus the calls that
 // join it over the socket with the agent's credential (agentauth.go).
 type runTools struct {
-	*toolexec.Attempt
+	toolexec.Attempt
 	ext extCalls
 }
 

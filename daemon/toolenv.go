@@ -71,7 +71,9 @@ func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
 		}
 	}
 	a.mu.Unlock()
-	return &runTools{Attempt: toolexec.NewAttempt(c.env(), toolexec.Caller{ID: a.id, Log: a.log}, runID, turn, recorded, resume)}
+	t := &runTools{}
+	t.Init(c.env(), toolexec.Caller{ID: a.id, Log: a.log}, runID, turn, recorded, resume)
+	return t
 }
 
 // Tree.
