@@ -7,6 +7,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/tools"
 	"github.com/warren-dev/warren/tree"
 )
@@ -100,13 +101,13 @@ func (c *Core) stateName(a *agent) string {
 func (a *agent) stateLocked() string {
 	switch {
 	case a.p.Terminated:
-		return tools.StateTerminated
+		return schema.StateTerminated
 	case a.busy:
-		return tools.StateBusy
+		return schema.StateBusy
 	case a.p.Run != nil && !a.p.Run.Ended && a.p.Run.Wait != nil && a.p.Run.Wait.TokenState == tokLive:
-		return tools.StateWaiting
+		return schema.StateWaiting
 	}
-	return tools.StateIdle
+	return schema.StateIdle
 }
 
 // markCompleting terminates the agent after its current turn, or now when

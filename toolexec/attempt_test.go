@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/tools"
 )
 
@@ -14,10 +15,10 @@ func callTools(l *memLog) []string {
 	var out []string
 	for _, r := range l.records() {
 		switch d := r.Data.(type) {
-		case CallEntry:
+		case schema.ToolCallData:
 			out = append(out, d.Tool)
 		case json.RawMessage: // an entry written behind, encoded
-			var e CallEntry
+			var e schema.ToolCallData
 			_ = json.Unmarshal(d, &e)
 			out = append(out, e.Tool)
 		}
@@ -26,14 +27,14 @@ func callTools(l *memLog) []string {
 }
 
 func TestCallEntryBytes(t *testing.T) {
-	e := CallEntry{CallID: "c", Tool: "send_message", Args: A{"text": "t", "recipient": "w"}, Result: A{"status": "sent"},
+	e := schema.ToolCallData{CallID: "c", Tool: "send_message", Args: A{"text": "t", "recipient": "w"}, Result: A{"status": "sent"},
 		RunID: "r", Turn: 2, Messages: []map[string]any{{"message_id": "m"}}}
 	b, _ := json.Marshal(e)
 	want := `{"call_id":"c","tool":"send_message","args":{"recipient":"w","text":"t"},"result":{"status":"sent"},"run_id":"r","turn":2,"messages":[{"message_id":"m"}]}`
 	if string(b) != want {
 		t.Fatalf("tool.call data %s\nwant %s", b, want)
 	}
-	b, _ = json.Marshal(CallEntry{CallID: "c", Tool: "gate", Args: A{}, Error: "no"})
+	b, _ = json.Marshal(schema.ToolCallData{CallID: "c", Tool: "gate", Args: A{}, Error: "no"})
 	if want := `{"call_id":"c","tool":"gate","args":{},"error":"no"}`; string(b) != want {
 		t.Fatalf("tool.call data %s\nwant %s", b, want)
 	}
@@ -120,7 +121,7 @@ func TestAttemptAnswersAwaitInputWithTheResponse(t *testing.T) {
 	if err != nil || res["response"] != "yes" || len(f.effects) != 0 {
 		t.Fatalf("resumed await_input: %v %v, effects %v", res, err, f.effects)
 	}
-	if recs := l.records(); len(recs) != 1 || recs[0].Data.(CallEntry).Result["response"] != "yes" {
+	if recs := l.records(); len(recs) != 1 || recs[0].Data.(schema.ToolCallData).Result["response"] != "yes" {
 		t.Fatalf("logged %v", recs)
 	}
 	// Only once: a second await_input waits again.

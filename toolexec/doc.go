@@ -18,9 +18,9 @@
 //
 // A call is parsed (tools.Parse, typed calls), executed (Exec: one method
 // per tool, returning an Outcome built with the catalog's result
-// builders), then logged as a tool.call entry (CallEntry) in the caller's
-// log while the messages it sent are logged in their recipients' logs; it
-// is answered once all are durable. A tool-level failure (bad argument,
+// builders), then logged as a tool.call entry (schema.ToolCallData) in
+// the caller's log while the messages it sent are logged in their
+// recipients' logs; it is answered once all are durable. A tool-level failure (bad argument,
 // routing refused, not found, a limit) is a normal result {"error": ...};
 // an error return means the call itself failed (a log write, or the run
 // suspended by await_input).

@@ -73,7 +73,7 @@ type Agent struct {
 	ID       string
 	Name     string
 	ParentID string
-	// State is tools.StateIdle, StateBusy, StateWaiting or StateTerminated.
+	// State is schema.StateIdle, StateBusy, StateWaiting or StateTerminated.
 	State string
 	Gated bool
 	// Busy: a turn is running or being started.

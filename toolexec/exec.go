@@ -9,6 +9,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/tools"
 )
 
@@ -66,25 +67,9 @@ func failed(format string, args ...any) Outcome {
 
 func done(result map[string]any) Outcome { return Outcome{Result: result} }
 
-// EventToolCall is the event of the entry that records a call.
-const EventToolCall = "tool.call"
-
-// CallEntry is the data of a tool.call entry (SPEC 3). Field order is the
-// key order on disk.
-type CallEntry struct {
-	CallID   string           `json:"call_id"`
-	Tool     string           `json:"tool"`
-	Args     map[string]any   `json:"args"`
-	Result   map[string]any   `json:"result,omitempty"`
-	Error    string           `json:"error,omitempty"`
-	RunID    string           `json:"run_id,omitempty"`
-	Turn     int              `json:"turn,omitempty"`
-	Messages []map[string]any `json:"messages,omitempty"`
-}
-
 // callRecord is the tool.call entry of one call.
 func callRecord(env Clock, tool string, args map[string]any, o Outcome, pos Pos) eventlog.Record {
-	return eventlog.Record{Event: EventToolCall, Data: CallEntry{CallID: env.NewID(), Tool: tool, Args: args,
+	return eventlog.Record{Event: schema.ToolCall, Data: schema.ToolCallData{CallID: env.NewID(), Tool: tool, Args: args,
 		Result: o.Result, Error: o.Err, RunID: pos.RunID, Turn: pos.Turn, Messages: o.Messages}}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/tools"
 )
 
@@ -82,10 +83,10 @@ func TestSendMessage(t *testing.T) {
 			res, l := outside(t, f, idOf(tc.from), tools.ToolSendMessage, A{"recipient": tc.to, "text": "hello"})
 			wantReply(t, res, tc.want)
 			recs := l.records()
-			if len(recs) != 1 || recs[0].Event != EventToolCall {
+			if len(recs) != 1 || recs[0].Event != schema.ToolCall {
 				t.Fatalf("the caller's log holds %v, want one tool.call", recs)
 			}
-			entry := recs[0].Data.(CallEntry)
+			entry := recs[0].Data.(schema.ToolCallData)
 			to := idOf(tc.to)
 			if tc.to == "USER" {
 				to = "USER"
@@ -143,7 +144,7 @@ func TestBroadcast(t *testing.T) {
 				t.Fatalf("copy %+v lacks broadcast_id %v", m, res["message_id"])
 			}
 		}
-		if n := len(l.records()[0].Data.(CallEntry).Messages); n != 2 {
+		if n := len(l.records()[0].Data.(schema.ToolCallData).Messages); n != 2 {
 			t.Fatalf("the tool.call entry records %d messages, want 2", n)
 		}
 	})
@@ -158,7 +159,7 @@ func TestBroadcast(t *testing.T) {
 		f.agents[idOf("w3")].pending = []inbox.Message{{ID: "old"}}
 		res, l := outside(t, f, idOf("w1"), tools.ToolBroadcast, A{"text": "all"})
 		wantReply(t, res, "inbox full")
-		if len(f.enqueued) != 0 || l.records()[0].Data.(CallEntry).Messages != nil {
+		if len(f.enqueued) != 0 || l.records()[0].Data.(schema.ToolCallData).Messages != nil {
 			t.Fatalf("a refused broadcast enqueued %v", f.enqueued)
 		}
 	})

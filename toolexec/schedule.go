@@ -2,6 +2,9 @@ package toolexec
 
 import (
 	"fmt"
+	"slices"
+
+	"github.com/warren-dev/warren/schema"
 
 	"github.com/warren-dev/warren/tools"
 )
@@ -25,11 +28,8 @@ func (x exec) cancelReminder(v tools.CancelReminder) (Outcome, error) {
 	return done(tools.CancelReminderResult(v.ReminderID)), nil
 }
 
-var subStates = map[string]bool{tools.StateIdle: true, tools.StateBusy: true, tools.StateWaiting: true,
-	tools.StateTerminated: true, tools.StateAny: true}
-
 func (x exec) subscribe(v tools.Subscribe) (Outcome, error) {
-	if !subStates[v.From] || !subStates[v.To] {
+	if states := schema.SubscriptionStates(); !slices.Contains(states, v.From) || !slices.Contains(states, v.To) {
 		return failed("invalid transition %q: use from->to with states idle, busy, waiting, terminated or *", v.From+"->"+v.To), nil
 	}
 	target, err := x.env.Lookup(x.self, v.AgentName)

@@ -3,6 +3,8 @@ package tools
 import (
 	"maps"
 	"slices"
+
+	"github.com/warren-dev/warren/schema"
 )
 
 // Tool names.
@@ -34,13 +36,14 @@ const (
 	TypeObject  = "object"
 )
 
-// Subscription states: the agent states a transition names, and "*" for any.
+// Subscription states: the agent states a transition names, and "*" for
+// any (the log's vocabulary, package schema).
 const (
-	StateIdle       = "idle"
-	StateBusy       = "busy"
-	StateWaiting    = "waiting"
-	StateTerminated = "terminated"
-	StateAny        = "*"
+	StateIdle       = schema.StateIdle
+	StateBusy       = schema.StateBusy
+	StateWaiting    = schema.StateWaiting
+	StateTerminated = schema.StateTerminated
+	StateAny        = schema.StateAny
 )
 
 // Param describes one tool parameter.
