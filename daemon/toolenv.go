@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -112,15 +114,8 @@ func (e *toolEnv) Agent(id string) (toolexec.Agent, bool) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var md map[string]string
-	if a.p.Metadata != nil {
-		md = make(map[string]string, len(a.p.Metadata))
-		for k, v := range a.p.Metadata {
-			md[k] = v
-		}
-	}
 	return toolexec.Agent{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, State: a.stateLocked(), Gated: a.p.Gated,
-		Busy: a.busy, Metadata: md, Pending: a.p.Pending.Len()}, true
+		Busy: a.busy, Metadata: maps.Clone(a.p.Metadata), Pending: a.p.Pending.Len()}, true
 }
 
 func (e *toolEnv) DisplayName(id string) string { return e.core().displayName(id) }
@@ -135,7 +130,7 @@ func (e *toolEnv) Inbox(id string) ([]inbox.Message, []string) {
 	var shown []string
 	if a.cur != nil {
 		if r := a.p.runFor(a.cur.runID); r != nil {
-			shown = r.MessageIDs
+			shown = slices.Clone(r.MessageIDs)
 		}
 	}
 	return a.p.Pending.Peek(), shown
