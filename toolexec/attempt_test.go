@@ -43,7 +43,7 @@ func TestCallEntryBytes(t *testing.T) {
 func TestAttemptDerivesTheSameIDsOnARerun(t *testing.T) {
 	ids := func() []any {
 		f := family()
-		a := NewAttempt(f, Caller{ID: idOf("lead"), Log: &memLog{}}, "run1", 1, nil, nil)
+		a := newAttempt(f, Caller{ID: idOf("lead"), Log: &memLog{}}, "run1", 1, nil, nil)
 		var out []any
 		for _, to := range []string{"w1", "w2", "w1"} {
 			res, err := a.CallTool(t.Context(), tools.ToolSendMessage, A{"recipient": to, "text": "x"})
@@ -77,7 +77,7 @@ func TestAttemptAnswersRecordedCallsFromTheLog(t *testing.T) {
 			Redo: func(args A) { redone = append(redone, args["recipient"].(string)) }},
 		{Tool: tools.ToolGate, Error: "no child agent named \"x\"", Redo: func(A) { redone = append(redone, "gate") }},
 	}
-	a := NewAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, recorded, nil)
+	a := newAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, recorded, nil)
 	res, err := a.CallTool(t.Context(), tools.ToolSendMessage, A{"recipient": "w1", "text": "x"})
 	if err != nil || res["message_id"] != "m0" {
 		t.Fatalf("the recorded send answered %v, %v", res, err)
@@ -105,7 +105,7 @@ func TestAttemptRunsACallThatDiffersFromTheRecord(t *testing.T) {
 	f := family()
 	l := &memLog{}
 	recorded := []Recorded{{Tool: tools.ToolGate, Result: json.RawMessage(`{"status":"gated"}`)}}
-	a := NewAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, recorded, nil)
+	a := newAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, recorded, nil)
 	res, _ := a.CallTool(t.Context(), tools.ToolPoke, A{"agent_name": "w2"})
 	if res["status"] != "poked" {
 		t.Fatalf("a call whose tool differs from the record answered %v", res)
@@ -116,7 +116,7 @@ func TestAttemptAnswersAwaitInputWithTheResponse(t *testing.T) {
 	f := family()
 	l := &memLog{}
 	resp := "yes"
-	a := NewAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, nil, &resp)
+	a := newAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, nil, &resp)
 	res, err := a.CallTool(t.Context(), tools.ToolAwaitInput, A{"kind": "approval", "prompt": "ok?", "timeout": 5})
 	if err != nil || res["response"] != "yes" || len(f.effects) != 0 {
 		t.Fatalf("resumed await_input: %v %v, effects %v", res, err, f.effects)
@@ -136,7 +136,7 @@ func TestAttemptAnswersAwaitInputWithTheResponse(t *testing.T) {
 func TestAttemptKeepsCallOrderInTheLog(t *testing.T) {
 	f := family()
 	l := &memLog{}
-	a := NewAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, nil, nil)
+	a := newAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, nil, nil)
 	for _, c := range []struct {
 		tool string
 		args A
@@ -169,7 +169,7 @@ func TestAttemptKeepsCallOrderInTheLog(t *testing.T) {
 func TestAttemptDrainReportsAFailedEntry(t *testing.T) {
 	f := family()
 	l := &memLog{err: errString("fsync failed")}
-	a := NewAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, nil, nil)
+	a := newAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, nil, nil)
 	res, err := a.CallTool(t.Context(), tools.ToolSendMessage, A{"recipient": "w1", "text": "a"})
 	if err != nil || res["status"] != "sent" {
 		t.Fatalf("the send: %v %v (it returns before its entry is written)", res, err)
@@ -193,7 +193,7 @@ func TestAttemptStepOfSends(t *testing.T) {
 	t.Run("together", func(t *testing.T) {
 		f := family()
 		l := &memLog{}
-		a := NewAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, nil, nil)
+		a := newAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, nil, nil)
 		out := a.CallTools(t.Context(), step)
 		for i, want := range []string{"", "", "", `no reachable agent named "ghost"`} {
 			if out[i].Err != nil {
@@ -208,7 +208,7 @@ func TestAttemptStepOfSends(t *testing.T) {
 			t.Fatalf("logged %d entries, want 4", got)
 		}
 		// The positions are those of one-by-one calls.
-		b := NewAttempt(family(), Caller{ID: idOf("lead"), Log: &memLog{}}, "run1", 1, nil, nil)
+		b := newAttempt(family(), Caller{ID: idOf("lead"), Log: &memLog{}}, "run1", 1, nil, nil)
 		for i, c := range step[:3] {
 			res, _ := b.CallTool(t.Context(), c.Tool, c.Args)
 			if res["message_id"] != out[i].Result["message_id"] {
@@ -219,7 +219,7 @@ func TestAttemptStepOfSends(t *testing.T) {
 	t.Run("a step over an inbox's room", func(t *testing.T) {
 		f := family()
 		f.inboxCap = 1
-		a := NewAttempt(f, Caller{ID: idOf("lead"), Log: &memLog{}}, "run1", 1, nil, nil)
+		a := newAttempt(f, Caller{ID: idOf("lead"), Log: &memLog{}}, "run1", 1, nil, nil)
 		out := a.CallTools(t.Context(), step[:3])
 		wantReply(t, out[0].Result, "")
 		wantReply(t, out[1].Result, "")
@@ -231,7 +231,7 @@ func TestAttemptStepOfSends(t *testing.T) {
 	t.Run("with another tool, call by call", func(t *testing.T) {
 		f := family()
 		l := &memLog{}
-		a := NewAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, nil, nil)
+		a := newAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 1, nil, nil)
 		mixed := append([]provider.ToolRequest{{Tool: tools.ToolPoke, Args: A{"agent_name": "w1"}}}, step[:2]...)
 		out := a.CallTools(t.Context(), mixed)
 		if err := a.Drain(); err != nil {
@@ -243,7 +243,7 @@ func TestAttemptStepOfSends(t *testing.T) {
 	})
 	t.Run("a failed call stops the step", func(t *testing.T) {
 		f := family()
-		a := NewAttempt(f, Caller{ID: idOf("lead"), Log: &memLog{}}, "run1", 1, nil, nil)
+		a := newAttempt(f, Caller{ID: idOf("lead"), Log: &memLog{}}, "run1", 1, nil, nil)
 		out := a.CallTools(t.Context(), []provider.ToolRequest{
 			{Tool: tools.ToolAwaitInput, Args: A{"kind": "approval", "prompt": "p", "timeout": 1}},
 			step[0],

@@ -124,18 +124,11 @@ var (
 	_ provider.BatchToolCaller = (*Attempt)(nil)
 )
 
-// NewAttempt starts the calls of one attempt of run runID's turn. recorded
-// are the calls the log records for the run; resume, when not nil, answers
-// the run's pending await_input.
-func NewAttempt(env Env, self Caller, runID string, turn int, recorded []Recorded, resume *string) *Attempt {
-	t := &Attempt{}
-	t.Init(env, self, runID, turn, recorded, resume)
-	return t
-}
-
-// Init readies a zero Attempt in place, as NewAttempt does (for a caller
-// that embeds one, saving an allocation per attempt). It must not be used
-// on an Attempt that has taken calls.
+// Init readies a zero Attempt (the daemon embeds one in its per-attempt
+// state, so an attempt costs no extra allocation) for the calls of one
+// attempt of run runID's turn. recorded are the calls the log records for
+// the run; resume, when not nil, answers the run's pending await_input.
+// It must not be used on an Attempt that has taken calls.
 func (t *Attempt) Init(env Env, self Caller, runID string, turn int, recorded []Recorded, resume *string) {
 	t.env, t.self, t.runID, t.turn = env, self, runID, turn
 	t.recorded, t.resume, t.calls = recorded, resume, newCallLog(self.Log)

@@ -341,3 +341,10 @@ func (l *memLog) records() []eventlog.Record {
 	defer l.mu.Unlock()
 	return slices.Clone(l.entries)
 }
+
+// newAttempt is a ready Attempt.
+func newAttempt(env Env, self Caller, runID string, turn int, recorded []Recorded, resume *string) *Attempt {
+	t := &Attempt{}
+	t.Init(env, self, runID, turn, recorded, resume)
+	return t
+}

@@ -87,7 +87,7 @@ func TestAwaitInput(t *testing.T) {
 	t.Run("in a turn suspends the run", func(t *testing.T) {
 		f := family()
 		l := &memLog{}
-		a := NewAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 4, nil, nil)
+		a := newAttempt(f, Caller{ID: idOf("lead"), Log: l}, "run1", 4, nil, nil)
 		_, err := a.CallTool(t.Context(), tools.ToolAwaitInput, A{"kind": "approval", "prompt": "ok?", "timeout": 60})
 		if !errors.Is(err, provider.ErrRunSuspended) {
 			t.Fatalf("err %v, want ErrRunSuspended", err)
