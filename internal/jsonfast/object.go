@@ -1,0 +1,502 @@
+package jsonfast
+
+import (
+	"encoding/binary"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A validating reader of the top-level members of a JSON object, for
+// decoders of hot, well-known event data (recovery folds millions). It
+// checks the whole grammar as it goes, values it skips included, so that
+// a decoder built on it refuses what encoding/json refuses; it refuses
+// (Valid reports false) a few valid but unusual inputs too (escaped keys,
+// nesting deeper than maxDepth), for which the caller decodes with
+// encoding/json.
+
+// maxDepth bounds nesting; deeper (valid) input is left to encoding/json.
+const maxDepth = 512
+
+// Members iterates over the members of a JSON object.
+type Members struct {
+	data []byte
+	i    int
+	bad  bool
+	end  bool
+}
+
+// Object starts reading the object data (leading and trailing whitespace
+// allowed, as encoding/json allows it).
+func Object(data []byte) Members {
+	m := Members{data: data}
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		m.bad = true
+		return m
+	}
+	m.i = skipWS(data, i+1)
+	if m.i < len(data) && data[m.i] == '}' {
+		m.finish(m.i + 1)
+	}
+	return m
+}
+
+func (m *Members) finish(i int) {
+	m.end = true
+	if skipWS(m.data, i) != len(m.data) {
+		m.bad = true
+	}
+}
+
+// Next returns the next member: its key as written (Next refuses keys with
+// escapes or invalid UTF-8, which encoding/json would rewrite) and the raw bytes of its value, checked. ok is false at the end
+// of the object or at the first error (see Valid).
+func (m *Members) Next() (key, val []byte, ok bool) {
+	if m.bad || m.end {
+		return nil, nil, false
+	}
+	d, i := m.data, m.i
+	if i >= len(d) || d[i] != '"' {
+		m.bad = true
+		return nil, nil, false
+	}
+	kEnd, escaped := stringEnd(d, i)
+	if kEnd < 0 || escaped {
+		m.bad = true
+		return nil, nil, false
+	}
+	key = d[i+1 : kEnd-1]
+	if !utf8.Valid(key) {
+		m.bad = true // encoding/json would substitute U+FFFD
+		return nil, nil, false
+	}
+	i = skipWS(d, kEnd)
+	if i >= len(d) || d[i] != ':' {
+		m.bad = true
+		return nil, nil, false
+	}
+	i = skipWS(d, i+1)
+	vEnd := valueEnd(d, i, 0)
+	if vEnd < 0 {
+		m.bad = true
+		return nil, nil, false
+	}
+	val = d[i:vEnd]
+	i = skipWS(d, vEnd)
+	switch {
+	case i < len(d) && d[i] == ',':
+		m.i = skipWS(d, i+1)
+	case i < len(d) && d[i] == '}':
+		m.finish(i + 1)
+	default:
+		m.bad = true
+		return nil, nil, false
+	}
+	return key, val, true
+}
+
+// Valid reports, once Next has returned false, whether the object was
+// well formed to its end.
+func (m *Members) Valid() bool { return m.end && !m.bad }
+
+// Elements iterates over the elements of a JSON array.
+type Elements struct {
+	data []byte
+	i    int
+	bad  bool
+	end  bool
+}
+
+// Array starts reading the array data.
+func Array(data []byte) Elements {
+	e := Elements{data: data}
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		e.bad = true
+		return e
+	}
+	e.i = skipWS(data, i+1)
+	if e.i < len(data) && data[e.i] == ']' {
+		e.finish(e.i + 1)
+	}
+	return e
+}
+
+func (e *Elements) finish(i int) {
+	e.end = true
+	if skipWS(e.data, i) != len(e.data) {
+		e.bad = true
+	}
+}
+
+// Next returns the raw bytes of the next element, checked.
+func (e *Elements) Next() (val []byte, ok bool) {
+	if e.bad || e.end {
+		return nil, false
+	}
+	d := e.data
+	vEnd := valueEnd(d, e.i, 0)
+	if vEnd < 0 {
+		e.bad = true
+		return nil, false
+	}
+	val = d[e.i:vEnd]
+	i := skipWS(d, vEnd)
+	switch {
+	case i < len(d) && d[i] == ',':
+		e.i = skipWS(d, i+1)
+	case i < len(d) && d[i] == ']':
+		e.finish(i + 1)
+	default:
+		e.bad = true
+		return nil, false
+	}
+	return val, true
+}
+
+// Valid reports, once Next has returned false, whether the array was well
+// formed to its end.
+func (e *Elements) Valid() bool { return e.end && !e.bad }
+
+func skipWS(d []byte, i int) int {
+	for i < len(d) {
+		switch d[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plain8 reports whether none of 8 bytes is a quote, a backslash or a
+// control character (the bytes a string scan must stop at).
+func plain8(w uint64) bool {
+	ctl := (w - lsb*0x20) & ^w & msb
+	q := w ^ (lsb * '"')
+	b := w ^ (lsb * '\\')
+	return ((q-lsb)&^q|(b-lsb)&^b)&msb|ctl == 0
+}
+
+// stringEnd returns the index just past the string whose quote is at d[i]
+// and whether it has escapes, or -1 when it is not a valid JSON string
+// (a control character, a bad escape, no closing quote). UTF-8 is not
+// checked here (see String).
+func stringEnd(d []byte, i int) (int, bool) {
+	escaped := false
+	j := i + 1
+	for {
+		for j+8 <= len(d) && plain8(binary.LittleEndian.Uint64(d[j:])) {
+			j += 8
+		}
+		if j >= len(d) {
+			return -1, false
+		}
+		switch c := d[j]; {
+		case c == '"':
+			return j + 1, escaped
+		case c == '\\':
+			escaped = true
+			if j+1 >= len(d) {
+				return -1, false
+			}
+			switch d[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(d) {
+					return -1, false
+				}
+				if _, ok := hex4(d[j+2:]); !ok {
+					return -1, false
+				}
+				j += 6
+			default:
+				return -1, false
+			}
+		case c < 0x20:
+			return -1, false
+		default:
+			j++
+		}
+	}
+}
+
+// valueEnd returns the index just past the JSON value at d[i], checked,
+// or -1.
+func valueEnd(d []byte, i, depth int) int {
+	if i >= len(d) {
+		return -1
+	}
+	switch c := d[i]; c {
+	case '"':
+		e, _ := stringEnd(d, i)
+		return e
+	case '{':
+		if depth >= maxDepth {
+			return -1
+		}
+		i = skipWS(d, i+1)
+		if i < len(d) && d[i] == '}' {
+			return i + 1
+		}
+		for {
+			if i >= len(d) || d[i] != '"' {
+				return -1
+			}
+			if i, _ = stringEnd(d, i); i < 0 {
+				return -1
+			}
+			i = skipWS(d, i)
+			if i >= len(d) || d[i] != ':' {
+				return -1
+			}
+			if i = valueEnd(d, skipWS(d, i+1), depth+1); i < 0 {
+				return -1
+			}
+			i = skipWS(d, i)
+			if i >= len(d) {
+				return -1
+			}
+			if d[i] == '}' {
+				return i + 1
+			}
+			if d[i] != ',' {
+				return -1
+			}
+			i = skipWS(d, i+1)
+		}
+	case '[':
+		if depth >= maxDepth {
+			return -1
+		}
+		i = skipWS(d, i+1)
+		if i < len(d) && d[i] == ']' {
+			return i + 1
+		}
+		for {
+			if i = valueEnd(d, i, depth+1); i < 0 {
+				return -1
+			}
+			i = skipWS(d, i)
+			if i >= len(d) {
+				return -1
+			}
+			if d[i] == ']' {
+				return i + 1
+			}
+			if d[i] != ',' {
+				return -1
+			}
+			i = skipWS(d, i+1)
+		}
+	case 't':
+		return literal(d, i, "true")
+	case 'f':
+		return literal(d, i, "false")
+	case 'n':
+		return literal(d, i, "null")
+	}
+	return numberEnd(d, i)
+}
+
+func literal(d []byte, i int, lit string) int {
+	if len(d)-i < len(lit) || string(d[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// numberEnd returns the index just past the number at d[i], or -1:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func numberEnd(d []byte, i int) int {
+	digits := func(i int) int {
+		j := i
+		for j < len(d) && d[j] >= '0' && d[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		i = digits(i + 1)
+	default:
+		return -1
+	}
+	if i < len(d) && d[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// Plain returns the content of a JSON string value (a checked value from
+// Members or Elements) without its quotes, when it has no escapes and is
+// valid UTF-8: the bytes encoding/json would decode it to, without a copy.
+// ok is false otherwise (decode it with String).
+func Plain(val []byte) ([]byte, bool) {
+	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
+		return nil, false
+	}
+	inner := val[1 : len(val)-1]
+	for j := 0; j < len(inner); {
+		if j+8 <= len(inner) && plain8(binary.LittleEndian.Uint64(inner[j:])) {
+			j += 8
+			continue
+		}
+		if c := inner[j]; c < 0x20 || c == '"' || c == '\\' {
+			return nil, false
+		}
+		j++
+	}
+	if !utf8.Valid(inner) {
+		return nil, false // encoding/json would substitute U+FFFD
+	}
+	return inner, true
+}
+
+// String decodes a JSON string value exactly as encoding/json decodes it
+// into a Go string; ok is false for anything else (a value that is not a
+// well-formed string, invalid UTF-8, which encoding/json replaces).
+func String(val []byte) (string, bool) {
+	if p, ok := Plain(val); ok {
+		return string(p), true
+	}
+	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
+		return "", false
+	}
+	in := val[1 : len(val)-1]
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); {
+		c := in[i]
+		if c != '\\' {
+			if c < 0x20 || c == '"' {
+				return "", false
+			}
+			out = append(out, c)
+			i++
+			continue
+		}
+		if i+1 >= len(in) {
+			return "", false
+		}
+		switch in[i+1] {
+		case '"', '\\', '/':
+			out = append(out, in[i+1])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, n := unicodeEscape(in[i:])
+			if n == 0 {
+				return "", false
+			}
+			out = utf8.AppendRune(out, r)
+			i += n
+			continue
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return string(out), true
+}
+
+// unicodeEscape decodes \uXXXX (and a following low surrogate) at the start
+// of in as encoding/json does, returning the rune and the bytes used (0
+// when malformed).
+func unicodeEscape(in []byte) (rune, int) {
+	r, ok := hex4(in[2:])
+	if !ok {
+		return 0, 0
+	}
+	if utf16.IsSurrogate(r) {
+		if len(in) >= 12 && in[6] == '\\' && in[7] == 'u' {
+			if r2, ok2 := hex4(in[8:]); ok2 {
+				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+					return d, 12
+				}
+			}
+		}
+		return utf8.RuneError, 6
+	}
+	return r, 6
+}
+
+// Int decodes a JSON number value into an int as encoding/json does; ok
+// is false for anything encoding/json would refuse (a fraction, an
+// exponent, out of range) and for anything that is not a number.
+func Int(val []byte) (int, bool) {
+	if len(val) == 0 || numberEnd(val, 0) != len(val) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(val))
+	return n, err == nil
+}
+
+// Bool decodes true or false.
+func Bool(val []byte) (v, ok bool) {
+	switch string(val) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
