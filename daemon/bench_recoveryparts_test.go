@@ -5,12 +5,16 @@ package daemon
 //
 //	go test -run '^$' -bench 'BenchmarkRecoveryParts' ./daemon/
 //
-// framing/eventlog: eventlog.ReadAll (CRC check and encoding/json of the
-// whole line). framing/positional: a prototype that checks the CRC and then
-// reads seq, ts and event by position, taking data as the bytes before the
-// CRC (the writer's fixed layout), without encoding/json. fold/projection:
-// projection.apply over entries already parsed. Multiply ns/event by 1e6
-// for the CPU cost of the 1,000 x 1,000 home.
+// framing/eventlog: eventlog.ReadAll (CRC check, positional parse of the
+// writer's layout, a copy of each entry's data). framing/open-replay:
+// eventlog.Open with a Replay that borrows each entry (what recovery does).
+// framing/positional: a prototype that checks the CRC and then reads seq,
+// ts and event by position. fold/projection and fold/<event>: apply over
+// entries already parsed, in the live mode (each message decoded into the
+// inbox as it is enqueued); fold/replay and replay/<event>: in recovery's
+// replay mode (beginReplay, apply, endReplay: messages kept raw, decoded
+// only if still pending at the end). Multiply ns/event by 1e6 for the CPU
+// cost of the 1,000 x 1,000 home.
 
 import (
 	"bytes"
@@ -54,6 +58,18 @@ func BenchmarkRecoveryParts(b *testing.B) {
 		}
 		perEvent(b)
 	})
+	b.Run("framing/open-replay", func(b *testing.B) {
+		for b.Loop() {
+			n := 0
+			lg, err := eventlog.Open(fsys, path, eventlog.Options{MustExist: true, ReplayBorrows: true,
+				Replay: func(eventlog.Entry) error { n++; return nil }})
+			if err != nil || n != len(entries) {
+				b.Fatalf("Open: %d entries, %v; want %d", n, err, len(entries))
+			}
+			lg.Close()
+		}
+		perEvent(b)
+	})
 	b.Run("framing/positional", func(b *testing.B) {
 		for b.Loop() {
 			n, err := parsePositional(data)
@@ -74,9 +90,24 @@ func BenchmarkRecoveryParts(b *testing.B) {
 		}
 		perEvent(b)
 	})
+	b.Run("fold/replay", func(b *testing.B) {
+		for b.Loop() {
+			p := newProjection()
+			p.beginReplay()
+			for _, e := range entries {
+				if err := p.apply(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := p.endReplay(nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perEvent(b)
+	})
 	// The fold by event type: each event type's entries applied alone, in
 	// order, to a fresh projection; ns/event is per entry of that type and
-	// share is its part of the whole fold's time per log.
+	// us/log its part of the whole fold's time per log.
 	byType := map[string][]eventlog.Entry{}
 	var types []string
 	for _, e := range entries {
@@ -93,6 +124,19 @@ func BenchmarkRecoveryParts(b *testing.B) {
 				for _, e := range es {
 					_ = p.apply(e)
 				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(es)), "ns/event")
+			b.ReportMetric(float64(len(es)), "events/log")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e3, "us/log")
+		})
+		b.Run("replay/"+typ, func(b *testing.B) {
+			for b.Loop() {
+				p := newProjection()
+				p.beginReplay()
+				for _, e := range es {
+					_ = p.apply(e)
+				}
+				_ = p.endReplay(nil)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(es)), "ns/event")
 			b.ReportMetric(float64(len(es)), "events/log")

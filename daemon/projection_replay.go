@@ -25,6 +25,7 @@ type lazyInbox struct {
 // lazyMsg is one pending message during a replay: raw data and where it
 // is, or the decoded message (payload spilled when large).
 type lazyMsg struct {
+	id  string // the key it is under
 	raw json.RawMessage
 	ref inbox.Ref
 	msg *inbox.Message
@@ -47,6 +48,7 @@ func (lz *lazyInbox) add(id string, lm lazyMsg) {
 		lz.order = kept
 	}
 	lz.order = append(lz.order, id)
+	lm.id = id
 	lz.msgs[id] = lm
 }
 
@@ -103,6 +105,18 @@ func (p *projection) take(ids []string) {
 		return
 	}
 	p.Pending.Take(ids)
+}
+
+// takeOne removes one delivered message id (given as bytes: no copy
+// unless the live inbox needs one).
+func (p *projection) takeOne(id []byte) {
+	if p.lazy != nil {
+		if lm, ok := p.lazy.msgs[string(id)]; ok {
+			delete(p.lazy.msgs, lm.id)
+		}
+		return
+	}
+	p.Pending.Take([]string{string(id)})
 }
 
 // pendingLen counts pending messages in either mode.

@@ -1,6 +1,7 @@
 package jsonfast
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strconv"
 	"unicode/utf16"
@@ -67,7 +68,7 @@ func (m *Members) Next() (key, val []byte, ok bool) {
 		return nil, nil, false
 	}
 	key = d[i+1 : kEnd-1]
-	if !utf8.Valid(key) {
+	if !validKey(key) {
 		m.bad = true // encoding/json would substitute U+FFFD
 		return nil, nil, false
 	}
@@ -176,13 +177,23 @@ const (
 	msb = 0x8080808080808080
 )
 
-// plain8 reports whether none of 8 bytes is a quote, a backslash or a
-// control character (the bytes a string scan must stop at).
-func plain8(w uint64) bool {
-	ctl := (w - lsb*0x20) & ^w & msb
-	q := w ^ (lsb * '"')
-	b := w ^ (lsb * '\\')
-	return ((q-lsb)&^q|(b-lsb)&^b)&msb|ctl == 0
+// noCtl8 reports whether none of 8 bytes is a control character.
+func noCtl8(w uint64) bool { return (w-lsb*0x20)&^w&msb == 0 }
+
+// noCtl reports whether b has no control character (below 0x20).
+func noCtl(b []byte) bool {
+	for len(b) >= 8 {
+		if !noCtl8(binary.LittleEndian.Uint64(b)) {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < 0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // stringEnd returns the index just past the string whose quote is at d[i]
@@ -193,8 +204,25 @@ func stringEnd(d []byte, i int) (int, bool) {
 	escaped := false
 	j := i + 1
 	for {
-		for j+8 <= len(d) && plain8(binary.LittleEndian.Uint64(d[j:])) {
-			j += 8
+		// A short run byte by byte (keys, ids, most values)...
+		lim := min(len(d), j+24)
+		for j < lim && d[j] >= 0x20 && d[j] != '"' && d[j] != '\\' {
+			j++
+		}
+		if j == lim && j < len(d) {
+			// ...a long one by the position of its quote.
+			q := bytes.IndexByte(d[j:], '"')
+			if q < 0 {
+				return -1, false
+			}
+			span := d[j : j+q]
+			if bs := bytes.IndexByte(span, '\\'); bs >= 0 {
+				span = span[:bs]
+			}
+			if !noCtl(span) {
+				return -1, false
+			}
+			j += len(span)
 		}
 		if j >= len(d) {
 			return -1, false
@@ -203,30 +231,42 @@ func stringEnd(d []byte, i int) (int, bool) {
 		case c == '"':
 			return j + 1, escaped
 		case c == '\\':
+			n := escapeLen(d[j:])
+			if n == 0 {
+				return -1, false
+			}
 			escaped = true
-			if j+1 >= len(d) {
-				return -1, false
-			}
-			switch d[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j += 2
-			case 'u':
-				if j+6 > len(d) {
-					return -1, false
-				}
-				if _, ok := hex4(d[j+2:]); !ok {
-					return -1, false
-				}
-				j += 6
-			default:
-				return -1, false
-			}
-		case c < 0x20:
-			return -1, false
+			j += n
 		default:
-			j++
+			return -1, false
 		}
 	}
+}
+
+// escapeLen is the length of the valid escape at the start of b, or 0.
+func escapeLen(b []byte) int {
+	if len(b) < 2 {
+		return 0
+	}
+	switch b[1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+		if _, ok := hex4(b[2:]); ok {
+			return 6
+		}
+	}
+	return 0
+}
+
+// validKey reports whether a key is valid UTF-8 (ASCII, usually).
+func validKey(k []byte) bool {
+	for _, c := range k {
+		if c >= 0x80 {
+			return utf8.Valid(k)
+		}
+	}
+	return true
 }
 
 // valueEnd returns the index just past the JSON value at d[i], checked,
@@ -385,15 +425,8 @@ func Plain(val []byte) ([]byte, bool) {
 		return nil, false
 	}
 	inner := val[1 : len(val)-1]
-	for j := 0; j < len(inner); {
-		if j+8 <= len(inner) && plain8(binary.LittleEndian.Uint64(inner[j:])) {
-			j += 8
-			continue
-		}
-		if c := inner[j]; c < 0x20 || c == '"' || c == '\\' {
-			return nil, false
-		}
-		j++
+	if bytes.IndexByte(inner, '"') >= 0 || bytes.IndexByte(inner, '\\') >= 0 || !noCtl(inner) {
+		return nil, false
 	}
 	if !utf8.Valid(inner) {
 		return nil, false // encoding/json would substitute U+FFFD

@@ -110,3 +110,40 @@ func FuzzScalars(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMembers reads the members of the data of a generated log's
+// usual events (bench_data_test.go), as the fold's decoders do.
+func BenchmarkMembers(b *testing.B) {
+	objs := make([][]byte, len(benchObjects))
+	n := 0
+	for i, s := range benchObjects {
+		objs[i] = []byte(s)
+		n += len(s)
+	}
+	b.Run("jsonfast", func(b *testing.B) {
+		b.SetBytes(int64(n))
+		for b.Loop() {
+			for _, o := range objs {
+				m := Object(o)
+				for {
+					if _, _, ok := m.Next(); !ok {
+						break
+					}
+				}
+				if !m.Valid() {
+					b.Fatal("invalid")
+				}
+			}
+		}
+	})
+	b.Run("json.Valid", func(b *testing.B) {
+		b.SetBytes(int64(n))
+		for b.Loop() {
+			for _, o := range objs {
+				if !json.Valid(o) {
+					b.Fatal("invalid")
+				}
+			}
+		}
+	})
+}
