@@ -105,10 +105,11 @@ func (p *projection) foldSuspendResult(e eventlog.Entry) error {
 func (p *projection) foldTurnStart(e eventlog.Entry) error {
 	var d turnStartData
 	if p.slow || !fastTurnStart(e.Data, p.Run, &d) {
-		d = turnStartData{}
-		if err := decode(e, &d); err != nil {
+		var full turnStartData // (d itself stays on the stack)
+		if err := decode(e, &full); err != nil {
 			return err
 		}
+		d = full
 	}
 	if d.Turn > p.TurnNo {
 		p.TurnNo = d.Turn
@@ -336,7 +337,7 @@ func (p *projection) foldToolCall(e eventlog.Entry) error {
 	}
 	if len(d.RunID) > 0 {
 		if r := p.runForID(d.RunID); r != nil && !r.Ended {
-			r.Calls = append(r.Calls, recordedCall{Tool: toolName(r.Calls, d.Tool), Result: cloneRaw(d.Result), Error: d.Error, Messages: sent})
+			r.Calls = append(r.Calls, recordedCall{Tool: toolName(r.Calls, d.Tool), Result: p.keepRaw(d.Result), Error: d.Error, Messages: sent})
 		}
 	}
 	return nil
@@ -358,10 +359,10 @@ func (p *projection) foldMsgEnqueued(e eventlog.Entry) error {
 		if !p.Enqueued.add(id) {
 			return nil
 		}
-		p.lazy.add(id, lazyMsg{raw: cloneRaw(e.Data), ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
+		p.lazy.add(id, lazyMsg{raw: p.lazy.keep(e.Data), ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
 		return nil
 	}
-	m, err := inbox.FromEventData(e.Data)
+	m, err := messageFromData(e.Data)
 	if err != nil {
 		return fmt.Errorf("event %s at seq %d: %w", e.Event, e.Seq, err)
 	}
