@@ -196,6 +196,15 @@ func noCtl(b []byte) bool {
 	return true
 }
 
+// plainByte says which bytes a string scan passes over: all but the
+// quote, the backslash and control characters. (A table, read only.)
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // stringEnd returns the index just past the string whose quote is at d[i]
 // and whether it has escapes, or -1 when it is not a valid JSON string
 // (a control character, a bad escape, no closing quote). UTF-8 is not
@@ -206,7 +215,7 @@ func stringEnd(d []byte, i int) (int, bool) {
 	for {
 		// A short run byte by byte (keys, ids, most values)...
 		lim := min(len(d), j+24)
-		for j < lim && d[j] >= 0x20 && d[j] != '"' && d[j] != '\\' {
+		for j < lim && plainByte[d[j]] {
 			j++
 		}
 		if j == lim && j < len(d) {
