@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -457,47 +458,51 @@ func String(val []byte) (string, bool) {
 	if !utf8.Valid(in) {
 		return "", false
 	}
-	out := make([]byte, 0, len(in))
-	for i := 0; i < len(in); {
-		c := in[i]
-		if c != '\\' {
-			if c < 0x20 || c == '"' {
-				return "", false
-			}
-			out = append(out, c)
-			i++
-			continue
+	var out strings.Builder
+	out.Grow(len(in))
+	for len(in) > 0 {
+		// The run up to the next escape is copied as it is.
+		run := in
+		if k := bytes.IndexByte(in, '\\'); k >= 0 {
+			run = in[:k]
 		}
-		if i+1 >= len(in) {
+		if bytes.IndexByte(run, '"') >= 0 || !noCtl(run) {
 			return "", false
 		}
-		switch in[i+1] {
+		out.Write(run)
+		in = in[len(run):]
+		if len(in) == 0 {
+			break
+		}
+		if len(in) < 2 {
+			return "", false
+		}
+		n := 2
+		switch in[1] {
 		case '"', '\\', '/':
-			out = append(out, in[i+1])
+			out.WriteByte(in[1])
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
-			r, n := unicodeEscape(in[i:])
-			if n == 0 {
+			var r rune
+			if r, n = unicodeEscape(in); n == 0 {
 				return "", false
 			}
-			out = utf8.AppendRune(out, r)
-			i += n
-			continue
+			out.WriteRune(r)
 		default:
 			return "", false
 		}
-		i += 2
+		in = in[n:]
 	}
-	return string(out), true
+	return out.String(), true
 }
 
 // unicodeEscape decodes \uXXXX (and a following low surrogate) at the start
