@@ -55,7 +55,7 @@ func BenchmarkRecoveryParts(b *testing.B) {
 			body()
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
-		b.ReportMetric(float64((cpuTime() - cpu0).Nanoseconds())/float64(b.N*events), "cpu_ns/event")
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*events), "cpu_ns/event")
 	}
 	b.Run("framing/eventlog", func(b *testing.B) {
 		measure(b, len(entries), func() {
