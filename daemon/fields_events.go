@@ -51,6 +51,29 @@ func setString(dst *string, v []byte, prev string) bool {
 	return ok
 }
 
+// memberString is setString for a value m.Next just returned: a string
+// m found without escapes is taken without scanning it again.
+func memberString(m *jsonfast.Members, dst *string, v []byte, prev string) bool {
+	if p, ok := m.PlainValue(v); ok {
+		if string(p) == prev {
+			*dst = prev
+		} else {
+			*dst = string(p)
+		}
+		return true
+	}
+	return setString(dst, v, prev)
+}
+
+// memberBytes is setBytes for a value m.Next just returned.
+func memberBytes(m *jsonfast.Members, dst *[]byte, v []byte) bool {
+	if p, ok := m.PlainValue(v); ok {
+		*dst = p
+		return true
+	}
+	return setBytes(dst, v)
+}
+
 // setInt decodes a JSON number member into *dst as encoding/json does.
 func setInt(dst *int, v []byte) bool {
 	if isNull(v) {
@@ -99,17 +122,17 @@ func fastTurnStart(data []byte, prev *runFacts, d *turnStartData) bool {
 		good := true
 		switch string(k) {
 		case "run_id":
-			good = setString(&d.RunID, v, "")
+			good = memberString(&m, &d.RunID, v, "")
 		case "turn":
 			good = setInt(&d.Turn, v)
 		case "boot_id":
-			good = setString(&d.BootID, v, pr.BootID)
+			good = memberString(&m, &d.BootID, v, pr.BootID)
 		case "prompt":
-			good = setString(&d.Prompt, v, pr.Prompt)
+			good = memberString(&m, &d.Prompt, v, pr.Prompt)
 		case "provider":
-			good = setString(&d.Provider, v, pr.Provider)
+			good = memberString(&m, &d.Provider, v, pr.Provider)
 		case "model":
-			good = setString(&d.Model, v, pr.Model)
+			good = memberString(&m, &d.Model, v, pr.Model)
 		case "message_ids":
 			d.MessageIDs, good = stringList(v)
 		}
@@ -183,7 +206,7 @@ func fastTurnEnd(data []byte, kind int, d *turnEnd) bool {
 		good := true
 		switch string(k) {
 		case "run_id":
-			good = setBytes(&d.RunID, v)
+			good = memberBytes(&m, &d.RunID, v)
 		case "turn":
 			var n int
 			good = setInt(&n, v)
@@ -228,7 +251,7 @@ func fastMessageID(data []byte) ([]byte, bool) {
 		if !plainKey(k) {
 			return nil, false
 		}
-		if string(k) == "message_id" && !setBytes(&id, v) {
+		if string(k) == "message_id" && !memberBytes(&m, &id, v) {
 			return nil, false
 		}
 	}
@@ -262,7 +285,7 @@ func fastToolCall(data []byte, d *toolCallFields) bool {
 		good := true
 		switch string(k) {
 		case "tool":
-			good = setBytes(&d.Tool, v)
+			good = memberBytes(&m, &d.Tool, v)
 		case "args":
 			d.Args = v
 		case "result":
@@ -270,7 +293,7 @@ func fastToolCall(data []byte, d *toolCallFields) bool {
 		case "error":
 			good = setString(&d.Error, v, "")
 		case "run_id":
-			good = setBytes(&d.RunID, v)
+			good = memberBytes(&m, &d.RunID, v)
 		case "messages":
 			switch {
 			case isNull(v):

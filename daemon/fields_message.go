@@ -29,9 +29,14 @@ func fastMessage(raw []byte) (inbox.Message, bool) {
 	var kind, ts string
 	var haveID, haveSender, haveRecipient, haveKind, havePayload bool
 	var md map[string]string
+	it := jsonfast.Object(raw)
 	str := func(v []byte, dst *string, have *bool) bool {
 		if isNull(v) {
 			*dst, *have = "", false
+			return true
+		}
+		if p, ok := it.PlainValue(v); ok {
+			*dst, *have = string(p), true
 			return true
 		}
 		s, ok := jsonfast.String(v)
@@ -39,7 +44,6 @@ func fastMessage(raw []byte) (inbox.Message, bool) {
 		return ok
 	}
 	var optional bool
-	it := jsonfast.Object(raw)
 	for {
 		k, v, ok := it.Next()
 		if !ok {

@@ -26,6 +26,8 @@ type Members struct {
 	i    int
 	bad  bool
 	end  bool
+	// plain says the last value is a string without escapes.
+	plain bool
 }
 
 // Object starts reading the object data (leading and trailing whitespace
@@ -79,7 +81,14 @@ func (m *Members) Next() (key, val []byte, ok bool) {
 		return nil, nil, false
 	}
 	i = skipWS(d, i+1)
-	vEnd := valueEnd(d, i, 0)
+	var vEnd int
+	if i < len(d) && d[i] == '"' {
+		var escaped bool
+		vEnd, escaped = stringEnd(d, i)
+		m.plain = !escaped
+	} else {
+		vEnd, m.plain = valueEnd(d, i, 0), false
+	}
 	if vEnd < 0 {
 		m.bad = true
 		return nil, nil, false
@@ -101,6 +110,20 @@ func (m *Members) Next() (key, val []byte, ok bool) {
 // Valid reports, once Next has returned false, whether the object was
 // well formed to its end.
 func (m *Members) Valid() bool { return m.end && !m.bad }
+
+// PlainValue returns the content of the value Next last returned, without
+// its quotes, when it is a string without escapes and valid UTF-8 (what
+// Plain returns, without scanning it again); ok is false otherwise.
+func (m *Members) PlainValue(val []byte) ([]byte, bool) {
+	if !m.plain || len(val) < 2 {
+		return nil, false
+	}
+	inner := val[1 : len(val)-1]
+	if !validKey(inner) {
+		return nil, false
+	}
+	return inner, true
+}
 
 // Elements iterates over the elements of a JSON array.
 type Elements struct {

@@ -3,6 +3,7 @@ package jsonfast
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"unicode/utf8"
 )
@@ -15,6 +16,11 @@ func members(data []byte) ([][2]string, bool) {
 		k, v, ok := m.Next()
 		if !ok {
 			break
+		}
+		pv, pok := m.PlainValue(v)
+		want, wok := Plain(v)
+		if pok != wok || string(pv) != string(want) {
+			panic(fmt.Sprintf("PlainValue(%q) = %q, %v; Plain gives %q, %v", v, pv, pok, want, wok))
 		}
 		out = append(out, [2]string{string(k), string(v)})
 	}
