@@ -42,6 +42,9 @@ func (c *Core) openLog(id string, target **agent) (*eventlog.Log, error) {
 func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume, replay func(eventlog.Entry) error) (*eventlog.Log, error) {
 	opts := c.logOptions(id)
 	opts.Replay = replay
+	// The projection copies what it keeps of an entry's data: recovery
+	// reads every line without a copy of each.
+	opts.ReplayBorrows = replay != nil
 	opts.MustExist = replay != nil
 	opts.Resume = resume
 	opts.OnAppend = func(es []eventlog.Entry) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 )
 
 // idSet is the set of message ids an agent's log has enqueued, kept small:
@@ -21,15 +20,32 @@ type idSet struct {
 	other  map[string]struct{}
 }
 
+// parseID16 reads an id of 32 lowercase hex digits (recovery reads one
+// per message: a loop, not strings.ToLower and hex.Decode).
 func parseID16(id string) ([16]byte, bool) {
 	var k [16]byte
-	if len(id) != 32 || strings.ToLower(id) != id {
+	if len(id) != 32 {
 		return k, false
 	}
-	if _, err := hex.Decode(k[:], []byte(id)); err != nil {
-		return k, false
+	for i := 0; i < 32; i += 2 {
+		hi, ok1 := lowerHex(id[i])
+		lo, ok2 := lowerHex(id[i+1])
+		if !ok1 || !ok2 {
+			return [16]byte{}, false
+		}
+		k[i/2] = hi<<4 | lo
 	}
 	return k, true
+}
+
+func lowerHex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 func (s *idSet) has(id string) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/warren-dev/warren/internal/jsonfast"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
 
@@ -39,20 +40,42 @@ type sentRef struct {
 	Index int
 }
 
-// sentRefs describes the envelopes msgs of the tool.call entry e.
-func sentRefs(e eventlog.Entry, msgs []json.RawMessage) []sentRef {
-	out := make([]sentRef, 0, len(msgs))
-	for i, raw := range msgs {
-		r := sentRef{Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}, Index: i}
-		objectMembers(raw, func(k string, v []byte) {
-			switch k {
+// sentRefs describes the envelopes of the tool.call entry e (d.Messages,
+// or d.MessageList when encoding/json decoded it).
+func sentRefs(e eventlog.Entry, d toolCallFields) []sentRef {
+	var out []sentRef
+	add := func(raw []byte) {
+		r := sentRef{Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}, Index: len(out)}
+		m := jsonfast.Object(raw)
+		for {
+			k, v, ok := m.Next()
+			if !ok {
+				break
+			}
+			switch string(k) {
 			case "message_id":
 				r.ID, _ = jsonString(v)
 			case "recipient":
 				r.To, _ = jsonString(v)
 			}
-		})
+		}
 		out = append(out, r)
+	}
+	for _, raw := range d.MessageList {
+		add(raw)
+	}
+	if d.Messages != nil {
+		arr := jsonfast.Array(d.Messages)
+		for {
+			raw, ok := arr.Next()
+			if !ok {
+				break
+			}
+			add(raw)
+		}
+	}
+	if out == nil {
+		out = []sentRef{}
 	}
 	return out
 }
@@ -147,6 +170,9 @@ type projection struct {
 	Spawns []spawnRec
 	// lazy is set while recovery replays the log (see lazyInbox).
 	lazy *lazyInbox
+	// slow makes the fold decode every event with encoding/json (tests
+	// compare it with the fast decoders).
+	slow bool
 	// LastResume is the latest wait answered with a token, so that a
 	// repeated resume is answered the same way after a restart.
 	LastResume *resumeRec

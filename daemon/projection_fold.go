@@ -8,7 +8,6 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/provider"
 )
 
 // One fold method per event of the projection (see apply in projection.go
@@ -105,11 +104,12 @@ func (p *projection) foldSuspendResult(e eventlog.Entry) error {
 
 func (p *projection) foldTurnStart(e eventlog.Entry) error {
 	var d turnStartData
-	if !fastTurnStart(e.Data, &d) {
-		d = turnStartData{}
-		if err := decode(e, &d); err != nil {
+	if p.slow || !fastTurnStart(e.Data, p.Run, &d) {
+		var full turnStartData // (d itself stays on the stack)
+		if err := decode(e, &full); err != nil {
 			return err
 		}
+		d = full
 	}
 	if d.Turn > p.TurnNo {
 		p.TurnNo = d.Turn
@@ -118,7 +118,13 @@ func (p *projection) foldTurnStart(e eventlog.Entry) error {
 	// when a run on them completes (turn.complete): a failed run
 	// leaves it alone.
 	rerun := p.Run != nil && p.Run.RunID == d.RunID && p.Run.Turn == d.Turn && !p.Run.Ended
-	if !rerun {
+	switch {
+	case rerun:
+	case p.lazy != nil && p.Run != nil && p.Run.Ended:
+		// Replaying: nothing else holds the ended run, so its record is
+		// reused (a log has a run every few events).
+		*p.Run = runFacts{RunID: d.RunID, Turn: d.Turn}
+	default:
 		p.Run = &runFacts{RunID: d.RunID, Turn: d.Turn}
 	}
 	r := p.Run
@@ -131,14 +137,52 @@ func (p *projection) foldTurnStart(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldTurnComplete(e eventlog.Entry) error {
-	var d turnCompleteData
-	if !fastRunField(e.Data, &d.RunID, nil) {
-		if err := decode(e, &d); err != nil {
-			return err
-		}
+// turnEndOf decodes the data of a turn-ending event: with the fast
+// decoder, or with encoding/json into its data type.
+func (p *projection) turnEndOf(e eventlog.Entry, kind int) (turnEnd, error) {
+	var d turnEnd
+	if !p.slow && fastTurnEnd(e.Data, kind, &d) {
+		return d, nil
 	}
-	if r := p.runFor(d.RunID); r != nil {
+	d = turnEnd{}
+	switch kind {
+	case endComplete:
+		var full turnCompleteData
+		if err := decode(e, &full); err != nil {
+			return d, err
+		}
+		d.RunID, d.Usage = []byte(full.RunID), full.Usage
+		d.ResponseText, d.Decoded = full.Response, true
+	case endFailed:
+		var full turnFailedData
+		if err := decode(e, &full); err != nil {
+			return d, err
+		}
+		d.RunID, d.Error = []byte(full.RunID), full.Error
+	default:
+		var full turnCancelledData
+		if err := decode(e, &full); err != nil {
+			return d, err
+		}
+		d.RunID = []byte(full.RunID)
+	}
+	return d, nil
+}
+
+// runForID is runFor for an id given as bytes (no copy).
+func (p *projection) runForID(runID []byte) *runFacts {
+	if p.Run != nil && p.Run.RunID == string(runID) {
+		return p.Run
+	}
+	return nil
+}
+
+func (p *projection) foldTurnComplete(e eventlog.Entry) error {
+	d, err := p.turnEndOf(e, endComplete)
+	if err != nil {
+		return err
+	}
+	if r := p.runForID(d.RunID); r != nil {
 		r.Ended, r.Wait = true, nil
 		r.Calls = nil // answers for a re-run; an ended run is never re-run
 		p.take(r.MessageIDs)
@@ -146,36 +190,29 @@ func (p *projection) foldTurnComplete(e eventlog.Entry) error {
 			p.Provider, p.Model = r.Provider, r.Model
 		}
 	}
-	if bytes.Contains(e.Data, []byte(`"usage"`)) {
-		var u struct {
-			Usage *provider.Usage `json:"usage"`
-		}
-		if json.Unmarshal(e.Data, &u) == nil && u.Usage != nil {
-			p.Usage = p.Usage.Add(*u.Usage)
-		}
+	if d.Usage != nil {
+		p.Usage = p.Usage.Add(*d.Usage)
 	}
-	if lr := p.LastResume; lr != nil && lr.RunID == d.RunID {
-		if d.Response == "" {
-			// The fast decoder reads only run_id: fetch the response.
+	if lr := p.LastResume; lr != nil && lr.RunID == string(d.RunID) {
+		resp := d.ResponseText
+		if !d.Decoded && d.Response != nil && !setString(&resp, d.Response, "") {
 			var full turnCompleteData
 			if err := decode(e, &full); err == nil {
-				d.Response = full.Response
+				resp = full.Response
 			}
 		}
-		lr.Result, lr.Completed = d.Response, true
+		lr.Result, lr.Completed = resp, true
 	}
 	p.LastError = ""
 	return nil
 }
 
 func (p *projection) foldTurnFailed(e eventlog.Entry) error {
-	var d turnFailedData
-	if !fastRunField(e.Data, &d.RunID, &d.Error) {
-		if err := decode(e, &d); err != nil {
-			return err
-		}
+	d, err := p.turnEndOf(e, endFailed)
+	if err != nil {
+		return err
 	}
-	if r := p.runFor(d.RunID); r != nil {
+	if r := p.runForID(d.RunID); r != nil {
 		r.Ended, r.Calls = true, nil
 	}
 	p.LastError = d.Error
@@ -183,13 +220,11 @@ func (p *projection) foldTurnFailed(e eventlog.Entry) error {
 }
 
 func (p *projection) foldTurnCancelled(e eventlog.Entry) error {
-	var d turnCancelledData
-	if !fastRunField(e.Data, &d.RunID, nil) {
-		if err := decode(e, &d); err != nil {
-			return err
-		}
+	d, err := p.turnEndOf(e, endCancelled)
+	if err != nil {
+		return err
 	}
-	if r := p.runFor(d.RunID); r != nil {
+	if r := p.runForID(d.RunID); r != nil {
 		r.Ended, r.Calls = true, nil
 	}
 	return nil
@@ -255,43 +290,68 @@ func (p *projection) foldRunResumed(e eventlog.Entry) error {
 	return nil
 }
 
+// toolCallOf decodes the data of a tool.call: with the fast decoder, or
+// with encoding/json into the members the fold reads.
+func (p *projection) toolCallOf(e eventlog.Entry) (toolCallFields, error) {
+	var d toolCallFields
+	if !p.slow && fastToolCall(e.Data, &d) {
+		return d, nil
+	}
+	var full struct {
+		Tool     string            `json:"tool"`
+		Args     json.RawMessage   `json:"args"`
+		Result   json.RawMessage   `json:"result"`
+		Error    string            `json:"error"`
+		RunID    string            `json:"run_id"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := decode(e, &full); err != nil {
+		return d, err
+	}
+	return toolCallFields{Tool: []byte(full.Tool), Args: full.Args, Result: full.Result, Error: full.Error,
+		RunID: []byte(full.RunID), MessageList: full.Messages}, nil
+}
+
 func (p *projection) foldToolCall(e eventlog.Entry) error {
 	// Arguments, results and envelopes stay raw: most are never read
 	// again.
-	var d toolCallFields
-	if !fastToolCall(e.Data, &d) {
-		var full struct {
-			Tool     string            `json:"tool"`
-			Args     json.RawMessage   `json:"args"`
-			Result   json.RawMessage   `json:"result"`
-			Error    string            `json:"error"`
-			RunID    string            `json:"run_id"`
-			Messages []json.RawMessage `json:"messages"`
-		}
-		if err := decode(e, &full); err != nil {
-			return err
-		}
-		d = toolCallFields(full)
+	d, err := p.toolCallOf(e)
+	if err != nil {
+		return err
 	}
-	sent := sentRefs(e, d.Messages)
+	sent := sentRefs(e, d)
 	p.Sent = append(p.Sent, sent...)
 	if n := len(p.Sent) - maxSentKept; n > 0 {
-		p.Sent = append(p.Sent[:0:0], p.Sent[n:]...)
+		// The window slides without a copy; append copies the live part
+		// when the array is full. Nothing written stays visible through
+		// p.Sent, which others read (pruneRecovered).
+		p.Sent = p.Sent[n:]
 	}
-	if d.Tool == "spawn_agent" && d.Error == "" && d.RunID != "" {
+	if string(d.Tool) == "spawn_agent" && d.Error == "" && len(d.RunID) > 0 {
 		var res struct {
 			AgentID string `json:"agent_id"`
 		}
 		if json.Unmarshal(d.Result, &res) == nil && res.AgentID != "" {
-			p.Spawns = append(p.Spawns, spawnRec{ChildID: res.AgentID, RunID: d.RunID, Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
+			p.Spawns = append(p.Spawns, spawnRec{ChildID: res.AgentID, RunID: string(d.RunID), Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
 		}
 	}
-	if d.RunID != "" {
-		if r := p.runFor(d.RunID); r != nil && !r.Ended {
-			r.Calls = append(r.Calls, recordedCall{Tool: d.Tool, Result: cloneRaw(d.Result), Error: d.Error, Messages: sent})
+	if len(d.RunID) > 0 {
+		if r := p.runForID(d.RunID); r != nil && !r.Ended {
+			r.Calls = append(r.Calls, recordedCall{Tool: toolName(r.Calls, d.Tool), Result: p.keepRaw(d.Result), Error: d.Error, Messages: sent})
 		}
 	}
 	return nil
+}
+
+// toolName is the tool's name, shared with an earlier call of the run
+// when one has it.
+func toolName(calls []recordedCall, tool []byte) string {
+	for i := len(calls) - 1; i >= 0; i-- {
+		if calls[i].Tool == string(tool) {
+			return calls[i].Tool
+		}
+	}
+	return string(tool)
 }
 
 func (p *projection) foldMsgEnqueued(e eventlog.Entry) error {
@@ -299,10 +359,10 @@ func (p *projection) foldMsgEnqueued(e eventlog.Entry) error {
 		if !p.Enqueued.add(id) {
 			return nil
 		}
-		p.lazy.add(id, lazyMsg{raw: cloneRaw(e.Data), ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
+		p.lazy.add(id, lazyMsg{raw: p.lazy.keep(e.Data), ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
 		return nil
 	}
-	m, err := inbox.FromEventData(e.Data)
+	m, err := messageFromData(e.Data)
 	if err != nil {
 		return fmt.Errorf("event %s at seq %d: %w", e.Event, e.Seq, err)
 	}
@@ -327,13 +387,17 @@ func (p *projection) foldMsgEnqueued(e eventlog.Entry) error {
 }
 
 func (p *projection) foldMsgDelivered(e eventlog.Entry) error {
-	var d messageDeliveredData
-	if !fastMessageID(e.Data, &d.MessageID) {
-		if err := decode(e, &d); err != nil {
-			return err
+	if !p.slow {
+		if id, ok := fastMessageID(e.Data); ok {
+			p.takeOne(id)
+			return nil
 		}
 	}
-	p.take([]string{d.MessageID})
+	var d messageDeliveredData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	p.takeOne([]byte(d.MessageID))
 	return nil
 }
 

@@ -20,11 +20,32 @@ import (
 type lazyInbox struct {
 	order []string
 	msgs  map[string]lazyMsg
+	// arena holds the bytes the replay keeps (raw messages, the results
+	// of the open run's calls) in large chunks rather than one allocation
+	// each; it goes with the replay (endReplay copies what stays).
+	arena []byte
+}
+
+// arenaChunk is the size of the arena's chunks.
+const arenaChunk = 64 << 10
+
+// keep copies b into the arena.
+func (lz *lazyInbox) keep(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return cloneRaw(b)
+	}
+	if cap(lz.arena)-len(lz.arena) < len(b) {
+		lz.arena = make([]byte, 0, max(arenaChunk, len(b)))
+	}
+	n := len(lz.arena)
+	lz.arena = append(lz.arena, b...)
+	return lz.arena[n:len(lz.arena):len(lz.arena)]
 }
 
 // lazyMsg is one pending message during a replay: raw data and where it
 // is, or the decoded message (payload spilled when large).
 type lazyMsg struct {
+	id  string // the key it is under
 	raw json.RawMessage
 	ref inbox.Ref
 	msg *inbox.Message
@@ -47,6 +68,7 @@ func (lz *lazyInbox) add(id string, lm lazyMsg) {
 		lz.order = kept
 	}
 	lz.order = append(lz.order, id)
+	lm.id = id
 	lz.msgs[id] = lm
 }
 
@@ -63,6 +85,12 @@ func (p *projection) endReplay(load func(inbox.Ref) (json.RawMessage, error)) er
 	p.lazy = nil
 	if lz == nil {
 		return nil
+	}
+	if r := p.Run; r != nil {
+		// The open run's call results outlive the replay: off the arena.
+		for i := range r.Calls {
+			r.Calls[i].Result = cloneRaw(r.Calls[i].Result)
+		}
 	}
 	for _, id := range lz.order {
 		lm, ok := lz.msgs[id]
@@ -85,7 +113,7 @@ func (p *projection) endReplay(load func(inbox.Ref) (json.RawMessage, error)) er
 				return fmt.Errorf("pending message %s: %w", id, err)
 			}
 		}
-		m, err := inbox.FromEventData(raw)
+		m, err := messageFromData(raw)
 		if err != nil {
 			return fmt.Errorf("pending message %s: %w", id, err)
 		}
@@ -103,6 +131,18 @@ func (p *projection) take(ids []string) {
 		return
 	}
 	p.Pending.Take(ids)
+}
+
+// takeOne removes one delivered message id (given as bytes: no copy
+// unless the live inbox needs one).
+func (p *projection) takeOne(id []byte) {
+	if p.lazy != nil {
+		if lm, ok := p.lazy.msgs[string(id)]; ok {
+			delete(p.lazy.msgs, lm.id)
+		}
+		return
+	}
+	p.Pending.Take([]string{string(id)})
 }
 
 // pendingLen counts pending messages in either mode.
@@ -132,6 +172,15 @@ func messageIDOf(data []byte) (string, bool) {
 		}
 	}
 	return string(id), true
+}
+
+// keepRaw copies b for the projection to keep: into the replay's arena
+// while replaying.
+func (p *projection) keepRaw(b []byte) json.RawMessage {
+	if p.lazy != nil {
+		return p.lazy.keep(b)
+	}
+	return cloneRaw(b)
 }
 
 func cloneRaw(b []byte) json.RawMessage {

@@ -26,7 +26,7 @@ func TestWriterLayoutMatchesJSONDecode(t *testing.T) {
 		ts := time.UnixMilli(r.Int64N(4e12)).UTC()
 		line := appendLine(nil, uint64(r.Int64N(1e15)+1), ts, &p)
 		line = bytes.TrimSuffix(line, []byte("\n"))
-		fast, ok := parseWriterLayout(line[:len(line)-crcSuffixLen], false)
+		fast, ok := parseWriterLayout(line[:len(line)-crcSuffixLen], lineMode{})
 		if !ok {
 			t.Fatalf("the fast path refused a line the writer produced: %s", line)
 		}
@@ -51,7 +51,7 @@ func TestWriterLayoutRefusesOtherShapes(t *testing.T) {
 		`{"seq":1,"ts":"2026-01-01T00:00:00.000Z","data":{},"event":"e"`,
 		`{"seq":0,"ts":"2026-01-01T00:00:00.000Z","event":"e","data":{}`,
 	} {
-		if e, ok := parseWriterLayout([]byte(body), false); ok {
+		if e, ok := parseWriterLayout([]byte(body), lineMode{}); ok {
 			t.Errorf("fast path accepted %s as %+v; it must fall back to the full decode", body, e)
 		}
 	}

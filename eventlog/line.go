@@ -145,12 +145,11 @@ type lineFields struct {
 // parseLine decodes one line without its trailing newline. It returns
 // errBadCRC (possibly wrapped) when the CRC framing does not check out, and
 // another error when the CRC matches but the content is invalid.
-func parseLine(line []byte) (Entry, error) { return parseLineMode(line, false) }
+func parseLine(line []byte) (Entry, error) { return parseLineMode(line, lineMode{}) }
 
-// parseLineMode is parseLine; with check set, a line in the writer's
-// layout is checked without copying anything: the entry's Data is the
-// caller's buffer and its Event is empty (for Verify, which keeps nothing).
-func parseLineMode(line []byte, check bool) (Entry, error) {
+// parseLineMode is parseLine; m says what a line in the writer's layout
+// keeps (see lineMode). A line in another layout is always decoded in full.
+func parseLineMode(line []byte, m lineMode) (Entry, error) {
 	n := len(line)
 	if n < len(linePrefix)+crcSuffixLen+2 {
 		return Entry{}, fmt.Errorf("%w: line too short (%d bytes)", errBadCRC, n)
@@ -174,9 +173,15 @@ func parseLineMode(line []byte, check bool) (Entry, error) {
 	if !bytes.HasPrefix(body, []byte(linePrefix)) {
 		return Entry{}, errors.New(`line has a valid crc but does not start with {"seq":`)
 	}
-	if e, ok := parseWriterLayout(body, check); ok {
+	if e, ok := parseWriterLayout(body, m); ok {
 		return e, nil
 	}
+	return parseLineJSON(line)
+}
+
+// parseLineJSON decodes a line whose CRC matched with encoding/json: the
+// general parser, for any layout.
+func parseLineJSON(line []byte) (Entry, error) {
 	var f lineFields
 	if err := json.Unmarshal(line, &f); err != nil {
 		return Entry{}, fmt.Errorf("line has a valid crc but is not a JSON object: %w", err)
@@ -198,65 +203,4 @@ func parseLineMode(line []byte, check bool) (Entry, error) {
 		return Entry{}, fmt.Errorf("line has a valid crc but a bad ts: %w", err)
 	}
 	return Entry{Seq: *f.Seq, TS: ts.UTC(), Event: *f.Event, Data: f.Data}, nil
-}
-
-// parseWriterLayout decodes, by position, a line body (without the crc
-// suffix) in exactly the layout this package writes:
-//
-//	{"seq":N,"ts":"2006-01-02T15:04:05.000Z","event":"name","data":{...}
-//
-// with an event name free of escapes. It reports false for anything else,
-// and the caller falls back to a full JSON decode. Recovery reads every
-// line of every log, so this path matters: it is about 30 times faster than
-// encoding/json. The data object is not re-validated here (the CRC matched
-// and readers decode it); a non-object data is refused.
-func parseWriterLayout(body []byte, check bool) (Entry, bool) {
-	rest := body[len(linePrefix):]
-	i := 0
-	var seq uint64
-	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-		if i > 18 {
-			return Entry{}, false
-		}
-		seq = seq*10 + uint64(rest[i]-'0')
-		i++
-	}
-	if i == 0 || seq == 0 || (rest[0] == '0') {
-		return Entry{}, false
-	}
-	rest = rest[i:]
-	const tsKey = `,"ts":"`
-	if !bytes.HasPrefix(rest, []byte(tsKey)) || len(rest) < len(tsKey)+len(tsLayout)+1 {
-		return Entry{}, false
-	}
-	rest = rest[len(tsKey):]
-	ts, err := time.Parse(tsLayout, string(rest[:len(tsLayout)]))
-	if err != nil {
-		return Entry{}, false
-	}
-	rest = rest[len(tsLayout):]
-	const evKey = `","event":"`
-	if !bytes.HasPrefix(rest, []byte(evKey)) {
-		return Entry{}, false
-	}
-	rest = rest[len(evKey):]
-	end := bytes.IndexByte(rest, '"')
-	if end <= 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
-		return Entry{}, false
-	}
-	evb := rest[:end]
-	rest = rest[end:]
-	const dataKey = `","data":`
-	if !bytes.HasPrefix(rest, []byte(dataKey)) {
-		return Entry{}, false
-	}
-	data := rest[len(dataKey):]
-	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
-		return Entry{}, false
-	}
-	if check {
-		return Entry{Seq: seq, TS: ts.UTC(), Data: data}, true
-	}
-	// A copy: line is the scanner's buffer, which the next read reuses.
-	return Entry{Seq: seq, TS: ts.UTC(), Event: string(evb), Data: append(json.RawMessage(nil), data...)}, true
 }

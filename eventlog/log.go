@@ -30,6 +30,11 @@ type Options struct {
 	// error from Replay fails Open. If Open then fails (say, ErrCorrupt),
 	// Replay has seen the good prefix before the damage.
 	Replay func(Entry) error
+	// ReplayBorrows lends Replay each entry of the log's good prefix with
+	// Data in Open's read buffer, valid only until Replay returns (a Replay
+	// that keeps data copies it), instead of a copy per line. Entries
+	// replayed from the pending file are not affected.
+	ReplayBorrows bool
 	// Resume, if set, starts Open's scan after the line it names instead of
 	// at the start of the file (see Resume). Replay then sees only the
 	// entries after it. Open returns an error wrapping ErrResumeMismatch,
@@ -73,6 +78,7 @@ type Log struct {
 	onAppend    func([]Entry)
 	onHeal      func()
 	replay      func(Entry) error
+	borrow      bool // Options.ReplayBorrows
 	files       *Files
 	elem        *list.Element // in files' LRU while handles are open; guarded by files.mu
 	maxLine     int           // MaxLineBytes; smaller in tests

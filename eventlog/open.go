@@ -46,6 +46,7 @@ func Open(fsys faultfs.FS, path string, opts Options) (_ *Log, err error) {
 		onAppend:    opts.OnAppend,
 		onHeal:      opts.OnHeal,
 		replay:      opts.Replay,
+		borrow:      opts.ReplayBorrows,
 		files:       opts.Files,
 		healBase:    opts.HealBackoff,
 		maxLine:     MaxLineBytes,
@@ -140,6 +141,7 @@ func Open(fsys faultfs.FS, path string, opts Options) (_ *Log, err error) {
 // directory entries durable and replays the pending file.
 func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 	sc := newLogScanner(f, l.path, MaxLineBytes)
+	sc.borrow = l.borrow
 	var scanErr error
 	if resume != nil {
 		end, err := resume.check(f, l.path)

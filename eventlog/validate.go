@@ -11,9 +11,12 @@ import (
 // a torn tail (nothing valid follows) and corruption (something valid
 // follows, or the damaged line's own CRC matched).
 type logScanner struct {
-	path    string
-	ls      *lineScanner
-	check   bool   // only checking: entries are not kept (see parseLineMode)
+	path  string
+	ls    *lineScanner
+	check bool // only checking: entries are not kept (see lineMode)
+	// borrow lends each entry's Data from the read buffer (see lineMode).
+	borrow  bool
+	names   nameTable
 	lines   int    // good lines so far
 	lastSeq uint64 // seq of the last good line
 	goodEnd int64  // offset just past the last good line
@@ -57,7 +60,7 @@ func (s *logScanner) next() (Entry, error) {
 	case kindTooLong:
 		return s.damaged(off, n, fmt.Sprintf("line of %d bytes is over the %d-byte limit", n, s.ls.limit))
 	}
-	e, perr := parseLineMode(line, s.check)
+	e, perr := parseLineMode(line, lineMode{check: s.check, borrow: s.borrow, names: &s.names})
 	if perr != nil {
 		if errors.Is(perr, errBadCRC) {
 			return s.damaged(off, n, perr.Error())
