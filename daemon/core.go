@@ -137,6 +137,8 @@ type Core struct {
 	// their durable records (procs.go).
 	creds       *credStore
 	procRecords agentproc.Records
+	// stderrLogs keep what agent processes write to stderr (stderrlog.go).
+	stderrLogs *stderrLogs
 	// changed fires when live state changes outside the logs (turn ends,
 	// terminations), for waiters such as tests and the demo.
 	changed changeSignal
@@ -214,6 +216,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	}
 	c.store = session.NewStore(opts.FS, c.agentsDir)
 	c.procRecords = agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")}
+	c.stderrLogs = newStderrLogs(opts.FS, c.agentDir, opts.Logger)
 	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))
 	return c, nil
 }

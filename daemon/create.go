@@ -122,7 +122,11 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 
 	// The provider session first: its handle goes into session.created.
 	lease, err := c.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*live, error) {
-		s, err := prov.Create(ctx, c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, nil))
+		ps := c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, nil)
+		if v, ok := spec.Metadata[historyModeKey]; ok {
+			ps.HistoryMode = v // the agent is not listed yet: its metadata is here
+		}
+		s, err := prov.Create(ctx, ps)
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +200,8 @@ func (c *Core) removeOrphanDir(id string) {
 
 func (c *Core) providerSpec(provName, id, model, instructions, cwd string, history []provider.Turn) provider.Spec {
 	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd, System: c.systemPrompt(id, instructions),
-		Env: c.processEnv(provName, id), History: history, Launcher: procLauncher{c: c, agentID: id}}
+		Env: c.processEnv(provName, id), History: history, Launcher: procLauncher{c: c, agentID: id},
+		Identity: c.agentIdentity(id), HistoryMode: c.historyMode(provName, id)}
 }
 
 // provider looks a provider up by name; an unknown one is code 2 naming the

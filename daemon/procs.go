@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -78,7 +79,8 @@ func (l procLauncher) Prepare() (provider.Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &procLaunch{c: l.c, agentID: l.agentID, secret: secret, key: key}, nil
+	return &procLaunch{c: l.c, agentID: l.agentID, secret: secret, key: key,
+		stderr: l.c.stderrLogs.acquire(l.agentID)}, nil
 }
 
 // procLaunch is the daemon's part in one agent process.
@@ -87,12 +89,17 @@ type procLaunch struct {
 	agentID string
 	secret  string
 	key     [32]byte
+	stderr  *stderrLog
 
-	mu  sync.Mutex
-	rec *agentproc.Record
+	mu    sync.Mutex
+	rec   *agentproc.Record
+	ended bool
 }
 
 func (p *procLaunch) Env() []string { return []string{provider.EnvCredential + "=" + p.secret} }
+
+// Stderr is the agent's stderr.log (stderrlog.go), shared by its processes.
+func (p *procLaunch) Stderr() io.Writer { return p.stderr }
 
 // Started records the process durably before it gets any work.
 func (p *procLaunch) Started(pid int) error {
@@ -116,7 +123,12 @@ func (p *procLaunch) Ended() {
 	p.mu.Lock()
 	rec := p.rec
 	p.rec = nil
+	first := !p.ended
+	p.ended = true
 	p.mu.Unlock()
+	if first {
+		p.c.stderrLogs.release(p.stderr)
+	}
 	if rec != nil {
 		if err := p.c.procRecords.Remove(*rec); err != nil {
 			p.c.log.Warn("removing an agent process record", "agent", p.agentID, "pid", rec.Pid, "err", err)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"io"
 	"strings"
 )
 
@@ -95,4 +96,9 @@ type Launch interface {
 	// Ended revokes the process's credential and drops its record. Called
 	// once.
 	Ended()
+	// Stderr is where the provider copies what the process writes to its
+	// stderr: the agent's capped <home>/agents/<id>/stderr.log, shared by
+	// all its processes (nil: nowhere). Its Write never fails; it may be
+	// written after Ended, while the pipe drains.
+	Stderr() io.Writer
 }

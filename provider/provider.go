@@ -79,6 +79,30 @@ type Spec struct {
 	// StructuredHistory (passed on the first turn of a fresh process), and
 	// for Restore from a blob of providers with HistoryOnRestore.
 	History []Turn
+	// HistoryMode says how a provider with StructuredHistory passes
+	// History to a fresh process: HistoryReplay ("", the default) for a
+	// replay the program re-executes, HistoryContext for data it reads.
+	HistoryMode string
+	// Identity names the agent in its tree (the scripted provider gives
+	// it to each program on its first turn).
+	Identity Identity
+}
+
+// History modes (Spec.HistoryMode).
+const (
+	HistoryReplay  = "replay"
+	HistoryContext = "context"
+)
+
+// Identity is who an agent is in its tree, when its session opened.
+type Identity struct {
+	Name string `json:"name"`
+	// Path is the slash path from its root ("lead/worker").
+	Path string `json:"path"`
+	// Parent is the parent's name and ParentID its id; both "" for a
+	// root agent (which reports to USER).
+	Parent   string `json:"parent"`
+	ParentID string `json:"parent_id"`
 }
 
 // Session is one live provider session. Send is never called concurrently on

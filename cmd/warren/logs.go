@@ -210,20 +210,35 @@ func (c *cli) printEntry(e eventlog.Entry) error {
 }
 
 func newLogsCmd(c *cli) *cobra.Command {
-	var follow bool
+	var follow, stderrOnly bool
 	cmd := &cobra.Command{
-		Use:   "logs REF [-f]",
+		Use:   "logs REF [-f | --stderr]",
 		Short: "read an agent's log file (works while the daemon is down); -f follows it",
 		Long: `Print an agent's event log from its file, without the daemon. REF resolves as
 the daemon resolves it: live agents first, an ambiguous name is an error
 listing the paths, a terminated agent by its name or id. -f follows the file
-as it grows (fsnotify) until Ctrl-C.`,
-		Example:           indent("warren logs lead\nwarren logs -f lead/w1\nwarren logs 0123456789abcdef0123456789abcdef --json"),
+as it grows (fsnotify) until Ctrl-C. --stderr prints instead what the agent's
+processes wrote to stderr, kept (1 MiB, then rotated once) in
+<home>/agents/<id>/stderr.log, healthy turns included.`,
+		Example:           indent("warren logs lead\nwarren logs -f lead/w1\nwarren logs --stderr bot\nwarren logs 0123456789abcdef0123456789abcdef --json"),
 		Args:              args(1, 1, "REF"),
 		ValidArgsFunction: c.completeAgents,
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log as it grows, until Ctrl-C")
-	cmd.RunE = c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error { return c.logs(ctx, pos[0], follow) })
+	cmd.Flags().BoolVar(&stderrOnly, "stderr", false, "print what the agent's processes wrote to stderr (agents/<id>/stderr.log) instead of the event log")
+	cmd.RunE = c.runE(func(ctx context.Context, cc *cobra.Command, pos []string) error {
+		if stderrOnly {
+			if follow {
+				return usageErr(cc.UseLine(), "--stderr cannot follow (-f): use tail -F on %s in the agent's directory", stderrLogName)
+			}
+			path, err := agentLogPath(c.home, pos[0])
+			if err != nil {
+				return err
+			}
+			return c.printStderrLog(path)
+		}
+		return c.logs(ctx, pos[0], follow)
+	})
 	return cmd
 }
 

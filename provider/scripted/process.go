@@ -120,8 +120,16 @@ func startProcess(sp *agentproc.Spawner, argv, env []string, dir string, launch 
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 	}
+	// stderr is kept in the ring (for error messages) and, when the
+	// daemon gives one, in the agent's stderr file (healthy turns too).
+	var errSink io.Writer = p.stderr
+	if launch != nil {
+		if w := launch.Stderr(); w != nil {
+			errSink = io.MultiWriter(p.stderr, w)
+		}
+	}
 	go func() {
-		_, _ = io.Copy(p.stderr, errR)
+		_, _ = io.Copy(errSink, errR)
 		_ = errR.Close()
 		close(p.stderrDone)
 	}()

@@ -141,6 +141,9 @@ func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Ses
 	if err != nil {
 		return nil, fmt.Errorf("scripted create: %w", err)
 	}
+	if err := checkHistoryMode(spec.HistoryMode); err != nil {
+		return nil, fmt.Errorf("scripted create: %w", err)
+	}
 	s := p.newSession(spec, script, spec.History)
 	s.log.Debug("session created", "history_turns", len(spec.History))
 	return s, nil
@@ -207,6 +210,9 @@ func (p *Provider) Restore(ctx context.Context, spec provider.Spec, data []byte,
 	if err != nil {
 		return nil, fmt.Errorf("scripted restore: %w", err)
 	}
+	if err := checkHistoryMode(spec.HistoryMode); err != nil {
+		return nil, fmt.Errorf("scripted restore: %w", err)
+	}
 	hist := b.History
 	if len(spec.History) > 0 {
 		hist = spec.History
@@ -230,7 +236,23 @@ func (p *Provider) newSession(spec provider.Spec, script string, hist []provider
 		env:      provider.ProcessEnv(os.Environ(), spec.Env),
 		dir:      spec.Cwd,
 		history:  slices.Clone(hist),
+		agent:    newAgentLine(spec),
+
+		contextMode: spec.HistoryMode == provider.HistoryContext,
 	}
+}
+
+// ErrHistoryMode is wrapped by the error for a history mode that is
+// neither "replay" nor "context".
+var ErrHistoryMode = errors.New("unknown history mode")
+
+// checkHistoryMode accepts "", "replay" and "context" (Spec.HistoryMode).
+func checkHistoryMode(mode string) error {
+	switch mode {
+	case "", provider.HistoryReplay, provider.HistoryContext:
+		return nil
+	}
+	return provider.Permanent(fmt.Errorf("%w %q: set the agent's metadata \"history\" (or the provider entry's \"history\" setting) to \"replay\" or \"context\"", ErrHistoryMode, mode))
 }
 
 // ResolveScript turns a model string into the absolute path of an existing

@@ -30,6 +30,11 @@ type Session struct {
 	dir    string // the agent's working directory ("" = the daemon's)
 	// launcher takes part in each process start (credential, record).
 	launcher provider.Launcher
+	// agent is the identity every fresh process gets on its first turn.
+	agent agentLine
+	// contextMode: the history goes to a fresh process as "context" (data),
+	// not as "history" (a replay).
+	contextMode bool
 
 	mu      sync.Mutex
 	history []provider.Turn
@@ -50,12 +55,13 @@ func (s *Session) History() []provider.Turn {
 }
 
 // acquire returns the live process, spawning one when there is none or the
-// last one exited; hist is the history to pass when the process is fresh.
-func (s *Session) acquire() (proc *process, hist []provider.Turn, err error) {
+// last one exited; fresh says it was just spawned, and hist is then the
+// history to pass.
+func (s *Session) acquire() (proc *process, hist []provider.Turn, fresh bool, err error) {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
-		return nil, nil, provider.Permanent(fmt.Errorf("scripted send: %w; restore or create a new session", ErrStopped))
+		return nil, nil, false, provider.Permanent(fmt.Errorf("scripted send: %w; restore or create a new session", ErrStopped))
 	}
 	var old *process
 	if s.proc != nil && s.proc.hasExited() {
@@ -64,7 +70,7 @@ func (s *Session) acquire() (proc *process, hist []provider.Turn, err error) {
 	if s.proc != nil {
 		proc = s.proc
 		s.mu.Unlock()
-		return proc, nil, nil
+		return proc, nil, false, nil
 	}
 	env := s.env
 	var launch provider.Launch
@@ -74,7 +80,7 @@ func (s *Session) acquire() (proc *process, hist []provider.Turn, err error) {
 			if old != nil {
 				old.teardown()
 			}
-			return nil, nil, fmt.Errorf("preparing to start scripted agent %q: %w", strings.Join(s.argv, " "), err)
+			return nil, nil, false, fmt.Errorf("preparing to start scripted agent %q: %w", strings.Join(s.argv, " "), err)
 		}
 		env = provider.MergeEnv(env, launch.Env())
 	}
@@ -87,7 +93,7 @@ func (s *Session) acquire() (proc *process, hist []provider.Turn, err error) {
 		if errors.Is(err, exec.ErrNotFound) && len(s.argv) == 2 && s.argv[0] == s.opts.Python {
 			err = fmt.Errorf("%w (%v)", ErrNoPython, err)
 		}
-		return nil, nil, provider.Permanent(fmt.Errorf("cannot start scripted agent %q: %w", strings.Join(s.argv, " "), err))
+		return nil, nil, false, provider.Permanent(fmt.Errorf("cannot start scripted agent %q: %w", strings.Join(s.argv, " "), err))
 	}
 	s.proc = proc
 	hist = s.history[:len(s.history):len(s.history)]
@@ -98,7 +104,7 @@ func (s *Session) acquire() (proc *process, hist []provider.Turn, err error) {
 	} else {
 		s.log.Debug("program started", "pid", proc.pid, "history_turns", len(hist))
 	}
-	return proc, hist, nil
+	return proc, hist, true, nil
 }
 
 // drop forgets proc as the session's process (the next Send spawns anew).
@@ -110,11 +116,47 @@ func (s *Session) drop(proc *process) {
 	s.mu.Unlock()
 }
 
-// turnLine is the daemon-to-program turn message.
+// turnLine is the daemon-to-program turn message. Agent is set on the
+// first turn of a process; History (replay mode) or Context (context
+// mode) on the first turn of a process of a session with completed turns.
 type turnLine struct {
 	Type    string          `json:"type"`
 	Message string          `json:"message"`
 	History []provider.Turn `json:"history,omitempty"`
+	Context []provider.Turn `json:"context,omitempty"`
+	Agent   *agentLine      `json:"agent,omitempty"`
+}
+
+// agentLine is the "agent" object of a process's first turn line: who the
+// agent is. parent and parent_id are null for a root agent.
+type agentLine struct {
+	ID           string  `json:"id"`
+	Name         string  `json:"name"`
+	Path         string  `json:"path"`
+	Parent       *string `json:"parent"`
+	ParentID     *string `json:"parent_id"`
+	Instructions string  `json:"instructions"`
+}
+
+func newAgentLine(spec provider.Spec) agentLine {
+	a := agentLine{ID: spec.AgentID, Name: spec.Identity.Name, Path: spec.Identity.Path, Instructions: spec.Instructions}
+	if spec.Identity.ParentID != "" {
+		parent, id := spec.Identity.Parent, spec.Identity.ParentID
+		a.Parent, a.ParentID = &parent, &id
+	}
+	return a
+}
+
+// firstTurn is the turn line for a freshly spawned process.
+func (s *Session) firstTurn(prompt string, hist []provider.Turn) turnLine {
+	agent := s.agent
+	tl := turnLine{Type: "turn", Message: prompt, Agent: &agent}
+	if s.contextMode {
+		tl.Context = hist
+	} else {
+		tl.History = hist
+	}
+	return tl
 }
 
 // Send implements provider.Session; see the package documentation for the
@@ -123,11 +165,15 @@ func (s *Session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("scripted turn not started: %w", err)
 	}
-	proc, hist, err := s.acquire()
+	proc, hist, fresh, err := s.acquire()
 	if err != nil {
 		return "", err
 	}
-	line, err := json.Marshal(turnLine{Type: "turn", Message: prompt, History: hist})
+	tl := turnLine{Type: "turn", Message: prompt}
+	if fresh {
+		tl = s.firstTurn(prompt, hist)
+	}
+	line, err := json.Marshal(tl)
 	if err != nil {
 		return "", provider.Permanent(fmt.Errorf("scripted send: encoding the turn: %w", err))
 	}

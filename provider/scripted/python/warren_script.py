@@ -21,6 +21,19 @@ one recorded), and done()/error() just advance. Once the history is
 exhausted read_turn() returns the live message and I/O becomes real, so a
 deterministic script rebuilds its state by running its own code again.
 
+Context mode (the agent's metadata "history" or the provider entry's
+"history" setting is "context"): the history is not replayed. A fresh
+process's first turn carries it as data instead, read with context() (a list
+of {"message", "calls", "response"} dicts, oldest first; [] when there is
+none), and read_turn() returns the live message at once. Use it for a bot
+whose code changes, or that asks an LLM: a replay asserts the same tool
+sequence, and a different one would fail every later fresh process.
+
+agent() returns who the agent is, from the first turn of the process:
+{"id", "name", "path", "parent", "parent_id", "instructions"} (parent and
+parent_id are None for a root agent, which reports to USER); None before the
+first read_turn().
+
 Call ids are a per-process counter starting at 1. EOF on stdin raises
 SystemExit (the daemon closed the session). A result whose id does not match
 the outstanding call raises ValueError.
@@ -31,7 +44,8 @@ The API is compatible with Substrat's substrat_script module.
 import json
 import sys
 
-__all__ = ["Script", "read_turn", "call_tool", "call_tool_socket", "done", "error", "replaying", "rpc", "RpcError"]
+__all__ = ["Script", "read_turn", "call_tool", "call_tool_socket", "done", "error", "replaying", "rpc", "RpcError",
+           "agent", "context"]
 
 
 class Script(object):
@@ -47,6 +61,8 @@ class Script(object):
         self._has_live = False
         self._current = None  # the historical turn being replayed
         self._calls = []  # its recorded calls not yet consumed
+        self.agent = None  # who the agent is (the process's first turn)
+        self.context = []  # the history as data (context mode)
 
     def _stdin(self):
         if self._in is not None:
@@ -90,6 +106,10 @@ class Script(object):
         msg = self._read()
         if msg.get("type") != "turn":
             raise ValueError("warren_script: expected a turn line, got %r" % (msg,))
+        if isinstance(msg.get("agent"), dict):
+            self.agent = msg["agent"]
+        if isinstance(msg.get("context"), list):
+            self.context = msg["context"]
         history = msg.get("history") or []
         if history:
             self._replay = list(history)
@@ -218,3 +238,14 @@ def error(message):
 
 def replaying():
     return _default.replaying()
+
+
+def agent():
+    """Who the agent is (see the module documentation); None before the
+    first read_turn()."""
+    return _default.agent
+
+
+def context():
+    """The completed turns given as data in context mode ([] otherwise)."""
+    return _default.context
