@@ -46,6 +46,13 @@ func (c *Core) Resolve(ref string) (string, error) {
 // done; the turn goes on). A live wait is revoked: the message starts a new
 // run.
 func (c *Core) Send(ctx context.Context, agentID, message, provName, model string, onChunk func(string)) (TurnResult, error) {
+	return c.SendNotify(ctx, agentID, message, provName, model, onChunk, nil)
+}
+
+// SendNotify is Send that also tells onRetry (when not nil) of each retry
+// of the turn it starts, as it is scheduled.
+func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model string, onChunk func(string),
+	onRetry func(RetryNotice)) (TurnResult, error) {
 	a, ok := c.agent(agentID)
 	if !ok {
 		return TurnResult{}, notFound(agentID)
@@ -73,7 +80,7 @@ func (c *Core) Send(ctx context.Context, agentID, message, provName, model strin
 			return TurnResult{}, err
 		}
 	}
-	ch := c.startTurn(a, TurnRequest{Prompt: message, Provider: provName, Model: model, OnChunk: onChunk})
+	ch := c.startTurn(a, TurnRequest{Prompt: message, Provider: provName, Model: model, OnChunk: onChunk, OnRetry: onRetry})
 	select {
 	case res := <-ch:
 		if tokID != "" {

@@ -240,7 +240,8 @@ func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stre
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.c.Send(ctx, id, msg, "", "", func(s string) { _ = out.Chunk(s) })
+	res, err := h.c.SendNotify(ctx, id, msg, "", "", func(s string) { _ = out.Chunk(s) },
+		func(n RetryNotice) { _ = out.Event(n.frame(id)) })
 	if err != nil {
 		return nil, err
 	}

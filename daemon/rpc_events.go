@@ -35,8 +35,19 @@ func (h *handler) subscribe(ctx context.Context, p protocol.Params, out server.S
 	if err != nil {
 		return nil, err
 	}
+	ready, err := p.OptBool("ready", false)
+	if err != nil {
+		return nil, err
+	}
 	ch, unsubscribe := h.c.bus.subscribeWith(agentID, deltas)
 	defer unsubscribe()
+	if ready {
+		// The client may now start what it wants to watch: nothing logged
+		// from here on is missed (retrynotice.go).
+		if err := out.Event(map[string]any{"event": subscribedEvent}); err != nil {
+			return nil, err
+		}
+	}
 	last := map[string]uint64{}
 	if since >= 0 {
 		var ids []string

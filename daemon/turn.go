@@ -22,6 +22,9 @@ type TurnRequest struct {
 	// OnChunk receives response text as it is produced (a streaming
 	// client). Once a chunk reached it, the turn is no longer retried.
 	OnChunk func(string)
+	// OnRetry, when set, is told of each retry once its turn.retry is
+	// logged, before the backoff (a client shows the progress).
+	OnRetry func(RetryNotice)
 	// RunID and Turn re-run an earlier run (resume); empty for a new run.
 	RunID string
 	Turn  int
@@ -288,6 +291,10 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 			return "", attempt, fmt.Errorf("logging turn.retry: %w (after %v)", lerr, err)
 		}
 		c.log.Warn("transient provider error; retrying", "agent", a.id, "attempt", attempt, "delay", delay, "err", err)
+		if req.OnRetry != nil {
+			req.OnRetry(RetryNotice{RunID: runID, Turn: turn, Attempt: attempt, MaxRetries: cfg.MaxRetries,
+				Error: err.Error(), Delay: delay})
+		}
 		if err := c.opts.Sleep(ctx, delay); err != nil {
 			return "", attempt, err
 		}
