@@ -182,3 +182,39 @@ func TestStderrLogDoesNotFollowASymlink(t *testing.T) {
 		t.Fatalf("stderr.log should still be the link: %v", err)
 	}
 }
+
+// askBot asks for approval on every turn and answers with the response.
+const askBot = `import os, sys
+sys.path.insert(0, os.environ["WARREN_TEST_HELPER"])
+from warren_script import read_turn, call_tool, done
+while True:
+    read_turn()
+    r = call_tool("await_input", kind="approval", prompt="go?", timeout=600)
+    done("got " + r["response"])
+`
+
+func TestAnAnswerSentTheMomentAWaitIsShownLands(t *testing.T) {
+	h, _ := scriptedHarness(t)
+	id := h.createScripted("asker", "", writeBot(t, askBot))
+	ch, unsubscribe := h.c.bus.subscribe(id)
+	defer unsubscribe()
+	go h.c.Send(context.Background(), id, "deploy", "", "", nil) //nolint:errcheck // the result is the resume's
+	var tokenID string
+	for ev := range ch {
+		if ev.Entry.Event == evRunWaiting {
+			var d struct {
+				TokenID string `json:"token_id"`
+			}
+			if err := json.Unmarshal(ev.Entry.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			tokenID = d.TokenID
+			break
+		}
+	}
+	// The turn that logged the wait is still stopping its process.
+	res, err := h.c.ResumeByID(context.Background(), id, tokenID, "yes")
+	if err != nil || res.Err != nil || res.Response != "got yes" {
+		t.Fatalf("resume at once = %+v, %v", res, err)
+	}
+}

@@ -151,6 +151,7 @@ func (c *Core) resume(ctx context.Context, agentID, presented, tokenID, response
 		}
 		runID = t.RunID
 	}
+	c.settleSuspending(ctx, a, runID)
 	consume := func(commit func(token.Token) error) (token.Token, bool, error) {
 		if tokenID != "" {
 			t, err := c.tokens.ConsumeByID(a.id, runID, tokenID, response, c.now(), commit)

@@ -42,7 +42,9 @@ warren agent send lead --file brief.md --provider anthropic --model claude-sonne
 		params := map[string]any{"agent_id": pos[0], "message": msg}
 		setIf(params, "provider", prov)
 		setIf(params, "model", model)
+		finish := c.watchSend(ctx, pos[0])
 		res, err := c.call(ctx, "agent.send", params)
+		finish()
 		if err != nil {
 			if ctx.Err() != nil {
 				return c.sendInterrupted(ctx, pos[0])
@@ -110,6 +112,10 @@ func (c *cli) printRunResult(ref string, res map[string]any) {
 		}
 		fmt.Fprintf(c.stdout, ": %s\n", str(wait, "prompt"))
 		fmt.Fprintf(c.stdout, "resume with: warren agent resume %s%s --token %s RESPONSE\n", shellQuote(ref), c.homeArg(), shellQuote(str(res, "token")))
+		if id := str(wait, "token_id"); id != "" {
+			fmt.Fprintf(c.stdout, "token id: %s\nor by token id: warren agent resume %s%s --token-id %s RESPONSE\n",
+				id, shellQuote(ref), c.homeArg(), shellQuote(id))
+		}
 		return
 	}
 	fmt.Fprintln(c.stdout, str(res, "response"))
@@ -274,9 +280,12 @@ func (c *cli) attach(ctx context.Context, ref string) error {
 		return err
 	}
 	defer cl.Close()
-	if _, err := cl.Call(ctx, "agent.inspect", map[string]any{"agent_id": ref}); err != nil {
+	insp, err := cl.Call(ctx, "agent.inspect", map[string]any{"agent_id": ref})
+	if err != nil {
 		return rpcErr("agent.inspect", err)
 	}
+	notes, stop := c.watch(ctx, str(insp, "agent_id"), true, false)
+	defer stop()
 	if !c.json {
 		fmt.Fprintf(c.stdout, "attached to %s (empty line or Ctrl-D to detach)\n", ref)
 	}
@@ -317,6 +326,7 @@ func (c *cli) attach(ctx context.Context, ref string) error {
 			if fr.Chunk != "" {
 				fmt.Fprint(c.stdout, fr.Chunk)
 			}
+			notes.streamFrame(fr)
 			return nil
 		})
 		if !c.json {

@@ -227,7 +227,7 @@ func TestSendSuspendedPrintsResumeCommand(t *testing.T) {
 
 	out := mustOK(t, "agent", "send", "a", "deploy", "--home", home)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || lines[0] != "a is waiting for input (approval): ok to proceed?" {
+	if len(lines) != 4 || lines[0] != "a is waiting for input (approval): ok to proceed?" {
 		t.Fatalf("agent send on a suspending run printed:\n%s", out)
 	}
 	cmdline := strings.Fields(lines[1])
@@ -237,9 +237,14 @@ func TestSendSuspendedPrintsResumeCommand(t *testing.T) {
 		t.Fatalf("resume line %q", lines[1])
 	}
 	token := cmdline[9]
-	_, secret, ok := strings.Cut(token, ".")
+	tokenID, secret, ok := strings.Cut(token, ".")
 	if !ok || secret == "" {
 		t.Fatalf("token %q has no secret part", token)
+	}
+	// The wait's public id, and the command that answers it by id.
+	if lines[2] != "token id: "+tokenID ||
+		lines[3] != "or by token id: warren agent resume a --home "+home+" --token-id "+tokenID+" RESPONSE" {
+		t.Fatalf("token id lines:\n%s\n%s", lines[2], lines[3])
 	}
 
 	if list := mustOK(t, "agent", "list", "--home", home); !strings.Contains(list, "suspended") || !strings.Contains(list, "a is waiting: ok to proceed?") {
