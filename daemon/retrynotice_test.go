@@ -81,11 +81,18 @@ func TestSubscribeReadyFrameComesFirstAndNothingAfterItIsMissed(t *testing.T) {
 		_, err := (&handler{c: h.c}).subscribe(ctx, protocol.Params{"ready": true}, out)
 		done <- err
 	}()
-	<-out.first
+	timeout := time.After(15 * time.Second)
+	select {
+	case <-out.first:
+	case <-timeout:
+		t.Fatal("no frame from events.subscribe with ready: true")
+	}
 	h.send(id, "x") // started only once the subscription is in place
-	for ev := range out.events {
-		if ev == "turn.complete" {
-			break
+	for ev := ""; ev != "turn.complete"; {
+		select {
+		case ev = <-out.events:
+		case <-timeout:
+			t.Fatal("the subscriber never saw turn.complete")
 		}
 	}
 	cancel()
