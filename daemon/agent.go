@@ -26,6 +26,10 @@ type agent struct {
 	saving        bool              // a background session.json writer runs
 	saveDirty     bool              // the snapshot changed while it wrote
 	busy          bool              // a turn is running or being started
+	// settling: a turn ended (busy is false) and its aftermath still runs:
+	// deferred spawns, notices to subscribers and the parent, completion,
+	// the next wake (finishTurn). Quiescence means no agent busy or settling.
+	settling bool
 	cur           *activeTurn       // the running turn
 	permit        bool              // permit_turn: one turn while gated
 	deferred      []func()          // work after the current turn ends

@@ -334,11 +334,12 @@ func (c *Core) WaitChange() <-chan struct{} { return c.changed.wait() }
 // Subscribe streams logged events (agentID "" = all agents); cancel ends it.
 func (c *Core) Subscribe(agentID string) (<-chan LiveEvent, func()) { return c.bus.subscribe(agentID) }
 
-// Idle reports whether no turn runs and no wake is due.
+// Idle reports whether no turn runs (nor its aftermath: deferred spawns,
+// notices, completion) and no wake is due.
 func (c *Core) Idle() bool {
 	for _, a := range c.agentList() {
 		a.mu.Lock()
-		busy := a.busy || (!c.opts.NoWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held)
+		busy := a.busy || a.settling || (!c.opts.NoWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held)
 		a.mu.Unlock()
 		if busy {
 			return false

@@ -179,17 +179,22 @@ func (h *harness) until(what string, cond func() bool) {
 // idle waits until no agent runs a turn and no wake is due.
 func (h *harness) quiet() {
 	h.t.Helper()
-	h.until("every agent is idle", func() bool {
-		for _, a := range h.c.agentList() {
-			a.mu.Lock()
-			busy := a.busy || (a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held && !h.noWake)
-			a.mu.Unlock()
-			if busy {
-				return false
-			}
+	h.until("every agent is idle", h.isQuiet)
+}
+
+// isQuiet reports whether no agent runs a turn or its aftermath (deferred
+// spawns, notices: a.settling) and no wake is due.
+func (h *harness) isQuiet() bool {
+	for _, a := range h.c.agentList() {
+		a.mu.Lock()
+		busy := a.busy || a.settling ||
+			(a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held && !h.noWake)
+		a.mu.Unlock()
+		if busy {
+			return false
 		}
-		return true
-	})
+	}
+	return true
 }
 
 func (h *harness) entries(id string) []eventlog.Entry {

@@ -343,6 +343,7 @@ func (c *Core) finishTurn(a *agent, outcome, from string) {
 	a.mu.Lock()
 	a.cur = nil
 	a.busy = false
+	a.settling = true
 	a.held = outcome == outFailed
 	deferred := a.deferred
 	a.deferred = nil
@@ -355,6 +356,12 @@ func (c *Core) finishTurn(a *agent, outcome, from string) {
 		f()
 	}
 	defer c.changed.fire()
+	defer func() {
+		// Before changed fires: a waiter woken by it sees the aftermath done.
+		a.mu.Lock()
+		a.settling = false
+		a.mu.Unlock()
+	}()
 	if completing {
 		if err := c.terminate(a); err != nil {
 			c.log.Error("terminating a completed agent", "agent", a.id, "err", err)
