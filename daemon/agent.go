@@ -26,10 +26,6 @@ type agent struct {
 	saving        bool              // a background session.json writer runs
 	saveDirty     bool              // the snapshot changed while it wrote
 	busy          bool              // a turn is running or being started
-	// settling: a turn ended (busy is false) and its aftermath still runs:
-	// deferred spawns, notices to subscribers and the parent, completion,
-	// the next wake (finishTurn). Quiescence means no agent busy or settling.
-	settling bool
 	cur           *activeTurn       // the running turn
 	permit        bool              // permit_turn: one turn while gated
 	deferred      []func()          // work after the current turn ends
@@ -39,6 +35,10 @@ type agent struct {
 	// held: the last turn failed; no automatic wake on the same messages
 	// until a poke, a new message or a successful turn.
 	held bool
+	// settling: a turn ended (busy is false) and its aftermath still runs:
+	// deferred spawns, notices to subscribers and the parent, completion,
+	// the next wake (finishTurn). Quiescence means no agent busy or settling.
+	settling bool
 	// terminating is set (under the core lock) when termination removes
 	// the agent; subscriptions to it are refused from then on.
 	terminating bool

@@ -105,6 +105,14 @@
 // agent's running turn (it joins the attempt's toolexec.Attempt, so it is logged,
 // routed and replayed like the provider's own calls).
 //
+// What agent processes write to stderr goes, through provider.Launch.Stderr,
+// to <home>/agents/<id>/stderr.log (stderrlog.go): plain bytes as written,
+// one file shared by the agent's processes, opened with O_NOFOLLOW through
+// faultfs, never synced (a diagnostic, not state: nothing reads it back but
+// `warren logs --stderr`). A write that would take it past 1 MiB first
+// renames it to stderr.log.1 (replacing the older one); a single write over
+// 1 MiB keeps its last 1 MiB.
+//
 // # Message ids
 //
 // Inside a run, the id of a message sent by a tool call is derived from the

@@ -33,13 +33,37 @@
 // One JSON object per line, '\n'-terminated, UTF-8. Daemon to program:
 //
 //	{"type":"turn","message":"<prompt>"}
-//	{"type":"turn","message":"<prompt>","history":[<turn>...]}
+//	{"type":"turn","message":"<prompt>","agent":{...},"history":[<turn>...]}
+//	{"type":"turn","message":"<prompt>","agent":{...},"context":[<turn>...]}
 //	{"type":"result","id":<the call's id>,"data":{...}}
 //	{"type":"result","id":<the call's id>,"error":"<text>"}
 //
-// "history" is added only on the first turn written to a freshly spawned
-// process, and only when the session has completed turns. A history entry
-// is a provider.Turn:
+// The first turn written to a freshly spawned process carries "agent", who
+// the agent is (Spec.AgentID, Spec.Identity, Spec.Instructions, as they were
+// when the session opened):
+//
+//	{"id":"<32 hex>","name":"worker","path":"lead/worker","parent":"lead",
+//	 "parent_id":"<32 hex>","instructions":".."}
+//
+// with "parent" and "parent_id" null for a root agent (which reports to
+// USER). Keys are only ever added to the turn line, so Substrat programs,
+// which read "message" and "history", keep working.
+//
+// That first turn also carries the session's completed turns, when it has
+// any, in one of two keys chosen by Spec.HistoryMode (the daemon takes it
+// from the agent's metadata "history", else the provider entry's "history"
+// setting; any value other than "replay" and "context" is refused at Create
+// and Restore with a permanent error wrapping ErrHistoryMode):
+//
+//   - "history" (mode "replay", the default): a replay the program
+//     re-executes to rebuild its state (the Python helper hands each
+//     recorded turn and call result back to the program's own code, and
+//     fails with AssertionError when the code calls another tool).
+//   - "context" (mode "context"): the same entries as data; the program
+//     reads them (Python: context()) and nothing is replayed, so a program
+//     whose code changed, or that asks an LLM, goes on after an eviction.
+//
+// A history entry is a provider.Turn:
 //
 //	{"message":"..","calls":[{"tool":"..","args":{..},"result":{..}} or
 //	 {"tool":"..","args":{..},"error":".."}],"response":".."}
@@ -101,7 +125,9 @@
 // The turn line is written while the program's output is read, so a
 // program may write before it reads without deadlocking on a long history.
 //
-// stderr is kept in a bounded ring (the last 8 KiB) for these messages.
+// stderr is kept in a bounded ring (the last 8 KiB) for these messages,
+// and copied, on every turn, to the Launch's Stderr writer when the daemon
+// gives one (its per-agent <home>/agents/<id>/stderr.log).
 // Every process is waited for; none is left a zombie.
 //
 // # State
@@ -127,7 +153,9 @@
 // python/warren_script.py (and its alias python/substrat_script.py, for
 // scripts written for Substrat) is a standard-library-only helper with
 // read_turn(), call_tool(name, **args), done(response) and error(message)
-// that handles the history replay, plus rpc(method, **params) and
+// that handles the history replay, agent() (the "agent" object) and
+// context() (the "context" list, [] in replay mode), plus rpc(method,
+// **params) and
 // call_tool_socket(name, **args), which call the daemon's socket with the
 // process's credential (call_tool_socket is replayed like call_tool).
 // WriteHelpers installs both files in a directory, for a PYTHONPATH entry in
