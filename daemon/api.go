@@ -244,6 +244,11 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (map[stri
 			"seq": int64(msg.Ref.Seq)})
 	}
 	m["inbox"] = inboxList
+	if a.log != nil {
+		// The seq of the agent's last entry: agent.log since_seq from here
+		// reads what happens next (the CLI's final sweep of a send).
+		m["last_seq"] = int64(a.log.LastSeq())
+	}
 	m["metadata"] = md
 	m["gated"] = gated
 	m["instructions"] = instructions

@@ -34,6 +34,7 @@ type notices struct {
 
 	mu      sync.Mutex
 	shown   map[string]bool // token ids already printed
+	retries map[string]bool // run_id/attempt of turn.retry entries printed
 	parents map[string]string
 	paths   map[string]string
 	tried   map[string]bool // ids refreshed for
@@ -45,7 +46,7 @@ type notices struct {
 // failure to watch is not an error of the command: it prints nothing.
 func (c *cli) watch(ctx context.Context, targetID string, ownWaits, ownRetries bool) (n *notices, stop func()) {
 	n = &notices{c: c, target: targetID, ownWaits: ownWaits, ownRetries: ownRetries, shown: map[string]bool{},
-		parents: map[string]string{}, paths: map[string]string{}, tried: map[string]bool{}}
+		retries: map[string]bool{}, parents: map[string]string{}, paths: map[string]string{}, tried: map[string]bool{}}
 	if c.json {
 		return n, func() {}
 	}
@@ -139,7 +140,7 @@ func (n *notices) entry(ctx context.Context, ev map[string]any) {
 			return
 		}
 		_, path := n.under(ctx, id)
-		n.retry(path, num(data, "attempt"), 0, num(data, "delay_ms"), str(data, "error"))
+		n.retryOnce(path, str(data, "run_id"), num(data, "attempt"), 0, num(data, "delay_ms"), str(data, "error"))
 	case "run.waiting":
 		if id == n.target && !n.ownWaits {
 			return
@@ -162,6 +163,19 @@ func (n *notices) retry(path string, attempt, maxRetries, delayMS int64, errText
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	fmt.Fprintf(n.c.stderr, "%s: retrying in %s (attempt %d%s failed): %s\n", path, fmtDelay(delayMS), attempt, of, oneLine(errText))
+}
+
+// retryOnce prints a retry of a logged turn.retry entry once (the live
+// stream and the final sweep may both see it).
+func (n *notices) retryOnce(path, runID string, attempt, maxRetries, delayMS int64, errText string) {
+	key := fmt.Sprintf("%s/%d", runID, attempt)
+	n.mu.Lock()
+	seen := n.retries[key]
+	n.retries[key] = true
+	n.mu.Unlock()
+	if !seen {
+		n.retry(path, attempt, maxRetries, delayMS, errText)
+	}
 }
 
 // retryFrame prints an agent.stream turn.retry frame.
@@ -213,9 +227,11 @@ func oneLine(s string) string {
 }
 
 // watchSend starts the notices of `agent send REF` (its retries, and the
-// waits that begin below it; its own wait is in the result). It returns
-// the function that stops them.
-func (c *cli) watchSend(ctx context.Context, ref string) (stop func()) {
+// waits that begin below it; its own wait is in the result). The returned
+// function stops them once the send has returned: it first prints, from
+// the agent's log, the retries the live stream had not delivered yet (it
+// runs beside the send, on its own connection, and may lag behind it).
+func (c *cli) watchSend(ctx context.Context, ref string) (finish func()) {
 	if c.json {
 		return func() {}
 	}
@@ -223,8 +239,38 @@ func (c *cli) watchSend(ctx context.Context, ref string) (stop func()) {
 	if err != nil {
 		return func() {} // agent.send reports the problem
 	}
-	_, stop = c.watch(ctx, str(insp, "agent_id"), false, true)
-	return stop
+	n, stop := c.watch(ctx, str(insp, "agent_id"), false, true)
+	_, known := insp["last_seq"]
+	since := num(insp, "last_seq")
+	return func() {
+		stop()
+		if known {
+			n.sweepRetries(ctx, since)
+		}
+	}
+}
+
+// sweepRetries prints the target's turn.retry entries logged after seq
+// that were not printed yet.
+func (n *notices) sweepRetries(ctx context.Context, since int64) {
+	for page := 0; page < 100; page++ {
+		res, err := n.c.call(ctx, "agent.log", map[string]any{"agent_id": n.target, "since_seq": since})
+		if err != nil {
+			return
+		}
+		for _, e := range list(res, "events") {
+			if str(e, "event") == "turn.retry" {
+				d := obj(e, "data")
+				_, path := n.under(ctx, n.target)
+				n.retryOnce(path, str(d, "run_id"), num(d, "attempt"), 0, num(d, "delay_ms"), str(d, "error"))
+			}
+		}
+		next := num(res, "next_seq")
+		if more, _ := res["more"].(bool); !more || next <= since {
+			return
+		}
+		since = next
+	}
 }
 
 // streamFrame prints the notices an agent.stream event frame carries: a
