@@ -108,3 +108,17 @@ func TestSubscribeReadyFrameComesFirstAndNothingAfterItIsMissed(t *testing.T) {
 		t.Fatalf("frames after ready = %v", out.got[1:])
 	}
 }
+
+func TestInspectReportsTheLastSeq(t *testing.T) {
+	h := newHarness(t)
+	id := h.create("lead", "", "echo")
+	h.send(id, "x")
+	m, err := h.c.Inspect(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := h.entries(id)
+	if m["last_seq"] != int64(es[len(es)-1].Seq) {
+		t.Fatalf("last_seq = %v, want %d", m["last_seq"], es[len(es)-1].Seq)
+	}
+}
