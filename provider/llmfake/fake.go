@@ -1,6 +1,10 @@
 // Package llmfake is a fake LLM server for offline tests: an httptest
 // server speaking OpenAI Chat Completions (POST /chat/completions, also
-// under /v1) or the Anthropic Messages API (POST /v1/messages), streaming
+// under /v1), the Anthropic Messages API (POST /v1/messages), the OpenAI
+// Responses API (POST /responses, also under /v1; Codex's dialect with
+// namespaced function calls) or the Gemini API (POST
+// /v1beta/models/MODEL:streamGenerateContent?alt=sse and :generateContent,
+// Gemini CLI's dialect), streaming
 // the wire shapes real servers send, with the quirks of compatible servers
 // on demand (fragmented or whole tool arguments, parallel calls sharing
 // index 0, comment lines, a usage chunk with empty choices, an error object
@@ -26,10 +30,14 @@ import (
 // API selects the wire format.
 type API string
 
-// The two APIs.
+// The APIs.
 const (
 	OpenAI    API = "openai"
 	Anthropic API = "anthropic"
+	// Responses is the OpenAI Responses API as Codex speaks it.
+	Responses API = "responses"
+	// Gemini is the Gemini API (generativelanguage) as Gemini CLI speaks it.
+	Gemini API = "gemini"
 )
 
 // Call is a tool call the fake model makes.
@@ -37,6 +45,10 @@ type Call struct {
 	ID   string
 	Name string
 	Args string // JSON text
+	// Namespace (Responses only) is the namespace tool the function belongs
+	// to: Codex offers MCP tools as {"type":"namespace","name":"mcp__warren",
+	// "tools":[...]} and runs only calls that name it.
+	Namespace string
 }
 
 // Reply is what the fake answers to one request.
@@ -85,8 +97,10 @@ type Reply struct {
 type Request struct {
 	Method string
 	Path   string
+	Query  string // the raw query (Gemini: alt=sse)
 	Header http.Header
 	Body   []byte
+	api    API
 }
 
 // JSON decodes the body.
@@ -145,10 +159,11 @@ func (s *Server) Close() {
 }
 
 // BaseURL is the base_url an entry uses: the server URL plus /v1 for
-// OpenAI (so the endpoint is /v1/chat/completions) and the bare URL for
-// Anthropic (endpoint /v1/messages).
+// OpenAI and Responses (so the endpoint is /v1/chat/completions or
+// /v1/responses) and the bare URL for Anthropic (endpoint /v1/messages) and
+// Gemini (GOOGLE_GEMINI_BASE_URL; endpoint /v1beta/models/...).
 func (s *Server) BaseURL() string {
-	if s.api == OpenAI {
+	if s.api == OpenAI || s.api == Responses {
 		return s.URL + "/v1"
 	}
 	return s.URL
@@ -205,16 +220,17 @@ func (s *Server) Busy() time.Duration {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 256<<20))
-	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	want := "/v1/messages"
-	if s.api == OpenAI {
-		want = "/chat/completions"
-	}
+	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, api: s.api}
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK) // a client's connectivity probe
 		return
 	}
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, want) {
+	if s.api == Gemini && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":countTokens") {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"totalTokens":%d}`, tokens(len(body)))
+		return
+	}
+	if r.Method != http.MethodPost || !s.routed(r.URL.Path) {
 		http.Error(w, fmt.Sprintf(`{"error":{"message":"fake %s server: no route %s %s","type":"invalid_request_error"}}`, s.api, r.Method, r.URL.Path), http.StatusNotFound)
 		return
 	}
@@ -269,9 +285,22 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, rep 
 		return
 	}
 	var events []string
-	if s.api == OpenAI {
+	switch s.api {
+	case OpenAI:
 		events = openAIEvents(rep, req)
-	} else {
+	case Responses:
+		events = responsesEvents(rep, req)
+	case Gemini:
+		events = geminiEvents(rep, req)
+		if !req.streamed() {
+			// :generateContent, or streamGenerateContent without alt=sse
+			// (a JSON array): the chunks merged, no events.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, geminiWhole(rep, req, strings.Contains(req.Path, ":streamGenerateContent")))
+			return
+		}
+	default:
 		events = anthropicEvents(rep, req)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -303,6 +332,20 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, rep 
 		}
 		flush(flusher)
 	}
+}
+
+// routed says whether path is the API's generation endpoint.
+func (s *Server) routed(path string) bool {
+	switch s.api {
+	case OpenAI:
+		return strings.HasSuffix(path, "/chat/completions")
+	case Responses:
+		return strings.HasSuffix(path, "/responses")
+	case Gemini:
+		return strings.Contains(path, "/models/") &&
+			(strings.HasSuffix(path, ":streamGenerateContent") || strings.HasSuffix(path, ":generateContent"))
+	}
+	return strings.HasSuffix(path, "/v1/messages")
 }
 
 func flush(f http.Flusher) {

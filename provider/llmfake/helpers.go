@@ -14,18 +14,26 @@ func (s *Server) RateLimited(retryAfter string) Reply {
 	if retryAfter != "" {
 		rep.Header["Retry-After"] = retryAfter
 	}
-	rep.Body = s.errorBody("rate_limit_error", "Rate limit reached for requests")
+	typ := "rate_limit_error"
+	if s.api == Gemini {
+		typ = "RESOURCE_EXHAUSTED"
+	}
+	rep.Body = s.errorBody(http.StatusTooManyRequests, typ, "Rate limit reached for requests")
 	return rep
 }
 
-// Status is an error response with the API's error body.
+// Status is an error response with the API's error body (typ is the
+// error's type, or its status such as UNAVAILABLE for Gemini).
 func (s *Server) Status(code int, typ, message string) Reply {
-	return Reply{Status: code, Body: s.errorBody(typ, message)}
+	return Reply{Status: code, Body: s.errorBody(code, typ, message)}
 }
 
-func (s *Server) errorBody(typ, message string) string {
-	if s.api == Anthropic {
+func (s *Server) errorBody(code int, typ, message string) string {
+	switch s.api {
+	case Anthropic:
 		return mustJSON(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}})
+	case Gemini:
+		return mustJSON(map[string]any{"error": map[string]any{"code": code, "message": message, "status": typ}})
 	}
 	return mustJSON(map[string]any{"error": map[string]any{"message": message, "type": typ, "param": nil, "code": typ}})
 }
@@ -43,6 +51,12 @@ type Msg struct {
 // (an Anthropic message with several blocks gives one Msg per tool result
 // and one for the rest).
 func (r Request) Messages() (system string, msgs []Msg) {
+	switch r.api {
+	case Responses:
+		return r.responsesMessages()
+	case Gemini:
+		return r.geminiMessages()
+	}
 	var body struct {
 		System   json.RawMessage `json:"system"`
 		Messages []struct {
@@ -164,4 +178,68 @@ func Directives(req Request) Reply {
 		return Reply{Calls: calls}
 	}
 	return Reply{Text: fmt.Sprintf("ok: %.40s", last.Text)}
+}
+
+// Tool is a tool a request offers the model; Namespace is set for a
+// function inside a Responses namespace tool (Codex's MCP tools).
+type Tool struct {
+	Namespace string
+	Name      string
+}
+
+// Tools lists the tools the request offers, in order, in any of the APIs.
+func (r Request) Tools() []Tool {
+	type fn struct {
+		Type     string `json:"type"`
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+		Tools                []fn `json:"tools"`
+		FunctionDeclarations []struct {
+			Name string `json:"name"`
+		} `json:"functionDeclarations"`
+	}
+	var body struct {
+		Tools []fn `json:"tools"`
+	}
+	if json.Unmarshal(r.Body, &body) != nil {
+		return nil
+	}
+	var out []Tool
+	for _, t := range body.Tools {
+		switch {
+		case t.Function.Name != "":
+			out = append(out, Tool{Name: t.Function.Name})
+		case len(t.FunctionDeclarations) > 0:
+			for _, d := range t.FunctionDeclarations {
+				out = append(out, Tool{Name: d.Name})
+			}
+		case t.Type == "namespace":
+			for _, sub := range t.Tools {
+				out = append(out, Tool{Namespace: t.Name, Name: sub.Name})
+			}
+		case t.Name != "":
+			out = append(out, Tool{Name: t.Name})
+		}
+	}
+	return out
+}
+
+// Tool finds the offered tool that is warren's tool name under any
+// agent's naming: exactly name, or name after a "_" or "__" prefix
+// (mcp__warren__send_message, mcp_warren_send_message,
+// warren_send_message, or send_message in the namespace mcp__warren).
+func (r Request) Tool(name string) (Tool, bool) {
+	for _, t := range r.Tools() {
+		if t.Name == name || strings.HasSuffix(t.Name, "_"+name) {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+// Call makes a call of the tool t with args.
+func (t Tool) Call(id, args string) Call {
+	return Call{ID: id, Name: t.Name, Args: args, Namespace: t.Namespace}
 }

@@ -2,9 +2,17 @@ package llmfake
 
 import (
 	"fmt"
+	"strings"
 )
 
 func model(req Request) string {
+	if req.api == Gemini {
+		// /v1beta/models/MODEL:streamGenerateContent
+		_, rest, _ := strings.Cut(req.Path, "/models/")
+		if m, _, _ := strings.Cut(rest, ":"); m != "" {
+			return m
+		}
+	}
 	if m, ok := req.JSON()["model"].(string); ok {
 		return m
 	}
