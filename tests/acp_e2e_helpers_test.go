@@ -25,12 +25,23 @@ import (
 
 // e2eAgent is one agent CLI under test.
 type e2eAgent struct {
-	name    string // the built-in entry
-	pkg     string // npm package, pinned in scripts/e2e-install.sh
-	bin     string // the installed binary's name
-	api     llmfake.API
-	model   string // agent.create's model ("" for the entry's)
+	name  string // the built-in entry
+	pkg   string // npm package, pinned in scripts/e2e-install.sh
+	bin   string // the installed binary's name
+	api   llmfake.API
+	model string // agent.create's model ("" for the entry's)
+	// perms is the entry's permissions policy ("" for the default, ask).
+	// codex-acp 2.6.0 asks permission for an MCP call with an empty title
+	// and gemini 0.61.0 titles it "send_message (warren MCP Server)":
+	// provider/acp does not recognise either as warren's own tool, so under
+	// ask the call would become an operator wait.
+	perms   string
 	command func(bin string) []string
+	// persisted, when set, says whether the agent has written its session
+	// (handle) to its own storage under dir. Gemini CLI writes its chat
+	// file some time after the turn's answer: a kill -9 before that loses
+	// the session (the restore then falls back to the history).
+	persisted func(dir, handle string) bool
 	// setup writes the agent's files under dir, sets its dummy key in the
 	// test's environment and returns the entry's env.
 	setup func(t *testing.T, f *llmfake.Server, dir string) map[string]string
@@ -47,7 +58,7 @@ var e2eAgents = []e2eAgent{
 				// model does not search).
 				"ENABLE_TOOL_SEARCH": "false"}
 		}},
-	{name: "codex", pkg: "@agentclientprotocol/codex-acp", bin: "codex-acp", api: llmfake.Responses,
+	{name: "codex", pkg: "@agentclientprotocol/codex-acp", bin: "codex-acp", api: llmfake.Responses, perms: "allow",
 		command: func(bin string) []string { return []string{bin} },
 		setup: func(t *testing.T, f *llmfake.Server, dir string) map[string]string {
 			t.Setenv("CODEX_E2E_API_KEY", "e2e-dummy-key")
@@ -64,11 +75,20 @@ stream_max_retries = 0
 `)
 			return map[string]string{"CODEX_HOME": home, "HOME": dir}
 		}},
-	{name: "gemini", pkg: "@google/gemini-cli", bin: "gemini", api: llmfake.Gemini, model: "mock-model",
+	{name: "gemini", pkg: "@google/gemini-cli", bin: "gemini", api: llmfake.Gemini, model: "mock-model", perms: "allow",
 		command: func(bin string) []string { return []string{bin, "--acp", "--skip-trust"} },
+		persisted: func(dir, handle string) bool {
+			files, _ := filepath.Glob(filepath.Join(dir, ".gemini", "tmp", "*", "chats", "session-*-"+handle[:min(8, len(handle))]+".jsonl"))
+			for _, f := range files {
+				if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), handle) && strings.Contains(string(b), "E2E-") {
+					return true
+				}
+			}
+			return false
+		},
 		setup: func(t *testing.T, f *llmfake.Server, dir string) map[string]string {
 			t.Setenv("GEMINI_API_KEY", "e2e-dummy-key")
-			writeFile(t, filepath.Join(dir, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`)
+			writeFile(t, filepath.Join(dir, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"sessionRetention":{"enabled":false}}}`)
 			return map[string]string{"GOOGLE_GEMINI_BASE_URL": f.URL, "HOME": dir}
 		}},
 	{name: "opencode", pkg: "opencode-ai", bin: "opencode", api: llmfake.OpenAI,
@@ -138,7 +158,11 @@ func writeACPConfig(t *testing.T, d *testDaemon, entries map[string]map[string]a
 // e2eEntry sets up agent a in front of f and returns its config entry.
 func e2eEntry(t *testing.T, a e2eAgent, bin string, f *llmfake.Server, dir string) map[string]any {
 	t.Helper()
-	return map[string]any{"command": a.command(bin), "env": a.setup(t, f, dir)}
+	e := map[string]any{"command": a.command(bin), "env": a.setup(t, f, dir)}
+	if a.perms != "" {
+		e["permissions"] = a.perms
+	}
+	return e
 }
 
 // e2eModel is a fake model driven by the prompt of the current turn (the

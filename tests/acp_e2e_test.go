@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,17 +93,37 @@ func testE2EACPAgent(t *testing.T, a e2eAgent) {
 	}
 
 	// 2. kill -9, restart, native restore.
+	if a.persisted != nil {
+		handle, start := str(created[0]["handle"]), time.Now()
+		for !a.persisted(filepath.Join(d.dir, "agenthome"), handle) {
+			if time.Since(start) > 30*time.Second {
+				t.Fatalf("%s never wrote session %s to its storage:\n%s", a.name, handle, treeOf(filepath.Join(d.dir, "agenthome")))
+			}
+			time.Sleep(20 * time.Millisecond) // another process's file: no signal to wait on
+		}
+		t.Logf("%s wrote its session file %s after the turn", a.name, time.Since(start).Round(time.Millisecond))
+	}
 	pid := agentPid(t, d, worker)
 	d.Kill()
 	d.Start()
 	waitGroupEmpty(t, pid, "the agent's process group after the daemon's kill -9")
 	res = d.callN("agent.send", map[string]any{"agent_id": worker, "message": "E2E-TURN-2 what did you do before?"})
+	restored := eventsNamed(t, d, worker, "session.restored")
+	t.Logf("session.restored %v", restored)
+	if os.Getenv("E2E_DEBUG") != "" {
+		chats, _ := filepath.Glob(filepath.Join(d.dir, "agenthome", ".gemini", "tmp", "*", "chats", "*"))
+		for _, c := range chats {
+			b, _ := os.ReadFile(c)
+			t.Logf("DEBUG %s:\n%.1500s", c, b)
+		}
+		t.Logf("DEBUG handle %v", created)
+	}
+	restored = eventsNamed(t, d, worker, "session.restored")
+	if len(restored) != 1 || restored[0]["strategy"] != "native" {
+		t.Fatalf("session.restored %v: want one, strategy native; daemon log:\n%s\nagent home:\n%s", restored, grepLines(d.Output(), "restore"), treeOf(filepath.Join(d.dir, "agenthome")))
+	}
 	if r := str(res["response"]); !strings.Contains(r, "ok: E2E-TURN-2") || strings.Contains(r, "done: ") {
 		t.Fatalf("turn 2 = %v; agent stderr:\n%s", res, agentStderr(d, worker))
-	}
-	restored := eventsNamed(t, d, worker, "session.restored")
-	if len(restored) != 1 || restored[0]["strategy"] != "native" {
-		t.Fatalf("session.restored %v: want one, strategy native", restored)
 	}
 	t.Logf("restored natively by %v", restored[0]["method"])
 	if last := m.lastRequest(); !earlierUserText(last, "E2E-TURN-1") {
@@ -150,7 +171,8 @@ func testE2EACPAgent(t *testing.T, a e2eAgent) {
 	}
 	res = d.callN("agent.send", map[string]any{"agent_id": worker, "message": "E2E-TURN-4 still there?"})
 	if r := str(res["response"]); !strings.Contains(r, "ok: E2E-TURN-4") {
-		t.Fatalf("turn 4 after the cancel = %v; agent stderr:\n%s", res, agentStderr(d, worker))
+		_, msgs := m.lastRequest().Messages()
+		t.Fatalf("turn 4 after the cancel = %v; the model's last request: %+v", res, msgs)
 	}
 	pid = agentPid(t, d, worker)
 	if err := d.Stop(); err != nil {
@@ -167,4 +189,27 @@ func e2eVersion(bin string, a e2eAgent) string {
 		return "(version unknown)"
 	}
 	return pj.Version
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// treeOf lists the files under dir with their sizes (for failure texts).
+func treeOf(dir string) string {
+	var b strings.Builder
+	_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			fmt.Fprintf(&b, "%s %d\n", strings.TrimPrefix(p, dir), fi.Size())
+		}
+		return nil
+	})
+	return b.String()
 }
