@@ -42,6 +42,8 @@ type e2eAgent struct {
 	// file some time after the turn's answer: a kill -9 before that loses
 	// the session (the restore then falls back to the history).
 	persisted func(dir, handle string) bool
+	// restoreBug explains a known failure of the agent's native restore.
+	restoreBug string
 	// setup writes the agent's files under dir, sets its dummy key in the
 	// test's environment and returns the entry's env.
 	setup func(t *testing.T, f *llmfake.Server, dir string) map[string]string
@@ -76,6 +78,11 @@ stream_max_retries = 0
 			return map[string]string{"CODEX_HOME": home, "HOME": dir}
 		}},
 	{name: "gemini", pkg: "@google/gemini-cli", bin: "gemini", api: llmfake.Gemini, model: "mock-model", perms: "allow",
+		restoreBug: "gemini-cli 0.61.0 races itself on session/load in a fresh process: its chat recorder, started for " +
+			"the loaded session id, appends {\"$set\":{\"messages\":[<session_context>]}} to that session's own file " +
+			"(~/.gemini/tmp/<project>/chats/session-*-<id8>.jsonl) before the load reads it, so the load finds no " +
+			"resumable message and answers -32603 \"No previous sessions found for this project.\" (and the session is " +
+			"lost for good); reproduced outside warren with a plain ACP client in 3 of 3 tries. Exclude with WARREN_E2E_EXCLUDE=gemini",
 		command: func(bin string) []string { return []string{bin, "--acp", "--skip-trust"} },
 		persisted: func(dir, handle string) bool {
 			files, _ := filepath.Glob(filepath.Join(dir, ".gemini", "tmp", "*", "chats", "session-*-"+handle[:min(8, len(handle))]+".jsonl"))

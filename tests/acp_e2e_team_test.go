@@ -217,10 +217,12 @@ func TestE2EClaudeLeadCodexWorker(t *testing.T) {
 		t.Fatalf("the lead has children %v, want the one coder", children)
 	}
 	t.Logf("worker restored by %v, lead restored by %v; progress %s and done %s each enqueued once", restored[0]["method"], lr[0]["method"], progressID, doneID)
+	leadPid, coderPid = agentPid(t, d, lead), agentPid(t, d, coder)
 	if err := d.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	waitGroupEmpty(t, leadPid, "the lead's process group after the stop")
+	waitGroupEmpty(t, coderPid, "the worker's process group after the stop")
 }
 
 // childNamed returns the id of parent's child called name.

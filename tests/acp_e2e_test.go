@@ -110,17 +110,9 @@ func testE2EACPAgent(t *testing.T, a e2eAgent) {
 	res = d.callN("agent.send", map[string]any{"agent_id": worker, "message": "E2E-TURN-2 what did you do before?"})
 	restored := eventsNamed(t, d, worker, "session.restored")
 	t.Logf("session.restored %v", restored)
-	if os.Getenv("E2E_DEBUG") != "" {
-		chats, _ := filepath.Glob(filepath.Join(d.dir, "agenthome", ".gemini", "tmp", "*", "chats", "*"))
-		for _, c := range chats {
-			b, _ := os.ReadFile(c)
-			t.Logf("DEBUG %s:\n%.1500s", c, b)
-		}
-		t.Logf("DEBUG handle %v", created)
-	}
 	restored = eventsNamed(t, d, worker, "session.restored")
 	if len(restored) != 1 || restored[0]["strategy"] != "native" {
-		t.Fatalf("session.restored %v: want one, strategy native; daemon log:\n%s\nagent home:\n%s", restored, grepLines(d.Output(), "restore"), treeOf(filepath.Join(d.dir, "agenthome")))
+		t.Fatalf("session.restored %v: want one, strategy native; daemon log:\n%s\nagent home:\n%s\nknown: %s", restored, grepLines(d.Output(), "restore"), treeOf(filepath.Join(d.dir, "agenthome")), a.restoreBug)
 	}
 	if r := str(res["response"]); !strings.Contains(r, "ok: E2E-TURN-2") || strings.Contains(r, "done: ") {
 		t.Fatalf("turn 2 = %v; agent stderr:\n%s", res, agentStderr(d, worker))
