@@ -47,6 +47,8 @@ func testE2EACPAgent(t *testing.T, a e2eAgent) {
 	m := newE2EModel(`{"recipient":"lead","text":"E2E hello from ` + a.name + `"}`)
 	f.Respond(m.respond)
 
+	t0 := time.Now()
+	phase := func(what string) { t.Logf("%s: done at %s", what, time.Since(t0).Round(time.Millisecond)) }
 	d := newTestDaemon(t, modeBinary)
 	work := filepath.Join(d.dir, "work")
 	if err := os.MkdirAll(work, 0o700); err != nil {
@@ -92,6 +94,7 @@ func testE2EACPAgent(t *testing.T, a e2eAgent) {
 		t.Fatalf("session.created %v: want one, with the ACP session id as handle", created)
 	}
 
+	phase("turn 1")
 	// 2. kill -9, restart, native restore.
 	if a.persisted != nil {
 		handle, start := str(created[0]["handle"]), time.Now()
@@ -129,6 +132,7 @@ func testE2EACPAgent(t *testing.T, a e2eAgent) {
 		t.Fatal("the restart created a second session")
 	}
 
+	phase("kill -9, restart, turn 2")
 	// 3. cancel mid-turn.
 	done := make(chan map[string]any, 1)
 	go func() {
@@ -161,16 +165,19 @@ func testE2EACPAgent(t *testing.T, a e2eAgent) {
 	if n := len(eventsNamed(t, d, worker, "turn.cancelled")); n != 1 {
 		t.Fatalf("%d turn.cancelled entries, want 1", n)
 	}
+	phase("cancel")
 	res = d.callN("agent.send", map[string]any{"agent_id": worker, "message": "E2E-TURN-4 still there?"})
 	if r := str(res["response"]); !strings.Contains(r, "ok: E2E-TURN-4") {
 		_, msgs := m.lastRequest().Messages()
 		t.Fatalf("turn 4 after the cancel = %v; the model's last request: %+v", res, msgs)
 	}
+	phase("turn 4")
 	pid = agentPid(t, d, worker)
 	if err := d.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	waitGroupEmpty(t, pid, "the agent's process group after a clean stop")
+	phase("stop")
 }
 
 // e2eVersion is the installed package's version (its package.json).
