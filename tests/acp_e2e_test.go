@@ -112,24 +112,26 @@ func testE2EACPAgent(t *testing.T, a e2eAgent) {
 	waitGroupEmpty(t, pid, "the agent's process group after the daemon's kill -9")
 	res = d.callN("agent.send", map[string]any{"agent_id": worker, "message": "E2E-TURN-2 what did you do before?"})
 	restored := eventsNamed(t, d, worker, "session.restored")
-	t.Logf("session.restored %v", restored)
-	restored = eventsNamed(t, d, worker, "session.restored")
 	if len(restored) != 1 || restored[0]["strategy"] != "native" {
-		t.Fatalf("session.restored %v: want one, strategy native; daemon log:\n%s\nagent home:\n%s\nknown: %s", restored, grepLines(d.Output(), "restore"), treeOf(filepath.Join(d.dir, "agenthome")), a.restoreBug)
-	}
-	if r := str(res["response"]); !strings.Contains(r, "ok: E2E-TURN-2") || strings.Contains(r, "done: ") {
-		t.Fatalf("turn 2 = %v; agent stderr:\n%s", res, agentStderr(d, worker))
-	}
-	t.Logf("restored natively by %v", restored[0]["method"])
-	if last := m.lastRequest(); !earlierUserText(last, "E2E-TURN-1") {
-		_, msgs := last.Messages()
-		t.Fatalf("after the restore the model did not get turn 1 as an earlier message of the agent's conversation: %+v", msgs)
+		// Not fatal: the cancel below is still checked. (The fake model
+		// then sees turn 1's CALLTOOL inside the injected history and calls
+		// send_message again; that second message is the fake's doing.)
+		t.Errorf("session.restored %v: want one, strategy native; daemon log:\n%s\nagent home:\n%s\nknown: %s", restored, grepLines(d.Output(), "restore"), treeOf(filepath.Join(d.dir, "agenthome")), a.restoreBug)
+	} else {
+		if r := str(res["response"]); !strings.Contains(r, "ok: E2E-TURN-2") || strings.Contains(r, "done: ") {
+			t.Fatalf("turn 2 = %v; agent stderr:\n%s", res, agentStderr(d, worker))
+		}
+		t.Logf("restored natively by %v", restored[0]["method"])
+		if last := m.lastRequest(); !earlierUserText(last, "E2E-TURN-1") {
+			_, msgs := last.Messages()
+			t.Fatalf("after the restore the model did not get turn 1 as an earlier message of the agent's conversation: %+v", msgs)
+		}
+		if len(eventsNamed(t, d, worker, "session.created")) != 1 {
+			t.Fatal("the restart created a second session")
+		}
 	}
 	if n := enqueuedCount(t, d, lead, msgID); n != 1 {
 		t.Fatalf("after the restart the lead's log has %d message.enqueued for %s, want 1", n, msgID)
-	}
-	if len(eventsNamed(t, d, worker, "session.created")) != 1 {
-		t.Fatal("the restart created a second session")
 	}
 
 	phase("kill -9, restart, turn 2")
