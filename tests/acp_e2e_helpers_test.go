@@ -228,7 +228,11 @@ func (m *e2eModel) respond(r llmfake.Request) llmfake.Reply {
 		m.prompts = append(m.prompts, "")
 		return llmfake.Reply{Text: "no E2E prompt in the request"}
 	}
+	// The current request is the text from its last marker on: a history
+	// block warren injects (after a failed native restore) quotes earlier
+	// prompts before it, and their directives are not this turn's.
 	prompt := msgs[pi].Text
+	prompt = prompt[strings.LastIndex(prompt, "E2E-"):]
 	m.prompts = append(m.prompts, prompt)
 	for _, msg := range msgs[pi+1:] {
 		if msg.Role == "tool" {
@@ -243,8 +247,7 @@ func (m *e2eModel) respond(r llmfake.Request) llmfake.Reply {
 		m.stalled <- struct{}{}
 		return llmfake.Reply{Text: "this answer never ends", Stall: true, StallAfter: 2}
 	}
-	marker := prompt[strings.Index(prompt, "E2E-"):]
-	return llmfake.Reply{Text: fmt.Sprintf("ok: %.20s", marker)}
+	return llmfake.Reply{Text: fmt.Sprintf("ok: %.20s", prompt)}
 }
 
 // lastRequest is the last request that offered warren's tool.
