@@ -16,6 +16,9 @@
 #
 #   scripts/e2e-install.sh claude && WARREN_E2E=1 go test -run TestE2E ./provider/anthropic/
 #   scripts/e2e-install.sh mcp-sdk && WARREN_E2E=1 go test -run TestE2EMCPBridge ./tests/
+#   scripts/e2e-install.sh && WARREN_E2E=1 go test -count=1 -run TestE2E -v ./tests/ ./provider/llmfake/
+#     (every agent over ACP on a real daemon, and the Claude-lead/Codex-worker
+#     crash scenario; WARREN_E2E_EXCLUDE=gemini,... excludes agents by name)
 #
 # The versions are those the provider study verified against the fake LLM
 # servers (../shared/reference/providers.md sections 4-6); bump them here,
