@@ -376,6 +376,8 @@ func TestIsWarrenTool(t *testing.T) {
 	for title, want := range map[string]bool{
 		"mcp__warren__send_message": true, "mcp_warren_send_message": true, "warren_spawn_agent": true,
 		"warren/await_input": true, "Bash": false, "mcp__other__send_message": false, "warren_rm": false,
+		"send_message (warren MCP Server)": true, "rm -rf / (warren MCP Server)": false,
+		"send_message (other MCP Server)": false, "x; send_message (warren MCP Server)": false,
 		"warren send_message && rm -rf /": false, "echo mcp__warren__send_message": false, "mcp__warren__send_message; rm x": false,
 	} {
 		if got := isWarrenTool(title); got != want {

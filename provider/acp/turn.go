@@ -307,11 +307,17 @@ func permissionPrompt(p permissionParams) string {
 // name an adapter gives in _meta) is exactly one of warren's own tools as
 // the agents name them: mcp__warren__send_message (Claude Code),
 // mcp_warren_send_message (Gemini), warren_send_message (OpenCode),
-// warren/send_message, warren.send_message, warren__send_message. Only
+// warren/send_message, warren.send_message, warren__send_message,
+// "send_message (warren MCP Server)" (Gemini CLI's permission title). Only
 // the whole title counts, so a shell command that mentions a tool is never
 // taken for it.
 func isWarrenTool(title string) bool {
 	t := strings.ToLower(strings.TrimSpace(title))
+	if name, ok := strings.CutSuffix(t, " (warren mcp server)"); ok {
+		// Gemini CLI 0.61.0 titles an MCP tool "send_message (warren MCP
+		// Server)" (seen in the e2e tests).
+		t = "warren_" + name
+	}
 	for _, prefix := range []string{"mcp__warren__", "mcp_warren_", "warren__", "warren_", "warren/", "warren."} {
 		rest, ok := strings.CutPrefix(t, prefix)
 		if !ok {
