@@ -47,7 +47,6 @@ type agent struct {
 	// degraded.go); owedMu serialises writing it.
 	owed      *owedEnd
 	owedMu    sync.Mutex
-	timers    map[string]stopper
 	resumeRes map[string]chan struct{} // token id -> closed when the resumed run ends
 	resumeOut map[string]TurnResult
 	// cursors maps the first seq of the next agent.log page to the offset
@@ -83,8 +82,6 @@ func (a *agent) rememberCursor(seq uint64, off int64) {
 	a.cursors[seq] = off
 }
 
-type stopper interface{ Stop() bool }
-
 // activeTurn is the turn an agent is running.
 type activeTurn struct {
 	runID  string
@@ -102,7 +99,6 @@ func newAgent(id string, log *eventlog.Log, p *projection) *agent {
 		id:        id,
 		log:       log,
 		p:         p,
-		timers:    map[string]stopper{},
 		secrets:   map[string]string{},
 		resumeRes: map[string]chan struct{}{},
 		resumeOut: map[string]TurnResult{},
@@ -116,15 +112,6 @@ func (a *agent) cancelTurn() {
 	a.mu.Unlock()
 	if cur != nil {
 		cur.cancel()
-	}
-}
-
-func (a *agent) stopTimers() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for id, t := range a.timers {
-		t.Stop()
-		delete(a.timers, id)
 	}
 }
 

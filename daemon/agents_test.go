@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schedule"
 )
 
 // callTool runs a tool as an agent outside a turn and returns the result.
@@ -210,38 +211,46 @@ func TestSubscriptionsFireOnEveryTransitionIncludingIdleToBusy(t *testing.T) {
 	})
 }
 
+// TestRemindersFireRepeatCancelAndSurviveRestart runs on the fake clock:
+// a repeating reminder fires once per period (and not before), again
+// after a restart, never after cancel_reminder; a one-shot fires once.
 func TestRemindersFireRepeatCancelAndSurviveRestart(t *testing.T) {
-	h := newHarness(t, func(h *harness) { h.noWake = true })
+	h := newHarness(t, func(h *harness) {
+		h.noWake = true
+		h.clock = schedule.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	})
 	root := h.create("root", "", "echo")
 	r := h.tool(root, "remind_me", map[string]any{"reason": "check build", "timeout": 0.05, "every": 0.05})
 	rid := r["reminder_id"].(string)
-	count := func() int {
+	count := func(prefix string) int {
 		n := 0
 		for _, e := range h.entries(root) {
-			if e.Event == "message.enqueued" && strings.HasPrefix(dataOf(t, e)["payload"].(string), "Reminder: check build") {
+			if e.Event == "message.enqueued" && strings.HasPrefix(dataOf(t, e)["payload"].(string), prefix) {
 				n++
 			}
 		}
 		return n
 	}
-	h.until("two reminders", func() bool { return count() >= 2 })
-	h.restart()
-	before := count()
-	h.until("the repeating reminder fires after a restart", func() bool { return count() > before })
-	h.tool(root, "cancel_reminder", map[string]any{"reminder_id": rid})
-	after := count()
-	r = h.tool(root, "remind_me", map[string]any{"reason": "marker", "timeout": 0.1})
-	h.until("a later one-shot reminder fired", func() bool {
-		for _, e := range h.entries(root) {
-			if e.Event == "message.enqueued" && strings.Contains(dataOf(t, e)["payload"].(string), "marker") {
-				return true
-			}
+	want := func(what, prefix string, n int) {
+		t.Helper()
+		if got := count(prefix); got != n {
+			t.Fatalf("%s: %d notices %q, want %d", what, got, prefix, n)
 		}
-		return false
-	})
-	if count() != after {
-		t.Fatalf("a cancelled reminder fired again (%d -> %d)", after, count())
 	}
+	h.clock.Advance(49 * time.Millisecond)
+	want("before it is due", "Reminder: check build", 0)
+	h.clock.Advance(time.Millisecond)
+	want("at its due time", "Reminder: check build", 1)
+	h.clock.Advance(50 * time.Millisecond)
+	want("one period later", "Reminder: check build", 2)
+	h.restart()
+	h.clock.Advance(50 * time.Millisecond)
+	want("one period after a restart", "Reminder: check build", 3)
+	h.tool(root, "cancel_reminder", map[string]any{"reminder_id": rid})
+	r = h.tool(root, "remind_me", map[string]any{"reason": "marker", "timeout": 0.1})
+	h.clock.Advance(time.Second)
+	want("a one-shot reminder", "Reminder: marker", 1)
+	want("a cancelled reminder", "Reminder: check build", 3)
 	if res := h.tool(root, "cancel_reminder", map[string]any{"reminder_id": r["reminder_id"]}); res["error"] == nil {
 		t.Fatalf("cancelling a fired one-shot reminder must fail: %v", res)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schedule"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -78,11 +79,8 @@ func TestCloseWaitsForADeadlineSweepInProgress(t *testing.T) {
 	h := newHarness(t, func(h *harness) {
 		h.saveDelay = time.Hour // only Close has the snapshot written
 		h.wrapFS = func(fsys faultfs.FS) faultfs.FS { hold.FS = fsys; return hold }
+		h.clock = schedule.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	})
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var clock sync.Mutex
-	h.c.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
-	advance := func(d time.Duration) { clock.Lock(); now = now.Add(d); clock.Unlock() }
 	asker := func(timeout int) inproc.Program {
 		return func(ctx context.Context, tr *inproc.Turn) (string, error) {
 			r, err := tr.Call("await_input", map[string]any{"kind": "question", "prompt": "name?", "timeout": timeout})
@@ -103,10 +101,13 @@ func TestCloseWaitsForADeadlineSweepInProgress(t *testing.T) {
 		t.Fatalf("later: %+v", res)
 	}
 
-	advance(2 * time.Minute)
+	if _, err := h.c.CallTool(context.Background(), later, "remind_me", map[string]any{"reason": "late", "timeout": 3600}); err != nil {
+		t.Fatal(err)
+	}
 	hold.arm(soon + "/events.jsonl")
 	swept := make(chan struct{})
-	go func() { h.c.SweepWaits(); close(swept) }() // as the deadline timer does
+	// soon's deadline timer fires on this goroutine and holds in its write.
+	go func() { h.clock.Advance(2 * time.Minute); close(swept) }()
 	<-hold.entered
 	closed := make(chan error, 1)
 	go func() {
@@ -128,6 +129,9 @@ func TestCloseWaitsForADeadlineSweepInProgress(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	<-swept
+	if n := h.clock.Pending(); n != 0 {
+		t.Fatalf("%d timers (later's deadline, its reminder) still armed on the clock after Close, want 0", n)
+	}
 	store := session.NewStore(h.fs, "/home/agents")
 	s, err := store.Load(soon)
 	if err != nil {
@@ -140,15 +144,15 @@ func TestCloseWaitsForADeadlineSweepInProgress(t *testing.T) {
 		t.Fatalf("token.expired logged %d times, want 1", n)
 	}
 
-	// After Close, a late deadline timer or reminder changes nothing.
-	advance(2 * time.Hour)
+	// After Close, later's deadline and reminder are due: nothing fires,
+	// and a sweep called directly does nothing either.
 	ops := h.fs.MutatingOps()
+	h.clock.Advance(2 * time.Hour)
 	h.c.SweepWaits()
-	a, _ := h.c.agent(later)
-	h.c.fireReminder(a, "r1")
 	if n := h.fs.MutatingOps(); n != ops {
-		t.Fatalf("a sweep after Close did %d filesystem operations, want 0", n-ops)
+		t.Fatalf("timers and a sweep after Close did %d filesystem operations, want 0", n-ops)
 	}
+
 	if n := h.count(later, "token.expired"); n != 0 {
 		t.Fatalf("a sweep after Close expired a wait (token.expired x%d)", n)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schedule"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 	"github.com/warren-dev/warren/tree"
@@ -34,7 +35,11 @@ type CoreOptions struct {
 	DefaultModel    string
 	Config          config.Config
 	Logger          hclog.Logger
-	Now             func() time.Time
+	// Clock tells the time (log stamps, deadlines) and runs the timers:
+	// wait deadlines, reminders, the periodic sweep and, unless Sleep is
+	// set, the retry backoff. Nil means schedule.Real(); tests pass a
+	// *schedule.Fake to move time themselves.
+	Clock schedule.Clock
 	// BootID identifies this start; a fresh random one when empty.
 	BootID string
 	// SocketPath is passed to provider processes as WARREN_SOCKET.
@@ -50,7 +55,8 @@ type CoreOptions struct {
 	// Environ is the daemon environment env_pass settings read (nil:
 	// os.Environ()).
 	Environ []string
-	// Sleep waits between retries; tests replace it to observe delays.
+	// Sleep waits between retries (default: on Clock); tests replace it to
+	// observe delays.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a random fraction in [0,1) for retry jitter.
 	Jitter func() float64
@@ -143,9 +149,11 @@ type Core struct {
 	// terminations), for waiters such as tests and the demo.
 	changed changeSignal
 
+	// sched owns every timer and every piece of background work (turns,
+	// timer callbacks, the scrub); Close stops it and waits for it.
+	sched  *schedule.Scheduler
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
 	saves  sync.WaitGroup // background session.json writers
 	// scrubbed is closed when the checkpoints and the scrub that follow
 	// recovery are done (or stopped by Close).
@@ -164,8 +172,8 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = schedule.Real()
 	}
 	if opts.BootID == "" {
 		opts.BootID = newID()
@@ -174,7 +182,8 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		opts.SessionSaveDelay = DefaultSessionSaveDelay
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleepCtx
+		clock := opts.Clock
+		opts.Sleep = func(ctx context.Context, d time.Duration) error { return schedule.Sleep(ctx, clock, d) }
 	}
 	if opts.Jitter == nil {
 		opts.Jitter = randomFraction
@@ -199,7 +208,8 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		opts:      opts,
 		fs:        opts.FS,
 		log:       opts.Logger,
-		now:       opts.Now,
+		now:       opts.Clock.Now,
+		sched:     schedule.New(opts.Clock),
 		bootID:    opts.BootID,
 		agentsDir: filepath.Join(opts.Home, "agents"),
 		files:     eventlog.NewFiles(opts.MaxOpenLogs),
@@ -250,12 +260,9 @@ func (c *Core) Close(ctx context.Context) error {
 	if !first {
 		return nil
 	}
-	done := make(chan struct{})
-	go func() { c.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	// Turns, timer callbacks and background work that began before the
+	// scheduler stopped finish (or ctx ends) before anything is closed.
+	_ = c.sched.Wait(ctx)
 	c.cancel()
 	var errs []error
 	c.saves.Wait()
@@ -287,7 +294,7 @@ func (c *Core) Close(ctx context.Context) error {
 func (c *Core) Abandon() {
 	agents, _ := c.stopAgents()
 	c.cancel()
-	c.wg.Wait()
+	_ = c.sched.Wait(context.Background())
 	c.saves.Wait()
 	// No log may heal (reopen, cut, remove) after the filesystem reboots.
 	for _, a := range agents {
@@ -301,52 +308,31 @@ func (c *Core) Abandon() {
 	c.bus.close()
 }
 
-// stopAgents marks the core closed (no new turns or wakes), stops every
-// agent's timers and cancels its running turn. first is false when the core
-// was closed already.
+// stopAgents marks the core closed (no new turns or wakes), stops the
+// scheduler (every pending timer is cancelled, no new timer or background
+// work starts) and cancels every agent's running turn. first is false when
+// the core was closed already.
 func (c *Core) stopAgents() (agents []*agent, first bool) {
 	c.mu.Lock()
 	first = !c.closed
 	c.closed = true
+	// Under c.mu, as closed is set: whoever saw the core open may still
+	// be refused by the scheduler, never the other way round.
+	c.sched.Stop()
 	agents = make([]*agent, 0, len(c.agents))
 	for _, a := range c.agents {
 		agents = append(agents, a)
 	}
 	c.mu.Unlock()
 	for _, a := range agents {
-		a.stopTimers()
 		a.cancelTurn()
 	}
 	return agents, first
 }
 
-// goBackground runs f as tracked background work unless the core is closed.
-func (c *Core) goBackground(f func()) bool {
-	if !c.track() {
-		return false
-	}
-	go func() {
-		defer c.wg.Done()
-		f()
-	}()
-	return true
-}
-
-// track registers work that Close must wait for, unless the core is closed
-// (then it returns false and the work must not start). A caller that gets
-// true calls c.wg.Done when the work ends. Timer callbacks (wait deadlines,
-// reminders) and the periodic sweep go through it: a callback that fired
-// as Close began would otherwise write to logs being closed and start a
-// session.json write that Close does not wait for.
-func (c *Core) track() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.wg.Add(1)
-	return true
-}
+// goBackground runs f on a new goroutine as work Close waits for, unless
+// the core is closed (then it reports false and f does not run).
+func (c *Core) goBackground(f func()) bool { return c.sched.Go(f) }
 
 func (c *Core) agent(id string) (*agent, bool) {
 	c.mu.Lock()
@@ -391,17 +377,6 @@ func randomFraction() float64 {
 		u = u<<8 | uint64(x)
 	}
 	return float64(u>>11) / float64(1<<53)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func hexOf(b []byte) string { return hex.EncodeToString(b) }

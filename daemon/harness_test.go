@@ -15,6 +15,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schedule"
 )
 
 // harness runs a Core on a crashable in-memory filesystem with the inproc
@@ -49,6 +50,9 @@ type harness struct {
 	// (checkCheckpointRecovery); ckptStats counts what it compared.
 	checkCkpt bool
 	ckptStats *ckptStats
+	// clock, if set, is CoreOptions.Clock (kept across restarts): the test
+	// moves time and fires the timers (deadlines, reminders) itself.
+	clock *schedule.Fake
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
@@ -83,7 +87,12 @@ func (h *harness) start() {
 	if h.checkCkpt && h.boots > 1 {
 		h.checkCheckpointRecovery(fsys)
 	}
+	var clock schedule.Clock
+	if h.clock != nil {
+		clock = h.clock
+	}
 	c, err := NewCore(CoreOptions{
+		Clock:           clock,
 		CheckpointEvery: h.ckptEvery,
 		FS:              fsys, Home: "/home", Providers: provs,
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,

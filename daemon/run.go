@@ -175,20 +175,7 @@ func Run(ctx context.Context, opts Options) error {
 	if interval <= 0 {
 		interval = 30 * time.Second
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				core.SweepWaits()
-			case <-runCtx.Done():
-				return
-			}
-		}
-	}()
+	core.SweepEvery(interval)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(runCtx) }()
 	logger.Info("serving", "socket", sock, "pid", os.Getpid())

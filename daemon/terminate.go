@@ -151,7 +151,7 @@ func (c *Core) terminate(a *agent) error {
 	}
 	info := goneInfoOf(a, ended.TS)
 	c.saveSession(a, func(s *session.Session) { s.State = session.StateTerminated; s.Run = nil })
-	a.stopTimers()
+	c.sched.CancelOwner(a.id)
 	if lv, ok := c.mux.Remove(a.id); ok {
 		_ = lv.sess.Stop()
 	}

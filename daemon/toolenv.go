@@ -311,12 +311,7 @@ func (e *toolEnv) CancelReminder(id, reminderID string) (bool, error) {
 	if _, err := a.log.Append(evReminderCancel, reminderData{ReminderID: reminderID}); err != nil {
 		return true, err
 	}
-	a.mu.Lock()
-	if t := a.timers[reminderID]; t != nil {
-		t.Stop()
-		delete(a.timers, reminderID)
-	}
-	a.mu.Unlock()
+	e.core().sched.Cancel(a.id, reminderTimer(reminderID))
 	return true, nil
 }
 

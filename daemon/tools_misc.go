@@ -25,28 +25,16 @@ func (c *Core) armReminder(a *agent, id string) {
 	if r.Every > 0 && !r.LastHit.IsZero() {
 		next = r.LastHit.Add(r.Every)
 	}
-	d := next.Sub(c.now())
-	if d < 0 {
-		d = 0
-	}
-	if old := a.timers[id]; old != nil {
-		old.Stop()
-	}
-	a.timers[id] = time.AfterFunc(d, func() { c.fireReminder(a, id) })
+	c.sched.Arm(a.id, reminderTimer(id), next, func() { c.fireReminder(a, id) })
 }
 
-// fireReminder delivers a reminder's SYSTEM notification to its agent. Once
-// the core is closed it does nothing, and Close waits for one in progress.
+// fireReminder delivers a reminder's SYSTEM notification to its agent. It
+// runs as a scheduler callback: never after Close, and Close waits for it.
 func (c *Core) fireReminder(a *agent, id string) {
-	if !c.track() {
-		return
-	}
-	defer c.wg.Done()
 	a.remMu.Lock()
 	defer a.remMu.Unlock()
 	a.mu.Lock()
 	r := a.p.Reminders[id]
-	delete(a.timers, id)
 	var reason string
 	var every time.Duration
 	if r != nil {

@@ -52,23 +52,37 @@ func (c *Core) beginWait(a *agent, v tools.AwaitInput, cc callCtx) error {
 	return provider.ErrRunSuspended
 }
 
-// armDeadline schedules a sweep at a wait deadline.
+// armDeadline schedules a sweep for the first instant a wait is overdue
+// (a token expires once the clock is past its deadline). Should the sweep
+// find the clock not past it yet (the wall clock stepped back), it arms
+// itself again.
 func (c *Core) armDeadline(deadline time.Time) {
-	d := deadline.Sub(c.now()) + 10*time.Millisecond
-	if d < 0 {
-		d = 0
-	}
-	time.AfterFunc(d, c.SweepWaits)
+	c.sched.At(deadline.Add(time.Nanosecond), func() {
+		c.sweepWaits()
+		if !c.now().After(deadline) {
+			c.armDeadline(deadline)
+		}
+	})
 }
 
 // SweepWaits expires every wait whose deadline passed: run.interrupted
 // (wait_timeout) and token.expired in one write. Once the core is closed it
 // does nothing, and Close waits for a sweep in progress.
-func (c *Core) SweepWaits() {
-	if !c.track() {
-		return
+func (c *Core) SweepWaits() { c.sched.Run(c.sweepWaits) }
+
+// SweepEvery runs SweepWaits every interval on the core's clock until
+// Close (the daemon's backstop for waits no deadline timer covers).
+func (c *Core) SweepEvery(interval time.Duration) {
+	var tick func()
+	tick = func() {
+		c.sweepWaits()
+		c.sched.Arm("", sweepTimer, c.now().Add(interval), tick)
 	}
-	defer c.wg.Done()
+	c.sched.Arm("", sweepTimer, c.now().Add(interval), tick)
+}
+
+// sweepWaits is SweepWaits on a goroutine the scheduler tracks already.
+func (c *Core) sweepWaits() {
 	expired := c.tokens.Expire(c.now(), func(t token.Token) error {
 		a, ok := c.agent(t.AgentID)
 		if !ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schedule"
 )
 
 // approver asks for approval, then reports the answer.
@@ -112,11 +113,11 @@ func TestWaitSurvivesCrashAndResumes(t *testing.T) {
 	}
 }
 
+// TestWaitDeadlineExpiresAndRefusesResume: the wait's deadline timer,
+// fired by moving the fake clock past the deadline (no sweep is called),
+// expires the wait; a resume is refused after.
 func TestWaitDeadlineExpiresAndRefusesResume(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var clock sync.Mutex
-	h := newHarness(t)
-	h.c.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
+	h := newHarness(t, func(h *harness) { h.clock = schedule.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) })
 	h.prov.Register("asker", func(ctx context.Context, tr *inproc.Turn) (string, error) {
 		r, err := tr.Call("await_input", map[string]any{"kind": "question", "prompt": "name?", "timeout": 60})
 		if err != nil {
@@ -126,10 +127,7 @@ func TestWaitDeadlineExpiresAndRefusesResume(t *testing.T) {
 	})
 	id := h.create("lead", "", "asker")
 	res := h.send(id, "ask")
-	clock.Lock()
-	now = now.Add(2 * time.Minute)
-	clock.Unlock()
-	h.c.SweepWaits()
+	h.clock.Advance(2 * time.Minute)
 	if s := h.statusOf(id); s != "interrupted_waiting" {
 		t.Fatalf("status after the deadline = %s", s)
 	}

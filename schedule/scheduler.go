@@ -86,7 +86,7 @@ func (s *Scheduler) arm(k key, named bool, d time.Duration, f func()) bool {
 // Scheduler stopped.
 func (s *Scheduler) fire(e *entry, f func()) {
 	s.mu.Lock()
-	if e.done || s.closed {
+	if e.done {
 		s.mu.Unlock()
 		return
 	}

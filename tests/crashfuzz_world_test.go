@@ -27,23 +27,31 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schedule"
 )
 
 const (
 	cfHome  = "/home"
 	cfModel = "fz"
 	// cfWaitTimeout is the await_input timeout (seconds) of the fz
-	// program; the deadline command advances the clock past it. It is
-	// long so that the daemon's real-time deadline timers never fire
-	// during a test.
+	// program; the deadline command advances the clock past it.
 	cfWaitTimeout = 3600
 )
 
-// cfClock is the injected clock; only the deadline command moves it.
+// cfClock is the injected clock (a schedule.Clock); only the deadline
+// command moves it. Its timers never fire: the fuzzer runs the sweep
+// itself, so every operation the daemon does is one a command caused.
 type cfClock struct {
 	mu  sync.Mutex
 	now time.Time
 }
+
+// AfterFunc arms nothing: the timer never fires.
+func (c *cfClock) AfterFunc(time.Duration, func()) schedule.Timer { return inertTimer{} }
+
+type inertTimer struct{}
+
+func (inertTimer) Stop() bool { return true }
 
 func (c *cfClock) Now() time.Time {
 	c.mu.Lock()
@@ -221,7 +229,7 @@ func (w *cfWorld) newCoreWake(fsys faultfs.FS, wake bool) (*daemon.Core, error) 
 	return daemon.NewCore(daemon.CoreOptions{
 		FS: fsys, Home: cfHome, Providers: map[string]provider.Provider{"inproc": w.prov},
 		DefaultProvider: "inproc", DefaultModel: cfModel, Config: cfg, Logger: hclog.NewNullLogger(),
-		Now: w.clock.Now, NoWake: !wake, BootID: fmt.Sprintf("boot%04d", w.boots),
+		Clock: w.clock, NoWake: !wake, BootID: fmt.Sprintf("boot%04d", w.boots),
 		PendingIdle: -1,
 		Sleep:       func(ctx context.Context, d time.Duration) error { return nil },
 		Jitter:      func() float64 { return 0.5 },
