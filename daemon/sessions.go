@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schedule"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -310,17 +310,13 @@ func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 	}()
 }
 
-// saveDelay waits SessionSaveDelay, or until the core stops.
+// saveDelay waits SessionSaveDelay on the core's clock, or until the core
+// stops. (The writers are not scheduler work: Close stops the scheduler
+// before it cancels the turns whose ends save snapshots, and waits for the
+// writers, through c.saves, after it has cut their delay short.)
 func (c *Core) saveDelay() {
-	d := c.opts.SessionSaveDelay
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-c.ctx.Done():
+	if d := c.opts.SessionSaveDelay; d > 0 {
+		_ = schedule.Sleep(c.ctx, c.opts.Clock, d)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/schedule"
+	"github.com/warren-dev/warren/session"
 )
 
 var clockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -116,8 +117,12 @@ func TestOneShotReminderFiresOnce(t *testing.T) {
 }
 
 // TestCloseWaitsForAFiringReminder: Close that begins while a reminder's
-// notice is being written (held in its fsync) returns only after the
-// notice is in the log.
+// notice is being written (held in its fsync) returns cleanly with the
+// notice in the log, once. (The log's own lock would also hold Close's
+// log.Close behind the write; the tests that fail if Close stops waiting
+// for callbacks are TestCloseWaitsForADeadlineSweepInProgress, whose sweep
+// writes session.json after its log write, and the schedule package's
+// TestCloseWaitsForARunningCallback.)
 func TestCloseWaitsForAFiringReminder(t *testing.T) {
 	hold := newHoldFS()
 	defer hold.let()
@@ -160,14 +165,14 @@ func TestNothingFiresAfterClose(t *testing.T) {
 	h.send(id, "ask")
 	h.tool(id, "remind_me", map[string]any{"reason": "tick", "timeout": 10, "every": 10})
 	h.c.SweepEvery(30 * time.Second)
-	if n := h.clock.Pending(); n != 3 {
+	if n := h.c.sched.Pending(); n != 3 {
 		t.Fatalf("%d timers armed, want 3 (deadline, reminder, sweep)", n)
 	}
 	if err := h.c.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := h.clock.Pending(); n != 0 {
-		t.Fatalf("%d timers still armed after Close", n)
+		t.Fatalf("%d timers (deadline, reminder, sweep, snapshot delays) still armed on the clock after Close", n)
 	}
 	ops := h.fs.MutatingOps()
 	h.clock.Advance(24 * time.Hour)
@@ -199,5 +204,36 @@ func TestSweepEveryExpiresRecoveredWaits(t *testing.T) {
 	}
 	if s := h.statusOf(id); s != "interrupted_waiting" {
 		t.Fatalf("status = %s", s)
+	}
+}
+
+// TestSessionSnapshotWrittenOnceAfterTheDelay: the snapshot writer waits
+// SessionSaveDelay (an hour here) on the core's clock: nothing is written before it
+// passes, then the latest state once, however many changes came meanwhile.
+func TestSessionSnapshotWrittenOnceAfterTheDelay(t *testing.T) {
+	h := newHarness(t, withFakeClock, func(h *harness) { h.saveDelay = time.Hour })
+	start := len(h.fs.Ops())
+	id := h.create("a", "", "echo")
+	for _, msg := range []string{"one", "two"} {
+		if res := h.send(id, msg); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	h.clock.BlockUntil(1) // the writer sleeps on the clock
+	h.clock.Advance(time.Hour - time.Millisecond)
+	if n := sessionRenames(h.fs.Ops()[start:], id); n != 0 {
+		t.Fatalf("session.json written %d times before the delay passed, want 0", n)
+	}
+	h.clock.Advance(time.Millisecond)
+	h.c.saves.Wait()
+	if n := sessionRenames(h.fs.Ops()[start:], id); n != 1 {
+		t.Fatalf("session.json written %d times after the delay, want 1 (the changes coalesced)", n)
+	}
+	s, err := session.NewStore(h.fs, "/home/agents").Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != session.StateIdle || s.Run != nil {
+		t.Fatalf("session.json: state %s run %+v, want idle with no run", s.State, s.Run)
 	}
 }

@@ -34,24 +34,23 @@ const (
 	cfHome  = "/home"
 	cfModel = "fz"
 	// cfWaitTimeout is the await_input timeout (seconds) of the fz
-	// program; the deadline command advances the clock past it.
+	// program; the deadline command advances the clock past it. It is
+	// long so that the deadline timers, which run on real time (cfClock),
+	// never fire during a test.
 	cfWaitTimeout = 3600
 )
 
 // cfClock is the injected clock (a schedule.Clock); only the deadline
-// command moves it. Its timers never fire: the fuzzer runs the sweep
-// itself, so every operation the daemon does is one a command caused.
+// command moves its time. Its timers run on real time, as they did before
+// the daemon took a Clock: a wait's deadline timer (cfWaitTimeout, an hour)
+// never fires during a test, the fuzzer runs the sweep itself, and
+// session.json writes come after the real SessionSaveDelay.
 type cfClock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-// AfterFunc arms nothing: the timer never fires.
-func (c *cfClock) AfterFunc(time.Duration, func()) schedule.Timer { return inertTimer{} }
-
-type inertTimer struct{}
-
-func (inertTimer) Stop() bool { return true }
+func (c *cfClock) AfterFunc(d time.Duration, f func()) schedule.Timer { return time.AfterFunc(d, f) }
 
 func (c *cfClock) Now() time.Time {
 	c.mu.Lock()
