@@ -53,6 +53,9 @@ type harness struct {
 	// clock, if set, is CoreOptions.Clock (kept across restarts): the test
 	// moves time and fires the timers (deadlines, reminders) itself.
 	clock *schedule.Fake
+	// clockSleep leaves CoreOptions.Sleep unset: retry backoff waits on the
+	// core's clock instead of being recorded in delays.
+	clockSleep bool
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
@@ -97,10 +100,7 @@ func (h *harness) start() {
 		FS:              fsys, Home: "/home", Providers: provs,
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
 		Logger: hclog.NewNullLogger(), MaxInbox: h.maxInbox, SessionSaveDelay: h.saveDelay,
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			h.delays = append(h.delays, d)
-			return nil
-		},
+		Sleep:          h.sleep(),
 		Jitter:         func() float64 { return 0.5 },
 		LogHealBackoff: h.healBackoff,
 		MaxOpenLogs:    h.maxOpenLogs,
@@ -113,6 +113,18 @@ func (h *harness) start() {
 		h.t.Fatalf("Recover: %v", err)
 	}
 	h.c = c
+}
+
+// sleep is CoreOptions.Sleep: it records the retry delays and returns at
+// once, or is nil (the clock's) with clockSleep.
+func (h *harness) sleep() func(ctx context.Context, d time.Duration) error {
+	if h.clockSleep {
+		return nil
+	}
+	return func(ctx context.Context, d time.Duration) error {
+		h.delays = append(h.delays, d)
+		return nil
+	}
 }
 
 // restart closes the core cleanly and starts a new one on the same files.

@@ -237,3 +237,32 @@ func TestSessionSnapshotWrittenOnceAfterTheDelay(t *testing.T) {
 		t.Fatalf("session.json: state %s run %+v, want idle with no run", s.State, s.Run)
 	}
 }
+
+// TestRetryBackoffWaitsOnTheClock: with the default Sleep, a transient
+// failure's backoff (logged in turn.retry) is waited on the core's clock:
+// the retry comes when the clock has moved by the delay, not before.
+func TestRetryBackoffWaitsOnTheClock(t *testing.T) {
+	h := newHarness(t, withFakeClock, func(h *harness) {
+		h.clockSleep = true
+		h.saveDelay = -1 // the backoff is the only timer on the clock
+		h.cfg.RetryBaseDelay = time.Second
+	})
+	h.prov.Register("flaky", inproc.FailTransient(1, 0, inproc.Echo))
+	id := h.create("lead", "", "flaky")
+	done := make(chan TurnResult, 1)
+	go func() { done <- h.send(id, "x") }()
+	h.clock.BlockUntil(1) // the turn sleeps its backoff on the clock
+	if n := h.count(id, "turn.retry"); n != 1 {
+		t.Fatalf("turn.retry x%d before the backoff, want 1", n)
+	}
+	h.clock.Advance(time.Second - time.Millisecond)
+	select {
+	case res := <-done:
+		t.Fatalf("the turn retried before its 1s backoff passed on the clock: %+v", res)
+	default:
+	}
+	h.clock.Advance(time.Millisecond)
+	if res := <-done; res.Err != nil || res.Response != "echo: x" {
+		t.Fatalf("result after the backoff = %+v", res)
+	}
+}
