@@ -19,6 +19,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schedule"
 )
 
 // updateGolden rewrites testdata/golden/*.jsonl from the current code:
@@ -143,7 +144,7 @@ func goldenRun(t *testing.T) map[string]string {
 		c, err = NewCore(CoreOptions{
 			FS: fs, Home: "/home", Providers: map[string]provider.Provider{"inproc": prov},
 			DefaultProvider: "inproc", DefaultModel: "echo", Config: cfg, NoWake: true,
-			Logger: hclog.NewNullLogger(), Now: func() time.Time { return clock },
+			Logger: hclog.NewNullLogger(), Clock: schedule.NewFake(clock), // fixed: never advanced
 			Sleep:  func(ctx context.Context, d time.Duration) error { return nil },
 			Jitter: func() float64 { return 0.5 }, SessionSaveDelay: -1, CheckpointEvery: -1,
 		})
