@@ -9,9 +9,9 @@ import (
 type Clock interface {
 	// Now is the current time on this clock.
 	Now() time.Time
-	// AfterFunc runs f once d has passed on this clock (at once for d <=
-	// 0, still on another goroutine for Real), unless the returned Timer is
-	// stopped first.
+	// AfterFunc runs f once d has passed on this clock (as soon as it can
+	// for d <= 0), unless the returned Timer is stopped first. f never runs
+	// inside AfterFunc or Timer.Stop: their callers may hold locks f takes.
 	AfterFunc(d time.Duration, f func()) Timer
 }
 

@@ -21,11 +21,12 @@
 //
 // A timer callback runs on the goroutine its clock fires it on (for Real,
 // one the runtime starts; for Fake, the goroutine that advances the clock).
-// The Scheduler takes its own mutex only around its bookkeeping and never
-// holds it while it runs a callback or calls the clock's timer functions'
-// callbacks, so a callback may arm, cancel or start work freely, and callers
-// may hold their own locks while they call the Scheduler (their locks come
-// before the Scheduler's in any lock order).
+// The Scheduler holds its mutex only for its bookkeeping (arming or
+// stopping a timer on the clock included: a Clock never runs a callback
+// inside AfterFunc or Stop), never while a callback or work item runs. So a
+// callback may arm, cancel and start work freely, and callers may hold
+// their own locks while they call the Scheduler: theirs come before its in
+// any lock order.
 //
 // Guarantees: a timer whose Cancel (or CancelOwner, Stop) returned before it
 // fired never runs its callback; a callback or work item that the Scheduler

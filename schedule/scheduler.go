@@ -36,12 +36,6 @@ func New(clock Clock) *Scheduler {
 	return &Scheduler{clock: clock, pending: map[*entry]struct{}{}, keyed: map[key]*entry{}}
 }
 
-// Clock is the Scheduler's clock.
-func (s *Scheduler) Clock() Clock { return s.clock }
-
-// Now is the time on the Scheduler's clock.
-func (s *Scheduler) Now() time.Time { return s.clock.Now() }
-
 // After arms f to run once d has passed. It reports false (and arms
 // nothing) once the Scheduler is stopped.
 func (s *Scheduler) After(d time.Duration, f func()) bool {
@@ -178,12 +172,6 @@ func (s *Scheduler) begin() bool {
 	}
 	s.running.Add(1)
 	return true
-}
-
-// Sleep waits until d has passed on the Scheduler's clock, or until ctx
-// ends. It is not tracked: the work that sleeps is.
-func (s *Scheduler) Sleep(ctx context.Context, d time.Duration) error {
-	return Sleep(ctx, s.clock, d)
 }
 
 // Stop refuses new timers and work from now on and cancels every pending
