@@ -11,3 +11,8 @@ const sweepTimer = "sweep"
 
 // reminderTimer names a reminder's timer under its agent's id.
 func reminderTimer(id string) string { return "reminder:" + id }
+
+// disarmReminder cancels a reminder's timer; once it returns, the timer's
+// callback does not start (one that started holds a.remMu, which
+// cancel_reminder takes too).
+func (c *Core) disarmReminder(a *agent, id string) { c.sched.Cancel(a.id, reminderTimer(id)) }

@@ -311,7 +311,7 @@ func (e *toolEnv) CancelReminder(id, reminderID string) (bool, error) {
 	if _, err := a.log.Append(evReminderCancel, reminderData{ReminderID: reminderID}); err != nil {
 		return true, err
 	}
-	e.core().sched.Cancel(a.id, reminderTimer(reminderID))
+	e.core().disarmReminder(a, reminderID)
 	return true, nil
 }
 
