@@ -52,10 +52,12 @@ func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
 // including timers armed by the callbacks it fires. It returns when the
 // last of them has returned. Advance(0) fires the timers due now.
 func (f *Fake) Advance(d time.Duration) {
+	f.advance.Lock()
+	defer f.advance.Unlock()
 	f.mu.Lock()
 	to := f.now.Add(max(d, 0))
 	f.mu.Unlock()
-	f.Set(to)
+	f.fireUntil(to)
 }
 
 // Set moves the clock to t (never backwards: an earlier t fires what is due
@@ -64,6 +66,12 @@ func (f *Fake) Advance(d time.Duration) {
 func (f *Fake) Set(t time.Time) {
 	f.advance.Lock()
 	defer f.advance.Unlock()
+	f.fireUntil(t)
+}
+
+// fireUntil fires the timers due by t in order and moves the clock to t.
+// The caller holds f.advance.
+func (f *Fake) fireUntil(t time.Time) {
 	for {
 		f.mu.Lock()
 		if len(f.timers) == 0 || f.timers[0].when.After(t) {

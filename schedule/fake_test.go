@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +162,22 @@ func TestSleepOnFakeClock(t *testing.T) {
 	}
 	if n := f.Pending(); n != 0 {
 		t.Fatalf("a cancelled Sleep left %d timers armed", n)
+	}
+}
+
+// TestConcurrentAdvancesAddUp: Advance moves the clock by d from wherever
+// the previous one left it, however the calls interleave.
+func TestConcurrentAdvancesAddUp(t *testing.T) {
+	f := NewFake(t0)
+	fired := 0
+	f.AfterFunc(100*time.Second, func() { fired++ })
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.Advance(time.Second) }()
+	}
+	wg.Wait()
+	if !f.Now().Equal(t0.Add(100*time.Second)) || fired != 1 {
+		t.Fatalf("100 concurrent Advance(1s): now %v, fired %d; want t0+100s and 1", f.Now().Sub(t0), fired)
 	}
 }
