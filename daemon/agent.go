@@ -147,5 +147,5 @@ func (a *agent) terminated() bool {
 func (a *agent) apply(e eventlog.Entry) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.p.apply(e)
+	return a.p.Apply(e)
 }

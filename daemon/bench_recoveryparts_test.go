@@ -87,7 +87,7 @@ func BenchmarkRecoveryParts(b *testing.B) {
 		measure(b, len(entries), func() {
 			p := newProjection()
 			for _, e := range entries {
-				if err := p.apply(e); err != nil {
+				if err := p.Apply(e); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -96,13 +96,13 @@ func BenchmarkRecoveryParts(b *testing.B) {
 	b.Run("fold/replay", func(b *testing.B) {
 		measure(b, len(entries), func() {
 			p := newProjection()
-			p.beginReplay()
+			p.BeginReplay()
 			for _, e := range entries {
-				if err := p.apply(e); err != nil {
+				if err := p.Apply(e); err != nil {
 					b.Fatal(err)
 				}
 			}
-			if err := p.endReplay(nil); err != nil {
+			if err := p.EndReplay(nil); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -124,7 +124,7 @@ func BenchmarkRecoveryParts(b *testing.B) {
 			measure(b, len(es), func() {
 				p := newProjection()
 				for _, e := range es {
-					_ = p.apply(e)
+					_ = p.Apply(e)
 				}
 			})
 			b.ReportMetric(float64(len(es)), "events/log")
@@ -132,11 +132,11 @@ func BenchmarkRecoveryParts(b *testing.B) {
 		b.Run("replay/"+typ, func(b *testing.B) {
 			measure(b, len(es), func() {
 				p := newProjection()
-				p.beginReplay()
+				p.BeginReplay()
 				for _, e := range es {
-					_ = p.apply(e)
+					_ = p.Apply(e)
 				}
-				_ = p.endReplay(nil)
+				_ = p.EndReplay(nil)
 			})
 			b.ReportMetric(float64(len(es)), "events/log")
 		})

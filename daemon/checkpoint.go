@@ -13,7 +13,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
-	"github.com/warren-dev/warren/inbox"
+	fold "github.com/warren-dev/warren/projection"
 )
 
 // Checkpoints (see doc.go, "Checkpoints"): the projection of a log up to a
@@ -27,17 +27,6 @@ const checkpointVersion = 2
 // DefaultCheckpointEvery is the default CoreOptions.CheckpointEvery.
 const DefaultCheckpointEvery = 256
 
-// pendingRef locates a pending message's message.enqueued line.
-type pendingRef struct {
-	ID  string `json:"id"`
-	Seq uint64 `json:"seq"`
-	Off int64  `json:"off"`
-	// Msg is a message whose payload is not resident (inbox.Message.Spill):
-	// its envelope without the payload, so that recovery need not read the
-	// payload back to leave it on disk again.
-	Msg *inbox.Message `json:"msg,omitempty"`
-}
-
 // checkpointHead is the first line of checkpoint.json; the state (JSON)
 // and the enqueued ids (hex) follow on a line each, and Sum covers both.
 type checkpointHead struct {
@@ -48,94 +37,9 @@ type checkpointHead struct {
 	Sum     string `json:"sum"`
 }
 
-// checkpointState is the projection as a checkpoint stores it (the
-// enqueued ids travel on their own line: a JSON decoder would scan them
-// character by character).
-type checkpointState struct {
-	P       *projection  `json:"p"`
-	Pending []pendingRef `json:"pending"`
-	Other   []string     `json:"other_ids,omitempty"`
-}
-
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func hex32(v uint32) string { return fmt.Sprintf("%08x", v) }
-
-// encodeState encodes the projection for a checkpoint: the state line and
-// the hex ids line. The caller holds the agent's lock. It fails when a
-// pending message's line is not known.
-func (p *projection) encodeState() ([]byte, error) {
-	if p.lazy != nil {
-		return nil, errors.New("the projection is being replayed")
-	}
-	msgs := p.Pending.Peek()
-	refs := make([]pendingRef, 0, len(msgs))
-	for _, m := range msgs {
-		if m.Ref.Seq == 0 || m.Ref.Off < 0 || (m.Ref.Off == 0 && m.Ref.Seq != 1) {
-			return nil, fmt.Errorf("pending message %s: its line is not known", m.ID)
-		}
-		ref := pendingRef{ID: m.ID, Seq: m.Ref.Seq, Off: m.Ref.Off}
-		if m.Spilled() {
-			ref.Msg = &m
-		}
-		refs = append(refs, ref)
-	}
-	hexIDs, others := p.Enqueued.encode()
-	state, err := json.Marshal(checkpointState{P: p, Pending: refs, Other: others})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(state)+len(hexIDs)+2)
-	out = append(append(out, state...), '\n')
-	return append(append(out, hexIDs...), '\n'), nil
-}
-
-// decodeState is encodeState's inverse: the projection, in replay mode
-// with its pending messages still by reference, or an error.
-func decodeState(body []byte) (*projection, error) {
-	state, ids, ok := bytes.Cut(body, []byte{'\n'})
-	if !ok || len(ids) == 0 || ids[len(ids)-1] != '\n' {
-		return nil, errors.New("not a state line and an ids line")
-	}
-	p := newProjection()
-	st := checkpointState{P: p}
-	if err := json.Unmarshal(state, &st); err != nil {
-		return nil, err
-	}
-	if st.P != p {
-		return nil, errors.New("no projection")
-	}
-	set, err := decodeIDSet(string(ids[:len(ids)-1]), st.Other)
-	if err != nil {
-		return nil, err
-	}
-	p.Enqueued = set
-	if p.Metadata == nil {
-		p.Metadata = map[string]string{}
-	}
-	if p.Subs == nil {
-		p.Subs = map[string]subscriptionRec{}
-	}
-	if p.Reminders == nil {
-		p.Reminders = map[string]*reminderRec{}
-	}
-	p.beginReplay()
-	for _, r := range st.Pending {
-		if _, dup := p.lazy.msgs[r.ID]; dup || !p.Enqueued.has(r.ID) {
-			return nil, fmt.Errorf("pending message %s listed twice or never enqueued", r.ID)
-		}
-		ref := inbox.Ref{Seq: r.Seq, Off: r.Off}
-		if m := r.Msg; m != nil {
-			if m.ID != r.ID || m.Ref != ref || !m.Spilled() || m.Payload != "" {
-				return nil, fmt.Errorf("pending message %s: its envelope does not match its reference", r.ID)
-			}
-			p.lazy.add(r.ID, lazyMsg{msg: m})
-			continue
-		}
-		p.lazy.add(r.ID, lazyMsg{ref: ref})
-	}
-	return p, nil
-}
 
 // readCheckpoint reads an agent's checkpoint: the projection at its line,
 // the resume point, or an error (no file, damaged, another version).
@@ -163,7 +67,7 @@ func (c *Core) readCheckpoint(id string) (*projection, eventlog.Resume, error) {
 	if err != nil || len(doc.CRC) != 8 || doc.Seq == 0 || doc.Off < 0 {
 		return nil, r, errors.New("checkpoint names no valid line")
 	}
-	p, err := decodeState(body)
+	p, err := fold.DecodeState(body)
 	if err != nil {
 		return nil, r, fmt.Errorf("checkpoint state: %w", err)
 	}
@@ -182,13 +86,13 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 	defer a.ckptMu.Unlock()
 	a.mu.Lock()
 	p := a.p
-	if a.corrupt != nil || a.log == nil || p.lazy != nil || !p.Created || p.Terminated || p.LastSeq == 0 ||
+	if a.corrupt != nil || a.log == nil || p.Replaying() || !p.Created || p.Terminated || p.LastSeq == 0 ||
 		p.LastOff < 0 || p.LastSeq < a.ckptSeq+min {
 		a.mu.Unlock()
 		return
 	}
 	seq, off := p.LastSeq, p.LastOff
-	state, err := p.encodeState()
+	state, err := p.EncodeState()
 	a.mu.Unlock()
 	if err != nil {
 		c.log.Debug("no checkpoint for now", "agent", a.id, "err", err)

@@ -102,7 +102,7 @@ func canonicalStates(h *harness, c *Core) map[string]string {
 			a.mu.Unlock()
 			continue
 		}
-		st, err := a.p.encodeState()
+		st, err := a.p.EncodeState()
 		var msgs []string
 		for _, m := range a.p.Pending.Peek() {
 			msgs = append(msgs, fmtAny(m))

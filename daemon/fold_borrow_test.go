@@ -68,7 +68,7 @@ func TestRecoveryFoldEqualsOwnedJSONFold(t *testing.T) {
 			t.Fatalf("loading %s: %v", id, l.err)
 		}
 		_ = l.log.Close()
-		got, err := l.p.encodeState()
+		got, err := l.p.EncodeState()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,17 +77,17 @@ func TestRecoveryFoldEqualsOwnedJSONFold(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := newProjection()
-		p.slow = true
-		p.beginReplay()
+		p.DecodeWithJSON()
+		p.BeginReplay()
 		for _, e := range entries {
-			if err := p.apply(e); err != nil {
+			if err := p.Apply(e); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := p.endReplay(nil); err != nil {
+		if err := p.EndReplay(nil); err != nil {
 			t.Fatal(err)
 		}
-		want, err := p.encodeState()
+		want, err := p.EncodeState()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,9 +16,6 @@ import (
 // turn, check_inbox or inspect shows it. The pending messages are bounded
 // per agent and in total, in count and bytes (config.Limits).
 
-// residentPayload is the largest payload a pending message keeps in memory.
-const residentPayload = 1024
-
 // pageBytes bounds the payload bytes one reply or one wake prompt carries
 // (at least one message is always shown), so that a reply stays well inside
 // the 16 MiB frame whatever the limits are.
@@ -125,16 +122,6 @@ func (c *Core) readMessage(owner string, ref inbox.Ref) (inbox.Message, error) {
 		return inbox.Message{}, fmt.Errorf("the log of %s at seq %d: %w", owner, ref.Seq, err)
 	}
 	return m, nil
-}
-
-// queued makes m, just logged at e, the form an inbox keeps: with its
-// place in the log and, when large, without its payload.
-func queued(m inbox.Message, e eventlog.Entry) inbox.Message {
-	m.Ref = inbox.Ref{Seq: e.Seq, Off: e.Off}
-	if len(m.Payload) > residentPayload {
-		m = m.Spill()
-	}
-	return m
 }
 
 // pageLimit reads a page size param: the default when absent, an error

@@ -38,7 +38,7 @@ func (c *Core) checkEnqueueN(m inbox.Message, n int, b int64) (skip bool, err er
 		return false, fmt.Errorf("recipient %s: %w", m.Recipient, errNotFoundAgent)
 	}
 	r.mu.Lock()
-	dup := r.p.Enqueued.has(m.ID)
+	dup := r.p.Enqueued.Has(m.ID)
 	terminated := r.p.Terminated
 	count, bytes := r.p.Pending.Len(), r.p.Pending.Bytes()
 	corrupt := r.corrupt != nil

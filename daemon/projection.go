@@ -3,14 +3,24 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
-	"time"
-
-	"github.com/warren-dev/warren/internal/jsonfast"
-	"github.com/warren-dev/warren/provider"
-	"github.com/warren-dev/warren/schema"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
+	fold "github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/schema"
+)
+
+// The agent's durable state is folded by package projection (no locks, no
+// I/O); the daemon holds one per agent under the agent's lock. Short names
+// for its types inside the daemon:
+type (
+	projection      = fold.State
+	runFacts        = fold.Run
+	waitRec         = fold.Wait
+	recordedCall    = fold.Call
+	sentRef         = fold.SentRef
+	subscriptionRec = fold.Subscription
+	spawnRec        = fold.Spawn
 )
 
 // Token states as the projection tracks them.
@@ -21,232 +31,19 @@ const (
 	tokExpired  = string(schema.TokExpired)
 )
 
-// recordedCall is a tool call the log records for the open run.
-type recordedCall struct {
-	Tool     string
-	Result   json.RawMessage `json:",omitempty"` // decoded only when a re-run answers from it
-	Error    string
-	Messages []sentRef
-}
+// residentPayload is the largest payload a pending message keeps in memory.
+const residentPayload = fold.ResidentPayload
 
-// sentRef is a message a tool call sent, kept without its envelope: the id
-// and recipient, and where the tool.call entry that records the envelope
-// is in the sender's log (Index-th of its messages), to read it back in
-// the rare case the recipient lacks it.
-type sentRef struct {
-	ID    string
-	To    string
-	Ref   inbox.Ref
-	Index int
-}
+func newProjection() *projection { return fold.New() }
 
-// sentRefs describes the envelopes of the tool.call entry e (d.Messages,
-// or d.MessageList when encoding/json decoded it).
-func sentRefs(e eventlog.Entry, d toolCallFields) []sentRef {
-	var out []sentRef
-	add := func(raw []byte) {
-		r := sentRef{Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}, Index: len(out)}
-		m := jsonfast.Object(raw)
-		for {
-			k, v, ok := m.Next()
-			if !ok {
-				break
-			}
-			switch string(k) {
-			case "message_id":
-				r.ID, _ = jsonString(v)
-			case "recipient":
-				r.To, _ = jsonString(v)
-			}
-		}
-		out = append(out, r)
-	}
-	for _, raw := range d.MessageList {
-		add(raw)
-	}
-	if d.Messages != nil {
-		arr := jsonfast.Array(d.Messages)
-		for {
-			raw, ok := arr.Next()
-			if !ok {
-				break
-			}
-			add(raw)
-		}
-	}
-	if out == nil {
-		out = []sentRef{}
-	}
-	return out
-}
+// queued makes m, just logged at e, the form an inbox keeps (as the fold
+// does: fold.Queued).
+func queued(m inbox.Message, e eventlog.Entry) inbox.Message { return fold.Queued(m, e) }
 
-// waitRec is the wait of the latest run.
-type waitRec struct {
-	TokenID    string
-	Kind       string
-	Prompt     string
-	SecretHash string
-	Deadline   time.Time
-	Since      time.Time // when the wait began (run.waiting's time)
-	Turn       int
-	TokenState string
-	Response   string // set when consumed
-}
-
-// runFacts describes the latest run as the log records it.
-type runFacts struct {
-	RunID       string
-	BootID      string
-	Turn        int
-	Prompt      string
-	MessageIDs  []string
-	Provider    string
-	Model       string
-	StartedAt   time.Time
-	Ended       bool
-	Interrupted bool
-	Reason      string
-	Wait        *waitRec
-	Calls       []recordedCall
-	// ResumeResponse answers the run's await_input call on re-run.
-	ResumeResponse *string
-}
-
-type subscriptionRec struct {
-	ID       string
-	Target   string
-	From, To string
-	Once     bool
-}
-
-type reminderRec struct {
-	ID      string
-	Reason  string
-	Due     time.Time
-	Every   time.Duration
-	LastHit time.Time
-}
-
-// projection is the durable state of one agent, folded from its log.
-type projection struct {
-	Created      bool
-	ID           string
-	Name         string
-	ParentID     string
-	Instructions string
-	Cwd          string // working directory ("" = the daemon's)
-	Provider     string // preferred provider (last used)
-	Model        string
-	Metadata     map[string]string
-	Terminated   bool
-	Handle       string
-	SessProvider string // provider of the recorded provider session
-	SessModel    string
-	// Suspended says the last session event is suspend.result: only then
-	// may a provider blob in session.json be restored (after a restore the
-	// blob is stale, even if its clearing had not reached the disk).
-	Suspended bool
-	TurnNo    int
-	Run       *runFacts
-	Gated     bool
-	Subs      map[string]subscriptionRec
-	Reminders map[string]*reminderRec
-	Pending   *inbox.Queue `json:"-"`
-	// Enqueued holds the id of every message the log enqueued (compact).
-	Enqueued  idSet `json:"-"`
-	LastError string
-	// Usage is the token usage of the agent's completed turns.
-	Usage   provider.Usage
-	LastSeq uint64
-	// LastOff is the byte offset of the line of LastSeq (-1: unknown).
-	LastOff int64
-	// Sent holds the messages of the most recent tool calls that sent
-	// some, so recovery can deliver one that reached this (the sender's)
-	// log but not the recipient's.
-	Sent      []sentRef
-	CreatedTS time.Time
-	// Spawns are the spawn_agent calls made in runs, so recovery can finish
-	// a deferred creation a crash cut off.
-	Spawns []spawnRec
-	// lazy is set while recovery replays the log (see lazyInbox).
-	lazy *lazyInbox
-	// slow makes the fold decode every event with encoding/json (tests
-	// compare it with the fast decoders).
-	slow bool
-	// LastResume is the latest wait answered with a token, so that a
-	// repeated resume is answered the same way after a restart.
-	LastResume *resumeRec
-}
-
-// resumeRec is a consumed resume token and how its run ended.
-type resumeRec struct {
-	TokenID    string
-	RunID      string
-	SecretHash string
-	Response   string // the human's response that consumed the token
-	Result     string // the run's turn.complete response
-	Completed  bool
-}
-
-// spawnRec is a spawn_agent call a run recorded. Its arguments (the
-// child's instructions and metadata, up to the message limit each) stay in
-// the log: Ref is the tool.call line to read them back from.
-type spawnRec struct {
-	ChildID string
-	RunID   string
-	Ref     inbox.Ref
-}
-
-// maxSentKept bounds Sent.
-const maxSentKept = 32
-
-func newProjection() *projection {
-	return &projection{
-		Metadata:  map[string]string{},
-		Subs:      map[string]subscriptionRec{},
-		Reminders: map[string]*reminderRec{},
-		Pending:   inbox.NewQueue(0),
-	}
-}
-
+// decode decodes an entry's data into v.
 func decode(e eventlog.Entry, v any) error {
 	if err := json.Unmarshal(e.Data, v); err != nil {
 		return fmt.Errorf("event %s at seq %d: bad data: %w", e.Event, e.Seq, err)
-	}
-	return nil
-}
-
-func parseTime(s string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
-// apply folds one entry into the projection. Unknown events are ignored
-// (forward compatibility); a known event with malformed data is an error.
-// Each event has its own fold method (projectionFolds).
-func (p *projection) apply(e eventlog.Entry) error {
-	p.LastSeq, p.LastOff = e.Seq, entryOff(e)
-	if fold := projectionFolds[e.Event]; fold != nil {
-		return fold(p, e)
-	}
-	return nil
-}
-
-// runFor returns the latest run if it has the given id.
-func (p *projection) runFor(runID string) *runFacts {
-	if p.Run != nil && p.Run.RunID == runID {
-		return p.Run
-	}
-	return nil
-}
-
-// openRun returns the latest run if it has not ended.
-func (p *projection) openRun() *runFacts {
-	if p.Run != nil && !p.Run.Ended {
-		return p.Run
 	}
 	return nil
 }

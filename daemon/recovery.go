@@ -266,7 +266,7 @@ func (c *Core) pruneRecovered(placed []*loaded, existing map[string]bool) {
 				continue // the user, or an agent that is gone: never redelivered
 			}
 			r.mu.Lock()
-			keep := r.corrupt != nil || !r.p.Enqueued.has(id)
+			keep := r.corrupt != nil || !r.p.Enqueued.Has(id)
 			r.mu.Unlock()
 			if keep {
 				keepSent = append(keepSent, sr)
@@ -376,13 +376,13 @@ func (c *Core) loadFrom(id string, p *projection, r *eventlog.Resume) *loaded {
 	l := &loaded{id: id, p: p, resumed: r}
 	if p == nil {
 		l.p = newProjection()
-		l.p.beginReplay()
+		l.p.BeginReplay()
 	}
 	target := new(*agent)
 	var foldErr error
 	lg, err := c.openLogReplay(id, target, r, func(e eventlog.Entry) error {
 		if foldErr == nil {
-			foldErr = l.p.apply(e)
+			foldErr = l.p.Apply(e)
 		}
 		return nil
 	})
@@ -391,7 +391,7 @@ func (c *Core) loadFrom(id string, p *projection, r *eventlog.Resume) *loaded {
 		return nil
 	}
 	if foldErr == nil {
-		foldErr = l.p.endReplay(func(ref inbox.Ref) (json.RawMessage, error) {
+		foldErr = l.p.EndReplay(func(ref inbox.Ref) (json.RawMessage, error) {
 			e, err := eventlog.EntryAt(c.fs, c.logPath(id), ref.Off, ref.Seq)
 			return e.Data, err
 		})

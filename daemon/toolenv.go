@@ -61,7 +61,7 @@ func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
 	var recorded []toolexec.Recorded
 	var resume *string
 	a.mu.Lock()
-	if r := a.p.runFor(runID); r != nil {
+	if r := a.p.RunFor(runID); r != nil {
 		recorded = make([]toolexec.Recorded, len(r.Calls))
 		for i, rc := range r.Calls {
 			recorded[i] = toolexec.Recorded{Tool: rc.Tool, Result: rc.Result, Error: rc.Error,
@@ -129,7 +129,7 @@ func (e *toolEnv) Inbox(id string) ([]inbox.Message, []string) {
 	defer a.mu.Unlock()
 	var shown []string
 	if a.cur != nil {
-		if r := a.p.runFor(a.cur.runID); r != nil {
+		if r := a.p.RunFor(a.cur.runID); r != nil {
 			shown = slices.Clone(r.MessageIDs)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	fold "github.com/warren-dev/warren/projection"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -228,7 +229,7 @@ func (c *Core) lacks(s sentRef, agentsOnly bool) bool {
 		return false
 	}
 	r.mu.Lock()
-	has := r.p.Enqueued.has(s.ID)
+	has := r.p.Enqueued.Has(s.ID)
 	r.mu.Unlock()
 	return !has
 }
@@ -239,12 +240,7 @@ func (c *Core) readSent(sender string, s sentRef) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	var msgs []json.RawMessage
-	objectMembers(e.Data, func(k string, v []byte) {
-		if k == "messages" {
-			arrayElements(v, func(m []byte) { msgs = append(msgs, cloneRaw(m)) })
-		}
-	})
+	msgs := fold.SentEnvelopes(e.Data)
 	if s.Index >= len(msgs) {
 		return nil, fmt.Errorf("the tool.call at seq %d of %s records %d messages, not %d", s.Ref.Seq, sender, len(msgs), s.Index+1)
 	}

@@ -171,7 +171,7 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		outcome = outSuspended
 		res.Status = "suspended"
 		a.mu.Lock()
-		if r := a.p.runFor(runID); r != nil && r.Wait != nil {
+		if r := a.p.RunFor(runID); r != nil && r.Wait != nil {
 			res.Wait = waitView(r.Wait)
 		}
 		res.Token = a.takeMintedSecret(runID)

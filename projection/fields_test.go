@@ -1,4 +1,4 @@
-package daemon
+package projection
 
 import (
 	"encoding/json"
@@ -71,4 +71,13 @@ func FuzzJSONString(f *testing.F) {
 			t.Fatalf("jsonString(%q) = %q, encoding/json = %q (%v)", raw, got, want, err)
 		}
 	})
+}
+
+// fmtAny is v as JSON ("" if it has none), for comparing in messages.
+func fmtAny(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }

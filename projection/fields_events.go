@@ -1,6 +1,7 @@
-package daemon
+package projection
 
 import (
+	"github.com/warren-dev/warren/schema"
 	"encoding/json"
 
 	"github.com/warren-dev/warren/internal/jsonfast"
@@ -105,8 +106,8 @@ func isStringValue(v []byte) bool { return v[0] == '"' || isNull(v) }
 
 // fastTurnStart decodes turn.start data; strings equal to those of prev
 // (the previous run, or nil) are shared rather than copied.
-func fastTurnStart(data []byte, prev *runFacts, d *turnStartData) bool {
-	var pr runFacts
+func fastTurnStart(data []byte, prev *Run, d *schema.TurnStartData) bool {
+	var pr Run
 	if prev != nil {
 		pr = *prev
 	}

@@ -1,6 +1,7 @@
-package daemon
+package projection
 
 import (
+	"github.com/warren-dev/warren/schema"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -14,36 +15,36 @@ import (
 // and the event table in doc.go).
 
 // projectionFolds maps each event the projection reads to its fold.
-var projectionFolds = map[string]func(*projection, eventlog.Entry) error{
-	evAgentCreated:    (*projection).foldAgentCreated,
-	evAgentTerminated: (*projection).foldAgentTerminated,
-	evSessionCreated:  (*projection).foldSessionCreated,
-	evContextReset:    (*projection).foldContextReset,
-	evSessionRestored: (*projection).foldSessionRestored,
-	evSuspendResult:   (*projection).foldSuspendResult,
-	evTurnStart:       (*projection).foldTurnStart,
-	evTurnComplete:    (*projection).foldTurnComplete,
-	evTurnFailed:      (*projection).foldTurnFailed,
-	evTurnCancelled:   (*projection).foldTurnCancelled,
-	evRunInterrupted:  (*projection).foldRunInterrupted,
-	evRunWaiting:      (*projection).foldRunWaiting,
-	evTokenConsumed:   (*projection).foldTokenState,
-	evTokenRevoked:    (*projection).foldTokenState,
-	evTokenExpired:    (*projection).foldTokenState,
-	evRunResumed:      (*projection).foldRunResumed,
-	evToolCall:        (*projection).foldToolCall,
-	evMsgEnqueued:     (*projection).foldMsgEnqueued,
-	evMsgDelivered:    (*projection).foldMsgDelivered,
-	evMetadataUpdated: (*projection).foldMetadataUpdated,
-	evToolGate:        (*projection).foldToolGate,
-	evToolSubscribe:   (*projection).foldToolSubscribe,
-	evToolUnsubscribe: (*projection).foldToolUnsubscribe,
-	evReminderSched:   (*projection).foldReminderSched,
-	evReminderCancel:  (*projection).foldReminderCancel,
+var projectionFolds = map[string]func(*State, eventlog.Entry) error{
+	schema.AgentCreated:    (*State).foldAgentCreated,
+	schema.AgentTerminated: (*State).foldAgentTerminated,
+	schema.SessionCreated:  (*State).foldSessionCreated,
+	schema.ContextReset:    (*State).foldContextReset,
+	schema.SessionRestored: (*State).foldSessionRestored,
+	schema.SuspendResult:   (*State).foldSuspendResult,
+	schema.TurnStart:       (*State).foldTurnStart,
+	schema.TurnComplete:    (*State).foldTurnComplete,
+	schema.TurnFailed:      (*State).foldTurnFailed,
+	schema.TurnCancelled:   (*State).foldTurnCancelled,
+	schema.RunInterrupted:  (*State).foldRunInterrupted,
+	schema.RunWaiting:      (*State).foldRunWaiting,
+	schema.TokenConsumed:   (*State).foldTokenState,
+	schema.TokenRevoked:    (*State).foldTokenState,
+	schema.TokenExpired:    (*State).foldTokenState,
+	schema.RunResumed:      (*State).foldRunResumed,
+	schema.ToolCall:        (*State).foldToolCall,
+	schema.MessageEnqueued:     (*State).foldMsgEnqueued,
+	schema.MessageDelivered:    (*State).foldMsgDelivered,
+	schema.MetadataUpdated: (*State).foldMetadataUpdated,
+	schema.ToolGate:        (*State).foldToolGate,
+	schema.ToolSubscribe:   (*State).foldToolSubscribe,
+	schema.ToolUnsubscribe: (*State).foldToolUnsubscribe,
+	schema.ReminderSched:   (*State).foldReminderSched,
+	schema.ReminderCancel:  (*State).foldReminderCancel,
 }
 
-func (p *projection) foldAgentCreated(e eventlog.Entry) error {
-	var d agentCreatedData
+func (p *State) foldAgentCreated(e eventlog.Entry) error {
+	var d schema.AgentCreatedData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
@@ -66,13 +67,13 @@ func (p *projection) foldAgentCreated(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldAgentTerminated(e eventlog.Entry) error {
+func (p *State) foldAgentTerminated(e eventlog.Entry) error {
 	p.Terminated = true
 	return nil
 }
 
-func (p *projection) foldSessionCreated(e eventlog.Entry) error {
-	var d sessionCreatedData
+func (p *State) foldSessionCreated(e eventlog.Entry) error {
+	var d schema.SessionCreatedData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
@@ -81,14 +82,14 @@ func (p *projection) foldSessionCreated(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldContextReset(e eventlog.Entry) error {
+func (p *State) foldContextReset(e eventlog.Entry) error {
 	// The next session starts fresh: no native handle, no blob.
 	p.Handle, p.Suspended = "", false
 	return nil
 }
 
-func (p *projection) foldSessionRestored(e eventlog.Entry) error {
-	var d sessionRestoredData
+func (p *State) foldSessionRestored(e eventlog.Entry) error {
+	var d schema.SessionRestoredData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
@@ -97,15 +98,15 @@ func (p *projection) foldSessionRestored(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldSuspendResult(e eventlog.Entry) error {
+func (p *State) foldSuspendResult(e eventlog.Entry) error {
 	p.Suspended = true
 	return nil
 }
 
-func (p *projection) foldTurnStart(e eventlog.Entry) error {
-	var d turnStartData
+func (p *State) foldTurnStart(e eventlog.Entry) error {
+	var d schema.TurnStartData
 	if p.slow || !fastTurnStart(e.Data, p.Run, &d) {
-		var full turnStartData // (d itself stays on the stack)
+		var full schema.TurnStartData // (d itself stays on the stack)
 		if err := decode(e, &full); err != nil {
 			return err
 		}
@@ -123,9 +124,9 @@ func (p *projection) foldTurnStart(e eventlog.Entry) error {
 	case p.lazy != nil && p.Run != nil && p.Run.Ended:
 		// Replaying: nothing else holds the ended run, so its record is
 		// reused (a log has a run every few events).
-		*p.Run = runFacts{RunID: d.RunID, Turn: d.Turn}
+		*p.Run = Run{RunID: d.RunID, Turn: d.Turn}
 	default:
-		p.Run = &runFacts{RunID: d.RunID, Turn: d.Turn}
+		p.Run = &Run{RunID: d.RunID, Turn: d.Turn}
 	}
 	r := p.Run
 	r.BootID, r.Prompt, r.MessageIDs = d.BootID, d.Prompt, d.MessageIDs
@@ -139,7 +140,7 @@ func (p *projection) foldTurnStart(e eventlog.Entry) error {
 
 // turnEndOf decodes the data of a turn-ending event: with the fast
 // decoder, or with encoding/json into its data type.
-func (p *projection) turnEndOf(e eventlog.Entry, kind int) (turnEnd, error) {
+func (p *State) turnEndOf(e eventlog.Entry, kind int) (turnEnd, error) {
 	var d turnEnd
 	if !p.slow && fastTurnEnd(e.Data, kind, &d) {
 		return d, nil
@@ -147,20 +148,20 @@ func (p *projection) turnEndOf(e eventlog.Entry, kind int) (turnEnd, error) {
 	d = turnEnd{}
 	switch kind {
 	case endComplete:
-		var full turnCompleteData
+		var full schema.TurnCompleteData
 		if err := decode(e, &full); err != nil {
 			return d, err
 		}
 		d.RunID, d.Usage = []byte(full.RunID), full.Usage
 		d.ResponseText, d.Decoded = full.Response, true
 	case endFailed:
-		var full turnFailedData
+		var full schema.TurnFailedData
 		if err := decode(e, &full); err != nil {
 			return d, err
 		}
 		d.RunID, d.Error = []byte(full.RunID), full.Error
 	default:
-		var full turnCancelledData
+		var full schema.TurnCancelledData
 		if err := decode(e, &full); err != nil {
 			return d, err
 		}
@@ -170,14 +171,14 @@ func (p *projection) turnEndOf(e eventlog.Entry, kind int) (turnEnd, error) {
 }
 
 // runForID is runFor for an id given as bytes (no copy).
-func (p *projection) runForID(runID []byte) *runFacts {
+func (p *State) runForID(runID []byte) *Run {
 	if p.Run != nil && p.Run.RunID == string(runID) {
 		return p.Run
 	}
 	return nil
 }
 
-func (p *projection) foldTurnComplete(e eventlog.Entry) error {
+func (p *State) foldTurnComplete(e eventlog.Entry) error {
 	d, err := p.turnEndOf(e, endComplete)
 	if err != nil {
 		return err
@@ -196,7 +197,7 @@ func (p *projection) foldTurnComplete(e eventlog.Entry) error {
 	if lr := p.LastResume; lr != nil && lr.RunID == string(d.RunID) {
 		resp := d.ResponseText
 		if !d.Decoded && d.Response != nil && !setString(&resp, d.Response, "") {
-			var full turnCompleteData
+			var full schema.TurnCompleteData
 			if err := decode(e, &full); err == nil {
 				resp = full.Response
 			}
@@ -207,7 +208,7 @@ func (p *projection) foldTurnComplete(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldTurnFailed(e eventlog.Entry) error {
+func (p *State) foldTurnFailed(e eventlog.Entry) error {
 	d, err := p.turnEndOf(e, endFailed)
 	if err != nil {
 		return err
@@ -219,7 +220,7 @@ func (p *projection) foldTurnFailed(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldTurnCancelled(e eventlog.Entry) error {
+func (p *State) foldTurnCancelled(e eventlog.Entry) error {
 	d, err := p.turnEndOf(e, endCancelled)
 	if err != nil {
 		return err
@@ -230,40 +231,40 @@ func (p *projection) foldTurnCancelled(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldRunInterrupted(e eventlog.Entry) error {
-	var d runInterruptedData
+func (p *State) foldRunInterrupted(e eventlog.Entry) error {
+	var d schema.RunInterruptedData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
-	if r := p.runFor(d.RunID); r != nil {
+	if r := p.RunFor(d.RunID); r != nil {
 		r.Interrupted, r.Reason = true, d.Reason
 	}
 	return nil
 }
 
-func (p *projection) foldRunWaiting(e eventlog.Entry) error {
-	var d runWaitingData
+func (p *State) foldRunWaiting(e eventlog.Entry) error {
+	var d schema.RunWaitingData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
-	if r := p.runFor(d.RunID); r != nil {
-		r.Wait = &waitRec{TokenID: d.TokenID, Kind: d.WaitKind, Prompt: d.Prompt,
+	if r := p.RunFor(d.RunID); r != nil {
+		r.Wait = &Wait{TokenID: d.TokenID, Kind: d.WaitKind, Prompt: d.Prompt,
 			SecretHash: d.SecretHash, Deadline: parseTime(d.Deadline), Since: e.TS, Turn: d.Turn, TokenState: tokLive}
 		r.ResumeResponse = nil
 	}
 	return nil
 }
 
-func (p *projection) foldTokenState(e eventlog.Entry) error {
-	var d tokenData
+func (p *State) foldTokenState(e eventlog.Entry) error {
+	var d schema.TokenData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
-	if r := p.runFor(d.RunID); r != nil && r.Wait != nil && r.Wait.TokenID == d.TokenID {
+	if r := p.RunFor(d.RunID); r != nil && r.Wait != nil && r.Wait.TokenID == d.TokenID {
 		switch e.Event {
-		case evTokenConsumed:
+		case schema.TokenConsumed:
 			r.Wait.TokenState = tokConsumed
-		case evTokenRevoked:
+		case schema.TokenRevoked:
 			r.Wait.TokenState = tokRevoked
 		default:
 			r.Wait.TokenState = tokExpired
@@ -272,19 +273,19 @@ func (p *projection) foldTokenState(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldRunResumed(e eventlog.Entry) error {
-	var d runResumedData
+func (p *State) foldRunResumed(e eventlog.Entry) error {
+	var d schema.RunResumedData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
-	if r := p.runFor(d.RunID); r != nil {
+	if r := p.RunFor(d.RunID); r != nil {
 		r.Interrupted, r.Reason = false, ""
 		if d.TokenID != "" && r.Wait != nil && r.Wait.TokenID == d.TokenID {
 			resp := d.Response
 			r.ResumeResponse = &resp
 			r.Wait.Response = d.Response
 			r.Wait.TokenState = tokConsumed
-			p.LastResume = &resumeRec{TokenID: d.TokenID, RunID: d.RunID, SecretHash: r.Wait.SecretHash, Response: d.Response}
+			p.LastResume = &Resume{TokenID: d.TokenID, RunID: d.RunID, SecretHash: r.Wait.SecretHash, Response: d.Response}
 		}
 	}
 	return nil
@@ -292,7 +293,7 @@ func (p *projection) foldRunResumed(e eventlog.Entry) error {
 
 // toolCallOf decodes the data of a tool.call: with the fast decoder, or
 // with encoding/json into the members the fold reads.
-func (p *projection) toolCallOf(e eventlog.Entry) (toolCallFields, error) {
+func (p *State) toolCallOf(e eventlog.Entry) (toolCallFields, error) {
 	var d toolCallFields
 	if !p.slow && fastToolCall(e.Data, &d) {
 		return d, nil
@@ -312,7 +313,7 @@ func (p *projection) toolCallOf(e eventlog.Entry) (toolCallFields, error) {
 		RunID: []byte(full.RunID), MessageList: full.Messages}, nil
 }
 
-func (p *projection) foldToolCall(e eventlog.Entry) error {
+func (p *State) foldToolCall(e eventlog.Entry) error {
 	// Arguments, results and envelopes stay raw: most are never read
 	// again.
 	d, err := p.toolCallOf(e)
@@ -332,12 +333,12 @@ func (p *projection) foldToolCall(e eventlog.Entry) error {
 			AgentID string `json:"agent_id"`
 		}
 		if json.Unmarshal(d.Result, &res) == nil && res.AgentID != "" {
-			p.Spawns = append(p.Spawns, spawnRec{ChildID: res.AgentID, RunID: string(d.RunID), Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
+			p.Spawns = append(p.Spawns, Spawn{ChildID: res.AgentID, RunID: string(d.RunID), Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
 		}
 	}
 	if len(d.RunID) > 0 {
 		if r := p.runForID(d.RunID); r != nil && !r.Ended {
-			r.Calls = append(r.Calls, recordedCall{Tool: toolName(r.Calls, d.Tool), Result: p.keepRaw(d.Result), Error: d.Error, Messages: sent})
+			r.Calls = append(r.Calls, Call{Tool: toolName(r.Calls, d.Tool), Result: p.keepRaw(d.Result), Error: d.Error, Messages: sent})
 		}
 	}
 	return nil
@@ -345,7 +346,7 @@ func (p *projection) foldToolCall(e eventlog.Entry) error {
 
 // toolName is the tool's name, shared with an earlier call of the run
 // when one has it.
-func toolName(calls []recordedCall, tool []byte) string {
+func toolName(calls []Call, tool []byte) string {
 	for i := len(calls) - 1; i >= 0; i-- {
 		if calls[i].Tool == string(tool) {
 			return calls[i].Tool
@@ -354,9 +355,9 @@ func toolName(calls []recordedCall, tool []byte) string {
 	return string(tool)
 }
 
-func (p *projection) foldMsgEnqueued(e eventlog.Entry) error {
+func (p *State) foldMsgEnqueued(e eventlog.Entry) error {
 	if id, ok := messageIDOf(e.Data); ok && p.lazy != nil && len(e.Data) <= lazyRawMax && !bytes.Contains(e.Data, []byte(`"reminder_id"`)) {
-		if !p.Enqueued.add(id) {
+		if !p.Enqueued.Add(id) {
 			return nil
 		}
 		p.lazy.add(id, lazyMsg{raw: p.lazy.keep(e.Data), ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
@@ -366,10 +367,10 @@ func (p *projection) foldMsgEnqueued(e eventlog.Entry) error {
 	if err != nil {
 		return fmt.Errorf("event %s at seq %d: %w", e.Event, e.Seq, err)
 	}
-	if !p.Enqueued.add(m.ID) {
+	if !p.Enqueued.Add(m.ID) {
 		return nil
 	}
-	q := queued(m, e)
+	q := Queued(m, e)
 	if p.lazy != nil {
 		p.lazy.add(m.ID, lazyMsg{msg: &q})
 	} else if err := p.Pending.Push(q); err != nil {
@@ -386,14 +387,14 @@ func (p *projection) foldMsgEnqueued(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldMsgDelivered(e eventlog.Entry) error {
+func (p *State) foldMsgDelivered(e eventlog.Entry) error {
 	if !p.slow {
 		if id, ok := fastMessageID(e.Data); ok {
 			p.takeOne(id)
 			return nil
 		}
 	}
-	var d messageDeliveredData
+	var d schema.MessageDeliveredData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
@@ -401,8 +402,8 @@ func (p *projection) foldMsgDelivered(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldMetadataUpdated(e eventlog.Entry) error {
-	var d metadataUpdatedData
+func (p *State) foldMetadataUpdated(e eventlog.Entry) error {
+	var d schema.MetadataUpdatedData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
@@ -414,8 +415,8 @@ func (p *projection) foldMetadataUpdated(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldToolGate(e eventlog.Entry) error {
-	var d gateData
+func (p *State) foldToolGate(e eventlog.Entry) error {
+	var d schema.GateData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
@@ -423,17 +424,17 @@ func (p *projection) foldToolGate(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldToolSubscribe(e eventlog.Entry) error {
-	var d subscribeData
+func (p *State) foldToolSubscribe(e eventlog.Entry) error {
+	var d schema.SubscribeData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
-	p.Subs[d.SubscriptionID] = subscriptionRec{ID: d.SubscriptionID, Target: d.TargetID, From: d.From, To: d.To, Once: d.Once}
+	p.Subs[d.SubscriptionID] = Subscription{ID: d.SubscriptionID, Target: d.TargetID, From: d.From, To: d.To, Once: d.Once}
 	return nil
 }
 
-func (p *projection) foldToolUnsubscribe(e eventlog.Entry) error {
-	var d unsubscribeData
+func (p *State) foldToolUnsubscribe(e eventlog.Entry) error {
+	var d schema.UnsubscribeData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
@@ -441,18 +442,18 @@ func (p *projection) foldToolUnsubscribe(e eventlog.Entry) error {
 	return nil
 }
 
-func (p *projection) foldReminderSched(e eventlog.Entry) error {
-	var d reminderData
+func (p *State) foldReminderSched(e eventlog.Entry) error {
+	var d schema.ReminderData
 	if err := decode(e, &d); err != nil {
 		return err
 	}
-	p.Reminders[d.ReminderID] = &reminderRec{ID: d.ReminderID, Reason: d.Reason,
+	p.Reminders[d.ReminderID] = &Reminder{ID: d.ReminderID, Reason: d.Reason,
 		Due: parseTime(d.Due), Every: time.Duration(d.EveryMS) * time.Millisecond}
 	return nil
 }
 
-func (p *projection) foldReminderCancel(e eventlog.Entry) error {
-	var d reminderData
+func (p *State) foldReminderCancel(e eventlog.Entry) error {
+	var d schema.ReminderData
 	if err := decode(e, &d); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package daemon
+package projection
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ type lazyMsg struct {
 }
 
 // lazyRawMax is the largest message.enqueued data a replay keeps raw.
-const lazyRawMax = 2 * residentPayload
+const lazyRawMax = 2 * ResidentPayload
 
 // add appends a pending message; the order list drops delivered ids once
 // they are most of it, so it stays proportional to what is pending.
@@ -73,14 +73,14 @@ func (lz *lazyInbox) add(id string, lm lazyMsg) {
 }
 
 // beginReplay switches the fold to its recovery mode.
-func (p *projection) beginReplay() {
+func (p *State) BeginReplay() {
 	p.lazy = &lazyInbox{msgs: map[string]lazyMsg{}}
 }
 
 // endReplay decodes the messages still pending into the inbox queue; load
 // reads the data of those a checkpoint kept by reference (neither raw nor
 // decoded).
-func (p *projection) endReplay(load func(inbox.Ref) (json.RawMessage, error)) error {
+func (p *State) EndReplay(load func(inbox.Ref) (json.RawMessage, error)) error {
 	lz := p.lazy
 	p.lazy = nil
 	if lz == nil {
@@ -117,13 +117,13 @@ func (p *projection) endReplay(load func(inbox.Ref) (json.RawMessage, error)) er
 		if err != nil {
 			return fmt.Errorf("pending message %s: %w", id, err)
 		}
-		p.Pending.Push(queued(m, eventlog.Entry{Seq: lm.ref.Seq, Off: lm.ref.Off}))
+		p.Pending.Push(Queued(m, eventlog.Entry{Seq: lm.ref.Seq, Off: lm.ref.Off}))
 	}
 	return nil
 }
 
 // take removes delivered message ids from the inbox.
-func (p *projection) take(ids []string) {
+func (p *State) take(ids []string) {
 	if p.lazy != nil {
 		for _, id := range ids {
 			delete(p.lazy.msgs, id)
@@ -135,7 +135,7 @@ func (p *projection) take(ids []string) {
 
 // takeOne removes one delivered message id (given as bytes: no copy
 // unless the live inbox needs one).
-func (p *projection) takeOne(id []byte) {
+func (p *State) takeOne(id []byte) {
 	if p.lazy != nil {
 		if lm, ok := p.lazy.msgs[string(id)]; ok {
 			delete(p.lazy.msgs, lm.id)
@@ -146,7 +146,7 @@ func (p *projection) takeOne(id []byte) {
 }
 
 // pendingLen counts pending messages in either mode.
-func (p *projection) pendingLen() int {
+func (p *State) PendingLen() int {
 	if p.lazy != nil {
 		return len(p.lazy.msgs)
 	}
@@ -176,7 +176,7 @@ func messageIDOf(data []byte) (string, bool) {
 
 // keepRaw copies b for the projection to keep: into the replay's arena
 // while replaying.
-func (p *projection) keepRaw(b []byte) json.RawMessage {
+func (p *State) keepRaw(b []byte) json.RawMessage {
 	if p.lazy != nil {
 		return p.lazy.keep(b)
 	}

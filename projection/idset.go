@@ -1,4 +1,4 @@
-package daemon
+package projection
 
 import (
 	"bytes"
@@ -8,13 +8,13 @@ import (
 	"sort"
 )
 
-// idSet is the set of message ids an agent's log has enqueued, kept small:
+// IDSet is the set of message ids an agent's log has enqueued, kept small:
 // an id of 32 lowercase hex characters (every id the daemon makes) costs 16
 // bytes in a sorted array, plus a map entry until the next merge; other ids
 // (a client's own) are kept as strings. It answers exactly: the
 // enqueue-once rule (a message enqueued again after a crash is skipped)
 // depends on it.
-type idSet struct {
+type IDSet struct {
 	old    []byte // sorted 16-byte ids
 	recent map[[16]byte]struct{}
 	other  map[string]struct{}
@@ -48,7 +48,7 @@ func lowerHex(c byte) (byte, bool) {
 	return 0, false
 }
 
-func (s *idSet) has(id string) bool {
+func (s *IDSet) Has(id string) bool {
 	k, ok := parseID16(id)
 	if !ok {
 		_, found := s.other[id]
@@ -60,14 +60,14 @@ func (s *idSet) has(id string) bool {
 	return s.inOld(k)
 }
 
-func (s *idSet) inOld(k [16]byte) bool {
+func (s *IDSet) inOld(k [16]byte) bool {
 	n := len(s.old) / 16
 	i := sort.Search(n, func(i int) bool { return bytes.Compare(s.old[i*16:i*16+16], k[:]) >= 0 })
 	return i < n && bytes.Equal(s.old[i*16:i*16+16], k[:])
 }
 
 // add adds id; it reports false when it was there already.
-func (s *idSet) add(id string) bool {
+func (s *IDSet) Add(id string) bool {
 	k, ok := parseID16(id)
 	if !ok {
 		if _, found := s.other[id]; found {
@@ -95,7 +95,7 @@ func (s *idSet) add(id string) bool {
 }
 
 // merge moves the map's ids into the sorted array.
-func (s *idSet) merge() {
+func (s *IDSet) merge() {
 	if len(s.recent) == 0 {
 		return
 	}
@@ -117,10 +117,10 @@ func (s *idSet) merge() {
 	s.old, s.recent = out, nil
 }
 
-func (s *idSet) len() int { return len(s.old)/16 + len(s.recent) + len(s.other) }
+func (s *IDSet) Len() int { return len(s.old)/16 + len(s.recent) + len(s.other) }
 
 // encode returns the hex ids, sorted and concatenated, and the other ids.
-func (s *idSet) encode() (string, []string) {
+func (s *IDSet) encode() (string, []string) {
 	s.merge()
 	others := make([]string, 0, len(s.other))
 	for id := range s.other {
@@ -131,8 +131,8 @@ func (s *idSet) encode() (string, []string) {
 }
 
 // decodeIDSet is encode's inverse; it refuses ids out of order.
-func decodeIDSet(hexIDs string, others []string) (idSet, error) {
-	var s idSet
+func decodeIDSet(hexIDs string, others []string) (IDSet, error) {
+	var s IDSet
 	if len(hexIDs)%32 != 0 {
 		return s, fmt.Errorf("enqueued ids: %d hex characters, not a multiple of 32", len(hexIDs))
 	}
@@ -147,7 +147,7 @@ func decodeIDSet(hexIDs string, others []string) (idSet, error) {
 	}
 	s.old = old
 	for _, id := range others {
-		s.add(id)
+		s.Add(id)
 	}
 	return s, nil
 }

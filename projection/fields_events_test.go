@@ -1,6 +1,7 @@
-package daemon
+package projection
 
 import (
+	"github.com/warren-dev/warren/schema"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -37,7 +38,7 @@ func FuzzFastDecoders(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		{
-			var fast, want turnStartData
+			var fast, want schema.TurnStartData
 			ok := fastTurnStart(data, nil, &fast)
 			err := json.Unmarshal(data, &want)
 			if ok && (err != nil || !reflect.DeepEqual(fast, want)) {
@@ -49,9 +50,9 @@ func FuzzFastDecoders(f *testing.F) {
 			v    any
 			get  func() turnEnd
 		}{}
-		var tc turnCompleteData
-		var tf turnFailedData
-		var tx turnCancelledData
+		var tc schema.TurnCompleteData
+		var tf schema.TurnFailedData
+		var tx schema.TurnCancelledData
 		ends = append(ends,
 			struct {
 				kind int
@@ -91,7 +92,7 @@ func FuzzFastDecoders(f *testing.F) {
 		}
 		{
 			id, ok := fastMessageID(data)
-			var want messageDeliveredData
+			var want schema.MessageDeliveredData
 			err := json.Unmarshal(data, &want)
 			if ok && (err != nil || string(id) != want.MessageID) {
 				t.Fatalf("message.delivered %q: fast %q; encoding/json %q, %v", data, id, want.MessageID, err)
@@ -139,21 +140,21 @@ func genText() gopter.Gen {
 // foldEvents folds data entries (event name, data) into a projection in
 // replay mode, fast or slow, and returns its state (or the error).
 func foldEvents(evs [][2]string, slow bool) string {
-	p := newProjection()
+	p := New()
 	p.slow = slow
-	p.beginReplay()
+	p.BeginReplay()
 	var off int64 = 0
 	for i, ev := range evs {
 		e := eventlog.Entry{Seq: uint64(i + 1), Off: off, Event: ev[0], Data: json.RawMessage(ev[1])}
 		off += int64(len(ev[1]) + 100)
-		if err := p.apply(e); err != nil {
+		if err := p.Apply(e); err != nil {
 			return "error: " + err.Error()
 		}
 	}
-	if err := p.endReplay(nil); err != nil {
+	if err := p.EndReplay(nil); err != nil {
 		return "endReplay: " + err.Error()
 	}
-	st, err := p.encodeState()
+	st, err := p.EncodeState()
 	if err != nil {
 		return "encode: " + err.Error()
 	}
@@ -182,7 +183,7 @@ func TestFastFoldEqualsJSONFold(t *testing.T) {
 		return step{Kind: v[0].(int), Text: v[1].(string), N: v[2].(int)}
 	})
 	props.Property("fast fold == encoding/json fold", prop.ForAll(func(steps []step) string {
-		evs := [][2]string{{evAgentCreated, `{"agent_id":"a","name":"w"}`}}
+		evs := [][2]string{{schema.AgentCreated, `{"agent_id":"a","name":"w"}`}}
 		mk := func(ev string, v any) {
 			b, err := json.Marshal(v)
 			if err != nil {
@@ -196,7 +197,7 @@ func TestFastFoldEqualsJSONFold(t *testing.T) {
 			switch s.Kind {
 			case 0:
 				m := inbox.Message{ID: msgID(s.N), Sender: "s", Recipient: "a", Kind: inbox.KindRequest, Payload: s.Text}
-				mk(evMsgEnqueued, m.EventData())
+				mk(schema.MessageEnqueued, m.EventData())
 			case 1, 2:
 				turn++
 				run = fmt.Sprintf("run%d", turn)
@@ -204,30 +205,30 @@ func TestFastFoldEqualsJSONFold(t *testing.T) {
 				if s.Kind == 1 {
 					ids = []string{msgID(s.N)}
 				}
-				mk(evTurnStart, turnStartData{RunID: run, Turn: turn, BootID: "boot", Prompt: s.Text, Provider: "p", Model: "m", MessageIDs: ids})
+				mk(schema.TurnStart, schema.TurnStartData{RunID: run, Turn: turn, BootID: "boot", Prompt: s.Text, Provider: "p", Model: "m", MessageIDs: ids})
 			case 3:
 				m := inbox.Message{ID: msgID(100 + s.N), Sender: "a", Recipient: "b", Kind: inbox.KindRequest, Payload: s.Text}
-				mk(evToolCall, toolCallData{CallID: "c", Tool: "send_message", Args: map[string]any{"text": s.Text},
+				mk(schema.ToolCall, schema.ToolCallData{CallID: "c", Tool: "send_message", Args: map[string]any{"text": s.Text},
 					Result: map[string]any{"message_id": m.ID}, RunID: run, Turn: turn, Messages: []map[string]any{m.EventData()}})
 			case 4:
-				mk(evToolCall, toolCallData{CallID: "c", Tool: "check_inbox", Args: map[string]any{}, Error: s.Text, RunID: run, Turn: turn})
+				mk(schema.ToolCall, schema.ToolCallData{CallID: "c", Tool: "check_inbox", Args: map[string]any{}, Error: s.Text, RunID: run, Turn: turn})
 			case 5:
 				var u *provider.Usage
 				if s.N%2 == 0 {
 					u = &provider.Usage{InputTokens: s.N, OutputTokens: 2}
 				}
-				mk(evTurnComplete, turnCompleteData{RunID: run, Turn: turn, Response: s.Text, Usage: u})
+				mk(schema.TurnComplete, schema.TurnCompleteData{RunID: run, Turn: turn, Response: s.Text, Usage: u})
 			case 6:
-				mk(evTurnFailed, turnFailedData{RunID: run, Turn: turn, Error: s.Text, Attempts: s.N})
+				mk(schema.TurnFailed, schema.TurnFailedData{RunID: run, Turn: turn, Error: s.Text, Attempts: s.N})
 			case 7:
-				mk(evMsgDelivered, messageDeliveredData{MessageID: msgID(s.N)})
+				mk(schema.MessageDelivered, schema.MessageDeliveredData{MessageID: msgID(s.N)})
 			case 8:
-				mk(evTurnCancelled, turnCancelledData{RunID: run, Turn: turn})
+				mk(schema.TurnCancelled, schema.TurnCancelledData{RunID: run, Turn: turn})
 			case 9:
 				// A member of the wrong type, or an odd but valid shape.
 				bad := []string{`{"run_id":"` + run + `","turn":"1"}`, `{"run_id":"` + run + `","turn":1,"response":7}`,
 					`{"RUN_ID":"` + run + `"}`, `{"run_id":"` + run + `","run_id":null}`, `{"message_ids":{}}`, `{"message_id":5}`}
-				ev := []string{evTurnComplete, evTurnComplete, evTurnCancelled, evTurnFailed, evTurnStart, evMsgDelivered}
+				ev := []string{schema.TurnComplete, schema.TurnComplete, schema.TurnCancelled, schema.TurnFailed, schema.TurnStart, schema.MessageDelivered}
 				evs = append(evs, [2]string{ev[s.N%len(ev)], bad[s.N%len(bad)]})
 			}
 		}
