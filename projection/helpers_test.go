@@ -3,6 +3,9 @@ package projection
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -78,15 +81,71 @@ func loader(es []eventlog.Entry) func(inbox.Ref) (json.RawMessage, error) {
 	}
 }
 
-// stateOf is the whole of a state as text, for comparing two: its
-// checkpoint encoding (every exported field, the enqueued ids), the
-// pending messages in full, and the last resume.
+// stateOf is the whole of a state as text, for comparing two: every
+// exported field, whatever its JSON tag says (dump), the pending messages
+// in full, the enqueued ids, and the checkpoint encoding.
 func stateOf(p *State) string {
 	st, err := p.EncodeState()
 	if err != nil {
 		return "encode: " + err.Error()
 	}
-	return fmt.Sprintf("%s pending=%s lastresume=%s", st, fmtAny(p.Pending.Peek()), fmtAny(p.LastResume))
+	var b strings.Builder
+	dump(&b, reflect.ValueOf(*p))
+	ids, others := p.Enqueued.encode()
+	return fmt.Sprintf("%s\npending=%s\nenqueued=%s %v\ncheckpoint=%s", b.String(), fmtAny(p.Pending.Peek()), ids, others, st)
+}
+
+// dump writes v's exported contents: struct fields by name, pointers
+// followed, maps in key order; json.RawMessage as text.
+func dump(b *strings.Builder, v reflect.Value) {
+	if v.Type() == reflect.TypeOf(json.RawMessage(nil)) || v.Type() == reflect.TypeOf(time.Time{}) {
+		fmt.Fprintf(b, "%q", fmt.Sprint(v.Interface()))
+		if t, ok := v.Interface().(time.Time); ok {
+			fmt.Fprintf(b, "=%s", t.UTC().Format(time.RFC3339Nano))
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		dump(b, v.Elem())
+	case reflect.Struct:
+		b.WriteString("{")
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Type().Field(i); f.IsExported() && f.Type != reflect.TypeOf(&inbox.Queue{}) && f.Type != reflect.TypeOf(IDSet{}) {
+				b.WriteString(f.Name + ":")
+				dump(b, v.Field(i))
+				b.WriteString(" ")
+			}
+		}
+		b.WriteString("}")
+	case reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		b.WriteString("map[")
+		for _, k := range keys {
+			fmt.Fprintf(b, "%q:", k.String())
+			dump(b, v.MapIndex(k))
+			b.WriteString(" ")
+		}
+		b.WriteString("]")
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		b.WriteString("[")
+		for i := 0; i < v.Len(); i++ {
+			dump(b, v.Index(i))
+			b.WriteString(" ")
+		}
+		b.WriteString("]")
+	default:
+		fmt.Fprintf(b, "%#v", v.Interface())
+	}
 }
 
 // msgID is the n-th test message id (32 hex digits, as the daemon makes).
