@@ -30,7 +30,7 @@ type pendingRef struct {
 // enqueued ids travel on their own line: a JSON decoder would scan them
 // character by character).
 type checkpointState struct {
-	P       *State  `json:"p"`
+	P       *State       `json:"p"`
 	Pending []pendingRef `json:"pending"`
 	Other   []string     `json:"other_ids,omitempty"`
 }
@@ -111,4 +111,3 @@ func DecodeState(body []byte) (*State, error) {
 	}
 	return p, nil
 }
-

@@ -1,8 +1,8 @@
 package projection
 
 import (
-	"github.com/warren-dev/warren/schema"
 	"encoding/json"
+	"github.com/warren-dev/warren/schema"
 
 	"github.com/warren-dev/warren/internal/jsonfast"
 	"github.com/warren-dev/warren/provider"

@@ -1,10 +1,10 @@
 package projection
 
 import (
-	"github.com/warren-dev/warren/schema"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/warren-dev/warren/schema"
 	"reflect"
 	"strings"
 	"testing"

@@ -1,10 +1,10 @@
 package projection
 
 import (
-	"github.com/warren-dev/warren/schema"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/warren-dev/warren/schema"
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -16,31 +16,31 @@ import (
 
 // projectionFolds maps each event the projection reads to its fold.
 var projectionFolds = map[string]func(*State, eventlog.Entry) error{
-	schema.AgentCreated:    (*State).foldAgentCreated,
-	schema.AgentTerminated: (*State).foldAgentTerminated,
-	schema.SessionCreated:  (*State).foldSessionCreated,
-	schema.ContextReset:    (*State).foldContextReset,
-	schema.SessionRestored: (*State).foldSessionRestored,
-	schema.SuspendResult:   (*State).foldSuspendResult,
-	schema.TurnStart:       (*State).foldTurnStart,
-	schema.TurnComplete:    (*State).foldTurnComplete,
-	schema.TurnFailed:      (*State).foldTurnFailed,
-	schema.TurnCancelled:   (*State).foldTurnCancelled,
-	schema.RunInterrupted:  (*State).foldRunInterrupted,
-	schema.RunWaiting:      (*State).foldRunWaiting,
-	schema.TokenConsumed:   (*State).foldTokenState,
-	schema.TokenRevoked:    (*State).foldTokenState,
-	schema.TokenExpired:    (*State).foldTokenState,
-	schema.RunResumed:      (*State).foldRunResumed,
-	schema.ToolCall:        (*State).foldToolCall,
-	schema.MessageEnqueued:     (*State).foldMsgEnqueued,
-	schema.MessageDelivered:    (*State).foldMsgDelivered,
-	schema.MetadataUpdated: (*State).foldMetadataUpdated,
-	schema.ToolGate:        (*State).foldToolGate,
-	schema.ToolSubscribe:   (*State).foldToolSubscribe,
-	schema.ToolUnsubscribe: (*State).foldToolUnsubscribe,
-	schema.ReminderSched:   (*State).foldReminderSched,
-	schema.ReminderCancel:  (*State).foldReminderCancel,
+	schema.AgentCreated:     (*State).foldAgentCreated,
+	schema.AgentTerminated:  (*State).foldAgentTerminated,
+	schema.SessionCreated:   (*State).foldSessionCreated,
+	schema.ContextReset:     (*State).foldContextReset,
+	schema.SessionRestored:  (*State).foldSessionRestored,
+	schema.SuspendResult:    (*State).foldSuspendResult,
+	schema.TurnStart:        (*State).foldTurnStart,
+	schema.TurnComplete:     (*State).foldTurnComplete,
+	schema.TurnFailed:       (*State).foldTurnFailed,
+	schema.TurnCancelled:    (*State).foldTurnCancelled,
+	schema.RunInterrupted:   (*State).foldRunInterrupted,
+	schema.RunWaiting:       (*State).foldRunWaiting,
+	schema.TokenConsumed:    (*State).foldTokenState,
+	schema.TokenRevoked:     (*State).foldTokenState,
+	schema.TokenExpired:     (*State).foldTokenState,
+	schema.RunResumed:       (*State).foldRunResumed,
+	schema.ToolCall:         (*State).foldToolCall,
+	schema.MessageEnqueued:  (*State).foldMsgEnqueued,
+	schema.MessageDelivered: (*State).foldMsgDelivered,
+	schema.MetadataUpdated:  (*State).foldMetadataUpdated,
+	schema.ToolGate:         (*State).foldToolGate,
+	schema.ToolSubscribe:    (*State).foldToolSubscribe,
+	schema.ToolUnsubscribe:  (*State).foldToolUnsubscribe,
+	schema.ReminderSched:    (*State).foldReminderSched,
+	schema.ReminderCancel:   (*State).foldReminderCancel,
 }
 
 func (p *State) foldAgentCreated(e eventlog.Entry) error {
