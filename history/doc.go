@@ -2,6 +2,21 @@
 // renders the history block that is injected into the first prompt of a
 // fresh provider session (SPEC 4, seeds 001 and 004).
 //
+// # Beside the projection
+//
+// Build is the second fold over the agent's log; package projection is
+// the first. It sits beside the projection, not on top of it: the
+// projection keeps only the latest run, and drops its calls when it ends
+// (recovery holds every agent's state in memory, so it keeps what a
+// restart needs, not the past), while a history block needs every
+// completed turn since the last context.reset with each call's arguments
+// and results. Build runs once per fresh provider session, not once per
+// entry of every log, so it decodes with encoding/json into its own small
+// views of the schema events rather than the projection's fast decoders.
+// The two folds agree on the open turn (run, turn, prompt, interruption):
+// projection.TestHistoryOpenTurnAgreesWithTheFold checks it on generated
+// logs.
+//
 // The package reads Entry values (seq, event, data) that the daemon converts
 // from the event log; it does no I/O and does not import the event log.
 //
