@@ -9,8 +9,8 @@
 // Every durable fact about an agent is an entry in its event log. The
 // in-memory state that matters after a crash (name, parent, metadata, gates,
 // subscriptions, reminders, pending messages, the latest run and its wait) is
-// a projection of that log: one function, projection.apply, folds entries
-// into it. The live path applies each entry right after its append is
+// a projection of that log: package projection's State.Apply folds entries
+// into it (no locks, no I/O there; the agent's lock guards its State). The live path applies each entry right after its append is
 // durable; recovery applies the same entries read back from disk. The two
 // paths therefore cannot disagree, which is what the crash-recovery fuzzer
 // checks.
