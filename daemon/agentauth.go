@@ -90,7 +90,7 @@ func (c *Core) CallToolInTurn(ctx context.Context, agentID, tool string, args ma
 }
 
 func errNoTurn(name string) error {
-	return protocol.Errorf(protocol.CodeInvalid, "agent %s has no running turn: a tool call made with an agent credential is a call "+
+	return failf(ErrWrongState, "agent %s has no running turn: a tool call made with an agent credential is a call "+
 		"of the agent's running turn (logged and replayed with it), so it cannot be made between turns", name)
 }
 
@@ -150,9 +150,9 @@ func (t *runTools) external(ctx context.Context, tool string, args map[string]an
 		}
 		t.ext.mu.Unlock()
 		suspend(err)
-		return nil, protocol.Errorf(protocol.CodeUnavailable, "%v: the turn of %s ends now and its process is stopped; it is re-run when the wait is answered", err, name)
+		return nil, failf(ErrUnavailable, "%w: the turn of %s ends now and its process is stopped; it is re-run when the wait is answered", err, name)
 	case err != nil && actx.Err() != nil:
-		return nil, protocol.Errorf(protocol.CodeUnavailable, "the turn of %s ended during the call: %v", name, err)
+		return nil, failf(ErrUnavailable, "the turn of %s ended during the call: %w", name, err)
 	case err != nil:
 		return nil, fmt.Errorf("tool %s for agent %s: %w", tool, name, err)
 	}

@@ -29,7 +29,7 @@ func TestCredentialCallJoinsTheRunningTurnAndIsReplayed(t *testing.T) {
 	ctx := context.Background()
 	toParent := map[string]any{"recipient": "p", "text": "from the socket"}
 
-	if _, err := h.c.CallToolInTurn(ctx, child, "send_message", toParent); !protocol.IsCode(err, protocol.CodeInvalid) {
+	if _, err := h.c.CallToolInTurn(ctx, child, "send_message", toParent); codeOf(err) != protocol.CodeInvalid {
 		t.Fatalf("a credential call between turns: %v, want code 2", err)
 	}
 
@@ -100,7 +100,7 @@ func TestCredentialAwaitInputSuspendsTheTurn(t *testing.T) {
 	go func() { results <- h.send(id, "go") }()
 	<-started
 	_, err := h.c.CallToolInTurn(context.Background(), id, "await_input", map[string]any{"kind": "approval", "prompt": "ok?", "timeout": 3600})
-	if !protocol.IsCode(err, protocol.CodeUnavailable) {
+	if codeOf(err) != protocol.CodeUnavailable {
 		t.Fatalf("socket await_input: %v, want code 6 saying the turn ends", err)
 	}
 	if res := <-results; res.Status != "suspended" || res.Token == "" || res.Wait["prompt"] != "ok?" {

@@ -9,7 +9,6 @@ import (
 	"github.com/warren-dev/warren/schema"
 
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -17,7 +16,7 @@ import (
 // Corrupt agents (not in the tree) resolve by id.
 func (c *Core) Resolve(ref string) (string, error) {
 	if ref == "" {
-		return "", protocol.Errorf(protocol.CodeInvalid, "missing agent reference")
+		return "", failf(ErrInvalid, "missing agent reference")
 	}
 	id, err := c.tree.Resolve(ref)
 	if err == nil {
@@ -29,7 +28,7 @@ func (c *Core) Resolve(ref string) (string, error) {
 		}
 	}
 	if errorsIs(err, tree.ErrAmbiguous) {
-		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
+		return "", failf(ErrInvalid, "%w", err)
 	}
 	for _, a := range c.agentList() {
 		a.mu.Lock()
@@ -58,7 +57,7 @@ func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model
 		return TurnResult{}, notFound(agentID)
 	}
 	if limit := c.limits().MessageBytes; len(message) > limit {
-		return TurnResult{}, protocol.Errorf(protocol.CodeInvalid, "message is %d bytes; the limit is %d (limits.message_bytes)", len(message), limit)
+		return TurnResult{}, failf(ErrInvalid, "message is %d bytes; the limit is %d (limits.message_bytes)", len(message), limit)
 	}
 	if err := c.checkRunChoice(a, provName, model); err != nil {
 		return TurnResult{}, err
@@ -93,9 +92,9 @@ func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model
 		closing := c.closed
 		c.mu.Unlock()
 		if closing {
-			return TurnResult{}, protocol.Errorf(protocol.CodeUnavailable, "the daemon is shutting down; the turn was cancelled (logged as turn.cancelled)")
+			return TurnResult{}, failf(ErrShuttingDown, "the daemon is shutting down; the turn was cancelled (logged as turn.cancelled)")
 		}
-		return TurnResult{}, protocol.Errorf(protocol.CodeUnavailable, "request ended before the turn did (%v); the turn goes on", ctx.Err())
+		return TurnResult{}, failf(ErrUnavailable, "request ended before the turn did (%w); the turn goes on", ctx.Err())
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/tree"
@@ -82,15 +81,15 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 		return "", err
 	}
 	if err := tree.ValidateName(spec.Name); err != nil {
-		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
+		return "", failf(ErrInvalid, "%w", err)
 	}
 	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
-		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
+		return "", failf(ErrInvalid, "%w", err)
 	}
 	if spec.ParentID != "" {
 		pa, ok := c.agent(spec.ParentID)
 		if !ok || pa.terminated() {
-			return "", protocol.Errorf(protocol.CodeNotFound, "parent agent %s not found", spec.ParentID)
+			return "", failf(ErrNotFound, "parent agent %s not found", spec.ParentID)
 		}
 	}
 	id := spec.ID
@@ -100,14 +99,14 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return "", protocol.Errorf(protocol.CodeUnavailable, "daemon is shutting down")
+		return "", failf(ErrShuttingDown, "daemon is shutting down")
 	}
 	if err := c.tree.Add(id, spec.Name, spec.ParentID); err != nil {
 		c.mu.Unlock()
 		if errors.Is(err, tree.ErrExists) {
 			return id, nil
 		}
-		return "", protocol.Errorf(protocol.CodeInvalid, "%v", err)
+		return "", failf(ErrInvalid, "%w", err)
 	}
 	c.mu.Unlock()
 
@@ -221,5 +220,5 @@ func (c *Core) provider(name string) (provider.Provider, error) {
 		names = append(names, pi.Name)
 	}
 	sort.Strings(names)
-	return nil, protocol.Errorf(protocol.CodeInvalid, "unknown provider %q (known: %s)", name, strings.Join(names, ", "))
+	return nil, failf(ErrInvalid, "unknown provider %q (known: %s)", name, strings.Join(names, ", "))
 }

@@ -26,8 +26,8 @@ func TestCreateRefusesAModelTheProviderDoesNotServe(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "x", Provider: tc.prov, Model: tc.model})
-		if protocol.CodeOf(err) != protocol.CodeInvalid || !strings.Contains(err.Error(), tc.model) {
-			t.Errorf("create %s/%s: err = %v (code %d), want code 2 naming the model", tc.prov, tc.model, err, protocol.CodeOf(err))
+		if codeOf(err) != protocol.CodeInvalid || !strings.Contains(err.Error(), tc.model) {
+			t.Errorf("create %s/%s: err = %v (code %d), want code 2 naming the model", tc.prov, tc.model, err, codeOf(err))
 		}
 	}
 	if n := len(h.c.List()); n != 0 {

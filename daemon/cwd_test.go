@@ -87,7 +87,7 @@ func TestCreateCwdMustBeAnExistingAbsoluteDirectory(t *testing.T) {
 		file:                          "not a directory",
 	} {
 		err := checkCwd(cwd)
-		if !protocol.IsCode(err, protocol.CodeInvalid) || !strings.Contains(err.Error(), want) {
+		if codeOf(err) != protocol.CodeInvalid || !strings.Contains(err.Error(), want) {
 			t.Errorf("checkCwd(%q) = %v, want code 2 saying %q", cwd, err, want)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -135,7 +134,7 @@ func (c *Core) DegradedCount() int {
 // refuses appends for now is code 6 (unavailable) with the cause.
 func logFailure(err error) error {
 	if errors.Is(err, eventlog.ErrPoisoned) {
-		return protocol.Errorf(protocol.CodeUnavailable, "%v", err)
+		return failf(ErrUnavailable, "%w", err)
 	}
 	return err
 }
@@ -149,7 +148,7 @@ func (c *Core) owedCancelErr(a *agent) error {
 	if o == nil {
 		return nil
 	}
-	return protocol.Errorf(protocol.CodeUnavailable,
+	return failf(ErrUnavailable,
 		"agent %s: the run %s is stopped, but its %s could not be logged (%v); the log still shows it open; it is written as soon as the log accepts appends (retry agent cancel to try now)",
 		a.name(), o.runID, o.rec.Event, o.cause)
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -28,12 +27,12 @@ var logFaults = map[string][]faultfs.Rule{
 	},
 }
 
+// codeOf is the wire code the RPC edge gives err (0 for nil).
 func codeOf(err error) int {
-	var pe *protocol.Error
-	if errors.As(err, &pe) {
-		return pe.Code
+	if err == nil {
+		return 0
 	}
-	return 0
+	return toRPCError(err).Code
 }
 
 // events lists the event names of an agent's log.

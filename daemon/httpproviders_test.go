@@ -40,11 +40,11 @@ func httpHarness(t *testing.T, provs map[string]any) *harness {
 func TestHTTPCreateWithoutAModelNamesTheEntry(t *testing.T) {
 	h := httpHarness(t, map[string]any{})
 	_, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "x", Provider: "openai"})
-	if protocol.CodeOf(err) != protocol.CodeInvalid || !strings.Contains(err.Error(), `"openai"`) || !strings.Contains(err.Error(), "--model") {
-		t.Fatalf("err = %v (code %d)", err, protocol.CodeOf(err))
+	if codeOf(err) != protocol.CodeInvalid || !strings.Contains(err.Error(), `"openai"`) || !strings.Contains(err.Error(), "--model") {
+		t.Fatalf("err = %v (code %d)", err, codeOf(err))
 	}
 	_, err = h.c.CreateAgent(context.Background(), CreateSpec{Name: "y", Provider: "nosuch"})
-	if protocol.CodeOf(err) != protocol.CodeInvalid || !strings.Contains(err.Error(), "openai") {
+	if codeOf(err) != protocol.CodeInvalid || !strings.Contains(err.Error(), "openai") {
 		t.Fatalf("unknown entry: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 )
 
@@ -26,7 +25,7 @@ func (c *Core) checkModel(provName string, model *string) error {
 	}
 	*model = c.defaultModel(provName)
 	if *model == "" && httpType(c.config(), provName) != "" {
-		return protocol.Errorf(protocol.CodeInvalid,
+		return failf(ErrInvalid,
 			"provider entry %q has no default model and none was given: pass --model (e.g. --model gpt-4o-mini), or set \"providers\": {%q: {\"model\": \"...\"}} in config.json",
 			provName, provName)
 	}
@@ -42,7 +41,7 @@ func checkServed(prov provider.Provider, provName, model string) error {
 	}
 	if mc, ok := prov.(provider.ModelChecker); ok {
 		if err := mc.CheckModel(model); err != nil {
-			return protocol.Errorf(protocol.CodeInvalid, "provider %q does not serve model %q: %v", provName, model, err)
+			return failf(ErrInvalid, "provider %q does not serve model %q: %w", provName, model, err)
 		}
 	}
 	return nil

@@ -351,7 +351,7 @@ func TestAgentLogRPCPaged(t *testing.T) {
 	if n := len(unpaged["events"].([]any)); n != defaultPageLimit || unpaged["more"] != true {
 		t.Fatalf("an unpaged call returned %d of %d events (more=%v), want the default page of %d", n, len(all), unpaged["more"], defaultPageLimit)
 	}
-	if _, err := rpc.agentLog(context.Background(), protocol.Params{"agent_id": root, "limit": -1}, nil); protocol.CodeOf(err) != protocol.CodeInvalid {
+	if _, err := rpc.agentLog(context.Background(), protocol.Params{"agent_id": root, "limit": -1}, nil); codeOf(err) != protocol.CodeInvalid {
 		t.Fatalf("limit -1: %v, want code 2", err)
 	}
 }

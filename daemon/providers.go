@@ -6,7 +6,6 @@ import (
 	"github.com/warren-dev/warren/agentproc"
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/demo"
-	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/provider/scripted"
@@ -51,7 +50,7 @@ func (c *Core) checkRunChoice(a *agent, provName, model string) error {
 	}
 	if mc, ok := prov.(provider.ModelChecker); ok {
 		if err := mc.CheckModel(model); err != nil {
-			return protocol.Errorf(protocol.CodeInvalid, "--model %q: %v", model, err)
+			return failf(ErrInvalid, "--model %q: %w", model, err)
 		}
 	}
 	return nil

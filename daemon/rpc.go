@@ -71,20 +71,53 @@ func (h *handler) Handle(ctx context.Context, req *protocol.Request, out server.
 	return res, nil
 }
 
-// toRPCError maps an error to its protocol code.
-func toRPCError(err error) error {
+// wireCodes maps the domain's errors to the wire codes of SPEC 8.1, the
+// first match in the chain winning. This is the one place that knows the
+// codes; the core returns sentinels (errors.go) wrapped with context.
+var wireCodes = []struct {
+	err  error
+	code int
+}{
+	{ErrNotFound, protocol.CodeNotFound},
+	{ErrTokenRejected, protocol.CodeTokenRejected},
+	{ErrUnavailable, protocol.CodeUnavailable},
+	{ErrInvalid, protocol.CodeInvalid},
+	{ErrWrongState, protocol.CodeInvalid},
+}
+
+// causeCodes map causes that reach the edge without a domain condition.
+var causeCodes = []struct {
+	err  error
+	code int
+}{
+	{context.DeadlineExceeded, protocol.CodeUnavailable},
+	{context.Canceled, protocol.CodeUnavailable},
+	// The agent's log refuses appends until it heals: try again.
+	{eventlog.ErrPoisoned, protocol.CodeUnavailable},
+}
+
+// toRPCError maps an error to the *protocol.Error sent on the wire: a
+// domain condition first, then a protocol error (a bad param, found by
+// protocol.Params at the edge), then the causes, else CodeInternal.
+func toRPCError(err error) *protocol.Error {
+	if err == nil {
+		return nil
+	}
+	for _, m := range wireCodes {
+		if errors.Is(err, m.err) {
+			return &protocol.Error{Code: m.code, Message: err.Error()}
+		}
+	}
 	var pe *protocol.Error
-	if errors.As(err, &pe) {
+	if errors.As(err, &pe) && pe != nil {
 		return pe
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return protocol.Errorf(protocol.CodeUnavailable, "%v", err)
+	for _, m := range causeCodes {
+		if errors.Is(err, m.err) {
+			return &protocol.Error{Code: m.code, Message: err.Error()}
+		}
 	}
-	if errors.Is(err, eventlog.ErrPoisoned) {
-		// The agent's log refuses appends until it heals: try again.
-		return protocol.Errorf(protocol.CodeUnavailable, "%v", err)
-	}
-	return protocol.Errorf(protocol.CodeInternal, "%v", err)
+	return &protocol.Error{Code: protocol.CodeInternal, Message: err.Error()}
 }
 
 // optStrings reads optional string params ("" when missing); a present

@@ -46,7 +46,7 @@ func TestSendSaysWhatItRevokedOrAbandoned(t *testing.T) {
 	if err != nil || m["revoked_wait"] == nil {
 		t.Fatalf("send result map = %v, %v; want revoked_wait", m, err)
 	}
-	if _, err := h.c.Resume(context.Background(), id, sus.Token, "late"); !protocol.IsCode(err, protocol.CodeTokenRejected) {
+	if _, err := h.c.Resume(context.Background(), id, sus.Token, "late"); codeOf(err) != protocol.CodeTokenRejected {
 		t.Fatalf("resume of the revoked wait: err = %v, want code 5", err)
 	}
 

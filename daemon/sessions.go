@@ -8,7 +8,6 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/multiplexer"
-	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schedule"
 	"github.com/warren-dev/warren/session"
@@ -33,7 +32,7 @@ const (
 
 func wrapSlotErr(err error) error {
 	if errors.Is(err, multiplexer.ErrNoSlot) {
-		return protocol.Errorf(protocol.CodeUnavailable, "no provider slot became free in time: %v", err)
+		return failf(ErrNoSlot, "no provider slot became free in time: %w", err)
 	}
 	return err
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -21,7 +20,7 @@ func (c *Core) Terminate(agentID string) error {
 	busy := a.busy
 	a.mu.Unlock()
 	if busy {
-		return protocol.Errorf(protocol.CodeInvalid, "agent %s is mid-turn; cancel it first (warren agent cancel)", a.name())
+		return failf(ErrWrongState, "agent %s is mid-turn; cancel it first (warren agent cancel)", a.name())
 	}
 	return c.terminate(a)
 }
@@ -50,7 +49,7 @@ func (c *Core) TerminateTree(agentID string) ([]map[string]any, error) {
 		if len(busy) == 1 {
 			verb = "is"
 		}
-		return nil, protocol.Errorf(protocol.CodeInvalid, "nothing was terminated: %s %s mid-turn; cancel first (warren agent cancel REF), then terminate again",
+		return nil, failf(ErrWrongState, "nothing was terminated: %s %s mid-turn; cancel first (warren agent cancel REF), then terminate again",
 			strings.Join(busy, ", "), verb)
 	}
 	done := make([]map[string]any, 0, len(order))
@@ -120,7 +119,7 @@ func (c *Core) terminate(a *agent) error {
 		if n == 1 {
 			kids, them = "child", "it"
 		}
-		return protocol.Errorf(protocol.CodeInvalid, "agent %s has %d %s; terminate %s first, or the whole subtree at once (recursive: warren agent terminate --recursive)", a.name(), n, kids, them)
+		return failf(ErrWrongState, "agent %s has %d %s; terminate %s first, or the whole subtree at once (recursive: warren agent terminate --recursive)", a.name(), n, kids, them)
 	}
 	a.mu.Lock()
 	if a.p.Terminated {
@@ -134,7 +133,7 @@ func (c *Core) terminate(a *agent) error {
 	corrupt := a.corrupt != nil
 	a.mu.Unlock()
 	if corrupt {
-		return protocol.Errorf(protocol.CodeInvalid, "agent %s has a damaged log; run `warren repair %s` first", a.id, a.id)
+		return failf(ErrWrongState, "agent %s has a damaged log; run `warren repair %s` first", a.id, a.id)
 	}
 	if liveTok != "" {
 		if err := c.revokeToken(a, liveTok, runID, "terminated"); err != nil {
@@ -205,7 +204,7 @@ func (c *Core) Reset(agentID string) error {
 	open := a.p.Run != nil && !a.p.Run.Ended
 	a.mu.Unlock()
 	if open {
-		return protocol.Errorf(protocol.CodeInvalid, "agent %s has a run that has not ended (waiting or interrupted); resume or cancel it first", a.name())
+		return failf(ErrWrongState, "agent %s has a run that has not ended (waiting or interrupted); resume or cancel it first", a.name())
 	}
 	if _, err := a.log.Append(evContextReset, map[string]any{"agent_id": a.id}); err != nil {
 		return fmt.Errorf("logging context.reset for %s: %w", a.id, err)

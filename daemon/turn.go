@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/history"
-	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
 )
@@ -62,11 +61,11 @@ func (c *Core) claim(a *agent) error {
 	defer a.mu.Unlock()
 	switch {
 	case a.corrupt != nil:
-		return protocol.Errorf(protocol.CodeInvalid, "agent %s has a damaged log: %v; run `warren repair %s`", a.id, a.corrupt, a.id)
+		return failf(ErrWrongState, "agent %s has a damaged log: %w; run `warren repair %s`", a.id, a.corrupt, a.id)
 	case a.p.Terminated:
-		return protocol.Errorf(protocol.CodeInvalid, "agent %s (%s) is terminated", a.p.Name, a.id)
+		return failf(ErrWrongState, "agent %s (%s) is terminated", a.p.Name, a.id)
 	case a.busy:
-		return protocol.Errorf(protocol.CodeInvalid, "agent %s (%s) is mid-turn; wait for it or cancel it (warren agent cancel)", a.p.Name, a.id)
+		return failf(ErrWrongState, "agent %s (%s) is mid-turn; wait for it or cancel it (warren agent cancel)", a.p.Name, a.id)
 	}
 	a.busy = true
 	return nil
@@ -86,7 +85,7 @@ func (c *Core) startTurn(a *agent, req TurnRequest) <-chan TurnResult {
 	out := make(chan TurnResult, 1)
 	if !c.goBackground(func() { out <- c.runTurn(a, req) }) {
 		c.release(a)
-		out <- TurnResult{Err: protocol.Errorf(protocol.CodeUnavailable, "daemon is shutting down")}
+		out <- TurnResult{Err: failf(ErrShuttingDown, "daemon is shutting down")}
 	}
 	return out
 }
@@ -184,7 +183,7 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 			outcome = ""
 		}
 		res.Status = "idle"
-		res.Err = protocol.Errorf(protocol.CodeInvalid, "turn cancelled")
+		res.Err = failf(ErrWrongState, "turn cancelled")
 	default:
 		outcome = outFailed
 		failed := turnFailedData{RunID: runID, Turn: turn, Error: err.Error(), Attempts: attempts}

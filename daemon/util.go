@@ -3,8 +3,6 @@ package daemon
 import (
 	"errors"
 	"io"
-
-	"github.com/warren-dev/warren/protocol"
 )
 
 func copyMap(m map[string]string) map[string]any {
@@ -16,7 +14,7 @@ func copyMap(m map[string]string) map[string]any {
 }
 
 func notFound(ref string) error {
-	return protocol.Errorf(protocol.CodeNotFound, "agent %q not found; list agents with `warren agent list`", ref)
+	return failf(ErrNotFound, "agent %q not found; list agents with `warren agent list`", ref)
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -37,7 +37,7 @@ func TestWaitsListAndResumeByTokenID(t *testing.T) {
 		!strings.HasPrefix(w.TokenID, "tok_") || w.RunID == "" || w.Deadline.IsZero() || w.Since.IsZero() || !w.Since.Before(w.Deadline) {
 		t.Fatalf("wait = %+v", w)
 	}
-	if _, err := h.c.ResumeByID(context.Background(), root, w.TokenID, "yes"); !protocol.IsCode(err, protocol.CodeTokenRejected) {
+	if _, err := h.c.ResumeByID(context.Background(), root, w.TokenID, "yes"); codeOf(err) != protocol.CodeTokenRejected {
 		t.Fatalf("token id of another agent's wait: err = %v, want code 5", err)
 	}
 	out, err := h.c.ResumeByID(context.Background(), kid, w.TokenID, "yes")
@@ -48,7 +48,7 @@ func TestWaitsListAndResumeByTokenID(t *testing.T) {
 		t.Fatalf("Waits after the answer = %+v, want none", ws)
 	}
 	for _, resp := range []string{"yes", "no"} {
-		if _, err := h.c.ResumeByID(context.Background(), kid, w.TokenID, resp); !protocol.IsCode(err, protocol.CodeTokenRejected) {
+		if _, err := h.c.ResumeByID(context.Background(), kid, w.TokenID, resp); codeOf(err) != protocol.CodeTokenRejected {
 			t.Fatalf("second answer %q by token id: err = %v, want code 5", resp, err)
 		}
 	}

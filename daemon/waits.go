@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -126,7 +125,7 @@ func (c *Core) Resume(ctx context.Context, agentID, presented, response string) 
 // token id of a wait that has ended, a repeat included, is code 5.
 func (c *Core) ResumeByID(ctx context.Context, agentID, tokenID, response string) (TurnResult, error) {
 	if tokenID == "" {
-		return TurnResult{}, protocol.Errorf(protocol.CodeInvalid, "an empty token_id names no wait; list the pending waits with warren waits")
+		return TurnResult{}, failf(ErrInvalid, "an empty token_id names no wait; list the pending waits with warren waits")
 	}
 	return c.resume(ctx, agentID, "", tokenID, response)
 }
@@ -156,12 +155,12 @@ func (c *Core) resume(ctx context.Context, agentID, presented, tokenID, response
 		if presented != "" {
 			var perr error
 			if tokID, _, perr = token.Parse(presented); perr != nil {
-				return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected, "%v", perr)
+				return TurnResult{}, failf(ErrTokenRejected, "%w", perr)
 			}
 		}
 		t, known := c.tokens.Get(tokID)
 		if !known {
-			return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected, "token rejected: agent %s has no wait to resume", a.name())
+			return TurnResult{}, failf(ErrTokenRejected, "token rejected: agent %s has no wait to resume", a.name())
 		}
 		runID = t.RunID
 	}
@@ -193,12 +192,12 @@ func (c *Core) resume(ctx context.Context, agentID, presented, tokenID, response
 		return nil
 	})
 	if err != nil {
-		var pe *protocol.Error
+		var de *domainError
 		switch {
-		case errors.As(err, &pe):
+		case errors.As(err, &de):
 			return TurnResult{}, err
 		case errors.Is(err, token.ErrRejected):
-			return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected, "%v", err)
+			return TurnResult{}, failf(ErrTokenRejected, "%w", err)
 		}
 		return TurnResult{}, err
 	}
@@ -245,7 +244,7 @@ func (c *Core) repeatResume(ctx context.Context, a *agent, tokenID, runID string
 	if run.RunID == runID && !run.Ended && run.Interrupted && run.Reason == reasonProcessRestart {
 		return c.resumeInterrupted(ctx, a, run)
 	}
-	return TurnResult{}, protocol.Errorf(protocol.CodeTokenRejected,
+	return TurnResult{}, failf(ErrTokenRejected,
 		"token rejected: %s was consumed, and its run ended without a result", tokenID)
 }
 
@@ -253,7 +252,7 @@ func (c *Core) repeatResume(ctx context.Context, a *agent, tokenID, runID string
 // log records for it are answered from the record.
 func (c *Core) resumeInterrupted(ctx context.Context, a *agent, run runFacts) (TurnResult, error) {
 	if run.RunID == "" || run.Ended || !run.Interrupted || run.Reason != reasonProcessRestart {
-		return TurnResult{}, protocol.Errorf(protocol.CodeInvalid,
+		return TurnResult{}, failf(ErrWrongState,
 			"agent %s has no interrupted run to resume; to answer a wait pass --token and a response", a.name())
 	}
 	if err := c.claim(a); err != nil {
@@ -297,7 +296,7 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 		}
 	}
 	if run.RunID == "" || run.Ended {
-		return protocol.Errorf(protocol.CodeInvalid, "agent %s has no running turn or wait to cancel", a.name())
+		return failf(ErrWrongState, "agent %s has no running turn or wait to cancel", a.name())
 	}
 	if err := c.claim(a); err != nil {
 		return err

@@ -50,7 +50,7 @@ func TestAwaitInputSuspendsAndTokenResumesOnce(t *testing.T) {
 	}
 	// A wrong secret is rejected with code 5.
 	bad := res.Token[:strings.IndexByte(res.Token, '.')+1] + "AAAA"
-	if _, err := h.c.Resume(context.Background(), id, bad, "yes"); !protocol.IsCode(err, protocol.CodeTokenRejected) {
+	if _, err := h.c.Resume(context.Background(), id, bad, "yes"); codeOf(err) != protocol.CodeTokenRejected {
 		t.Fatalf("wrong secret: err = %v", err)
 	}
 	out, err := h.c.Resume(context.Background(), id, res.Token, "yes")
@@ -64,7 +64,7 @@ func TestAwaitInputSuspendsAndTokenResumesOnce(t *testing.T) {
 	if n := h.count(id, "turn.complete"); n != 1 {
 		t.Fatalf("turn.complete = %d; a repeated resume must start nothing", n)
 	}
-	if _, err := h.c.Resume(context.Background(), id, res.Token, "no"); !protocol.IsCode(err, protocol.CodeTokenRejected) {
+	if _, err := h.c.Resume(context.Background(), id, res.Token, "no"); codeOf(err) != protocol.CodeTokenRejected {
 		t.Fatalf("consumed token with another response: err = %v", err)
 	}
 	if n := userMsgsFrom(h, id); n != 1 {
@@ -107,7 +107,7 @@ func TestWaitSurvivesCrashAndResumes(t *testing.T) {
 		if n := h.count(id, "turn.complete"); n != 1 {
 			t.Fatalf("a repeated resume started a turn (turn.complete = %d)", n)
 		}
-		if _, err := h.c.Resume(context.Background(), id, res.Token, "other"); !protocol.IsCode(err, protocol.CodeTokenRejected) {
+		if _, err := h.c.Resume(context.Background(), id, res.Token, "other"); codeOf(err) != protocol.CodeTokenRejected {
 			t.Fatalf("the consumed token with another response after a restart: %v", err)
 		}
 	}
@@ -134,7 +134,7 @@ func TestWaitDeadlineExpiresAndRefusesResume(t *testing.T) {
 	if h.count(id, "token.expired") != 1 || h.count(id, "run.interrupted") != 1 {
 		t.Fatalf("expiry not logged")
 	}
-	if _, err := h.c.Resume(context.Background(), id, res.Token, "bob"); !protocol.IsCode(err, protocol.CodeTokenRejected) {
+	if _, err := h.c.Resume(context.Background(), id, res.Token, "bob"); codeOf(err) != protocol.CodeTokenRejected {
 		t.Fatalf("resume after expiry: err = %v", err)
 	}
 }
@@ -159,7 +159,7 @@ func TestUserMessageRevokesTheWait(t *testing.T) {
 	if h.count(id, "token.revoked") != 1 {
 		t.Fatalf("token.revoked not logged")
 	}
-	if _, err := h.c.Resume(context.Background(), id, res.Token, "x"); !protocol.IsCode(err, protocol.CodeTokenRejected) {
+	if _, err := h.c.Resume(context.Background(), id, res.Token, "x"); codeOf(err) != protocol.CodeTokenRejected {
 		t.Fatalf("resume with a revoked token: err = %v", err)
 	}
 }

@@ -5,10 +5,12 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -95,15 +97,15 @@ func (w *cfWorld) opResume(a, variant int, plan cfCrash) error {
 		case variant != resumeRight && err == nil:
 			return fmt.Errorf("a mismatched token was accepted: %+v", res)
 		case variant != resumeRight:
-			if !protocol.IsCode(err, protocol.CodeTokenRejected) && !w.mem.Crashed() {
-				return fmt.Errorf("a mismatched token got %v, want code %d", err, protocol.CodeTokenRejected)
+			if !errors.Is(err, daemon.ErrTokenRejected) && !w.mem.Crashed() {
+				return fmt.Errorf("a mismatched token got %v, want daemon.ErrTokenRejected (wire code %d)", err, protocol.CodeTokenRejected)
 			}
 		case live && err != nil:
 			return fmt.Errorf("a live token was refused: %w", err)
 		case err == nil && res.Response != "answer: yes":
 			return fmt.Errorf("resume responded %q", res.Response)
-		case err != nil && !protocol.IsCode(err, protocol.CodeTokenRejected) && !w.mem.Crashed():
-			return fmt.Errorf("a used token got %v, want code %d", err, protocol.CodeTokenRejected)
+		case err != nil && !errors.Is(err, daemon.ErrTokenRejected) && !w.mem.Crashed():
+			return fmt.Errorf("a used token got %v, want daemon.ErrTokenRejected (wire code %d)", err, protocol.CodeTokenRejected)
 		}
 		w.logf("  resume: live=%v err=%v", live, err)
 		switch {
