@@ -22,7 +22,6 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
-	"github.com/warren-dev/warren/provider/scripted"
 	"github.com/warren-dev/warren/server"
 )
 
@@ -34,8 +33,12 @@ type Options struct {
 	// MaxSlots, when > 0, sets the size of the "default" pool.
 	MaxSlots int
 	Version  string
-	// Providers overrides the provider registry (nil: DefaultProviders).
-	Providers map[string]provider.Provider
+	// Providers builds the provider registry once the config is loaded
+	// (required; the binary passes builtins.Providers). The HTTP and acp
+	// entries of config.json are served besides it.
+	Providers func(ProviderEnv) (map[string]provider.Provider, error)
+	// DefaultProvider serves an agent.create that names none.
+	DefaultProvider string
 	// Ready, when set, is called once the socket answers.
 	Ready func(socketPath string)
 	// SweepInterval is how often overdue waits are expired (default 30s).
@@ -102,20 +105,20 @@ func Run(ctx context.Context, opts Options) error {
 		cfg = config.Default()
 	}
 	cfg = withFlags(cfg, opts)
-	provs := opts.Providers
-	if provs == nil {
-		provs = DefaultProviders(cfg, logger)
+	if opts.Providers == nil {
+		return errors.New("daemon.Options.Providers is nil: pass a provider registry (builtins.Providers)")
 	}
 	// Scripted agents import warren_script (and substrat_script) from here.
 	pyDir := filepath.Join(home, "python")
 	if err := os.MkdirAll(pyDir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", pyDir, err)
 	}
-	if err := scripted.WriteHelpers(pyDir); err != nil {
-		return fmt.Errorf("installing the scripted helper library in %s: %w", pyDir, err)
+	provs, err := opts.Providers(ProviderEnv{Config: cfg, Logger: logger, PythonDir: pyDir})
+	if err != nil {
+		return err
 	}
 	core, err := NewCore(CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
-		Logger: logger, SocketPath: sock, PythonPath: pyDir})
+		Logger: logger, SocketPath: sock, PythonPath: pyDir, DefaultProvider: opts.DefaultProvider})
 	if err != nil {
 		return err
 	}

@@ -24,12 +24,20 @@ func runDaemon(t *testing.T, home string, provs map[string]provider.Provider, lo
 	if len(logger) > 0 {
 		lg = logger[0]
 	}
-	return runDaemonOpts(t, Options{Home: home, Logger: lg, Providers: provs})
+	return runDaemonOpts(t, Options{Home: home, Logger: lg, Providers: fixedProviders(provs)})
+}
+
+// fixedProviders is a registry serving provs.
+func fixedProviders(provs map[string]provider.Provider) func(ProviderEnv) (map[string]provider.Provider, error) {
+	return func(ProviderEnv) (map[string]provider.Provider, error) { return provs, nil }
 }
 
 // runDaemonOpts is runDaemon with the given options (Ready is set here).
 func runDaemonOpts(t *testing.T, opts Options) (*protocol.Client, func() error) {
 	t.Helper()
+	if opts.Providers == nil {
+		opts.Providers = fixedProviders(map[string]provider.Provider{})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)

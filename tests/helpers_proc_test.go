@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/builtins"
 	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider/scripted"
@@ -162,7 +163,7 @@ func (d *testDaemon) start() error {
 		d.cancel = cancel
 		d.mu.Unlock()
 		go func() {
-			err := daemon.Run(ctx, daemon.Options{Home: d.Home, Logger: logger, Version: "test"})
+			err := daemon.Run(ctx, daemon.Options{Home: d.Home, Logger: logger, Version: "test", Providers: builtins.Providers})
 			d.mu.Lock()
 			d.runErr = err
 			d.mu.Unlock()

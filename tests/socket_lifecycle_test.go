@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/builtins"
 	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
@@ -43,7 +44,7 @@ func TestSocketSecondDaemonAlreadyRunning(t *testing.T) {
 			t.Fatalf("second binary daemon output lacks \"already running\":\n%s", out.String())
 		}
 		// In-process.
-		err = daemon.Run(ctx, daemon.Options{Home: d.Home, Logger: hclog.NewNullLogger(),
+		err = daemon.Run(ctx, daemon.Options{Home: d.Home, Logger: hclog.NewNullLogger(), Providers: builtins.Providers,
 			Ready: func(string) { t.Error("the second daemon must not serve") }})
 		if !errors.Is(err, daemon.ErrAlreadyRunning) || !strings.Contains(err.Error(), "already running") {
 			t.Fatalf("second in-process daemon: %v, want ErrAlreadyRunning", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/warren-dev/warren/builtins"
 	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/protocol"
 )
@@ -81,6 +82,9 @@ func runForeground(ctx context.Context, c *cli, maxSlots int, level string) erro
 		LogLevel: level,
 		MaxSlots: maxSlots,
 		Version:  version,
+		// The registry and the default provider are the binary's policy.
+		Providers:       builtins.Providers,
+		DefaultProvider: builtins.DefaultProvider,
 	})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
