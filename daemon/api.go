@@ -9,6 +9,7 @@ import (
 	"github.com/warren-dev/warren/schema"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -120,30 +121,6 @@ type AgentView struct {
 	CreatedAt, LastTurnAt time.Time
 }
 
-func (v AgentView) listMap() map[string]any {
-	var parent any
-	if v.ParentID != "" {
-		parent = v.ParentID
-	}
-	m := map[string]any{"agent_id": v.ID, "name": v.Name, "path": v.Path, "parent_id": parent,
-		"status": v.Status, "provider": v.Provider, "model": v.Model, "pending": v.Pending}
-	if v.Wait != nil {
-		m["wait"] = v.Wait
-	}
-	if v.Error != "" {
-		m["error"] = v.Error
-	}
-	if v.Degraded != "" {
-		m["degraded"] = v.Degraded
-	}
-	if !v.Usage.IsZero() {
-		m["usage"] = v.Usage
-	}
-	setTime(m, "created_at", v.CreatedAt)
-	setTime(m, "last_turn_at", v.LastTurnAt)
-	return m
-}
-
 func (c *Core) view(a *agent) AgentView {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -189,72 +166,88 @@ func (c *Core) List() []AgentView {
 	return append(out, rest...)
 }
 
+// AgentDetail is one agent as agent.inspect shows it: its list view,
+// children, settings and one page of its inbox.
+type AgentDetail struct {
+	AgentView
+	Children     []ChildView
+	Cwd          string
+	Inbox        []InboxItem
+	HasMore      bool   // more pending messages follow the page
+	InboxNextSeq uint64 // the since_seq of the next page (when HasMore)
+	Metadata     map[string]string
+	Gated        bool
+	Instructions string
+	// LastSeq is the seq of the agent's last entry, when its log is open
+	// (HasLog): agent.log since_seq from here reads what happens next.
+	HasLog  bool
+	LastSeq uint64
+}
+
+// ChildView is a child as agent.inspect lists it.
+type ChildView struct{ ID, Name, Status string }
+
+// InboxItem is one pending message as agent.inspect shows it.
+type InboxItem struct {
+	From, Text, MessageID, Kind string
+	Timestamp                   time.Time
+	Seq                         uint64
+}
+
 // Inspect describes one agent in detail, with the first page of its inbox.
-func (c *Core) Inspect(agentID string) (map[string]any, error) {
+func (c *Core) Inspect(agentID string) (AgentDetail, error) {
 	return c.InspectPage(agentID, 0, 0)
 }
 
 // InspectPage describes one agent in detail, with one page of its inbox:
 // the pending messages logged after sinceSeq, at most limit of them (0:
-// the default page size) and about pageBytes of text; "inbox_next_seq" is
-// the since_seq of the next page, present while more messages follow.
-func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (map[string]any, error) {
+// the default page size) and about pageBytes of text; InboxNextSeq is
+// the since_seq of the next page, set while more messages follow.
+func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (AgentDetail, error) {
 	if limit <= 0 {
 		limit = defaultPageLimit
 	}
 	a, ok := c.agent(agentID)
 	if !ok {
-		return nil, notFound(agentID)
+		return AgentDetail{}, notFound(agentID)
 	}
-	v := c.view(a)
-	m := v.listMap()
-	children := []any{}
+	d := AgentDetail{AgentView: c.view(a), Children: []ChildView{}}
 	for _, id := range c.tree.Children(a.id) {
 		if ch, okc := c.agent(id); okc {
-			children = append(children, map[string]any{"agent_id": id, "name": ch.name(), "status": c.status(ch)})
+			d.Children = append(d.Children, ChildView{ID: id, Name: ch.name(), Status: c.status(ch)})
 		}
 	}
-	m["children"] = children
 	a.mu.Lock()
-	if a.p.Cwd != "" {
-		m["cwd"] = a.p.Cwd
-	}
+	d.Cwd = a.p.Cwd
 	msgs := a.p.Pending.PeekAfter(sinceSeq, limit+1)
-	md := copyMap(a.p.Metadata)
-	gated := a.p.Gated
-	instructions := a.p.Instructions
+	d.Metadata = make(map[string]string, len(a.p.Metadata))
+	for k, v := range a.p.Metadata {
+		d.Metadata[k] = v
+	}
+	d.Gated = a.p.Gated
+	d.Instructions = a.p.Instructions
 	a.mu.Unlock()
 	var size int64
 	for i, msg := range msgs {
 		if size += int64(msg.Size()); i == limit || (i > 0 && size > pageBytes) {
-			m["inbox_next_seq"] = int64(msgs[i-1].Ref.Seq)
+			d.HasMore, d.InboxNextSeq = true, msgs[i-1].Ref.Seq
 			msgs = msgs[:i]
 			break
 		}
 	}
 	msgs, err := c.fillPayloads(a.id, msgs)
 	if err != nil {
-		return nil, err
+		return AgentDetail{}, err
 	}
-	inboxList := make([]any, 0, len(msgs))
-	for _, msg := range msgs {
-		inboxList = append(inboxList, map[string]any{"from": c.displayName(msg.Sender), "text": msg.Payload,
-			"message_id": msg.ID, "kind": string(msg.Kind), "timestamp": msg.Timestamp.UTC().Format(time.RFC3339Nano),
-			"seq": int64(msg.Ref.Seq)})
-	}
-	m["inbox"] = inboxList
 	if a.log != nil {
-		// The seq of the agent's last entry: agent.log since_seq from here
-		// reads what happens next (the CLI's final sweep of a send).
-		m["last_seq"] = int64(a.log.LastSeq())
+		d.HasLog, d.LastSeq = true, a.log.LastSeq()
 	}
-	m["metadata"] = md
-	m["gated"] = gated
-	m["instructions"] = instructions
-	if v.LastError != "" {
-		m["last_error"] = v.LastError
+	d.Inbox = make([]InboxItem, 0, len(msgs))
+	for _, msg := range msgs {
+		d.Inbox = append(d.Inbox, InboxItem{From: c.displayName(msg.Sender), Text: msg.Payload,
+			MessageID: msg.ID, Kind: string(msg.Kind), Timestamp: msg.Timestamp, Seq: msg.Ref.Seq})
 	}
-	return m, nil
+	return d, nil
 }
 
 // Log returns an agent's log entries from a seq, all of them (tests and
@@ -305,13 +298,9 @@ func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eve
 	}
 }
 
-// PoolStats reports the multiplexer pools.
-func (c *Core) PoolStats() map[string]any {
-	out := map[string]any{}
-	for name, s := range c.mux.Stats() {
-		out[name] = map[string]any{"slots": s.Slots, "live": s.Live, "held": s.Held}
-	}
-	return out
+// PoolStats reports the multiplexer pools by name.
+func (c *Core) PoolStats() map[string]multiplexer.PoolStats {
+	return c.mux.Stats()
 }
 
 // AgentCount is the number of agents the daemon serves.

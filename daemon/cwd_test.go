@@ -62,7 +62,7 @@ func TestAgentCwdIsWhereItsProcessesRunInheritedAndRecovered(t *testing.T) {
 		if got := h.send(id, "where").Response; got != work {
 			t.Fatalf("after a restart %s runs in %q, want %q", id, got, work)
 		}
-		view, err := h.c.Inspect(id)
+		view, err := inspectMap(h.c, id)
 		if err != nil || view["cwd"] != work {
 			t.Fatalf("inspect %s: cwd = %v (%v), want %q", id, view["cwd"], err, work)
 		}

@@ -92,3 +92,12 @@ func TestCoreErrorsThroughEdge(t *testing.T) {
 		}
 	}
 }
+
+// inspectMap is agent.inspect's reply for an agent, as the edge builds it.
+func inspectMap(c *Core, id string) (map[string]any, error) {
+	d, err := c.Inspect(id)
+	if err != nil {
+		return nil, err
+	}
+	return detailMap(d), nil
+}

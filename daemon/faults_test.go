@@ -85,7 +85,7 @@ func TestLogFaultHealsWithoutRestart(t *testing.T) {
 			if res, err := h.c.Send(context.Background(), a, "two", "", "", nil); err == nil && res.Err == nil {
 				t.Fatal("a send succeeded while the fault lasted")
 			}
-			m, err := h.c.Inspect(a)
+			m, err := inspectMap(h.c, a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func TestLogFaultHealsWithoutRestart(t *testing.T) {
 			if res := h.send(a, "three"); res.Err != nil || res.Response != "echo: three" {
 				t.Fatalf("send after the fault cleared: %+v", res)
 			}
-			m, _ = h.c.Inspect(a)
+			m, _ = inspectMap(h.c, a)
 			if d, ok := m["degraded"]; ok {
 				t.Fatalf("still degraded after the heal: %v", d)
 			}
@@ -177,7 +177,7 @@ func TestCancelWithPoisonedLog(t *testing.T) {
 	if !open || busy {
 		t.Fatalf("after the failed cancel: run open in memory %v (want true, as in the log), busy %v (want false)", open, busy)
 	}
-	m, _ := h.c.Inspect(id)
+	m, _ := inspectMap(h.c, id)
 	if d, _ := m["degraded"].(string); !strings.Contains(d, "turn.cancelled") || !strings.Contains(d, syscall.EROFS.Error()) {
 		t.Fatalf("inspect degraded %q does not say the run's end is owed and why", d)
 	}
@@ -199,7 +199,7 @@ func TestCancelWithPoisonedLog(t *testing.T) {
 	if s := h.statusOf(id); s != "idle" {
 		t.Fatalf("status %s after cancel, want idle", s)
 	}
-	if m, _ := h.c.Inspect(id); m["degraded"] != nil {
+	if m, _ := inspectMap(h.c, id); m["degraded"] != nil {
 		t.Fatalf("still degraded: %v", m["degraded"])
 	}
 	h.crash(faultfs.PowerLoss)
@@ -306,7 +306,7 @@ func TestBadModelOnSendIsInvalid(t *testing.T) {
 	if res, err := h.c.Send(context.Background(), id, "x", "", "broken", nil); err != nil || res.Err == nil {
 		t.Fatalf("send to a failing model: %+v, %v", res, err)
 	}
-	m, _ := h.c.Inspect(id)
+	m, _ := inspectMap(h.c, id)
 	if m["provider"] != "inproc" || m["model"] != "echo" {
 		t.Fatalf("preference after bad sends: %v/%v, want inproc/echo", m["provider"], m["model"])
 	}
@@ -319,7 +319,7 @@ func TestBadModelOnSendIsInvalid(t *testing.T) {
 		t.Fatalf("send on another model: %+v %v", res, err)
 	}
 	h.crash(faultfs.ProcessCrash)
-	if m, _ := h.c.Inspect(id); m["model"] != "other" {
+	if m, _ := inspectMap(h.c, id); m["model"] != "other" {
 		t.Fatalf("preference after recovery %v, want other", m["model"])
 	}
 }

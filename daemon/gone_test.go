@@ -25,7 +25,7 @@ func TestTerminatedSenderIsShownByPath(t *testing.T) {
 	}
 	senders := func() []string {
 		t.Helper()
-		ins, err := h.c.Inspect(root)
+		ins, err := inspectMap(h.c, root)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -111,7 +111,7 @@ func TestHTTPRetriesAreTheDaemonsOneAttemptOneRequest(t *testing.T) {
 	if f.Count() != 4 {
 		t.Fatalf("a permanent error was retried: %d requests", f.Count())
 	}
-	ins, _ := h.c.Inspect(id)
+	ins, _ := inspectMap(h.c, id)
 	if le := fmt.Sprint(ins["last_error"]); !strings.Contains(le, "HTTP 401") || strings.Contains(le, httpTestKey) {
 		t.Fatalf("last_error = %q", le)
 	}

@@ -125,7 +125,7 @@ func TestLargePayloadsNotResident(t *testing.T) {
 	h.crash(faultfs.ProcessCrash)
 	check("after a crash")
 	// Inspect shows the whole text, read back from the log.
-	m, err := h.c.Inspect(kid)
+	m, err := inspectMap(h.c, kid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +213,11 @@ func TestInspectInboxPaged(t *testing.T) {
 	var texts []string
 	since := uint64(0)
 	for pages := 0; pages < 10; pages++ {
-		m, err := h.c.InspectPage(kid, since, 10)
+		d, err := h.c.InspectPage(kid, since, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
+		m := detailMap(d)
 		for _, it := range m["inbox"].([]any) {
 			texts = append(texts, it.(map[string]any)["text"].(string))
 		}
@@ -234,7 +235,7 @@ func TestInspectInboxPaged(t *testing.T) {
 			t.Fatalf("message %d = %q (each once, in order)", i, s)
 		}
 	}
-	m, _ := h.c.Inspect(kid)
+	m, _ := inspectMap(h.c, kid)
 	if n := len(m["inbox"].([]any)); n != 25 {
 		t.Fatalf("the default page shows %d of 25", n)
 	}

@@ -113,7 +113,7 @@ func TestInspectReportsTheLastSeq(t *testing.T) {
 	h := newHarness(t)
 	id := h.create("lead", "", "echo")
 	h.send(id, "x")
-	m, err := h.c.Inspect(id)
+	m, err := inspectMap(h.c, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,7 +218,11 @@ func (h *handler) inspect(_ context.Context, p protocol.Params, _ server.Stream)
 	if err != nil {
 		return nil, err
 	}
-	return h.c.InspectPage(id, since, limit)
+	d, err := h.c.InspectPage(id, since, limit)
+	if err != nil {
+		return nil, err
+	}
+	return detailMap(d), nil
 }
 
 func turnResultMap(res TurnResult) (map[string]any, error) {
@@ -444,7 +448,7 @@ func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream
 
 func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, error) {
 	st := map[string]any{"pid": h.pid, "boot_id": h.c.BootID(), "version": h.version, "home": h.home,
-		"uptime_s": int64(time.Since(h.started).Seconds()), "agents": h.c.AgentCount(), "pools": h.c.PoolStats(),
+		"uptime_s": int64(time.Since(h.started).Seconds()), "agents": h.c.AgentCount(), "pools": poolsMap(h.c.PoolStats()),
 		"degraded": h.c.DegradedCount(), "open_logs": h.c.files.Open(),
 		"quarantined": h.c.Quarantined()}
 	if h.c.user != nil {

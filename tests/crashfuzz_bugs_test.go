@@ -113,7 +113,7 @@ func TestCrashfuzzBugCompleteOutsideTurnFails(t *testing.T) {
 	if _, err := w.core.Inspect(child.ID); err == nil {
 		t.Fatalf("the child is still served after complete")
 	}
-	if v, _ := w.core.Inspect(root.ID); v["pending"] != 1 {
-		t.Fatalf("parent pending = %v, want the completion message", v["pending"])
+	if v, _ := w.core.Inspect(root.ID); v.Pending != 1 {
+		t.Fatalf("parent pending = %v, want the completion message", v.Pending)
 	}
 }

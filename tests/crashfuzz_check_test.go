@@ -56,17 +56,12 @@ func snapshotCore(c *daemon.Core, fsys faultfs.FS) (*cfSnap, error) {
 			return nil, fmt.Errorf("inspect %s: %w", v.ID, err)
 		}
 		a.Metadata = map[string]string{}
-		if md, ok := m["metadata"].(map[string]any); ok {
-			for k, v := range md {
-				a.Metadata[k] = fmt.Sprint(v)
-			}
+		for k, v := range m.Metadata {
+			a.Metadata[k] = v
 		}
-		a.Gated, _ = m["gated"].(bool)
-		if list, ok := m["inbox"].([]any); ok {
-			for _, it := range list {
-				m, _ := it.(map[string]any)
-				a.Pending = append(a.Pending, fmt.Sprint(m["message_id"]))
-			}
+		a.Gated = m.Gated
+		for _, it := range m.Inbox {
+			a.Pending = append(a.Pending, it.MessageID)
 		}
 		s.Agents[v.ID] = a
 	}

@@ -84,7 +84,7 @@ func (w *cfWorld) opResume(a, variant int, plan cfCrash) error {
 	}
 	view, _ := w.core.Inspect(wt.Agent)
 	live := false
-	if wv, okw := view["wait"].(map[string]any); okw {
+	if wv := view.Wait; wv != nil {
 		deadline, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(wv["deadline"]))
 		live = wv["token_id"] == wt.TokenID && wv["state"] == "live" && w.clock.Now().Before(deadline)
 	}

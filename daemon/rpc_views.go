@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/warren-dev/warren/multiplexer"
+)
+
+// The wire shapes of the core's views (SPEC 8.1), built at the edge.
+
+func (v AgentView) listMap() map[string]any {
+	var parent any
+	if v.ParentID != "" {
+		parent = v.ParentID
+	}
+	m := map[string]any{"agent_id": v.ID, "name": v.Name, "path": v.Path, "parent_id": parent,
+		"status": v.Status, "provider": v.Provider, "model": v.Model, "pending": v.Pending}
+	if v.Wait != nil {
+		m["wait"] = v.Wait
+	}
+	if v.Error != "" {
+		m["error"] = v.Error
+	}
+	if v.Degraded != "" {
+		m["degraded"] = v.Degraded
+	}
+	if !v.Usage.IsZero() {
+		m["usage"] = v.Usage
+	}
+	setTime(m, "created_at", v.CreatedAt)
+	setTime(m, "last_turn_at", v.LastTurnAt)
+	return m
+}
+
+// detailMap is agent.inspect's reply.
+func detailMap(d AgentDetail) map[string]any {
+	m := d.listMap()
+	children := make([]any, 0, len(d.Children))
+	for _, ch := range d.Children {
+		children = append(children, map[string]any{"agent_id": ch.ID, "name": ch.Name, "status": ch.Status})
+	}
+	m["children"] = children
+	if d.Cwd != "" {
+		m["cwd"] = d.Cwd
+	}
+	if d.HasMore {
+		m["inbox_next_seq"] = int64(d.InboxNextSeq)
+	}
+	inbox := make([]any, 0, len(d.Inbox))
+	for _, it := range d.Inbox {
+		inbox = append(inbox, map[string]any{"from": it.From, "text": it.Text, "message_id": it.MessageID, "kind": it.Kind,
+			"timestamp": it.Timestamp.UTC().Format(time.RFC3339Nano), "seq": int64(it.Seq)})
+	}
+	m["inbox"] = inbox
+	if d.HasLog {
+		m["last_seq"] = int64(d.LastSeq)
+	}
+	m["metadata"] = copyMap(d.Metadata)
+	m["gated"] = d.Gated
+	m["instructions"] = d.Instructions
+	if d.LastError != "" {
+		m["last_error"] = d.LastError
+	}
+	return m
+}
+
+// poolsMap is daemon.status's "pools".
+func poolsMap(stats map[string]multiplexer.PoolStats) map[string]any {
+	out := make(map[string]any, len(stats))
+	for name, s := range stats {
+		out[name] = map[string]any{"slots": s.Slots, "live": s.Live, "held": s.Held}
+	}
+	return out
+}
