@@ -43,12 +43,6 @@ func readStat(pid int) (procStat, error) {
 	return procStat{pgrp: pgrp, startTime: st}, nil
 }
 
-// StartTime returns the start time of a process (clock ticks after boot).
-func StartTime(pid int) (uint64, error) {
-	st, err := readStat(pid)
-	return st.startTime, err
-}
-
 // BootID returns the kernel's boot id (changes at every boot).
 func BootID() (string, error) {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")

@@ -130,12 +130,6 @@ func (a *agent) name() string {
 	return a.p.Name
 }
 
-func (a *agent) parentID() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p.ParentID
-}
-
 func (a *agent) terminated() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -378,5 +377,3 @@ func randomFraction() float64 {
 	}
 	return float64(u>>11) / float64(1<<53)
 }
-
-func hexOf(b []byte) string { return hex.EncodeToString(b) }
