@@ -71,10 +71,21 @@ func (c *Core) gonePath(id string) string {
 	return strings.Join(parts, "/")
 }
 
-// TerminatedList describes the terminated agents as agent.list items
-// (status "terminated", with terminated_at), in no particular order. What
-// is not known yet is read from their logs, once.
-func (c *Core) TerminatedList() []map[string]any {
+// TerminatedView is a terminated agent as agent.list shows it. Known says
+// its log was read (provider, model, usage and times are set).
+type TerminatedView struct {
+	ID, Name, Path, ParentID string
+	Known                    bool
+	Provider, Model          string
+	Usage                    provider.Usage
+	CreatedAt, LastTurnAt    time.Time
+	TerminatedAt             time.Time
+}
+
+// TerminatedList describes the terminated agents (agent.list items with
+// status "terminated"), in no particular order. What is not known yet is
+// read from their logs, once.
+func (c *Core) TerminatedList() []TerminatedView {
 	c.mu.Lock()
 	var unread []string
 	for id, g := range c.gone {
@@ -99,24 +110,14 @@ func (c *Core) TerminatedList() []map[string]any {
 		items = append(items, item{id, g})
 	}
 	c.mu.Unlock()
-	out := make([]map[string]any, 0, len(items))
+	out := make([]TerminatedView, 0, len(items))
 	for _, it := range items {
-		var parent any
-		if it.g.parentID != "" {
-			parent = it.g.parentID
-		}
-		m := map[string]any{"agent_id": it.id, "name": it.g.name, "path": c.gonePath(it.id), "parent_id": parent,
-			"status": "terminated", "pending": 0}
+		v := TerminatedView{ID: it.id, Name: it.g.name, Path: c.gonePath(it.id), ParentID: it.g.parentID}
 		if in := it.g.info; in != nil {
-			m["provider"], m["model"] = in.provider, in.model
-			setTime(m, "created_at", in.createdAt)
-			setTime(m, "last_turn_at", in.lastTurnAt)
-			setTime(m, "terminated_at", in.terminatedAt)
-			if !in.usage.IsZero() {
-				m["usage"] = in.usage
-			}
+			v.Known, v.Provider, v.Model, v.Usage = true, in.provider, in.model, in.usage
+			v.CreatedAt, v.LastTurnAt, v.TerminatedAt = in.createdAt, in.lastTurnAt, in.terminatedAt
 		}
-		out = append(out, m)
+		out = append(out, v)
 	}
 	return out
 }

@@ -202,8 +202,8 @@ func (h *handler) list(_ context.Context, p protocol.Params, _ server.Stream) (a
 		}
 	}
 	if (all && keep("terminated")) || want["terminated"] {
-		for _, m := range h.c.TerminatedList() {
-			out = append(out, m)
+		for _, v := range h.c.TerminatedList() {
+			out = append(out, goneMap(v))
 		}
 	}
 	return map[string]any{"agents": out}, nil

@@ -32,6 +32,26 @@ func (v AgentView) listMap() map[string]any {
 	return m
 }
 
+// goneMap is a terminated agent as an agent.list item.
+func goneMap(v TerminatedView) map[string]any {
+	var parent any
+	if v.ParentID != "" {
+		parent = v.ParentID
+	}
+	m := map[string]any{"agent_id": v.ID, "name": v.Name, "path": v.Path, "parent_id": parent,
+		"status": "terminated", "pending": 0}
+	if v.Known {
+		m["provider"], m["model"] = v.Provider, v.Model
+		setTime(m, "created_at", v.CreatedAt)
+		setTime(m, "last_turn_at", v.LastTurnAt)
+		setTime(m, "terminated_at", v.TerminatedAt)
+		if !v.Usage.IsZero() {
+			m["usage"] = v.Usage
+		}
+	}
+	return m
+}
+
 // detailMap is agent.inspect's reply.
 func detailMap(d AgentDetail) map[string]any {
 	m := d.listMap()
