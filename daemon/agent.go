@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/warren-dev/warren/store"
 	"sync"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -12,7 +13,7 @@ import (
 // log); the rest is the state of this process only.
 type agent struct {
 	id  string
-	log *eventlog.Log
+	log store.Log
 
 	saveMu sync.Mutex // serialises session.json writes
 	ckptMu sync.Mutex // serialises checkpoint writes; guards ckptSeq
@@ -94,7 +95,7 @@ type activeTurn struct {
 	tools *runTools
 }
 
-func newAgent(id string, log *eventlog.Log, p *projection) *agent {
+func newAgent(id string, log store.Log, p *projection) *agent {
 	return &agent{
 		id:        id,
 		log:       log,

@@ -275,7 +275,7 @@ func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eve
 	if limit <= 0 {
 		limit = defaultPageLimit
 	}
-	r, err := eventlog.NewReaderAt(c.fs, c.logPath(a.id), fromSeq, a.cursorOff(fromSeq))
+	r, err := c.st.Read(context.Background(), a.id, fromSeq, a.cursorOff(fromSeq))
 	if err != nil {
 		return nil, false, err
 	}

@@ -19,7 +19,8 @@ import (
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schedule"
-	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/local"
 	"github.com/warren-dev/warren/token"
 	"github.com/warren-dev/warren/tree"
 )
@@ -93,6 +94,10 @@ type CoreOptions struct {
 	// long a log whose write failed waits before reopening itself. 0 means
 	// the eventlog default.
 	LogHealBackoff time.Duration
+	// Store is where logs and session snapshots live. nil: store/local on
+	// Home through FS (the files the daemon always wrote), built with the
+	// options above. A given store is not closed by the Core.
+	Store store.Store
 }
 
 // DefaultSessionSaveDelay is the default CoreOptions.SessionSaveDelay. A
@@ -131,11 +136,14 @@ type Core struct {
 	// total limits (limits.go).
 	pending inbox.Totals
 
-	user   *userInbox
-	http   httpRegistry
-	acp    acpRegistry
-	mux    *multiplexer.Mux[*live]
-	store  *session.Store
+	user  *userInbox
+	http  httpRegistry
+	acp   acpRegistry
+	mux   *multiplexer.Mux[*live]
+	store store.Snapshots
+	// st holds the logs (CoreOptions.Store); local-only files (checkpoints,
+	// quarantine, repair, procs, stderr) stay under Home (store.go).
+	st     store.Store
 	tokens *token.Service
 	bus    *eventBus
 	// creds are the credentials of running agent processes; procRecords
@@ -223,7 +231,12 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 	}
-	c.store = session.NewStore(opts.FS, c.agentsDir)
+	c.st = opts.Store
+	if c.st == nil {
+		c.st = local.New(local.Options{FS: opts.FS, Home: opts.Home, Logger: c.log.Named("eventlog"),
+			Now: c.now, Files: c.files, PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
+	}
+	c.store = c.st.Snapshots()
 	c.procRecords = agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")}
 	c.stderrLogs = newStderrLogs(opts.FS, c.agentDir, opts.Logger)
 	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))

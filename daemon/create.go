@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/store"
 	"sort"
 	"strings"
 	"time"
@@ -30,7 +31,7 @@ type CreateSpec struct {
 
 // openLog opens an agent's log with the projection and the event bus wired
 // to its appends.
-func (c *Core) openLog(id string, target **agent) (*eventlog.Log, error) {
+func (c *Core) openLog(id string, target **agent) (store.Log, error) {
 	return c.openLogReplay(id, target, nil, nil)
 }
 
@@ -38,8 +39,12 @@ func (c *Core) openLog(id string, target **agent) (*eventlog.Log, error) {
 // replay (recovery folds the projection in the same pass that checks the
 // log). With a replay function (recovery) a missing log is not created: the
 // error wraps fs.ErrNotExist.
-func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume, replay func(eventlog.Entry) error) (*eventlog.Log, error) {
-	opts := c.logOptions(id)
+func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, error) {
+	lease, err := c.st.Own(context.Background(), id)
+	if err != nil {
+		return nil, fmt.Errorf("claiming agent %s: %w", id, err)
+	}
+	opts := store.LogOptions{OnHeal: func() { c.logHealed(id) }, Lease: lease}
 	opts.Replay = replay
 	// The projection copies what it keeps of an entry's data: recovery
 	// reads every line without a copy of each.
@@ -57,7 +62,7 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 		}
 		c.bus.publish(id, es)
 	}
-	return eventlog.Open(c.fs, c.logPath(id), opts)
+	return c.st.OpenLog(context.Background(), id, opts)
 }
 
 // CreateAgent creates an agent durably: its provider session, its log with

@@ -22,18 +22,6 @@ import (
 // DefaultMaxOpenLogs is the default CoreOptions.MaxOpenLogs.
 const DefaultMaxOpenLogs = 512
 
-// logOptions are the eventlog options every log of the core shares.
-func (c *Core) logOptions(id string) eventlog.Options {
-	return eventlog.Options{
-		Logger:      c.log.Named("eventlog"),
-		Now:         c.now,
-		PendingIdle: c.opts.PendingIdle,
-		HealBackoff: c.opts.LogHealBackoff,
-		Files:       c.files,
-		OnHeal:      func() { c.logHealed(id) },
-	}
-}
-
 // logHealed runs when a log accepts appends again: the agent's owed run
 // end is written.
 func (c *Core) logHealed(id string) {

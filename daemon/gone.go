@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 	"time"
@@ -133,7 +134,7 @@ func setTime(m map[string]any, k string, t time.Time) {
 // log; what cannot be read stays empty (the list shows "-").
 func (c *Core) readGoneInfo(id string) *goneInfo {
 	info := &goneInfo{}
-	r, err := eventlog.NewReader(c.fs, c.logPath(id), 0)
+	r, err := c.st.Read(context.Background(), id, 0, 0)
 	if err != nil {
 		c.log.Warn("reading a terminated agent's log for agent.list", "agent", id, "err", err)
 		return info

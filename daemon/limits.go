@@ -1,11 +1,11 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
 	"github.com/warren-dev/warren/config"
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/tree"
 )
@@ -110,7 +110,7 @@ func (c *Core) fillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message
 
 // readMessage reads one message.enqueued entry back from the owner's log.
 func (c *Core) readMessage(owner string, ref inbox.Ref) (inbox.Message, error) {
-	e, err := eventlog.ReadSeq(c.fs, c.inboxLogPath(owner), ref.Seq, ref.Off)
+	e, err := c.st.ReadSeq(context.Background(), owner, ref.Seq, ref.Off)
 	if err != nil {
 		return inbox.Message{}, fmt.Errorf("reading a pending message of %s back from its log: %w", owner, err)
 	}

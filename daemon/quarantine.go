@@ -159,7 +159,7 @@ func (c *Core) quarantinedAs(id string) string {
 // place) to session.json.corrupt-<UTC time>, durably, so that rebuilding
 // the snapshot destroys nothing.
 func (c *Core) moveSnapshotAside(id string) (string, error) {
-	p := c.store.Path(id)
+	p := c.snapshotPath(id)
 	dst, err := c.unusedName(p + ".corrupt-" + c.stamp())
 	if err != nil {
 		return "", err

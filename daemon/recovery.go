@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/store"
 	"io/fs"
 	"path/filepath"
 	"runtime"
@@ -36,7 +38,7 @@ type RecoveryReport struct {
 // loaded is one agent directory read back from disk.
 type loaded struct {
 	id      string
-	log     *eventlog.Log
+	log     store.Log
 	p       *projection
 	a       *agent
 	err     error // damaged or unreadable log
@@ -392,7 +394,7 @@ func (c *Core) loadFrom(id string, p *projection, r *eventlog.Resume) *loaded {
 	}
 	if foldErr == nil {
 		foldErr = l.p.EndReplay(func(ref inbox.Ref) (json.RawMessage, error) {
-			e, err := eventlog.EntryAt(c.fs, c.logPath(id), ref.Off, ref.Seq)
+			e, err := c.st.ReadSeq(context.Background(), id, ref.Seq, ref.Off)
 			return e.Data, err
 		})
 		if foldErr != nil && r != nil && err == nil {

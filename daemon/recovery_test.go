@@ -187,14 +187,14 @@ func TestSessionJSONIsRebuiltWhenMissing(t *testing.T) {
 	id := h.create("lead", "", "echo")
 	h.send(id, "a")
 	h.stop()
-	if err := h.fs.Remove(h.c.store.Path(id)); err != nil {
+	if err := h.fs.Remove(h.c.snapshotPath(id)); err != nil {
 		t.Fatal(err)
 	}
 	h.start()
 	if res := h.send(id, "b"); res.Response != "echo: b" {
 		t.Fatalf("after losing session.json: %+v", res)
 	}
-	if ok, _ := faultfs.Exists(h.fs, h.c.store.Path(id)); !ok {
+	if ok, _ := faultfs.Exists(h.fs, h.c.snapshotPath(id)); !ok {
 		t.Fatalf("session.json was not rebuilt")
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -23,6 +22,7 @@ import (
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/server"
+	"github.com/warren-dev/warren/store/local"
 )
 
 // Options configures a daemon process.
@@ -43,6 +43,8 @@ type Options struct {
 	Ready func(socketPath string)
 	// SweepInterval is how often overdue waits are expired (default 30s).
 	SweepInterval time.Duration
+	// Cluster puts the logs on NATS JetStream (zero: the local home).
+	Cluster ClusterOptions
 }
 
 // DefaultMemoryLimit is the soft memory limit the warren binary gives the
@@ -84,7 +86,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	defer releaseLock(lock, home)
+	defer func() { _ = lock.Unlock() }()
 	fsys := faultfs.OS{}
 	// A stale socket is replaced by the server's Listen; anything else at
 	// the path is refused now, before recovery, and never removed.
@@ -117,8 +119,14 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	bootID := newID()
+	st, closeStore, err := openStore(ctx, opts, fsys, home, logger, bootID)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	core, err := NewCore(CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
-		Logger: logger, SocketPath: sock, PythonPath: pyDir, DefaultProvider: opts.DefaultProvider})
+		Logger: logger, SocketPath: sock, PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID})
 	if err != nil {
 		return err
 	}
@@ -207,34 +215,19 @@ func Run(ctx context.Context, opts Options) error {
 	return runErr
 }
 
-// acquireLock takes the exclusive flock on daemon.lock. Right after a
-// daemon was killed the kernel may still hold its lock for a moment; when
-// the pid file names a process that is gone, the lock is retried for up to
-// two seconds before "already running" is reported.
-func acquireLock(home string) (*os.File, error) {
-	f, err := os.OpenFile(lockPath(home), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening the lock %s: %w", lockPath(home), err)
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		pid := readPid(home)
-		if pid > 0 && processGone(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond) // the dead holder's lock is being released; no event tells when
-			continue
-		}
-		_ = f.Close()
+// acquireLock takes the home's flock (store/local.Lock: same file, same
+// retry on a dead holder) and keeps the daemon's "already running" error.
+func acquireLock(home string) (*local.HomeLock, error) {
+	l, err := local.Lock(home)
+	if errors.Is(err, local.ErrLocked) {
 		held := ""
-		if pid > 0 {
+		if pid := readPid(home); pid > 0 {
 			held = fmt.Sprintf(" (pid %d)", pid)
 		}
 		return nil, fmt.Errorf("warren daemon %w on %s%s: the lock %s is held; stop it with `warren daemon stop --home %s`",
 			ErrAlreadyRunning, home, held, lockPath(home), home)
 	}
+	return l, err
 }
 
 // readPid returns the pid in daemon.pid, or 0.
@@ -248,16 +241,6 @@ func readPid(home string) int {
 		return 0
 	}
 	return pid
-}
-
-// processGone reports whether no process has this pid.
-func processGone(pid int) bool {
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
-func releaseLock(f *os.File, home string) {
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	_ = f.Close()
 }
 
 // withFlags applies the flags given to warren daemon start over a config

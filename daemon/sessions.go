@@ -234,7 +234,7 @@ func (c *Core) logRestored(a *agent, provName, model, strategy, method string) e
 // only the entries of turns are kept (never the messages, whose payloads
 // may be most of the log).
 func (c *Core) history(a *agent) (history.History, error) {
-	r, err := eventlog.NewReader(c.fs, a.log.Path(), 0)
+	r, err := c.st.Read(context.Background(), a.id, 0, 0)
 	if err != nil {
 		return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", a.id, err)
 	}

@@ -165,7 +165,7 @@ func TestEmptiedParentWithoutSnapshotIsNotAnOrphan(t *testing.T) {
 	kid := h.create("kid", root, "echo")
 	h.stop()
 	h.rewrite(h.c.logPath(root), nil)
-	if err := h.fs.Remove(h.c.store.Path(root)); err != nil {
+	if err := h.fs.Remove(h.c.snapshotPath(root)); err != nil {
 		t.Fatal(err)
 	}
 	h.start()

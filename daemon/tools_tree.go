@@ -1,12 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	fold "github.com/warren-dev/warren/projection"
 
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/tools"
@@ -154,7 +154,7 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 // respawn creates a child a recorded spawn_agent call accepted.
 func (c *Core) respawn(parent *agent, sp spawnRec) {
 	var args map[string]any
-	e, err := eventlog.ReadSeq(c.fs, c.logPath(parent.id), sp.Ref.Seq, sp.Ref.Off)
+	e, err := c.st.ReadSeq(context.Background(), parent.id, sp.Ref.Seq, sp.Ref.Off)
 	if err == nil {
 		var d struct {
 			Args json.RawMessage `json:"args"`
@@ -236,7 +236,7 @@ func (c *Core) lacks(s sentRef, agentsOnly bool) bool {
 
 // readSent reads the envelope of s back from the sender's tool.call entry.
 func (c *Core) readSent(sender string, s sentRef) (json.RawMessage, error) {
-	e, err := eventlog.ReadSeq(c.fs, c.logPath(sender), s.Ref.Seq, s.Ref.Off)
+	e, err := c.st.ReadSeq(context.Background(), sender, s.Ref.Seq, s.Ref.Off)
 	if err != nil {
 		return nil, err
 	}

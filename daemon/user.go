@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
+	"github.com/warren-dev/warren/store"
 	"path/filepath"
 	"sync"
 	"time"
@@ -14,7 +16,7 @@ import (
 // <home>/user.jsonl (message.enqueued / message.delivered).
 type userInbox struct {
 	c     *Core
-	log   *eventlog.Log
+	log   store.Log
 	mu    sync.Mutex
 	queue *inbox.Queue
 	seen  map[string]struct{}
@@ -24,10 +26,11 @@ func (c *Core) openUserInbox() error {
 	path := filepath.Join(c.opts.Home, "user.jsonl")
 	u := &userInbox{c: c, queue: inbox.NewQueue(0), seen: map[string]struct{}{}}
 	var foldErr error
-	opts := c.logOptions("USER")
-	opts.OnHeal = nil
-	lg, err := eventlog.Open(c.fs, path, eventlog.Options{Logger: opts.Logger, Now: opts.Now,
-		PendingIdle: opts.PendingIdle, HealBackoff: opts.HealBackoff, Files: opts.Files,
+	lease, err := c.st.Own(context.Background(), store.UserID)
+	if err != nil {
+		return fmt.Errorf("claiming the USER inbox: %w", err)
+	}
+	lg, err := c.st.UserLog(context.Background(), store.LogOptions{Lease: lease,
 		Replay: func(e eventlog.Entry) error {
 			if foldErr == nil {
 				foldErr = u.apply(e)

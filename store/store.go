@@ -75,6 +75,10 @@ type LogOptions struct {
 	// Replay is called by OpenLog with every entry of the log in seq order.
 	// An error from it fails OpenLog.
 	Replay func(eventlog.Entry) error
+	// ReplayBorrows lets Replay see each entry's Data in a read buffer
+	// valid only until Replay returns (eventlog.Options.ReplayBorrows); a
+	// store may ignore it and hand copies.
+	ReplayBorrows bool
 	// Resume starts the replay after the entry it names (a checkpoint:
 	// Seq, the position hint Off the store gave, the line's CRC). A
 	// mismatch fails with eventlog.ErrResumeMismatch, having changed

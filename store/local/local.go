@@ -98,16 +98,17 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 	}
 	path := s.LogPath(id)
 	lg, err := eventlog.Open(s.o.FS, path, eventlog.Options{
-		Logger:      s.o.Logger,
-		Now:         s.o.Now,
-		OnAppend:    o.OnAppend,
-		Replay:      o.Replay,
-		Resume:      o.Resume,
-		PendingIdle: s.o.PendingIdle,
-		HealBackoff: s.o.HealBackoff,
-		OnHeal:      o.OnHeal,
-		Files:       s.o.Files,
-		MustExist:   o.MustExist,
+		Logger:        s.o.Logger,
+		Now:           s.o.Now,
+		OnAppend:      o.OnAppend,
+		Replay:        o.Replay,
+		ReplayBorrows: o.ReplayBorrows,
+		Resume:        o.Resume,
+		PendingIdle:   s.o.PendingIdle,
+		HealBackoff:   s.o.HealBackoff,
+		OnHeal:        o.OnHeal,
+		Files:         s.o.Files,
+		MustExist:     o.MustExist,
 	})
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
