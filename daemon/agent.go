@@ -44,6 +44,9 @@ type agent struct {
 	// the agent; subscriptions to it are refused from then on.
 	terminating bool
 	corrupt     error // the log is damaged in the middle
+	// released: this daemon may no longer write for the agent (its log
+	// was fenced or its lease lost, store.go); no turn starts again.
+	released error
 	// owed is the end of the open run that could not be logged (see
 	// degraded.go); owedMu serialises writing it.
 	owed      *owedEnd

@@ -144,6 +144,7 @@ type Core struct {
 	// st holds the logs (CoreOptions.Store); local-only files (checkpoints,
 	// quarantine, repair, procs, stderr) stay under Home (store.go).
 	st     store.Store
+	leases leases
 	tokens *token.Service
 	bus    *eventBus
 	// creds are the credentials of running agent processes; procRecords
@@ -297,6 +298,7 @@ func (c *Core) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	c.releaseLeases(ctx)
 	c.bus.close()
 	return errors.Join(errs...)
 }

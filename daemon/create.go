@@ -40,7 +40,7 @@ func (c *Core) openLog(id string, target **agent) (store.Log, error) {
 // log). With a replay function (recovery) a missing log is not created: the
 // error wraps fs.ErrNotExist.
 func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, error) {
-	lease, err := c.st.Own(context.Background(), id)
+	lease, err := c.own(id)
 	if err != nil {
 		return nil, fmt.Errorf("claiming agent %s: %w", id, err)
 	}
@@ -62,7 +62,11 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 		}
 		c.bus.publish(id, es)
 	}
-	return c.st.OpenLog(context.Background(), id, opts)
+	lg, err := c.st.OpenLog(context.Background(), id, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &fencedLog{Log: lg, c: c, id: id}, nil
 }
 
 // CreateAgent creates an agent durably: its provider session, its log with

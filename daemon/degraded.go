@@ -87,12 +87,18 @@ func (a *agent) degradedLocked() string {
 		return ""
 	}
 	err := a.log.Degraded()
-	if err == nil && a.owed == nil {
+	if err == nil && a.owed == nil && a.released == nil {
 		return ""
 	}
 	msg := ""
 	if err != nil {
 		msg = err.Error()
+	}
+	if a.released != nil {
+		if msg != "" {
+			msg += "; "
+		}
+		msg += "released by this daemon (" + a.released.Error() + "): its turns run on the daemon that claimed it"
 	}
 	if a.owed != nil {
 		if msg != "" {

@@ -16,6 +16,7 @@ import (
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/schedule"
+	"github.com/warren-dev/warren/store"
 )
 
 // harness runs a Core on a crashable in-memory filesystem with the inproc
@@ -56,6 +57,8 @@ type harness struct {
 	// clockSleep leaves CoreOptions.Sleep unset: retry backoff waits on the
 	// core's clock instead of being recorded in delays.
 	clockSleep bool
+	// store, if set, makes CoreOptions.Store (on the harness's filesystem).
+	store func(faultfs.FS) store.Store
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
@@ -94,7 +97,12 @@ func (h *harness) start() {
 	if h.clock != nil {
 		clock = h.clock
 	}
+	var st store.Store
+	if h.store != nil {
+		st = h.store(fsys)
+	}
 	c, err := NewCore(CoreOptions{
+		Store:           st,
 		Clock:           clock,
 		CheckpointEvery: h.ckptEvery,
 		FS:              fsys, Home: "/home", Providers: provs,

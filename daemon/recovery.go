@@ -16,7 +16,6 @@ import (
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
-	"github.com/warren-dev/warren/tree"
 )
 
 // RecoveryReport summarises what a recovery did.
@@ -75,15 +74,9 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	if err := c.openUserInbox(); err != nil {
 		return rep, err
 	}
-	entries, err := c.fs.ReadDir(c.agentsDir)
+	ids, err := c.agentIDs()
 	if err != nil {
-		return rep, fmt.Errorf("listing %s: %w", c.agentsDir, err)
-	}
-	var ids []string
-	for _, e := range entries {
-		if id, ok := tree.NormalizeID(e.Name()); ok && id == e.Name() && e.IsDir() {
-			ids = append(ids, id)
-		}
+		return rep, err
 	}
 	loadedAgents := c.loadAll(ids)
 

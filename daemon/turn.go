@@ -64,6 +64,8 @@ func (c *Core) claim(a *agent) error {
 		return failf(ErrWrongState, "agent %s has a damaged log: %w; run `warren repair %s`", a.id, a.corrupt, a.id)
 	case a.p.Terminated:
 		return failf(ErrWrongState, "agent %s (%s) is terminated", a.p.Name, a.id)
+	case a.released != nil:
+		return failf(ErrUnavailable, "agent %s (%s) is no longer run by this daemon: %v", a.p.Name, a.id, a.released)
 	case a.busy:
 		return failf(ErrWrongState, "agent %s (%s) is mid-turn; wait for it or cancel it (warren agent cancel)", a.p.Name, a.id)
 	}

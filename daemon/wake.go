@@ -38,7 +38,7 @@ func (c *Core) wakeIf(a *agent, clearHold bool) {
 	}
 	// A log that refuses appends wakes the agent when it heals
 	// (logHealed).
-	if a.held || a.busy || a.p.Terminated || a.corrupt != nil || a.p.Pending.Len() == 0 ||
+	if a.held || a.busy || a.p.Terminated || a.corrupt != nil || a.released != nil || a.p.Pending.Len() == 0 ||
 		(a.log != nil && a.log.Degraded() != nil) ||
 		(a.p.Gated && !a.permit) || a.hasLiveWait() || a.completing {
 		a.mu.Unlock()
