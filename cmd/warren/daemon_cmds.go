@@ -37,20 +37,36 @@ func newDaemonStartCmd(c *cli) *cobra.Command {
 	var fg bool
 	var maxSlots int
 	var level string
+	var cl daemon.ClusterOptions
 	cmd := &cobra.Command{
-		Use:   "start [--foreground] [--max-slots N] [--log-level L]",
+		Use:   "start [--foreground] [--max-slots N] [--log-level L] [--cluster nats://... | --cluster-embedded [--routes nats://...]]",
 		Short: "start the daemon (in the background unless --foreground)",
 		Long: `Start the daemon of the home. In the background (the default) it waits until
 the daemon serves, printing progress while recovery runs, and shows the last
 lines of daemon.log if it fails. --max-slots wins over config.json's default
-pool.`,
-		Example: indent("warren daemon start\nwarren daemon start --max-slots 8 --log-level debug\nwarren daemon start --foreground --home /tmp/team"),
+pool.
+
+With --cluster the agents' logs and session snapshots live in the NATS
+JetStream cluster at the URL instead of the home (the server must fsync
+every write; --unsafe-lazy-fsync accepts one that cannot be confirmed to).
+--cluster-embedded runs a NATS server inside the daemon, its data under
+<home>/nats; --routes names the other servers' cluster addresses, so that
+three daemons form a cluster with no other software. Without these flags
+nothing of NATS runs.`,
+		Example: indent("warren daemon start\nwarren daemon start --max-slots 8 --log-level debug\nwarren daemon start --foreground --home /tmp/team\nwarren daemon start --cluster nats://10.0.0.5:4222\nwarren daemon start --cluster-embedded --node n1 --routes nats://10.0.0.6:6222,nats://10.0.0.7:6222"),
 		Args:    args(0, 0),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&fg, "foreground", false, "run the daemon in this process")
 	f.IntVar(&maxSlots, "max-slots", 0, "slots of the default pool (0: config or built-in default)")
 	f.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn, error")
+	f.StringVar(&cl.URL, "cluster", "", "keep the logs in the NATS JetStream cluster at this URL (nats://host:port[,...])")
+	f.BoolVar(&cl.Embedded, "cluster-embedded", false, "run a NATS JetStream server in the daemon (data under <home>/nats)")
+	f.StringSliceVar(&cl.Routes, "routes", nil, "with --cluster-embedded: the other servers' cluster addresses (nats://host:port)")
+	f.StringVar(&cl.Name, "node", "", "this daemon's node name in the cluster (default: the home's directory name)")
+	f.IntVar(&cl.Port, "nats-port", 0, "with --cluster-embedded: the NATS client port (0: 4222)")
+	f.IntVar(&cl.ClusterPort, "nats-cluster-port", 0, "with --cluster-embedded and --routes: the route port (0: 6222)")
+	f.BoolVar(&cl.UnsafeLazyFsync, "unsafe-lazy-fsync", false, "accept NATS servers that may not fsync every write (may lose acknowledged entries in a power cut)")
 	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"trace", "debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		if maxSlots < 0 {
@@ -59,15 +75,24 @@ pool.`,
 		if hclog.LevelFromString(level) == hclog.NoLevel {
 			return usageErr(cmd.UseLine(), "unknown --log-level %q (use trace, debug, info, warn or error)", level)
 		}
-		if fg {
-			return runForeground(ctx, c, maxSlots, level)
+		if cl.URL != "" && cl.Embedded {
+			return usageErr(cmd.UseLine(), "--cluster and --cluster-embedded exclude each other: join an external cluster or run the server in the daemon")
 		}
-		return startBackground(ctx, c, maxSlots, level)
+		if len(cl.Routes) > 0 && !cl.Embedded {
+			return usageErr(cmd.UseLine(), "--routes needs --cluster-embedded")
+		}
+		if cl.UnsafeLazyFsync && cl.URL == "" && !cl.Embedded {
+			return usageErr(cmd.UseLine(), "--unsafe-lazy-fsync needs --cluster or --cluster-embedded")
+		}
+		if fg {
+			return runForeground(ctx, c, maxSlots, level, cl)
+		}
+		return startBackground(ctx, c, maxSlots, level, cl)
 	})
 	return cmd
 }
 
-func runForeground(ctx context.Context, c *cli, maxSlots int, level string) error {
+func runForeground(ctx context.Context, c *cli, maxSlots int, level string, cl daemon.ClusterOptions) error {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(daemon.DefaultMemoryLimit)
 	}
@@ -85,6 +110,7 @@ func runForeground(ctx context.Context, c *cli, maxSlots int, level string) erro
 		// The registry and the default provider are the binary's policy.
 		Providers:       builtins.Providers,
 		DefaultProvider: builtins.DefaultProvider,
+		Cluster:         cl,
 	})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
@@ -92,7 +118,7 @@ func runForeground(ctx context.Context, c *cli, maxSlots int, level string) erro
 	return nil
 }
 
-func startBackground(ctx context.Context, c *cli, maxSlots int, level string) error {
+func startBackground(ctx context.Context, c *cli, maxSlots int, level string, cl daemon.ClusterOptions) error {
 	if err := daemon.PrepareHome(c.home); err != nil {
 		return &exitError{code: exitDaemonErr, err: err, msg: err.Error()}
 	}
@@ -116,6 +142,7 @@ func startBackground(ctx context.Context, c *cli, maxSlots int, level string) er
 	if maxSlots > 0 {
 		childArgs = append(childArgs, "--max-slots", strconv.Itoa(maxSlots))
 	}
+	childArgs = append(childArgs, clusterArgs(cl)...)
 	cmd := exec.Command(exe, childArgs...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
@@ -385,4 +412,32 @@ func daemonStatus(ctx context.Context, c *cli) error {
 	fmt.Fprintln(c.stdout)
 	table(c.stdout, []string{"POOL", "SLOTS", "LIVE", "HELD"}, rows)
 	return nil
+}
+
+// clusterArgs gives the background daemon the cluster flags it was
+// started with.
+func clusterArgs(cl daemon.ClusterOptions) []string {
+	var a []string
+	if cl.URL != "" {
+		a = append(a, "--cluster", cl.URL)
+	}
+	if cl.Embedded {
+		a = append(a, "--cluster-embedded")
+	}
+	if len(cl.Routes) > 0 {
+		a = append(a, "--routes", strings.Join(cl.Routes, ","))
+	}
+	if cl.Name != "" {
+		a = append(a, "--node", cl.Name)
+	}
+	if cl.Port != 0 {
+		a = append(a, "--nats-port", strconv.Itoa(cl.Port))
+	}
+	if cl.ClusterPort != 0 {
+		a = append(a, "--nats-cluster-port", strconv.Itoa(cl.ClusterPort))
+	}
+	if cl.UnsafeLazyFsync {
+		a = append(a, "--unsafe-lazy-fsync")
+	}
+	return a
 }

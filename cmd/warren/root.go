@@ -44,6 +44,7 @@ func register(root, daemonCmd, agentCmd *cobra.Command, c *cli) {
 		newLogsCmd(c),
 		newEventsCmd(c),
 		newRepairCmd(c),
+		newExportCmd(c),
 		newDemoCmd(c),
 		newMCPBridgeCmd(c),
 		newVersionCmd(c),
