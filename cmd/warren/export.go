@@ -122,4 +122,3 @@ func exportLog(ctx context.Context, st store.Store, id string, w io.Writer) (int
 		n++
 	}
 }
-
