@@ -45,6 +45,7 @@ func register(root, daemonCmd, agentCmd *cobra.Command, c *cli) {
 		newEventsCmd(c),
 		newRepairCmd(c),
 		newExportCmd(c),
+		newMigrateCmd(c),
 		newDemoCmd(c),
 		newMCPBridgeCmd(c),
 		newVersionCmd(c),
