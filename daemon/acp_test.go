@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/schema"
 )
 
 var fakeACP struct {
@@ -82,7 +83,7 @@ func (h *harness) createOn(name, prov string) string {
 func (h *harness) restored(id string) []map[string]any {
 	var out []map[string]any
 	for _, e := range h.entries(id) {
-		if e.Event == evSessionRestored {
+		if e.Event == schema.SessionRestored {
 			out = append(out, dataOf(h.t, e))
 		}
 	}
@@ -122,7 +123,7 @@ func TestACPLoadFailureFallsBackToHistory(t *testing.T) {
 	if last := r[len(r)-1]; last["strategy"] != strategyHistory {
 		t.Fatalf("session.restored %v", last)
 	}
-	if n := h.count(id, evSessionCreated); n != 2 {
+	if n := h.count(id, schema.SessionCreated); n != 2 {
 		t.Fatalf("%d session.created, want the first and the fallback's", n)
 	}
 }
@@ -151,7 +152,7 @@ func TestACPPermissionAskWaitsForTheOperator(t *testing.T) {
 			if err != nil || !strings.Contains(out.Response, "permission rm -rf build: selected allow;") || !strings.HasSuffix(out.Response, "done") {
 				t.Fatalf("resume: %+v, %v", out, err)
 			}
-			if n := h.count(id, evTurnComplete); n != 1 {
+			if n := h.count(id, schema.TurnComplete); n != 1 {
 				t.Fatalf("%d turn.complete", n)
 			}
 		})
@@ -184,7 +185,7 @@ func TestACPDeadTransportOnRestoreKeepsTheSession(t *testing.T) {
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "exited") {
 		t.Fatalf("a crash during the restore must fail the turn: %+v", res)
 	}
-	if n := h.count(id, evSessionCreated); n != 1 {
+	if n := h.count(id, schema.SessionCreated); n != 1 {
 		t.Fatalf("%d session.created: the session was replaced", n)
 	}
 	h.cfg.Providers["fake"] = acpEntry(bin, state, nil, nil)
@@ -222,7 +223,7 @@ func TestACPAgentCancel(t *testing.T) {
 	if res := <-done; res.Err == nil || !strings.Contains(res.Err.Error(), "cancelled") {
 		t.Fatalf("cancelled turn: %+v", res)
 	}
-	if n := h.count(id, evTurnCancelled); n != 1 {
+	if n := h.count(id, schema.TurnCancelled); n != 1 {
 		t.Fatalf("%d turn.cancelled", n)
 	}
 	if res := h.send(id, "next"); res.Response != "turn 1: next" {

@@ -2,8 +2,9 @@ package daemon
 
 import (
 	"context"
-	"github.com/warren-dev/warren/store"
 	"sync"
+
+	"github.com/warren-dev/warren/store"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"

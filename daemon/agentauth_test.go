@@ -6,6 +6,7 @@ import (
 
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schema"
 )
 
 // TestCredentialCallJoinsTheRunningTurnAndIsReplayed: a call made with an
@@ -47,8 +48,8 @@ func TestCredentialCallJoinsTheRunningTurnAndIsReplayed(t *testing.T) {
 	}
 	var calls []string
 	for _, e := range h.entries(child) {
-		if e.Event == evToolCall {
-			var d toolCallData
+		if e.Event == schema.ToolCall {
+			var d schema.ToolCallData
 			if err := jsonUnmarshal(e.Data, &d); err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +85,7 @@ func TestCredentialCallJoinsTheRunningTurnAndIsReplayed(t *testing.T) {
 	if n := h.count(parent, "message.enqueued"); n != 1 {
 		t.Fatalf("the parent's log has %d message.enqueued, want 1 (the re-run's call was not executed again)", n)
 	}
-	if n := h.count(child, evToolCall); n != 2 {
+	if n := h.count(child, schema.ToolCall); n != 2 {
 		t.Fatalf("the child's log has %d tool.call entries, want 2 (send_message once, then the answered await_input)", n)
 	}
 }

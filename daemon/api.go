@@ -70,7 +70,7 @@ func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model
 	var tokID, runID, waitKind, abandoned string
 	if a.hasLiveWait() {
 		tokID, runID, waitKind = a.p.Run.Wait.TokenID, a.p.Run.RunID, a.p.Run.Wait.Kind
-	} else if r := a.p.Run; r != nil && !r.Ended && r.Interrupted && r.Reason == reasonProcessRestart {
+	} else if r := a.p.Run; r != nil && !r.Ended && r.Interrupted && r.Reason == schema.ReasonProcessRestart {
 		abandoned = r.RunID // interrupted_startup: the new run replaces it
 	}
 	a.mu.Unlock()

@@ -29,6 +29,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schema"
 )
 
 const fanOutChildren = 100
@@ -169,22 +170,22 @@ func (f *fanOut) round() {
 // count adds to consumed the replies a completed root turn showed.
 func (f *fanOut) count(e eventlog.Entry) {
 	switch e.Event {
-	case evTurnStart:
-		var d turnStartData
+	case schema.TurnStart:
+		var d schema.TurnStartData
 		if err := decode(e, &d); err != nil {
 			f.tb.Fatal(err)
 		}
 		f.runIDs[d.RunID] = len(d.MessageIDs)
-	case evTurnComplete:
-		var d turnCompleteData
+	case schema.TurnComplete:
+		var d schema.TurnCompleteData
 		if err := decode(e, &d); err != nil {
 			f.tb.Fatal(err)
 		}
 		f.consumed += f.runIDs[d.RunID]
 		delete(f.runIDs, d.RunID)
-	case evTurnFailed:
+	case schema.TurnFailed:
 		f.tb.Fatalf("a root turn failed: %s", e.Data)
-	case evMsgEnqueued:
+	case schema.MessageEnqueued:
 		if strings.Contains(string(e.Data), `"kind":"error"`) {
 			f.tb.Fatalf("a child's turn failed: %s", e.Data)
 		}
@@ -240,7 +241,7 @@ func testFanOutRounds(t *testing.T, batched bool) {
 	}
 	sent := 0
 	for _, e := range rootLog {
-		if e.Event == evToolCall {
+		if e.Event == schema.ToolCall {
 			sent++
 		}
 	}
@@ -272,7 +273,7 @@ func testFanOutRounds(t *testing.T, batched bool) {
 		}
 		n := 0
 		for _, e := range es {
-			if e.Event == evTurnComplete {
+			if e.Event == schema.TurnComplete {
 				n++
 			}
 		}

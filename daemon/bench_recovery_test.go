@@ -41,6 +41,7 @@ import (
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -313,10 +314,10 @@ func genAgent(fsys faultfs.FS, agentsDir string, spec homeSpec, i int) (int, int
 	}
 	handle := fmt.Sprintf("%032x", i+1<<20)
 	recs := []eventlog.Record{
-		{Event: evAgentCreated, Data: agentCreatedData{AgentID: id, Name: name, ParentID: parent,
+		{Event: schema.AgentCreated, Data: schema.AgentCreatedData{AgentID: id, Name: name, ParentID: parent,
 			Instructions: "You are worker " + name + ". Split the work you get, delegate to your children and report back to your parent.",
 			Provider:     "inproc", Model: "echo", Metadata: map[string]string{"team": fmt.Sprintf("g%d", g)}}},
-		{Event: evSessionCreated, Data: sessionCreatedData{Provider: "inproc", Model: "echo", Handle: handle}},
+		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: "inproc", Model: "echo", Handle: handle}},
 	}
 	msg := func(from, to, cycle, tag int) inbox.Message {
 		return inbox.Message{ID: genMsgID(from, cycle, tag), Sender: genAgentID(from), Recipient: genAgentID(to),
@@ -329,32 +330,32 @@ func genAgent(fsys faultfs.FS, agentsDir string, spec homeSpec, i int) (int, int
 	startTurn := func(prompt string, ids []string) string {
 		turn++
 		run := fmt.Sprintf("%08x%08x%016x", i, turn, 0)
-		recs = append(recs, eventlog.Record{Event: evTurnStart, Data: turnStartData{RunID: run, Turn: turn, BootID: bootID,
+		recs = append(recs, eventlog.Record{Event: schema.TurnStart, Data: schema.TurnStartData{RunID: run, Turn: turn, BootID: bootID,
 			Prompt: prompt, Provider: "inproc", Model: "echo", MessageIDs: ids}})
 		return run
 	}
 	complete := func(run string) {
-		recs = append(recs, eventlog.Record{Event: evTurnComplete, Data: turnCompleteData{RunID: run, Turn: turn,
+		recs = append(recs, eventlog.Record{Event: schema.TurnComplete, Data: schema.TurnCompleteData{RunID: run, Turn: turn,
 			Response: "Done. I compared the batch with the previous one: three files changed, the tests pass, and the summary is sent. " + strings.Repeat("ok ", 20) + pad}})
 	}
 	cycle := 0
 	for len(recs)+9 <= spec.EventsPerAgent {
 		in := msg(prev, i, cycle, 1)
-		recs = append(recs, eventlog.Record{Event: evMsgEnqueued, Data: in.EventData()})
+		recs = append(recs, eventlog.Record{Event: schema.MessageEnqueued, Data: in.EventData()})
 		run := startTurn(inbox.FormatPrompt([]inbox.Message{in}, func(string) string { return "w" }), []string{in.ID})
 		out := msg(i, next, cycle, 1)
-		recs = append(recs, eventlog.Record{Event: evToolCall, Data: toolCallData{CallID: genMsgID(i, cycle, 3), Tool: "send_message",
+		recs = append(recs, eventlog.Record{Event: schema.ToolCall, Data: schema.ToolCallData{CallID: genMsgID(i, cycle, 3), Tool: "send_message",
 			Args:   map[string]any{"recipient": fmt.Sprintf("w%d", (k+1)%spec.GroupSize), "text": out.Payload},
 			Result: map[string]any{"status": "sent", "message_id": out.ID}, RunID: run, Turn: turn,
 			Messages: []map[string]any{out.EventData()}}})
 		complete(run)
 		in2 := msg(prev, i, cycle, 2)
-		recs = append(recs, eventlog.Record{Event: evMsgEnqueued, Data: in2.EventData()})
+		recs = append(recs, eventlog.Record{Event: schema.MessageEnqueued, Data: in2.EventData()})
 		run = startTurn("Check your inbox and carry on with the plan.", nil)
-		recs = append(recs, eventlog.Record{Event: evToolCall, Data: toolCallData{CallID: genMsgID(i, cycle, 4), Tool: "check_inbox",
+		recs = append(recs, eventlog.Record{Event: schema.ToolCall, Data: schema.ToolCallData{CallID: genMsgID(i, cycle, 4), Tool: "check_inbox",
 			Args:   map[string]any{},
 			Result: map[string]any{"messages": []any{map[string]any{"from": "w", "text": in2.Payload, "message_id": in2.ID}}}, RunID: run, Turn: turn}})
-		recs = append(recs, eventlog.Record{Event: evMsgDelivered, Data: messageDeliveredData{MessageID: in2.ID}})
+		recs = append(recs, eventlog.Record{Event: schema.MessageDelivered, Data: schema.MessageDeliveredData{MessageID: in2.ID}})
 		complete(run)
 		cycle++
 	}
@@ -362,20 +363,20 @@ func genAgent(fsys faultfs.FS, agentsDir string, spec homeSpec, i int) (int, int
 	for len(recs) < spec.EventsPerAgent {
 		if spec.NoPendingFill {
 			v := fmt.Sprintf("step %d", len(recs))
-			recs = append(recs, eventlog.Record{Event: evMetadataUpdated, Data: metadataUpdatedData{Key: "progress", Value: &v}})
+			recs = append(recs, eventlog.Record{Event: schema.MetadataUpdated, Data: schema.MetadataUpdatedData{Key: "progress", Value: &v}})
 			continue
 		}
 		m := msg(prev, i, cycle, 5+pend)
-		recs = append(recs, eventlog.Record{Event: evMsgEnqueued, Data: m.EventData()})
+		recs = append(recs, eventlog.Record{Event: schema.MessageEnqueued, Data: m.EventData()})
 		pend++
 	}
 	if k := spec.bigShare(i); k > 0 {
-		recs = append(recs, eventlog.Record{Event: evToolGate, Data: gateData{Action: "gate", AgentName: name}})
+		recs = append(recs, eventlog.Record{Event: schema.ToolGate, Data: schema.GateData{Action: "gate", AgentName: name}})
 		big := padText("A large attachment, kept pending while its recipient is gated. ", spec.BigPayload)
 		for j := 0; j < k; j++ {
 			m := msg(prev, i, cycle+1, 100+j)
 			m.Payload = big
-			recs = append(recs, eventlog.Record{Event: evMsgEnqueued, Data: m.EventData()})
+			recs = append(recs, eventlog.Record{Event: schema.MessageEnqueued, Data: m.EventData()})
 		}
 	}
 	total := len(recs)

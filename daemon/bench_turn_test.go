@@ -23,6 +23,7 @@ import (
 
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schema"
 )
 
 func BenchmarkTurn(b *testing.B) {
@@ -82,7 +83,7 @@ func benchTurns(b *testing.B, agents, pool int, alternate bool, preload int) {
 	for _, id := range ids { // warm-up: every session has run one turn
 		send(id)
 	}
-	evictsBefore := countEvents(b, c, ids, evSuspendResult)
+	evictsBefore := countEvents(b, c, ids, schema.SuspendResult)
 	syncsBefore, kindsBefore := cfs.Fsyncs(), cfs.Kinds()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -113,7 +114,7 @@ func benchTurns(b *testing.B, agents, pool int, alternate bool, preload int) {
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	b.StopTimer()
 	fsyncs := float64(cfs.Fsyncs()-syncsBefore) / float64(b.N)
-	evicts := float64(countEvents(b, c, ids, evSuspendResult)-evictsBefore) / float64(b.N)
+	evicts := float64(countEvents(b, c, ids, schema.SuspendResult)-evictsBefore) / float64(b.N)
 	p50, p99 := percentile(lat, 50), percentile(lat, 99)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "turns/s")
 	b.ReportMetric(ms(p50), "p50_ms")

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/schema"
 )
 
 // LiveEvent is one logged entry as events.subscribe streams it.
@@ -74,7 +75,7 @@ func (b *eventBus) publish(agentID string, es []eventlog.Entry) {
 	}
 	for _, e := range es {
 		ev := LiveEvent{AgentID: agentID, Entry: e}
-		if e.Event == evRunWaiting && b.secret != nil {
+		if e.Event == schema.RunWaiting && b.secret != nil {
 			ev.Token = b.secret(agentID, runIDOf(e))
 		}
 		for id, s := range b.subs {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schema"
 )
 
 // toolsInLog lists the tool names of the tool.call entries and the turn
@@ -16,9 +17,9 @@ func toolsInLog(h *harness, id string) []string {
 	var out []string
 	for _, e := range h.entries(id) {
 		switch e.Event {
-		case evToolCall:
+		case schema.ToolCall:
 			out = append(out, fmt.Sprint(dataOf(h.t, e)["tool"]))
-		case evTurnStart, evTurnComplete, evTurnFailed:
+		case schema.TurnStart, schema.TurnComplete, schema.TurnFailed:
 			out = append(out, e.Event)
 		}
 	}
@@ -81,7 +82,7 @@ func TestSendReturnsBeforeItsToolCallEntryIsDurable(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("send_message did not return while its tool.call entry's fsync was held")
 	}
-	if n := h.count(c1, evMsgEnqueued); n != 1 {
+	if n := h.count(c1, schema.MessageEnqueued); n != 1 {
 		t.Fatalf("c1 has %d message.enqueued entries when the send returned, want 1", n)
 	}
 	hold.let()
@@ -89,11 +90,11 @@ func TestSendReturnsBeforeItsToolCallEntryIsDurable(t *testing.T) {
 	if res.Err != nil || res.Response != "sent" {
 		t.Fatalf("turn: %+v", res)
 	}
-	want := []string{evTurnStart, "send_message", "send_message", "list_children", evTurnComplete}
+	want := []string{schema.TurnStart, "send_message", "send_message", "list_children", schema.TurnComplete}
 	if got := toolsInLog(h, root); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("root's log holds %v, want %v", got, want)
 	}
-	if n := h.count(c2, evMsgEnqueued); n != 1 {
+	if n := h.count(c2, schema.MessageEnqueued); n != 1 {
 		t.Fatalf("c2 has %d message.enqueued entries, want 1", n)
 	}
 }
@@ -119,10 +120,10 @@ func TestFailedToolCallEntryFailsTheTurn(t *testing.T) {
 		t.Fatalf("the turn succeeded although its tool.call entry was not logged: %+v", res)
 	}
 	h.fs.ClearRules()
-	if got := toolsInLog(h, root); fmt.Sprint(got) != fmt.Sprint([]string{evTurnStart}) {
+	if got := toolsInLog(h, root); fmt.Sprint(got) != fmt.Sprint([]string{schema.TurnStart}) {
 		t.Fatalf("root's log holds %v, want only turn.start", got)
 	}
-	if n := h.count(c1, evMsgEnqueued); n != 1 {
+	if n := h.count(c1, schema.MessageEnqueued); n != 1 {
 		t.Fatalf("c1 has %d message.enqueued entries, want 1 (the send returned)", n)
 	}
 }
@@ -174,7 +175,7 @@ func TestToolCallEntryKeepsTheArgsAsCalled(t *testing.T) {
 	}
 	n := 0
 	for _, e := range h.entries(root) {
-		if e.Event != evToolCall || fmt.Sprint(dataOf(t, e)["tool"]) != "send_message" {
+		if e.Event != schema.ToolCall || fmt.Sprint(dataOf(t, e)["tool"]) != "send_message" {
 			continue
 		}
 		n++

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/warren-dev/warren/store"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
@@ -163,10 +165,10 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 		md = map[string]string{}
 	}
 	_, err = lg.AppendBatch([]eventlog.Record{
-		{Event: evAgentCreated, Data: agentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
+		{Event: schema.AgentCreated, Data: schema.AgentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
 			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md,
 			CreatedAt: c.now().UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd}},
-		{Event: evSessionCreated, Data: sessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: lv.sess.Handle()}},
+		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: lv.sess.Handle()}},
 	})
 	if err != nil {
 		lease.Discard()

@@ -11,6 +11,7 @@ import (
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schema"
 )
 
 // Recovery folds each log while reading it, on entries whose data it
@@ -34,16 +35,16 @@ func TestRecoveryFoldEqualsOwnedJSONFold(t *testing.T) {
 	late := inbox.Message{ID: "000000ff000000000000000000000000", Sender: genAgentID(1), Recipient: open, Kind: inbox.KindRequest,
 		Payload: "pending, and read long before the end of the log", Metadata: map[string]string{}}
 	recs := []eventlog.Record{
-		{Event: evMsgEnqueued, Data: late.EventData()},
-		{Event: evTurnStart, Data: turnStartData{RunID: run, Turn: 999, BootID: "b", Prompt: "go \"on\"\n", Provider: "inproc", Model: "echo"}},
-		{Event: evToolCall, Data: toolCallData{CallID: "c", Tool: "check_inbox", Args: map[string]any{},
+		{Event: schema.MessageEnqueued, Data: late.EventData()},
+		{Event: schema.TurnStart, Data: schema.TurnStartData{RunID: run, Turn: 999, BootID: "b", Prompt: "go \"on\"\n", Provider: "inproc", Model: "echo"}},
+		{Event: schema.ToolCall, Data: schema.ToolCallData{CallID: "c", Tool: "check_inbox", Args: map[string]any{},
 			Result: map[string]any{"messages": []any{}, "note": "kept for a re-run"}, RunID: run, Turn: 999}},
 	}
 	// Then enough other lines that the read buffer holding those is
 	// reused before the end.
 	for i := 0; i < 400; i++ {
 		v := strings.Repeat("x", 300)
-		recs = append(recs, eventlog.Record{Event: evMetadataUpdated, Data: metadataUpdatedData{Key: "k", Value: &v}})
+		recs = append(recs, eventlog.Record{Event: schema.MetadataUpdated, Data: schema.MetadataUpdatedData{Key: "k", Value: &v}})
 	}
 	if _, err := lg.AppendBatch(recs); err != nil {
 		t.Fatal(err)

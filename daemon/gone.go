@@ -9,6 +9,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 )
 
 // goneAgent is what the daemon remembers of a terminated agent so that a
@@ -155,8 +156,8 @@ func (c *Core) readGoneInfo(id string) *goneInfo {
 // fold takes what the list shows from one entry.
 func (in *goneInfo) fold(e eventlog.Entry) {
 	switch e.Event {
-	case evAgentCreated:
-		var d agentCreatedData
+	case schema.AgentCreated:
+		var d schema.AgentCreatedData
 		if jsonUnmarshal(e.Data, &d) == nil {
 			in.provider, in.model = d.Provider, d.Model
 		}
@@ -164,20 +165,20 @@ func (in *goneInfo) fold(e eventlog.Entry) {
 		if t, err := time.Parse(time.RFC3339Nano, d.CreatedAt); err == nil {
 			in.createdAt = t
 		}
-	case evTurnStart:
-		var d turnStartData
+	case schema.TurnStart:
+		var d schema.TurnStartData
 		if jsonUnmarshal(e.Data, &d) == nil && d.Provider != "" {
 			in.provider, in.model = d.Provider, d.Model
 		}
 		in.lastTurnAt = e.TS
-	case evTurnComplete:
+	case schema.TurnComplete:
 		if bytes.Contains(e.Data, []byte(`"usage"`)) {
-			var d turnCompleteData
+			var d schema.TurnCompleteData
 			if jsonUnmarshal(e.Data, &d) == nil && d.Usage != nil {
 				in.usage = in.usage.Add(*d.Usage)
 			}
 		}
-	case evAgentTerminated:
+	case schema.AgentTerminated:
 		in.terminatedAt = e.TS
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider/llmfake"
+	"github.com/warren-dev/warren/schema"
 )
 
 const httpTestKey = "sk-daemon-test-key-000111"
@@ -188,7 +189,7 @@ func TestResetStartsAFreshContextAndSurvivesARestart(t *testing.T) {
 	es, _ := h.c.Log(id, 0)
 	n := 0
 	for _, e := range es {
-		if e.Event == evTurnComplete {
+		if e.Event == schema.TurnComplete {
 			n++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -114,7 +115,7 @@ func (c *Core) readMessage(owner string, ref inbox.Ref) (inbox.Message, error) {
 	if err != nil {
 		return inbox.Message{}, fmt.Errorf("reading a pending message of %s back from its log: %w", owner, err)
 	}
-	if e.Event != evMsgEnqueued {
+	if e.Event != schema.MessageEnqueued {
 		return inbox.Message{}, fmt.Errorf("the log of %s has %s at seq %d, not a message", owner, e.Event, ref.Seq)
 	}
 	m, err := inbox.FromEventData(e.Data)

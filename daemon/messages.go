@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tree"
 )
@@ -63,7 +64,7 @@ func (c *Core) appendEnqueue(m inbox.Message) error {
 	if !ok {
 		return fmt.Errorf("recipient %s: %w", m.Recipient, errNotFoundAgent)
 	}
-	if _, err := r.log.Append(evMsgEnqueued, m.EventData()); err != nil {
+	if _, err := r.log.Append(schema.MessageEnqueued, m.EventData()); err != nil {
 		return fmt.Errorf("logging message.enqueued for %s: %w", m.Recipient, err)
 	}
 	c.poke(r) // a new message also retries an agent whose last turn failed

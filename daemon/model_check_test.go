@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/schema"
 )
 
 // mObsAgent is one live agent as the model test observes it.
@@ -113,15 +114,15 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) (n mLogCounts, problems 
 	created, starts, bootstraps := 0, 0, 0
 	for _, e := range es {
 		switch e.Event {
-		case evToolCall:
+		case schema.ToolCall:
 			n.calls++
-		case evTurnFailed:
+		case schema.TurnFailed:
 			n.fails++
-		case evTurnRetry:
+		case schema.TurnRetry:
 			n.retries++
-		case evAgentCreated:
+		case schema.AgentCreated:
 			created++
-			var d agentCreatedData
+			var d schema.AgentCreatedData
 			if err := json.Unmarshal(e.Data, &d); err != nil {
 				bad("agent.created at seq %d: %v", e.Seq, err)
 				continue
@@ -134,7 +135,7 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) (n mLogCounts, problems 
 				bad("agent.created says id %s name %q parent %q; the tree says id %s name %q parent %q",
 					d.AgentID, d.Name, parent, v.ID, v.Name, v.ParentID)
 			}
-		case evMsgEnqueued:
+		case schema.MessageEnqueued:
 			var d struct {
 				ID        string `json:"message_id"`
 				Recipient string `json:"recipient"`
@@ -152,15 +153,15 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) (n mLogCounts, problems 
 			}
 			seen[d.ID] = true
 			enqueued = append(enqueued, d.ID)
-		case evMsgDelivered:
-			var d messageDeliveredData
+		case schema.MessageDelivered:
+			var d schema.MessageDeliveredData
 			if err := json.Unmarshal(e.Data, &d); err != nil {
 				bad("message.delivered at seq %d: %v", e.Seq, err)
 				continue
 			}
 			consume(d.MessageID, fmt.Sprintf("message.delivered seq %d", e.Seq))
-		case evTurnStart:
-			var d turnStartData
+		case schema.TurnStart:
+			var d schema.TurnStartData
 			if err := json.Unmarshal(e.Data, &d); err != nil {
 				bad("turn.start at seq %d: %v", e.Seq, err)
 				continue
@@ -173,9 +174,9 @@ func (s *mSUT) logOracle(v AgentView, liveIDs []string) (n mLogCounts, problems 
 					bad("a bootstrap turn is its turn %d, want its first", starts)
 				}
 			}
-		case evTurnComplete:
+		case schema.TurnComplete:
 			n.turns++
-			var d turnCompleteData
+			var d schema.TurnCompleteData
 			if err := json.Unmarshal(e.Data, &d); err != nil {
 				bad("turn.complete at seq %d: %v", e.Seq, err)
 				continue

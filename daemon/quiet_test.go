@@ -7,6 +7,7 @@ import (
 
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schema"
 )
 
 // TestQuietIncludesATurnsAftermath: a wake turn's aftermath runs after
@@ -40,11 +41,11 @@ func TestQuietIncludesATurnsAftermath(t *testing.T) {
 	h.quiet()
 	notices := 0
 	for _, e := range h.entries(root) {
-		if e.Event == evMsgEnqueued && dataOf(t, e)["kind"] == "error" {
+		if e.Event == schema.MessageEnqueued && dataOf(t, e)["kind"] == "error" {
 			notices++
 		}
 	}
-	if notices != 1 || h.count(kid, evTurnFailed) != 1 {
+	if notices != 1 || h.count(kid, schema.TurnFailed) != 1 {
 		t.Fatalf("after quiet: %d failure notices in the parent's log, want 1", notices)
 	}
 }

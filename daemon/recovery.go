@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/warren-dev/warren/store"
 	"io/fs"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"sync"
+
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -481,7 +483,7 @@ func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
 		return
 	}
 	c.log.Warn("terminating an agent whose parent is gone", "agent", l.id, "parent", l.p.ParentID)
-	if _, err := l.log.Append(evAgentTerminated, agentTerminatedData{AgentID: l.id}); err != nil {
+	if _, err := l.log.Append(schema.AgentTerminated, schema.AgentTerminatedData{AgentID: l.id}); err != nil {
 		c.log.Error("logging agent.terminated for an orphan child", "agent", l.id, "err", err)
 	}
 	_ = l.log.Close()
@@ -553,7 +555,7 @@ func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
 	mark := session.NeedsRestartMark(a.sess, a.facts(), c.bootID)
 	a.mu.Unlock()
 	if mark {
-		if _, err := l.log.Append(evRunInterrupted, runInterruptedData{RunID: r.RunID, Reason: reasonProcessRestart}); err != nil {
+		if _, err := l.log.Append(schema.RunInterrupted, schema.RunInterruptedData{RunID: r.RunID, Reason: schema.ReasonProcessRestart}); err != nil {
 			c.log.Error("logging run.interrupted", "agent", l.id, "run", r.RunID, "err", err)
 			return
 		}

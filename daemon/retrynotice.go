@@ -1,6 +1,10 @@
 package daemon
 
-import "time"
+import (
+	"time"
+
+	"github.com/warren-dev/warren/schema"
+)
 
 // Progress a client sees while a turn runs (docs/DECISIONS.md, "Retries
 // and waits shown as they happen"):
@@ -30,6 +34,6 @@ type RetryNotice struct {
 
 // frame is the notice as an agent.stream event frame.
 func (n RetryNotice) frame(agentID string) map[string]any {
-	return map[string]any{"event": evTurnRetry, "agent_id": agentID, "run_id": n.RunID, "turn": n.Turn,
+	return map[string]any{"event": schema.TurnRetry, "agent_id": agentID, "run_id": n.RunID, "turn": n.Turn,
 		"attempt": n.Attempt, "max_retries": n.MaxRetries, "error": n.Error, "delay_ms": n.Delay.Milliseconds()}
 }

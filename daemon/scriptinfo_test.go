@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/schema"
 )
 
 // turnEchoBot answers each turn with the turn line it was given (as JSON)
@@ -201,7 +202,7 @@ func TestAnAnswerSentTheMomentAWaitIsShownLands(t *testing.T) {
 	go h.c.Send(context.Background(), id, "deploy", "", "", nil) //nolint:errcheck // the result is the resume's
 	var tokenID string
 	for ev := range ch {
-		if ev.Entry.Event == evRunWaiting {
+		if ev.Entry.Event == schema.RunWaiting {
 			var d struct {
 				TokenID string `json:"token_id"`
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schedule"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -62,7 +63,7 @@ func (c *Core) evict(ctx context.Context, id string, lv *live) error {
 	// and without one it falls back to the handle or the history.
 	logged := make(chan error, 1)
 	go func() {
-		_, err := a.log.Append(evSuspendResult, suspendResultData{StateSize: len(blob)})
+		_, err := a.log.Append(schema.SuspendResult, schema.SuspendResultData{StateSize: len(blob)})
 		logged <- err
 	}()
 	ferr := c.flushSession(a)
@@ -210,8 +211,8 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 		}
 	}
 	recs := []eventlog.Record{
-		{Event: evSessionCreated, Data: sessionCreatedData{Provider: provName, Model: model, Handle: s.Handle()}},
-		{Event: evSessionRestored, Data: sessionRestoredData{Provider: provName, Model: model, Strategy: strategy}},
+		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: provName, Model: model, Handle: s.Handle()}},
+		{Event: schema.SessionRestored, Data: schema.SessionRestoredData{Provider: provName, Model: model, Strategy: strategy}},
 	}
 	if _, err := a.log.AppendBatch(recs); err != nil {
 		_ = s.Stop()
@@ -224,7 +225,7 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 }
 
 func (c *Core) logRestored(a *agent, provName, model, strategy, method string) error {
-	if _, err := a.log.Append(evSessionRestored, sessionRestoredData{Provider: provName, Model: model, Strategy: strategy, Method: method}); err != nil {
+	if _, err := a.log.Append(schema.SessionRestored, schema.SessionRestoredData{Provider: provName, Model: model, Strategy: strategy, Method: method}); err != nil {
 		return fmt.Errorf("logging the restore of agent %s: %w", a.id, err)
 	}
 	return nil
@@ -249,7 +250,7 @@ func (c *Core) history(a *agent) (history.History, error) {
 			return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", a.id, err)
 		}
 		switch e.Event {
-		case evTurnStart, evTurnComplete, evTurnFailed, evTurnCancelled, evToolCall, evRunInterrupted, evRunWaiting, evRunResumed, evContextReset:
+		case schema.TurnStart, schema.TurnComplete, schema.TurnFailed, schema.TurnCancelled, schema.ToolCall, schema.RunInterrupted, schema.RunWaiting, schema.RunResumed, schema.ContextReset:
 			hs = append(hs, history.Entry{Seq: e.Seq, Event: e.Event, Data: e.Data})
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
 )
@@ -127,7 +128,7 @@ func TestFencedAppendReleasesAgent(t *testing.T) {
 	if err := releasedErr(h, id); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("after a fenced append the agent is not released: released=%v", err)
 	}
-	if h.count(id, evTurnComplete) != 0 {
+	if h.count(id, schema.TurnComplete) != 0 {
 		t.Fatalf("a turn.complete was logged past the fence")
 	}
 	fs.fenced.Store(false)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -144,7 +145,7 @@ func (c *Core) terminate(a *agent) error {
 		return fmt.Errorf("terminating %s: %w", a.id, err)
 	}
 	from := c.stateName(a)
-	ended, err := a.log.Append(evAgentTerminated, agentTerminatedData{AgentID: a.id})
+	ended, err := a.log.Append(schema.AgentTerminated, schema.AgentTerminatedData{AgentID: a.id})
 	if err != nil {
 		return fmt.Errorf("logging agent.terminated for %s: %w", a.id, err)
 	}
@@ -206,7 +207,7 @@ func (c *Core) Reset(agentID string) error {
 	if open {
 		return failf(ErrWrongState, "agent %s has a run that has not ended (waiting or interrupted); resume or cancel it first", a.name())
 	}
-	if _, err := a.log.Append(evContextReset, map[string]any{"agent_id": a.id}); err != nil {
+	if _, err := a.log.Append(schema.ContextReset, map[string]any{"agent_id": a.id}); err != nil {
 		return fmt.Errorf("logging context.reset for %s: %w", a.id, err)
 	}
 	if lv, ok := c.mux.Remove(a.id); ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/schema"
 )
 
 // registerStepper registers the "stepper" program: its prompt is a list of
@@ -92,14 +93,14 @@ func toolCallRecipients(t *testing.T, h *harness, root string) string {
 	var out []string
 	var last uint64
 	for _, e := range es {
-		if e.Event != evToolCall {
+		if e.Event != schema.ToolCall {
 			continue
 		}
 		if last != 0 && e.Seq != last+1 {
 			t.Fatalf("tool.call entries are not consecutive: seq %d after %d", e.Seq, last)
 		}
 		last = e.Seq
-		var d toolCallData
+		var d schema.ToolCallData
 		if err := json.Unmarshal(e.Data, &d); err != nil {
 			t.Fatal(err)
 		}

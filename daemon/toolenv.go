@@ -8,6 +8,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tools"
 )
@@ -165,7 +166,7 @@ func (e *toolEnv) MarkDelivered(id string, msgIDs []string) error {
 	}
 	recs := make([]eventlog.Record, len(msgIDs))
 	for i, mid := range msgIDs {
-		recs[i] = eventlog.Record{Event: evMsgDelivered, Data: messageDeliveredData{MessageID: mid}}
+		recs[i] = eventlog.Record{Event: schema.MessageDelivered, Data: schema.MessageDeliveredData{MessageID: mid}}
 	}
 	_, err := a.log.AppendBatch(recs)
 	return err
@@ -240,7 +241,7 @@ func (e *toolEnv) SetMetadata(id, key string, value *string) error {
 	if !ok {
 		return errNotFoundAgent
 	}
-	_, err := a.log.Append(evMetadataUpdated, metadataUpdatedData{Key: key, Value: value})
+	_, err := a.log.Append(schema.MetadataUpdated, schema.MetadataUpdatedData{Key: key, Value: value})
 	return err
 }
 
@@ -253,7 +254,7 @@ func (e *toolEnv) SetGate(id, name string, gated bool) error {
 	if gated {
 		action = "gate"
 	}
-	if _, err := ch.log.Append(evToolGate, gateData{Action: action, AgentName: name}); err != nil {
+	if _, err := ch.log.Append(schema.ToolGate, schema.GateData{Action: action, AgentName: name}); err != nil {
 		return err
 	}
 	ch.mu.Lock()
@@ -270,7 +271,7 @@ func (e *toolEnv) PermitTurn(id, name string) error {
 	if !ok {
 		return errNotFoundAgent
 	}
-	if _, err := ch.log.Append(evToolPermit, gateData{AgentName: name}); err != nil {
+	if _, err := ch.log.Append(schema.ToolPermitTurn, schema.GateData{AgentName: name}); err != nil {
 		return err
 	}
 	ch.mu.Lock()
@@ -285,7 +286,7 @@ func (e *toolEnv) ScheduleReminder(id string, r toolexec.Reminder) error {
 	if !ok {
 		return errNotFoundAgent
 	}
-	if _, err := a.log.Append(evReminderSched, reminderData{ReminderID: r.ID, Reason: r.Reason,
+	if _, err := a.log.Append(schema.ReminderSched, schema.ReminderData{ReminderID: r.ID, Reason: r.Reason,
 		Due: r.Due.Format(time.RFC3339Nano), EveryMS: r.Every.Milliseconds()}); err != nil {
 		return err
 	}
@@ -308,7 +309,7 @@ func (e *toolEnv) CancelReminder(id, reminderID string) (bool, error) {
 	if !known {
 		return false, nil
 	}
-	if _, err := a.log.Append(evReminderCancel, reminderData{ReminderID: reminderID}); err != nil {
+	if _, err := a.log.Append(schema.ReminderCancel, schema.ReminderData{ReminderID: reminderID}); err != nil {
 		return true, err
 	}
 	e.core().disarmReminder(a, reminderID)
@@ -327,7 +328,7 @@ func (e *toolEnv) Subscribe(subscriber string, s toolexec.Subscription) (bool, e
 	if !e.core().indexSubscription(sub, subscriber) {
 		return false, nil
 	}
-	if _, err := a.log.Append(evToolSubscribe, subscribeData{SubscriptionID: sub.ID, TargetID: sub.Target,
+	if _, err := a.log.Append(schema.ToolSubscribe, schema.SubscribeData{SubscriptionID: sub.ID, TargetID: sub.Target,
 		From: sub.From, To: sub.To, Once: sub.Once}); err != nil {
 		e.core().unindexSubscription(sub)
 		return true, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -88,7 +89,7 @@ func (c *Core) unindexSubscription(sub subscriptionRec) {
 }
 
 func (c *Core) dropSubscription(subscriber *agent, sub subscriptionRec, reason string) error {
-	if _, err := subscriber.log.Append(evToolUnsubscribe, unsubscribeData{SubscriptionID: sub.ID, Reason: reason}); err != nil {
+	if _, err := subscriber.log.Append(schema.ToolUnsubscribe, schema.UnsubscribeData{SubscriptionID: sub.ID, Reason: reason}); err != nil {
 		return fmt.Errorf("logging tool.unsubscribe: %w", err)
 	}
 	c.unindexSubscription(sub)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
 	fold "github.com/warren-dev/warren/projection"
 
 	"github.com/warren-dev/warren/inbox"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -136,7 +137,7 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		outcome = ""
 		return res
 	}
-	if _, err := a.log.Append(evTurnStart, turnStartData{RunID: runID, Turn: turn, BootID: c.bootID,
+	if _, err := a.log.Append(schema.TurnStart, schema.TurnStartData{RunID: runID, Turn: turn, BootID: c.bootID,
 		Prompt: req.Prompt, Provider: provName, Model: model, MessageIDs: nonNil(req.MessageIDs)}); err != nil {
 		res.Err = logFailure(fmt.Errorf("logging turn.start for agent %s: %w", a.id, err))
 		outcome = ""
@@ -154,14 +155,14 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 	switch {
 	case err == nil:
 		outcome = outComplete
-		done := turnCompleteData{RunID: runID, Turn: turn, Response: response}
+		done := schema.TurnCompleteData{RunID: runID, Turn: turn, Response: response}
 		if !usage.IsZero() {
 			done.Usage = &usage
 		}
-		if _, lerr := a.log.Append(evTurnComplete, done); lerr != nil {
+		if _, lerr := a.log.Append(schema.TurnComplete, done); lerr != nil {
 			// Not durable, so not complete: the run ends as failed once the
 			// log takes it.
-			a.owe(runID, evTurnFailed, turnFailedData{RunID: runID, Turn: turn, Attempts: attempts,
+			a.owe(runID, schema.TurnFailed, schema.TurnFailedData{RunID: runID, Turn: turn, Attempts: attempts,
 				Error: "the turn's result could not be logged: " + lerr.Error()}, lerr)
 			res.Err = logFailure(fmt.Errorf("logging turn.complete for agent %s: %w", a.id, lerr))
 			outcome = ""
@@ -179,19 +180,19 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		a.mu.Unlock()
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		outcome = outCancelled
-		if _, lerr := a.log.Append(evTurnCancelled, turnCancelledData{RunID: runID, Turn: turn}); lerr != nil {
+		if _, lerr := a.log.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}); lerr != nil {
 			c.log.Error("logging turn.cancelled", "agent", a.id, "err", lerr)
-			a.owe(runID, evTurnCancelled, turnCancelledData{RunID: runID, Turn: turn}, lerr)
+			a.owe(runID, schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}, lerr)
 			outcome = ""
 		}
 		res.Status = "idle"
 		res.Err = failf(ErrWrongState, "turn cancelled")
 	default:
 		outcome = outFailed
-		failed := turnFailedData{RunID: runID, Turn: turn, Error: err.Error(), Attempts: attempts}
-		if _, lerr := a.log.Append(evTurnFailed, failed); lerr != nil {
+		failed := schema.TurnFailedData{RunID: runID, Turn: turn, Error: err.Error(), Attempts: attempts}
+		if _, lerr := a.log.Append(schema.TurnFailed, failed); lerr != nil {
 			c.log.Error("logging turn.failed", "agent", a.id, "err", lerr)
-			a.owe(runID, evTurnFailed, failed, lerr)
+			a.owe(runID, schema.TurnFailed, failed, lerr)
 			outcome = ""
 		}
 		res.Status = "idle"
@@ -287,7 +288,7 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 		if retryAfter > delay {
 			delay = retryAfter
 		}
-		if _, lerr := a.log.Append(evTurnRetry, turnRetryData{RunID: runID, Turn: turn, Attempt: attempt,
+		if _, lerr := a.log.Append(schema.TurnRetry, schema.TurnRetryData{RunID: runID, Turn: turn, Attempt: attempt,
 			Error: err.Error(), DelayMS: delay.Milliseconds()}); lerr != nil {
 			return "", attempt, fmt.Errorf("logging turn.retry: %w (after %v)", lerr, err)
 		}

@@ -3,10 +3,12 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/warren-dev/warren/store"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -73,7 +75,7 @@ func (u *userInbox) apply(e eventlog.Entry) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	switch e.Event {
-	case evMsgEnqueued:
+	case schema.MessageEnqueued:
 		m, err := inbox.FromEventData(e.Data)
 		if err != nil {
 			return fmt.Errorf("seq %d: %w", e.Seq, err)
@@ -83,8 +85,8 @@ func (u *userInbox) apply(e eventlog.Entry) error {
 		}
 		u.seen[m.ID] = struct{}{}
 		u.queue.Push(queued(m, e))
-	case evMsgDelivered:
-		var d messageDeliveredData
+	case schema.MessageDelivered:
+		var d schema.MessageDeliveredData
 		if err := decode(e, &d); err != nil {
 			return err
 		}
@@ -100,7 +102,7 @@ func (u *userInbox) enqueue(m inbox.Message) error {
 	if dup {
 		return nil
 	}
-	if _, err := u.log.Append(evMsgEnqueued, m.EventData()); err != nil {
+	if _, err := u.log.Append(schema.MessageEnqueued, m.EventData()); err != nil {
 		return fmt.Errorf("logging a message to USER: %w", err)
 	}
 	return nil
@@ -126,7 +128,7 @@ func (c *Core) DrainUserInbox() ([]map[string]any, error) {
 	}
 	recs := make([]eventlog.Record, len(msgs))
 	for i, m := range msgs {
-		recs[i] = eventlog.Record{Event: evMsgDelivered, Data: messageDeliveredData{MessageID: m.ID}}
+		recs[i] = eventlog.Record{Event: schema.MessageDelivered, Data: schema.MessageDeliveredData{MessageID: m.ID}}
 	}
 	if _, err := u.log.AppendBatch(recs); err != nil {
 		return nil, fmt.Errorf("logging the delivery of the USER inbox: %w", err)

@@ -33,9 +33,9 @@ func (c *Core) beginWait(a *agent, v tools.AwaitInput, cc callCtx) error {
 	a.secrets[cc.runID] = secret
 	a.mu.Unlock()
 	_, err = a.log.AppendBatch([]eventlog.Record{
-		{Event: evRunWaiting, Data: runWaitingData{RunID: cc.runID, WaitKind: v.Kind, Prompt: v.Prompt,
+		{Event: schema.RunWaiting, Data: schema.RunWaitingData{RunID: cc.runID, WaitKind: v.Kind, Prompt: v.Prompt,
 			TokenID: tok.ID, Deadline: deadline.Format(time.RFC3339Nano), SecretHash: tok.SecretHash, Turn: cc.turn}},
-		{Event: evTokenMinted, Data: tokenData{TokenID: tok.ID, RunID: cc.runID}},
+		{Event: schema.TokenMinted, Data: schema.TokenData{TokenID: tok.ID, RunID: cc.runID}},
 	})
 	if err != nil {
 		a.mu.Lock()
@@ -88,8 +88,8 @@ func (c *Core) sweepWaits() {
 			return nil
 		}
 		_, err := a.log.AppendBatch([]eventlog.Record{
-			{Event: evRunInterrupted, Data: runInterruptedData{RunID: t.RunID, Reason: reasonWaitTimeout}},
-			{Event: evTokenExpired, Data: tokenData{TokenID: t.ID, RunID: t.RunID}},
+			{Event: schema.RunInterrupted, Data: schema.RunInterruptedData{RunID: t.RunID, Reason: schema.ReasonWaitTimeout}},
+			{Event: schema.TokenExpired, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
 		})
 		return err
 	})
@@ -105,7 +105,7 @@ func (c *Core) sweepWaits() {
 // revokeToken revokes a live token (token.revoked with the reason).
 func (c *Core) revokeToken(a *agent, tokenID, runID, reason string) error {
 	err := c.tokens.Revoke(tokenID, reason, func(t token.Token) error {
-		_, err := a.log.Append(evTokenRevoked, tokenData{TokenID: tokenID, RunID: runID, Reason: reason})
+		_, err := a.log.Append(schema.TokenRevoked, schema.TokenData{TokenID: tokenID, RunID: runID, Reason: reason})
 		return err
 	})
 	if err != nil && !errors.Is(err, token.ErrRejected) {
@@ -177,8 +177,8 @@ func (c *Core) resume(ctx context.Context, agentID, presented, tokenID, response
 			return err
 		}
 		_, err := a.log.AppendBatch([]eventlog.Record{
-			{Event: evTokenConsumed, Data: tokenData{TokenID: t.ID, RunID: t.RunID}},
-			{Event: evRunResumed, Data: runResumedData{RunID: t.RunID, TokenID: t.ID, Response: response}},
+			{Event: schema.TokenConsumed, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
+			{Event: schema.RunResumed, Data: schema.RunResumedData{RunID: t.RunID, TokenID: t.ID, Response: response}},
 		})
 		if err != nil {
 			a.mu.Lock()
@@ -241,7 +241,7 @@ func (c *Core) repeatResume(ctx context.Context, a *agent, tokenID, runID string
 	if lr != nil && lr.TokenID == tokenID && lr.Completed {
 		return TurnResult{Response: lr.Result, RunID: runID, Status: "idle"}, nil
 	}
-	if run.RunID == runID && !run.Ended && run.Interrupted && run.Reason == reasonProcessRestart {
+	if run.RunID == runID && !run.Ended && run.Interrupted && run.Reason == schema.ReasonProcessRestart {
 		return c.resumeInterrupted(ctx, a, run)
 	}
 	return TurnResult{}, failf(ErrTokenRejected,
@@ -251,14 +251,14 @@ func (c *Core) repeatResume(ctx context.Context, a *agent, tokenID, runID string
 // resumeInterrupted re-runs a run interrupted by a restart. Tool calls the
 // log records for it are answered from the record.
 func (c *Core) resumeInterrupted(ctx context.Context, a *agent, run runFacts) (TurnResult, error) {
-	if run.RunID == "" || run.Ended || !run.Interrupted || run.Reason != reasonProcessRestart {
+	if run.RunID == "" || run.Ended || !run.Interrupted || run.Reason != schema.ReasonProcessRestart {
 		return TurnResult{}, failf(ErrWrongState,
 			"agent %s has no interrupted run to resume; to answer a wait pass --token and a response", a.name())
 	}
 	if err := c.claim(a); err != nil {
 		return TurnResult{}, err
 	}
-	if _, err := a.log.Append(evRunResumed, runResumedData{RunID: run.RunID}); err != nil {
+	if _, err := a.log.Append(schema.RunResumed, schema.RunResumedData{RunID: run.RunID}); err != nil {
 		c.release(a)
 		return TurnResult{}, fmt.Errorf("logging run.resumed: %w", err)
 	}
@@ -317,7 +317,7 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 			return err
 		}
 	}
-	if _, err := a.log.Append(evTurnCancelled, turnCancelledData{RunID: run.RunID, Turn: run.Turn}); err != nil {
+	if _, err := a.log.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: run.RunID, Turn: run.Turn}); err != nil {
 		return logFailure(fmt.Errorf("logging turn.cancelled for agent %s: %w; the run is still open in the log and nothing else changed; retry agent cancel once the log accepts appends", a.name(), err))
 	}
 	c.saveSession(a, func(s *session.Session) { s.State = session.StateIdle; s.Run = nil })
