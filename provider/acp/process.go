@@ -32,7 +32,7 @@ type process struct {
 	stdin  *os.File
 	stdout *os.File
 
-	stderr     *tail
+	stderr     *agentproc.Tail
 	stderrDone chan struct{}
 	exited     chan struct{}
 	state      *os.ProcessState
@@ -114,7 +114,7 @@ func launchPiped(sp *agentproc.Spawner, argv, env []string, dir string, launch p
 			return nil, fmt.Errorf("agent process %d could not be recorded, so it was killed: %w", proc.Pid, err)
 		}
 	}
-	p := &process{proc: proc, pid: proc.Pid, stdin: inW, stdout: outR, stderr: &tail{max: stderrKeep},
+	p := &process{proc: proc, pid: proc.Pid, stdin: inW, stdout: outR, stderr: agentproc.NewTail(stderrKeep),
 		stderrDone: make(chan struct{}), exited: make(chan struct{})}
 	var errOut io.Writer = p.stderr
 	if sw, ok := launch.(stderrWriter); ok && sw.Stderr() != nil {
@@ -189,33 +189,4 @@ func (p *process) describe() string {
 		return st + "; stderr: " + e
 	}
 	return st
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu        sync.Mutex
-	max       int
-	buf       []byte
-	truncated bool
-}
-
-func (r *tail) Write(b []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf = append(r.buf, b...)
-	if over := len(r.buf) - r.max; over > 0 {
-		r.buf = append(r.buf[:0], r.buf[over:]...)
-		r.truncated = true
-	}
-	return len(b), nil
-}
-
-func (r *tail) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := string(r.buf)
-	if r.truncated {
-		s = "..." + s
-	}
-	return s
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +34,7 @@ type process struct {
 	stdout *os.File // our read end
 	rd     *bufio.Reader
 
-	stderr     *ring
+	stderr     *agentproc.Tail
 	stderrDone chan struct{}
 
 	exited chan struct{} // closed once Wait returned
@@ -116,7 +115,7 @@ func startProcess(sp *agentproc.Spawner, argv, env []string, dir string, launch 
 		stdin:      inW,
 		stdout:     outR,
 		rd:         bufio.NewReaderSize(outR, readBuffer),
-		stderr:     &ring{max: stderrKeep},
+		stderr:     agentproc.NewTail(stderrKeep),
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 	}
@@ -232,38 +231,4 @@ func (p *process) exitStatus() string {
 		return "status unknown"
 	}
 	return p.state.String()
-}
-
-// ring keeps the last max bytes written to it.
-type ring struct {
-	mu        sync.Mutex
-	max       int
-	buf       []byte
-	truncated bool
-}
-
-func (r *ring) Write(b []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf = append(r.buf, b...)
-	if over := len(r.buf) - r.max; over > 0 {
-		r.buf = append(r.buf[:0], r.buf[over:]...)
-		r.truncated = true
-	}
-	return len(b), nil
-}
-
-// String returns the kept text, starting at a line boundary when earlier
-// output was dropped.
-func (r *ring) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := string(r.buf)
-	if r.truncated {
-		if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
-			s = s[i+1:]
-		}
-		s = "..." + s
-	}
-	return s
 }

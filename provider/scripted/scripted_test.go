@@ -345,21 +345,6 @@ func TestStopGracefulExit(t *testing.T) {
 	}
 }
 
-func TestRingKeepsTail(t *testing.T) {
-	r := &ring{max: 16}
-	if _, err := fmt.Fprint(r, "line one\nline two\nline three\n"); err != nil {
-		t.Fatal(err)
-	}
-	if got := r.String(); got != "...line three\n" {
-		t.Fatalf("ring = %q", got)
-	}
-	small := &ring{max: 100}
-	_, _ = small.Write([]byte("short"))
-	if small.String() != "short" {
-		t.Fatalf("ring = %q", small.String())
-	}
-}
-
 func TestWriteHelpersInstallsBothModules(t *testing.T) {
 	dir := t.TempDir()
 	if err := WriteHelpers(dir); err != nil {
