@@ -106,120 +106,148 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 	if err != nil {
 		return nil, err
 	}
-	caps := prov.Capabilities()
+	o := &sessionOpen{c: c, a: a, prov: prov, caps: prov.Capabilities(), provName: provName, model: model}
 	a.mu.Lock()
 	sess := a.sess
-	handle, sessProv, sessModel := a.p.Handle, a.p.SessProvider, a.p.SessModel
+	o.handle = a.p.Handle
+	sessProv, sessModel := a.p.SessProvider, a.p.SessModel
 	instructions, cwd := a.p.Instructions, a.p.Cwd
 	a.mu.Unlock()
-	same := sessProv == provName && sessModel == model
-
-	var blob []byte
-	if sess != nil && same && sess.Provider == provName && sess.Model == model {
-		blob = sess.ProviderState
+	o.same = sessProv == provName && sessModel == model
+	if sess != nil && o.same && sess.Provider == provName && sess.Model == model {
+		o.blob = sess.ProviderState
 	}
-	// The history is read from the log only when it is needed: not for a
-	// restore from an eviction blob or a native handle.
-	var h history.History
-	haveHistory := false
-	loadHistory := func() error {
-		if haveHistory {
-			return nil
-		}
-		var err error
-		if h, err = c.history(a); err != nil {
-			return err
-		}
-		haveHistory = true
-		// The turn being started is not history, unless it re-runs an
-		// interrupted or resumed run (then its earlier calls show as
-		// interrupted in the block).
-		a.mu.Lock()
-		if cur := a.cur; cur != nil && !cur.rerun && h.Open != nil && h.Open.RunID == cur.runID {
-			h.Open = nil
-		}
-		a.mu.Unlock()
+	o.spec = c.providerSpec(provName, a.id, model, instructions, cwd, nil)
+	if lv, done, err := o.restore(ctx); done {
+		return lv, err
+	}
+	return o.fresh(ctx)
+}
+
+// sessionOpen is one openSession: what it read of the agent, and the
+// history, read from the log only when a step needs it (not for a restore
+// from an eviction blob or a native handle).
+type sessionOpen struct {
+	c           *Core
+	a           *agent
+	prov        provider.Provider
+	caps        provider.Capabilities
+	provName    string
+	model       string
+	handle      string
+	same        bool // the recorded session is of this provider and model
+	blob        []byte
+	spec        provider.Spec
+	h           history.History
+	haveHistory bool
+}
+
+// loadHistory reads the agent's history once.
+func (o *sessionOpen) loadHistory() error {
+	if o.haveHistory {
 		return nil
 	}
-	spec := c.providerSpec(provName, a.id, model, instructions, cwd, nil)
-	useBlob := len(blob) > 0
-	useHandle := same && handle != "" && (caps.NativeResume || caps.StructuredHistory)
-	if useBlob || useHandle {
-		strategy := strategyNative
-		if useBlob && caps.HistoryOnRestore {
-			// The blob is a handle; the conversation comes from the log.
-			if err := loadHistory(); err != nil {
-				return nil, err
-			}
-			spec.History = h.Turns
-		}
-		if !useBlob && caps.StructuredHistory {
-			if err := loadHistory(); err != nil {
-				return nil, err
-			}
-			spec.History = h.Turns
-			if !caps.NativeResume {
-				strategy = strategyHistory
-			}
-		}
-		s, err := prov.Restore(ctx, spec, blob, handle)
-		if err == nil {
-			method := ""
-			if rb, ok := s.(provider.RestoredBy); ok {
-				method = rb.RestoredBy()
-			}
-			if err := c.logRestored(a, provName, model, strategy, method); err != nil {
-				_ = s.Stop()
-				return nil, err
-			}
-			if useBlob {
-				// The blob is consumed: once the session takes more turns it
-				// is stale, and a restart must not restore from it (the
-				// handle and the log are current).
-				c.saveSession(a, func(s2 *session.Session) { s2.ProviderState = nil })
-			}
-			return &live{sess: s, provider: provName, model: model}, nil
-		}
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		if transient, _ := provider.IsTransient(err); transient && caps.NativeResume {
-			// A dead transport (the agent died or hung while restoring)
-			// says nothing about the session: a fresh one would lose it
-			// for good. The turn fails (transient) and the next one tries
-			// the handle again.
-			return nil, err
-		}
-		c.log.Warn("native restore failed; starting a fresh session with the history", "agent", a.id, "provider", provName, "err", err)
+	h, err := o.c.history(o.a)
+	if err != nil {
+		return err
 	}
-	if err := loadHistory(); err != nil {
+	o.h, o.haveHistory = h, true
+	// The turn being started is not history, unless it re-runs an
+	// interrupted or resumed run (then its earlier calls show as
+	// interrupted in the block).
+	o.a.mu.Lock()
+	if cur := o.a.cur; cur != nil && !cur.rerun && o.h.Open != nil && o.h.Open.RunID == cur.runID {
+		o.h.Open = nil
+	}
+	o.a.mu.Unlock()
+	return nil
+}
+
+// restore tries the eviction blob or the native handle. done is false when
+// there is neither, or when the restore failed in a way a fresh session
+// with the history answers.
+func (o *sessionOpen) restore(ctx context.Context) (lv *live, done bool, err error) {
+	useBlob := len(o.blob) > 0
+	useHandle := o.same && o.handle != "" && (o.caps.NativeResume || o.caps.StructuredHistory)
+	if !useBlob && !useHandle {
+		return nil, false, nil
+	}
+	strategy := strategyNative
+	if (useBlob && o.caps.HistoryOnRestore) || (!useBlob && o.caps.StructuredHistory) {
+		// HistoryOnRestore: the blob is a handle, the conversation comes
+		// from the log.
+		if err := o.loadHistory(); err != nil {
+			return nil, true, err
+		}
+		o.spec.History = o.h.Turns
+		if !useBlob && !o.caps.NativeResume {
+			strategy = strategyHistory
+		}
+	}
+	s, err := o.prov.Restore(ctx, o.spec, o.blob, o.handle)
+	if err == nil {
+		method := ""
+		if rb, ok := s.(provider.RestoredBy); ok {
+			method = rb.RestoredBy()
+		}
+		if err := o.c.logRestored(o.a, o.provName, o.model, strategy, method); err != nil {
+			_ = s.Stop()
+			return nil, true, err
+		}
+		if useBlob {
+			// The blob is consumed: once the session takes more turns it
+			// is stale, and a restart must not restore from it (the
+			// handle and the log are current).
+			o.c.saveSession(o.a, func(s2 *session.Session) { s2.ProviderState = nil })
+		}
+		return &live{sess: s, provider: o.provName, model: o.model}, true, nil
+	}
+	if ctx.Err() != nil {
+		return nil, true, err
+	}
+	if transient, _ := provider.IsTransient(err); transient && o.caps.NativeResume {
+		// A dead transport (the agent died or hung while restoring)
+		// says nothing about the session: a fresh one would lose it
+		// for good. The turn fails (transient) and the next one tries
+		// the handle again.
+		return nil, true, err
+	}
+	o.c.log.Warn("native restore failed; starting a fresh session with the history", "agent", o.a.id, "provider", o.provName, "err", err)
+	return nil, false, nil
+}
+
+// fresh creates a new session, with the history given as structured turns
+// or injected into the first prompt, and logs it.
+func (o *sessionOpen) fresh(ctx context.Context) (*live, error) {
+	if err := o.loadHistory(); err != nil {
 		return nil, err
 	}
-	if caps.StructuredHistory {
-		spec.History = h.Turns
+	if o.caps.StructuredHistory {
+		o.spec.History = o.h.Turns
 	}
-	s, err := prov.Create(ctx, spec)
+	s, err := o.prov.Create(ctx, o.spec)
 	if err != nil {
 		return nil, err
 	}
-	lv := &live{sess: s, provider: provName, model: model}
+	lv := &live{sess: s, provider: o.provName, model: o.model}
 	strategy := strategyFresh
-	if len(h.Turns) > 0 || h.Open != nil {
+	if len(o.h.Turns) > 0 || o.h.Open != nil {
 		strategy = strategyHistory
-		if !caps.StructuredHistory {
+		if !o.caps.StructuredHistory {
+			h := o.h
 			lv.inject = &h
 		}
 	}
 	recs := []eventlog.Record{
-		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: provName, Model: model, Handle: s.Handle()}},
-		{Event: schema.SessionRestored, Data: schema.SessionRestoredData{Provider: provName, Model: model, Strategy: strategy}},
+		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: o.provName, Model: o.model, Handle: s.Handle()}},
+		{Event: schema.SessionRestored, Data: schema.SessionRestoredData{Provider: o.provName, Model: o.model, Strategy: strategy}},
 	}
-	if _, err := a.log.AppendBatch(recs); err != nil {
+	if _, err := o.a.log.AppendBatch(recs); err != nil {
 		_ = s.Stop()
-		return nil, fmt.Errorf("logging the new session of agent %s: %w", a.id, err)
+		return nil, fmt.Errorf("logging the new session of agent %s: %w", o.a.id, err)
 	}
-	c.saveSession(a, func(s2 *session.Session) {
-		s2.Provider, s2.Model, s2.Handle, s2.ProviderState = provName, model, s.Handle(), nil
+	o.c.saveSession(o.a, func(s2 *session.Session) {
+		s2.Provider, s2.Model, s2.Handle, s2.ProviderState = o.provName, o.model, s.Handle(), nil
 	})
 	return lv, nil
 }
