@@ -236,35 +236,65 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 	}
 	l.mu.Unlock()
 
-	// A poisoned handle due for a retry is reopened first; a handle closed
-	// for the Files cap is reopened cheaply. If that fails the group is
-	// refused and nothing was written.
+	var acked bool
 	var reopenErr error
-	if err == nil && (heal || l.f == nil) {
-		reopenErr = l.reopen(heal)
-	} else if err == nil && l.files != nil {
-		l.files.touch(l)
-	}
-	acked := false
-	if err == nil && reopenErr == nil {
-		acked, err = l.writeGroup(group)
-		if acked && l.onAppend != nil {
-			var all []Entry
-			for _, g := range group {
-				all = append(all, g.entries...)
-			}
-			l.onAppend(all)
-		}
-		if !acked {
-			l.dropHandles()
-		}
+	if err == nil {
+		acked, reopenErr, err = l.writeLeading(group, heal)
 	}
 
 	l.mu.Lock()
 	if heal {
 		l.settleHeal(reopenErr)
 	}
-	refused := poisoned && !(heal && reopenErr == nil)
+	l.settleGroup(group, w, poisoned && !(heal && reopenErr == nil), acked, reopenErr, err)
+	healed := heal && acked
+	if acked {
+		l.lastGroup = time.Now()
+		l.armRetire()
+	}
+	// Callers expected back soon: the group just released plus those
+	// already queued.
+	l.released = len(group) + len(l.queue)
+	l.handOff()
+	l.mu.Unlock()
+	if healed && l.onHeal != nil {
+		l.onHeal()
+	}
+	return w.entries, w.err
+}
+
+// writeLeading writes a group as its leader, without l.mu. A poisoned
+// handle due for a retry (heal) is reopened first, and a handle closed for
+// the Files cap is reopened cheaply; if that fails (reopenErr) the group is
+// refused and nothing was written. A group that was written and not
+// acknowledged drops the handles.
+func (l *Log) writeLeading(group []*waiter, heal bool) (acked bool, reopenErr, err error) {
+	if heal || l.f == nil {
+		if reopenErr = l.reopen(heal); reopenErr != nil {
+			return false, reopenErr, nil
+		}
+	} else if l.files != nil {
+		l.files.touch(l)
+	}
+	acked, err = l.writeGroup(group)
+	if acked && l.onAppend != nil {
+		var all []Entry
+		for _, g := range group {
+			all = append(all, g.entries...)
+		}
+		l.onAppend(all)
+	}
+	if !acked {
+		l.dropHandles()
+	}
+	return acked, nil, err
+}
+
+// settleGroup records a group's outcome, under l.mu: the handle poisoned
+// when the write or the reopen failed, lastSeq advanced when it was
+// acknowledged, and every member given its result (refused: the handle was
+// and stays poisoned, nothing written) and woken, except w, the leader.
+func (l *Log) settleGroup(group []*waiter, w *waiter, refused, acked bool, reopenErr, err error) {
 	switch {
 	case refused:
 		// Still poisoned: refused with the reason, nothing written.
@@ -280,7 +310,6 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 	if acked {
 		l.lastSeq = l.nextSeq - 1
 	}
-	healed := heal && acked
 	for _, g := range group {
 		g.done = true
 		switch {
@@ -296,19 +325,6 @@ func (l *Log) commit(recs []prepared) ([]Entry, error) {
 			g.wake <- struct{}{}
 		}
 	}
-	if acked {
-		l.lastGroup = time.Now()
-		l.armRetire()
-	}
-	// Callers expected back soon: the group just released plus those
-	// already queued.
-	l.released = len(group) + len(l.queue)
-	l.handOff()
-	l.mu.Unlock()
-	if healed && l.onHeal != nil {
-		l.onHeal()
-	}
-	return w.entries, w.err
 }
 
 // handOff ends the current leadership: it wakes the first queued caller to
