@@ -4,10 +4,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/warren-dev/warren/schema"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/warren-dev/warren/schema"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -288,4 +289,13 @@ func FuzzParseID16(f *testing.F) {
 			t.Fatalf("parseID16(%q) = %x, %v; want %x, %v", id, got, ok, want, wantOK)
 		}
 	})
+}
+
+// fmtAny is v as JSON, for failure messages.
+func fmtAny(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }

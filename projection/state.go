@@ -44,12 +44,24 @@ type SentRef struct {
 // the tool.call data records, in order: SentRef.Index indexes them.
 func SentEnvelopes(data []byte) []json.RawMessage {
 	var msgs []json.RawMessage
-	objectMembers(data, func(k string, v []byte) {
-		if k == "messages" {
-			arrayElements(v, func(m []byte) { msgs = append(msgs, cloneRaw(m)) })
+	m := jsonfast.Object(data)
+	for {
+		k, v, ok := m.Next()
+		if !ok {
+			return msgs
 		}
-	})
-	return msgs
+		if string(k) != "messages" {
+			continue
+		}
+		arr := jsonfast.Array(v)
+		for {
+			el, ok := arr.Next()
+			if !ok {
+				break
+			}
+			msgs = append(msgs, cloneRaw(el))
+		}
+	}
 }
 
 // sentRefs describes the envelopes of the tool.call entry e (d.Messages,
@@ -66,9 +78,9 @@ func sentRefs(e eventlog.Entry, d toolCallFields) []SentRef {
 			}
 			switch string(k) {
 			case "message_id":
-				r.ID, _ = jsonString(v)
+				r.ID, _ = jsonfast.String(v)
 			case "recipient":
-				r.To, _ = jsonString(v)
+				r.To, _ = jsonfast.String(v)
 			}
 		}
 		out = append(out, r)
