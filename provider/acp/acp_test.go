@@ -192,9 +192,9 @@ func TestPermissionPolicies(t *testing.T) {
 	cases := []struct{ policy, prompt, want string }{
 		{PermAllow, "@permission rm -rf build", "selected allow"},
 		{PermDeny, "@permission rm -rf build", "selected reject"},
-		// warren's own tools are allowed under every policy.
-		{PermDeny, "@permission mcp__warren__send_message", "selected allow"},
-		{PermAsk, "@permission mcp_warren_spawn_agent", "selected allow"},
+		// A title alone never makes a warren tool (the shapes that do are
+		// in warrentool_test.go).
+		{PermDeny, "@permission mcp__warren__send_message", "selected reject"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.policy+" "+tc.prompt, func(t *testing.T) {
@@ -369,20 +369,6 @@ func TestMissingCommandSaysHowToInstall(t *testing.T) {
 	e.st.Command = nil
 	if _, err := e.provider().Create(context.Background(), e.spec()); !errors.Is(err, ErrNoCommand) {
 		t.Fatalf("no command: %v", err)
-	}
-}
-
-func TestIsWarrenTool(t *testing.T) {
-	for title, want := range map[string]bool{
-		"mcp__warren__send_message": true, "mcp_warren_send_message": true, "warren_spawn_agent": true,
-		"warren/await_input": true, "Bash": false, "mcp__other__send_message": false, "warren_rm": false,
-		"send_message (warren MCP Server)": true, "rm -rf / (warren MCP Server)": false,
-		"send_message (other MCP Server)": false, "x; send_message (warren MCP Server)": false,
-		"warren send_message && rm -rf /": false, "echo mcp__warren__send_message": false, "mcp__warren__send_message; rm x": false,
-	} {
-		if got := isWarrenTool(title); got != want {
-			t.Errorf("%q: %v", title, got)
-		}
 	}
 }
 

@@ -63,7 +63,7 @@ func runFuzzInput(t *testing.T, data []byte, policy string) {
 	for {
 		select {
 		case m := <-t1.perms:
-			_ = s.permission(context.Background(), c, provider.TurnIO{Tools: tools}, m)
+			_ = s.permission(context.Background(), c, t1, provider.TurnIO{Tools: tools}, m)
 		default:
 			return
 		}

@@ -63,6 +63,9 @@ type turnState struct {
 	perms     chan *message
 	flood     chan struct{}
 	floodOnce sync.Once
+	// mcpCalls: the MCP calls the turn's tool_call updates described, by
+	// toolCallId (warrentool.go).
+	mcpCalls map[string]mcpRef
 }
 
 // Handle implements provider.Session: the ACP session id.

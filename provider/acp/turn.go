@@ -67,7 +67,7 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 		case <-c.dead:
 			return "", s.connErr("the turn", c.Err())
 		case req := <-t.perms:
-			if err := s.permission(ctx, c, io, req); err != nil {
+			if err := s.permission(ctx, c, t, io, req); err != nil {
 				return s.cancelTurn(c, reply, t, req, err)
 			}
 		case <-t.flood:
@@ -201,6 +201,9 @@ func (s *Session) onUpdate(params json.RawMessage) {
 		return
 	}
 	t.updates++
+	if u := n.Update.SessionUpdate; u == "tool_call" || u == "tool_call_update" {
+		t.noteToolCall(n.Update.ToolCallID, n.Update.RawInput)
+	}
 	text := ""
 	if n.Update.SessionUpdate == "agent_message_chunk" {
 		var cb contentBlock
@@ -228,7 +231,7 @@ func (s *Session) onUpdate(params json.RawMessage) {
 // suspends (the error wraps provider.ErrRunSuspended); when the run is
 // re-run after the operator answered, the same call at the same position
 // returns the answer.
-func (s *Session) permission(ctx context.Context, c *conn, io provider.TurnIO, m *message) error {
+func (s *Session) permission(ctx context.Context, c *conn, t *turnState, io provider.TurnIO, m *message) error {
 	var p permissionParams
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		_ = c.reply(m.ID, nil, &RPCError{Code: codeInvalidParams, Message: "malformed session/request_permission: " + err.Error()})
@@ -250,9 +253,9 @@ func (s *Session) permission(ctx context.Context, c *conn, io provider.TurnIO, m
 		}
 		return c.reply(m.ID, cancelledOutcome(), nil)
 	}
-	if isWarrenTool(p.ToolCall.Title) || isWarrenTool(p.ToolCall.Meta.ClaudeCode.ToolName) {
+	if name, ok := warrenToolOf(p, t.seenMCPCall); ok {
 		// warren's own tools run under warren's rules (routing, log).
-		s.log.Debug("permission for warren's own tool allowed", "title", p.ToolCall.Title)
+		s.log.Debug("permission for warren's own tool allowed", "tool", name, "title", p.ToolCall.Title)
 		_ = allow(false)
 		return nil
 	}
@@ -267,6 +270,12 @@ func (s *Session) permission(ctx context.Context, c *conn, io provider.TurnIO, m
 	if io.Tools == nil {
 		_ = deny()
 		return nil
+	}
+	if p.ToolCall.Title == "" {
+		// codex-acp sends the title in the tool_call update only.
+		if ref, ok := t.seenMCPCall(p.ToolCall.ToolCallID); ok {
+			p.ToolCall.Title = "mcp." + ref.Server + "." + ref.Tool
+		}
 	}
 	res, err := io.Tools.CallTool(ctx, tools.ToolAwaitInput, map[string]any{"kind": WaitKind, "prompt": permissionPrompt(p),
 		"timeout": PermissionWaitTimeout.Seconds()})
@@ -301,33 +310,4 @@ func permissionPrompt(p permissionParams) string {
 	}
 	b.WriteString(". Answer \"allow\" to let it run once, \"always\" to allow it for the session; anything else denies it.")
 	return b.String()
-}
-
-// isWarrenTool reports whether a permission request's title (or the tool
-// name an adapter gives in _meta) is exactly one of warren's own tools as
-// the agents name them: mcp__warren__send_message (Claude Code),
-// mcp_warren_send_message (Gemini), warren_send_message (OpenCode),
-// warren/send_message, warren.send_message, warren__send_message,
-// "send_message (warren MCP Server)" (Gemini CLI's permission title). Only
-// the whole title counts, so a shell command that mentions a tool is never
-// taken for it.
-func isWarrenTool(title string) bool {
-	t := strings.ToLower(strings.TrimSpace(title))
-	if name, ok := strings.CutSuffix(t, " (warren mcp server)"); ok {
-		// Gemini CLI 0.61.0 titles an MCP tool "send_message (warren MCP
-		// Server)" (seen in the e2e tests).
-		t = "warren_" + name
-	}
-	for _, prefix := range []string{"mcp__warren__", "mcp_warren_", "warren__", "warren_", "warren/", "warren."} {
-		rest, ok := strings.CutPrefix(t, prefix)
-		if !ok {
-			continue
-		}
-		for _, d := range tools.Catalog() {
-			if rest == d.Name {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -136,6 +136,9 @@ type sessionNotification struct {
 	Update    struct {
 		SessionUpdate string          `json:"sessionUpdate"`
 		Content       json.RawMessage `json:"content"`
+		// tool_call and tool_call_update (see warrentool.go).
+		ToolCallID string          `json:"toolCallId"`
+		RawInput   json.RawMessage `json:"rawInput"`
 	} `json:"update"`
 }
 
@@ -154,11 +157,18 @@ type permissionParams struct {
 		RawInput   json.RawMessage `json:"rawInput"`
 		Meta       struct {
 			ClaudeCode struct {
-				ToolName string `json:"toolName"`
+				ToolName  string `json:"toolName"`
+				MCPServer *struct {
+					Name string `json:"name"`
+				} `json:"mcpServer"`
 			} `json:"claudeCode"`
 		} `json:"_meta"`
 	} `json:"toolCall"`
 	Options []permissionOption `json:"options"`
+	Meta    struct {
+		// codex-acp marks an MCP tool's approval (warrentool.go).
+		IsMCPToolApproval bool `json:"is_mcp_tool_approval"`
+	} `json:"_meta"`
 }
 
 type permissionOutcome struct {

@@ -16,8 +16,9 @@
 //	FAKEACP_NO_INIT=1     never answer initialize
 //	FAKEACP_MODES=a,b     the modes offered (default "default,yolo")
 //	FAKEACP_CHILD=1       start a child process in the agent's group
-//	FAKEACP_TOOL_PERMISSION=1 ask permission (title mcp__warren__NAME)
-//	                      before each @tool call
+//	FAKEACP_TOOL_PERMISSION=SHAPE ask permission for warren's tool in an
+//	                      adapter's shape (claude, codex, gemini; 1: claude)
+//	                      before each @tool call (perm.go)
 //
 // Directives (lines of a prompt starting with '@'; a prompt wrapped in
 // warren's history block is read from its current-request part):
@@ -26,6 +27,7 @@
 //	@stderr TEXT         write TEXT to stderr
 //	@tool NAME JSON      call tool NAME of the first MCP server over MCP
 //	@permission TITLE    ask permission for a tool titled TITLE
+//	@permission-as SHAPE ARG  ask in a real adapter's shape (perm.go)
 //	@hang                wait for session/cancel, then stop as cancelled
 //	@slowcancel          ignore session/cancel and never answer
 //	@crash / @exit       exit with status 3 / 0 mid-turn
@@ -84,6 +86,7 @@ type agent struct {
 	waiting map[string]chan msg // our requests' answers
 	cancel  map[string]chan struct{}
 	mcp     map[string][]mcpServer // session -> servers
+	perms   int                    // permission requests sent (their toolCallIds)
 }
 
 type mcpServer struct {
@@ -352,12 +355,20 @@ func (a *agent) prompt(id json.RawMessage, sid, text string, cancel chan struct{
 			fmt.Fprintln(os.Stderr, arg)
 		case "tool":
 			name, args, _ := strings.Cut(arg, " ")
-			if os.Getenv("FAKEACP_TOOL_PERMISSION") == "1" && !a.askPermission(sid, "mcp__warren__"+name, out) {
-				continue
+			if shape := os.Getenv("FAKEACP_TOOL_PERMISSION"); shape != "" {
+				if shape == "1" {
+					shape = "claude"
+				}
+				if !a.askPermissionAs(sid, shape, name, out) {
+					continue
+				}
 			}
 			out(a.callTool(sid, name, args))
 		case "permission":
 			a.askPermission(sid, arg, out)
+		case "permission-as":
+			shape, rest, _ := strings.Cut(arg, " ")
+			a.askPermissionAs(sid, shape, rest, out)
 		case "hang":
 			<-cancel
 			a.reply(id, map[string]any{"stopReason": "cancelled"})
