@@ -66,6 +66,10 @@ type turnState struct {
 	// mcpCalls: the MCP calls the turn's tool_call updates described, by
 	// toolCallId (warrentool.go).
 	mcpCalls map[string]mcpRef
+	// failed is set when the agent said the model request failed (codex's
+	// threadStatus systemError); failText is the text it streamed after.
+	failed   bool
+	failText strings.Builder
 }
 
 // Handle implements provider.Session: the ACP session id.

@@ -102,6 +102,9 @@ func (s *Session) finish(m *message, t *turnState, io provider.TurnIO) (string, 
 		io.OnUsage(provider.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CachedInputTokens: res.Usage.CachedReadTokens})
 	}
+	if err := s.modelFailure(t); err != nil {
+		return "", err
+	}
 	switch res.StopReason {
 	case "refusal":
 		return "", provider.Permanent(fmt.Errorf("entry %q: the agent refused the prompt (stopReason refusal)", s.p.opts.Name))
@@ -114,6 +117,11 @@ func (s *Session) finish(m *message, t *turnState, io provider.TurnIO) (string, 
 // transientRPC reports whether an agent's error answer says the model
 // was overloaded or rate limited, or the connection to it failed.
 func transientRPC(e *RPCError) bool {
+	if e.Code == 429 || e.Code >= 500 && e.Code <= 599 {
+		// An HTTP status passed through as the code (Gemini CLI answers
+		// a prompt whose model request failed with the status).
+		return true
+	}
 	s := strings.ToLower(e.Message + " " + string(e.Data))
 	for _, w := range []string{"429", "529", "500", "502", "503", "504", "overloaded", "rate limit", "rate_limit", "timeout", "timed out", "econnreset", "econnrefused", "connection"} {
 		if strings.Contains(s, w) {
@@ -201,8 +209,11 @@ func (s *Session) onUpdate(params json.RawMessage) {
 		return
 	}
 	t.updates++
-	if u := n.Update.SessionUpdate; u == "tool_call" || u == "tool_call_update" {
+	switch u := n.Update.SessionUpdate; {
+	case u == "tool_call" || u == "tool_call_update":
 		t.noteToolCall(n.Update.ToolCallID, n.Update.RawInput)
+	case u == "session_info_update" && n.Update.Meta.Codex.ThreadStatus.Type == codexSystemError:
+		t.failed = true
 	}
 	text := ""
 	if n.Update.SessionUpdate == "agent_message_chunk" {
@@ -217,6 +228,14 @@ func (s *Session) onUpdate(params json.RawMessage) {
 		return
 	}
 	if text == "" {
+		return
+	}
+	if t.failed {
+		// codex-acp's error text after a failed model request: the
+		// turn's error, not its answer (codexerr.go).
+		if t.failText.Len() < 4096 {
+			t.failText.WriteString(text)
+		}
 		return
 	}
 	t.text.WriteString(text)

@@ -139,6 +139,15 @@ type sessionNotification struct {
 		// tool_call and tool_call_update (see warrentool.go).
 		ToolCallID string          `json:"toolCallId"`
 		RawInput   json.RawMessage `json:"rawInput"`
+		// codex-acp's session_info_update: threadStatus "systemError"
+		// when the model request failed (codexerr.go).
+		Meta struct {
+			Codex struct {
+				ThreadStatus struct {
+					Type string `json:"type"`
+				} `json:"threadStatus"`
+			} `json:"codex"`
+		} `json:"_meta"`
 	} `json:"update"`
 }
 

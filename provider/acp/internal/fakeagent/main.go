@@ -28,6 +28,8 @@
 //	@tool NAME JSON      call tool NAME of the first MCP server over MCP
 //	@permission TITLE    ask permission for a tool titled TITLE
 //	@permission-as SHAPE ARG  ask in a real adapter's shape (perm.go)
+//	@codexfail TEXT      report a failed model request as codex-acp does
+//	                     (threadStatus systemError, then TEXT, end_turn)
 //	@hang                wait for session/cancel, then stop as cancelled
 //	@slowcancel          ignore session/cancel and never answer
 //	@crash / @exit       exit with status 3 / 0 mid-turn
@@ -366,6 +368,11 @@ func (a *agent) prompt(id json.RawMessage, sid, text string, cancel chan struct{
 			out(a.callTool(sid, name, args))
 		case "permission":
 			a.askPermission(sid, arg, out)
+		case "codexfail":
+			// codex-acp's report of a failed model request (codexerr.go).
+			a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
+				"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "systemError"}}}})
+			out(arg + "\n\n")
 		case "permission-as":
 			shape, rest, _ := strings.Cut(arg, " ")
 			a.askPermissionAs(sid, shape, rest, out)
