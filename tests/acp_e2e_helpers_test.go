@@ -30,11 +30,10 @@ type e2eAgent struct {
 	bin   string // the installed binary's name
 	api   llmfake.API
 	model string // agent.create's model ("" for the entry's)
-	// perms is the entry's permissions policy ("" for the default, ask).
-	// codex-acp 2.6.0 asks permission for an MCP call with an empty title
-	// and gemini 0.61.0 titles it "send_message (warren MCP Server)":
-	// provider/acp does not recognise either as warren's own tool, so under
-	// ask the call would become an operator wait.
+	// perms is the entry's permissions policy ("" for the default, ask:
+	// every agent's permission request for warren's own tool is
+	// recognised, provider/acp/warrentool.go, so the send_message turn
+	// passes under ask only if it is).
 	perms   string
 	command func(bin string) []string
 	// persisted, when set, says whether the agent has written its session
@@ -60,7 +59,7 @@ var e2eAgents = []e2eAgent{
 				// model does not search).
 				"ENABLE_TOOL_SEARCH": "false"}
 		}},
-	{name: "codex", pkg: "@agentclientprotocol/codex-acp", bin: "codex-acp", api: llmfake.Responses, perms: "allow",
+	{name: "codex", pkg: "@agentclientprotocol/codex-acp", bin: "codex-acp", api: llmfake.Responses,
 		command: func(bin string) []string { return []string{bin} },
 		setup: func(t *testing.T, f *llmfake.Server, dir string) map[string]string {
 			t.Setenv("CODEX_E2E_API_KEY", "e2e-dummy-key")
@@ -77,7 +76,7 @@ stream_max_retries = 0
 `)
 			return map[string]string{"CODEX_HOME": home, "HOME": dir}
 		}},
-	{name: "gemini", pkg: "@google/gemini-cli", bin: "gemini", api: llmfake.Gemini, model: "mock-model", perms: "allow",
+	{name: "gemini", pkg: "@google/gemini-cli", bin: "gemini", api: llmfake.Gemini, model: "mock-model",
 		restoreBug: "gemini-cli 0.61.0 races itself on session/load in a fresh process: its chat recorder, started for " +
 			"the loaded session id, appends {\"$set\":{\"messages\":[<session_context>]}} to that session's own file " +
 			"(~/.gemini/tmp/<project>/chats/session-*-<id8>.jsonl) before the load reads it, so the load finds no " +
@@ -95,7 +94,7 @@ stream_max_retries = 0
 		},
 		setup: func(t *testing.T, f *llmfake.Server, dir string) map[string]string {
 			t.Setenv("GEMINI_API_KEY", "e2e-dummy-key")
-			writeFile(t, filepath.Join(dir, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"sessionRetention":{"enabled":false}}}`)
+			writeFile(t, filepath.Join(dir, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":1,"sessionRetention":{"enabled":false}}}`)
 			return map[string]string{"GOOGLE_GEMINI_BASE_URL": f.URL, "HOME": dir}
 		}},
 	{name: "opencode", pkg: "opencode-ai", bin: "opencode", api: llmfake.OpenAI,
