@@ -46,9 +46,10 @@
 // the prompt's answer; without one the process group is killed.
 //
 // Permissions: "allow" and "deny" pick the agent's allow_once/reject_once
-// option; requests for warren's own tools (titles such as
-// mcp__warren__send_message) are always allowed, since warren's rules
-// govern them. "ask" (the default) calls await_input with kind
+// option; requests for warren's own tools are always allowed, since
+// warren's rules govern them. They are recognised by the structure each
+// adapter builds from the MCP tool's registration, never by a title alone
+// (warrentool.go). "ask" (the default) calls await_input with kind
 // "permission" through the turn's ToolCaller: the run suspends as for any
 // await_input (a token, warren waits, agent resume). The re-run after the
 // operator's answer (in a fresh process, the session restored) repeats the
@@ -57,4 +58,10 @@
 // (yes, ok, approve) selects allow_once, "always" allow_always, anything
 // else rejects. A daemon restart while waiting changes nothing: the wait
 // and its token are in the log.
+//
+// A failed model request that the agent reports as text rather than as an
+// error (codex-acp: threadStatus systemError, then end_turn) is a turn
+// error, transient for overloads and rate limits (codexerr.go); so is a
+// prompt answered with an HTTP status as the error code (Gemini's 429 and
+// 5xx).
 package acp
