@@ -45,6 +45,18 @@ func TestCodexModelFailureIsATurnError(t *testing.T) {
 	}
 }
 
+// TestCodexRecoveredThreadIsNoFailure: a systemError followed by the
+// thread going active again in the same turn is no failure; the text
+// after the recovery is the answer.
+func TestCodexRecoveredThreadIsNoFailure(t *testing.T) {
+	e := newEnv(t)
+	s := e.create()
+	resp, err := s.Send(t.Context(), "@codexfail Reconnecting... 1/5\n@codexactive\n@say the answer", provider.TurnIO{})
+	if err != nil || !strings.Contains(resp, "the answer") || strings.Contains(resp, "Reconnecting") {
+		t.Fatalf("response %q, err %v", resp, err)
+	}
+}
+
 // TestTransientRPCCode: an HTTP status as a prompt's error code (Gemini
 // CLI's 429 and 5xx) is transient whatever the message says.
 func TestTransientRPCCode(t *testing.T) {

@@ -212,8 +212,16 @@ func (s *Session) onUpdate(params json.RawMessage) {
 	switch u := n.Update.SessionUpdate; {
 	case u == "tool_call" || u == "tool_call_update":
 		t.noteToolCall(n.Update.ToolCallID, n.Update.RawInput)
-	case u == "session_info_update" && n.Update.Meta.Codex.ThreadStatus.Type == codexSystemError:
-		t.failed = true
+	case u == "session_info_update":
+		switch n.Update.Meta.Codex.ThreadStatus.Type {
+		case codexSystemError:
+			t.failed = true
+		case "active":
+			// The thread recovered within the turn: what follows is
+			// the answer again.
+			t.failed = false
+			t.failText.Reset()
+		}
 	}
 	text := ""
 	if n.Update.SessionUpdate == "agent_message_chunk" {

@@ -30,6 +30,7 @@
 //	@permission-as SHAPE ARG  ask in a real adapter's shape (perm.go)
 //	@codexfail TEXT      report a failed model request as codex-acp does
 //	                     (threadStatus systemError, then TEXT, end_turn)
+//	@codexactive         codex-acp's threadStatus active (a recovery)
 //	@hang                wait for session/cancel, then stop as cancelled
 //	@slowcancel          ignore session/cancel and never answer
 //	@crash / @exit       exit with status 3 / 0 mid-turn
@@ -373,6 +374,9 @@ func (a *agent) prompt(id json.RawMessage, sid, text string, cancel chan struct{
 			a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
 				"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "systemError"}}}})
 			out(arg + "\n\n")
+		case "codexactive":
+			a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
+				"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "active", "activeFlags": []any{}}}}})
 		case "permission-as":
 			shape, rest, _ := strings.Cut(arg, " ")
 			a.askPermissionAs(sid, shape, rest, out)
