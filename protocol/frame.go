@@ -85,51 +85,18 @@ func normalize(v any, depth int) (any, error) {
 	if depth > maxNormalizeDepth {
 		return nil, fmt.Errorf("value nested deeper than %d levels", maxNormalizeDepth)
 	}
+	if s, ok := normalizeScalar(v); ok {
+		return s, nil
+	}
 	switch x := v.(type) {
-	case nil, bool, string, int64, uint64, float64:
-		return x, nil
-	case int:
-		return int64(x), nil
-	case int8:
-		return int64(x), nil
-	case int16:
-		return int64(x), nil
-	case int32:
-		return int64(x), nil
-	case uint:
-		return uint64(x), nil
-	case uint8:
-		return uint64(x), nil
-	case uint16:
-		return uint64(x), nil
-	case uint32:
-		return uint64(x), nil
-	case float32:
-		return float64(x), nil
 	case json.Number:
 		return numberValue(x)
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			n, err := normalize(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = n
-		}
-		return out, nil
+		return normalizeMap(x, depth)
 	case Params:
-		return normalize(map[string]any(x), depth)
+		return normalizeMap(x, depth)
 	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			n, err := normalize(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = n
-		}
-		return out, nil
+		return normalizeSlice(x, depth)
 	case map[string]string:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
@@ -148,6 +115,68 @@ func normalize(v any, depth int) (any, error) {
 		}
 		return map[string]any{"code": int64(x.Code), "message": x.Message}, nil
 	}
+	return normalizeViaJSON(v, depth)
+}
+
+// normalizeScalar converts Go's fixed-size numbers to int64, uint64 or
+// float64 and passes the data model's own scalars through; ok is false for
+// anything else.
+func normalizeScalar(v any) (out any, ok bool) {
+	switch x := v.(type) {
+	case nil, bool, string, int64, uint64, float64:
+		return x, true
+	case int:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case uint:
+		return uint64(x), true
+	case uint8:
+		return uint64(x), true
+	case uint16:
+		return uint64(x), true
+	case uint32:
+		return uint64(x), true
+	case float32:
+		return float64(x), true
+	}
+	return nil, false
+}
+
+// normalizeMap normalizes each value of m, one level deeper.
+func normalizeMap(m map[string]any, depth int) (any, error) {
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		n, err := normalize(e, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// normalizeSlice normalizes each element of s, one level deeper.
+func normalizeSlice(s []any, depth int) (any, error) {
+	out := make([]any, len(s))
+	for i, e := range s {
+		n, err := normalize(e, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// normalizeViaJSON converts any other value (structs, json.RawMessage,
+// typed maps and slices) by a round trip through encoding/json, so both
+// framings see the same keys (json tags) and values.
+func normalizeViaJSON(v any, depth int) (any, error) {
 	var raw []byte
 	if rm, ok := v.(json.RawMessage); ok {
 		raw = rm
