@@ -313,63 +313,9 @@ func valueEnd(d []byte, i, depth int) int {
 		e, _ := stringEnd(d, i)
 		return e
 	case '{':
-		if depth >= maxDepth {
-			return -1
-		}
-		i = skipWS(d, i+1)
-		if i < len(d) && d[i] == '}' {
-			return i + 1
-		}
-		for {
-			if i >= len(d) || d[i] != '"' {
-				return -1
-			}
-			if i, _ = stringEnd(d, i); i < 0 {
-				return -1
-			}
-			i = skipWS(d, i)
-			if i >= len(d) || d[i] != ':' {
-				return -1
-			}
-			if i = valueEnd(d, skipWS(d, i+1), depth+1); i < 0 {
-				return -1
-			}
-			i = skipWS(d, i)
-			if i >= len(d) {
-				return -1
-			}
-			if d[i] == '}' {
-				return i + 1
-			}
-			if d[i] != ',' {
-				return -1
-			}
-			i = skipWS(d, i+1)
-		}
+		return objectEnd(d, i, depth)
 	case '[':
-		if depth >= maxDepth {
-			return -1
-		}
-		i = skipWS(d, i+1)
-		if i < len(d) && d[i] == ']' {
-			return i + 1
-		}
-		for {
-			if i = valueEnd(d, i, depth+1); i < 0 {
-				return -1
-			}
-			i = skipWS(d, i)
-			if i >= len(d) {
-				return -1
-			}
-			if d[i] == ']' {
-				return i + 1
-			}
-			if d[i] != ',' {
-				return -1
-			}
-			i = skipWS(d, i+1)
-		}
+		return arrayEnd(d, i, depth)
 	case 't':
 		return literal(d, i, "true")
 	case 'f':
@@ -378,6 +324,72 @@ func valueEnd(d []byte, i, depth int) int {
 		return literal(d, i, "null")
 	}
 	return numberEnd(d, i)
+}
+
+// objectEnd returns the index just past the object at d[i] (a '{'),
+// checked, or -1.
+func objectEnd(d []byte, i, depth int) int {
+	if depth >= maxDepth {
+		return -1
+	}
+	i = skipWS(d, i+1)
+	if i < len(d) && d[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(d) || d[i] != '"' {
+			return -1
+		}
+		if i, _ = stringEnd(d, i); i < 0 {
+			return -1
+		}
+		i = skipWS(d, i)
+		if i >= len(d) || d[i] != ':' {
+			return -1
+		}
+		if i = valueEnd(d, skipWS(d, i+1), depth+1); i < 0 {
+			return -1
+		}
+		i = skipWS(d, i)
+		if i >= len(d) {
+			return -1
+		}
+		if d[i] == '}' {
+			return i + 1
+		}
+		if d[i] != ',' {
+			return -1
+		}
+		i = skipWS(d, i+1)
+	}
+}
+
+// arrayEnd returns the index just past the array at d[i] (a '['),
+// checked, or -1.
+func arrayEnd(d []byte, i, depth int) int {
+	if depth >= maxDepth {
+		return -1
+	}
+	i = skipWS(d, i+1)
+	if i < len(d) && d[i] == ']' {
+		return i + 1
+	}
+	for {
+		if i = valueEnd(d, i, depth+1); i < 0 {
+			return -1
+		}
+		i = skipWS(d, i)
+		if i >= len(d) {
+			return -1
+		}
+		if d[i] == ']' {
+			return i + 1
+		}
+		if d[i] != ',' {
+			return -1
+		}
+		i = skipWS(d, i+1)
+	}
 }
 
 func literal(d []byte, i int, lit string) int {
