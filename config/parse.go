@@ -37,87 +37,137 @@ func Parse(data []byte) (Config, error) {
 			return Config{}, fmt.Errorf("%w: unknown key %q%s; the keys are %s", ErrInvalid, k, suggestKey(k, topKeys), strings.Join(topKeys, ", "))
 		}
 	}
-	if raw, ok := top["pools"]; ok {
-		pools, err := decodeObject(raw, `"pools"`)
-		if err != nil {
+	// In the order their errors are reported; checkProviderPools after
+	// both maps are merged, so the order of keys in the file does not
+	// matter.
+	for _, step := range [...]func(*Config, map[string]json.RawMessage) error{
+		parsePools, parseProviderPools, checkProviderPools, parseRetryAndTimeout, parseLimitsKey, parseProviders,
+	} {
+		if err := step(&cfg, top); err != nil {
 			return Config{}, err
 		}
-		for _, name := range sortedKeys(pools) {
-			key := "pools." + name
-			if err := checkName(key, name); err != nil {
-				return Config{}, err
-			}
-			n, err := intValue(key, pools[name], 1, MaxPoolSize)
-			if err != nil {
-				return Config{}, err
-			}
-			cfg.Pools[name] = int(n)
-		}
 	}
-	if raw, ok := top["provider_pools"]; ok {
-		pp, err := decodeObject(raw, `"provider_pools"`)
+	return cfg, nil
+}
+
+// parsePools merges "pools" into cfg.Pools.
+func parsePools(cfg *Config, top map[string]json.RawMessage) error {
+	raw, ok := top["pools"]
+	if !ok {
+		return nil
+	}
+	pools, err := decodeObject(raw, `"pools"`)
+	if err != nil {
+		return err
+	}
+	for _, name := range sortedKeys(pools) {
+		key := "pools." + name
+		if err := checkName(key, name); err != nil {
+			return err
+		}
+		n, err := intValue(key, pools[name], 1, MaxPoolSize)
 		if err != nil {
-			return Config{}, err
+			return err
 		}
-		for _, prov := range sortedKeys(pp) {
-			key := "provider_pools." + prov
-			if err := checkName(key, prov); err != nil {
-				return Config{}, err
-			}
-			var pool string
-			if err := json.Unmarshal(pp[prov], &pool); err != nil {
-				return Config{}, fmt.Errorf("%w: %q must be the name of a pool (a string), got %s", ErrInvalid, key, preview(pp[prov]))
-			}
-			cfg.ProviderPools[prov] = pool
-		}
+		cfg.Pools[name] = int(n)
 	}
-	// Every pool named by provider_pools must exist (checked after both maps
-	// are merged, so the order of keys in the file does not matter).
+	return nil
+}
+
+// parseProviderPools merges "provider_pools" into cfg.ProviderPools.
+func parseProviderPools(cfg *Config, top map[string]json.RawMessage) error {
+	raw, ok := top["provider_pools"]
+	if !ok {
+		return nil
+	}
+	pp, err := decodeObject(raw, `"provider_pools"`)
+	if err != nil {
+		return err
+	}
+	for _, prov := range sortedKeys(pp) {
+		key := "provider_pools." + prov
+		if err := checkName(key, prov); err != nil {
+			return err
+		}
+		var pool string
+		if err := json.Unmarshal(pp[prov], &pool); err != nil {
+			return fmt.Errorf("%w: %q must be the name of a pool (a string), got %s", ErrInvalid, key, preview(pp[prov]))
+		}
+		cfg.ProviderPools[prov] = pool
+	}
+	return nil
+}
+
+// checkProviderPools checks that every pool named by provider_pools
+// exists.
+func checkProviderPools(cfg *Config, _ map[string]json.RawMessage) error {
 	for _, prov := range sortedKeys(cfg.ProviderPools) {
 		if pool := cfg.ProviderPools[prov]; cfg.Pools[pool] == 0 {
-			return Config{}, fmt.Errorf("%w: %q names pool %q, which does not exist; add it to \"pools\" (pools are %s)", ErrInvalid, "provider_pools."+prov, pool, strings.Join(sortedKeys(cfg.Pools), ", "))
+			return fmt.Errorf("%w: %q names pool %q, which does not exist; add it to \"pools\" (pools are %s)", ErrInvalid, "provider_pools."+prov, pool, strings.Join(sortedKeys(cfg.Pools), ", "))
 		}
 	}
+	return nil
+}
+
+// parseRetryAndTimeout reads max_retries, retry_base_delay_ms and
+// turn_timeout_s.
+func parseRetryAndTimeout(cfg *Config, top map[string]json.RawMessage) error {
 	if raw, ok := top["max_retries"]; ok {
 		n, err := intValue("max_retries", raw, 0, MaxMaxRetries)
 		if err != nil {
-			return Config{}, err
+			return err
 		}
 		cfg.MaxRetries = int(n)
 	}
 	if raw, ok := top["retry_base_delay_ms"]; ok {
 		n, err := intValue("retry_base_delay_ms", raw, 0, MaxRetryBaseDelayMS)
 		if err != nil {
-			return Config{}, err
+			return err
 		}
 		cfg.RetryBaseDelay = time.Duration(n) * time.Millisecond
 	}
 	if raw, ok := top["turn_timeout_s"]; ok {
 		n, err := intValue("turn_timeout_s", raw, MinTurnTimeoutS, MaxTurnTimeoutS)
 		if err != nil {
-			return Config{}, err
+			return err
 		}
 		cfg.TurnTimeout = time.Duration(n) * time.Second
 	}
-	if raw, ok := top["limits"]; ok {
-		if cfg.Limits, err = parseLimits(cfg.Limits, raw); err != nil {
-			return Config{}, err
-		}
+	return nil
+}
+
+// parseLimitsKey merges "limits" into cfg.Limits.
+func parseLimitsKey(cfg *Config, top map[string]json.RawMessage) error {
+	raw, ok := top["limits"]
+	if !ok {
+		return nil
 	}
-	if raw, ok := top["providers"]; ok {
-		provs, err := decodeObject(raw, `"providers"`)
+	limits, err := parseLimits(cfg.Limits, raw)
+	if err != nil {
+		return err
+	}
+	cfg.Limits = limits
+	return nil
+}
+
+// parseProviders reads "providers" into cfg.Providers.
+func parseProviders(cfg *Config, top map[string]json.RawMessage) error {
+	raw, ok := top["providers"]
+	if !ok {
+		return nil
+	}
+	provs, err := decodeObject(raw, `"providers"`)
+	if err != nil {
+		return err
+	}
+	for _, name := range sortedKeys(provs) {
+		p, err := parseProvider(name, provs[name])
 		if err != nil {
-			return Config{}, err
+			return err
 		}
-		for _, name := range sortedKeys(provs) {
-			p, err := parseProvider(name, provs[name])
-			if err != nil {
-				return Config{}, err
-			}
-			cfg.Providers[name] = p
-		}
+		cfg.Providers[name] = p
 	}
-	return cfg, nil
+	return nil
 }
 
 func parseProvider(name string, raw json.RawMessage) (ProviderConfig, error) {

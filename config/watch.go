@@ -62,9 +62,27 @@ func Watch(ctx context.Context, path string, logger hclog.Logger, onChange func(
 // progress and ignored until the next change. Callbacks run one at a time,
 // on the watching goroutine.
 func WatchWith(ctx context.Context, path string, opts WatchOptions) error {
-	log := opts.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("watch config %s: %w", path, err)
+	}
+	cw := &configWatch{opts: opts.withDefaults(), path: path, abs: abs, dir: filepath.Dir(abs), base: filepath.Base(abs)}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch config %s: starting the file watcher: %w", path, err)
+	}
+	defer w.Close()
+	if err := w.Add(cw.dir); err != nil {
+		return fmt.Errorf("watch config %s: watching directory %s (does it exist?): %w", path, cw.dir, err)
+	}
+	cw.reload()
+	return cw.loop(ctx, w)
+}
+
+// withDefaults fills in the defaults of the unset options.
+func (opts WatchOptions) withDefaults() WatchOptions {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
 	}
 	if opts.FS == nil {
 		opts.FS = faultfs.OS{}
@@ -72,61 +90,29 @@ func WatchWith(ctx context.Context, path string, opts WatchOptions) error {
 	if opts.Debounce <= 0 {
 		opts.Debounce = DefaultDebounce
 	}
-	onChange := opts.OnChange
-	if onChange == nil {
-		onChange = func(Config) {}
+	if opts.OnChange == nil {
+		opts.OnChange = func(Config) {}
 	}
-	onError := opts.OnError
-	if onError == nil {
-		onError = func(error) {}
+	if opts.OnError == nil {
+		opts.OnError = func(error) {}
 	}
+	return opts
+}
 
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return fmt.Errorf("watch config %s: %w", path, err)
-	}
-	dir, base := filepath.Dir(abs), filepath.Base(abs)
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watch config %s: starting the file watcher: %w", path, err)
-	}
-	defer w.Close()
-	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("watch config %s: watching directory %s (does it exist?): %w", path, dir, err)
-	}
+// configWatch is the state of one WatchWith: the file and the last config
+// reported. Its methods run on the watching goroutine only.
+type configWatch struct {
+	opts      WatchOptions // with defaults
+	path      string       // as given, for error texts
+	abs       string
+	dir, base string
+	last      *Config
+}
 
-	var last *Config
-	reload := func() {
-		data, err := readLimited(opts.FS, abs)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if opts.OnValid != nil {
-				opts.OnValid()
-			}
-			apply(&last, Default(), log, abs, onChange)
-			return
-		case err != nil:
-			err = fmt.Errorf("config %s: %w; keeping the previous config", path, err)
-		case isBlank(data):
-			log.Debug("config file is empty, waiting for it to be written", "path", abs)
-			return
-		default:
-			var cfg Config
-			if cfg, err = Parse(data); err == nil {
-				if opts.OnValid != nil {
-					opts.OnValid()
-				}
-				apply(&last, cfg, log, abs, onChange)
-				return
-			}
-			err = fmt.Errorf("config %s: %w; keeping the previous config", path, err)
-		}
-		log.Warn("config not applied", "path", abs, "error", err)
-		onError(err)
-	}
-	reload()
-
-	timer := time.NewTimer(opts.Debounce)
+// loop debounces the file's events into reloads until ctx is done or the
+// watcher closes.
+func (cw *configWatch) loop(ctx context.Context, w *fsnotify.Watcher) error {
+	timer := time.NewTimer(cw.opts.Debounce)
 	if !timer.Stop() {
 		<-timer.C
 	}
@@ -139,34 +125,72 @@ func WatchWith(ctx context.Context, path string, opts WatchOptions) error {
 			if !ok {
 				return nil
 			}
-			if filepath.Base(ev.Name) != base || filepath.Dir(ev.Name) != dir {
-				if ev.Name == dir && ev.Has(fsnotify.Remove|fsnotify.Rename) {
-					log.Warn("config directory removed; no longer watching", "dir", dir)
-				}
-				continue
-			}
-			if ev.Has(fsnotify.Create | fsnotify.Write | fsnotify.Rename | fsnotify.Remove) {
-				timer.Reset(opts.Debounce)
+			if cw.concerns(ev) {
+				timer.Reset(cw.opts.Debounce)
 			}
 		case err, ok := <-w.Errors:
 			if !ok {
 				return nil
 			}
-			err = fmt.Errorf("config watcher for %s: %w", path, err)
-			log.Warn("config watcher error", "error", err)
-			onError(err)
+			err = fmt.Errorf("config watcher for %s: %w", cw.path, err)
+			cw.opts.Logger.Warn("config watcher error", "error", err)
+			cw.opts.OnError(err)
 		case <-timer.C:
-			reload()
+			cw.reload()
 		}
 	}
 }
 
-func apply(last **Config, cfg Config, log hclog.Logger, path string, onChange func(Config)) {
-	if *last != nil && reflect.DeepEqual(**last, cfg) {
+// concerns reports whether ev changes the config file (and so starts a
+// quiet period); it logs the removal of the watched directory.
+func (cw *configWatch) concerns(ev fsnotify.Event) bool {
+	if filepath.Base(ev.Name) != cw.base || filepath.Dir(ev.Name) != cw.dir {
+		if ev.Name == cw.dir && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+			cw.opts.Logger.Warn("config directory removed; no longer watching", "dir", cw.dir)
+		}
+		return false
+	}
+	return ev.Has(fsnotify.Create | fsnotify.Write | fsnotify.Rename | fsnotify.Remove)
+}
+
+// reload loads the file and reports the result: a valid config (or the
+// defaults for a missing file) to OnValid and, when it differs from the
+// last, OnChange; an error to the logger and OnError. An empty file is
+// ignored.
+func (cw *configWatch) reload() {
+	data, err := readLimited(cw.opts.FS, cw.abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		cw.valid(Default())
+		return
+	case err != nil:
+		err = fmt.Errorf("config %s: %w; keeping the previous config", cw.path, err)
+	case isBlank(data):
+		cw.opts.Logger.Debug("config file is empty, waiting for it to be written", "path", cw.abs)
+		return
+	default:
+		var cfg Config
+		if cfg, err = Parse(data); err == nil {
+			cw.valid(cfg)
+			return
+		}
+		err = fmt.Errorf("config %s: %w; keeping the previous config", cw.path, err)
+	}
+	cw.opts.Logger.Warn("config not applied", "path", cw.abs, "error", err)
+	cw.opts.OnError(err)
+}
+
+// valid reports a valid config: OnValid, then OnChange if it differs from
+// the last one reported.
+func (cw *configWatch) valid(cfg Config) {
+	if cw.opts.OnValid != nil {
+		cw.opts.OnValid()
+	}
+	if cw.last != nil && reflect.DeepEqual(*cw.last, cfg) {
 		return
 	}
-	*last = &cfg
-	log.Info("config applied", "path", path, "pools", fmt.Sprint(cfg.Pools), "max_retries", cfg.MaxRetries,
+	cw.last = &cfg
+	cw.opts.Logger.Info("config applied", "path", cw.abs, "pools", fmt.Sprint(cfg.Pools), "max_retries", cfg.MaxRetries,
 		"retry_base_delay", cfg.RetryBaseDelay.String(), "turn_timeout", cfg.TurnTimeout.String())
-	onChange(cfg)
+	cw.opts.OnChange(cfg)
 }
