@@ -83,26 +83,22 @@ func Derive(s *Session, f Facts, bootID string, now time.Time) Status {
 	if f.Corrupt {
 		return StatusCorrupt
 	}
-	if f.Terminated || (s != nil && s.State == StateTerminated) {
+	if terminated(s, f) {
 		return StatusTerminated
 	}
 	if f.RunID == "" || f.RunEnded {
 		return StatusIdle
 	}
-	var snap *Run
-	if s != nil && s.Run != nil && s.Run.RunID == f.RunID {
-		snap = s.Run
-	}
-	boot := f.RunBootID
-	if boot == "" && snap != nil {
-		boot = snap.BootID
-	}
-	deadline := f.WaitDeadline
-	if deadline.IsZero() && snap != nil && snap.Wait != nil {
-		deadline = snap.Wait.Deadline
-	}
+	return deriveOpen(f, sameRun(s, f), bootID, now)
+}
+
+// deriveOpen is Derive for an open run; snap is the snapshot of the same
+// run (nil: none).
+func deriveOpen(f Facts, snap *Run, bootID string, now time.Time) Status {
+	boot := runBoot(f, snap)
+	deadline := waitDeadline(f, snap)
 	earlierBoot := boot == "" || boot != bootID
-	pending := f.Interrupted && !f.Resumed
+	pending := f.pendingInterrupt()
 	restartInt := pending && f.InterruptReason != ReasonWaitTimeout
 	timeoutInt := pending && f.InterruptReason == ReasonWaitTimeout
 	overdue := !deadline.IsZero() && !now.Before(deadline)
@@ -119,22 +115,51 @@ func Derive(s *Session, f Facts, bootID string, now time.Time) Status {
 	}
 }
 
+// terminated: the log or the snapshot says the agent is terminated.
+func terminated(s *Session, f Facts) bool {
+	return f.Terminated || (s != nil && s.State == StateTerminated)
+}
+
+// sameRun is the snapshot's run when it is the facts' run, else nil.
+func sameRun(s *Session, f Facts) *Run {
+	if s != nil && s.Run != nil && s.Run.RunID == f.RunID {
+		return s.Run
+	}
+	return nil
+}
+
+// runBoot is the boot of the facts' run: the log's, else the snapshot's
+// (snap: the snapshot of the same run, or nil).
+func runBoot(f Facts, snap *Run) string {
+	if f.RunBootID == "" && snap != nil {
+		return snap.BootID
+	}
+	return f.RunBootID
+}
+
+// waitDeadline is the current wait's deadline: the log's, else the
+// snapshot's (snap: the snapshot of the same run, or nil).
+func waitDeadline(f Facts, snap *Run) time.Time {
+	if f.WaitDeadline.IsZero() && snap != nil && snap.Wait != nil {
+		return snap.Wait.Deadline
+	}
+	return f.WaitDeadline
+}
+
+// pendingInterrupt: the run's latest run.interrupted is not followed by a
+// run.resumed.
+func (f Facts) pendingInterrupt() bool { return f.Interrupted && !f.Resumed }
+
 // NeedsRestartMark reports whether recovery must append run.interrupted
 // (process_restart) for the facts' run: it is open, was not waiting, began
 // under an earlier boot and carries no pending interruption yet. Appending
 // the mark once and re-deriving facts makes this false, so recovery run
 // twice appends one mark.
 func NeedsRestartMark(s *Session, f Facts, bootID string) bool {
-	if f.Corrupt || f.Terminated || (s != nil && s.State == StateTerminated) || f.RunID == "" || f.RunEnded || f.Waiting {
+	if f.Corrupt || terminated(s, f) || f.RunID == "" || f.RunEnded || f.Waiting || f.pendingInterrupt() {
 		return false
 	}
-	if f.Interrupted && !f.Resumed {
-		return false
-	}
-	boot := f.RunBootID
-	if boot == "" && s != nil && s.Run != nil && s.Run.RunID == f.RunID {
-		boot = s.Run.BootID
-	}
+	boot := runBoot(f, sameRun(s, f))
 	return boot == "" || boot != bootID
 }
 
@@ -143,15 +168,9 @@ func NeedsRestartMark(s *Session, f Facts, bootID string) bool {
 // is open and waiting, no interruption is pending, and the deadline (from
 // the facts, else the snapshot of the same run) has passed at now.
 func NeedsWaitTimeout(s *Session, f Facts, now time.Time) bool {
-	if f.Corrupt || f.Terminated || (s != nil && s.State == StateTerminated) || f.RunID == "" || f.RunEnded || !f.Waiting {
+	if f.Corrupt || terminated(s, f) || f.RunID == "" || f.RunEnded || !f.Waiting || f.pendingInterrupt() {
 		return false
 	}
-	if f.Interrupted && !f.Resumed {
-		return false
-	}
-	deadline := f.WaitDeadline
-	if deadline.IsZero() && s != nil && s.Run != nil && s.Run.RunID == f.RunID && s.Run.Wait != nil {
-		deadline = s.Run.Wait.Deadline
-	}
+	deadline := waitDeadline(f, sameRun(s, f))
 	return !deadline.IsZero() && !now.Before(deadline)
 }
