@@ -24,35 +24,64 @@ func (m *Mem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := cleanName(name)
-	kind := OpOpen
-	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
-		kind = OpCreate
-		r, err := m.begin(Op{Kind: kind, Path: p})
-		if err != nil {
-			return nil, err
-		}
-		if r != nil {
-			return nil, pathErr(kind, p, r.err())
-		}
-	} else if err := m.beginRead(Op{Kind: kind, Path: p}); err != nil {
-		return nil, err
-	}
-	d, base, n, err := m.resolve(kind, name, false)
+	kind, err := m.beginOpen(p, flag)
 	if err != nil {
 		return nil, err
 	}
-	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
-	if n != nil && n.link != "" && !excl {
-		// O_CREATE|O_EXCL never follows a link (EEXIST below); otherwise
-		// the last component's link is followed unless O_NOFOLLOW.
-		if flag&O_NOFOLLOW != 0 {
-			return nil, pathErr(kind, p, syscall.ELOOP)
-		}
-		if d, base, n, err = m.resolve(kind, name, true); err != nil {
-			return nil, err
-		}
+	d, base, n, err := m.resolveOpen(kind, name, p, flag)
+	if err != nil {
+		return nil, err
+	}
+	if n, err = m.openNode(kind, p, flag, perm, d, base, n); err != nil {
+		return nil, err
 	}
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
+	return &memFile{
+		m: m, n: n, name: name, trace: p, gen: m.gen,
+		read:   acc == os.O_RDONLY || acc == os.O_RDWR,
+		write:  acc == os.O_WRONLY || acc == os.O_RDWR,
+		append: flag&os.O_APPEND != 0,
+	}, nil
+}
+
+// beginOpen starts an open of p: a mutating OpCreate with O_CREATE or
+// O_TRUNC (rules and crashes apply), else a read OpOpen.
+func (m *Mem) beginOpen(p string, flag int) (OpKind, error) {
+	if flag&(os.O_CREATE|os.O_TRUNC) == 0 {
+		return OpOpen, m.beginRead(Op{Kind: OpOpen, Path: p})
+	}
+	r, err := m.begin(Op{Kind: OpCreate, Path: p})
+	if err != nil {
+		return OpCreate, err
+	}
+	if r != nil {
+		return OpCreate, pathErr(OpCreate, p, r.err())
+	}
+	return OpCreate, nil
+}
+
+// resolveOpen finds name's parent d, last component base and node n (nil:
+// none), following a link in the last component unless O_NOFOLLOW (ELOOP)
+// or O_CREATE|O_EXCL (which never follows one: EEXIST in openNode).
+func (m *Mem) resolveOpen(kind OpKind, name, p string, flag int) (d *node, base string, n *node, err error) {
+	d, base, n, err = m.resolve(kind, name, false)
+	if err != nil || n == nil || n.link == "" || isExcl(flag) {
+		return d, base, n, err
+	}
+	if flag&O_NOFOLLOW != 0 {
+		return nil, "", nil, pathErr(kind, p, syscall.ELOOP)
+	}
+	return m.resolve(kind, name, true)
+}
+
+// isExcl: O_CREATE|O_EXCL.
+func isExcl(flag int) bool { return flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0 }
+
+// openNode is the node an open of base in d opens (n: the existing one,
+// or nil), created or truncated as flag says; EEXIST, ENOENT or EISDIR
+// where the open is refused.
+func (m *Mem) openNode(kind OpKind, p string, flag int, perm fs.FileMode, d *node, base string, n *node) (*node, error) {
+	excl := isExcl(flag)
 	switch {
 	case base == "":
 		n = d // the root directory
@@ -68,6 +97,7 @@ func (m *Mem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 		d.children[base] = n
 		d.mtime = m.now()
 	}
+	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	if n.dir {
 		if acc != os.O_RDONLY || flag&(os.O_TRUNC|os.O_CREATE) != 0 {
 			return nil, pathErr(kind, p, syscall.EISDIR)
@@ -76,12 +106,7 @@ func (m *Mem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 		n.data = nil
 		n.mtime = m.now()
 	}
-	return &memFile{
-		m: m, n: n, name: name, trace: p, gen: m.gen,
-		read:   acc == os.O_RDONLY || acc == os.O_RDWR,
-		write:  acc == os.O_WRONLY || acc == os.O_RDWR,
-		append: flag&os.O_APPEND != 0,
-	}, nil
+	return n, nil
 }
 
 // Rename atomically moves oldpath to newpath, replacing a file at newpath
