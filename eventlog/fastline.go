@@ -55,20 +55,10 @@ func (t *nameTable) intern(b []byte) string {
 // decode. The data object is not re-validated here (the CRC matched and
 // readers decode it); a non-object data is refused.
 func parseWriterLayout(body []byte, m lineMode) (Entry, bool) {
-	rest := body[len(linePrefix):]
-	i := 0
-	var seq uint64
-	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-		if i > 18 {
-			return Entry{}, false
-		}
-		seq = seq*10 + uint64(rest[i]-'0')
-		i++
-	}
-	if i == 0 || seq == 0 || (rest[0] == '0') {
+	seq, rest, ok := parseSeq(body[len(linePrefix):])
+	if !ok {
 		return Entry{}, false
 	}
-	rest = rest[i:]
 	const tsKey = `,"ts":"`
 	if !bytes.HasPrefix(rest, []byte(tsKey)) || len(rest) < len(tsKey)+len(tsLayout)+1 {
 		return Entry{}, false
@@ -121,39 +111,67 @@ func parseWriterLayout(body []byte, m lineMode) (Entry, bool) {
 	return Entry{Seq: seq, TS: ts, Event: ev, Data: data}, true
 }
 
+// parseSeq reads the sequence number at the start of b as the writer
+// writes it (1 to 19 digits, no leading zero, not 0) and returns it with
+// the rest of b; false for anything else.
+func parseSeq(b []byte) (seq uint64, rest []byte, ok bool) {
+	i := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		if i > 18 {
+			return 0, nil, false
+		}
+		seq = seq*10 + uint64(b[i]-'0')
+		i++
+	}
+	if i == 0 || seq == 0 || b[0] == '0' {
+		return 0, nil, false
+	}
+	return seq, b[i:], true
+}
+
 // parseTS parses a timestamp in tsLayout ("2006-01-02T15:04:05.000Z") as
 // time.Parse(tsLayout, ...) would, without its generality: false for
 // anything time.Parse refuses (an out-of-range field) and for anything
 // else it would accept but that the writer never writes.
 func parseTS(b []byte) (time.Time, bool) {
-	if len(b) != len(tsLayout) || b[4] != '-' || b[7] != '-' || b[10] != 'T' ||
-		b[13] != ':' || b[16] != ':' || b[19] != '.' || b[23] != 'Z' {
+	if !tsShape(b) {
 		return time.Time{}, false
 	}
-	num := func(i, n int) (int, bool) {
-		v := 0
-		for _, c := range b[i : i+n] {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v, true
-	}
-	year, ok1 := num(0, 4)
-	month, ok2 := num(5, 2)
-	day, ok3 := num(8, 2)
-	hour, ok4 := num(11, 2)
-	minute, ok5 := num(14, 2)
-	sec, ok6 := num(17, 2)
-	milli, ok7 := num(20, 3)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
-		return time.Time{}, false
-	}
-	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+	year, ok1 := decimal(b[0:4])
+	month, ok2 := decimal(b[5:7])
+	day, ok3 := decimal(b[8:10])
+	hour, ok4 := decimal(b[11:13])
+	minute, ok5 := decimal(b[14:16])
+	sec, ok6 := decimal(b[17:19])
+	milli, ok7 := decimal(b[20:23])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || !validDateTime(year, month, day, hour, minute, sec) {
 		return time.Time{}, false
 	}
 	return time.Date(year, time.Month(month), day, hour, minute, sec, milli*1e6, time.UTC), true
+}
+
+// tsShape reports whether b has tsLayout's length and separators.
+func tsShape(b []byte) bool {
+	return len(b) == len(tsLayout) && b[4] == '-' && b[7] == '-' && b[10] == 'T' &&
+		b[13] == ':' && b[16] == ':' && b[19] == '.' && b[23] == 'Z'
+}
+
+// decimal is the value of b, all ASCII digits; false otherwise.
+func decimal(b []byte) (int, bool) {
+	v := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, true
+}
+
+// validDateTime reports whether the fields are in range, as time.Parse
+// checks them (the year's range is that of four digits).
+func validDateTime(year, month, day, hour, minute, sec int) bool {
+	return month >= 1 && month <= 12 && day >= 1 && day <= daysIn(month, year) && hour <= 23 && minute <= 59 && sec <= 59
 }
 
 // daysIn is the number of days of month in year (proleptic Gregorian).
