@@ -25,69 +25,95 @@ func messageFromData(raw json.RawMessage) (inbox.Message, error) {
 // included, which inbox.FromEventData then reports. FuzzFastMessage holds
 // it to inbox.FromEventData.
 func fastMessage(raw []byte) (inbox.Message, bool) {
-	var m inbox.Message
-	var kind, ts string
-	var haveID, haveSender, haveRecipient, haveKind, havePayload bool
-	var md map[string]string
+	var f messageFields
 	it := jsonfast.Object(raw)
-	str := func(v []byte, dst *string, have *bool) bool {
-		if isNull(v) {
-			*dst, *have = "", false
-			return true
-		}
-		if p, ok := it.PlainValue(v); ok {
-			*dst, *have = string(p), true
-			return true
-		}
-		s, ok := jsonfast.String(v)
-		*dst, *have = s, ok
-		return ok
-	}
-	var optional bool
 	for {
 		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
-		good := true
-		switch string(k) {
-		case "message_id":
-			good = str(v, &m.ID, &haveID)
-		case "sender":
-			good = str(v, &m.Sender, &haveSender)
-		case "recipient":
-			good = str(v, &m.Recipient, &haveRecipient)
-		case "kind":
-			good = str(v, &kind, &haveKind)
-		case "payload":
-			good = str(v, &m.Payload, &havePayload)
-		case "timestamp":
-			good = str(v, &ts, &optional)
-		case "reply_to":
-			good = str(v, &m.ReplyTo, &optional)
-		case "metadata":
-			md, good = stringMap(v)
-		}
-		if !good {
+		if !f.member(&it, k, v) {
 			return inbox.Message{}, false
 		}
 	}
-	if !it.Valid() || !haveID || !haveSender || !haveRecipient || !haveKind || !havePayload ||
+	if !it.Valid() {
+		return inbox.Message{}, false
+	}
+	return f.message()
+}
+
+// messageFields collects the members of message.enqueued data that
+// fastMessage reads.
+type messageFields struct {
+	m                                                        inbox.Message
+	kind, ts                                                 string
+	haveID, haveSender, haveRecipient, haveKind, havePayload bool
+	optional                                                 bool // the presence of an optional member: unused
+	md                                                       map[string]string
+}
+
+// member takes one member (k, v) of the object it reads; false when its
+// value is not what fastMessage handles.
+func (f *messageFields) member(it *jsonfast.Members, k, v []byte) bool {
+	switch string(k) {
+	case "message_id":
+		return messageString(it, v, &f.m.ID, &f.haveID)
+	case "sender":
+		return messageString(it, v, &f.m.Sender, &f.haveSender)
+	case "recipient":
+		return messageString(it, v, &f.m.Recipient, &f.haveRecipient)
+	case "kind":
+		return messageString(it, v, &f.kind, &f.haveKind)
+	case "payload":
+		return messageString(it, v, &f.m.Payload, &f.havePayload)
+	case "timestamp":
+		return messageString(it, v, &f.ts, &f.optional)
+	case "reply_to":
+		return messageString(it, v, &f.m.ReplyTo, &f.optional)
+	case "metadata":
+		var good bool
+		f.md, good = stringMap(v)
+		return good
+	}
+	return true
+}
+
+// messageString decodes the string (or null: "", not present) v, the
+// value it read last, into *dst and *have; false for anything else.
+func messageString(it *jsonfast.Members, v []byte, dst *string, have *bool) bool {
+	if isNull(v) {
+		*dst, *have = "", false
+		return true
+	}
+	if p, ok := it.PlainValue(v); ok {
+		*dst, *have = string(p), true
+		return true
+	}
+	s, ok := jsonfast.String(v)
+	*dst, *have = s, ok
+	return ok
+}
+
+// message checks the collected members as inbox.FromEventData does and
+// builds the message; false where it would report an error.
+func (f *messageFields) message() (inbox.Message, bool) {
+	m := f.m
+	if !f.haveID || !f.haveSender || !f.haveRecipient || !f.haveKind || !f.havePayload ||
 		m.ID == "" || m.Sender == "" || m.Recipient == "" {
 		return inbox.Message{}, false
 	}
-	if m.Kind = inbox.Kind(kind); !m.Kind.Valid() {
+	if m.Kind = inbox.Kind(f.kind); !m.Kind.Valid() {
 		return inbox.Message{}, false
 	}
-	if ts != "" {
-		t, err := time.Parse(time.RFC3339Nano, ts)
+	if f.ts != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.ts)
 		if err != nil {
 			return inbox.Message{}, false
 		}
 		m.Timestamp = t.UTC()
 	}
-	if len(md) > 0 {
-		m.Metadata = md
+	if len(f.md) > 0 {
+		m.Metadata = f.md
 	}
 	return m, true
 }
