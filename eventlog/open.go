@@ -36,35 +36,7 @@ func Open(fsys faultfs.FS, path string, opts Options) (_ *Log, err error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	l := &Log{
-		fsys:        fsys,
-		path:        path,
-		pendingPath: PendingPath(path),
-		dir:         filepath.Dir(path),
-		logger:      opts.Logger,
-		now:         opts.Now,
-		onAppend:    opts.OnAppend,
-		onHeal:      opts.OnHeal,
-		replay:      opts.Replay,
-		borrow:      opts.ReplayBorrows,
-		files:       opts.Files,
-		healBase:    opts.HealBackoff,
-		maxLine:     MaxLineBytes,
-		pendingIdle: opts.PendingIdle,
-	}
-	if l.pendingIdle == 0 {
-		l.pendingIdle = DefaultPendingIdle
-	}
-	if l.healBase == 0 {
-		l.healBase = DefaultHealBackoff
-	}
-	if l.logger == nil {
-		l.logger = hclog.NewNullLogger()
-	}
-	if l.now == nil {
-		l.now = time.Now
-	}
-	l.idle = sync.NewCond(&l.mu)
+	l := newLog(fsys, path, opts)
 	// Open leads until it returns, so Files cannot close the handle it is
 	// opening for another log.
 	l.leading = true
@@ -87,21 +59,8 @@ func Open(fsys faultfs.FS, path string, opts Options) (_ *Log, err error) {
 	flag := os.O_RDWR | os.O_APPEND
 	isNew := false
 	if !opts.MustExist {
-		created, err := missingDirs(fsys, l.dir)
-		if err != nil {
+		if isNew, err = l.createDirs(); err != nil {
 			return nil, err
-		}
-		for _, d := range created {
-			l.mustSync[d] = true
-			l.mustSync[filepath.Dir(d)] = true
-		}
-		if err := fsys.MkdirAll(l.dir, 0o700); err != nil {
-			return nil, fmt.Errorf("eventlog: create directory %s: %w", l.dir, err)
-		}
-		_, statErr := fsys.Stat(path)
-		isNew = errors.Is(statErr, fs.ErrNotExist)
-		if statErr != nil && !isNew {
-			return nil, fmt.Errorf("eventlog: stat %s: %w", path, statErr)
 		}
 		flag |= os.O_CREATE
 	}
@@ -135,6 +94,63 @@ func Open(fsys faultfs.FS, path string, opts Options) (_ *Log, err error) {
 	l.leading = false
 	l.mu.Unlock()
 	return l, nil
+}
+
+// newLog is the Log Open fills in, with opts' defaults applied.
+func newLog(fsys faultfs.FS, path string, opts Options) *Log {
+	l := &Log{
+		fsys:        fsys,
+		path:        path,
+		pendingPath: PendingPath(path),
+		dir:         filepath.Dir(path),
+		logger:      opts.Logger,
+		now:         opts.Now,
+		onAppend:    opts.OnAppend,
+		onHeal:      opts.OnHeal,
+		replay:      opts.Replay,
+		borrow:      opts.ReplayBorrows,
+		files:       opts.Files,
+		healBase:    opts.HealBackoff,
+		maxLine:     MaxLineBytes,
+		pendingIdle: opts.PendingIdle,
+	}
+	if l.pendingIdle == 0 {
+		l.pendingIdle = DefaultPendingIdle
+	}
+	if l.healBase == 0 {
+		l.healBase = DefaultHealBackoff
+	}
+	if l.logger == nil {
+		l.logger = hclog.NewNullLogger()
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	l.idle = sync.NewCond(&l.mu)
+	return l
+}
+
+// createDirs creates the log's missing directories, marking them and
+// their parents in l.mustSync, and reports whether the log file is new
+// (absent).
+func (l *Log) createDirs() (isNew bool, err error) {
+	created, err := missingDirs(l.fsys, l.dir)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range created {
+		l.mustSync[d] = true
+		l.mustSync[filepath.Dir(d)] = true
+	}
+	if err := l.fsys.MkdirAll(l.dir, 0o700); err != nil {
+		return false, fmt.Errorf("eventlog: create directory %s: %w", l.dir, err)
+	}
+	_, statErr := l.fsys.Stat(l.path)
+	isNew = errors.Is(statErr, fs.ErrNotExist)
+	if statErr != nil && !isNew {
+		return false, fmt.Errorf("eventlog: stat %s: %w", l.path, statErr)
+	}
+	return isNew, nil
 }
 
 // recover checks the log, truncates a torn tail, makes a new log's

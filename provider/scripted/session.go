@@ -381,7 +381,7 @@ func (t *turn) fail(err error) error {
 			msg += ": " + tail
 		}
 		t.s.log.Warn("program exited mid-turn", "pid", t.proc.pid, "status", t.proc.exitStatus(), "io_error", err)
-		if st := t.proc.state; st != nil && st.Exited() && st.ExitCode() != 0 {
+		if st := t.proc.piped.State(); st != nil && st.Exited() && st.ExitCode() != 0 {
 			// The script ended itself with an error (a Python exception
 			// exits 1 with its traceback): retrying runs the same code on
 			// the same input, so the error is the script's own, permanent.
