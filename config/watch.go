@@ -40,12 +40,6 @@ type WatchOptions struct {
 	OnValid func()
 }
 
-// Watch watches the config file at path and reports every change; see
-// WatchWith. logger, onChange and onError may be nil.
-func Watch(ctx context.Context, path string, logger hclog.Logger, onChange func(Config), onError func(error)) error {
-	return WatchWith(ctx, path, WatchOptions{Logger: logger, OnChange: onChange, OnError: onError})
-}
-
 // WatchWith watches the config file at path until ctx is cancelled, then
 // returns nil. It returns an error at once if the watch cannot be set up
 // (for example the file's directory does not exist).

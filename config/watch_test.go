@@ -156,7 +156,10 @@ func TestWatchInvalidAtStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Watch(ctx, path, nil, func(c Config) { t.Errorf("OnChange %+v for an invalid file", c) }, func(err error) { errs <- err })
+		done <- WatchWith(ctx, path, WatchOptions{
+			OnChange: func(c Config) { t.Errorf("OnChange %+v for an invalid file", c) },
+			OnError:  func(err error) { errs <- err },
+		})
 	}()
 	select {
 	case err := <-errs:
@@ -219,7 +222,7 @@ func TestWatchIgnoresOtherFiles(t *testing.T) {
 }
 
 func TestWatchMissingDirectory(t *testing.T) {
-	err := Watch(context.Background(), filepath.Join(t.TempDir(), "nope", "config.json"), nil, nil, nil)
+	err := WatchWith(context.Background(), filepath.Join(t.TempDir(), "nope", "config.json"), WatchOptions{})
 	if err == nil {
 		t.Fatal("Watch on a missing directory succeeded")
 	}

@@ -97,29 +97,6 @@ func ResumeAt(fsys faultfs.FS, path string, seq uint64, off int64) (Resume, erro
 	return Resume{Seq: seq, Off: off, CRC: lineCRC(line)}, nil
 }
 
-// EntryAt reads the entry whose line starts at off in the log at path and
-// checks that it carries seq (a record of where an entry was, such as a
-// pending message kept by reference).
-func EntryAt(fsys faultfs.FS, path string, off int64, seq uint64) (Entry, error) {
-	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDONLY, 0)
-	if err != nil {
-		return Entry{}, fmt.Errorf("eventlog: open %s: %w", path, err)
-	}
-	defer f.Close()
-	line, _, err := lineAt(f, off)
-	if err == nil {
-		var e Entry
-		if e, err = parseLine(line); err == nil {
-			if e.Seq == seq {
-				e.Off = off
-				return e, nil
-			}
-			err = fmt.Errorf("the line there has seq %d", e.Seq)
-		}
-	}
-	return Entry{}, fmt.Errorf("eventlog: %s: entry seq %d at offset %d: %w", path, seq, off, err)
-}
-
 // Verify checks the lines of the log at path up to and including the
 // resume point r: every line complete and CRC-valid, seqs 1, 2, ... in
 // order, and r's line where r says. It changes nothing and returns nil or

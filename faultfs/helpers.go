@@ -59,7 +59,8 @@ func readClose(f File, name string) ([]byte, error) {
 
 // WriteFile creates or truncates the named file and writes data to it. It
 // does not sync the file or its directory: nothing it writes is durable. Use
-// atomicfile.Write for durable whole-file replacement.
+// atomicfile.Write for durable whole-file replacement. Kept for tests
+// (they set up files through it); the daemon writes through atomicfile.
 func WriteFile(fsys FS, name string, data []byte, perm fs.FileMode) error {
 	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {

@@ -36,6 +36,10 @@ var _ FS = (*Mem)(nil)
 var memEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // NewMem returns an empty Mem holding only its root directory.
+//
+// Mem is test infrastructure, kept for the crash and fault tests of every
+// storage package and of the daemon: the daemon itself runs on OS, so
+// `deadcode ./cmd/warren` lists Mem and its methods.
 func NewMem() *Mem {
 	return &Mem{root: newDir(0o755, memEpoch)}
 }

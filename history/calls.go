@@ -79,6 +79,7 @@ func text(raw json.RawMessage) string {
 // call (a later record completes an earlier one). A tool.call without a
 // run_id belongs to the run whose turn is open at that point of the log.
 // Entries whose data does not decode are skipped (Build reports them).
+// Kept for tests, as RecordedCalls.
 func RunCalls(entries []Entry, runID string) []Call {
 	var out []Call
 	index := map[string]int{}
@@ -122,9 +123,10 @@ func RunCalls(entries []Entry, runID string) []Call {
 	return out
 }
 
-// RecordedCalls returns the tool calls recorded for run runID in order, for
-// answering a re-run's calls from the log (SPEC 4, replayed tool calls). See
-// RunCalls for the rules; Replayer applies them position by position.
+// RecordedCalls returns the tool calls recorded for run runID in order (SPEC
+// 4, replayed tool calls). See RunCalls for the rules. Kept for this
+// package's tests: the daemon reads the recorded calls from the projection
+// (see the package doc).
 func RecordedCalls(entries []Entry, runID string) []provider.ToolCall {
 	calls := RunCalls(entries, runID)
 	out := make([]provider.ToolCall, len(calls))
@@ -133,47 +135,3 @@ func RecordedCalls(entries []Entry, runID string) []provider.ToolCall {
 	}
 	return out
 }
-
-// Replayer answers the tool calls of a re-run from the calls the log
-// records for the run: the call at position k of the re-run is answered from
-// the recorded call at position k when it is the same tool and has a result
-// or error. It is not safe for concurrent use (one run makes one call at a
-// time).
-type Replayer struct {
-	calls    []Call
-	next     int
-	diverged bool
-}
-
-// NewReplayer returns a Replayer over the recorded calls of a run (from
-// RunCalls).
-func NewReplayer(calls []Call) *Replayer {
-	return &Replayer{calls: calls}
-}
-
-// Next is called for each tool call the re-run makes, in order. It returns
-// the recorded call at this position and whether to answer from it
-// (replay=true: do not execute, use its Result or Error).
-//
-// When replay is false the call must be executed. If rec.CallID is not
-// empty, the position holds a record of the same tool without a result (the
-// call began and was interrupted): log the execution under that call_id so
-// it completes the record instead of shifting later positions. Once a call
-// differs in tool from the record at its position, or runs past the
-// recorded calls, the re-run has diverged and every later call is executed.
-func (r *Replayer) Next(tool string) (rec Call, replay bool) {
-	if r.diverged || r.next >= len(r.calls) {
-		r.diverged = true
-		return Call{}, false
-	}
-	c := r.calls[r.next]
-	if c.Tool != tool {
-		r.diverged = true
-		return Call{}, false
-	}
-	r.next++
-	return c, c.Done()
-}
-
-// Replayed reports how many positions have been consumed so far.
-func (r *Replayer) Replayed() int { return r.next }

@@ -49,38 +49,6 @@ func TestRecordedCallsOfRun(t *testing.T) {
 	}
 }
 
-func TestReplayer(t *testing.T) {
-	recorded := []Call{
-		{ToolCall: provider.ToolCall{Tool: "search", Result: map[string]any{"hits": 1.0}}, CallID: "c1"},
-		{ToolCall: provider.ToolCall{Tool: "upload"}, CallID: "c2"}, // began, no result
-		{ToolCall: provider.ToolCall{Tool: "notify", Error: "offline"}, CallID: "c3"},
-		{ToolCall: provider.ToolCall{Tool: "late", Result: map[string]any{}}, CallID: "c4"},
-	}
-	r := NewReplayer(recorded)
-	if c, ok := r.Next("search"); !ok || c.CallID != "c1" || c.Result["hits"] != 1.0 {
-		t.Fatalf("position 0: %+v %v, want replay", c, ok)
-	}
-	if c, ok := r.Next("upload"); ok || c.CallID != "c2" {
-		t.Fatalf("position 1 without result: %+v %v, want execute under c2", c, ok)
-	}
-	if c, ok := r.Next("notify"); !ok || c.Error != "offline" {
-		t.Fatalf("position 2 recorded error: %+v %v, want replay of the error", c, ok)
-	}
-	if c, ok := r.Next("different"); ok || c.CallID != "" {
-		t.Fatalf("different tool: %+v %v, want execute", c, ok)
-	}
-	if _, ok := r.Next("late"); ok {
-		t.Fatal("replayed after divergence")
-	}
-	if r.Replayed() != 3 {
-		t.Fatalf("Replayed = %d", r.Replayed())
-	}
-	r = NewReplayer(nil)
-	if _, ok := r.Next("x"); ok {
-		t.Fatal("replay with no recorded calls")
-	}
-}
-
 func BenchmarkBuild(b *testing.B) {
 	l := &logBuilder{t: &testing.T{}}
 	for i := 0; i < 1000; i++ {

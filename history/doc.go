@@ -41,10 +41,12 @@
 //
 // RunCalls / RecordedCalls return the calls a run recorded, in order;
 // records sharing a call_id are one call (a later record with a result
-// completes an earlier one without). A Replayer answers the re-run's k-th
-// call from the k-th recorded call when the tool is the same and a result or
-// error was recorded; otherwise the call is executed (and, once the tools
-// differ, every later call too).
+// completes an earlier one without). The daemon answers a re-run's calls
+// through toolexec.Attempt from the calls the projection keeps for the
+// run (the k-th call from the k-th record when the tool is the same);
+// RunCalls and RecordedCalls state that rule over a slice of the log and
+// serve this package's tests (the model test holds Build's open turn to
+// them).
 //
 // # History block format
 //

@@ -58,7 +58,11 @@ func ParseKind(s string) (Kind, error) {
 	if k.Valid() {
 		return k, nil
 	}
-	return "", fmt.Errorf("%w %q: use one of request, response, notification, error", ErrUnknownKind, truncate(s, 64))
+	names := make([]string, 0, 4)
+	for _, k := range Kinds() {
+		names = append(names, string(k))
+	}
+	return "", fmt.Errorf("%w %q: use one of %s", ErrUnknownKind, truncate(s, 64), strings.Join(names, ", "))
 }
 
 // Valid reports whether k is one of the four kinds.

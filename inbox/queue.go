@@ -168,48 +168,6 @@ func (q *Queue) Drain() []Message {
 	return q.Collect(func(Message) bool { return true })
 }
 
-// Boxes is a set of inboxes keyed by agent id (or "USER"), created on
-// demand, all with the same bound. The zero value is an empty unbounded
-// set. Safe for concurrent use.
-type Boxes struct {
-	mu    sync.Mutex
-	max   int
-	boxes map[string]*Queue
-}
-
-// NewBoxes returns an empty set whose queues hold at most max messages each
-// (max <= 0: unbounded).
-func NewBoxes(max int) *Boxes {
-	return &Boxes{max: max, boxes: make(map[string]*Queue)}
-}
-
-// Get returns the inbox of owner, creating it empty if needed.
-func (b *Boxes) Get(owner string) *Queue {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.boxes == nil {
-		b.boxes = make(map[string]*Queue)
-	}
-	q, ok := b.boxes[owner]
-	if !ok {
-		q = NewQueue(b.max)
-		b.boxes[owner] = q
-	}
-	return q
-}
-
-// Delete drops the inbox of owner and returns the messages it still held.
-func (b *Boxes) Delete(owner string) []Message {
-	b.mu.Lock()
-	q, ok := b.boxes[owner]
-	delete(b.boxes, owner)
-	b.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	return q.Drain()
-}
-
 // PeekAfter returns copies of up to limit queued messages whose Ref.Seq is
 // greater than seq, in queue order (limit <= 0: all of them).
 func (q *Queue) PeekAfter(seq uint64, limit int) []Message {

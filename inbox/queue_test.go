@@ -163,33 +163,6 @@ func TestQueueCopies(t *testing.T) {
 	}
 }
 
-func TestBoxes(t *testing.T) {
-	var zero Boxes
-	if err := zero.Get("x").Push(msg(1, KindRequest, "s")); err != nil || zero.Get("x").Len() != 1 {
-		t.Fatalf("zero Boxes: %v", err)
-	}
-	b := NewBoxes(1)
-	a := b.Get("a")
-	if b.Get("a") != a {
-		t.Fatal("Get does not return the same queue")
-	}
-	if err := a.Push(msg(1, KindRequest, "s")); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Push(msg(2, KindRequest, "s")); !errors.Is(err, ErrFull) {
-		t.Fatalf("bound not applied: %v", err)
-	}
-	if got := ids(b.Delete("a")); !slices.Equal(got, []int{1}) {
-		t.Fatalf("Delete = %v", got)
-	}
-	if b.Get("a").Len() != 0 {
-		t.Fatal("Get after Delete is not a fresh queue")
-	}
-	if got := b.Delete("nobody"); got != nil {
-		t.Fatalf("Delete(unknown) = %v", got)
-	}
-}
-
 // TestQueueConcurrent: producers push disjoint ids while consumers take and
 // collect; every message comes out exactly once, and within each batch a
 // producer's messages come out in the order pushed. Run with -race.

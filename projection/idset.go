@@ -117,6 +117,8 @@ func (s *IDSet) merge() {
 	s.old, s.recent = out, nil
 }
 
+// Len is the number of ids in the set (kept for tests, which check the
+// fold's sets by size).
 func (s *IDSet) Len() int { return len(s.old)/16 + len(s.recent) + len(s.other) }
 
 // encode returns the hex ids, sorted and concatenated, and the other ids.

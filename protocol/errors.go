@@ -59,6 +59,7 @@ func CodeOf(err error) int {
 }
 
 // IsCode reports whether err carries a protocol error with the given code.
+// Kept for tests (the socket tests check wire codes with it).
 func IsCode(err error, code int) bool {
 	var pe *Error
 	return errors.As(err, &pe) && pe != nil && pe.Code == code

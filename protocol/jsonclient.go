@@ -10,6 +10,11 @@ import (
 	"time"
 )
 
+// The JSON-framing client (CallJSON, StreamJSON, and EncodeJSONRequest in
+// json.go) is kept for tests: the CLI speaks the native framing, and the
+// server and process-level tests use this client to speak the framing
+// Substrat's clients use, as they do.
+
 // CallJSON performs one request with the Substrat newline-JSON framing,
 // exactly as Substrat's client does: connect, write one JSON line with id
 // "req-1", half-close the write side, read the reply to EOF. Daemon errors

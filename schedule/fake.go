@@ -9,7 +9,8 @@ import (
 // Fake is a Clock whose time moves only when told to. Timers fire during
 // Advance and Set, in order of due time (ties in the order they were
 // armed), on the goroutine that moves the clock. A callback must not move
-// the clock itself (Advance and Set are serialised).
+// the clock itself (Advance and Set are serialised). Kept for tests: the
+// daemon runs on the real clock; its timer tests run on a Fake.
 type Fake struct {
 	advance sync.Mutex // serialises Advance and Set, so firings stay in order
 

@@ -147,7 +147,9 @@ type Handler interface {
 	Handle(ctx context.Context, req *protocol.Request, out Stream) (any, error)
 }
 
-// HandlerFunc adapts a function to Handler.
+// HandlerFunc adapts a function to Handler. The daemon implements Handler
+// with a type; HandlerFunc is kept for tests and fakes (the server's tests,
+// llmfake).
 type HandlerFunc func(ctx context.Context, req *protocol.Request, out Stream) (any, error)
 
 // Handle calls f.
@@ -222,9 +224,6 @@ func (s *Server) Listen() error {
 	return nil
 }
 
-// Addr returns the socket path.
-func (s *Server) Addr() string { return s.cfg.SocketPath }
-
 // Serve accepts connections until ctx is cancelled or Shutdown is called
 // (both stop the server the same way), then waits for the connections to
 // finish and returns nil. It calls Listen if needed; called after Shutdown
@@ -292,18 +291,6 @@ func (s *Server) accept(c *net.UnixConn) {
 		defer s.untrack(c)
 		s.serveConn(c, p)
 	}()
-}
-
-// track registers c; false once shutting down.
-func (s *Server) track(c *net.UnixConn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Add(1)
-	s.conns[c] = nil
-	return true
 }
 
 func (s *Server) untrack(c *net.UnixConn) {

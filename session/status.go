@@ -21,7 +21,7 @@ const (
 	StatusCorrupt            Status = "corrupt"
 )
 
-// Statuses lists every Status.
+// Statuses lists every Status (kept for tests, which range over them).
 func Statuses() []Status {
 	return []Status{StatusCorrupt, StatusTerminated, StatusInterruptedStartup, StatusInterruptedWaiting,
 		StatusSuspended, StatusRunning, StatusIdle}
@@ -166,7 +166,10 @@ func NeedsRestartMark(s *Session, f Facts, bootID string) bool {
 // NeedsWaitTimeout reports whether the deadline sweep must expire the
 // facts' wait (token.expired and run.interrupted with wait_timeout): the run
 // is open and waiting, no interruption is pending, and the deadline (from
-// the facts, else the snapshot of the same run) has passed at now.
+// the facts, else the snapshot of the same run) has passed at now. Kept
+// for tests: it states the sweep's rule in terms of facts, and the Derive
+// tests hold Derive to it; the daemon's sweep expires waits by their
+// tokens (token.Service.Expire).
 func NeedsWaitTimeout(s *Session, f Facts, now time.Time) bool {
 	if f.Corrupt || terminated(s, f) || f.RunID == "" || f.RunEnded || !f.Waiting || f.pendingInterrupt() {
 		return false

@@ -14,7 +14,7 @@
 // The interfaces are what the daemon uses of eventlog today, so moving the
 // daemon onto them is mechanical: Log has the methods the daemon calls on
 // *eventlog.Log, LogOptions the per-log eventlog.Options it sets, and the
-// reads the daemon does by path (eventlog.NewReader, ReadSeq, EntryAt on
+// reads the daemon does by path (eventlog.NewReader, ReadSeq on
 // c.logPath(id)) become Store.Read and Store.ReadSeq by agent id.
 //
 // # Entries and position hints

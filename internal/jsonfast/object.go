@@ -571,14 +571,3 @@ func Int(val []byte) (int, bool) {
 	n, err := strconv.Atoi(string(val))
 	return n, err == nil
 }
-
-// Bool decodes true or false.
-func Bool(val []byte) (v, ok bool) {
-	switch string(val) {
-	case "true":
-		return true, true
-	case "false":
-		return false, true
-	}
-	return false, false
-}

@@ -19,6 +19,10 @@ func Echo(_ context.Context, t *Turn) (string, error) {
 	return "echo: " + t.Prompt, nil
 }
 
+// The programs below (Reply, FailTransient, FailPermanent, Delay, Block,
+// Signal, Sequence) are kept for tests: the daemon's tests script turns
+// with them; the daemon's own registry serves only Echo.
+
 // Reply returns a program that always responds text.
 func Reply(text string) Program {
 	return func(context.Context, *Turn) (string, error) { return text, nil }

@@ -2,7 +2,6 @@ package llmfake
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 )
@@ -150,34 +149,6 @@ func (r Request) Last() Msg {
 		return Msg{}
 	}
 	return msgs[len(msgs)-1]
-}
-
-// Directives is a Responder for team tests: a user message with lines
-// "CALLTOOL <name> <json args>" makes the model call those tools (in one
-// step, in order); after tool results it answers "done: <first result>";
-// any other message is answered with "ok: <first 40 bytes of it>".
-func Directives(req Request) Reply {
-	last := req.Last()
-	if last.Role == "tool" {
-		return Reply{Text: fmt.Sprintf("done: %.80s", last.Text)}
-	}
-	var calls []Call
-	for _, line := range strings.Split(last.Text, "\n") {
-		line = strings.TrimSpace(line)
-		rest, ok := strings.CutPrefix(line, "CALLTOOL ")
-		if !ok {
-			continue
-		}
-		name, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
-		if args = strings.TrimSpace(args); args == "" {
-			args = "{}"
-		}
-		calls = append(calls, Call{ID: fmt.Sprintf("call_%s_%d", name, len(calls)), Name: name, Args: args})
-	}
-	if len(calls) > 0 {
-		return Reply{Calls: calls}
-	}
-	return Reply{Text: fmt.Sprintf("ok: %.40s", last.Text)}
 }
 
 // Tool is a tool a request offers the model; Namespace is set for a

@@ -100,9 +100,6 @@ func (p *process) readLine(max int) ([]byte, error) {
 	}
 }
 
-// kill sends SIGKILL to the whole process group.
-func (p *process) kill() { p.piped.Proc.KillGroup() }
-
 // teardown kills the process group, reaps the process, closes our pipe ends
 // and waits (bounded) for the stderr copy to finish. It is idempotent.
 func (p *process) teardown() { p.piped.Teardown() }
