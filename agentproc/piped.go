@@ -32,13 +32,19 @@ type Command struct {
 	// Launch records the process; nil: none.
 	Launch Launch
 	// StderrKeep is how many bytes of the end of stderr Piped.Stderr
-	// keeps (see NewTail).
+	// keeps (see NewTail); 0: DefaultStderrKeep.
 	StderrKeep int
 	// StderrDrain bounds Teardown's wait for the stderr pipe to reach
 	// EOF after the process exited (a grandchild outside the group could
-	// hold it open forever).
+	// hold it open forever); 0: DefaultStderrDrain.
 	StderrDrain time.Duration
 }
+
+// Defaults of Command.
+const (
+	DefaultStderrKeep  = 8 << 10
+	DefaultStderrDrain = 2 * time.Second
+)
 
 // Piped is an agent process started by StartPiped, with our ends of its
 // stdin and stdout (pollable: reads and writes honour deadlines) and the
@@ -67,6 +73,12 @@ type Piped struct {
 // start closes every pipe, calls Ended and returns Start's error as it is
 // (errors.Is exec.ErrNotFound for a missing command).
 func (s *Spawner) StartPiped(c Command) (*Piped, error) {
+	if c.StderrKeep <= 0 {
+		c.StderrKeep = DefaultStderrKeep
+	}
+	if c.StderrDrain <= 0 {
+		c.StderrDrain = DefaultStderrDrain
+	}
 	ended := func() {
 		if c.Launch != nil {
 			c.Launch.Ended()

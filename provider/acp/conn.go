@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/warren-dev/warren/agentproc"
 )
 
 // JSON-RPC error codes warren sends.
@@ -108,9 +109,9 @@ func (c *conn) Err() error {
 
 func (c *conn) readLoop(r *bufio.Reader) {
 	for {
-		line, err := readLine(r, c.maxLine)
+		line, err := agentproc.ReadLine(r, c.maxLine)
 		if err != nil {
-			if errors.Is(err, errLineTooLong) {
+			if errors.Is(err, agentproc.ErrLineTooLong) {
 				c.fail(fmt.Errorf("%w: it wrote a line longer than %d bytes", ErrProtocol, c.maxLine))
 				return
 			}
@@ -275,34 +276,6 @@ func mustJSON(v any) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return data
-}
-
-var errLineTooLong = errors.New("line too long")
-
-// readLine returns the next line without its newline, holding at most max
-// bytes. A final line without a newline is returned before io.EOF.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		n := len(chunk)
-		if err == nil {
-			n--
-		}
-		if len(line)+n > max {
-			return nil, errLineTooLong
-		}
-		switch {
-		case err == nil:
-			return append(line, chunk[:n]...), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			line = append(line, chunk...)
-		case errors.Is(err, io.EOF) && len(line)+len(chunk) > 0:
-			return append(line, chunk...), nil
-		default:
-			return nil, err
-		}
-	}
 }
 
 func clip(s string, n int) string {

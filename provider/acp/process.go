@@ -13,14 +13,9 @@ import (
 	"github.com/warren-dev/warren/provider"
 )
 
-const (
-	// stderrKeep is how much of an agent's stderr is kept for error texts.
-	stderrKeep = 8 << 10
-	// stderrDrain bounds the wait for the stderr pipe to reach EOF after
-	// the process exited (a grandchild outside the group could hold it).
-	stderrDrain = 2 * time.Second
-	readBuffer  = 64 << 10
-)
+// readBuffer is the stdout read buffer; longer lines are assembled up to
+// MaxLine.
+const readBuffer = 64 << 10
 
 // process is one running agent (agentproc.Piped: the leader of its own
 // process group, which teardown kills whole), with short names for its
@@ -39,8 +34,7 @@ type process struct {
 // input, and calls launch.Ended once it has been reaped
 // (agentproc.StartPiped). A command that is not found is ErrNotInstalled.
 func startProcess(sp *agentproc.Spawner, argv, env []string, dir string, launch provider.Launch) (*process, error) {
-	pp, err := sp.StartPiped(agentproc.Command{Argv: argv, Env: env, Dir: dir, Launch: launch,
-		StderrKeep: stderrKeep, StderrDrain: stderrDrain})
+	pp, err := sp.StartPiped(agentproc.Command{Argv: argv, Env: env, Dir: dir, Launch: launch})
 	switch {
 	case err == nil:
 	case errors.Is(err, agentproc.ErrNotRecorded):

@@ -3,7 +3,6 @@ package scripted
 import (
 	"bufio"
 	"errors"
-	"io"
 	"os"
 	"time"
 
@@ -11,17 +10,9 @@ import (
 	"github.com/warren-dev/warren/provider"
 )
 
-const (
-	// stderrKeep is how much of a program's stderr is kept for errors.
-	stderrKeep = 8 << 10
-	// stderrDrain bounds the wait for the stderr pipe to reach EOF after
-	// the process exited (a grandchild outside the process group could hold
-	// it open forever).
-	stderrDrain = 2 * time.Second
-	// readBuffer is the stdout read buffer; longer lines are assembled up
-	// to MaxLine.
-	readBuffer = 64 << 10
-)
+// readBuffer is the stdout read buffer; longer lines are assembled up to
+// MaxLine.
+const readBuffer = 64 << 10
 
 // process is one running program (agentproc.Piped), with short names for
 // its parts and a buffered reader of its stdout.
@@ -40,8 +31,7 @@ type process struct {
 // launch.Ended runs once it has been reaped (agentproc.StartPiped). Our
 // pipe ends are pollable, so reads and writes honour deadlines.
 func startProcess(sp *agentproc.Spawner, argv, env []string, dir string, launch provider.Launch) (*process, error) {
-	pp, err := sp.StartPiped(agentproc.Command{Argv: argv, Env: env, Dir: dir, Launch: launch,
-		StderrKeep: stderrKeep, StderrDrain: stderrDrain})
+	pp, err := sp.StartPiped(agentproc.Command{Argv: argv, Env: env, Dir: dir, Launch: launch})
 	if err != nil {
 		return nil, err
 	}
@@ -75,29 +65,14 @@ func (p *process) writeLine(data []byte) error {
 }
 
 // readLine returns the next line without its newline, holding at most max
-// bytes. A final line without a newline is returned before io.EOF.
+// bytes (ErrLineTooLong past that). A final line without a newline is
+// returned before io.EOF.
 func (p *process) readLine(max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := p.rd.ReadSlice('\n')
-		n := len(chunk)
-		if err == nil {
-			n-- // the newline
-		}
-		if len(line)+n > max {
-			return nil, ErrLineTooLong
-		}
-		switch {
-		case err == nil:
-			return append(line, chunk[:n]...), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			line = append(line, chunk...)
-		case errors.Is(err, io.EOF) && len(line)+len(chunk) > 0:
-			return append(line, chunk...), nil
-		default:
-			return nil, err
-		}
+	line, err := agentproc.ReadLine(p.rd, max)
+	if errors.Is(err, agentproc.ErrLineTooLong) {
+		return nil, ErrLineTooLong
 	}
+	return line, err
 }
 
 // teardown kills the process group, reaps the process, closes our pipe ends
