@@ -288,16 +288,7 @@ func (l *Log) forgetFiles() {
 // logs whose filesystem is about to be rebooted.
 func (l *Log) Abandon() {
 	l.mu.Lock()
-	l.closed = true
-	for l.leading {
-		l.idle.Wait()
-	}
-	if l.retire != nil {
-		l.retire.Stop()
-	}
-	if l.healTimer != nil {
-		l.healTimer.Stop()
-	}
+	l.closeLocked()
 	f, pf := l.f, l.pf
 	l.f, l.pf = nil, nil
 	l.mu.Unlock()

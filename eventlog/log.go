@@ -437,16 +437,9 @@ func (l *Log) VerifyPrefix() error {
 	return nil
 }
 
-// Close waits for in-progress appends and closes the log, removing the
-// pending file unless the handle is poisoned (then a complete group in it
-// may still be replayed by the next Open). Appends after Close return
-// ErrClosed. Closing twice is a no-op.
-func (l *Log) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
+// closeLocked marks the log closed, waits (l.mu held) until no append
+// leads, and stops its timers: the first step of Close and Abandon.
+func (l *Log) closeLocked() {
 	l.closed = true
 	for l.leading {
 		l.idle.Wait()
@@ -457,6 +450,19 @@ func (l *Log) Close() error {
 	if l.healTimer != nil {
 		l.healTimer.Stop()
 	}
+}
+
+// Close waits for in-progress appends and closes the log, removing the
+// pending file unless the handle is poisoned (then a complete group in it
+// may still be replayed by the next Open). Appends after Close return
+// ErrClosed. Closing twice is a no-op.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closeLocked()
 	f, pf, poisoned := l.f, l.pf, l.poison != nil
 	l.f, l.pf = nil, nil
 	l.mu.Unlock()

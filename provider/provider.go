@@ -6,6 +6,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -196,6 +197,19 @@ type ToolCall struct {
 	Args   map[string]any `json:"args"`
 	Result map[string]any `json:"result,omitempty"`
 	Error  string         `json:"error,omitempty"`
+}
+
+// ToolErrorText is the text a ToolCall records for the "error" member of a
+// tool's result: the string itself, or the JSON of another value.
+func ToolErrorText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 var (

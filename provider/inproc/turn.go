@@ -2,7 +2,6 @@ package inproc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -138,7 +137,7 @@ func (t *Turn) record(req provider.ToolRequest, res map[string]any, err error) e
 	case err != nil:
 		rec.Error = err.Error()
 	case res != nil && res["error"] != nil:
-		rec.Error = errorText(res["error"])
+		rec.Error = provider.ToolErrorText(res["error"])
 	default:
 		rec.Result = maps.Clone(res)
 		if rec.Result == nil {
@@ -172,16 +171,4 @@ func (t *Turn) finish() (calls []provider.ToolCall, suspendErr error, chunked bo
 		t.calls = []provider.ToolCall{}
 	}
 	return t.calls, t.suspendErr, t.chunked
-}
-
-// errorText renders a tool result's "error" value as text.
-func errorText(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }

@@ -71,7 +71,7 @@ func (t *turn) call(fields map[string]json.RawMessage) (*provider.ToolCall, erro
 	case err != nil:
 		rec.Error = err.Error()
 	case res != nil && res["error"] != nil:
-		rec.Error = errorText(res["error"])
+		rec.Error = provider.ToolErrorText(res["error"])
 	default:
 		if res == nil {
 			res = map[string]any{}
@@ -115,16 +115,4 @@ func (t *turn) send(line []byte) error {
 		return t.fail(err)
 	}
 	return nil
-}
-
-// errorText renders a tool result's "error" value as text.
-func errorText(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
