@@ -86,27 +86,9 @@ func parseArgs(name string, a *argReader) Call {
 	case ToolBroadcast:
 		return Broadcast{Text: a.nonEmpty("text")}
 	case ToolCheckInbox:
-		c := CheckInbox{Sender: a.str("sender")}
-		if k := a.str("kind"); k != "" && a.err == nil {
-			kind, err := inbox.ParseKind(k)
-			if err != nil {
-				a.fail("kind", ErrInvalidParam, "parameter %q must be one of request, response, notification, error; got %q", "kind", clip(k))
-			}
-			c.Kind = kind
-		}
-		return c
+		return parseCheckInbox(a)
 	case ToolSpawnAgent:
-		c := SpawnAgent{Name: a.nonEmpty("name")}
-		if a.err == nil {
-			if err := tree.ValidateName(c.Name); err != nil {
-				a.fail("name", ErrInvalidParam, "parameter %q: %v", "name", err)
-			}
-		}
-		c.Instructions = a.nonEmpty("instructions")
-		c.Metadata = a.stringMap("metadata")
-		c.Provider = a.str("provider")
-		c.Model = a.str("model")
-		return c
+		return parseSpawnAgent(a)
 	case ToolInspectAgent:
 		return InspectAgent{Name: a.nonEmpty("name")}
 	case ToolComplete:
@@ -135,17 +117,50 @@ func parseArgs(name string, a *argReader) Call {
 	case ToolPermitTurn:
 		return PermitTurn{AgentName: a.nonEmpty("agent_name")}
 	case ToolAwaitInput:
-		c := AwaitInput{Kind: a.nonEmpty("kind")}
-		if a.err == nil && !labelRE.MatchString(c.Kind) {
-			a.fail("kind", ErrInvalidParam,
-				"parameter %q must be a short label (1-64 characters: a letter, then letters, digits, '_', '.', '-') such as approval or input; got %q",
-				"kind", clip(c.Kind))
-		}
-		c.Prompt = a.nonEmpty("prompt")
-		c.Timeout = a.seconds("timeout")
-		return c
+		return parseAwaitInput(a)
 	}
 	return nil // unreachable: name is in the catalog
+}
+
+// parseCheckInbox reads check_inbox: the kind, when given, must be known.
+func parseCheckInbox(a *argReader) Call {
+	c := CheckInbox{Sender: a.str("sender")}
+	if k := a.str("kind"); k != "" && a.err == nil {
+		kind, err := inbox.ParseKind(k)
+		if err != nil {
+			a.fail("kind", ErrInvalidParam, "parameter %q must be one of request, response, notification, error; got %q", "kind", clip(k))
+		}
+		c.Kind = kind
+	}
+	return c
+}
+
+// parseSpawnAgent reads spawn_agent: the name must be a valid agent name.
+func parseSpawnAgent(a *argReader) Call {
+	c := SpawnAgent{Name: a.nonEmpty("name")}
+	if a.err == nil {
+		if err := tree.ValidateName(c.Name); err != nil {
+			a.fail("name", ErrInvalidParam, "parameter %q: %v", "name", err)
+		}
+	}
+	c.Instructions = a.nonEmpty("instructions")
+	c.Metadata = a.stringMap("metadata")
+	c.Provider = a.str("provider")
+	c.Model = a.str("model")
+	return c
+}
+
+// parseAwaitInput reads await_input: the kind is a short label.
+func parseAwaitInput(a *argReader) Call {
+	c := AwaitInput{Kind: a.nonEmpty("kind")}
+	if a.err == nil && !labelRE.MatchString(c.Kind) {
+		a.fail("kind", ErrInvalidParam,
+			"parameter %q must be a short label (1-64 characters: a letter, then letters, digits, '_', '.', '-') such as approval or input; got %q",
+			"kind", clip(c.Kind))
+	}
+	c.Prompt = a.nonEmpty("prompt")
+	c.Timeout = a.seconds("timeout")
+	return c
 }
 
 var labelRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
