@@ -135,77 +135,105 @@ func (o *OpenTurn) matches(runID string, turn int) bool {
 // and unknown events are ignored. Data that does not decode is an error
 // wrapping ErrMalformed that names the seq.
 func Build(entries []Entry) (History, error) {
-	var h History
-	var open *OpenTurn
-	var index map[string]int // call_id -> position in open.Calls
+	var b builder
 	for _, e := range entries {
-		switch e.Event {
-		case EventTurnStart:
-			var d turnData
-			if err := decode(e, &d); err != nil {
-				return History{}, err
-			}
-			if open != nil && open.RunID == d.RunID && open.Turn == d.Turn {
-				open.Prompt = d.Prompt
-				open.Starts++
-				open.Interrupted, open.Reason = false, ""
-				open.Waiting = false
-				continue
-			}
-			open = &OpenTurn{RunID: d.RunID, Turn: d.Turn, Prompt: d.Prompt, StartSeq: e.Seq, Starts: 1}
-			index = map[string]int{}
-		case EventToolCall:
-			c, err := decodeCall(e)
-			if err != nil {
-				return History{}, err
-			}
-			if open.matches(c.RunID, c.Turn) {
-				open.addCall(c, index)
-			}
-		case EventTurnComplete:
-			var d turnData
-			if err := decode(e, &d); err != nil {
-				return History{}, err
-			}
-			if open.matches(d.RunID, d.Turn) {
-				calls := open.Calls
-				if calls == nil {
-					calls = []provider.ToolCall{}
-				}
-				h.Turns = append(h.Turns, provider.Turn{Message: open.Prompt, Calls: calls, Response: d.Response})
-				open = nil
-			}
-		case EventTurnFailed, EventTurnCancelled:
-			var d turnData
-			if err := decode(e, &d); err != nil {
-				return History{}, err
-			}
-			if open.matches(d.RunID, d.Turn) {
-				open = nil
-			}
-		case EventContextReset:
-			h.Turns = nil
-		case EventRunInterrupted, EventRunWaiting, EventRunResumed:
-			var d runData
-			if err := decode(e, &d); err != nil {
-				return History{}, err
-			}
-			if !open.matches(d.RunID, 0) {
-				continue
-			}
-			switch e.Event {
-			case EventRunInterrupted:
-				open.Interrupted, open.Reason = true, d.Reason
-			case EventRunWaiting:
-				open.Waiting, open.WaitKind, open.WaitPrompt, open.TokenID = true, d.WaitKind, d.Prompt, d.TokenID
-			case EventRunResumed:
-				open.Interrupted, open.Reason = false, ""
-				open.Waiting = false
-			}
+		if err := b.apply(e); err != nil {
+			return History{}, err
 		}
 	}
-	h.Open = open
-	return h, nil
+	b.h.Open = b.open
+	return b.h, nil
+}
+
+// builder is Build's state between entries.
+type builder struct {
+	h     History
+	open  *OpenTurn
+	index map[string]int // call_id -> position in open.Calls
+}
+
+// apply folds one entry.
+func (b *builder) apply(e Entry) error {
+	switch e.Event {
+	case EventTurnStart:
+		return b.turnStart(e)
+	case EventToolCall:
+		c, err := decodeCall(e)
+		if err != nil {
+			return err
+		}
+		if b.open.matches(c.RunID, c.Turn) {
+			b.open.addCall(c, b.index)
+		}
+	case EventTurnComplete, EventTurnFailed, EventTurnCancelled:
+		return b.turnEnd(e)
+	case EventContextReset:
+		b.h.Turns = nil
+	case EventRunInterrupted, EventRunWaiting, EventRunResumed:
+		return b.runFlags(e)
+	}
+	return nil
+}
+
+// turnStart opens a turn, or re-runs the open one when run and turn match.
+func (b *builder) turnStart(e Entry) error {
+	var d turnData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	if o := b.open; o != nil && o.RunID == d.RunID && o.Turn == d.Turn {
+		o.Prompt = d.Prompt
+		o.Starts++
+		o.Interrupted, o.Reason = false, ""
+		o.Waiting = false
+		return nil
+	}
+	b.open = &OpenTurn{RunID: d.RunID, Turn: d.Turn, Prompt: d.Prompt, StartSeq: e.Seq, Starts: 1}
+	b.index = map[string]int{}
+	return nil
+}
+
+// turnEnd closes the open turn it matches: into Turns for turn.complete,
+// dropped for turn.failed and turn.cancelled.
+func (b *builder) turnEnd(e Entry) error {
+	var d turnData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	if !b.open.matches(d.RunID, d.Turn) {
+		return nil
+	}
+	if e.Event == EventTurnComplete {
+		calls := b.open.Calls
+		if calls == nil {
+			calls = []provider.ToolCall{}
+		}
+		b.h.Turns = append(b.h.Turns, provider.Turn{Message: b.open.Prompt, Calls: calls, Response: d.Response})
+	}
+	b.open = nil
+	return nil
+}
+
+// runFlags sets or clears the open turn's interruption and wait flags.
+func (b *builder) runFlags(e Entry) error {
+	var d runData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	o := b.open
+	if !o.matches(d.RunID, 0) {
+		return nil
+	}
+	switch e.Event {
+	case EventRunInterrupted:
+		o.Interrupted, o.Reason = true, d.Reason
+	case EventRunWaiting:
+		o.Waiting, o.WaitKind, o.WaitPrompt, o.TokenID = true, d.WaitKind, d.Prompt, d.TokenID
+	case EventRunResumed:
+		o.Interrupted, o.Reason = false, ""
+		o.Waiting = false
+	}
+	return nil
 }
 
 func (o *OpenTurn) addCall(c Call, index map[string]int) {
