@@ -258,51 +258,63 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, rep 
 	for k, v := range rep.Header {
 		w.Header().Set(k, v)
 	}
-	if rep.Status != 0 && rep.Status != http.StatusOK {
+	switch {
+	case rep.Status != 0 && rep.Status != http.StatusOK:
 		if w.Header().Get("Content-Type") == "" {
 			w.Header().Set("Content-Type", "application/json")
 		}
 		w.WriteHeader(rep.Status)
 		_, _ = io.WriteString(w, rep.Body)
-		return
-	}
-	flusher, _ := w.(http.Flusher)
-	if rep.Raw != "" {
-		ct := rep.RawType
-		if ct == "" {
-			ct = "text/event-stream"
-		}
-		w.Header().Set("Content-Type", ct)
+	case rep.Raw != "":
+		writeRaw(w, r, rep)
+	case s.api == Gemini && !req.streamed():
+		// :generateContent, or streamGenerateContent without alt=sse
+		// (a JSON array): the chunks merged, no events.
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
-		for i := 0; rep.RawRepeat < 0 || i <= rep.RawRepeat; i++ {
-			if _, err := io.WriteString(w, rep.Raw); err != nil {
-				return
-			}
-			if r.Context().Err() != nil {
-				return
-			}
-		}
-		return
+		_, _ = io.WriteString(w, geminiWhole(rep, req, strings.Contains(req.Path, ":streamGenerateContent")))
+	default:
+		s.writeEvents(w, r, rep, s.events(rep, req))
 	}
-	var events []string
-	switch s.api {
-	case OpenAI:
-		events = openAIEvents(rep, req)
-	case Responses:
-		events = responsesEvents(rep, req)
-	case Gemini:
-		events = geminiEvents(rep, req)
-		if !req.streamed() {
-			// :generateContent, or streamGenerateContent without alt=sse
-			// (a JSON array): the chunks merged, no events.
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			_, _ = io.WriteString(w, geminiWhole(rep, req, strings.Contains(req.Path, ":streamGenerateContent")))
+}
+
+// writeRaw writes rep.Raw as the body, rep.RawRepeat more times (< 0:
+// until the client goes).
+func writeRaw(w http.ResponseWriter, r *http.Request, rep Reply) {
+	ct := rep.RawType
+	if ct == "" {
+		ct = "text/event-stream"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(http.StatusOK)
+	for i := 0; rep.RawRepeat < 0 || i <= rep.RawRepeat; i++ {
+		if _, err := io.WriteString(w, rep.Raw); err != nil {
 			return
 		}
-	default:
-		events = anthropicEvents(rep, req)
+		if r.Context().Err() != nil {
+			return
+		}
 	}
+}
+
+// events are the server-sent events of rep in the server's API.
+func (s *Server) events(rep Reply, req Request) []string {
+	switch s.api {
+	case OpenAI:
+		return openAIEvents(rep, req)
+	case Responses:
+		return responsesEvents(rep, req)
+	case Gemini:
+		return geminiEvents(rep, req)
+	default:
+		return anthropicEvents(rep, req)
+	}
+}
+
+// writeEvents streams events, stalling or cutting the stream where rep
+// says.
+func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, rep Reply, events []string) {
+	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
