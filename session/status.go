@@ -95,9 +95,8 @@ func Derive(s *Session, f Facts, bootID string, now time.Time) Status {
 // deriveOpen is Derive for an open run; snap is the snapshot of the same
 // run (nil: none).
 func deriveOpen(f Facts, snap *Run, bootID string, now time.Time) Status {
-	boot := runBoot(f, snap)
 	deadline := waitDeadline(f, snap)
-	earlierBoot := boot == "" || boot != bootID
+	earlierBoot := startedEarlier(f, snap, bootID)
 	pending := f.pendingInterrupt()
 	restartInt := pending && f.InterruptReason != ReasonWaitTimeout
 	timeoutInt := pending && f.InterruptReason == ReasonWaitTimeout
@@ -137,6 +136,13 @@ func runBoot(f Facts, snap *Run) string {
 	return f.RunBootID
 }
 
+// startedEarlier: the run began (or last resumed) under another boot than
+// bootID, or under an unknown one.
+func startedEarlier(f Facts, snap *Run, bootID string) bool {
+	boot := runBoot(f, snap)
+	return boot == "" || boot != bootID
+}
+
 // waitDeadline is the current wait's deadline: the log's, else the
 // snapshot's (snap: the snapshot of the same run, or nil).
 func waitDeadline(f Facts, snap *Run) time.Time {
@@ -159,8 +165,7 @@ func NeedsRestartMark(s *Session, f Facts, bootID string) bool {
 	if f.Corrupt || terminated(s, f) || f.RunID == "" || f.RunEnded || f.Waiting || f.pendingInterrupt() {
 		return false
 	}
-	boot := runBoot(f, sameRun(s, f))
-	return boot == "" || boot != bootID
+	return startedEarlier(f, sameRun(s, f), bootID)
 }
 
 // NeedsWaitTimeout reports whether the deadline sweep must expire the
