@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -173,7 +174,15 @@ func TestPipedStopAndTeardown(t *testing.T) {
 		t.Fatalf("cat after Stop: %v, want a clean exit on EOF", st)
 	}
 
-	q, err := sp.StartPiped(command(nil, "sh", "-c", "sleep 600 & wait"))
+	q, err := sp.StartPiped(command(nil, "sh", "-c", "sleep 600 & echo $!; wait"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(q.Stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +193,5 @@ func TestPipedStopAndTeardown(t *testing.T) {
 	default:
 		t.Fatal("Teardown returned before the process was reaped")
 	}
-	if err := syscall.Kill(-q.Proc.Pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("group %d still has processes after Teardown (kill 0: %v)", q.Proc.Pid, err)
-	}
+	waitGone(t, grandchild) // killed with the group
 }
