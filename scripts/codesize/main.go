@@ -96,7 +96,7 @@ func (r *Report) Print(w io.Writer, l Limits) int {
 		}
 	}
 	over := 0
-	long := byLength(funcs)
+	long := sortedBy(funcs, func(f Func) int { return f.Lines })
 	fmt.Fprintf(w, "\nfunctions over %d lines%s\n", l.Lines, testsNote(l.Tests))
 	n := 0
 	for _, f := range long {
@@ -110,7 +110,7 @@ func (r *Report) Print(w io.Writer, l Limits) int {
 	}
 	over += n
 
-	complex := byComplexity(funcs)
+	complex := sortedBy(funcs, func(f Func) int { return f.Complexity })
 	fmt.Fprintf(w, "\ncyclomatic complexity: the top %d and every function over %d%s\n", l.Top, l.Cyclo, testsNote(l.Tests))
 	for i, f := range complex {
 		if i >= l.Top && f.Complexity <= l.Cyclo {
@@ -131,22 +131,12 @@ func testsNote(tests bool) string {
 	return " (test files left out)"
 }
 
-func byLength(fs []Func) []Func {
+// sortedBy returns fs sorted by key, largest first (ties by place).
+func sortedBy(fs []Func, key func(Func) int) []Func {
 	out := append([]Func(nil), fs...)
 	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Lines != out[j].Lines {
-			return out[i].Lines > out[j].Lines
-		}
-		return out[i].where() < out[j].where()
-	})
-	return out
-}
-
-func byComplexity(fs []Func) []Func {
-	out := append([]Func(nil), fs...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Complexity != out[j].Complexity {
-			return out[i].Complexity > out[j].Complexity
+		if ki, kj := key(out[i]), key(out[j]); ki != kj {
+			return ki > kj
 		}
 		return out[i].where() < out[j].where()
 	})

@@ -324,20 +324,10 @@ func (a *agent) save(sid string, sf sessionFile) {
 	_ = os.WriteFile(a.path(sid), data, 0o600)
 }
 
-// prompt runs one turn.
+// prompt runs one turn: the "@verb arg" lines of the prompt are
+// directives (directive), any other prompt is echoed.
 func (a *agent) prompt(id json.RawMessage, sid, text string, cancel chan struct{}) {
-	if i := strings.Index(text, acp.PreambleEnd); i >= 0 {
-		text = strings.TrimSpace(text[i+len(acp.PreambleEnd):])
-	}
-	injected := false
-	if i := strings.Index(text, history.HeadingCurrent); i >= 0 {
-		injected = true
-		text = text[i+len(history.HeadingCurrent):]
-		if j := strings.Index(text, history.HeadingInstructions); j >= 0 {
-			text = text[:j]
-		}
-		text = strings.TrimSpace(text)
-	}
+	text, injected := promptText(text)
 	sf, _ := a.load(sid)
 	var reply strings.Builder
 	out := func(s string) {
@@ -351,59 +341,8 @@ func (a *agent) prompt(id json.RawMessage, sid, text string, cancel chan struct{
 		}
 		directives = true
 		verb, arg, _ := strings.Cut(strings.TrimPrefix(line, "@"), " ")
-		switch verb {
-		case "say":
-			out(arg)
-		case "stderr":
-			fmt.Fprintln(os.Stderr, arg)
-		case "tool":
-			name, args, _ := strings.Cut(arg, " ")
-			if shape := os.Getenv("FAKEACP_TOOL_PERMISSION"); shape != "" {
-				if shape == "1" {
-					shape = "claude"
-				}
-				if !a.askPermissionAs(sid, shape, name, out) {
-					continue
-				}
-			}
-			out(a.callTool(sid, name, args))
-		case "permission":
-			a.askPermission(sid, arg, out)
-		case "codexfail":
-			// codex-acp's report of a failed model request (codexerr.go).
-			a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
-				"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "systemError"}}}})
-			out(arg + "\n\n")
-		case "codexactive":
-			a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
-				"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "active", "activeFlags": []any{}}}}})
-		case "permission-as":
-			shape, rest, _ := strings.Cut(arg, " ")
-			a.askPermissionAs(sid, shape, rest, out)
-		case "hang":
-			<-cancel
-			a.reply(id, map[string]any{"stopReason": "cancelled"})
+		if a.directive(id, sid, verb, arg, cancel, out) {
 			return
-		case "slowcancel":
-			select {}
-		case "crash":
-			out("about to crash")
-			os.Exit(3)
-		case "exit":
-			os.Exit(0)
-		case "badjson":
-			a.raw("this is not JSON")
-		case "wrongid":
-			a.write(map[string]any{"jsonrpc": "2.0", "id": 987654, "result": map[string]any{}})
-		case "flood":
-			n := 0
-			fmt.Sscan(arg, &n)
-			for i := 0; i < n; i++ {
-				a.say(sid, "x")
-			}
-		case "fs":
-			r := a.request("fs/read_text_file", map[string]any{"sessionId": sid, "path": "/etc/hostname"})
-			out("fs answer: " + string(r.Error))
 		}
 	}
 	if !directives {
@@ -419,6 +358,83 @@ func (a *agent) prompt(id json.RawMessage, sid, text string, cancel chan struct{
 	delete(a.cancel, sid)
 	a.mu.Unlock()
 	a.reply(id, map[string]any{"stopReason": "end_turn", "usage": map[string]any{"inputTokens": 10, "outputTokens": 5}})
+}
+
+// promptText is the user's text of a prompt: after warren's preamble, and
+// the current message alone when a history was injected (injected true).
+func promptText(text string) (string, bool) {
+	if i := strings.Index(text, acp.PreambleEnd); i >= 0 {
+		text = strings.TrimSpace(text[i+len(acp.PreambleEnd):])
+	}
+	i := strings.Index(text, history.HeadingCurrent)
+	if i < 0 {
+		return text, false
+	}
+	text = text[i+len(history.HeadingCurrent):]
+	if j := strings.Index(text, history.HeadingInstructions); j >= 0 {
+		text = text[:j]
+	}
+	return strings.TrimSpace(text), true
+}
+
+// directive runs one "@verb arg" line of a prompt; true when it ended the
+// turn itself (hang, answered as cancelled).
+func (a *agent) directive(id json.RawMessage, sid, verb, arg string, cancel chan struct{}, out func(string)) bool {
+	switch verb {
+	case "say":
+		out(arg)
+	case "stderr":
+		fmt.Fprintln(os.Stderr, arg)
+	case "tool":
+		name, args, _ := strings.Cut(arg, " ")
+		if shape := os.Getenv("FAKEACP_TOOL_PERMISSION"); shape != "" {
+			if shape == "1" {
+				shape = "claude"
+			}
+			if !a.askPermissionAs(sid, shape, name, out) {
+				return false
+			}
+		}
+		out(a.callTool(sid, name, args))
+	case "permission":
+		a.askPermission(sid, arg, out)
+	case "codexfail":
+		// codex-acp's report of a failed model request (codexerr.go).
+		a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
+			"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "systemError"}}}})
+		out(arg + "\n\n")
+	case "codexactive":
+		a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
+			"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "active", "activeFlags": []any{}}}}})
+	case "permission-as":
+		shape, rest, _ := strings.Cut(arg, " ")
+		a.askPermissionAs(sid, shape, rest, out)
+	case "hang":
+		<-cancel
+		a.reply(id, map[string]any{"stopReason": "cancelled"})
+		return true
+	case "slowcancel":
+		select {}
+	case "crash":
+		out("about to crash")
+		os.Exit(3)
+	case "exit":
+		os.Exit(0)
+	case "badjson":
+		a.raw("this is not JSON")
+	case "wrongid":
+		a.write(map[string]any{"jsonrpc": "2.0", "id": 987654, "result": map[string]any{}})
+	case "flood":
+		n := 0
+		fmt.Sscan(arg, &n)
+		for i := 0; i < n; i++ {
+			a.say(sid, "x")
+		}
+	case "fs":
+		r := a.request("fs/read_text_file", map[string]any{"sessionId": sid, "path": "/etc/hostname"})
+		out("fs answer: " + string(r.Error))
+	}
+	return false
 }
 
 func (a *agent) askPermission(sid, title string, out func(string)) bool {
