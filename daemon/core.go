@@ -135,6 +135,8 @@ type Core struct {
 	// pending counts the messages and payload bytes of every inbox, for the
 	// total limits (limits.go).
 	pending inbox.Totals
+	// resv holds the room of messages checked and not yet appended.
+	resv reservations
 
 	user  *userInbox
 	http  httpRegistry
