@@ -233,7 +233,7 @@ func (c *Core) startScrub(placed []*loaded) {
 		}
 		if !c.goBackground(func() {
 			defer c.scrubOnce.Do(func() { close(c.scrubbed) })
-			c.checkpointAll(uint64(every))
+			c.checkpointAll(1) // every log that recovery folded lines of
 			c.scrub(scrub)
 		}) {
 			c.scrubOnce.Do(func() { close(c.scrubbed) })
