@@ -123,7 +123,9 @@ func BenchmarkMemory(b *testing.B) {
 		// Each iteration: the home as generated (no checkpoints: the first
 		// start after an upgrade), then a second start on what the first
 		// left (checkpoints written at its stop: every later start), then
-		// a start after a kill -9 in the middle of work (bench_killed_test.go).
+		// a start after a kill -9 in the middle of work, as warren leaves
+		// the home (killed) and with every checkpoint moved back 0-255
+		// entries, the worst case (lagged; bench_killed_test.go).
 		for _, phase := range memPhases(b) {
 			b.Run(h.Name+"/"+phase+"-start", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
@@ -137,9 +139,13 @@ func BenchmarkMemory(b *testing.B) {
 						state += fmt.Sprintf(": clean stop, %d checkpoints lagging %.0f (max %d)", n, mean, most)
 					case "killed":
 						killMidWork(b, bin, home, h.Spec, 32)
+						n, mean, most := checkpointLagStats(b, home)
+						state += fmt.Sprintf(": kill -9 mid-turn, %d checkpoints lagging %.1f (max %d)", n, mean, most)
+					case "lagged":
+						killMidWork(b, bin, home, h.Spec, 32)
 						lagCheckpoints(b, home, int64(i+1), DefaultCheckpointEvery-1)
 						n, mean, most := checkpointLagStats(b, home)
-						state += fmt.Sprintf(": kill -9 mid-turn, %d checkpoints lagging %.0f (max %d)", n, mean, most)
+						state += fmt.Sprintf(": kill -9 mid-turn, then every checkpoint moved back 0-255 entries: %d lagging %.0f (max %d)", n, mean, most)
 					}
 					r := runMemoryHome(b, bin, home, h, st, turns)
 					r.Home += " (" + state + ")"
@@ -156,9 +162,9 @@ func BenchmarkMemory(b *testing.B) {
 }
 
 // memPhases are the phases WARREN_BENCH_MEMORY_PHASES names (default all:
-// first, next, killed), in that order.
+// first, next, killed, lagged), in that order.
 func memPhases(b *testing.B) []string {
-	all := []string{"first", "next", "killed"}
+	all := []string{"first", "next", "killed", "lagged"}
 	v := os.Getenv("WARREN_BENCH_MEMORY_PHASES")
 	if v == "" {
 		return all
