@@ -17,10 +17,17 @@ package daemon
 // binary to measure instead of one built from this tree (an older
 // version, for a before/after table).
 //
-// Every home is measured twice: its first start, on the home as generated
-// (no checkpoints: also the first start after an upgrade; the driven
-// agents' files are put back as generated before it), and its next start,
-// on what the first left (checkpoints, and the driven agents' sessions).
+// Every home is measured four times (WARREN_BENCH_MEMORY_PHASES selects
+// some of first,next,killed,lagged): its first start, on the home as
+// generated (no checkpoints: also the first start after an upgrade; the
+// driven agents' files are put back as generated before it); its next
+// start, on what the first left (checkpoints, and the driven agents'
+// sessions); a start after a kill -9 in the middle of driven turns, on the
+// home as the killed daemon left it (killed); and the same with every
+// checkpoint then moved back 0-255 entries, the worst case (lagged; see
+// bench_killed_test.go). Time to serve is also reported to the first
+// answered agent.send, with the CPU the rest of the machine used meanwhile
+// and the load average (the machine may be shared).
 //
 // The homes:
 //
