@@ -98,6 +98,8 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 		c.log.Debug("no checkpoint for now", "agent", a.id, "err", err)
 		return
 	}
+	c.ckptSlots <- struct{}{}
+	defer func() { <-c.ckptSlots }()
 	r, err := eventlog.ResumeAt(c.fs, c.logPath(a.id), seq, off)
 	if err != nil {
 		c.log.Warn("no checkpoint: its line does not check out", "agent", a.id, "seq", seq, "err", err)
