@@ -141,7 +141,7 @@ func (c *Core) view(a *agent) AgentView {
 	}
 	v.Degraded = a.degradedLocked()
 	if a.corrupt != nil {
-		v.Error = a.corrupt.Error() + "; run `warren repair " + a.id + "` to keep a copy and cut the log to its last good entry"
+		v.Error = a.corrupt.Error() + repairAdvice(a.id, a.corrupt)
 	}
 	return v
 }

@@ -17,10 +17,17 @@ package daemon
 // binary to measure instead of one built from this tree (an older
 // version, for a before/after table).
 //
-// Every home is measured twice: its first start, on the home as generated
-// (no checkpoints: also the first start after an upgrade; the driven
-// agents' files are put back as generated before it), and its next start,
-// on what the first left (checkpoints, and the driven agents' sessions).
+// Every home is measured four times (WARREN_BENCH_MEMORY_PHASES selects
+// some of first,next,killed,lagged): its first start, on the home as
+// generated (no checkpoints: also the first start after an upgrade; the
+// driven agents' files are put back as generated before it); its next
+// start, on what the first left (checkpoints, and the driven agents'
+// sessions); a start after a kill -9 in the middle of driven turns, on the
+// home as the killed daemon left it (killed); and the same with every
+// checkpoint then moved back 0-255 entries, the worst case (lagged; see
+// bench_killed_test.go). Time to serve is also reported to the first
+// answered agent.send, with the CPU the rest of the machine used meanwhile
+// and the load average (the machine may be shared).
 //
 // The homes:
 //
@@ -79,6 +86,9 @@ type memResult struct {
 	PendingBytes int64
 	Serve        time.Duration // process start to the first daemon.status answer
 	ServeCPU     time.Duration // CPU time the daemon used until then (user + system)
+	OthersCPU    time.Duration // CPU time the rest of the machine used meanwhile
+	Load         string        // the load average when serving began
+	FirstSend    time.Duration // process start to the first agent.send answered
 	List         time.Duration // the first agent.list after that
 	PeakServe    int64         // VmHWM when serving began, bytes
 	PeakDriven   int64         // VmHWM after the driving
@@ -119,15 +129,33 @@ func BenchmarkMemory(b *testing.B) {
 		home, st := benchHome(b, dir, h.Spec)
 		// Each iteration: the home as generated (no checkpoints: the first
 		// start after an upgrade), then a second start on what the first
-		// left (checkpoints written at its stop: every later start).
-		for _, phase := range []string{"first", "next"} {
+		// left (checkpoints written at its stop: every later start), then
+		// a start after a kill -9 in the middle of work, as warren leaves
+		// the home (killed) and with every checkpoint moved back 0-255
+		// entries, the worst case (lagged; bench_killed_test.go).
+		for _, phase := range memPhases(b) {
 			b.Run(h.Name+"/"+phase+"-start", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					if phase == "first" {
+					state := phase + " start"
+					switch phase {
+					case "first":
 						resetHome(b, home, h.Spec)
+						state += ": no checkpoints"
+					case "next":
+						n, mean, most := checkpointLagStats(b, home)
+						state += fmt.Sprintf(": clean stop, %d checkpoints lagging %.0f (max %d)", n, mean, most)
+					case "killed":
+						killMidWork(b, bin, home, h.Spec, 32)
+						n, mean, most := checkpointLagStats(b, home)
+						state += fmt.Sprintf(": kill -9 mid-turn, %d checkpoints lagging %.1f (max %d)", n, mean, most)
+					case "lagged":
+						killMidWork(b, bin, home, h.Spec, 32)
+						lagCheckpoints(b, home, int64(i+1), DefaultCheckpointEvery-1)
+						n, mean, most := checkpointLagStats(b, home)
+						state += fmt.Sprintf(": kill -9 mid-turn, then every checkpoint moved back 0-255 entries: %d lagging %.0f (max %d)", n, mean, most)
 					}
 					r := runMemoryHome(b, bin, home, h, st, turns)
-					r.Home += " (" + phase + " start)"
+					r.Home += " (" + state + ")"
 					b.ReportMetric(r.Serve.Seconds(), "s_to_serve")
 					b.ReportMetric(float64(r.PeakDriven)/(1<<20), "peak_rss_MB")
 					if i == b.N-1 {
@@ -138,6 +166,26 @@ func BenchmarkMemory(b *testing.B) {
 		}
 	}
 	fmt.Println(memTable(rows))
+}
+
+// memPhases are the phases WARREN_BENCH_MEMORY_PHASES names (default all:
+// first, next, killed, lagged), in that order.
+func memPhases(b *testing.B) []string {
+	all := []string{"first", "next", "killed", "lagged"}
+	v := os.Getenv("WARREN_BENCH_MEMORY_PHASES")
+	if v == "" {
+		return all
+	}
+	var out []string
+	for _, p := range all {
+		if strings.Contains(","+v+",", ","+p+",") {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		b.Fatalf("WARREN_BENCH_MEMORY_PHASES=%q names none of %v", v, all)
+	}
+	return out
 }
 
 // TestMemoryBenchSmoke runs the memory benchmark's code on two tiny homes
@@ -168,7 +216,17 @@ func TestMemoryBenchSmoke(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(home, "agents", genAgentID(0), "checkpoint.json")); err != nil {
 			t.Fatalf("%s: no checkpoint after a clean stop: %v", h.Name, err)
 		}
-		t.Log("\n" + memTable([]memResult{r, r2}))
+		// After a kill -9 mid-turn, with every checkpoint lagging its log.
+		killMidWork(t, bin, home, h.Spec, 4)
+		lagCheckpoints(t, home, 1, DefaultCheckpointEvery-1)
+		if n, mean, _ := checkpointLagStats(t, home); n != h.Spec.Agents || mean == 0 {
+			t.Fatalf("%s: %d checkpoints lagging %.1f entries on average; want %d lagging", h.Name, n, mean, h.Spec.Agents)
+		}
+		r3 := runMemoryHome(t, bin, home, h, st, 12)
+		if r3.Turns != 12 {
+			t.Fatalf("%s, start after kill -9: %+v; want 12 turns", h.Name, r3)
+		}
+		t.Log("\n" + memTable([]memResult{r, r2, r3}))
 	}
 }
 
@@ -276,6 +334,7 @@ func runMemoryHome(t testing.TB, bin, home string, h memHome, st homeStats, turn
 	cmd := exec.Command(bin, "daemon", "start", "--foreground", "--home", home, "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	exited := make(chan error, 1)
+	busy0 := machineCPU()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the daemon: %v", err)
@@ -320,8 +379,16 @@ func runMemoryHome(t testing.TB, bin, home string, h memHome, st homeStats, turn
 	}
 	r.Serve = time.Since(start)
 	r.ServeCPU = procCPU(cmd.Process.Pid)
+	r.OthersCPU = machineCPU() - busy0 - r.ServeCPU
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		r.Load = strings.Join(strings.Fields(string(la))[:3], " ")
+	}
 	defer cl.Close()
 	r.PeakServe, _ = procMem(cmd.Process.Pid)
+	if _, err := cl.Call(ctx, "agent.send", map[string]any{"agent_id": drivenIDs(h.Spec)[0], "message": "First turn after the start."}); err != nil {
+		fail("the first agent.send: %v", err)
+	}
+	r.FirstSend = time.Since(start)
 	t0 := time.Now()
 	res, err := cl.Call(ctx, "agent.list", nil)
 	if err != nil {
@@ -449,15 +516,35 @@ func procCPU(pid int) time.Duration {
 
 func memTable(rows []memResult) string {
 	var sb strings.Builder
-	sb.WriteString("| home | agents | events | log bytes | pending bytes | time to serve | CPU to serve | first agent.list | peak RSS at serve | peak RSS after driving | RSS after driving | turns driven |\n")
-	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	sb.WriteString("| home | agents | events | log bytes | pending bytes | time to serve | CPU to serve | others' CPU meanwhile | load | first agent.send answered | first agent.list | peak RSS at serve | peak RSS after driving | RSS after driving | turns driven |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	mb := func(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
 	for _, r := range rows {
-		fmt.Fprintf(&sb, "| %s | %d | %d | %s | %s | %.2f s | %.2f s | %.2f s | %s | %s | %s | %d in %.1f s |\n",
-			r.Home, r.Agents, r.Events, mb(r.Bytes), mb(r.PendingBytes), r.Serve.Seconds(), r.ServeCPU.Seconds(), r.List.Seconds(),
-			mb(r.PeakServe), mb(r.PeakDriven), mb(r.RSSDriven), r.Turns, r.DriveTime.Seconds())
+		fmt.Fprintf(&sb, "| %s | %d | %d | %s | %s | %.2f s | %.2f s | %.2f s | %s | %.2f s | %.2f s | %s | %s | %s | %d in %.1f s |\n",
+			r.Home, r.Agents, r.Events, mb(r.Bytes), mb(r.PendingBytes), r.Serve.Seconds(), r.ServeCPU.Seconds(), r.OthersCPU.Seconds(),
+			r.Load, r.FirstSend.Seconds(), r.List.Seconds(), mb(r.PeakServe), mb(r.PeakDriven), mb(r.RSSDriven), r.Turns, r.DriveTime.Seconds())
 	}
 	return sb.String()
+}
+
+// machineCPU is the CPU time every process on the machine has used since
+// boot (the first line of /proc/stat, without idle, iowait and steal).
+func machineCPU() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	var ticks int64
+	for i, v := range f[1:min(len(f), 8)] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
 func tail(s string, n int) string {

@@ -98,6 +98,8 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 		c.log.Debug("no checkpoint for now", "agent", a.id, "err", err)
 		return
 	}
+	c.ckptSlots <- struct{}{}
+	defer func() { <-c.ckptSlots }()
 	r, err := eventlog.ResumeAt(c.fs, c.logPath(a.id), seq, off)
 	if err != nil {
 		c.log.Warn("no checkpoint: its line does not check out", "agent", a.id, "seq", seq, "err", err)
@@ -114,6 +116,21 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 		return
 	}
 	a.ckptSeq = seq
+}
+
+// checkpointMin is how many entries an agent's log must have grown by
+// since its checkpoint for the background writer to write a new one:
+// CheckpointEvery while it runs a turn, any once it is at rest. A kill -9
+// then leaves lines to fold after the checkpoints only in the logs of the
+// agents that were busy (or whose writer had not run yet), not up to
+// CheckpointEvery-1 in every log.
+func (c *Core) checkpointMin(a *agent, every int) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return uint64(every)
+	}
+	return 1
 }
 
 // removeCheckpoint removes an agent's checkpoint (its log failed a check).

@@ -134,3 +134,28 @@ func TestTornCheckpointFallsBackToFullFold(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleAgentIsCheckpointedAtItsLogEnd: once an agent's turn has ended,
+// the background writer checkpoints its log at its last line, however few
+// entries it grew by, so that a kill -9 leaves no tail to fold for agents
+// at rest; recovering from that checkpoint folds nothing.
+func TestIdleAgentIsCheckpointedAtItsLogEnd(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake, h.saveDelay = true, -1 })
+	root := h.create("root", "", "echo")
+	h.send(root, "one short turn")
+	h.c.saves.Wait()
+	a, _ := h.c.agent(root)
+	a.ckptMu.Lock()
+	ckpt := a.ckptSeq
+	a.ckptMu.Unlock()
+	a.mu.Lock()
+	last := a.p.LastSeq
+	a.mu.Unlock()
+	if ckpt == 0 || ckpt != last {
+		t.Fatalf("checkpoint at seq %d after the turn ended, log ends at %d; want the checkpoint at the log's end", ckpt, last)
+	}
+	_, r, err := h.c.readCheckpoint(root)
+	if err != nil || r.Seq != last {
+		t.Fatalf("checkpoint on disk: seq %d, %v; want seq %d", r.Seq, err, last)
+	}
+}

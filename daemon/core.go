@@ -135,6 +135,8 @@ type Core struct {
 	// pending counts the messages and payload bytes of every inbox, for the
 	// total limits (limits.go).
 	pending inbox.Totals
+	// resv holds the room of messages checked and not yet appended.
+	resv reservations
 
 	user  *userInbox
 	http  httpRegistry
@@ -163,6 +165,9 @@ type Core struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	saves  sync.WaitGroup // background session.json writers
+	// ckptSlots lets one checkpoint write run at a time (each reads a line
+	// of its log through a file of its own, outside the open-logs cap).
+	ckptSlots chan struct{}
 	// scrubbed is closed when the checkpoints and the scrub that follow
 	// recovery are done (or stopped by Close).
 	scrubbed  chan struct{}
@@ -213,6 +218,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Core{
+		ckptSlots: make(chan struct{}, 1),
 		opts:      opts,
 		fs:        opts.FS,
 		log:       opts.Logger,

@@ -71,10 +71,12 @@
 // damage: an agent whose earlier lines fail is listed corrupt, as a full
 // fold would have listed it, and its checkpoint is removed.
 //
-// A checkpoint is written when an agent's log has grown by
-// CoreOptions.CheckpointEvery entries (256 by default) since its last one:
-// after recovery for the logs it folded, by the session.json writer after a
-// turn, and at Close for every log that grew at all. In memory the same
+// A checkpoint is written by the session.json writer after a turn when
+// the agent's log has grown since its last one: by any entry once the agent
+// is at rest, by CoreOptions.CheckpointEvery entries (256 by default) while
+// it runs a turn; after recovery for every log it folded lines of; and at
+// Close for every log that grew at all. So a kill -9 leaves lines to fold
+// after the checkpoints only in the logs of agents that were busy. In memory the same
 // compact forms are used: message ids in a sorted array of 16-byte values,
 // sent messages as ids and the offset of their tool.call line (the envelope
 // is read back only to redeliver it), and recorded tool calls only while

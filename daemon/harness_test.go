@@ -35,6 +35,8 @@ type harness struct {
 	saveDelay time.Duration
 	boots     int
 	extra     map[string]provider.Provider
+	// report is what the last recovery reported.
+	report RecoveryReport
 	// wrapFS, if set, wraps the filesystem the core uses (to observe or
 	// hold its operations); h.fs stays the crashable filesystem beneath.
 	wrapFS func(faultfs.FS) faultfs.FS
@@ -117,10 +119,11 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatalf("NewCore: %v", err)
 	}
-	if _, err := c.Recover(); err != nil {
+	rep, err := c.Recover()
+	if err != nil {
 		h.t.Fatalf("Recover: %v", err)
 	}
-	h.c = c
+	h.c, h.report = c, rep
 }
 
 // sleep is CoreOptions.Sleep: it records the retry delays and returns at

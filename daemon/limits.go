@@ -59,22 +59,25 @@ func (c *Core) limits() config.Limits {
 }
 
 // checkRoom says whether an inbox holding n messages of b payload bytes
-// takes one more of size bytes, under the per-inbox and the total limits;
-// the error wraps errInboxFull and says which limit and what to do.
-func (c *Core) checkRoom(owner string, n int, b int64, size int) error {
+// takes one more of size bytes, under the per-inbox and the total limits,
+// with tn messages of tb bytes reserved beyond the daemon's totals (sends
+// in flight, reserve.go); the error wraps errInboxFull and says which limit
+// and what to do.
+func (c *Core) checkRoom(owner string, n int, b int64, size int, tn, tb int64) error {
 	l := c.limits()
 	who := c.displayName(owner)
+	count, bytes := c.pending.Count()+tn, c.pending.Bytes()+tb
 	switch {
 	case n+1 > l.InboxMessages:
-		return fmt.Errorf("the inbox of %s holds %d pending messages, its limit (limits.inbox_messages): %w; wait for it to catch up", who, n, errInboxFull)
+		return fmt.Errorf("the inbox of %s holds %d pending messages (counting sends in flight), its limit (limits.inbox_messages): %w; wait for it to catch up", who, n, errInboxFull)
 	case b+int64(size) > l.InboxBytes:
-		return fmt.Errorf("the inbox of %s holds %d bytes of pending messages and this one is %d bytes; the limit is %d (limits.inbox_bytes): %w; wait for it to catch up",
+		return fmt.Errorf("the inbox of %s holds %d bytes of pending messages (counting sends in flight) and this one is %d bytes; the limit is %d (limits.inbox_bytes): %w; wait for it to catch up",
 			who, b, size, l.InboxBytes, errInboxFull)
-	case c.pending.Count()+1 > int64(l.PendingMessages):
-		return fmt.Errorf("the daemon holds %d pending messages, its limit (limits.pending_messages): %w; wait for agents to catch up", c.pending.Count(), errInboxFull)
-	case c.pending.Bytes()+int64(size) > l.PendingBytes:
-		return fmt.Errorf("the daemon holds %d bytes of pending messages and this one is %d bytes; the limit is %d (limits.pending_bytes): %w; wait for agents to catch up",
-			c.pending.Bytes(), size, l.PendingBytes, errInboxFull)
+	case count+1 > int64(l.PendingMessages):
+		return fmt.Errorf("the daemon holds %d pending messages (counting sends in flight), its limit (limits.pending_messages): %w; wait for agents to catch up", count, errInboxFull)
+	case bytes+int64(size) > l.PendingBytes:
+		return fmt.Errorf("the daemon holds %d bytes of pending messages (counting sends in flight) and this one is %d bytes; the limit is %d (limits.pending_bytes): %w; wait for agents to catch up",
+			bytes, size, l.PendingBytes, errInboxFull)
 	}
 	return nil
 }

@@ -27,12 +27,13 @@ func (c *Core) checkEnqueue(m inbox.Message) (skip bool, err error) {
 	return c.checkEnqueueN(m, 0, 0)
 }
 
-// checkEnqueueN is checkEnqueue for a message that follows n messages of b
-// payload bytes to the same recipient not yet in its inbox (the earlier
-// sends of one model step).
+// checkEnqueueN decides as checkEnqueue and reserves the room of a message
+// it lets through until it is appended (reserve.go). n and b, the messages
+// of one model step to the same recipient checked before this one, are
+// already counted by their reservations.
 func (c *Core) checkEnqueueN(m inbox.Message, n int, b int64) (skip bool, err error) {
 	if m.Recipient == tree.User {
-		return c.user.checkRoom(m, n, b)
+		return c.user.checkRoom(m)
 	}
 	r, ok := c.agent(m.Recipient)
 	if !ok {
@@ -41,7 +42,6 @@ func (c *Core) checkEnqueueN(m inbox.Message, n int, b int64) (skip bool, err er
 	r.mu.Lock()
 	dup := r.p.Enqueued.Has(m.ID)
 	terminated := r.p.Terminated
-	count, bytes := r.p.Pending.Len(), r.p.Pending.Bytes()
 	corrupt := r.corrupt != nil
 	r.mu.Unlock()
 	switch {
@@ -52,11 +52,17 @@ func (c *Core) checkEnqueueN(m inbox.Message, n int, b int64) (skip bool, err er
 	case corrupt:
 		return false, fmt.Errorf("recipient %s has a damaged log (warren repair): %w", m.Recipient, errNotFoundAgent)
 	}
-	return false, c.checkRoom(m.Recipient, count+n, bytes+b, len(m.Payload))
+	return false, c.reserveRoom(m, func() (int, int64, int, int64) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		rn, rb := c.reservedFor(m.Recipient, m.ID, r.p.Enqueued.Has)
+		return r.p.Pending.Len(), r.p.Pending.Bytes(), rn, rb
+	})
 }
 
 // appendEnqueue logs message.enqueued in the recipient's log and wakes it.
 func (c *Core) appendEnqueue(m inbox.Message) error {
+	defer c.unreserve(m.ID) // in the inbox now, or failed
 	if m.Recipient == tree.User {
 		return c.user.enqueue(m)
 	}

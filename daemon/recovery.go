@@ -81,6 +81,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 		return rep, err
 	}
 	loadedAgents := c.loadAll(ids)
+	c.retryOpenFaults(loadedAgents)
 
 	byID, existing := c.classifyLoaded(loadedAgents, &rep)
 
@@ -141,7 +142,11 @@ func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID
 		switch {
 		case l.err != nil:
 			rep.Corrupt++
-			c.log.Error("agent log is damaged; the agent is listed as corrupt", "agent", l.id, "err", l.err)
+			if errors.Is(l.err, errUnopened) {
+				c.log.Error("agent log could not be opened; the agent is listed with the cause until a restart", "agent", l.id, "err", l.err)
+			} else {
+				c.log.Error("agent log is damaged; the agent is listed as corrupt", "agent", l.id, "err", l.err)
+			}
 			a := newAgent(l.id, nil, l.p)
 			a.corrupt = l.err
 			if a.p.Name == "" {
@@ -233,7 +238,7 @@ func (c *Core) startScrub(placed []*loaded) {
 		}
 		if !c.goBackground(func() {
 			defer c.scrubOnce.Do(func() { close(c.scrubbed) })
-			c.checkpointAll(uint64(every))
+			c.checkpointAll(1) // every log that recovery folded lines of
 			c.scrub(scrub)
 		}) {
 			c.scrubOnce.Do(func() { close(c.scrubbed) })
@@ -449,6 +454,15 @@ func (c *Core) placeTree(byID map[string]*loaded, rep *RecoveryReport) []*loaded
 			}
 			if parent != "" && !parentPlaced {
 				c.terminateOrphanChild(l, rep)
+				progress = true
+				continue
+			}
+			if pa := c.agents[parent]; pa != nil && errors.Is(pa.corrupt, errUnopened) {
+				// Not placeable now, and nothing wrong with it.
+				c.log.Error("an agent's parent log could not be opened; the agent is listed with it", "agent", l.id, "parent", parent)
+				l.a.corrupt = fmt.Errorf("its parent %s: %w", parent, pa.corrupt)
+				c.agents[l.id] = l.a
+				rep.Corrupt++
 				progress = true
 				continue
 			}

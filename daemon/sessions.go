@@ -325,7 +325,7 @@ func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 				c.log.Error("saving session.json", "agent", a.id, "err", err)
 			}
 			if every := c.opts.CheckpointEvery; every > 0 {
-				c.writeCheckpoint(a, uint64(every))
+				c.writeCheckpoint(a, c.checkpointMin(a, every))
 			}
 			a.mu.Lock()
 			if !a.saveDirty {

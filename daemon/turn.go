@@ -62,6 +62,9 @@ func (c *Core) claim(a *agent) error {
 	defer a.mu.Unlock()
 	switch {
 	case a.corrupt != nil:
+		if errors.Is(a.corrupt, errUnopened) {
+			return failf(ErrUnavailable, "agent %s: %w", a.id, a.corrupt)
+		}
 		return failf(ErrWrongState, "agent %s has a damaged log: %w; run `warren repair %s`", a.id, a.corrupt, a.id)
 	case a.p.Terminated:
 		return failf(ErrWrongState, "agent %s (%s) is terminated", a.p.Name, a.id)

@@ -61,14 +61,19 @@ func (c *Core) openUserInbox() error {
 }
 
 // checkRoom is checkEnqueueN for the USER inbox.
-func (u *userInbox) checkRoom(m inbox.Message, n int, b int64) (skip bool, err error) {
+func (u *userInbox) checkRoom(m inbox.Message) (skip bool, err error) {
 	u.mu.Lock()
 	_, dup := u.seen[m.ID]
 	u.mu.Unlock()
 	if dup {
 		return true, nil
 	}
-	return false, u.c.checkRoom(inbox.User, u.queue.Len()+n, u.queue.Bytes()+b, len(m.Payload))
+	return false, u.c.reserveRoom(m, func() (int, int64, int, int64) {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		rn, rb := u.c.reservedFor(inbox.User, m.ID, func(id string) bool { _, ok := u.seen[id]; return ok })
+		return u.queue.Len(), u.queue.Bytes(), rn, rb
+	})
 }
 
 func (u *userInbox) apply(e eventlog.Entry) error {

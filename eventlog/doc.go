@@ -144,9 +144,15 @@
 //     <log>.torn-<UTC timestamp> beside the log, fsynced, and the
 //     directory fsynced; a warning names the copy. Recovery never deletes a
 //     byte it did not prove unacknowledged.
-//  3. Fsync the log, always: after a process crash it may hold complete
-//     lines that were written but not yet fsynced; recovery reports them,
-//     so they must not vanish in a later power loss.
+//  3. Fsync the log when it may hold complete lines that were written but
+//     not yet fsynced (recovery reports them, so they must not vanish in a
+//     later power loss): when it is new or empty, when step 2 cut
+//     anything, or when a pending file exists. Without a pending file
+//     every line was made durable by some fsync: a group's pending file is
+//     durable before its log write and is removed only after its log
+//     fsync returned (a failed removal leaves it, and then the log is
+//     fsynced). So recovering ten thousand logs at rest costs no device
+//     flush each.
 //  4. If the log is new or empty, fsync its directory and every ancestor
 //     directory up to the root, so the file and any directories created
 //     for it (by this Open or by one that crashed) are durable before

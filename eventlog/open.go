@@ -195,13 +195,15 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 			return err
 		}
 	}
-	// Always fsync: after a process crash the log may hold complete lines
-	// that were written but never fsynced. Recovery reports them, so they
-	// must not vanish in a later power loss (recovering twice must agree).
-	// Except when resuming at the last line with no pending file: every
-	// line is one the caller folded from a durable log, and fsyncing ten
-	// thousand idle logs costs ten thousand device flushes.
-	if !l.resumedAtEnd(resume, sc) {
+	// Fsync when the log may hold complete lines that were written but
+	// never fsynced: recovery reports them, so they must not vanish in a
+	// later power loss (recovering twice must agree). Every group is
+	// covered by a durable pending file from before its log write until
+	// after its log fsync returned (doc.go, "Open and recovery"), so a log
+	// with no pending file, nothing cut and no new file holds only lines
+	// some fsync made durable, and ten thousand idle logs cost no device
+	// flush each.
+	if l.mayHoldUnsynced(isNew, sc, scanErr) {
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("eventlog: fsync %s during recovery: %w", l.path, err)
 		}
@@ -217,14 +219,16 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 	return l.replayPending(f, sc.goodEnd)
 }
 
-// resumedAtEnd reports whether Open resumed at the log's last line, with
-// nothing after it and no pending file.
-func (l *Log) resumedAtEnd(resume *Resume, sc *logScanner) bool {
-	if resume == nil || sc.lastSeq != resume.Seq || sc.tornBytes > 0 {
-		return false
+// mayHoldUnsynced reports whether a recovered log may hold lines no fsync
+// made durable: a new or empty log, a cut tail, or a pending file beside it
+// (a group whose log fsync may not have returned; an unreadable stat counts
+// as one).
+func (l *Log) mayHoldUnsynced(isNew bool, sc *logScanner, scanErr error) bool {
+	if isNew || sc.goodEnd == 0 || sc.tornBytes > 0 || scanErr != nil {
+		return true
 	}
 	_, err := l.fsys.Stat(l.pendingPath)
-	return errors.Is(err, fs.ErrNotExist)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // missingDirs returns dir and those of its ancestors that do not exist.

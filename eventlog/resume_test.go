@@ -285,11 +285,11 @@ func TestResumedOpenAfterCrashEqualsFullOpen(t *testing.T) {
 	}
 }
 
-// TestOpenResumedAtTheEndDoesNotFsync: resuming at the last line, with no
-// pending file, Open fsyncs nothing (every line was durable when the
-// caller folded it); with anything after that line, or a pending file, it
-// fsyncs the log as any recovery does.
-func TestOpenResumedAtTheEndDoesNotFsync(t *testing.T) {
+// TestOpenFsyncsOnlyWhatMayBeUnsynced: with no pending file and nothing
+// cut, every line of a log was made durable by some fsync, so Open fsyncs
+// nothing, resumed at the last line, before it, or from the start; with a
+// pending file, or a torn fragment to cut, it fsyncs the log.
+func TestOpenFsyncsOnlyWhatMayBeUnsynced(t *testing.T) {
 	syncs := func(m *faultfs.Mem, from int) int {
 		n := 0
 		for _, op := range m.Ops()[from:] {
@@ -304,20 +304,27 @@ func TestOpenResumedAtTheEndDoesNotFsync(t *testing.T) {
 	last := resumeAt(t, m, memPath, data, 3)
 	mid := resumeAt(t, m, memPath, data, 2)
 	for _, c := range []struct {
-		name    string
-		r       Resume
-		pending bool
-		want    int
+		name     string
+		r        *Resume
+		pending  bool
+		fragment bool
+		want     int
 	}{
-		{"at the last line", last, false, 0},
-		{"before the last line", mid, false, 1},
-		{"at the last line with a pending file", last, true, 1},
+		{"at the last line", &last, false, false, 0},
+		{"before the last line", &mid, false, false, 0},
+		{"from the start", nil, false, false, 0},
+		{"at the last line with a pending file", &last, true, false, 1},
+		{"from the start with a pending file", nil, true, false, 1},
+		{"before a torn fragment", &last, false, true, 1},
 	} {
 		if c.pending {
 			writeBytes(t, m, PendingPath(memPath), []byte("incomplete"))
 		}
+		if c.fragment {
+			writeBytes(t, m, memPath, append(append([]byte(nil), data...), `{"seq":4,"ts":"20`...))
+		}
 		from := len(m.Ops())
-		l, err := Open(m, memPath, Options{PendingIdle: -1, Resume: &c.r})
+		l, err := Open(m, memPath, Options{PendingIdle: -1, Resume: c.r})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

@@ -78,6 +78,11 @@ func callStep(ctx context.Context, env Env, self Caller, calls []provider.ToolRe
 		return out
 	}
 	outs := make([]Outcome, len(calls))
+	// Every message checked in this step holds room in its recipient's
+	// inbox until it is enqueued; what is not (a failed step, a call the
+	// step refuses) gives it back.
+	var checked []inbox.Message
+	defer func() { unreserve(env, checked) }()
 	for i, c := range calls {
 		pos := first
 		pos.Index = first.Index + i
@@ -87,6 +92,7 @@ func callStep(ctx context.Context, env Env, self Caller, calls []provider.ToolRe
 			continue
 		}
 		o, err := Exec(ctx, env, self.ID, parsed, pos)
+		checked = append(checked, o.Deliver...)
 		if err != nil {
 			return fail(fmt.Errorf("tool %s for agent %s: %w", c.Tool, self.ID, err))
 		}

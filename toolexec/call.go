@@ -41,6 +41,8 @@ func call(ctx context.Context, env Env, self Caller, tool string, args map[strin
 	} else {
 		var err error
 		out, err = Exec(ctx, env, self.ID, parsed, pos)
+		// Room the call's messages hold and do not use is given back.
+		defer unreserve(env, out.Deliver)
 		if err != nil {
 			if errors.Is(err, provider.ErrRunSuspended) {
 				return nil, err

@@ -100,6 +100,22 @@ type Agents interface {
 	FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error)
 }
 
+// Unreserver is implemented by an Env whose CheckEnqueue reserves the
+// room of the message it lets through until Enqueue: Unreserve gives back
+// the room of checked messages that will not be enqueued (a refused
+// broadcast, a failed step). Unreserving a message already enqueued does
+// nothing.
+type Unreserver interface {
+	Unreserve(msgs []inbox.Message)
+}
+
+// unreserve gives back the room of msgs when env reserves it.
+func unreserve(env Env, msgs []inbox.Message) {
+	if u, ok := env.(Unreserver); ok && len(msgs) > 0 {
+		u.Unreserve(msgs)
+	}
+}
+
 // Mail checks and makes messages durable.
 type Mail interface {
 	// CheckEnqueue decides whether m can be enqueued after n messages of b

@@ -61,9 +61,11 @@ func (x exec) broadcast(v tools.Broadcast) (Outcome, error) {
 		m.Metadata["broadcast_id"] = bid
 		out.Messages = append(out.Messages, m.EventData())
 		var err error
+		checked := out.Deliver
 		if out, err = x.deliver(out, m); err != nil || out.Err != "" {
 			// A refused recipient refuses the whole broadcast: nothing
-			// has been written yet.
+			// has been written yet, and the room checked is given back.
+			unreserve(x.env, checked)
 			out.Deliver, out.Messages = nil, nil
 			return out, err
 		}
