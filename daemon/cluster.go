@@ -1,3 +1,5 @@
+//go:build !nocluster
+
 package daemon
 
 import (
@@ -11,41 +13,21 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream"
-	"github.com/warren-dev/warren/store/local"
 )
 
-// ClusterOptions selects where a daemon keeps its logs. The zero value is
-// the local home (store/local): no NATS code runs.
-type ClusterOptions struct {
-	// URL is an external NATS cluster (nats://host:port[,...]).
-	URL string
-	// Embedded runs a NATS server in the daemon, data under <home>/nats;
-	// Routes are the other servers' cluster URLs (nats://host:port).
-	Embedded    bool
-	Name        string // the embedded server's name (default: the host's)
-	Port        int    // client port of the embedded server (0: 4222)
-	ClusterPort int    // route port of the embedded server (0: 6222)
-	Routes      []string
-	// UnsafeLazyFsync accepts servers that do not fsync every write.
-	UnsafeLazyFsync bool
-	// Replicas of the stream (0: 1, or 3 with routes).
-	Replicas int
-}
-
-func (o ClusterOptions) enabled() bool { return o.URL != "" || o.Embedded }
+// ClusterSupport says whether this binary links the NATS server and
+// client (false: built with -tags nocluster).
+const ClusterSupport = true
 
 // openStore returns the store the daemon runs on and a function that
 // closes it (and what it started).
 func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, bootID string) (store.Store, func(), error) {
 	co := opts.Cluster
 	if !co.enabled() {
-		st := local.New(local.Options{FS: fsys, Home: home, Logger: logger.Named("eventlog"),
-			Files: eventlog.NewFiles(DefaultMaxOpenLogs)})
-		return st, func() {}, nil
+		return openLocalStore(fsys, home, logger), func() {}, nil
 	}
 	var embedded []*server.Server
 	url := co.URL
@@ -98,7 +80,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		node = filepath.Base(home)
 	}
 	st, err := jetstream.New(ctx, jetstream.Options{Conn: nc, Replicas: replicas, Node: node, BootID: bootID,
-		Embedded: embedded, UnsafeLazyFsync: co.UnsafeLazyFsync, Logger: logger.Named("jetstream")})
+		Embedded: embedded, OwnerTTL: co.OwnerTTL, UnsafeLazyFsync: co.UnsafeLazyFsync, Logger: logger.Named("jetstream")})
 	if err != nil {
 		nc.Close()
 		return fail(fmt.Errorf("%w; pass --unsafe-lazy-fsync only if losing acknowledged writes in a power cut is acceptable", err))

@@ -66,6 +66,7 @@ nothing of NATS runs.`,
 	f.StringVar(&cl.Name, "node", "", "this daemon's node name in the cluster (default: the home's directory name)")
 	f.IntVar(&cl.Port, "nats-port", 0, "with --cluster-embedded: the NATS client port (0: 4222)")
 	f.IntVar(&cl.ClusterPort, "nats-cluster-port", 0, "with --cluster-embedded and --routes: the route port (0: 6222)")
+	f.DurationVar(&cl.OwnerTTL, "owner-ttl", 0, "with a cluster: how long an agent's claim outlives a daemon that stopped renewing it (0: 10s)")
 	f.BoolVar(&cl.UnsafeLazyFsync, "unsafe-lazy-fsync", false, "accept NATS servers that may not fsync every write (may lose acknowledged entries in a power cut)")
 	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"trace", "debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
@@ -83,6 +84,9 @@ nothing of NATS runs.`,
 		}
 		if cl.UnsafeLazyFsync && cl.URL == "" && !cl.Embedded {
 			return usageErr(cmd.UseLine(), "--unsafe-lazy-fsync needs --cluster or --cluster-embedded")
+		}
+		if err := daemon.CheckCluster(cl); err != nil {
+			return &exitError{code: exitDaemonErr, err: err, msg: err.Error()}
 		}
 		if fg {
 			return runForeground(ctx, c, maxSlots, level, cl)
@@ -435,6 +439,9 @@ func clusterArgs(cl daemon.ClusterOptions) []string {
 	}
 	if cl.ClusterPort != 0 {
 		a = append(a, "--nats-cluster-port", strconv.Itoa(cl.ClusterPort))
+	}
+	if cl.OwnerTTL != 0 {
+		a = append(a, "--owner-ttl", cl.OwnerTTL.String())
 	}
 	if cl.UnsafeLazyFsync {
 		a = append(a, "--unsafe-lazy-fsync")

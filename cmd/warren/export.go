@@ -8,14 +8,12 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/warren-dev/warren/atomicfile"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/store"
-	"github.com/warren-dev/warren/store/jetstream"
 	"github.com/warren-dev/warren/store/local"
 )
 
@@ -84,16 +82,11 @@ func (c *cli) exportSource(ctx context.Context, ref, cluster string, lazy bool) 
 	if ref != store.UserID && !hexID.MatchString(ref) {
 		return nil, "", nil, fmt.Errorf("%w: with --cluster, give the agent's id (32 hex characters), not %q", errUnknownAgent, ref)
 	}
-	nc, err := nats.Connect(cluster)
+	st, done, err := openClusterStore(ctx, cluster, "", lazy)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("connecting to %s: %w", cluster, err)
-	}
-	st, err := jetstream.New(ctx, jetstream.Options{Conn: nc, UnsafeLazyFsync: lazy})
-	if err != nil {
-		nc.Close()
 		return nil, "", nil, err
 	}
-	return st, ref, func() { _ = st.Close(); nc.Close() }, nil
+	return st, ref, done, nil
 }
 
 // exportLog writes id's log to w as SPEC 3 lines and returns how many.
