@@ -4,6 +4,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -79,11 +80,11 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 	if node == "" {
 		node = filepath.Base(home)
 	}
-	st, err := jetstream.New(ctx, jetstream.Options{Conn: nc, Replicas: replicas, Node: node, BootID: bootID,
-		Embedded: embedded, OwnerTTL: co.OwnerTTL, UnsafeLazyFsync: co.UnsafeLazyFsync, Logger: logger.Named("jetstream")})
+	st, err := newClusterStore(ctx, jetstream.Options{Conn: nc, Replicas: replicas, Node: node, BootID: bootID,
+		Embedded: embedded, OwnerTTL: co.OwnerTTL, UnsafeLazyFsync: co.UnsafeLazyFsync, Logger: logger.Named("jetstream")}, logger)
 	if err != nil {
 		nc.Close()
-		return fail(fmt.Errorf("%w; pass --unsafe-lazy-fsync only if losing acknowledged writes in a power cut is acceptable", err))
+		return fail(err)
 	}
 	return st, func() {
 		_ = st.Close()
@@ -102,4 +103,39 @@ func validRoutes(routes []string) error {
 		}
 	}
 	return nil
+}
+
+// clusterStartWait bounds how long a starting daemon waits for its
+// cluster's JetStream (a meta leader, the stream's replicas): the servers
+// of a new cluster elect one only once a majority of them runs, so the
+// first daemon of three started one after another waits for the second.
+const clusterStartWait = 2 * time.Minute
+
+// newClusterStore opens the JetStream store, retrying while the cluster
+// cannot serve yet. A server that does not fsync every write is refused
+// at once.
+func newClusterStore(ctx context.Context, o jetstream.Options, logger hclog.Logger) (*jetstream.Store, error) {
+	start := time.Now()
+	var noted time.Time
+	for {
+		st, err := jetstream.New(ctx, o)
+		if err == nil {
+			return st, nil
+		}
+		if errors.Is(err, jetstream.ErrLazyFsync) || errors.Is(err, jetstream.ErrSyncUnknown) {
+			return nil, fmt.Errorf("%w; pass --unsafe-lazy-fsync only if losing acknowledged writes in a power cut is acceptable", err)
+		}
+		if time.Since(start) > clusterStartWait {
+			return nil, fmt.Errorf("the NATS cluster did not serve JetStream within %s (are a majority of its servers up and routed?): %w", clusterStartWait, err)
+		}
+		if time.Since(noted) > 10*time.Second {
+			logger.Info("waiting for the NATS cluster's JetStream", "err", err)
+			noted = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond): // the cluster has no event a client can wait for
+		}
+	}
 }
