@@ -69,12 +69,11 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 	if err != nil {
 		return fail(fmt.Errorf("connecting to the NATS cluster %s: %w", url, err))
 	}
+	// Zero keeps an existing stream's replicas (1 for a new one): a
+	// daemon joining with --cluster must not rescale the stream.
 	replicas := co.Replicas
-	if replicas == 0 {
-		replicas = 1
-		if len(co.Routes) > 0 {
-			replicas = 3
-		}
+	if replicas == 0 && len(co.Routes) > 0 {
+		replicas = 3
 	}
 	node := co.Name
 	if node == "" {

@@ -30,7 +30,8 @@ type ClusterOptions struct {
 	Routes      []string
 	// UnsafeLazyFsync accepts servers that do not fsync every write.
 	UnsafeLazyFsync bool
-	// Replicas of the stream (0: 1, or 3 with routes).
+	// Replicas of the stream (0: 3 with routes, else an existing stream's
+	// or 1).
 	Replicas int
 	// OwnerTTL is how long an agent's claim outlives its daemon (0: the
 	// store's default, jetstream.DefaultOwnerTTL).
