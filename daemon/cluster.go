@@ -1,7 +1,10 @@
+//go:build !nocluster
+
 package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -11,41 +14,21 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream"
-	"github.com/warren-dev/warren/store/local"
 )
 
-// ClusterOptions selects where a daemon keeps its logs. The zero value is
-// the local home (store/local): no NATS code runs.
-type ClusterOptions struct {
-	// URL is an external NATS cluster (nats://host:port[,...]).
-	URL string
-	// Embedded runs a NATS server in the daemon, data under <home>/nats;
-	// Routes are the other servers' cluster URLs (nats://host:port).
-	Embedded    bool
-	Name        string // the embedded server's name (default: the host's)
-	Port        int    // client port of the embedded server (0: 4222)
-	ClusterPort int    // route port of the embedded server (0: 6222)
-	Routes      []string
-	// UnsafeLazyFsync accepts servers that do not fsync every write.
-	UnsafeLazyFsync bool
-	// Replicas of the stream (0: 1, or 3 with routes).
-	Replicas int
-}
-
-func (o ClusterOptions) enabled() bool { return o.URL != "" || o.Embedded }
+// ClusterSupport says whether this binary links the NATS server and
+// client (false: built with -tags nocluster).
+const ClusterSupport = true
 
 // openStore returns the store the daemon runs on and a function that
 // closes it (and what it started).
 func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, bootID string) (store.Store, func(), error) {
 	co := opts.Cluster
 	if !co.enabled() {
-		st := local.New(local.Options{FS: fsys, Home: home, Logger: logger.Named("eventlog"),
-			Files: eventlog.NewFiles(DefaultMaxOpenLogs)})
-		return st, func() {}, nil
+		return openLocalStore(fsys, home, logger), func() {}, nil
 	}
 	var embedded []*server.Server
 	url := co.URL
@@ -86,22 +69,21 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 	if err != nil {
 		return fail(fmt.Errorf("connecting to the NATS cluster %s: %w", url, err))
 	}
+	// Zero keeps an existing stream's replicas (1 for a new one): a
+	// daemon joining with --cluster must not rescale the stream.
 	replicas := co.Replicas
-	if replicas == 0 {
-		replicas = 1
-		if len(co.Routes) > 0 {
-			replicas = 3
-		}
+	if replicas == 0 && len(co.Routes) > 0 {
+		replicas = 3
 	}
 	node := co.Name
 	if node == "" {
 		node = filepath.Base(home)
 	}
-	st, err := jetstream.New(ctx, jetstream.Options{Conn: nc, Replicas: replicas, Node: node, BootID: bootID,
-		Embedded: embedded, UnsafeLazyFsync: co.UnsafeLazyFsync, Logger: logger.Named("jetstream")})
+	st, err := newClusterStore(ctx, jetstream.Options{Conn: nc, Replicas: replicas, Node: node, BootID: bootID,
+		Embedded: embedded, OwnerTTL: co.OwnerTTL, UnsafeLazyFsync: co.UnsafeLazyFsync, Logger: logger.Named("jetstream")}, logger)
 	if err != nil {
 		nc.Close()
-		return fail(fmt.Errorf("%w; pass --unsafe-lazy-fsync only if losing acknowledged writes in a power cut is acceptable", err))
+		return fail(err)
 	}
 	return st, func() {
 		_ = st.Close()
@@ -120,4 +102,39 @@ func validRoutes(routes []string) error {
 		}
 	}
 	return nil
+}
+
+// clusterStartWait bounds how long a starting daemon waits for its
+// cluster's JetStream (a meta leader, the stream's replicas): the servers
+// of a new cluster elect one only once a majority of them runs, so the
+// first daemon of three started one after another waits for the second.
+const clusterStartWait = 2 * time.Minute
+
+// newClusterStore opens the JetStream store, retrying while the cluster
+// cannot serve yet. A server that does not fsync every write is refused
+// at once.
+func newClusterStore(ctx context.Context, o jetstream.Options, logger hclog.Logger) (*jetstream.Store, error) {
+	start := time.Now()
+	var noted time.Time
+	for {
+		st, err := jetstream.New(ctx, o)
+		if err == nil {
+			return st, nil
+		}
+		if errors.Is(err, jetstream.ErrLazyFsync) || errors.Is(err, jetstream.ErrSyncUnknown) {
+			return nil, fmt.Errorf("%w; pass --unsafe-lazy-fsync only if losing acknowledged writes in a power cut is acceptable", err)
+		}
+		if time.Since(start) > clusterStartWait {
+			return nil, fmt.Errorf("the NATS cluster did not serve JetStream within %s (are a majority of its servers up and routed?): %w", clusterStartWait, err)
+		}
+		if time.Since(noted) > 10*time.Second {
+			logger.Info("waiting for the NATS cluster's JetStream", "err", err)
+			noted = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond): // the cluster has no event a client can wait for
+		}
+	}
 }

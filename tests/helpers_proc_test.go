@@ -19,6 +19,7 @@ import (
 
 	"github.com/warren-dev/warren/builtins"
 	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider/scripted"
 )
@@ -40,6 +41,9 @@ const procReadyDeadline = 30 * time.Second
 func TestMain(m *testing.M) {
 	if sock := os.Getenv(fakeServerEnv); sock != "" {
 		os.Exit(runFakeServer(sock)) // this process is a helper, not the tests
+	}
+	if spec := os.Getenv(natsHelperEnv); spec != "" {
+		os.Exit(runNATSHelper(spec)) // a NATS server of a cluster test
 	}
 	dir, err := os.MkdirTemp("", "wbin")
 	if err != nil {
@@ -89,6 +93,13 @@ type testDaemon struct {
 	stderr *lockedBuffer // output of the current run
 	client *protocol.Client
 	starts int
+	// args are more flags for `daemon start` (binary mode), e.g. a cluster.
+	args []string
+	// readyWait bounds a start (0: procReadyDeadline).
+	readyWait time.Duration
+	// readLogs reads every agent's log for verifyAfterRestart (nil: the
+	// files under Home, readAllLogs).
+	readLogs func(round int) map[string][]eventlog.Entry
 }
 
 // lockedBuffer is a goroutine-safe bytes.Buffer for daemon output.
@@ -170,7 +181,7 @@ func (d *testDaemon) start() error {
 			close(exited)
 		}()
 	case modeBinary:
-		cmd := exec.Command(procBinary, "daemon", "start", "--foreground", "--log-level", "debug", "--home", d.Home)
+		cmd := exec.Command(procBinary, append([]string{"daemon", "start", "--foreground", "--log-level", "debug", "--home", d.Home}, d.args...)...)
 		cmd.Stdout = out
 		cmd.Stderr = out
 		if err := cmd.Start(); err != nil {
@@ -193,7 +204,11 @@ func (d *testDaemon) start() error {
 // waitReady polls daemon.status until the daemon answers, it exits, or
 // procReadyDeadline passes.
 func (d *testDaemon) waitReady(exited chan struct{}) error {
-	deadline := time.Now().Add(procReadyDeadline)
+	wait := procReadyDeadline
+	if d.readyWait > 0 {
+		wait = d.readyWait
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := protocol.CallJSON(ctx, d.Sock, "daemon.status", nil)
@@ -207,7 +222,7 @@ func (d *testDaemon) waitReady(exited chan struct{}) error {
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("daemon (%s) did not answer within %v: %v\noutput:\n%s", d.mode, procReadyDeadline, err, d.Output())
+			return fmt.Errorf("daemon (%s) did not answer within %v: %v\noutput:\n%s", d.mode, wait, err, d.Output())
 		}
 		time.Sleep(10 * time.Millisecond) // polling the socket: no signal exists for "accepting"
 	}

@@ -57,46 +57,10 @@ func TestTortureKill9(t *testing.T) {
 	for round := 0; round < rounds; round++ {
 		d.Start()
 		verifyAfterRestart(t, d, led, round)
-		target := 1 + rng.Intn(12)
-		ctx, cancel := context.WithCancel(context.Background())
-		acks := make(chan struct{}, 4096)
-		var wg sync.WaitGroup
-		for c := 0; c < tortureClients; c++ {
-			wg.Add(1)
-			cl := &tortureClient{d: d, led: led, script: script, id: c, round: round,
-				rng: rand.New(rand.NewSource(rng.Int63())), acks: acks}
-			go func() {
-				defer wg.Done()
-				cl.run(ctx)
-			}()
-		}
-		allDone := make(chan struct{})
-		go func() {
-			wg.Wait()
-			close(allDone)
-		}()
-		got := 0
-		stall := time.NewTimer(tortureStall)
-		for got < target {
-			select {
-			case <-acks:
-				got++
-				stall.Reset(tortureStall)
-			case <-d.Exited():
-				cancel()
-				t.Fatalf("round %d: the daemon exited by itself: %v\n%s", round, d.exitErr(), d.Output())
-			case <-allDone:
-				cancel()
-				t.Fatalf("round %d: every client stopped after %d acknowledged operations (want %d)\n%s", round, got, target, d.Output())
-			case <-stall.C:
-				cancel()
-				t.Fatalf("round %d: no acknowledged operation for %v\n%s", round, tortureStall, d.Output())
-			}
-		}
-		stall.Stop()
+		load := startTortureLoad(d, led, script, rng, round)
+		load.waitAcks(t, load.target)
 		d.Kill()
-		cancel()
-		<-allDone
+		load.stop()
 	}
 	d.Start()
 	verifyAfterRestart(t, d, led, rounds)
@@ -105,6 +69,70 @@ func TestTortureKill9(t *testing.T) {
 	if agents == 0 || msgs == 0 || turns == 0 {
 		t.Fatalf("the load did too little to prove anything: %d agents, %d messages, %d turns", agents, msgs, turns)
 	}
+}
+
+// tortureLoad is one round of load: tortureClients clients issuing random
+// operations against the daemon until stopped (or the daemon dies).
+type tortureLoad struct {
+	d       *testDaemon
+	round   int
+	target  int // acknowledged operations to wait for before the kill
+	acks    chan struct{}
+	cancel  context.CancelFunc
+	allDone chan struct{}
+}
+
+// startTortureLoad draws the round's target (1-12 acknowledged operations)
+// and starts the clients, each with its own seed drawn from rng.
+func startTortureLoad(d *testDaemon, led *ledger, script string, rng *rand.Rand, round int) *tortureLoad {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &tortureLoad{d: d, round: round, target: 1 + rng.Intn(12), acks: make(chan struct{}, 4096),
+		cancel: cancel, allDone: make(chan struct{})}
+	var wg sync.WaitGroup
+	for c := 0; c < tortureClients; c++ {
+		wg.Add(1)
+		cl := &tortureClient{d: d, led: led, script: script, id: c, round: round,
+			rng: rand.New(rand.NewSource(rng.Int63())), acks: l.acks}
+		go func() {
+			defer wg.Done()
+			cl.run(ctx)
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(l.allDone)
+	}()
+	return l
+}
+
+// waitAcks returns after n more acknowledged operations; the test fails if
+// the daemon exits, every client stops, or tortureStall passes without one.
+func (l *tortureLoad) waitAcks(t *testing.T, n int) {
+	t.Helper()
+	stall := time.NewTimer(tortureStall)
+	defer stall.Stop()
+	for got := 0; got < n; {
+		select {
+		case <-l.acks:
+			got++
+			stall.Reset(tortureStall)
+		case <-l.d.Exited():
+			l.cancel()
+			t.Fatalf("round %d: the daemon exited by itself: %v\n%s", l.round, l.d.exitErr(), l.d.Output())
+		case <-l.allDone:
+			l.cancel()
+			t.Fatalf("round %d: every client stopped after %d acknowledged operations (want %d)\n%s", l.round, got, n, l.d.Output())
+		case <-stall.C:
+			l.cancel()
+			t.Fatalf("round %d: no acknowledged operation for %v\n%s", l.round, tortureStall, l.d.Output())
+		}
+	}
+}
+
+// stop ends the clients (after the kill, their connections are gone).
+func (l *tortureLoad) stop() {
+	l.cancel()
+	<-l.allDone
 }
 
 // tortureClient is one load generator for one round.

@@ -66,6 +66,8 @@ nothing of NATS runs.`,
 	f.StringVar(&cl.Name, "node", "", "this daemon's node name in the cluster (default: the home's directory name)")
 	f.IntVar(&cl.Port, "nats-port", 0, "with --cluster-embedded: the NATS client port (0: 4222)")
 	f.IntVar(&cl.ClusterPort, "nats-cluster-port", 0, "with --cluster-embedded and --routes: the route port (0: 6222)")
+	f.IntVar(&cl.Replicas, "replicas", 0, "with a cluster: replicas of a new stream (0: 1, or 3 with --routes); an existing stream keeps its own")
+	f.DurationVar(&cl.OwnerTTL, "owner-ttl", 0, "with a cluster: how long an agent's claim outlives a daemon that stopped renewing it (0: 10s)")
 	f.BoolVar(&cl.UnsafeLazyFsync, "unsafe-lazy-fsync", false, "accept NATS servers that may not fsync every write (may lose acknowledged entries in a power cut)")
 	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"trace", "debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
@@ -83,6 +85,9 @@ nothing of NATS runs.`,
 		}
 		if cl.UnsafeLazyFsync && cl.URL == "" && !cl.Embedded {
 			return usageErr(cmd.UseLine(), "--unsafe-lazy-fsync needs --cluster or --cluster-embedded")
+		}
+		if err := daemon.CheckCluster(cl); err != nil {
+			return &exitError{code: exitDaemonErr, err: err, msg: err.Error()}
 		}
 		if fg {
 			return runForeground(ctx, c, maxSlots, level, cl)
@@ -435,6 +440,12 @@ func clusterArgs(cl daemon.ClusterOptions) []string {
 	}
 	if cl.ClusterPort != 0 {
 		a = append(a, "--nats-cluster-port", strconv.Itoa(cl.ClusterPort))
+	}
+	if cl.Replicas != 0 {
+		a = append(a, "--replicas", strconv.Itoa(cl.Replicas))
+	}
+	if cl.OwnerTTL != 0 {
+		a = append(a, "--owner-ttl", cl.OwnerTTL.String())
 	}
 	if cl.UnsafeLazyFsync {
 		a = append(a, "--unsafe-lazy-fsync")

@@ -8,20 +8,17 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/warren-dev/warren/atomicfile"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/store"
-	"github.com/warren-dev/warren/store/jetstream"
 	"github.com/warren-dev/warren/store/local"
 )
 
 func newExportCmd(c *cli) *cobra.Command {
 	var out, cluster string
-	var lazy bool
 	cmd := &cobra.Command{
 		Use:   "export REF [--out FILE] [--cluster nats://...]",
 		Short: "write an agent's log as its events.jsonl (from the home or a cluster)",
@@ -35,9 +32,9 @@ cluster (--cluster) REF must be the agent's id.`,
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "write to this file (atomically) instead of stdout")
 	f.StringVar(&cluster, "cluster", "", "read from the NATS JetStream cluster at this URL instead of the home")
-	f.BoolVar(&lazy, "unsafe-lazy-fsync", false, "accept NATS servers whose fsync setting cannot be confirmed")
+	f.Bool("unsafe-lazy-fsync", false, "accepted and not needed: export only reads, so the servers' fsync setting is not checked")
 	cmd.RunE = c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
-		st, id, done, err := c.exportSource(ctx, pos[0], cluster, lazy)
+		st, id, done, err := c.exportSource(ctx, pos[0], cluster)
 		if err != nil {
 			return err
 		}
@@ -69,7 +66,7 @@ cluster (--cluster) REF must be the agent's id.`,
 }
 
 // exportSource opens the store REF's log is in and resolves REF to an id.
-func (c *cli) exportSource(ctx context.Context, ref, cluster string, lazy bool) (store.Store, string, func(), error) {
+func (c *cli) exportSource(ctx context.Context, ref, cluster string) (store.Store, string, func(), error) {
 	if cluster == "" {
 		id := ref
 		if ref != store.UserID {
@@ -84,16 +81,13 @@ func (c *cli) exportSource(ctx context.Context, ref, cluster string, lazy bool) 
 	if ref != store.UserID && !hexID.MatchString(ref) {
 		return nil, "", nil, fmt.Errorf("%w: with --cluster, give the agent's id (32 hex characters), not %q", errUnknownAgent, ref)
 	}
-	nc, err := nats.Connect(cluster)
+	// A reader writes no entry: the servers' fsync setting does not matter
+	// (a plain user cannot read it), so it is not required.
+	st, done, err := openClusterStore(ctx, cluster, "", true)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("connecting to %s: %w", cluster, err)
-	}
-	st, err := jetstream.New(ctx, jetstream.Options{Conn: nc, UnsafeLazyFsync: lazy})
-	if err != nil {
-		nc.Close()
 		return nil, "", nil, err
 	}
-	return st, ref, func() { _ = st.Close(); nc.Close() }, nil
+	return st, ref, done, nil
 }
 
 // exportLog writes id's log to w as SPEC 3 lines and returns how many.

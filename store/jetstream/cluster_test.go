@@ -105,6 +105,7 @@ func TestCluster(t *testing.T) {
 	t.Run("EpochScopedDuplicate", func(t *testing.T) { epochScopedDuplicate(t, s) })
 	t.Run("BackToBackAppends", func(t *testing.T) { backToBack(t, s) })
 	t.Run("LeaderKilledMidAppends", func(t *testing.T) { leaderKill(t, s, srvs) })
+	t.Run("ReaderKeepsReplicas", func(t *testing.T) { readerKeeps(t, s, urls, 3) })
 }
 
 func leaderKill(t *testing.T, s *Store, srvs []*server.Server) {

@@ -14,13 +14,10 @@ const importChunk = 100
 // line must decode (CRC, content) and carry the next seq of the log.
 // Chunks are atomic and fenced like appends; OnAppend is not called.
 func (l *Log) Import(lines [][]byte) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return fmt.Errorf("store/jetstream: import into %s: %w", l.subj, eventlog.ErrClosed)
-	}
-	if l.poison != nil {
-		return l.poison
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
 	}
 	limit := int(l.s.nc.MaxPayload()) - 1024
 	for i, line := range lines {
@@ -39,11 +36,10 @@ func (l *Log) Import(lines [][]byte) error {
 		n := min(importChunk, len(lines))
 		ack, err := l.publish(lines[:n])
 		if err != nil {
-			l.poison = err
+			l.setPoison(err)
 			return err
 		}
-		l.lastSeq += uint64(n)
-		l.lastSSeq = ack
+		l.advance(uint64(n), ack)
 		lines = lines[n:]
 	}
 	return nil

@@ -40,6 +40,13 @@ type Log struct {
 	epoch    uint64
 	onAppend func([]eventlog.Entry)
 
+	// wmu orders appends: it is held across the publish and OnAppend.
+	// mu guards the fields below and is only held briefly, so that
+	// LastSeq and Degraded never wait for a publish (up to Timeout) nor
+	// for OnAppend, which takes the caller's locks (the daemon's agent
+	// lock, held when it asks Degraded: taking mu across OnAppend
+	// deadlocked the daemon). lastSeq and lastSSeq change only under both.
+	wmu      sync.Mutex
 	mu       sync.Mutex
 	lastSeq  uint64 // warren seq of the last entry
 	lastSSeq uint64 // its stream seq: the fence of the next append
@@ -184,13 +191,10 @@ func (l *Log) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
 }
 
 func (l *Log) commit(recs []eventlog.Record) ([]eventlog.Entry, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil, fmt.Errorf("store/jetstream: append to %s: %w", l.subj, eventlog.ErrClosed)
-	}
-	if l.poison != nil {
-		return nil, l.poison
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := l.usable(); err != nil {
+		return nil, err
 	}
 	now := l.s.o.Now()
 	lines := make([][]byte, len(recs))
@@ -207,7 +211,7 @@ func (l *Log) commit(recs []eventlog.Record) ([]eventlog.Entry, error) {
 	}
 	ack, err := l.publish(lines)
 	if err != nil {
-		l.poison = err
+		l.setPoison(err)
 		return nil, err
 	}
 	es := make([]eventlog.Entry, len(lines))
@@ -215,17 +219,42 @@ func (l *Log) commit(recs []eventlog.Record) ([]eventlog.Entry, error) {
 	for i, line := range lines {
 		e, err := decode(l.subj, first+uint64(i), line)
 		if err != nil { // cannot happen: EncodeLine wrote it
-			l.poison = err
+			l.setPoison(err)
 			return nil, err
 		}
 		es[i] = e
 	}
-	l.lastSeq += uint64(len(lines))
-	l.lastSSeq = ack
+	l.advance(uint64(len(lines)), ack)
 	if l.onAppend != nil {
 		l.onAppend(es)
 	}
 	return es, nil
+}
+
+// usable returns why the handle takes no append (closed, poisoned), or
+// nil. The caller holds wmu.
+func (l *Log) usable() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("store/jetstream: append to %s: %w", l.subj, eventlog.ErrClosed)
+	}
+	return l.poison
+}
+
+func (l *Log) setPoison(err error) {
+	l.mu.Lock()
+	l.poison = err
+	l.mu.Unlock()
+}
+
+// advance records n more entries, the last at stream seq ack. The caller
+// holds wmu.
+func (l *Log) advance(n, ack uint64) {
+	l.mu.Lock()
+	l.lastSeq += n
+	l.lastSSeq = ack
+	l.mu.Unlock()
 }
 
 // msgID is the dedup id of seq under this log's claim.

@@ -28,64 +28,125 @@ func (s *Store) lastOf(ctx context.Context, subj string) (*jetstream.RawStreamMs
 // last when it started, checking each line's CRC and the seq order.
 type reader struct {
 	ctx     context.Context
+	s       *Store
 	subj    string
+	cfg     jetstream.OrderedConsumerConfig
 	it      jetstream.MessagesContext
+	sseq    uint64 // stream seq of the last message delivered (0: none)
+	retries int    // consumers made again after a failed delivery
+	err     error  // the failure that ended the reader, returned again
 	end     uint64 // stream seq of the last message to read
 	fromSeq uint64
 	last    uint64 // warren seq of the previous entry (0: none yet)
 	first   bool   // the next entry is the first read
 	anySeq  bool   // the first entry may carry any seq (read from a hint)
 	done    bool
-	wait    time.Duration // bound of one wait when ctx has no deadline
+	wait    time.Duration // bound of one wait for a message
 }
 
 // newReader reads subj's entries with seq >= fromSeq, starting at stream
 // seq hint (0: the first message). end is the subject's last stream seq
 // (0: empty; then Next returns io.EOF at once).
 func (s *Store) newReader(ctx context.Context, subj string, fromSeq uint64, hint, end uint64) (*reader, error) {
-	r := &reader{ctx: ctx, subj: subj, end: end, fromSeq: fromSeq, first: true, anySeq: hint > 1, wait: 4 * s.o.Timeout}
+	r := &reader{ctx: ctx, s: s, subj: subj, end: end, fromSeq: fromSeq, first: true, anySeq: hint > 1, wait: 2 * s.o.Timeout}
 	if end == 0 || hint > end {
 		r.done = true
 		return r, nil
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	r.cfg = jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if hint > 1 {
+		r.cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		r.cfg.OptStartSeq = hint
+	}
+	for {
+		err := r.consume()
+		if err == nil {
+			return r, nil
+		}
+		if !r.retry() {
+			return nil, fmt.Errorf("store/jetstream: read %s: %w", subj, err)
+		}
+	}
+}
+
+// readRetries bounds how often a reader makes its consumer again after a
+// request or a delivery failed (a timeout while the stream elects a
+// leader, a lost connection): reading is idempotent, and the new consumer
+// starts after the last message delivered, so no entry is seen twice.
+const readRetries = 5
+
+// consume makes the reader's consumer, from the message after the last
+// one delivered.
+func (r *reader) consume() error {
+	cfg := r.cfg
+	if r.sseq > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = hint
+		cfg.OptStartSeq = r.sseq + 1
 	}
-	cons, err := s.stream.OrderedConsumer(ctx, cfg)
+	cons, err := r.s.stream.OrderedConsumer(r.ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store/jetstream: read %s: %w", subj, err)
+		return err
 	}
-	r.it, err = cons.Messages(jetstream.PullMaxMessages(512))
+	it, err := cons.Messages(jetstream.PullMaxMessages(512))
 	if err != nil {
-		return nil, fmt.Errorf("store/jetstream: read %s: %w", subj, err)
+		return err
 	}
-	return r, nil
+	r.it = it
+	return nil
+}
+
+// retry reports whether one more attempt is allowed (the caller's context
+// is live and readRetries are not used up), and counts it.
+func (r *reader) retry() bool {
+	if r.ctx.Err() != nil || r.retries >= readRetries {
+		return false
+	}
+	r.retries++
+	r.s.o.Logger.Warn("reading a log failed; making its consumer again", "subject", r.subj, "after_stream_seq", r.sseq, "attempt", r.retries)
+	return true
 }
 
 // Next returns the next entry, io.EOF after the last, or an error wrapping
 // eventlog.ErrCorrupt for a damaged line or a seq out of order.
 func (r *reader) Next() (eventlog.Entry, error) {
 	for {
+		if r.err != nil {
+			return eventlog.Entry{}, r.err
+		}
 		if r.done {
 			return eventlog.Entry{}, io.EOF
 		}
-		opt := jetstream.NextContext(r.ctx)
-		if _, ok := r.ctx.Deadline(); !ok {
-			// Without a deadline a message the servers cannot deliver (no
-			// leader) would block forever.
-			opt = jetstream.NextMaxWait(r.wait)
+		if r.it == nil {
+			if err := r.consume(); err != nil {
+				r.it = nil
+				if !r.retry() {
+					r.err = fmt.Errorf("store/jetstream: read %s: %w", r.subj, err)
+					return eventlog.Entry{}, r.err
+				}
+				continue
+			}
 		}
-		m, err := r.it.Next(opt)
-		if err != nil {
-			return eventlog.Entry{}, fmt.Errorf("store/jetstream: read %s: %w", r.subj, err)
+		// Each wait is bounded (a message the servers cannot deliver, say
+		// with no leader, would block until the caller's deadline), so
+		// that a stalled consumer is made again (retry).
+		wctx, cancel := context.WithTimeout(r.ctx, r.wait)
+		m, err := r.it.Next(jetstream.NextContext(wctx))
+		cancel()
+		var md *jetstream.MsgMetadata
+		if err == nil {
+			md, err = m.Metadata()
 		}
-		md, err := m.Metadata()
 		if err != nil {
-			return eventlog.Entry{}, fmt.Errorf("store/jetstream: read %s: %w", r.subj, err)
+			r.it.Stop()
+			r.it = nil
+			if !r.retry() {
+				r.err = fmt.Errorf("store/jetstream: read %s: %w", r.subj, err)
+				return eventlog.Entry{}, r.err
+			}
+			continue
 		}
 		sseq := md.Sequence.Stream
+		r.sseq = sseq
 		if sseq >= r.end {
 			r.done = true
 			r.it.Stop()

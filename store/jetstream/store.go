@@ -42,13 +42,16 @@ type Options struct {
 	// Conn is the connection to the cluster. The store does not close it.
 	Conn *nats.Conn
 	// Replicas of the stream and buckets: 3 in a cluster, 1 on one node.
+	// Zero keeps what an existing stream has (1 for a new one), so that a
+	// reader (warren export) never rescales the stream.
 	Replicas int
 	// Node names this daemon in leases and agent.claimed; BootID is its
 	// boot id.
 	Node   string
 	BootID string
 	// OwnerTTL is how long a lease lives unless renewed (renewed every
-	// third of it). Zero means DefaultOwnerTTL.
+	// third of it). Zero keeps the existing bucket's TTL (DefaultOwnerTTL
+	// for a new one), so that every daemon renews on the bucket's cadence.
 	OwnerTTL time.Duration
 	// Embedded lists the servers running in this process; when set, their
 	// configuration proves sync-always. Otherwise the store asks every
@@ -82,12 +85,6 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	if o.Conn == nil {
 		return nil, errors.New("store/jetstream: Options.Conn is required")
 	}
-	if o.Replicas == 0 {
-		o.Replicas = 1
-	}
-	if o.OwnerTTL == 0 {
-		o.OwnerTTL = DefaultOwnerTTL
-	}
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Second
 	}
@@ -106,6 +103,20 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	js, err := jetstream.New(o.Conn, jetstream.WithDefaultTimeout(o.Timeout))
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: %w", err)
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+		if st, err := js.Stream(ctx, StreamName); err == nil {
+			o.Replicas = st.CachedInfo().Config.Replicas
+		}
+	}
+	if o.OwnerTTL == 0 {
+		o.OwnerTTL = DefaultOwnerTTL
+		if kv, err := js.KeyValue(ctx, OwnersBucket); err == nil {
+			if st, err := kv.Status(ctx); err == nil && st.TTL() > 0 {
+				o.OwnerTTL = st.TTL()
+			}
+		}
 	}
 	s := &Store{o: o, nc: o.Conn, js: js}
 	s.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{

@@ -1,0 +1,25 @@
+//go:build nocluster
+
+package daemon
+
+import (
+	"context"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/store"
+)
+
+// ClusterSupport says whether this binary links the NATS server and
+// client (false: built with -tags nocluster).
+const ClusterSupport = false
+
+// openStore returns the home's store; cluster options are refused, this
+// binary having no NATS code.
+func openStore(_ context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, _ string) (store.Store, func(), error) {
+	if opts.Cluster.enabled() {
+		return nil, nil, ErrNoCluster
+	}
+	return openLocalStore(fsys, home, logger), func() {}, nil
+}

@@ -1,0 +1,56 @@
+package daemon
+
+import (
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/local"
+)
+
+// ErrNoCluster is returned for cluster options by a binary built with
+// -tags nocluster (no NATS server or client linked in).
+var ErrNoCluster = errors.New("this binary was built without cluster support (-tags nocluster); use a default build of warren for --cluster, --cluster-embedded, export --cluster and migrate")
+
+// ClusterOptions selects where a daemon keeps its logs. The zero value is
+// the local home (store/local): no NATS code runs.
+type ClusterOptions struct {
+	// URL is an external NATS cluster (nats://host:port[,...]).
+	URL string
+	// Embedded runs a NATS server in the daemon, data under <home>/nats;
+	// Routes are the other servers' cluster URLs (nats://host:port).
+	Embedded    bool
+	Name        string // the embedded server's name (default: the host's)
+	Port        int    // client port of the embedded server (0: 4222)
+	ClusterPort int    // route port of the embedded server (0: 6222)
+	Routes      []string
+	// UnsafeLazyFsync accepts servers that do not fsync every write.
+	UnsafeLazyFsync bool
+	// Replicas of the stream (0: 3 with routes, else an existing stream's
+	// or 1).
+	Replicas int
+	// OwnerTTL is how long an agent's claim outlives its daemon (0: the
+	// store's default, jetstream.DefaultOwnerTTL).
+	OwnerTTL time.Duration
+}
+
+func (o ClusterOptions) enabled() bool { return o.URL != "" || o.Embedded }
+
+// CheckCluster refuses cluster options this binary cannot honour: any of
+// them in a build with -tags nocluster (ErrNoCluster).
+func CheckCluster(o ClusterOptions) error {
+	if o.enabled() && !ClusterSupport {
+		return ErrNoCluster
+	}
+	return nil
+}
+
+// openLocalStore is the store of a daemon without a cluster: the home.
+func openLocalStore(fsys faultfs.FS, home string, logger hclog.Logger) store.Store {
+	return local.New(local.Options{FS: fsys, Home: home, Logger: logger.Named("eventlog"),
+		Files: eventlog.NewFiles(DefaultMaxOpenLogs)})
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The issue-15 benchmarks in one run, printed as one table: the disk's raw
+# write+fsync rate, appends/s of store/local and store/jetstream (1 node,
+# 3 nodes, sync-always), turn latency through the daemon on each store,
+# and recovery of AGENTS x EVENTS from JetStream. The load average is
+# printed beside the figures (the machine may be shared).
+#
+#   scripts/bench-cluster.sh                 # recovery of 1,000 x 1,000 (minutes)
+#   AGENTS=100 EVENTS=100 scripts/bench-cluster.sh   # a quick run
+#   APPENDS=2000 TURNS=300 scripts/bench-cluster.sh  # iterations (defaults)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+agents="${AGENTS:-1000}"
+events="${EVENTS:-1000}"
+appends="${APPENDS:-2000}"
+turns="${TURNS:-300}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+echo "load average at start: $(load)   ($(nproc) cores, $(date -u +%FT%TZ))"
+go test -run '^$' -bench 'RawWriteFsync$' -benchtime "${appends}x" ./eventlog/ >"$tmp/raw" 2>&1 || { cat "$tmp/raw"; exit 1; }
+go test -run '^$' -bench 'Append$' -benchtime "${appends}x" -timeout 30m ./store/jetstream/ >"$tmp/append" 2>&1 || { cat "$tmp/append"; exit 1; }
+go test -run '^$' -bench 'StoreTurn$' -benchtime "${turns}x" -timeout 30m ./daemon/ >"$tmp/turn" 2>&1 || { cat "$tmp/turn"; exit 1; }
+WARREN_BENCH_JS_AGENTS="$agents" WARREN_BENCH_JS_EVENTS="$events" \
+  go test -run '^$' -bench 'RecoveryJetStream$' -benchtime 1x -timeout 2h -v ./daemon/ >"$tmp/recovery" 2>&1 || { cat "$tmp/recovery"; exit 1; }
+echo "load average at end:   $(load)"
+echo
+# metric FILE BENCH-PREFIX UNIT: the value before UNIT on the line of BENCH-PREFIX
+metric() { awk -v b="$2" -v u="$3" 'index($1, b) == 1 { for (i = 2; i <= NF; i++) if ($i == u) { print $(i-1); exit } }' "$1"; }
+fmt() { printf '| %-50s | %-40s |\n' "$1" "$2"; }
+fmt "what" "measured"
+fmt "--------------------------------------------------" "----------------------------------------"
+fmt "raw write+fsync (this disk)" "$(metric "$tmp/raw" BenchmarkRawWriteFsync fsyncs/s)/s"
+for w in 1 16; do
+  for s in local jetstream-R1 jetstream-R3; do
+    fmt "appends, $w writer(s) on $w log(s), $s" "$(metric "$tmp/append" "BenchmarkAppend/$s/writers=$w-" appends/s)/s"
+  done
+done
+for s in local jetstream-R1 jetstream-R3; do
+  fmt "turn through the daemon, $s" "p50 $(metric "$tmp/turn" "BenchmarkStoreTurn/$s-" p50-ms) ms, p99 $(metric "$tmp/turn" "BenchmarkStoreTurn/$s-" p99-ms) ms, $(metric "$tmp/turn" "BenchmarkStoreTurn/$s-" turns/s)/s"
+done
+fill=$(grep -o 'filled the stream in [^ ]*' "$tmp/recovery" | awk '{print $5}')
+fmt "recovery, $agents agents x $events events, R1" "$(metric "$tmp/recovery" BenchmarkRecoveryJetStream/ s/recovery) s (stream filled in $fill, not fsynced)"
