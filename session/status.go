@@ -57,6 +57,11 @@ type Facts struct {
 	// RunBootID is the boot the run last started a turn or was resumed
 	// under; "" when the log does not say.
 	RunBootID string
+	// EarlierClaim: the log holds an agent.claimed after the run's latest
+	// turn.start, with a greater epoch than the claim that turn began
+	// under (a cluster store: the agent was claimed again since). Never
+	// set on the local store, which writes no claims.
+	EarlierClaim bool
 	// RunEnded: turn.complete, turn.failed or turn.cancelled is logged for
 	// the run's latest turn, or a newer run superseded it.
 	RunEnded bool
@@ -101,7 +106,7 @@ func Derive(s *Session, f Facts, bootID string, now time.Time) Status {
 	if deadline.IsZero() && snap != nil && snap.Wait != nil {
 		deadline = snap.Wait.Deadline
 	}
-	earlierBoot := boot == "" || boot != bootID
+	earlierBoot := boot == "" || boot != bootID || f.EarlierClaim
 	pending := f.Interrupted && !f.Resumed
 	restartInt := pending && f.InterruptReason != ReasonWaitTimeout
 	timeoutInt := pending && f.InterruptReason == ReasonWaitTimeout
@@ -121,7 +126,8 @@ func Derive(s *Session, f Facts, bootID string, now time.Time) Status {
 
 // NeedsRestartMark reports whether recovery must append run.interrupted
 // (process_restart) for the facts' run: it is open, was not waiting, began
-// under an earlier boot and carries no pending interruption yet. Appending
+// under an earlier boot or an earlier claim (f.EarlierClaim) and carries
+// no pending interruption yet. Appending
 // the mark once and re-deriving facts makes this false, so recovery run
 // twice appends one mark.
 func NeedsRestartMark(s *Session, f Facts, bootID string) bool {
@@ -135,7 +141,7 @@ func NeedsRestartMark(s *Session, f Facts, bootID string) bool {
 	if boot == "" && s != nil && s.Run != nil && s.Run.RunID == f.RunID {
 		boot = s.Run.BootID
 	}
-	return boot == "" || boot != bootID
+	return boot == "" || boot != bootID || f.EarlierClaim
 }
 
 // NeedsWaitTimeout reports whether the deadline sweep must expire the

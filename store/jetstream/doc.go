@@ -85,10 +85,15 @@
 //
 //	{"seq":N,"ts":"...","event":"agent.claimed","data":{"node":"...","epoch":E,"boot_id":"..."},"crc":"..."}
 //
-// from which on every append of an earlier owner fails with ErrFenced. An
-// empty log gets no claim (its first append is fenced on "no entry yet",
-// as is any rival's). A log holding a claim with a greater epoch than the
-// lease's refuses to open (ErrFenced).
+// from which on every append of an earlier owner fails with ErrFenced.
+// The claim is handed to LogOptions.Replay after the entries before it
+// (OnAppend sees only later appends), so the caller's fold ends with it.
+// An empty agent log gets no claim (its first entry must be agent.created;
+// its first append is fenced on "no entry yet", as is any rival's). The
+// USER log is claimed even when empty: it has no required first entry,
+// and an earlier owner's first append would otherwise pass the fence. A
+// log holding a claim with a greater epoch than the lease's refuses to
+// open (ErrFenced).
 //
 // # Snapshots (bucket warren-sessions, object store warren-session-blobs)
 //
