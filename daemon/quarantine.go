@@ -62,7 +62,7 @@ func (c *Core) settleUncreated(l *loaded, isParent bool, rep *RecoveryReport) {
 			filepath.Join(c.opts.Home, QuarantineDir), err)
 		a.p.Name = l.id
 		l.a = a
-		c.agents[l.id] = a
+		c.putAgent(l.id, a)
 		return
 	}
 	rep.Quarantined++
