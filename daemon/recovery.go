@@ -82,10 +82,13 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	}
 	// On a cluster store, agents another daemon holds are left to the
 	// takeover scan (takeover.go).
-	ids = c.claimable(ids)
+	ids, elsewhere := c.claimable(ids)
 	loadedAgents := c.loadAll(ids)
 
 	byID, existing := c.classifyLoaded(loadedAgents, &rep)
+	for _, id := range elsewhere {
+		existing[id] = true // another daemon runs it: its spawn is not redone
+	}
 
 	c.loadQuarantine()
 	// The tree, parents before children; a child whose parent is gone is

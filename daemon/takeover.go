@@ -36,6 +36,12 @@ import (
 // DefaultTakeoverEvery is the default CoreOptions.TakeoverEvery.
 const DefaultTakeoverEvery = 250 * time.Millisecond
 
+// claimTimeout bounds one claim attempt of the standby and the scan: a
+// request lost with a server (the owners bucket's leader killed, the
+// connection moving to another server) is tried again on the next tick
+// instead of waiting out the store's request timeout.
+const claimTimeout = 750 * time.Millisecond
+
 // takeoverTimer names the periodic takeover scan under the empty owner.
 const takeoverTimer = "takeover"
 
@@ -61,13 +67,21 @@ func (c *Core) putAgent(id string, a *agent) {
 	c.mu.Unlock()
 }
 
-// known reports whether this core runs id or knows it terminated.
+// known reports whether this core runs id, knows it terminated, or holds
+// a claim on it (an agent being created claims its id before its first
+// entry is written and before it is listed).
 func (c *Core) known(id string) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	_, ok := c.agents[id]
 	_, gone := c.gone[id]
-	return ok || gone
+	c.mu.Unlock()
+	if ok || gone {
+		return true
+	}
+	c.leases.mu.Lock()
+	defer c.leases.mu.Unlock()
+	_, held := c.leases.m[id]
+	return held
 }
 
 // dropLease gives up the claim on id, if held (another daemon may claim
@@ -93,7 +107,7 @@ func (c *Core) dropLease(id string) {
 func (c *Core) claimUser() (store.Lease, error) {
 	logged := false
 	for {
-		l, err := c.own(store.UserID)
+		l, err := c.ownWithin(store.UserID, claimTimeout)
 		if err == nil || !errors.Is(err, store.ErrOwned) || !c.clustered() {
 			return l, err
 		}
@@ -113,23 +127,26 @@ func (c *Core) claimUser() (store.Lease, error) {
 // log exists but is held elsewhere (its claim is given back: a subtree
 // goes to its parent's daemon, which writes the messages between them).
 // An id whose claim fails otherwise is kept: loading it reports why.
-func (c *Core) claimable(ids []string) []string {
+// elsewhere lists the ids left out because another daemon runs them (or
+// their parent): their agents exist, so no spawn of them is redone.
+func (c *Core) claimable(ids []string) (take, elsewhere []string) {
 	if !c.clustered() {
-		return ids
+		return ids, nil
 	}
 	inStore := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		inStore[id] = true
 	}
 	took := map[string]bool{}
-	var out []string
 	for _, id := range ids {
 		if c.known(id) {
 			continue
 		}
-		if _, err := c.own(id); err != nil {
-			if !errors.Is(err, store.ErrOwned) {
-				out = append(out, id)
+		if _, err := c.ownWithin(id, claimTimeout); err != nil {
+			if errors.Is(err, store.ErrOwned) {
+				elsewhere = append(elsewhere, id)
+			} else {
+				take = append(take, id)
 			}
 			continue
 		}
@@ -148,15 +165,16 @@ func (c *Core) claimable(ids []string) []string {
 			}
 			delete(took, id)
 			c.dropLease(id)
+			elsewhere = append(elsewhere, id)
 			changed = true
 		}
 	}
 	for _, id := range ids {
 		if took[id] {
-			out = append(out, id)
+			take = append(take, id)
 		}
 	}
-	return out
+	return take, elsewhere
 }
 
 // parentOf reads the parent named by id's agent.created ("" for a root or
@@ -218,7 +236,7 @@ func (c *Core) Takeover() (RecoveryReport, error) {
 	if !fresh {
 		return rep, nil
 	}
-	take := c.claimable(ids)
+	take, _ := c.claimable(ids)
 	if len(take) == 0 {
 		return rep, nil
 	}
