@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -268,8 +267,7 @@ func failoverStore(t *testing.T, nc *nats.Conn, node, boot string, srvs []*serve
 	var err error
 	pollFor(t, 30*time.Second, "the R3 stream and buckets", func() bool {
 		st, err = jetstream.New(context.Background(), jetstream.Options{Conn: nc, Node: node, BootID: boot,
-			Embedded: srvs, Replicas: 3, OwnerTTL: failoverTTL, Timeout: 15 * time.Second,
-			Logger: hclog.New(&hclog.LoggerOptions{Name: node, Level: hclog.Warn, Output: os.Stderr})})
+			Embedded: srvs, Replicas: 3, OwnerTTL: failoverTTL, Timeout: 15 * time.Second})
 		return err == nil
 	})
 	return st

@@ -106,12 +106,19 @@ func (c *Core) dropLease(id string) {
 // lease lapses or the core is closed.
 func (c *Core) claimUser() (store.Lease, error) {
 	logged := false
-	for {
+	for tries := 0; ; tries++ {
 		l, err := c.ownWithin(store.UserID, claimTimeout)
-		if err == nil || !errors.Is(err, store.ErrOwned) || !c.clustered() {
+		if err == nil || !c.clustered() {
 			return l, err
 		}
-		if !logged {
+		switch {
+		case !errors.Is(err, store.ErrOwned):
+			// The cluster did not answer in time (a leader election, a
+			// server going away): try again on the next tick.
+			if tries%40 == 0 {
+				c.log.Warn("claiming the USER inbox failed; trying again", "err", err)
+			}
+		case !logged:
 			logged = true
 			c.log.Info("standing by: another daemon runs this cluster's USER inbox; its agents are taken over when its lease lapses", "detail", err)
 		}
@@ -126,9 +133,10 @@ func (c *Core) claimUser() (store.Lease, error) {
 // another daemon are left out, and so is a claimed agent whose parent's
 // log exists but is held elsewhere (its claim is given back: a subtree
 // goes to its parent's daemon, which writes the messages between them).
-// An id whose claim fails otherwise is kept: loading it reports why.
-// elsewhere lists the ids left out because another daemon runs them (or
-// their parent): their agents exist, so no spawn of them is redone.
+// An id whose claim fails otherwise (the cluster did not answer in time)
+// is left for the next scan. elsewhere lists the ids left out: their
+// agents exist (another daemon runs them, or will be taken later), so no
+// spawn of them is redone.
 func (c *Core) claimable(ids []string) (take, elsewhere []string) {
 	if !c.clustered() {
 		return ids, nil
@@ -143,11 +151,10 @@ func (c *Core) claimable(ids []string) (take, elsewhere []string) {
 			continue
 		}
 		if _, err := c.ownWithin(id, claimTimeout); err != nil {
-			if errors.Is(err, store.ErrOwned) {
-				elsewhere = append(elsewhere, id)
-			} else {
-				take = append(take, id)
+			if !errors.Is(err, store.ErrOwned) {
+				c.log.Warn("claiming an agent failed; the next takeover scan tries again", "agent", id, "err", err)
 			}
+			elsewhere = append(elsewhere, id)
 			continue
 		}
 		took[id] = true
