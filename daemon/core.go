@@ -98,6 +98,10 @@ type CoreOptions struct {
 	// Home through FS (the files the daemon always wrote), built with the
 	// options above. A given store is not closed by the Core.
 	Store store.Store
+	// TakeoverEvery is how often a daemon on a cluster store looks for
+	// agents whose owner's lease lapsed (and, standing by, for the USER
+	// inbox); 0 means DefaultTakeoverEvery (takeover.go).
+	TakeoverEvery time.Duration
 }
 
 // DefaultSessionSaveDelay is the default CoreOptions.SessionSaveDelay. A
@@ -147,8 +151,10 @@ type Core struct {
 	// quarantine, repair, procs, stderr) stay under Home (store.go).
 	st     store.Store
 	leases leases
-	tokens *token.Service
-	bus    *eventBus
+	// takeoverMu serialises the takeover scans (takeover.go).
+	takeoverMu sync.Mutex
+	tokens     *token.Service
+	bus        *eventBus
 	// creds are the credentials of running agent processes; procRecords
 	// their durable records (procs.go).
 	creds       *credStore

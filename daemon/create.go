@@ -154,6 +154,15 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 		_ = lv.sess.Stop()
 		return "", fmt.Errorf("opening the log of new agent %s: %w", id, err)
 	}
+	if lg.LastSeq() > 0 {
+		// A log holding entries is an agent (on a cluster store, one
+		// another daemon runs): never a second agent.created on it.
+		lease.Discard()
+		_ = lv.sess.Stop()
+		_ = lg.Close()
+		c.dropLease(id)
+		return "", fmt.Errorf("agent %s already has a log of %d entries (on a cluster, another daemon may run it)", id, lg.LastSeq())
+	}
 	a = newAgent(id, lg, newProjection())
 	a.p.Pending.Attach(&c.pending)
 	var parent *string

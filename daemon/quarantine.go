@@ -48,6 +48,18 @@ func (c *Core) settleUncreated(l *loaded, isParent bool, rep *RecoveryReport) {
 		c.removeOrphanDir(l.id)
 		return
 	}
+	if c.clustered() && !l.missing {
+		// A cluster store's log is not a local directory: nothing is
+		// moved (the store still lists it); the agent is listed corrupt.
+		rep.Corrupt++
+		c.log.Error("agent log without agent.created in the cluster store; listed as corrupt", "agent", l.id, "why", why)
+		a := newAgent(l.id, nil, l.p)
+		a.corrupt = fmt.Errorf("its log in the cluster store holds no agent.created (%s); it is not quarantined (see `warren export`)", why)
+		a.p.Name = l.id
+		l.a = a
+		c.putAgent(l.id, a)
+		return
+	}
 	dst, moved, err := c.moveToQuarantine(l.id)
 	if moved && err != nil {
 		c.log.Error("quarantined an agent directory, but making the move durable failed", "agent", l.id, "to", dst, "err", err)
@@ -62,7 +74,7 @@ func (c *Core) settleUncreated(l *loaded, isParent bool, rep *RecoveryReport) {
 			filepath.Join(c.opts.Home, QuarantineDir), err)
 		a.p.Name = l.id
 		l.a = a
-		c.agents[l.id] = a
+		c.putAgent(l.id, a)
 		return
 	}
 	rep.Quarantined++

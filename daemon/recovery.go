@@ -80,10 +80,16 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	// On a cluster store, agents another daemon holds are left to the
+	// takeover scan (takeover.go).
+	ids, elsewhere := c.claimable(ids)
 	loadedAgents := c.loadAll(ids)
 	c.retryOpenFaults(loadedAgents)
 
 	byID, existing := c.classifyLoaded(loadedAgents, &rep)
+	for _, id := range elsewhere {
+		existing[id] = true // another daemon runs it: its spawn is not redone
+	}
 
 	c.loadQuarantine()
 	// The tree, parents before children; a child whose parent is gone is
@@ -121,6 +127,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	c.bootstrapUnstarted(placed)
 	c.WakeAll()
 	c.startScrub(placed)
+	c.startTakeover()
 	return rep, nil
 }
 
@@ -153,7 +160,7 @@ func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID
 				a.p.Name = l.id
 			}
 			l.a = a
-			c.agents[l.id] = a
+			c.putAgent(l.id, a)
 		case !l.p.Created:
 			c.settleUncreated(l, parents[l.id], rep)
 		case l.p.Terminated:
@@ -162,6 +169,7 @@ func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID
 			c.rememberGoneLocked(l.id, l.p.Name, l.p.ParentID)
 			c.mu.Unlock()
 			_ = l.log.Close()
+			c.dropLease(l.id) // nothing more is written for it
 		default:
 			byID[l.id] = l
 			if l.resumed != nil {
@@ -445,7 +453,7 @@ func (c *Core) placeTree(byID map[string]*loaded, rep *RecoveryReport) []*loaded
 		next := remaining[:0]
 		for _, l := range remaining {
 			parent := l.p.ParentID
-			_, parentPlaced := c.agents[parent]
+			_, parentPlaced := c.agent(parent)
 			if parent != "" && !parentPlaced {
 				if _, waiting := byID[parent]; waiting {
 					next = append(next, l)
@@ -469,12 +477,12 @@ func (c *Core) placeTree(byID map[string]*loaded, rep *RecoveryReport) []*loaded
 			if err := c.tree.Add(l.id, l.p.Name, parent); err != nil {
 				c.log.Error("agent cannot be placed in the tree; listed as corrupt", "agent", l.id, "err", err)
 				l.a.corrupt = fmt.Errorf("cannot rebuild its place in the tree: %w", err)
-				c.agents[l.id] = l.a
+				c.putAgent(l.id, l.a)
 				rep.Corrupt++
 				progress = true
 				continue
 			}
-			c.agents[l.id] = l.a
+			c.putAgent(l.id, l.a)
 			placed = append(placed, l)
 			progress = true
 		}
@@ -492,7 +500,7 @@ func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
 		c.log.Error("an agent's parent directory is in quarantine; the agent is listed as corrupt", "agent", l.id, "parent", l.p.ParentID, "quarantined_at", q)
 		l.a.corrupt = fmt.Errorf("its parent %s is in quarantine (%s): restore that directory to %s and restart the daemon, or remove it",
 			l.p.ParentID, q, c.agentDir(l.p.ParentID))
-		c.agents[l.id] = l.a
+		c.putAgent(l.id, l.a)
 		rep.Corrupt++
 		return
 	}

@@ -132,7 +132,11 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	logger.Info("recovering", "home", home, "boot_id", core.BootID())
 	start := time.Now()
+	// A daemon standing by for a cluster's USER inbox (takeover.go) stops
+	// waiting when asked to stop.
+	stopWaiting := context.AfterFunc(ctx, core.cancel)
 	rep, err := core.Recover()
+	stopWaiting()
 	if err != nil {
 		_ = core.Close(context.Background())
 		return fmt.Errorf("recovery: %w", err)

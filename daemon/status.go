@@ -13,6 +13,7 @@ func (a *agent) facts() session.Facts {
 		return f
 	}
 	f.RunID, f.RunBootID, f.RunEnded = r.RunID, r.BootID, r.Ended
+	f.EarlierClaim = r.ClaimEpoch < a.p.ClaimEpoch
 	f.Interrupted, f.InterruptReason = r.Interrupted, r.Reason
 	if w := r.Wait; w != nil {
 		f.Waiting = w.TokenState != tokConsumed

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"time"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"
@@ -37,7 +38,10 @@ type leases struct {
 // own claims id for this Core, reusing a claim it holds that is not lost.
 // A lease that can be lost (a cluster store) is watched: losing it
 // releases the agent.
-func (c *Core) own(id string) (store.Lease, error) {
+func (c *Core) own(id string) (store.Lease, error) { return c.ownWithin(id, 0) }
+
+// ownWithin is own with a bound on the claim request (0: none).
+func (c *Core) ownWithin(id string, limit time.Duration) (store.Lease, error) {
 	c.leases.mu.Lock()
 	defer c.leases.mu.Unlock()
 	if l, ok := c.leases.m[id]; ok {
@@ -47,7 +51,13 @@ func (c *Core) own(id string) (store.Lease, error) {
 			return l, nil
 		}
 	}
-	l, err := c.st.Own(c.ctx, id)
+	ctx := c.ctx
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	l, err := c.st.Own(ctx, id)
 	if err != nil {
 		return nil, err
 	}

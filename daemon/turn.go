@@ -117,6 +117,9 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 	}
 	at := &activeTurn{runID: runID, turn: turn, rerun: req.RunID != "", cancel: cancel, done: make(chan struct{})}
 	a.cur = at
+	// A release between the claim and here found no turn to cancel: it
+	// is seen now, under the same lock, and the turn does not start.
+	released := a.released
 	a.mu.Unlock()
 	res.RunID = runID
 	from := req.From
@@ -129,6 +132,11 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		c.finishTurn(a, outcome, from)
 	}()
 
+	if released != nil {
+		res.Err = failf(ErrUnavailable, "agent %s is no longer run by this daemon: %v", a.id, released)
+		outcome = ""
+		return res
+	}
 	if _, err := c.provider(provName); err != nil {
 		res.Err = err
 		outcome = ""

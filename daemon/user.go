@@ -28,7 +28,7 @@ func (c *Core) openUserInbox() error {
 	path := filepath.Join(c.opts.Home, "user.jsonl")
 	u := &userInbox{c: c, queue: inbox.NewQueue(0), seen: map[string]struct{}{}}
 	var foldErr error
-	lease, err := c.own(store.UserID)
+	lease, err := c.claimUser()
 	if err != nil {
 		return fmt.Errorf("claiming the USER inbox: %w", err)
 	}

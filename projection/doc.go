@@ -7,6 +7,12 @@
 // resume answered. The event vocabulary is package schema's; the table of
 // which event changes what is SPEC 3 and daemon/doc.go.
 //
+// agent.claimed (a cluster store's new owner) sets State.ClaimEpoch to the
+// greatest epoch seen; turn.start copies it into Run.ClaimEpoch, so a run
+// whose turn began under an earlier claim is told apart (both fields are
+// omitted from the checkpoint JSON while zero, as on the local store, so
+// local checkpoints keep their bytes).
+//
 // A State is plain data with no locks and no I/O: State.Apply folds one
 // eventlog.Entry, one method per event (fold.go; unknown events are
 // skipped, a known event whose data is not its type is an error naming the

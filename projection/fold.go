@@ -18,6 +18,7 @@ import (
 var projectionFolds = map[string]func(*State, eventlog.Entry) error{
 	schema.AgentCreated:     (*State).foldAgentCreated,
 	schema.AgentTerminated:  (*State).foldAgentTerminated,
+	schema.AgentClaimed:     (*State).foldAgentClaimed,
 	schema.SessionCreated:   (*State).foldSessionCreated,
 	schema.ContextReset:     (*State).foldContextReset,
 	schema.SessionRestored:  (*State).foldSessionRestored,
@@ -69,6 +70,20 @@ func (p *State) foldAgentCreated(e eventlog.Entry) error {
 
 func (p *State) foldAgentTerminated(e eventlog.Entry) error {
 	p.Terminated = true
+	return nil
+}
+
+// foldAgentClaimed records the latest claim (a cluster store's new
+// owner). A run whose turn began under an earlier claim is one its daemon
+// no longer runs: recovery marks it interrupted (session.Facts.EarlierClaim).
+func (p *State) foldAgentClaimed(e eventlog.Entry) error {
+	var d schema.AgentClaimedData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	if d.Epoch > p.ClaimEpoch {
+		p.ClaimEpoch = d.Epoch
+	}
 	return nil
 }
 
@@ -130,6 +145,7 @@ func (p *State) foldTurnStart(e eventlog.Entry) error {
 	}
 	r := p.Run
 	r.BootID, r.Prompt, r.MessageIDs = d.BootID, d.Prompt, d.MessageIDs
+	r.ClaimEpoch = p.ClaimEpoch
 	r.Provider, r.Model, r.StartedAt = d.Provider, d.Model, e.TS
 	r.Interrupted, r.Reason = false, ""
 	if r.Wait != nil && r.Wait.TokenState != tokLive {

@@ -119,8 +119,11 @@ type Wait struct {
 
 // Run describes the latest run as the log records it.
 type Run struct {
-	RunID       string
-	BootID      string
+	RunID  string
+	BootID string
+	// ClaimEpoch is the State's ClaimEpoch when the run's latest
+	// turn.start was folded: the claim the turn began under (0: none).
+	ClaimEpoch  uint64 `json:",omitempty"`
 	Turn        int
 	Prompt      string
 	MessageIDs  []string
@@ -172,10 +175,13 @@ type State struct {
 	Suspended bool
 	TurnNo    int
 	Run       *Run
-	Gated     bool
-	Subs      map[string]Subscription
-	Reminders map[string]*Reminder
-	Pending   *inbox.Queue `json:"-"`
+	// ClaimEpoch is the greatest epoch of the log's agent.claimed entries
+	// (0: none, as on the local store): the claim the log is written under.
+	ClaimEpoch uint64 `json:",omitempty"`
+	Gated      bool
+	Subs       map[string]Subscription
+	Reminders  map[string]*Reminder
+	Pending    *inbox.Queue `json:"-"`
 	// Enqueued holds the id of every message the log enqueued (compact).
 	Enqueued  IDSet `json:"-"`
 	LastError string

@@ -40,6 +40,16 @@ func TestFoldEachEvent(t *testing.T) {
 					t.Fatal("not terminated")
 				}
 			}},
+		{"agent.claimed: the greatest epoch, copied into the run a turn starts", []rec{created,
+			{schema.AgentClaimed, schema.AgentClaimedData{Node: "n1", Epoch: 7, BootID: "b1"}},
+			start(1),
+			{schema.AgentClaimed, schema.AgentClaimedData{Node: "n2", Epoch: 9, BootID: "b2"}},
+			{schema.AgentClaimed, schema.AgentClaimedData{Node: "n1", Epoch: 8, BootID: "b1"}}},
+			func(t *testing.T, p *State) {
+				if p.ClaimEpoch != 9 || p.Run == nil || p.Run.ClaimEpoch != 7 {
+					t.Fatalf("claim epoch %d, run %+v; want 9 and a run begun under 7", p.ClaimEpoch, p.Run)
+				}
+			}},
 		{"session.created then suspend.result", []rec{created,
 			{schema.SessionCreated, schema.SessionCreatedData{Provider: "p1", Model: "m1", Handle: "h1"}},
 			{schema.SuspendResult, schema.SuspendResultData{StateSize: 3}}},

@@ -49,8 +49,13 @@
 //
 //	open        = f.RunID != "" && !f.RunEnded
 //	boot        = f.RunBootID, else s.Run.BootID if s.Run is the same run
-//	earlierBoot = boot == "" || boot != bootID   (a run this process started
-//	              always carries its boot id)
+//	earlierBoot = boot == "" || boot != bootID || f.EarlierClaim
+//	              (a run this process started always carries its boot id;
+//	              on a cluster store a run is also from an earlier boot
+//	              when the agent was claimed again since its turn began:
+//	              "under an earlier claim", exactly one run.interrupted
+//	              whoever recovers it, since only the claim's owner can
+//	              append; the local store writes no claims)
 //	pending     = f.Interrupted && !f.Resumed    (an interruption not yet
 //	              cleared by run.resumed)
 //	restartInt  = pending && f.InterruptReason != "wait_timeout"

@@ -57,6 +57,11 @@ type Facts struct {
 	// RunBootID is the boot the run last started a turn or was resumed
 	// under; "" when the log does not say.
 	RunBootID string
+	// EarlierClaim: the log holds an agent.claimed after the run's latest
+	// turn.start, with a greater epoch than the claim that turn began
+	// under (a cluster store: the agent was claimed again since). Never
+	// set on the local store, which writes no claims.
+	EarlierClaim bool
 	// RunEnded: turn.complete, turn.failed or turn.cancelled is logged for
 	// the run's latest turn, or a newer run superseded it.
 	RunEnded bool
@@ -137,10 +142,11 @@ func runBoot(f Facts, snap *Run) string {
 }
 
 // startedEarlier: the run began (or last resumed) under another boot than
-// bootID, or under an unknown one.
+// bootID, under an unknown one, or under an earlier claim of the agent
+// (f.EarlierClaim: another daemon of a cluster owned it since).
 func startedEarlier(f Facts, snap *Run, bootID string) bool {
 	boot := runBoot(f, snap)
-	return boot == "" || boot != bootID
+	return boot == "" || boot != bootID || f.EarlierClaim
 }
 
 // waitDeadline is the current wait's deadline: the log's, else the
@@ -158,7 +164,8 @@ func (f Facts) pendingInterrupt() bool { return f.Interrupted && !f.Resumed }
 
 // NeedsRestartMark reports whether recovery must append run.interrupted
 // (process_restart) for the facts' run: it is open, was not waiting, began
-// under an earlier boot and carries no pending interruption yet. Appending
+// under an earlier boot or an earlier claim (f.EarlierClaim) and carries
+// no pending interruption yet. Appending
 // the mark once and re-deriving facts makes this false, so recovery run
 // twice appends one mark.
 func NeedsRestartMark(s *Session, f Facts, bootID string) bool {

@@ -232,3 +232,29 @@ func ExampleDerive() {
 	// running
 	// interrupted_startup
 }
+
+// TestEarlierClaimInterrupts: on a cluster store a run is interrupted when
+// the agent was claimed again since its turn began, even by the same
+// daemon (same boot id: it lost its lease and claimed the agent back); a
+// run of the current claim is not. The mark is appended once.
+func TestEarlierClaimInterrupts(t *testing.T) {
+	own := Facts{RunID: "r", RunBootID: bootNow}
+	if NeedsRestartMark(nil, own, bootNow) || Derive(nil, own, bootNow, tNow) != StatusRunning {
+		t.Fatal("a run of the current claim and boot is running, not interrupted")
+	}
+	reclaimed := Facts{RunID: "r", RunBootID: bootNow, EarlierClaim: true}
+	if !NeedsRestartMark(nil, reclaimed, bootNow) {
+		t.Fatal("a run begun under an earlier claim needs a mark, whatever the boot")
+	}
+	if got := Derive(nil, reclaimed, bootNow, tNow); got != StatusInterruptedStartup {
+		t.Fatalf("run under an earlier claim: %s, want %s", got, StatusInterruptedStartup)
+	}
+	reclaimed.Interrupted, reclaimed.InterruptReason = true, ReasonProcessRestart
+	if NeedsRestartMark(nil, reclaimed, bootNow) {
+		t.Fatal("a marked run needs no second mark")
+	}
+	waiting := Facts{RunID: "r", RunBootID: bootNow, EarlierClaim: true, Waiting: true, Token: TokenLive}
+	if NeedsRestartMark(nil, waiting, bootNow) {
+		t.Fatal("a waiting run is not interrupted by a claim")
+	}
+}

@@ -320,22 +320,31 @@ func (c *cli) followLog(ctx context.Context, path string) error {
 }
 
 func newRepairCmd(c *cli) *cobra.Command {
-	return &cobra.Command{
+	var cluster string
+	cmd := &cobra.Command{
 		Use:               "repair REF",
 		Short:             "keep a copy of a corrupt log and cut it to its last good entry (with the daemon stopped)",
 		Example:           indent(`warren daemon stop && warren repair lead && warren daemon start`),
 		Args:              args(1, 1, "REF"),
 		ValidArgsFunction: c.completeAgents,
-		RunE:              c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error { return c.repair(ctx, pos[0]) }),
+		RunE:              c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error { return c.repair(ctx, pos[0], cluster) }),
 	}
+	cmd.Flags().StringVar(&cluster, "cluster", "", "refused: a log in a NATS JetStream cluster is not repaired (see the error)")
+	return cmd
 }
 
-func (c *cli) repair(ctx context.Context, ref string) error {
+func (c *cli) repair(ctx context.Context, ref, cluster string) error {
+	if err := refuseClusterRepair(c.home, cluster, nil); err != nil {
+		return err
+	}
 	if err := c.refuseWhileRunning(ctx, ref); err != nil {
 		return err
 	}
 	path, err := agentLogPath(c.home, ref)
 	if err != nil {
+		if cerr := refuseClusterRepair(c.home, "", err); cerr != nil {
+			return cerr
+		}
 		return err
 	}
 	rep, err := eventlog.Repair(faultfs.OS{}, path)

@@ -73,11 +73,20 @@
 //
 // A KV bucket with TTL Options.OwnerTTL (10 s by default), history 1. Key:
 // the agent id (or USER); value: {"node":"...","boot_id":"..."}. Own is a
-// kv.Create, which succeeds only on an absent, deleted or expired key; the
-// revision it returns is the claim's epoch (revisions grow across the
-// bucket, so a later claim has a greater epoch). The lease renews with
-// kv.Update(key, value, last revision) every TTL/3; a failed renewal
-// closes Lost and stops. Release deletes the key on its last revision.
+// kv.Create, which succeeds only on an absent, deleted or expired key, or,
+// when the key's last write (the server's timestamp) is older than
+// OwnerTTL by this daemon's clock, a kv.Update on that write's revision: a
+// lapsed lease the server's MaxAge sweep has not removed yet (it runs up
+// to about a second late; a renewal racing with the update fails on the
+// same revision). Daemon clocks are assumed to agree with the servers'
+// within a fraction of the TTL; a skew only moves a takeover earlier or
+// later, the fence keeps it safe. The revision a claim returns is its
+// epoch (revisions grow across the bucket, so a later claim has a greater
+// epoch). The lease renews with kv.Update(key, value, last revision) every
+// TTL/3; a failed renewal closes Lost and stops, except that a refusal
+// after an attempt whose answer was lost is checked: if the key holds this
+// lease's value at a later revision, that attempt was stored and the
+// lease goes on. Release deletes the key on its last revision.
 //
 // OpenLog needs the lease (LogOptions.Lease). After replaying, if the
 // log is not empty and its last entry is not this epoch's claim, it
@@ -85,10 +94,15 @@
 //
 //	{"seq":N,"ts":"...","event":"agent.claimed","data":{"node":"...","epoch":E,"boot_id":"..."},"crc":"..."}
 //
-// from which on every append of an earlier owner fails with ErrFenced. An
-// empty log gets no claim (its first append is fenced on "no entry yet",
-// as is any rival's). A log holding a claim with a greater epoch than the
-// lease's refuses to open (ErrFenced).
+// from which on every append of an earlier owner fails with ErrFenced.
+// The claim is handed to LogOptions.Replay after the entries before it
+// (OnAppend sees only later appends), so the caller's fold ends with it.
+// An empty agent log gets no claim (its first entry must be agent.created;
+// its first append is fenced on "no entry yet", as is any rival's). The
+// USER log is claimed even when empty: it has no required first entry,
+// and an earlier owner's first append would otherwise pass the fence. A
+// log holding a claim with a greater epoch than the lease's refuses to
+// open (ErrFenced).
 //
 // # Snapshots (bucket warren-sessions, object store warren-session-blobs)
 //

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,13 +48,25 @@ func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 	rev, err := s.owners.Create(ctx, id, v)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		holder := "another daemon"
-		if e, gerr := s.owners.Get(ctx, id); gerr == nil {
+		e, gerr := s.owners.Get(ctx, id)
+		if gerr == nil {
 			var ov ownerValue
 			if json.Unmarshal(e.Value(), &ov) == nil {
 				holder = fmt.Sprintf("node %q (boot %s)", ov.Node, ov.BootID)
 			}
+			if s.o.Now().Sub(e.Created()) > s.o.OwnerTTL {
+				// Lapsed, but not removed yet (the server's MaxAge sweep
+				// runs late): replace it on its revision. A renewal racing
+				// with this fails on the same revision, so one wins.
+				rev, err = s.owners.Update(ctx, id, v, e.Revision())
+			}
 		}
-		return nil, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
+		if err != nil {
+			if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) {
+				return nil, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
+			}
+			return nil, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
@@ -94,6 +107,7 @@ func (l *lease) renewOnce() error {
 	rev, expires := l.rev, l.expires
 	l.mu.Unlock()
 	giveUp := expires.Add(-ttl / 6)
+	first := l.s.o.Now()
 	for {
 		start := l.s.o.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), ttl/6)
@@ -106,9 +120,22 @@ func (l *lease) renewOnce() error {
 			l.mu.Unlock()
 			return nil
 		}
-		var apiErr *jetstream.APIError
-		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
-			return fmt.Errorf("the claim of %s changed since revision %d: %w", l.id, rev, err)
+		if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) {
+			// An attempt whose answer was lost (a timeout here, or the
+			// client's own retry after "no responders") may have been
+			// stored: then the key holds this lease's value at a later
+			// revision, written after the first attempt began.
+			switch nrev, who := l.lastWrite(rev); who {
+			case writeMine:
+				l.mu.Lock()
+				l.rev = nrev
+				l.expires = first.Add(ttl)
+				l.mu.Unlock()
+				return nil
+			case writeOther:
+				return fmt.Errorf("the claim of %s changed since revision %d: %w", l.id, rev, err)
+			}
+			// writeUnknown: the read lags the write; try again.
 		}
 		if l.s.o.Now().After(giveUp) {
 			return fmt.Errorf("no renewal of %s before its lease runs out: %w", l.id, err)
@@ -119,6 +146,32 @@ func (l *lease) renewOnce() error {
 		case <-time.After(ttl / 30): // retry soon: the bucket may be electing a leader
 		}
 	}
+}
+
+// Who wrote the owners key last, as lastWrite tells.
+const (
+	writeUnknown = iota // the read failed, or lags (shows rev or older)
+	writeMine           // this lease's value at a later revision
+	writeOther          // another value, or the key is gone: another claim
+)
+
+// lastWrite reads the key after a renewal on rev was refused. One daemon
+// holds one lease per id, so no other writer puts this lease's value.
+// KV reads may be served by a lagging replica: a read showing rev or an
+// older revision proves nothing.
+func (l *lease) lastWrite(rev uint64) (uint64, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.o.OwnerTTL/6)
+	defer cancel()
+	e, err := l.s.owners.Get(ctx, l.id)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		return 0, writeOther
+	case err != nil || e.Revision() <= rev:
+		return 0, writeUnknown
+	case !bytes.Equal(e.Value(), l.value):
+		return 0, writeOther
+	}
+	return e.Revision(), writeMine
 }
 
 func (l *lease) ID() string            { return l.id }
@@ -155,4 +208,10 @@ func (l *lease) Release(ctx context.Context) error {
 		return fmt.Errorf("store/jetstream: release %s: %w", l.id, err)
 	}
 	return nil
+}
+
+// isWrongLastSeq reports a KV write refused on its expected revision.
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }

@@ -70,7 +70,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 	if o.Lease == nil || o.Lease.ID() != id {
 		return nil, fmt.Errorf("store/jetstream: opening the log of %s needs LogOptions.Lease from Own(%s)", id, id)
 	}
-	l := &Log{s: s, id: id, subj: Subject(id), epoch: o.Lease.Epoch(), onAppend: o.OnAppend}
+	l := &Log{s: s, id: id, subj: Subject(id), epoch: o.Lease.Epoch()}
 	last, err := s.lastOf(ctx, l.subj)
 	if err != nil {
 		return nil, err
@@ -82,6 +82,15 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 		if o.Resume != nil {
 			return nil, fmt.Errorf("store/jetstream: resume %s at seq %d: the log is empty: %w", l.subj, o.Resume.Seq, eventlog.ErrResumeMismatch)
 		}
+		if id == store.UserID {
+			// The USER log has no required first entry: it is claimed
+			// even empty, or an earlier owner's first append to it would
+			// pass the fence ("no entry yet") after this claim.
+			if err := l.claim(o); err != nil {
+				return nil, err
+			}
+		}
+		l.onAppend = o.OnAppend
 		return l, nil
 	}
 	var start uint64
@@ -103,12 +112,30 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 		return nil, fmt.Errorf("store/jetstream: %s was claimed at epoch %d, after this lease's %d: %w (%w)", l.subj, maxEpoch, l.epoch, store.ErrFenced, eventlog.ErrPoisoned)
 	}
 	if !lastIsClaim(last.Data, l.epoch) {
-		data := schema.AgentClaimedData{Node: s.o.Node, Epoch: l.epoch, BootID: s.o.BootID}
-		if _, err := l.Append(schema.AgentClaimed, data); err != nil {
-			return nil, fmt.Errorf("store/jetstream: claiming %s: %w", l.subj, err)
+		if err := l.claim(o); err != nil {
+			return nil, err
 		}
 	}
+	l.onAppend = o.OnAppend
 	return l, nil
+}
+
+// claim appends agent.claimed under this handle's epoch and hands it to
+// o.Replay like the entries before it: the log as OpenLog returns it,
+// claim included, is what the caller's fold has seen (OnAppend is not set
+// yet, so it is not handed twice).
+func (l *Log) claim(o store.LogOptions) error {
+	data := schema.AgentClaimedData{Node: l.s.o.Node, Epoch: l.epoch, BootID: l.s.o.BootID}
+	e, err := l.Append(schema.AgentClaimed, data)
+	if err != nil {
+		return fmt.Errorf("store/jetstream: claiming %s: %w", l.subj, err)
+	}
+	if o.Replay != nil {
+		if err := o.Replay(e); err != nil {
+			return fmt.Errorf("store/jetstream: replaying %s at seq %d: %w", l.subj, e.Seq, err)
+		}
+	}
+	return nil
 }
 
 // replay hands the entries after start to o.Replay and returns the

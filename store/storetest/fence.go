@@ -23,11 +23,12 @@ func testFenced(t *testing.T, h Harness) {
 		}
 	}
 	lease := h.Takeover(t, s, id)
-	var replayed int
-	cur := open(t, s, id, store.LogOptions{Lease: lease, Replay: func(eventlog.Entry) error { replayed++; return nil }})
+	var replayed []eventlog.Entry
+	cur := open(t, s, id, store.LogOptions{Lease: lease, Replay: func(e eventlog.Entry) error { replayed = append(replayed, e); return nil }})
 	defer cur.Close()
-	if replayed != 3 {
-		t.Fatalf("the new owner replayed %d entries, want 3", replayed)
+	// The old owner's three entries, then the new owner's claim.
+	if len(replayed) != 4 || replayed[3].Event != schema.AgentClaimed {
+		t.Fatalf("the new owner replayed %d entries, want 3 and its agent.claimed", len(replayed))
 	}
 	for i := 0; i < 2; i++ {
 		_, err := old.Append("zombie", nil)
