@@ -80,8 +80,14 @@ func (c *Core) readCheckpoint(id string) (*projection, eventlog.Resume, error) {
 // writeCheckpoint writes the agent's checkpoint when its log has grown by
 // at least min entries since the last one. It is an optimisation: a
 // checkpoint that is lost, stale or torn makes recovery fold the whole log,
-// so it is written without fsync (temp file and rename).
+// so it is written without fsync (temp file and rename). On a cluster
+// store none is written: its line is checked in the local file, which a
+// cluster home does not have, and the agent may be recovered by another
+// daemon, in another home (recovery there folds the whole log).
 func (c *Core) writeCheckpoint(a *agent, min uint64) {
+	if c.clustered() {
+		return
+	}
 	a.ckptMu.Lock()
 	defer a.ckptMu.Unlock()
 	a.mu.Lock()

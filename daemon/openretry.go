@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/warren-dev/warren/store"
 )
 
 // Open faults at recovery (issue 16, "faults heal without a restart"): a
@@ -18,7 +20,9 @@ import (
 // the cause and "restart the daemon once it is gone" (its files untouched),
 // and the agents under it say so too. Once a log is open, its later faults
 // heal by themselves (eventlog, "Faults and healing"), including the
-// reopen of a log closed for the open-files cap.
+// reopen of a log closed for the open-files cap. A cluster that did not
+// answer after the store's own retries (store.ErrUnavailable: servers
+// still electing leaders) is waited for the same way.
 
 // openRetryLimit bounds how long recovery waits for resources to come back.
 const openRetryLimit = 60 * time.Second
@@ -30,6 +34,9 @@ var errUnopened = errors.New("its log could not be opened for lack of a resource
 // resourceFault reports whether err is a lack of a resource that may come
 // back, rather than damage.
 func resourceFault(err error) bool {
+	if errors.Is(err, store.ErrUnavailable) {
+		return true
+	}
 	for _, e := range []error{syscall.ENOSPC, syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM, syscall.EDQUOT, syscall.EROFS} {
 		if errors.Is(err, e) {
 			return true

@@ -247,7 +247,7 @@ func (c *Core) Takeover() (RecoveryReport, error) {
 	if len(take) == 0 {
 		return rep, nil
 	}
-	byID, existing := c.classifyLoaded(c.loadAll(take), &rep)
+	byID, existing := c.classifyLoaded(c.loadedOrLater(c.loadAll(take)), &rep)
 	for _, id := range ids {
 		existing[id] = true // a spawn whose child exists anywhere is not redone
 	}
@@ -270,6 +270,22 @@ func (c *Core) Takeover() (RecoveryReport, error) {
 		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
 	c.changed.fire()
 	return rep, nil
+}
+
+// loadedOrLater drops from all the agents whose log the cluster did not
+// serve in time (store.ErrUnavailable), giving their claims back: the next
+// scan takes them, rather than listing them as corrupt.
+func (c *Core) loadedOrLater(all []*loaded) []*loaded {
+	kept := all[:0]
+	for _, l := range all {
+		if l.err != nil && errors.Is(l.err, store.ErrUnavailable) {
+			c.log.Warn("the cluster did not serve an agent's log; the next takeover scan tries again", "agent", l.id, "err", l.err)
+			c.dropLease(l.id)
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return kept
 }
 
 // adoptPlaced indexes the subscriptions to and from the agents just

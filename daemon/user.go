@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -25,6 +26,27 @@ type userInbox struct {
 }
 
 func (c *Core) openUserInbox() error {
+	for tries := 0; ; tries++ {
+		err := c.tryOpenUserInbox()
+		if err == nil || !c.clustered() || !(errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrFenced)) {
+			return err
+		}
+		// On a cluster the servers may still be electing leaders (the
+		// daemon that held the inbox took one with it), or another daemon
+		// claimed the inbox between our claim and its replay: the claim is
+		// given up and the standby goes on.
+		if tries%10 == 0 {
+			c.log.Warn("opening the USER inbox failed; claiming it again", "err", err)
+		}
+		if err := c.opts.Sleep(c.ctx, time.Second); err != nil {
+			return errors.Join(errors.New("stopped standing by for the USER inbox"), err)
+		}
+	}
+}
+
+// tryOpenUserInbox claims the USER inbox and folds its log into c.user;
+// on failure the claim is given up.
+func (c *Core) tryOpenUserInbox() error {
 	path := filepath.Join(c.opts.Home, "user.jsonl")
 	u := &userInbox{c: c, queue: inbox.NewQueue(0), seen: map[string]struct{}{}}
 	var foldErr error
@@ -48,6 +70,10 @@ func (c *Core) openUserInbox() error {
 			c.bus.publish("USER", es)
 		}})
 	if err != nil {
+		if c.clustered() {
+			c.dropLease(store.UserID) // another daemon may take it at once
+			return fmt.Errorf("opening the USER inbox: %w", err)
+		}
 		return fmt.Errorf("opening the USER inbox: %w; if it is damaged, `warren repair USER` keeps a copy and cuts it", err)
 	}
 	if foldErr != nil {

@@ -27,6 +27,11 @@ var (
 	// carrying it also wrap fs.ErrNotExist (logs) or session.ErrNotExist
 	// (snapshots), as the code before the store did.
 	ErrNotFound = errors.New("not found")
+	// ErrUnavailable reports that a cluster store's servers did not answer
+	// (a leader election, a server going away, a lost connection) after
+	// the store's own retries: the data is not in question; try again
+	// later. The local store never returns it.
+	ErrUnavailable = errors.New("the cluster did not answer")
 	// ErrCorrupt is eventlog.ErrCorrupt: a line failing its CRC, content
 	// or seq order, whatever store served it.
 	ErrCorrupt = eventlog.ErrCorrupt

@@ -14,7 +14,12 @@ import (
 
 // lastOf returns the last message of subj, or nil if it has none.
 func (s *Store) lastOf(ctx context.Context, subj string) (*jetstream.RawStreamMsg, error) {
-	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
+	var m *jetstream.RawStreamMsg
+	err := s.retrying(ctx, "last entry of "+subj, func() error {
+		var err error
+		m, err = s.stream.GetLastMsgForSubject(ctx, subj)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
@@ -63,17 +68,20 @@ func (s *Store) newReader(ctx context.Context, subj string, fromSeq uint64, hint
 		if err == nil {
 			return r, nil
 		}
-		if !r.retry() {
-			return nil, fmt.Errorf("store/jetstream: read %s: %w", subj, err)
+		if !r.retry("create consumer", err) {
+			return nil, fmt.Errorf("store/jetstream: read %s: %w", subj, unavailable(err))
 		}
 	}
 }
 
-// readRetries bounds how often a reader makes its consumer again after a
-// request or a delivery failed (a timeout while the stream elects a
-// leader, a lost connection): reading is idempotent, and the new consumer
-// starts after the last message delivered, so no entry is seen twice.
-const readRetries = 5
+// A reader makes its consumer again after a request or a delivery failed
+// (a timeout while the stream elects a leader, a lost connection), up to
+// retryAttempts times with retryDelay between them: reading is
+// idempotent, and the new consumer starts after the last message
+// delivered, so no entry is seen twice.
+
+// consumerCreateTimeout bounds the request that makes a reader's consumer.
+const consumerCreateTimeout = 2 * time.Second
 
 // consume makes the reader's consumer, from the message after the last
 // one delivered.
@@ -83,7 +91,13 @@ func (r *reader) consume() error {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = r.sseq + 1
 	}
-	cons, err := r.s.stream.OrderedConsumer(r.ctx, cfg)
+	// A short bound on the create: while a dead server is not yet marked
+	// offline the meta leader may place the consumer on it (an R1
+	// consumer of a replicated stream goes to a random peer) and the
+	// request is never answered; the retry places it again.
+	cctx, cancel := context.WithTimeout(r.ctx, min(r.s.o.Timeout, consumerCreateTimeout))
+	defer cancel()
+	cons, err := r.s.stream.OrderedConsumer(cctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -95,15 +109,17 @@ func (r *reader) consume() error {
 	return nil
 }
 
-// retry reports whether one more attempt is allowed (the caller's context
-// is live and readRetries are not used up), and counts it.
-func (r *reader) retry() bool {
-	if r.ctx.Err() != nil || r.retries >= readRetries {
+// retry reports whether one more attempt is allowed after err (the
+// caller's context is live and the retries are not used up), counts it
+// and waits the backoff first: an election gives no signal when it ends.
+func (r *reader) retry(phase string, err error) bool {
+	if r.ctx.Err() != nil || r.retries+1 >= retryAttempts {
 		return false
 	}
 	r.retries++
-	r.s.o.Logger.Warn("reading a log failed; making its consumer again", "subject", r.subj, "after_stream_seq", r.sseq, "attempt", r.retries)
-	return true
+	r.s.o.Logger.Warn("reading a log failed; making its consumer again", "subject", r.subj, "after_stream_seq", r.sseq,
+		"phase", phase, "attempt", r.retries, "retry_in", retryDelay(r.retries), "err", err)
+	return sleepCtx(r.ctx, retryDelay(r.retries)) == nil
 }
 
 // Next returns the next entry, io.EOF after the last, or an error wrapping
@@ -119,8 +135,8 @@ func (r *reader) Next() (eventlog.Entry, error) {
 		if r.it == nil {
 			if err := r.consume(); err != nil {
 				r.it = nil
-				if !r.retry() {
-					r.err = fmt.Errorf("store/jetstream: read %s: %w", r.subj, err)
+				if !r.retry("create consumer", err) {
+					r.err = fmt.Errorf("store/jetstream: read %s: %w", r.subj, unavailable(err))
 					return eventlog.Entry{}, r.err
 				}
 				continue
@@ -139,8 +155,8 @@ func (r *reader) Next() (eventlog.Entry, error) {
 		if err != nil {
 			r.it.Stop()
 			r.it = nil
-			if !r.retry() {
-				r.err = fmt.Errorf("store/jetstream: read %s: %w", r.subj, err)
+			if !r.retry("next message", err) {
+				r.err = fmt.Errorf("store/jetstream: read %s: %w", r.subj, unavailable(err))
 				return eventlog.Entry{}, r.err
 			}
 			continue
