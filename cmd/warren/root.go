@@ -48,6 +48,7 @@ func register(root, daemonCmd, agentCmd *cobra.Command, c *cli) {
 		newMigrateCmd(c),
 		newDemoCmd(c),
 		newMCPBridgeCmd(c),
+		newAgentsCmd(c),
 		newVersionCmd(c),
 	)
 }
@@ -71,6 +72,7 @@ const rootLong = `warren: a durable multi-agent orchestration daemon and its cli
   warren repair REF                       keep a copy of a corrupt log, cut it to its last good entry
   warren demo                             a team of agents, a crash, a recovery, end to end
   warren mcp-bridge                       the stdio MCP server agent CLIs start (warren's tools, SPEC 7)
+  warren agents install NAME...           install pinned agent CLIs (claude, codex, gemini, opencode) into <home>/tools
   warren completion bash|zsh|fish         a shell completion script
   warren version | help [COMMAND...]
 
