@@ -108,9 +108,11 @@ func runForeground(ctx context.Context, c *cli, maxSlots int, level string, cl d
 	})
 	// The agent CLIs `warren agents install` put under the home come first
 	// for the built-in acp entries and for the agent processes, which get
-	// the daemon's PATH (agents_install.go).
-	if err := os.Setenv("PATH", toolsPath(c.home, os.Getenv("PATH"))); err != nil {
-		return fmt.Errorf("setting PATH: %w", err)
+	// the daemon's PATH (agents_install.go). Without any, PATH is as given.
+	if fi, err := os.Stat(toolsBin(c.home)); err == nil && fi.IsDir() {
+		if err := os.Setenv("PATH", toolsPath(c.home, os.Getenv("PATH"))); err != nil {
+			return fmt.Errorf("setting PATH: %w", err)
+		}
 	}
 	err := daemon.Run(ctx, daemon.Options{
 		Home:     c.home,
