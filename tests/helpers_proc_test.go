@@ -157,12 +157,22 @@ func (d *testDaemon) Start() {
 }
 
 func (d *testDaemon) start() error {
+	exited, err := d.launch()
+	if err != nil {
+		return err
+	}
+	return d.waitReady(exited)
+}
+
+// launch starts the daemon without waiting for it to serve (a cluster
+// daemon standing by does not); exited is closed when the run ends.
+func (d *testDaemon) launch() (exited chan struct{}, err error) {
 	d.dropClient() // a client of an earlier run is dead
 	d.mu.Lock()
 	d.starts++
 	out := &lockedBuffer{}
 	d.stderr = out
-	exited := make(chan struct{})
+	exited = make(chan struct{})
 	d.exited = exited
 	d.runErr = nil
 	d.mu.Unlock()
@@ -185,7 +195,7 @@ func (d *testDaemon) start() error {
 		cmd.Stdout = out
 		cmd.Stderr = out
 		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("starting %s: %w", procBinary, err)
+			return nil, fmt.Errorf("starting %s: %w", procBinary, err)
 		}
 		d.mu.Lock()
 		d.cmd = cmd
@@ -198,7 +208,7 @@ func (d *testDaemon) start() error {
 			close(exited)
 		}()
 	}
-	return d.waitReady(exited)
+	return exited, nil
 }
 
 // waitReady polls daemon.status until the daemon answers, it exits, or

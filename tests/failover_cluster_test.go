@@ -1,0 +1,170 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/warren-dev/warren/protocol"
+)
+
+// TestThreeEmbeddedDaemonsFailover is issue 15's failover with nothing but
+// warren: three `daemon start --cluster-embedded --routes` processes form
+// a three-server cluster, one serves and two stand by. A root agent with a
+// spawned child is mid-turn when the serving daemon is killed (kill -9, its
+// embedded server with it, often the cluster's meta and stream leader). A
+// standby must serve the team again: the tree back, the open run
+// interrupted exactly once, the agent answering. (A standby used to exit
+// on the first "JetStream temporarily unavailable" of the leader election,
+// taking the quorum with it.)
+func TestThreeEmbeddedDaemonsFailover(t *testing.T) {
+	const nodes = 3
+	ports := freePorts(t, 2*nodes) // client ports, then route ports
+	var routes []string
+	for i := range nodes {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[nodes+i]))
+	}
+	ds := make([]*testDaemon, nodes)
+	exits := make([]chan struct{}, nodes)
+	for i := range ds {
+		d := newTestDaemon(t, modeBinary)
+		var others []string
+		for j, r := range routes {
+			if j != i {
+				others = append(others, r)
+			}
+		}
+		d.args = []string{"--cluster-embedded", "--node", fmt.Sprintf("n%d", i+1), "--nats-port", strconv.Itoa(ports[i]),
+			"--nats-cluster-port", strconv.Itoa(ports[nodes+i]), "--routes", strings.Join(others, ","), "--owner-ttl", "3s"}
+		ds[i] = d
+	}
+	for i, d := range ds {
+		ex, err := d.launch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		exits[i] = ex
+	}
+	active := serving(t, ds, exits, -1, 3*time.Minute)
+	a := ds[active]
+	script := writeScripts(t, a.dir)
+	lead := a.createAgent("lead", "scripted", script, "")
+	if res := a.callN("agent.send", map[string]any{"agent_id": lead, "message": "spawn w1 echo"}); !strings.Contains(str(res["response"]), "spawned: ") {
+		t.Fatalf("spawn: %v", res)
+	}
+	fifo := filepath.Join(a.dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // the turn stays open until the daemon dies
+		_, _ = a.Client().Call(context.Background(), "agent.send", map[string]any{"agent_id": lead, "message": "fifo " + fifo})
+	}()
+	waitEvents(t, a, lead, "turn.start", 2) // the fifo turn is open in the log
+
+	killed := time.Now()
+	a.Kill()
+	next := serving(t, ds, exits, active, 2*time.Minute)
+	t.Logf("n%d killed; n%d served %.1f s later", active+1, next+1, time.Since(killed).Seconds())
+	b := ds[next]
+
+	list := b.callN("agent.list", nil)
+	paths := map[string]string{}
+	for _, e := range list["agents"].([]any) {
+		m := e.(map[string]any)
+		paths[str(m["path"])] = str(m["status"])
+	}
+	if paths["lead"] == "" || paths["lead/w1"] == "" || paths["lead/w1"] == "corrupt" || paths["lead"] == "corrupt" {
+		t.Fatalf("after the failover the tree is %v; want lead and lead/w1", paths)
+	}
+	lg := b.callN("agent.log", map[string]any{"agent_id": lead, "limit": 10000})
+	interrupted, claims := 0, 0
+	for _, e := range lg["events"].([]any) {
+		switch str(e.(map[string]any)["event"]) {
+		case "run.interrupted":
+			interrupted++
+		case "agent.claimed":
+			claims++
+		}
+	}
+	if interrupted != 1 || claims != 1 {
+		t.Fatalf("lead's log after the failover: %d run.interrupted (want 1), %d agent.claimed (want 1, the new owner's):\n%v", interrupted, claims, lg)
+	}
+	res := b.callN("agent.send", map[string]any{"agent_id": lead, "message": "after the failover"})
+	if !strings.Contains(str(res["response"]), "after the failover") {
+		t.Fatalf("send after the failover: %v", res)
+	}
+	third := 3 - active - next
+	select {
+	case <-exits[third]:
+		t.Fatalf("the other standby exited: %v\n%s", ds[third].exitErr(), ds[third].Output())
+	default:
+	}
+	if !strings.Contains(ds[third].Output(), "standing by") {
+		t.Fatalf("the third daemon does not say it stands by:\n%s", ds[third].Output())
+	}
+}
+
+// serving polls the daemons' sockets until one other than skip answers
+// daemon.status (a standby has no socket; nothing signals "serving" but
+// the socket), failing if a daemon exits meanwhile.
+func serving(t *testing.T, ds []*testDaemon, exits []chan struct{}, skip int, limit time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		for i, d := range ds {
+			if i == skip {
+				continue
+			}
+			select {
+			case <-exits[i]:
+				t.Fatalf("daemon n%d exited: %v\n%s", i+1, d.exitErr(), d.Output())
+			default:
+			}
+			if _, err := os.Stat(d.Sock); err != nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := protocol.CallJSON(ctx, d.Sock, "daemon.status", nil)
+			cancel()
+			if err == nil {
+				return i
+			}
+		}
+		if time.Now().After(deadline) {
+			var out strings.Builder
+			for i, d := range ds {
+				fmt.Fprintf(&out, "--- n%d:\n%s\n", i+1, d.Output())
+			}
+			t.Fatalf("no daemon served within %v\n%s", limit, out.String())
+		}
+		time.Sleep(100 * time.Millisecond) // polling the sockets: no signal exists for "serving"
+	}
+}
+
+// waitEvents polls agent.log until the agent's log holds n entries of
+// event ev.
+func waitEvents(t *testing.T, d *testDaemon, id, ev string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got := 0
+		for _, e := range d.callN("agent.log", map[string]any{"agent_id": id, "limit": 10000})["events"].([]any) {
+			if str(e.(map[string]any)["event"]) == ev {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent %s has %d %s entries, want %d", id, got, ev, n)
+		}
+		time.Sleep(20 * time.Millisecond) // agent.log has no wait-for-entry
+	}
+}
