@@ -160,15 +160,21 @@ func e2eAgentBin(t *testing.T, a e2eAgent) string {
 			t.Skipf("EXCLUDED: WARREN_E2E_EXCLUDE names %s; this agent was not tested", a.name)
 		}
 	}
-	dir := os.Getenv("WARREN_E2E_DIR")
-	if dir == "" {
-		dir, _ = filepath.Abs("../.e2e")
-	}
-	bin := filepath.Join(dir, "node_modules", ".bin", a.bin)
+	bin := e2ePath("node_modules", ".bin", a.bin)
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s (%s) not found at %s: run scripts/e2e-install.sh, or exclude it with WARREN_E2E_EXCLUDE=%s: %v", a.bin, a.pkg, bin, a.name, err)
 	}
 	return bin
+}
+
+// e2ePath is a path under the e2e install directory: $WARREN_E2E_DIR,
+// else .e2e/ in the repository (scripts/e2e-install.sh's default).
+func e2ePath(elem ...string) string {
+	dir := os.Getenv("WARREN_E2E_DIR")
+	if dir == "" {
+		dir, _ = filepath.Abs("../.e2e")
+	}
+	return filepath.Join(append([]string{dir}, elem...)...)
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -23,7 +23,7 @@ func TestE2EClaudeCodeCallsTheBridge(t *testing.T) {
 	}
 	bin := os.Getenv("WARREN_E2E_CLAUDE")
 	if bin == "" {
-		bin, _ = filepath.Abs("../.e2e/node_modules/.bin/claude")
+		bin = e2ePath("node_modules", ".bin", "claude")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("claude CLI not found at %s (run scripts/e2e-install.sh claude): %v", bin, err)

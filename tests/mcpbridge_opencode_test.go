@@ -23,7 +23,7 @@ func TestE2EOpenCodeCallsTheBridge(t *testing.T) {
 	}
 	bin := os.Getenv("WARREN_E2E_OPENCODE")
 	if bin == "" {
-		bin, _ = filepath.Abs("../.e2e/node_modules/.bin/opencode")
+		bin = e2ePath("node_modules", ".bin", "opencode")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("opencode not found at %s (run scripts/e2e-install.sh opencode): %v", bin, err)

@@ -54,7 +54,7 @@ func TestE2EMCPBridgeWithTheSDKClient(t *testing.T) {
 	}
 	sdk := os.Getenv("WARREN_E2E_MCP_SDK")
 	if sdk == "" {
-		sdk, _ = filepath.Abs("../.e2e/node_modules/@modelcontextprotocol/sdk")
+		sdk = e2ePath("node_modules", "@modelcontextprotocol", "sdk")
 	}
 	if _, err := os.Stat(filepath.Join(sdk, "package.json")); err != nil {
 		t.Fatalf("the MCP SDK is not installed at %s (run scripts/e2e-install.sh mcp-sdk): %v", sdk, err)

@@ -26,7 +26,11 @@ func TestE2EClaudeCLIAgainstTheFake(t *testing.T) {
 	}
 	bin := os.Getenv("WARREN_E2E_CLAUDE")
 	if bin == "" {
-		bin, _ = filepath.Abs("../../.e2e/node_modules/.bin/claude")
+		dir := os.Getenv("WARREN_E2E_DIR")
+		if dir == "" {
+			dir, _ = filepath.Abs("../../.e2e")
+		}
+		bin = filepath.Join(dir, "node_modules", ".bin", "claude")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("claude CLI not found at %s (run scripts/e2e-install.sh): %v", bin, err)
