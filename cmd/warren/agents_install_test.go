@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,23 +12,13 @@ import (
 // runWarrenPath runs warren with PATH set to path.
 func runWarrenPath(t *testing.T, path string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(warrenBin, args...)
+	var env []string
 	for _, kv := range testEnv(t) {
 		if !strings.HasPrefix(kv, "PATH=") {
-			cmd.Env = append(cmd.Env, kv)
+			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "PATH="+path)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run warren %v: %v", args, err)
-	}
-	return result{code, out.String(), errb.String()}
+	return runBin(t, warrenBin, append(env, "PATH="+path), "", args...)
 }
 
 // TestAgentsInstallIntoTheHome: `warren agents install opencode` runs npm

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,19 +11,7 @@ import (
 // warrenIn runs the built binary with stdin.
 func warrenIn(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(warrenBin, args...)
-	cmd.Env = testEnv(t)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run warren %v: %v", args, err)
-	}
-	return result{code, out.String(), errb.String()}
+	return runBin(t, warrenBin, testEnv(t), stdin, args...)
 }
 
 // TestHelpForASubcommand: `warren help agent send` and `warren agent send

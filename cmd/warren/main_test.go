@@ -60,8 +60,16 @@ type result struct {
 // an empty directory so nothing touches the real ~/.warren).
 func warren(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(warrenBin, args...)
-	cmd.Env = testEnv(t)
+	return runBin(t, warrenBin, testEnv(t), "", args...)
+}
+
+// runBin runs bin with env, stdin and args and returns its exit code and
+// output; it fails the test if bin cannot be run at all.
+func runBin(t *testing.T, bin string, env []string, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -69,7 +77,7 @@ func warren(t *testing.T, args ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("run warren %v: %v", args, err)
+		t.Fatalf("run %s %v: %v", filepath.Base(bin), args, err)
 	}
 	return result{code, out.String(), errb.String()}
 }

@@ -26,18 +26,7 @@ func TestNoclusterBuild(t *testing.T) {
 	}
 	run := func(args ...string) result {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = testEnv(t)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("run %v: %v", args, err)
-		}
-		return result{code, out.String(), errb.String()}
+		return runBin(t, bin, testEnv(t), "", args...)
 	}
 	home := shortHome(t)
 	const refusal = "this binary was built without cluster support (-tags nocluster)"
