@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/warren-dev/warren/protocol"
@@ -50,7 +51,7 @@ func TestCredentialCallJoinsTheRunningTurnAndIsReplayed(t *testing.T) {
 	for _, e := range h.entries(child) {
 		if e.Event == schema.ToolCall {
 			var d schema.ToolCallData
-			if err := jsonUnmarshal(e.Data, &d); err != nil {
+			if err := json.Unmarshal(e.Data, &d); err != nil {
 				t.Fatal(err)
 			}
 			if d.RunID != res.RunID {

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"io"
 	"sort"
 	"time"
 
@@ -28,7 +30,7 @@ func (c *Core) Resolve(ref string) (string, error) {
 			return nid, nil
 		}
 	}
-	if errorsIs(err, tree.ErrAmbiguous) {
+	if errors.Is(err, tree.ErrAmbiguous) {
 		return "", failf(ErrInvalid, "%w", err)
 	}
 	for _, a := range c.agentList() {
@@ -284,7 +286,7 @@ func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eve
 	for {
 		e, err := r.Next()
 		if err != nil {
-			if errorsIs(err, errEOF) {
+			if errors.Is(err, io.EOF) {
 				return entries, false, nil
 			}
 			return entries, false, err

@@ -3,6 +3,9 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -144,7 +147,7 @@ func (c *Core) readGoneInfo(id string) *goneInfo {
 	for {
 		e, err := r.Next()
 		if err != nil {
-			if !errorsIs(err, errEOF) {
+			if !errors.Is(err, io.EOF) {
 				c.log.Warn("reading a terminated agent's log for agent.list", "agent", id, "err", err)
 			}
 			return info
@@ -158,7 +161,7 @@ func (in *goneInfo) fold(e eventlog.Entry) {
 	switch e.Event {
 	case schema.AgentCreated:
 		var d schema.AgentCreatedData
-		if jsonUnmarshal(e.Data, &d) == nil {
+		if json.Unmarshal(e.Data, &d) == nil {
 			in.provider, in.model = d.Provider, d.Model
 		}
 		in.createdAt = e.TS
@@ -167,14 +170,14 @@ func (in *goneInfo) fold(e eventlog.Entry) {
 		}
 	case schema.TurnStart:
 		var d schema.TurnStartData
-		if jsonUnmarshal(e.Data, &d) == nil && d.Provider != "" {
+		if json.Unmarshal(e.Data, &d) == nil && d.Provider != "" {
 			in.provider, in.model = d.Provider, d.Model
 		}
 		in.lastTurnAt = e.TS
 	case schema.TurnComplete:
 		if bytes.Contains(e.Data, []byte(`"usage"`)) {
 			var d schema.TurnCompleteData
-			if jsonUnmarshal(e.Data, &d) == nil && d.Usage != nil {
+			if json.Unmarshal(e.Data, &d) == nil && d.Usage != nil {
 				in.usage = in.usage.Add(*d.Usage)
 			}
 		}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -278,7 +279,7 @@ func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stre
 		return nil, err
 	}
 	res, err := h.c.SendNotify(ctx, id, msg, "", "", func(s string) { _ = out.Chunk(s) },
-		func(n RetryNotice) { _ = out.Event(n.frame(id)) })
+		func(n RetryNotice) { _ = out.Event(retryFrame(id, n)) })
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +307,7 @@ func (h *handler) terminate(_ context.Context, p protocol.Params, _ server.Strea
 	if recursive {
 		done, err = h.c.TerminateTree(id)
 	} else {
-		path := h.c.tree.Path(id)
+		path := h.c.Path(id)
 		if err = h.c.Terminate(id); err == nil {
 			done = []map[string]any{{"agent_id": id, "path": path}}
 		}
@@ -361,10 +362,9 @@ func (h *handler) cancel(ctx context.Context, p protocol.Params, _ server.Stream
 	if err := h.c.Cancel(ctx, id); err != nil {
 		return nil, err
 	}
-	a, _ := h.c.agent(id)
-	status := "idle"
-	if a != nil {
-		status = h.c.status(a)
+	status, ok := h.c.Status(id)
+	if !ok {
+		status = "idle"
 	}
 	return map[string]any{"agent_id": id, "status": status}, nil
 }
@@ -413,7 +413,7 @@ func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream
 
 func entryMap(agentID string, e eventlog.Entry) map[string]any {
 	var data any
-	if err := jsonUnmarshal(e.Data, &data); err != nil {
+	if err := json.Unmarshal(e.Data, &data); err != nil {
 		data = string(e.Data)
 	}
 	m := map[string]any{"seq": int64(e.Seq), "ts": e.TS.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
@@ -449,12 +449,10 @@ func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream
 func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, error) {
 	st := map[string]any{"pid": h.pid, "boot_id": h.c.BootID(), "version": h.version, "home": h.home,
 		"uptime_s": int64(time.Since(h.started).Seconds()), "agents": h.c.AgentCount(), "pools": poolsMap(h.c.PoolStats()),
-		"degraded": h.c.DegradedCount(), "open_logs": h.c.files.Open(),
+		"degraded": h.c.DegradedCount(), "open_logs": h.c.OpenLogs(),
 		"quarantined": h.c.Quarantined()}
-	if h.c.user != nil {
-		if err := h.c.user.log.Degraded(); err != nil {
-			st["user_inbox_degraded"] = err.Error()
-		}
+	if err := h.c.UserInboxDegraded(); err != nil {
+		st["user_inbox_degraded"] = err.Error()
 	}
 	if msg := h.cfg.message(); msg != "" {
 		st["config_error"] = msg

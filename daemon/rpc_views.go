@@ -1,9 +1,13 @@
 package daemon
 
 import (
+	"context"
 	"time"
 
 	"github.com/warren-dev/warren/multiplexer"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/server"
 )
 
 // The wire shapes of the core's views (SPEC 8.1), built at the edge.
@@ -91,4 +95,28 @@ func poolsMap(stats map[string]multiplexer.PoolStats) map[string]any {
 		out[name] = map[string]any{"slots": s.Slots, "live": s.Live, "held": s.Held}
 	}
 	return out
+}
+
+func (w WaitView) waitMap() map[string]any {
+	m := map[string]any{"agent_id": w.AgentID, "path": w.Path, "run_id": w.RunID, "kind": w.Kind,
+		"prompt": w.Prompt, "token_id": w.TokenID, "deadline": w.Deadline.UTC().Format(time.RFC3339Nano)}
+	if !w.Since.IsZero() {
+		m["since"] = w.Since.UTC().Format(time.RFC3339Nano)
+	}
+	return m
+}
+
+func (h *handler) waitsList(context.Context, protocol.Params, server.Stream) (any, error) {
+	ws := h.c.Waits()
+	out := make([]any, len(ws))
+	for i, w := range ws {
+		out[i] = w.waitMap()
+	}
+	return map[string]any{"waits": out}, nil
+}
+
+// retryFrame is a retry notice as an agent.stream event frame.
+func retryFrame(agentID string, n RetryNotice) map[string]any {
+	return map[string]any{"event": schema.TurnRetry, "agent_id": agentID, "run_id": n.RunID, "turn": n.Turn,
+		"attempt": n.Attempt, "max_retries": n.MaxRetries, "error": n.Error, "delay_ms": n.Delay.Milliseconds()}
 }

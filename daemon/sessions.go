@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
@@ -271,7 +272,7 @@ func (c *Core) history(a *agent) (history.History, error) {
 	var hs []history.Entry
 	for {
 		e, err := r.Next()
-		if errorsIs(err, errEOF) {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

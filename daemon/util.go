@@ -1,10 +1,5 @@
 package daemon
 
-import (
-	"errors"
-	"io"
-)
-
 func copyMap(m map[string]string) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
@@ -16,7 +11,3 @@ func copyMap(m map[string]string) map[string]any {
 func notFound(ref string) error {
 	return failf(ErrNotFound, "agent %q not found; list agents with `warren agent list`", ref)
 }
-
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
-
-var errEOF = io.EOF

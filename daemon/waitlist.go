@@ -1,13 +1,10 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/protocol"
-	"github.com/warren-dev/warren/server"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -22,15 +19,6 @@ type WaitView struct {
 	TokenID  string
 	Deadline time.Time
 	Since    time.Time
-}
-
-func (w WaitView) waitMap() map[string]any {
-	m := map[string]any{"agent_id": w.AgentID, "path": w.Path, "run_id": w.RunID, "kind": w.Kind,
-		"prompt": w.Prompt, "token_id": w.TokenID, "deadline": w.Deadline.UTC().Format(time.RFC3339Nano)}
-	if !w.Since.IsZero() {
-		m["since"] = w.Since.UTC().Format(time.RFC3339Nano)
-	}
-	return m
 }
 
 // Waits lists every pending wait in the tree (a live token on an open
@@ -52,15 +40,6 @@ func (c *Core) Waits() []WaitView {
 		a.mu.Unlock()
 	}
 	return out
-}
-
-func (h *handler) waitsList(context.Context, protocol.Params, server.Stream) (any, error) {
-	ws := h.c.Waits()
-	out := make([]any, len(ws))
-	for i, w := range ws {
-		out[i] = w.waitMap()
-	}
-	return map[string]any{"waits": out}, nil
 }
 
 // noticeWait tells the operator, in the USER inbox, that a wait began: the
