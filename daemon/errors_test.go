@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/protocol"
 )
@@ -18,16 +19,16 @@ func TestWireCodes(t *testing.T) {
 		err  error
 		code int
 	}{
-		{"not found", failf(ErrNotFound, "agent %q not found", "x"), protocol.CodeNotFound},
-		{"invalid", failf(ErrInvalid, "message is too long"), protocol.CodeInvalid},
-		{"wrong state", failf(ErrWrongState, "agent a is mid-turn"), protocol.CodeInvalid},
-		{"token rejected", failf(ErrTokenRejected, "token rejected"), protocol.CodeTokenRejected},
-		{"unavailable", failf(ErrUnavailable, "try again"), protocol.CodeUnavailable},
-		{"shutting down", failf(ErrShuttingDown, "daemon is shutting down"), protocol.CodeUnavailable},
-		{"no slot", failf(ErrNoSlot, "no provider slot became free in time"), protocol.CodeUnavailable},
-		{"wrapped twice", fmt.Errorf("outer: %w", failf(ErrNotFound, "inner")), protocol.CodeNotFound},
+		{"not found", failf(engine.ErrNotFound, "agent %q not found", "x"), protocol.CodeNotFound},
+		{"invalid", failf(engine.ErrInvalid, "message is too long"), protocol.CodeInvalid},
+		{"wrong state", failf(engine.ErrWrongState, "agent a is mid-turn"), protocol.CodeInvalid},
+		{"token rejected", failf(engine.ErrTokenRejected, "token rejected"), protocol.CodeTokenRejected},
+		{"unavailable", failf(engine.ErrUnavailable, "try again"), protocol.CodeUnavailable},
+		{"shutting down", failf(engine.ErrShuttingDown, "daemon is shutting down"), protocol.CodeUnavailable},
+		{"no slot", failf(engine.ErrNoSlot, "no provider slot became free in time"), protocol.CodeUnavailable},
+		{"wrapped twice", fmt.Errorf("outer: %w", failf(engine.ErrNotFound, "inner")), protocol.CodeNotFound},
 		// The condition wins over a cause in the chain.
-		{"condition over cause", failf(ErrInvalid, "bad model: %w", context.DeadlineExceeded), protocol.CodeInvalid},
+		{"condition over cause", failf(engine.ErrInvalid, "bad model: %w", context.DeadlineExceeded), protocol.CodeInvalid},
 		{"param error", protocol.Errorf(protocol.CodeInvalid, "param x: missing"), protocol.CodeInvalid},
 		{"deadline", fmt.Errorf("waiting: %w", context.DeadlineExceeded), protocol.CodeUnavailable},
 		{"canceled", context.Canceled, protocol.CodeUnavailable},
@@ -45,34 +46,19 @@ func TestWireCodes(t *testing.T) {
 	}
 }
 
-// TestFailfKeepsChain: failf's error matches its condition and the %w
-// cause, and reads as formatted.
-func TestFailfKeepsChain(t *testing.T) {
-	err := failf(ErrShuttingDown, "stopping: %w", context.Canceled)
-	if !errors.Is(err, ErrShuttingDown) || !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("chain lost: %v", err)
-	}
-	if errors.Is(err, ErrInvalid) {
-		t.Fatal("matches a condition it does not hold")
-	}
-	if err.Error() != "stopping: context canceled" {
-		t.Fatalf("text = %q", err.Error())
-	}
-}
-
 // TestCoreErrorsThroughEdge: the core returns errors matching the
 // sentinels, and the edge (Handle) gives their codes.
 func TestCoreErrorsThroughEdge(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.c.Resolve("nobody"); !errors.Is(err, ErrNotFound) {
+	if _, err := h.c.Resolve("nobody"); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("Resolve(unknown) = %v, want ErrNotFound", err)
 	}
 	id := h.create("a", "", "echo")
-	if _, err := h.c.Resume(ctx, id, "tok_x.AAAA", "yes"); !errors.Is(err, ErrTokenRejected) {
+	if _, err := h.c.Resume(ctx, id, "tok_x.AAAA", "yes"); !errors.Is(err, engine.ErrTokenRejected) {
 		t.Fatalf("Resume(no wait) = %v, want ErrTokenRejected", err)
 	}
-	if err := h.c.Cancel(ctx, id); !errors.Is(err, ErrWrongState) {
+	if err := h.c.Cancel(ctx, id); !errors.Is(err, engine.ErrWrongState) {
 		t.Fatalf("Cancel(idle) = %v, want ErrWrongState", err)
 	}
 	rpc := &handler{c: h.c}
@@ -93,11 +79,14 @@ func TestCoreErrorsThroughEdge(t *testing.T) {
 	}
 }
 
-// inspectMap is agent.inspect's reply for an agent, as the edge builds it.
-func inspectMap(c *Core, id string) (map[string]any, error) {
-	d, err := c.Inspect(id)
-	if err != nil {
-		return nil, err
-	}
-	return detailMap(d), nil
+// failf builds a domain error the way the engine's failf does (its text is
+// the formatted message; its chain holds the condition and any %w cause),
+// so the table above reads like the core's own errors.
+func failf(kind error, format string, args ...any) error {
+	return &domainErr{kind: kind, err: fmt.Errorf(format, args...)}
 }
+
+type domainErr struct{ kind, err error }
+
+func (e *domainErr) Error() string   { return e.err.Error() }
+func (e *domainErr) Unwrap() []error { return []error{e.kind, e.err} }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/server"
@@ -20,7 +22,7 @@ var streamingMethods = map[string]bool{"agent.stream": true, "events.subscribe":
 
 // handler serves the RPC methods of SPEC 8.1.
 type handler struct {
-	c        *Core
+	c        *engine.Core
 	home     string // absolute path of the home this daemon serves
 	started  time.Time
 	version  string
@@ -79,11 +81,11 @@ var wireCodes = []struct {
 	err  error
 	code int
 }{
-	{ErrNotFound, protocol.CodeNotFound},
-	{ErrTokenRejected, protocol.CodeTokenRejected},
-	{ErrUnavailable, protocol.CodeUnavailable},
-	{ErrInvalid, protocol.CodeInvalid},
-	{ErrWrongState, protocol.CodeInvalid},
+	{engine.ErrNotFound, protocol.CodeNotFound},
+	{engine.ErrTokenRejected, protocol.CodeTokenRejected},
+	{engine.ErrUnavailable, protocol.CodeUnavailable},
+	{engine.ErrInvalid, protocol.CodeInvalid},
+	{engine.ErrWrongState, protocol.CodeInvalid},
 }
 
 // causeCodes map causes that reach the edge without a domain condition.
@@ -174,7 +176,7 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 			return nil, err
 		}
 	}
-	id, err := h.c.CreateAgent(ctx, CreateSpec{Name: name, ParentID: parent, Instructions: instr,
+	id, err := h.c.CreateAgent(ctx, engine.CreateSpec{Name: name, ParentID: parent, Instructions: instr,
 		Provider: prov, Model: model, Metadata: md, Cwd: cwd})
 	if err != nil {
 		return nil, err
@@ -199,7 +201,7 @@ func (h *handler) list(_ context.Context, p protocol.Params, _ server.Stream) (a
 	out := make([]any, 0, len(views))
 	for _, v := range views {
 		if keep(v.Status) {
-			out = append(out, v.listMap())
+			out = append(out, listMap(v))
 		}
 	}
 	if (all && keep("terminated")) || want["terminated"] {
@@ -226,7 +228,7 @@ func (h *handler) inspect(_ context.Context, p protocol.Params, _ server.Stream)
 	return detailMap(d), nil
 }
 
-func turnResultMap(res TurnResult) (map[string]any, error) {
+func turnResultMap(res engine.TurnResult) (map[string]any, error) {
 	var m map[string]any
 	switch {
 	case res.Status == "suspended":
@@ -279,7 +281,7 @@ func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stre
 		return nil, err
 	}
 	res, err := h.c.SendNotify(ctx, id, msg, "", "", func(s string) { _ = out.Chunk(s) },
-		func(n RetryNotice) { _ = out.Event(retryFrame(id, n)) })
+		func(n engine.RetryNotice) { _ = out.Event(retryFrame(id, n)) })
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +399,7 @@ func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream
 	if tok == "" && tokID == "" && p.Has("response") {
 		return nil, protocol.Errorf(protocol.CodeInvalid, "a response needs the wait's token (param token) or its token_id (listed by waits.list)")
 	}
-	var res TurnResult
+	var res engine.TurnResult
 	if p.Has("token_id") {
 		// The peer passed the socket's owner check (server/peer.go): a
 		// local operator may name the wait by its public id (SPEC 4).
@@ -546,4 +548,16 @@ func statusFilter(p protocol.Params) (map[string]bool, error) {
 		want[s] = true
 	}
 	return want, nil
+}
+
+// pageLimit reads a page size param: the default when absent, an error
+// when out of range.
+func pageLimit(v int64) (int, error) {
+	if v == 0 {
+		return engine.DefaultPageLimit, nil
+	}
+	if v < 0 || v > engine.MaxPageLimit {
+		return 0, fmt.Errorf("limit must be from 1 to %d", engine.MaxPageLimit)
+	}
+	return int(v), nil
 }

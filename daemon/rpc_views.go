@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/schema"
@@ -12,7 +13,7 @@ import (
 
 // The wire shapes of the core's views (SPEC 8.1), built at the edge.
 
-func (v AgentView) listMap() map[string]any {
+func listMap(v engine.AgentView) map[string]any {
 	var parent any
 	if v.ParentID != "" {
 		parent = v.ParentID
@@ -37,7 +38,7 @@ func (v AgentView) listMap() map[string]any {
 }
 
 // goneMap is a terminated agent as an agent.list item.
-func goneMap(v TerminatedView) map[string]any {
+func goneMap(v engine.TerminatedView) map[string]any {
 	var parent any
 	if v.ParentID != "" {
 		parent = v.ParentID
@@ -57,8 +58,8 @@ func goneMap(v TerminatedView) map[string]any {
 }
 
 // detailMap is agent.inspect's reply.
-func detailMap(d AgentDetail) map[string]any {
-	m := d.listMap()
+func detailMap(d engine.AgentDetail) map[string]any {
+	m := listMap(d.AgentView)
 	children := make([]any, 0, len(d.Children))
 	for _, ch := range d.Children {
 		children = append(children, map[string]any{"agent_id": ch.ID, "name": ch.Name, "status": ch.Status})
@@ -97,7 +98,7 @@ func poolsMap(stats map[string]multiplexer.PoolStats) map[string]any {
 	return out
 }
 
-func (w WaitView) waitMap() map[string]any {
+func waitMap(w engine.WaitView) map[string]any {
 	m := map[string]any{"agent_id": w.AgentID, "path": w.Path, "run_id": w.RunID, "kind": w.Kind,
 		"prompt": w.Prompt, "token_id": w.TokenID, "deadline": w.Deadline.UTC().Format(time.RFC3339Nano)}
 	if !w.Since.IsZero() {
@@ -110,13 +111,28 @@ func (h *handler) waitsList(context.Context, protocol.Params, server.Stream) (an
 	ws := h.c.Waits()
 	out := make([]any, len(ws))
 	for i, w := range ws {
-		out[i] = w.waitMap()
+		out[i] = waitMap(w)
 	}
 	return map[string]any{"waits": out}, nil
 }
 
 // retryFrame is a retry notice as an agent.stream event frame.
-func retryFrame(agentID string, n RetryNotice) map[string]any {
+func retryFrame(agentID string, n engine.RetryNotice) map[string]any {
 	return map[string]any{"event": schema.TurnRetry, "agent_id": agentID, "run_id": n.RunID, "turn": n.Turn,
 		"attempt": n.Attempt, "max_retries": n.MaxRetries, "error": n.Error, "delay_ms": n.Delay.Milliseconds()}
+}
+
+// setTime sets m[k] to t in RFC 3339 (UTC, nanoseconds) unless t is zero.
+func setTime(m map[string]any, k string, t time.Time) {
+	if !t.IsZero() {
+		m[k] = t.UTC().Format(time.RFC3339Nano)
+	}
+}
+
+func copyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }

@@ -18,12 +18,24 @@ import (
 
 	"github.com/warren-dev/warren/atomicfile"
 	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/server"
 	"github.com/warren-dev/warren/store/local"
 )
+
+// ProviderEnv is what a provider registry (Options.Providers) is built
+// from, once the daemon has loaded its config.
+type ProviderEnv struct {
+	Config config.Config
+	Logger hclog.Logger
+	// PythonDir is the directory scripted agents import their helper
+	// library from (on PYTHONPATH); a registry serving them installs it.
+	PythonDir string
+}
 
 // Options configures a daemon process.
 type Options struct {
@@ -119,22 +131,22 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	bootID := newID()
+	bootID := inbox.NewID()
 	st, closeStore, err := openStore(ctx, opts, fsys, home, logger, bootID)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	core, err := NewCore(CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
+	core, err := engine.NewCore(engine.CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
 		Logger: logger, SocketPath: sock, PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID})
 	if err != nil {
 		return err
 	}
 	logger.Info("recovering", "home", home, "boot_id", core.BootID())
 	start := time.Now()
-	// A daemon standing by for a cluster's USER inbox (takeover.go) stops
+	// A daemon standing by for a cluster's USER inbox (engine/takeover.go) stops
 	// waiting when asked to stop.
-	stopWaiting := context.AfterFunc(ctx, core.cancel)
+	stopWaiting := context.AfterFunc(ctx, core.StopWaiting)
 	rep, err := core.Recover()
 	stopWaiting()
 	if err != nil {

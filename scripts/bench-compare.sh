@@ -6,13 +6,13 @@
 #
 # NEW defaults to the work tree (HEAD plus uncommitted changes), BENCH_REGEX
 # to the issue-12 set (turn, fan-out, recovery of 1,000 x 1,000), PKG to
-# ./daemon/, COUNT to 6. Needs the Go module proxy (benchstat).
+# ./engine/, COUNT to 6. Needs the Go module proxy (benchstat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old="${1:?usage: scripts/bench-compare.sh OLD [NEW] [BENCH_REGEX] [PKG] [COUNT]}"
 new="${2:-}"
 bench="${3:-^(BenchmarkTurn|BenchmarkFanOut|BenchmarkRecovery)$}"
-pkg="${4:-./daemon/}"
+pkg="${4:-./engine/}"
 count="${5:-6}"
 tmp=$(mktemp -d)
 trap 'git worktree remove --force "$tmp/old" >/dev/null 2>&1 || true; git worktree remove --force "$tmp/new" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT

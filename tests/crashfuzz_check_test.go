@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 )
@@ -44,7 +44,7 @@ func userLogPath() string { return path.Join(cfHome, "user.jsonl") }
 func agentLogPath(id string) string { return path.Join(cfHome, "agents", id, "events.jsonl") }
 
 // snapshotCore reads a core's served state and every log on fsys.
-func snapshotCore(c *daemon.Core, fsys faultfs.FS) (*cfSnap, error) {
+func snapshotCore(c *engine.Core, fsys faultfs.FS) (*cfSnap, error) {
 	s := &cfSnap{Agents: map[string]cfAgentSnap{}, Logs: map[string][]cfEntry{}}
 	for _, v := range c.List() {
 		a := cfAgentSnap{ID: v.ID, Name: v.Name, Path: v.Path, Parent: v.ParentID, Status: v.Status}

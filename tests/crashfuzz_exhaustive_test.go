@@ -10,7 +10,7 @@ import (
 
 	"github.com/leanovate/gopter"
 
-	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -35,7 +35,7 @@ func cfWorkloads() []cfWorkload {
 	return []cfWorkload{
 		{name: "create root", setup: func(*cfWorld) error { return nil }, work: func(w *cfWorld) error {
 			name := w.nextName()
-			id, err := w.core.CreateAgent(context.Background(), daemon.CreateSpec{Name: name, Provider: "inproc", Model: cfModel})
+			id, err := w.core.CreateAgent(context.Background(), engine.CreateSpec{Name: name, Provider: "inproc", Model: cfModel})
 			if err == nil {
 				w.oracle.created[id] = cfNode{Name: name}
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/engine"
 )
 
 // The operations the fuzzer drives. Each picks its agents by index among
@@ -29,7 +29,7 @@ func pick[T any](xs []T, i int) (T, bool) {
 func (w *cfWorld) opCreateRoot(plan cfCrash) error {
 	name := w.nextName()
 	return w.step("create root "+name, plan, func() error {
-		id, err := w.core.CreateAgent(context.Background(), daemon.CreateSpec{Name: name, Provider: "inproc", Model: cfModel})
+		id, err := w.core.CreateAgent(context.Background(), engine.CreateSpec{Name: name, Provider: "inproc", Model: cfModel})
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -97,15 +97,15 @@ func (w *cfWorld) opResume(a, variant int, plan cfCrash) error {
 		case variant != resumeRight && err == nil:
 			return fmt.Errorf("a mismatched token was accepted: %+v", res)
 		case variant != resumeRight:
-			if !errors.Is(err, daemon.ErrTokenRejected) && !w.mem.Crashed() {
-				return fmt.Errorf("a mismatched token got %v, want daemon.ErrTokenRejected (wire code %d)", err, protocol.CodeTokenRejected)
+			if !errors.Is(err, engine.ErrTokenRejected) && !w.mem.Crashed() {
+				return fmt.Errorf("a mismatched token got %v, want engine.ErrTokenRejected (wire code %d)", err, protocol.CodeTokenRejected)
 			}
 		case live && err != nil:
 			return fmt.Errorf("a live token was refused: %w", err)
 		case err == nil && res.Response != "answer: yes":
 			return fmt.Errorf("resume responded %q", res.Response)
-		case err != nil && !errors.Is(err, daemon.ErrTokenRejected) && !w.mem.Crashed():
-			return fmt.Errorf("a used token got %v, want daemon.ErrTokenRejected (wire code %d)", err, protocol.CodeTokenRejected)
+		case err != nil && !errors.Is(err, engine.ErrTokenRejected) && !w.mem.Crashed():
+			return fmt.Errorf("a used token got %v, want engine.ErrTokenRejected (wire code %d)", err, protocol.CodeTokenRejected)
 		}
 		w.logf("  resume: live=%v err=%v", live, err)
 		switch {

@@ -2,7 +2,7 @@ package tests
 
 // The crash-recovery fuzzer of the daemon core (issues 6 and 7).
 //
-// A cfWorld drives one daemon.Core on a crashable faultfs.Mem with the
+// A cfWorld drives one engine.Core on a crashable faultfs.Mem with the
 // deterministic inproc provider and NoWake, so that only the fuzzer's
 // commands run turns and every run of a command sequence performs the same
 // mutating filesystem operations (crash points are reproducible). After every
@@ -23,7 +23,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/config"
-	"github.com/warren-dev/warren/daemon"
+	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -175,7 +175,7 @@ type cfWorld struct {
 	mem    *faultfs.Mem
 	prov   *inproc.Provider
 	clock  *cfClock
-	core   *daemon.Core
+	core   *engine.Core
 	oracle *cfOracle
 	waits  []cfWait // every token handed out, in order
 	names  int
@@ -219,13 +219,13 @@ func newWorldWake(wake bool) (*cfWorld, error) {
 
 // newCore builds a core on fsys sharing the world's provider and clock,
 // without wake turns.
-func (w *cfWorld) newCore(fsys faultfs.FS) (*daemon.Core, error) { return w.newCoreWake(fsys, false) }
+func (w *cfWorld) newCore(fsys faultfs.FS) (*engine.Core, error) { return w.newCoreWake(fsys, false) }
 
-func (w *cfWorld) newCoreWake(fsys faultfs.FS, wake bool) (*daemon.Core, error) {
+func (w *cfWorld) newCoreWake(fsys faultfs.FS, wake bool) (*engine.Core, error) {
 	w.boots++
 	cfg := config.Default()
 	cfg.RetryBaseDelay = time.Millisecond
-	return daemon.NewCore(daemon.CoreOptions{
+	return engine.NewCore(engine.CoreOptions{
 		FS: fsys, Home: cfHome, Providers: map[string]provider.Provider{"inproc": w.prov},
 		DefaultProvider: "inproc", DefaultModel: cfModel, Config: cfg, Logger: hclog.NewNullLogger(),
 		Clock: w.clock, NoWake: !wake, BootID: fmt.Sprintf("boot%04d", w.boots),

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"os"
+	"sync"
+
+	"github.com/warren-dev/warren/agentproc"
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/acp"
+)
+
+// ACP provider entries (SPEC 7): the built-in claude, codex, gemini and
+// opencode entries and every config entry of type acp. One acp.Provider
+// exists per entry name, made on first use; its settings are read from the
+// current config for every process start and turn.
+
+// acpDefaults are a built-in entry's settings before config.json: the
+// adapter's command, the variables it needs, its keys' variables, and the
+// mode that neither calls the model to approve tools nor needs a TTY
+// (reference/providers.md 6.2).
+func acpDefaults(name string) acp.Settings {
+	switch name {
+	case "claude":
+		st := acp.Settings{Command: []string{"claude-agent-acp"}, Mode: "default",
+			InstallHint: "npm install -g @agentclientprotocol/claude-agent-acp (and put its bin directory on the daemon's PATH)",
+			EnvPass:     []string{"ANTHROPIC_*", "CLAUDE_*"},
+			Env:         []string{"CLAUDE_CODE_MAX_RETRIES=0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}}
+		if os.Geteuid() == 0 {
+			// The adapter refuses its permission modes to root unless told
+			// it runs in a sandbox.
+			st.Env = append(st.Env, "IS_SANDBOX=1")
+		}
+		return st
+	case "codex":
+		return acp.Settings{Command: []string{"codex-acp"}, Mode: "workspace-write", EnvPass: []string{"OPENAI_*", "CODEX_*"},
+			InstallHint: "npm install -g @agentclientprotocol/codex-acp"}
+	case "gemini":
+		return acp.Settings{Command: []string{"gemini", "--acp", "--skip-trust"}, ModelFlag: "-m",
+			InstallHint: "npm install -g @google/gemini-cli",
+			EnvPass:     []string{"GEMINI_*", "GOOGLE_*"}}
+	case "opencode":
+		return acp.Settings{Command: []string{"opencode", "acp"}, InstallHint: "npm install -g opencode-ai",
+			EnvPass: []string{"OPENCODE_*", "OPENAI_*", "ANTHROPIC_*"},
+			Env:     []string{"OPENCODE_DISABLE_AUTOUPDATE=1"}}
+	}
+	return acp.Settings{}
+}
+
+// acpSettings is an acp entry's settings under cfg.
+func acpSettings(cfg config.Config, name string) acp.Settings {
+	st := acpDefaults(name)
+	pc := cfg.Providers[name]
+	if cmd := pc.Command(); cmd != nil {
+		st.Command, st.InstallHint = cmd, ""
+	}
+	if m := pc.Mode(); m != "" {
+		st.Mode = m
+	}
+	st.Permissions = pc.Permissions()
+	st.Timeout = pc.Timeout()
+	return st
+}
+
+// acpRegistry holds the providers of acp entries.
+type acpRegistry struct {
+	mu      sync.Mutex
+	provs   map[string]*acp.Provider
+	spawner *agentproc.Spawner
+}
+
+// acpProvider returns the provider of acp entry name, or nil when name is
+// not an acp entry under the current config.
+func (c *Core) acpProvider(name string) provider.Provider {
+	cfg := c.config()
+	if cfg.Providers[name].Type(name) != "acp" {
+		return nil
+	}
+	c.acp.mu.Lock()
+	defer c.acp.mu.Unlock()
+	if p, ok := c.acp.provs[name]; ok {
+		return p
+	}
+	bin := c.opts.WarrenBinary
+	if bin == "" {
+		bin, _ = os.Executable()
+	}
+	if c.acp.spawner == nil {
+		c.acp.spawner = agentproc.NewSpawner()
+		c.acp.provs = map[string]*acp.Provider{}
+	}
+	p := acp.New(acp.Options{Name: name, WarrenBinary: bin, Logger: c.log, Spawner: c.acp.spawner,
+		Settings: func() acp.Settings { return acpSettings(c.config(), name) }})
+	c.acp.provs[name] = p
+	return p
+}

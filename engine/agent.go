@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/warren-dev/warren/store"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/session"
+)
+
+// agent is one live agent. Durable state lives in p (the projection of its
+// log); the rest is the state of this process only.
+type agent struct {
+	id  string
+	log store.Log
+
+	saveMu sync.Mutex // serialises session.json writes
+	ckptMu sync.Mutex // serialises checkpoint writes; guards ckptSeq
+	// ckptSeq is the seq of the last checkpoint written or recovered from.
+	ckptSeq uint64
+	remMu   sync.Mutex // serialises firing and cancelling reminders
+	mu      sync.Mutex
+	p       *projection
+	sess    *session.Session // last saved session.json
+
+	saving        bool              // a background session.json writer runs
+	saveDirty     bool              // the snapshot changed while it wrote
+	busy          bool              // a turn is running or being started
+	cur           *activeTurn       // the running turn
+	permit        bool              // permit_turn: one turn while gated
+	deferred      []func()          // work after the current turn ends
+	pendingSpawns []CreateSpec      // children spawned in the current turn
+	secrets       map[string]string // run id -> resume token minted in it, until handed out
+	completing    bool              // complete was called: terminate after the turn
+	// held: the last turn failed; no automatic wake on the same messages
+	// until a poke, a new message or a successful turn.
+	held bool
+	// settling: a turn ended (busy is false) and its aftermath still runs:
+	// deferred spawns, notices to subscribers and the parent, completion,
+	// the next wake (finishTurn). Quiescence means no agent busy or settling.
+	settling bool
+	// terminating is set (under the core lock) when termination removes
+	// the agent; subscriptions to it are refused from then on.
+	terminating bool
+	corrupt     error // the log is damaged in the middle
+	// released: this daemon may no longer write for the agent (its log
+	// was fenced or its lease lost, store.go); no turn starts again.
+	released error
+	// owed is the end of the open run that could not be logged (see
+	// degraded.go); owedMu serialises writing it.
+	owed      *owedEnd
+	owedMu    sync.Mutex
+	resumeRes map[string]chan struct{} // token id -> closed when the resumed run ends
+	resumeOut map[string]TurnResult
+	// cursors maps the first seq of the next agent.log page to the offset
+	// of its line, so paging reads each line once (a few, for concurrent
+	// readers).
+	cursors map[uint64]int64
+}
+
+// maxCursors bounds agent.cursors.
+const maxCursors = 8
+
+func (a *agent) cursorOff(seq uint64) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cursors[seq]
+}
+
+func (a *agent) rememberCursor(seq uint64, off int64) {
+	if off <= 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cursors == nil {
+		a.cursors = map[uint64]int64{}
+	}
+	if len(a.cursors) >= maxCursors {
+		for k := range a.cursors {
+			delete(a.cursors, k)
+			break
+		}
+	}
+	a.cursors[seq] = off
+}
+
+// activeTurn is the turn an agent is running.
+type activeTurn struct {
+	runID  string
+	turn   int
+	rerun  bool
+	cancel context.CancelFunc
+	done   chan struct{}
+	// tools is the ToolCaller of the attempt in progress (nil between
+	// attempts): calls made with the agent's credential join it.
+	tools *runTools
+}
+
+func newAgent(id string, log store.Log, p *projection) *agent {
+	return &agent{
+		id:        id,
+		log:       log,
+		p:         p,
+		secrets:   map[string]string{},
+		resumeRes: map[string]chan struct{}{},
+		resumeOut: map[string]TurnResult{},
+	}
+}
+
+// cancelTurn cancels the running turn, if any.
+func (a *agent) cancelTurn() {
+	a.mu.Lock()
+	cur := a.cur
+	a.mu.Unlock()
+	if cur != nil {
+		cur.cancel()
+	}
+}
+
+// takeMintedSecret hands out the resume token minted in a run, once. The
+// caller holds a.mu.
+func (a *agent) takeMintedSecret(runID string) string {
+	s := a.secrets[runID]
+	delete(a.secrets, runID)
+	return s
+}
+
+// snapshot returns a copy of the fields read paths need, under the lock.
+func (a *agent) name() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Name
+}
+
+func (a *agent) terminated() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Terminated
+}
+
+// apply folds an entry of this agent's log into its projection. The event
+// log calls it, in seq order, once the entry is durable.
+func (a *agent) apply(e eventlog.Entry) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Apply(e)
+}

@@ -1,0 +1,344 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/multiplexer"
+	"github.com/warren-dev/warren/tree"
+)
+
+// Resolve turns an agent reference (path, unique name or id) into an id.
+// Corrupt agents (not in the tree) resolve by id.
+func (c *Core) Resolve(ref string) (string, error) {
+	if ref == "" {
+		return "", failf(ErrInvalid, "missing agent reference")
+	}
+	id, err := c.tree.Resolve(ref)
+	if err == nil {
+		return id, nil
+	}
+	if nid, ok := tree.NormalizeID(ref); ok {
+		if _, found := c.agent(nid); found {
+			return nid, nil
+		}
+	}
+	if errors.Is(err, tree.ErrAmbiguous) {
+		return "", failf(ErrInvalid, "%w", err)
+	}
+	for _, a := range c.agentList() {
+		a.mu.Lock()
+		match := a.corrupt != nil && a.p.Name == ref
+		a.mu.Unlock()
+		if match {
+			return a.id, nil
+		}
+	}
+	return "", notFound(ref)
+}
+
+// Send runs a turn with a user message and returns when it ends (or ctx is
+// done; the turn goes on). A live wait is revoked: the message starts a new
+// run.
+func (c *Core) Send(ctx context.Context, agentID, message, provName, model string, onChunk func(string)) (TurnResult, error) {
+	return c.SendNotify(ctx, agentID, message, provName, model, onChunk, nil)
+}
+
+// SendNotify is Send that also tells onRetry (when not nil) of each retry
+// of the turn it starts, as it is scheduled.
+func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model string, onChunk func(string),
+	onRetry func(RetryNotice)) (TurnResult, error) {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return TurnResult{}, notFound(agentID)
+	}
+	if limit := c.limits().MessageBytes; len(message) > limit {
+		return TurnResult{}, failf(ErrInvalid, "message is %d bytes; the limit is %d (limits.message_bytes)", len(message), limit)
+	}
+	if err := c.checkRunChoice(a, provName, model); err != nil {
+		return TurnResult{}, err
+	}
+	if err := c.claim(a); err != nil {
+		return TurnResult{}, err
+	}
+	a.mu.Lock()
+	var tokID, runID, waitKind, abandoned string
+	if a.hasLiveWait() {
+		tokID, runID, waitKind = a.p.Run.Wait.TokenID, a.p.Run.RunID, a.p.Run.Wait.Kind
+	} else if r := a.p.Run; r != nil && !r.Ended && r.Interrupted && r.Reason == schema.ReasonProcessRestart {
+		abandoned = r.RunID // interrupted_startup: the new run replaces it
+	}
+	a.mu.Unlock()
+	if tokID != "" {
+		if err := c.revokeToken(a, tokID, runID, schema.RevokeNewMessage); err != nil {
+			c.release(a)
+			return TurnResult{}, err
+		}
+	}
+	ch := c.startTurn(a, TurnRequest{Prompt: message, Provider: provName, Model: model, OnChunk: onChunk, OnRetry: onRetry})
+	select {
+	case res := <-ch:
+		if tokID != "" {
+			res.RevokedWait = map[string]any{"token_id": tokID, "kind": waitKind, "run_id": runID}
+		}
+		res.AbandonedRun = abandoned
+		return res, nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		closing := c.closed
+		c.mu.Unlock()
+		if closing {
+			return TurnResult{}, failf(ErrShuttingDown, "the daemon is shutting down; the turn was cancelled (logged as turn.cancelled)")
+		}
+		return TurnResult{}, failf(ErrUnavailable, "request ended before the turn did (%w); the turn goes on", ctx.Err())
+	}
+}
+
+// AgentView is one agent as agent.list and agent.inspect show it.
+type AgentView struct {
+	ID        string
+	Name      string
+	Path      string
+	ParentID  string
+	Status    string
+	Provider  string
+	Model     string
+	Pending   int
+	Wait      map[string]any
+	LastError string
+	Error     string
+	// Degraded says why the agent's log refuses appends, or which run end
+	// it has not logged yet ("" when neither).
+	Degraded string
+	Usage    provider.Usage
+	// CreatedAt is when the agent was created; LastTurnAt when its latest
+	// turn started (zero: none yet).
+	CreatedAt, LastTurnAt time.Time
+}
+
+func (c *Core) view(a *agent) AgentView {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := AgentView{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, Status: c.statusLocked(a),
+		Provider: a.p.Provider, Model: a.p.Model, Pending: a.p.Pending.Len(), LastError: a.p.LastError, Usage: a.p.Usage,
+		CreatedAt: a.p.CreatedTS}
+	if a.p.Run != nil {
+		v.LastTurnAt = a.p.Run.StartedAt
+	}
+	v.Path = c.tree.Path(a.id)
+	if v.Path == "" {
+		v.Path = a.p.Name
+	}
+	if r := a.p.Run; r != nil && !r.Ended && r.Wait != nil {
+		v.Wait = waitView(r.Wait)
+		v.Wait["state"] = r.Wait.TokenState
+		v.Wait["run_id"] = r.RunID
+	}
+	v.Degraded = a.degradedLocked()
+	if a.corrupt != nil {
+		v.Error = a.corrupt.Error() + repairAdvice(a.id, a.corrupt)
+	}
+	return v
+}
+
+// List returns every agent, depth-first from the roots, then corrupt ones.
+func (c *Core) List() []AgentView {
+	var out []AgentView
+	seen := map[string]bool{}
+	for _, id := range c.tree.Walk() {
+		if a, ok := c.agent(id); ok {
+			out = append(out, c.view(a))
+			seen[id] = true
+		}
+	}
+	var rest []AgentView
+	for _, a := range c.agentList() {
+		if !seen[a.id] {
+			rest = append(rest, c.view(a))
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i].ID < rest[j].ID })
+	return append(out, rest...)
+}
+
+// AgentDetail is one agent as agent.inspect shows it: its list view,
+// children, settings and one page of its inbox.
+type AgentDetail struct {
+	AgentView
+	Children     []ChildView
+	Cwd          string
+	Inbox        []InboxItem
+	HasMore      bool   // more pending messages follow the page
+	InboxNextSeq uint64 // the since_seq of the next page (when HasMore)
+	Metadata     map[string]string
+	Gated        bool
+	Instructions string
+	// LastSeq is the seq of the agent's last entry, when its log is open
+	// (HasLog): agent.log since_seq from here reads what happens next.
+	HasLog  bool
+	LastSeq uint64
+}
+
+// ChildView is a child as agent.inspect lists it.
+type ChildView struct{ ID, Name, Status string }
+
+// InboxItem is one pending message as agent.inspect shows it.
+type InboxItem struct {
+	From, Text, MessageID, Kind string
+	Timestamp                   time.Time
+	Seq                         uint64
+}
+
+// Inspect describes one agent in detail, with the first page of its inbox.
+func (c *Core) Inspect(agentID string) (AgentDetail, error) {
+	return c.InspectPage(agentID, 0, 0)
+}
+
+// InspectPage describes one agent in detail, with one page of its inbox:
+// the pending messages logged after sinceSeq, at most limit of them (0:
+// the default page size) and about pageBytes of text; InboxNextSeq is
+// the since_seq of the next page, set while more messages follow.
+func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (AgentDetail, error) {
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	a, ok := c.agent(agentID)
+	if !ok {
+		return AgentDetail{}, notFound(agentID)
+	}
+	d := AgentDetail{AgentView: c.view(a), Children: []ChildView{}}
+	for _, id := range c.tree.Children(a.id) {
+		if ch, okc := c.agent(id); okc {
+			d.Children = append(d.Children, ChildView{ID: id, Name: ch.name(), Status: c.status(ch)})
+		}
+	}
+	a.mu.Lock()
+	d.Cwd = a.p.Cwd
+	msgs := a.p.Pending.PeekAfter(sinceSeq, limit+1)
+	d.Metadata = make(map[string]string, len(a.p.Metadata))
+	for k, v := range a.p.Metadata {
+		d.Metadata[k] = v
+	}
+	d.Gated = a.p.Gated
+	d.Instructions = a.p.Instructions
+	a.mu.Unlock()
+	var size int64
+	for i, msg := range msgs {
+		if size += int64(msg.Size()); i == limit || (i > 0 && size > pageBytes) {
+			d.HasMore, d.InboxNextSeq = true, msgs[i-1].Ref.Seq
+			msgs = msgs[:i]
+			break
+		}
+	}
+	msgs, err := c.fillPayloads(a.id, msgs)
+	if err != nil {
+		return AgentDetail{}, err
+	}
+	if a.log != nil {
+		d.HasLog, d.LastSeq = true, a.log.LastSeq()
+	}
+	d.Inbox = make([]InboxItem, 0, len(msgs))
+	for _, msg := range msgs {
+		d.Inbox = append(d.Inbox, InboxItem{From: c.displayName(msg.Sender), Text: msg.Payload,
+			MessageID: msg.ID, Kind: string(msg.Kind), Timestamp: msg.Timestamp, Seq: msg.Ref.Seq})
+	}
+	return d, nil
+}
+
+// Log returns an agent's log entries from a seq, all of them (tests and
+// tools; the socket pages with LogPage).
+func (c *Core) Log(agentID string, fromSeq uint64) ([]eventlog.Entry, error) {
+	var out []eventlog.Entry
+	for {
+		page, more, err := c.LogPage(agentID, fromSeq, MaxPageLimit)
+		out = append(out, page...)
+		if err != nil || !more {
+			return out, err
+		}
+		fromSeq = page[len(page)-1].Seq + 1
+	}
+}
+
+// LogPage returns one page of an agent's log: the entries from fromSeq on,
+// at most limit of them and, beyond the first, about pageBytes of data, so
+// that a page always fits in a reply. more says entries follow.
+func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eventlog.Entry, more bool, err error) {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return nil, false, notFound(agentID)
+	}
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	r, err := c.st.Read(context.Background(), a.id, fromSeq, a.cursorOff(fromSeq))
+	if err != nil {
+		return nil, false, err
+	}
+	defer r.Close()
+	var size int
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return entries, false, nil
+			}
+			return entries, false, err
+		}
+		size += len(e.Data)
+		if len(entries) == limit || (len(entries) > 0 && size > pageBytes) {
+			a.rememberCursor(e.Seq, e.Off)
+			return entries, true, nil
+		}
+		entries = append(entries, e)
+	}
+}
+
+// PoolStats reports the multiplexer pools by name.
+func (c *Core) PoolStats() map[string]multiplexer.PoolStats {
+	return c.mux.Stats()
+}
+
+// AgentCount is the number of agents the daemon serves.
+func (c *Core) AgentCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.agents)
+}
+
+// Evict forces the eviction of an agent's live provider session (its state
+// saved in session.json, suspend.result logged). It is an error when the
+// session is not live or is held by a turn.
+func (c *Core) Evict(ctx context.Context, agentID string) error {
+	if _, ok := c.agent(agentID); !ok {
+		return notFound(agentID)
+	}
+	return c.mux.Evict(ctx, agentID)
+}
+
+// WaitChange returns a channel closed at the next change of live state that
+// the logs do not show (a turn ended, an agent was terminated).
+func (c *Core) WaitChange() <-chan struct{} { return c.changed.wait() }
+
+// Subscribe streams logged events (agentID "" = all agents); cancel ends it.
+func (c *Core) Subscribe(agentID string) (<-chan LiveEvent, func()) { return c.bus.subscribe(agentID) }
+
+// Idle reports whether no turn runs (nor its aftermath: deferred spawns,
+// notices, completion) and no wake is due.
+func (c *Core) Idle() bool {
+	for _, a := range c.agentList() {
+		a.mu.Lock()
+		busy := a.busy || a.settling || (!c.opts.NoWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held)
+		a.mu.Unlock()
+		if busy {
+			return false
+		}
+	}
+	return true
+}

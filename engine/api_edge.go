@@ -1,0 +1,59 @@
+package engine
+
+// What the RPC edge reads of the core beyond the operations in api.go:
+// the credential's agent, names and paths, an agent's status, the open log
+// handles and the USER inbox's health, and the live event stream.
+
+// AgentOfCredential returns the agent a process credential was issued to
+// (procs.go); false when it is unknown or revoked.
+func (c *Core) AgentOfCredential(credential string) (string, bool) {
+	return c.creds.agentOf(credential)
+}
+
+// DisplayName is how messages name an agent: its path, or its id once gone.
+func (c *Core) DisplayName(id string) string { return c.displayName(id) }
+
+// Path is an agent's path in the tree ("" if it has none).
+func (c *Core) Path(id string) string { return c.tree.Path(id) }
+
+// Known reports whether an agent is loaded (false for one being created
+// right now or gone).
+func (c *Core) Known(id string) bool {
+	_, ok := c.agent(id)
+	return ok
+}
+
+// Status is an agent's derived status (SPEC 4); false if it is not loaded.
+func (c *Core) Status(id string) (string, bool) {
+	a, ok := c.agent(id)
+	if !ok {
+		return "", false
+	}
+	return c.status(a), true
+}
+
+// Walk lists the agents of the tree, parents before children.
+func (c *Core) Walk() []string { return c.tree.Walk() }
+
+// OpenLogs counts the log files holding open handles.
+func (c *Core) OpenLogs() int { return c.files.Open() }
+
+// UserInboxDegraded says why the USER inbox's log refuses appends (nil when
+// it accepts them, or when there is none).
+func (c *Core) UserInboxDegraded() error {
+	if c.user == nil {
+		return nil
+	}
+	return c.user.log.Degraded()
+}
+
+// SubscribeEvents subscribes to the logged entries of one agent ("" = all)
+// and, with deltas, to the response text of turns as it streams.
+func (c *Core) SubscribeEvents(agentID string, deltas bool) (<-chan LiveEvent, func()) {
+	return c.bus.subscribeWith(agentID, deltas)
+}
+
+// StopWaiting ends the Core's background context, so a Recover waiting
+// (a standby for a cluster's USER inbox, takeover.go; an unavailable
+// cluster) returns; the caller closes the Core after.
+func (c *Core) StopWaiting() { c.cancel() }

@@ -1,0 +1,63 @@
+package engine
+
+// Recovery of an existing home, in-process, for profiling (issue 16): the
+// full fold of every log (no checkpoints read or written), with the soft
+// memory limit the warren binary sets. Nothing in the home changes.
+//
+//	WARREN_BENCH_RECOVER_HOME=/copy/of/a/home go test -run '^$' -bench BenchmarkRecoverHome \
+//	    -benchtime 1x -cpuprofile cpu.out ./daemon/
+//
+// Metrics: wall_s and cpu_s per recovery, and others_cpu_s, the CPU the
+// rest of the machine used meanwhile (the machine may be shared: a fold
+// that gets one core of two shows cpu_s close to wall_s).
+
+import (
+	"context"
+	"os"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/inproc"
+)
+
+// recoverHomeMemoryLimit is daemon.DefaultMemoryLimit, the soft limit the
+// warren binary runs under (engine cannot import daemon).
+const recoverHomeMemoryLimit = 192 << 20
+
+func BenchmarkRecoverHome(b *testing.B) {
+	home := os.Getenv("WARREN_BENCH_RECOVER_HOME")
+	if home == "" {
+		b.Skip("set WARREN_BENCH_RECOVER_HOME to a home to recover (a copy: its logs are opened for writing)")
+	}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(recoverHomeMemoryLimit))
+	for i := 0; i < b.N; i++ {
+		others0, cpu0, start := machineCPU(), cpuTime(), time.Now()
+		c, err := NewCore(CoreOptions{
+			FS: faultfs.OS{}, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
+			Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
+			Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: -1,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep, err := c.Recover()
+		wall, cpu := time.Since(start), cpuTime()-cpu0
+		others := machineCPU() - others0 - cpu
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%+v", rep)
+		b.ReportMetric(wall.Seconds(), "wall_s")
+		b.ReportMetric(cpu.Seconds(), "cpu_s")
+		b.ReportMetric(others.Seconds(), "others_cpu_s")
+		if err := c.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// ckptHome builds, on a fresh in-memory home, a root and a child with
+// turns, messages left pending and metadata, writes a checkpoint for each,
+// and adds more history after them. Automatic checkpoints are off (every
+// 10,000 entries), so the test decides when they are written.
+func ckptHome(t *testing.T) (*harness, []*agent) {
+	h := newHarness(t, func(h *harness) { h.noWake, h.ckptEvery = true, 10000 })
+	root := h.create("root", "", "echo")
+	child := h.create("child", root, "echo")
+	ctx := context.Background()
+	step := func(i int) {
+		h.send(root, fmt.Sprintf("turn %d", i))
+		if _, err := h.c.CallTool(ctx, root, "send_message", map[string]any{"recipient": "child", "text": fmt.Sprintf("message %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.c.CallTool(ctx, root, "set_metadata", map[string]any{"agent_name": "child", "key": "k", "value": fmt.Sprint(i)}); err != nil && !strings.Contains(err.Error(), "unknown tool") {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		step(i)
+	}
+	var agents []*agent
+	for _, id := range []string{root, child} {
+		a, _ := h.c.agent(id)
+		agents = append(agents, a)
+		h.c.writeCheckpoint(a, 1)
+		if a.ckptSeq == 0 {
+			t.Fatalf("no checkpoint written for %s", id)
+		}
+	}
+	for i := 3; i < 5; i++ {
+		step(i)
+	}
+	h.send(child, "a turn that takes the pending messages")
+	step(5)
+	// A message too large to stay resident: pending, its payload on disk.
+	if _, err := h.c.CallTool(ctx, root, "send_message", map[string]any{"recipient": "child", "text": strings.Repeat("large ", 2*residentPayload/6+1)}); err != nil {
+		t.Fatal(err)
+	}
+	return h, agents
+}
+
+// TestCheckpointWriteCrashAtEveryOp crashes at every mutating op of a
+// checkpoint write (process crash, power loss, and a power loss that keeps
+// the unsynced rename of an unsynced file), then checks that recovering
+// from whatever checkpoint the crash left equals a full fold of the logs.
+func TestCheckpointWriteCrashAtEveryOp(t *testing.T) {
+	// The ops of one write of both agents' checkpoints.
+	h, agents := ckptHome(t)
+	before := h.fs.MutatingOps()
+	for _, a := range agents {
+		h.c.writeCheckpoint(a, 1)
+	}
+	n := h.fs.MutatingOps() - before
+	if n < 4 {
+		t.Fatalf("a checkpoint write of two agents took %d mutating ops; want at least create, write and rename each", n)
+	}
+	modes := []faultfs.RebootOptions{
+		{Mode: faultfs.ProcessCrash},
+		{Mode: faultfs.PowerLoss, Tail: faultfs.TailGarbage},
+		{Mode: faultfs.PowerLoss, Tail: faultfs.TailZero, UnsyncedEntries: 1},
+	}
+	stats := &ckptStats{}
+	for k := 1; k <= n+1; k++ {
+		for mi, mode := range modes {
+			t.Run(fmt.Sprintf("k=%d/mode=%d", k, mi), func(t *testing.T) {
+				h, agents := ckptHome(t)
+				h.ckptStats, h.ckptEvery = stats, DefaultCheckpointEvery
+				h.fs.CrashAt(k)
+				for _, a := range agents {
+					h.c.writeCheckpoint(a, 1)
+				}
+				h.fs.Crash()
+				h.c.Abandon()
+				mode.Rand = rand.New(rand.NewPCG(uint64(k), uint64(mi)))
+				h.fs.Reboot(mode)
+				h.checkCheckpointRecovery(h.fs)
+				h.start() // and the daemon starts on these files
+				h.send(agents[1].id, "after the crash")
+			})
+		}
+	}
+	// Every kind of outcome was reached: recovery from the old and the
+	// new checkpoints, and from a torn one (a full fold).
+	if stats.resumed == 0 || stats.checks != (n+1)*len(modes) {
+		t.Fatalf("checkpoint crash runs: %s; want every run compared and some recovered from a checkpoint", stats)
+	}
+}
+
+// TestTornCheckpointFallsBackToFullFold damages the checkpoint file in
+// every way a crash or a stray write could: recovery ignores it, folds the
+// whole log and gets the same state.
+func TestTornCheckpointFallsBackToFullFold(t *testing.T) {
+	h, agents := ckptHome(t)
+	h.stop()
+	path := filepath.Join(h.c.agentDir(agents[1].id), checkpointName)
+	good := h.read(path)
+	if !strings.Contains(string(good), `"msg":{`) {
+		t.Fatalf("the child's checkpoint holds no pending message kept without its payload:\n%s", good)
+	}
+	damage := map[string][]byte{
+		"empty":          nil,
+		"zeros":          make([]byte, len(good)),
+		"cut in half":    good[:len(good)/2],
+		"state changed":  []byte(strings.Replace(string(good), `"Name":"child"`, `"Name":"chilD"`, 1)),
+		"other version":  []byte(strings.Replace(string(good), fmt.Sprintf(`"version":%d`, checkpointVersion), `"version":9`, 1)),
+		"line elsewhere": []byte(strings.Replace(string(good), `"off":`, `"off":1`, 1)),
+	}
+	for name, data := range damage {
+		t.Run(name, func(t *testing.T) {
+			if name != "empty" && string(data) == string(good) {
+				t.Fatalf("the damage did not change the file")
+			}
+			h.rewrite(path, data)
+			stats := &ckptStats{}
+			h.ckptStats = stats
+			h.checkCheckpointRecovery(h.fs)
+			if stats.resumed != 1 {
+				t.Fatalf("%d agents recovered from a checkpoint; want 1 (the root's, undamaged)", stats.resumed)
+			}
+		})
+	}
+}
+
+// TestIdleAgentIsCheckpointedAtItsLogEnd: once an agent's turn has ended,
+// the background writer checkpoints its log at its last line, however few
+// entries it grew by, so that a kill -9 leaves no tail to fold for agents
+// at rest; recovering from that checkpoint folds nothing.
+func TestIdleAgentIsCheckpointedAtItsLogEnd(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake, h.saveDelay = true, -1 })
+	root := h.create("root", "", "echo")
+	h.send(root, "one short turn")
+	h.c.saves.Wait()
+	a, _ := h.c.agent(root)
+	a.ckptMu.Lock()
+	ckpt := a.ckptSeq
+	a.ckptMu.Unlock()
+	a.mu.Lock()
+	last := a.p.LastSeq
+	a.mu.Unlock()
+	if ckpt == 0 || ckpt != last {
+		t.Fatalf("checkpoint at seq %d after the turn ended, log ends at %d; want the checkpoint at the log's end", ckpt, last)
+	}
+	_, r, err := h.c.readCheckpoint(root)
+	if err != nil || r.Seq != last {
+		t.Fatalf("checkpoint on disk: seq %d, %v; want seq %d", r.Seq, err, last)
+	}
+}

@@ -1,0 +1,406 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/agentproc"
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/multiplexer"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schedule"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/local"
+	"github.com/warren-dev/warren/token"
+	"github.com/warren-dev/warren/tree"
+)
+
+// CoreOptions configures a Core: the agent layer without the socket.
+type CoreOptions struct {
+	FS        faultfs.FS
+	Home      string
+	Providers map[string]provider.Provider
+	// DefaultProvider and DefaultModel apply to agent.create without them.
+	DefaultProvider string
+	DefaultModel    string
+	Config          config.Config
+	Logger          hclog.Logger
+	// Clock tells the time (log stamps, deadlines) and runs the timers:
+	// wait deadlines, reminders, the periodic sweep and, unless Sleep is
+	// set, the retry backoff. Nil means schedule.Real(); tests pass a
+	// *schedule.Fake to move time themselves.
+	Clock schedule.Clock
+	// BootID identifies this start; a fresh random one when empty.
+	BootID string
+	// SocketPath is passed to provider processes as WARREN_SOCKET.
+	SocketPath string
+	// Env is extra environment for provider processes (KEY=VALUE).
+	Env []string
+	// WarrenBinary is the warren executable acp agents start as their MCP
+	// server (warren mcp-bridge); empty means this process's executable.
+	WarrenBinary string
+	// PythonPath is put first on the PYTHONPATH of provider processes (the
+	// scripted helper library).
+	PythonPath string
+	// Environ is the daemon environment env_pass settings read (nil:
+	// os.Environ()).
+	Environ []string
+	// Sleep waits between retries (default: on Clock); tests replace it to
+	// observe delays.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a random fraction in [0,1) for retry jitter.
+	Jitter func() float64
+	// SlotWait bounds how long a turn waits for a pool slot (code 6 after).
+	SlotWait time.Duration
+	// NoWake disables automatic wake turns (the crash fuzzer drives turns
+	// itself).
+	NoWake bool
+	// MaxPayload, when set, overrides Config.Limits.MessageBytes (message,
+	// tool text, instructions and metadata value sizes).
+	MaxPayload int
+	// MaxInbox, when set, overrides Config.Limits.InboxMessages (each
+	// agent's pending messages).
+	MaxInbox int
+	// SessionSaveDelay is how long session.json's background writer waits
+	// after a change before writing, coalescing the changes made meanwhile
+	// (a busy agent's snapshot is written about once per delay); 0 means
+	// DefaultSessionSaveDelay, negative means no wait.
+	SessionSaveDelay time.Duration
+	// Getenv reads provider key variables (default os.Getenv).
+	Getenv func(string) string
+	// CheckpointEvery is how many entries an agent's log grows by before
+	// its checkpoint is rewritten (doc.go, "Checkpoints"); 0 means
+	// DefaultCheckpointEvery, negative disables checkpoints (recovery then
+	// folds every log from its start).
+	CheckpointEvery int
+	// PendingIdle is passed to every event log (eventlog.Options); the
+	// crash tests set it negative so that no idle timer adds operations.
+	PendingIdle time.Duration
+	// MaxOpenLogs caps the event logs holding open file handles (each at
+	// most two descriptors): the least recently used idle log is closed and
+	// reopened on demand (eventlog.Files). 0 means DefaultMaxOpenLogs.
+	MaxOpenLogs int
+	// LogHealBackoff is eventlog.Options.HealBackoff for every log: how
+	// long a log whose write failed waits before reopening itself. 0 means
+	// the eventlog default.
+	LogHealBackoff time.Duration
+	// Store is where logs and session snapshots live. nil: store/local on
+	// Home through FS (the files the daemon always wrote), built with the
+	// options above. A given store is not closed by the Core.
+	Store store.Store
+	// TakeoverEvery is how often a daemon on a cluster store looks for
+	// agents whose owner's lease lapsed (and, standing by, for the USER
+	// inbox); 0 means DefaultTakeoverEvery (takeover.go).
+	TakeoverEvery time.Duration
+}
+
+// DefaultSessionSaveDelay is the default CoreOptions.SessionSaveDelay. A
+// snapshot write (temp file, fsync, rename, directory fsync) costs about
+// four log fsyncs of disk time and a new inode; the log carries every change
+// durably, so the snapshot trails it by up to this much (docs/DECISIONS.md).
+const DefaultSessionSaveDelay = time.Second
+
+// Core owns the agents and runs their turns and tools.
+type Core struct {
+	opts   CoreOptions
+	fs     faultfs.FS
+	log    hclog.Logger
+	now    func() time.Time
+	bootID string
+
+	agentsDir string
+	files     *eventlog.Files // caps the logs holding open handles
+
+	mu     sync.Mutex // guards agents, cfg, subsByTarget, closed
+	agents map[string]*agent
+	tree   *tree.Tree
+	cfg    config.Config
+	closed bool
+	// recovering holds wakes back until recovery has rebuilt everything.
+	recovering bool
+	// quarantine maps the id of each agent directory found in
+	// <home>/quarantine at recovery to its path (daemon.status counts them).
+	quarantine map[string]string
+	subIndex   map[string]map[string]indexedSub // target id -> subscription id -> subscription
+	// gone names the terminated agents (gone.go), for showing their
+	// messages' senders.
+	gone map[string]goneAgent
+
+	// pending counts the messages and payload bytes of every inbox, for the
+	// total limits (limits.go).
+	pending inbox.Totals
+	// resv holds the room of messages checked and not yet appended.
+	resv reservations
+
+	user  *userInbox
+	http  httpRegistry
+	acp   acpRegistry
+	mux   *multiplexer.Mux[*live]
+	store store.Snapshots
+	// st holds the logs (CoreOptions.Store); local-only files (checkpoints,
+	// quarantine, repair, procs, stderr) stay under Home (store.go).
+	st     store.Store
+	leases leases
+	// takeoverMu serialises the takeover scans (takeover.go).
+	takeoverMu sync.Mutex
+	tokens     *token.Service
+	bus        *eventBus
+	// creds are the credentials of running agent processes; procRecords
+	// their durable records (procs.go).
+	creds       *credStore
+	procRecords agentproc.Records
+	// stderrLogs keep what agent processes write to stderr (stderrlog.go).
+	stderrLogs *stderrLogs
+	// changed fires when live state changes outside the logs (turn ends,
+	// terminations), for waiters such as tests and the demo.
+	changed changeSignal
+
+	// sched owns every timer and every piece of background work (turns,
+	// timer callbacks, the scrub); Close stops it and waits for it.
+	sched  *schedule.Scheduler
+	ctx    context.Context
+	cancel context.CancelFunc
+	saves  sync.WaitGroup // background session.json writers
+	// ckptSlots lets one checkpoint write run at a time (each reads a line
+	// of its log through a file of its own, outside the open-logs cap).
+	ckptSlots chan struct{}
+	// scrubbed is closed when the checkpoints and the scrub that follow
+	// recovery are done (or stopped by Close).
+	scrubbed  chan struct{}
+	scrubOnce sync.Once
+}
+
+// NewCore builds a Core. Call Recover before using it.
+func NewCore(opts CoreOptions) (*Core, error) {
+	if opts.FS == nil {
+		return nil, errors.New("daemon: CoreOptions.FS is required")
+	}
+	if opts.Home == "" {
+		return nil, errors.New("daemon: CoreOptions.Home is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Clock == nil {
+		opts.Clock = schedule.Real()
+	}
+	if opts.BootID == "" {
+		opts.BootID = newID()
+	}
+	if opts.SessionSaveDelay == 0 {
+		opts.SessionSaveDelay = DefaultSessionSaveDelay
+	}
+	if opts.Sleep == nil {
+		clock := opts.Clock
+		opts.Sleep = func(ctx context.Context, d time.Duration) error { return schedule.Sleep(ctx, clock, d) }
+	}
+	if opts.Jitter == nil {
+		opts.Jitter = randomFraction
+	}
+	if opts.SlotWait == 0 {
+		opts.SlotWait = 10 * time.Minute
+	}
+	if opts.CheckpointEvery == 0 {
+		opts.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if opts.Config.Pools == nil {
+		opts.Config = config.Default()
+	}
+	if opts.MaxOpenLogs == 0 {
+		opts.MaxOpenLogs = DefaultMaxOpenLogs
+	}
+	if opts.DefaultProvider == "" {
+		opts.DefaultProvider = "inproc"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Core{
+		ckptSlots: make(chan struct{}, 1),
+		opts:      opts,
+		fs:        opts.FS,
+		log:       opts.Logger,
+		now:       opts.Clock.Now,
+		sched:     schedule.New(opts.Clock),
+		bootID:    opts.BootID,
+		agentsDir: filepath.Join(opts.Home, "agents"),
+		files:     eventlog.NewFiles(opts.MaxOpenLogs),
+		agents:    map[string]*agent{},
+		tree:      tree.New(),
+		cfg:       opts.Config,
+		subIndex:  map[string]map[string]indexedSub{},
+		tokens:    token.NewService(),
+		scrubbed:  make(chan struct{}),
+		bus:       newEventBus(),
+		creds:     newCredStore(),
+		ctx:       ctx,
+		cancel:    cancel,
+	}
+	c.st = opts.Store
+	if c.st == nil {
+		c.st = local.New(local.Options{FS: opts.FS, Home: opts.Home, Logger: c.log.Named("eventlog"),
+			Now: c.now, Files: c.files, PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
+	}
+	c.store = c.st.Snapshots()
+	c.procRecords = agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")}
+	c.stderrLogs = newStderrLogs(opts.FS, c.agentDir, opts.Logger)
+	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))
+	return c, nil
+}
+
+// BootID is this start's boot id.
+func (c *Core) BootID() string { return c.bootID }
+
+func muxConfig(cfg config.Config) multiplexer.Config {
+	return multiplexer.Config{Pools: cfg.Pools, ProviderPools: cfg.ProviderPools, DefaultPool: "default"}
+}
+
+// ApplyConfig applies pool and retry settings live.
+func (c *Core) ApplyConfig(cfg config.Config) {
+	c.mu.Lock()
+	c.cfg = cfg
+	c.mu.Unlock()
+	c.mux.SetConfig(muxConfig(cfg))
+}
+
+func (c *Core) config() config.Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
+}
+
+// Close stops background work, cancels running turns (logged as
+// turn.cancelled), saves the provider state of live sessions and closes the
+// logs.
+func (c *Core) Close(ctx context.Context) error {
+	agents, first := c.stopAgents()
+	if !first {
+		return nil
+	}
+	// Turns, timer callbacks and background work that began before the
+	// scheduler stopped finish (or ctx ends) before anything is closed.
+	_ = c.sched.Wait(ctx)
+	c.cancel()
+	var errs []error
+	c.saves.Wait()
+	if err := c.mux.EvictAll(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("saving provider state: %w", err))
+	}
+	if c.opts.CheckpointEvery > 0 {
+		// The next start folds only what is logged after these.
+		c.checkpointAgents(agents, 1, false)
+	}
+	for _, a := range agents {
+		if a.log != nil {
+			if err := a.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if c.user != nil {
+		if err := c.user.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	c.releaseLeases(ctx)
+	c.bus.close()
+	return errors.Join(errs...)
+}
+
+// Abandon drops everything without writing (a simulated crash for tests:
+// the filesystem is expected to be crashed already).
+func (c *Core) Abandon() {
+	agents, _ := c.stopAgents()
+	c.cancel()
+	_ = c.sched.Wait(context.Background())
+	c.saves.Wait()
+	// No log may heal (reopen, cut, remove) after the filesystem reboots.
+	for _, a := range agents {
+		if a.log != nil {
+			a.log.Abandon()
+		}
+	}
+	if c.user != nil {
+		c.user.log.Abandon()
+	}
+	c.bus.close()
+}
+
+// stopAgents marks the core closed (no new turns or wakes), stops the
+// scheduler (every pending timer is cancelled, no new timer or background
+// work starts) and cancels every agent's running turn. first is false when
+// the core was closed already.
+func (c *Core) stopAgents() (agents []*agent, first bool) {
+	c.mu.Lock()
+	first = !c.closed
+	c.closed = true
+	// Under c.mu, as closed is set: whoever saw the core open may still
+	// be refused by the scheduler, never the other way round.
+	c.sched.Stop()
+	agents = make([]*agent, 0, len(c.agents))
+	for _, a := range c.agents {
+		agents = append(agents, a)
+	}
+	c.mu.Unlock()
+	for _, a := range agents {
+		a.cancelTurn()
+	}
+	return agents, first
+}
+
+// goBackground runs f on a new goroutine as work Close waits for, unless
+// the core is closed (then it reports false and f does not run).
+func (c *Core) goBackground(f func()) bool { return c.sched.Go(f) }
+
+func (c *Core) agent(id string) (*agent, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.agents[id]
+	return a, ok
+}
+
+func (c *Core) agentDir(id string) string { return filepath.Join(c.agentsDir, id) }
+
+func (c *Core) logPath(id string) string { return filepath.Join(c.agentsDir, id, "events.jsonl") }
+
+// displayName is how a sender appears in prompts and inbox listings.
+func (c *Core) displayName(id string) string {
+	switch id {
+	case tree.User, tree.System:
+		return id
+	}
+	if n, ok := c.tree.Get(id); ok {
+		return n.Name
+	}
+	if a, ok := c.agent(id); ok {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.p.Name
+	}
+	if p := c.gonePath(id); p != "" {
+		return p
+	}
+	return id
+}
+
+func newID() string { return inbox.NewID() }
+
+func randomFraction() float64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0.5
+	}
+	var u uint64
+	for _, x := range b {
+		u = u<<8 | uint64(x)
+	}
+	return float64(u>>11) / float64(1<<53)
+}

@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/tree"
+)
+
+// CreateSpec describes a new agent.
+type CreateSpec struct {
+	ID           string // "" = a fresh random id
+	Name         string
+	ParentID     string // "" = a root
+	Instructions string
+	Provider     string
+	Model        string
+	Metadata     map[string]string
+	// Cwd is the agent's working directory (absolute; the RPC edge checks
+	// it exists); "" means the daemon's.
+	Cwd string
+}
+
+// openLog opens an agent's log with the projection and the event bus wired
+// to its appends.
+func (c *Core) openLog(id string, target **agent) (store.Log, error) {
+	return c.openLogReplay(id, target, nil, nil)
+}
+
+// openLogReplay opens an agent's log, handing each recovered entry to
+// replay (recovery folds the projection in the same pass that checks the
+// log). With a replay function (recovery) a missing log is not created: the
+// error wraps fs.ErrNotExist.
+func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, error) {
+	lease, err := c.own(id)
+	if err != nil {
+		return nil, fmt.Errorf("claiming agent %s: %w", id, err)
+	}
+	opts := store.LogOptions{OnHeal: func() { c.logHealed(id) }, Lease: lease}
+	opts.Replay = replay
+	// The projection copies what it keeps of an entry's data: recovery
+	// reads every line without a copy of each.
+	opts.ReplayBorrows = replay != nil
+	opts.MustExist = replay != nil
+	opts.Resume = resume
+	opts.OnAppend = func(es []eventlog.Entry) {
+		a := *target
+		for _, e := range es {
+			if a != nil {
+				if err := a.apply(e); err != nil {
+					c.log.Error("applying logged event", "agent", id, "seq", e.Seq, "event", e.Event, "err", err)
+				}
+			}
+		}
+		c.bus.publish(id, es)
+	}
+	lg, err := c.st.OpenLog(context.Background(), id, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &fencedLog{Log: lg, c: c, id: id}, nil
+}
+
+// CreateAgent creates an agent durably: its provider session, its log with
+// agent.created and session.created in one write, and session.json. The
+// agent exists (and survives any crash) once CreateAgent returns nil.
+func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error) {
+	if spec.Provider == "" {
+		spec.Provider = c.opts.DefaultProvider
+		if spec.Model == "" {
+			spec.Model = c.opts.DefaultModel
+		}
+	}
+	prov, err := c.provider(spec.Provider)
+	if err != nil {
+		return "", err
+	}
+	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
+		return "", err
+	}
+	if err := checkServed(prov, spec.Provider, spec.Model); err != nil {
+		return "", err
+	}
+	if err := tree.ValidateName(spec.Name); err != nil {
+		return "", failf(ErrInvalid, "%w", err)
+	}
+	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
+		return "", failf(ErrInvalid, "%w", err)
+	}
+	if spec.ParentID != "" {
+		pa, ok := c.agent(spec.ParentID)
+		if !ok || pa.terminated() {
+			return "", failf(ErrNotFound, "parent agent %s not found", spec.ParentID)
+		}
+	}
+	id := spec.ID
+	if id == "" {
+		id = newID()
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return "", failf(ErrShuttingDown, "daemon is shutting down")
+	}
+	if err := c.tree.Add(id, spec.Name, spec.ParentID); err != nil {
+		c.mu.Unlock()
+		if errors.Is(err, tree.ErrExists) {
+			return id, nil
+		}
+		return "", failf(ErrInvalid, "%w", err)
+	}
+	c.mu.Unlock()
+
+	created := false
+	defer func() {
+		if !created {
+			c.mu.Lock()
+			_ = c.tree.Remove(id)
+			c.mu.Unlock()
+		}
+	}()
+
+	// The provider session first: its handle goes into session.created.
+	lease, err := c.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*live, error) {
+		ps := c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, nil)
+		if v, ok := spec.Metadata[historyModeKey]; ok {
+			ps.HistoryMode = v // the agent is not listed yet: its metadata is here
+		}
+		s, err := prov.Create(ctx, ps)
+		if err != nil {
+			return nil, err
+		}
+		return &live{sess: s, provider: spec.Provider, model: spec.Model}, nil
+	})
+	if err != nil {
+		return "", wrapSlotErr(fmt.Errorf("creating the %s session: %w", spec.Provider, err))
+	}
+	lv := lease.Value()
+
+	var a *agent
+	lg, err := c.openLog(id, &a)
+	if err != nil {
+		lease.Discard()
+		_ = lv.sess.Stop()
+		return "", fmt.Errorf("opening the log of new agent %s: %w", id, err)
+	}
+	if lg.LastSeq() > 0 {
+		// A log holding entries is an agent (on a cluster store, one
+		// another daemon runs): never a second agent.created on it.
+		lease.Discard()
+		_ = lv.sess.Stop()
+		_ = lg.Close()
+		c.dropLease(id)
+		return "", fmt.Errorf("agent %s already has a log of %d entries (on a cluster, another daemon may run it)", id, lg.LastSeq())
+	}
+	a = newAgent(id, lg, newProjection())
+	a.p.Pending.Attach(&c.pending)
+	var parent *string
+	if spec.ParentID != "" {
+		parent = &spec.ParentID
+	}
+	md := spec.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	_, err = lg.AppendBatch([]eventlog.Record{
+		{Event: schema.AgentCreated, Data: schema.AgentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
+			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md,
+			CreatedAt: c.now().UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd}},
+		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: lv.sess.Handle()}},
+	})
+	if err != nil {
+		lease.Discard()
+		_ = lv.sess.Stop()
+		_ = lg.Close()
+		c.removeOrphanDir(id)
+		return "", fmt.Errorf("logging the creation of agent %s: %w", id, err)
+	}
+	now := c.now().UTC()
+	sess := &session.Session{ID: id, State: session.StateIdle, Provider: spec.Provider, Model: spec.Model,
+		Handle: lv.sess.Handle(), CreatedAt: now, UpdatedAt: now}
+	a.sess = sess
+	c.mu.Lock()
+	c.agents[id] = a
+	c.mu.Unlock()
+	created = true
+	lease.Release()
+	// session.json is a snapshot: the log already holds everything needed
+	// to rebuild it, so it is written in the background.
+	c.saveSession(a, func(*session.Session) {})
+	c.log.Info("agent created", "agent", id, "name", spec.Name, "parent", spec.ParentID, "provider", spec.Provider)
+	return id, nil
+}
+
+// removeOrphanDir removes the directory of an agent whose creation failed
+// before agent.created was durable.
+func (c *Core) removeOrphanDir(id string) {
+	dir := c.agentDir(id)
+	entries, err := c.fs.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		_ = c.fs.Remove(dir + "/" + e.Name())
+	}
+	_ = c.fs.Remove(dir)
+	_ = c.fs.SyncDir(c.agentsDir)
+}
+
+func (c *Core) providerSpec(provName, id, model, instructions, cwd string, history []provider.Turn) provider.Spec {
+	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd, System: c.systemPrompt(id, instructions),
+		Env: c.processEnv(provName, id), History: history, Launcher: procLauncher{c: c, agentID: id},
+		Identity: c.agentIdentity(id), HistoryMode: c.historyMode(provName, id)}
+}
+
+// provider looks a provider up by name; an unknown one is code 2 naming the
+// known providers.
+func (c *Core) provider(name string) (provider.Provider, error) {
+	if p, ok := c.opts.Providers[name]; ok {
+		return p, nil
+	}
+	if p := c.httpProvider(name); p != nil {
+		return p, nil
+	}
+	if p := c.acpProvider(name); p != nil {
+		return p, nil
+	}
+	names := make([]string, 0, len(c.opts.Providers))
+	for _, pi := range c.Providers() {
+		names = append(names, pi.Name)
+	}
+	sort.Strings(names)
+	return nil, failf(ErrInvalid, "unknown provider %q (known: %s)", name, strings.Join(names, ", "))
+}

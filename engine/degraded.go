@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/session"
+)
+
+// A log whose write failed (ENOSPC, EROFS, EMFILE, a failed fsync) refuses
+// appends until it reopens itself (eventlog: "Faults and healing"). While
+// it does, its agent is degraded: agent.list, agent.inspect and
+// daemon.status show why, the state in memory stays what the log holds
+// (an append that failed is not applied), and an operation that needs the
+// log fails with code 6 and the cause. A run whose end (turn.complete,
+// turn.failed, turn.cancelled) could not be logged stays open in the log;
+// its end is owed: written as soon as the log accepts appends (when it
+// heals, before the agent's next turn, or by agent cancel), after which the
+// agent is idle.
+
+// DefaultMaxOpenLogs is the default CoreOptions.MaxOpenLogs.
+const DefaultMaxOpenLogs = 512
+
+// logHealed runs when a log accepts appends again: the agent's owed run
+// end is written.
+func (c *Core) logHealed(id string) {
+	a, ok := c.agent(id)
+	if !ok {
+		return
+	}
+	c.goBackground(func() {
+		if err := c.flushOwed(a); err != nil {
+			c.log.Warn("writing the end of a run after the log healed", "agent", id, "err", err)
+			return
+		}
+		c.wake(a)
+	})
+}
+
+// owedEnd is a run end that could not be logged.
+type owedEnd struct {
+	rec   eventlog.Record
+	runID string
+	cause error
+}
+
+// owe records that the end of the agent's open run could not be logged.
+func (a *agent) owe(runID, event string, data any, cause error) {
+	a.mu.Lock()
+	a.owed = &owedEnd{rec: eventlog.Record{Event: event, Data: data}, runID: runID, cause: cause}
+	a.mu.Unlock()
+}
+
+// flushOwed writes the agent's owed run end, if any; then the agent is
+// idle in the log as it already is in fact. Concurrent callers write it
+// once.
+func (c *Core) flushOwed(a *agent) error {
+	a.owedMu.Lock()
+	defer a.owedMu.Unlock()
+	a.mu.Lock()
+	o := a.owed
+	a.mu.Unlock()
+	if o == nil {
+		return nil
+	}
+	if _, err := a.log.Append(o.rec.Event, o.rec.Data); err != nil {
+		return fmt.Errorf("the end of run %s (%s) is still not logged: %w", o.runID, o.rec.Event, err)
+	}
+	a.mu.Lock()
+	a.owed = nil
+	a.mu.Unlock()
+	c.log.Info("logged the end of a run after the log recovered", "agent", a.id, "run", o.runID, "event", o.rec.Event)
+	c.saveSession(a, func(s *session.Session) {
+		s.State = session.StateIdle
+		s.Run = nil
+	})
+	c.fireTransition(a, "busy", "idle")
+	c.changed.fire()
+	return nil
+}
+
+// degraded says why the agent's log refuses appends ("" when it accepts
+// them), and which run end is owed. The caller holds a.mu.
+func (a *agent) degradedLocked() string {
+	if a.log == nil {
+		return ""
+	}
+	err := a.log.Degraded()
+	if err == nil && a.owed == nil && a.released == nil {
+		return ""
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if a.released != nil {
+		if msg != "" {
+			msg += "; "
+		}
+		msg += "released by this daemon (" + a.released.Error() + "): its turns run on the daemon that claimed it"
+	}
+	if a.owed != nil {
+		if msg != "" {
+			msg += "; "
+		}
+		msg += fmt.Sprintf("run %s ended but its %s is not logged yet (%v): the log still shows the run open; it is written as soon as the log accepts appends, or retry `warren agent cancel`",
+			a.owed.runID, a.owed.rec.Event, a.owed.cause)
+	}
+	return msg
+}
+
+// DegradedCount is the number of agents whose log refuses appends or owes
+// a run end.
+func (c *Core) DegradedCount() int {
+	n := 0
+	for _, a := range c.agentList() {
+		a.mu.Lock()
+		if a.degradedLocked() != "" {
+			n++
+		}
+		a.mu.Unlock()
+	}
+	return n
+}
+
+// logFailure maps an append failure to its protocol error: a log that
+// refuses appends for now is code 6 (unavailable) with the cause.
+func logFailure(err error) error {
+	if errors.Is(err, eventlog.ErrPoisoned) {
+		return failf(ErrUnavailable, "%w", err)
+	}
+	return err
+}
+
+// owedCancelErr reports a cancel whose turn stopped but whose end could not
+// be logged (nil when it was logged).
+func (c *Core) owedCancelErr(a *agent) error {
+	a.mu.Lock()
+	o := a.owed
+	a.mu.Unlock()
+	if o == nil {
+		return nil
+	}
+	return failf(ErrUnavailable,
+		"agent %s: the run %s is stopped, but its %s could not be logged (%v); the log still shows it open; it is written as soon as the log accepts appends (retry agent cancel to try now)",
+		a.name(), o.runID, o.rec.Event, o.cause)
+}

@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"testing"
+)
+
+// A message from an agent that has since been terminated shows the sender's
+// path, not its raw id, in the USER inbox and in inspect's inbox, also
+// after a restart (issue 14).
+func TestTerminatedSenderIsShownByPath(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "echo")
+	old := h.create("old", "", "echo")
+	if r := h.tool(kid, "send_message", map[string]any{"recipient": "root", "text": "bye from kid"}); r["error"] != nil {
+		t.Fatalf("send_message to root: %v", r)
+	}
+	if r := h.tool(old, "send_message", map[string]any{"recipient": "USER", "text": "bye from old"}); r["error"] != nil {
+		t.Fatalf("send_message to USER: %v", r)
+	}
+	for _, id := range []string{kid, old} {
+		if err := h.c.Terminate(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	senders := func() []string {
+		t.Helper()
+		ins, err := h.c.Inspect(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range ins.Inbox {
+			out = append(out, m.From)
+		}
+		return out
+	}
+	if got := senders(); len(got) != 1 || got[0] != "root/kid" {
+		t.Fatalf("inspect root: inbox senders %q, want [root/kid]", got)
+	}
+	h.restart()
+	if got := senders(); len(got) != 1 || got[0] != "root/kid" {
+		t.Fatalf("after restart, inspect root: inbox senders %q, want [root/kid]", got)
+	}
+	msgs, err := h.c.DrainUserInbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0]["from"] != "old" {
+		t.Fatalf("USER inbox %v, want one message from old", msgs)
+	}
+}

@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/tree"
+)
+
+// Memory bounded by design (docs/DECISIONS.md): a pending message keeps its
+// envelope in memory and, above residentPayload bytes, not its payload,
+// which is read back from the recipient's log (inbox.Message.Ref) when a
+// turn, check_inbox or inspect shows it. The pending messages are bounded
+// per agent and in total, in count and bytes (config.Limits).
+
+// pageBytes bounds the payload bytes one reply or one wake prompt carries
+// (at least one message is always shown), so that a reply stays well inside
+// the 16 MiB frame whatever the limits are.
+const pageBytes = 4 << 20
+
+// Page sizes of agent.log and agent.inspect's inbox when the client gives
+// no limit, and the largest limit it may ask for.
+const (
+	DefaultPageLimit = 200
+	MaxPageLimit     = 10_000
+)
+
+// limits returns the limits in force: the config's, with the CoreOptions
+// overrides.
+func (c *Core) limits() config.Limits {
+	l := c.config().Limits
+	d := config.DefaultLimits()
+	if l.MessageBytes <= 0 {
+		l.MessageBytes = d.MessageBytes
+	}
+	if l.InboxMessages <= 0 {
+		l.InboxMessages = d.InboxMessages
+	}
+	if l.InboxBytes <= 0 {
+		l.InboxBytes = d.InboxBytes
+	}
+	if l.PendingMessages <= 0 {
+		l.PendingMessages = d.PendingMessages
+	}
+	if l.PendingBytes <= 0 {
+		l.PendingBytes = d.PendingBytes
+	}
+	if c.opts.MaxPayload > 0 {
+		l.MessageBytes = c.opts.MaxPayload
+	}
+	if c.opts.MaxInbox > 0 {
+		l.InboxMessages = c.opts.MaxInbox
+	}
+	return l
+}
+
+// checkRoom says whether an inbox holding n messages of b payload bytes
+// takes one more of size bytes, under the per-inbox and the total limits,
+// with tn messages of tb bytes reserved beyond the daemon's totals (sends
+// in flight, reserve.go); the error wraps errInboxFull and says which limit
+// and what to do.
+func (c *Core) checkRoom(owner string, n int, b int64, size int, tn, tb int64) error {
+	l := c.limits()
+	who := c.displayName(owner)
+	count, bytes := c.pending.Count()+tn, c.pending.Bytes()+tb
+	switch {
+	case n+1 > l.InboxMessages:
+		return fmt.Errorf("the inbox of %s holds %d pending messages (counting sends in flight), its limit (limits.inbox_messages): %w; wait for it to catch up", who, n, errInboxFull)
+	case b+int64(size) > l.InboxBytes:
+		return fmt.Errorf("the inbox of %s holds %d bytes of pending messages (counting sends in flight) and this one is %d bytes; the limit is %d (limits.inbox_bytes): %w; wait for it to catch up",
+			who, b, size, l.InboxBytes, errInboxFull)
+	case count+1 > int64(l.PendingMessages):
+		return fmt.Errorf("the daemon holds %d pending messages (counting sends in flight), its limit (limits.pending_messages): %w; wait for agents to catch up", count, errInboxFull)
+	case bytes+int64(size) > l.PendingBytes:
+		return fmt.Errorf("the daemon holds %d bytes of pending messages (counting sends in flight) and this one is %d bytes; the limit is %d (limits.pending_bytes): %w; wait for agents to catch up",
+			bytes, size, l.PendingBytes, errInboxFull)
+	}
+	return nil
+}
+
+// inboxLogPath is the log holding the message.enqueued entries of owner's
+// inbox.
+func (c *Core) inboxLogPath(owner string) string {
+	if owner == tree.User {
+		return filepath.Join(c.opts.Home, "user.jsonl")
+	}
+	return c.logPath(owner)
+}
+
+// fillPayloads returns msgs with every payload resident, reading those
+// that are not back from the owner's log.
+func (c *Core) fillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
+	out := make([]inbox.Message, len(msgs))
+	for i, m := range msgs {
+		if !m.Spilled() {
+			out[i] = m
+			continue
+		}
+		full, err := c.readMessage(owner, m.Ref)
+		if err != nil {
+			return nil, err
+		}
+		if full.ID != m.ID {
+			return nil, fmt.Errorf("the log of %s has message %s at seq %d, not %s", owner, full.ID, m.Ref.Seq, m.ID)
+		}
+		out[i] = m.Fill(full.Payload)
+	}
+	return out, nil
+}
+
+// readMessage reads one message.enqueued entry back from the owner's log.
+func (c *Core) readMessage(owner string, ref inbox.Ref) (inbox.Message, error) {
+	e, err := c.st.ReadSeq(context.Background(), owner, ref.Seq, ref.Off)
+	if err != nil {
+		return inbox.Message{}, fmt.Errorf("reading a pending message of %s back from its log: %w", owner, err)
+	}
+	if e.Event != schema.MessageEnqueued {
+		return inbox.Message{}, fmt.Errorf("the log of %s has %s at seq %d, not a message", owner, e.Event, ref.Seq)
+	}
+	m, err := inbox.FromEventData(e.Data)
+	if err != nil {
+		return inbox.Message{}, fmt.Errorf("the log of %s at seq %d: %w", owner, ref.Seq, err)
+	}
+	return m, nil
+}
+
+// checkAgentText checks an agent's instructions and metadata against the
+// message limit: the instructions, and the metadata's keys and values
+// together, are at most limits.message_bytes each (they are logged in
+// agent.created and shown in every inspect, like a message).
+func (c *Core) checkAgentText(instructions string, md map[string]string) error {
+	limit := c.limits().MessageBytes
+	if len(instructions) > limit {
+		return fmt.Errorf("instructions are %d bytes, over the %d-byte limit (limits.message_bytes); shorten them", len(instructions), limit)
+	}
+	if n := metadataSize(md); n > limit {
+		return fmt.Errorf("metadata is %d bytes (keys and values), over the %d-byte limit (limits.message_bytes); store less", n, limit)
+	}
+	return nil
+}
+
+func metadataSize(md map[string]string) int {
+	n := 0
+	for k, v := range md {
+		n += len(k) + len(v)
+	}
+	return n
+}

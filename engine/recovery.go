@@ -1,0 +1,602 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/token"
+)
+
+// RecoveryReport summarises what a recovery did.
+type RecoveryReport struct {
+	Agents      int
+	Terminated  int
+	Orphans     int
+	Corrupt     int
+	Interrupted int
+	Expired     int
+	Pending     int
+	// Quarantined counts agent directories moved to <home>/quarantine:
+	// unreadable, without a durable agent.created, yet not provably empty.
+	Quarantined int
+	// Resumed counts the agents whose fold started from a checkpoint.
+	Resumed int
+}
+
+// loaded is one agent directory read back from disk.
+type loaded struct {
+	id      string
+	log     store.Log
+	p       *projection
+	a       *agent
+	err     error // damaged or unreadable log
+	missing bool  // no events.jsonl
+	skip    bool  // terminated or orphan
+	// resumed is the checkpoint's line when the fold started from it (the
+	// lines before it are checked by the scrub).
+	resumed *eventlog.Resume
+}
+
+// Recover rebuilds every agent from the logs: WAL replay and torn-tail
+// repair, orphan cleanup, the tree, inboxes, gates, subscriptions,
+// reminders, interrupted runs and waits. It wakes agents with pending
+// messages at the end (unless NoWake).
+func (c *Core) Recover() (RecoveryReport, error) {
+	var rep RecoveryReport
+	if err := c.fs.MkdirAll(c.agentsDir, 0o700); err != nil {
+		return rep, fmt.Errorf("creating %s: %w", c.agentsDir, err)
+	}
+	if err := c.fs.SyncDir(c.opts.Home); err != nil {
+		return rep, fmt.Errorf("syncing %s: %w", c.opts.Home, err)
+	}
+	// Processes of the previous run are killed before any turn can re-run.
+	c.killLeftoverProcs()
+	c.bus.secret = c.liveSecret
+	c.mu.Lock()
+	c.recovering = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.recovering = false
+		c.mu.Unlock()
+	}()
+	if err := c.openUserInbox(); err != nil {
+		return rep, err
+	}
+	ids, err := c.agentIDs()
+	if err != nil {
+		return rep, err
+	}
+	// On a cluster store, agents another daemon holds are left to the
+	// takeover scan (takeover.go).
+	ids, elsewhere := c.claimable(ids)
+	loadedAgents := c.loadAll(ids)
+	c.retryOpenFaults(loadedAgents)
+
+	byID, existing := c.classifyLoaded(loadedAgents, &rep)
+	for _, id := range elsewhere {
+		existing[id] = true // another daemon runs it: its spawn is not redone
+	}
+
+	c.loadQuarantine()
+	// The tree, parents before children; a child whose parent is gone is
+	// terminated (one whose parent is in quarantine is listed as corrupt).
+	placed := c.placeTree(byID, &rep)
+	for _, l := range placed {
+		c.restoreAgent(l, &rep)
+	}
+	rep.Agents = len(placed)
+	for _, l := range placed {
+		for _, sub := range l.p.Subs {
+			if _, ok := byID[sub.Target]; ok {
+				c.indexSubscription(sub, l.id)
+			}
+		}
+	}
+	// Messages recorded by their sender but missing from their recipient's
+	// log (a crash between the two writes) are delivered now.
+	for _, l := range placed {
+		l.a.mu.Lock()
+		sent := append([]sentRef(nil), l.p.Sent...)
+		l.a.mu.Unlock()
+		c.redeliverRefs(l.id, sent, true)
+	}
+	c.SweepWaits()
+	c.noticeWaits()
+	c.armRecovered(placed, &rep)
+	c.mu.Lock()
+	c.recovering = false
+	c.mu.Unlock()
+	c.log.Info("recovery finished", "agents", rep.Agents, "terminated", rep.Terminated, "orphans", rep.Orphans,
+		"corrupt", rep.Corrupt, "quarantined", rep.Quarantined, "interrupted", rep.Interrupted, "pending", rep.Pending, "from_checkpoints", rep.Resumed)
+	c.finishCutSpawns(placed, existing)
+	c.pruneRecovered(placed, existing)
+	c.bootstrapUnstarted(placed)
+	c.WakeAll()
+	c.startScrub(placed)
+	c.startTakeover()
+	return rep, nil
+}
+
+// classifyLoaded sorts the loaded logs: damaged ones are listed corrupt,
+// uncreated ones settled (orphan or quarantine), terminated ones closed;
+// the rest, by id, are returned to be placed in the tree. existing holds
+// every id with a durable agent.created.
+func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID map[string]*loaded, existing map[string]bool) {
+	byID = map[string]*loaded{}
+	existing = map[string]bool{}
+	parents := map[string]bool{} // ids some agent.created names as its parent
+	for _, l := range loadedAgents {
+		if l.p.Created {
+			existing[l.id] = true
+			parents[l.p.ParentID] = true
+		}
+	}
+	for _, l := range loadedAgents {
+		switch {
+		case l.err != nil:
+			rep.Corrupt++
+			if errors.Is(l.err, errUnopened) {
+				c.log.Error("agent log could not be opened; the agent is listed with the cause until a restart", "agent", l.id, "err", l.err)
+			} else {
+				c.log.Error("agent log is damaged; the agent is listed as corrupt", "agent", l.id, "err", l.err)
+			}
+			a := newAgent(l.id, nil, l.p)
+			a.corrupt = l.err
+			if a.p.Name == "" {
+				a.p.Name = l.id
+			}
+			l.a = a
+			c.putAgent(l.id, a)
+		case !l.p.Created:
+			c.settleUncreated(l, parents[l.id], rep)
+		case l.p.Terminated:
+			rep.Terminated++
+			c.mu.Lock()
+			c.rememberGoneLocked(l.id, l.p.Name, l.p.ParentID)
+			c.mu.Unlock()
+			_ = l.log.Close()
+			c.dropLease(l.id) // nothing more is written for it
+		default:
+			byID[l.id] = l
+			if l.resumed != nil {
+				rep.Resumed++
+			}
+		}
+	}
+
+	return byID, existing
+}
+
+// armRecovered counts the recovered agents' pending messages toward the
+// daemon's totals and arms their reminders.
+func (c *Core) armRecovered(placed []*loaded, rep *RecoveryReport) {
+	for _, l := range placed {
+		l.p.Pending.Attach(&c.pending) // counts toward the total limits
+		l.a.mu.Lock()
+		rep.Pending += l.p.Pending.Len()
+		ids := make([]string, 0, len(l.p.Reminders))
+		for id := range l.p.Reminders {
+			ids = append(ids, id)
+		}
+		l.a.mu.Unlock()
+		for _, id := range ids {
+			c.armReminder(l.a, id)
+		}
+	}
+}
+
+// finishCutSpawns creates the children whose deferred creation a crash
+// cut off, in runs that have ended (their ids are derived, so this is
+// idempotent). Spawns of an open run are redone when it is resumed.
+func (c *Core) finishCutSpawns(placed []*loaded, existing map[string]bool) {
+	for _, l := range placed {
+		l.a.mu.Lock()
+		var todo []spawnRec
+		for _, sp := range l.p.Spawns {
+			if !existing[sp.ChildID] && (l.p.Run == nil || l.p.Run.RunID != sp.RunID || l.p.Run.Ended) {
+				todo = append(todo, sp)
+				existing[sp.ChildID] = true
+			}
+		}
+		l.a.mu.Unlock()
+		for _, sp := range todo {
+			c.log.Warn("finishing a spawn a crash cut off", "parent", l.id, "child", sp.ChildID)
+			c.respawn(l.a, sp)
+		}
+	}
+}
+
+// bootstrapUnstarted gives a spawned child whose bootstrap turn never
+// started that turn now.
+func (c *Core) bootstrapUnstarted(placed []*loaded) {
+	for _, l := range placed {
+		l.a.mu.Lock()
+		needs := l.p.ParentID != "" && l.p.TurnNo == 0 && l.p.Run == nil
+		l.a.mu.Unlock()
+		if needs && !c.opts.NoWake {
+			c.bootstrap(l.a)
+		}
+	}
+}
+
+// startScrub writes checkpoints for the logs recovery folded and verifies,
+// in the background, the lines of resumed logs that recovery skipped;
+// c.scrubbed closes when it is done (at once without checkpoints).
+func (c *Core) startScrub(placed []*loaded) {
+	if every := c.opts.CheckpointEvery; every > 0 {
+		var scrub []*loaded
+		for _, l := range placed {
+			if l.resumed != nil {
+				scrub = append(scrub, l)
+			}
+		}
+		if !c.goBackground(func() {
+			defer c.scrubOnce.Do(func() { close(c.scrubbed) })
+			c.checkpointAll(1) // every log that recovery folded lines of
+			c.scrub(scrub)
+		}) {
+			c.scrubOnce.Do(func() { close(c.scrubbed) })
+		}
+	} else {
+		c.scrubOnce.Do(func() { close(c.scrubbed) })
+	}
+}
+
+// pruneRecovered drops from the projections what only this recovery
+// needed: sent envelopes their recipients have, or that can never be
+// redelivered (to the user, to an agent that is gone) (Sent is kept so that a
+// recovery can deliver a message that reached its sender's log but not its
+// recipient's) and spawns whose child exists. What stays is what a later
+// recovery may still need; it goes into the next checkpoint.
+func (c *Core) pruneRecovered(placed []*loaded, existing map[string]bool) {
+	for _, l := range placed {
+		a := l.a
+		a.mu.Lock()
+		sent, spawns := a.p.Sent, a.p.Spawns
+		a.mu.Unlock()
+		var keepSent []sentRef
+		for _, sr := range sent {
+			id, to := sr.ID, sr.To
+			r, ok := c.agent(to)
+			if !ok {
+				continue // the user, or an agent that is gone: never redelivered
+			}
+			r.mu.Lock()
+			keep := r.corrupt != nil || !r.p.Enqueued.Has(id)
+			r.mu.Unlock()
+			if keep {
+				keepSent = append(keepSent, sr)
+			}
+		}
+		var keepSpawns []spawnRec
+		for _, sp := range spawns {
+			if !existing[sp.ChildID] {
+				keepSpawns = append(keepSpawns, sp)
+			}
+		}
+		a.mu.Lock()
+		// Entries applied meanwhile (respawns, bootstrap turns) stay.
+		if len(a.p.Sent) >= len(sent) {
+			a.p.Sent = append(keepSent, a.p.Sent[len(sent):]...)
+		}
+		if len(a.p.Spawns) >= len(spawns) {
+			a.p.Spawns = append(keepSpawns, a.p.Spawns[len(spawns):]...)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// scrub checks, one log at a time, the lines that recovery skipped by
+// starting from a checkpoint (an agent's first append checks them too, so
+// nothing is appended on top of damage the scrub has not reached yet). An agent whose log fails is listed as
+// corrupt from then on, as a full fold would have listed it, and its
+// checkpoint is removed so that the next start folds (and reports) it.
+func (c *Core) scrub(ls []*loaded) {
+	for _, l := range ls {
+		if c.stopping() {
+			return
+		}
+		err := l.log.VerifyPrefix()
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, eventlog.ErrCorrupt) {
+			c.log.Warn("scrub could not read a log", "agent", l.id, "err", err)
+			continue
+		}
+		c.log.Error("agent log is damaged before its checkpoint; the agent is listed as corrupt", "agent", l.id, "err", err)
+		l.a.mu.Lock()
+		if l.a.corrupt == nil {
+			l.a.corrupt = err
+		}
+		l.a.mu.Unlock()
+		c.removeCheckpoint(l.id)
+		c.changed.fire()
+	}
+}
+
+// stopping reports whether Close has begun.
+func (c *Core) stopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// loadAll opens and folds the agent logs in parallel.
+func (c *Core) loadAll(ids []string) []*loaded {
+	out := make([]*loaded, len(ids))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0) * 2
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				out[i] = c.load(ids[i])
+			}
+		}()
+	}
+	for i := range ids {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return out
+}
+
+// load opens one agent's log (WAL replay, torn tail repair) and folds it
+// into a projection in the same pass, starting from the agent's checkpoint
+// when it has a valid one. A log damaged in the middle still yields the
+// projection of its good prefix (so a corrupt agent shows its name and
+// parent).
+func (c *Core) load(id string) *loaded {
+	if c.opts.CheckpointEvery >= 0 {
+		p, r, err := c.readCheckpoint(id)
+		if err == nil {
+			if l := c.loadFrom(id, p, &r); l != nil {
+				return l
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			c.log.Warn("checkpoint unusable; folding the whole log", "agent", id, "err", err)
+		}
+	}
+	return c.loadFrom(id, nil, nil)
+}
+
+// loadFrom folds the log into p from the resume point r, or into a new
+// projection from the start when r is nil. It returns nil when r does not
+// match the log or a pending message it names cannot be read back (the
+// caller then folds the whole log).
+func (c *Core) loadFrom(id string, p *projection, r *eventlog.Resume) *loaded {
+	l := &loaded{id: id, p: p, resumed: r}
+	if p == nil {
+		l.p = newProjection()
+		l.p.BeginReplay()
+	}
+	target := new(*agent)
+	var foldErr error
+	lg, err := c.openLogReplay(id, target, r, func(e eventlog.Entry) error {
+		if foldErr == nil {
+			foldErr = l.p.Apply(e)
+		}
+		return nil
+	})
+	if r != nil && errors.Is(err, eventlog.ErrResumeMismatch) {
+		c.log.Warn("checkpoint does not match the log; folding the whole log", "agent", id, "err", err)
+		return nil
+	}
+	if foldErr == nil {
+		foldErr = l.p.EndReplay(func(ref inbox.Ref) (json.RawMessage, error) {
+			e, err := c.st.ReadSeq(context.Background(), id, ref.Seq, ref.Off)
+			return e.Data, err
+		})
+		if foldErr != nil && r != nil && err == nil {
+			c.log.Warn("checkpoint names a pending message that cannot be read; folding the whole log", "agent", id, "err", foldErr)
+			_ = lg.Close()
+			return nil
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		l.missing = true // settleUncreated decides: orphan or quarantine
+		return l
+	}
+	if err != nil {
+		l.err = err
+		return l
+	}
+	if foldErr != nil {
+		l.err = fmt.Errorf("%s: %w", c.logPath(id), foldErr)
+		_ = lg.Close()
+		return l
+	}
+	l.log = lg
+	l.a = newAgent(id, lg, l.p)
+	if r != nil {
+		l.a.ckptSeq = r.Seq
+	}
+	*target = l.a
+	return l
+}
+
+// placeTree adds agents to the tree, parents first.
+func (c *Core) placeTree(byID map[string]*loaded, rep *RecoveryReport) []*loaded {
+	var placed []*loaded
+	remaining := make([]*loaded, 0, len(byID))
+	for _, l := range byID {
+		remaining = append(remaining, l)
+	}
+	sort.Slice(remaining, func(i, j int) bool {
+		a, b := remaining[i].p, remaining[j].p
+		if !a.CreatedTS.Equal(b.CreatedTS) {
+			return a.CreatedTS.Before(b.CreatedTS)
+		}
+		return remaining[i].id < remaining[j].id
+	})
+	// Order by creation: roots first, then children of placed parents.
+	for progress := true; progress && len(remaining) > 0; {
+		progress = false
+		next := remaining[:0]
+		for _, l := range remaining {
+			parent := l.p.ParentID
+			_, parentPlaced := c.agent(parent)
+			if parent != "" && !parentPlaced {
+				if _, waiting := byID[parent]; waiting {
+					next = append(next, l)
+					continue
+				}
+			}
+			if parent != "" && !parentPlaced {
+				c.terminateOrphanChild(l, rep)
+				progress = true
+				continue
+			}
+			if pa := c.agents[parent]; pa != nil && errors.Is(pa.corrupt, errUnopened) {
+				// Not placeable now, and nothing wrong with it.
+				c.log.Error("an agent's parent log could not be opened; the agent is listed with it", "agent", l.id, "parent", parent)
+				l.a.corrupt = fmt.Errorf("its parent %s: %w", parent, pa.corrupt)
+				c.agents[l.id] = l.a
+				rep.Corrupt++
+				progress = true
+				continue
+			}
+			if err := c.tree.Add(l.id, l.p.Name, parent); err != nil {
+				c.log.Error("agent cannot be placed in the tree; listed as corrupt", "agent", l.id, "err", err)
+				l.a.corrupt = fmt.Errorf("cannot rebuild its place in the tree: %w", err)
+				c.putAgent(l.id, l.a)
+				rep.Corrupt++
+				progress = true
+				continue
+			}
+			c.putAgent(l.id, l.a)
+			placed = append(placed, l)
+			progress = true
+		}
+		remaining = next
+	}
+	for _, l := range remaining {
+		c.terminateOrphanChild(l, rep)
+	}
+	return placed
+}
+
+func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
+	if q := c.quarantinedAs(l.p.ParentID); q != "" {
+		// The parent may come back from quarantine: nothing irreversible.
+		c.log.Error("an agent's parent directory is in quarantine; the agent is listed as corrupt", "agent", l.id, "parent", l.p.ParentID, "quarantined_at", q)
+		l.a.corrupt = fmt.Errorf("its parent %s is in quarantine (%s): restore that directory to %s and restart the daemon, or remove it",
+			l.p.ParentID, q, c.agentDir(l.p.ParentID))
+		c.putAgent(l.id, l.a)
+		rep.Corrupt++
+		return
+	}
+	c.log.Warn("terminating an agent whose parent is gone", "agent", l.id, "parent", l.p.ParentID)
+	if _, err := l.log.Append(schema.AgentTerminated, schema.AgentTerminatedData{AgentID: l.id}); err != nil {
+		c.log.Error("logging agent.terminated for an orphan child", "agent", l.id, "err", err)
+	}
+	_ = l.log.Close()
+	c.mu.Lock()
+	c.rememberGoneLocked(l.id, l.p.Name, l.p.ParentID)
+	c.mu.Unlock()
+	rep.Terminated++
+}
+
+// restoreAgent finishes one placed agent: session.json, interrupted runs,
+// live tokens.
+func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
+	a := l.a
+	sess, err := c.store.Load(l.id)
+	if err != nil {
+		save := true
+		if !errors.Is(err, session.ErrNotExist) {
+			// Kept, not overwritten: it may hold a provider blob the log
+			// does not (a link is moved, never followed).
+			aside, merr := c.moveSnapshotAside(l.id)
+			save = merr == nil
+			c.log.Warn("session.json unreadable; kept aside and rebuilt from the log", "agent", l.id, "err", err,
+				"kept_as", aside, "move_err", merr)
+		}
+		now := c.now().UTC()
+		sess = &session.Session{ID: l.id, State: session.StateIdle, Provider: l.p.SessProvider, Model: l.p.SessModel,
+			Handle: l.p.Handle, CreatedAt: now, UpdatedAt: now}
+		if save {
+			if err := c.store.Save(sess); err != nil {
+				c.log.Error("saving a rebuilt session.json", "agent", l.id, "err", err)
+			}
+		}
+	}
+	if len(sess.ProviderState) > 0 && !l.p.Suspended {
+		// The session was restored (or replaced) after this blob was
+		// saved, and the write clearing it did not land before the crash:
+		// restoring it would lose every later turn (Substrat's stale-blob
+		// bug). The handle and the log are current.
+		c.log.Info("discarding a stale provider blob", "agent", l.id, "bytes", len(sess.ProviderState))
+		sess = sess.Clone()
+		sess.ProviderState = nil
+		if err := c.store.Save(sess); err != nil {
+			c.log.Error("saving session.json without its stale blob", "agent", l.id, "err", err)
+		}
+	}
+	a.sess = sess
+	_ = atomicCleanTemps(c, l.id)
+	if lr := l.p.LastResume; lr != nil {
+		// The consumed token answers a repeated resume after the restart.
+		tok := token.Token{ID: lr.TokenID, AgentID: l.id, RunID: lr.RunID, SecretHash: lr.SecretHash,
+			State: token.Consumed, Response: lr.Response}
+		if err := c.tokens.Add(tok); err != nil {
+			c.log.Warn("reinstalling a consumed resume token", "agent", l.id, "token", tok.ID, "err", err)
+		}
+	}
+	r := l.p.Run
+	if r == nil || r.Ended {
+		return
+	}
+	if r.Wait != nil && r.Wait.TokenState == tokLive {
+		tok := token.Token{ID: r.Wait.TokenID, AgentID: l.id, RunID: r.RunID, SecretHash: r.Wait.SecretHash,
+			Deadline: r.Wait.Deadline, State: token.Live}
+		if err := c.tokens.Add(tok); err != nil {
+			c.log.Error("reinstalling a resume token", "agent", l.id, "token", tok.ID, "err", err)
+		}
+		return
+	}
+	a.mu.Lock()
+	mark := session.NeedsRestartMark(a.sess, a.facts(), c.bootID)
+	a.mu.Unlock()
+	if mark {
+		if _, err := l.log.Append(schema.RunInterrupted, schema.RunInterruptedData{RunID: r.RunID, Reason: schema.ReasonProcessRestart}); err != nil {
+			c.log.Error("logging run.interrupted", "agent", l.id, "run", r.RunID, "err", err)
+			return
+		}
+		rep.Interrupted++
+	}
+}
+
+func atomicCleanTemps(c *Core, id string) error {
+	return cleanTemps(c.fs, filepath.Join(c.agentsDir, id))
+}
+
+// liveSecret is the resume secret minted in a run, for the live run.waiting
+// event.
+func (c *Core) liveSecret(agentID, runID string) string {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.secrets[runID]
+}

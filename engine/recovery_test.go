@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// rewrite replaces a file's content durably on the in-memory filesystem.
+func (h *harness) rewrite(path string, data []byte) {
+	h.t.Helper()
+	f, err := h.fs.OpenFile(path, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o600)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) read(path string) []byte {
+	h.t.Helper()
+	b, err := faultfs.ReadFile(h.fs, path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return b
+}
+
+// stopped closes the core so files can be edited as if the daemon were down.
+func (h *harness) stop() {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := h.c.Close(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func TestCorruptLogIsListedAndOthersServe(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	bad := h.create("bad", "", "echo")
+	good := h.create("good", "", "echo")
+	h.send(bad, "one")
+	h.send(bad, "two")
+	h.stop()
+	path := h.c.logPath(bad)
+	data := h.read(path)
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	lines[2] = bytes.Replace(lines[2], []byte(`"turn"`), []byte(`"tUrn"`), 1) // a middle line, CRC now wrong
+	h.rewrite(path, bytes.Join(lines, nil))
+	h.start()
+	// The damage is before the checkpoint Close wrote: the scrub after
+	// recovery finds it.
+	<-h.c.scrubbed
+	var badView AgentView
+	for _, v := range h.c.List() {
+		if v.ID == bad {
+			badView = v
+		}
+	}
+	if badView.Status != "corrupt" || !strings.Contains(badView.Error, "warren repair") || badView.Name != "bad" {
+		t.Fatalf("corrupt agent view = %+v", badView)
+	}
+	if res := h.send(good, "hi"); res.Response != "echo: hi" {
+		t.Fatalf("the healthy agent must serve: %+v", res)
+	}
+	if _, err := h.c.Send(context.Background(), bad, "x", "", "", nil); err == nil || !strings.Contains(err.Error(), "repair") {
+		t.Fatalf("a turn on the corrupt agent: %v", err)
+	}
+}
+
+func TestOrphanDirectoryIsRemoved(t *testing.T) {
+	h := newHarness(t)
+	h.stop()
+	orphan := "/home/agents/" + strings.Repeat("ab", 16)
+	if err := h.fs.MkdirAll(orphan, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.rewrite(orphan+"/events.jsonl", nil)
+	h.start()
+	if ok, _ := faultfs.Exists(h.fs, orphan); ok {
+		t.Fatalf("the orphan directory (no agent.created) was not cleaned up")
+	}
+	if len(h.c.List()) != 0 {
+		t.Fatalf("an orphan became an agent")
+	}
+}
+
+func TestChildOfMissingParentIsTerminated(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "echo")
+	h.stop()
+	// The parent's log vanishes (say, a hand-deleted directory).
+	dir := h.c.agentDir(root)
+	entries, _ := h.fs.ReadDir(dir)
+	for _, e := range entries {
+		_ = h.fs.Remove(dir + "/" + e.Name())
+	}
+	_ = h.fs.Remove(dir)
+	h.start()
+	if _, ok := h.c.agent(kid); ok {
+		t.Fatalf("a child whose parent is gone must be terminated")
+	}
+	if n := h.count(kid, "agent.terminated"); n != 1 {
+		t.Fatalf("agent.terminated logged %d times", n)
+	}
+	h.restart()
+	if n := h.count(kid, "agent.terminated"); n != 1 {
+		t.Fatalf("recovery must be idempotent: agent.terminated logged %d times", n)
+	}
+}
+
+func TestPendingMessagesKeepOrderAndUserInboxSurvives(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "echo")
+	var want []string
+	for i := 0; i < 5; i++ {
+		r := h.tool(root, "send_message", map[string]any{"recipient": "kid", "text": fmt.Sprint("m", i)})
+		want = append(want, r["message_id"].(string))
+	}
+	h.tool(root, "send_message", map[string]any{"recipient": "USER", "text": "for the operator"})
+	h.crash(faultfs.PowerLoss)
+	k, _ := h.c.agent(kid)
+	var got []string
+	for _, m := range k.p.Pending.Peek() {
+		got = append(got, m.ID)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pending after crash %v, want %v in the same order", got, want)
+	}
+	msgs, err := h.c.DrainUserInbox()
+	if err != nil || len(msgs) != 1 || msgs[0]["text"] != "for the operator" || msgs[0]["from"] != "root" {
+		t.Fatalf("USER inbox after crash = %v, %v", msgs, err)
+	}
+	h.crash(faultfs.PowerLoss)
+	if n := len(h.c.UserPending()); n != 0 {
+		t.Fatalf("a drained USER message came back: %d", n)
+	}
+}
+
+func TestMessageOnlyInSendersLogIsDelivered(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "echo")
+	r := h.tool(kid, "send_message", map[string]any{"recipient": "root", "text": "the reply"})
+	id := r["message_id"].(string)
+	h.stop()
+	// Cut the recipient's log back to before the enqueue: the reply is only
+	// in the sender's tool.call.
+	path := h.c.logPath(root)
+	lines := bytes.SplitAfter(h.read(path), []byte("\n"))
+	var keep [][]byte
+	for _, l := range lines {
+		if bytes.Contains(l, []byte(id)) {
+			break // the crash happened before this write
+		}
+		keep = append(keep, l)
+	}
+	h.rewrite(path, bytes.Join(keep, nil))
+	h.start()
+	a, _ := h.c.agent(root)
+	if !a.p.Pending.Has(id) {
+		t.Fatalf("the reply recorded by its sender was not delivered to the recipient")
+	}
+	h.restart()
+	if n := h.count(root, "message.enqueued"); n != 1 {
+		t.Fatalf("message.enqueued in the recipient = %d, want exactly 1", n)
+	}
+}
+
+func TestSessionJSONIsRebuiltWhenMissing(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	id := h.create("lead", "", "echo")
+	h.send(id, "a")
+	h.stop()
+	if err := h.fs.Remove(h.c.snapshotPath(id)); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	if res := h.send(id, "b"); res.Response != "echo: b" {
+		t.Fatalf("after losing session.json: %+v", res)
+	}
+	if ok, _ := faultfs.Exists(h.fs, h.c.snapshotPath(id)); !ok {
+		t.Fatalf("session.json was not rebuilt")
+	}
+}

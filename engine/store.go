@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/local"
+	"github.com/warren-dev/warren/tree"
+)
+
+// The daemon's durable logs and session snapshots go through c.st
+// (CoreOptions.Store): store/local by default, store/jetstream with a
+// cluster. What stays local-only, under Home on this machine whatever the
+// store, is what one daemon keeps for itself and no other daemon reads:
+// checkpoints (a cache of a fold), procs records, stderr files, and the
+// repair/quarantine/torn copies of local files (docs/DECISIONS.md, "The
+// daemon on the store seam").
+
+// snapshotPath is the session.json of id in the local home (moved aside
+// when unreadable).
+func (c *Core) snapshotPath(id string) string {
+	return path.Join(c.agentsDir, id, session.FileName)
+}
+
+// leases are the claims this Core holds (one per open log).
+type leases struct {
+	mu sync.Mutex
+	m  map[string]store.Lease
+}
+
+// own claims id for this Core, reusing a claim it holds that is not lost.
+// A lease that can be lost (a cluster store) is watched: losing it
+// releases the agent.
+func (c *Core) own(id string) (store.Lease, error) { return c.ownWithin(id, 0) }
+
+// ownWithin is own with a bound on the claim request (0: none).
+func (c *Core) ownWithin(id string, limit time.Duration) (store.Lease, error) {
+	c.leases.mu.Lock()
+	defer c.leases.mu.Unlock()
+	if l, ok := c.leases.m[id]; ok {
+		select {
+		case <-l.Lost():
+		default:
+			return l, nil
+		}
+	}
+	ctx := c.ctx
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	l, err := c.st.Own(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.leases.m == nil {
+		c.leases.m = map[string]store.Lease{}
+	}
+	c.leases.m[id] = l
+	if lost := l.Lost(); lost != nil {
+		// Not a scheduler task: Close waits for those before it cancels
+		// c.ctx, which ends this watch.
+		go func() {
+			select {
+			case <-lost:
+				c.releaseAgent(id, fmt.Errorf("the lease on agent %s was lost (another daemon may claim it)", id))
+			case <-c.ctx.Done():
+			}
+		}()
+	}
+	return l, nil
+}
+
+// releaseLeases gives up every claim (Close, after the logs are closed),
+// so that another daemon may claim the agents at once.
+func (c *Core) releaseLeases(ctx context.Context) {
+	c.leases.mu.Lock()
+	m := c.leases.m
+	c.leases.m = nil
+	c.leases.mu.Unlock()
+	for id, l := range m {
+		if err := l.Release(ctx); err != nil {
+			c.log.Warn("releasing the claim on an agent", "agent", id, "err", err)
+		}
+	}
+}
+
+// releaseAgent stops an agent this daemon may no longer write for (its log
+// was fenced by another owner, or its lease was lost): the running turn is
+// cancelled and no turn starts again in this process. Its log refuses
+// appends, as after a failed fsync, so nothing more is written for it.
+func (c *Core) releaseAgent(id string, cause error) {
+	if id == tree.User {
+		c.log.Error("this daemon may no longer write the USER inbox", "err", cause)
+		return
+	}
+	a, ok := c.agent(id)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	first := a.released == nil
+	if first {
+		a.released = cause
+	}
+	cur := a.cur
+	a.mu.Unlock()
+	if !first {
+		return
+	}
+	c.log.Error("agent released: its turns stop in this daemon", "agent", id, "err", cause)
+	if cur != nil && cur.cancel != nil {
+		cur.cancel()
+	}
+}
+
+// fencedLog is a store.Log that releases its agent when an append is
+// fenced (store.ErrFenced: another daemon claimed the agent).
+type fencedLog struct {
+	store.Log
+	c  *Core
+	id string
+}
+
+func (l *fencedLog) Append(event string, data any) (eventlog.Entry, error) {
+	e, err := l.Log.Append(event, data)
+	if err != nil && errors.Is(err, store.ErrFenced) {
+		l.c.releaseAgent(l.id, err)
+	}
+	return e, err
+}
+
+func (l *fencedLog) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
+	es, err := l.Log.AppendBatch(recs)
+	if err != nil && errors.Is(err, store.ErrFenced) {
+		l.c.releaseAgent(l.id, err)
+	}
+	return es, err
+}
+
+// agentIDs lists the agents to recover: the directories of <home>/agents
+// (as always: a directory without a log is settled by recovery), plus,
+// on a store other than the local one, the agents it holds.
+func (c *Core) agentIDs() ([]string, error) {
+	entries, err := c.fs.ReadDir(c.agentsDir)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", c.agentsDir, err)
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if id, ok := tree.NormalizeID(e.Name()); ok && id == e.Name() && e.IsDir() {
+			ids = append(ids, id)
+			seen[id] = true
+		}
+	}
+	if _, isLocal := c.st.(*local.Store); isLocal {
+		return ids, nil
+	}
+	more, err := c.st.Agents(c.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the agents of the store: %w", err)
+	}
+	for _, id := range more {
+		if !seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}

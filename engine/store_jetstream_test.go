@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/jetstream"
+)
+
+// jetstreamStore starts an embedded single-node NATS server (sync-always)
+// and returns a harness setup running the core on store/jetstream.
+func jetstreamStore(t *testing.T) func(h *harness) {
+	t.Helper()
+	srv, err := jetstream.Embed(jetstream.EmbedOptions{Name: "n1", Dir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return func(h *harness) {
+		h.store = func(faultfs.FS) store.Store {
+			// The embedded server proves sync-always (no system account).
+			st, err := jetstream.New(context.Background(), jetstream.Options{Conn: nc, Node: "n1",
+				Embedded: []*server.Server{srv}, OwnerTTL: 5 * time.Second})
+			if err != nil {
+				t.Fatalf("store/jetstream: %v", err)
+			}
+			return st
+		}
+	}
+}
+
+// storeScenario creates a root and a child, runs turns, restarts, runs
+// another turn, and returns each agent's event names and view.
+func storeScenario(t *testing.T, setup ...func(h *harness)) (names map[string][]string, views []string, claims map[string]int) {
+	h := newHarness(t, setup...)
+	root := h.create("root", "", "echo")
+	child := h.create("kid", root, "echo")
+	h.send(root, "hello")
+	h.send(child, "hi")
+	h.quiet()
+	h.restart()
+	h.send(root, "again")
+	h.quiet()
+	h.restart()
+	names = map[string][]string{}
+	claims = map[string]int{}
+	for _, n := range []struct{ name, id string }{{"root", root}, {"kid", child}} {
+		r, err := h.c.st.Read(context.Background(), n.id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			e, err := r.Next()
+			if err != nil {
+				break
+			}
+			if e.Event == schema.AgentClaimed {
+				claims[n.name]++ // store/jetstream's claim by a new owner
+				continue
+			}
+			names[n.name] = append(names[n.name], e.Event)
+		}
+		_ = r.Close()
+	}
+	for _, id := range []string{root, child} {
+		status := h.statusOf(id)
+		a, _ := h.c.agent(id)
+		a.mu.Lock()
+		views = append(views, fmt.Sprintf("%s %s pending=%d usage=%+v", a.p.Name, status, a.p.Pending.Len(), a.p.Usage))
+		a.mu.Unlock()
+	}
+	return names, views, claims
+}
+
+// TestCoreOnJetStreamRecoversAsLocal: a core on store/jetstream (one
+// embedded node) creates agents, runs turns and restarts twice, and ends
+// with the same logs (event by event) and the same agents as on the local
+// store.
+func TestCoreOnJetStreamRecoversAsLocal(t *testing.T) {
+	localNames, localViews, localClaims := storeScenario(t)
+	jsNames, jsViews, jsClaims := storeScenario(t, jetstreamStore(t))
+	// Each restart claims every agent again: one agent.claimed per
+	// restart per log on JetStream, none on the local store.
+	if len(localClaims) != 0 || jsClaims["root"] != 2 || jsClaims["kid"] != 2 {
+		t.Fatalf("agent.claimed entries: local %v, jetstream %v (want none, and 2 per agent)", localClaims, jsClaims)
+	}
+	if !reflect.DeepEqual(localNames, jsNames) {
+		t.Fatalf("logs differ:\nlocal     %v\njetstream %v", localNames, jsNames)
+	}
+	if !reflect.DeepEqual(localViews, jsViews) {
+		t.Fatalf("agents differ:\nlocal     %+v\njetstream %+v", localViews, jsViews)
+	}
+	if len(jsNames["root"]) < 6 {
+		t.Fatalf("the root's log is too short to have run its turns: %v", jsNames["root"])
+	}
+}

@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/warren-dev/warren/schedule"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/local"
+)
+
+// Takeover on a cluster store (docs/DECISIONS.md, "Failover between
+// daemons"). Every agent's log is written under a lease (Store.Own) that
+// its daemon renews; when that daemon dies its leases lapse after the
+// owner TTL. Another daemon notices by polling, every TakeoverEvery on the
+// core's clock:
+//
+//   - a daemon that cannot claim the USER inbox at start stands by in
+//     Recover (claimUser), claiming it as soon as its lease lapses, then
+//     recovers everything it can claim, as at any start;
+//   - a running daemon scans the store's agents (Takeover): those it does
+//     not run and no live lease holds are claimed and recovered into the
+//     running core exactly as Recover does (fold, interrupted runs marked,
+//     pending messages re-injected, wakes), parents with their children.
+//
+// Polling rather than watching the owners bucket: a lease lapses by the
+// server's MaxAge expiry, which a KV watch does not report (no delete
+// marker is written), so a watcher would still need a timer per key on
+// the server's clock; a poll asks the servers themselves (an absent key
+// is a lapsed lease) and costs one request per interval while nothing is
+// to be taken. The claim follows a lapse within one interval.
+
+// DefaultTakeoverEvery is the default CoreOptions.TakeoverEvery.
+const DefaultTakeoverEvery = 250 * time.Millisecond
+
+// claimTimeout bounds one claim attempt of the standby and the scan: a
+// request lost with a server (the owners bucket's leader killed, the
+// connection moving to another server) is tried again on the next tick
+// instead of waiting out the store's request timeout.
+const claimTimeout = 750 * time.Millisecond
+
+// takeoverTimer names the periodic takeover scan under the empty owner.
+const takeoverTimer = "takeover"
+
+// clustered reports whether the store's leases can lapse (any store but
+// store/local, whose home lock owns every agent for the daemon's life).
+func (c *Core) clustered() bool {
+	_, isLocal := c.st.(*local.Store)
+	return !isLocal
+}
+
+func (c *Core) takeoverEvery() time.Duration {
+	if d := c.opts.TakeoverEvery; d > 0 {
+		return d
+	}
+	return DefaultTakeoverEvery
+}
+
+// putAgent adds a to the agents (recovery and takeover place agents while
+// the core may be serving).
+func (c *Core) putAgent(id string, a *agent) {
+	c.mu.Lock()
+	c.agents[id] = a
+	c.mu.Unlock()
+}
+
+// known reports whether this core runs id, knows it terminated, or holds
+// a claim on it (an agent being created claims its id before its first
+// entry is written and before it is listed).
+func (c *Core) known(id string) bool {
+	c.mu.Lock()
+	_, ok := c.agents[id]
+	_, gone := c.gone[id]
+	c.mu.Unlock()
+	if ok || gone {
+		return true
+	}
+	c.leases.mu.Lock()
+	defer c.leases.mu.Unlock()
+	_, held := c.leases.m[id]
+	return held
+}
+
+// dropLease gives up the claim on id, if held (another daemon may claim
+// it at once).
+func (c *Core) dropLease(id string) {
+	c.leases.mu.Lock()
+	l, ok := c.leases.m[id]
+	delete(c.leases.m, id)
+	c.leases.mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.Release(ctx); err != nil {
+		c.log.Warn("releasing the claim on an agent", "agent", id, "err", err)
+	}
+}
+
+// claimUser claims the USER inbox. On a cluster store a daemon that finds
+// it held stands by, trying again every TakeoverEvery, until the holder's
+// lease lapses or the core is closed.
+func (c *Core) claimUser() (store.Lease, error) {
+	logged := false
+	for tries := 0; ; tries++ {
+		l, err := c.ownWithin(store.UserID, claimTimeout)
+		if err == nil || !c.clustered() {
+			return l, err
+		}
+		switch {
+		case !errors.Is(err, store.ErrOwned):
+			// The cluster did not answer in time (a leader election, a
+			// server going away): try again on the next tick.
+			if tries%40 == 0 {
+				c.log.Warn("claiming the USER inbox failed; trying again", "err", err)
+			}
+		case !logged:
+			logged = true
+			c.log.Info("standing by: another daemon runs this cluster's USER inbox; its agents are taken over when its lease lapses", "detail", err)
+		}
+		if err := schedule.Sleep(c.ctx, c.opts.Clock, c.takeoverEvery()); err != nil {
+			return nil, errors.Join(errors.New("stopped standing by for the USER inbox"), err)
+		}
+	}
+}
+
+// claimable returns the ids to load: all of them on the local store. On a
+// cluster store each id this core does not know is claimed; those held by
+// another daemon are left out, and so is a claimed agent whose parent's
+// log exists but is held elsewhere (its claim is given back: a subtree
+// goes to its parent's daemon, which writes the messages between them).
+// An id whose claim fails otherwise (the cluster did not answer in time)
+// is left for the next scan. elsewhere lists the ids left out: their
+// agents exist (another daemon runs them, or will be taken later), so no
+// spawn of them is redone.
+func (c *Core) claimable(ids []string) (take, elsewhere []string) {
+	if !c.clustered() {
+		return ids, nil
+	}
+	inStore := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		inStore[id] = true
+	}
+	took := map[string]bool{}
+	for _, id := range ids {
+		if c.known(id) {
+			continue
+		}
+		if _, err := c.ownWithin(id, claimTimeout); err != nil {
+			if !errors.Is(err, store.ErrOwned) {
+				c.log.Warn("claiming an agent failed; the next takeover scan tries again", "agent", id, "err", err)
+			}
+			elsewhere = append(elsewhere, id)
+			continue
+		}
+		took[id] = true
+	}
+	parents := make(map[string]string, len(took))
+	for id := range took {
+		parents[id] = c.parentOf(id)
+	}
+	for changed := true; changed; {
+		changed = false
+		for id := range took {
+			p := parents[id]
+			if p == "" || took[p] || c.known(p) || !inStore[p] {
+				continue
+			}
+			delete(took, id)
+			c.dropLease(id)
+			elsewhere = append(elsewhere, id)
+			changed = true
+		}
+	}
+	for _, id := range ids {
+		if took[id] {
+			take = append(take, id)
+		}
+	}
+	return take, elsewhere
+}
+
+// parentOf reads the parent named by id's agent.created ("" for a root or
+// when the first entry says nothing).
+func (c *Core) parentOf(id string) string {
+	e, err := c.st.ReadSeq(c.ctx, id, 1, 0)
+	if err != nil || e.Event != schema.AgentCreated {
+		return ""
+	}
+	var d struct {
+		ParentID *string `json:"parent_id"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil || d.ParentID == nil {
+		return ""
+	}
+	return *d.ParentID
+}
+
+// startTakeover arms the periodic takeover scan on a cluster store.
+func (c *Core) startTakeover() {
+	if !c.clustered() {
+		return
+	}
+	every := c.takeoverEvery()
+	var tick func()
+	tick = func() {
+		if _, err := c.Takeover(); err != nil {
+			c.log.Warn("takeover scan", "err", err)
+		}
+		c.sched.Arm("", takeoverTimer, c.now().Add(every), tick)
+	}
+	c.sched.Arm("", takeoverTimer, c.now().Add(every), tick)
+}
+
+// Takeover claims the agents of a cluster store that no daemon holds and
+// that this core does not run, and recovers them into it as Recover does.
+// It returns what it did; on the local store it does nothing.
+func (c *Core) Takeover() (RecoveryReport, error) {
+	var rep RecoveryReport
+	if !c.clustered() {
+		return rep, nil
+	}
+	c.takeoverMu.Lock()
+	defer c.takeoverMu.Unlock()
+	if c.stopping() {
+		return rep, nil
+	}
+	ids, err := c.st.Agents(c.ctx)
+	if err != nil {
+		return rep, err
+	}
+	fresh := false
+	for _, id := range ids {
+		if !c.known(id) {
+			fresh = true
+			break
+		}
+	}
+	if !fresh {
+		return rep, nil
+	}
+	take, _ := c.claimable(ids)
+	if len(take) == 0 {
+		return rep, nil
+	}
+	byID, existing := c.classifyLoaded(c.loadedOrLater(c.loadAll(take)), &rep)
+	for _, id := range ids {
+		existing[id] = true // a spawn whose child exists anywhere is not redone
+	}
+	// Runs are marked before the agents are placed, so that no turn can
+	// start on one (a send over the socket) before its open run is marked.
+	for _, l := range byID {
+		c.restoreAgent(l, &rep)
+	}
+	placed := c.placeTree(byID, &rep)
+	rep.Agents = len(placed)
+	c.adoptPlaced(placed)
+	c.armRecovered(placed, &rep)
+	c.finishCutSpawns(placed, existing)
+	c.pruneRecovered(placed, existing)
+	c.bootstrapUnstarted(placed)
+	for _, l := range placed {
+		c.wake(l.a)
+	}
+	c.log.Info("took over agents whose owner's lease lapsed", "agents", rep.Agents, "terminated", rep.Terminated,
+		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
+	c.changed.fire()
+	return rep, nil
+}
+
+// loadedOrLater drops from all the agents whose log the cluster did not
+// serve in time (store.ErrUnavailable), giving their claims back: the next
+// scan takes them, rather than listing them as corrupt.
+func (c *Core) loadedOrLater(all []*loaded) []*loaded {
+	kept := all[:0]
+	for _, l := range all {
+		if l.err != nil && errors.Is(l.err, store.ErrUnavailable) {
+			c.log.Warn("the cluster did not serve an agent's log; the next takeover scan tries again", "agent", l.id, "err", l.err)
+			c.dropLease(l.id)
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return kept
+}
+
+// adoptPlaced indexes the subscriptions to and from the agents just
+// placed, delivers the messages they recorded but their recipients lack,
+// and re-arms and announces their waits.
+func (c *Core) adoptPlaced(placed []*loaded) {
+	isNew := make(map[string]bool, len(placed))
+	for _, l := range placed {
+		isNew[l.id] = true
+		l.a.mu.Lock()
+		subs := make([]subscriptionRec, 0, len(l.p.Subs))
+		for _, sub := range l.p.Subs {
+			subs = append(subs, sub)
+		}
+		l.a.mu.Unlock()
+		for _, sub := range subs {
+			c.indexSubscription(sub, l.id)
+		}
+	}
+	for _, a := range c.agentList() {
+		if isNew[a.id] {
+			continue
+		}
+		a.mu.Lock()
+		var subs []subscriptionRec
+		for _, sub := range a.p.Subs {
+			if isNew[sub.Target] {
+				subs = append(subs, sub)
+			}
+		}
+		a.mu.Unlock()
+		for _, sub := range subs {
+			c.indexSubscription(sub, a.id)
+		}
+	}
+	for _, l := range placed {
+		l.a.mu.Lock()
+		sent := append([]sentRef(nil), l.p.Sent...)
+		var deadline time.Time
+		if l.a.hasLiveWait() {
+			deadline = l.p.Run.Wait.Deadline
+		}
+		l.a.mu.Unlock()
+		c.redeliverRefs(l.id, sent, true)
+		if !deadline.IsZero() {
+			c.armDeadline(deadline)
+			c.noticeWaitOf(l.a)
+		}
+	}
+}

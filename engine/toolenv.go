@@ -1,0 +1,359 @@
+package engine
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/toolexec"
+	"github.com/warren-dev/warren/tools"
+)
+
+// toolEnv is the Core as the tools' environment (toolexec.Env): every tool
+// a provider, the MCP bridge (tool.call with an agent credential) or the
+// operator (tool.call) calls runs in package toolexec against it.
+//
+// Locks. toolexec calls these methods holding no lock of the core; within
+// one attempt it holds Attempt.serial (one call at a time) around them.
+// Each method takes the core lock (c.mu, through c.agent, or to index a
+// subscription) and one agent's lock (a.mu) one after the other, for a
+// snapshot or a field, never one inside the other, and holds neither
+// across a log append (an append takes a.mu itself: OnAppend folds the
+// entry into the projection), a wake or a call into other packages. The
+// one nesting is CancelReminder's: a.remMu (which serialises it with the
+// reminder firing) around a.mu sections and the reminder.cancelled append,
+// the order fireReminder takes them in. So the order is
+//
+//	Attempt.serial -> a.remMu -> one of: c.mu, a.mu, a log append
+type toolEnv Core
+
+var _ toolexec.Env = (*toolEnv)(nil)
+
+func (c *Core) env() *toolEnv { return (*toolEnv)(c) }
+
+func (e *toolEnv) core() *Core { return (*Core)(e) }
+
+// callCtx places a call for the code outside toolexec that needs its run
+// (beginWait).
+type callCtx struct {
+	runID string
+	turn  int
+}
+
+// CallTool runs a tool for an agent outside any turn (the tool.call method).
+func (c *Core) CallTool(ctx context.Context, agentID, tool string, args map[string]any) (map[string]any, error) {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return nil, notFound(agentID)
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	return toolexec.CallOutside(ctx, c.env(), toolexec.Caller{ID: a.id, Log: a.log}, tool, args)
+}
+
+// newRunTools starts the ToolCaller of one attempt of a turn. Calls the
+// log already records for the run are answered from the record.
+func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
+	var recorded []toolexec.Recorded
+	var resume *string
+	a.mu.Lock()
+	if r := a.p.RunFor(runID); r != nil {
+		recorded = make([]toolexec.Recorded, len(r.Calls))
+		for i, rc := range r.Calls {
+			recorded[i] = toolexec.Recorded{Tool: rc.Tool, Result: rc.Result, Error: rc.Error,
+				Redo: func(args map[string]any) { c.reapply(a, rc.Tool, args, &rc) }}
+		}
+		if r.ResumeResponse != nil {
+			s := *r.ResumeResponse
+			resume = &s
+		}
+	}
+	a.mu.Unlock()
+	t := &runTools{}
+	t.Init(c.env(), toolexec.Caller{ID: a.id, Log: a.log}, runID, turn, recorded, resume)
+	return t
+}
+
+// Tree.
+
+func (e *toolEnv) Lookup(fromID, name string) (string, error) { return e.tree.Lookup(fromID, name) }
+
+func (e *toolEnv) ChildByName(parentID, name string) (string, error) {
+	return e.tree.ChildByName(parentID, name)
+}
+
+func (e *toolEnv) Children(id string) []string { return e.tree.Children(id) }
+
+func (e *toolEnv) CheckRoute(from, to string) error { return e.tree.CheckRoute(from, to) }
+
+func (e *toolEnv) BroadcastTargets(from string) ([]string, error) {
+	return e.tree.BroadcastTargets(from)
+}
+
+// Clock.
+
+func (e *toolEnv) Now() time.Time { return e.now() }
+
+func (e *toolEnv) NewID() string { return newID() }
+
+func (e *toolEnv) Limits() toolexec.Limits {
+	return toolexec.Limits{MessageBytes: e.core().limits().MessageBytes, TakeCount: maxWakeBatch, TakeBytes: pageBytes,
+		RecentCount: maxNoticeListed, RecentBytes: pageBytes}
+}
+
+// Agents.
+
+func (e *toolEnv) Agent(id string) (toolexec.Agent, bool) {
+	a, ok := e.core().agent(id)
+	if !ok {
+		return toolexec.Agent{}, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return toolexec.Agent{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, State: a.stateLocked(), Gated: a.p.Gated,
+		Busy: a.busy, Metadata: maps.Clone(a.p.Metadata), Pending: a.p.Pending.Len()}, true
+}
+
+func (e *toolEnv) DisplayName(id string) string { return e.core().displayName(id) }
+
+func (e *toolEnv) Inbox(id string) ([]inbox.Message, []string) {
+	a, ok := e.core().agent(id)
+	if !ok {
+		return nil, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var shown []string
+	if a.cur != nil {
+		if r := a.p.RunFor(a.cur.runID); r != nil {
+			shown = slices.Clone(r.MessageIDs)
+		}
+	}
+	return a.p.Pending.Peek(), shown
+}
+
+func (e *toolEnv) PendingFirst(id string, n int, b int64) []inbox.Message {
+	a, ok := e.core().agent(id)
+	if !ok {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Pending.PeekFirst(n, b)
+}
+
+func (e *toolEnv) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
+	return e.core().fillPayloads(owner, msgs)
+}
+
+// Mail.
+
+func (e *toolEnv) CheckEnqueue(m inbox.Message, n int, b int64) (bool, error) {
+	return e.core().checkEnqueueN(m, n, b)
+}
+
+func (e *toolEnv) Enqueue(m inbox.Message) error { return e.core().appendEnqueue(m) }
+
+func (e *toolEnv) MarkDelivered(id string, msgIDs []string) error {
+	a, ok := e.core().agent(id)
+	if !ok {
+		return errNotFoundAgent
+	}
+	recs := make([]eventlog.Record, len(msgIDs))
+	for i, mid := range msgIDs {
+		recs[i] = eventlog.Record{Event: schema.MessageDelivered, Data: schema.MessageDeliveredData{MessageID: mid}}
+	}
+	_, err := a.log.AppendBatch(recs)
+	return err
+}
+
+// Effects.
+
+func (e *toolEnv) CheckProvider(name string) error {
+	_, err := e.core().provider(name)
+	return err
+}
+
+func (e *toolEnv) ChildSpec(parent, id string, v tools.SpawnAgent) toolexec.ChildSpec {
+	a, ok := e.core().agent(parent)
+	if !ok {
+		return toolexec.ChildSpec{ID: id, Name: v.Name, ParentID: parent, Instructions: v.Instructions,
+			Provider: v.Provider, Model: v.Model, Metadata: v.Metadata}
+	}
+	return toolexec.ChildSpec(e.core().childSpec(a, id, v))
+}
+
+func (e *toolEnv) CheckChild(spec *toolexec.ChildSpec) error {
+	c := e.core()
+	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
+		return err
+	}
+	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
+		return err
+	}
+	prov, err := c.provider(spec.Provider)
+	if err != nil {
+		return err
+	}
+	return checkServed(prov, spec.Provider, spec.Model)
+}
+
+func (e *toolEnv) CreateChild(spec toolexec.ChildSpec) error {
+	c := e.core()
+	if _, err := c.CreateAgent(c.ctx, CreateSpec(spec)); err != nil {
+		return err
+	}
+	if ch, ok := c.agent(spec.ID); ok && !c.opts.NoWake {
+		c.bootstrap(ch)
+	}
+	return nil
+}
+
+func (e *toolEnv) DeferSpawn(parent string, spec toolexec.ChildSpec) bool {
+	a, ok := e.core().agent(parent)
+	if !ok {
+		return false
+	}
+	return e.core().deferSpawn(a, CreateSpec(spec))
+}
+
+func (e *toolEnv) MarkCompleting(id string) {
+	if a, ok := e.core().agent(id); ok {
+		e.core().markCompleting(a)
+	}
+}
+
+func (e *toolEnv) Poke(id string) {
+	if a, ok := e.core().agent(id); ok {
+		e.core().poke(a)
+	}
+}
+
+func (e *toolEnv) CheckMetadata(md map[string]string) error { return e.core().checkAgentText("", md) }
+
+func (e *toolEnv) SetMetadata(id, key string, value *string) error {
+	a, ok := e.core().agent(id)
+	if !ok {
+		return errNotFoundAgent
+	}
+	_, err := a.log.Append(schema.MetadataUpdated, schema.MetadataUpdatedData{Key: key, Value: value})
+	return err
+}
+
+func (e *toolEnv) SetGate(id, name string, gated bool) error {
+	ch, ok := e.core().agent(id)
+	if !ok {
+		return errNotFoundAgent
+	}
+	action := "ungate"
+	if gated {
+		action = "gate"
+	}
+	if _, err := ch.log.Append(schema.ToolGate, schema.GateData{Action: action, AgentName: name}); err != nil {
+		return err
+	}
+	ch.mu.Lock()
+	ch.permit = false
+	ch.mu.Unlock()
+	if !gated {
+		e.core().wake(ch)
+	}
+	return nil
+}
+
+func (e *toolEnv) PermitTurn(id, name string) error {
+	ch, ok := e.core().agent(id)
+	if !ok {
+		return errNotFoundAgent
+	}
+	if _, err := ch.log.Append(schema.ToolPermitTurn, schema.GateData{AgentName: name}); err != nil {
+		return err
+	}
+	ch.mu.Lock()
+	ch.permit = true
+	ch.mu.Unlock()
+	e.core().wake(ch)
+	return nil
+}
+
+func (e *toolEnv) ScheduleReminder(id string, r toolexec.Reminder) error {
+	a, ok := e.core().agent(id)
+	if !ok {
+		return errNotFoundAgent
+	}
+	if _, err := a.log.Append(schema.ReminderSched, schema.ReminderData{ReminderID: r.ID, Reason: r.Reason,
+		Due: r.Due.Format(time.RFC3339Nano), EveryMS: r.Every.Milliseconds()}); err != nil {
+		return err
+	}
+	e.core().armReminder(a, r.ID)
+	return nil
+}
+
+func (e *toolEnv) CancelReminder(id, reminderID string) (bool, error) {
+	a, ok := e.core().agent(id)
+	if !ok {
+		return false, nil
+	}
+	// Serialised with firing: once the cancel returns, no notice of this
+	// reminder is in flight.
+	a.remMu.Lock()
+	defer a.remMu.Unlock()
+	a.mu.Lock()
+	_, known := a.p.Reminders[reminderID]
+	a.mu.Unlock()
+	if !known {
+		return false, nil
+	}
+	if _, err := a.log.Append(schema.ReminderCancel, schema.ReminderData{ReminderID: reminderID}); err != nil {
+		return true, err
+	}
+	e.core().disarmReminder(a, reminderID)
+	return true, nil
+}
+
+func (e *toolEnv) Subscribe(subscriber string, s toolexec.Subscription) (bool, error) {
+	a, ok := e.core().agent(subscriber)
+	if !ok {
+		return false, errNotFoundAgent
+	}
+	sub := subscriptionRec{ID: s.ID, Target: s.Target, From: s.From, To: s.To, Once: s.Once}
+	// Indexing checks the target under the core lock, which termination
+	// also takes: a subscription is either in place before the target's
+	// terminated transition fires, or refused because the target is gone.
+	if !e.core().indexSubscription(sub, subscriber) {
+		return false, nil
+	}
+	if _, err := a.log.Append(schema.ToolSubscribe, schema.SubscribeData{SubscriptionID: sub.ID, TargetID: sub.Target,
+		From: sub.From, To: sub.To, Once: sub.Once}); err != nil {
+		e.core().unindexSubscription(sub)
+		return true, err
+	}
+	return true, nil
+}
+
+func (e *toolEnv) Unsubscribe(subscriber, subscriptionID string) (bool, error) {
+	a, ok := e.core().agent(subscriber)
+	if !ok {
+		return false, nil
+	}
+	a.mu.Lock()
+	sub, known := a.p.Subs[subscriptionID]
+	a.mu.Unlock()
+	if !known {
+		return false, nil
+	}
+	return true, e.core().dropSubscription(a, sub, "unsubscribed")
+}
+
+func (e *toolEnv) AwaitInput(id string, v tools.AwaitInput, pos toolexec.Pos) error {
+	a, ok := e.core().agent(id)
+	if !ok {
+		return errNotFoundAgent
+	}
+	return e.core().beginWait(a, v, callCtx{runID: pos.RunID, turn: pos.Turn})
+}
