@@ -87,29 +87,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("home %q: %w", opts.Home, err)
 	}
-	sock := SocketPath(home)
-	if err := protocol.CheckSocketPath(sock); err != nil {
-		return fmt.Errorf("%w: choose a shorter --home", err)
-	}
-	if err := PrepareHome(home); err != nil {
-		return err
-	}
-	lock, err := acquireLock(home)
+	release, err := claimHome(home)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = lock.Unlock() }()
+	defer release()
 	fsys := faultfs.OS{}
-	// A stale socket is replaced by the server's Listen; anything else at
-	// the path is refused now, before recovery, and never removed.
-	if err := checkSocketFile(sock); err != nil {
-		return err
-	}
-	if err := atomicfile.Write(fsys, pidPath(home), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
-		return fmt.Errorf("writing the pid file: %w", err)
-	}
-	defer os.Remove(pidPath(home))
-
 	cfgPath := filepath.Join(home, "config.json")
 	cfgState := &configState{}
 	cfg, err := config.Load(fsys, cfgPath)
@@ -119,28 +102,70 @@ func Run(ctx context.Context, opts Options) error {
 		cfg = config.Default()
 	}
 	cfg = withFlags(cfg, opts)
-	if opts.Providers == nil {
-		return errors.New("daemon.Options.Providers is nil: pass a provider registry (builtins.Providers)")
-	}
-	// Scripted agents import warren_script (and substrat_script) from here.
-	pyDir := filepath.Join(home, "python")
-	if err := os.MkdirAll(pyDir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", pyDir, err)
-	}
-	provs, err := opts.Providers(ProviderEnv{Config: cfg, Logger: logger, PythonDir: pyDir})
-	if err != nil {
-		return err
-	}
-	bootID := inbox.NewID()
-	st, closeStore, err := openStore(ctx, opts, fsys, home, logger, bootID)
+	core, closeStore, err := boot(ctx, opts, fsys, home, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	core, err := engine.NewCore(engine.CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
-		Logger: logger, SocketPath: sock, PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID})
+	return serve(ctx, opts, core, home, cfgPath, cfgState, logger)
+}
+
+// claimHome checks the home and the socket path, takes the home's lock and
+// writes the pid file; release undoes the last two.
+func claimHome(home string) (release func(), err error) {
+	sock := SocketPath(home)
+	if err := protocol.CheckSocketPath(sock); err != nil {
+		return nil, fmt.Errorf("%w: choose a shorter --home", err)
+	}
+	if err := PrepareHome(home); err != nil {
+		return nil, err
+	}
+	lock, err := acquireLock(home)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	// A stale socket is replaced by the server's Listen; anything else at
+	// the path is refused now, before recovery, and never removed.
+	if err := checkSocketFile(sock); err != nil {
+		_ = lock.Unlock()
+		return nil, err
+	}
+	if err := atomicfile.Write(faultfs.OS{}, pidPath(home), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		_ = lock.Unlock()
+		return nil, fmt.Errorf("writing the pid file: %w", err)
+	}
+	return func() {
+		_ = os.Remove(pidPath(home))
+		_ = lock.Unlock()
+	}, nil
+}
+
+// boot builds the provider registry, the store and the Core, and recovers
+// the agents. closeStore is for after the Core is closed.
+func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg config.Config, logger hclog.Logger) (
+	core *engine.Core, closeStore func(), err error) {
+	if opts.Providers == nil {
+		return nil, nil, errors.New("daemon.Options.Providers is nil: pass a provider registry (builtins.Providers)")
+	}
+	// Scripted agents import warren_script (and substrat_script) from here.
+	pyDir := filepath.Join(home, "python")
+	if err := os.MkdirAll(pyDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("creating %s: %w", pyDir, err)
+	}
+	provs, err := opts.Providers(ProviderEnv{Config: cfg, Logger: logger, PythonDir: pyDir})
+	if err != nil {
+		return nil, nil, err
+	}
+	bootID := inbox.NewID()
+	st, closeStore, err := openStore(ctx, opts, fsys, home, logger, bootID)
+	if err != nil {
+		return nil, nil, err
+	}
+	core, err = engine.NewCore(engine.CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
+		Logger: logger, SocketPath: SocketPath(home), PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID})
+	if err != nil {
+		closeStore()
+		return nil, nil, err
 	}
 	logger.Info("recovering", "home", home, "boot_id", core.BootID())
 	start := time.Now()
@@ -151,10 +176,18 @@ func Run(ctx context.Context, opts Options) error {
 	stopWaiting()
 	if err != nil {
 		_ = core.Close(context.Background())
-		return fmt.Errorf("recovery: %w", err)
+		closeStore()
+		return nil, nil, fmt.Errorf("recovery: %w", err)
 	}
 	logger.Info("recovered", "agents", rep.Agents, "interrupted", rep.Interrupted, "corrupt", rep.Corrupt, "quarantined", rep.Quarantined,
 		"pending", rep.Pending, "from_checkpoints", rep.Resumed, "took", time.Since(start))
+	warnNearMemoryLimit(logger)
+	return core, closeStore, nil
+}
+
+// warnNearMemoryLimit says so when the recovered state already takes most
+// of the soft memory limit.
+func warnNearMemoryLimit(logger hclog.Logger) {
 	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -163,7 +196,13 @@ func Run(ctx context.Context, opts Options) error {
 				"heap_bytes", ms.HeapAlloc, "limit_bytes", limit)
 		}
 	}
+}
 
+// serve listens on the socket and serves until ctx is done, daemon.shutdown
+// is called or the server fails, watching config.json meanwhile; then it
+// closes the socket and the Core.
+func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath string, cfgState *configState, logger hclog.Logger) error {
+	sock := SocketPath(home)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	h := &handler{c: core, home: home, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop, cfg: cfgState}
@@ -179,24 +218,7 @@ func Run(ctx context.Context, opts Options) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := config.WatchWith(runCtx, cfgPath, config.WatchOptions{Logger: logger.Named("config"),
-			OnValid: func() {
-				cfgState.set(nil)
-				logger.Debug("config.json read and valid")
-			},
-			OnChange: func(c config.Config) {
-				c = withFlags(c, opts)
-				core.ApplyConfig(c)
-				logger.Info("config.json reloaded", "pools", fmt.Sprint(c.Pools), "max_retries", c.MaxRetries)
-			},
-			OnError: func(err error) {
-				// Recorded before it is logged: whoever sees the log line
-				// (a test, an operator) then finds it in daemon.status.
-				cfgState.set(err)
-				logger.Error("config.json is invalid; keeping the previous config", "err", err)
-			}}); err != nil && runCtx.Err() == nil {
-			logger.Warn("config watcher stopped", "err", err)
-		}
+		watchConfig(runCtx, opts, core, cfgPath, cfgState, logger)
 	}()
 	interval := opts.SweepInterval
 	if interval <= 0 {
@@ -229,6 +251,30 @@ func Run(ctx context.Context, opts Options) error {
 	_ = os.Remove(sock)
 	logger.Info("stopped")
 	return runErr
+}
+
+// watchConfig applies each valid change of config.json to the Core and
+// records an invalid file for daemon.status, until ctx is done.
+func watchConfig(ctx context.Context, opts Options, core *engine.Core, cfgPath string, cfgState *configState, logger hclog.Logger) {
+	err := config.WatchWith(ctx, cfgPath, config.WatchOptions{Logger: logger.Named("config"),
+		OnValid: func() {
+			cfgState.set(nil)
+			logger.Debug("config.json read and valid")
+		},
+		OnChange: func(c config.Config) {
+			c = withFlags(c, opts)
+			core.ApplyConfig(c)
+			logger.Info("config.json reloaded", "pools", fmt.Sprint(c.Pools), "max_retries", c.MaxRetries)
+		},
+		OnError: func(err error) {
+			// Recorded before it is logged: whoever sees the log line
+			// (a test, an operator) then finds it in daemon.status.
+			cfgState.set(err)
+			logger.Error("config.json is invalid; keeping the previous config", "err", err)
+		}})
+	if err != nil && ctx.Err() == nil {
+		logger.Warn("config watcher stopped", "err", err)
+	}
 }
 
 // acquireLock takes the home's flock (store/local.Lock: same file, same

@@ -3,12 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/tree"
 )
 
 // Memory bounded by design (docs/DECISIONS.md): a pending message keeps its
@@ -80,15 +78,6 @@ func (c *Core) checkRoom(owner string, n int, b int64, size int, tn, tb int64) e
 			bytes, size, l.PendingBytes, errInboxFull)
 	}
 	return nil
-}
-
-// inboxLogPath is the log holding the message.enqueued entries of owner's
-// inbox.
-func (c *Core) inboxLogPath(owner string) string {
-	if owner == tree.User {
-		return filepath.Join(c.opts.Home, "user.jsonl")
-	}
-	return c.logPath(owner)
 }
 
 // fillPayloads returns msgs with every payload resident, reading those
