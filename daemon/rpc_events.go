@@ -3,7 +3,7 @@ package daemon
 import (
 	"context"
 
-	"github.com/warren-dev/warren/engine"
+	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/server"
 	"github.com/warren-dev/warren/tree"
@@ -120,7 +120,7 @@ func (h *handler) sendBacklog(sp subscribeParams, out server.Stream, last map[st
 }
 
 // sendLive sends one live event, unless the backlog already sent it.
-func sendLive(ev engine.LiveEvent, out server.Stream, last map[string]uint64) error {
+func sendLive(ev bus.Event, out server.Stream, last map[string]uint64) error {
 	if ev.Delta != "" {
 		return out.Event(map[string]any{"event": "turn.delta", "agent_id": ev.AgentID, "run_id": ev.RunID, "text": ev.Delta})
 	}

@@ -7,11 +7,11 @@ import (
 	"sort"
 	"time"
 
-	"github.com/warren-dev/warren/provider"
-	"github.com/warren-dev/warren/schema"
-
+	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/multiplexer"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -324,10 +324,10 @@ func (c *Core) Evict(ctx context.Context, agentID string) error {
 
 // WaitChange returns a channel closed at the next change of live state that
 // the logs do not show (a turn ended, an agent was terminated).
-func (c *Core) WaitChange() <-chan struct{} { return c.changed.wait() }
+func (c *Core) WaitChange() <-chan struct{} { return c.changed.Wait() }
 
 // Subscribe streams logged events (agentID "" = all agents); cancel ends it.
-func (c *Core) Subscribe(agentID string) (<-chan LiveEvent, func()) { return c.bus.subscribe(agentID) }
+func (c *Core) Subscribe(agentID string) (<-chan bus.Event, func()) { return c.bus.Subscribe(agentID) }
 
 // Idle reports whether no turn runs (nor its aftermath: deferred spawns,
 // notices, completion) and no wake is due.

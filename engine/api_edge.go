@@ -1,5 +1,10 @@
 package engine
 
+import (
+	"github.com/warren-dev/warren/bus"
+	"github.com/warren-dev/warren/registry"
+)
+
 // What the RPC edge reads of the core beyond the operations in api.go:
 // the credential's agent, names and paths, an agent's status, the open log
 // handles and the USER inbox's health, and the live event stream.
@@ -7,7 +12,7 @@ package engine
 // AgentOfCredential returns the agent a process credential was issued to
 // (procs.go); false when it is unknown or revoked.
 func (c *Core) AgentOfCredential(credential string) (string, bool) {
-	return c.creds.agentOf(credential)
+	return c.launches.AgentOf(credential)
 }
 
 // DisplayName is how messages name an agent: its path, or its id once gone.
@@ -49,11 +54,14 @@ func (c *Core) UserInboxDegraded() error {
 
 // SubscribeEvents subscribes to the logged entries of one agent ("" = all)
 // and, with deltas, to the response text of turns as it streams.
-func (c *Core) SubscribeEvents(agentID string, deltas bool) (<-chan LiveEvent, func()) {
-	return c.bus.subscribeWith(agentID, deltas)
+func (c *Core) SubscribeEvents(agentID string, deltas bool) (<-chan bus.Event, func()) {
+	return c.bus.SubscribeWith(agentID, deltas)
 }
 
 // StopWaiting ends the Core's background context, so a Recover waiting
 // (a standby for a cluster's USER inbox, takeover.go; an unavailable
 // cluster) returns; the caller closes the Core after.
 func (c *Core) StopWaiting() { c.cancel() }
+
+// Providers lists the provider entries (daemon.providers), sorted by name.
+func (c *Core) Providers() []registry.Info { return c.providers.Entries() }

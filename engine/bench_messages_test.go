@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
@@ -57,7 +58,7 @@ type fanOut struct {
 	c        *Core
 	root     *agent
 	children int
-	events   <-chan LiveEvent
+	events   <-chan bus.Event
 	consumed int
 	runIDs   map[string]int // root run id -> replies its turn shows
 	rounds   int

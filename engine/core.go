@@ -12,13 +12,17 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/agentproc"
+	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/launch"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/registry"
 	"github.com/warren-dev/warren/schedule"
+	"github.com/warren-dev/warren/stderrlog"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
 	"github.com/warren-dev/warren/token"
@@ -142,11 +146,11 @@ type Core struct {
 	// resv holds the room of messages checked and not yet appended.
 	resv reservations
 
-	user  *userInbox
-	http  httpRegistry
-	acp   acpRegistry
-	mux   *multiplexer.Mux[*live]
-	store store.Snapshots
+	user *userInbox
+	// providers resolves provider entry names (package registry).
+	providers *registry.Registry
+	mux       *multiplexer.Mux[*live]
+	store     store.Snapshots
 	// st holds the logs (CoreOptions.Store); local-only files (checkpoints,
 	// quarantine, repair, procs, stderr) stay under Home (store.go).
 	st     store.Store
@@ -154,16 +158,13 @@ type Core struct {
 	// takeoverMu serialises the takeover scans (takeover.go).
 	takeoverMu sync.Mutex
 	tokens     *token.Service
-	bus        *eventBus
-	// creds are the credentials of running agent processes; procRecords
-	// their durable records (procs.go).
-	creds       *credStore
-	procRecords agentproc.Records
-	// stderrLogs keep what agent processes write to stderr (stderrlog.go).
-	stderrLogs *stderrLogs
+	bus        *bus.Bus
+	// launches gives each agent process its credential, its durable
+	// record and its stderr.log (package launch).
+	launches *launch.Launches
 	// changed fires when live state changes outside the logs (turn ends,
 	// terminations), for waiters such as tests and the demo.
-	changed changeSignal
+	changed bus.Signal
 
 	// sched owns every timer and every piece of background work (turns,
 	// timer callbacks, the scrub); Close stops it and waits for it.
@@ -239,8 +240,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		subIndex:  map[string]map[string]indexedSub{},
 		tokens:    token.NewService(),
 		scrubbed:  make(chan struct{}),
-		bus:       newEventBus(),
-		creds:     newCredStore(),
+		bus:       bus.New(),
 		ctx:       ctx,
 		cancel:    cancel,
 	}
@@ -250,9 +250,11 @@ func NewCore(opts CoreOptions) (*Core, error) {
 			Now: c.now, Files: c.files, PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
 	}
 	c.store = c.st.Snapshots()
-	c.procRecords = agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")}
-	c.stderrLogs = newStderrLogs(opts.FS, c.agentDir, opts.Logger)
+	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
+		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
 	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))
+	c.providers = registry.New(registry.Options{Static: opts.Providers, Config: c.config, Getenv: opts.Getenv,
+		WarrenBinary: opts.WarrenBinary, Logger: c.log})
 	return c, nil
 }
 
@@ -311,7 +313,7 @@ func (c *Core) Close(ctx context.Context) error {
 		}
 	}
 	c.releaseLeases(ctx)
-	c.bus.close()
+	c.bus.Close()
 	return errors.Join(errs...)
 }
 
@@ -331,7 +333,7 @@ func (c *Core) Abandon() {
 	if c.user != nil {
 		c.user.log.Abandon()
 	}
-	c.bus.close()
+	c.bus.Close()
 }
 
 // stopAgents marks the core closed (no new turns or wakes), stops the

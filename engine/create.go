@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/store"
-
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -62,7 +60,7 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 				}
 			}
 		}
-		c.bus.publish(id, es)
+		c.bus.Publish(id, es)
 	}
 	lg, err := c.st.OpenLog(context.Background(), id, opts)
 	if err != nil {
@@ -219,26 +217,15 @@ func (c *Core) removeOrphanDir(id string) {
 
 func (c *Core) providerSpec(provName, id, model, instructions, cwd string, history []provider.Turn) provider.Spec {
 	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd, System: c.systemPrompt(id, instructions),
-		Env: c.processEnv(provName, id), History: history, Launcher: procLauncher{c: c, agentID: id},
+		Env: c.processEnv(provName, id), History: history, Launcher: c.launches.For(id),
 		Identity: c.agentIdentity(id), HistoryMode: c.historyMode(provName, id)}
 }
 
 // provider looks a provider up by name; an unknown one is code 2 naming the
 // known providers.
 func (c *Core) provider(name string) (provider.Provider, error) {
-	if p, ok := c.opts.Providers[name]; ok {
+	if p, ok := c.providers.Lookup(name); ok {
 		return p, nil
 	}
-	if p := c.httpProvider(name); p != nil {
-		return p, nil
-	}
-	if p := c.acpProvider(name); p != nil {
-		return p, nil
-	}
-	names := make([]string, 0, len(c.opts.Providers))
-	for _, pi := range c.Providers() {
-		names = append(names, pi.Name)
-	}
-	sort.Strings(names)
-	return nil, failf(ErrInvalid, "unknown provider %q (known: %s)", name, strings.Join(names, ", "))
+	return nil, failf(ErrInvalid, "unknown provider %q (known: %s)", name, strings.Join(c.providers.Names(), ", "))
 }

@@ -76,7 +76,7 @@ func (c *Core) flushOwed(a *agent) error {
 		s.Run = nil
 	})
 	c.fireTransition(a, "busy", "idle")
-	c.changed.fire()
+	c.changed.Fire()
 	return nil
 }
 

@@ -110,7 +110,7 @@
 // routed and replayed like the provider's own calls).
 //
 // What agent processes write to stderr goes, through provider.Launch.Stderr,
-// to <home>/agents/<id>/stderr.log (stderrlog.go): plain bytes as written,
+// to <home>/agents/<id>/stderr.log (package stderrlog): plain bytes as written,
 // one file shared by the agent's processes, opened with O_NOFOLLOW through
 // faultfs, never synced (a diagnostic, not state: nothing reads it back but
 // `warren logs --stderr`). A write that would take it past 1 MiB first

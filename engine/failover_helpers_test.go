@@ -308,12 +308,12 @@ func (s *timedStore) claimedAt(id string) (time.Time, bool) {
 // holds; the 90 s bound is a failure bound, not a wait.
 func waitCore(t *testing.T, c *Core, what string, cond func() bool, describe ...func() string) {
 	t.Helper()
-	ch, cancel := c.bus.subscribe("")
+	ch, cancel := c.bus.Subscribe("")
 	defer func() { cancel() }()
 	deadline := time.NewTimer(90 * time.Second)
 	defer deadline.Stop()
 	for {
-		changed := c.changed.wait()
+		changed := c.changed.Wait()
 		if cond() {
 			return
 		}
@@ -321,7 +321,7 @@ func waitCore(t *testing.T, c *Core, what string, cond func() bool, describe ...
 		case <-changed:
 		case _, ok := <-ch:
 			if !ok {
-				ch, cancel = c.bus.subscribe("")
+				ch, cancel = c.bus.Subscribe("")
 			}
 		case <-deadline.C:
 			state := ""

@@ -180,7 +180,7 @@ func (h *harness) send(id, msg string) TurnResult {
 // until waits, driven by logged events, until cond holds.
 func (h *harness) until(what string, cond func() bool) {
 	h.t.Helper()
-	ch, cancel := h.c.bus.subscribe("")
+	ch, cancel := h.c.bus.Subscribe("")
 	defer cancel()
 	// A failure bound, not a wait: the scripted team tests start a python3
 	// process per agent, and under the whole suite's load on 2 cores 15 s
@@ -188,7 +188,7 @@ func (h *harness) until(what string, cond func() bool) {
 	deadline := time.NewTimer(60 * time.Second)
 	defer deadline.Stop()
 	for {
-		changed := h.c.changed.wait()
+		changed := h.c.changed.Wait()
 		if cond() {
 			return
 		}
@@ -196,7 +196,7 @@ func (h *harness) until(what string, cond func() bool) {
 		case <-changed:
 		case _, ok := <-ch:
 			if !ok {
-				ch, cancel = h.c.bus.subscribe("")
+				ch, cancel = h.c.bus.Subscribe("")
 				defer cancel()
 			}
 		case <-deadline.C:

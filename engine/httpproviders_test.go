@@ -125,9 +125,9 @@ func TestHTTPTextDeltasReachEventSubscribers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deltas, cancel := h.c.bus.subscribeWith(id, true)
+	deltas, cancel := h.c.bus.SubscribeWith(id, true)
 	defer cancel()
-	plain, cancel2 := h.c.bus.subscribe(id)
+	plain, cancel2 := h.c.bus.Subscribe(id)
 	defer cancel2()
 	f.Push(llmfake.Reply{Text: "streamed in pieces", Chunk: 4})
 	if res := h.send(id, "go"); res.Response != "streamed in pieces" {

@@ -7,24 +7,14 @@ import (
 	"github.com/warren-dev/warren/provider"
 )
 
-// defaultModel is the model of an entry that names none: the entry's
-// "model" setting (config.json, or an HTTP entry's built-in settings).
-func (c *Core) defaultModel(provName string) string {
-	cfg := c.config()
-	if typ := httpType(cfg, provName); typ != "" {
-		return entrySettings(cfg, provName, typ).Model
-	}
-	return cfg.Providers[provName].Model()
-}
-
 // checkModel fills spec's model from the entry's default and refuses an HTTP
 // entry with neither (SPEC 7, code 2).
 func (c *Core) checkModel(provName string, model *string) error {
 	if *model != "" {
 		return nil
 	}
-	*model = c.defaultModel(provName)
-	if *model == "" && httpType(c.config(), provName) != "" {
+	*model = c.providers.DefaultModel(provName)
+	if *model == "" && c.providers.IsHTTP(provName) {
 		return failf(ErrInvalid,
 			"provider entry %q has no default model and none was given: pass --model (e.g. --model gpt-4o-mini), or set \"providers\": {%q: {\"model\": \"...\"}} in config.json",
 			provName, provName)

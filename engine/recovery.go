@@ -11,12 +11,11 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/store"
-
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/token"
 )
 
@@ -63,8 +62,8 @@ func (c *Core) Recover() (RecoveryReport, error) {
 		return rep, fmt.Errorf("syncing %s: %w", c.opts.Home, err)
 	}
 	// Processes of the previous run are killed before any turn can re-run.
-	c.killLeftoverProcs()
-	c.bus.secret = c.liveSecret
+	c.launches.KillLeftovers()
+	c.bus.SetSecret(c.liveSecret)
 	c.mu.Lock()
 	c.recovering = true
 	c.mu.Unlock()
@@ -325,7 +324,7 @@ func (c *Core) scrub(ls []*loaded) {
 		}
 		l.a.mu.Unlock()
 		c.removeCheckpoint(l.id)
-		c.changed.fire()
+		c.changed.Fire()
 	}
 }
 

@@ -10,7 +10,7 @@ import "context"
 // of finding the agent mid-turn (code 2).
 func (c *Core) settleSuspending(ctx context.Context, a *agent, runID string) {
 	for {
-		changed := c.changed.wait()
+		changed := c.changed.Wait()
 		a.mu.Lock()
 		unwinding := a.busy && a.cur != nil && a.cur.runID == runID &&
 			a.p.Run != nil && a.p.Run.RunID == runID && a.p.Run.Wait != nil && !a.p.Run.Ended

@@ -3,16 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/stderrlog"
 )
 
 // turnEchoBot answers each turn with the turn line it was given (as JSON)
@@ -69,7 +67,7 @@ func TestScriptedBotIsToldWhoItIsAndItsStderrIsKept(t *testing.T) {
 	if err := h.c.Reset(id); err != nil {
 		t.Fatal(err)
 	}
-	data, err := faultfs.ReadFile(h.fs, filepath.Join(h.c.agentDir(id), StderrLogName))
+	data, err := faultfs.ReadFile(h.fs, filepath.Join(h.c.agentDir(id), stderrlog.Name))
 	if err != nil || string(data) != "stderr: hello\nstderr: again\n" {
 		t.Fatalf("stderr.log = %q, %v; want both healthy turns' stderr", data, err)
 	}
@@ -122,68 +120,6 @@ func jsonEq(a, b any) bool {
 	return string(x) == string(y)
 }
 
-func newTestStderrLogs(fsys faultfs.FS, capBytes int64) *stderrLogs {
-	s := newStderrLogs(fsys, func(id string) string { return "/home/agents/" + id }, hclog.NewNullLogger())
-	s.cap = capBytes
-	return s
-}
-
-func TestStderrLogRotatesKeepingTheNewest(t *testing.T) {
-	fsys := faultfs.NewMem()
-	if err := fsys.MkdirAll("/home/agents/a", 0o700); err != nil {
-		t.Fatal(err)
-	}
-	logs := newTestStderrLogs(fsys, 10)
-	l := logs.acquire("a")
-	for _, s := range []string{"1234", "5678", "abcd", "efgh", "0123456789ABCDEF"} {
-		if n, err := l.Write([]byte(s)); n != len(s) || err != nil {
-			t.Fatalf("Write = %d, %v", n, err)
-		}
-	}
-	logs.release(l)
-	cur, _ := faultfs.ReadFile(fsys, "/home/agents/a/stderr.log")
-	old, _ := faultfs.ReadFile(fsys, "/home/agents/a/stderr.log.1")
-	// Each file stays within the cap; a write larger than the cap keeps its end.
-	if string(cur) != "6789ABCDEF" || string(old) != "abcdefgh" {
-		t.Fatalf("stderr.log = %q, stderr.log.1 = %q", cur, old)
-	}
-	// A write after the last process ended (the pipe draining) still lands.
-	if _, err := l.Write([]byte("!")); err != nil {
-		t.Fatal(err)
-	}
-	if cur, _ := faultfs.ReadFile(fsys, "/home/agents/a/stderr.log"); len(cur) > 10 || !strings.HasSuffix(string(cur), "!") {
-		t.Fatalf("late write: stderr.log = %q", cur)
-	}
-}
-
-func TestStderrLogDoesNotFollowASymlink(t *testing.T) {
-	dir := t.TempDir()
-	fsys := faultfs.OS{}
-	agentDir := filepath.Join(dir, "agents", "a")
-	if err := os.MkdirAll(agentDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	target := filepath.Join(dir, "victim")
-	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(target, filepath.Join(agentDir, StderrLogName)); err != nil {
-		t.Fatal(err)
-	}
-	logs := newStderrLogs(fsys, func(id string) string { return filepath.Join(dir, "agents", id) }, hclog.NewNullLogger())
-	l := logs.acquire("a")
-	if n, err := l.Write([]byte("secret output")); n != 13 || err != nil {
-		t.Fatalf("Write = %d, %v (a process's stderr must never fail)", n, err)
-	}
-	logs.release(l)
-	if data, _ := os.ReadFile(target); string(data) != "keep" {
-		t.Fatalf("the symlink's target was written: %q", data)
-	}
-	if _, err := faultfs.OpenNoFollow(fsys, filepath.Join(agentDir, StderrLogName), os.O_RDONLY, 0); !errors.Is(err, faultfs.ErrSymlink) {
-		t.Fatalf("stderr.log should still be the link: %v", err)
-	}
-}
-
 // askBot asks for approval on every turn and answers with the response.
 const askBot = `import os, sys
 sys.path.insert(0, os.environ["WARREN_TEST_HELPER"])
@@ -197,7 +133,7 @@ while True:
 func TestAnAnswerSentTheMomentAWaitIsShownLands(t *testing.T) {
 	h, _ := scriptedHarness(t)
 	id := h.createScripted("asker", "", writeBot(t, askBot))
-	ch, unsubscribe := h.c.bus.subscribe(id)
+	ch, unsubscribe := h.c.bus.Subscribe(id)
 	defer unsubscribe()
 	go h.c.Send(context.Background(), id, "deploy", "", "", nil) //nolint:errcheck // the result is the resume's
 	var tokenID string

@@ -268,7 +268,7 @@ func (c *Core) Takeover() (RecoveryReport, error) {
 	}
 	c.log.Info("took over agents whose owner's lease lapsed", "agents", rep.Agents, "terminated", rep.Terminated,
 		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
-	c.changed.fire()
+	c.changed.Fire()
 	return rep, nil
 }
 

@@ -184,7 +184,7 @@ func (c *Core) terminate(a *agent) error {
 		c.log.Warn("closing the log of a terminated agent", "agent", a.id, "err", err)
 	}
 	c.log.Info("agent terminated", "agent", a.id)
-	c.changed.fire()
+	c.changed.Fire()
 	return nil
 }
 

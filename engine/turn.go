@@ -109,7 +109,7 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		model = a.p.Model
 	}
 	if model == "" {
-		model = c.defaultModel(provName)
+		model = c.providers.DefaultModel(provName)
 	}
 	runID, turn := req.RunID, req.Turn
 	if runID == "" {
@@ -232,7 +232,7 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 	cfg := c.config()
 	delivered := false
 	onChunk := func(s string) {
-		c.bus.publishDelta(a.id, runID, s)
+		c.bus.PublishDelta(a.id, runID, s)
 		if req.OnChunk != nil {
 			delivered = true
 			req.OnChunk(s)
@@ -368,7 +368,7 @@ func (c *Core) finishTurn(a *agent, outcome, from string) {
 	for _, f := range deferred {
 		f()
 	}
-	defer c.changed.fire()
+	defer c.changed.Fire()
 	defer func() {
 		// Before changed fires: a waiter woken by it sees the aftermath done.
 		a.mu.Lock()

@@ -8,11 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/store"
-
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
 )
 
 // userInbox holds the messages root agents send to the operator, durable in
@@ -67,7 +66,7 @@ func (c *Core) tryOpenUserInbox() error {
 					c.log.Error("applying a user inbox event", "seq", e.Seq, "err", err)
 				}
 			}
-			c.bus.publish("USER", es)
+			c.bus.Publish("USER", es)
 		}})
 	if err != nil {
 		if c.clustered() {

@@ -19,6 +19,7 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/stderrlog"
 )
 
 // maxValueRunes is how much of each data value a log line shows.
@@ -229,7 +230,7 @@ processes wrote to stderr, kept (1 MiB, then rotated once) in
 	cmd.RunE = c.runE(func(ctx context.Context, cc *cobra.Command, pos []string) error {
 		if stderrOnly {
 			if follow {
-				return usageErr(cc.UseLine(), "--stderr cannot follow (-f): use tail -F on %s in the agent's directory", stderrLogName)
+				return usageErr(cc.UseLine(), "--stderr cannot follow (-f): use tail -F on %s in the agent's directory", stderrlog.Name)
 			}
 			path, err := agentLogPath(c.home, pos[0])
 			if err != nil {

@@ -7,13 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/warren-dev/warren/faultfs"
-)
-
-// Names of an agent's kept stderr (daemon/stderrlog.go): the newest output
-// is in stderr.log, the output before the last rotation in stderr.log.1.
-const (
-	stderrLogName = "stderr.log"
-	stderrLogOld  = "stderr.log.1"
+	"github.com/warren-dev/warren/stderrlog"
 )
 
 // printStderrLog prints what the agent's processes wrote to stderr, oldest
@@ -24,7 +18,7 @@ func (c *cli) printStderrLog(logPath string) error {
 	dir := filepath.Dir(logPath)
 	var files []any
 	var text []byte
-	for _, name := range []string{stderrLogOld, stderrLogName} {
+	for _, name := range []string{stderrlog.Old, stderrlog.Name} {
 		p := filepath.Join(dir, name)
 		data, err := faultfs.ReadFileNoFollow(faultfs.OS{}, p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -44,7 +38,7 @@ func (c *cli) printStderrLog(logPath string) error {
 	}
 	if len(files) == 0 {
 		fmt.Fprintf(c.stderr, "no stderr kept for this agent (its processes wrote none, or never ran): %s\n",
-			filepath.Join(dir, stderrLogName))
+			filepath.Join(dir, stderrlog.Name))
 		return nil
 	}
 	_, err := c.stdout.Write(text)

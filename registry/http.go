@@ -1,7 +1,6 @@
-package engine
+package registry
 
 import (
-	"os"
 	"sort"
 	"sync"
 
@@ -90,39 +89,35 @@ type httpRegistry struct {
 
 // httpProvider returns the provider of HTTP entry name, or nil when name
 // is not an HTTP entry under the current config.
-func (c *Core) httpProvider(name string) provider.Provider {
-	typ := httpType(c.config(), name)
+func (r *Registry) httpProvider(name string) provider.Provider {
+	typ := httpType(r.opts.Config(), name)
 	if typ == "" {
 		return nil
 	}
 	k := httpKey{name, typ}
-	c.http.mu.Lock()
-	defer c.http.mu.Unlock()
-	if p, ok := c.http.provs[k]; ok {
+	r.http.mu.Lock()
+	defer r.http.mu.Unlock()
+	if p, ok := r.http.provs[k]; ok {
 		return p
 	}
-	getenv := c.opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	opts := llm.Options{Name: name, Getenv: getenv, Logger: c.log,
-		Settings: func() llm.Settings { return entrySettings(c.config(), name, typ) }}
+	opts := llm.Options{Name: name, Getenv: r.opts.Getenv, Logger: r.opts.Logger,
+		Settings: func() llm.Settings { return entrySettings(r.opts.Config(), name, typ) }}
 	var p *llm.Provider
 	if typ == "anthropic" {
 		p = anthropic.New(opts)
 	} else {
 		p = openai.New(opts)
 	}
-	if c.http.provs == nil {
-		c.http.provs = map[httpKey]*llm.Provider{}
+	if r.http.provs == nil {
+		r.http.provs = map[httpKey]*llm.Provider{}
 	}
-	c.http.provs[k] = p
+	r.http.provs[k] = p
 	return p
 }
 
-// ProviderInfo describes one provider entry (daemon.providers). It never
-// holds a key: only whether the entry's key variable is set.
-type ProviderInfo struct {
+// Info describes one provider entry (daemon.providers). It never holds a
+// key: only whether the entry's key variable is set.
+type Info struct {
 	Name      string `json:"name"`
 	Type      string `json:"type"`
 	BaseURL   string `json:"base_url,omitempty"`
@@ -145,49 +140,46 @@ func permissionsOrAsk(p string) string {
 	return p
 }
 
-// Providers lists the provider entries: the registered providers and the
-// HTTP entries (built-in and from config.json), sorted by name.
-func (c *Core) Providers() []ProviderInfo {
-	cfg := c.config()
-	getenv := c.opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+// Entries lists the provider entries: the registered providers and the
+// HTTP and acp entries (built-in and from config.json), sorted by name.
+func (r *Registry) Entries() []Info {
+	cfg := r.opts.Config()
+	getenv := r.opts.Getenv
 	seen := map[string]bool{}
-	var out []ProviderInfo
+	var out []Info
 	add := func(name string) {
 		if seen[name] {
 			return
 		}
 		seen[name] = true
 		if typ := httpType(cfg, name); typ != "" {
-			if _, registered := c.opts.Providers[name]; !registered {
+			if _, registered := r.opts.Static[name]; !registered {
 				st := entrySettings(cfg, name, typ)
 				st2 := st
 				if st2.Timeout <= 0 {
 					st2.Timeout = llm.DefaultTimeout
 				}
-				out = append(out, ProviderInfo{Name: name, Type: typ, BaseURL: st.BaseURL, Model: st.Model, KeyEnv: st.APIKeyEnv,
+				out = append(out, Info{Name: name, Type: typ, BaseURL: st.BaseURL, Model: st.Model, KeyEnv: st.APIKeyEnv,
 					KeySet: st.APIKeyEnv != "" && getenv(st.APIKeyEnv) != "", Budget: st.ContextBudget, MaxTokens: st.MaxTokens,
 					TimeoutS: int(st2.Timeout.Seconds())})
 				return
 			}
 		}
-		if _, registered := c.opts.Providers[name]; !registered && cfg.Providers[name].Type(name) == "acp" {
+		if _, registered := r.opts.Static[name]; !registered && cfg.Providers[name].Type(name) == "acp" {
 			st := acpSettings(cfg, name)
-			out = append(out, ProviderInfo{Name: name, Type: "acp", Model: cfg.Providers[name].Model(), Command: st.Command,
+			out = append(out, Info{Name: name, Type: "acp", Model: cfg.Providers[name].Model(), Command: st.Command,
 				Mode: st.Mode, Permissions: permissionsOrAsk(st.Permissions), TimeoutS: int(st.Timeout.Seconds())})
 			return
 		}
-		if p, ok := c.opts.Providers[name]; ok {
+		if p, ok := r.opts.Static[name]; ok {
 			typ := cfg.Providers[name].Type(name)
 			if typ == "" {
 				typ = p.Name()
 			}
-			out = append(out, ProviderInfo{Name: name, Type: typ, Model: cfg.Providers[name].Model()})
+			out = append(out, Info{Name: name, Type: typ, Model: cfg.Providers[name].Model()})
 		}
 	}
-	for name := range c.opts.Providers {
+	for name := range r.opts.Static {
 		add(name)
 	}
 	for _, name := range []string{"openai", "ollama", "anthropic", "claude", "codex", "gemini", "opencode"} {

@@ -1,4 +1,4 @@
-package engine
+package registry
 
 import (
 	"os"
@@ -71,26 +71,26 @@ type acpRegistry struct {
 
 // acpProvider returns the provider of acp entry name, or nil when name is
 // not an acp entry under the current config.
-func (c *Core) acpProvider(name string) provider.Provider {
-	cfg := c.config()
+func (r *Registry) acpProvider(name string) provider.Provider {
+	cfg := r.opts.Config()
 	if cfg.Providers[name].Type(name) != "acp" {
 		return nil
 	}
-	c.acp.mu.Lock()
-	defer c.acp.mu.Unlock()
-	if p, ok := c.acp.provs[name]; ok {
+	r.acp.mu.Lock()
+	defer r.acp.mu.Unlock()
+	if p, ok := r.acp.provs[name]; ok {
 		return p
 	}
-	bin := c.opts.WarrenBinary
+	bin := r.opts.WarrenBinary
 	if bin == "" {
 		bin, _ = os.Executable()
 	}
-	if c.acp.spawner == nil {
-		c.acp.spawner = agentproc.NewSpawner()
-		c.acp.provs = map[string]*acp.Provider{}
+	if r.acp.spawner == nil {
+		r.acp.spawner = agentproc.NewSpawner()
+		r.acp.provs = map[string]*acp.Provider{}
 	}
-	p := acp.New(acp.Options{Name: name, WarrenBinary: bin, Logger: c.log, Spawner: c.acp.spawner,
-		Settings: func() acp.Settings { return acpSettings(c.config(), name) }})
-	c.acp.provs[name] = p
+	p := acp.New(acp.Options{Name: name, WarrenBinary: bin, Logger: r.opts.Logger, Spawner: r.acp.spawner,
+		Settings: func() acp.Settings { return acpSettings(r.opts.Config(), name) }})
+	r.acp.provs[name] = p
 	return p
 }

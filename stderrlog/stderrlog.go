@@ -1,4 +1,16 @@
-package engine
+// Package stderrlog keeps what an agent's processes write to stderr
+// (docs/DECISIONS.md, "Agent process stderr"), in
+// <home>/agents/<id>/stderr.log, for healthy turns too, read back with
+// `warren logs --stderr REF`. It is a diagnostic, not state: it goes
+// through faultfs like every file of the home, opened without following a
+// symbolic link, but it is never synced and nothing is recovered from it.
+// When a write would take it past the cap (Logs.Cap) it is renamed to
+// stderr.log.1 (replacing the previous one) and a new one is started, so
+// an agent keeps at most about twice the cap, the newest output.
+//
+// Locks: Logs.mu (the table of open logs) and each Log.mu (one file) are
+// leaves, never held together: a Log's writes do not wait on another's.
+package stderrlog
 
 import (
 	"errors"
@@ -13,56 +25,50 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 )
 
-// Agent process stderr (docs/DECISIONS.md, "Agent process stderr"). What
-// an agent's processes write to stderr is kept in
-// <home>/agents/<id>/stderr.log, for healthy turns too, read back with
-// `warren logs --stderr REF`. It is a diagnostic, not state: it goes
-// through faultfs like every file of the home, opened without following a
-// symbolic link, but it is never synced and nothing is recovered from it.
-// When a write would take it past stderrLogCap it is renamed to
-// stderr.log.1 (replacing the previous one) and a new one is started, so
-// an agent keeps at most about twice the cap, the newest output.
-
 const (
-	// StderrLogName and StderrLogOld are the file names in the agent's
-	// directory.
-	StderrLogName = "stderr.log"
-	StderrLogOld  = "stderr.log.1"
-	// stderrLogCap is the size at which stderr.log is rotated.
-	stderrLogCap = 1 << 20
+	// Name and Old are the file names in the agent's directory.
+	Name = "stderr.log"
+	Old  = "stderr.log.1"
+	// DefaultCap is the size at which stderr.log is rotated.
+	DefaultCap = 1 << 20
 )
 
-// stderrLogs hands out one stderrLog per agent, shared by all its
-// processes, so their writes interleave whole and rotate once.
-type stderrLogs struct {
+// Logs hands out one Log per agent, shared by all its processes, so their
+// writes interleave whole and rotate once.
+type Logs struct {
 	fs  faultfs.FS
 	dir func(agentID string) string
-	cap int64
+	// Cap is the size at which a stderr.log is rotated (New: DefaultCap);
+	// set it before the first Acquire.
+	Cap int64
 	log hclog.Logger
 
 	mu sync.Mutex
-	m  map[string]*stderrLog
+	m  map[string]*Log
 }
 
-func newStderrLogs(fsys faultfs.FS, dir func(string) string, log hclog.Logger) *stderrLogs {
-	return &stderrLogs{fs: fsys, dir: dir, cap: stderrLogCap, log: log, m: map[string]*stderrLog{}}
+// New returns the stderr logs of the agents whose directories dir gives,
+// on fsys; log hears of the first failed write of each run of failures.
+func New(fsys faultfs.FS, dir func(agentID string) string, log hclog.Logger) *Logs {
+	return &Logs{fs: fsys, dir: dir, Cap: DefaultCap, log: log, m: map[string]*Log{}}
 }
 
-// acquire returns the agent's stderr log with one more user; release
+// Acquire returns the agent's stderr log with one more user; Release
 // drops it (the file is closed when the last user is gone).
-func (s *stderrLogs) acquire(agentID string) *stderrLog {
+func (s *Logs) Acquire(agentID string) *Log {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.m[agentID]
 	if l == nil {
-		l = &stderrLog{owner: s, agentID: agentID, path: filepath.Join(s.dir(agentID), StderrLogName)}
+		l = &Log{owner: s, agentID: agentID, path: filepath.Join(s.dir(agentID), Name)}
 		s.m[agentID] = l
 	}
 	l.refs++
 	return l
 }
 
-func (s *stderrLogs) release(l *stderrLog) {
+// Release drops one user of l.
+func (s *Logs) Release(l *Log) {
 	s.mu.Lock()
 	l.refs--
 	last := l.refs == 0
@@ -75,11 +81,11 @@ func (s *stderrLogs) release(l *stderrLog) {
 	}
 }
 
-// stderrLog is one agent's stderr.log. Its writes never fail: a process's
+// Log is one agent's stderr.log. Its writes never fail: a process's
 // stderr must not block or break on a full disk; the first failure is
 // logged and the output dropped until a write succeeds again.
-type stderrLog struct {
-	owner   *stderrLogs
+type Log struct {
+	owner   *Logs
 	agentID string
 	path    string
 	refs    int // under owner.mu
@@ -91,11 +97,11 @@ type stderrLog struct {
 	failed bool // the last write failed (logged once)
 }
 
-var _ io.Writer = (*stderrLog)(nil)
+var _ io.Writer = (*Log)(nil)
 
 // Write appends p, rotating first when the file would pass the cap. It
-// always reports success (see stderrLog).
-func (l *stderrLog) Write(p []byte) (int, error) {
+// always reports success (see Log).
+func (l *Log) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.write(p); err != nil {
@@ -115,8 +121,8 @@ func (l *stderrLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (l *stderrLog) write(p []byte) error {
-	if l.f != nil && l.size > 0 && l.size+int64(len(p)) > l.owner.cap {
+func (l *Log) write(p []byte) error {
+	if l.f != nil && l.size > 0 && l.size+int64(len(p)) > l.owner.Cap {
 		if err := l.rotate(); err != nil {
 			return err
 		}
@@ -125,14 +131,14 @@ func (l *stderrLog) write(p []byte) error {
 		if err := l.open(); err != nil {
 			return err
 		}
-		if l.size > 0 && l.size+int64(len(p)) > l.owner.cap {
+		if l.size > 0 && l.size+int64(len(p)) > l.owner.Cap {
 			if err := l.rotate(); err != nil {
 				return err
 			}
 		}
 	}
 	// Only the newest cap bytes of one huge write are worth keeping.
-	if over := int64(len(p)) - l.owner.cap; over > 0 {
+	if over := int64(len(p)) - l.owner.Cap; over > 0 {
 		p = p[over:]
 	}
 	n, err := l.f.Write(p)
@@ -140,7 +146,7 @@ func (l *stderrLog) write(p []byte) error {
 	return err
 }
 
-func (l *stderrLog) open() error {
+func (l *Log) open() error {
 	f, err := faultfs.OpenNoFollow(l.owner.fs, l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -159,12 +165,12 @@ func (l *stderrLog) open() error {
 }
 
 // rotate moves stderr.log to stderr.log.1 and starts a new stderr.log.
-func (l *stderrLog) rotate() error {
+func (l *Log) rotate() error {
 	if l.f != nil {
 		_ = l.f.Close()
 		l.f = nil
 	}
-	old := filepath.Join(filepath.Dir(l.path), StderrLogOld)
+	old := filepath.Join(filepath.Dir(l.path), Old)
 	if err := l.owner.fs.Rename(l.path, old); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("rotating %s: %w", l.path, err)
 	}
@@ -174,7 +180,7 @@ func (l *stderrLog) rotate() error {
 
 // close releases the file; later writes (output still draining) reopen it
 // for the write only.
-func (l *stderrLog) close() {
+func (l *Log) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true

@@ -1,0 +1,195 @@
+// Package launch is the daemon's part in each agent process
+// (docs/DECISIONS.md, "Agent processes: environment, credential,
+// lifetime"). Every process a provider starts for an agent gets a fresh
+// credential in WARREN_AGENT_CREDENTIAL, known only to this daemon's
+// memory, and is recorded in <home>/procs (agentproc.Records) before it
+// gets any work; both go when it has been reaped. Its stderr goes to the
+// agent's stderr.log (package stderrlog). A socket request carrying the
+// credential is done as the agent (AgentOf; daemon/rpc_agent.go).
+//
+// Locks: the credential table's mutex and each launch's are leaves.
+package launch
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/agentproc"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/stderrlog"
+)
+
+// credentialPrefix starts every agent credential (so a leaked one is
+// recognisable).
+const credentialPrefix = "wac_"
+
+// credStore maps live credentials (by hash) to their agents.
+type credStore struct {
+	mu sync.Mutex
+	m  map[[32]byte]string
+}
+
+func newCredStore() *credStore { return &credStore{m: map[[32]byte]string{}} }
+
+func credKey(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
+
+// issue mints a credential for an agent.
+func (s *credStore) issue(agentID string) (secret string, key [32]byte, err error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", key, fmt.Errorf("minting an agent credential: %w", err)
+	}
+	secret = credentialPrefix + hex.EncodeToString(b[:])
+	key = credKey(secret)
+	s.mu.Lock()
+	s.m[key] = agentID
+	s.mu.Unlock()
+	return secret, key, nil
+}
+
+// agentOf returns the agent a live credential acts as.
+func (s *credStore) agentOf(secret string) (string, bool) {
+	if !strings.HasPrefix(secret, credentialPrefix) {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.m[credKey(secret)]
+	return id, ok
+}
+
+func (s *credStore) revoke(key [32]byte) {
+	s.mu.Lock()
+	delete(s.m, key)
+	s.mu.Unlock()
+}
+
+// Launches issues the credentials, records and stderr logs of the agent
+// processes of one daemon.
+type Launches struct {
+	creds   *credStore
+	records agentproc.Records
+	stderr  *stderrlog.Logs
+	log     hclog.Logger
+}
+
+// New returns the launches that record processes in records and keep
+// their stderr in stderr.
+func New(records agentproc.Records, stderr *stderrlog.Logs, log hclog.Logger) *Launches {
+	return &Launches{creds: newCredStore(), records: records, stderr: stderr, log: log}
+}
+
+// For is the provider.Launcher of one agent's sessions.
+func (l *Launches) For(agentID string) provider.Launcher { return procLauncher{l: l, agentID: agentID} }
+
+// AgentOf returns the agent a live credential acts as; false when it is
+// unknown or revoked.
+func (l *Launches) AgentOf(credential string) (string, bool) { return l.creds.agentOf(credential) }
+
+// procLauncher is the provider.Launcher of one agent's sessions.
+type procLauncher struct {
+	l       *Launches
+	agentID string
+}
+
+func (l procLauncher) Prepare() (provider.Launch, error) {
+	secret, key, err := l.l.creds.issue(l.agentID)
+	if err != nil {
+		return nil, err
+	}
+	return &procLaunch{l: l.l, agentID: l.agentID, secret: secret, key: key,
+		stderr: l.l.stderr.Acquire(l.agentID)}, nil
+}
+
+// procLaunch is the daemon's part in one agent process.
+type procLaunch struct {
+	l       *Launches
+	agentID string
+	secret  string
+	key     [32]byte
+	stderr  *stderrlog.Log
+
+	mu    sync.Mutex
+	rec   *agentproc.Record
+	ended bool
+}
+
+func (p *procLaunch) Env() []string { return []string{provider.EnvCredential + "=" + p.secret} }
+
+// Stderr is the agent's stderr.log (package stderrlog), shared by its processes.
+func (p *procLaunch) Stderr() io.Writer { return p.stderr }
+
+// Started records the process durably before it gets any work.
+func (p *procLaunch) Started(pid int) error {
+	rec, err := agentproc.Describe(p.agentID, pid)
+	if err != nil {
+		return err
+	}
+	if err := p.l.records.Add(rec); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.rec = &rec
+	p.mu.Unlock()
+	p.l.log.Debug("agent process started", "agent", p.agentID, "pid", pid)
+	return nil
+}
+
+// Ended revokes the credential and drops the record.
+func (p *procLaunch) Ended() {
+	p.l.creds.revoke(p.key)
+	p.mu.Lock()
+	rec := p.rec
+	p.rec = nil
+	first := !p.ended
+	p.ended = true
+	p.mu.Unlock()
+	if first {
+		p.l.stderr.Release(p.stderr)
+	}
+	if rec != nil {
+		if err := p.l.records.Remove(*rec); err != nil {
+			p.l.log.Warn("removing an agent process record", "agent", p.agentID, "pid", rec.Pid, "err", err)
+		}
+	}
+}
+
+// KillLeftovers kills the process groups the previous run recorded
+// that still run (their pid and start time match, or members of their
+// group remain), and removes every record. It runs at the start of
+// recovery, before any turn can be re-run. A failure is logged: the
+// daemon still starts.
+func (l *Launches) KillLeftovers() {
+	recs, bad, err := l.records.List()
+	if err != nil {
+		l.log.Error("cannot read the agent process records; processes of the previous run may still be running", "dir", l.records.Dir, "err", err)
+		return
+	}
+	var names []string
+	for _, b := range bad {
+		l.log.Warn("ignoring an unreadable agent process record", "file", b.Name, "err", b.Err)
+		names = append(names, b.Name)
+	}
+	for _, r := range recs {
+		names = append(names, r.FileName())
+		killed, what, err := agentproc.KillLeftover(r)
+		switch {
+		case err != nil:
+			l.log.Error("cannot kill a leftover agent process", "agent", r.AgentID, "pid", r.Pid, "err", err)
+		case killed:
+			l.log.Warn("killed a leftover agent process group of the previous run", "agent", r.AgentID, "pid", r.Pid, "why", what)
+		default:
+			l.log.Debug("agent process record of the previous run: nothing to kill", "agent", r.AgentID, "pid", r.Pid, "why", what)
+		}
+	}
+	if err := l.records.Clear(names); err != nil {
+		l.log.Warn("removing agent process records", "err", err)
+	}
+}

@@ -1,0 +1,75 @@
+package stderrlog
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+func newTestStderrLogs(fsys faultfs.FS, capBytes int64) *Logs {
+	s := New(fsys, func(id string) string { return "/home/agents/" + id }, hclog.NewNullLogger())
+	s.Cap = capBytes
+	return s
+}
+
+func TestStderrLogRotatesKeepingTheNewest(t *testing.T) {
+	fsys := faultfs.NewMem()
+	if err := fsys.MkdirAll("/home/agents/a", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	logs := newTestStderrLogs(fsys, 10)
+	l := logs.Acquire("a")
+	for _, s := range []string{"1234", "5678", "abcd", "efgh", "0123456789ABCDEF"} {
+		if n, err := l.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+	}
+	logs.Release(l)
+	cur, _ := faultfs.ReadFile(fsys, "/home/agents/a/stderr.log")
+	old, _ := faultfs.ReadFile(fsys, "/home/agents/a/stderr.log.1")
+	// Each file stays within the cap; a write larger than the cap keeps its end.
+	if string(cur) != "6789ABCDEF" || string(old) != "abcdefgh" {
+		t.Fatalf("stderr.log = %q, stderr.log.1 = %q", cur, old)
+	}
+	// A write after the last process ended (the pipe draining) still lands.
+	if _, err := l.Write([]byte("!")); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := faultfs.ReadFile(fsys, "/home/agents/a/stderr.log"); len(cur) > 10 || !strings.HasSuffix(string(cur), "!") {
+		t.Fatalf("late write: stderr.log = %q", cur)
+	}
+}
+
+func TestStderrLogDoesNotFollowASymlink(t *testing.T) {
+	dir := t.TempDir()
+	fsys := faultfs.OS{}
+	agentDir := filepath.Join(dir, "agents", "a")
+	if err := os.MkdirAll(agentDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "victim")
+	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(agentDir, Name)); err != nil {
+		t.Fatal(err)
+	}
+	logs := New(fsys, func(id string) string { return filepath.Join(dir, "agents", id) }, hclog.NewNullLogger())
+	l := logs.Acquire("a")
+	if n, err := l.Write([]byte("secret output")); n != 13 || err != nil {
+		t.Fatalf("Write = %d, %v (a process's stderr must never fail)", n, err)
+	}
+	logs.Release(l)
+	if data, _ := os.ReadFile(target); string(data) != "keep" {
+		t.Fatalf("the symlink's target was written: %q", data)
+	}
+	if _, err := faultfs.OpenNoFollow(fsys, filepath.Join(agentDir, Name), os.O_RDONLY, 0); !errors.Is(err, faultfs.ErrSymlink) {
+		t.Fatalf("stderr.log should still be the link: %v", err)
+	}
+}
