@@ -33,6 +33,7 @@
 // (limits.go); the messages a tool call sent are references to that
 // tool.call line. Pending messages are bounded per agent and in total
 // (config.Limits).
+//
 // # Checkpoints
 //
 // Folding every line of every log at start-up costs time in proportion to
@@ -84,6 +85,60 @@
 // is read back only to redeliver it), and recorded tool calls only while
 // their run is open.
 //
+// # Goroutines
+//
+// Code of this package runs on five kinds of goroutine:
+//
+//   - RPC goroutines (package server, one per request, in package
+//     daemon): the exported methods. Send and Resume start a turn and wait
+//     for its result; tool.call with an agent credential (agentauth.go)
+//     runs its tool here, joined to the running turn's toolexec.Attempt.
+//   - Turn goroutines, started by wake (wake.go), Send and Resume through
+//     the scheduler's Go (c.sched, package schedule): runTurn, the
+//     provider's Run and the tool calls the provider makes during it, then
+//     finishTurn (deferred spawns, notices, the next wake).
+//   - Timer callbacks of c.sched (wait deadlines, reminders, the periodic
+//     sweep): on the real clock a fresh goroutine per firing, on a
+//     schedule.Fake the goroutine that advances it (docs/ENGINEERING.md,
+//     "Time in the daemon").
+//   - Log commits: eventlog's OnAppend (openLogReplay, create.go) runs on
+//     the goroutine that commits a group of appends, after the entries are
+//     durable: it folds them into the agent's projection (a.mu) and
+//     publishes them on the bus.
+//   - Helpers owned by the Core: the session.json and checkpoint writers
+//     (c.saves), the recovery loaders (loadAll, joined before Recover
+//     returns) and the scrub (c.sched), the lease watch of a cluster store
+//     (store.go, ended by c.ctx).
+//
+// # Locks
+//
+// The order, outermost first (on each line a lock is taken only while
+// holding those to its left; "|" separates locks taken one after the
+// other, never together):
+//
+//	toolexec Attempt.serial -> a.remMu -> c.mu | a.mu | a log append
+//	a.owedMu -> c.mu | a.mu | a log append
+//	a.saveMu -> a.mu        a.ckptMu -> a.mu
+//	token entry lock (token.Service.Expire) -> c.mu | a.mu | a log append
+//	log commit (eventlog) -> a.mu, then bus.mu -> c.mu, then a.mu (the resume secret)
+//	c.mu -> c.sched's mutex        a.mu -> c.sched's mutex
+//
+// c.mu (the agents, the tree's companions, the config, the subscription
+// index, closed) and an agent's a.mu (its projection and live flags) are
+// never held together: code takes one, copies what it needs, releases it,
+// then takes the other. Neither is held across a log append (the commit
+// takes a.mu to fold the entry and the bus takes both to find a secret),
+// a provider call, a wake or a call into another package that may call
+// back. a.remMu serialises firing and cancelling one agent's reminders and
+// is held across the append that records it; a.owedMu serialises writing
+// an owed run end (degraded.go); a.saveMu and a.ckptMu serialise the
+// session.json and checkpoint writes of one agent, each taking a.mu
+// briefly to copy the state. The leaves: leases.mu (store.go), the USER
+// inbox's mutex (user.go), an attempt's external-call mutex (agentauth.go),
+// and the mutexes inside tree, inbox, token, multiplexer, bus, launch,
+// registry and stderrlog, none of which calls back into the engine while
+// holding its own.
+//
 // # Events written besides those fixed by the specification
 //
 //	tool.gate          child's log   action ("gate"/"ungate"), agent_name
@@ -100,7 +155,7 @@
 //
 // # Agent processes and credentials
 //
-// procs.go gives every provider process an agent credential (in
+// Package launch gives every provider process an agent credential (in
 // WARREN_AGENT_CREDENTIAL, held only in memory, revoked when the process is
 // reaped) and records it in <home>/procs/<agent-id>.<pid>.json (format in
 // package agentproc) before it gets any work; Recover kills the recorded
