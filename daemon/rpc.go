@@ -305,13 +305,13 @@ func (h *handler) terminate(_ context.Context, p protocol.Params, _ server.Strea
 	if err != nil {
 		return nil, err
 	}
-	var done []map[string]any
+	var done []engine.TerminatedAgent
 	if recursive {
 		done, err = h.c.TerminateTree(id)
 	} else {
 		path := h.c.Path(id)
 		if err = h.c.Terminate(id); err == nil {
-			done = []map[string]any{{"agent_id": id, "path": path}}
+			done = []engine.TerminatedAgent{{ID: id, Path: path}}
 		}
 	}
 	if err != nil {
@@ -319,7 +319,7 @@ func (h *handler) terminate(_ context.Context, p protocol.Params, _ server.Strea
 	}
 	list := make([]any, len(done))
 	for i, d := range done {
-		list[i] = d
+		list[i] = map[string]any{"agent_id": d.ID, "path": d.Path}
 	}
 	return map[string]any{"agent_id": id, "status": "terminated", "terminated": list}, nil
 }
@@ -347,7 +347,8 @@ func (h *handler) inboxList(context.Context, protocol.Params, server.Stream) (an
 	}
 	out := make([]any, len(msgs))
 	for i, m := range msgs {
-		out[i] = m
+		out[i] = map[string]any{"from": m.From, "text": m.Text, "message_id": m.MessageID,
+			"timestamp": m.Timestamp.UTC().Format(time.RFC3339Nano)}
 	}
 	res := map[string]any{"messages": out}
 	if n := h.c.UserPendingCount(); n > 0 {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
@@ -213,12 +214,14 @@ func checkpointLagStats(t testing.TB, home string) (n int, mean float64, most in
 	var sum int
 	for _, d := range dirs {
 		dir := filepath.Join(home, "agents", d.Name())
-		head, err := os.ReadFile(filepath.Join(dir, checkpointName))
+		head, err := os.ReadFile(filepath.Join(dir, checkpoint.Name))
 		if err != nil {
 			continue
 		}
 		line, _, _ := bytes.Cut(head, []byte{'\n'})
-		var h checkpointHead
+		var h struct {
+			Seq uint64 `json:"seq"` // the head line's (checkpoint/doc.go)
+		}
 		if json.Unmarshal(line, &h) != nil {
 			continue
 		}

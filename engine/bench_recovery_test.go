@@ -35,6 +35,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
@@ -161,7 +162,7 @@ func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats, every 
 	}
 	b.StopTimer()
 	for _, e := range mustReadDir(b, filepath.Join(home, "agents")) {
-		_ = os.Remove(filepath.Join(home, "agents", e.Name(), checkpointName))
+		_ = os.Remove(filepath.Join(home, "agents", e.Name(), checkpoint.Name))
 	}
 	if every >= 0 {
 		c, err := newCore(faultfs.OS{})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -106,7 +107,7 @@ func TestCheckpointWriteCrashAtEveryOp(t *testing.T) {
 func TestTornCheckpointFallsBackToFullFold(t *testing.T) {
 	h, agents := ckptHome(t)
 	h.stop()
-	path := filepath.Join(h.c.agentDir(agents[1].id), checkpointName)
+	path := filepath.Join(h.c.agentDir(agents[1].id), checkpoint.Name)
 	good := h.read(path)
 	if !strings.Contains(string(good), `"msg":{`) {
 		t.Fatalf("the child's checkpoint holds no pending message kept without its payload:\n%s", good)
@@ -116,7 +117,7 @@ func TestTornCheckpointFallsBackToFullFold(t *testing.T) {
 		"zeros":          make([]byte, len(good)),
 		"cut in half":    good[:len(good)/2],
 		"state changed":  []byte(strings.Replace(string(good), `"Name":"child"`, `"Name":"chilD"`, 1)),
-		"other version":  []byte(strings.Replace(string(good), fmt.Sprintf(`"version":%d`, checkpointVersion), `"version":9`, 1)),
+		"other version":  []byte(strings.Replace(string(good), fmt.Sprintf(`"version":%d`, checkpoint.Version), `"version":9`, 1)),
 		"line elsewhere": []byte(strings.Replace(string(good), `"off":`, `"off":1`, 1)),
 	}
 	for name, data := range damage {
@@ -154,7 +155,7 @@ func TestIdleAgentIsCheckpointedAtItsLogEnd(t *testing.T) {
 	if ckpt == 0 || ckpt != last {
 		t.Fatalf("checkpoint at seq %d after the turn ended, log ends at %d; want the checkpoint at the log's end", ckpt, last)
 	}
-	_, r, err := h.c.readCheckpoint(root)
+	_, r, err := checkpoint.Read(h.c.fs, h.c.agentDir(root))
 	if err != nil || r.Seq != last {
 		t.Fatalf("checkpoint on disk: seq %d, %v; want seq %d", r.Seq, err, last)
 	}

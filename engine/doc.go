@@ -39,23 +39,7 @@
 // Folding every line of every log at start-up costs time in proportion to
 // the whole history (10,000 agents x 1,000 events is 3.7 GB). So each agent
 // directory may hold checkpoint.json, the projection folded up to one line
-// of the log, in three newline-terminated lines:
-//
-//	{"version":2,"seq":N,"off":<byte offset of line N>,"crc":"<line N's crc>","sum":"<8 hex>"}
-//	{"p":{...},"pending":[{"id":...,"seq":...,"off":...}],"other_ids":[...]}
-//	<every message id the log enqueued, 32 hex characters each, sorted, concatenated>
-//
-// sum is the CRC-32C of the bytes after the first line. "p" is the
-// projection (name, parent, metadata, the latest run and its wait, gates,
-// subscriptions, reminders, the last resume, spawns whose child does not
-// exist yet, sent messages whose recipient may lack them; a wait carries
-// its start time, which version 1 lacked, so a version-1 checkpoint is
-// ignored and its log folded once); "pending" lists
-// the messages still pending, in order, by reference (id, seq and offset
-// of their message.enqueued line: payloads are never copied; a message
-// whose payload is not resident also carries its envelope without the
-// payload, "msg", so recovery does not read the payload back); "other_ids"
-// holds enqueued ids that are not 32 hex characters.
+// of the log (format in package checkpoint).
 //
 // Recovery reads the checkpoint, checks its sum, and opens the log with
 // eventlog.Options.Resume: Open checks that line N is at that offset with

@@ -46,7 +46,7 @@ func TestTerminatedSenderIsShownByPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) != 1 || msgs[0]["from"] != "old" {
+	if len(msgs) != 1 || msgs[0].From != "old" {
 		t.Fatalf("USER inbox %v, want one message from old", msgs)
 	}
 }

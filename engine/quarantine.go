@@ -1,35 +1,16 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 
-	"github.com/warren-dev/warren/faultfs"
-	"github.com/warren-dev/warren/tree"
+	"github.com/warren-dev/warren/quarantine"
 )
 
 // An agent directory whose log holds no agent.created is either the orphan
 // of a crash during creation, which recovery removes, or something recovery
-// cannot account for, which it moves to <home>/quarantine and never deletes.
-//
-// CreateAgent writes, in order: the directory and an empty events.jsonl
-// (both made durable by eventlog.Open), then agent.created and
-// session.created in one AppendBatch (pending file, its directory entry,
-// the log write and fsync), and only then session.json. A crash before the
-// batch was durable leaves at most the directory, an empty events.jsonl
-// and an incomplete events.pending, which Open discards (a pending file
-// without a valid commit trailer never reached the log). A complete
-// pending file is replayed by Open, so the agent then has its
-// agent.created. Any other content (session.json or its temp files, a
-// non-empty log without agent.created, a missing log beside other files,
-// copies kept by recovery or repair, anything unknown) means something was
-// durable that recovery cannot rebuild: quarantine.
-
-// QuarantineDir is the directory under the home that holds quarantined
-// agent directories.
-const QuarantineDir = "quarantine"
+// cannot account for, which it moves to <home>/quarantine and never deletes
+// (package quarantine says why that is safe).
 
 // settleUncreated removes or quarantines the directory of a loaded agent
 // without agent.created, and counts it. isParent says another agent's
@@ -38,7 +19,7 @@ func (c *Core) settleUncreated(l *loaded, isParent bool, rep *RecoveryReport) {
 	if l.log != nil {
 		_ = l.log.Close()
 	}
-	why, orphan := c.provablyEmpty(l)
+	why, orphan := quarantine.ProvablyEmpty(c.fs, c.agentDir(l.id), l.missing, l.log)
 	if orphan && isParent {
 		why, orphan = "it holds no agent.created, but another agent's agent.created names it as parent", false
 	}
@@ -60,7 +41,7 @@ func (c *Core) settleUncreated(l *loaded, isParent bool, rep *RecoveryReport) {
 		c.putAgent(l.id, a)
 		return
 	}
-	dst, moved, err := c.moveToQuarantine(l.id)
+	dst, moved, err := quarantine.Move(c.fs, c.opts.Home, c.agentDir(l.id), c.now())
 	if moved && err != nil {
 		c.log.Error("quarantined an agent directory, but making the move durable failed", "agent", l.id, "to", dst, "err", err)
 	}
@@ -71,7 +52,7 @@ func (c *Core) settleUncreated(l *loaded, isParent bool, rep *RecoveryReport) {
 			"agent", l.id, "why", why, "err", err)
 		a := newAgent(l.id, nil, l.p)
 		a.corrupt = fmt.Errorf("%s: %s; moving it to %s failed: %w", c.agentDir(l.id), why,
-			filepath.Join(c.opts.Home, QuarantineDir), err)
+			filepath.Join(c.opts.Home, quarantine.Dir), err)
 		a.p.Name = l.id
 		l.a = a
 		c.putAgent(l.id, a)
@@ -80,55 +61,6 @@ func (c *Core) settleUncreated(l *loaded, isParent bool, rep *RecoveryReport) {
 	rep.Quarantined++
 	c.log.Warn("moved an unreadable agent directory to quarantine; nothing was deleted",
 		"agent", l.id, "why", why, "to", dst)
-}
-
-// provablyEmpty reports whether an agent directory without agent.created
-// holds nothing acknowledged (an orphan), and if not, why.
-func (c *Core) provablyEmpty(l *loaded) (string, bool) {
-	entries, err := c.fs.ReadDir(c.agentDir(l.id))
-	if err != nil {
-		return fmt.Sprintf("cannot list it: %v", err), false
-	}
-	var others []string
-	for _, e := range entries {
-		if e.Name() == "events.jsonl" && e.Type().IsRegular() {
-			continue
-		}
-		others = append(others, e.Name())
-	}
-	switch {
-	case len(others) > 0 && l.missing:
-		return fmt.Sprintf("no events.jsonl, but it holds %v", others), false
-	case len(others) > 0:
-		return fmt.Sprintf("no agent.created in events.jsonl, but it holds %v", others), false
-	case !l.missing && l.log.LastSeq() > 0:
-		return fmt.Sprintf("events.jsonl holds %d entries but no agent.created", l.log.LastSeq()), false
-	}
-	return "", true
-}
-
-// moveToQuarantine moves an agent directory to <home>/quarantine/<id>-<UTC time>
-// durably: the new entry is made durable before the old one's removal, so
-// a crash leaves the directory under one name or both, never neither.
-func (c *Core) moveToQuarantine(id string) (dst string, moved bool, err error) {
-	qdir := filepath.Join(c.opts.Home, QuarantineDir)
-	if err := c.fs.MkdirAll(qdir, 0o700); err != nil {
-		return "", false, err
-	}
-	if err := c.fs.SyncDir(c.opts.Home); err != nil {
-		return "", false, err
-	}
-	dst, err = c.unusedName(filepath.Join(qdir, id+"-"+c.stamp()))
-	if err != nil {
-		return "", false, err
-	}
-	if err := c.fs.Rename(c.agentDir(id), dst); err != nil {
-		return "", false, err
-	}
-	if err := c.fs.SyncDir(qdir); err != nil {
-		return dst, true, err
-	}
-	return dst, true, c.fs.SyncDir(c.agentsDir)
 }
 
 // Quarantined is how many agent directories <home>/quarantine held at the
@@ -141,18 +73,9 @@ func (c *Core) Quarantined() int {
 
 // loadQuarantine indexes the agent directories in <home>/quarantine by id.
 func (c *Core) loadQuarantine() {
-	qdir := filepath.Join(c.opts.Home, QuarantineDir)
-	entries, err := c.fs.ReadDir(qdir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		c.log.Warn("cannot list the quarantine directory", "dir", qdir, "err", err)
-	}
-	q := map[string]string{}
-	for _, e := range entries {
-		if n := e.Name(); len(n) >= 32 && e.IsDir() {
-			if id, ok := tree.NormalizeID(n[:32]); ok && id == n[:32] {
-				q[id] = filepath.Join(qdir, n)
-			}
-		}
+	q, err := quarantine.Index(c.fs, c.opts.Home)
+	if err != nil {
+		c.log.Warn("cannot list the quarantine directory", "dir", filepath.Join(c.opts.Home, quarantine.Dir), "err", err)
 	}
 	c.mu.Lock()
 	c.quarantine = q
@@ -165,34 +88,4 @@ func (c *Core) quarantinedAs(id string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.quarantine[id]
-}
-
-// moveSnapshotAside renames an unreadable session.json (or a link in its
-// place) to session.json.corrupt-<UTC time>, durably, so that rebuilding
-// the snapshot destroys nothing.
-func (c *Core) moveSnapshotAside(id string) (string, error) {
-	p := c.snapshotPath(id)
-	dst, err := c.unusedName(p + ".corrupt-" + c.stamp())
-	if err != nil {
-		return "", err
-	}
-	if err := c.fs.Rename(p, dst); err != nil {
-		return "", err
-	}
-	return dst, c.fs.SyncDir(c.agentDir(id))
-}
-
-// stamp is the UTC time in the names of things kept aside.
-func (c *Core) stamp() string { return c.now().UTC().Format("20060102T150405.000Z") }
-
-// unusedName returns base, or base-N for the first N that does not exist.
-func (c *Core) unusedName(base string) (string, error) {
-	name := base
-	for i := 1; ; i++ {
-		ok, err := faultfs.Exists(c.fs, name)
-		if err != nil || !ok {
-			return name, err
-		}
-		name = fmt.Sprintf("%s-%d", base, i)
-	}
 }

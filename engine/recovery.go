@@ -11,8 +11,10 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/quarantine"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
@@ -365,7 +367,7 @@ func (c *Core) loadAll(ids []string) []*loaded {
 // parent).
 func (c *Core) load(id string) *loaded {
 	if c.opts.CheckpointEvery >= 0 {
-		p, r, err := c.readCheckpoint(id)
+		p, r, err := checkpoint.Read(c.fs, c.agentDir(id))
 		if err == nil {
 			if l := c.loadFrom(id, p, &r); l != nil {
 				return l
@@ -524,7 +526,7 @@ func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
 		if !errors.Is(err, session.ErrNotExist) {
 			// Kept, not overwritten: it may hold a provider blob the log
 			// does not (a link is moved, never followed).
-			aside, merr := c.moveSnapshotAside(l.id)
+			aside, merr := quarantine.MoveAside(c.fs, c.snapshotPath(l.id), c.now())
 			save = merr == nil
 			c.log.Warn("session.json unreadable; kept aside and rebuilt from the log", "agent", l.id, "err", err,
 				"kept_as", aside, "move_err", merr)

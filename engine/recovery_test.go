@@ -143,7 +143,7 @@ func TestPendingMessagesKeepOrderAndUserInboxSurvives(t *testing.T) {
 		t.Fatalf("pending after crash %v, want %v in the same order", got, want)
 	}
 	msgs, err := h.c.DrainUserInbox()
-	if err != nil || len(msgs) != 1 || msgs[0]["text"] != "for the operator" || msgs[0]["from"] != "root" {
+	if err != nil || len(msgs) != 1 || msgs[0].Text != "for the operator" || msgs[0].From != "root" {
 		t.Fatalf("USER inbox after crash = %v, %v", msgs, err)
 	}
 	h.crash(faultfs.PowerLoss)

@@ -14,6 +14,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/quarantine"
 )
 
 // More of issue 16's recovery cases: every bit of a log flipped, what is an
@@ -116,7 +117,7 @@ func TestOnlyProvablyEmptyDirectoriesAreOrphans(t *testing.T) {
 			if ok, _ := faultfs.Exists(h.fs, dir); ok {
 				t.Fatal("the orphan directory was not removed")
 			}
-			if ok, _ := faultfs.Exists(h.fs, "/home/"+QuarantineDir); ok {
+			if ok, _ := faultfs.Exists(h.fs, "/home/"+quarantine.Dir); ok {
 				t.Fatal("an orphan was quarantined")
 			}
 		})
@@ -143,11 +144,11 @@ func TestChildOfAQuarantinedParentIsKept(t *testing.T) {
 	}
 	// The operator restores the parent.
 	h.stop()
-	ents, err := h.fs.ReadDir("/home/" + QuarantineDir)
+	ents, err := h.fs.ReadDir("/home/" + quarantine.Dir)
 	if err != nil || len(ents) != 1 {
 		t.Fatalf("quarantine: %v %v", ents, err)
 	}
-	if err := h.fs.Rename("/home/"+QuarantineDir+"/"+ents[0].Name(), h.c.agentDir(root)); err != nil {
+	if err := h.fs.Rename("/home/"+quarantine.Dir+"/"+ents[0].Name(), h.c.agentDir(root)); err != nil {
 		t.Fatal(err)
 	}
 	h.rewrite(rootLog, saved)
@@ -169,7 +170,7 @@ func TestEmptiedParentWithoutSnapshotIsNotAnOrphan(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start()
-	if ok, _ := faultfs.Exists(h.fs, "/home/"+QuarantineDir); !ok || h.c.Quarantined() != 1 {
+	if ok, _ := faultfs.Exists(h.fs, "/home/"+quarantine.Dir); !ok || h.c.Quarantined() != 1 {
 		t.Fatal("the emptied parent was not quarantined")
 	}
 	if h.statusOf(kid) != "corrupt" || h.count(kid, "agent.terminated") != 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/quarantine"
 )
 
 // Issue 16: recovery never destroys what it cannot prove was
@@ -276,7 +277,7 @@ func TestTamperedAgentFilesAreNeverDestroyed(t *testing.T) {
 					if ok, _ := faultfs.Exists(fsys, dir); ok {
 						t.Fatal("the directory is still under agents/")
 					}
-					q := filepath.Join(home, QuarantineDir)
+					q := filepath.Join(home, quarantine.Dir)
 					ents, err := fsys.ReadDir(q)
 					if err != nil || len(ents) != 1 || !strings.HasPrefix(ents[0].Name(), victim+"-") {
 						t.Fatalf("quarantine holds %v (%v), want the victim's directory", ents, err)

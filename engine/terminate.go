@@ -26,11 +26,15 @@ func (c *Core) Terminate(agentID string) error {
 	return c.terminate(a)
 }
 
+// TerminatedAgent is one agent agent.terminate terminated: its id and the
+// path it had.
+type TerminatedAgent struct{ ID, Path string }
+
 // TerminateTree terminates agentID and all its descendants, deepest first
 // (agent.terminate with recursive). When one of them is mid-turn nothing is
-// terminated. It returns the terminated agents in order, as {agent_id,
-// path}; an error part way says which were terminated already.
-func (c *Core) TerminateTree(agentID string) ([]map[string]any, error) {
+// terminated. It returns the terminated agents in order; an error part way
+// says which were terminated already.
+func (c *Core) TerminateTree(agentID string) ([]TerminatedAgent, error) {
 	if _, ok := c.agent(agentID); !ok {
 		return nil, notFound(agentID)
 	}
@@ -53,7 +57,7 @@ func (c *Core) TerminateTree(agentID string) ([]map[string]any, error) {
 		return nil, failf(ErrWrongState, "nothing was terminated: %s %s mid-turn; cancel first (warren agent cancel REF), then terminate again",
 			strings.Join(busy, ", "), verb)
 	}
-	done := make([]map[string]any, 0, len(order))
+	done := make([]TerminatedAgent, 0, len(order))
 	for _, id := range order {
 		a, ok := c.agent(id)
 		if !ok {
@@ -64,14 +68,14 @@ func (c *Core) TerminateTree(agentID string) ([]map[string]any, error) {
 		if err != nil {
 			names := make([]string, len(done))
 			for i, d := range done {
-				names[i], _ = d["path"].(string)
+				names[i] = d.Path
 			}
 			if len(names) == 0 {
 				return nil, err
 			}
 			return nil, fmt.Errorf("terminating %s: %w (already terminated: %s)", a.name(), err, strings.Join(names, ", "))
 		}
-		done = append(done, map[string]any{"agent_id": id, "path": path})
+		done = append(done, TerminatedAgent{ID: id, Path: path})
 	}
 	return done, nil
 }

@@ -141,16 +141,23 @@ func (u *userInbox) enqueue(m inbox.Message) error {
 // maxDrain bounds the messages one inbox.list returns.
 const maxDrain = 1000
 
+// UserMessage is one message of the USER inbox as inbox.list shows it:
+// who sent it (a path, or SYSTEM), the text, its id and when it was sent.
+type UserMessage struct {
+	From, Text, MessageID string
+	Timestamp             time.Time
+}
+
 // DrainUserInbox returns and marks delivered the messages in the USER
 // inbox, oldest first: all of them, or as many as one reply carries (at
 // most maxDrain, about pageBytes of text); the rest stay for the next call.
-func (c *Core) DrainUserInbox() ([]map[string]any, error) {
+func (c *Core) DrainUserInbox() ([]UserMessage, error) {
 	u := c.user
 	u.mu.Lock()
 	msgs := u.queue.PeekFirst(maxDrain, pageBytes)
 	u.mu.Unlock()
 	if len(msgs) == 0 {
-		return []map[string]any{}, nil
+		return []UserMessage{}, nil
 	}
 	msgs, err := c.fillPayloads(inbox.User, msgs)
 	if err != nil {
@@ -163,10 +170,9 @@ func (c *Core) DrainUserInbox() ([]map[string]any, error) {
 	if _, err := u.log.AppendBatch(recs); err != nil {
 		return nil, fmt.Errorf("logging the delivery of the USER inbox: %w", err)
 	}
-	out := make([]map[string]any, len(msgs))
+	out := make([]UserMessage, len(msgs))
 	for i, m := range msgs {
-		out[i] = map[string]any{"from": c.displayName(m.Sender), "text": m.Payload, "message_id": m.ID,
-			"timestamp": m.Timestamp.UTC().Format(time.RFC3339Nano)}
+		out[i] = UserMessage{From: c.displayName(m.Sender), Text: m.Payload, MessageID: m.ID, Timestamp: m.Timestamp}
 	}
 	return out, nil
 }

@@ -340,7 +340,7 @@ func (w *cfWorld) opDrainUser(plan cfCrash) error {
 			return err
 		}
 		for _, m := range msgs {
-			w.oracle.delivered[fmt.Sprint(m["message_id"])] = "USER"
+			w.oracle.delivered[m.MessageID] = "USER"
 		}
 		return nil
 	})
