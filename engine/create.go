@@ -73,52 +73,20 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 // agent.created and session.created in one write, and session.json. The
 // agent exists (and survives any crash) once CreateAgent returns nil.
 func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error) {
-	if spec.Provider == "" {
-		spec.Provider = c.opts.DefaultProvider
-		if spec.Model == "" {
-			spec.Model = c.opts.DefaultModel
-		}
-	}
-	prov, err := c.provider(spec.Provider)
+	prov, err := c.checkCreate(&spec)
 	if err != nil {
 		return "", err
-	}
-	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
-		return "", err
-	}
-	if err := checkServed(prov, spec.Provider, spec.Model); err != nil {
-		return "", err
-	}
-	if err := tree.ValidateName(spec.Name); err != nil {
-		return "", failf(ErrInvalid, "%w", err)
-	}
-	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
-		return "", failf(ErrInvalid, "%w", err)
-	}
-	if spec.ParentID != "" {
-		pa, ok := c.agent(spec.ParentID)
-		if !ok || pa.terminated() {
-			return "", failf(ErrNotFound, "parent agent %s not found", spec.ParentID)
-		}
 	}
 	id := spec.ID
 	if id == "" {
 		id = newID()
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return "", failf(ErrShuttingDown, "daemon is shutting down")
-	}
-	if err := c.tree.Add(id, spec.Name, spec.ParentID); err != nil {
-		c.mu.Unlock()
-		if errors.Is(err, tree.ErrExists) {
+	if exists, err := c.reserve(id, spec); exists || err != nil {
+		if exists {
 			return id, nil
 		}
-		return "", failf(ErrInvalid, "%w", err)
+		return "", err
 	}
-	c.mu.Unlock()
-
 	created := false
 	defer func() {
 		if !created {
@@ -144,22 +112,96 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 		return "", wrapSlotErr(fmt.Errorf("creating the %s session: %w", spec.Provider, err))
 	}
 	lv := lease.Value()
+	a, err := c.logCreation(id, spec, lv.sess.Handle(), func() {
+		lease.Discard()
+		_ = lv.sess.Stop()
+	})
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	c.agents[id] = a
+	c.mu.Unlock()
+	created = true
+	lease.Release()
+	// session.json is a snapshot: the log already holds everything needed
+	// to rebuild it, so it is written in the background.
+	c.saveSession(a, func(*session.Session) {})
+	c.log.Info("agent created", "agent", id, "name", spec.Name, "parent", spec.ParentID, "provider", spec.Provider)
+	return id, nil
+}
 
+// checkCreate fills in spec's provider and model defaults and checks the
+// spec: a known provider serving the model, a valid name, instructions and
+// metadata within the limits, a live parent.
+func (c *Core) checkCreate(spec *CreateSpec) (provider.Provider, error) {
+	if spec.Provider == "" {
+		spec.Provider = c.opts.DefaultProvider
+		if spec.Model == "" {
+			spec.Model = c.opts.DefaultModel
+		}
+	}
+	prov, err := c.provider(spec.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
+		return nil, err
+	}
+	if err := checkServed(prov, spec.Provider, spec.Model); err != nil {
+		return nil, err
+	}
+	if err := tree.ValidateName(spec.Name); err != nil {
+		return nil, failf(ErrInvalid, "%w", err)
+	}
+	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
+		return nil, failf(ErrInvalid, "%w", err)
+	}
+	if spec.ParentID != "" {
+		pa, ok := c.agent(spec.ParentID)
+		if !ok || pa.terminated() {
+			return nil, failf(ErrNotFound, "parent agent %s not found", spec.ParentID)
+		}
+	}
+	return prov, nil
+}
+
+// reserve adds the new agent to the tree (its name taken under its
+// parent); exists says an agent with this id is there already (a repeated
+// create).
+func (c *Core) reserve(id string, spec CreateSpec) (exists bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false, failf(ErrShuttingDown, "daemon is shutting down")
+	}
+	if err := c.tree.Add(id, spec.Name, spec.ParentID); err != nil {
+		if errors.Is(err, tree.ErrExists) {
+			return true, nil
+		}
+		return false, failf(ErrInvalid, "%w", err)
+	}
+	return false, nil
+}
+
+// logCreation opens the new agent's log and writes agent.created and
+// session.created in one batch, then gives the agent its session.json
+// snapshot. On failure it calls abandon (the provider session is dropped)
+// and removes what it wrote.
+func (c *Core) logCreation(id string, spec CreateSpec, handle string, abandon func()) (*agent, error) {
 	var a *agent
 	lg, err := c.openLog(id, &a)
 	if err != nil {
-		lease.Discard()
-		_ = lv.sess.Stop()
-		return "", fmt.Errorf("opening the log of new agent %s: %w", id, err)
+		abandon()
+		return nil, fmt.Errorf("opening the log of new agent %s: %w", id, err)
 	}
 	if lg.LastSeq() > 0 {
 		// A log holding entries is an agent (on a cluster store, one
 		// another daemon runs): never a second agent.created on it.
-		lease.Discard()
-		_ = lv.sess.Stop()
+		abandon()
 		_ = lg.Close()
 		c.dropLease(id)
-		return "", fmt.Errorf("agent %s already has a log of %d entries (on a cluster, another daemon may run it)", id, lg.LastSeq())
+		return nil, fmt.Errorf("agent %s already has a log of %d entries (on a cluster, another daemon may run it)", id, lg.LastSeq())
 	}
 	a = newAgent(id, lg, newProjection())
 	a.p.Pending.Attach(&c.pending)
@@ -175,29 +217,18 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 		{Event: schema.AgentCreated, Data: schema.AgentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
 			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md,
 			CreatedAt: c.now().UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd}},
-		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: lv.sess.Handle()}},
+		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: handle}},
 	})
 	if err != nil {
-		lease.Discard()
-		_ = lv.sess.Stop()
+		abandon()
 		_ = lg.Close()
 		c.removeOrphanDir(id)
-		return "", fmt.Errorf("logging the creation of agent %s: %w", id, err)
+		return nil, fmt.Errorf("logging the creation of agent %s: %w", id, err)
 	}
 	now := c.now().UTC()
-	sess := &session.Session{ID: id, State: session.StateIdle, Provider: spec.Provider, Model: spec.Model,
-		Handle: lv.sess.Handle(), CreatedAt: now, UpdatedAt: now}
-	a.sess = sess
-	c.mu.Lock()
-	c.agents[id] = a
-	c.mu.Unlock()
-	created = true
-	lease.Release()
-	// session.json is a snapshot: the log already holds everything needed
-	// to rebuild it, so it is written in the background.
-	c.saveSession(a, func(*session.Session) {})
-	c.log.Info("agent created", "agent", id, "name", spec.Name, "parent", spec.ParentID, "provider", spec.Provider)
-	return id, nil
+	a.sess = &session.Session{ID: id, State: session.StateIdle, Provider: spec.Provider, Model: spec.Model,
+		Handle: handle, CreatedAt: now, UpdatedAt: now}
+	return a, nil
 }
 
 // removeOrphanDir removes the directory of an agent whose creation failed

@@ -163,6 +163,16 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 
 	var usage provider.Usage
 	response, attempts, err := c.attempts(ctx, a, req, provName, model, runID, turn, &usage)
+	outcome = c.endTurn(ctx, a, runID, turn, response, attempts, usage, err, &res)
+	return res
+}
+
+// endTurn logs how the turn's attempts ended (turn.complete, the wait that
+// suspended the run, turn.cancelled or turn.failed), fills in res and
+// returns the outcome finishTurn acts on ("" when the end could not be
+// logged: it is owed, degraded.go).
+func (c *Core) endTurn(ctx context.Context, a *agent, runID string, turn int, response string, attempts int,
+	usage provider.Usage, err error, res *TurnResult) (outcome string) {
 	switch {
 	case err == nil:
 		outcome = outComplete
@@ -176,8 +186,7 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 			a.owe(runID, schema.TurnFailed, schema.TurnFailedData{RunID: runID, Turn: turn, Attempts: attempts,
 				Error: "the turn's result could not be logged: " + lerr.Error()}, lerr)
 			res.Err = logFailure(fmt.Errorf("logging turn.complete for agent %s: %w", a.id, lerr))
-			outcome = ""
-			return res
+			return ""
 		}
 		res.Response, res.Status = response, "idle"
 	case errors.Is(err, provider.ErrRunSuspended):
@@ -209,7 +218,7 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		res.Status = "idle"
 		res.Err = err
 	}
-	return res
+	return outcome
 }
 
 // attempts calls the provider, retrying transient errors with exponential
@@ -245,30 +254,9 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 		if lv.inject != nil {
 			prompt = history.Block(*lv.inject, req.Prompt, history.BlockOptions{})
 		}
-		tools := c.newRunTools(a, runID, turn)
-		// A call made over the socket with the agent's credential that
-		// suspends the run ends the attempt through suspend.
-		sctx, suspend := context.WithCancelCause(ctx)
-		actx, acancel := sctx, context.CancelFunc(func() {})
-		if cfg.TurnTimeout > 0 {
-			actx, acancel = context.WithTimeout(sctx, cfg.TurnTimeout)
-		}
-		tools.openExternal(actx, suspend)
-		a.setTurnTools(runID, tools)
-		resp, err := lv.sess.Send(actx, prompt, provider.TurnIO{Tools: tools, OnChunk: onChunk,
-			OnUsage: func(u provider.Usage) { *usage = usage.Add(u) }})
-		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-		a.setTurnTools(runID, nil)
-		if serr := tools.closeExternal(); serr != nil {
-			err = serr
-		}
-		acancel()
-		suspend(nil)
-		// The attempt's calls are in the log before whatever ends it.
-		if derr := tools.Drain(); derr != nil && err == nil {
-			// The provider session counts the turn as done; the log does
-			// not: a fresh session rebuilds the history from the log.
-			err = derr
+		resp, timedOut, drainFailed, err := c.sendOnce(ctx, a, lv, prompt, runID, turn, cfg.TurnTimeout,
+			provider.TurnIO{OnChunk: onChunk, OnUsage: func(u provider.Usage) { *usage = usage.Add(u) }})
+		if drainFailed {
 			discard = true
 		}
 		if err == nil {
@@ -313,6 +301,42 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 		}
 		attempt++
 	}
+}
+
+// sendOnce runs one attempt of a turn on the live session: the prompt,
+// the tool calls the provider makes (through the attempt's runTools, which
+// calls made over the socket with the agent's credential join), within the
+// turn timeout. timedOut says the timeout ended it; drainFailed that a
+// call's tool.call could not be logged (err says why), so the provider
+// session, which counts the turn as done, must not be kept.
+func (c *Core) sendOnce(ctx context.Context, a *agent, lv *live, prompt, runID string, turn int, timeout time.Duration,
+	io provider.TurnIO) (resp string, timedOut, drainFailed bool, err error) {
+	tools := c.newRunTools(a, runID, turn)
+	io.Tools = tools
+	// A call made over the socket with the agent's credential that
+	// suspends the run ends the attempt through suspend.
+	sctx, suspend := context.WithCancelCause(ctx)
+	actx, acancel := sctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		actx, acancel = context.WithTimeout(sctx, timeout)
+	}
+	tools.openExternal(actx, suspend)
+	a.setTurnTools(runID, tools)
+	resp, err = lv.sess.Send(actx, prompt, io)
+	timedOut = actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	a.setTurnTools(runID, nil)
+	if serr := tools.closeExternal(); serr != nil {
+		err = serr
+	}
+	acancel()
+	suspend(nil)
+	// The attempt's calls are in the log before whatever ends it.
+	if derr := tools.Drain(); derr != nil && err == nil {
+		// The provider session counts the turn as done; the log does
+		// not: a fresh session rebuilds the history from the log.
+		return resp, timedOut, true, derr
+	}
+	return resp, timedOut, false, err
 }
 
 // backoff is base*2^(attempt-1), scaled by a jitter factor in [0.5, 1.5).
