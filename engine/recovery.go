@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"sync"
 
+	"github.com/warren-dev/warren/atomicfile"
 	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -553,7 +553,7 @@ func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
 		}
 	}
 	a.sess = sess
-	_ = atomicCleanTemps(c, l.id)
+	_ = atomicfile.CleanTemps(c.fs, c.agentDir(l.id))
 	if lr := l.p.LastResume; lr != nil {
 		// The consumed token answers a repeated resume after the restart.
 		tok := token.Token{ID: lr.TokenID, AgentID: l.id, RunID: lr.RunID, SecretHash: lr.SecretHash,
@@ -584,10 +584,6 @@ func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
 		}
 		rep.Interrupted++
 	}
-}
-
-func atomicCleanTemps(c *Core, id string) error {
-	return cleanTemps(c.fs, filepath.Join(c.agentsDir, id))
 }
 
 // liveSecret is the resume secret minted in a run, for the live run.waiting
