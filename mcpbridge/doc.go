@@ -13,7 +13,7 @@
 //
 //	WARREN_SOCKET            the daemon's socket (else <home>/daemon.sock)
 //	WARREN_AGENT_CREDENTIAL  the credential of the agent process (required
-//	                         for tools/call; see daemon/agentauth.go)
+//	                         for tools/call; see engine/agentauth.go)
 //	WARREN_AGENT_ID          optional: the agent the credential must belong
 //	                         to (sent as agent_id; the daemon checks it)
 //

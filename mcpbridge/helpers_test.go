@@ -19,7 +19,7 @@ import (
 const testBound = 20 * time.Second
 
 // fakeDaemon is a real Unix socket server standing in for the daemon's
-// tool.call with a credential (daemon/agentauth.go): it records every
+// tool.call with a credential (engine/agentauth.go): it records every
 // request and answers from its handle function.
 type fakeDaemon struct {
 	sock   string

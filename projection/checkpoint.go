@@ -10,7 +10,7 @@ import (
 )
 
 // The state's own encoding, which the daemon's checkpoint file (version 2,
-// daemon/doc.go "Checkpoints") stores after its header line: a line of
+// checkpoint/doc.go) stores after its header line: a line of
 // JSON (the State's exported fields, the pending messages by reference)
 // and a line of hex ids (the enqueued set). Changing a field of State or
 // of the records it holds changes that format: bump the checkpoint version.

@@ -5,7 +5,7 @@
 // enqueued, for the enqueue-once rule), subscriptions, reminders, token
 // usage, the messages and spawns of recent tool calls, and the last
 // resume answered. The event vocabulary is package schema's; the table of
-// which event changes what is SPEC 3 and daemon/doc.go.
+// which event changes what is SPEC 3 and engine/doc.go.
 //
 // agent.claimed (a cluster store's new owner) sets State.ClaimEpoch to the
 // greatest epoch seen; turn.start copies it into Run.ClaimEpoch, so a run
@@ -38,7 +38,7 @@
 // # Checkpoint state
 //
 // EncodeState writes the state as the daemon's checkpoint file stores it
-// after its header line (format version 2, daemon/doc.go "Checkpoints"):
+// after its header line (format version 2, checkpoint/doc.go):
 //
 //	{"p":<State as JSON>,"pending":[{"id":..,"seq":..,"off":..[,"msg":<envelope>]}],"other_ids":[..]}\n
 //	<the enqueued ids of 32 hex digits, concatenated, sorted>\n

@@ -2,7 +2,7 @@
 // of every tool in package tools' catalog, written against Env, the small
 // set of things a tool needs from the daemon's core (look up an agent or
 // a name, check a route, check and enqueue a message, append an entry,
-// the clock, ids). The daemon's Core implements Env (daemon/toolenv.go);
+// the clock, ids). The engine's Core implements Env (engine/toolenv.go);
 // tests use a fake, so each tool is tested without a Core.
 //
 // # The one door
@@ -13,7 +13,7 @@
 //     provider.ToolCaller and provider.BatchToolCaller of the attempt);
 //   - the MCP bridge of an agent CLI (warren mcp-bridge), through the
 //     socket's tool.call with the agent's credential, which the daemon
-//     joins to the same Attempt (daemon/agentauth.go);
+//     joins to the same Attempt (engine/agentauth.go);
 //   - the operator's tool.call outside any turn, through CallOutside.
 //
 // A call is parsed (tools.Parse, typed calls), executed (Exec: one method

@@ -20,7 +20,7 @@ var (
 )
 
 // Env is what the tools need from the core. The daemon's Core implements
-// it (daemon/toolenv.go); tests implement it with a fake. Methods are safe
+// it (engine/toolenv.go); tests implement it with a fake. Methods are safe
 // for concurrent use; none is called with a lock of the package held.
 type Env interface {
 	Tree
@@ -131,7 +131,7 @@ type Mail interface {
 	MarkDelivered(id string, msgIDs []string) error
 }
 
-// ChildSpec is a child to create; it has the fields of daemon.CreateSpec.
+// ChildSpec is a child to create; it has the fields of engine.CreateSpec.
 type ChildSpec struct {
 	ID           string
 	Name         string
