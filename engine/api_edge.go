@@ -49,7 +49,7 @@ func (c *Core) UserInboxDegraded() error {
 	if c.user == nil {
 		return nil
 	}
-	return c.user.log.Degraded()
+	return c.user.Degraded()
 }
 
 // SubscribeEvents subscribes to the logged entries of one agent ("" = all)

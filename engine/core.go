@@ -27,6 +27,7 @@ import (
 	"github.com/warren-dev/warren/store/local"
 	"github.com/warren-dev/warren/token"
 	"github.com/warren-dev/warren/tree"
+	"github.com/warren-dev/warren/userinbox"
 )
 
 // CoreOptions configures a Core: the agent layer without the socket.
@@ -146,7 +147,7 @@ type Core struct {
 	// resv holds the room of messages checked and not yet appended.
 	resv reservations
 
-	user *userInbox
+	user *userinbox.Inbox
 	// providers resolves provider entry names (package registry).
 	providers *registry.Registry
 	mux       *multiplexer.Mux[*live]
@@ -308,7 +309,7 @@ func (c *Core) Close(ctx context.Context) error {
 		}
 	}
 	if c.user != nil {
-		if err := c.user.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
+		if err := c.user.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
@@ -331,7 +332,7 @@ func (c *Core) Abandon() {
 		}
 	}
 	if c.user != nil {
-		c.user.log.Abandon()
+		c.user.Abandon()
 	}
 	c.bus.Close()
 }

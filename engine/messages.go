@@ -33,7 +33,7 @@ func (c *Core) checkEnqueue(m inbox.Message) (skip bool, err error) {
 // already counted by their reservations.
 func (c *Core) checkEnqueueN(m inbox.Message, n int, b int64) (skip bool, err error) {
 	if m.Recipient == tree.User {
-		return c.user.checkRoom(m)
+		return c.checkUserRoom(m)
 	}
 	r, ok := c.agent(m.Recipient)
 	if !ok {
@@ -64,7 +64,7 @@ func (c *Core) checkEnqueueN(m inbox.Message, n int, b int64) (skip bool, err er
 func (c *Core) appendEnqueue(m inbox.Message) error {
 	defer c.unreserve(m.ID) // in the inbox now, or failed
 	if m.Recipient == tree.User {
-		return c.user.enqueue(m)
+		return c.user.Enqueue(m)
 	}
 	r, ok := c.agent(m.Recipient)
 	if !ok {

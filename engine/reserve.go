@@ -36,10 +36,7 @@ type reserved struct {
 // c.resv.mu.
 func (c *Core) landed(recipient, id string) bool {
 	if recipient == tree.User {
-		c.user.mu.Lock()
-		defer c.user.mu.Unlock()
-		_, ok := c.user.seen[id]
-		return ok
+		return c.user.Has(id)
 	}
 	a, ok := c.agent(recipient)
 	if !ok {

@@ -220,10 +220,7 @@ func (c *Core) lacks(s sentRef, agentsOnly bool) bool {
 		if agentsOnly || c.user == nil {
 			return false
 		}
-		c.user.mu.Lock()
-		_, has := c.user.seen[s.ID]
-		c.user.mu.Unlock()
-		return !has
+		return !c.user.Has(s.ID)
 	}
 	r, ok := c.agent(s.To)
 	if !ok || r.corrupt != nil {
