@@ -143,10 +143,11 @@
 // WARREN_AGENT_CREDENTIAL, held only in memory, revoked when the process is
 // reaped) and records it in <home>/procs/<agent-id>.<pid>.json (format in
 // package agentproc) before it gets any work; Recover kills the recorded
-// groups that still run before anything else. agentauth.go serves socket
-// requests that carry a credential: tool.call only, as a call of the
-// agent's running turn (it joins the attempt's toolexec.Attempt, so it is logged,
-// routed and replayed like the provider's own calls).
+// groups that still run before anything else. Socket requests that carry
+// a credential (daemon/rpc_agent.go) may only call a tool, as a call of the
+// agent's running turn: CallToolInTurn (agentauth.go) joins the attempt's
+// toolexec.Attempt, so it is logged, routed and replayed like the
+// provider's own calls.
 //
 // What agent processes write to stderr goes, through provider.Launch.Stderr,
 // to <home>/agents/<id>/stderr.log (package stderrlog): plain bytes as written,
