@@ -10,6 +10,7 @@ import (
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/reopen"
 	"github.com/warren-dev/warren/schedule"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -24,13 +25,6 @@ type live struct {
 	// session must carry (providers without structured history), once.
 	inject *history.History
 }
-
-// Restore strategies logged in session.restored.
-const (
-	strategyNative  = "native"
-	strategyHistory = "history"
-	strategyFresh   = "fresh"
-)
 
 func wrapSlotErr(err error) error {
 	if errors.Is(err, multiplexer.ErrNoSlot) {
@@ -107,158 +101,57 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 	if err != nil {
 		return nil, err
 	}
-	o := &sessionOpen{c: c, a: a, prov: prov, caps: prov.Capabilities(), provName: provName, model: model}
+	req := reopen.Request{AgentID: a.id, Provider: prov, ProvName: provName, Model: model, Logger: c.log}
 	a.mu.Lock()
 	sess := a.sess
-	o.handle = a.p.Handle
+	req.Handle = a.p.Handle
 	sessProv, sessModel := a.p.SessProvider, a.p.SessModel
 	instructions, cwd := a.p.Instructions, a.p.Cwd
 	a.mu.Unlock()
-	o.same = sessProv == provName && sessModel == model
-	if sess != nil && o.same && sess.Provider == provName && sess.Model == model {
-		o.blob = sess.ProviderState
+	req.Same = sessProv == provName && sessModel == model
+	if sess != nil && req.Same && sess.Provider == provName && sess.Model == model {
+		req.Blob = sess.ProviderState
 	}
-	o.spec = c.providerSpec(provName, a.id, model, instructions, cwd, nil)
-	if lv, done, err := o.restore(ctx); done {
-		return lv, err
-	}
-	return o.fresh(ctx)
-}
-
-// sessionOpen is one openSession: what it read of the agent, and the
-// history, read from the log only when a step needs it (not for a restore
-// from an eviction blob or a native handle).
-type sessionOpen struct {
-	c           *Core
-	a           *agent
-	prov        provider.Provider
-	caps        provider.Capabilities
-	provName    string
-	model       string
-	handle      string
-	same        bool // the recorded session is of this provider and model
-	blob        []byte
-	spec        provider.Spec
-	h           history.History
-	haveHistory bool
-}
-
-// loadHistory reads the agent's history once.
-func (o *sessionOpen) loadHistory() error {
-	if o.haveHistory {
-		return nil
-	}
-	h, err := o.c.history(o.a)
-	if err != nil {
-		return err
-	}
-	o.h, o.haveHistory = h, true
-	// The turn being started is not history, unless it re-runs an
-	// interrupted or resumed run (then its earlier calls show as
-	// interrupted in the block).
-	o.a.mu.Lock()
-	if cur := o.a.cur; cur != nil && !cur.rerun && o.h.Open != nil && o.h.Open.RunID == cur.runID {
-		o.h.Open = nil
-	}
-	o.a.mu.Unlock()
-	return nil
-}
-
-// restore tries the eviction blob or the native handle. done is false when
-// there is neither, or when the restore failed in a way a fresh session
-// with the history answers.
-func (o *sessionOpen) restore(ctx context.Context) (lv *live, done bool, err error) {
-	useBlob := len(o.blob) > 0
-	useHandle := o.same && o.handle != "" && (o.caps.NativeResume || o.caps.StructuredHistory)
-	if !useBlob && !useHandle {
-		return nil, false, nil
-	}
-	strategy := strategyNative
-	if (useBlob && o.caps.HistoryOnRestore) || (!useBlob && o.caps.StructuredHistory) {
-		// HistoryOnRestore: the blob is a handle, the conversation comes
-		// from the log.
-		if err := o.loadHistory(); err != nil {
-			return nil, true, err
-		}
-		o.spec.History = o.h.Turns
-		if !useBlob && !o.caps.NativeResume {
-			strategy = strategyHistory
-		}
-	}
-	s, err := o.prov.Restore(ctx, o.spec, o.blob, o.handle)
-	if err == nil {
-		method := ""
-		if rb, ok := s.(provider.RestoredBy); ok {
-			method = rb.RestoredBy()
-		}
-		if err := o.c.logRestored(o.a, o.provName, o.model, strategy, method); err != nil {
-			_ = s.Stop()
-			return nil, true, err
-		}
-		if useBlob {
-			// The blob is consumed: once the session takes more turns it
-			// is stale, and a restart must not restore from it (the
-			// handle and the log are current).
-			o.c.saveSession(o.a, func(s2 *session.Session) { s2.ProviderState = nil })
-		}
-		return &live{sess: s, provider: o.provName, model: o.model}, true, nil
-	}
-	if ctx.Err() != nil {
-		return nil, true, err
-	}
-	if transient, _ := provider.IsTransient(err); transient && o.caps.NativeResume {
-		// A dead transport (the agent died or hung while restoring)
-		// says nothing about the session: a fresh one would lose it
-		// for good. The turn fails (transient) and the next one tries
-		// the handle again.
-		return nil, true, err
-	}
-	o.c.log.Warn("native restore failed; starting a fresh session with the history", "agent", o.a.id, "provider", o.provName, "err", err)
-	return nil, false, nil
-}
-
-// fresh creates a new session, with the history given as structured turns
-// or injected into the first prompt, and logs it.
-func (o *sessionOpen) fresh(ctx context.Context) (*live, error) {
-	if err := o.loadHistory(); err != nil {
-		return nil, err
-	}
-	if o.caps.StructuredHistory {
-		o.spec.History = o.h.Turns
-	}
-	s, err := o.prov.Create(ctx, o.spec)
+	req.Spec = c.providerSpec(provName, a.id, model, instructions, cwd, nil)
+	s, inject, err := reopen.Open(ctx, req, sessionAgent{c: c, a: a})
 	if err != nil {
 		return nil, err
 	}
-	lv := &live{sess: s, provider: o.provName, model: o.model}
-	strategy := strategyFresh
-	if len(o.h.Turns) > 0 || o.h.Open != nil {
-		strategy = strategyHistory
-		if !o.caps.StructuredHistory {
-			h := o.h
-			lv.inject = &h
-		}
-	}
-	recs := []eventlog.Record{
-		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: o.provName, Model: o.model, Handle: s.Handle()}},
-		{Event: schema.SessionRestored, Data: schema.SessionRestoredData{Provider: o.provName, Model: o.model, Strategy: strategy}},
-	}
-	if _, err := o.a.log.AppendBatch(recs); err != nil {
-		_ = s.Stop()
-		return nil, fmt.Errorf("logging the new session of agent %s: %w", o.a.id, err)
-	}
-	o.c.saveSession(o.a, func(s2 *session.Session) {
-		s2.Provider, s2.Model, s2.Handle, s2.ProviderState = o.provName, o.model, s.Handle(), nil
-	})
-	return lv, nil
+	return &live{sess: s, provider: provName, model: model, inject: inject}, nil
 }
 
-func (c *Core) logRestored(a *agent, provName, model, strategy, method string) error {
-	if _, err := a.log.Append(schema.SessionRestored, schema.SessionRestoredData{Provider: provName, Model: model, Strategy: strategy, Method: method}); err != nil {
-		return fmt.Errorf("logging the restore of agent %s: %w", a.id, err)
-	}
-	return nil
+// sessionAgent is what reopen needs of an agent: its log, its history and
+// its session.json snapshot.
+type sessionAgent struct {
+	c *Core
+	a *agent
 }
+
+func (g sessionAgent) Append(event string, data any) (eventlog.Entry, error) {
+	return g.a.log.Append(event, data)
+}
+
+func (g sessionAgent) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
+	return g.a.log.AppendBatch(recs)
+}
+
+// History is the agent's history from its log. The turn being started is
+// not history, unless it re-runs an interrupted or resumed run (then its
+// earlier calls show as interrupted in the block).
+func (g sessionAgent) History() (history.History, error) {
+	h, err := g.c.history(g.a)
+	if err != nil {
+		return h, err
+	}
+	g.a.mu.Lock()
+	if cur := g.a.cur; cur != nil && !cur.rerun && h.Open != nil && h.Open.RunID == cur.runID {
+		h.Open = nil
+	}
+	g.a.mu.Unlock()
+	return h, nil
+}
+
+func (g sessionAgent) SaveSnapshot(f func(*session.Session)) { g.c.saveSession(g.a, f) }
 
 // history rebuilds the agent's completed turns from its log, streaming it:
 // only the entries of turns are kept (never the messages, whose payloads
