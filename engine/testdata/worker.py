@@ -8,7 +8,9 @@ sys.path.insert(0, os.environ["WARREN_TEST_HELPER"])
 from warren_script import read_turn, call_tool, done
 
 LEAF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "leaf.py")
-SENDER = re.compile(r"(?:Message from ([\w.-]+):\n|\d+\. From ([\w.-]+): )(.*)")
+# A sender is shown by its name, or by the path it had once it is gone (a
+# leaf that completed before this turn was prompted: "root/w2/l1").
+SENDER = re.compile(r"(?:Message from ([\w./-]+):\n|\d+\. From ([\w./-]+): )(.*)")
 results = set()
 hellos = 0
 finished = False
