@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warren-dev/warren/agentspec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
@@ -99,7 +100,7 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 	// The provider session first: its handle goes into session.created.
 	lease, err := c.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*live, error) {
 		ps := c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, nil)
-		if v, ok := spec.Metadata[historyModeKey]; ok {
+		if v, ok := spec.Metadata[agentspec.HistoryModeKey]; ok {
 			ps.HistoryMode = v // the agent is not listed yet: its metadata is here
 		}
 		s, err := prov.Create(ctx, ps)
@@ -247,9 +248,19 @@ func (c *Core) removeOrphanDir(id string) {
 }
 
 func (c *Core) providerSpec(provName, id, model, instructions, cwd string, history []provider.Turn) provider.Spec {
-	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd, System: c.systemPrompt(id, instructions),
-		Env: c.processEnv(provName, id), History: history, Launcher: c.launches.For(id),
-		Identity: c.agentIdentity(id), HistoryMode: c.historyMode(provName, id)}
+	entry := c.config().Providers[provName]
+	var mode string
+	var modeSet bool
+	if a, ok := c.agent(id); ok {
+		a.mu.Lock()
+		mode, modeSet = a.p.Metadata[agentspec.HistoryModeKey]
+		a.mu.Unlock()
+	}
+	env := agentspec.Env{Environ: c.opts.Environ, Extra: c.opts.Env, PythonPath: c.opts.PythonPath, SocketPath: c.opts.SocketPath}
+	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd,
+		System: agentspec.SystemPrompt(c.tree, id, instructions),
+		Env:    agentspec.ProcessEnv(entry, env, id), History: history, Launcher: c.launches.For(id),
+		Identity: agentspec.Identity(c.tree, id), HistoryMode: agentspec.HistoryMode(mode, modeSet, entry)}
 }
 
 // provider looks a provider up by name; an unknown one is code 2 naming the
