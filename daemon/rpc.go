@@ -232,7 +232,7 @@ func turnResultMap(res engine.TurnResult) (map[string]any, error) {
 	var m map[string]any
 	switch {
 	case res.Status == "suspended":
-		m = map[string]any{"status": "suspended", "run_id": res.RunID, "wait": res.Wait}
+		m = map[string]any{"status": "suspended", "run_id": res.RunID, "wait": turnWaitMap(res.Wait)}
 		if res.Token != "" {
 			m["token"] = res.Token
 		}
@@ -242,7 +242,7 @@ func turnResultMap(res engine.TurnResult) (map[string]any, error) {
 		m = map[string]any{"response": res.Response, "run_id": res.RunID, "status": res.Status}
 	}
 	if res.RevokedWait != nil {
-		m["revoked_wait"] = res.RevokedWait
+		m["revoked_wait"] = map[string]any{"token_id": res.RevokedWait.TokenID, "kind": res.RevokedWait.Kind, "run_id": res.RevokedWait.RunID}
 	}
 	if res.AbandonedRun != "" {
 		m["abandoned_run"] = res.AbandonedRun
@@ -289,7 +289,7 @@ func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stre
 		return nil, res.Err
 	}
 	if res.Status == "suspended" {
-		_ = out.Event(map[string]any{"event": "run.waiting", "run_id": res.RunID, "token": res.Token, "wait": res.Wait})
+		_ = out.Event(map[string]any{"event": "run.waiting", "run_id": res.RunID, "token": res.Token, "wait": turnWaitMap(res.Wait)})
 	}
 	return nil, nil
 }

@@ -21,7 +21,9 @@ func listMap(v engine.AgentView) map[string]any {
 	m := map[string]any{"agent_id": v.ID, "name": v.Name, "path": v.Path, "parent_id": parent,
 		"status": v.Status, "provider": v.Provider, "model": v.Model, "pending": v.Pending}
 	if v.Wait != nil {
-		m["wait"] = v.Wait
+		w := turnWaitMap(v.Wait)
+		w["state"], w["run_id"] = v.Wait.State, v.Wait.RunID
+		m["wait"] = w
 	}
 	if v.Error != "" {
 		m["error"] = v.Error
@@ -135,4 +137,13 @@ func copyMap(m map[string]string) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// turnWaitMap is a wait as a turn's result shows it (nil: none).
+func turnWaitMap(w *engine.WaitInfo) map[string]any {
+	if w == nil {
+		return nil
+	}
+	return map[string]any{"kind": w.Kind, "prompt": w.Prompt, "token_id": w.TokenID,
+		"deadline": w.Deadline.UTC().Format(time.RFC3339Nano)}
 }

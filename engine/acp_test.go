@@ -139,7 +139,7 @@ func TestACPPermissionAskWaitsForTheOperator(t *testing.T) {
 			h, _ := acpHarness(t, nil, nil)
 			id := h.createOn("coder", "fake")
 			res := h.send(id, "@say checking\n@permission rm -rf build\n@say done")
-			if res.Status != "suspended" || res.Wait["kind"] != "permission" || !strings.Contains(res.Wait["prompt"].(string), "rm -rf build") {
+			if res.Status != "suspended" || res.Wait == nil || res.Wait.Kind != "permission" || !strings.Contains(res.Wait.Prompt, "rm -rf build") {
 				t.Fatalf("send: %+v", res)
 			}
 			if restart {

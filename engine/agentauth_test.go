@@ -105,7 +105,7 @@ func TestCredentialAwaitInputSuspendsTheTurn(t *testing.T) {
 	if codeOf(err) != protocol.CodeUnavailable {
 		t.Fatalf("socket await_input: %v, want code 6 saying the turn ends", err)
 	}
-	if res := <-results; res.Status != "suspended" || res.Token == "" || res.Wait["prompt"] != "ok?" {
+	if res := <-results; res.Status != "suspended" || res.Token == "" || res.Wait == nil || res.Wait.Prompt != "ok?" {
 		t.Fatalf("turn: %+v, want it suspended on the socket's await_input", res)
 	}
 }

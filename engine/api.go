@@ -86,7 +86,7 @@ func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model
 	select {
 	case res := <-ch:
 		if tokID != "" {
-			res.RevokedWait = map[string]any{"token_id": tokID, "kind": waitKind, "run_id": runID}
+			res.RevokedWait = &WaitInfo{TokenID: tokID, Kind: waitKind, RunID: runID}
 		}
 		res.AbandonedRun = abandoned
 		return res, nil
@@ -111,7 +111,7 @@ type AgentView struct {
 	Provider  string
 	Model     string
 	Pending   int
-	Wait      map[string]any
+	Wait      *WaitInfo
 	LastError string
 	Error     string
 	// Degraded says why the agent's log refuses appends, or which run end
@@ -137,9 +137,7 @@ func (c *Core) view(a *agent) AgentView {
 		v.Path = a.p.Name
 	}
 	if r := a.p.Run; r != nil && !r.Ended && r.Wait != nil {
-		v.Wait = waitView(r.Wait)
-		v.Wait["state"] = r.Wait.TokenState
-		v.Wait["run_id"] = r.RunID
+		v.Wait = waitView(r.Wait, r.RunID)
 	}
 	v.Degraded = a.degradedLocked()
 	if a.corrupt != nil {

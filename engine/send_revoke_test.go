@@ -36,10 +36,10 @@ func TestSendSaysWhatItRevokedOrAbandoned(t *testing.T) {
 	if sus.Status != "suspended" {
 		t.Fatalf("ask = %+v", sus)
 	}
-	tokID := sus.Wait["token_id"]
+	tokID := sus.Wait.TokenID
 	res := h.send(id, "hello")
-	if res.Response != "done: hello" || res.RevokedWait == nil || res.RevokedWait["token_id"] != tokID ||
-		res.RevokedWait["kind"] != "approval" || res.AbandonedRun != "" {
+	if res.Response != "done: hello" || res.RevokedWait == nil || res.RevokedWait.TokenID != tokID ||
+		res.RevokedWait.Kind != "approval" || res.AbandonedRun != "" {
 		t.Fatalf("send to a suspended agent = %+v; want the revoked wait %v named", res, tokID)
 	}
 	if res.RevokedWait == nil {

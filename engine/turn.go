@@ -39,11 +39,11 @@ type TurnResult struct {
 	RunID    string
 	Status   string // "idle" after success, failure or cancel; "suspended" when waiting
 	Token    string // the resume token, once, when the run suspended
-	Wait     map[string]any
+	Wait     *WaitInfo
 	Err      error
 	// Set by Send: the wait its message revoked ({token_id, kind}) and the
 	// run interrupted by a restart that it abandoned (a new run started).
-	RevokedWait  map[string]any
+	RevokedWait  *WaitInfo
 	AbandonedRun string
 }
 
@@ -194,7 +194,7 @@ func (c *Core) endTurn(ctx context.Context, a *agent, runID string, turn int, re
 		res.Status = "suspended"
 		a.mu.Lock()
 		if r := a.p.RunFor(runID); r != nil && r.Wait != nil {
-			res.Wait = waitView(r.Wait)
+			res.Wait = waitView(r.Wait, runID)
 		}
 		res.Token = a.takeMintedSecret(runID)
 		a.mu.Unlock()

@@ -38,14 +38,14 @@ func TestAwaitInputSuspendsAndTokenResumesOnce(t *testing.T) {
 	h.prov.Register("approver", approver(&sends, &mu))
 	id := h.create("lead", "", "approver")
 	res := h.send(id, "deploy")
-	if res.Status != "suspended" || res.Token == "" || res.Wait["prompt"] != "deploy?" {
+	if res.Status != "suspended" || res.Token == "" || res.Wait == nil || res.Wait.Prompt != "deploy?" {
 		t.Fatalf("send result = %+v", res)
 	}
 	if s := h.statusOf(id); s != "suspended" {
 		t.Fatalf("status = %s", s)
 	}
 	view, _ := h.c.Inspect(id)
-	if w := view.Wait; w == nil || w["prompt"] != "deploy?" || strings.Contains(mustString(view), res.Token) {
+	if w := view.Wait; w == nil || w.Prompt != "deploy?" || strings.Contains(mustString(view), res.Token) {
 		t.Fatalf("inspect must show the wait and never the secret: %v", view)
 	}
 	// A wrong secret is rejected with code 5.

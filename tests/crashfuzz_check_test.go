@@ -49,7 +49,7 @@ func snapshotCore(c *engine.Core, fsys faultfs.FS) (*cfSnap, error) {
 	for _, v := range c.List() {
 		a := cfAgentSnap{ID: v.ID, Name: v.Name, Path: v.Path, Parent: v.ParentID, Status: v.Status}
 		if v.Wait != nil {
-			a.WaitToken = fmt.Sprint(v.Wait["token_id"])
+			a.WaitToken = v.Wait.TokenID
 		}
 		m, err := c.Inspect(v.ID)
 		if err != nil {

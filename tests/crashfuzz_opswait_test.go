@@ -30,7 +30,10 @@ func (w *cfWorld) opSuspend(a int, plan cfCrash) error {
 		if res.Status != "suspended" || res.Token == "" {
 			return fmt.Errorf("ask turn ended %q with %q and no token", res.Status, res.Response)
 		}
-		tokID := fmt.Sprint(res.Wait["token_id"])
+		tokID := ""
+		if res.Wait != nil {
+			tokID = res.Wait.TokenID
+		}
 		w.cov["suspend acknowledged"]++
 		w.waits = append(w.waits, cfWait{Agent: ag.ID, RunID: res.RunID, TokenID: tokID, Token: res.Token})
 		w.logf("  token %s run %s", tokID, res.RunID)
@@ -85,8 +88,7 @@ func (w *cfWorld) opResume(a, variant int, plan cfCrash) error {
 	view, _ := w.core.Inspect(wt.Agent)
 	live := false
 	if wv := view.Wait; wv != nil {
-		deadline, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(wv["deadline"]))
-		live = wv["token_id"] == wt.TokenID && wv["state"] == "live" && w.clock.Now().Before(deadline)
+		live = wv.TokenID == wt.TokenID && wv.State == "live" && w.clock.Now().Before(wv.Deadline)
 	}
 	return w.step(desc, plan, func() error {
 		res, err := w.core.Resume(context.Background(), target, tok, "yes")
