@@ -2,8 +2,8 @@ package engine
 
 // Benchmarks of the daemon on store/jetstream beside store/local (issue 15):
 //
-//	go test -run '^$' -bench 'BenchmarkStoreTurn' -benchtime 300x ./daemon/
-//	go test -run '^$' -bench 'BenchmarkRecoveryJetStream' -benchtime 1x -timeout 1h ./daemon/
+//	go test -run '^$' -bench 'BenchmarkStoreTurn' -benchtime 300x ./engine/
+//	go test -run '^$' -bench 'BenchmarkRecoveryJetStream' -benchtime 1x -timeout 1h ./engine/
 //
 // scripts/bench-cluster.sh runs them with the raw fsync rate and the
 // stores' appends/s and prints one table.

@@ -20,9 +20,9 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "load average at start: $(load)   ($(nproc) cores, $(date -u +%FT%TZ))"
 go test -run '^$' -bench 'RawWriteFsync$' -benchtime "${appends}x" ./eventlog/ >"$tmp/raw" 2>&1 || { cat "$tmp/raw"; exit 1; }
 go test -run '^$' -bench 'Append$' -benchtime "${appends}x" -timeout 30m ./store/jetstream/ >"$tmp/append" 2>&1 || { cat "$tmp/append"; exit 1; }
-go test -run '^$' -bench 'StoreTurn$' -benchtime "${turns}x" -timeout 30m ./daemon/ >"$tmp/turn" 2>&1 || { cat "$tmp/turn"; exit 1; }
+go test -run '^$' -bench 'StoreTurn$' -benchtime "${turns}x" -timeout 30m ./engine/ >"$tmp/turn" 2>&1 || { cat "$tmp/turn"; exit 1; }
 WARREN_BENCH_JS_AGENTS="$agents" WARREN_BENCH_JS_EVENTS="$events" \
-  go test -run '^$' -bench 'RecoveryJetStream$' -benchtime 1x -timeout 2h -v ./daemon/ >"$tmp/recovery" 2>&1 || { cat "$tmp/recovery"; exit 1; }
+  go test -run '^$' -bench 'RecoveryJetStream$' -benchtime 1x -timeout 2h -v ./engine/ >"$tmp/recovery" 2>&1 || { cat "$tmp/recovery"; exit 1; }
 echo "load average at end:   $(load)"
 echo
 # metric FILE BENCH-PREFIX UNIT: the value before UNIT on the line of BENCH-PREFIX
