@@ -5,7 +5,9 @@
 //
 // Files: run.go (Run: boot, serve, shutdown), home.go (PrepareHome, the
 // one check of a home's ownership and modes), cluster.go (the store:
-// local files or a JetStream cluster), rpc.go (method dispatch and the one
+// local files or a JetStream cluster; cluster_nocluster.go in a build
+// with -tags nocluster, which refuses cluster options), clusteropts.go
+// (ClusterOptions, CheckCluster, the local store), rpc.go (method dispatch and the one
 // map from domain errors to wire codes, toRPCError), rpc_events.go
 // (events.subscribe), rpc_agent.go (requests made with an agent's
 // credential), rpc_views.go (the wire shapes of the Core's typed views).
