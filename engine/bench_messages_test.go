@@ -20,6 +20,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -282,4 +283,12 @@ func testFanOutRounds(t *testing.T, batched bool) {
 			t.Errorf("child c%d completed %d turns in 2 rounds, want 2", i, n)
 		}
 	}
+}
+
+// decode decodes an entry's data into v.
+func decode(e eventlog.Entry, v any) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("event %s at seq %d: bad data: %w", e.Event, e.Seq, err)
+	}
+	return nil
 }

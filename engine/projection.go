@@ -1,11 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
-	"fmt"
-
-	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 )
@@ -35,15 +30,3 @@ const (
 const residentPayload = fold.ResidentPayload
 
 func newProjection() *projection { return fold.New() }
-
-// queued makes m, just logged at e, the form an inbox keeps (as the fold
-// does: fold.Queued).
-func queued(m inbox.Message, e eventlog.Entry) inbox.Message { return fold.Queued(m, e) }
-
-// decode decodes an entry's data into v.
-func decode(e eventlog.Entry, v any) error {
-	if err := json.Unmarshal(e.Data, v); err != nil {
-		return fmt.Errorf("event %s at seq %d: bad data: %w", e.Event, e.Seq, err)
-	}
-	return nil
-}
