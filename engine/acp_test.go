@@ -202,7 +202,7 @@ func TestACPBuiltinNotInstalledSaysHowToInstall(t *testing.T) {
 	})
 	t.Setenv("PATH", t.TempDir())
 	_, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "lead", Provider: "claude"})
-	if err == nil || !strings.Contains(err.Error(), "npm install -g @agentclientprotocol/claude-agent-acp") {
+	if err == nil || !strings.Contains(err.Error(), "warren agents install claude") {
 		t.Fatalf("create on a built-in whose agent is not installed: %v", err)
 	}
 }

@@ -23,7 +23,7 @@ func acpDefaults(name string) acp.Settings {
 	switch name {
 	case "claude":
 		st := acp.Settings{Command: []string{"claude-agent-acp"}, Mode: "default",
-			InstallHint: "npm install -g @agentclientprotocol/claude-agent-acp (and put its bin directory on the daemon's PATH)",
+			InstallHint: "warren agents install claude, then restart the daemon (or npm install -g @agentclientprotocol/claude-agent-acp@0.101.0 on the daemon's PATH)",
 			EnvPass:     []string{"ANTHROPIC_*", "CLAUDE_*"},
 			Env:         []string{"CLAUDE_CODE_MAX_RETRIES=0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}}
 		if os.Geteuid() == 0 {
@@ -34,13 +34,13 @@ func acpDefaults(name string) acp.Settings {
 		return st
 	case "codex":
 		return acp.Settings{Command: []string{"codex-acp"}, Mode: "workspace-write", EnvPass: []string{"OPENAI_*", "CODEX_*"},
-			InstallHint: "npm install -g @agentclientprotocol/codex-acp"}
+			InstallHint: "warren agents install codex, then restart the daemon (or npm install -g @agentclientprotocol/codex-acp@2.6.0 on the daemon's PATH)"}
 	case "gemini":
 		return acp.Settings{Command: []string{"gemini", "--acp", "--skip-trust"}, ModelFlag: "-m",
-			InstallHint: "npm install -g @google/gemini-cli",
+			InstallHint: "warren agents install gemini, then restart the daemon (or npm install -g @google/gemini-cli@0.61.0 on the daemon's PATH)",
 			EnvPass:     []string{"GEMINI_*", "GOOGLE_*"}}
 	case "opencode":
-		return acp.Settings{Command: []string{"opencode", "acp"}, InstallHint: "npm install -g opencode-ai",
+		return acp.Settings{Command: []string{"opencode", "acp"}, InstallHint: "warren agents install opencode, then restart the daemon (or npm install -g opencode-ai@1.18.33 on the daemon's PATH)",
 			EnvPass: []string{"OPENCODE_*", "OPENAI_*", "ANTHROPIC_*"},
 			Env:     []string{"OPENCODE_DISABLE_AUTOUPDATE=1"}}
 	}
