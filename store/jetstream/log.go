@@ -87,7 +87,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 			// even empty, or an earlier owner's first append to it would
 			// pass the fence ("no entry yet") after this claim.
 			if err := l.claim(o); err != nil {
-				return nil, err
+				return nil, unavailable(err)
 			}
 		}
 		l.onAppend = o.OnAppend
@@ -113,7 +113,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 	}
 	if !lastIsClaim(last.Data, l.epoch) {
 		if err := l.claim(o); err != nil {
-			return nil, err
+			return nil, unavailable(err) // a timed-out claim may have landed: its retry under the same lease finds it (lastIsClaim)
 		}
 	}
 	l.onAppend = o.OnAppend

@@ -15,7 +15,7 @@ import (
 // lastOf returns the last message of subj, or nil if it has none.
 func (s *Store) lastOf(ctx context.Context, subj string) (*jetstream.RawStreamMsg, error) {
 	var m *jetstream.RawStreamMsg
-	err := s.retrying(ctx, "last entry of "+subj, func() error {
+	err := s.retrying(ctx, "last entry of "+subj, func(ctx context.Context) error {
 		var err error
 		m, err = s.stream.GetLastMsgForSubject(ctx, subj)
 		return err

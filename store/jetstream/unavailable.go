@@ -74,12 +74,25 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// attemptTimeout bounds one attempt of a retried request: while a stream
+// elects a leader a request may go unanswered until its deadline, and
+// polling every few seconds finds the new leader sooner than waiting out
+// the store's whole Timeout once.
+const attemptTimeout = 3 * time.Second
+
 // retrying runs op until it succeeds, fails for another reason than the
-// servers not answering, ctx is done, or retryAttempts are used up; the
-// last error is wrapped by unavailable.
-func (s *Store) retrying(ctx context.Context, what string, op func() error) error {
+// servers not answering, ctx is done, or retryAttempts are used up; each
+// attempt gets a context bounded by min(Timeout, attemptTimeout). The last
+// error is wrapped by unavailable.
+func (s *Store) retrying(ctx context.Context, what string, op func(ctx context.Context) error) error {
+	limit := attemptTimeout
+	if s.o.Timeout > 0 {
+		limit = min(s.o.Timeout, attemptTimeout)
+	}
 	for n := 1; ; n++ {
-		err := op()
+		actx, cancel := context.WithTimeout(ctx, limit)
+		err := op(actx)
+		cancel()
 		if err == nil || !isUnavailable(err) || n >= retryAttempts || ctx.Err() != nil {
 			return unavailable(err)
 		}

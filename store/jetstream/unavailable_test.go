@@ -47,7 +47,7 @@ func TestUnavailableIsOnlyTheServersNotAnswering(t *testing.T) {
 func TestRetryingWaitsOutUnansweredRequests(t *testing.T) {
 	s := &Store{o: Options{Logger: hclog.NewNullLogger()}}
 	calls := 0
-	err := s.retrying(context.Background(), "test", func() error {
+	err := s.retrying(context.Background(), "test", func(context.Context) error {
 		calls++
 		if calls < 3 {
 			return nats.ErrTimeout
@@ -58,7 +58,7 @@ func TestRetryingWaitsOutUnansweredRequests(t *testing.T) {
 		t.Fatalf("retrying: err %v after %d calls; want nil after 3", err, calls)
 	}
 	calls = 0
-	err = s.retrying(context.Background(), "test", func() error { calls++; return store.ErrFenced })
+	err = s.retrying(context.Background(), "test", func(context.Context) error { calls++; return store.ErrFenced })
 	if !errors.Is(err, store.ErrFenced) || calls != 1 {
 		t.Fatalf("a refusal was retried: err %v after %d calls", err, calls)
 	}
