@@ -38,4 +38,8 @@ for i in $(seq "$count"); do
       | grep -E '^(Benchmark|goos|goarch|pkg|cpu)' >>"$tmp/$side.txt"
   done
 done
+# One package name on both sides, so that benchstat pairs the rows when
+# OLD_PKG differs.
+newline=$(grep -m1 '^pkg:' "$tmp/new.txt" || true)
+[ -n "$newline" ] && sed -i "s|^pkg:.*|$newline|" "$tmp/old.txt"
 go run golang.org/x/perf/cmd/benchstat@latest old="$tmp/old.txt" new="$tmp/new.txt"
