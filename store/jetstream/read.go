@@ -80,7 +80,8 @@ func (s *Store) newReader(ctx context.Context, subj string, fromSeq uint64, hint
 // idempotent, and the new consumer starts after the last message
 // delivered, so no entry is seen twice.
 
-// consumerCreateTimeout bounds the request that makes a reader's consumer.
+// consumerCreateTimeout bounds the first request that makes a reader's
+// consumer; retry n gets n+1 times as long, up to the store's Timeout.
 const consumerCreateTimeout = 2 * time.Second
 
 // consume makes the reader's consumer, from the message after the last
@@ -91,11 +92,13 @@ func (r *reader) consume() error {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = r.sseq + 1
 	}
-	// A short bound on the create: while a dead server is not yet marked
-	// offline the meta leader may place the consumer on it (an R1
+	// A short bound on the first create: while a dead server is not yet
+	// marked offline the meta leader may place the consumer on it (an R1
 	// consumer of a replicated stream goes to a random peer) and the
-	// request is never answered; the retry places it again.
-	cctx, cancel := context.WithTimeout(r.ctx, min(r.s.o.Timeout, consumerCreateTimeout))
+	// request is never answered; the retry places it again. The bound
+	// grows with each retry (up to Timeout), so that a cluster merely slow
+	// under load still gets its consumer made.
+	cctx, cancel := context.WithTimeout(r.ctx, min(r.s.o.Timeout, consumerCreateTimeout*time.Duration(r.retries+1)))
 	defer cancel()
 	cons, err := r.s.stream.OrderedConsumer(cctx, cfg)
 	if err != nil {
