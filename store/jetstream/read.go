@@ -74,15 +74,11 @@ func (s *Store) newReader(ctx context.Context, subj string, fromSeq uint64, hint
 	}
 }
 
-// A reader makes its consumer again after a request or a delivery failed
-// (a timeout while the stream elects a leader, a lost connection), up to
-// retryAttempts times with retryDelay between them: reading is
-// idempotent, and the new consumer starts after the last message
-// delivered, so no entry is seen twice.
-
-// consumerCreateTimeout bounds the first request that makes a reader's
-// consumer; retry n gets n+1 times as long, up to the store's Timeout.
-const consumerCreateTimeout = 2 * time.Second
+// readRetries bounds how often a reader makes its consumer again after a
+// request or a delivery failed (a timeout while the stream elects a
+// leader, a lost connection): reading is idempotent, and the new consumer
+// starts after the last message delivered, so no entry is seen twice.
+const readRetries = 5
 
 // consume makes the reader's consumer, from the message after the last
 // one delivered.
@@ -92,15 +88,7 @@ func (r *reader) consume() error {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = r.sseq + 1
 	}
-	// A short bound on the first create: while a dead server is not yet
-	// marked offline the meta leader may place the consumer on it (an R1
-	// consumer of a replicated stream goes to a random peer) and the
-	// request is never answered; the retry places it again. The bound
-	// grows with each retry (up to Timeout), so that a cluster merely slow
-	// under load still gets its consumer made.
-	cctx, cancel := context.WithTimeout(r.ctx, min(r.s.o.Timeout, consumerCreateTimeout*time.Duration(r.retries+1)))
-	defer cancel()
-	cons, err := r.s.stream.OrderedConsumer(cctx, cfg)
+	cons, err := r.s.stream.OrderedConsumer(r.ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -113,16 +101,18 @@ func (r *reader) consume() error {
 }
 
 // retry reports whether one more attempt is allowed after err (the
-// caller's context is live and the retries are not used up), counts it
-// and waits the backoff first: an election gives no signal when it ends.
+// caller's context is live and readRetries are not used up), and counts
+// it. The attempts follow at once: a reader that still fails returns
+// store.ErrUnavailable, and the daemon's own loops (the standby, recovery's
+// open retries, the takeover scan) wait before they read again.
 func (r *reader) retry(phase string, err error) bool {
-	if r.ctx.Err() != nil || r.retries+1 >= retryAttempts {
+	if r.ctx.Err() != nil || r.retries >= readRetries {
 		return false
 	}
 	r.retries++
 	r.s.o.Logger.Warn("reading a log failed; making its consumer again", "subject", r.subj, "after_stream_seq", r.sseq,
-		"phase", phase, "attempt", r.retries, "retry_in", retryDelay(r.retries), "err", err)
-	return sleepCtx(r.ctx, retryDelay(r.retries)) == nil
+		"phase", phase, "attempt", r.retries, "err", err)
+	return true
 }
 
 // Next returns the next entry, io.EOF after the last, or an error wrapping
