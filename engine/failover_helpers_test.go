@@ -27,31 +27,12 @@ import (
 // waits for JetStream's meta leader.
 func startNATSCluster(t *testing.T) ([]*server.Server, []string) {
 	t.Helper()
-	ports := make([]int, 3)
-	var routes []string
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
-	}
-	srvs := make([]*server.Server, 3)
-	errs := make(chan error, 3)
-	for i := range srvs {
-		go func(i int) {
-			srv, err := jetstream.Embed(jetstream.EmbedOptions{Name: fmt.Sprintf("n%d", i+1), Dir: t.TempDir(), Port: -1,
-				ClusterName: "warren", ClusterPort: ports[i], Routes: routes, StartTimeout: 30 * time.Second})
-			srvs[i] = srv
-			errs <- err
-		}(i)
-	}
-	for range srvs {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
+	// EmbedLocalCluster starts again on fresh ports when a route port was
+	// taken between its pick and the bind.
+	srvs, err := jetstream.EmbedLocalCluster(jetstream.LocalClusterOptions{Nodes: 3,
+		Dir: func(int) string { return t.TempDir() }, StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
 	}
 	var urls []string
 	for _, s := range srvs {
