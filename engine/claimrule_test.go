@@ -3,18 +3,14 @@ package engine
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
-	"github.com/warren-dev/warren/store/jetstream"
 )
 
 // TestRunUnderEarlierClaimIsInterrupted: on a cluster store a run is
@@ -23,21 +19,8 @@ import (
 // run its own and leave it open forever). The second core here has the
 // first's boot id; its claim (a new epoch) is what marks the run, once.
 func TestRunUnderEarlierClaimIsInterrupted(t *testing.T) {
-	srv, err := jetstream.Embed(jetstream.EmbedOptions{Name: "n1", Dir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	st, err := jetstream.New(context.Background(), jetstream.Options{Conn: nc, Node: "n1", BootID: "same",
-		Embedded: []*server.Server{srv}, OwnerTTL: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, nc := embeddedNATS(t)
+	st := openEmbeddedStore(t, srv, nc, "same")
 	prov := inproc.New("inproc", inproc.Options{})
 	started := make(chan *inproc.Turn, 1)
 	prov.Register("hold", inproc.Signal(started, inproc.Block(make(chan struct{}), inproc.Echo)))

@@ -16,9 +16,9 @@ import (
 	"github.com/warren-dev/warren/store/jetstream"
 )
 
-// jetstreamStore starts an embedded single-node NATS server (sync-always)
-// and returns a harness setup running the core on store/jetstream.
-func jetstreamStore(t *testing.T) func(h *harness) {
+// embeddedNATS starts an embedded single-node NATS server (sync-always)
+// and connects to it; both are closed when the test ends.
+func embeddedNATS(t *testing.T) (*server.Server, *nats.Conn) {
 	t.Helper()
 	srv, err := jetstream.Embed(jetstream.EmbedOptions{Name: "n1", Dir: t.TempDir(), Port: -1})
 	if err != nil {
@@ -30,16 +30,29 @@ func jetstreamStore(t *testing.T) func(h *harness) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
+	return srv, nc
+}
+
+// openEmbeddedStore opens store/jetstream on srv as node n1 with boot id
+// boot (empty: the store's own) and an owner TTL of 5 s. The embedded
+// server proves sync-always (no system account).
+func openEmbeddedStore(t *testing.T, srv *server.Server, nc *nats.Conn, boot string) *jetstream.Store {
+	t.Helper()
+	st, err := jetstream.New(context.Background(), jetstream.Options{Conn: nc, Node: "n1", BootID: boot,
+		Embedded: []*server.Server{srv}, OwnerTTL: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("store/jetstream: %v", err)
+	}
+	return st
+}
+
+// jetstreamStore starts an embedded single-node NATS server and returns a
+// harness setup running the core on store/jetstream.
+func jetstreamStore(t *testing.T) func(h *harness) {
+	t.Helper()
+	srv, nc := embeddedNATS(t)
 	return func(h *harness) {
-		h.store = func(faultfs.FS) store.Store {
-			// The embedded server proves sync-always (no system account).
-			st, err := jetstream.New(context.Background(), jetstream.Options{Conn: nc, Node: "n1",
-				Embedded: []*server.Server{srv}, OwnerTTL: 5 * time.Second})
-			if err != nil {
-				t.Fatalf("store/jetstream: %v", err)
-			}
-			return st
-		}
+		h.store = func(faultfs.FS) store.Store { return openEmbeddedStore(t, srv, nc, "") }
 	}
 }
 

@@ -8,14 +8,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/store"
-	"github.com/warren-dev/warren/store/jetstream"
 )
 
 // flakyStore answers the first fails opens of each log with
@@ -50,21 +47,8 @@ func (f *flakyStore) UserLog(ctx context.Context, o store.LogOptions) (store.Log
 // active one of three --cluster-embedded daemons: the standby that claimed
 // the USER inbox exited on the first 503 of the leader election.)
 func TestRecoveryWaitsOutAnUnavailableCluster(t *testing.T) {
-	srv, err := jetstream.Embed(jetstream.EmbedOptions{Name: "n1", Dir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	st, err := jetstream.New(context.Background(), jetstream.Options{Conn: nc, Node: "n1", BootID: "b1",
-		Embedded: []*server.Server{srv}, OwnerTTL: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, nc := embeddedNATS(t)
+	st := openEmbeddedStore(t, srv, nc, "b1")
 	var slept []time.Duration
 	var sleptMu sync.Mutex
 	mk := func(s store.Store) *Core {
