@@ -216,6 +216,7 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 			t.Logf("round %d at %v", round, time.Since(began).Round(time.Millisecond))
 		}
 		ct.start(round)
+		ct.waitTakenOver(round, led)
 		tStart := time.Since(began)
 		verifyAfterRestart(t, d, led, round)
 		tVerify := time.Since(began)
@@ -235,6 +236,7 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 		load.stop()
 	}
 	ct.start(kills)
+	ct.waitTakenOver(kills, led)
 	verifyAfterRestart(t, d, led, kills)
 	agents, msgs, turns := led.counts()
 	t.Logf("%d daemon kills, %d leader kills of a NATS helper; acknowledged: %d agents, %d messages, %d turns",
@@ -259,6 +261,37 @@ func (ct *clusterTorture) start(round int) {
 	}
 	if err := ct.d.start(); err != nil {
 		ct.t.Fatalf("round %d: %v", round, err)
+	}
+}
+
+// waitTakenOver waits until agent.list shows every acknowledged agent. The
+// start waits out the killed boot's claims by the clock, but the server
+// expires a lapsed claim up to about a second late; an agent whose claim
+// was still there at recovery is not listed until the running daemon's
+// takeover scan (every 250 ms) takes it over. No event tells the client
+// that the scan ran, so this polls, for up to a minute.
+func (ct *clusterTorture) waitTakenOver(round int, led *ledger) {
+	ct.t.Helper()
+	ctx := procCtx(ct.t)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		list, err := ct.d.Client().Call(ctx, "agent.list", nil)
+		if err != nil {
+			ct.t.Fatalf("round %d: agent.list after restart: %v\n%s", round, err, ct.d.Output())
+		}
+		listed := map[string]bool{}
+		for _, a := range list["agents"].([]any) {
+			listed[a.(map[string]any)["agent_id"].(string)] = true
+		}
+		all := true
+		for _, a := range led.snapshot() {
+			all = all && listed[a.ID]
+		}
+		// After the deadline, verifyAfterRestart names what is missing.
+		if all || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // polling agent.list: no event says "taken over"
 	}
 }
 
