@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/warren-dev/warren/cmd/warren/internal/render"
+	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 )
 
 func newAgentCreateCmd(c *cli) *cobra.Command {
@@ -51,7 +53,7 @@ warren agent create bot --provider scripted --model ./bots/bot.py`),
 		if err != nil || !show {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "%s  %s\n", str(res, "agent_id"), str(res, "name"))
+		fmt.Fprintf(c.stdout, "%s  %s\n", reply.Str(res, "agent_id"), reply.Str(res, "name"))
 		return nil
 	})
 	return cmd
@@ -88,13 +90,6 @@ func setIf(m map[string]any, k, v string) {
 	}
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func newAgentTreeCmd(c *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:     "tree",
@@ -106,35 +101,10 @@ func newAgentTreeCmd(c *cli) *cobra.Command {
 			if err != nil || !show {
 				return err
 			}
-			agents := list(res, "agents")
-			if len(agents) == 0 {
-				fmt.Fprintln(c.stdout, "no agents")
-				return nil
-			}
-			renderTree(c.stdout, buildTree(agents))
+			render.Tree(c.stdout, reply.List(res, "agents"))
 			return nil
 		}),
 	}
-}
-
-// buildTree links agent.list entries by parent_id; agents whose parent is not
-// listed become roots.
-func buildTree(agents []map[string]any) []*treeNode {
-	sort.SliceStable(agents, func(i, j int) bool { return str(agents[i], "name") < str(agents[j], "name") })
-	nodes := make(map[string]*treeNode, len(agents))
-	for _, a := range agents {
-		nodes[str(a, "agent_id")] = &treeNode{label: fmt.Sprintf("%s  [%s]", str(a, "name"), str(a, "status"))}
-	}
-	var roots []*treeNode
-	for _, a := range agents {
-		n := nodes[str(a, "agent_id")]
-		if p, ok := nodes[str(a, "parent_id")]; ok && p != n {
-			p.children = append(p.children, n)
-		} else {
-			roots = append(roots, n)
-		}
-	}
-	return roots
 }
 
 func newAgentInspectCmd(c *cli) *cobra.Command {
@@ -163,45 +133,26 @@ warren agent inspect lead --since-seq 120 --limit 50   # the next page of its in
 		if err != nil || !show {
 			return err
 		}
-		printInspect(c.stdout, res, time.Now())
+		render.Inspect(c.stdout, res, time.Now())
 		return c.printInbox(ctx, res, params)
 	})
 	return cmd
-}
-
-func isSecretKey(k string) bool {
-	k = strings.ToLower(k)
-	return k == "token" || k == "secret" || k == "token_secret"
 }
 
 // printInbox prints the inbox pages of an agent.inspect result as they
 // arrive (agent.inspect since_seq/limit), so a large inbox never sits whole
 // in memory.
 func (c *cli) printInbox(ctx context.Context, res, params map[string]any) error {
-	w := c.stdout
 	for page, first := res, true; ; first = false {
-		msgs := list(page, "inbox")
-		if first && len(msgs) > 0 {
-			fmt.Fprintln(w, "inbox:")
-		}
-		for _, m := range msgs {
-			from := str(m, "from")
-			if from == "" {
-				from = str(m, "sender")
-			}
-			text := str(m, "text")
-			if text == "" {
-				text = str(m, "payload")
-			}
-			fmt.Fprintf(w, "  from=%s  %s\n", from, cut(text, 80))
-		}
+		msgs := reply.List(page, "inbox")
+		render.InboxPage(c.stdout, msgs, first)
 		next, ok := page["inbox_next_seq"]
 		if !ok || len(msgs) == 0 {
 			return nil
 		}
 		params["since_seq"] = next
 		var err error
-		if page, err = c.call(ctx, "agent.inspect", params); err != nil {
+		if page, err = c.daemon().Call(ctx, "agent.inspect", params); err != nil {
 			return err
 		}
 	}
@@ -218,28 +169,10 @@ func newInboxCmd(c *cli) *cobra.Command {
 			if err != nil || !show {
 				return err
 			}
-			msgs := list(res, "messages")
-			if len(msgs) == 0 {
-				fmt.Fprintln(c.stdout, "no messages")
-				return nil
-			}
-			for _, m := range msgs {
-				fmt.Fprintf(c.stdout, "%s  from=%s  %s\n", clock(str(m, "timestamp"), false), str(m, "from"), str(m, "text"))
-			}
-			if n := num(res, "remaining"); n > 0 {
-				fmt.Fprintf(c.stdout, "%d more messages: run warren inbox again\n", n)
-			}
+			render.UserInbox(c.stdout, res)
 			return nil
 		}),
 	}
-}
-
-// usageText shows token usage as "in/out/cached" ("" when there is none).
-func usageText(u map[string]any) string {
-	if u == nil {
-		return ""
-	}
-	return fmt.Sprintf("%d/%d/%d", num(u, "input_tokens"), num(u, "output_tokens"), num(u, "cached_input_tokens"))
 }
 
 func newProvidersCmd(c *cli) *cobra.Command {
@@ -253,18 +186,7 @@ func newProvidersCmd(c *cli) *cobra.Command {
 			if err != nil || !show {
 				return err
 			}
-			rows := [][]string{}
-			for _, p := range list(res, "providers") {
-				key := "-"
-				if env := str(p, "api_key_env"); env != "" {
-					key = "$" + env + " unset"
-					if b, _ := p["key_set"].(bool); b {
-						key = "$" + env + " set"
-					}
-				}
-				rows = append(rows, []string{str(p, "name"), str(p, "type"), dash(str(p, "base_url")), dash(str(p, "model")), key})
-			}
-			table(c.stdout, []string{"NAME", "TYPE", "BASE URL", "MODEL", "KEY"}, rows)
+			render.Providers(c.stdout, reply.List(res, "providers"))
 			return nil
 		}),
 	}

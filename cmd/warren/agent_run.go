@@ -8,6 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/client"
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/notices"
+	"github.com/warren-dev/warren/cmd/warren/internal/render"
+	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -42,19 +47,19 @@ warren agent send lead --file brief.md --provider anthropic --model claude-sonne
 		params := map[string]any{"agent_id": pos[0], "message": msg}
 		setIf(params, "provider", prov)
 		setIf(params, "model", model)
-		finish := c.watchSend(ctx, pos[0])
-		res, err := c.call(ctx, "agent.send", params)
+		finish := notices.WatchSend(ctx, c.notices(), pos[0])
+		res, err := c.daemon().Call(ctx, "agent.send", params)
 		finish()
 		if err != nil {
 			if ctx.Err() != nil {
 				return c.sendInterrupted(ctx, pos[0])
 			}
-			return c.lostDaemon(ctx, err)
+			return c.daemon().Lost(ctx, err)
 		}
 		if c.json {
-			return printJSON(c.stdout, res)
+			return reply.JSON(c.stdout, res)
 		}
-		c.printRunResult(pos[0], res)
+		render.RunResult(c.stdout, c.stderr, pos[0], c.daemon().HomeArg(), res)
 		return nil
 	})
 	return cmd
@@ -65,13 +70,13 @@ warren agent send lead --file brief.md --provider anthropic --model claude-sonne
 func (c *cli) messageArg(cmd *cobra.Command, what string, rest []string, file string, required bool) (string, error) {
 	switch {
 	case file != "" && len(rest) > 0:
-		return "", usageErr(cmd.UseLine(), "give the %s as an argument, as - (standard input) or with --file, not both", what)
+		return "", exit.Usagef(cmd.UseLine(), "give the %s as an argument, as - (standard input) or with --file, not both", what)
 	case file != "":
 		return c.textInput(what, "", file)
 	case len(rest) > 0:
 		return c.textInput(what, rest[0], "")
 	case required:
-		return "", usageErr(cmd.UseLine(), "%s: missing %s (or - to read it from standard input, or --file PATH)", cmd.CommandPath(), what)
+		return "", exit.Usagef(cmd.UseLine(), "%s: missing %s (or - to read it from standard input, or --file PATH)", cmd.CommandPath(), what)
 	}
 	return "", nil
 }
@@ -79,54 +84,11 @@ func (c *cli) messageArg(cmd *cobra.Command, what string, rest []string, file st
 // sendInterrupted is what Ctrl-C on agent send says: the turn goes on in
 // the daemon, and how to follow or cancel it. Exit 130.
 func (c *cli) sendInterrupted(ctx context.Context, ref string) error {
-	home := c.homeArg()
+	home := c.daemon().HomeArg()
 	fmt.Fprintf(c.stderr, "\ninterrupted: stopped waiting; the turn goes on in the daemon.\n"+
 		"  follow it:  warren events -f %s%s\n"+
-		"  cancel it:  warren agent cancel %s%s\n", shellQuote(ref), home, shellQuote(ref), home)
-	return &exitError{code: signalExit(ctx)}
-}
-
-// homeArg is " --home H" when --home was given, else "".
-func (c *cli) homeArg() string {
-	if c.homeFlag == "" {
-		return ""
-	}
-	return " --home " + shellQuote(c.home)
-}
-
-// printRunResult prints an agent.send/agent.resume result: the response, or
-// the wait and the exact command that resumes it.
-func (c *cli) printRunResult(ref string, res map[string]any) {
-	if w := obj(res, "revoked_wait"); w != nil {
-		fmt.Fprintf(c.stderr, "note: this message revoked %s's pending wait (%s, token id %s): its token no longer answers it\n",
-			ref, dash(str(w, "kind")), str(w, "token_id"))
-	}
-	if r := str(res, "abandoned_run"); r != "" {
-		fmt.Fprintf(c.stderr, "note: this message abandoned %s's run %s, interrupted by a daemon restart (a new run started instead)\n", ref, r)
-	}
-	if str(res, "status") == "suspended" {
-		wait := obj(res, "wait")
-		fmt.Fprintf(c.stdout, "%s is waiting for input", ref)
-		if k := str(wait, "kind"); k != "" {
-			fmt.Fprintf(c.stdout, " (%s)", k)
-		}
-		fmt.Fprintf(c.stdout, ": %s\n", str(wait, "prompt"))
-		fmt.Fprintf(c.stdout, "resume with: warren agent resume %s%s --token %s RESPONSE\n", shellQuote(ref), c.homeArg(), shellQuote(str(res, "token")))
-		if id := str(wait, "token_id"); id != "" {
-			fmt.Fprintf(c.stdout, "token id: %s\nor by token id: warren agent resume %s%s --token-id %s RESPONSE\n",
-				id, shellQuote(ref), c.homeArg(), shellQuote(id))
-		}
-		return
-	}
-	fmt.Fprintln(c.stdout, str(res, "response"))
-}
-
-// shellQuote quotes s for a POSIX shell when it needs quoting.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-=:") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		"  cancel it:  warren agent cancel %s%s\n", render.ShellQuote(ref), home, render.ShellQuote(ref), home)
+	return &exit.Error{Code: signalExit(ctx)}
 }
 
 func newAgentResumeCmd(c *cli) *cobra.Command {
@@ -150,11 +112,11 @@ warren agent resume lead   # re-run a run a restart interrupted`),
 	f.StringVar(&file, "file", "", "read the response from this file")
 	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, pos []string) error {
 		if token != "" && tokenID != "" {
-			return usageErr(cmd.UseLine(), "give --token or --token-id, not both")
+			return exit.Usagef(cmd.UseLine(), "give --token or --token-id, not both")
 		}
 		hasResp := len(pos) == 2 || file != ""
 		if (token != "" || tokenID != "") && !hasResp {
-			return usageErr(cmd.UseLine(), "--token and --token-id need a RESPONSE to hand to the agent")
+			return exit.Usagef(cmd.UseLine(), "--token and --token-id need a RESPONSE to hand to the agent")
 		}
 		params := map[string]any{"agent_id": pos[0]}
 		setIf(params, "token", token)
@@ -170,11 +132,11 @@ warren agent resume lead   # re-run a run a restart interrupted`),
 		if err != nil || !show {
 			return err
 		}
-		if _, ok := res["response"]; ok || str(res, "status") == "suspended" {
-			c.printRunResult(pos[0], res)
+		if _, ok := res["response"]; ok || reply.Str(res, "status") == "suspended" {
+			render.RunResult(c.stdout, c.stderr, pos[0], c.daemon().HomeArg(), res)
 			return nil
 		}
-		fmt.Fprintf(c.stdout, "resumed %s (%s)\n", pos[0], dash(str(res, "status")))
+		fmt.Fprintf(c.stdout, "resumed %s (%s)\n", pos[0], render.Dash(reply.Str(res, "status")))
 		return nil
 	})
 	return cmd
@@ -204,13 +166,13 @@ each agent as it goes. An agent mid-turn is refused: cancel it first.`,
 		if err != nil || !show {
 			return err
 		}
-		if done := list(res, "terminated"); recursive && len(done) > 0 {
+		if done := reply.List(res, "terminated"); recursive && len(done) > 0 {
 			for _, a := range done {
-				fmt.Fprintf(c.stdout, "terminated %s  %s\n", str(a, "agent_id"), str(a, "path"))
+				fmt.Fprintf(c.stdout, "terminated %s  %s\n", reply.Str(a, "agent_id"), reply.Str(a, "path"))
 			}
 			return nil
 		}
-		id := str(res, "agent_id")
+		id := reply.Str(res, "agent_id")
 		if id == "" {
 			id = pos[0]
 		}
@@ -232,7 +194,7 @@ func newAgentCancelCmd(c *cli) *cobra.Command {
 			if err != nil || !show {
 				return err
 			}
-			id := str(res, "agent_id")
+			id := reply.Str(res, "agent_id")
 			if id == "" {
 				id = pos[0]
 			}
@@ -275,16 +237,16 @@ printf 'first\nsecond\n' | warren agent attach lead`),
 }
 
 func (c *cli) attach(ctx context.Context, ref string) error {
-	cl, err := c.dial(ctx)
+	cl, err := c.daemon().Dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	insp, err := cl.Call(ctx, "agent.inspect", map[string]any{"agent_id": ref})
 	if err != nil {
-		return rpcErr("agent.inspect", err)
+		return client.RPCError("agent.inspect", err)
 	}
-	notes, stop := c.watch(ctx, str(insp, "agent_id"), true, false)
+	notes, stop := notices.Watch(ctx, c.notices(), reply.Str(insp, "agent_id"), true, false)
 	defer stop()
 	if !c.json {
 		fmt.Fprintf(c.stdout, "attached to %s (empty line or Ctrl-D to detach)\n", ref)
@@ -321,12 +283,12 @@ func (c *cli) attach(ctx context.Context, ref string) error {
 		}
 		err := cl.Stream(ctx, "agent.stream", map[string]any{"agent_id": ref, "message": line}, func(fr protocol.Frame) error {
 			if c.json {
-				return printJSON(c.stdout, frameJSON(fr))
+				return reply.JSON(c.stdout, frameJSON(fr))
 			}
 			if fr.Chunk != "" {
 				fmt.Fprint(c.stdout, fr.Chunk)
 			}
-			notes.streamFrame(fr)
+			notes.StreamFrame(fr)
 			return nil
 		})
 		if !c.json {
@@ -336,10 +298,10 @@ func (c *cli) attach(ctx context.Context, ref string) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if stopped := c.daemonStopped(ctx); stopped != nil {
+			if stopped := c.daemon().Stopped(ctx); stopped != nil {
 				return stopped
 			}
-			fmt.Fprintf(c.stderr, "error: %s\n", rpcErr("agent.stream", err))
+			fmt.Fprintf(c.stderr, "error: %s\n", client.RPCError("agent.stream", err))
 		}
 	}
 }

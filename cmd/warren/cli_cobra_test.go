@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 )
 
 // warrenIn runs the built binary with stdin.
@@ -72,7 +74,7 @@ func TestDidYouMean(t *testing.T) {
 	}
 	for _, tc := range cases {
 		r := warren(t, tc.args...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
+		if r.code != exit.Usage || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
 			t.Errorf("warren %q: exit %d stdout %q stderr %q; want exit 2 and %q", tc.args, r.code, r.stdout, r.stderr, tc.want)
 		}
 	}
@@ -107,7 +109,7 @@ func TestCompletionScripts(t *testing.T) {
 			t.Errorf("__complete agent '' lacks %s:\n%s", want, out)
 		}
 	}
-	if r := warren(t, "completion", "tcsh"); r.code != exitUsage {
+	if r := warren(t, "completion", "tcsh"); r.code != exit.Usage {
 		t.Errorf("completion tcsh: exit %d, want 2 (stderr %q)", r.code, r.stderr)
 	}
 }

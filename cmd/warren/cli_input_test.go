@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 )
 
 // TestMessageFromStdinAndFile: a MESSAGE of "-" is read from standard
@@ -37,20 +39,20 @@ func TestMessageFromStdinAndFile(t *testing.T) {
 	}
 
 	// Both at once, or neither, is a usage error.
-	if r := warren(t, "agent", "send", "big", "hi", "--file", file, "--home", home); r.code != exitUsage {
+	if r := warren(t, "agent", "send", "big", "hi", "--file", file, "--home", home); r.code != exit.Usage {
 		t.Errorf("send with MESSAGE and --file: exit %d, want 2", r.code)
 	}
-	if r := warren(t, "agent", "send", "big", "--home", home); r.code != exitUsage || !strings.Contains(r.stderr, "missing MESSAGE") {
+	if r := warren(t, "agent", "send", "big", "--home", home); r.code != exit.Usage || !strings.Contains(r.stderr, "missing MESSAGE") {
 		t.Errorf("send without a message: exit %d stderr %q, want 2", r.code, r.stderr)
 	}
-	if r := warren(t, "agent", "send", "big", "--file", filepath.Join(home, "nope"), "--home", home); r.code != exitDaemonErr || !strings.Contains(r.stderr, "nope") {
+	if r := warren(t, "agent", "send", "big", "--file", filepath.Join(home, "nope"), "--home", home); r.code != exit.DaemonErr || !strings.Contains(r.stderr, "nope") {
 		t.Errorf("send --file of a missing file: exit %d stderr %q, want 1 naming it", r.code, r.stderr)
 	}
 
 	// Over the daemon's limit (limits.message_bytes, 1 MiB by default).
 	over := strings.Repeat("x", 1<<20+1)
 	r = warrenIn(t, over, "agent", "send", "big", "-", "--home", home)
-	if r.code != exitDaemonErr || !strings.Contains(r.stderr, "limits.message_bytes") {
+	if r.code != exit.DaemonErr || !strings.Contains(r.stderr, "limits.message_bytes") {
 		t.Errorf("send of %d bytes: exit %d stderr %q, want 1 naming limits.message_bytes", len(over), r.code, r.stderr)
 	}
 	// Over what one request carries: refused by the CLI before sending.
@@ -59,7 +61,7 @@ func TestMessageFromStdinAndFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = warren(t, "agent", "send", "big", "--file", huge, "--home", home)
-	if r.code != exitDaemonErr || !strings.Contains(r.stderr, "at most 16 MiB") || !strings.Contains(r.stderr, "limits.message_bytes") {
+	if r.code != exit.DaemonErr || !strings.Contains(r.stderr, "at most 16 MiB") || !strings.Contains(r.stderr, "limits.message_bytes") {
 		t.Errorf("send --file of %d bytes: exit %d stderr %q, want 1 naming both limits", maxTextBytes+1, r.code, r.stderr)
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/render"
+	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -81,7 +84,7 @@ func TestListSortsNaturallyAndFilters(t *testing.T) {
 	}
 
 	// terminate without --recursive refuses a parent and says what to do.
-	if r := warren(t, "agent", "rm", "lead/w2", "--home", home); r.code != exitDaemonErr || !strings.Contains(r.stderr, "--recursive") {
+	if r := warren(t, "agent", "rm", "lead/w2", "--home", home); r.code != exit.DaemonErr || !strings.Contains(r.stderr, "--recursive") {
 		t.Errorf("agent rm of a parent: exit %d stderr %q, want 1 naming --recursive", r.code, r.stderr)
 	}
 	out := mustOK(t, "agent", "terminate", "--recursive", "lead/w2", "--home", home)
@@ -129,7 +132,7 @@ func sortedByPath(res map[string]any) []any {
 	for i, a := range as {
 		ms[i] = a.(map[string]any)
 	}
-	sortAgents(ms)
+	render.SortAgents(ms)
 	out := make([]any, len(ms))
 	for i, m := range ms {
 		out[i] = m
@@ -158,7 +161,7 @@ func TestTerminateRecursiveRefusesAMidTurnSubtree(t *testing.T) {
 	send := startWarren(t, "agent", "send", "lead/slow", "work", "--home", home)
 	bot.waitStarted(t)
 	r := warren(t, "agent", "terminate", "-r", "lead", "--home", home)
-	if r.code != exitDaemonErr || !strings.Contains(r.stderr, "nothing was terminated: lead/slow is mid-turn") {
+	if r.code != exit.DaemonErr || !strings.Contains(r.stderr, "nothing was terminated: lead/slow is mid-turn") {
 		t.Errorf("terminate -r with a child mid-turn: exit %d stderr %q", r.code, r.stderr)
 	}
 	if got := strings.Join(column(mustOK(t, "agent", "list", "--home", home)), " "); got != "lead lead/idle1 lead/slow" {
@@ -190,7 +193,7 @@ func TestInspectShowsInstructionsTimesPendingMetadata(t *testing.T) {
 	// A message to the busy agent stays pending until its turn ends.
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	cl, err := protocol.Dial(ctx, socketPath(home))
+	cl, err := protocol.Dial(ctx, daemon.SocketPath(home))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,10 +262,10 @@ func TestEventsWithoutFollowPrintsTheLogAndExits(t *testing.T) {
 			t.Errorf("events --json line %q (%v)", l, err)
 		}
 	}
-	if r := warren(t, "events", "--deltas", "--home", home); r.code != exitUsage {
+	if r := warren(t, "events", "--deltas", "--home", home); r.code != exit.Usage {
 		t.Errorf("events --deltas without -f: exit %d, want 2", r.code)
 	}
-	if r := warren(t, "events", "nobody", "--home", home); r.code != exitDaemonErr {
+	if r := warren(t, "events", "nobody", "--home", home); r.code != exit.DaemonErr {
 		t.Errorf("events of an unknown agent: exit %d, want 1 (%s)", r.code, r.stderr)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 )
 
 // blockScript is a scripted bot whose turn tells the test it has begun
@@ -241,16 +243,16 @@ func TestStreamsEndWhenTheDaemonStops(t *testing.T) {
 
 	for len(evLines.Text()) > 0 && evLines.Scan() {
 	}
-	if err := events.Wait(); err == nil || exitCode(err) != exitNotRunning || !strings.Contains(evErr.String(), "the event stream ended: the daemon stopped") ||
+	if err := events.Wait(); err == nil || exitCode(err) != exit.NotRunning || !strings.Contains(evErr.String(), "the event stream ended: the daemon stopped") ||
 		!strings.Contains(evErr.String(), "warren events -f --since ") {
 		t.Errorf("events -f when the daemon stopped: %v, stderr %q; want exit 3 saying the daemon stopped and how to continue", err, evErr.String())
 	}
-	if code := send.wait(t); code != exitNotRunning || !strings.Contains(send.errOut.String(), "the daemon stopped") {
+	if code := send.wait(t); code != exit.NotRunning || !strings.Contains(send.errOut.String(), "the daemon stopped") {
 		t.Errorf("agent send when the daemon stopped: exit %d, stderr %q; want 3 saying the daemon stopped", code, send.errOut.String())
 	}
 	err = attach.Wait()
 	stdin.Close()
-	if exitCode(err) != exitNotRunning || !strings.Contains(atErr.String(), "the daemon stopped") {
+	if exitCode(err) != exit.NotRunning || !strings.Contains(atErr.String(), "the daemon stopped") {
 		t.Errorf("attach when the daemon stopped: %v, stderr %q; want exit 3 saying the daemon stopped", err, atErr.String())
 	}
 }

@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/cmd/warren/internal/offline"
+	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 )
 
 // completeTimeout bounds how long a completion waits for the daemon.
@@ -34,9 +33,9 @@ func (c *cli) completeAgentFlag(cmd *cobra.Command, _ []string, toComplete strin
 func (c *cli) completeProviders(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	var out []cobra.Completion
 	if res, err := c.completionCall(cmd.Context(), "daemon.providers"); err == nil {
-		for _, p := range list(res, "providers") {
-			if n := str(p, "name"); strings.HasPrefix(n, toComplete) {
-				out = append(out, cobra.CompletionWithDesc(n, str(p, "type")))
+		for _, p := range reply.List(res, "providers") {
+			if n := reply.Str(p, "name"); strings.HasPrefix(n, toComplete) {
+				out = append(out, cobra.CompletionWithDesc(n, reply.Str(p, "type")))
 			}
 		}
 	}
@@ -55,7 +54,7 @@ func (c *cli) completionCall(ctx context.Context, method string) (map[string]any
 	}
 	ctx, cancel := context.WithTimeout(ctx, completeTimeout)
 	defer cancel()
-	return c.call(ctx, method, nil)
+	return c.daemon().Call(ctx, method, nil)
 }
 
 // agentRefs lists the references of the live agents that start with
@@ -66,16 +65,16 @@ func (c *cli) agentRefs(ctx context.Context, prefix string) []cobra.Completion {
 	type ref struct{ path, name, desc string }
 	var refs []ref
 	if res, err := c.completionCall(ctx, "agent.list"); err == nil {
-		for _, a := range list(res, "agents") {
-			refs = append(refs, ref{str(a, "path"), str(a, "name"), str(a, "status")})
+		for _, a := range reply.List(res, "agents") {
+			refs = append(refs, ref{reply.Str(a, "path"), reply.Str(a, "name"), reply.Str(a, "status")})
 		}
 	} else if c.home != "" {
-		agents, _ := scanAgents(c.home)
+		agents, _ := offline.Agents(c.home)
 		for _, a := range agents {
-			if terminatedOnDisk(c.home, a.id) {
+			if offline.Terminated(c.home, a.ID) {
 				continue
 			}
-			refs = append(refs, ref{a.path, a.name, "daemon not running"})
+			refs = append(refs, ref{a.Path, a.Name, "daemon not running"})
 		}
 	}
 	names := map[string]int{}
@@ -95,15 +94,4 @@ func (c *cli) agentRefs(ctx context.Context, prefix string) []cobra.Completion {
 		}
 	}
 	return out
-}
-
-// terminatedOnDisk reports whether an agent's session.json says it was
-// terminated (a cheap read: the log may be long).
-func terminatedOnDisk(home, id string) bool {
-	b, err := os.ReadFile(filepath.Join(home, "agents", id, "session.json"))
-	if err != nil {
-		return false
-	}
-	s, err := session.Parse(b)
-	return err == nil && s.State == session.StateTerminated
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/daemon"
 )
 
 // startDaemon starts a background daemon with `warren daemon start` and
@@ -21,7 +24,7 @@ func startDaemon(t *testing.T, home string) {
 		t.Fatalf("daemon start printed %q", out)
 	}
 	t.Cleanup(func() {
-		if _, err := os.Stat(socketPath(home)); err != nil {
+		if _, err := os.Stat(daemon.SocketPath(home)); err != nil {
 			return
 		}
 		r := warren(t, "daemon", "stop", "--home", home)
@@ -43,7 +46,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	startDaemon(t, home)
 
 	r := warren(t, "daemon", "start", "--home", home)
-	if r.code != exitDaemonErr || !strings.Contains(r.stderr, "already running") {
+	if r.code != exit.DaemonErr || !strings.Contains(r.stderr, "already running") {
 		t.Errorf("second daemon start: exit %d stderr %q; want exit 1 'already running'", r.code, r.stderr)
 	}
 	st := mustJSON(t, "daemon", "status", "--home", home)
@@ -65,7 +68,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
 		t.Errorf("daemon pid %d still exists after stop (kill 0: %v)", pid, err)
 	}
-	if r := warren(t, "daemon", "status", "--home", home); r.code != exitNotRunning {
+	if r := warren(t, "daemon", "status", "--home", home); r.code != exit.NotRunning {
 		t.Errorf("status after stop: exit %d, want 3", r.code)
 	}
 }
@@ -75,7 +78,7 @@ func TestDaemonStartFailureShowsLog(t *testing.T) {
 	// the client prints the tail of daemon.log and exits 1.
 	home := filepath.Join(shortHome(t), strings.Repeat("h", 110))
 	r := warren(t, "daemon", "start", "--home", home)
-	if r.code != exitDaemonErr || !strings.Contains(r.stderr, "daemon.log") {
+	if r.code != exit.DaemonErr || !strings.Contains(r.stderr, "daemon.log") {
 		t.Errorf("daemon start with a too long socket path: exit %d stderr %q; want exit 1 with the log tail", r.code, r.stderr)
 	}
 }
@@ -96,7 +99,7 @@ func TestAgentRoundTrip(t *testing.T) {
 	if f := strings.Fields(out); len(f) != 2 || len(f[0]) != 32 || f[1] != "w1" {
 		t.Errorf("agent create printed %q, want '<id>  w1'", out)
 	}
-	if r := warren(t, args("agent", "create", "w1", "--parent", "lead")...); r.code != exitDaemonErr || !strings.HasPrefix(r.stderr, "error: ") {
+	if r := warren(t, args("agent", "create", "w1", "--parent", "lead")...); r.code != exit.DaemonErr || !strings.HasPrefix(r.stderr, "error: ") {
 		t.Errorf("duplicate child name: exit %d stderr %q, want exit 1", r.code, r.stderr)
 	}
 
@@ -136,11 +139,11 @@ func TestAgentRoundTrip(t *testing.T) {
 	if sj["response"] != "echo: again" || sj["run_id"] == "" {
 		t.Errorf("agent send --json = %v", sj)
 	}
-	if r := warren(t, args("agent", "send", "nobody", "hi")...); r.code != exitDaemonErr || r.stdout != "" {
+	if r := warren(t, args("agent", "send", "nobody", "hi")...); r.code != exit.DaemonErr || r.stdout != "" {
 		t.Errorf("send to an unknown agent: exit %d stdout %q, want exit 1", r.code, r.stdout)
 	}
 
-	if r := warren(t, args("agent", "terminate", "lead")...); r.code != exitDaemonErr {
+	if r := warren(t, args("agent", "terminate", "lead")...); r.code != exit.DaemonErr {
 		t.Errorf("terminate a parent with children: exit %d, want 1", r.code)
 	}
 	if out := mustOK(t, args("agent", "terminate", "lead/w1")...); !strings.HasPrefix(out, "terminated ") {
@@ -263,7 +266,7 @@ func TestSendSuspendedPrintsResumeCommand(t *testing.T) {
 	if out := mustOK(t, args...); out != "approved: yes\n" {
 		t.Errorf("warren %s printed %q, want the agent's response", strings.Join(args, " "), out)
 	}
-	if r := warren(t, "agent", "resume", "a", "--token", token+"x", "again", "--home", home); r.code != exitDaemonErr {
+	if r := warren(t, "agent", "resume", "a", "--token", token+"x", "again", "--home", home); r.code != exit.DaemonErr {
 		t.Errorf("resume with a wrong token: exit %d, want 1", r.code)
 	}
 	sj := mustJSON(t, "agent", "send", "a", "again", "--home", home)
@@ -378,7 +381,7 @@ func TestCorruptAgentListedThenRepaired(t *testing.T) {
 	// While the daemon runs, repair refuses and says what to do (issue 14),
 	// leaving the log as it was.
 	r := warren(t, "repair", "solo", "--home", home)
-	if r.code != exitDaemonErr || !strings.Contains(r.stderr, "daemon is running") ||
+	if r.code != exit.DaemonErr || !strings.Contains(r.stderr, "daemon is running") ||
 		!strings.Contains(r.stderr, "warren daemon stop --home "+home) || !strings.Contains(r.stderr, "warren repair solo --home "+home) {
 		t.Errorf("repair with the daemon running: exit %d stderr %q; want exit 1 saying stop, repair, start", r.code, r.stderr)
 	}

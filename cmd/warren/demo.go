@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 	"github.com/warren-dev/warren/demo"
 )
 
@@ -44,11 +46,11 @@ func (c *cli) demo(ctx context.Context, keep bool) error {
 		if err != nil {
 			res["error"] = err.Error()
 		}
-		if perr := printJSON(c.stdout, res); perr != nil {
+		if perr := reply.JSON(c.stdout, res); perr != nil {
 			return perr
 		}
 		if err != nil {
-			return errSilent
+			return exit.ErrSilent
 		}
 		return nil
 	}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/client"
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/offline"
+	"github.com/warren-dev/warren/cmd/warren/internal/render"
+	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -40,7 +43,7 @@ warren events -f --deltas lead   # response text as the model streams it`),
 		}
 		if !follow {
 			if deltas {
-				return usageErr(cmd.UseLine(), "--deltas are streamed, never logged: use it with -f")
+				return exit.Usagef(cmd.UseLine(), "--deltas are streamed, never logged: use it with -f")
 			}
 			return c.printLogged(ctx, ref, max(since, 0))
 		}
@@ -52,7 +55,7 @@ warren events -f --deltas lead   # response text as the model streams it`),
 // printLogged prints the logged events of ref (or of every live agent, in
 // the order agent list shows them) after seq since, page by page (agent.log), and returns.
 func (c *cli) printLogged(ctx context.Context, ref string, since int) error {
-	cl, err := c.dial(ctx)
+	cl, err := c.daemon().Dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -62,17 +65,17 @@ func (c *cli) printLogged(ctx context.Context, ref string, since int) error {
 	if ref != "" {
 		targets = []target{{id: ref, path: ref}}
 		if res, err := cl.Call(ctx, "agent.inspect", map[string]any{"agent_id": ref, "limit": 1}); err == nil {
-			targets[0] = target{id: str(res, "agent_id"), path: str(res, "path")}
+			targets[0] = target{id: reply.Str(res, "agent_id"), path: reply.Str(res, "path")}
 		}
 	} else {
 		res, err := cl.Call(ctx, "agent.list", nil)
 		if err != nil {
-			return rpcErr("agent.list", err)
+			return client.RPCError("agent.list", err)
 		}
-		agents := list(res, "agents")
-		sortAgents(agents) // as agent list shows them
+		agents := reply.List(res, "agents")
+		render.SortAgents(agents) // as agent list shows them
 		for _, a := range agents {
-			targets = append(targets, target{id: str(a, "agent_id"), path: str(a, "path")})
+			targets = append(targets, target{id: reply.Str(a, "agent_id"), path: reply.Str(a, "path")})
 		}
 	}
 	failed, n := false, 0
@@ -82,19 +85,19 @@ func (c *cli) printLogged(ctx context.Context, ref string, since int) error {
 			page, err := cl.Call(ctx, "agent.log", map[string]any{"agent_id": t.id, "since_seq": next})
 			if err != nil {
 				if ref != "" {
-					return c.lostDaemon(ctx, &callError{method: "agent.log", err: err})
+					return c.daemon().Lost(ctx, &client.CallError{Method: "agent.log", Err: err})
 				}
-				fmt.Fprintf(c.stderr, "warning: the log of %s: %s\n", t.path, rpcErr("agent.log", err))
+				fmt.Fprintf(c.stderr, "warning: the log of %s: %s\n", t.path, client.RPCError("agent.log", err))
 				failed = true
 				break
 			}
-			for _, e := range list(page, "events") {
+			for _, e := range reply.List(page, "events") {
 				e["agent_id"] = t.id
 				n++
 				if c.json {
-					err = printJSON(c.stdout, map[string]any{"event": e})
+					err = reply.JSON(c.stdout, map[string]any{"event": e})
 				} else {
-					_, err = fmt.Fprintln(c.stdout, eventLine(e, t.path))
+					_, err = fmt.Fprintln(c.stdout, render.EventLine(e, t.path))
 				}
 				if err != nil {
 					return err
@@ -104,14 +107,14 @@ func (c *cli) printLogged(ctx context.Context, ref string, since int) error {
 			if !more {
 				break
 			}
-			next = num(page, "next_seq")
+			next = reply.Num(page, "next_seq")
 		}
 	}
 	if n == 0 && !c.json {
 		fmt.Fprintln(c.stdout, "no events")
 	}
 	if failed {
-		return errSilent
+		return exit.ErrSilent
 	}
 	return nil
 }
@@ -129,7 +132,7 @@ func (c *cli) followEvents(ctx context.Context, ref string, since int, deltas bo
 	if deltas {
 		params["deltas"] = true
 	}
-	cl, err := c.dial(ctx)
+	cl, err := c.daemon().Dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -140,18 +143,18 @@ func (c *cli) followEvents(ctx context.Context, ref string, since int, deltas bo
 	}
 	var lastSeq int64 = -1
 	err = cl.Stream(ctx, "events.subscribe", params, func(fr protocol.Frame) error {
-		if fr.Event != nil && str(fr.Event, "event") != "turn.delta" {
-			lastSeq = num(fr.Event, "seq")
+		if fr.Event != nil && reply.Str(fr.Event, "event") != "turn.delta" {
+			lastSeq = reply.Num(fr.Event, "seq")
 		}
 		if c.json {
-			return printJSON(c.stdout, frameJSON(fr))
+			return reply.JSON(c.stdout, frameJSON(fr))
 		}
-		if fr.Event != nil && str(fr.Event, "event") == "turn.delta" {
-			_, err := fmt.Fprintf(c.stdout, "%s delta %q\n", names.name(ctx, str(fr.Event, "agent_id")), str(fr.Event, "text"))
+		if fr.Event != nil && reply.Str(fr.Event, "event") == "turn.delta" {
+			_, err := fmt.Fprintf(c.stdout, "%s delta %q\n", names.name(ctx, reply.Str(fr.Event, "agent_id")), reply.Str(fr.Event, "text"))
 			return err
 		}
 		if fr.Event != nil {
-			_, err := fmt.Fprintln(c.stdout, eventLine(fr.Event, names.name(ctx, str(fr.Event, "agent_id"))))
+			_, err := fmt.Fprintln(c.stdout, render.EventLine(fr.Event, names.name(ctx, reply.Str(fr.Event, "agent_id"))))
 			return err
 		}
 		return nil
@@ -159,18 +162,17 @@ func (c *cli) followEvents(ctx context.Context, ref string, since int, deltas bo
 	if ctx.Err() != nil {
 		return nil // Ctrl-C
 	}
-	if stopped := c.daemonStopped(ctx); stopped != nil {
-		ee := stopped.(*exitError)
-		ee.msg = "the event stream ended: " + ee.msg
+	if stopped := c.daemon().Stopped(ctx); stopped != nil {
+		stopped.Msg = "the event stream ended: " + stopped.Msg
 		if ref != "" && lastSeq >= 0 {
-			ee.msg += fmt.Sprintf("; then continue with: warren events -f --since %d %s%s", lastSeq, shellQuote(ref), c.homeArg())
+			stopped.Msg += fmt.Sprintf("; then continue with: warren events -f --since %d %s%s", lastSeq, render.ShellQuote(ref), c.daemon().HomeArg())
 		}
-		return ee
+		return stopped
 	}
 	if err != nil {
-		return rpcErr("events.subscribe", err)
+		return client.RPCError("events.subscribe", err)
 	}
-	return &exitError{code: exitDaemonErr, msg: "the event stream ended without a reason from the daemon; run warren events -f again"}
+	return &exit.Error{Code: exit.DaemonErr, Msg: "the event stream ended without a reason from the daemon; run warren events -f again"}
 }
 
 // agentNames maps agent ids to paths for live event lines, asking the
@@ -182,12 +184,12 @@ type agentNames struct {
 }
 
 func (n *agentNames) refresh(ctx context.Context) {
-	res, err := n.c.call(ctx, "agent.list", nil)
+	res, err := n.c.daemon().Call(ctx, "agent.list", nil)
 	if err != nil {
 		return
 	}
-	for _, a := range list(res, "agents") {
-		n.paths[str(a, "agent_id")] = str(a, "path")
+	for _, a := range reply.List(res, "agents") {
+		n.paths[reply.Str(a, "agent_id")] = reply.Str(a, "path")
 	}
 }
 
@@ -195,7 +197,7 @@ func (n *agentNames) name(ctx context.Context, id string) string {
 	if p, ok := n.paths[id]; ok {
 		return p
 	}
-	if hexID.MatchString(id) && !n.tried[id] {
+	if offline.IsAgentID(id) && !n.tried[id] {
 		n.tried[id] = true
 		n.refresh(ctx)
 		if p, ok := n.paths[id]; ok {
@@ -206,22 +208,4 @@ func (n *agentNames) name(ctx context.Context, id string) string {
 		return id[:8]
 	}
 	return id
-}
-
-// eventLine renders a live event frame: `HH:MM:SS.mmm  <agent path>  #seq  event  k=v`.
-func eventLine(ev map[string]any, who string) string {
-	ev, _ = jsonable(ev).(map[string]any)
-	ts := time.Now()
-	if t, err := time.Parse(time.RFC3339Nano, str(ev, "ts")); err == nil {
-		ts = t
-	}
-	data, _ := json.Marshal(ev["data"])
-	line := fmt.Sprintf("%s  %s  #%d  %s", clockT(ts, true), dash(who), num(ev, "seq"), str(ev, "event"))
-	if kv := kvPairs(data, maxValueRunes); kv != "" && string(data) != "null" {
-		line += "  " + kv
-	}
-	if tok := str(ev, "token"); tok != "" {
-		line += "  token=" + tok // the live run.waiting event carries the resume secret
-	}
-	return line
 }

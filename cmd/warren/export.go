@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,7 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warren-dev/warren/atomicfile"
-	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/cmd/warren/internal/logcopy"
+	"github.com/warren-dev/warren/cmd/warren/internal/offline"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
@@ -41,7 +41,7 @@ cluster (--cluster) REF must be the agent's id.`,
 		defer done()
 		if out == "" {
 			w := bufio.NewWriter(c.stdout)
-			if _, err := exportLog(ctx, st, id, w); err != nil {
+			if _, err := logcopy.Export(ctx, st, id, w); err != nil {
 				return err
 			}
 			return w.Flush()
@@ -49,7 +49,7 @@ cluster (--cluster) REF must be the agent's id.`,
 		pr, pw := io.Pipe()
 		go func() {
 			w := bufio.NewWriter(pw)
-			_, err := exportLog(ctx, st, id, w)
+			_, err := logcopy.Export(ctx, st, id, w)
 			if err == nil {
 				err = w.Flush()
 			}
@@ -70,7 +70,7 @@ func (c *cli) exportSource(ctx context.Context, ref, cluster string) (store.Stor
 	if cluster == "" {
 		id := ref
 		if ref != store.UserID {
-			path, err := agentLogPath(c.home, ref)
+			path, err := offline.LogPath(c.home, ref)
 			if err != nil {
 				return nil, "", nil, err
 			}
@@ -78,41 +78,12 @@ func (c *cli) exportSource(ctx context.Context, ref, cluster string) (store.Stor
 		}
 		return local.New(local.Options{FS: faultfs.OS{}, Home: c.home}), id, func() {}, nil
 	}
-	if ref != store.UserID && !hexID.MatchString(ref) {
-		return nil, "", nil, fmt.Errorf("%w: with --cluster, give the agent's id (32 hex characters), not %q", errUnknownAgent, ref)
+	if ref != store.UserID && !offline.IsAgentID(ref) {
+		return nil, "", nil, fmt.Errorf("%w: with --cluster, give the agent's id (32 hex characters), not %q", offline.ErrUnknownAgent, ref)
 	}
-	// A reader writes no entry: the servers' fsync setting does not matter
-	// (a plain user cannot read it), so it is not required.
-	st, done, err := openClusterStore(ctx, cluster, "", true)
+	st, done, err := logcopy.OpenReader(ctx, cluster)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	return st, ref, done, nil
-}
-
-// exportLog writes id's log to w as SPEC 3 lines and returns how many.
-func exportLog(ctx context.Context, st store.Store, id string, w io.Writer) (int, error) {
-	r, err := st.Read(ctx, id, 0, 0)
-	if err != nil {
-		return 0, fmt.Errorf("reading the log of %s: %w", id, err)
-	}
-	defer r.Close()
-	n := 0
-	for {
-		e, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return n, nil
-		}
-		if err != nil {
-			return n, fmt.Errorf("reading the log of %s after %d entries: %w", id, n, err)
-		}
-		line, err := eventlog.EncodeLine(e.Seq, e.TS, eventlog.Record{Event: e.Event, Data: e.Data})
-		if err != nil {
-			return n, fmt.Errorf("encoding entry %d of %s: %w", e.Seq, id, err)
-		}
-		if _, err := w.Write(line); err != nil {
-			return n, err
-		}
-		n++
-	}
 }

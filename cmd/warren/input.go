@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -27,7 +28,7 @@ func (c *cli) textInput(what, arg, file string) (string, error) {
 	case file != "":
 		f, err := os.Open(file)
 		if err != nil {
-			return "", &exitError{code: exitDaemonErr, err: err, msg: fmt.Sprintf("read the %s from --file: %v", what, err)}
+			return "", &exit.Error{Code: exit.DaemonErr, Err: err, Msg: fmt.Sprintf("read the %s from --file: %v", what, err)}
 		}
 		defer f.Close()
 		r, from = f, file
@@ -42,7 +43,7 @@ func (c *cli) textInput(what, arg, file string) (string, error) {
 	var b bytes.Buffer
 	n, err := b.ReadFrom(io.LimitReader(r, maxTextBytes+1))
 	if err != nil {
-		return "", &exitError{code: exitDaemonErr, err: err, msg: fmt.Sprintf("read the %s from %s: %v", what, from, err)}
+		return "", &exit.Error{Code: exit.DaemonErr, Err: err, Msg: fmt.Sprintf("read the %s from %s: %v", what, from, err)}
 	}
 	if n > maxTextBytes {
 		return "", tooLarge(what, from, int(n))
@@ -51,7 +52,7 @@ func (c *cli) textInput(what, arg, file string) (string, error) {
 }
 
 func tooLarge(what, from string, n int) error {
-	return &exitError{code: exitDaemonErr, msg: fmt.Sprintf(
+	return &exit.Error{Code: exit.DaemonErr, Msg: fmt.Sprintf(
 		"the %s from %s is over %d bytes (read %d): one request to the daemon carries at most %d MiB, and the daemon "+
 			"takes at most limits.message_bytes (1 MiB by default, 8 MiB at most, in config.json); send a shorter text, "+
 			"or write it to a file and tell the agent where it is", what, from, maxTextBytes, n, protocol.MaxFrame>>20)}

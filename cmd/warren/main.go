@@ -43,21 +43,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/warren-dev/warren/cmd/warren/internal/client"
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 )
 
 // version is the version this binary reports (`warren version`, daemon.status).
 const version = "0.1.0-dev"
-
-// Exit codes (SPEC 8.2).
-const (
-	exitOK         = 0
-	exitDaemonErr  = 1
-	exitUsage      = 2
-	exitNotRunning = 3
-	// exitSignal + the signal's number is the status of a command a signal
-	// interrupted (130 for Ctrl-C), as shells report it.
-	exitSignal = 128
-)
 
 func main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -84,10 +76,10 @@ func signalExit(ctx context.Context) int {
 	var sc signalCause
 	if errors.As(context.Cause(ctx), &sc) {
 		if n, ok := sc.sig.(syscall.Signal); ok {
-			return exitSignal + int(n)
+			return exit.Signal + int(n)
 		}
 	}
-	return exitSignal + int(syscall.SIGINT)
+	return exit.Signal + int(syscall.SIGINT)
 }
 
 // cli is one invocation: its streams and the flags common to all commands.
@@ -100,24 +92,8 @@ type cli struct {
 	json     bool
 }
 
-// exitError carries an exit status and the message printed for it.
-type exitError struct {
-	code  int
-	msg   string
-	usage string // usage line printed after a usage error
-	err   error  // the cause, for errors.Is/As (may be nil)
-}
-
-func (e *exitError) Error() string { return e.msg }
-func (e *exitError) Unwrap() error { return e.err }
-
-func usageErr(usage, format string, args ...any) error {
-	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...), usage: usage}
-}
-
-// errSilent ends a command with exit status 1 when the command has already
-// printed why.
-var errSilent = errors.New("failed")
+// daemon is the client of the home's daemon.
+func (c *cli) daemon() *client.Client { return client.New(c.home, c.homeFlag != "") }
 
 // run executes one invocation and returns its exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -129,18 +105,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return exitOK
+		return exit.OK
 	}
-	var ee *exitError
+	var ee *exit.Error
 	switch {
-	case errors.Is(err, errSilent):
-		return exitDaemonErr
+	case errors.Is(err, exit.ErrSilent):
+		return exit.DaemonErr
 	case errors.As(err, &ee):
-		if ee.msg != "" {
-			fmt.Fprintf(stderr, "error: %s\n", ee.msg)
+		if ee.Msg != "" {
+			fmt.Fprintf(stderr, "error: %s\n", ee.Msg)
 		}
-		if ee.code == exitUsage {
-			usage := ee.usage
+		if ee.Code == exit.Usage {
+			usage := ee.Usage
 			if usage == "" && cmd != nil {
 				usage = cmd.UseLine()
 			}
@@ -151,9 +127,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				fmt.Fprintf(stderr, "run '%s --help' for more\n", cmd.CommandPath())
 			}
 		}
-		return ee.code
+		return ee.Code
 	default:
 		fmt.Fprintf(stderr, "error: %s\n", err)
-		return exitDaemonErr
+		return exit.DaemonErr
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/logcopy"
 )
 
 func newMigrateCmd(c *cli) *cobra.Command {
@@ -26,16 +29,16 @@ already holds entries of is refused. The home is not changed.`,
 	cmd.Flags().BoolVar(&lazy, "unsafe-lazy-fsync", false, "accept NATS servers whose fsync setting cannot be confirmed")
 	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		if to == "" {
-			return usageErr(cmd.UseLine(), "--to is required")
+			return exit.Usagef(cmd.UseLine(), "--to is required")
 		}
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		cl, err := c.dial(dctx)
+		cl, err := c.daemon().Dial(dctx)
 		cancel()
 		if err == nil {
 			_ = cl.Close()
-			return &exitError{code: exitDaemonErr, msg: "the daemon is running: stop it first (warren daemon stop), so that nothing is appended after the copy"}
+			return &exit.Error{Code: exit.DaemonErr, Msg: "the daemon is running: stop it first (warren daemon stop), so that nothing is appended after the copy"}
 		}
-		n, entries, err := migrateTo(ctx, c.home, to, lazy)
+		n, entries, err := logcopy.Migrate(ctx, c.home, to, lazy)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 )
 
 // TestNoclusterBuild builds warren with -tags nocluster and checks that the
@@ -37,8 +39,8 @@ func TestNoclusterBuild(t *testing.T) {
 		{"migrate", "--to", "nats://127.0.0.1:1"},
 	} {
 		r := run(append(args, "--home", home)...)
-		if r.code != exitDaemonErr || !strings.Contains(r.stderr, refusal) {
-			t.Errorf("warren %s: exit %d, stderr %q; want exit %d and %q", strings.Join(args, " "), r.code, r.stderr, exitDaemonErr, refusal)
+		if r.code != exit.DaemonErr || !strings.Contains(r.stderr, refusal) {
+			t.Errorf("warren %s: exit %d, stderr %q; want exit %d and %q", strings.Join(args, " "), r.code, r.stderr, exit.DaemonErr, refusal)
 		}
 	}
 	if r := run("daemon", "start", "--home", home); r.code != 0 {

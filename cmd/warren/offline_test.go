@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 )
@@ -36,8 +37,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 	for _, args := range cases {
 		r := warren(t, args...)
-		if r.code != exitUsage {
-			t.Errorf("warren %q: exit %d, want %d (stderr %q)", args, r.code, exitUsage, r.stderr)
+		if r.code != exit.Usage {
+			t.Errorf("warren %q: exit %d, want %d (stderr %q)", args, r.code, exit.Usage, r.stderr)
 			continue
 		}
 		if !strings.Contains(r.stderr, "error: ") || r.stdout != "" && len(args) > 0 {
@@ -61,7 +62,7 @@ func TestDaemonNotRunningExit3(t *testing.T) {
 	} {
 		r := warren(t, append(args, "--home", home)...)
 		want := "error: daemon not running (no socket at " + filepath.Join(home, "daemon.sock") + "); start it with: warren daemon start --home " + home + "\n"
-		if r.code != exitNotRunning || !strings.Contains(r.stderr, want) {
+		if r.code != exit.NotRunning || !strings.Contains(r.stderr, want) {
 			t.Errorf("warren %q: exit %d stderr %q; want exit 3 and %q", args, r.code, r.stderr, want)
 		}
 		if r.stdout != "" {
@@ -72,7 +73,7 @@ func TestDaemonNotRunningExit3(t *testing.T) {
 	cmd := exec.Command(warrenBin, "agent", "list")
 	cmd.Env = append(testEnv(t), "WARREN_HOME="+home)
 	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitNotRunning || !strings.Contains(string(out), home) ||
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exit.NotRunning || !strings.Contains(string(out), home) ||
 		!strings.HasSuffix(string(out), "start it with: warren daemon start\n") {
 		t.Errorf("WARREN_HOME=%s warren agent list: err %v output %q; want exit 3 naming the home, a hint without --home", home, err, out)
 	}
@@ -90,7 +91,7 @@ func TestStaleSocketReportedAsStale(t *testing.T) {
 	l.SetUnlinkOnClose(false)
 	l.Close()
 	r := warren(t, "agent", "list", "--home", home)
-	if r.code != exitNotRunning || !strings.Contains(r.stderr, "stale socket at "+sock) || strings.Contains(r.stderr, "no socket") {
+	if r.code != exit.NotRunning || !strings.Contains(r.stderr, "stale socket at "+sock) || strings.Contains(r.stderr, "no socket") {
 		t.Errorf("warren agent list with a stale socket: exit %d stderr %q; want exit 3 and 'stale socket at %s'", r.code, r.stderr, sock)
 	}
 }
@@ -181,7 +182,7 @@ func TestLogsReadsFilesWithoutDaemon(t *testing.T) {
 		t.Errorf("warren logs --json line 2 = %q (%v)", lines[1], err)
 	}
 	for _, ref := range []string{"nobody", "00000000000000000000000000000000"} {
-		if r := warren(t, "logs", ref, "--home", home); r.code != exitDaemonErr || !strings.Contains(r.stderr, "no such agent") {
+		if r := warren(t, "logs", ref, "--home", home); r.code != exit.DaemonErr || !strings.Contains(r.stderr, "no such agent") {
 			t.Errorf("warren logs %s: exit %d stderr %q, want exit 1 and 'no such agent'", ref, r.code, r.stderr)
 		}
 	}
@@ -259,7 +260,7 @@ func TestRepairCutsCorruptLog(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := warren(t, "logs", "w1", "--home", home); r.code != exitDaemonErr || !strings.Contains(r.stderr, "warren repair") {
+	if r := warren(t, "logs", "w1", "--home", home); r.code != exit.DaemonErr || !strings.Contains(r.stderr, "warren repair") {
 		t.Errorf("logs on a corrupt log: exit %d stderr %q; want exit 1 pointing at warren repair", r.code, r.stderr)
 	}
 	rep := mustJSON(t, "repair", "lead/w1", "--home", home)

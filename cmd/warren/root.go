@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 	"github.com/warren-dev/warren/internal/suggest"
 )
 
@@ -94,7 +96,7 @@ func newRoot(c *cli) *cobra.Command {
 			if len(args) == 0 {
 				cmd.SetOut(c.stderr)
 				_ = cmd.Help()
-				return usageErr(subcommandsLine(cmd), "no command given")
+				return exit.Usagef(subcommandsLine(cmd), "no command given")
 			}
 			return unknownCommand(cmd, args[0])
 		},
@@ -139,7 +141,7 @@ func group(name, short, example string) *cobra.Command {
 		SuggestionsMinimumDistance: 2,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErr(subcommandsLine(cmd), "%q needs a subcommand", name)
+				return exit.Usagef(subcommandsLine(cmd), "%q needs a subcommand", name)
 			}
 			return unknownCommand(cmd, args[0])
 		},
@@ -153,7 +155,7 @@ func unknownCommand(cmd *cobra.Command, typed string) error {
 	if s := bestSuggestions(typed, cmd.SuggestionsFor(typed)); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(quoteAll(s), " or ") + "?"
 	}
-	return usageErr(subcommandsLine(cmd), "%s", msg)
+	return exit.Usagef(subcommandsLine(cmd), "%s", msg)
 }
 
 // subcommandsLine is "warren agent create|list|... [args] [flags]".
@@ -237,7 +239,7 @@ func flagError(cmd *cobra.Command, err error) error {
 			msg += "; did you mean --" + s + "? (long flags take two dashes)"
 		}
 	}
-	return usageErr(cmd.UseLine(), "%s", msg)
+	return exit.Usagef(cmd.UseLine(), "%s", msg)
 }
 
 // args checks the number of positional arguments (max < 0: no upper
@@ -250,9 +252,9 @@ func args(min, max int, names ...string) cobra.PositionalArgs {
 			if len(a) < len(names) {
 				what = names[len(a)]
 			}
-			return usageErr(cmd.UseLine(), "%s: missing %s", cmd.CommandPath(), what)
+			return exit.Usagef(cmd.UseLine(), "%s: missing %s", cmd.CommandPath(), what)
 		case max >= 0 && len(a) > max:
-			return usageErr(cmd.UseLine(), "%s: unexpected argument %q", cmd.CommandPath(), a[max])
+			return exit.Usagef(cmd.UseLine(), "%s: unexpected argument %q", cmd.CommandPath(), a[max])
 		}
 		return nil
 	}
@@ -329,7 +331,7 @@ func newVersionCmd(c *cli) *cobra.Command {
 		Args:    args(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if c.json {
-				return printJSON(c.stdout, map[string]any{"version": version})
+				return reply.JSON(c.stdout, map[string]any{"version": version})
 			}
 			fmt.Fprintf(c.stdout, "warren %s\n", version)
 			return nil
@@ -361,7 +363,7 @@ func newHelpCmd(root *cobra.Command) *cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error {
 			cmd, rest, err := root.Find(args)
 			if err != nil {
-				return usageErr("warren help [COMMAND...]", "%v", err)
+				return exit.Usagef("warren help [COMMAND...]", "%v", err)
 			}
 			if len(rest) > 0 {
 				return unknownCommand(cmd, rest[0])

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 )
 
 // chattyScript answers every turn and says so on stderr.
@@ -32,11 +35,11 @@ func TestLogsStderrPrintsWhatAHealthyBotWroteToStderr(t *testing.T) {
 		t.Fatalf("warren logs --stderr printed %q", out)
 	}
 	j := mustJSON(t, "logs", "--stderr", "bot", "--home", home)
-	if !strings.HasSuffix(str(j, "agent_dir"), str(mustJSON(t, "agent", "inspect", "bot", "--home", home), "agent_id")) ||
-		str(j, "text") != "bot saw a turn\nbot saw a turn\n" {
+	if !strings.HasSuffix(reply.Str(j, "agent_dir"), reply.Str(mustJSON(t, "agent", "inspect", "bot", "--home", home), "agent_id")) ||
+		reply.Str(j, "text") != "bot saw a turn\nbot saw a turn\n" {
 		t.Fatalf("warren logs --stderr --json = %v", j)
 	}
-	if r := warren(t, "logs", "--stderr", "-f", "bot", "--home", home); r.code != exitUsage {
+	if r := warren(t, "logs", "--stderr", "-f", "bot", "--home", home); r.code != exit.Usage {
 		t.Fatalf("logs --stderr -f: exit %d, want a usage error", r.code)
 	}
 }

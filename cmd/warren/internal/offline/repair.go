@@ -1,4 +1,4 @@
-package main
+package offline
 
 import (
 	"errors"
@@ -12,11 +12,11 @@ import (
 // "Failover between daemons"): there is no local log to cut.
 var errClusterRepair = errors.New("warren repair works on a local home's files only")
 
-// refuseClusterRepair refuses a repair when the home has no local log for
+// RefuseClusterRepair refuses a repair when the home has no local log for
 // ref but runs an embedded NATS server (<home>/nats), or when the user
 // names a cluster: a JetStream log has no torn tail to cut, and a damaged
 // entry (CRC or seq) is reported, not cut. The error says what to do.
-func refuseClusterRepair(home, cluster string, missing error) error {
+func RefuseClusterRepair(home, cluster string, missing error) error {
 	why := ""
 	switch {
 	case cluster != "":

@@ -1,6 +1,6 @@
 //go:build !nocluster
 
-package main
+package logcopy
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"github.com/warren-dev/warren/store/local"
 )
 
-// The cluster side of export and migrate: the only files of cmd/warren
-// that link the NATS client (a -tags nocluster build has cluster_off.go).
+// The cluster side of export and migrate: the only file of the binary
+// that links the NATS client (a -tags nocluster build has nocluster.go).
 
 // openClusterStore connects to the NATS cluster at url and opens the
 // store there (node names the claims it takes; "" for a reader).
@@ -33,8 +33,19 @@ func openClusterStore(ctx context.Context, url, node string, lazy bool) (*jetstr
 	return st, func() { _ = st.Close(); nc.Close() }, nil
 }
 
-// migrateTo copies the stopped home into the cluster at url, verified.
-func migrateTo(ctx context.Context, home, url string, lazy bool) (logs, entries int, err error) {
+// OpenReader opens the store of the NATS cluster at url to read logs. A
+// reader writes no entry: the servers' fsync setting does not matter (a
+// plain user cannot read it), so it is not required.
+func OpenReader(ctx context.Context, url string) (store.Store, func(), error) {
+	st, done, err := openClusterStore(ctx, url, "", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, done, nil
+}
+
+// Migrate copies the stopped home into the cluster at url, verified.
+func Migrate(ctx context.Context, home, url string, lazy bool) (logs, entries int, err error) {
 	js, done, err := openClusterStore(ctx, url, "warren-migrate", lazy)
 	if err != nil {
 		return 0, 0, err
@@ -55,7 +66,7 @@ func migrate(ctx context.Context, src *local.Store, dst *jetstream.Store) (logs,
 	}
 	for _, id := range ids {
 		var want bytes.Buffer
-		n, err := exportLog(ctx, src, id, &want)
+		n, err := Export(ctx, src, id, &want)
 		if err != nil {
 			return logs, entries, err
 		}
@@ -66,7 +77,7 @@ func migrate(ctx context.Context, src *local.Store, dst *jetstream.Store) (logs,
 			return logs, entries, fmt.Errorf("migrating %s: %w", id, err)
 		}
 		var got bytes.Buffer
-		if _, err := exportLog(ctx, dst, id, &got); err != nil {
+		if _, err := Export(ctx, dst, id, &got); err != nil {
 			return logs, entries, fmt.Errorf("verifying %s: %w", id, err)
 		}
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {

@@ -1,16 +1,13 @@
-package main
+package render
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/faultfs"
 )
 
 func TestTableAlignsColumns(t *testing.T) {
@@ -39,15 +36,15 @@ func TestRenderTreeBoxDrawing(t *testing.T) {
 }
 
 func TestCutAndQuote(t *testing.T) {
-	if got := cut("abcdef", 4); got != "abc…" {
+	if got := Cut("abcdef", 4); got != "abc…" {
 		t.Errorf("cut = %q", got)
 	}
-	if got := cut("a\nb", 10); got != `a\nb` {
+	if got := Cut("a\nb", 10); got != `a\nb` {
 		t.Errorf("cut flattens newlines: %q", got)
 	}
 	for in, want := range map[string]string{"lead/w1": "lead/w1", "it's": `'it'\''s'`, "": "''", "a b": "'a b'"} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+		if got := ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -56,19 +53,8 @@ func TestEntryLineFormat(t *testing.T) {
 	e := eventlog.Entry{Seq: 7, TS: time.Date(2026, 11, 22, 10, 1, 10, 123e6, time.Local), Event: "turn.start",
 		Data: json.RawMessage(`{"turn":1,"prompt":"say hi","run_id":"r1","ids":["a"]}`)}
 	want := `10:01:10.123  #7  turn.start  ids=["a"] prompt="say hi" run_id=r1 turn=1`
-	if got := entryLine(e); got != want {
+	if got := EntryLine(e); got != want {
 		t.Errorf("entryLine =\n%s\nwant\n%s", got, want)
-	}
-}
-
-func TestJSONableConvertsMsgpackShapes(t *testing.T) {
-	in := map[string]any{"a": map[any]any{"k": []byte("v")}, "b": []any{map[any]any{1: 2}}}
-	var b strings.Builder
-	if err := printJSON(&b, in); err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"a":{"k":"v"},"b":[{"1":2}]}` + "\n"; b.String() != want {
-		t.Errorf("printJSON = %q, want %q", b.String(), want)
 	}
 }
 
@@ -78,31 +64,7 @@ func BenchmarkEntryLine(b *testing.B) {
 			strings.Repeat("lorem ipsum ", 40) + `","timestamp":"2026-11-22T10:01:10.123Z","reply_to":null,"metadata":{}}`)}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = entryLine(e)
-	}
-}
-
-// BenchmarkLogsOffline measures `warren logs REF` (in process) on a
-// 1000-entry log: name resolution from disk, reading, CRC checks, rendering.
-func BenchmarkLogsOffline(b *testing.B) {
-	home := b.TempDir()
-	l, err := eventlog.Open(faultfs.OS{}, filepath.Join(home, "agents", leadID, "events.jsonl"), eventlog.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	recs := []eventlog.Record{{Event: "agent.created", Data: map[string]any{"agent_id": leadID, "name": "lead", "parent_id": nil}}}
-	for i := range 999 {
-		recs = append(recs, eventlog.Record{Event: "message.enqueued", Data: map[string]any{"message_id": i, "payload": strings.Repeat("lorem ", 20)}})
-	}
-	if _, err := l.AppendBatch(recs); err != nil {
-		b.Fatal(err)
-	}
-	l.Close()
-	b.ReportAllocs()
-	for b.Loop() {
-		if code := run(context.Background(), []string{"logs", "lead", "--home", home}, nil, io.Discard, io.Discard); code != 0 {
-			b.Fatalf("exit %d", code)
-		}
+		_ = EntryLine(e)
 	}
 }
 
@@ -110,8 +72,7 @@ func BenchmarkLogsOffline(b *testing.B) {
 // on stderr, what its message revoked or abandoned (issue 14).
 func TestPrintRunResultNamesRevokedWaitAndAbandonedRun(t *testing.T) {
 	var out, errb strings.Builder
-	c := &cli{stdout: &out, stderr: &errb}
-	c.printRunResult("lead", map[string]any{"response": "hi", "status": "idle",
+	RunResult(&out, &errb, "lead", "", map[string]any{"response": "hi", "status": "idle",
 		"revoked_wait": map[string]any{"token_id": "tok_0123", "kind": "approval"}, "abandoned_run": "run42"})
 	if out.String() != "hi\n" {
 		t.Errorf("stdout = %q, want the response only", out.String())
@@ -129,10 +90,10 @@ func TestComparePathsNaturally(t *testing.T) {
 	for i, p := range in {
 		ms[i] = map[string]any{"path": p}
 	}
-	sortAgents(ms)
+	SortAgents(ms)
 	var got []string
 	for _, m := range ms {
-		got = append(got, str(m, "path"))
+		got = append(got, reply.Str(m, "path"))
 	}
 	want := "a b9 b10 lead lead/w1 lead/w01 lead/w2 lead/w2/sub lead/w10 lead-2"
 	if strings.Join(got, " ") != want {

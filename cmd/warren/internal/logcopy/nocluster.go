@@ -1,6 +1,6 @@
 //go:build nocluster
 
-package main
+package logcopy
 
 import (
 	"context"
@@ -12,10 +12,12 @@ import (
 // A binary built with -tags nocluster links no NATS code: the cluster
 // side of export and migrate refuses.
 
-func openClusterStore(context.Context, string, string, bool) (store.Store, func(), error) {
+// OpenReader refuses: this build has no cluster support.
+func OpenReader(context.Context, string) (store.Store, func(), error) {
 	return nil, nil, daemon.ErrNoCluster
 }
 
-func migrateTo(context.Context, string, string, bool) (int, int, error) {
+// Migrate refuses: this build has no cluster support.
+func Migrate(context.Context, string, string, bool) (int, int, error) {
 	return 0, 0, daemon.ErrNoCluster
 }

@@ -1,0 +1,133 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/warren-dev/warren/cmd/warren/internal/reply"
+)
+
+// RunResult prints an agent.send/agent.resume result: the response, or the
+// wait and the exact command that resumes it, on out; what the message
+// revoked or abandoned on errw. homeArg is " --home H" when the user gave
+// --home, for the printed commands.
+func RunResult(out, errw io.Writer, ref, homeArg string, res map[string]any) {
+	if w := reply.Obj(res, "revoked_wait"); w != nil {
+		fmt.Fprintf(errw, "note: this message revoked %s's pending wait (%s, token id %s): its token no longer answers it\n",
+			ref, Dash(reply.Str(w, "kind")), reply.Str(w, "token_id"))
+	}
+	if r := reply.Str(res, "abandoned_run"); r != "" {
+		fmt.Fprintf(errw, "note: this message abandoned %s's run %s, interrupted by a daemon restart (a new run started instead)\n", ref, r)
+	}
+	if reply.Str(res, "status") != "suspended" {
+		fmt.Fprintln(out, reply.Str(res, "response"))
+		return
+	}
+	wait := reply.Obj(res, "wait")
+	fmt.Fprintf(out, "%s is waiting for input", ref)
+	if k := reply.Str(wait, "kind"); k != "" {
+		fmt.Fprintf(out, " (%s)", k)
+	}
+	fmt.Fprintf(out, ": %s\n", reply.Str(wait, "prompt"))
+	fmt.Fprintf(out, "resume with: warren agent resume %s%s --token %s RESPONSE\n", ShellQuote(ref), homeArg, ShellQuote(reply.Str(res, "token")))
+	if id := reply.Str(wait, "token_id"); id != "" {
+		fmt.Fprintf(out, "token id: %s\nor by token id: warren agent resume %s%s --token-id %s RESPONSE\n",
+			id, ShellQuote(ref), homeArg, ShellQuote(id))
+	}
+}
+
+// Waits renders a waits.list result: a table of the pending waits and the
+// command that answers the first.
+func Waits(w io.Writer, ws []map[string]any, now time.Time) {
+	if len(ws) == 0 {
+		fmt.Fprintln(w, "no pending waits")
+		return
+	}
+	rows := [][]string{}
+	for _, x := range ws {
+		rows = append(rows, []string{reply.Str(x, "path"), Dash(reply.Str(x, "kind")), reply.Str(x, "token_id"),
+			ago(now, reply.Str(x, "since")), until(now, reply.Str(x, "deadline")), reply.Str(x, "prompt")})
+	}
+	table(w, []string{"AGENT", "KIND", "TOKEN ID", "AGE", "DEADLINE", "PROMPT"}, rows)
+	first := ws[0]
+	fmt.Fprintf(w, "answer one with: warren agent resume %s --token-id %s RESPONSE\n",
+		ShellQuote(reply.Str(first, "path")), reply.Str(first, "token_id"))
+}
+
+// Providers renders a daemon.providers result: name, type, base URL,
+// model and whether the key variable is set (never a key).
+func Providers(w io.Writer, providers []map[string]any) {
+	rows := [][]string{}
+	for _, p := range providers {
+		key := "-"
+		if env := reply.Str(p, "api_key_env"); env != "" {
+			key = "$" + env + " unset"
+			if b, _ := p["key_set"].(bool); b {
+				key = "$" + env + " set"
+			}
+		}
+		rows = append(rows, []string{reply.Str(p, "name"), reply.Str(p, "type"), Dash(reply.Str(p, "base_url")), Dash(reply.Str(p, "model")), key})
+	}
+	table(w, []string{"NAME", "TYPE", "BASE URL", "MODEL", "KEY"}, rows)
+}
+
+// UserInbox renders an inbox.list result: the messages root agents sent to
+// the user, and how many are left.
+func UserInbox(w io.Writer, res map[string]any) {
+	msgs := reply.List(res, "messages")
+	if len(msgs) == 0 {
+		fmt.Fprintln(w, "no messages")
+		return
+	}
+	for _, m := range msgs {
+		fmt.Fprintf(w, "%s  from=%s  %s\n", clock(reply.Str(m, "timestamp"), false), reply.Str(m, "from"), reply.Str(m, "text"))
+	}
+	if n := reply.Num(res, "remaining"); n > 0 {
+		fmt.Fprintf(w, "%d more messages: run warren inbox again\n", n)
+	}
+}
+
+// Status renders a daemon.status result of the daemon of home.
+func Status(w io.Writer, home string, st map[string]any) {
+	up := time.Duration(reply.Num(st, "uptime_s")) * time.Second
+	fmt.Fprintf(w, "running   pid %d\n", reply.Num(st, "pid"))
+	fmt.Fprintf(w, "home      %s\n", home)
+	fmt.Fprintf(w, "boot id   %s\n", reply.Str(st, "boot_id"))
+	fmt.Fprintf(w, "version   %s\n", reply.Str(st, "version"))
+	fmt.Fprintf(w, "uptime    %s\n", up)
+	fmt.Fprintf(w, "agents    %d\n", reply.Num(st, "agents"))
+	if msg := reply.Str(st, "config_error"); msg != "" {
+		fmt.Fprintf(w, "config    INVALID: %s\n", msg)
+	}
+	if n := reply.Num(st, "degraded"); n > 0 {
+		what := "agents whose logs refuse"
+		if n == 1 {
+			what = "agent whose log refuses"
+		}
+		fmt.Fprintf(w, "degraded  %d %s appends (see warren agent list)\n", n, what)
+	}
+	if q := reply.Num(st, "quarantined"); q > 0 {
+		fmt.Fprintf(w, "quarantine %d in %s (unreadable agent directories; see daemon.log)\n",
+			q, filepath.Join(home, "quarantine"))
+	}
+	pools := reply.Obj(st, "pools")
+	if len(pools) == 0 {
+		return
+	}
+	names := make([]string, 0, len(pools))
+	for n := range pools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	rows := make([][]string, 0, len(names))
+	for _, n := range names {
+		p, _ := pools[n].(map[string]any)
+		rows = append(rows, []string{n, strconv.FormatInt(reply.Num(p, "slots"), 10), strconv.FormatInt(reply.Num(p, "live"), 10), strconv.FormatInt(reply.Num(p, "held"), 10)})
+	}
+	fmt.Fprintln(w)
+	table(w, []string{"POOL", "SLOTS", "LIVE", "HELD"}, rows)
+}
