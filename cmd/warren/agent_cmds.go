@@ -12,6 +12,7 @@ import (
 
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 )
 
 func newAgentCreateCmd(c *cli) *cobra.Command {
@@ -23,7 +24,7 @@ func newAgentCreateCmd(c *cli) *cobra.Command {
 		Example: indent(`warren agent create lead --provider openai --model gpt-4o-mini --instructions "You lead a small team."
 warren agent create w1 --parent lead --provider inproc --model echo --metadata role=worker
 warren agent create bot --provider scripted --model ./bots/bot.py`),
-		Args: args(1, 1, "NAME"),
+		Args: usage.Args(1, 1, "NAME"),
 	}
 	f := cmd.Flags()
 	f.StringVar(&instr, "instructions", "", "the agent's instructions (system prompt)")
@@ -31,8 +32,8 @@ warren agent create bot --provider scripted --model ./bots/bot.py`),
 	f.StringVar(&model, "model", "", "model (default: the provider's); for scripted, the script's path")
 	f.StringVar(&parent, "parent", "", "parent agent reference (default: a root agent)")
 	f.Var(meta, "metadata", "metadata key=value (repeatable)")
-	_ = cmd.RegisterFlagCompletionFunc("parent", c.completeAgentFlag)
-	_ = cmd.RegisterFlagCompletionFunc("provider", c.completeProviders)
+	_ = cmd.RegisterFlagCompletionFunc("parent", c.completer().AgentFlag)
+	_ = cmd.RegisterFlagCompletionFunc("provider", c.completer().Providers)
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	cmd.RunE = c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
 		params := map[string]any{"name": pos[0], "instructions": instr}
@@ -95,7 +96,7 @@ func newAgentTreeCmd(c *cli) *cobra.Command {
 		Use:     "tree",
 		Short:   "draw the agents as a tree, with their status",
 		Example: indent("warren agent tree"),
-		Args:    args(0, 0),
+		Args:    usage.Args(0, 0),
 		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			res, show, err := c.callOut(ctx, "agent.list", nil)
 			if err != nil || !show {
@@ -116,8 +117,8 @@ func newAgentInspectCmd(c *cli) *cobra.Command {
 		Example: indent(`warren agent inspect lead
 warren agent inspect lead/w1 --json
 warren agent inspect lead --since-seq 120 --limit 50   # the next page of its inbox`),
-		Args:              args(1, 1, "REF"),
-		ValidArgsFunction: c.completeAgents,
+		Args:              usage.Args(1, 1, "REF"),
+		ValidArgsFunction: c.completer().Agents,
 	}
 	cmd.Flags().Int64Var(&since, "since-seq", 0, "show the inbox messages logged after this seq (--json pages with inbox_next_seq)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "inbox messages per page (default: the daemon's page size)")
@@ -163,7 +164,7 @@ func newInboxCmd(c *cli) *cobra.Command {
 		Use:     "inbox",
 		Short:   "drain the messages root agents sent to you (the USER inbox)",
 		Example: indent("warren inbox\nwarren inbox --json"),
-		Args:    args(0, 0),
+		Args:    usage.Args(0, 0),
 		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			res, show, err := c.callOut(ctx, "inbox.list", nil)
 			if err != nil || !show {
@@ -180,7 +181,7 @@ func newProvidersCmd(c *cli) *cobra.Command {
 		Use:     "providers",
 		Short:   "list the provider entries: type, base URL, default model, key variable set or not (never a key)",
 		Example: indent("warren providers\nwarren providers --json"),
-		Args:    args(0, 0),
+		Args:    usage.Args(0, 0),
 		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			res, show, err := c.callOut(ctx, "daemon.providers", nil)
 			if err != nil || !show {

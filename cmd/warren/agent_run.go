@@ -1,19 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/warren-dev/warren/cmd/warren/internal/client"
+	"github.com/warren-dev/warren/cmd/warren/internal/attach"
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/cmd/warren/internal/notices"
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
-	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/cmd/warren/internal/textarg"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 )
 
 func newAgentSendCmd(c *cli) *cobra.Command {
@@ -31,14 +30,14 @@ warren events -f REF, cancel it with warren agent cancel REF (exit 130).`,
 		Example: indent(`warren agent send lead "plan the release"
 git diff | warren agent send reviewer -
 warren agent send lead --file brief.md --provider anthropic --model claude-sonnet-4-5`),
-		Args:              args(1, 2, "REF", "MESSAGE"),
-		ValidArgsFunction: c.completeAgents,
+		Args:              usage.Args(1, 2, "REF", "MESSAGE"),
+		ValidArgsFunction: c.completer().Agents,
 	}
 	f := cmd.Flags()
 	f.StringVar(&prov, "provider", "", "provider for this run")
 	f.StringVar(&model, "model", "", "model for this run")
 	f.StringVar(&file, "file", "", "read the message from this file")
-	_ = cmd.RegisterFlagCompletionFunc("provider", c.completeProviders)
+	_ = cmd.RegisterFlagCompletionFunc("provider", c.completer().Providers)
 	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, pos []string) error {
 		msg, err := c.messageArg(cmd, "MESSAGE", pos[1:], file, true)
 		if err != nil {
@@ -72,9 +71,9 @@ func (c *cli) messageArg(cmd *cobra.Command, what string, rest []string, file st
 	case file != "" && len(rest) > 0:
 		return "", exit.Usagef(cmd.UseLine(), "give the %s as an argument, as - (standard input) or with --file, not both", what)
 	case file != "":
-		return c.textInput(what, "", file)
+		return textarg.Read(c.stdin, what, "", file)
 	case len(rest) > 0:
-		return c.textInput(what, rest[0], "")
+		return textarg.Read(c.stdin, what, rest[0], "")
 	case required:
 		return "", exit.Usagef(cmd.UseLine(), "%s: missing %s (or - to read it from standard input, or --file PATH)", cmd.CommandPath(), what)
 	}
@@ -103,8 +102,8 @@ run.`,
 		Example: indent(`warren agent resume lead/w1 --token-id 3f9c... yes
 warren agent resume lead --token 'tok.secret' - < answer.txt
 warren agent resume lead   # re-run a run a restart interrupted`),
-		Args:              args(1, 2, "REF", "RESPONSE"),
-		ValidArgsFunction: c.completeAgents,
+		Args:              usage.Args(1, 2, "REF", "RESPONSE"),
+		ValidArgsFunction: c.completer().Agents,
 	}
 	f := cmd.Flags()
 	f.StringVar(&token, "token", "", "the resume token printed when the run suspended")
@@ -153,8 +152,8 @@ func newAgentTerminateCmd(c *cli) *cobra.Command {
 unless --recursive, which terminates the subtree, deepest first, and prints
 each agent as it goes. An agent mid-turn is refused: cancel it first.`,
 		Example:           indent("warren agent terminate lead/w1\nwarren agent rm lead --recursive"),
-		Args:              args(1, 1, "REF"),
-		ValidArgsFunction: c.completeAgents,
+		Args:              usage.Args(1, 1, "REF"),
+		ValidArgsFunction: c.completer().Agents,
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "terminate the agent's children (all descendants) first")
 	cmd.RunE = c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
@@ -187,8 +186,8 @@ func newAgentCancelCmd(c *cli) *cobra.Command {
 		Use:               "cancel REF",
 		Short:             "cancel the agent's running turn or its wait; the agent becomes idle",
 		Example:           indent("warren agent cancel lead"),
-		Args:              args(1, 1, "REF"),
-		ValidArgsFunction: c.completeAgents,
+		Args:              usage.Args(1, 1, "REF"),
+		ValidArgsFunction: c.completer().Agents,
 		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
 			res, show, err := c.callOut(ctx, "agent.cancel", map[string]any{"agent_id": pos[0]})
 			if err != nil || !show {
@@ -209,8 +208,8 @@ func newAgentResetCmd(c *cli) *cobra.Command {
 		Use:               "reset REF",
 		Short:             "start the agent on a fresh context from its instructions (the log keeps every turn)",
 		Example:           indent("warren agent reset lead"),
-		Args:              args(1, 1, "REF"),
-		ValidArgsFunction: c.completeAgents,
+		Args:              usage.Args(1, 1, "REF"),
+		ValidArgsFunction: c.completer().Agents,
 		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
 			_, show, err := c.callOut(ctx, "agent.reset", map[string]any{"agent_id": pos[0]})
 			if err != nil || !show {
@@ -228,88 +227,11 @@ func newAgentAttachCmd(c *cli) *cobra.Command {
 		Short: "talk to an agent interactively: each line is a message, the response streams back",
 		Example: indent(`warren agent attach lead
 printf 'first\nsecond\n' | warren agent attach lead`),
-		Args:              args(1, 1, "REF"),
-		ValidArgsFunction: c.completeAgents,
+		Args:              usage.Args(1, 1, "REF"),
+		ValidArgsFunction: c.completer().Agents,
 		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
-			return c.attach(ctx, pos[0])
+			s := &attach.Session{Daemon: c.daemon(), Notices: c.notices(), Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr, JSON: c.json}
+			return s.Run(ctx, pos[0])
 		}),
 	}
-}
-
-func (c *cli) attach(ctx context.Context, ref string) error {
-	cl, err := c.daemon().Dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	insp, err := cl.Call(ctx, "agent.inspect", map[string]any{"agent_id": ref})
-	if err != nil {
-		return client.RPCError("agent.inspect", err)
-	}
-	notes, stop := notices.Watch(ctx, c.notices(), reply.Str(insp, "agent_id"), true, false)
-	defer stop()
-	if !c.json {
-		fmt.Fprintf(c.stdout, "attached to %s (empty line or Ctrl-D to detach)\n", ref)
-	}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(c.stdin)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	for {
-		if !c.json {
-			fmt.Fprint(c.stdout, "> ")
-		}
-		var line string
-		var ok bool
-		select {
-		case line, ok = <-lines:
-		case <-ctx.Done():
-			ok = false
-		}
-		if !ok || strings.TrimSpace(line) == "" {
-			if !c.json {
-				fmt.Fprintf(c.stdout, "\ndetached from %s\n", ref)
-			}
-			return nil
-		}
-		err := cl.Stream(ctx, "agent.stream", map[string]any{"agent_id": ref, "message": line}, func(fr protocol.Frame) error {
-			if c.json {
-				return reply.JSON(c.stdout, frameJSON(fr))
-			}
-			if fr.Chunk != "" {
-				fmt.Fprint(c.stdout, fr.Chunk)
-			}
-			notes.StreamFrame(fr)
-			return nil
-		})
-		if !c.json {
-			fmt.Fprintln(c.stdout)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if stopped := c.daemon().Stopped(ctx); stopped != nil {
-				return stopped
-			}
-			fmt.Fprintf(c.stderr, "error: %s\n", client.RPCError("agent.stream", err))
-		}
-	}
-}
-
-// frameJSON is a stream frame as printed with --json.
-func frameJSON(fr protocol.Frame) map[string]any {
-	if fr.Event != nil {
-		return map[string]any{"event": fr.Event}
-	}
-	return map[string]any{"chunk": fr.Chunk}
 }

@@ -9,13 +9,14 @@ import (
 
 	"github.com/warren-dev/warren/cmd/warren/internal/agentinstall"
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 )
 
 func newAgentsCmd(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agents",
 		Short: "install the agent CLIs the built-in acp entries run",
-		Args:  args(0, 0),
+		Args:  usage.Args(0, 0),
 	}
 	cmd.AddCommand(newAgentsInstallCmd(c))
 	return cmd
@@ -31,7 +32,7 @@ with npm, at the version warren was tested with, into <home>/tools. The
 daemon looks there first; restart it (warren daemon stop; warren daemon
 start) if it was running without them. Needs node and npm on PATH.`,
 		Example:   indent("warren agents install claude codex\nwarren agent create lead --provider claude"),
-		Args:      args(1, len(agentinstall.Names()), "NAME"),
+		Args:      usage.Args(1, len(agentinstall.Names()), "NAME"),
 		ValidArgs: agentinstall.Names(),
 	}
 	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, want []string) error {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/textarg"
 )
 
 // TestMessageFromStdinAndFile: a MESSAGE of "-" is read from standard
@@ -57,12 +58,12 @@ func TestMessageFromStdinAndFile(t *testing.T) {
 	}
 	// Over what one request carries: refused by the CLI before sending.
 	huge := filepath.Join(t.TempDir(), "huge.txt")
-	if err := os.WriteFile(huge, make([]byte, maxTextBytes+1), 0o600); err != nil {
+	if err := os.WriteFile(huge, make([]byte, textarg.MaxBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r = warren(t, "agent", "send", "big", "--file", huge, "--home", home)
 	if r.code != exit.DaemonErr || !strings.Contains(r.stderr, "at most 16 MiB") || !strings.Contains(r.stderr, "limits.message_bytes") {
-		t.Errorf("send --file of %d bytes: exit %d stderr %q, want 1 naming both limits", maxTextBytes+1, r.code, r.stderr)
+		t.Errorf("send --file of %d bytes: exit %d stderr %q, want 1 naming both limits", textarg.MaxBytes+1, r.code, r.stderr)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/warren-dev/warren/cmd/warren/internal/agentinstall"
 	"github.com/warren-dev/warren/cmd/warren/internal/daemonctl"
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 	"github.com/warren-dev/warren/daemon"
 )
 
@@ -40,7 +41,7 @@ every write; --unsafe-lazy-fsync accepts one that cannot be confirmed to).
 three daemons form a cluster with no other software. Without these flags
 nothing of NATS runs.`,
 		Example: indent("warren daemon start\nwarren daemon start --max-slots 8 --log-level debug\nwarren daemon start --foreground --home /tmp/team\nwarren daemon start --cluster nats://10.0.0.5:4222\nwarren daemon start --cluster-embedded --node n1 --routes nats://10.0.0.6:6222,nats://10.0.0.7:6222"),
-		Args:    args(0, 0),
+		Args:    usage.Args(0, 0),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&fg, "foreground", false, "run the daemon in this process")
@@ -126,7 +127,7 @@ func newDaemonStopCmd(c *cli) *cobra.Command {
 		Use:     "stop",
 		Short:   "stop the daemon gracefully and wait until it has exited",
 		Example: indent("warren daemon stop\nwarren daemon stop --home /tmp/team"),
-		Args:    args(0, 0),
+		Args:    usage.Args(0, 0),
 		RunE:    c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error { return c.daemonCtl().Stop(ctx) }),
 	}
 }
@@ -136,7 +137,7 @@ func newDaemonStatusCmd(c *cli) *cobra.Command {
 		Use:     "status",
 		Short:   "show the daemon's pid, version, uptime, agents and pools",
 		Example: indent("warren daemon status\nwarren daemon status --json"),
-		Args:    args(0, 0),
+		Args:    usage.Args(0, 0),
 		RunE:    c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error { return c.daemonCtl().Status(ctx) }),
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 	"github.com/warren-dev/warren/demo"
 )
 
@@ -23,7 +24,7 @@ func newDemoCmd(c *cli) *cobra.Command {
 		Use:     "demo [--keep]",
 		Short:   "run a team of agents, a crash, a recovery, end to end, in a temporary home",
 		Example: indent("warren demo\nwarren demo --keep --json"),
-		Args:    args(0, 0),
+		Args:    usage.Args(0, 0),
 	}
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the demo's temporary home even when every check passed")
 	cmd.RunE = c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error { return c.demo(ctx, keep) })

@@ -12,6 +12,7 @@ import (
 	"github.com/warren-dev/warren/atomicfile"
 	"github.com/warren-dev/warren/cmd/warren/internal/logcopy"
 	"github.com/warren-dev/warren/cmd/warren/internal/offline"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
@@ -26,8 +27,8 @@ func newExportCmd(c *cli) *cobra.Command {
 for line: every entry is read back with its CRC and seq checked. From a
 cluster (--cluster) REF must be the agent's id.`,
 		Example:           indent("warren export lead --out lead.jsonl\nwarren export 0123456789abcdef0123456789abcdef --cluster nats://10.0.0.5:4222"),
-		Args:              args(1, 1, "REF"),
-		ValidArgsFunction: c.completeAgents,
+		Args:              usage.Args(1, 1, "REF"),
+		ValidArgsFunction: c.completer().Agents,
 	}
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "write to this file (atomically) instead of stdout")

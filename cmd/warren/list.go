@@ -12,6 +12,7 @@ import (
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 	"github.com/warren-dev/warren/internal/suggest"
 )
 
@@ -34,7 +35,7 @@ last turn started and the tokens used (in/out/cached).`,
 warren agent ls --wide
 warren agent list --all --status terminated
 warren agent list --status suspended,interrupted_waiting --json`),
-		Args: args(0, 0),
+		Args: usage.Args(0, 0),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&wide, "wide", false, "also show provider, model, last turn and tokens")

@@ -11,6 +11,7 @@ import (
 	"github.com/warren-dev/warren/cmd/warren/internal/offline"
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/stderrlog"
@@ -36,8 +37,8 @@ as it grows (fsnotify) until Ctrl-C. --stderr prints instead what the agent's
 processes wrote to stderr, kept (1 MiB, then rotated once) in
 <home>/agents/<id>/stderr.log, healthy turns included.`,
 		Example:           indent("warren logs lead\nwarren logs -f lead/w1\nwarren logs --stderr bot\nwarren logs 0123456789abcdef0123456789abcdef --json"),
-		Args:              args(1, 1, "REF"),
-		ValidArgsFunction: c.completeAgents,
+		Args:              usage.Args(1, 1, "REF"),
+		ValidArgsFunction: c.completer().Agents,
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log as it grows, until Ctrl-C")
 	cmd.Flags().BoolVar(&stderrOnly, "stderr", false, "print what the agent's processes wrote to stderr (agents/<id>/stderr.log) instead of the event log")
@@ -81,8 +82,8 @@ func newRepairCmd(c *cli) *cobra.Command {
 		Use:               "repair REF",
 		Short:             "keep a copy of a corrupt log and cut it to its last good entry (with the daemon stopped)",
 		Example:           indent(`warren daemon stop && warren repair lead && warren daemon start`),
-		Args:              args(1, 1, "REF"),
-		ValidArgsFunction: c.completeAgents,
+		Args:              usage.Args(1, 1, "REF"),
+		ValidArgsFunction: c.completer().Agents,
 		RunE:              c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error { return c.repair(ctx, pos[0], cluster) }),
 	}
 	cmd.Flags().StringVar(&cluster, "cluster", "", "refused: a log in a NATS JetStream cluster is not repaired (see the error)")

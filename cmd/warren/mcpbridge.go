@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/mcpbridge"
 )
@@ -19,7 +20,7 @@ func newMCPBridgeCmd(c *cli) *cobra.Command {
 with WARREN_SOCKET and WARREN_AGENT_CREDENTIAL in its environment; each
 tools/call runs as a tool call of that agent's running turn. You do not run
 it by hand.`,
-		Args: args(0, 0),
+		Args: usage.Args(0, 0),
 		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return mcpbridge.Run(ctx, c.stdin, c.stdout, c.stderr, nil, daemon.SocketPath(c.home), version)
 		}),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/cmd/warren/internal/logcopy"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 )
 
 func newMigrateCmd(c *cli) *cobra.Command {
@@ -23,7 +24,7 @@ byte with the home's (CRC and seq are checked on both reads). Session
 snapshots are copied too. The daemon must be stopped; a log the cluster
 already holds entries of is refused. The home is not changed.`,
 		Example: indent("warren daemon stop && warren migrate --to nats://10.0.0.5:4222"),
-		Args:    args(0, 0),
+		Args:    usage.Args(0, 0),
 	}
 	cmd.Flags().StringVar(&to, "to", "", "the NATS cluster to copy into (nats://host:port[,...])")
 	cmd.Flags().BoolVar(&lazy, "unsafe-lazy-fsync", false, "accept NATS servers whose fsync setting cannot be confirmed")

@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
-	"github.com/warren-dev/warren/internal/suggest"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 )
 
 // register adds every command to the tree. A new command is one line here;
@@ -96,9 +93,9 @@ func newRoot(c *cli) *cobra.Command {
 			if len(args) == 0 {
 				cmd.SetOut(c.stderr)
 				_ = cmd.Help()
-				return exit.Usagef(subcommandsLine(cmd), "no command given")
+				return exit.Usagef(usage.Subcommands(cmd), "no command given")
 			}
-			return unknownCommand(cmd, args[0])
+			return usage.UnknownCommand(cmd, args[0])
 		},
 	}
 	root.SetOut(c.stdout)
@@ -108,7 +105,7 @@ func newRoot(c *cli) *cobra.Command {
 	root.PersistentFlags().StringVar(&c.homeFlag, "home", "", "home directory (default $WARREN_HOME, else ~/.warren)")
 	root.PersistentFlags().BoolVar(&c.json, "json", false, "print the RPC result as JSON and nothing else")
 	_ = root.MarkPersistentFlagDirname("home")
-	root.SetFlagErrorFunc(flagError)
+	root.SetFlagErrorFunc(usage.FlagError)
 	root.SuggestionsMinimumDistance = 2
 
 	daemonCmd := group("daemon", "start, stop and look at the daemon", "warren daemon start\nwarren daemon status\nwarren daemon stop")
@@ -141,122 +138,10 @@ func group(name, short, example string) *cobra.Command {
 		SuggestionsMinimumDistance: 2,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return exit.Usagef(subcommandsLine(cmd), "%q needs a subcommand", name)
+				return exit.Usagef(usage.Subcommands(cmd), "%q needs a subcommand", name)
 			}
-			return unknownCommand(cmd, args[0])
+			return usage.UnknownCommand(cmd, args[0])
 		},
-	}
-}
-
-// unknownCommand is the usage error for a mistyped command, with cobra's
-// suggestions.
-func unknownCommand(cmd *cobra.Command, typed string) error {
-	msg := fmt.Sprintf("unknown command %q for %q", typed, cmd.CommandPath())
-	if s := bestSuggestions(typed, cmd.SuggestionsFor(typed)); len(s) > 0 {
-		msg += "; did you mean " + strings.Join(quoteAll(s), " or ") + "?"
-	}
-	return exit.Usagef(subcommandsLine(cmd), "%s", msg)
-}
-
-// subcommandsLine is "warren agent create|list|... [args] [flags]".
-func subcommandsLine(cmd *cobra.Command) string {
-	var names []string
-	for _, s := range cmd.Commands() {
-		if s.IsAvailableCommand() {
-			names = append(names, s.Name())
-		}
-	}
-	return cmd.CommandPath() + " " + strings.Join(names, "|") + " [args] [flags]"
-}
-
-// bestSuggestions keeps, of cobra's suggestions, the closest: the fewest
-// edits, and among those one with the same letters (a transposition).
-func bestSuggestions(typed string, cands []string) []string {
-	if len(cands) < 2 {
-		return cands
-	}
-	best, bestD := []string(nil), -1
-	for _, c := range cands {
-		d := suggest.Distance(strings.ToLower(typed), c)
-		if sameLetters(typed, c) {
-			d-- // a transposition counts as one edit, not two
-		}
-		switch {
-		case bestD < 0 || d < bestD:
-			best, bestD = []string{c}, d
-		case d == bestD:
-			best = append(best, c)
-		}
-	}
-	return best
-}
-
-func sameLetters(a, b string) bool {
-	ra, rb := []rune(strings.ToLower(a)), []rune(b)
-	if len(ra) != len(rb) {
-		return false
-	}
-	sort.Slice(ra, func(i, j int) bool { return ra[i] < ra[j] })
-	sort.Slice(rb, func(i, j int) bool { return rb[i] < rb[j] })
-	return string(ra) == string(rb)
-}
-
-func quoteAll(s []string) []string {
-	out := make([]string, len(s))
-	for i, x := range s {
-		out[i] = fmt.Sprintf("%q", x)
-	}
-	return out
-}
-
-var (
-	unknownLong  = regexp.MustCompile(`^unknown flag: --([^ =]+)`)
-	unknownShort = regexp.MustCompile(`^unknown shorthand flag: '.' in -([^ =]+)`)
-)
-
-// flagError turns pflag's errors into usage errors (exit 2), suggesting the
-// flag that was probably meant.
-func flagError(cmd *cobra.Command, err error) error {
-	msg := err.Error()
-	var names []string
-	addNames := func(fs *pflag.FlagSet) {
-		fs.VisitAll(func(f *pflag.Flag) {
-			if !f.Hidden {
-				names = append(names, f.Name)
-			}
-		})
-	}
-	addNames(cmd.Flags())
-	addNames(cmd.InheritedFlags())
-	if m := unknownLong.FindStringSubmatch(msg); m != nil {
-		if s := suggest.Closest(m[1], names, 2); s != "" {
-			msg += "; did you mean --" + s + "?"
-		}
-	} else if m := unknownShort.FindStringSubmatch(msg); m != nil {
-		// -home: a long flag given with one dash.
-		word := m[1]
-		if s := suggest.Closest(word, names, 1); s != "" {
-			msg += "; did you mean --" + s + "? (long flags take two dashes)"
-		}
-	}
-	return exit.Usagef(cmd.UseLine(), "%s", msg)
-}
-
-// args checks the number of positional arguments (max < 0: no upper
-// bound); a wrong number is a usage error naming what is missing or extra.
-func args(min, max int, names ...string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, a []string) error {
-		switch {
-		case len(a) < min:
-			what := "an argument"
-			if len(a) < len(names) {
-				what = names[len(a)]
-			}
-			return exit.Usagef(cmd.UseLine(), "%s: missing %s", cmd.CommandPath(), what)
-		case max >= 0 && len(a) > max:
-			return exit.Usagef(cmd.UseLine(), "%s: unexpected argument %q", cmd.CommandPath(), a[max])
-		}
-		return nil
 	}
 }
 
@@ -328,7 +213,7 @@ func newVersionCmd(c *cli) *cobra.Command {
 		Use:     "version",
 		Short:   "print the version of this binary",
 		Example: indent("warren version\nwarren --version\nwarren version --json"),
-		Args:    args(0, 0),
+		Args:    usage.Args(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if c.json {
 				return reply.JSON(c.stdout, map[string]any{"version": version})
@@ -366,7 +251,7 @@ func newHelpCmd(root *cobra.Command) *cobra.Command {
 				return exit.Usagef("warren help [COMMAND...]", "%v", err)
 			}
 			if len(rest) > 0 {
-				return unknownCommand(cmd, rest[0])
+				return usage.UnknownCommand(cmd, rest[0])
 			}
 			cmd.InitDefaultHelpFlag() // as COMMAND --help shows it
 			cmd.InitDefaultVersionFlag()

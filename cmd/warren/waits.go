@@ -8,6 +8,7 @@ import (
 
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
+	"github.com/warren-dev/warren/cmd/warren/internal/usage"
 )
 
 // newWaitsCmd lists every pending wait in the tree (SPEC 4): whoever
@@ -17,7 +18,7 @@ func newWaitsCmd(c *cli) *cobra.Command {
 		Use:     "waits",
 		Short:   "list every pending wait in the tree: agent, kind, token id, age, deadline, prompt",
 		Example: indent("warren waits\nwarren agent resume lead/w1 --token-id ID yes   # answer one"),
-		Args:    args(0, 0),
+		Args:    usage.Args(0, 0),
 		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			res, show, err := c.callOut(ctx, "waits.list", nil)
 			if err != nil || !show {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/warren-dev/warren/protocol"
 )
 
 // JSON writes v as one line of JSON.
@@ -118,4 +120,13 @@ func List(m map[string]any, k string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// Frame is a stream frame as --json prints it: {"event": ...} or
+// {"chunk": ...}.
+func Frame(fr protocol.Frame) map[string]any {
+	if fr.Event != nil {
+		return map[string]any{"event": fr.Event}
+	}
+	return map[string]any{"chunk": fr.Chunk}
 }
