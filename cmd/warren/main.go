@@ -9,6 +9,20 @@
 // `--version`, and did-you-mean for mistyped commands and flags. Every
 // command is registered in one place: register in root.go.
 //
+// # Layout
+//
+// This package is the command tree and its glue: each command's flags,
+// help and the calls it makes. What the commands do lives in packages
+// under cmd/warren/internal, one concept each, importable by this binary
+// only: exit (exit statuses and the error carrying one), usage (usage
+// errors with did-you-mean), client (the socket client and its errors),
+// reply (reading replies, --json output), render (replies and log entries
+// as text), offline (a home's logs without the daemon), events (warren
+// events), notices (retries and waits shown by send and attach), attach,
+// textarg (MESSAGE and RESPONSE), complete (shell completion), daemonctl
+// (daemon start, stop, status), logcopy (export, migrate) and
+// agentinstall (warren agents install).
+//
 // # Home
 //
 // Every command takes --home DIR; without it $WARREN_HOME is used, else
