@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -132,13 +133,13 @@ var workloads = []workload{
 			full := readBytes(t, m, memPath)
 			var pend, last []byte
 			for _, s := range []uint64{3, 4} {
-				p, _ := prepare(Record{Event: "test.event", Data: map[string]any{"id": mod.next}}, MaxLineBytes)
-				last = appendLine(nil, s, fixedTS, &p)
+				p, _ := record.Prepare(Record{Event: "test.event", Data: map[string]any{"id": mod.next}}, MaxLineBytes)
+				last = record.AppendLine(nil, s, fixedTS, &p)
 				pend = append(pend, last...)
 				mod.maybe[mod.next] = true
 				mod.next++
 			}
-			pend = appendTrailer(pend, 2)
+			pend = record.AppendTrailer(pend, 2)
 			torn := append(last[:len(last)/2:len(last)/2], "\xde\n\x00zz\n"...)
 			durableWrite(t, m, memPath, append(full, torn...))
 			durableWrite(t, m, PendingPath(memPath), pend)

@@ -2,7 +2,8 @@ package eventlog
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/warren-dev/warren/eventlog/record"
 )
 
 // Sentinel errors. Test for them with errors.Is.
@@ -11,8 +12,8 @@ var (
 	// by a good one, a CRC-valid line with invalid content, or a seq out of
 	// order). It is always wrapped in a *CorruptError. Nothing is skipped
 	// silently: `warren repair` (Repair) keeps a copy and cuts the log back
-	// to its last good entry.
-	ErrCorrupt = errors.New("event log corrupt")
+	// to its last good entry. It is record.ErrCorrupt.
+	ErrCorrupt = record.ErrCorrupt
 	// ErrPoisoned is returned by appends on a handle whose earlier write or
 	// fsync failed. The handle refuses appends until it is reopened: by
 	// itself after Options.HealBackoff, or by Heal (see "Faults and
@@ -31,8 +32,9 @@ var (
 	ErrInvalidPath = errors.New("event log path must end in .jsonl")
 	// ErrInvalidRecord is returned for a record that cannot be logged: an
 	// empty or non-UTF-8 event name, data that does not marshal to a JSON
-	// object, or a line longer than MaxLineBytes.
-	ErrInvalidRecord = errors.New("invalid event log record")
+	// object, or a line longer than MaxLineBytes. It is
+	// record.ErrInvalidRecord.
+	ErrInvalidRecord = record.ErrInvalidRecord
 	// ErrResumeMismatch is returned by Open, having changed nothing, when
 	// the line Options.Resume names is not in the log as described (the
 	// log is shorter, or the line there differs); open without Resume.
@@ -43,29 +45,18 @@ var (
 )
 
 // MaxLineBytes is the longest line (including its newline) the log writes
-// or accepts. Longer lines are refused by Append and treated as damage by
-// readers, which never buffer more than this much of one line.
-const MaxLineBytes = 64 << 20
+// or accepts (record.MaxLineBytes). Longer lines are refused by Append and
+// treated as damage by readers, which never buffer more than this much of
+// one line.
+const MaxLineBytes = record.MaxLineBytes
 
-// CorruptError describes damage in the middle of a log or pending file.
-// It wraps ErrCorrupt.
-type CorruptError struct {
-	// Path is the damaged file.
-	Path string
-	// Line is the 1-based number of the first damaged line.
-	Line int
-	// Seq is the seq the damaged line should carry: the last good seq + 1.
-	Seq uint64
-	// Offset is the byte offset of the damaged line in the file.
-	Offset int64
-	// Reason says what is wrong with the line.
-	Reason string
-}
+// CorruptError describes damage in the middle of a log or pending file
+// (record.CorruptError). It wraps ErrCorrupt.
+type CorruptError = record.CorruptError
 
-func (e *CorruptError) Error() string {
-	return fmt.Sprintf("%s: line %d (expected seq %d, byte offset %d): %s: %v; nothing was changed: `warren repair` copies the file aside and cuts it back to its last good entry",
-		e.Path, e.Line, e.Seq, e.Offset, e.Reason, ErrCorrupt)
-}
+// Entry is one decoded log line (record.Entry).
+type Entry = record.Entry
 
-// Unwrap makes errors.Is(err, ErrCorrupt) true.
-func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+// Record is one entry to append (record.Record): an event name and its
+// data, which must marshal to a JSON object (nil means {}).
+type Record = record.Record

@@ -1,7 +1,6 @@
 package eventlog
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -180,7 +180,7 @@ func (l *Log) checkReopened(f interface {
 	default:
 		return fmt.Errorf("eventlog: %s is %d bytes, but its acknowledged entries end at byte %d: %w", l.path, size, l.size, ErrChanged)
 	}
-	if err := verifyTail(f, l.size, l.nextSeq-1); err != nil {
+	if err := record.CheckLast(f, l.size, l.nextSeq-1); err != nil {
 		return fmt.Errorf("eventlog: %s: %v: %w", l.path, err, ErrChanged)
 	}
 	if !heal {
@@ -197,40 +197,6 @@ func (l *Log) checkReopened(f interface {
 	}
 	l.logTouched = false
 	return nil
-}
-
-// verifyTail checks that the bytes of r before size end with the line of
-// entry seq (CRC-valid), or that an empty log has seq 0. It reads from the
-// end, a few KiB unless the last line is longer.
-func verifyTail(r io.ReaderAt, size int64, seq uint64) error {
-	if size == 0 {
-		if seq != 0 {
-			return fmt.Errorf("the file is empty but entry %d was acknowledged", seq)
-		}
-		return nil
-	}
-	for chunk := int64(4 << 10); ; chunk *= 8 {
-		chunk = min(chunk, size, MaxLineBytes)
-		buf := make([]byte, chunk)
-		if n, err := r.ReadAt(buf, size-chunk); n != len(buf) {
-			return fmt.Errorf("read the last line: %v", err)
-		}
-		if buf[len(buf)-1] != '\n' {
-			return fmt.Errorf("byte %d, the end of entry %d, is not a newline", size-1, seq)
-		}
-		i := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
-		if i < 0 && chunk < size && chunk < MaxLineBytes {
-			continue
-		}
-		e, err := parseLine(buf[i+1 : len(buf)-1])
-		if err != nil {
-			return fmt.Errorf("the last line is not entry %d: %v", seq, err)
-		}
-		if e.Seq != seq {
-			return fmt.Errorf("the last line is entry %d, not %d", e.Seq, seq)
-		}
-		return nil
-	}
 }
 
 // release closes an idle log's handles for Files (see Files). A log that

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -24,31 +25,31 @@ func TestLineAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := EncodeLine(e.Seq, e.TS, Record{Event: e.Event, Data: e.Data})
+	line, err := record.EncodeLine(e.Seq, e.TS, Record{Event: e.Event, Data: e.Data})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(line) != string(file) {
 		t.Fatalf("EncodeLine %q, Append wrote %q", line, file)
 	}
-	got, err := DecodeLine(line)
+	got, err := record.DecodeLine(line)
 	if err != nil || got.Seq != e.Seq || got.Event != e.Event || string(got.Data) != string(e.Data) || !got.TS.Equal(e.TS) {
 		t.Fatalf("DecodeLine: %+v, %v", got, err)
 	}
-	if LineCRC(line) == 0 {
+	if record.LineCRC(line) == 0 {
 		t.Fatal("LineCRC is 0")
 	}
 	for i := range line[:len(line)-1] {
 		bad := append([]byte(nil), line...)
 		bad[i] ^= 0x20
-		if _, err := DecodeLine(bad); !errors.Is(err, ErrCorrupt) {
+		if _, err := record.DecodeLine(bad); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("byte %d altered: %v, want ErrCorrupt", i, err)
 		}
 	}
-	if _, err := EncodeLine(0, e.TS, Record{Event: "x"}); !errors.Is(err, ErrInvalidRecord) {
+	if _, err := record.EncodeLine(0, e.TS, Record{Event: "x"}); !errors.Is(err, ErrInvalidRecord) {
 		t.Fatalf("seq 0: %v", err)
 	}
-	if CheckNext(4, 5) != nil || !errors.Is(CheckNext(4, 6), ErrCorrupt) || !errors.Is(CheckNext(4, 4), ErrCorrupt) {
+	if record.CheckNext(4, 5) != nil || !errors.Is(record.CheckNext(4, 6), ErrCorrupt) || !errors.Is(record.CheckNext(4, 4), ErrCorrupt) {
 		t.Fatal("CheckNext")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -136,7 +137,7 @@ const maxJoinYields = 64
 
 // waiter is one Append or AppendBatch call waiting in the commit queue.
 type waiter struct {
-	recs    []prepared
+	recs    []record.Prepared
 	entries []Entry
 	err     error
 	done    bool          // set under mu when entries/err are final
@@ -156,11 +157,11 @@ func (l *Log) LastSeq() uint64 {
 // Append appends one entry and returns once it is durable. Concurrent
 // callers share one pending-file write and one fsync.
 func (l *Log) Append(event string, data any) (Entry, error) {
-	p, err := prepare(Record{Event: event, Data: data}, l.maxLine)
+	p, err := record.Prepare(Record{Event: event, Data: data}, l.maxLine)
 	if err != nil {
 		return Entry{}, err
 	}
-	es, err := l.commit([]prepared{p})
+	es, err := l.commit([]record.Prepared{p})
 	if err != nil {
 		return Entry{}, err
 	}
@@ -174,9 +175,9 @@ func (l *Log) AppendBatch(recs []Record) ([]Entry, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	ps := make([]prepared, len(recs))
+	ps := make([]record.Prepared, len(recs))
 	for i, r := range recs {
-		p, err := prepare(r, l.maxLine)
+		p, err := record.Prepare(r, l.maxLine)
 		if err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
@@ -189,7 +190,7 @@ func (l *Log) AppendBatch(recs []Record) ([]Entry, error) {
 // first caller to find no active leader becomes the leader: it writes the
 // whole queue as one group, wakes its members, and hands leadership to the
 // first caller that queued meanwhile.
-func (l *Log) commit(recs []prepared) ([]Entry, error) {
+func (l *Log) commit(recs []record.Prepared) ([]Entry, error) {
 	if err := l.VerifyPrefix(); err != nil {
 		return nil, fmt.Errorf("eventlog: append to %s refused: %w", l.path, err)
 	}
@@ -380,14 +381,14 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 		for i := range g.recs {
 			p := &g.recs[i]
 			off := base + int64(len(buf))
-			buf = appendLine(buf, seq, ts, p)
-			g.entries[i] = Entry{Seq: seq, TS: ts, Event: p.event, Data: p.data, Off: off}
+			buf = record.AppendLine(buf, seq, ts, p)
+			g.entries[i] = Entry{Seq: seq, TS: ts, Event: p.Event, Data: p.Data, Off: off}
 			seq++
 		}
 	}
 	lines := len(buf)
 	nlines := int(seq - l.nextSeq)
-	buf = appendTrailer(buf, nlines)
+	buf = record.AppendTrailer(buf, nlines)
 	if cap(buf) <= 1<<20 {
 		l.buf = buf
 	}

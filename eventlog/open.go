@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -156,21 +157,19 @@ func (l *Log) createDirs() (isNew bool, err error) {
 // recover checks the log, truncates a torn tail, makes a new log's
 // directory entries durable and replays the pending file.
 func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
-	sc := newLogScanner(f, l.path, MaxLineBytes)
-	sc.borrow = l.borrow
-	var scanErr error
+	sc := record.NewScanner(f, l.path, MaxLineBytes)
 	if resume != nil {
 		end, err := resume.check(f, l.path)
 		if err != nil {
 			return err
 		}
-		sc.ls = newLineScannerSize(f, end, MaxLineBytes, 4<<10) // usually a short tail
-		sc.lines = int(resume.Seq)
-		sc.lastSeq = resume.Seq
-		sc.goodEnd = end
+		// Usually a short tail: a small first buffer.
+		sc = record.NewScannerAt(f, l.path, end, int(resume.Seq), resume.Seq, 4<<10)
 	}
+	sc.Borrow = l.borrow
+	var scanErr error
 	for {
-		e, err := sc.next()
+		e, err := sc.Next()
 		if err == nil {
 			if l.replay != nil {
 				if rerr := l.replay(e); rerr != nil {
@@ -189,8 +188,8 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 		scanErr = err
 		break
 	}
-	l.lastSeq = sc.lastSeq
-	if sc.tornBytes > 0 || scanErr != nil {
+	l.lastSeq = sc.LastSeq()
+	if sc.Torn().Bytes > 0 || scanErr != nil {
 		if err := l.repairTail(f, sc, scanErr); err != nil {
 			return err
 		}
@@ -208,7 +207,7 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 			return fmt.Errorf("eventlog: fsync %s during recovery: %w", l.path, err)
 		}
 	}
-	if isNew || sc.goodEnd == 0 {
+	if isNew || sc.GoodEnd() == 0 {
 		// A new (or still empty) log: its directory entry, and those of any
 		// directories created for it, now or by an Open that crashed, must
 		// be durable before anything is acknowledged.
@@ -216,15 +215,15 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 			return fmt.Errorf("eventlog: make %s durable: %w", l.path, err)
 		}
 	}
-	return l.replayPending(f, sc.goodEnd)
+	return l.replayPending(f, sc.GoodEnd())
 }
 
 // mayHoldUnsynced reports whether a recovered log may hold lines no fsync
 // made durable: a new or empty log, a cut tail, or a pending file beside it
 // (a group whose log fsync may not have returned; an unreadable stat counts
 // as one).
-func (l *Log) mayHoldUnsynced(isNew bool, sc *logScanner, scanErr error) bool {
-	if isNew || sc.goodEnd == 0 || sc.tornBytes > 0 || scanErr != nil {
+func (l *Log) mayHoldUnsynced(isNew bool, sc *record.Scanner, scanErr error) bool {
+	if isNew || sc.GoodEnd() == 0 || sc.Torn().Bytes > 0 || scanErr != nil {
 		return true
 	}
 	_, err := l.fsys.Stat(l.pendingPath)

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -15,15 +16,15 @@ import (
 func pendingLines(seqs ...uint64) []byte {
 	var b []byte
 	for _, s := range seqs {
-		p, _ := prepare(Record{Event: "pending", Data: map[string]uint64{"s": s}}, MaxLineBytes)
-		b = appendLine(b, s, fixedTS, &p)
+		p, _ := record.Prepare(Record{Event: "pending", Data: map[string]uint64{"s": s}}, MaxLineBytes)
+		b = record.AppendLine(b, s, fixedTS, &p)
 	}
 	return b
 }
 
 // pendingGroup formats a complete pending file: the lines and the trailer.
 func pendingGroup(seqs ...uint64) []byte {
-	return appendTrailer(pendingLines(seqs...), len(seqs))
+	return record.AppendTrailer(pendingLines(seqs...), len(seqs))
 }
 
 func TestPendingFileReplay(t *testing.T) {
@@ -40,7 +41,7 @@ func TestPendingFileReplay(t *testing.T) {
 		{"continues the log", pendingGroup(3, 4, 5), 5, []uint64{4, 5}},
 		{"lines without trailer", pendingLines(4, 5), 3, nil},
 		{"torn trailer", pendingGroup(4, 5)[:len(pendingLines(4, 5))+12], 3, nil},
-		{"trailer with wrong count", appendTrailer(pendingLines(4, 5), 1), 3, nil},
+		{"trailer with wrong count", record.AppendTrailer(pendingLines(4, 5), 1), 3, nil},
 		{"trailer crc mismatch", append(pendingLines(4), bytes.Replace(pendingGroup(4, 5)[len(pendingLines(4, 5)):], []byte(`:2`), []byte(`:1`), 1)...), 3, nil},
 		{"leftover bytes after the trailer", append(pendingGroup(4), pendingLines(5)...), 4, []uint64{4}},
 		{"leftover group after the trailer", append(pendingGroup(4), pendingGroup(5, 6)...), 4, []uint64{4}},

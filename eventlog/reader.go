@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -16,7 +17,7 @@ import (
 // *CorruptError (ErrCorrupt).
 type Reader struct {
 	f       faultfs.File
-	sc      *logScanner
+	sc      *record.Scanner
 	fromSeq uint64
 }
 
@@ -26,14 +27,14 @@ func NewReader(fsys faultfs.FS, path string, fromSeq uint64) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: open %s for reading: %w", path, err)
 	}
-	return &Reader{f: f, sc: newLogScanner(f, path, MaxLineBytes), fromSeq: fromSeq}, nil
+	return &Reader{f: f, sc: record.NewScanner(f, path, MaxLineBytes), fromSeq: fromSeq}, nil
 }
 
 // Next returns the next entry, io.EOF after the last good one, or a
 // *CorruptError.
 func (r *Reader) Next() (Entry, error) {
 	for {
-		e, err := r.sc.next()
+		e, err := r.sc.Next()
 		if err != nil {
 			return Entry{}, err
 		}
@@ -114,20 +115,16 @@ func Follow(ctx context.Context, fsys faultfs.FS, path string, fromSeq uint64,
 			return fmt.Errorf("eventlog: follow %s: file is %d bytes but entries up to seq %d ended at byte %d: %w",
 				path, st.Size(), lastSeq, goodEnd, ErrTruncated)
 		}
-		sc := newLogScanner(f, path, MaxLineBytes)
-		sc.ls.off = goodEnd
-		sc.lines = lines
-		sc.lastSeq = lastSeq
-		sc.goodEnd = goodEnd
+		sc := record.NewScannerAt(f, path, goodEnd, lines, lastSeq, 0)
 		for {
-			e, err := sc.next()
+			e, err := sc.Next()
 			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {
 				return err
 			}
-			lines, lastSeq, goodEnd = sc.lines, sc.lastSeq, sc.goodEnd
+			lines, lastSeq, goodEnd = sc.Lines(), sc.LastSeq(), sc.GoodEnd()
 			if e.Seq < fromSeq {
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -25,17 +26,17 @@ func ReadSeq(fsys faultfs.FS, path string, seq uint64, off int64) (Entry, error)
 	}
 	defer f.Close()
 	if off > 0 {
-		ls := newLineScanner(f, off, MaxLineBytes)
-		if kind, line, _, _, err := ls.next(); err == nil && kind == kindLine {
-			if e, perr := parseLine(line); perr == nil && e.Seq == seq {
+		ls := record.NewLineScanner(f, off, MaxLineBytes)
+		if kind, line, _, _, err := ls.Next(); err == nil && kind == record.KindLine {
+			if e, perr := record.ParseLine(line); perr == nil && e.Seq == seq {
 				e.Off = off
 				return e, nil
 			}
 		}
 	}
-	sc := newLogScanner(f, path, MaxLineBytes)
+	sc := record.NewScanner(f, path, MaxLineBytes)
 	for {
-		e, err := sc.next()
+		e, err := sc.Next()
 		if errors.Is(err, io.EOF) {
 			return Entry{}, fmt.Errorf("eventlog: %s: seq %d: %w", path, seq, ErrNoSuchSeq)
 		}
@@ -61,18 +62,14 @@ func NewReaderAt(fsys faultfs.FS, path string, fromSeq uint64, off int64) (*Read
 	if err != nil || off <= 0 || fromSeq < 2 {
 		return r, err
 	}
-	ls := newLineScanner(r.f, off, MaxLineBytes)
-	kind, line, _, _, lerr := ls.next()
-	if lerr != nil || kind != kindLine {
+	ls := record.NewLineScanner(r.f, off, MaxLineBytes)
+	kind, line, _, _, lerr := ls.Next()
+	if lerr != nil || kind != record.KindLine {
 		return r, nil
 	}
-	if e, perr := parseLine(line); perr != nil || e.Seq != fromSeq {
+	if e, perr := record.ParseLine(line); perr != nil || e.Seq != fromSeq {
 		return r, nil
 	}
-	sc := newLogScanner(r.f, path, MaxLineBytes)
-	sc.ls.off = off
-	sc.lastSeq = fromSeq - 1
-	sc.goodEnd = off
-	r.sc = sc
+	r.sc = record.NewScannerAt(r.f, path, off, 0, fromSeq-1, 0)
 	return r, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -28,7 +29,7 @@ func TestTornLastLineAtEveryOffset(t *testing.T) {
 	_, full := memLog(t, 3)
 	ends := lineEnds(full)
 	line3 := full[ends[1]:ends[2]]
-	pend := appendTrailer(append([]byte(nil), line3...), 1)
+	pend := record.AppendTrailer(append([]byte(nil), line3...), 1)
 	garbage := []byte("\xde\xad\n\xbe\xef{\"seq\":9}\n\x00junk")
 	for cut := ends[1]; cut < ends[2]; cut++ {
 		room := ends[2] - cut // a torn write never extends past the write
@@ -145,10 +146,10 @@ func TestZeroedMiddleBytesAreCorruption(t *testing.T) {
 
 func TestCRCValidBadContentIsCorruptionEvenAtTail(t *testing.T) {
 	m, full := memLog(t, 2)
-	p, _ := prepare(Record{Event: "x"}, MaxLineBytes)
+	p, _ := record.Prepare(Record{Event: "x"}, MaxLineBytes)
 	cases := map[string][]byte{
-		"seq gap":       appendLine(nil, 4, fixedTS, &p),
-		"seq repeat":    appendLine(nil, 2, fixedTS, &p),
+		"seq gap":       record.AppendLine(nil, 4, fixedTS, &p),
+		"seq repeat":    record.AppendLine(nil, 2, fixedTS, &p),
 		"invalid UTF-8": crcLine(`{"seq":3,"ts":"2026-01-01T00:00:00.000Z","event":"bad\xff","data":{}`),
 		"array data":    crcLine(`{"seq":3,"ts":"2026-01-01T00:00:00.000Z","event":"e","data":[1]`),
 	}
@@ -164,8 +165,8 @@ func TestCRCValidBadContentIsCorruptionEvenAtTail(t *testing.T) {
 
 func TestFirstLineMustBeSeqOne(t *testing.T) {
 	m, _ := memLog(t, 0)
-	p, _ := prepare(Record{Event: "x"}, MaxLineBytes)
-	writeBytes(t, m, memPath, appendLine(nil, 2, fixedTS, &p))
+	p, _ := record.Prepare(Record{Event: "x"}, MaxLineBytes)
+	writeBytes(t, m, memPath, record.AppendLine(nil, 2, fixedTS, &p))
 	var ce *CorruptError
 	if _, err := Open(m, memPath, Options{}); !errors.As(err, &ce) || ce.Line != 1 || ce.Seq != 1 {
 		t.Fatalf("got %v", err)
@@ -216,35 +217,6 @@ func TestGarbageLogsNeverPanic(t *testing.T) {
 		if len(tornCopies(t, m)) != 1 {
 			t.Fatalf("%s: the cut bytes were not kept aside", name)
 		}
-	}
-}
-
-func TestOverLongLineIsTornAtTailCorruptInMiddle(t *testing.T) {
-	m, full := memLog(t, 2)
-	long := append(bytes.Repeat([]byte("x"), 500), '\n')
-	scan := func(b []byte) (*logScanner, error) {
-		writeBytes(t, m, memPath, b)
-		f, err := m.OpenFile(memPath, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		sc := newLogScanner(f, memPath, 300)
-		return sc, sc.scanToEnd()
-	}
-	sc, err := scan(append(append([]byte{}, full...), long...))
-	if err != nil || sc.lastSeq != 2 || sc.tornBytes != int64(len(long)) || !strings.Contains(sc.tornReason, "over the 300-byte limit") {
-		t.Fatalf("long tail: %v %+v", err, sc)
-	}
-	ends := lineEnds(full)
-	mid := append(append(append([]byte{}, full[:ends[0]]...), long...), full[ends[0]:]...)
-	var ce *CorruptError
-	if _, err := scan(mid); !errors.As(err, &ce) || ce.Line != 2 || !strings.Contains(ce.Reason, "limit") {
-		t.Fatalf("long middle line: %v", err)
-	}
-	// A line over the limit without a newline is a torn tail too.
-	if sc, err := scan(append(append([]byte{}, full...), long[:400]...)); err != nil || sc.tornBytes != 400 {
-		t.Fatalf("long fragment: %v %+v", err, sc)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -53,8 +54,8 @@ func Repair(fsys faultfs.FS, path string) (RepairReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("eventlog: repair %s: %w", path, err)
 	}
-	sc := newLogScanner(f, path, MaxLineBytes)
-	err = sc.scanToEnd()
+	sc := record.NewScanner(f, path, MaxLineBytes)
+	err = sc.ScanToEnd()
 	var ce *CorruptError
 	switch {
 	case errors.As(err, &ce):
@@ -62,14 +63,14 @@ func Repair(fsys faultfs.FS, path string) (RepairReport, error) {
 		rep.Reason = ce.Reason
 	case err != nil:
 		return rep, err
-	case sc.tornBytes > 0:
-		rep.FirstBadLine = sc.lines + 1
-		rep.Reason = "torn tail: " + sc.tornReason
+	case sc.Torn().Bytes > 0:
+		rep.FirstBadLine = sc.Lines() + 1
+		rep.Reason = "torn tail: " + sc.Torn().Reason
 	}
-	rep.KeptEntries = sc.lines
-	rep.LastSeq = sc.lastSeq
-	rep.CutOffset = sc.goodEnd
-	rep.CutBytes = st.Size() - sc.goodEnd
+	rep.KeptEntries = sc.Lines()
+	rep.LastSeq = sc.LastSeq()
+	rep.CutOffset = sc.GoodEnd()
+	rep.CutBytes = st.Size() - sc.GoodEnd()
 	stamp := time.Now().UTC().Format(stampLayout)
 	if rep.CutBytes > 0 {
 		backup, err := copyAside(fsys, f, path, ".corrupt-"+stamp, 0, st.Size())
@@ -77,8 +78,8 @@ func Repair(fsys faultfs.FS, path string) (RepairReport, error) {
 			return rep, err
 		}
 		rep.Backup = backup
-		if err := f.Truncate(sc.goodEnd); err != nil {
-			return rep, fmt.Errorf("eventlog: repair %s: truncate to %d bytes: %w (the copy %s is intact)", path, sc.goodEnd, err, backup)
+		if err := f.Truncate(sc.GoodEnd()); err != nil {
+			return rep, fmt.Errorf("eventlog: repair %s: truncate to %d bytes: %w (the copy %s is intact)", path, sc.GoodEnd(), err, backup)
 		}
 		if err := f.Sync(); err != nil {
 			return rep, fmt.Errorf("eventlog: repair %s: fsync after truncating: %w (the copy %s is intact)", path, err, backup)
@@ -94,7 +95,7 @@ func Repair(fsys faultfs.FS, path string) (RepairReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("eventlog: repair %s: open %s: %w", path, pp, err)
 	}
-	_, perr := readPending(pf, pp, sc.lastSeq)
+	_, perr := record.ReadGroup(pf, pp, sc.LastSeq())
 	_ = pf.Close()
 	if !errors.As(perr, &ce) {
 		return rep, nil

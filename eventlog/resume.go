@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -23,15 +24,15 @@ type Resume struct {
 // error wrapping ErrResumeMismatch when it is not a complete, CRC-valid
 // line carrying r.Seq and r.CRC.
 func (r *Resume) check(f io.ReaderAt, path string) (int64, error) {
-	line, end, err := lineAt(f, r.Off)
+	line, end, err := record.LineAt(f, r.Off)
 	if err == nil {
 		var e Entry
-		e, err = parseLine(line)
+		e, err = record.ParseLine(line)
 		if err == nil && e.Seq != r.Seq {
 			err = fmt.Errorf("the line there has seq %d", e.Seq)
 		}
-		if err == nil && lineCRC(line) != r.CRC {
-			err = fmt.Errorf("the line there has crc %08x, not %08x", lineCRC(line), r.CRC)
+		if err == nil && record.LineCRC(line) != r.CRC {
+			err = fmt.Errorf("the line there has crc %08x, not %08x", record.LineCRC(line), r.CRC)
 		}
 	}
 	if err != nil {
@@ -51,29 +52,6 @@ func checkResume(fsys faultfs.FS, path string, r *Resume) error {
 	return err
 }
 
-// lineAt returns the complete line (without its newline) starting at off
-// and the offset just past its newline.
-func lineAt(f io.ReaderAt, off int64) ([]byte, int64, error) {
-	if off < 0 {
-		return nil, 0, fmt.Errorf("negative offset %d", off)
-	}
-	ls := newLineScannerSize(f, off, MaxLineBytes, 4<<10)
-	kind, line, _, n, err := ls.next()
-	if err != nil {
-		return nil, 0, err
-	}
-	if kind != kindLine {
-		return nil, 0, errors.New("no complete line there")
-	}
-	return line, off + n, nil
-}
-
-// lineCRC is the crc field of a line that parseLine accepted.
-func lineCRC(line []byte) uint32 {
-	v, _ := parseHex32(line[len(line)-crcSuffixLen+len(crcPrefix) : len(line)-2])
-	return v
-}
-
 // ResumeAt describes the line at off of the log at path as a resume point,
 // checking that it is a complete, CRC-valid line carrying seq. Callers
 // record it (with the state folded up to it) to pass to a later Open.
@@ -83,18 +61,18 @@ func ResumeAt(fsys faultfs.FS, path string, seq uint64, off int64) (Resume, erro
 		return Resume{}, fmt.Errorf("eventlog: open %s: %w", path, err)
 	}
 	defer f.Close()
-	line, _, err := lineAt(f, off)
+	line, _, err := record.LineAt(f, off)
 	if err != nil {
 		return Resume{}, fmt.Errorf("eventlog: %s: no line at offset %d: %w", path, off, err)
 	}
-	e, err := parseLine(line)
+	e, err := record.ParseLine(line)
 	if err != nil {
 		return Resume{}, fmt.Errorf("eventlog: %s: the line at offset %d: %w", path, off, err)
 	}
 	if e.Seq != seq {
 		return Resume{}, fmt.Errorf("eventlog: %s: the line at offset %d has seq %d, not %d", path, off, e.Seq, seq)
 	}
-	return Resume{Seq: seq, Off: off, CRC: lineCRC(line)}, nil
+	return Resume{Seq: seq, Off: off, CRC: record.LineCRC(line)}, nil
 }
 
 // Verify checks the lines of the log at path up to and including the
@@ -113,14 +91,14 @@ func Verify(fsys faultfs.FS, path string, r Resume) error {
 	if err != nil {
 		return &CorruptError{Path: path, Line: int(r.Seq), Seq: r.Seq, Offset: r.Off, Reason: err.Error()}
 	}
-	sc := newLogScanner(io.NewSectionReader(f, 0, end), path, MaxLineBytes)
-	sc.check = true
-	if err := sc.scanToEnd(); err != nil {
+	sc := record.NewScanner(io.NewSectionReader(f, 0, end), path, MaxLineBytes)
+	sc.Check = true
+	if err := sc.ScanToEnd(); err != nil {
 		return err
 	}
-	if sc.tornBytes > 0 || sc.lastSeq != r.Seq || sc.goodEnd != end {
-		reason := fmt.Sprintf("the lines before seq %d do not check out (good lines end at seq %d, offset %d): %s", r.Seq, sc.lastSeq, sc.goodEnd, sc.tornReason)
-		return &CorruptError{Path: path, Line: sc.lines + 1, Seq: sc.lastSeq + 1, Offset: sc.goodEnd, Reason: reason}
+	if sc.Torn().Bytes > 0 || sc.LastSeq() != r.Seq || sc.GoodEnd() != end {
+		reason := fmt.Sprintf("the lines before seq %d do not check out (good lines end at seq %d, offset %d): %s", r.Seq, sc.LastSeq(), sc.GoodEnd(), sc.Torn().Reason)
+		return &CorruptError{Path: path, Line: sc.Lines() + 1, Seq: sc.LastSeq() + 1, Offset: sc.GoodEnd(), Reason: reason}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"testing"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -131,11 +132,11 @@ func TestOpenResumeAppliesTheTailRules(t *testing.T) {
 
 // lineWithSeq is a valid line carrying seq.
 func lineWithSeq(t testing.TB, seq uint64) []byte {
-	p, err := prepare(Record{Event: "test.event", Data: map[string]any{"seq": seq}}, MaxLineBytes)
+	p, err := record.Prepare(Record{Event: "test.event", Data: map[string]any{"seq": seq}}, MaxLineBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return appendLine(nil, seq, fixedTS, &p)
+	return record.AppendLine(nil, seq, fixedTS, &p)
 }
 
 // TestVerifyFindsEveryDamageBeforeTheResumePoint flips one bit in every

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -18,8 +19,8 @@ import (
 
 // repairTail handles the bytes after sc's good prefix. scanErr is the
 // scan's *CorruptError, or nil when nothing valid follows the damage.
-func (l *Log) repairTail(f faultfs.File, sc *logScanner, scanErr error) error {
-	pc, perr := l.readPendingFor(sc.lastSeq)
+func (l *Log) repairTail(f faultfs.File, sc *record.Scanner, scanErr error) error {
+	pc, perr := l.readPendingFor(sc.LastSeq())
 	if perr != nil {
 		// A pending file that cannot continue the log fails Open; the log
 		// is left as it was found. Damage in the log itself is the first
@@ -27,12 +28,12 @@ func (l *Log) repairTail(f faultfs.File, sc *logScanner, scanErr error) error {
 		switch {
 		case scanErr != nil:
 			return scanErr
-		case !sc.tornPartial:
+		case !sc.Torn().Partial:
 			return l.notTorn(sc)
 		}
 		return perr
 	}
-	if sc.tornPartial {
+	if sc.Torn().Partial {
 		kept, err := l.keepWholeEntry(f, sc)
 		if kept || err != nil {
 			return err
@@ -42,9 +43,9 @@ func (l *Log) repairTail(f faultfs.File, sc *logScanner, scanErr error) error {
 	if err != nil {
 		return fmt.Errorf("eventlog: stat %s: %w", l.path, err)
 	}
-	region := st.Size() - sc.goodEnd
-	covered := len(pc.add) > 0 && region <= int64(len(pc.add)) && !sc.badContent
-	reason := sc.tornReason
+	region := st.Size() - sc.GoodEnd()
+	covered := len(pc.Add) > 0 && region <= int64(len(pc.Add)) && !sc.BadContent()
+	reason := sc.Torn().Reason
 	switch {
 	case covered:
 		if scanErr != nil {
@@ -52,35 +53,35 @@ func (l *Log) repairTail(f faultfs.File, sc *logScanner, scanErr error) error {
 			errors.As(scanErr, &ce)
 			reason = ce.Reason
 		}
-		reason += fmt.Sprintf("; the pending file covers it (seqs %d-%d)", pc.seqs[0], pc.seqs[len(pc.seqs)-1])
+		reason += fmt.Sprintf("; the pending file covers it (seqs %d-%d)", pc.Seqs[0], pc.Seqs[len(pc.Seqs)-1])
 	case scanErr != nil:
 		return scanErr
-	case !sc.tornPartial:
+	case !sc.Torn().Partial:
 		return l.notTorn(sc)
 	}
-	return l.cutTail(f, sc.goodEnd, st.Size(), reason, sc.lastSeq)
+	return l.cutTail(f, sc.GoodEnd(), st.Size(), reason, sc.LastSeq())
 }
 
 // notTorn is the corruption error for damage at the end of the log that no
 // pending file covers.
-func (l *Log) notTorn(sc *logScanner) error {
-	return &CorruptError{Path: l.path, Line: sc.lines + 1, Seq: sc.lastSeq + 1, Offset: sc.goodEnd,
-		Reason: sc.tornReason + ", in complete lines at the end of the log, which no pending file covers (a torn write leaves only a partial last line or a region the pending file of the write covers)"}
+func (l *Log) notTorn(sc *record.Scanner) error {
+	return &CorruptError{Path: l.path, Line: sc.Lines() + 1, Seq: sc.LastSeq() + 1, Offset: sc.GoodEnd(),
+		Reason: sc.Torn().Reason + ", in complete lines at the end of the log, which no pending file covers (a torn write leaves only a partial last line or a region the pending file of the write covers)"}
 }
 
 // readPendingFor reads the pending file against a log ending at lastSeq:
 // a missing file is an empty result; a group that would leave a gap is a
 // *CorruptError.
-func (l *Log) readPendingFor(lastSeq uint64) (pendingContent, error) {
+func (l *Log) readPendingFor(lastSeq uint64) (record.Group, error) {
 	pf, err := faultfs.OpenNoFollow(l.fsys, l.pendingPath, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return pendingContent{}, nil
+		return record.Group{}, nil
 	}
 	if err != nil {
-		return pendingContent{}, fmt.Errorf("eventlog: open pending file %s: %w", l.pendingPath, err)
+		return record.Group{}, fmt.Errorf("eventlog: open pending file %s: %w", l.pendingPath, err)
 	}
 	defer pf.Close()
-	return readPending(pf, l.pendingPath, lastSeq)
+	return record.ReadGroup(pf, l.pendingPath, lastSeq)
 }
 
 // keepWholeEntry keeps a trailing fragment that is a complete CRC-valid
@@ -89,27 +90,27 @@ func (l *Log) readPendingFor(lastSeq uint64) (pendingContent, error) {
 // whether it did. The replaced byte is cut and made durable before the
 // newline is appended, so a crash in between leaves the entry without a
 // newline, which the next Open keeps the same way.
-func (l *Log) keepWholeEntry(f faultfs.File, sc *logScanner) (bool, error) {
-	n := sc.tornBytes
+func (l *Log) keepWholeEntry(f faultfs.File, sc *record.Scanner) (bool, error) {
+	n := sc.Torn().Bytes
 	if n > int64(MaxLineBytes) || n < 2 {
 		return false, nil
 	}
 	frag := make([]byte, n)
-	if _, err := f.ReadAt(frag, sc.goodEnd); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := f.ReadAt(frag, sc.GoodEnd()); err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("eventlog: read the last line of %s: %w", l.path, err)
 	}
 	body := frag
-	e, err := parseLine(body)
-	if err != nil || e.Seq != sc.lastSeq+1 {
+	e, err := record.ParseLine(body)
+	if err != nil || e.Seq != sc.LastSeq()+1 {
 		body = frag[:n-1]
-		if e, err = parseLine(body); err != nil || e.Seq != sc.lastSeq+1 {
+		if e, err = record.ParseLine(body); err != nil || e.Seq != sc.LastSeq()+1 {
 			return false, nil
 		}
 	}
 	if len(body) < len(frag) {
 		l.logger.Warn("the last entry of the event log has a damaged newline; restoring it",
-			"path", l.path, "seq", e.Seq, "offset", sc.goodEnd+int64(len(body)), "byte", fmt.Sprintf("%#02x", frag[len(body)]))
-		if err := f.Truncate(sc.goodEnd + int64(len(body))); err != nil {
+			"path", l.path, "seq", e.Seq, "offset", sc.GoodEnd()+int64(len(body)), "byte", fmt.Sprintf("%#02x", frag[len(body)]))
+		if err := f.Truncate(sc.GoodEnd() + int64(len(body))); err != nil {
 			return false, fmt.Errorf("eventlog: cut the damaged newline of %s: %w", l.path, err)
 		}
 		if err := f.Sync(); err != nil {
@@ -117,7 +118,7 @@ func (l *Log) keepWholeEntry(f faultfs.File, sc *logScanner) (bool, error) {
 		}
 	} else {
 		l.logger.Warn("the last entry of the event log lacks its newline; restoring it",
-			"path", l.path, "seq", e.Seq, "offset", sc.goodEnd)
+			"path", l.path, "seq", e.Seq, "offset", sc.GoodEnd())
 	}
 	if w, err := f.Write([]byte{'\n'}); err != nil || w != 1 {
 		return false, fmt.Errorf("eventlog: restore the newline of the last entry of %s: %w", l.path, errors.Join(err, io.ErrShortWrite))

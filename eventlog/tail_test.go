@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -23,7 +24,7 @@ func TestCompleteBadLinesAtTheEndAreCorruption(t *testing.T) {
 	for _, i := range []int{2, 3, 4} { // lines 4, 5, 6
 		bad[ends[i]+15] ^= 0x08
 	}
-	for _, pending := range [][]byte{nil, appendTrailer(append([]byte(nil), full[ends[4]:]...), 1)} {
+	for _, pending := range [][]byte{nil, record.AppendTrailer(append([]byte(nil), full[ends[4]:]...), 1)} {
 		m := emptyMem(t)
 		writeBytes(t, m, memPath, bad)
 		if pending != nil {
@@ -53,7 +54,7 @@ func TestDamageThePendingFileCoversIsReplayed(t *testing.T) {
 	bad[ends[1]+15] ^= 0x08 // line 3 of the group 3-4; line 4 stays valid
 	m := emptyMem(t)
 	writeBytes(t, m, memPath, bad)
-	writeBytes(t, m, PendingPath(memPath), appendTrailer(append([]byte(nil), full[ends[1]:]...), 2))
+	writeBytes(t, m, PendingPath(memPath), record.AppendTrailer(append([]byte(nil), full[ends[1]:]...), 2))
 	l, err := Open(m, memPath, Options{})
 	if err != nil {
 		t.Fatal(err)

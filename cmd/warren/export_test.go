@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/store/jetstream"
 )
 
@@ -82,7 +82,7 @@ func TestDaemonOnClusterAndExport(t *testing.T) {
 		if line == "" {
 			continue
 		}
-		e, err := eventlog.DecodeLine([]byte(line))
+		e, err := record.DecodeLine([]byte(line))
 		if err != nil || e.Seq != uint64(i+1) {
 			t.Fatalf("line %d of the export: seq %d, %v", i+1, e.Seq, err)
 		}

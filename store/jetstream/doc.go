@@ -29,9 +29,9 @@
 //	warren.log.USER         the USER inbox log (store.UserID)
 //
 // Each message body is exactly one SPEC 3 line, newline included, byte for
-// byte as eventlog writes it to events.jsonl (eventlog.EncodeLine): the
+// byte as eventlog writes it to events.jsonl (eventlog/record.EncodeLine): the
 // concatenated bodies of a subject are the agent's events.jsonl. Every
-// read checks each line's CRC and content (eventlog.DecodeLine) and the
+// read checks each line's CRC and content (eventlog/record.DecodeLine) and the
 // seq order (1, 2, 3, ... with no gap or repeat), so an entry damaged
 // inside the servers is an error wrapping eventlog.ErrCorrupt, never a
 // silent fold. Entry.Off is the message's stream sequence.

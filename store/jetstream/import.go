@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/eventlog/record"
 )
 
 // importChunk is how many lines Import publishes in one atomic batch.
@@ -21,11 +22,11 @@ func (l *Log) Import(lines [][]byte) error {
 	}
 	limit := int(l.s.nc.MaxPayload()) - 1024
 	for i, line := range lines {
-		e, err := eventlog.DecodeLine(line)
+		e, err := record.DecodeLine(line)
 		if err != nil {
 			return fmt.Errorf("store/jetstream: import line %d into %s: %w", i+1, l.subj, err)
 		}
-		if err := eventlog.CheckNext(l.lastSeq+uint64(i), e.Seq); err != nil {
+		if err := record.CheckNext(l.lastSeq+uint64(i), e.Seq); err != nil {
 			return fmt.Errorf("store/jetstream: import line %d into %s: %w", i+1, l.subj, err)
 		}
 		if len(line) > limit {

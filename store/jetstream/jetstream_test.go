@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/storetest"
 )
@@ -96,7 +97,7 @@ func epochScopedDuplicate(t *testing.T, s *Store) {
 	// new owner's id: JetStream answers "duplicate" with the new owner's
 	// entry. The handle must see that the stored line is not its own.
 	z := &Log{s: s, id: id, subj: Subject(id), epoch: cur.epoch, lastSeq: 3, lastSSeq: uint64(e2.Off)}
-	line, err := eventlog.EncodeLine(4, time.Now(), eventlog.Record{Event: "zombie"})
+	line, err := record.EncodeLine(4, time.Now(), eventlog.Record{Event: "zombie"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestCorruptLineDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, _ := eventlog.EncodeLine(2, e.TS, eventlog.Record{Event: "a", Data: map[string]int{"n": 2}})
+	line, _ := record.EncodeLine(2, e.TS, eventlog.Record{Event: "a", Data: map[string]int{"n": 2}})
 	line[len(line)-5] ^= 1 // a flipped crc digit
 	m := nats.NewMsg(Subject(id))
 	m.Data = line
@@ -177,7 +178,7 @@ func TestBatchFailingMidwayWritesNothing(t *testing.T) {
 	}
 	var lines [][]byte
 	for i := uint64(2); i <= 4; i++ {
-		line, _ := eventlog.EncodeLine(i, time.Now(), eventlog.Record{Event: "b"})
+		line, _ := record.EncodeLine(i, time.Now(), eventlog.Record{Event: "b"})
 		lines = append(lines, line)
 	}
 	msgs := l.messages(lines, 2, uint64(e1.Off))
@@ -216,8 +217,8 @@ func TestReopenSameClaimNoSecondClaim(t *testing.T) {
 		t.Fatalf("%d entries, %v", len(es), err)
 	}
 	claim := es[1]
-	line, _ := eventlog.EncodeLine(claim.Seq, claim.TS, eventlog.Record{Event: claim.Event, Data: claim.Data})
-	for _, r := range []*eventlog.Resume{nil, {Seq: claim.Seq, Off: claim.Off, CRC: eventlog.LineCRC(line)}} {
+	line, _ := record.EncodeLine(claim.Seq, claim.TS, eventlog.Record{Event: claim.Event, Data: claim.Data})
+	for _, r := range []*eventlog.Resume{nil, {Seq: claim.Seq, Off: claim.Off, CRC: record.LineCRC(line)}} {
 		lg, err = s.OpenLog(ctx, id, store.LogOptions{Lease: lease2, Resume: r})
 		if err != nil {
 			t.Fatal(err)

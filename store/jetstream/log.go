@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
 )
@@ -176,7 +177,7 @@ func (l *Log) replay(ctx context.Context, start, end uint64, o store.LogOptions)
 
 // lastIsClaim reports whether line is agent.claimed at epoch.
 func lastIsClaim(line []byte, epoch uint64) bool {
-	e, err := eventlog.DecodeLine(line)
+	e, err := record.DecodeLine(line)
 	if err != nil || e.Event != schema.AgentClaimed {
 		return false
 	}
@@ -191,7 +192,7 @@ func (s *Store) checkResume(ctx context.Context, subj string, r *eventlog.Resume
 		return fmt.Errorf("store/jetstream: resume %s at seq %d: no entry of the log at stream seq %d: %w", subj, r.Seq, r.Off, eventlog.ErrResumeMismatch)
 	}
 	e, err := decode(subj, m.Sequence, m.Data)
-	if err != nil || e.Seq != r.Seq || eventlog.LineCRC(m.Data) != r.CRC {
+	if err != nil || e.Seq != r.Seq || record.LineCRC(m.Data) != r.CRC {
 		return fmt.Errorf("store/jetstream: resume %s at seq %d: stream seq %d holds another line: %w", subj, r.Seq, r.Off, eventlog.ErrResumeMismatch)
 	}
 	return nil
@@ -227,7 +228,7 @@ func (l *Log) commit(recs []eventlog.Record) ([]eventlog.Entry, error) {
 	lines := make([][]byte, len(recs))
 	limit := int(l.s.nc.MaxPayload()) - 1024 // headers
 	for i, r := range recs {
-		line, err := eventlog.EncodeLine(l.lastSeq+1+uint64(i), now, r)
+		line, err := record.EncodeLine(l.lastSeq+1+uint64(i), now, r)
 		if err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}

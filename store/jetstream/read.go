@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/store"
 )
 
@@ -165,7 +166,7 @@ func (r *reader) Next() (eventlog.Entry, error) {
 			return eventlog.Entry{}, err
 		}
 		if !(r.first && r.anySeq) {
-			if err := eventlog.CheckNext(r.last, e.Seq); err != nil {
+			if err := record.CheckNext(r.last, e.Seq); err != nil {
 				return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s at stream seq %d: %w", r.subj, sseq, err)
 			}
 		}
@@ -191,7 +192,7 @@ func decode(subj string, sseq uint64, data []byte) (eventlog.Entry, error) {
 	if len(data) == 0 || data[len(data)-1] != '\n' {
 		return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s at stream seq %d: message is not one newline-terminated line: %w", subj, sseq, eventlog.ErrCorrupt)
 	}
-	e, err := eventlog.DecodeLine(data)
+	e, err := record.DecodeLine(data)
 	if err != nil {
 		return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s at stream seq %d: %w", subj, sseq, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
 )
@@ -13,7 +14,7 @@ import (
 // encodeEntry is e's line.
 func encodeEntry(t *testing.T, e eventlog.Entry) []byte {
 	t.Helper()
-	line, err := eventlog.EncodeLine(e.Seq, e.TS, eventlog.Record{Event: e.Event, Data: e.Data})
+	line, err := record.EncodeLine(e.Seq, e.TS, eventlog.Record{Event: e.Event, Data: e.Data})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
 )
@@ -82,7 +83,7 @@ type payload struct {
 // encode is the line eventlog writes for e.
 func encode(t *testing.T, e eventlog.Entry) []byte {
 	t.Helper()
-	line, err := eventlog.EncodeLine(e.Seq, e.TS, eventlog.Record{Event: e.Event, Data: e.Data})
+	line, err := record.EncodeLine(e.Seq, e.TS, eventlog.Record{Event: e.Event, Data: e.Data})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func testResume(t *testing.T, h Harness) {
 	_ = lg.Close()
 	_ = l1.Release(ctx)
 	cp := all[3]
-	r := &eventlog.Resume{Seq: cp.Seq, Off: cp.Off, CRC: eventlog.LineCRC(encode(t, cp))}
+	r := &eventlog.Resume{Seq: cp.Seq, Off: cp.Off, CRC: record.LineCRC(encode(t, cp))}
 	var replayed []eventlog.Entry
 	lg2 := open(t, s, id, store.LogOptions{Resume: r, Replay: func(e eventlog.Entry) error {
 		replayed = append(replayed, e)

@@ -14,6 +14,7 @@ import (
 	"io"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/store"
 )
 
@@ -33,7 +34,7 @@ func Export(ctx context.Context, st store.Store, id string, w io.Writer) (int, e
 		if err != nil {
 			return n, fmt.Errorf("reading the log of %s after %d entries: %w", id, n, err)
 		}
-		line, err := eventlog.EncodeLine(e.Seq, e.TS, eventlog.Record{Event: e.Event, Data: e.Data})
+		line, err := record.EncodeLine(e.Seq, e.TS, eventlog.Record{Event: e.Event, Data: e.Data})
 		if err != nil {
 			return n, fmt.Errorf("encoding entry %d of %s: %w", e.Seq, id, err)
 		}

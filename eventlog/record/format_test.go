@@ -1,4 +1,4 @@
-package eventlog
+package record
 
 import (
 	"encoding/json"
@@ -13,18 +13,18 @@ import (
 
 func TestLineFormatMatchesSpec(t *testing.T) {
 	ts := time.Date(2026, 11, 22, 10, 1, 10, 123456789, time.UTC)
-	p, err := prepare(Record{Event: "turn.start", Data: map[string]any{"run_id": "ab", "turn": 1}}, MaxLineBytes)
+	p, err := Prepare(Record{Event: "turn.start", Data: map[string]any{"run_id": "ab", "turn": 1}}, MaxLineBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := string(appendLine(nil, 12, ts, &p))
+	got := string(AppendLine(nil, 12, ts, &p))
 	body := `{"seq":12,"ts":"2026-11-22T10:01:10.123Z","event":"turn.start","data":{"run_id":"ab","turn":1}`
 	sum := crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli))
 	want := body + fmt.Sprintf(`,"crc":"%08x"}`, sum) + "\n"
 	if got != want {
 		t.Fatalf("line:\n got %q\nwant %q", got, want)
 	}
-	e, err := parseLine([]byte(strings.TrimSuffix(got, "\n")))
+	e, err := ParseLine([]byte(strings.TrimSuffix(got, "\n")))
 	if err != nil {
 		t.Fatalf("parse own line: %v", err)
 	}
@@ -36,8 +36,8 @@ func TestLineFormatMatchesSpec(t *testing.T) {
 
 func TestLineNonUTCTimeIsWrittenInUTC(t *testing.T) {
 	ts := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.FixedZone("x", 3600))
-	p, _ := prepare(Record{Event: "e"}, MaxLineBytes)
-	line := string(appendLine(nil, 1, ts, &p))
+	p, _ := Prepare(Record{Event: "e"}, MaxLineBytes)
+	line := string(AppendLine(nil, 1, ts, &p))
 	if !strings.Contains(line, `"ts":"2026-01-02T02:04:05.006Z"`) || !strings.Contains(line, `"data":{}`) {
 		t.Fatalf("line %q", line)
 	}
@@ -55,25 +55,25 @@ func TestPrepareRejectsInvalidRecords(t *testing.T) {
 		"channel data":     {Event: "e", Data: make(chan int)},
 	}
 	for name, r := range cases {
-		if _, err := prepare(r, MaxLineBytes); !errors.Is(err, ErrInvalidRecord) {
+		if _, err := Prepare(r, MaxLineBytes); !errors.Is(err, ErrInvalidRecord) {
 			t.Errorf("%s: got %v, want ErrInvalidRecord", name, err)
 		}
 	}
 }
 
 func TestPrepareCompactsIndentedRawData(t *testing.T) {
-	p, err := prepare(Record{Event: "e", Data: json.RawMessage("{\n  \"a\": 1\n}")}, MaxLineBytes)
+	p, err := Prepare(Record{Event: "e", Data: json.RawMessage("{\n  \"a\": 1\n}")}, MaxLineBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(p.data) != `{"a":1}` {
-		t.Fatalf("data %q", p.data)
+	if string(p.Data) != `{"a":1}` {
+		t.Fatalf("data %q", p.Data)
 	}
 }
 
 func TestParseLineClassifiesDamage(t *testing.T) {
-	p, _ := prepare(Record{Event: "e", Data: map[string]int{"a": 1}}, MaxLineBytes)
-	good := appendLine(nil, 1, time.Unix(0, 0), &p)
+	p, _ := Prepare(Record{Event: "e", Data: map[string]int{"a": 1}}, MaxLineBytes)
+	good := AppendLine(nil, 1, time.Unix(0, 0), &p)
 	good = good[:len(good)-1]
 
 	withCRC := func(body string) []byte {
@@ -92,7 +92,7 @@ func TestParseLineClassifiesDamage(t *testing.T) {
 		"no crc field": []byte(`{"seq":1,"ts":"2026-01-01T00:00:00.000Z","event":"e","data":{}}`),
 	}
 	for name, line := range torn {
-		if _, err := parseLine(line); !errors.Is(err, errBadCRC) {
+		if _, err := ParseLine(line); !errors.Is(err, errBadCRC) {
 			t.Errorf("%s: got %v, want errBadCRC", name, err)
 		}
 	}
@@ -108,7 +108,7 @@ func TestParseLineClassifiesDamage(t *testing.T) {
 		"wrong first key": withCRC(`{"ts":"2026-01-01T00:00:00.000Z","seq":1,"event":"e","data":{}`),
 	}
 	for name, line := range corrupt {
-		_, err := parseLine(line)
+		_, err := ParseLine(line)
 		if err == nil || errors.Is(err, errBadCRC) {
 			t.Errorf("%s: got %v, want a content error", name, err)
 		}
@@ -116,15 +116,15 @@ func TestParseLineClassifiesDamage(t *testing.T) {
 }
 
 func FuzzParseLine(f *testing.F) {
-	p, _ := prepare(Record{Event: "turn.start", Data: map[string]any{"x": "y"}}, MaxLineBytes)
-	f.Add(appendLine(nil, 3, time.Unix(1, 0), &p))
+	p, _ := Prepare(Record{Event: "turn.start", Data: map[string]any{"x": "y"}}, MaxLineBytes)
+	f.Add(AppendLine(nil, 3, time.Unix(1, 0), &p))
 	f.Add([]byte(`{"seq":1,"ts":"2026-01-01T00:00:00.000Z","event":"e","data":{},"crc":"00000000"}`))
 	f.Add([]byte{0, 0, 0, '\n'})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > 0 && b[len(b)-1] == '\n' {
 			b = b[:len(b)-1]
 		}
-		e, err := parseLine(b)
+		e, err := ParseLine(b)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package eventlog
+package record
 
 import (
 	"fmt"
@@ -15,11 +15,11 @@ func EncodeLine(seq uint64, ts time.Time, r Record) ([]byte, error) {
 	if seq == 0 {
 		return nil, fmt.Errorf("%w: seq 0 (seqs start at 1)", ErrInvalidRecord)
 	}
-	p, err := prepare(r, MaxLineBytes)
+	p, err := Prepare(r, MaxLineBytes)
 	if err != nil {
 		return nil, err
 	}
-	return appendLine(nil, seq, ts, &p), nil
+	return AppendLine(nil, seq, ts, &p), nil
 }
 
 // DecodeLine checks and decodes one SPEC 3 line, with or without its
@@ -35,7 +35,7 @@ func DecodeLine(line []byte) (Entry, error) {
 	if len(line)+1 > MaxLineBytes {
 		return Entry{}, fmt.Errorf("line of %d bytes is over the %d-byte limit: %w", len(line)+1, MaxLineBytes, ErrCorrupt)
 	}
-	e, err := parseLine(line)
+	e, err := ParseLine(line)
 	if err != nil {
 		return Entry{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
 	}
@@ -61,4 +61,10 @@ func CheckNext(last, seq uint64) error {
 		return fmt.Errorf("seq %d where %d was expected: %w", seq, last+1, ErrCorrupt)
 	}
 	return nil
+}
+
+// lineCRC is the crc field of a line that ParseLine accepted.
+func lineCRC(line []byte) uint32 {
+	v, _ := parseHex32(line[len(line)-crcSuffixLen+len(crcPrefix) : len(line)-2])
+	return v
 }

@@ -1,4 +1,4 @@
-package eventlog
+package record
 
 import (
 	"bytes"
@@ -7,20 +7,20 @@ import (
 	"io"
 )
 
-// lineKind classifies what lineScanner.next found.
-type lineKind int
+// Kind classifies what LineScanner.Next found.
+type Kind int
 
 const (
-	kindLine    lineKind = iota // a complete line (without its newline)
-	kindTooLong                 // a complete line over the limit; its bytes are not kept
-	kindPartial                 // bytes after the last newline, up to the current end of file
-	kindEOF                     // nothing left
+	KindLine    Kind = iota // a complete line (without its newline)
+	KindTooLong             // a complete line over the limit; its bytes are not kept
+	KindPartial             // bytes after the last newline, up to the current end of file
+	KindEOF                 // nothing left
 )
 
-// lineScanner reads newline-terminated lines from an io.ReaderAt starting at
+// LineScanner reads newline-terminated lines from an io.ReaderAt starting at
 // an offset. It never buffers more than limit bytes of one line, so garbage
 // without newlines cannot make it allocate without bound.
-type lineScanner struct {
+type LineScanner struct {
 	r     io.ReaderAt
 	limit int   // longest accepted line, newline included
 	off   int64 // file offset of buf[start]
@@ -34,31 +34,40 @@ type lineScanner struct {
 	skipped  int64
 }
 
-func newLineScanner(r io.ReaderAt, off int64, limit int) *lineScanner {
-	return newLineScannerSize(r, off, limit, 64<<10)
+// NewLineScanner reads lines of at most limit bytes from r, starting at
+// offset off.
+func NewLineScanner(r io.ReaderAt, off int64, limit int) *LineScanner {
+	return NewLineScannerSize(r, off, limit, defaultBufSize)
 }
 
-// newLineScannerSize starts with a buffer of size bytes (it grows for
-// longer lines): small for reading one line or a short tail.
-func newLineScannerSize(r io.ReaderAt, off int64, limit, size int) *lineScanner {
+// defaultBufSize is the first buffer of a LineScanner reading a whole log.
+const defaultBufSize = 64 << 10
+
+// NewLineScannerSize starts with a buffer of size bytes (it grows for
+// longer lines): small for reading one line or a short tail. A size of 0
+// or less is the default of NewLineScanner.
+func NewLineScannerSize(r io.ReaderAt, off int64, limit, size int) *LineScanner {
+	if size <= 0 {
+		size = defaultBufSize
+	}
 	if size > limit {
 		size = limit
 	}
-	return &lineScanner{r: r, limit: limit, off: off, buf: make([]byte, size)}
+	return &LineScanner{r: r, limit: limit, off: off, buf: make([]byte, size)}
 }
 
-// next returns the next line and its file offset. For kindLine the slice is
-// valid until the next call. For kindTooLong and kindPartial, n is the
-// length of the line or fragment. A kindPartial fragment is not consumed: a
+// Next returns the next line and its file offset. For KindLine the slice is
+// valid until the next call. For KindTooLong and KindPartial, n is the
+// length of the line or fragment. A KindPartial fragment is not consumed: a
 // later call re-reads it, so a follower can wait for the rest of the line.
-func (s *lineScanner) next() (kind lineKind, line []byte, off int64, n int64, err error) {
+func (s *LineScanner) Next() (kind Kind, line []byte, off int64, n int64, err error) {
 	for {
 		if s.skipping {
 			if i := bytes.IndexByte(s.buf[s.start:s.end], '\n'); i >= 0 {
 				s.skipping = false
 				s.consume(i + 1)
 				total := s.skipped + int64(i) + 1
-				return kindTooLong, nil, s.skipOff, total, nil
+				return KindTooLong, nil, s.skipOff, total, nil
 			}
 			s.skipped += int64(s.end - s.start)
 			s.consume(s.end - s.start)
@@ -66,7 +75,7 @@ func (s *lineScanner) next() (kind lineKind, line []byte, off int64, n int64, er
 			lineOff := s.off
 			line := s.buf[s.start : s.start+i]
 			s.consume(i + 1)
-			return kindLine, line, lineOff, int64(i + 1), nil
+			return KindLine, line, lineOff, int64(i + 1), nil
 		} else if s.end-s.start >= s.limit {
 			// limit bytes and no newline: the line is over the limit.
 			s.skipping = true
@@ -83,17 +92,17 @@ func (s *lineScanner) next() (kind lineKind, line []byte, off int64, n int64, er
 		}
 		// End of file.
 		if s.skipping {
-			return kindPartial, nil, s.skipOff, s.skipped, nil
+			return KindPartial, nil, s.skipOff, s.skipped, nil
 		}
 		if s.end > s.start {
-			return kindPartial, nil, s.off, int64(s.end - s.start), nil
+			return KindPartial, nil, s.off, int64(s.end - s.start), nil
 		}
-		return kindEOF, nil, s.off, 0, nil
+		return KindEOF, nil, s.off, 0, nil
 	}
 }
 
 // consume drops k bytes from the front of the buffered data.
-func (s *lineScanner) consume(k int) {
+func (s *LineScanner) consume(k int) {
 	s.start += k
 	s.off += int64(k)
 	if s.start == s.end {
@@ -103,7 +112,7 @@ func (s *lineScanner) consume(k int) {
 
 // fill reads more data after the buffered bytes, compacting or growing the
 // buffer (up to limit) as needed.
-func (s *lineScanner) fill() (int, error) {
+func (s *LineScanner) fill() (int, error) {
 	if s.end == len(s.buf) {
 		if s.start > 0 {
 			copy(s.buf, s.buf[s.start:s.end])

@@ -1,4 +1,4 @@
-package eventlog
+package record
 
 import (
 	"bytes"
@@ -29,11 +29,11 @@ func withCRC(body []byte) []byte {
 // what it accepted, but only when the data is not valid JSON.
 func FuzzWriterLayout(f *testing.F) {
 	for i, ev := range []string{"turn.start", "message.enqueued", "x"} {
-		p, err := prepare(Record{Event: ev, Data: map[string]any{"run_id": "ab", "n": i, "s": "é\"\n"}}, MaxLineBytes)
+		p, err := Prepare(Record{Event: ev, Data: map[string]any{"run_id": "ab", "n": i, "s": "é\"\n"}}, MaxLineBytes)
 		if err != nil {
 			f.Fatal(err)
 		}
-		line := appendLine(nil, uint64(i+1), time.Date(2026, 2, 28, 23, 59, 59, 999e6, time.UTC), &p)
+		line := AppendLine(nil, uint64(i+1), time.Date(2026, 2, 28, 23, 59, 59, 999e6, time.UTC), &p)
 		f.Add(line[:len(line)-1-crcSuffixLen])
 	}
 	f.Add([]byte(`{"seq":7,"ts":"2024-02-29T00:00:00.000Z","event":"e\u0001","data":{}`))

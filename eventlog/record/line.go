@@ -1,4 +1,4 @@
-package eventlog
+package record
 
 import (
 	"bytes"
@@ -41,24 +41,28 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// prepared is a record validated and marshalled by the appending caller, so
-// the committer only formats lines.
-type prepared struct {
-	event string
+// Prepared is a record validated and marshalled by Prepare, so that the
+// committer only formats lines (AppendLine). Its fields are read-only.
+type Prepared struct {
+	// Event is the record's event name and Data its data, compact JSON.
+	Event string
+	Data  json.RawMessage
 	evJS  []byte
-	data  json.RawMessage
 }
 
-func prepare(r Record, limit int) (prepared, error) {
+// Prepare checks r as an appended record must be (ErrInvalidRecord: an
+// empty or non-UTF-8 event name, data that does not marshal to a JSON
+// object, a line that would be over limit bytes) and marshals it.
+func Prepare(r Record, limit int) (Prepared, error) {
 	if r.Event == "" {
-		return prepared{}, fmt.Errorf("%w: event name is empty", ErrInvalidRecord)
+		return Prepared{}, fmt.Errorf("%w: event name is empty", ErrInvalidRecord)
 	}
 	if !utf8.ValidString(r.Event) {
-		return prepared{}, fmt.Errorf("%w: event name %q is not valid UTF-8", ErrInvalidRecord, r.Event)
+		return Prepared{}, fmt.Errorf("%w: event name %q is not valid UTF-8", ErrInvalidRecord, r.Event)
 	}
 	evJS, err := json.Marshal(r.Event)
 	if err != nil {
-		return prepared{}, fmt.Errorf("%w: event name %q: %w", ErrInvalidRecord, r.Event, err)
+		return Prepared{}, fmt.Errorf("%w: event name %q: %w", ErrInvalidRecord, r.Event, err)
 	}
 	var data []byte
 	if r.Data == nil {
@@ -66,28 +70,28 @@ func prepare(r Record, limit int) (prepared, error) {
 	} else {
 		data, err = json.Marshal(r.Data)
 		if err != nil {
-			return prepared{}, fmt.Errorf("%w: data of event %q does not marshal to JSON: %w", ErrInvalidRecord, r.Event, err)
+			return Prepared{}, fmt.Errorf("%w: data of event %q does not marshal to JSON: %w", ErrInvalidRecord, r.Event, err)
 		}
 		if len(data) == 0 || data[0] != '{' {
-			return prepared{}, fmt.Errorf("%w: data of event %q must be a JSON object, got %.40s", ErrInvalidRecord, r.Event, data)
+			return Prepared{}, fmt.Errorf("%w: data of event %q must be a JSON object, got %.40s", ErrInvalidRecord, r.Event, data)
 		}
 		if bytes.IndexByte(data, '\n') >= 0 {
 			var c bytes.Buffer
 			if err := json.Compact(&c, data); err != nil {
-				return prepared{}, fmt.Errorf("%w: data of event %q: %w", ErrInvalidRecord, r.Event, err)
+				return Prepared{}, fmt.Errorf("%w: data of event %q: %w", ErrInvalidRecord, r.Event, err)
 			}
 			data = c.Bytes()
 		}
 	}
 	// seq (20 digits) + ts (24) + fixed punctuation stays under 128 bytes.
 	if n := len(evJS) + len(data) + 128; n > limit {
-		return prepared{}, fmt.Errorf("%w: event %q is about %d bytes, over the %d-byte line limit; store large payloads elsewhere and log a reference", ErrInvalidRecord, r.Event, n, limit)
+		return Prepared{}, fmt.Errorf("%w: event %q is about %d bytes, over the %d-byte line limit; store large payloads elsewhere and log a reference", ErrInvalidRecord, r.Event, n, limit)
 	}
-	return prepared{event: r.Event, evJS: evJS, data: data}, nil
+	return Prepared{Event: r.Event, Data: data, evJS: evJS}, nil
 }
 
-// appendLine appends one complete line (with its CRC and newline) to dst.
-func appendLine(dst []byte, seq uint64, ts time.Time, p *prepared) []byte {
+// AppendLine appends one complete line (with its CRC and newline) to dst.
+func AppendLine(dst []byte, seq uint64, ts time.Time, p *Prepared) []byte {
 	start := len(dst)
 	dst = append(dst, linePrefix...)
 	dst = strconv.AppendUint(dst, seq, 10)
@@ -96,7 +100,7 @@ func appendLine(dst []byte, seq uint64, ts time.Time, p *prepared) []byte {
 	dst = append(dst, `","event":`...)
 	dst = append(dst, p.evJS...)
 	dst = append(dst, `,"data":`...)
-	dst = append(dst, p.data...)
+	dst = append(dst, p.Data...)
 	sum := crc32.Checksum(dst[start:], castagnoli)
 	dst = append(dst, crcPrefix...)
 	dst = appendHex32(dst, sum)
@@ -145,7 +149,7 @@ type lineFields struct {
 // parseLine decodes one line without its trailing newline. It returns
 // errBadCRC (possibly wrapped) when the CRC framing does not check out, and
 // another error when the CRC matches but the content is invalid.
-func parseLine(line []byte) (Entry, error) { return parseLineMode(line, lineMode{}) }
+func ParseLine(line []byte) (Entry, error) { return parseLineMode(line, lineMode{}) }
 
 // parseLineMode is parseLine; m says what a line in the writer's layout
 // keeps (see lineMode). A line in another layout is always decoded in full.
