@@ -25,14 +25,8 @@ func ReadSeq(fsys faultfs.FS, path string, seq uint64, off int64) (Entry, error)
 		return Entry{}, fmt.Errorf("eventlog: open %s for reading: %w", path, err)
 	}
 	defer f.Close()
-	if off > 0 {
-		ls := record.NewLineScanner(f, off, MaxLineBytes)
-		if kind, line, _, _, err := ls.Next(); err == nil && kind == record.KindLine {
-			if e, perr := record.ParseLine(line); perr == nil && e.Seq == seq {
-				e.Off = off
-				return e, nil
-			}
-		}
+	if e, ok := record.EntryAt(f, off, seq); ok {
+		return e, nil
 	}
 	sc := record.NewScanner(f, path, MaxLineBytes)
 	for {
@@ -62,12 +56,7 @@ func NewReaderAt(fsys faultfs.FS, path string, fromSeq uint64, off int64) (*Read
 	if err != nil || off <= 0 || fromSeq < 2 {
 		return r, err
 	}
-	ls := record.NewLineScanner(r.f, off, MaxLineBytes)
-	kind, line, _, _, lerr := ls.Next()
-	if lerr != nil || kind != record.KindLine {
-		return r, nil
-	}
-	if e, perr := record.ParseLine(line); perr != nil || e.Seq != fromSeq {
+	if _, ok := record.EntryAt(r.f, off, fromSeq); !ok {
 		return r, nil
 	}
 	r.sc = record.NewScannerAt(r.f, path, off, 0, fromSeq-1, 0)

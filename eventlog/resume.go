@@ -24,17 +24,7 @@ type Resume struct {
 // error wrapping ErrResumeMismatch when it is not a complete, CRC-valid
 // line carrying r.Seq and r.CRC.
 func (r *Resume) check(f io.ReaderAt, path string) (int64, error) {
-	line, end, err := record.LineAt(f, r.Off)
-	if err == nil {
-		var e Entry
-		e, err = record.ParseLine(line)
-		if err == nil && e.Seq != r.Seq {
-			err = fmt.Errorf("the line there has seq %d", e.Seq)
-		}
-		if err == nil && record.LineCRC(line) != r.CRC {
-			err = fmt.Errorf("the line there has crc %08x, not %08x", record.LineCRC(line), r.CRC)
-		}
-	}
+	end, err := record.CheckLineAt(f, r.Off, r.Seq, r.CRC)
 	if err != nil {
 		return 0, fmt.Errorf("eventlog: resume %s at seq %d (offset %d): %w: %w", path, r.Seq, r.Off, ErrResumeMismatch, err)
 	}
@@ -91,16 +81,7 @@ func Verify(fsys faultfs.FS, path string, r Resume) error {
 	if err != nil {
 		return &CorruptError{Path: path, Line: int(r.Seq), Seq: r.Seq, Offset: r.Off, Reason: err.Error()}
 	}
-	sc := record.NewScanner(io.NewSectionReader(f, 0, end), path, MaxLineBytes)
-	sc.Check = true
-	if err := sc.ScanToEnd(); err != nil {
-		return err
-	}
-	if sc.Torn().Bytes > 0 || sc.LastSeq() != r.Seq || sc.GoodEnd() != end {
-		reason := fmt.Sprintf("the lines before seq %d do not check out (good lines end at seq %d, offset %d): %s", r.Seq, sc.LastSeq(), sc.GoodEnd(), sc.Torn().Reason)
-		return &CorruptError{Path: path, Line: sc.Lines() + 1, Seq: sc.LastSeq() + 1, Offset: sc.GoodEnd(), Reason: reason}
-	}
-	return nil
+	return record.CheckPrefix(f, path, end, r.Seq)
 }
 
 func errorsIsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }

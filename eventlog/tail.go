@@ -99,13 +99,9 @@ func (l *Log) keepWholeEntry(f faultfs.File, sc *record.Scanner) (bool, error) {
 	if _, err := f.ReadAt(frag, sc.GoodEnd()); err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("eventlog: read the last line of %s: %w", l.path, err)
 	}
-	body := frag
-	e, err := record.ParseLine(body)
-	if err != nil || e.Seq != sc.LastSeq()+1 {
-		body = frag[:n-1]
-		if e, err = record.ParseLine(body); err != nil || e.Seq != sc.LastSeq()+1 {
-			return false, nil
-		}
+	e, body, ok := record.WholeEntry(frag, sc.LastSeq()+1)
+	if !ok {
+		return false, nil
 	}
 	if len(body) < len(frag) {
 		l.logger.Warn("the last entry of the event log has a damaged newline; restoring it",

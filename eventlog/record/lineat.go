@@ -61,3 +61,79 @@ func CheckLast(r io.ReaderAt, size int64, seq uint64) error {
 		return nil
 	}
 }
+
+// EntryAt returns the entry of the line at off of r when that line is a
+// complete, valid line carrying seq, with Entry.Off set; false otherwise,
+// and for an offset of 0 or less (no hint).
+func EntryAt(r io.ReaderAt, off int64, seq uint64) (Entry, bool) {
+	if off <= 0 {
+		return Entry{}, false
+	}
+	ls := NewLineScanner(r, off, MaxLineBytes)
+	kind, line, _, _, err := ls.Next()
+	if err != nil || kind != KindLine {
+		return Entry{}, false
+	}
+	e, err := ParseLine(line)
+	if err != nil || e.Seq != seq {
+		return Entry{}, false
+	}
+	e.Off = off
+	return e, true
+}
+
+// CheckLineAt checks that a complete, CRC-valid line carrying seq and crc
+// (its crc field, see LineCRC) starts at off of r, and returns the offset
+// just past it; otherwise an error saying what is there instead.
+func CheckLineAt(r io.ReaderAt, off int64, seq uint64, crc uint32) (int64, error) {
+	line, end, err := LineAt(r, off)
+	if err != nil {
+		return 0, err
+	}
+	e, err := ParseLine(line)
+	if err != nil {
+		return 0, err
+	}
+	if e.Seq != seq {
+		return 0, fmt.Errorf("the line there has seq %d", e.Seq)
+	}
+	if lineCRC(line) != crc {
+		return 0, fmt.Errorf("the line there has crc %08x, not %08x", lineCRC(line), crc)
+	}
+	return end, nil
+}
+
+// CheckPrefix checks that the bytes of r before end are complete,
+// CRC-valid lines with seqs 1 to seq in order, the last one ending at end.
+// It returns nil, a *CorruptError naming path (or a read error).
+func CheckPrefix(r io.ReaderAt, path string, end int64, seq uint64) error {
+	sc := NewScanner(io.NewSectionReader(r, 0, end), path, MaxLineBytes)
+	sc.Check = true
+	if err := sc.ScanToEnd(); err != nil {
+		return err
+	}
+	if sc.torn.Bytes > 0 || sc.lastSeq != seq || sc.goodEnd != end {
+		reason := fmt.Sprintf("the lines before seq %d do not check out (good lines end at seq %d, offset %d): %s", seq, sc.lastSeq, sc.goodEnd, sc.torn.Reason)
+		return &CorruptError{Path: path, Line: sc.lines + 1, Seq: sc.lastSeq + 1, Offset: sc.goodEnd, Reason: reason}
+	}
+	return nil
+}
+
+// WholeEntry reports whether frag, the bytes after the last newline of a
+// log, is a complete CRC-valid entry with seq that only lost its newline,
+// or has one other byte where its newline belongs (a lost or flipped
+// '\n'). It returns the entry and the line without that odd byte.
+func WholeEntry(frag []byte, seq uint64) (Entry, []byte, bool) {
+	if len(frag) < 2 {
+		return Entry{}, nil, false
+	}
+	body := frag
+	e, err := ParseLine(body)
+	if err != nil || e.Seq != seq {
+		body = frag[:len(frag)-1]
+		if e, err = ParseLine(body); err != nil || e.Seq != seq {
+			return Entry{}, nil, false
+		}
+	}
+	return e, body, true
+}
