@@ -5,40 +5,21 @@
 //
 // # On-disk format
 //
-// A log is a file named *.jsonl (agents/<id>/events.jsonl, user.jsonl).
-// Each entry is one line, fields in exactly this order:
+// A log is a file named *.jsonl (agents/<id>/events.jsonl, user.jsonl)
+// holding one entry per line, each with its CRC:
 //
 //	{"seq":12,"ts":"2026-11-22T10:01:10.123Z","event":"turn.start","data":{...},"crc":"1a2b3c4d"}\n
 //
-// where:
-//
-//   - seq starts at 1 and grows by exactly 1 per line: no gaps, no repeats.
-//   - ts is UTC, RFC 3339 with milliseconds.
-//   - event is a non-empty UTF-8 string; data is a JSON object (compact, so
-//     the line holds no raw newline).
-//   - crc is the CRC-32C (Castagnoli) of the line's bytes before `,"crc":`,
-//     as 8 lowercase hex digits.
-//
-// A line counts only if it ends in '\n' and its CRC matches. A line with a
-// matching CRC must also be valid UTF-8, a JSON object with seq, ts, event
-// and data, and carry the next seq; otherwise it is corruption (it cannot
-// come from a torn write). Readers ignore unknown fields. Lines are at most
-// MaxLineBytes (64 MiB); Append refuses longer records and readers treat a
-// longer line as damage without buffering it.
+// The line format (fields, order, CRC, limits, what counts as a line and
+// what is corruption) and the group framing of the pending file are
+// documented in, and owned by, the package eventlog/record; this package
+// handles the files.
 //
 // The pending file (events.pending next to events.jsonl) holds the group
-// being committed: its lines byte for byte as they will appear in the log,
-// then a commit trailer
-//
-//	{"group":<number of lines>,"crc":"<8 hex digits>"}\n
-//
-// whose CRC-32C covers every byte of the file before `,"crc":` (all the
-// lines and the trailer's `{"group":N`). A pending file without a valid
-// trailer (empty, torn, zero-filled, garbage, a valid-looking prefix cut on
-// a line boundary) is incomplete: its fsync never returned, so its group
-// was never written to the log, and it is discarded whole. Bytes after a
-// valid trailer are ignored: they are left over from a longer group written
-// before in the same place (below). The file exists while its log is busy
+// being committed, framed as record documents ("Groups"): its lines byte
+// for byte as they will appear in the log, then a commit trailer
+// {"group":N,"crc":"..."}. A pending file without a valid trailer is
+// incomplete and discarded whole. The file exists while its log is busy
 // and is absent once the log has been idle for Options.PendingIdle (1 s by
 // default) or closed.
 //

@@ -18,8 +18,8 @@ type Entry struct {
 	Event string
 	Data  json.RawMessage
 	// Off is the byte offset of the line in the log file when the reader
-	// or writer knows it: set by Append, readers and Open's Replay of the
-	// log's lines and of the records it replays from the pending file. It
+	// or writer knows it: set by eventlog's Append, readers and Open's
+	// Replay of the log's lines and of the records it replays from the pending file. It
 	// is a hint: readers of one entry check the seq they find there.
 	Off int64
 }
@@ -146,12 +146,12 @@ type lineFields struct {
 	Data  json.RawMessage `json:"data"`
 }
 
-// parseLine decodes one line without its trailing newline. It returns
+// ParseLine decodes one line without its trailing newline. It returns
 // errBadCRC (possibly wrapped) when the CRC framing does not check out, and
 // another error when the CRC matches but the content is invalid.
 func ParseLine(line []byte) (Entry, error) { return parseLineMode(line, lineMode{}) }
 
-// parseLineMode is parseLine; m says what a line in the writer's layout
+// parseLineMode is ParseLine; m says what a line in the writer's layout
 // keeps (see lineMode). A line in another layout is always decoded in full.
 func parseLineMode(line []byte, m lineMode) (Entry, error) {
 	n := len(line)

@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-// EncodeLine returns the SPEC 3 line of one entry, byte for byte as Append
-// writes it to a log file (fields in order, CRC-32C, trailing newline).
-// Stores other than the file log (store/jetstream) use it so that every
-// entry they keep is the same line a file would hold. The record is
-// checked as Append checks it (ErrInvalidRecord); ts is stamped in UTC
-// with milliseconds.
+// EncodeLine returns the SPEC 3 line of one entry, byte for byte as
+// eventlog's Append writes it to a log file (fields in order, CRC-32C,
+// trailing newline). Stores other than the file log (store/jetstream) use
+// it so that every entry they keep is the same line a file would hold.
+// The record is checked as Append checks it (Prepare, ErrInvalidRecord);
+// ts is stamped in UTC with milliseconds.
 func EncodeLine(seq uint64, ts time.Time, r Record) ([]byte, error) {
 	if seq == 0 {
 		return nil, fmt.Errorf("%w: seq 0 (seqs start at 1)", ErrInvalidRecord)
