@@ -1,0 +1,78 @@
+package record
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// The helpers that read one line by position find the line they are told
+// of and refuse anything else.
+func TestLinesByPosition(t *testing.T) {
+	full := logLines(t, 3)
+	ends := lineEnds(full)
+	r := bytes.NewReader(full)
+	line2 := full[ends[0] : ends[1]-1]
+
+	if e, ok := EntryAt(r, int64(ends[0]), 2); !ok || e.Seq != 2 || e.Off != int64(ends[0]) {
+		t.Fatalf("EntryAt(seq 2): %+v %v", e, ok)
+	}
+	for _, c := range []struct {
+		off int64
+		seq uint64
+	}{{0, 1}, {int64(ends[0]), 3}, {int64(ends[0]) + 1, 2}, {int64(ends[2]), 4}} {
+		if e, ok := EntryAt(r, c.off, c.seq); ok {
+			t.Errorf("EntryAt(%d, %d) = %+v, want none", c.off, c.seq, e)
+		}
+	}
+
+	crc := LineCRC(line2)
+	if end, err := CheckLineAt(r, int64(ends[0]), 2, crc); err != nil || end != int64(ends[1]) {
+		t.Fatalf("CheckLineAt: %d, %v", end, err)
+	}
+	if _, err := CheckLineAt(r, int64(ends[0]), 3, crc); err == nil || !strings.Contains(err.Error(), "seq 2") {
+		t.Errorf("CheckLineAt with the wrong seq: %v", err)
+	}
+	if _, err := CheckLineAt(r, int64(ends[0]), 2, crc+1); err == nil || !strings.Contains(err.Error(), "crc") {
+		t.Errorf("CheckLineAt with the wrong crc: %v", err)
+	}
+	if _, err := CheckLineAt(r, int64(ends[2])-3, 3, crc); err == nil {
+		t.Error("CheckLineAt accepted a fragment")
+	}
+
+	if err := CheckLast(r, int64(ends[1]), 2); err != nil {
+		t.Fatalf("CheckLast(seq 2): %v", err)
+	}
+	if err := CheckLast(r, int64(ends[1]), 3); err == nil {
+		t.Error("CheckLast accepted the wrong seq")
+	}
+	if err := CheckLast(r, int64(ends[1])-1, 2); err == nil {
+		t.Error("CheckLast accepted a size that is not at a line end")
+	}
+
+	if err := CheckPrefix(r, "l", int64(ends[1]), 2); err != nil {
+		t.Fatalf("CheckPrefix: %v", err)
+	}
+	bad := append([]byte(nil), full...)
+	bad[3] ^= 0x20
+	var ce *CorruptError
+	if err := CheckPrefix(bytes.NewReader(bad), "l", int64(ends[1]), 2); !errors.As(err, &ce) || ce.Line != 1 {
+		t.Errorf("CheckPrefix over a damaged first line: %v", err)
+	}
+
+	last := full[ends[1]:]
+	if e, body, ok := WholeEntry(last[:len(last)-1], 3); !ok || e.Seq != 3 || len(body) != len(last)-1 {
+		t.Errorf("WholeEntry without the newline: %v", ok)
+	}
+	flipped := append(append([]byte(nil), last[:len(last)-1]...), 'x')
+	if e, body, ok := WholeEntry(flipped, 3); !ok || e.Seq != 3 || len(body) != len(last)-1 {
+		t.Errorf("WholeEntry with a flipped newline: %v", ok)
+	}
+	if _, _, ok := WholeEntry(last[:len(last)-1], 4); ok {
+		t.Error("WholeEntry accepted the wrong seq")
+	}
+	if _, _, ok := WholeEntry(last[:len(last)-3], 3); ok {
+		t.Error("WholeEntry accepted a cut line")
+	}
+}
