@@ -16,6 +16,7 @@ import (
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/gone"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/launch"
 	"github.com/warren-dev/warren/multiplexer"
@@ -137,9 +138,9 @@ type Core struct {
 	// <home>/quarantine at recovery to its path (daemon.status counts them).
 	quarantine map[string]string
 	subIndex   map[string]map[string]indexedSub // target id -> subscription id -> subscription
-	// gone names the terminated agents (gone.go), for showing their
+	// gone names the terminated agents (package gone), for showing their
 	// messages' senders.
-	gone map[string]goneAgent
+	gone gone.Registry
 
 	// pending counts the messages and payload bytes of every inbox, for the
 	// total limits (limits.go).

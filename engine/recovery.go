@@ -167,7 +167,7 @@ func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID
 		case l.p.Terminated:
 			rep.Terminated++
 			c.mu.Lock()
-			c.rememberGoneLocked(l.id, l.p.Name, l.p.ParentID)
+			c.gone.Remember(l.id, l.p.Name, l.p.ParentID)
 			c.mu.Unlock()
 			_ = l.log.Close()
 			c.dropLease(l.id) // nothing more is written for it
@@ -511,7 +511,7 @@ func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
 	}
 	_ = l.log.Close()
 	c.mu.Lock()
-	c.rememberGoneLocked(l.id, l.p.Name, l.p.ParentID)
+	c.gone.Remember(l.id, l.p.Name, l.p.ParentID)
 	c.mu.Unlock()
 	rep.Terminated++
 }

@@ -73,9 +73,9 @@ func (c *Core) putAgent(id string, a *agent) {
 func (c *Core) known(id string) bool {
 	c.mu.Lock()
 	_, ok := c.agents[id]
-	_, gone := c.gone[id]
+	terminated := c.gone.Has(id)
 	c.mu.Unlock()
-	if ok || gone {
+	if ok || terminated {
 		return true
 	}
 	c.leases.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/gone"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )
@@ -106,12 +107,12 @@ func (c *Core) subtreeDeepestFirst(id string) []string {
 }
 
 // goneInfoOf is what agent.list (all) shows of a just terminated agent.
-func goneInfoOf(a *agent, ended time.Time) *goneInfo {
+func goneInfoOf(a *agent, ended time.Time) *gone.Info {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	in := &goneInfo{provider: a.p.Provider, model: a.p.Model, createdAt: a.p.CreatedTS, terminatedAt: ended, usage: a.p.Usage}
+	in := &gone.Info{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
 	if a.p.Run != nil {
-		in.lastTurnAt = a.p.Run.StartedAt
+		in.LastTurnAt = a.p.Run.StartedAt
 	}
 	return in
 }
@@ -177,8 +178,8 @@ func (c *Core) terminate(a *agent) error {
 			}
 		}
 	}
-	c.rememberGoneLocked(a.id, name, parentID)
-	c.setGoneInfoLocked(a.id, info)
+	c.gone.Remember(a.id, name, parentID)
+	c.gone.SetInfo(a.id, info)
 	_ = c.tree.Remove(a.id)
 	delete(c.agents, a.id)
 	c.mu.Unlock()
