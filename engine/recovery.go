@@ -1,19 +1,13 @@
 package engine
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"runtime"
 	"sort"
-	"sync"
 
+	"github.com/warren-dev/warren/agentload"
 	"github.com/warren-dev/warren/atomicfile"
-	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/quarantine"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -45,7 +39,6 @@ type loaded struct {
 	a       *agent
 	err     error // damaged or unreadable log
 	missing bool  // no events.jsonl
-	skip    bool  // terminated or orphan
 	// resumed is the checkpoint's line when the fold started from it (the
 	// lines before it are checked by the scrub).
 	resumed *eventlog.Resume
@@ -84,8 +77,7 @@ func (c *Core) Recover() (RecoveryReport, error) {
 	// On a cluster store, agents another daemon holds are left to the
 	// takeover scan (takeover.go).
 	ids, elsewhere := c.claimable(ids)
-	loadedAgents := c.loadAll(ids)
-	c.retryOpenFaults(loadedAgents)
+	loadedAgents := c.loadAll(ids, true)
 
 	byID, existing := c.classifyLoaded(loadedAgents, &rep)
 	for _, id := range elsewhere {
@@ -150,7 +142,7 @@ func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID
 		switch {
 		case l.err != nil:
 			rep.Corrupt++
-			if errors.Is(l.err, errUnopened) {
+			if errors.Is(l.err, agentload.ErrUnopened) {
 				c.log.Error("agent log could not be opened; the agent is listed with the cause until a restart", "agent", l.id, "err", l.err)
 			} else {
 				c.log.Error("agent log is damaged; the agent is listed as corrupt", "agent", l.id, "err", l.err)
@@ -337,100 +329,48 @@ func (c *Core) stopping() bool {
 	return c.closed
 }
 
-// loadAll opens and folds the agent logs in parallel.
-func (c *Core) loadAll(ids []string) []*loaded {
-	out := make([]*loaded, len(ids))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	workers := runtime.GOMAXPROCS(0) * 2
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				out[i] = c.load(ids[i])
-			}
-		}()
+// loader reads agents back from the store (package agentload); the
+// binding is where the log's appends find the agent made of the result.
+func (c *Core) loader() *agentload.Loader[**agent] {
+	return &agentload.Loader[**agent]{
+		FS: c.fs, Dir: c.agentDir, LogPath: c.logPath, Checkpoints: c.opts.CheckpointEvery >= 0,
+		Open: func(id string, r *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, **agent, error) {
+			target := new(*agent)
+			lg, err := c.openLogReplay(id, target, r, replay)
+			return lg, target, err
+		},
+		ReadSeq: c.st.ReadSeq, Sleep: c.opts.Sleep, Logger: c.log,
 	}
-	for i := range ids {
-		work <- i
+}
+
+// loadAll opens and folds the agent logs in parallel; with retry, the
+// logs that cannot be opened for lack of a resource are retried first
+// (agentload.RetryOpenFaults).
+func (c *Core) loadAll(ids []string, retry bool) []*loaded {
+	ld := c.loader()
+	rs := ld.LoadAll(ids)
+	if retry {
+		ld.RetryOpenFaults(c.ctx, rs)
 	}
-	close(work)
-	wg.Wait()
+	out := make([]*loaded, len(rs))
+	for i, r := range rs {
+		out[i] = c.adoptLoaded(r)
+	}
 	return out
 }
 
-// load opens one agent's log (WAL replay, torn tail repair) and folds it
-// into a projection in the same pass, starting from the agent's checkpoint
-// when it has a valid one. A log damaged in the middle still yields the
-// projection of its good prefix (so a corrupt agent shows its name and
-// parent).
-func (c *Core) load(id string) *loaded {
-	if c.opts.CheckpointEvery >= 0 {
-		p, r, err := checkpoint.Read(c.fs, c.agentDir(id))
-		if err == nil {
-			if l := c.loadFrom(id, p, &r); l != nil {
-				return l
-			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			c.log.Warn("checkpoint unusable; folding the whole log", "agent", id, "err", err)
-		}
-	}
-	return c.loadFrom(id, nil, nil)
-}
-
-// loadFrom folds the log into p from the resume point r, or into a new
-// projection from the start when r is nil. It returns nil when r does not
-// match the log or a pending message it names cannot be read back (the
-// caller then folds the whole log).
-func (c *Core) loadFrom(id string, p *projection, r *eventlog.Resume) *loaded {
-	l := &loaded{id: id, p: p, resumed: r}
-	if p == nil {
-		l.p = newProjection()
-		l.p.BeginReplay()
-	}
-	target := new(*agent)
-	var foldErr error
-	lg, err := c.openLogReplay(id, target, r, func(e eventlog.Entry) error {
-		if foldErr == nil {
-			foldErr = l.p.Apply(e)
-		}
-		return nil
-	})
-	if r != nil && errors.Is(err, eventlog.ErrResumeMismatch) {
-		c.log.Warn("checkpoint does not match the log; folding the whole log", "agent", id, "err", err)
-		return nil
-	}
-	if foldErr == nil {
-		foldErr = l.p.EndReplay(func(ref inbox.Ref) (json.RawMessage, error) {
-			e, err := c.st.ReadSeq(context.Background(), id, ref.Seq, ref.Off)
-			return e.Data, err
-		})
-		if foldErr != nil && r != nil && err == nil {
-			c.log.Warn("checkpoint names a pending message that cannot be read; folding the whole log", "agent", id, "err", foldErr)
-			_ = lg.Close()
-			return nil
-		}
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		l.missing = true // settleUncreated decides: orphan or quarantine
+// adoptLoaded makes the agent of a log read back, wired to the log's
+// appends, before anything can append to it.
+func (c *Core) adoptLoaded(r *agentload.Agent[**agent]) *loaded {
+	l := &loaded{id: r.ID, log: r.Log, p: r.State, err: r.Err, missing: r.Missing, resumed: r.Resumed}
+	if r.Log == nil {
 		return l
 	}
-	if err != nil {
-		l.err = err
-		return l
+	l.a = newAgent(r.ID, r.Log, r.State)
+	if r.Resumed != nil {
+		l.a.ckptSeq = r.Resumed.Seq
 	}
-	if foldErr != nil {
-		l.err = fmt.Errorf("%s: %w", c.logPath(id), foldErr)
-		_ = lg.Close()
-		return l
-	}
-	l.log = lg
-	l.a = newAgent(id, lg, l.p)
-	if r != nil {
-		l.a.ckptSeq = r.Seq
-	}
-	*target = l.a
+	*r.Binding = l.a
 	return l
 }
 
@@ -466,7 +406,7 @@ func (c *Core) placeTree(byID map[string]*loaded, rep *RecoveryReport) []*loaded
 				progress = true
 				continue
 			}
-			if pa := c.agents[parent]; pa != nil && errors.Is(pa.corrupt, errUnopened) {
+			if pa := c.agents[parent]; pa != nil && errors.Is(pa.corrupt, agentload.ErrUnopened) {
 				// Not placeable now, and nothing wrong with it.
 				c.log.Error("an agent's parent log could not be opened; the agent is listed with it", "agent", l.id, "parent", parent)
 				l.a.corrupt = fmt.Errorf("its parent %s: %w", parent, pa.corrupt)

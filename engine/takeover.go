@@ -247,7 +247,7 @@ func (c *Core) Takeover() (RecoveryReport, error) {
 	if len(take) == 0 {
 		return rep, nil
 	}
-	byID, existing := c.classifyLoaded(c.loadedOrLater(c.loadAll(take)), &rep)
+	byID, existing := c.classifyLoaded(c.loadedOrLater(c.loadAll(take, false)), &rep)
 	for _, id := range ids {
 		existing[id] = true // a spawn whose child exists anywhere is not redone
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/warren-dev/warren/agentload"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
@@ -62,7 +63,7 @@ func (c *Core) claim(a *agent) error {
 	defer a.mu.Unlock()
 	switch {
 	case a.corrupt != nil:
-		if errors.Is(a.corrupt, errUnopened) {
+		if errors.Is(a.corrupt, agentload.ErrUnopened) {
 			return failf(ErrUnavailable, "agent %s: %w", a.id, a.corrupt)
 		}
 		return failf(ErrWrongState, "agent %s has a damaged log: %w; run `warren repair %s`", a.id, a.corrupt, a.id)
