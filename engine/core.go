@@ -22,6 +22,7 @@ import (
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/registry"
+	"github.com/warren-dev/warren/reserve"
 	"github.com/warren-dev/warren/schedule"
 	"github.com/warren-dev/warren/stderrlog"
 	"github.com/warren-dev/warren/store"
@@ -146,7 +147,7 @@ type Core struct {
 	// total limits (limits.go).
 	pending inbox.Totals
 	// resv holds the room of messages checked and not yet appended.
-	resv reservations
+	resv reserve.Set
 
 	user *userinbox.Inbox
 	// providers resolves provider entry names (package registry).

@@ -52,10 +52,10 @@ func (c *Core) checkEnqueueN(m inbox.Message, n int, b int64) (skip bool, err er
 	case corrupt:
 		return false, fmt.Errorf("recipient %s has a damaged log (warren repair): %w", m.Recipient, errNotFoundAgent)
 	}
-	return false, c.reserveRoom(m, func() (int, int64, int, int64) {
+	return false, c.reserveRoom(m, func(reserved func(has func(id string) bool) (int, int64)) (int, int64, int, int64) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		rn, rb := c.reservedFor(m.Recipient, m.ID, r.p.Enqueued.Has)
+		rn, rb := reserved(r.p.Enqueued.Has)
 		return r.p.Pending.Len(), r.p.Pending.Bytes(), rn, rb
 	})
 }

@@ -73,9 +73,7 @@ func TestInFlightSendsCountTowardInboxLimits(t *testing.T) {
 			if _, err := h.c.env().CheckEnqueue(m3, 0, 0); !errors.Is(err, errInboxFull) {
 				t.Fatalf("a send with the inbox full: %v; want inbox full", err)
 			}
-			h.c.resv.mu.Lock()
-			left := len(h.c.resv.m)
-			h.c.resv.mu.Unlock()
+			left := h.c.resv.Len()
 			if left != 0 {
 				t.Fatalf("%d reservations left after the append; want none", left)
 			}
@@ -139,9 +137,7 @@ func TestConcurrentSendsNeverOvershootTheLimit(t *testing.T) {
 	if n := len(h.pendingOf(sink)); n != 4 || accepted != 4 {
 		t.Fatalf("%d sends accepted, the inbox holds %d; want 4 and 4 (limit 4)", accepted, n)
 	}
-	h.c.resv.mu.Lock()
-	left := len(h.c.resv.m)
-	h.c.resv.mu.Unlock()
+	left := h.c.resv.Len()
 	if left != 0 {
 		t.Fatalf("%d reservations left after every send ended; want none", left)
 	}
@@ -150,9 +146,7 @@ func TestConcurrentSendsNeverOvershootTheLimit(t *testing.T) {
 	if res := h.tool(root, "broadcast", map[string]any{"text": "to all"}); res["error"] == nil {
 		t.Fatalf("broadcast with a full inbox among the children: %v; want refused", res)
 	}
-	h.c.resv.mu.Lock()
-	left = len(h.c.resv.m)
-	h.c.resv.mu.Unlock()
+	left = h.c.resv.Len()
 	if left != 0 {
 		t.Fatalf("%d reservations left after a refused broadcast; want none", left)
 	}

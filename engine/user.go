@@ -59,10 +59,10 @@ func (c *Core) checkUserRoom(m inbox.Message) (skip bool, err error) {
 	if c.user.Has(m.ID) {
 		return true, nil
 	}
-	return false, c.reserveRoom(m, func() (n int, b int64, rn int, rb int64) {
+	return false, c.reserveRoom(m, func(reserved func(has func(id string) bool) (int, int64)) (n int, b int64, rn int, rb int64) {
 		c.user.View(func(count int, bytes int64, has func(id string) bool) {
 			n, b = count, bytes
-			rn, rb = c.reservedFor(inbox.User, m.ID, has)
+			rn, rb = reserved(has)
 		})
 		return n, b, rn, rb
 	})
