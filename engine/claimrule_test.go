@@ -48,7 +48,7 @@ func TestRunUnderEarlierClaimIsInterrupted(t *testing.T) {
 	// claims are given up, as a lapse would.
 	z.Kill()
 	c1.Abandon()
-	c1.releaseLeases(context.Background())
+	c1.claims.ReleaseAll(context.Background())
 
 	c2 := mk(st)
 	t.Cleanup(func() { _ = c2.Close(context.Background()) })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/warren-dev/warren/agentproc"
 	"github.com/warren-dev/warren/bus"
+	"github.com/warren-dev/warren/claims"
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
@@ -157,7 +158,7 @@ type Core struct {
 	// st holds the logs (CoreOptions.Store); local-only files (checkpoints,
 	// quarantine, repair, procs, stderr) stay under Home (store.go).
 	st     store.Store
-	leases leases
+	claims *claims.Set
 	// takeoverMu serialises the takeover scans (takeover.go).
 	takeoverMu sync.Mutex
 	tokens     *token.Service
@@ -253,6 +254,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 			Now: c.now, Files: c.files, PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
 	}
 	c.store = c.st.Snapshots()
+	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
 	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))
@@ -315,7 +317,7 @@ func (c *Core) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	c.releaseLeases(ctx)
+	c.claims.ReleaseAll(ctx)
 	c.bus.Close()
 	return errors.Join(errs...)
 }

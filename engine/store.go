@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path"
-	"sync"
-	"time"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"
@@ -29,68 +26,14 @@ func (c *Core) snapshotPath(id string) string {
 	return path.Join(c.agentsDir, id, session.FileName)
 }
 
-// leases are the claims this Core holds (one per open log).
-type leases struct {
-	mu sync.Mutex
-	m  map[string]store.Lease
-}
+// own claims id for this Core (package claims), reusing a claim it holds
+// that is not lost. A lease that can be lost (a cluster store) is watched:
+// losing it releases the agent.
+func (c *Core) own(id string) (store.Lease, error) { return c.claims.Own(id, 0) }
 
-// own claims id for this Core, reusing a claim it holds that is not lost.
-// A lease that can be lost (a cluster store) is watched: losing it
-// releases the agent.
-func (c *Core) own(id string) (store.Lease, error) { return c.ownWithin(id, 0) }
-
-// ownWithin is own with a bound on the claim request (0: none).
-func (c *Core) ownWithin(id string, limit time.Duration) (store.Lease, error) {
-	c.leases.mu.Lock()
-	defer c.leases.mu.Unlock()
-	if l, ok := c.leases.m[id]; ok {
-		select {
-		case <-l.Lost():
-		default:
-			return l, nil
-		}
-	}
-	ctx := c.ctx
-	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
-		defer cancel()
-	}
-	l, err := c.st.Own(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if c.leases.m == nil {
-		c.leases.m = map[string]store.Lease{}
-	}
-	c.leases.m[id] = l
-	if lost := l.Lost(); lost != nil {
-		// Not a scheduler task: Close waits for those before it cancels
-		// c.ctx, which ends this watch.
-		go func() {
-			select {
-			case <-lost:
-				c.releaseAgent(id, fmt.Errorf("the lease on agent %s was lost (another daemon may claim it)", id))
-			case <-c.ctx.Done():
-			}
-		}()
-	}
-	return l, nil
-}
-
-// releaseLeases gives up every claim (Close, after the logs are closed),
-// so that another daemon may claim the agents at once.
-func (c *Core) releaseLeases(ctx context.Context) {
-	c.leases.mu.Lock()
-	m := c.leases.m
-	c.leases.m = nil
-	c.leases.mu.Unlock()
-	for id, l := range m {
-		if err := l.Release(ctx); err != nil {
-			c.log.Warn("releasing the claim on an agent", "agent", id, "err", err)
-		}
-	}
+// leaseLost releases an agent whose lease was lost.
+func (c *Core) leaseLost(id string) {
+	c.releaseAgent(id, fmt.Errorf("the lease on agent %s was lost (another daemon may claim it)", id))
 }
 
 // releaseAgent stops an agent this daemon may no longer write for (its log

@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"time"
 
-	"github.com/warren-dev/warren/schedule"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
@@ -78,110 +76,28 @@ func (c *Core) known(id string) bool {
 	if ok || terminated {
 		return true
 	}
-	c.leases.mu.Lock()
-	defer c.leases.mu.Unlock()
-	_, held := c.leases.m[id]
-	return held
+	return c.claims.Holds(id)
 }
 
 // dropLease gives up the claim on id, if held (another daemon may claim
 // it at once).
-func (c *Core) dropLease(id string) {
-	c.leases.mu.Lock()
-	l, ok := c.leases.m[id]
-	delete(c.leases.m, id)
-	c.leases.mu.Unlock()
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := l.Release(ctx); err != nil {
-		c.log.Warn("releasing the claim on an agent", "agent", id, "err", err)
-	}
-}
+func (c *Core) dropLease(id string) { c.claims.Drop(id) }
 
 // claimUser claims the USER inbox. On a cluster store a daemon that finds
 // it held stands by, trying again every TakeoverEvery, until the holder's
 // lease lapses or the core is closed.
 func (c *Core) claimUser() (store.Lease, error) {
-	logged := false
-	for tries := 0; ; tries++ {
-		l, err := c.ownWithin(store.UserID, claimTimeout)
-		if err == nil || !c.clustered() {
-			return l, err
-		}
-		switch {
-		case !errors.Is(err, store.ErrOwned):
-			// The cluster did not answer in time (a leader election, a
-			// server going away): try again on the next tick.
-			if tries%40 == 0 {
-				c.log.Warn("claiming the USER inbox failed; trying again", "err", err)
-			}
-		case !logged:
-			logged = true
-			c.log.Info("standing by: another daemon runs this cluster's USER inbox; its agents are taken over when its lease lapses", "detail", err)
-		}
-		if err := schedule.Sleep(c.ctx, c.opts.Clock, c.takeoverEvery()); err != nil {
-			return nil, errors.Join(errors.New("stopped standing by for the USER inbox"), err)
-		}
-	}
+	return c.claims.StandBy(store.UserID, c.clustered(), claimTimeout, c.takeoverEvery(), c.opts.Clock)
 }
 
 // claimable returns the ids to load: all of them on the local store. On a
-// cluster store each id this core does not know is claimed; those held by
-// another daemon are left out, and so is a claimed agent whose parent's
-// log exists but is held elsewhere (its claim is given back: a subtree
-// goes to its parent's daemon, which writes the messages between them).
-// An id whose claim fails otherwise (the cluster did not answer in time)
-// is left for the next scan. elsewhere lists the ids left out: their
-// agents exist (another daemon runs them, or will be taken later), so no
-// spawn of them is redone.
+// cluster store, those claims.Set.Claimable claims (take) and those it
+// leaves to other daemons (elsewhere: no spawn of them is redone).
 func (c *Core) claimable(ids []string) (take, elsewhere []string) {
 	if !c.clustered() {
 		return ids, nil
 	}
-	inStore := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		inStore[id] = true
-	}
-	took := map[string]bool{}
-	for _, id := range ids {
-		if c.known(id) {
-			continue
-		}
-		if _, err := c.ownWithin(id, claimTimeout); err != nil {
-			if !errors.Is(err, store.ErrOwned) {
-				c.log.Warn("claiming an agent failed; the next takeover scan tries again", "agent", id, "err", err)
-			}
-			elsewhere = append(elsewhere, id)
-			continue
-		}
-		took[id] = true
-	}
-	parents := make(map[string]string, len(took))
-	for id := range took {
-		parents[id] = c.parentOf(id)
-	}
-	for changed := true; changed; {
-		changed = false
-		for id := range took {
-			p := parents[id]
-			if p == "" || took[p] || c.known(p) || !inStore[p] {
-				continue
-			}
-			delete(took, id)
-			c.dropLease(id)
-			elsewhere = append(elsewhere, id)
-			changed = true
-		}
-	}
-	for _, id := range ids {
-		if took[id] {
-			take = append(take, id)
-		}
-	}
-	return take, elsewhere
+	return c.claims.Claimable(ids, claimTimeout, c.known, c.parentOf)
 }
 
 // parentOf reads the parent named by id's agent.created ("" for a root or

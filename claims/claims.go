@@ -1,0 +1,227 @@
+// Package claims holds the store leases (store.Lease) a daemon's engine
+// holds, one per agent log it writes and one for the USER inbox, and the
+// rules by which it claims agents on a cluster store (docs/DECISIONS.md,
+// "Failover between daemons"): a claim it holds is reused while it is not
+// lost; a lease that can be lost is watched, and its loss is reported
+// (the engine then releases the agent: no turn of it runs here again); a
+// daemon that finds the USER inbox held stands by (StandBy); a takeover
+// scan claims the agents nobody holds, leaving a subtree to its parent's
+// daemon (Claimable).
+//
+// On the local store every claim is the home lock's and none is lost; the
+// engine calls Own all the same, so one path serves both stores.
+//
+// # Goroutines and locks
+//
+// A Set's mutex is a leaf, held across a claim request to the store (so
+// two claims of one id never race) and for its bookkeeping; Lost and the
+// functions Claimable is given are called without it. Each lease that can
+// be lost is watched by a goroutine of the Set's own, which calls Lost at
+// most once and ends with the Set's context (the engine cancels it after
+// its turns have stopped, at Close).
+package claims
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/schedule"
+	"github.com/warren-dev/warren/store"
+)
+
+// Owner makes claims (store.Store has it).
+type Owner interface {
+	Own(ctx context.Context, id string) (store.Lease, error)
+}
+
+// Options configures a Set. Owner and Ctx are required.
+type Options struct {
+	Owner Owner
+	// Ctx bounds every claim request and ends the watches of leases.
+	Ctx context.Context
+	// Lost is told, once per lease, that the claim on id was lost.
+	Lost   func(id string)
+	Logger hclog.Logger
+}
+
+// Set is the claims a daemon holds, by agent id.
+type Set struct {
+	opts Options
+	mu   sync.Mutex
+	m    map[string]store.Lease
+}
+
+// New returns an empty Set.
+func New(opts Options) *Set {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Lost == nil {
+		opts.Lost = func(string) {}
+	}
+	return &Set{opts: opts}
+}
+
+// Own claims id, reusing a claim the Set holds that is not lost; limit
+// bounds the claim request (0: none). A lease that can be lost is
+// watched: losing it calls Options.Lost.
+func (s *Set) Own(id string, limit time.Duration) (store.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.m[id]; ok {
+		select {
+		case <-l.Lost():
+		default:
+			return l, nil
+		}
+	}
+	ctx := s.opts.Ctx
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	l, err := s.opts.Owner.Own(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.m == nil {
+		s.m = map[string]store.Lease{}
+	}
+	s.m[id] = l
+	if lost := l.Lost(); lost != nil {
+		go func() {
+			select {
+			case <-lost:
+				s.opts.Lost(id)
+			case <-s.opts.Ctx.Done():
+			}
+		}()
+	}
+	return l, nil
+}
+
+// Holds reports whether the Set holds a claim on id (lost or not).
+func (s *Set) Holds(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, held := s.m[id]
+	return held
+}
+
+// Drop gives up the claim on id, if held (another daemon may claim it at
+// once), waiting at most 5 s for the store.
+func (s *Set) Drop(id string) {
+	s.mu.Lock()
+	l, ok := s.m[id]
+	delete(s.m, id)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.Release(ctx); err != nil {
+		s.opts.Logger.Warn("releasing the claim on an agent", "agent", id, "err", err)
+	}
+}
+
+// ReleaseAll gives up every claim (the engine's Close, after the logs are
+// closed), so that another daemon may claim the agents at once.
+func (s *Set) ReleaseAll(ctx context.Context) {
+	s.mu.Lock()
+	m := s.m
+	s.m = nil
+	s.mu.Unlock()
+	for id, l := range m {
+		if err := l.Release(ctx); err != nil {
+			s.opts.Logger.Warn("releasing the claim on an agent", "agent", id, "err", err)
+		}
+	}
+}
+
+// StandBy claims id (the USER inbox) within limit per attempt. On a
+// cluster store a daemon that finds it held stands by, trying again every
+// interval on clock, until the holder's lease lapses or the Set's context
+// ends; on another store the first attempt's result is returned.
+func (s *Set) StandBy(id string, clustered bool, limit, every time.Duration, clock schedule.Clock) (store.Lease, error) {
+	logged := false
+	for tries := 0; ; tries++ {
+		l, err := s.Own(id, limit)
+		if err == nil || !clustered {
+			return l, err
+		}
+		switch {
+		case !errors.Is(err, store.ErrOwned):
+			// The cluster did not answer in time (a leader election, a
+			// server going away): try again on the next tick.
+			if tries%40 == 0 {
+				s.opts.Logger.Warn("claiming the USER inbox failed; trying again", "err", err)
+			}
+		case !logged:
+			logged = true
+			s.opts.Logger.Info("standing by: another daemon runs this cluster's USER inbox; its agents are taken over when its lease lapses", "detail", err)
+		}
+		if err := schedule.Sleep(s.opts.Ctx, clock, every); err != nil {
+			return nil, errors.Join(errors.New("stopped standing by for the USER inbox"), err)
+		}
+	}
+}
+
+// Claimable claims, of the agents ids of a cluster store, those the
+// daemon does not know (known: it runs them, knows they terminated, or
+// holds a claim), each within limit. Those held by another daemon are left
+// out, and so is a claimed agent whose parent's log exists but is held
+// elsewhere (its claim is given back: a subtree goes to its parent's
+// daemon, which writes the messages between them); parentOf names an
+// agent's parent ("" for a root). An id whose claim fails otherwise (the
+// cluster did not answer in time) is left for the next scan. take is in
+// the order of ids; elsewhere lists the ids left out: their agents exist
+// (another daemon runs them, or will be taken later).
+func (s *Set) Claimable(ids []string, limit time.Duration, known func(id string) bool, parentOf func(id string) string) (take, elsewhere []string) {
+	inStore := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		inStore[id] = true
+	}
+	took := map[string]bool{}
+	for _, id := range ids {
+		if known(id) {
+			continue
+		}
+		if _, err := s.Own(id, limit); err != nil {
+			if !errors.Is(err, store.ErrOwned) {
+				s.opts.Logger.Warn("claiming an agent failed; the next takeover scan tries again", "agent", id, "err", err)
+			}
+			elsewhere = append(elsewhere, id)
+			continue
+		}
+		took[id] = true
+	}
+	parents := make(map[string]string, len(took))
+	for id := range took {
+		parents[id] = parentOf(id)
+	}
+	for changed := true; changed; {
+		changed = false
+		for id := range took {
+			p := parents[id]
+			if p == "" || took[p] || known(p) || !inStore[p] {
+				continue
+			}
+			delete(took, id)
+			s.Drop(id)
+			elsewhere = append(elsewhere, id)
+			changed = true
+		}
+	}
+	for _, id := range ids {
+		if took[id] {
+			take = append(take, id)
+		}
+	}
+	return take, elsewhere
+}
