@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/warren-dev/warren/logpage"
 	"github.com/warren-dev/warren/store"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -54,37 +55,9 @@ type agent struct {
 	owedMu    sync.Mutex
 	resumeRes map[string]chan struct{} // token id -> closed when the resumed run ends
 	resumeOut map[string]TurnResult
-	// cursors maps the first seq of the next agent.log page to the offset
-	// of its line, so paging reads each line once (a few, for concurrent
-	// readers).
-	cursors map[uint64]int64
-}
-
-// maxCursors bounds agent.cursors.
-const maxCursors = 8
-
-func (a *agent) cursorOff(seq uint64) int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.cursors[seq]
-}
-
-func (a *agent) rememberCursor(seq uint64, off int64) {
-	if off <= 0 {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.cursors == nil {
-		a.cursors = map[uint64]int64{}
-	}
-	if len(a.cursors) >= maxCursors {
-		for k := range a.cursors {
-			delete(a.cursors, k)
-			break
-		}
-	}
-	a.cursors[seq] = off
+	// cursors remember where the next agent.log pages start (their own
+	// lock, package logpage).
+	cursors logpage.Cursors
 }
 
 // activeTurn is the turn an agent is running.

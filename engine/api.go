@@ -3,12 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
-	"io"
 	"sort"
 	"time"
 
 	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/logpage"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
@@ -275,27 +275,12 @@ func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eve
 	if limit <= 0 {
 		limit = DefaultPageLimit
 	}
-	r, err := c.st.Read(context.Background(), a.id, fromSeq, a.cursorOff(fromSeq))
+	r, err := c.st.Read(context.Background(), a.id, fromSeq, a.cursors.Off(fromSeq))
 	if err != nil {
 		return nil, false, err
 	}
 	defer r.Close()
-	var size int
-	for {
-		e, err := r.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return entries, false, nil
-			}
-			return entries, false, err
-		}
-		size += len(e.Data)
-		if len(entries) == limit || (len(entries) > 0 && size > pageBytes) {
-			a.rememberCursor(e.Seq, e.Off)
-			return entries, true, nil
-		}
-		entries = append(entries, e)
-	}
+	return logpage.Read(r, limit, pageBytes, &a.cursors)
 }
 
 // PoolStats reports the multiplexer pools by name.
