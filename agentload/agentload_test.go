@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
 )
@@ -112,5 +114,46 @@ func TestRetryOpenFaults(t *testing.T) {
 	}
 	if ResourceFault(errors.New("damage")) || !ResourceFault(store.ErrUnavailable) {
 		t.Fatal("ResourceFault: damage is no resource fault, an unavailable store is")
+	}
+}
+
+// A session.json that cannot be read is kept aside and rebuilt from the
+// log; a provider blob of an agent that is not suspended is dropped.
+func TestSnapshotAgreesWithTheLog(t *testing.T) {
+	fsys := faultfs.NewMem()
+	writeLog(t, fsys, a1, "lead")
+	st := local.New(local.Options{FS: fsys, Home: home})
+	l := newLoader(fsys, nil).Load(a1)
+	_ = l.Log.Close()
+	now := func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+	path := filepath.Join(home, "agents", a1, session.FileName)
+	if err := faultfs.WriteFile(fsys, path, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := Snapshot(st.Snapshots(), fsys, path, a1, l.State, now, nil)
+	if s.ID != a1 || s.State != session.StateIdle || !s.CreatedAt.Equal(now()) {
+		t.Fatalf("rebuilt snapshot %+v", s)
+	}
+	ents, err := fsys.ReadDir(filepath.Join(home, "agents", a1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	aside := false
+	for _, e := range ents {
+		aside = aside || strings.HasPrefix(e.Name(), session.FileName+".corrupt-")
+	}
+	if !aside {
+		t.Fatalf("the unreadable session.json was not kept aside: %v", ents)
+	}
+	s = s.Clone()
+	s.ProviderState = []byte("stale")
+	if err := st.Snapshots().Save(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := Snapshot(st.Snapshots(), fsys, path, a1, l.State, now, nil); len(got.ProviderState) != 0 {
+		t.Fatal("a stale provider blob was kept")
+	}
+	if got, _ := st.Snapshots().Load(a1); len(got.ProviderState) != 0 {
+		t.Fatal("the snapshot without its stale blob was not saved")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/warren-dev/warren/agentload"
 	"github.com/warren-dev/warren/atomicfile"
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/quarantine"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
@@ -460,38 +459,7 @@ func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
 // live tokens.
 func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
 	a := l.a
-	sess, err := c.store.Load(l.id)
-	if err != nil {
-		save := true
-		if !errors.Is(err, session.ErrNotExist) {
-			// Kept, not overwritten: it may hold a provider blob the log
-			// does not (a link is moved, never followed).
-			aside, merr := quarantine.MoveAside(c.fs, c.snapshotPath(l.id), c.now())
-			save = merr == nil
-			c.log.Warn("session.json unreadable; kept aside and rebuilt from the log", "agent", l.id, "err", err,
-				"kept_as", aside, "move_err", merr)
-		}
-		now := c.now().UTC()
-		sess = &session.Session{ID: l.id, State: session.StateIdle, Provider: l.p.SessProvider, Model: l.p.SessModel,
-			Handle: l.p.Handle, CreatedAt: now, UpdatedAt: now}
-		if save {
-			if err := c.store.Save(sess); err != nil {
-				c.log.Error("saving a rebuilt session.json", "agent", l.id, "err", err)
-			}
-		}
-	}
-	if len(sess.ProviderState) > 0 && !l.p.Suspended {
-		// The session was restored (or replaced) after this blob was
-		// saved, and the write clearing it did not land before the crash:
-		// restoring it would lose every later turn (Substrat's stale-blob
-		// bug). The handle and the log are current.
-		c.log.Info("discarding a stale provider blob", "agent", l.id, "bytes", len(sess.ProviderState))
-		sess = sess.Clone()
-		sess.ProviderState = nil
-		if err := c.store.Save(sess); err != nil {
-			c.log.Error("saving session.json without its stale blob", "agent", l.id, "err", err)
-		}
-	}
+	sess := agentload.Snapshot(c.store, c.fs, c.snapshotPath(l.id), l.id, l.p, c.now, c.log)
 	a.sess = sess
 	_ = atomicfile.CleanTemps(c.fs, c.agentDir(l.id))
 	if lr := l.p.LastResume; lr != nil {
