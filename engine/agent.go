@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/warren-dev/warren/logpage"
+	"github.com/warren-dev/warren/owed"
 	"github.com/warren-dev/warren/store"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -49,10 +50,9 @@ type agent struct {
 	// released: this daemon may no longer write for the agent (its log
 	// was fenced or its lease lost, store.go); no turn starts again.
 	released error
-	// owed is the end of the open run that could not be logged (see
-	// degraded.go); owedMu serialises writing it.
-	owed      *owedEnd
-	owedMu    sync.Mutex
+	// owed is the end of the open run that could not be logged (package
+	// owed, with its own locks; degraded.go).
+	owed      owed.End
 	resumeRes map[string]chan struct{} // token id -> closed when the resumed run ends
 	resumeOut map[string]TurnResult
 	// cursors remember where the next agent.log pages start (their own

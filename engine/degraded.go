@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"
@@ -38,46 +37,28 @@ func (c *Core) logHealed(id string) {
 	})
 }
 
-// owedEnd is a run end that could not be logged.
-type owedEnd struct {
-	rec   eventlog.Record
-	runID string
-	cause error
-}
-
-// owe records that the end of the agent's open run could not be logged.
+// owe records that the end of the agent's open run could not be logged
+// (package owed).
 func (a *agent) owe(runID, event string, data any, cause error) {
-	a.mu.Lock()
-	a.owed = &owedEnd{rec: eventlog.Record{Event: event, Data: data}, runID: runID, cause: cause}
-	a.mu.Unlock()
+	a.owed.Owe(runID, event, data, cause)
 }
 
 // flushOwed writes the agent's owed run end, if any; then the agent is
 // idle in the log as it already is in fact. Concurrent callers write it
 // once.
 func (c *Core) flushOwed(a *agent) error {
-	a.owedMu.Lock()
-	defer a.owedMu.Unlock()
-	a.mu.Lock()
-	o := a.owed
-	a.mu.Unlock()
-	if o == nil {
-		return nil
-	}
-	if _, err := a.log.Append(o.rec.Event, o.rec.Data); err != nil {
-		return fmt.Errorf("the end of run %s (%s) is still not logged: %w", o.runID, o.rec.Event, err)
-	}
-	a.mu.Lock()
-	a.owed = nil
-	a.mu.Unlock()
-	c.log.Info("logged the end of a run after the log recovered", "agent", a.id, "run", o.runID, "event", o.rec.Event)
-	c.saveSession(a, func(s *session.Session) {
-		s.State = session.StateIdle
-		s.Run = nil
+	return a.owed.Flush(func(event string, data any) error {
+		_, err := a.log.Append(event, data)
+		return err
+	}, func(runID, event string) {
+		c.log.Info("logged the end of a run after the log recovered", "agent", a.id, "run", runID, "event", event)
+		c.saveSession(a, func(s *session.Session) {
+			s.State = session.StateIdle
+			s.Run = nil
+		})
+		c.fireTransition(a, "busy", "idle")
+		c.changed.Fire()
 	})
-	c.fireTransition(a, "busy", "idle")
-	c.changed.Fire()
-	return nil
 }
 
 // degraded says why the agent's log refuses appends ("" when it accepts
@@ -87,7 +68,8 @@ func (a *agent) degradedLocked() string {
 		return ""
 	}
 	err := a.log.Degraded()
-	if err == nil && a.owed == nil && a.released == nil {
+	owedText := a.owed.Describe()
+	if err == nil && owedText == "" && a.released == nil {
 		return ""
 	}
 	msg := ""
@@ -100,12 +82,11 @@ func (a *agent) degradedLocked() string {
 		}
 		msg += "released by this daemon (" + a.released.Error() + "): its turns run on the daemon that claimed it"
 	}
-	if a.owed != nil {
+	if owedText != "" {
 		if msg != "" {
 			msg += "; "
 		}
-		msg += fmt.Sprintf("run %s ended but its %s is not logged yet (%v): the log still shows the run open; it is written as soon as the log accepts appends, or retry `warren agent cancel`",
-			a.owed.runID, a.owed.rec.Event, a.owed.cause)
+		msg += owedText
 	}
 	return msg
 }
@@ -136,13 +117,11 @@ func logFailure(err error) error {
 // owedCancelErr reports a cancel whose turn stopped but whose end could not
 // be logged (nil when it was logged).
 func (c *Core) owedCancelErr(a *agent) error {
-	a.mu.Lock()
-	o := a.owed
-	a.mu.Unlock()
-	if o == nil {
+	runID, event, cause, ok := a.owed.Owed()
+	if !ok {
 		return nil
 	}
 	return failf(ErrUnavailable,
 		"agent %s: the run %s is stopped, but its %s could not be logged (%v); the log still shows it open; it is written as soon as the log accepts appends (retry agent cancel to try now)",
-		a.name(), o.runID, o.rec.Event, o.cause)
+		a.name(), runID, event, cause)
 }

@@ -303,7 +303,7 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 	}
 	defer c.release(a)
 	a.mu.Lock()
-	owed := a.owed != nil
+	_, _, _, owed := a.owed.Owed()
 	a.mu.Unlock()
 	if owed {
 		// The run ended already; only its end is not logged yet.

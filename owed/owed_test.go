@@ -1,0 +1,59 @@
+package owed
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// An owed end is written once, by the first flush whose write succeeds;
+// a failed write keeps it owed; concurrent flushes return after the
+// writer's aftermath.
+func TestFlushWritesOnce(t *testing.T) {
+	var o End
+	if err := o.Flush(func(string, any) error { t.Fatal("nothing owed, yet written"); return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	o.Owe("r1", "turn.failed", 7, errors.New("ENOSPC"))
+	if d := o.Describe(); !strings.Contains(d, "run r1") || !strings.Contains(d, "turn.failed") || !strings.Contains(d, "ENOSPC") {
+		t.Fatalf("Describe: %q", d)
+	}
+	err := o.Flush(func(string, any) error { return errors.New("still full") }, func(string, string) { t.Fatal("aftermath of a failed write") })
+	if err == nil || !strings.Contains(err.Error(), "run r1 (turn.failed) is still not logged") {
+		t.Fatalf("failed write: %v", err)
+	}
+	if _, _, _, ok := o.Owed(); !ok {
+		t.Fatal("a failed write cleared the owed end")
+	}
+	var mu sync.Mutex
+	writes, afters := 0, 0
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := o.Flush(func(ev string, data any) error {
+				if ev != "turn.failed" || data != 7 {
+					t.Errorf("wrote %s %v", ev, data)
+				}
+				mu.Lock()
+				writes++
+				mu.Unlock()
+				return nil
+			}, func(string, string) { mu.Lock(); afters++; mu.Unlock() })
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			if afters != 1 {
+				t.Errorf("a flush returned before the writer's aftermath (afters %d)", afters)
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if writes != 1 || o.Describe() != "" {
+		t.Fatalf("%d writes, describe %q; want 1 and nothing owed", writes, o.Describe())
+	}
+}
