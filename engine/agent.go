@@ -6,10 +6,10 @@ import (
 
 	"github.com/warren-dev/warren/logpage"
 	"github.com/warren-dev/warren/owed"
+	"github.com/warren-dev/warren/snapsave"
 	"github.com/warren-dev/warren/store"
 
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/session"
 )
 
 // agent is one live agent. Durable state lives in p (the projection of its
@@ -18,17 +18,16 @@ type agent struct {
 	id  string
 	log store.Log
 
-	saveMu sync.Mutex // serialises session.json writes
 	ckptMu sync.Mutex // serialises checkpoint writes; guards ckptSeq
 	// ckptSeq is the seq of the last checkpoint written or recovered from.
 	ckptSeq uint64
 	remMu   sync.Mutex // serialises firing and cancelling reminders
 	mu      sync.Mutex
 	p       *projection
-	sess    *session.Session // last saved session.json
+	// snap is the session.json snapshot and its write-behind (package
+	// snapsave, with its own locks).
+	snap snapsave.Snapshot
 
-	saving        bool              // a background session.json writer runs
-	saveDirty     bool              // the snapshot changed while it wrote
 	busy          bool              // a turn is running or being started
 	cur           *activeTurn       // the running turn
 	permit        bool              // permit_turn: one turn while gated

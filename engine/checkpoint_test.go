@@ -144,7 +144,7 @@ func TestIdleAgentIsCheckpointedAtItsLogEnd(t *testing.T) {
 	h := newHarness(t, func(h *harness) { h.noWake, h.saveDelay = true, -1 })
 	root := h.create("root", "", "echo")
 	h.send(root, "one short turn")
-	h.c.saves.Wait()
+	h.c.snaps.Wait()
 	a, _ := h.c.agent(root)
 	a.ckptMu.Lock()
 	ckpt := a.ckptSeq

@@ -25,9 +25,11 @@ import (
 	"github.com/warren-dev/warren/registry"
 	"github.com/warren-dev/warren/reserve"
 	"github.com/warren-dev/warren/schedule"
+	"github.com/warren-dev/warren/snapsave"
 	"github.com/warren-dev/warren/stderrlog"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
+	"github.com/warren-dev/warren/subs"
 	"github.com/warren-dev/warren/token"
 	"github.com/warren-dev/warren/tree"
 	"github.com/warren-dev/warren/userinbox"
@@ -139,7 +141,7 @@ type Core struct {
 	// quarantine maps the id of each agent directory found in
 	// <home>/quarantine at recovery to its path (daemon.status counts them).
 	quarantine map[string]string
-	subIndex   map[string]map[string]indexedSub // target id -> subscription id -> subscription
+	subIndex   subs.Index // the subscriptions by target (package subs)
 	// gone names the terminated agents (package gone), for showing their
 	// messages' senders.
 	gone gone.Registry
@@ -175,7 +177,9 @@ type Core struct {
 	sched  *schedule.Scheduler
 	ctx    context.Context
 	cancel context.CancelFunc
-	saves  sync.WaitGroup // background session.json writers
+	// snaps writes the session.json snapshots behind the logs (package
+	// snapsave); Close waits for its writers.
+	snaps *snapsave.Writer
 	// ckptSlots lets one checkpoint write run at a time (each reads a line
 	// of its log through a file of its own, outside the open-logs cap).
 	ckptSlots chan struct{}
@@ -241,7 +245,6 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		agents:    map[string]*agent{},
 		tree:      tree.New(),
 		cfg:       opts.Config,
-		subIndex:  map[string]map[string]indexedSub{},
 		tokens:    token.NewService(),
 		scrubbed:  make(chan struct{}),
 		bus:       bus.New(),
@@ -254,6 +257,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 			Now: c.now, Files: c.files, PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
 	}
 	c.store = c.st.Snapshots()
+	c.snaps = &snapsave.Writer{Save: c.store.Save, Delay: c.saveDelay, Now: c.now, Logger: c.log}
 	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
@@ -297,7 +301,7 @@ func (c *Core) Close(ctx context.Context) error {
 	_ = c.sched.Wait(ctx)
 	c.cancel()
 	var errs []error
-	c.saves.Wait()
+	c.snaps.Wait()
 	if err := c.mux.EvictAll(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("saving provider state: %w", err))
 	}
@@ -328,7 +332,7 @@ func (c *Core) Abandon() {
 	agents, _ := c.stopAgents()
 	c.cancel()
 	_ = c.sched.Wait(context.Background())
-	c.saves.Wait()
+	c.snaps.Wait()
 	// No log may heal (reopen, cut, remove) after the filesystem reboots.
 	for _, a := range agents {
 		if a.log != nil {

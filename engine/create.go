@@ -227,8 +227,8 @@ func (c *Core) logCreation(id string, spec CreateSpec, handle string, abandon fu
 		return nil, fmt.Errorf("logging the creation of agent %s: %w", id, err)
 	}
 	now := c.now().UTC()
-	a.sess = &session.Session{ID: id, State: session.StateIdle, Provider: spec.Provider, Model: spec.Model,
-		Handle: handle, CreatedAt: now, UpdatedAt: now}
+	a.snap.Set(&session.Session{ID: id, State: session.StateIdle, Provider: spec.Provider, Model: spec.Model,
+		Handle: handle, CreatedAt: now, UpdatedAt: now})
 	return a, nil
 }
 

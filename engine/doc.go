@@ -90,9 +90,10 @@
 //     durable: it folds them into the agent's projection (a.mu) and
 //     publishes them on the bus.
 //   - Helpers owned by the Core: the session.json and checkpoint writers
-//     (c.saves), the recovery loaders (loadAll, joined before Recover
-//     returns) and the scrub (c.sched), the lease watch of a cluster store
-//     (store.go, ended by c.ctx).
+//     (c.snaps, package snapsave; Close waits for them), the recovery
+//     loaders (agentload.Loader.LoadAll, joined before it returns) and the
+//     scrub (c.sched), the lease watches of a cluster store (c.claims,
+//     package claims, ended by c.ctx).
 //
 // # Locks
 //
@@ -101,11 +102,14 @@
 // other, never together):
 //
 //	toolexec Attempt.serial -> a.remMu -> c.mu | a.mu | a log append
-//	a.owedMu -> c.mu | a.mu | a log append
-//	a.saveMu -> a.mu        a.ckptMu -> a.mu
+//	a.owed's flush lock -> c.mu | a.mu | a log append
+//	a.ckptMu -> a.mu
+//	c.resv's lock (reserve.Set) -> c.mu | a.mu | the USER inbox's lock
 //	token entry lock (token.Service.Expire) -> c.mu | a.mu | a log append
 //	log commit (eventlog) -> a.mu, then bus.mu -> c.mu, then a.mu (the resume secret)
 //	c.mu -> c.sched's mutex        a.mu -> c.sched's mutex
+//	a.mu -> a.snap's lock, a.owed's lock (leaves)
+//	a.snap's write lock -> a.snap's lock
 //
 // c.mu (the agents, the tree's companions, the config, the subscription
 // index, closed) and an agent's a.mu (its projection and live flags) are
@@ -114,14 +118,24 @@
 // takes a.mu to fold the entry and the bus takes both to find a secret),
 // a provider call, a wake or a call into another package that may call
 // back. a.remMu serialises firing and cancelling one agent's reminders and
-// is held across the append that records it; a.owedMu serialises writing
-// an owed run end (degraded.go); a.saveMu and a.ckptMu serialise the
-// session.json and checkpoint writes of one agent, each taking a.mu
-// briefly to copy the state. The leaves: leases.mu (store.go), the USER
-// inbox's mutex (user.go), an attempt's external-call mutex (agentauth.go),
-// and the mutexes inside tree, inbox, token, multiplexer, bus, launch,
-// registry and stderrlog, none of which calls back into the engine while
-// holding its own.
+// is held across the append that records it; a.owed (package owed) holds
+// its flush lock across writing an owed run end and its aftermath
+// (degraded.go); a.ckptMu serialises the checkpoint writes of one agent,
+// taking a.mu briefly to copy the state; a.snap (package snapsave)
+// serialises the session.json writes of one agent with its write lock and
+// guards the snapshot with a leaf lock of its own, which status reads
+// under a.mu; c.resv (package reserve) holds its lock across a send's
+// check, which reads the recipient's inbox. The leaves: c.claims's mutex
+// (package claims; held across a claim request to the store), a.cursors's
+// (package logpage), the USER inbox's mutex (user.go), an attempt's
+// external-call mutex (agentauth.go), and the mutexes inside tree, inbox,
+// token, multiplexer, bus, launch, registry and stderrlog, none of which
+// calls back into the engine while holding its own. c.gone (package gone)
+// and c.subIndex (package subs) have no lock: c.mu guards them.
+//
+// Each package the engine's state was split into documents its own locks
+// in its package doc (agentload, claims, gone, logpage, owed, reserve,
+// snapsave, subs); this section is the one place their order is written.
 //
 // # Events written besides those fixed by the specification
 //

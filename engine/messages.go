@@ -2,9 +2,9 @@ package engine
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/notice"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tree"
@@ -87,16 +87,13 @@ func (c *Core) newMessage(id, sender, recipient string, kind inbox.Kind, payload
 	return toolexec.NewMessage(c.env(), id, sender, recipient, kind, payload)
 }
 
-// maxNoticeListed bounds the pending messages a failure notice lists.
-const maxNoticeListed = 20
-
 // notifyParentOfFailure sends SYSTEM's error message about a failed child
 // turn to the parent; the child's inbox is kept.
 func (c *Core) notifyParentOfFailure(a *agent) {
 	a.mu.Lock()
 	parent, name, lastErr := a.p.ParentID, a.p.Name, a.p.LastError
 	total := a.p.Pending.Len()
-	pending := a.p.Pending.PeekFirst(maxNoticeListed, 0)
+	pending := a.p.Pending.PeekFirst(notice.MaxListed, 0)
 	a.mu.Unlock()
 	if parent == "" {
 		return
@@ -104,28 +101,14 @@ func (c *Core) notifyParentOfFailure(a *agent) {
 	if full, err := c.fillPayloads(a.id, pending); err == nil {
 		pending = full
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Agent %s failed its turn: %s.", name, lastErr)
-	if len(pending) > 0 {
-		fmt.Fprintf(&b, " Its %d pending message(s) are kept:", total)
-		for _, m := range pending {
-			fmt.Fprintf(&b, "\n- from %s: %s", c.displayName(m.Sender), truncate(m.Payload, 200))
-		}
-		if total > len(pending) {
-			fmt.Fprintf(&b, "\n- and %d more", total-len(pending))
-		}
+	listed := make([]notice.Pending, len(pending))
+	for i, m := range pending {
+		listed[i] = notice.Pending{From: c.displayName(m.Sender), Text: m.Payload}
 	}
-	fmt.Fprintf(&b, "\nUse poke(agent_name=%q) to retry, or terminate it.", name)
-	m := c.newMessage(derivedNoticeID("failed", a.id, a.transitionKey()), tree.System, parent, inbox.KindError, b.String())
+	m := c.newMessage(notice.ID("failed", a.id, a.transitionKey()), tree.System, parent, inbox.KindError,
+		notice.ChildFailed(name, lastErr, total, listed))
 	m.Metadata["failed_agent"] = a.id
 	if err := c.enqueue(m); err != nil {
 		c.log.Error("notifying parent of a failed turn", "agent", a.id, "parent", parent, "err", err)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

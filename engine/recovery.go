@@ -460,7 +460,7 @@ func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
 func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
 	a := l.a
 	sess := agentload.Snapshot(c.store, c.fs, c.snapshotPath(l.id), l.id, l.p, c.now, c.log)
-	a.sess = sess
+	a.snap.Set(sess)
 	_ = atomicfile.CleanTemps(c.fs, c.agentDir(l.id))
 	if lr := l.p.LastResume; lr != nil {
 		// The consumed token answers a repeated resume after the restart.
@@ -483,7 +483,7 @@ func (c *Core) restoreAgent(l *loaded, rep *RecoveryReport) {
 		return
 	}
 	a.mu.Lock()
-	mark := session.NeedsRestartMark(a.sess, a.facts(), c.bootID)
+	mark := session.NeedsRestartMark(a.snap.Get(), a.facts(), c.bootID)
 	a.mu.Unlock()
 	if mark {
 		if _, err := l.log.Append(schema.RunInterrupted, schema.RunInterruptedData{RunID: r.RunID, Reason: schema.ReasonProcessRestart}); err != nil {

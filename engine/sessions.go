@@ -45,13 +45,10 @@ func (c *Core) evict(ctx context.Context, id string, lv *live) error {
 	if !ok {
 		return nil
 	}
-	a.mu.Lock()
-	s := a.sess.Clone()
-	s.ProviderState = blob
-	s.Provider, s.Model = lv.provider, lv.model
-	s.UpdatedAt = c.now().UTC()
-	a.sess = s
-	a.mu.Unlock()
+	a.snap.Change(a.id, c.now, func(s *session.Session) {
+		s.ProviderState = blob
+		s.Provider, s.Model = lv.provider, lv.model
+	})
 	// The blob must be on disk before the provider session stops. The
 	// snapshot and suspend.result are written at the same time: recovery
 	// restores a blob only when suspend.result is the last session event,
@@ -102,8 +99,8 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 		return nil, err
 	}
 	req := reopen.Request{AgentID: a.id, Provider: prov, ProvName: provName, Model: model, Logger: c.log}
+	sess := a.snap.Get()
 	a.mu.Lock()
-	sess := a.sess
 	req.Handle = a.p.Handle
 	sessProv, sessModel := a.p.SessProvider, a.p.SessModel
 	instructions, cwd := a.p.Instructions, a.p.Cwd
@@ -180,56 +177,14 @@ func (c *Core) history(a *agent) (history.History, error) {
 }
 
 // saveSession updates the agent's session.json snapshot through f and has
-// it written in the background. The log is the authority, so the snapshot
-// is written off the acknowledgement path: a per-agent writer waits
-// SessionSaveDelay after a change (no wait once the core stops), then
-// writes the latest state, and repeats while changes came during the wait
-// or the write. A busy agent's snapshot is written about once per delay
-// rather than twice per turn. A failed save is logged: the log can rebuild
-// session.json.
+// it written in the background (package snapsave); after each write the
+// writer also writes the agent's checkpoint when its log has grown enough.
 func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
-	a.mu.Lock()
-	var s *session.Session
-	if a.sess != nil {
-		s = a.sess.Clone() // deep: the writer may be encoding the old one
-	} else {
-		s = &session.Session{ID: a.id, CreatedAt: c.now().UTC()}
-	}
-	f(s)
-	s.UpdatedAt = c.now().UTC()
-	a.sess = s
-	if a.saving {
-		a.saveDirty = true
-		a.mu.Unlock()
-		return
-	}
-	a.saving = true
-	a.mu.Unlock()
-	c.saves.Add(1)
-	go func() {
-		defer c.saves.Done()
-		for {
-			c.saveDelay()
-			// The write below copies the latest state, so the changes made
-			// while waiting need no second one.
-			a.mu.Lock()
-			a.saveDirty = false
-			a.mu.Unlock()
-			if err := c.flushSession(a); err != nil {
-				c.log.Error("saving session.json", "agent", a.id, "err", err)
-			}
-			if every := c.opts.CheckpointEvery; every > 0 {
-				c.writeCheckpoint(a, c.checkpointMin(a, every))
-			}
-			a.mu.Lock()
-			if !a.saveDirty {
-				a.saving = false
-				a.mu.Unlock()
-				return
-			}
-			a.mu.Unlock()
+	c.snaps.Update(&a.snap, a.id, f, func() {
+		if every := c.opts.CheckpointEvery; every > 0 {
+			c.writeCheckpoint(a, c.checkpointMin(a, every))
 		}
-	}()
+	})
 }
 
 // saveDelay waits SessionSaveDelay on the core's clock, or until the core
@@ -243,13 +198,6 @@ func (c *Core) saveDelay() {
 }
 
 // flushSession writes the agent's latest snapshot now. Writes are
-// serialised per agent and copy the snapshot under the lock, so an older
-// snapshot never lands after a newer one.
-func (c *Core) flushSession(a *agent) error {
-	a.saveMu.Lock()
-	defer a.saveMu.Unlock()
-	a.mu.Lock()
-	cp := a.sess.Clone()
-	a.mu.Unlock()
-	return c.store.Save(cp)
-}
+// serialised per agent and copy the latest snapshot, so an older one never
+// lands after a newer one.
+func (c *Core) flushSession(a *agent) error { return c.snaps.Flush(&a.snap) }

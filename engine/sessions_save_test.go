@@ -67,7 +67,7 @@ func TestSessionSnapshotWrittenWithoutDelay(t *testing.T) {
 	}
 	// The background writer writes while the core runs: wait for its
 	// latest write to land, driven by the core's own wait group.
-	h.c.saves.Wait()
+	h.c.snaps.Wait()
 	s, err := session.NewStore(h.fs, "/home/agents").Load(id)
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func (c *Core) status(a *agent) string {
 
 // statusLocked is status for a caller that holds a.mu.
 func (c *Core) statusLocked(a *agent) string {
-	st := session.Derive(a.sess, a.facts(), c.bootID, c.now())
+	st := session.Derive(a.snap.Get(), a.facts(), c.bootID, c.now())
 	// A claimed agent whose turn.start is not written yet is already
 	// running (a wake or resume has taken it).
 	if a.busy && (st == session.StatusIdle || st == session.StatusInterruptedStartup || st == session.StatusInterruptedWaiting) {

@@ -166,18 +166,7 @@ func (c *Core) terminate(a *agent) error {
 	// here on, and those in place are taken for the terminated notice.
 	c.mu.Lock()
 	a.terminating = true
-	watchers := make([]indexedSub, 0, len(c.subIndex[a.id]))
-	for _, s := range c.subIndex[a.id] {
-		watchers = append(watchers, s)
-	}
-	delete(c.subIndex, a.id)
-	for _, subs := range c.subIndex {
-		for id, s := range subs {
-			if s.Subscriber == a.id {
-				delete(subs, id)
-			}
-		}
-	}
+	watchers := c.subIndex.DropAgent(a.id)
 	c.gone.Remember(a.id, name, parentID)
 	c.gone.SetInfo(a.id, info)
 	_ = c.tree.Remove(a.id)

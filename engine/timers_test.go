@@ -225,7 +225,7 @@ func TestSessionSnapshotWrittenOnceAfterTheDelay(t *testing.T) {
 		t.Fatalf("session.json written %d times before the delay passed, want 0", n)
 	}
 	h.clock.Advance(time.Millisecond)
-	h.c.saves.Wait()
+	h.c.snaps.Wait()
 	if n := sessionRenames(h.fs.Ops()[start:], id); n != 1 {
 		t.Fatalf("session.json written %d times after the delay, want 1 (the changes coalesced)", n)
 	}

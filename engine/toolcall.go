@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	"github.com/warren-dev/warren/toolexec"
 )
 
@@ -14,15 +11,4 @@ import (
 type runTools struct {
 	toolexec.Attempt
 	ext extCalls
-}
-
-// derivedNoticeID is the id of a message SYSTEM sends about an event named
-// by parts: the same event always gets the same id.
-func derivedNoticeID(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
 }

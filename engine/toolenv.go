@@ -8,6 +8,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/notice"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tools"
@@ -103,7 +104,7 @@ func (e *toolEnv) NewID() string { return newID() }
 
 func (e *toolEnv) Limits() toolexec.Limits {
 	return toolexec.Limits{MessageBytes: e.core().limits().MessageBytes, TakeCount: maxWakeBatch, TakeBytes: pageBytes,
-		RecentCount: maxNoticeListed, RecentBytes: pageBytes}
+		RecentCount: notice.MaxListed, RecentBytes: pageBytes}
 }
 
 // Agents.

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/notice"
 	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/subs"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -45,11 +47,7 @@ func (c *Core) fireReminder(a *agent, id string) {
 	if r == nil || a.terminated() {
 		return
 	}
-	text := "Reminder: " + reason
-	if every > 0 {
-		text += fmt.Sprintf("\n(This reminder repeats every %s; cancel it with cancel_reminder(reminder_id=%q).)", every, id)
-	}
-	m := c.newMessage(newID(), tree.System, a.id, inbox.KindNotification, text)
+	m := c.newMessage(newID(), tree.System, a.id, inbox.KindNotification, notice.Reminder(id, reason, every))
 	m.Metadata["reminder_id"] = id
 	if err := c.enqueue(m); err != nil {
 		c.log.Error("delivering a reminder", "agent", a.id, "reminder", id, "err", err)
@@ -60,12 +58,6 @@ func (c *Core) fireReminder(a *agent, id string) {
 	}
 }
 
-// indexedSub is a subscription in the core's index, by target.
-type indexedSub struct {
-	subscriptionRec
-	Subscriber string
-}
-
 // indexSubscription adds a subscription whose target is alive.
 func (c *Core) indexSubscription(sub subscriptionRec, subscriber string) bool {
 	c.mu.Lock()
@@ -73,19 +65,14 @@ func (c *Core) indexSubscription(sub subscriptionRec, subscriber string) bool {
 	if t, ok := c.agents[sub.Target]; !ok || t.terminating {
 		return false
 	}
-	m := c.subIndex[sub.Target]
-	if m == nil {
-		m = map[string]indexedSub{}
-		c.subIndex[sub.Target] = m
-	}
-	m[sub.ID] = indexedSub{subscriptionRec: sub, Subscriber: subscriber}
+	c.subIndex.Add(sub, subscriber)
 	return true
 }
 
 func (c *Core) unindexSubscription(sub subscriptionRec) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.subIndex[sub.Target], sub.ID)
+	c.subIndex.Remove(sub)
 }
 
 func (c *Core) dropSubscription(subscriber *agent, sub subscriptionRec, reason string) error {
@@ -99,12 +86,9 @@ func (c *Core) dropSubscription(subscriber *agent, sub subscriptionRec, reason s
 // fireTransition notifies the subscribers of an agent's state change.
 func (c *Core) fireTransition(a *agent, from, to string) {
 	c.mu.Lock()
-	subs := make([]indexedSub, 0, len(c.subIndex[a.id]))
-	for _, s := range c.subIndex[a.id] {
-		subs = append(subs, s)
-	}
+	watchers := c.subIndex.Of(a.id)
 	c.mu.Unlock()
-	c.notifySubs(a.name(), subs, from, to, a.transitionKey())
+	c.notifySubs(a.name(), watchers, from, to, a.transitionKey())
 }
 
 // transitionKey names the agent's current transition for notice ids: its
@@ -121,17 +105,17 @@ func (a *agent) transitionKey() string {
 // notifySubs delivers the notices of one transition. Their ids derive from
 // the subscription and the transition, so recovering the same bytes twice
 // (or re-firing after a crash) produces the same notices.
-func (c *Core) notifySubs(name string, subs []indexedSub, from, to, key string) {
-	for _, sub := range subs {
-		if (sub.From != "*" && sub.From != from) || (sub.To != "*" && sub.To != to) {
+func (c *Core) notifySubs(name string, watchers []subs.Sub, from, to, key string) {
+	for _, sub := range watchers {
+		if !sub.Matches(from, to) {
 			continue
 		}
 		sa, okA := c.agent(sub.Subscriber)
 		if !okA {
 			continue
 		}
-		m := c.newMessage(derivedNoticeID("state", sub.ID, key, from, to), tree.System, sub.Subscriber, inbox.KindNotification,
-			fmt.Sprintf("[state] %s: %s -> %s", name, from, to))
+		m := c.newMessage(notice.ID("state", sub.ID, key, from, to), tree.System, sub.Subscriber, inbox.KindNotification,
+			notice.StateChange(name, from, to))
 		m.Metadata["subscription_id"] = sub.ID
 		m.Metadata["agent"] = name
 		m.Metadata["from"] = from
@@ -141,7 +125,7 @@ func (c *Core) notifySubs(name string, subs []indexedSub, from, to, key string) 
 			continue
 		}
 		if sub.Once {
-			if err := c.dropSubscription(sa, sub.subscriptionRec, "fired"); err != nil {
+			if err := c.dropSubscription(sa, sub.Subscription, "fired"); err != nil {
 				c.log.Error("removing a fired once-subscription", "subscription", sub.ID, "err", err)
 			}
 		}

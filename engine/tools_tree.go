@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warren-dev/warren/notice"
 	fold "github.com/warren-dev/warren/projection"
 
 	"github.com/warren-dev/warren/inbox"
@@ -60,8 +61,7 @@ func (c *Core) spawnNow(parent *agent, spec CreateSpec) {
 	id, err := c.CreateAgent(c.ctx, spec)
 	if err != nil {
 		c.log.Error("deferred spawn failed", "parent", parent.id, "name", spec.Name, "err", err)
-		m := c.newMessage(newID(), tree.System, parent.id, inbox.KindError,
-			fmt.Sprintf("spawning %q failed: %v", spec.Name, err))
+		m := c.newMessage(newID(), tree.System, parent.id, inbox.KindError, notice.SpawnFailed(spec.Name, err))
 		if err := c.enqueue(m); err != nil {
 			c.log.Error("reporting a failed spawn", "parent", parent.id, "err", err)
 		}

@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/notice"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -47,13 +47,8 @@ func (c *Core) Waits() []WaitView {
 // answers it; never the secret. The message id derives from the token id,
 // so a notice repeated (at recovery) is not enqueued twice.
 func (c *Core) noticeWait(w WaitView) {
-	kind := w.Kind
-	if kind == "" {
-		kind = "input"
-	}
-	text := fmt.Sprintf("Agent %s is waiting for your %s: %s\n(token id %s, deadline %s)\nAnswer it with: warren agent resume %s --token-id %s RESPONSE",
-		w.Path, kind, w.Prompt, w.TokenID, w.Deadline.UTC().Format(time.RFC3339), w.Path, w.TokenID)
-	m := c.newMessage(derivedNoticeID("wait", w.TokenID), tree.System, tree.User, inbox.KindNotification, text)
+	text := notice.WaitBegan(w.Path, w.Kind, w.Prompt, w.TokenID, w.Deadline)
+	m := c.newMessage(notice.ID("wait", w.TokenID), tree.System, tree.User, inbox.KindNotification, text)
 	m.Metadata["token_id"] = w.TokenID
 	m.Metadata["waiting_agent"] = w.AgentID
 	if err := c.enqueue(m); err != nil {
