@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/notice"
-	fold "github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/redeliver"
 
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
@@ -194,73 +194,47 @@ func (c *Core) childSpec(parent *agent, id string, v tools.SpawnAgent) CreateSpe
 }
 
 // redeliverRefs enqueues messages the sender's log records whose
-// recipient lacks them (a crash between the sender's record and the
-// recipient's enqueue), reading their envelopes back from the sender's log.
-// agentsOnly leaves out messages to USER (recovery's rule).
+// recipient lacks them (package redeliver). agentsOnly leaves out messages
+// to USER (recovery's rule).
 func (c *Core) redeliverRefs(sender string, refs []sentRef, agentsOnly bool) {
-	for _, s := range refs {
-		if !c.lacks(s, agentsOnly) {
-			continue
-		}
-		raw, err := c.readSent(sender, s)
-		if err != nil {
-			c.log.Error("cannot read back a message its sender recorded", "sender", sender, "message", s.ID, "err", err)
-			continue
-		}
-		if agentsOnly {
-			c.log.Warn("delivering a message its sender recorded but its recipient never got", "message", s.ID, "to", s.To)
-		}
-		c.redeliverOne(raw)
-	}
+	redeliver.Refs(redeliverEnv{c}, c.log, sender, refs, agentsOnly)
 }
 
-// lacks reports whether the recipient of s exists and has not got it.
-func (c *Core) lacks(s sentRef, agentsOnly bool) bool {
+// redeliverEnv is the Core as redeliver.Env.
+type redeliverEnv struct{ c *Core }
+
+// Lacks reports whether the recipient of s exists and has not got it.
+func (r redeliverEnv) Lacks(s sentRef, agentsOnly bool) bool {
+	c := r.c
 	if s.To == tree.User {
 		if agentsOnly || c.user == nil {
 			return false
 		}
 		return !c.user.Has(s.ID)
 	}
-	r, ok := c.agent(s.To)
-	if !ok || r.corrupt != nil {
+	a, ok := c.agent(s.To)
+	if !ok || a.corrupt != nil {
 		return false
 	}
-	r.mu.Lock()
-	has := r.p.Enqueued.Has(s.ID)
-	r.mu.Unlock()
+	a.mu.Lock()
+	has := a.p.Enqueued.Has(s.ID)
+	a.mu.Unlock()
 	return !has
 }
 
-// readSent reads the envelope of s back from the sender's tool.call entry.
-func (c *Core) readSent(sender string, s sentRef) (json.RawMessage, error) {
-	e, err := c.st.ReadSeq(context.Background(), sender, s.Ref.Seq, s.Ref.Off)
-	if err != nil {
-		return nil, err
-	}
-	msgs := fold.SentEnvelopes(e.Data)
-	if s.Index >= len(msgs) {
-		return nil, fmt.Errorf("the tool.call at seq %d of %s records %d messages, not %d", s.Ref.Seq, sender, len(msgs), s.Index+1)
-	}
-	return msgs[s.Index], nil
+func (r redeliverEnv) ReadSeq(ctx context.Context, id string, seq uint64, hint int64) (eventlog.Entry, error) {
+	return r.c.st.ReadSeq(ctx, id, seq, hint)
 }
 
-func (c *Core) redeliverOne(raw json.RawMessage) {
-	m, err := inbox.FromEventData(raw)
-	if err != nil {
-		c.log.Warn("a recorded message is malformed", "err", err)
-		return
-	}
-	// The sender's log already records it as sent: the limits, which
-	// refuse new sends, do not refuse it.
-	skip, err := c.checkEnqueue(m)
+// Deliver enqueues a recorded message unless its recipient has it; the
+// limits do not refuse it (the sender's log records it as sent).
+func (r redeliverEnv) Deliver(m inbox.Message) error {
+	skip, err := r.c.checkEnqueue(m)
 	if errors.Is(err, errInboxFull) {
 		err = nil
 	}
 	if err == nil && !skip {
-		err = c.appendEnqueue(m)
+		err = r.c.appendEnqueue(m)
 	}
-	if err != nil {
-		c.log.Warn("redelivering a recorded message", "message", m.ID, "err", err)
-	}
+	return err
 }
