@@ -190,7 +190,7 @@ func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 // saveDelay waits SessionSaveDelay on the core's clock, or until the core
 // stops. (The writers are not scheduler work: Close stops the scheduler
 // before it cancels the turns whose ends save snapshots, and waits for the
-// writers, through c.saves, after it has cut their delay short.)
+// writers, through c.snaps.Wait, after it has cut their delay short.)
 func (c *Core) saveDelay() {
 	if d := c.opts.SessionSaveDelay; d > 0 {
 		_ = schedule.Sleep(c.ctx, c.opts.Clock, d)
