@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/warren-dev/warren/agentload"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/retry"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )
@@ -223,7 +223,9 @@ func (c *Core) endTurn(ctx context.Context, a *agent, runID string, turn int, re
 }
 
 // attempts calls the provider, retrying transient errors with exponential
-// backoff and jitter while no output of the attempt reached a client.
+// backoff and jitter while no output of the attempt reached a client
+// (package retry), on the agent's session, which is discarded after an
+// attempt that leaves it unusable.
 func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName, model, runID string, turn int, usage *provider.Usage) (string, int, error) {
 	lease, err := c.acquireSession(ctx, a, provName, model)
 	if err != nil {
@@ -248,8 +250,9 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 			req.OnChunk(s)
 		}
 	}
-	attempt := 1
-	for {
+	policy := retry.Policy{MaxRetries: cfg.MaxRetries, Base: cfg.RetryBaseDelay, Timeout: cfg.TurnTimeout,
+		Jitter: c.opts.Jitter, Sleep: c.opts.Sleep}
+	out := policy.Run(ctx, func() retry.Try {
 		lv := lease.Value()
 		prompt := req.Prompt
 		if lv.inject != nil {
@@ -257,51 +260,24 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, provName
 		}
 		resp, timedOut, drainFailed, err := c.sendOnce(ctx, a, lv, prompt, runID, turn, cfg.TurnTimeout,
 			provider.TurnIO{OnChunk: onChunk, OnUsage: func(u provider.Usage) { *usage = usage.Add(u) }})
-		if drainFailed {
-			discard = true
-		}
 		if err == nil {
 			lv.inject = nil
-			return resp, attempt, nil
 		}
-		if errors.Is(err, provider.ErrRunSuspended) {
-			discard = true
-			return "", attempt, err
-		}
-		if ctx.Err() != nil {
-			discard = true
-			return "", attempt, ctx.Err()
-		}
-		transient, retryAfter := provider.IsTransient(err)
-		if timedOut {
-			transient = true
-			err = fmt.Errorf("turn timed out after %s: %w", cfg.TurnTimeout, err)
-			discard = true
-		}
-		if !transient || delivered || attempt > cfg.MaxRetries {
-			if transient {
-				discard = true
-			}
-			return "", attempt, err
-		}
-		delay := backoff(cfg.RetryBaseDelay, attempt, c.opts.Jitter())
-		if retryAfter > delay {
-			delay = retryAfter
-		}
+		return retry.Try{Response: resp, Err: err, TimedOut: timedOut, DrainFailed: drainFailed}
+	}, func() bool { return delivered }, func(attempt int, err error, delay time.Duration) error {
 		if _, lerr := a.log.Append(schema.TurnRetry, schema.TurnRetryData{RunID: runID, Turn: turn, Attempt: attempt,
 			Error: err.Error(), DelayMS: delay.Milliseconds()}); lerr != nil {
-			return "", attempt, fmt.Errorf("logging turn.retry: %w (after %v)", lerr, err)
+			return fmt.Errorf("logging turn.retry: %w (after %v)", lerr, err)
 		}
 		c.log.Warn("transient provider error; retrying", "agent", a.id, "attempt", attempt, "delay", delay, "err", err)
 		if req.OnRetry != nil {
 			req.OnRetry(RetryNotice{RunID: runID, Turn: turn, Attempt: attempt, MaxRetries: cfg.MaxRetries,
 				Error: err.Error(), Delay: delay})
 		}
-		if err := c.opts.Sleep(ctx, delay); err != nil {
-			return "", attempt, err
-		}
-		attempt++
-	}
+		return nil
+	})
+	discard = out.Discard
+	return out.Response, out.Attempts, out.Err
 }
 
 // sendOnce runs one attempt of a turn on the live session: the prompt,
@@ -338,19 +314,6 @@ func (c *Core) sendOnce(ctx context.Context, a *agent, lv *live, prompt, runID s
 		return resp, timedOut, true, derr
 	}
 	return resp, timedOut, false, err
-}
-
-// backoff is base*2^(attempt-1), scaled by a jitter factor in [0.5, 1.5).
-func backoff(base time.Duration, attempt int, jitter float64) time.Duration {
-	if base <= 0 {
-		base = 500 * time.Millisecond
-	}
-	d := float64(base) * math.Pow(2, float64(attempt-1))
-	d *= 0.5 + jitter
-	if d > float64(5*time.Minute) {
-		d = float64(5 * time.Minute)
-	}
-	return time.Duration(d)
 }
 
 // finishTurn ends a turn: session.json, subscriptions, deferred work
