@@ -2,11 +2,9 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
-	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/extcall"
 )
 
 // CallToolInTurn runs a tool for an agent as a call of its running turn
@@ -37,64 +35,19 @@ func errNoTurn(name string) error {
 		"of the agent's running turn (logged and replayed with it), so it cannot be made between turns", name)
 }
 
-// extCalls tracks the calls that joined an attempt over the socket.
-type extCalls struct {
-	mu        sync.Mutex
-	open      bool
-	ctx       context.Context         // the attempt's
-	suspend   context.CancelCauseFunc // ends the attempt when a call suspends the run
-	suspended error                   // the error of the call that did
-	inflight  sync.WaitGroup
-}
-
-// openExternal lets calls join the attempt until closeExternal.
-func (t *runTools) openExternal(ctx context.Context, suspend context.CancelCauseFunc) {
-	t.ext.mu.Lock()
-	t.ext.open, t.ext.ctx, t.ext.suspend = true, ctx, suspend
-	t.ext.mu.Unlock()
-}
-
-// closeExternal refuses further calls, waits for those in flight (so their
-// tool.call entries precede the end of the attempt) and returns the error
-// of a call that suspended the run, if any.
-func (t *runTools) closeExternal() error {
-	t.ext.mu.Lock()
-	t.ext.open = false
-	t.ext.mu.Unlock()
-	t.ext.inflight.Wait()
-	t.ext.mu.Lock()
-	defer t.ext.mu.Unlock()
-	return t.ext.suspended
-}
-
 // external runs a call that arrived over the socket as the attempt's next
-// call. It ends when ctx (the request) or the attempt ends.
+// call (package extcall). It ends when ctx (the request) or the attempt
+// ends.
 func (t *runTools) external(ctx context.Context, tool string, args map[string]any, name string) (map[string]any, error) {
-	t.ext.mu.Lock()
-	if !t.ext.open {
-		t.ext.mu.Unlock()
-		return nil, errNoTurn(name)
-	}
-	t.ext.inflight.Add(1)
-	actx, suspend := t.ext.ctx, t.ext.suspend
-	t.ext.mu.Unlock()
-	defer t.ext.inflight.Done()
-
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(actx, cancel)
-	defer stop()
-	res, err := t.CallTool(cctx, tool, args)
+	res, status, err := t.door.Call(ctx, func(cctx context.Context) (map[string]any, error) {
+		return t.CallTool(cctx, tool, args)
+	})
 	switch {
-	case errors.Is(err, provider.ErrRunSuspended):
-		t.ext.mu.Lock()
-		if t.ext.suspended == nil {
-			t.ext.suspended = err
-		}
-		t.ext.mu.Unlock()
-		suspend(err)
+	case status == extcall.Closed:
+		return nil, errNoTurn(name)
+	case status == extcall.Suspended:
 		return nil, failf(ErrUnavailable, "%w: the turn of %s ends now and its process is stopped; it is re-run when the wait is answered", err, name)
-	case err != nil && actx.Err() != nil:
+	case status == extcall.Ended:
 		return nil, failf(ErrUnavailable, "the turn of %s ended during the call: %w", name, err)
 	case err != nil:
 		return nil, fmt.Errorf("tool %s for agent %s: %w", tool, name, err)

@@ -76,7 +76,8 @@
 //   - RPC goroutines (package server, one per request, in package
 //     daemon): the exported methods. Send and Resume start a turn and wait
 //     for its result; tool.call with an agent credential (agentauth.go)
-//     runs its tool here, joined to the running turn's toolexec.Attempt.
+//     runs its tool here, joined to the running turn's toolexec.Attempt
+//     through the attempt's extcall.Door.
 //   - Turn goroutines, started by wake (wake.go), Send and Resume through
 //     the scheduler's Go (c.sched, package schedule): runTurn, the
 //     provider's Run and the tool calls the provider makes during it, then
@@ -128,14 +129,15 @@
 // check, which reads the recipient's inbox. The leaves: c.claims's mutex
 // (package claims; held across a claim request to the store), a.cursors's
 // (package logpage), the USER inbox's mutex (user.go), an attempt's
-// external-call mutex (agentauth.go), and the mutexes inside tree, inbox,
+// door for joined calls (package extcall, agentauth.go), and the mutexes inside tree, inbox,
 // token, multiplexer, bus, launch, registry and stderrlog, none of which
 // calls back into the engine while holding its own. c.gone (package gone)
 // and c.subIndex (package subs) have no lock: c.mu guards them.
 //
 // Each package the engine's state was split into documents its own locks
-// in its package doc (agentload, claims, gone, logpage, owed, reserve,
-// snapsave, subs); this section is the one place their order is written.
+// in its package doc (agentload, claims, extcall, gone, logpage, owed,
+// reserve, snapsave, subs); this section is the one place their order is
+// written.
 //
 // # Events written besides those fixed by the specification
 //

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/warren-dev/warren/extcall"
 	"github.com/warren-dev/warren/toolexec"
 )
 
@@ -10,5 +11,5 @@ import (
 // join it over the socket with the agent's credential (agentauth.go).
 type runTools struct {
 	toolexec.Attempt
-	ext extCalls
+	door extcall.Door
 }

@@ -297,12 +297,12 @@ func (c *Core) sendOnce(ctx context.Context, a *agent, lv *live, prompt, runID s
 	if timeout > 0 {
 		actx, acancel = context.WithTimeout(sctx, timeout)
 	}
-	tools.openExternal(actx, suspend)
+	tools.door.Open(actx, suspend)
 	a.setTurnTools(runID, tools)
 	resp, err = lv.sess.Send(actx, prompt, io)
 	timedOut = actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	a.setTurnTools(runID, nil)
-	if serr := tools.closeExternal(); serr != nil {
+	if serr := tools.door.Close(); serr != nil {
 		err = serr
 	}
 	acancel()

@@ -1,0 +1,61 @@
+package extcall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/warren-dev/warren/provider"
+)
+
+// A closed door runs nothing; an open one runs the call; a call that
+// suspends the run ends the attempt and Close reports it; a call the
+// attempt's end cut off says so; Close does not return while a call is
+// in flight.
+func TestDoor(t *testing.T) {
+	var d Door
+	ran := false
+	if _, st, _ := d.Call(context.Background(), func(context.Context) (map[string]any, error) { ran = true; return nil, nil }); st != Closed || ran {
+		t.Fatalf("closed door: status %v, ran %v", st, ran)
+	}
+	actx, suspend := context.WithCancelCause(context.Background())
+	d.Open(actx, suspend)
+	res, st, err := d.Call(context.Background(), func(context.Context) (map[string]any, error) { return map[string]any{"ok": true}, nil })
+	if st != Joined || err != nil || res["ok"] != true {
+		t.Fatalf("joined call: %v %v %v", res, st, err)
+	}
+	plain := errors.New("tool failed")
+	if _, st, err := d.Call(context.Background(), func(context.Context) (map[string]any, error) { return nil, plain }); st != Joined || err != plain {
+		t.Fatalf("a call's own error: %v %v", st, err)
+	}
+	susp := fmt.Errorf("await_input: %w", provider.ErrRunSuspended)
+	if _, st, _ := d.Call(context.Background(), func(context.Context) (map[string]any, error) { return nil, susp }); st != Suspended {
+		t.Fatalf("suspending call: status %v", st)
+	}
+	if !errors.Is(context.Cause(actx), provider.ErrRunSuspended) {
+		t.Fatal("the attempt was not ended by the suspending call")
+	}
+	if _, st, _ := d.Call(context.Background(), func(ctx context.Context) (map[string]any, error) { <-ctx.Done(); return nil, ctx.Err() }); st != Ended {
+		t.Fatalf("call cut off by the attempt's end: status %v", st)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	d2 := &Door{}
+	d2.Open(context.Background(), func(error) {})
+	go d2.Call(context.Background(), func(context.Context) (map[string]any, error) { close(started); <-release; return nil, nil })
+	<-started
+	closed := make(chan error)
+	go func() { closed <- d2.Close() }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a call was in flight")
+	default:
+	}
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); !errors.Is(err, provider.ErrRunSuspended) {
+		t.Fatalf("Close: %v, want the suspending call's error", err)
+	}
+}
