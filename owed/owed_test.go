@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // An owed end is written once, by the first flush whose write succeeds;
@@ -56,4 +57,42 @@ func TestFlushWritesOnce(t *testing.T) {
 	if writes != 1 || o.Describe() != "" {
 		t.Fatalf("%d writes, describe %q; want 1 and nothing owed", writes, o.Describe())
 	}
+}
+
+// A flush that finds nothing owed because another is writing returns only
+// after that writer's aftermath (the notices of the run's end) is done.
+func TestConcurrentFlushWaitsForTheAftermath(t *testing.T) {
+	var o End
+	o.Owe("r1", "turn.cancelled", nil, errors.New("EROFS"))
+	inAfter, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	done := false
+	go func() {
+		_ = o.Flush(func(string, any) error { return nil }, func(string, string) {
+			close(inAfter)
+			<-release
+			mu.Lock()
+			done = true
+			mu.Unlock()
+		})
+	}()
+	<-inAfter
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = o.Flush(func(string, any) error { t.Error("written twice"); return nil }, func(string, string) {})
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				t.Error("a flush returned while the writer's aftermath still ran")
+			}
+		}()
+	}
+	// Give a flush that does not wait the time to return early (the
+	// correct one blocks until release, whatever the delay).
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	wg.Wait()
 }
