@@ -4,9 +4,9 @@ import (
 	"context"
 	"sync"
 
-	"github.com/warren-dev/warren/logpage"
-	"github.com/warren-dev/warren/owed"
-	"github.com/warren-dev/warren/snapsave"
+	"github.com/warren-dev/warren/engine/internal/logpage"
+	"github.com/warren-dev/warren/engine/internal/owed"
+	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/store"
 
 	"github.com/warren-dev/warren/eventlog"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/warren-dev/warren/extcall"
+	"github.com/warren-dev/warren/engine/internal/extcall"
 )
 
 // CallToolInTurn runs a tool for an agent as a call of its running turn

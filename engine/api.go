@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/bus"
+	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/logpage"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"

@@ -3,7 +3,7 @@ package engine
 import (
 	"time"
 
-	"github.com/warren-dev/warren/gone"
+	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/provider"
 )
 

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/engine/internal/limits"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/limits"
 )
 
 // Memory bounded by design (docs/DECISIONS.md): a pending message keeps its

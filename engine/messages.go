@@ -3,8 +3,8 @@ package engine
 import (
 	"fmt"
 
+	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/notice"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tree"

@@ -3,7 +3,7 @@ package engine
 import (
 	"errors"
 
-	"github.com/warren-dev/warren/agentload"
+	"github.com/warren-dev/warren/engine/internal/agentload"
 )
 
 // repairAdvice is what a listed agent's error tells the operator to do:

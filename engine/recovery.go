@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/warren-dev/warren/agentload"
 	"github.com/warren-dev/warren/atomicfile"
+	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"

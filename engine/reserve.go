@@ -1,8 +1,8 @@
 package engine
 
 import (
+	"github.com/warren-dev/warren/engine/internal/reserve"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/reserve"
 	"github.com/warren-dev/warren/tree"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/gone"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )

@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"github.com/warren-dev/warren/extcall"
+	"github.com/warren-dev/warren/engine/internal/extcall"
 	"github.com/warren-dev/warren/toolexec"
 )
 

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/notice"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tools"

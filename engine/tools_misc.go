@@ -5,10 +5,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/notice"
 	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/subs"
 	"github.com/warren-dev/warren/tree"
 )
 

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/engine/internal/redeliver"
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/notice"
-	"github.com/warren-dev/warren/redeliver"
 
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"

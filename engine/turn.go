@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/warren-dev/warren/agentload"
+	"github.com/warren-dev/warren/engine/internal/agentload"
+	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/provider"
-	"github.com/warren-dev/warren/retry"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )

@@ -3,8 +3,8 @@ package engine
 import (
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/notice"
 	"github.com/warren-dev/warren/tree"
 )
 
