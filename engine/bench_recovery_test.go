@@ -96,10 +96,16 @@ func BenchmarkRecovery(b *testing.B) {
 	// Folding every log from its start (no checkpoints: the first start
 	// after an upgrade), and from the checkpoints a clean stop leaves.
 	b.Run(fmt.Sprintf("agents=%d/events=%d/full-fold", spec.Agents, spec.EventsPerAgent), func(b *testing.B) {
-		benchRecover(b, home, spec, st, -1)
+		benchRecover(b, home, spec, st, -1, 0)
 	})
 	b.Run(fmt.Sprintf("agents=%d/events=%d/from-checkpoints", spec.Agents, spec.EventsPerAgent), func(b *testing.B) {
-		benchRecover(b, home, spec, st, 0)
+		benchRecover(b, home, spec, st, 0, 0)
+	})
+	// The worst case a kill -9 leaves: every checkpoint 0 to
+	// CheckpointEvery-1 entries behind its log (bench_killed_test.go), made
+	// again before each recovery.
+	b.Run(fmt.Sprintf("agents=%d/events=%d/lagged-checkpoints", spec.Agents, spec.EventsPerAgent), func(b *testing.B) {
+		benchRecover(b, home, spec, st, 0, DefaultCheckpointEvery-1)
 	})
 }
 
@@ -151,8 +157,9 @@ func benchHome(b testing.TB, home string, spec homeSpec) (string, homeStats) {
 // benchRecover measures recoveries with CoreOptions.CheckpointEvery set to
 // every: -1 folds every log from its start (and leaves no checkpoint);
 // otherwise an untimed first recovery and stop leave the checkpoints the
-// timed ones start from.
-func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats, every int) {
+// timed ones start from. maxLag > 0 moves each checkpoint back by up to
+// maxLag entries before each timed recovery (lagCheckpoints, untimed).
+func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats, every, maxLag int) {
 	newCore := func(fsys faultfs.FS) (*Core, error) {
 		return NewCore(CoreOptions{
 			FS: fsys, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
@@ -181,6 +188,9 @@ func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats, every 
 	var heap, fsyncs uint64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
+		if maxLag > 0 {
+			lagCheckpoints(b, home, int64(i+1), maxLag)
+		}
 		runtime.GC()
 		cfs := newCountingFS(faultfs.OS{})
 		b.StartTimer()
