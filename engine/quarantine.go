@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/quarantine"
 )
 
@@ -19,17 +20,15 @@ func (c *Core) settleUncreated(l *loaded, isParent bool, rep *RecoveryReport) {
 	if l.log != nil {
 		_ = l.log.Close()
 	}
-	why, orphan := quarantine.ProvablyEmpty(c.fs, c.agentDir(l.id), l.missing, l.log)
-	if orphan && isParent {
-		why, orphan = "it holds no agent.created, but another agent's agent.created names it as parent", false
-	}
-	if orphan {
+	why, empty := quarantine.ProvablyEmpty(c.fs, c.agentDir(l.id), l.missing, l.log)
+	settle, why := placement.Settle(why, empty, isParent, c.clustered(), l.missing)
+	switch settle {
+	case placement.RemoveOrphan:
 		rep.Orphans++
 		c.log.Warn("removing an orphan agent directory (crash during creation: it holds no acknowledged entry)", "agent", l.id)
 		c.removeOrphanDir(l.id)
 		return
-	}
-	if c.clustered() && !l.missing {
+	case placement.ListCorrupt:
 		// A cluster store's log is not a local directory: nothing is
 		// moved (the store still lists it); the agent is listed corrupt.
 		rep.Corrupt++

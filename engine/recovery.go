@@ -3,10 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/warren-dev/warren/atomicfile"
 	"github.com/warren-dev/warren/engine/internal/agentload"
+	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -127,19 +127,16 @@ func (c *Core) Recover() (RecoveryReport, error) {
 // uncreated ones settled (orphan or quarantine), terminated ones closed;
 // the rest, by id, are returned to be placed in the tree. existing holds
 // every id with a durable agent.created.
-func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID map[string]*loaded, existing map[string]bool) {
+func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID map[string]*loaded, existing placement.Existing) {
 	byID = map[string]*loaded{}
-	existing = map[string]bool{}
-	parents := map[string]bool{} // ids some agent.created names as its parent
-	for _, l := range loadedAgents {
-		if l.p.Created {
-			existing[l.id] = true
-			parents[l.p.ParentID] = true
-		}
+	ls := make([]placement.Loaded, len(loadedAgents))
+	for i, l := range loadedAgents {
+		ls[i] = placement.Loaded{ID: l.id, Parent: l.p.ParentID, Damaged: l.err != nil, Created: l.p.Created, Terminated: l.p.Terminated}
 	}
-	for _, l := range loadedAgents {
-		switch {
-		case l.err != nil:
+	cl := placement.Classify(ls)
+	for i, l := range loadedAgents {
+		switch cl.Classes[i] {
+		case placement.Corrupt:
 			rep.Corrupt++
 			if errors.Is(l.err, agentload.ErrUnopened) {
 				c.log.Error("agent log could not be opened; the agent is listed with the cause until a restart", "agent", l.id, "err", l.err)
@@ -153,9 +150,9 @@ func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID
 			}
 			l.a = a
 			c.putAgent(l.id, a)
-		case !l.p.Created:
-			c.settleUncreated(l, parents[l.id], rep)
-		case l.p.Terminated:
+		case placement.Uncreated:
+			c.settleUncreated(l, cl.Parents[l.id], rep)
+		case placement.Gone:
 			rep.Terminated++
 			c.mu.Lock()
 			c.gone.Remember(l.id, l.p.Name, l.p.ParentID)
@@ -170,7 +167,7 @@ func (c *Core) classifyLoaded(loadedAgents []*loaded, rep *RecoveryReport) (byID
 		}
 	}
 
-	return byID, existing
+	return byID, cl.Existing
 }
 
 // armRecovered counts the recovered agents' pending messages toward the
@@ -194,16 +191,10 @@ func (c *Core) armRecovered(placed []*loaded, rep *RecoveryReport) {
 // finishCutSpawns creates the children whose deferred creation a crash
 // cut off, in runs that have ended (their ids are derived, so this is
 // idempotent). Spawns of an open run are redone when it is resumed.
-func (c *Core) finishCutSpawns(placed []*loaded, existing map[string]bool) {
+func (c *Core) finishCutSpawns(placed []*loaded, existing placement.Existing) {
 	for _, l := range placed {
 		l.a.mu.Lock()
-		var todo []spawnRec
-		for _, sp := range l.p.Spawns {
-			if !existing[sp.ChildID] && (l.p.Run == nil || l.p.Run.RunID != sp.RunID || l.p.Run.Ended) {
-				todo = append(todo, sp)
-				existing[sp.ChildID] = true
-			}
-		}
+		todo := existing.CutSpawns(l.p.Spawns, l.p.Run)
 		l.a.mu.Unlock()
 		for _, sp := range todo {
 			c.log.Warn("finishing a spawn a crash cut off", "parent", l.id, "child", sp.ChildID)
@@ -217,7 +208,7 @@ func (c *Core) finishCutSpawns(placed []*loaded, existing map[string]bool) {
 func (c *Core) bootstrapUnstarted(placed []*loaded) {
 	for _, l := range placed {
 		l.a.mu.Lock()
-		needs := l.p.ParentID != "" && l.p.TurnNo == 0 && l.p.Run == nil
+		needs := placement.NeedsBootstrap(l.p.ParentID, l.p.TurnNo, l.p.Run)
 		l.a.mu.Unlock()
 		if needs && !c.opts.NoWake {
 			c.bootstrap(l.a)
@@ -254,7 +245,7 @@ func (c *Core) startScrub(placed []*loaded) {
 // recovery can deliver a message that reached its sender's log but not its
 // recipient's) and spawns whose child exists. What stays is what a later
 // recovery may still need; it goes into the next checkpoint.
-func (c *Core) pruneRecovered(placed []*loaded, existing map[string]bool) {
+func (c *Core) pruneRecovered(placed []*loaded, existing placement.Existing) {
 	for _, l := range placed {
 		a := l.a
 		a.mu.Lock()
@@ -274,20 +265,11 @@ func (c *Core) pruneRecovered(placed []*loaded, existing map[string]bool) {
 				keepSent = append(keepSent, sr)
 			}
 		}
-		var keepSpawns []spawnRec
-		for _, sp := range spawns {
-			if !existing[sp.ChildID] {
-				keepSpawns = append(keepSpawns, sp)
-			}
-		}
+		keepSpawns := existing.KeepSpawns(spawns)
 		a.mu.Lock()
 		// Entries applied meanwhile (respawns, bootstrap turns) stay.
-		if len(a.p.Sent) >= len(sent) {
-			a.p.Sent = append(keepSent, a.p.Sent[len(sent):]...)
-		}
-		if len(a.p.Spawns) >= len(spawns) {
-			a.p.Spawns = append(keepSpawns, a.p.Spawns[len(spawns):]...)
-		}
+		a.p.Sent = placement.Prune(a.p.Sent, len(sent), keepSent)
+		a.p.Spawns = placement.Prune(a.p.Spawns, len(spawns), keepSpawns)
 		a.mu.Unlock()
 	}
 }
@@ -373,77 +355,77 @@ func (c *Core) adoptLoaded(r *agentload.Agent[**agent]) *loaded {
 	return l
 }
 
-// placeTree adds agents to the tree, parents first.
+// placeTree adds agents to the tree, parents first, in the order
+// placement.Order decides; it lists or terminates those it cannot place.
 func (c *Core) placeTree(byID map[string]*loaded, rep *RecoveryReport) []*loaded {
-	var placed []*loaded
-	remaining := make([]*loaded, 0, len(byID))
+	cands := make([]placement.Candidate, 0, len(byID))
 	for _, l := range byID {
-		remaining = append(remaining, l)
+		cands = append(cands, placement.Candidate{ID: l.id, Parent: l.p.ParentID, Created: l.p.CreatedTS})
 	}
-	sort.Slice(remaining, func(i, j int) bool {
-		a, b := remaining[i].p, remaining[j].p
-		if !a.CreatedTS.Equal(b.CreatedTS) {
-			return a.CreatedTS.Before(b.CreatedTS)
-		}
-		return remaining[i].id < remaining[j].id
-	})
-	// Order by creation: roots first, then children of placed parents.
-	for progress := true; progress && len(remaining) > 0; {
-		progress = false
-		next := remaining[:0]
-		for _, l := range remaining {
-			parent := l.p.ParentID
-			_, parentPlaced := c.agent(parent)
-			if parent != "" && !parentPlaced {
-				if _, waiting := byID[parent]; waiting {
-					next = append(next, l)
-					continue
-				}
+	var placed []*loaded
+	for _, st := range placement.Order(cands, c.parentsOf(cands)) {
+		l := byID[st.ID]
+		parent := l.p.ParentID
+		switch st.Action {
+		case placement.Terminate:
+			c.terminateOrphanChild(l, rep)
+			continue
+		case placement.ParentQuarantined:
+			// The parent may come back from quarantine: nothing irreversible.
+			q := c.quarantinedAs(parent)
+			c.log.Error("an agent's parent directory is in quarantine; the agent is listed as corrupt", "agent", l.id, "parent", parent, "quarantined_at", q)
+			l.a.corrupt = fmt.Errorf("its parent %s is in quarantine (%s): restore that directory to %s and restart the daemon, or remove it",
+				parent, q, c.agentDir(parent))
+		case placement.ParentUnopened:
+			// Not placeable now, and nothing wrong with it.
+			cause := agentload.ErrUnopened // if the parent went meanwhile
+			if pa, ok := c.agent(parent); ok && pa != nil {
+				cause = pa.corrupt
 			}
-			if parent != "" && !parentPlaced {
-				c.terminateOrphanChild(l, rep)
-				progress = true
-				continue
-			}
-			if pa := c.agents[parent]; pa != nil && errors.Is(pa.corrupt, agentload.ErrUnopened) {
-				// Not placeable now, and nothing wrong with it.
-				c.log.Error("an agent's parent log could not be opened; the agent is listed with it", "agent", l.id, "parent", parent)
-				l.a.corrupt = fmt.Errorf("its parent %s: %w", parent, pa.corrupt)
-				c.agents[l.id] = l.a
-				rep.Corrupt++
-				progress = true
-				continue
-			}
+			c.log.Error("an agent's parent log could not be opened; the agent is listed with it", "agent", l.id, "parent", parent)
+			l.a.corrupt = fmt.Errorf("its parent %s: %w", parent, cause)
+		default:
 			if err := c.tree.Add(l.id, l.p.Name, parent); err != nil {
 				c.log.Error("agent cannot be placed in the tree; listed as corrupt", "agent", l.id, "err", err)
 				l.a.corrupt = fmt.Errorf("cannot rebuild its place in the tree: %w", err)
-				c.putAgent(l.id, l.a)
-				rep.Corrupt++
-				progress = true
-				continue
+				break
 			}
 			c.putAgent(l.id, l.a)
 			placed = append(placed, l)
-			progress = true
+			continue
 		}
-		remaining = next
-	}
-	for _, l := range remaining {
-		c.terminateOrphanChild(l, rep)
+		c.putAgent(l.id, l.a)
+		rep.Corrupt++
 	}
 	return placed
 }
 
-func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
-	if q := c.quarantinedAs(l.p.ParentID); q != "" {
-		// The parent may come back from quarantine: nothing irreversible.
-		c.log.Error("an agent's parent directory is in quarantine; the agent is listed as corrupt", "agent", l.id, "parent", l.p.ParentID, "quarantined_at", q)
-		l.a.corrupt = fmt.Errorf("its parent %s is in quarantine (%s): restore that directory to %s and restart the daemon, or remove it",
-			l.p.ParentID, q, c.agentDir(l.p.ParentID))
-		c.putAgent(l.id, l.a)
-		rep.Corrupt++
-		return
+// parentsOf describes, for placement.Order, the parents of the
+// candidates as the Core knows them now.
+func (c *Core) parentsOf(cands []placement.Candidate) map[string]placement.Parent {
+	listed := map[string]*agent{}
+	parents := map[string]placement.Parent{}
+	c.mu.Lock()
+	for _, cd := range cands {
+		a, ok := c.agents[cd.Parent]
+		if ok && a != nil {
+			listed[cd.Parent] = a
+		}
+		parents[cd.Parent] = placement.Parent{Listed: ok, Quarantined: c.quarantine[cd.Parent] != ""}
 	}
+	c.mu.Unlock()
+	for id, a := range listed { // c.mu and a.mu are never held together
+		a.mu.Lock()
+		p := parents[id]
+		p.Unopened = errors.Is(a.corrupt, agentload.ErrUnopened)
+		a.mu.Unlock()
+		parents[id] = p
+	}
+	return parents
+}
+
+// terminateOrphanChild ends an agent whose parent is gone.
+func (c *Core) terminateOrphanChild(l *loaded, rep *RecoveryReport) {
 	c.log.Warn("terminating an agent whose parent is gone", "agent", l.id, "parent", l.p.ParentID)
 	if _, err := l.log.Append(schema.AgentTerminated, schema.AgentTerminatedData{AgentID: l.id}); err != nil {
 		c.log.Error("logging agent.terminated for an orphan child", "agent", l.id, "err", err)
