@@ -119,38 +119,59 @@ func New(ctx context.Context, o Options) (*Store, error) {
 		}
 	}
 	s := &Store{o: o, nc: o.Conn, js: js}
-	s.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:               StreamName,
-		Description:        "warren event logs: one subject per agent, one SPEC 3 line per message",
-		Subjects:           []string{SubjectPrefix + ">"},
-		Storage:            jetstream.FileStorage,
-		Replicas:           o.Replicas,
-		Duplicates:         2 * time.Minute,
-		AllowAtomicPublish: true,
-		AllowDirect:        false, // reads go to the leader: a replica may lag (doc.go)
-		DenyDelete:         true,
-		DenyPurge:          true,
+	// Each create is idempotent (create or update with the same config), so
+	// one the servers did not answer in time, say a busy disk under
+	// SyncAlways or a leader election, is sent again (retrying).
+	err = s.retrying(ctx, "create stream "+StreamName, func(ctx context.Context) error {
+		var err error
+		s.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:               StreamName,
+			Description:        "warren event logs: one subject per agent, one SPEC 3 line per message",
+			Subjects:           []string{SubjectPrefix + ">"},
+			Storage:            jetstream.FileStorage,
+			Replicas:           o.Replicas,
+			Duplicates:         2 * time.Minute,
+			AllowAtomicPublish: true,
+			AllowDirect:        false, // reads go to the leader: a replica may lag (doc.go)
+			DenyDelete:         true,
+			DenyPurge:          true,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create stream %s: %w", StreamName, err)
 	}
-	s.owners, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: OwnersBucket, Description: "warren agent leases: value {node,boot_id}, revision = epoch",
-		TTL: o.OwnerTTL, History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	err = s.retrying(ctx, "create bucket "+OwnersBucket, func(ctx context.Context) error {
+		var err error
+		s.owners, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: OwnersBucket, Description: "warren agent leases: value {node,boot_id}, revision = epoch",
+			TTL: o.OwnerTTL, History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", OwnersBucket, err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: SessionBucket, Description: "warren session snapshots (session.json)",
-		History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	var kv jetstream.KeyValue
+	err = s.retrying(ctx, "create bucket "+SessionBucket, func(ctx context.Context) error {
+		var err error
+		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: SessionBucket, Description: "warren session snapshots (session.json)",
+			History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", SessionBucket, err)
 	}
-	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: BlobBucket, Description: "warren session snapshots too large for one message",
-		Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	var obj jetstream.ObjectStore
+	err = s.retrying(ctx, "create object store "+BlobBucket, func(ctx context.Context) error {
+		var err error
+		obj, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket: BlobBucket, Description: "warren session snapshots too large for one message",
+			Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create object store %s: %w", BlobBucket, err)
