@@ -229,3 +229,41 @@ func TestShutdownLeavesAReplacedSocketAlone(t *testing.T) {
 		t.Fatalf("shutdown removed a socket that is not its own: %v", err)
 	}
 }
+
+// TestShutdownClosesTheSocketBeforeCancelling: by the time shutdown
+// cancels a request, the socket takes no connection, so a client whose
+// stream just ended and that dials to learn why finds the daemon gone
+// (the CLI's "the daemon stopped"), not a listener about to close.
+func TestShutdownClosesTheSocketBeforeCancelling(t *testing.T) {
+	path := filepath.Join(shortDir(t), "d.sock")
+	started := make(chan struct{})
+	dialed := make(chan error, 1)
+	h := HandlerFunc(func(ctx context.Context, req *protocol.Request, out Stream) (any, error) {
+		close(started)
+		<-ctx.Done()
+		c, err := net.Dial("unix", path)
+		if err == nil {
+			c.Close()
+		}
+		dialed <- err
+		return nil, nil
+	})
+	srv := New(Config{SocketPath: path, StreamingMethods: map[string]bool{"watch": true}}, h, hclog.NewNullLogger())
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background()) }()
+	cl := dialClient(t, path)
+	go func() { _ = cl.Stream(context.Background(), "watch", nil, func(protocol.Frame) error { return nil }) }()
+	<-started
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve after shutdown: %v", err)
+	}
+	if err := <-dialed; err == nil {
+		t.Fatal("a request cancelled by shutdown could still connect to the socket")
+	}
+}

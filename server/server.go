@@ -250,7 +250,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	for {
 		c, err := ln.AcceptUnix()
 		if err != nil {
-			if s.base.Err() != nil {
+			if s.base.Err() != nil || s.shuttingDown() {
 				break
 			}
 			var ne net.Error
@@ -314,8 +314,15 @@ func (s *Server) setKick(c *net.UnixConn, kick func()) {
 	}
 }
 
-// beginShutdown stops accepting, cancels every request context and wakes
-// every connection reader. Idempotent.
+// shuttingDown reports whether beginShutdown has run.
+func (s *Server) shuttingDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// beginShutdown stops accepting (the socket first), then cancels every
+// request context and wakes every connection reader. Idempotent.
 func (s *Server) beginShutdown() {
 	s.mu.Lock()
 	if s.closed {
@@ -323,7 +330,6 @@ func (s *Server) beginShutdown() {
 		return
 	}
 	s.closed = true
-	s.stop()
 	ln := s.ln
 	kicks := make([]func(), 0, len(s.conns))
 	for _, k := range s.conns {
@@ -332,10 +338,14 @@ func (s *Server) beginShutdown() {
 		}
 	}
 	s.mu.Unlock()
+	// The socket goes before the requests are cancelled: a client whose
+	// stream ends at the shutdown, and dials to learn why, finds no daemon
+	// (otherwise its dial could still be queued on the listener).
 	if ln != nil {
 		ln.Close()
 		removeIfOurs(s.cfg.SocketPath, s.sockInfo)
 	}
+	s.stop()
 	for _, k := range kicks {
 		k()
 	}

@@ -68,6 +68,17 @@ func clusterStore(t testing.TB, urls string, srvs []*server.Server, ttl time.Dur
 			Replicas: 3, OwnerTTL: ttl, Timeout: 15 * time.Second})
 		return err == nil
 	})
+	// A stream just created elects its leader after the create is answered;
+	// a claim sent before that gets "no response from stream" (CI saw it).
+	waitFor(t, 30*time.Second, "leaders of the log stream and the owners bucket", func() bool {
+		for _, name := range []string{StreamName, "KV_" + OwnersBucket} {
+			st, err := s.js.Stream(context.Background(), name)
+			if err != nil || st.CachedInfo().Cluster == nil || st.CachedInfo().Cluster.Leader == "" {
+				return false
+			}
+		}
+		return true
+	})
 	return s
 }
 
