@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/faultfs"
@@ -140,10 +141,18 @@ func TestTornCheckpointFallsBackToFullFold(t *testing.T) {
 // the background writer checkpoints its log at its last line, however few
 // entries it grew by, so that a kill -9 leaves no tail to fold for agents
 // at rest; recovering from that checkpoint folds nothing.
+//
+// The writer waits SessionSaveDelay on the fake clock, which moves only once
+// the turn's aftermath is done: with no delay the writer could run while
+// the turn's end still marks the agent busy (CI saw that), which is not
+// the state this test is about.
 func TestIdleAgentIsCheckpointedAtItsLogEnd(t *testing.T) {
-	h := newHarness(t, func(h *harness) { h.noWake, h.saveDelay = true, -1 })
+	h := newHarness(t, withFakeClock, func(h *harness) { h.noWake, h.saveDelay = true, time.Hour })
 	root := h.create("root", "", "echo")
 	h.send(root, "one short turn")
+	h.quiet()
+	h.clock.BlockUntil(1) // the writer sleeps on the clock
+	h.clock.Advance(time.Hour)
 	h.c.snaps.Wait()
 	a, _ := h.c.agent(root)
 	a.ckptMu.Lock()
