@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/engine/internal/owed"
@@ -18,12 +19,15 @@ type agent struct {
 	id  string
 	log store.Log
 
-	ckptMu sync.Mutex // serialises checkpoint writes; guards ckptSeq
-	// ckptSeq is the seq of the last checkpoint written or recovered from.
-	ckptSeq uint64
-	remMu   sync.Mutex // serialises firing and cancelling reminders
-	mu      sync.Mutex
-	p       *projection
+	ckptMu sync.Mutex // serialises checkpoint writes
+	// ckptSeq is the seq of the last checkpoint written or recovered from
+	// (stored under ckptMu, read anywhere).
+	ckptSeq atomic.Uint64
+	// ckptArmed: a checkpoint timer is armed for the agent (checkpointSoon).
+	ckptArmed atomic.Bool
+	remMu     sync.Mutex // serialises firing and cancelling reminders
+	mu        sync.Mutex
+	p         *projection
 	// snap is the session.json snapshot and its write-behind (package
 	// snapsave, with its own locks).
 	snap snapsave.Snapshot
@@ -113,10 +117,18 @@ func (a *agent) terminated() bool {
 	return a.p.Terminated
 }
 
-// apply folds an entry of this agent's log into its projection. The event
-// log calls it, in seq order, once the entry is durable.
-func (a *agent) apply(e eventlog.Entry) error {
+// applyCommitted folds entries of this agent's log into its projection. The
+// event log calls it, in seq order, once the entries are durable; a fold
+// error is reported through onErr for the entry. It reports whether the
+// log has grown enough for a checkpoint: by any entry while the agent is at
+// rest, by every entries since its last checkpoint while it runs a turn.
+func (a *agent) applyCommitted(es []eventlog.Entry, every int, onErr func(eventlog.Entry, error)) (checkpointDue bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.p.Apply(e)
+	for _, e := range es {
+		if err := a.p.Apply(e); err != nil {
+			onErr(e, err)
+		}
+	}
+	return !a.busy || a.p.LastSeq >= a.ckptSeq.Load()+uint64(every)
 }

@@ -31,7 +31,7 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 	a.mu.Lock()
 	p := a.p
 	if a.corrupt != nil || a.log == nil || p.Replaying() || !p.Created || p.Terminated || p.LastSeq == 0 ||
-		p.LastOff < 0 || p.LastSeq < a.ckptSeq+min {
+		p.LastOff < 0 || p.LastSeq < a.ckptSeq.Load()+min {
 		a.mu.Unlock()
 		return
 	}
@@ -53,11 +53,33 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 		c.log.Warn("writing a checkpoint", "agent", a.id, "err", err)
 		return
 	}
-	a.ckptSeq = seq
+	a.ckptSeq.Store(seq)
+}
+
+// checkpointSoon has the agent's checkpoint written once SessionSaveDelay
+// has passed (a timer of the scheduler, so Close cancels it or waits for
+// it; Close then writes every checkpoint itself). At most one is armed
+// per agent: a log that keeps growing (a message storm to a gated agent,
+// a long turn) gets one checkpoint per delay, not one per entry. The
+// commits of an agent's log ask for one when the log has grown enough
+// (applyCommitted), and so does the end of a turn, once the agent is at
+// rest: its last entries were logged while it was busy.
+func (c *Core) checkpointSoon(a *agent) {
+	every := c.opts.CheckpointEvery
+	if every <= 0 || c.clustered() || !a.ckptArmed.CompareAndSwap(false, true) {
+		return
+	}
+	armed := c.sched.After(max(c.opts.SessionSaveDelay, 0), func() {
+		a.ckptArmed.Store(false)
+		c.writeCheckpoint(a, c.checkpointMin(a, every))
+	})
+	if !armed { // the core is closing: Close writes the checkpoints
+		a.ckptArmed.Store(false)
+	}
 }
 
 // checkpointMin is how many entries an agent's log must have grown by
-// since its checkpoint for the background writer to write a new one:
+// since its checkpoint for checkpointSoon's timer to write a new one:
 // CheckpointEvery while it runs a turn, any once it is at rest. A kill -9
 // then leaves lines to fold after the checkpoints only in the logs of the
 // agents that were busy (or whose writer had not run yet), not up to

@@ -11,6 +11,7 @@ import (
 
 	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider/inproc"
 )
 
 // ckptHome builds, on a fresh in-memory home, a root and a child with
@@ -39,7 +40,7 @@ func ckptHome(t *testing.T) (*harness, []*agent) {
 		a, _ := h.c.agent(id)
 		agents = append(agents, a)
 		h.c.writeCheckpoint(a, 1)
-		if a.ckptSeq == 0 {
+		if a.ckptSeq.Load() == 0 {
 			t.Fatalf("no checkpoint written for %s", id)
 		}
 	}
@@ -138,34 +139,70 @@ func TestTornCheckpointFallsBackToFullFold(t *testing.T) {
 }
 
 // TestIdleAgentIsCheckpointedAtItsLogEnd: once an agent's turn has ended,
-// the background writer checkpoints its log at its last line, however few
-// entries it grew by, so that a kill -9 leaves no tail to fold for agents
-// at rest; recovering from that checkpoint folds nothing.
-//
-// The writer waits SessionSaveDelay on the fake clock, which moves only once
-// the turn's aftermath is done: with no delay the writer could run while
-// the turn's end still marks the agent busy (CI saw that), which is not
-// the state this test is about.
+// its log is checkpointed at its last line SessionSaveDelay later, however
+// few entries it grew by, so that a kill -9 leaves no tail to fold for
+// agents at rest; recovering from that checkpoint folds nothing. The
+// checkpoint the message's arrival asked for comes due while the turn
+// still runs (and is skipped: the log has not grown by CheckpointEvery),
+// and the turn's own entries are logged while it is busy: the end of the
+// turn must ask for one.
 func TestIdleAgentIsCheckpointedAtItsLogEnd(t *testing.T) {
 	h := newHarness(t, withFakeClock, func(h *harness) { h.noWake, h.saveDelay = true, time.Hour })
-	root := h.create("root", "", "echo")
-	h.send(root, "one short turn")
+	release := make(chan struct{})
+	started := make(chan *inproc.Turn, 1)
+	h.prov.Register("slow", inproc.Signal(started, inproc.Block(release, inproc.Echo)))
+	root := h.create("root", "", "slow")
+	done := make(chan TurnResult, 1)
+	go func() { res, _ := h.c.Send(context.Background(), root, "one turn", "", "", nil); done <- res }()
+	<-started
+	h.clock.Advance(time.Hour) // the arrival's checkpoint, while busy
+	close(release)
+	if res := <-done; res.Err != nil {
+		t.Fatalf("turn: %v", res.Err)
+	}
 	h.quiet()
-	h.clock.BlockUntil(1) // the writer sleeps on the clock
 	h.clock.Advance(time.Hour)
-	h.c.snaps.Wait()
-	a, _ := h.c.agent(root)
-	a.ckptMu.Lock()
-	ckpt := a.ckptSeq
-	a.ckptMu.Unlock()
+	h.wantCheckpointAtLogEnd(root, "after the turn ended")
+}
+
+// TestAgentAtRestIsCheckpointedWhenItsLogGrows: a gated agent runs no turn,
+// yet its log grows with every message sent to it; it is checkpointed at
+// its log's end once SessionSaveDelay has passed, with one timer for the
+// whole burst (not one per message).
+func TestAgentAtRestIsCheckpointedWhenItsLogGrows(t *testing.T) {
+	h := newHarness(t, withFakeClock, func(h *harness) { h.noWake, h.saveDelay = true, time.Hour })
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "echo")
+	h.tool(root, "gate", map[string]any{"agent_name": "kid"})
+	h.clock.Advance(time.Hour)
+	h.wantCheckpointAtLogEnd(kid, "after the gate")
+	for i := range 10 {
+		h.tool(root, "send_message", map[string]any{"recipient": "kid", "text": fmt.Sprint("message ", i)})
+	}
+	if n := h.c.sched.Pending(); n != 2 {
+		t.Fatalf("%d timers armed after a burst of 10 messages, want 2 (one checkpoint each for the sender and the gated agent)", n)
+	}
+	h.clock.Advance(time.Hour)
+	h.wantCheckpointAtLogEnd(kid, "after 10 messages to the gated agent")
+	if n := h.count(kid, "message.enqueued"); n != 10 {
+		t.Fatalf("%d messages logged, want 10", n)
+	}
+}
+
+// wantCheckpointAtLogEnd fails the test unless agent id's checkpoint, in
+// memory and on disk, is at its log's last line.
+func (h *harness) wantCheckpointAtLogEnd(id, when string) {
+	h.t.Helper()
+	a, _ := h.c.agent(id)
+	ckpt := a.ckptSeq.Load()
 	a.mu.Lock()
 	last := a.p.LastSeq
 	a.mu.Unlock()
 	if ckpt == 0 || ckpt != last {
-		t.Fatalf("checkpoint at seq %d after the turn ended, log ends at %d; want the checkpoint at the log's end", ckpt, last)
+		h.t.Fatalf("%s: checkpoint at seq %d, log ends at %d; want the checkpoint at the log's end", when, ckpt, last)
 	}
-	_, r, err := checkpoint.Read(h.c.fs, h.c.agentDir(root))
+	_, r, err := checkpoint.Read(h.c.fs, h.c.agentDir(id))
 	if err != nil || r.Seq != last {
-		t.Fatalf("checkpoint on disk: seq %d, %v; want seq %d", r.Seq, err, last)
+		h.t.Fatalf("%s: checkpoint on disk: seq %d, %v; want seq %d", when, r.Seq, err, last)
 	}
 }

@@ -53,12 +53,12 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 	opts.MustExist = replay != nil
 	opts.Resume = resume
 	opts.OnAppend = func(es []eventlog.Entry) {
-		a := *target
-		for _, e := range es {
-			if a != nil {
-				if err := a.apply(e); err != nil {
-					c.log.Error("applying logged event", "agent", id, "seq", e.Seq, "event", e.Event, "err", err)
-				}
+		if a := *target; a != nil {
+			due := a.applyCommitted(es, c.opts.CheckpointEvery, func(e eventlog.Entry, err error) {
+				c.log.Error("applying logged event", "agent", id, "seq", e.Seq, "event", e.Event, "err", err)
+			})
+			if due {
+				c.checkpointSoon(a)
 			}
 		}
 		c.bus.Publish(id, es)

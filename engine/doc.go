@@ -58,12 +58,15 @@
 // damage: an agent whose earlier lines fail is listed corrupt, as a full
 // fold would have listed it, and its checkpoint is removed.
 //
-// A checkpoint is written by the session.json writer after a turn when
-// the agent's log has grown since its last one: by any entry once the agent
-// is at rest, by CoreOptions.CheckpointEvery entries (256 by default) while
-// it runs a turn; after recovery for every log it folded lines of; and at
-// Close for every log that grew at all. So a kill -9 leaves lines to fold
-// after the checkpoints only in the logs of agents that were busy. In memory the same
+// A checkpoint is written SessionSaveDelay after the agent's log has grown
+// since its last one (a scheduler timer, one at a time per agent:
+// checkpointSoon): by any entry while the agent is at rest (a message to a
+// gated agent included), by CoreOptions.CheckpointEvery entries (256 by
+// default) while it runs a turn, and once more when a turn ends, since its
+// last entries were logged while it was busy; after recovery for every log
+// it folded lines of; and at Close for every log that grew at all. So a
+// kill -9 leaves lines to fold after the checkpoints only in the logs of
+// agents that were busy, or had grown within the last delay. In memory the same
 // compact forms are used: message ids in a sorted array of 16-byte values,
 // sent messages as ids and the offset of their tool.call line (the envelope
 // is read back only to redeliver it), and recorded tool calls only while
@@ -90,8 +93,9 @@
 //     the goroutine that commits a group of appends, after the entries are
 //     durable: it folds them into the agent's projection (a.mu) and
 //     publishes them on the bus.
-//   - Helpers owned by the Core: the session.json and checkpoint writers
-//     (c.snaps, package snapsave; Close waits for them), the recovery
+//   - Helpers owned by the Core: the session.json writers (c.snaps,
+//     package snapsave; Close waits for them), the checkpoint timers
+//     (c.sched, checkpointSoon), the recovery
 //     loaders (agentload.Loader.LoadAll, joined before it returns) and the
 //     scrub (c.sched), the lease watches of a cluster store (c.claims,
 //     package claims, ended by c.ctx).

@@ -349,7 +349,7 @@ func (c *Core) adoptLoaded(r *agentload.Agent[**agent]) *loaded {
 	}
 	l.a = newAgent(r.ID, r.Log, r.State)
 	if r.Resumed != nil {
-		l.a.ckptSeq = r.Resumed.Seq
+		l.a.ckptSeq.Store(r.Resumed.Seq)
 	}
 	*r.Binding = l.a
 	return l

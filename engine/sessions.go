@@ -177,14 +177,10 @@ func (c *Core) history(a *agent) (history.History, error) {
 }
 
 // saveSession updates the agent's session.json snapshot through f and has
-// it written in the background (package snapsave); after each write the
-// writer also writes the agent's checkpoint when its log has grown enough.
+// it written in the background (package snapsave). (Checkpoints follow the
+// log's growth, not these saves: checkpointSoon.)
 func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
-	c.snaps.Update(&a.snap, a.id, f, func() {
-		if every := c.opts.CheckpointEvery; every > 0 {
-			c.writeCheckpoint(a, c.checkpointMin(a, every))
-		}
-	})
+	c.snaps.Update(&a.snap, a.id, f, nil)
 }
 
 // saveDelay waits SessionSaveDelay on the core's clock, or until the core

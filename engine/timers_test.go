@@ -155,8 +155,8 @@ func TestCloseWaitsForAFiringReminder(t *testing.T) {
 	}
 }
 
-// TestNothingFiresAfterClose: after Close, due deadlines, reminders and the
-// periodic sweep do nothing: no timer is left on the clock and moving it
+// TestNothingFiresAfterClose: after Close, due deadlines, reminders, the
+// at-rest checkpoint and the periodic sweep do nothing: no timer is left on the clock and moving it
 // touches no file.
 func TestNothingFiresAfterClose(t *testing.T) {
 	h := newHarness(t, withFakeClock)
@@ -165,8 +165,8 @@ func TestNothingFiresAfterClose(t *testing.T) {
 	h.send(id, "ask")
 	h.tool(id, "remind_me", map[string]any{"reason": "tick", "timeout": 10, "every": 10})
 	h.c.SweepEvery(30 * time.Second)
-	if n := h.c.sched.Pending(); n != 3 {
-		t.Fatalf("%d timers armed, want 3 (deadline, reminder, sweep)", n)
+	if n := h.c.sched.Pending(); n != 4 {
+		t.Fatalf("%d timers armed, want 4 (deadline, reminder, sweep, the checkpoint of the agent at rest)", n)
 	}
 	if err := h.c.Close(context.Background()); err != nil {
 		t.Fatal(err)

@@ -350,6 +350,8 @@ func (c *Core) finishTurn(a *agent, outcome, from string) {
 	a.deferred = nil
 	completing := a.completing
 	a.mu.Unlock()
+	// At rest now: the turn's last entries were logged while it was busy.
+	c.checkpointSoon(a)
 	if outcome != "" {
 		c.fireTransition(a, "busy", to)
 	}

@@ -87,8 +87,8 @@ type Writer struct {
 }
 
 // Update changes agent id's snapshot through f (UpdatedAt is stamped) and
-// has it written in the background; after runs after each write, on the
-// writer goroutine (the engine writes the agent's checkpoint there).
+// has it written in the background; after (if not nil) runs after each
+// write, on the writer goroutine.
 func (w *Writer) Update(s *Snapshot, id string, f func(*session.Session), after func()) {
 	s.mu.Lock()
 	s.change(id, w.Now, f)
@@ -112,7 +112,9 @@ func (w *Writer) Update(s *Snapshot, id string, f func(*session.Session), after 
 			if err := w.Flush(s); err != nil {
 				w.log().Error("saving session.json", "agent", id, "err", err)
 			}
-			after()
+			if after != nil {
+				after()
+			}
 			s.mu.Lock()
 			if !s.dirty {
 				s.saving = false
