@@ -56,41 +56,31 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 	a.ckptSeq.Store(seq)
 }
 
-// checkpointSoon has the agent's checkpoint written once SessionSaveDelay
-// has passed (a timer of the scheduler, so Close cancels it or waits for
-// it; Close then writes every checkpoint itself). At most one is armed
-// per agent: a log that keeps growing (a message storm to a gated agent,
-// a long turn) gets one checkpoint per delay, not one per entry. The
-// commits of an agent's log ask for one when the log has grown enough
-// (applyCommitted), and so does the end of a turn, once the agent is at
-// rest: its last entries were logged while it was busy.
+// checkpointSoon has the agent's checkpoint written, at its log's end
+// then, once SessionSaveDelay has passed (a timer of the scheduler, so
+// Close cancels it or waits for it; Close then writes every checkpoint
+// itself). At most one is armed per agent: a log that keeps growing (a
+// message storm to a gated agent, a long turn) gets one checkpoint per
+// delay, not one per entry. The commits of an agent's log ask for one when
+// the log has grown enough (applyCommitted: by any entry at rest, by
+// CheckpointEvery while a turn runs, so that a long turn is not
+// checkpointed every delay), and so does the end of a turn, once the agent
+// is at rest: its last entries were logged while it was busy. A timer that
+// comes due while the agent is busy again writes all the same: a kill -9
+// then leaves to fold, in any log, what it grew by in the last delay and,
+// in the logs of the turns running, fewer than CheckpointEvery entries
+// more.
 func (c *Core) checkpointSoon(a *agent) {
-	every := c.opts.CheckpointEvery
-	if every <= 0 || c.clustered() || !a.ckptArmed.CompareAndSwap(false, true) {
+	if c.opts.CheckpointEvery <= 0 || c.clustered() || !a.ckptArmed.CompareAndSwap(false, true) {
 		return
 	}
 	armed := c.sched.After(max(c.opts.SessionSaveDelay, 0), func() {
 		a.ckptArmed.Store(false)
-		c.writeCheckpoint(a, c.checkpointMin(a, every))
+		c.writeCheckpoint(a, 1)
 	})
 	if !armed { // the core is closing: Close writes the checkpoints
 		a.ckptArmed.Store(false)
 	}
-}
-
-// checkpointMin is how many entries an agent's log must have grown by
-// since its checkpoint for checkpointSoon's timer to write a new one:
-// CheckpointEvery while it runs a turn, any once it is at rest. A kill -9
-// then leaves lines to fold after the checkpoints only in the logs of the
-// agents that were busy (or whose writer had not run yet), not up to
-// CheckpointEvery-1 in every log.
-func (c *Core) checkpointMin(a *agent, every int) uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.busy {
-		return uint64(every)
-	}
-	return 1
 }
 
 // removeCheckpoint removes an agent's checkpoint (its log failed a check).

@@ -143,9 +143,9 @@ func TestTornCheckpointFallsBackToFullFold(t *testing.T) {
 // few entries it grew by, so that a kill -9 leaves no tail to fold for
 // agents at rest; recovering from that checkpoint folds nothing. The
 // checkpoint the message's arrival asked for comes due while the turn
-// still runs (and is skipped: the log has not grown by CheckpointEvery),
-// and the turn's own entries are logged while it is busy: the end of the
-// turn must ask for one.
+// still runs (so it is written in the middle of the turn), and the turn's
+// own entries are logged while it is busy (too few to ask for one): the end
+// of the turn must ask.
 func TestIdleAgentIsCheckpointedAtItsLogEnd(t *testing.T) {
 	h := newHarness(t, withFakeClock, func(h *harness) { h.noWake, h.saveDelay = true, time.Hour })
 	release := make(chan struct{})

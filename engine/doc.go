@@ -63,10 +63,11 @@
 // checkpointSoon): by any entry while the agent is at rest (a message to a
 // gated agent included), by CoreOptions.CheckpointEvery entries (256 by
 // default) while it runs a turn, and once more when a turn ends, since its
-// last entries were logged while it was busy; after recovery for every log
-// it folded lines of; and at Close for every log that grew at all. So a
-// kill -9 leaves lines to fold after the checkpoints only in the logs of
-// agents that were busy, or had grown within the last delay. In memory the same
+// last entries were logged while it was busy; the timer writes at the
+// log's end whatever the agent does by then. Also after recovery for every
+// log it folded lines of, and at Close for every log that grew at all. So
+// a kill -9 leaves to fold, in any log, what it grew by in the last delay,
+// and in the logs of the turns running fewer than CheckpointEvery more. In memory the same
 // compact forms are used: message ids in a sorted array of 16-byte values,
 // sent messages as ids and the offset of their tool.call line (the envelope
 // is read back only to redeliver it), and recorded tool calls only while
