@@ -3,14 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
-	"sort"
-	"time"
 
 	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/multiplexer"
-	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/tree"
 )
@@ -99,155 +96,6 @@ func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model
 		}
 		return TurnResult{}, failf(ErrUnavailable, "request ended before the turn did (%w); the turn goes on", ctx.Err())
 	}
-}
-
-// AgentView is one agent as agent.list and agent.inspect show it.
-type AgentView struct {
-	ID        string
-	Name      string
-	Path      string
-	ParentID  string
-	Status    string
-	Provider  string
-	Model     string
-	Pending   int
-	Wait      *WaitInfo
-	LastError string
-	Error     string
-	// Degraded says why the agent's log refuses appends, or which run end
-	// it has not logged yet ("" when neither).
-	Degraded string
-	Usage    provider.Usage
-	// CreatedAt is when the agent was created; LastTurnAt when its latest
-	// turn started (zero: none yet).
-	CreatedAt, LastTurnAt time.Time
-}
-
-func (c *Core) view(a *agent) AgentView {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	v := AgentView{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, Status: c.statusLocked(a),
-		Provider: a.p.Provider, Model: a.p.Model, Pending: a.p.Pending.Len(), LastError: a.p.LastError, Usage: a.p.Usage,
-		CreatedAt: a.p.CreatedTS}
-	if a.p.Run != nil {
-		v.LastTurnAt = a.p.Run.StartedAt
-	}
-	v.Path = c.tree.Path(a.id)
-	if v.Path == "" {
-		v.Path = a.p.Name
-	}
-	if r := a.p.Run; r != nil && !r.Ended && r.Wait != nil {
-		v.Wait = waitView(r.Wait, r.RunID)
-	}
-	v.Degraded = a.degradedLocked()
-	if a.corrupt != nil {
-		v.Error = a.corrupt.Error() + repairAdvice(a.id, a.corrupt)
-	}
-	return v
-}
-
-// List returns every agent, depth-first from the roots, then corrupt ones.
-func (c *Core) List() []AgentView {
-	var out []AgentView
-	seen := map[string]bool{}
-	for _, id := range c.tree.Walk() {
-		if a, ok := c.agent(id); ok {
-			out = append(out, c.view(a))
-			seen[id] = true
-		}
-	}
-	var rest []AgentView
-	for _, a := range c.agentList() {
-		if !seen[a.id] {
-			rest = append(rest, c.view(a))
-		}
-	}
-	sort.Slice(rest, func(i, j int) bool { return rest[i].ID < rest[j].ID })
-	return append(out, rest...)
-}
-
-// AgentDetail is one agent as agent.inspect shows it: its list view,
-// children, settings and one page of its inbox.
-type AgentDetail struct {
-	AgentView
-	Children     []ChildView
-	Cwd          string
-	Inbox        []InboxItem
-	HasMore      bool   // more pending messages follow the page
-	InboxNextSeq uint64 // the since_seq of the next page (when HasMore)
-	Metadata     map[string]string
-	Gated        bool
-	Instructions string
-	// LastSeq is the seq of the agent's last entry, when its log is open
-	// (HasLog): agent.log since_seq from here reads what happens next.
-	HasLog  bool
-	LastSeq uint64
-}
-
-// ChildView is a child as agent.inspect lists it.
-type ChildView struct{ ID, Name, Status string }
-
-// InboxItem is one pending message as agent.inspect shows it.
-type InboxItem struct {
-	From, Text, MessageID, Kind string
-	Timestamp                   time.Time
-	Seq                         uint64
-}
-
-// Inspect describes one agent in detail, with the first page of its inbox.
-func (c *Core) Inspect(agentID string) (AgentDetail, error) {
-	return c.InspectPage(agentID, 0, 0)
-}
-
-// InspectPage describes one agent in detail, with one page of its inbox:
-// the pending messages logged after sinceSeq, at most limit of them (0:
-// the default page size) and about pageBytes of text; InboxNextSeq is
-// the since_seq of the next page, set while more messages follow.
-func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (AgentDetail, error) {
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	a, ok := c.agent(agentID)
-	if !ok {
-		return AgentDetail{}, notFound(agentID)
-	}
-	d := AgentDetail{AgentView: c.view(a), Children: []ChildView{}}
-	for _, id := range c.tree.Children(a.id) {
-		if ch, okc := c.agent(id); okc {
-			d.Children = append(d.Children, ChildView{ID: id, Name: ch.name(), Status: c.status(ch)})
-		}
-	}
-	a.mu.Lock()
-	d.Cwd = a.p.Cwd
-	msgs := a.p.Pending.PeekAfter(sinceSeq, limit+1)
-	d.Metadata = make(map[string]string, len(a.p.Metadata))
-	for k, v := range a.p.Metadata {
-		d.Metadata[k] = v
-	}
-	d.Gated = a.p.Gated
-	d.Instructions = a.p.Instructions
-	a.mu.Unlock()
-	var size int64
-	for i, msg := range msgs {
-		if size += int64(msg.Size()); i == limit || (i > 0 && size > pageBytes) {
-			d.HasMore, d.InboxNextSeq = true, msgs[i-1].Ref.Seq
-			msgs = msgs[:i]
-			break
-		}
-	}
-	msgs, err := c.fillPayloads(a.id, msgs)
-	if err != nil {
-		return AgentDetail{}, err
-	}
-	if a.log != nil {
-		d.HasLog, d.LastSeq = true, a.log.LastSeq()
-	}
-	d.Inbox = make([]InboxItem, 0, len(msgs))
-	for _, msg := range msgs {
-		d.Inbox = append(d.Inbox, InboxItem{From: c.displayName(msg.Sender), Text: msg.Payload,
-			MessageID: msg.ID, Kind: string(msg.Kind), Timestamp: msg.Timestamp, Seq: msg.Ref.Seq})
-	}
-	return d, nil
 }
 
 // Log returns an agent's log entries from a seq, all of them (tests and

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 
+	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"
 )
@@ -67,28 +68,7 @@ func (a *agent) degradedLocked() string {
 	if a.log == nil {
 		return ""
 	}
-	err := a.log.Degraded()
-	owedText := a.owed.Describe()
-	if err == nil && owedText == "" && a.released == nil {
-		return ""
-	}
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
-	if a.released != nil {
-		if msg != "" {
-			msg += "; "
-		}
-		msg += "released by this daemon (" + a.released.Error() + "): its turns run on the daemon that claimed it"
-	}
-	if owedText != "" {
-		if msg != "" {
-			msg += "; "
-		}
-		msg += owedText
-	}
-	return msg
+	return views.Degraded(a.log.Degraded(), a.released, a.owed.Describe())
 }
 
 // DegradedCount is the number of agents whose log refuses appends or owes

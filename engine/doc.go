@@ -3,8 +3,10 @@
 // toolexec against the Core as their environment, toolenv.go), schedules
 // wake turns, reminders and wait deadlines, and recovers everything from the
 // event logs at start. Package daemon serves it over the socket; the Core's
-// exported methods (api.go, api_edge.go) return typed views and domain
-// errors (errors.go), which the daemon maps to the wire.
+// exported methods (api.go, api_edge.go, views.go) return typed views and
+// domain errors (errors.go), which the daemon maps to the wire. The views
+// are built by package views from snapshots the Core copies under an
+// agent's lock (views.go).
 //
 // # State and the projection
 //
@@ -141,8 +143,9 @@
 //
 // Each package the engine's state was split into documents its own locks
 // in its package doc (agentload, claims, extcall, gone, logpage, owed,
-// reserve, snapsave, subs); this section is the one place their order is
-// written.
+// reserve, snapsave, subs; views takes none: the Core reads an agent's
+// snapshot under a.mu and builds its views after releasing it); this
+// section is the one place their order is written.
 //
 // # Events written besides those fixed by the specification
 //

@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/warren-dev/warren/engine/internal/gone"
-	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/engine/internal/views"
 )
 
 // The terminated agents the daemon remembers (package gone), in c.gone
@@ -16,17 +14,6 @@ func (c *Core) gonePath(id string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.gone.Path(id, c.tree.Path)
-}
-
-// TerminatedView is a terminated agent as agent.list shows it. Known says
-// its log was read (provider, model, usage and times are set).
-type TerminatedView struct {
-	ID, Name, Path, ParentID string
-	Known                    bool
-	Provider, Model          string
-	Usage                    provider.Usage
-	CreatedAt, LastTurnAt    time.Time
-	TerminatedAt             time.Time
 }
 
 // TerminatedList describes the terminated agents (agent.list items with
@@ -47,12 +34,7 @@ func (c *Core) TerminatedList() []TerminatedView {
 	c.mu.Unlock()
 	out := make([]TerminatedView, 0, len(items))
 	for _, it := range items {
-		v := TerminatedView{ID: it.ID, Name: it.Name, Path: c.gonePath(it.ID), ParentID: it.ParentID}
-		if in := it.Info; in != nil {
-			v.Known, v.Provider, v.Model, v.Usage = true, in.Provider, in.Model, in.Usage
-			v.CreatedAt, v.LastTurnAt, v.TerminatedAt = in.CreatedAt, in.LastTurnAt, in.TerminatedAt
-		}
-		out = append(out, v)
+		out = append(out, views.Terminated(it, c.gonePath(it.ID)))
 	}
 	return out
 }

@@ -326,16 +326,3 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 	}
 	return nil
 }
-
-func waitView(w *waitRec, runID string) *WaitInfo {
-	return &WaitInfo{RunID: runID, Kind: w.Kind, Prompt: w.Prompt, TokenID: w.TokenID, Deadline: w.Deadline, State: w.TokenState}
-}
-
-// WaitInfo is a run's wait as a turn result and the agent views show it:
-// never the secret. State is the resume token's state (live, consumed,
-// revoked, expired).
-type WaitInfo struct {
-	RunID, Kind, Prompt, TokenID string
-	Deadline                     time.Time
-	State                        string
-}
