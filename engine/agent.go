@@ -8,6 +8,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/engine/internal/owed"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
+	"github.com/warren-dev/warren/engine/internal/waits"
 	"github.com/warren-dev/warren/store"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -32,13 +33,12 @@ type agent struct {
 	// snapsave, with its own locks).
 	snap snapsave.Snapshot
 
-	busy          bool              // a turn is running or being started
-	cur           *activeTurn       // the running turn
-	permit        bool              // permit_turn: one turn while gated
-	deferred      []func()          // work after the current turn ends
-	pendingSpawns []CreateSpec      // children spawned in the current turn
-	secrets       map[string]string // run id -> resume token minted in it, until handed out
-	completing    bool              // complete was called: terminate after the turn
+	busy          bool         // a turn is running or being started
+	cur           *activeTurn  // the running turn
+	permit        bool         // permit_turn: one turn while gated
+	deferred      []func()     // work after the current turn ends
+	pendingSpawns []CreateSpec // children spawned in the current turn
+	completing    bool         // complete was called: terminate after the turn
 	// held: the last turn failed; no automatic wake on the same messages
 	// until a poke, a new message or a successful turn.
 	held bool
@@ -55,9 +55,10 @@ type agent struct {
 	released error
 	// owed is the end of the open run that could not be logged (package
 	// owed, with its own locks; degraded.go).
-	owed      owed.End
-	resumeRes map[string]chan struct{} // token id -> closed when the resumed run ends
-	resumeOut map[string]TurnResult
+	owed owed.End
+	// resumes are the secrets minted in its runs until handed out and
+	// the results a repeated resume shares (package waits, its own lock).
+	resumes waits.Resumes[TurnResult]
 	// cursors remember where the next agent.log pages start (their own
 	// lock, package logpage).
 	cursors logpage.Cursors
@@ -77,12 +78,9 @@ type activeTurn struct {
 
 func newAgent(id string, log store.Log, p *projection) *agent {
 	return &agent{
-		id:        id,
-		log:       log,
-		p:         p,
-		secrets:   map[string]string{},
-		resumeRes: map[string]chan struct{}{},
-		resumeOut: map[string]TurnResult{},
+		id:  id,
+		log: log,
+		p:   p,
 	}
 }
 
@@ -94,14 +92,6 @@ func (a *agent) cancelTurn() {
 	if cur != nil {
 		cur.cancel()
 	}
-}
-
-// takeMintedSecret hands out the resume token minted in a run, once. The
-// caller holds a.mu.
-func (a *agent) takeMintedSecret(runID string) string {
-	s := a.secrets[runID]
-	delete(a.secrets, runID)
-	return s
 }
 
 // snapshot returns a copy of the fields read paths need, under the lock.

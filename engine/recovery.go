@@ -483,7 +483,5 @@ func (c *Core) liveSecret(agentID, runID string) string {
 	if !ok {
 		return ""
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.secrets[runID]
+	return a.resumes.Secret(runID)
 }

@@ -2,66 +2,46 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/waits"
 	"github.com/warren-dev/warren/eventlog"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
-	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
-	"github.com/warren-dev/warren/token"
 	"github.com/warren-dev/warren/tools"
 )
 
-// defaultWaitTimeout applies to await_input without a timeout.
-const defaultWaitTimeout = 24 * time.Hour
+// The waits of the agents (await_input, resume, cancel, the deadline
+// sweep) are decided and ordered in package waits; the Core looks the
+// agent up and carries out each step through waitAgent below.
+
+// waitOps is package waits over the Core's token service and clock.
+func (c *Core) waitOps() waits.Waits[TurnResult] {
+	return waits.Waits[TurnResult]{Tokens: c.tokens, Now: c.now, Result: resumeResult}
+}
+
+// resumeResult is the result of a resume answered without a turn of its
+// own.
+func resumeResult(runID, status, response string) TurnResult {
+	return TurnResult{Response: response, RunID: runID, Status: status}
+}
 
 // beginWait suspends the run: it mints a resume token, logs run.waiting and
 // token.minted in one write, and ends the turn (ErrRunSuspended).
 func (c *Core) beginWait(a *agent, v tools.AwaitInput, cc callCtx) error {
-	timeout := v.Timeout
-	if timeout <= 0 {
-		timeout = defaultWaitTimeout
-	}
-	deadline := c.now().UTC().Add(timeout)
-	tok, secret, err := token.Mint(a.id, cc.runID, deadline)
+	deadline, err := c.waitOps().Begin(waitAgent{c, a}, v, cc.runID, cc.turn)
 	if err != nil {
-		return fmt.Errorf("minting a resume token: %w", err)
-	}
-	a.mu.Lock()
-	a.secrets[cc.runID] = secret
-	a.mu.Unlock()
-	_, err = a.log.AppendBatch([]eventlog.Record{
-		{Event: schema.RunWaiting, Data: schema.RunWaitingData{RunID: cc.runID, WaitKind: v.Kind, Prompt: v.Prompt,
-			TokenID: tok.ID, Deadline: deadline.Format(time.RFC3339Nano), SecretHash: tok.SecretHash, Turn: cc.turn}},
-		{Event: schema.TokenMinted, Data: schema.TokenData{TokenID: tok.ID, RunID: cc.runID}},
-	})
-	if err != nil {
-		a.mu.Lock()
-		delete(a.secrets, cc.runID)
-		a.mu.Unlock()
-		return fmt.Errorf("logging run.waiting: %w", err)
-	}
-	if err := c.tokens.Add(tok); err != nil {
-		return fmt.Errorf("registering the resume token: %w", err)
+		return err
 	}
 	c.armDeadline(deadline)
 	c.noticeWaitOf(a)
 	return provider.ErrRunSuspended
 }
 
-// armDeadline schedules a sweep for the first instant a wait is overdue
-// (a token expires once the clock is past its deadline). Should the sweep
-// find the clock not past it yet (the wall clock stepped back), it arms
-// itself again.
+// armDeadline schedules a sweep for the first instant a wait is overdue.
 func (c *Core) armDeadline(deadline time.Time) {
-	c.sched.At(deadline.Add(time.Nanosecond), func() {
-		c.sweepWaits()
-		if !c.now().After(deadline) {
-			c.armDeadline(deadline)
-		}
-	})
+	c.waitOps().Arm(c.sched.At, deadline, c.sweepWaits)
 }
 
 // SweepWaits expires every wait whose deadline passed: run.interrupted
@@ -82,42 +62,24 @@ func (c *Core) SweepEvery(interval time.Duration) {
 
 // sweepWaits is SweepWaits on a goroutine the scheduler tracks already.
 func (c *Core) sweepWaits() {
-	expired := c.tokens.Expire(c.now(), func(t token.Token) error {
-		a, ok := c.agent(t.AgentID)
+	c.waitOps().Sweep(func(id string) (waits.Agent[TurnResult], bool) {
+		a, ok := c.agent(id)
 		if !ok {
-			return nil
+			return nil, false
 		}
-		_, err := a.log.AppendBatch([]eventlog.Record{
-			{Event: schema.RunInterrupted, Data: schema.RunInterruptedData{RunID: t.RunID, Reason: schema.ReasonWaitTimeout}},
-			{Event: schema.TokenExpired, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
-		})
-		return err
+		return waitAgent{c, a}, true
 	})
-	for _, t := range expired {
-		if a, ok := c.agent(t.AgentID); ok {
-			c.saveSession(a, func(s *session.Session) { s.State = session.StateIdle })
-			c.fireTransition(a, "waiting", "idle")
-			c.wake(a)
-		}
-	}
 }
 
 // revokeToken revokes a live token (token.revoked with the reason).
 func (c *Core) revokeToken(a *agent, tokenID, runID, reason string) error {
-	err := c.tokens.Revoke(tokenID, reason, func(t token.Token) error {
-		_, err := a.log.Append(schema.TokenRevoked, schema.TokenData{TokenID: tokenID, RunID: runID, Reason: reason})
-		return err
-	})
-	if err != nil && !errors.Is(err, token.ErrRejected) {
-		return fmt.Errorf("revoking token %s: %w", tokenID, err)
-	}
-	return nil
+	return c.waitOps().Revoke(waitAgent{c, a}, tokenID, runID, reason)
 }
 
 // Resume resumes a suspended run (token and response) or re-runs an
 // interrupted one (no token). It returns when the resumed turn ends.
 func (c *Core) Resume(ctx context.Context, agentID, presented, response string) (TurnResult, error) {
-	return c.resume(ctx, agentID, presented, "", response)
+	return c.resume(ctx, agentID, waits.Request{Presented: presented, Response: response})
 }
 
 // ResumeByID answers the wait whose public token id is tokenID, as the
@@ -127,148 +89,16 @@ func (c *Core) ResumeByID(ctx context.Context, agentID, tokenID, response string
 	if tokenID == "" {
 		return TurnResult{}, failf(ErrInvalid, "an empty token_id names no wait; list the pending waits with warren waits")
 	}
-	return c.resume(ctx, agentID, "", tokenID, response)
+	return c.resume(ctx, agentID, waits.Request{TokenID: tokenID, Response: response})
 }
 
-// resume is Resume (presented: the client string with the secret) or
-// ResumeByID (tokenID: the public id); with neither it re-runs an
-// interrupted run.
-func (c *Core) resume(ctx context.Context, agentID, presented, tokenID, response string) (TurnResult, error) {
+func (c *Core) resume(ctx context.Context, agentID string, req waits.Request) (TurnResult, error) {
 	a, ok := c.agent(agentID)
 	if !ok {
 		return TurnResult{}, notFound(agentID)
 	}
-	a.mu.Lock()
-	var run runFacts
-	if r := a.p.Run; r != nil {
-		run = *r
-	}
-	a.mu.Unlock()
-	if presented == "" && tokenID == "" {
-		return c.resumeInterrupted(ctx, a, run)
-	}
-	runID := run.RunID
-	if run.Wait == nil || run.Ended {
-		// No wait now: only a repeat of a resume that consumed the token
-		// can succeed; the token service decides.
-		tokID := tokenID
-		if presented != "" {
-			var perr error
-			if tokID, _, perr = token.Parse(presented); perr != nil {
-				return TurnResult{}, failf(ErrTokenRejected, "%w", perr)
-			}
-		}
-		t, known := c.tokens.Get(tokID)
-		if !known {
-			return TurnResult{}, failf(ErrTokenRejected, "token rejected: agent %s has no wait to resume", a.name())
-		}
-		runID = t.RunID
-	}
-	c.settleSuspending(ctx, a, runID)
-	consume := func(commit func(token.Token) error) (token.Token, bool, error) {
-		if tokenID != "" {
-			t, err := c.tokens.ConsumeByID(a.id, runID, tokenID, response, c.now(), commit)
-			return t, false, err
-		}
-		return c.tokens.Consume(a.id, runID, presented, response, c.now(), commit)
-	}
-	tok, repeat, err := consume(func(t token.Token) error {
-		if err := c.claim(a); err != nil {
-			return err
-		}
-		_, err := a.log.AppendBatch([]eventlog.Record{
-			{Event: schema.TokenConsumed, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
-			{Event: schema.RunResumed, Data: schema.RunResumedData{RunID: t.RunID, TokenID: t.ID, Response: response}},
-		})
-		if err != nil {
-			a.mu.Lock()
-			a.busy = false
-			a.mu.Unlock()
-			return fmt.Errorf("logging the resume: %w", err)
-		}
-		a.mu.Lock()
-		a.resumeRes[t.ID] = make(chan struct{})
-		a.mu.Unlock()
-		return nil
-	})
-	if err != nil {
-		var de *domainError
-		switch {
-		case errors.As(err, &de):
-			return TurnResult{}, err
-		case errors.Is(err, token.ErrRejected):
-			return TurnResult{}, failf(ErrTokenRejected, "%w", err)
-		}
-		return TurnResult{}, err
-	}
-	if repeat {
-		return c.repeatResume(ctx, a, tok.ID, runID, run)
-	}
-	res := <-c.startTurn(a, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
-		Model: run.Model, RunID: run.RunID, Turn: run.Turn, From: "waiting"})
-	a.mu.Lock()
-	a.resumeOut[tok.ID] = res
-	if ch := a.resumeRes[tok.ID]; ch != nil {
-		close(ch)
-	}
-	a.mu.Unlock()
-	return res, nil
-}
-
-// repeatResume answers a repeat of a successful resume (same token, same
-// response) without starting anything new: with the first resume's result
-// (waiting for it if its turn still runs, or from the log after a restart);
-// by finishing the run if a restart cut the first resume's turn off; and
-// with code 5 if that run ended without a result.
-func (c *Core) repeatResume(ctx context.Context, a *agent, tokenID, runID string, run runFacts) (TurnResult, error) {
-	a.mu.Lock()
-	ch, live := a.resumeRes[tokenID]
-	a.mu.Unlock()
-	if live {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return TurnResult{}, ctx.Err()
-		}
-		a.mu.Lock()
-		res := a.resumeOut[tokenID]
-		a.mu.Unlock()
-		return res, nil
-	}
-	a.mu.Lock()
-	lr := a.p.LastResume
-	a.mu.Unlock()
-	if lr != nil && lr.TokenID == tokenID && lr.Completed {
-		return TurnResult{Response: lr.Result, RunID: runID, Status: "idle"}, nil
-	}
-	if run.RunID == runID && !run.Ended && run.Interrupted && run.Reason == schema.ReasonProcessRestart {
-		return c.resumeInterrupted(ctx, a, run)
-	}
-	return TurnResult{}, failf(ErrTokenRejected,
-		"token rejected: %s was consumed, and its run ended without a result", tokenID)
-}
-
-// resumeInterrupted re-runs a run interrupted by a restart. Tool calls the
-// log records for it are answered from the record.
-func (c *Core) resumeInterrupted(ctx context.Context, a *agent, run runFacts) (TurnResult, error) {
-	if run.RunID == "" || run.Ended || !run.Interrupted || run.Reason != schema.ReasonProcessRestart {
-		return TurnResult{}, failf(ErrWrongState,
-			"agent %s has no interrupted run to resume; to answer a wait pass --token and a response", a.name())
-	}
-	if err := c.claim(a); err != nil {
-		return TurnResult{}, err
-	}
-	if _, err := a.log.Append(schema.RunResumed, schema.RunResumedData{RunID: run.RunID}); err != nil {
-		c.release(a)
-		return TurnResult{}, fmt.Errorf("logging run.resumed: %w", err)
-	}
-	select {
-	case res := <-c.startTurn(a, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
-		Model: run.Model, RunID: run.RunID, Turn: run.Turn}):
-		return res, nil
-	case <-ctx.Done():
-		return TurnResult{RunID: run.RunID, Status: "running"}, nil
-	}
+	res, err := c.waitOps().Resume(ctx, waitAgent{c, a}, req)
+	return res, waitErr(err)
 }
 
 // Cancel cancels an agent's running turn, or its wait, or closes an
@@ -278,51 +108,126 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 	if !ok {
 		return notFound(agentID)
 	}
-	a.mu.Lock()
-	cur := a.cur
-	var run runFacts
-	if r := a.p.Run; r != nil {
-		run = *r
-	}
-	liveWait := a.hasLiveWait()
-	a.mu.Unlock()
-	if cur != nil {
-		cur.cancel()
-		select {
-		case <-cur.done:
-			return c.owedCancelErr(a)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if run.RunID == "" || run.Ended {
-		return failf(ErrWrongState, "agent %s has no running turn or wait to cancel", a.name())
-	}
-	if err := c.claim(a); err != nil {
+	return waitErr(c.waitOps().Cancel(ctx, waitAgent{c, a}))
+}
+
+// waitErr maps a refusal of package waits to the Core's domain error.
+func waitErr(err error) error {
+	r, ok := err.(*waits.Refusal)
+	if !ok {
 		return err
 	}
-	defer c.release(a)
+	kind := map[waits.Kind]error{waits.Rejected: ErrTokenRejected, waits.WrongState: ErrWrongState,
+		waits.Unavailable: ErrUnavailable}[r.Kind]
+	return &domainError{kind: kind, err: r.Err}
+}
+
+// takeMintedSecret hands out the resume token minted in a run, once.
+func (a *agent) takeMintedSecret(runID string) string { return a.resumes.Take(runID) }
+
+// waitAgent is an agent as package waits acts on it.
+type waitAgent struct {
+	c *Core
+	a *agent
+}
+
+func (w waitAgent) ID() string   { return w.a.id }
+func (w waitAgent) Name() string { return w.a.name() }
+
+func (w waitAgent) State() waits.State {
+	a := w.a
 	a.mu.Lock()
-	_, _, _, owed := a.owed.Owed()
-	a.mu.Unlock()
-	if owed {
-		// The run ended already; only its end is not logged yet.
-		if err := c.flushOwed(a); err != nil {
-			return c.owedCancelErr(a)
+	defer a.mu.Unlock()
+	var s waits.State
+	if r := a.p.Run; r != nil {
+		s.Run = *r
+	}
+	s.LiveWait = a.hasLiveWait()
+	if cur := a.cur; cur != nil {
+		s.Turn = &waits.Running{Cancel: cur.cancel, Done: cur.done}
+	}
+	return s
+}
+
+func (w waitAgent) LastResume() (fold.Resume, bool) {
+	w.a.mu.Lock()
+	defer w.a.mu.Unlock()
+	if lr := w.a.p.LastResume; lr != nil {
+		return *lr, true
+	}
+	return fold.Resume{}, false
+}
+
+func (w waitAgent) Claim() error { return w.c.claim(w.a) }
+func (w waitAgent) Release()     { w.c.release(w.a) }
+
+func (w waitAgent) Unclaim() {
+	w.a.mu.Lock()
+	w.a.busy = false
+	w.a.mu.Unlock()
+}
+
+func (w waitAgent) Append(event string, data any) error {
+	_, err := w.a.log.Append(event, data)
+	return err
+}
+
+func (w waitAgent) AppendBatch(recs []eventlog.Record) error {
+	_, err := w.a.log.AppendBatch(recs)
+	return err
+}
+
+func (w waitAgent) Start(run fold.Run, from string) <-chan TurnResult {
+	return w.c.startTurn(w.a, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
+		Model: run.Model, RunID: run.RunID, Turn: run.Turn, From: from})
+}
+
+// Settle waits, bounded by ctx, while the turn that logged the wait being
+// answered is still unwinding: run.waiting is logged (and shown: the
+// run.waiting event, the USER notice, waits.list, agent attach) before the
+// turn has stopped its provider and released the agent. An answer sent the
+// moment the wait is shown then lands on the wait instead of finding the
+// agent mid-turn (code 2).
+func (w waitAgent) Settle(ctx context.Context, runID string) {
+	a := w.a
+	for {
+		changed := w.c.changed.Wait()
+		a.mu.Lock()
+		unwinding := a.busy && a.cur != nil && a.cur.runID == runID &&
+			a.p.Run != nil && a.p.Run.RunID == runID && a.p.Run.Wait != nil && !a.p.Run.Ended
+		a.mu.Unlock()
+		if !unwinding {
+			return
 		}
-		return nil
-	}
-	if liveWait {
-		if err := c.revokeToken(a, run.Wait.TokenID, run.RunID, schema.RevokeCancelled); err != nil {
-			return err
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
 		}
 	}
-	if _, err := a.log.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: run.RunID, Turn: run.Turn}); err != nil {
-		return logFailure(fmt.Errorf("logging turn.cancelled for agent %s: %w; the run is still open in the log and nothing else changed; retry agent cancel once the log accepts appends", a.name(), err))
+}
+
+func (w waitAgent) Resumes() *waits.Resumes[TurnResult] { return &w.a.resumes }
+
+func (w waitAgent) Owed() bool {
+	w.a.mu.Lock()
+	defer w.a.mu.Unlock()
+	_, _, _, owed := w.a.owed.Owed()
+	return owed
+}
+
+func (w waitAgent) FlushOwed() error { return w.c.flushOwed(w.a) }
+func (w waitAgent) OwedErr() error   { return w.c.owedCancelErr(w.a) }
+
+func (w waitAgent) Cancelled(waited bool) {
+	w.c.saveSession(w.a, func(s *session.Session) { s.State = session.StateIdle; s.Run = nil })
+	if waited {
+		w.c.fireTransition(w.a, "waiting", "idle")
 	}
-	c.saveSession(a, func(s *session.Session) { s.State = session.StateIdle; s.Run = nil })
-	if liveWait {
-		c.fireTransition(a, "waiting", "idle")
-	}
-	return nil
+}
+
+func (w waitAgent) Expired() {
+	w.c.saveSession(w.a, func(s *session.Session) { s.State = session.StateIdle })
+	w.c.fireTransition(w.a, "waiting", "idle")
+	w.c.wake(w.a)
 }
