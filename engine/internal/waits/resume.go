@@ -58,14 +58,11 @@ func (w Waits[R]) Resume(ctx context.Context, ag Agent[R], req Request) (R, erro
 
 // consume has the token service check the token and consume it for run
 // runID: under the token's lock the agent is claimed and the resume
-// logged. A rejection by the token service is a Refusal; an error of the
-// agent's steps is returned as the service wrapped it.
+// logged. A rejection by the token service (token.ErrRejected) is a
+// Refusal; an error of the agent's steps is returned as the service
+// wrapped it.
 func (w Waits[R]) consume(ag Agent[R], req Request, runID string) (token.Token, bool, error) {
-	var stepErr error
-	commit := func(t token.Token) error {
-		stepErr = commitResume(ag, t, req.Response)
-		return stepErr
-	}
+	commit := func(t token.Token) error { return commitResume(ag, t, req.Response) }
 	var (
 		tok    token.Token
 		repeat bool
@@ -76,7 +73,7 @@ func (w Waits[R]) consume(ag Agent[R], req Request, runID string) (token.Token, 
 	} else {
 		tok, repeat, err = w.Tokens.Consume(ag.ID(), runID, req.Presented, req.Response, w.Now(), commit)
 	}
-	if err != nil && stepErr == nil && errors.Is(err, token.ErrRejected) {
+	if err != nil && errors.Is(err, token.ErrRejected) {
 		err = refuse(Rejected, "%w", err)
 	}
 	return tok, repeat, err

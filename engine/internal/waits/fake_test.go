@@ -1,0 +1,194 @@
+package waits
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/warren-dev/warren/eventlog"
+	fold "github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/token"
+)
+
+// result is the turn result of the tests.
+type result struct{ RunID, Status, Response string }
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// clock is a settable clock that counts its reads.
+type clock struct {
+	mu    sync.Mutex
+	now   time.Time
+	reads int
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	return c.now
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+func newWaits(c *clock) Waits[result] {
+	return Waits[result]{Tokens: token.NewService(), Now: c.Now,
+		Result: func(runID, status, response string) result { return result{runID, status, response} }}
+}
+
+// fakeAgent is an agent record that logs each step it is asked to take.
+type fakeAgent struct {
+	id, name string
+
+	mu    sync.Mutex
+	steps []string
+	recs  []eventlog.Record // appended
+	state State
+	last  *fold.Resume
+	busy  bool
+
+	claimErr  error
+	appendErr error // every append fails with it
+	owed      bool
+	flushErr  error
+	owedErr   error
+	// turns yields the result of each turn Start runs (nil: the turn
+	// returns result{run, "idle", "done"} at once).
+	turns chan result
+	// started, if set, is sent the run id of each turn Start starts.
+	started chan string
+
+	resumes Resumes[result]
+}
+
+func newAgent(run fold.Run) *fakeAgent {
+	return &fakeAgent{id: "ag-1", name: "root/worker", state: State{Run: run}}
+}
+
+func (f *fakeAgent) step(format string, args ...any) {
+	f.mu.Lock()
+	f.steps = append(f.steps, fmt.Sprintf(format, args...))
+	f.mu.Unlock()
+}
+
+// took returns the steps so far, joined by "; ".
+func (f *fakeAgent) took() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strings.Join(f.steps, "; ")
+}
+
+func (f *fakeAgent) ID() string   { return f.id }
+func (f *fakeAgent) Name() string { return f.name }
+
+func (f *fakeAgent) State() State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
+}
+
+func (f *fakeAgent) LastResume() (fold.Resume, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last == nil {
+		return fold.Resume{}, false
+	}
+	return *f.last, true
+}
+
+func (f *fakeAgent) Claim() error {
+	f.step("claim")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.claimErr != nil {
+		return f.claimErr
+	}
+	if f.busy {
+		return errors.New("mid-turn")
+	}
+	f.busy = true
+	return nil
+}
+
+func (f *fakeAgent) Unclaim() {
+	f.step("unclaim")
+	f.mu.Lock()
+	f.busy = false
+	f.mu.Unlock()
+}
+
+func (f *fakeAgent) Release() {
+	f.step("release")
+	f.mu.Lock()
+	f.busy = false
+	f.mu.Unlock()
+}
+
+func (f *fakeAgent) Append(event string, data any) error {
+	return f.AppendBatch([]eventlog.Record{{Event: event, Data: data}})
+}
+
+func (f *fakeAgent) AppendBatch(recs []eventlog.Record) error {
+	events := make([]string, len(recs))
+	for i, r := range recs {
+		events[i] = r.Event
+	}
+	if f.appendErr != nil {
+		f.step("append failed: %s", strings.Join(events, "+"))
+		return f.appendErr
+	}
+	f.step("append %s", strings.Join(events, "+"))
+	f.mu.Lock()
+	f.recs = append(f.recs, recs...)
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeAgent) Start(run fold.Run, from string) <-chan result {
+	f.step("start %s from %q", run.RunID, from)
+	if f.started != nil {
+		f.started <- run.RunID
+	}
+	out := make(chan result, 1)
+	if f.turns == nil {
+		out <- result{run.RunID, "idle", "done"}
+		return out
+	}
+	go func() { out <- <-f.turns }()
+	return out
+}
+
+func (f *fakeAgent) Settle(ctx context.Context, runID string) { f.step("settle %s", runID) }
+func (f *fakeAgent) Resumes() *Resumes[result]                { return &f.resumes }
+func (f *fakeAgent) Owed() bool                               { return f.owed }
+
+func (f *fakeAgent) FlushOwed() error {
+	f.step("flush owed")
+	return f.flushErr
+}
+
+func (f *fakeAgent) OwedErr() error        { return f.owedErr }
+func (f *fakeAgent) Cancelled(waited bool) { f.step("cancelled waited=%v", waited) }
+func (f *fakeAgent) Expired()              { f.step("expired") }
+func (f *fakeAgent) wantSteps(t *testing.T, want string) {
+	t.Helper()
+	if got := f.took(); got != want {
+		t.Fatalf("steps:\n got  %s\n want %s", got, want)
+	}
+}
+
+// refusal returns err's Refusal kind (0 when it is not one).
+func refusal(err error) Kind {
+	if r, ok := err.(*Refusal); ok {
+		return r.Kind
+	}
+	return 0
+}
