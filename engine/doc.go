@@ -1,12 +1,13 @@
 // Package engine is warren's agent engine, the Core: it owns the agents
 // (tree, inboxes, sessions, logs), runs turns (the tools run in package
 // toolexec against the Core as their environment, toolenv.go), schedules
-// wake turns, reminders and wait deadlines, and recovers everything from the
-// event logs at start. Package daemon serves it over the socket; the Core's
-// exported methods (api.go, api_edge.go, views.go) return typed views and
-// domain errors (errors.go), which the daemon maps to the wire. The views
-// are built by package views from snapshots the Core copies under an
-// agent's lock (views.go).
+// wake turns, reminders and wait deadlines (the waits and resumes are
+// decided in package waits against the agent's record, waits.go), and
+// recovers everything from the event logs at start. Package daemon serves
+// it over the socket; the Core's exported methods (api.go, api_edge.go,
+// views.go) return typed views and domain errors (errors.go), which the
+// daemon maps to the wire. The views are built by package views from
+// snapshots the Core copies under an agent's lock (views.go).
 //
 // # State and the projection
 //
@@ -113,17 +114,18 @@
 //	a.owed's flush lock -> c.mu | a.mu | a log append
 //	a.ckptMu -> a.mu
 //	c.resv's lock (reserve.Set) -> c.mu | a.mu | the USER inbox's lock
-//	token entry lock (token.Service.Expire) -> c.mu | a.mu | a log append
-//	log commit (eventlog) -> a.mu, then bus.mu -> c.mu, then a.mu (the resume secret)
+//	token entry lock (the commit of token.Service's Consume, Revoke, Expire) -> c.mu | a.mu | a log append | a.resumes's lock
+//	log commit (eventlog) -> a.mu, then bus.mu -> c.mu, then a.resumes's lock (the resume secret)
 //	c.mu -> c.sched's mutex        a.mu -> c.sched's mutex
-//	a.mu -> a.snap's lock, a.owed's lock (leaves)
+//	a.mu -> a.snap's lock, a.owed's lock, a.resumes's lock (leaves)
 //	a.snap's write lock -> a.snap's lock
 //
 // c.mu (the agents, the tree's companions, the config, the subscription
 // index, closed) and an agent's a.mu (its projection and live flags) are
 // never held together: code takes one, copies what it needs, releases it,
 // then takes the other. Neither is held across a log append (the commit
-// takes a.mu to fold the entry and the bus takes both to find a secret),
+// takes a.mu to fold the entry and the bus takes c.mu, then a.resumes's
+// lock, to find a secret),
 // a provider call, a wake or a call into another package that may call
 // back. a.remMu serialises firing and cancelling one agent's reminders and
 // is held across the append that records it; a.owed (package owed) holds
@@ -132,8 +134,12 @@
 // taking a.mu briefly to copy the state; a.snap (package snapsave)
 // serialises the session.json writes of one agent with its write lock and
 // guards the snapshot with a leaf lock of its own, which status reads
-// under a.mu; c.resv (package reserve) holds its lock across a send's
-// check, which reads the recipient's inbox. The leaves: c.claims's mutex
+// under a.mu; a.resumes (package waits) guards the secrets minted in the
+// agent's runs and the results a repeated resume shares with a leaf lock,
+// taken under a.mu when a turn's result hands the secret out and under
+// bus.mu when the live run.waiting event shows it; c.resv (package
+// reserve) holds its lock across a send's check, which reads the
+// recipient's inbox. The leaves: c.claims's mutex
 // (package claims; held across a claim request to the store), a.cursors's
 // (package logpage), the USER inbox's mutex (user.go), an attempt's
 // door for joined calls (package extcall, agentauth.go), and the mutexes inside tree, inbox,
@@ -143,9 +149,9 @@
 //
 // Each package the engine's state was split into documents its own locks
 // in its package doc (agentload, claims, extcall, gone, logpage, owed,
-// reserve, snapsave, subs; views takes none: the Core reads an agent's
-// snapshot under a.mu and builds its views after releasing it); this
-// section is the one place their order is written.
+// reserve, snapsave, subs, waits; views takes none: the Core reads an
+// agent's snapshot under a.mu and builds its views after releasing it);
+// this section is the one place their order is written.
 //
 // # Events written besides those fixed by the specification
 //
