@@ -117,8 +117,13 @@ func waitErr(err error) error {
 	if !ok {
 		return err
 	}
-	kind := map[waits.Kind]error{waits.Rejected: ErrTokenRejected, waits.WrongState: ErrWrongState,
-		waits.Unavailable: ErrUnavailable}[r.Kind]
+	kind := ErrUnavailable
+	switch r.Kind {
+	case waits.Rejected:
+		kind = ErrTokenRejected
+	case waits.WrongState:
+		kind = ErrWrongState
+	}
 	return &domainError{kind: kind, err: r.Err}
 }
 
