@@ -147,9 +147,9 @@ func (w waitAgent) State() waits.State {
 	if r := a.p.Run; r != nil {
 		s.Run = *r
 	}
-	s.LiveWait = a.hasLiveWait()
+	s.LiveWait, s.Busy = a.hasLiveWait(), a.busy
 	if cur := a.cur; cur != nil {
-		s.Turn = &waits.Running{Cancel: cur.cancel, Done: cur.done}
+		s.Turn = &waits.Running{RunID: cur.runID, Cancel: cur.cancel, Done: cur.done}
 	}
 	return s
 }
@@ -187,30 +187,7 @@ func (w waitAgent) Start(run fold.Run, from string) <-chan TurnResult {
 		Model: run.Model, RunID: run.RunID, Turn: run.Turn, From: from})
 }
 
-// Settle waits, bounded by ctx, while the turn that logged the wait being
-// answered is still unwinding: run.waiting is logged (and shown: the
-// run.waiting event, the USER notice, waits.list, agent attach) before the
-// turn has stopped its provider and released the agent. An answer sent the
-// moment the wait is shown then lands on the wait instead of finding the
-// agent mid-turn (code 2).
-func (w waitAgent) Settle(ctx context.Context, runID string) {
-	a := w.a
-	for {
-		changed := w.c.changed.Wait()
-		a.mu.Lock()
-		unwinding := a.busy && a.cur != nil && a.cur.runID == runID &&
-			a.p.Run != nil && a.p.Run.RunID == runID && a.p.Run.Wait != nil && !a.p.Run.Ended
-		a.mu.Unlock()
-		if !unwinding {
-			return
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
+func (w waitAgent) Changed() <-chan struct{} { return w.c.changed.Wait() }
 
 func (w waitAgent) Resumes() *waits.Resumes[TurnResult] { return &w.a.resumes }
 

@@ -1,7 +1,6 @@
 package waits
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -62,7 +61,12 @@ type fakeAgent struct {
 	owedErr   error
 	// turns yields the result of each turn Start runs (nil: the turn
 	// returns result{run, "idle", "done"} at once).
-	turns chan result
+	turns   chan result
+	changed chan struct{} // closed at the next change
+	// onState, if set, is called with the count of State reads so far
+	// after each one.
+	onState func(n int)
+	reads   int
 	// started, if set, is sent the run id of each turn Start starts.
 	started chan string
 
@@ -91,8 +95,14 @@ func (f *fakeAgent) Name() string { return f.name }
 
 func (f *fakeAgent) State() State {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.state
+	s := f.state
+	f.reads++
+	n, hook := f.reads, f.onState
+	f.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	return s
 }
 
 func (f *fakeAgent) LastResume() (fold.Resume, bool) {
@@ -111,7 +121,7 @@ func (f *fakeAgent) Claim() error {
 	if f.claimErr != nil {
 		return f.claimErr
 	}
-	if f.busy {
+	if f.busy || f.state.Busy {
 		return errors.New("mid-turn")
 	}
 	f.busy = true
@@ -166,9 +176,28 @@ func (f *fakeAgent) Start(run fold.Run, from string) <-chan result {
 	return out
 }
 
-func (f *fakeAgent) Settle(ctx context.Context, runID string) { f.step("settle %s", runID) }
-func (f *fakeAgent) Resumes() *Resumes[result]                { return &f.resumes }
-func (f *fakeAgent) Owed() bool                               { return f.owed }
+// Changed returns the channel of the next change (closed by change).
+func (f *fakeAgent) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.changed
+}
+
+// change applies edit to the agent's state and signals the change.
+func (f *fakeAgent) change(edit func(s *State)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	edit(&f.state)
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
+}
+func (f *fakeAgent) Resumes() *Resumes[result] { return &f.resumes }
+func (f *fakeAgent) Owed() bool                { return f.owed }
 
 func (f *fakeAgent) FlushOwed() error {
 	f.step("flush owed")

@@ -43,7 +43,7 @@ func (w Waits[R]) Resume(ctx context.Context, ag Agent[R], req Request) (R, erro
 		}
 		runID = t.RunID
 	}
-	ag.Settle(ctx, runID)
+	settle(ctx, ag, runID)
 	tok, repeat, err := w.consume(ag, req, runID)
 	if err != nil {
 		return zero, err
@@ -54,6 +54,32 @@ func (w Waits[R]) Resume(ctx context.Context, ag Agent[R], req Request) (R, erro
 	res := <-ag.Start(run, "waiting")
 	ag.Resumes().Finish(tok.ID, res)
 	return res, nil
+}
+
+// settle waits, bounded by ctx, while the turn that logged the wait of
+// run runID is still unwinding: run.waiting is logged (and shown: the
+// run.waiting event, the USER notice, waits.list, agent attach) before the
+// turn has stopped its provider and released the agent. An answer sent
+// the moment the wait is shown then lands on the wait instead of finding
+// the agent mid-turn.
+func settle[R any](ctx context.Context, ag Agent[R], runID string) {
+	for {
+		changed := ag.Changed()
+		if !unwinding(ag.State(), runID) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// unwinding: the agent's turn of run runID still runs, and the run waits.
+func unwinding(s State, runID string) bool {
+	return s.Busy && s.Turn != nil && s.Turn.RunID == runID &&
+		s.Run.RunID == runID && s.Run.Wait != nil && !s.Run.Ended
 }
 
 // consume has the token service check the token and consume it for run

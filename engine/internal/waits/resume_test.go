@@ -61,7 +61,7 @@ func TestResumeRunsTheTurnOnceAndARepeatSharesItsResult(t *testing.T) {
 	if got := <-repeat; got != want {
 		t.Fatalf("repeat: %+v", got)
 	}
-	ag.wantSteps(t, `settle run-1; claim; append token.consumed+run.resumed; start run-1 from "waiting"; settle run-1`)
+	ag.wantSteps(t, `claim; append token.consumed+run.resumed; start run-1 from "waiting"`)
 	rr := ag.recs[1].Data.(schema.RunResumedData)
 	if rr.RunID != "run-1" || rr.TokenID != tok.ID || rr.Response != "yes" {
 		t.Fatalf("run.resumed %+v", rr)
@@ -109,7 +109,7 @@ func TestRepeatAfterARestart(t *testing.T) {
 	if err != nil || res != (result{"run-1", "idle", "the answer"}) {
 		t.Fatalf("repeat of a completed resume: %+v, %v", res, err)
 	}
-	ag.wantSteps(t, "settle run-1")
+	ag.wantSteps(t, "")
 
 	ag.last.Completed = false
 	_, err = w.Resume(context.Background(), ag, Request{Presented: secret, Response: "yes"})
@@ -124,7 +124,7 @@ func TestRepeatAfterARestart(t *testing.T) {
 	if err != nil || res != (result{"run-1", "idle", "done"}) {
 		t.Fatalf("repeat of a resume a restart cut off: %+v, %v", res, err)
 	}
-	ag.wantSteps(t, `settle run-1; claim; append run.resumed; start run-1 from ""`)
+	ag.wantSteps(t, `claim; append run.resumed; start run-1 from ""`)
 }
 
 // The token service's rejections are Refusals (Rejected) with its text;
@@ -152,7 +152,7 @@ func TestResumeErrors(t *testing.T) {
 	if refusal(err) != 0 || !errors.Is(err, ag.appendErr) || !strings.HasSuffix(err.Error(), "logging the resume: disk full") {
 		t.Fatalf("resume not logged: %v", err)
 	}
-	ag.wantSteps(t, "settle run-1; claim; append failed: token.consumed+run.resumed; unclaim")
+	ag.wantSteps(t, "claim; append failed: token.consumed+run.resumed; unclaim")
 	if got, _ := w.Tokens.Get(tok.ID); got.State != token.Live {
 		t.Fatalf("token %s after failed resumes", got.State)
 	}
@@ -226,4 +226,57 @@ func TestResumeReRunsAnInterruptedRun(t *testing.T) {
 		t.Fatalf("re-run not logged: %v", err)
 	}
 	ag.wantSteps(t, "claim; append failed: run.resumed; release")
+}
+
+// A resume that comes while the turn that logged the wait still unwinds
+// waits for that turn to end before it consumes the token, so it does not
+// find the agent mid-turn; it stops waiting when its context ends.
+func TestResumeLetsTheSuspendingTurnEndFirst(t *testing.T) {
+	w, ag, _, secret := waiting(t)
+	ag.state.Busy = true
+	ag.state.Turn = &Running{RunID: "run-1", Cancel: func() {}, Done: make(chan struct{})}
+	settling := make(chan struct{})
+	ag.onState = func(n int) {
+		if n == 2 { // Resume's own read, then settle's: it found the turn unwinding
+			close(settling)
+		}
+	}
+	out := make(chan error, 1)
+	go func() {
+		_, err := w.Resume(context.Background(), ag, Request{Presented: secret, Response: "yes"})
+		out <- err
+	}()
+	select {
+	case <-settling:
+	case err := <-out:
+		t.Fatalf("the resume went on while the turn unwound: %v", err)
+	}
+	ag.change(func(s *State) { s.Busy, s.Turn = false, nil }) // the turn ended and released the agent
+	if err := <-out; err != nil {
+		t.Fatal(err)
+	}
+	ag.wantSteps(t, `claim; append token.consumed+run.resumed; start run-1 from "waiting"`)
+
+	// Another run's turn, or a run that no longer waits, is not waited for.
+	for _, s := range []State{
+		{Busy: true, Turn: &Running{RunID: "run-2"}, Run: fold.Run{RunID: "run-1", Wait: &fold.Wait{}}},
+		{Busy: true, Turn: &Running{RunID: "run-1"}, Run: fold.Run{RunID: "run-1", Wait: &fold.Wait{}, Ended: true}},
+		{Busy: true, Turn: &Running{RunID: "run-1"}, Run: fold.Run{RunID: "run-1"}},
+		{Busy: true, Run: fold.Run{RunID: "run-1", Wait: &fold.Wait{}}},
+		{Busy: false, Turn: &Running{RunID: "run-1"}, Run: fold.Run{RunID: "run-1", Wait: &fold.Wait{}}},
+	} {
+		if unwinding(s, "run-1") {
+			t.Fatalf("unwinding: %+v", s)
+		}
+	}
+
+	// Bounded by the context: it goes on, and finds the agent mid-turn.
+	w, ag, _, secret = waiting(t)
+	ag.state.Busy = true
+	ag.state.Turn = &Running{RunID: "run-1"}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := w.Resume(ctx, ag, Request{Presented: secret, Response: "yes"}); err == nil || !strings.Contains(err.Error(), "mid-turn") {
+		t.Fatalf("a resume that stopped waiting: %v", err)
+	}
 }

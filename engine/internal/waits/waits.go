@@ -39,7 +39,6 @@
 package waits
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -90,9 +89,9 @@ type Agent[R any] interface {
 	// Start runs the claimed agent's turn of run again; from is the
 	// status it leaves ("waiting", or "" for an interrupted run).
 	Start(run fold.Run, from string) <-chan R
-	// Settle waits, bounded by ctx, while the turn that logged run runID's
-	// wait is still unwinding (the wait is shown before its turn ends).
-	Settle(ctx context.Context, runID string)
+	// Changed is closed at the agent's next change outside its log (a
+	// turn's end among them).
+	Changed() <-chan struct{}
 	// Resumes is the agent's resume bookkeeping.
 	Resumes() *Resumes[R]
 	// Owed reports whether the end of the agent's run is owed (it could
@@ -115,13 +114,16 @@ type State struct {
 	Run fold.Run
 	// LiveWait: Run waits on a live token.
 	LiveWait bool
+	// Busy: a turn runs or is being started or unwound.
+	Busy bool
 	// Turn is the turn the agent runs now (nil when none).
 	Turn *Running
 }
 
-// Running is a running turn: Cancel stops it, Done is closed when it
-// ended.
+// Running is a running turn of run RunID: Cancel stops it, Done is closed
+// when it ended.
 type Running struct {
+	RunID  string
 	Cancel func()
 	Done   <-chan struct{}
 }
