@@ -211,7 +211,10 @@ func TestSweepEveryExpiresRecoveredWaits(t *testing.T) {
 // SessionSaveDelay (an hour here) on the core's clock: nothing is written before it
 // passes, then the latest state once, however many changes came meanwhile.
 func TestSessionSnapshotWrittenOnceAfterTheDelay(t *testing.T) {
-	h := newHarness(t, withFakeClock, func(h *harness) { h.saveDelay = time.Hour })
+	h := newHarness(t, withFakeClock, func(h *harness) {
+		h.saveDelay = time.Hour
+		h.ckptEvery = -1 // no checkpoint timers: the writer's delay is the only timer on the clock
+	})
 	start := len(h.fs.Ops())
 	id := h.create("a", "", "echo")
 	for _, msg := range []string{"one", "two"} {
@@ -244,7 +247,8 @@ func TestSessionSnapshotWrittenOnceAfterTheDelay(t *testing.T) {
 func TestRetryBackoffWaitsOnTheClock(t *testing.T) {
 	h := newHarness(t, withFakeClock, func(h *harness) {
 		h.clockSleep = true
-		h.saveDelay = -1 // the backoff is the only timer on the clock
+		h.saveDelay = -1 // the backoff is the only timer on the clock:
+		h.ckptEvery = -1 // no session writer's delay, no checkpoint timer
 		h.cfg.RetryBaseDelay = time.Second
 	})
 	h.prov.Register("flaky", inproc.FailTransient(1, 0, inproc.Echo))

@@ -363,6 +363,11 @@ func (w *cfWorld) crashRecover(plan cfCrash) error {
 			return w.failf("NewCore: %v", err)
 		}
 		_, rerr := c.Recover()
+		// Disarm before asking: background work that recovery started (the
+		// scrub, checkpoint timers) writes on after Recover returns, and a
+		// crash it hit between the question and the disarm would otherwise
+		// go unseen until the snapshot below.
+		w.mem.CrashAt(0)
 		if w.mem.Crashed() {
 			w.recoveryCrashes++
 			c.Abandon()
@@ -379,7 +384,6 @@ func (w *cfWorld) crashRecover(plan cfCrash) error {
 			w.mem.Reboot(faultfs.RebootOptions{Mode: mode, Tail: plan.Tail, Rand: rng})
 			w.logf("  recovery crashed (err=%v); rebooted", rerr)
 		} else {
-			w.mem.CrashAt(0)
 			if rerr != nil {
 				return w.failf("recovery failed without a crash: %v", rerr)
 			}
