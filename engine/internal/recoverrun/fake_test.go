@@ -104,7 +104,9 @@ func newFakeHost() *fakeHost {
 		tree: map[string]error{}, restart: map[string]bool{}, pending: map[string]int{}, listed: map[string]*fakeAgent{}}
 }
 
-func (h *fakeHost) rec(format string, args ...any) { h.calls = append(h.calls, fmt.Sprintf(format, args...)) }
+func (h *fakeHost) rec(format string, args ...any) {
+	h.calls = append(h.calls, fmt.Sprintf(format, args...))
+}
 
 // agent adds what Load returns for id: an opened log and its agent.
 func (h *fakeHost) agent(id string, s *projection.State) *Agent[*fakeAgent] {
@@ -163,9 +165,12 @@ func (h *fakeHost) ListCorrupt(l *Agent[*fakeAgent], cause error) {
 	h.listed[l.ID] = l.Agent
 }
 
-func (h *fakeHost) Forget(l *Agent[*fakeAgent])       { h.rec("Forget %s", short(l.ID)) }
-func (h *fakeHost) RemoveOrphanDir(id string)         { h.rec("RemoveOrphanDir %s", short(id)) }
-func (h *fakeHost) SetQuarantine(q map[string]string) { h.rec("SetQuarantine %d", len(q)); h.quarantine = q }
+func (h *fakeHost) Forget(l *Agent[*fakeAgent]) { h.rec("Forget %s", short(l.ID)) }
+func (h *fakeHost) RemoveOrphanDir(id string)   { h.rec("RemoveOrphanDir %s", short(id)) }
+func (h *fakeHost) SetQuarantine(q map[string]string) {
+	h.rec("SetQuarantine %d", len(q))
+	h.quarantine = q
+}
 
 func (h *fakeHost) Parents(cands []placement.Candidate) map[string]placement.Parent {
 	h.rec("Parents")
@@ -210,10 +215,15 @@ func (h *fakeHost) NeedsRestartMark(l *Agent[*fakeAgent]) bool {
 func (h *fakeHost) IndexSubscription(sub projection.Subscription, subscriber string) {
 	h.rec("IndexSubscription %s->%s", short(subscriber), short(sub.Target))
 }
-func (h *fakeHost) Redeliver(l *Agent[*fakeAgent])         { h.rec("Redeliver %s", short(l.ID)) }
-func (h *fakeHost) SettleWaits()                           { h.rec("SettleWaits") }
-func (h *fakeHost) AdoptTaken(placed []*Agent[*fakeAgent]) { h.rec("AdoptTaken %s", agentNames(placed)) }
-func (h *fakeHost) Arm(l *Agent[*fakeAgent]) int           { h.rec("Arm %s", short(l.ID)); return h.pending[l.ID] }
+func (h *fakeHost) Redeliver(l *Agent[*fakeAgent]) { h.rec("Redeliver %s", short(l.ID)) }
+func (h *fakeHost) SettleWaits()                   { h.rec("SettleWaits") }
+func (h *fakeHost) AdoptTaken(placed []*Agent[*fakeAgent]) {
+	h.rec("AdoptTaken %s", agentNames(placed))
+}
+func (h *fakeHost) Arm(l *Agent[*fakeAgent]) int {
+	h.rec("Arm %s", short(l.ID))
+	return h.pending[l.ID]
+}
 func (h *fakeHost) FinishCutSpawns(l *Agent[*fakeAgent], existing placement.Existing) {
 	h.rec("FinishCutSpawns %s", short(l.ID))
 	h.existing = existing

@@ -307,7 +307,7 @@ func TestRestore(t *testing.T) {
 		{name: "consumed token", last: &projection.Resume{TokenID: "t1", RunID: "r0", SecretHash: "h", Response: "yes"},
 			tokens: []token.Token{{ID: "t1", AgentID: root, RunID: "r0", SecretHash: "h", State: token.Consumed, Response: "yes"}}},
 		{name: "live wait", restart: true,
-			run: &projection.Run{RunID: "r1", Wait: &projection.Wait{TokenID: "t2", SecretHash: "h2", Deadline: deadline, TokenState: string(schema.TokLive)}},
+			run:    &projection.Run{RunID: "r1", Wait: &projection.Wait{TokenID: "t2", SecretHash: "h2", Deadline: deadline, TokenState: string(schema.TokLive)}},
 			tokens: []token.Token{{ID: "t2", AgentID: root, RunID: "r1", SecretHash: "h2", Deadline: deadline, State: token.Live}}},
 		{name: "open run of this start", run: &projection.Run{RunID: "r1"}, asked: true},
 		{name: "open run of a previous start", run: &projection.Run{RunID: "r1"}, restart: true, asked: true, interrupted: 1},
