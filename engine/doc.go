@@ -143,9 +143,9 @@
 //
 // Each package the engine's state was split into documents its own locks
 // in its package doc (agentload, claims, extcall, gone, logpage, owed,
-// reserve, snapsave, subs; views takes none: the Core reads an agent's
-// snapshot under a.mu and builds its views after releasing it); this
-// section is the one place their order is written.
+// recoverrun, reserve, snapsave, subs; views takes none: the Core reads an
+// agent's snapshot under a.mu and builds its views after releasing it);
+// this section is the one place their order is written.
 //
 // # Events written besides those fixed by the specification
 //
