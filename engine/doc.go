@@ -149,7 +149,7 @@
 //
 // Each package the engine's state was split into documents its own locks
 // in its package doc (agentload, claims, extcall, gone, logpage, owed,
-// reserve, snapsave, subs, waits; views takes none: the Core reads an
+// recoverrun, reserve, snapsave, subs, waits; views takes none: the Core reads an
 // agent's snapshot under a.mu and builds its views after releasing it);
 // this section is the one place their order is written.
 //

@@ -65,11 +65,11 @@ func TestRecoveryFoldEqualsOwnedJSONFold(t *testing.T) {
 			t.Fatalf("log of %s is %d bytes; the test needs several read buffers' worth", id, len(data))
 		}
 		l := c.adoptLoaded(c.loader().Load(id)) // no checkpoints: the whole log
-		if l.err != nil {
-			t.Fatalf("loading %s: %v", id, l.err)
+		if l.Err != nil {
+			t.Fatalf("loading %s: %v", id, l.Err)
 		}
-		_ = l.log.Close()
-		got, err := l.p.EncodeState()
+		_ = l.Log.Close()
+		got, err := l.State.EncodeState()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,17 +92,17 @@ func TestRecoveryFoldEqualsOwnedJSONFold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(got) != string(want) || fmtAny(l.p.Pending.Peek()) != fmtAny(p.Pending.Peek()) {
+		if string(got) != string(want) || fmtAny(l.State.Pending.Peek()) != fmtAny(p.Pending.Peek()) {
 			t.Fatalf("agent %s: recovery's fold differs from a fold of owned entries with encoding/json:\nrecovery: %s\nowned:    %s", id, got, want)
 		}
-		if i == 0 && (l.p.Run == nil || l.p.Run.Ended || len(l.p.Run.Calls) != 1 || string(l.p.Run.Calls[0].Result) != `{"messages":[],"note":"kept for a re-run"}`) {
-			t.Fatalf("agent %s: open run %+v; want one recorded call with its result", id, l.p.Run)
+		if i == 0 && (l.State.Run == nil || l.State.Run.Ended || len(l.State.Run.Calls) != 1 || string(l.State.Run.Calls[0].Result) != `{"messages":[],"note":"kept for a re-run"}`) {
+			t.Fatalf("agent %s: open run %+v; want one recorded call with its result", id, l.State.Run)
 		}
-		if l.p.Pending.Len() == 0 {
+		if l.State.Pending.Len() == 0 {
 			t.Fatalf("agent %s: no pending messages; the test needs some", id)
 		}
-		if i == 0 && l.p.Pending.Peek()[0].Payload != "" && !strings.Contains(fmtAny(l.p.Pending.Peek()), late.Payload) {
-			t.Fatalf("agent %s: the message enqueued early is not pending as written: %s", id, fmtAny(l.p.Pending.Peek()))
+		if i == 0 && l.State.Pending.Peek()[0].Payload != "" && !strings.Contains(fmtAny(l.State.Pending.Peek()), late.Payload) {
+			t.Fatalf("agent %s: the message enqueued early is not pending as written: %s", id, fmtAny(l.State.Pending.Peek()))
 		}
 	}
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/warren-dev/warren/schema"
@@ -116,92 +115,14 @@ func (c *Core) parentOf(id string) string {
 	return *d.ParentID
 }
 
-// startTakeover arms the periodic takeover scan on a cluster store.
-func (c *Core) startTakeover() {
-	if !c.clustered() {
-		return
-	}
-	every := c.takeoverEvery()
-	var tick func()
-	tick = func() {
-		if _, err := c.Takeover(); err != nil {
-			c.log.Warn("takeover scan", "err", err)
-		}
-		c.sched.Arm("", takeoverTimer, c.now().Add(every), tick)
-	}
-	c.sched.Arm("", takeoverTimer, c.now().Add(every), tick)
-}
-
 // Takeover claims the agents of a cluster store that no daemon holds and
-// that this core does not run, and recovers them into it as Recover does.
-// It returns what it did; on the local store it does nothing.
+// that this core does not run, and recovers them into it as Recover does
+// (recoverrun.Run.Takeover). It returns what it did; on the local store it
+// does nothing.
 func (c *Core) Takeover() (RecoveryReport, error) {
-	var rep RecoveryReport
-	if !c.clustered() {
-		return rep, nil
-	}
 	c.takeoverMu.Lock()
 	defer c.takeoverMu.Unlock()
-	if c.stopping() {
-		return rep, nil
-	}
-	ids, err := c.st.Agents(c.ctx)
-	if err != nil {
-		return rep, err
-	}
-	fresh := false
-	for _, id := range ids {
-		if !c.known(id) {
-			fresh = true
-			break
-		}
-	}
-	if !fresh {
-		return rep, nil
-	}
-	take, _ := c.claimable(ids)
-	if len(take) == 0 {
-		return rep, nil
-	}
-	byID, existing := c.classifyLoaded(c.loadedOrLater(c.loadAll(take, false)), &rep)
-	for _, id := range ids {
-		existing[id] = true // a spawn whose child exists anywhere is not redone
-	}
-	// Runs are marked before the agents are placed, so that no turn can
-	// start on one (a send over the socket) before its open run is marked.
-	for _, l := range byID {
-		c.restoreAgent(l, &rep)
-	}
-	placed := c.placeTree(byID, &rep)
-	rep.Agents = len(placed)
-	c.adoptPlaced(placed)
-	c.armRecovered(placed, &rep)
-	c.finishCutSpawns(placed, existing)
-	c.pruneRecovered(placed, existing)
-	c.bootstrapUnstarted(placed)
-	for _, l := range placed {
-		c.wake(l.a)
-	}
-	c.log.Info("took over agents whose owner's lease lapsed", "agents", rep.Agents, "terminated", rep.Terminated,
-		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
-	c.changed.Fire()
-	return rep, nil
-}
-
-// loadedOrLater drops from all the agents whose log the cluster did not
-// serve in time (store.ErrUnavailable), giving their claims back: the next
-// scan takes them, rather than listing them as corrupt.
-func (c *Core) loadedOrLater(all []*loaded) []*loaded {
-	kept := all[:0]
-	for _, l := range all {
-		if l.err != nil && errors.Is(l.err, store.ErrUnavailable) {
-			c.log.Warn("the cluster did not serve an agent's log; the next takeover scan tries again", "agent", l.id, "err", l.err)
-			c.dropLease(l.id)
-			continue
-		}
-		kept = append(kept, l)
-	}
-	return kept
+	return c.recoveryRun().Takeover()
 }
 
 // adoptPlaced indexes the subscriptions to and from the agents just
@@ -210,15 +131,15 @@ func (c *Core) loadedOrLater(all []*loaded) []*loaded {
 func (c *Core) adoptPlaced(placed []*loaded) {
 	isNew := make(map[string]bool, len(placed))
 	for _, l := range placed {
-		isNew[l.id] = true
-		l.a.mu.Lock()
-		subs := make([]subscriptionRec, 0, len(l.p.Subs))
-		for _, sub := range l.p.Subs {
+		isNew[l.ID] = true
+		l.Agent.mu.Lock()
+		subs := make([]subscriptionRec, 0, len(l.State.Subs))
+		for _, sub := range l.State.Subs {
 			subs = append(subs, sub)
 		}
-		l.a.mu.Unlock()
+		l.Agent.mu.Unlock()
 		for _, sub := range subs {
-			c.indexSubscription(sub, l.id)
+			c.indexSubscription(sub, l.ID)
 		}
 	}
 	for _, a := range c.agentList() {
@@ -238,17 +159,17 @@ func (c *Core) adoptPlaced(placed []*loaded) {
 		}
 	}
 	for _, l := range placed {
-		l.a.mu.Lock()
-		sent := append([]sentRef(nil), l.p.Sent...)
+		l.Agent.mu.Lock()
+		sent := append([]sentRef(nil), l.State.Sent...)
 		var deadline time.Time
-		if l.a.hasLiveWait() {
-			deadline = l.p.Run.Wait.Deadline
+		if l.Agent.hasLiveWait() {
+			deadline = l.State.Run.Wait.Deadline
 		}
-		l.a.mu.Unlock()
-		c.redeliverRefs(l.id, sent, true)
+		l.Agent.mu.Unlock()
+		c.redeliverRefs(l.ID, sent, true)
 		if !deadline.IsZero() {
 			c.armDeadline(deadline)
-			c.noticeWaitOf(l.a)
+			c.noticeWaitOf(l.Agent)
 		}
 	}
 }

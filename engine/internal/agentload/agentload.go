@@ -6,7 +6,7 @@
 // still shows its name and parent), no log at all, or a log that could not
 // be opened for lack of a resource (retried with a backoff by
 // RetryOpenFaults, then marked ErrUnopened). The engine decides what each
-// result means for the tree (engine/recovery.go); nothing here knows the
+// result means for the tree (package recoverrun); nothing here knows the
 // Core.
 //
 // A checkpoint is an optimisation, never the authority (engine/doc.go,

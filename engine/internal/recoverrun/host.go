@@ -1,0 +1,152 @@
+package recoverrun
+
+import (
+	"time"
+
+	"github.com/warren-dev/warren/engine/internal/placement"
+	"github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/token"
+)
+
+// Host is what a run needs of the engine: the steps that touch the
+// engine's agents, locks, timers and services. Each method does one thing
+// the engine did at that point of its recovery; the run calls them in the
+// order of its steps. A is the engine's agent (an *Agent's Agent).
+//
+// The methods are grouped by the step that calls them; none is called
+// with a lock of the run's (it has none).
+type Host[A any] interface {
+	Starter
+	Claimer
+	Loader[A]
+	Placer[A]
+	Restorer[A]
+	Settler[A]
+	Scrubber[A]
+}
+
+// Starter starts a recovery at boot.
+type Starter interface {
+	// Prepare makes the agents' directory durable, kills the processes of
+	// the previous run and wires the live resume secrets to the bus.
+	Prepare() error
+	// SetRecovering holds wakes back (true) or lets them go (false).
+	SetRecovering(on bool)
+	// OpenUserInbox opens the operator's inbox.
+	OpenUserInbox() error
+	// AgentIDs lists the agents to recover (directories and the store's).
+	AgentIDs() ([]string, error)
+}
+
+// Claimer is the cluster store's side: leases and the takeover scan.
+type Claimer interface {
+	// StoreAgents lists the store's agents (a takeover scan).
+	StoreAgents() ([]string, error)
+	// Known: the engine runs id, knows it terminated, or holds a claim on
+	// it.
+	Known(id string) bool
+	// Stopping: the engine's Close has begun.
+	Stopping() bool
+	// Claimable returns the ids to load (claimed) and those another
+	// daemon holds (elsewhere); on the local store, all ids and none.
+	Claimable(ids []string) (take, elsewhere []string)
+	// DropLease gives up the claim on id, if held.
+	DropLease(id string)
+	// Scan runs one takeover scan (the engine's Takeover).
+	Scan() error
+	// ArmTakeover arms the next takeover scan to run f at at.
+	ArmTakeover(at time.Time, f func())
+}
+
+// Loader reads agents back and lists those recovery cannot place.
+type Loader[A any] interface {
+	// Load opens and folds the logs of ids and makes each opened one the
+	// engine's agent, wired to its log's appends (retry: the logs that
+	// cannot be opened for lack of a resource are retried first).
+	Load(ids []string, retry bool) []*Agent[A]
+	// ListCorrupt makes an agent of l without a log, listed with cause,
+	// and sets l.Agent to it.
+	ListCorrupt(l *Agent[A], cause error)
+	// Forget remembers l as terminated (its name and parent).
+	Forget(l *Agent[A])
+	// RemoveOrphanDir removes the directory of an agent never created.
+	RemoveOrphanDir(id string)
+	// SetQuarantine records the directories <home>/quarantine holds, by
+	// id.
+	SetQuarantine(q map[string]string)
+}
+
+// Placer places the live agents in the tree.
+type Placer[A any] interface {
+	// Parents describes the candidates' parents as the engine knows them
+	// now (placement.Order).
+	Parents(cands []placement.Candidate) map[string]placement.Parent
+	// QuarantinedAs is where the directory of id was quarantined, or "".
+	QuarantinedAs(id string) string
+	// ParentCause is why a listed parent's log could not be opened.
+	ParentCause(id string) error
+	// AddToTree adds l to the tree under its parent.
+	AddToTree(l *Agent[A]) error
+	// List lists l's agent, corrupt with cause unless cause is nil.
+	List(l *Agent[A], cause error)
+}
+
+// Restorer restores what a placed agent had besides its log.
+type Restorer[A any] interface {
+	// Snapshot restores l's session.json (rebuilt when it is not usable).
+	Snapshot(l *Agent[A])
+	// AddToken reinstalls a resume token.
+	AddToken(tok token.Token) error
+	// NeedsRestartMark: l's open run was running in a previous start and
+	// must be marked interrupted.
+	NeedsRestartMark(l *Agent[A]) bool
+}
+
+// Settler adopts the placed agents into the running engine.
+type Settler[A any] interface {
+	// IndexSubscription indexes sub of subscriber (a recovery).
+	IndexSubscription(sub projection.Subscription, subscriber string)
+	// Redeliver delivers the messages l's log records as sent that their
+	// recipients lack.
+	Redeliver(l *Agent[A])
+	// SettleWaits expires the waits whose deadline passed and makes sure
+	// every pending wait has its notice.
+	SettleWaits()
+	// AdoptTaken indexes the subscriptions to and from the agents a
+	// takeover placed, delivers what they sent that was not received, and
+	// arms and announces their waits.
+	AdoptTaken(placed []*Agent[A])
+	// Arm counts l's pending messages toward the engine's totals, arms
+	// its reminders, and returns how many messages are pending.
+	Arm(l *Agent[A]) int
+	// FinishCutSpawns creates the children whose creation a crash cut
+	// off in l's ended runs (placement.Existing.CutSpawns).
+	FinishCutSpawns(l *Agent[A], existing placement.Existing)
+	// Prune drops from l's projection what only this recovery needed.
+	Prune(l *Agent[A], existing placement.Existing)
+	// BootstrapUnstarted starts the bootstrap turn of a child that never
+	// had one.
+	BootstrapUnstarted(l *Agent[A])
+	// Wake wakes l's agent; WakeAll every agent with pending messages.
+	Wake(l *Agent[A])
+	WakeAll()
+	// Changed tells waiters that live state changed.
+	Changed()
+}
+
+// Scrubber writes checkpoints after a recovery and checks the lines it
+// skipped.
+type Scrubber[A any] interface {
+	// Background runs f as background work the engine's Close waits for;
+	// false when it is closing and f will not run.
+	Background(f func()) bool
+	// CheckpointAll writes a checkpoint of every log recovery folded
+	// lines of.
+	CheckpointAll()
+	// Scrubbed tells the engine the scrub is over (idempotent).
+	Scrubbed()
+	// MarkCorrupt lists l corrupt with err, unless it already is.
+	MarkCorrupt(l *Agent[A], err error)
+	// RemoveCheckpoint removes id's checkpoint.
+	RemoveCheckpoint(id string)
+}

@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/warren-dev/warren/engine/internal/agentload"
+	"github.com/warren-dev/warren/engine/internal/placement"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/token"
+)
+
+// recoveryHost is the Core as a recovery's host (recoverrun.Host): each
+// method does one step on the Core's agents under its locks (c.mu and an
+// agent's a.mu are never held together, as everywhere).
+type recoveryHost struct{ c *Core }
+
+func (h recoveryHost) Prepare() error {
+	c := h.c
+	if err := c.fs.MkdirAll(c.agentsDir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", c.agentsDir, err)
+	}
+	if err := c.fs.SyncDir(c.opts.Home); err != nil {
+		return fmt.Errorf("syncing %s: %w", c.opts.Home, err)
+	}
+	// Processes of the previous run are killed before any turn can re-run.
+	c.launches.KillLeftovers()
+	c.bus.SetSecret(c.liveSecret)
+	return nil
+}
+
+func (h recoveryHost) SetRecovering(on bool) {
+	h.c.mu.Lock()
+	h.c.recovering = on
+	h.c.mu.Unlock()
+}
+
+func (h recoveryHost) OpenUserInbox() error                        { return h.c.openUserInbox() }
+func (h recoveryHost) AgentIDs() ([]string, error)                 { return h.c.agentIDs() }
+func (h recoveryHost) StoreAgents() ([]string, error)              { return h.c.st.Agents(h.c.ctx) }
+func (h recoveryHost) Known(id string) bool                        { return h.c.known(id) }
+func (h recoveryHost) Stopping() bool                              { return h.c.stopping() }
+func (h recoveryHost) Claimable(ids []string) ([]string, []string) { return h.c.claimable(ids) }
+func (h recoveryHost) DropLease(id string)                         { h.c.dropLease(id) }
+func (h recoveryHost) Load(ids []string, retry bool) []*loaded     { return h.c.loadAll(ids, retry) }
+func (h recoveryHost) RemoveOrphanDir(id string)                   { h.c.removeOrphanDir(id) }
+func (h recoveryHost) AddToTree(l *loaded) error {
+	return h.c.tree.Add(l.ID, l.State.Name, l.State.ParentID)
+}
+func (h recoveryHost) AddToken(tok token.Token) error     { return h.c.tokens.Add(tok) }
+func (h recoveryHost) AdoptTaken(placed []*loaded)        { h.c.adoptPlaced(placed) }
+func (h recoveryHost) Wake(l *loaded)                     { h.c.wake(l.Agent) }
+func (h recoveryHost) WakeAll()                           { h.c.WakeAll() }
+func (h recoveryHost) Changed()                           { h.c.changed.Fire() }
+func (h recoveryHost) Background(f func()) bool           { return h.c.goBackground(f) }
+func (h recoveryHost) CheckpointAll()                     { h.c.checkpointAll(1) }
+func (h recoveryHost) Scrubbed()                          { h.c.scrubOnce.Do(func() { close(h.c.scrubbed) }) }
+func (h recoveryHost) RemoveCheckpoint(id string)         { h.c.removeCheckpoint(id) }
+func (h recoveryHost) ArmTakeover(at time.Time, f func()) { h.c.sched.Arm("", takeoverTimer, at, f) }
+
+func (h recoveryHost) IndexSubscription(sub subscriptionRec, subscriber string) {
+	h.c.indexSubscription(sub, subscriber)
+}
+
+func (h recoveryHost) Scan() error {
+	_, err := h.c.Takeover()
+	return err
+}
+
+func (h recoveryHost) ListCorrupt(l *loaded, cause error) {
+	a := newAgent(l.ID, nil, l.State)
+	a.corrupt = cause
+	l.Agent = a
+	h.c.putAgent(l.ID, a)
+}
+
+func (h recoveryHost) Forget(l *loaded) {
+	h.c.mu.Lock()
+	h.c.gone.Remember(l.ID, l.State.Name, l.State.ParentID)
+	h.c.mu.Unlock()
+}
+
+func (h recoveryHost) SetQuarantine(q map[string]string) {
+	h.c.mu.Lock()
+	h.c.quarantine = q
+	h.c.mu.Unlock()
+}
+
+func (h recoveryHost) QuarantinedAs(id string) string {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	return h.c.quarantine[id]
+}
+
+// Parents reads each parent under c.mu, then its cause under its a.mu.
+func (h recoveryHost) Parents(cands []placement.Candidate) map[string]placement.Parent {
+	c := h.c
+	listed := map[string]*agent{}
+	parents := map[string]placement.Parent{}
+	c.mu.Lock()
+	for _, cd := range cands {
+		a, ok := c.agents[cd.Parent]
+		if ok && a != nil {
+			listed[cd.Parent] = a
+		}
+		parents[cd.Parent] = placement.Parent{Listed: ok, Quarantined: c.quarantine[cd.Parent] != ""}
+	}
+	c.mu.Unlock()
+	for id, a := range listed { // c.mu and a.mu are never held together
+		a.mu.Lock()
+		p := parents[id]
+		p.Unopened = errors.Is(a.corrupt, agentload.ErrUnopened)
+		a.mu.Unlock()
+		parents[id] = p
+	}
+	return parents
+}
+
+func (h recoveryHost) ParentCause(id string) error {
+	cause := agentload.ErrUnopened // if the parent went meanwhile
+	if pa, ok := h.c.agent(id); ok && pa != nil {
+		cause = pa.corrupt
+	}
+	return cause
+}
+
+func (h recoveryHost) List(l *loaded, cause error) {
+	if cause != nil {
+		l.Agent.corrupt = cause // not listed yet: nobody else sees it
+	}
+	h.c.putAgent(l.ID, l.Agent)
+}
+
+func (h recoveryHost) Snapshot(l *loaded) {
+	c := h.c
+	l.Agent.snap.Set(agentload.Snapshot(c.store, c.fs, c.snapshotPath(l.ID), l.ID, l.State, c.now, c.log))
+}
+
+func (h recoveryHost) NeedsRestartMark(l *loaded) bool {
+	a := l.Agent
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return session.NeedsRestartMark(a.snap.Get(), a.facts(), h.c.bootID)
+}
+
+func (h recoveryHost) Redeliver(l *loaded) {
+	l.Agent.mu.Lock()
+	sent := append([]sentRef(nil), l.State.Sent...)
+	l.Agent.mu.Unlock()
+	h.c.redeliverRefs(l.ID, sent, true)
+}
+
+func (h recoveryHost) SettleWaits() {
+	h.c.SweepWaits()
+	h.c.noticeWaits()
+}
+
+func (h recoveryHost) Arm(l *loaded) int {
+	l.State.Pending.Attach(&h.c.pending) // counts toward the total limits
+	l.Agent.mu.Lock()
+	n := l.State.Pending.Len()
+	ids := make([]string, 0, len(l.State.Reminders))
+	for id := range l.State.Reminders {
+		ids = append(ids, id)
+	}
+	l.Agent.mu.Unlock()
+	for _, id := range ids {
+		h.c.armReminder(l.Agent, id)
+	}
+	return n
+}
+
+// FinishCutSpawns redoes them in runs that have ended (their ids are
+// derived, so this is idempotent); spawns of an open run are redone when
+// it is resumed.
+func (h recoveryHost) FinishCutSpawns(l *loaded, existing placement.Existing) {
+	l.Agent.mu.Lock()
+	todo := existing.CutSpawns(l.State.Spawns, l.State.Run)
+	l.Agent.mu.Unlock()
+	for _, sp := range todo {
+		h.c.log.Warn("finishing a spawn a crash cut off", "parent", l.ID, "child", sp.ChildID)
+		h.c.respawn(l.Agent, sp)
+	}
+}
+
+// Prune drops sent envelopes their recipients have, or that can never be
+// redelivered (to the user, to an agent that is gone), and spawns whose
+// child exists. What stays is what a later recovery may still need (a
+// message that reached its sender's log but not its recipient's); it goes
+// into the next checkpoint.
+func (h recoveryHost) Prune(l *loaded, existing placement.Existing) {
+	a := l.Agent
+	a.mu.Lock()
+	sent, spawns := a.p.Sent, a.p.Spawns
+	a.mu.Unlock()
+	var keepSent []sentRef
+	for _, sr := range sent {
+		r, ok := h.c.agent(sr.To)
+		if !ok {
+			continue // the user, or an agent that is gone: never redelivered
+		}
+		r.mu.Lock()
+		keep := r.corrupt != nil || !r.p.Enqueued.Has(sr.ID)
+		r.mu.Unlock()
+		if keep {
+			keepSent = append(keepSent, sr)
+		}
+	}
+	keepSpawns := existing.KeepSpawns(spawns)
+	a.mu.Lock()
+	// Entries applied meanwhile (respawns, bootstrap turns) stay.
+	a.p.Sent = placement.Prune(a.p.Sent, len(sent), keepSent)
+	a.p.Spawns = placement.Prune(a.p.Spawns, len(spawns), keepSpawns)
+	a.mu.Unlock()
+}
+
+func (h recoveryHost) BootstrapUnstarted(l *loaded) {
+	l.Agent.mu.Lock()
+	needs := placement.NeedsBootstrap(l.State.ParentID, l.State.TurnNo, l.State.Run)
+	l.Agent.mu.Unlock()
+	if needs && !h.c.opts.NoWake {
+		h.c.bootstrap(l.Agent)
+	}
+}
+
+func (h recoveryHost) MarkCorrupt(l *loaded, err error) {
+	l.Agent.mu.Lock()
+	if l.Agent.corrupt == nil {
+		l.Agent.corrupt = err
+	}
+	l.Agent.mu.Unlock()
+}
