@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/engine/internal/owed"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
@@ -33,12 +34,12 @@ type agent struct {
 	// snapsave, with its own locks).
 	snap snapsave.Snapshot
 
-	busy          bool         // a turn is running or being started
-	cur           *activeTurn  // the running turn
-	permit        bool         // permit_turn: one turn while gated
-	deferred      []func()     // work after the current turn ends
-	pendingSpawns []CreateSpec // children spawned in the current turn
-	completing    bool         // complete was called: terminate after the turn
+	busy       bool             // a turn is running or being started
+	cur        *activeTurn      // the running turn
+	permit     bool             // permit_turn: one turn while gated
+	deferred   []func()         // work after the current turn ends
+	spawns     lifecycle.Spawns // children spawned in the current turn
+	completing bool             // complete was called: terminate after the turn
 	// held: the last turn failed; no automatic wake on the same messages
 	// until a poke, a new message or a successful turn.
 	held bool

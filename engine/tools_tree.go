@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/engine/internal/redeliver"
 	"github.com/warren-dev/warren/eventlog"
 
@@ -18,61 +17,6 @@ import (
 // The core's side of the tools that act on children (package toolexec
 // holds the tools): deferred and replayed spawns, bootstrap turns,
 // completion, and the redelivery of messages a replayed call recorded.
-
-// bootstrapPrompt is the first turn of a spawned child.
-const bootstrapPrompt = "You have been spawned. Your task is in your instructions. Start working now; report to your parent with send_message or complete."
-
-// deferSpawn queues the creation of a child until the parent's turn ends
-// (or runs it now when the parent is not in a turn). A crash before the
-// creation is finished by recovery (the tool.call records the spawn).
-func (c *Core) deferSpawn(a *agent, spec CreateSpec) bool {
-	a.mu.Lock()
-	for _, s := range a.pendingSpawns {
-		if s.Name == spec.Name {
-			a.mu.Unlock()
-			return s.ID == spec.ID
-		}
-	}
-	inTurn := a.busy
-	if inTurn {
-		a.pendingSpawns = append(a.pendingSpawns, spec)
-		a.deferred = append(a.deferred, func() { c.spawnNow(a, spec) })
-	}
-	a.mu.Unlock()
-	if !inTurn {
-		c.spawnNow(a, spec)
-	}
-	return true
-}
-
-// spawnNow creates a child and starts its bootstrap turn.
-func (c *Core) spawnNow(parent *agent, spec CreateSpec) {
-	parent.mu.Lock()
-	for i, s := range parent.pendingSpawns {
-		if s.ID == spec.ID {
-			parent.pendingSpawns = append(parent.pendingSpawns[:i], parent.pendingSpawns[i+1:]...)
-			break
-		}
-	}
-	parent.mu.Unlock()
-	if _, exists := c.agent(spec.ID); exists {
-		return
-	}
-	id, err := c.CreateAgent(c.ctx, spec)
-	if err != nil {
-		c.log.Error("deferred spawn failed", "parent", parent.id, "name", spec.Name, "err", err)
-		m := c.newMessage(newID(), tree.System, parent.id, inbox.KindError, notice.SpawnFailed(spec.Name, err))
-		if err := c.enqueue(m); err != nil {
-			c.log.Error("reporting a failed spawn", "parent", parent.id, "err", err)
-		}
-		return
-	}
-	ch, ok := c.agent(id)
-	if !ok || c.opts.NoWake {
-		return
-	}
-	c.bootstrap(ch)
-}
 
 // bootstrap runs a new child's first turn (respecting its gate).
 func (c *Core) bootstrap(ch *agent) {
@@ -112,20 +56,6 @@ func (a *agent) stateLocked() string {
 	return schema.StateIdle
 }
 
-// markCompleting terminates the agent after its current turn, or now when
-// it runs none.
-func (c *Core) markCompleting(a *agent) {
-	a.mu.Lock()
-	inTurn := a.busy
-	a.completing = inTurn
-	a.mu.Unlock()
-	if !inTurn {
-		if err := c.terminate(a); err != nil {
-			c.log.Error("terminating a completed agent", "agent", a.id, "err", err)
-		}
-	}
-}
-
 // reapply redoes the idempotent effects of a call answered from the log:
 // messages it sent are enqueued if the recipient lacks them, a spawn whose
 // child does not exist is queued again, a completion is marked again.
@@ -150,47 +80,6 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 	case "complete":
 		c.markCompleting(a)
 	}
-}
-
-// respawn creates a child a recorded spawn_agent call accepted.
-func (c *Core) respawn(parent *agent, sp spawnRec) {
-	var args map[string]any
-	e, err := c.st.ReadSeq(context.Background(), parent.id, sp.Ref.Seq, sp.Ref.Off)
-	if err == nil {
-		var d struct {
-			Args json.RawMessage `json:"args"`
-		}
-		if err = json.Unmarshal(e.Data, &d); err == nil {
-			err = json.Unmarshal(d.Args, &args)
-		}
-	}
-	if err != nil {
-		c.log.Error("a recorded spawn_agent call is malformed", "parent", parent.id, "err", err)
-		return
-	}
-	parsed, err := tools.Parse("spawn_agent", args)
-	v, okp := parsed.(tools.SpawnAgent)
-	if err != nil || !okp {
-		c.log.Error("a recorded spawn_agent call is malformed", "parent", parent.id, "err", err)
-		return
-	}
-	c.spawnNow(parent, c.childSpec(parent, sp.ChildID, v))
-}
-
-// childSpec is the CreateSpec of a child spawned by parent: it inherits the
-// parent's provider and model unless the call names them.
-func (c *Core) childSpec(parent *agent, id string, v tools.SpawnAgent) CreateSpec {
-	parent.mu.Lock()
-	prov, model, cwd := parent.p.Provider, parent.p.Model, parent.p.Cwd
-	parent.mu.Unlock()
-	if v.Provider != "" && v.Provider != prov {
-		prov, model = v.Provider, ""
-	}
-	if v.Model != "" {
-		model = v.Model
-	}
-	return CreateSpec{ID: id, Name: v.Name, ParentID: parent.id, Instructions: v.Instructions,
-		Provider: prov, Model: model, Metadata: v.Metadata, Cwd: cwd}
 }
 
 // redeliverRefs enqueues messages the sender's log records whose

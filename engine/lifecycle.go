@@ -1,0 +1,316 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/warren-dev/warren/agentspec"
+	"github.com/warren-dev/warren/engine/internal/gone"
+	"github.com/warren-dev/warren/engine/internal/lifecycle"
+	"github.com/warren-dev/warren/engine/internal/subs"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/multiplexer"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/tools"
+	"github.com/warren-dev/warren/tree"
+)
+
+// An agent's creation, spawn, reset and termination are ordered in
+// package lifecycle; the Core carries out each step through lifeHost and
+// lifeAgent below.
+
+// CreateSpec describes a new agent.
+type CreateSpec = lifecycle.Spec
+
+// TerminatedAgent is one agent agent.terminate terminated: its id and the
+// path it had.
+type TerminatedAgent = lifecycle.Terminated
+
+// bootstrapPrompt is the first turn of a spawned child.
+const bootstrapPrompt = lifecycle.BootstrapPrompt
+
+// life is package lifecycle over the Core.
+func (c *Core) life() lifecycle.Lifecycle {
+	return lifecycle.Lifecycle{Host: lifeHost{c}, Tree: c.tree, Now: c.now, Log: c.log, Refuse: refuse, Ctx: c.ctx,
+		DefaultProvider: c.opts.DefaultProvider, DefaultModel: c.opts.DefaultModel, NoWake: c.opts.NoWake}
+}
+
+// refuse is a refusal of package lifecycle as the Core's domain error.
+func refuse(k lifecycle.Kind, err error) error {
+	kind := ErrInvalid
+	switch k {
+	case lifecycle.NotFound:
+		kind = ErrNotFound
+	case lifecycle.WrongState:
+		kind = ErrWrongState
+	case lifecycle.ShuttingDown:
+		kind = ErrShuttingDown
+	}
+	return &domainError{kind: kind, err: err}
+}
+
+// CreateAgent creates an agent durably: its provider session, its log with
+// agent.created and session.created in one write, and session.json. The
+// agent exists (and survives any crash) once CreateAgent returns nil.
+func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error) {
+	return c.life().Create(ctx, spec)
+}
+
+// Terminate terminates a leaf agent that runs no turn.
+func (c *Core) Terminate(agentID string) error { return c.life().Terminate(agentID) }
+
+// TerminateTree terminates agentID and all its descendants, deepest first
+// (agent.terminate with recursive). When one of them is mid-turn nothing is
+// terminated. It returns the terminated agents in order; an error part way
+// says which were terminated already.
+func (c *Core) TerminateTree(agentID string) ([]TerminatedAgent, error) {
+	return c.life().TerminateTree(agentID)
+}
+
+// Reset starts an idle agent on a fresh context (agent.reset): it logs
+// context.reset, so the history given to providers starts after it (the
+// log keeps every earlier turn), and stops its live provider session, so the
+// next turn opens a new one from the instructions alone.
+func (c *Core) Reset(agentID string) error { return c.life().Reset(agentID) }
+
+// terminate logs agent.terminated and drops the agent from the tree, the
+// pools and the subscription index.
+func (c *Core) terminate(a *agent) error { return c.life().End(lifeAgent{c, a}) }
+
+// deferSpawn queues the creation of a child until the parent's turn ends
+// (or runs it now when the parent is not in a turn).
+func (c *Core) deferSpawn(a *agent, spec CreateSpec) bool {
+	return c.life().Defer(lifeAgent{c, a}, spec)
+}
+
+// respawn creates a child a recorded spawn_agent call accepted.
+func (c *Core) respawn(parent *agent, sp spawnRec) { c.life().Respawn(lifeAgent{c, parent}, sp) }
+
+// markCompleting terminates the agent after its current turn, or now when
+// it runs none.
+func (c *Core) markCompleting(a *agent) { c.life().Complete(lifeAgent{c, a}) }
+
+// childSpec is the CreateSpec of a child spawned by parent.
+func (c *Core) childSpec(parent *agent, id string, v tools.SpawnAgent) CreateSpec {
+	return lifecycle.ChildSpec(parent.id, lifeAgent{c, parent}.Inherit(), id, v)
+}
+
+// lifeHost is the Core as package lifecycle acts on it.
+type lifeHost struct{ c *Core }
+
+func (h lifeHost) Lookup(id string) (lifecycle.Agent, error) {
+	a, ok := h.c.agent(id)
+	if !ok {
+		return nil, notFound(id)
+	}
+	return lifeAgent{h.c, a}, nil
+}
+
+func (h lifeHost) Provider(name string) (provider.Provider, error) { return h.c.provider(name) }
+func (h lifeHost) CheckModel(prov string, model *string) error     { return h.c.checkModel(prov, model) }
+func (h lifeHost) Served(p provider.Provider, name, model string) error {
+	return checkServed(p, name, model)
+}
+func (h lifeHost) CheckText(instr string, md map[string]string) error {
+	return h.c.checkAgentText(instr, md)
+}
+func (h lifeHost) NewID() string             { return newID() }
+func (h lifeHost) DropLease(id string)       { h.c.dropLease(id) }
+func (h lifeHost) RemoveOrphanDir(id string) { h.c.removeOrphanDir(id) }
+func (h lifeHost) Changed()                  { h.c.changed.Fire() }
+
+func (h lifeHost) Reserve(id, name, parentID string) (closed bool, err error) {
+	c := h.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return true, nil
+	}
+	return false, c.tree.Add(id, name, parentID)
+}
+
+func (h lifeHost) Unreserve(id string) {
+	h.c.mu.Lock()
+	_ = h.c.tree.Remove(id)
+	h.c.mu.Unlock()
+}
+
+func (h lifeHost) OpenSession(ctx context.Context, prov provider.Provider, id string, spec CreateSpec) (lifecycle.Session, error) {
+	c := h.c
+	lease, err := c.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*live, error) {
+		ps := c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, nil)
+		if v, ok := spec.Metadata[agentspec.HistoryModeKey]; ok {
+			ps.HistoryMode = v // the agent is not listed yet: its metadata is here
+		}
+		s, err := prov.Create(ctx, ps)
+		if err != nil {
+			return nil, err
+		}
+		return &live{sess: s, provider: spec.Provider, model: spec.Model}, nil
+	})
+	if err != nil {
+		return nil, wrapSlotErr(fmt.Errorf("creating the %s session: %w", spec.Provider, err))
+	}
+	return newSession{lease}, nil
+}
+
+func (h lifeHost) OpenLog(id string) (lifecycle.NewLog, error) {
+	l := &newLog{c: h.c, id: id}
+	lg, err := h.c.openLog(id, &l.a)
+	if err != nil {
+		return nil, err
+	}
+	l.Log = lg
+	return l, nil
+}
+
+func (h lifeHost) Notify(name string, watchers []subs.Sub, from, to, key string) {
+	h.c.notifySubs(name, watchers, from, to, key)
+}
+
+func (h lifeHost) Tell(to, text string) error {
+	return h.c.enqueue(h.c.newMessage(newID(), tree.System, to, inbox.KindError, text))
+}
+
+func (h lifeHost) ReadSeq(ctx context.Context, id string, seq uint64, off int64) (eventlog.Entry, error) {
+	return h.c.st.ReadSeq(ctx, id, seq, off)
+}
+
+// newSession is a new agent's provider session under its lease.
+type newSession struct{ lease *multiplexer.Lease[*live] }
+
+func (s newSession) Handle() string { return s.lease.Value().sess.Handle() }
+func (s newSession) Keep()          { s.lease.Release() }
+func (s newSession) Abandon() {
+	s.lease.Discard()
+	_ = s.lease.Value().sess.Stop()
+}
+
+// newLog is a new agent's log; a is the agent its appends fold into.
+type newLog struct {
+	store.Log
+	c  *Core
+	id string
+	a  *agent
+}
+
+func (l *newLog) AppendBatch(recs []eventlog.Record) error {
+	_, err := l.Log.AppendBatch(recs)
+	return err
+}
+
+func (l *newLog) Bind() lifecycle.Agent {
+	l.a = newAgent(l.id, l.Log, newProjection())
+	l.a.p.Pending.Attach(&l.c.pending)
+	return lifeAgent{l.c, l.a}
+}
+
+func (l *newLog) Adopt() {
+	l.c.mu.Lock()
+	l.c.agents[l.id] = l.a
+	l.c.mu.Unlock()
+}
+
+// lifeAgent is an agent as package lifecycle acts on it.
+type lifeAgent struct {
+	c *Core
+	a *agent
+}
+
+func (x lifeAgent) ID() string    { return x.a.id }
+func (x lifeAgent) Name() string  { return x.a.name() }
+func (x lifeAgent) State() string { return x.c.stateName(x.a) }
+
+func (x lifeAgent) Look() lifecycle.Look {
+	a := x.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := lifecycle.Look{Busy: a.busy, Terminated: a.p.Terminated, Corrupt: a.corrupt != nil,
+		OpenRun: a.p.Run != nil && !a.p.Run.Ended}
+	if a.hasLiveWait() {
+		l.WaitToken, l.RunID = a.p.Run.Wait.TokenID, a.p.Run.RunID
+	}
+	return l
+}
+
+func (x lifeAgent) Inherit() lifecycle.Inherited {
+	x.a.mu.Lock()
+	defer x.a.mu.Unlock()
+	return lifecycle.Inherited{Provider: x.a.p.Provider, Model: x.a.p.Model, Cwd: x.a.p.Cwd}
+}
+
+func (x lifeAgent) Append(event string, data any) (eventlog.Entry, error) {
+	return x.a.log.Append(event, data)
+}
+
+func (x lifeAgent) SetSnapshot(s *session.Session)  { x.a.snap.Set(s) }
+func (x lifeAgent) Save(f func(s *session.Session)) { x.c.saveSession(x.a, f) }
+func (x lifeAgent) Claim() error                    { return x.c.claim(x.a) }
+func (x lifeAgent) Release()                        { x.c.release(x.a) }
+func (x lifeAgent) FlushOwed() error                { return x.c.flushOwed(x.a) }
+func (x lifeAgent) StopTimers()                     { x.c.sched.CancelOwner(x.a.id) }
+func (x lifeAgent) Detach()                         { x.a.p.Pending.Attach(nil) }
+func (x lifeAgent) CloseLog() error                 { return x.a.log.Close() }
+func (x lifeAgent) Bootstrap()                      { x.c.bootstrap(x.a) }
+
+func (x lifeAgent) Revoke(tokenID, runID, reason string) error {
+	return x.c.revokeToken(x.a, tokenID, runID, reason)
+}
+
+func (x lifeAgent) StopSession() {
+	if lv, ok := x.c.mux.Remove(x.a.id); ok {
+		_ = lv.sess.Stop()
+	}
+}
+
+func (x lifeAgent) GoneInfo(ended time.Time) *gone.Info {
+	a := x.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	in := &gone.Info{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
+	if a.p.Run != nil {
+		in.LastTurnAt = a.p.Run.StartedAt
+	}
+	return in
+}
+
+func (x lifeAgent) Unlist(name, parentID string, info *gone.Info) []subs.Sub {
+	c, a := x.c, x.a
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a.terminating = true
+	watchers := c.subIndex.DropAgent(a.id)
+	c.gone.Remember(a.id, name, parentID)
+	c.gone.SetInfo(a.id, info)
+	_ = c.tree.Remove(a.id)
+	delete(c.agents, a.id)
+	return watchers
+}
+
+func (x lifeAgent) Defer(spec CreateSpec, later func()) (ok, now bool) {
+	a := x.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ok, queued, now := a.spawns.Defer(spec, a.busy)
+	if queued {
+		a.deferred = append(a.deferred, later)
+	}
+	return ok, now
+}
+
+func (x lifeAgent) Spawned(id string) {
+	x.a.mu.Lock()
+	x.a.spawns.Done(id)
+	x.a.mu.Unlock()
+}
+
+func (x lifeAgent) Completing() (inTurn bool) {
+	x.a.mu.Lock()
+	defer x.a.mu.Unlock()
+	x.a.completing = x.a.busy
+	return x.a.busy
+}
