@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/warren-dev/warren/engine/internal/redeliver"
@@ -10,13 +9,13 @@ import (
 
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/tools"
 	"github.com/warren-dev/warren/tree"
 )
 
 // The core's side of the tools that act on children (package toolexec
-// holds the tools): deferred and replayed spawns, bootstrap turns,
-// completion, and the redelivery of messages a replayed call recorded.
+// holds the tools, package lifecycle orders spawns and completion):
+// bootstrap turns, the replay of recorded calls, and the redelivery of
+// messages a replayed call recorded.
 
 // bootstrap runs a new child's first turn (respecting its gate).
 func (c *Core) bootstrap(ch *agent) {
@@ -64,22 +63,7 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 		return
 	}
 	c.redeliverRefs(a.id, rec.Messages, false)
-	switch tool {
-	case "spawn_agent":
-		var res struct {
-			AgentID string `json:"agent_id"`
-		}
-		_ = json.Unmarshal(rec.Result, &res)
-		id := res.AgentID
-		if _, exists := c.agent(id); id != "" && !exists {
-			parsed, err := tools.Parse(tool, args)
-			if v, okp := parsed.(tools.SpawnAgent); err == nil && okp {
-				c.deferSpawn(a, c.childSpec(a, id, v))
-			}
-		}
-	case "complete":
-		c.markCompleting(a)
-	}
+	c.life().Redo(lifeAgent{c, a}, tool, args, rec.Result)
 }
 
 // redeliverRefs enqueues messages the sender's log records whose

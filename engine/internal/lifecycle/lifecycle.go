@@ -25,7 +25,8 @@
 //   - Defer, Spawn and Respawn create the children a parent spawns:
 //     queued until the parent's turn ends (Spawns, one per parent), then
 //     created and started on their bootstrap turn; a failure tells the
-//     parent. Complete terminates an agent after its turn, or now.
+//     parent. Complete terminates an agent after its turn, or now. Redo
+//     does either again for a call a re-run turn answers from the log.
 //   - Reset logs context.reset on an idle agent and stops its provider
 //     session.
 //

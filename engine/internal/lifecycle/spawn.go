@@ -118,6 +118,29 @@ func ChildSpec(parentID string, in Inherited, id string, v tools.SpawnAgent) Spe
 		Provider: prov, Model: model, Metadata: v.Metadata, Cwd: in.Cwd}
 }
 
+// Redo redoes the lifecycle effects of a call of a that a re-run turn
+// answers from the log: a spawn whose child does not exist is queued
+// again, a completion is marked again. result is the call's recorded
+// result.
+func (l Lifecycle) Redo(a Agent, tool string, args map[string]any, result json.RawMessage) {
+	switch tool {
+	case "spawn_agent":
+		var res struct {
+			AgentID string `json:"agent_id"`
+		}
+		_ = json.Unmarshal(result, &res)
+		id := res.AgentID
+		if _, err := l.Host.Lookup(id); id != "" && err != nil {
+			parsed, err := tools.Parse(tool, args)
+			if v, okp := parsed.(tools.SpawnAgent); err == nil && okp {
+				l.Defer(a, ChildSpec(a.ID(), a.Inherit(), id, v))
+			}
+		}
+	case "complete":
+		l.Complete(a)
+	}
+}
+
 // Complete terminates a after its current turn, or now when it runs none
 // (the complete tool).
 func (l Lifecycle) Complete(a Agent) {

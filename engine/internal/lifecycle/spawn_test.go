@@ -148,7 +148,7 @@ func TestRespawnReadsTheRecordedCall(t *testing.T) {
 func TestChildSpecInherits(t *testing.T) {
 	in := Inherited{Provider: "claude", Model: "opus", Cwd: "/w"}
 	for _, tc := range []struct {
-		v          tools.SpawnAgent
+		v           tools.SpawnAgent
 		prov, model string
 	}{
 		{tools.SpawnAgent{Name: "k"}, "claude", "opus"},
@@ -190,4 +190,27 @@ func TestCompleteTerminatesAfterTheTurn(t *testing.T) {
 	if !strings.Contains(f.logBuf.String(), "terminating a completed agent: agent=b1") {
 		t.Errorf("a failed termination is not logged:\n%s", f.logBuf.String())
 	}
+}
+
+func TestRedoRedoesASpawnOrACompletion(t *testing.T) {
+	f := newFake()
+	p := f.add("p1", "boss", "")
+	p.look.Busy = true // a re-run turn
+	f.add("c0", "there", "p1")
+	l := f.life()
+	args := map[string]any{"name": "kid", "instructions": "go"}
+	l.Redo(p, "spawn_agent", args, []byte(`{"agent_id":"c0"}`))             // the child exists
+	l.Redo(p, "spawn_agent", args, []byte(`{}`))                            // no child id
+	l.Redo(p, "spawn_agent", map[string]any{}, []byte(`{"agent_id":"c1"}`)) // no name
+	l.Redo(p, "send_message", args, []byte(`{"agent_id":"c1"}`))            // not a lifecycle tool
+	sameSteps(t, f.took())
+
+	l.Redo(p, "spawn_agent", args, []byte(`{"agent_id":"c1"}`))
+	sameSteps(t, f.took(), "p1 defer kid ok=true queued=true now=false")
+	if len(p.queue.specs) != 1 || !reflect.DeepEqual(p.queue.specs[0], Spec{ID: "c1", Name: "kid", ParentID: "p1", Instructions: "go",
+		Provider: "p-p1", Model: "m-p1", Cwd: "/w/p1"}) {
+		t.Errorf("queued %+v", p.queue.specs)
+	}
+	l.Redo(p, "complete", nil, nil)
+	sameSteps(t, f.took(), "p1 completing")
 }
