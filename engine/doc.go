@@ -148,7 +148,7 @@
 // and c.subIndex (package subs) have no lock: c.mu guards them.
 //
 // Each package the engine's state was split into documents its own locks
-// in its package doc (agentload, claims, extcall, gone, logpage, owed,
+// in its package doc (agentload, claims, extcall, gone, lifecycle, logpage, owed,
 // recoverrun, reserve, snapsave, subs, waits; views takes none: the Core reads an
 // agent's snapshot under a.mu and builds its views after releasing it);
 // this section is the one place their order is written.
