@@ -8,6 +8,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/engine/internal/owed"
+	"github.com/warren-dev/warren/engine/internal/reminders"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/engine/internal/waits"
 	"github.com/warren-dev/warren/store"
@@ -27,7 +28,9 @@ type agent struct {
 	ckptSeq atomic.Uint64
 	// ckptArmed: a checkpoint timer is armed for the agent (checkpointSoon).
 	ckptArmed atomic.Bool
-	remMu     sync.Mutex // serialises firing and cancelling reminders
+	// reminders serialises firing and cancelling its reminders (package
+	// reminders, its own lock).
+	reminders reminders.Timers
 	mu        sync.Mutex
 	p         *projection
 	// snap is the session.json snapshot and its write-behind (package

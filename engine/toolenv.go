@@ -6,7 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/engine/internal/reminders"
+	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
@@ -25,11 +28,12 @@ import (
 // snapshot or a field, never one inside the other, and holds neither
 // across a log append (an append takes a.mu itself: OnAppend folds the
 // entry into the projection), a wake or a call into other packages. The
-// one nesting is CancelReminder's: a.remMu (which serialises it with the
-// reminder firing) around a.mu sections and the reminder.cancelled append,
-// the order fireReminder takes them in. So the order is
+// one nesting is CancelReminder's: the lock of a.reminders (package
+// reminders: it serialises the cancel with the reminder's firing) around
+// a.mu sections and the reminder.cancelled append, the order a firing
+// takes them in. So the order is
 //
-//	Attempt.serial -> a.remMu -> one of: c.mu, a.mu, a log append
+//	Attempt.serial -> a.reminders -> one of: c.mu, a.mu, a log append
 type toolEnv Core
 
 var _ toolexec.Env = (*toolEnv)(nil)
@@ -155,10 +159,10 @@ func (e *toolEnv) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Mess
 // Mail.
 
 func (e *toolEnv) CheckEnqueue(m inbox.Message, n int, b int64) (bool, error) {
-	return e.core().checkEnqueueN(m, n, b)
+	return mail.Check[*agent](e.core().mail(), m)
 }
 
-func (e *toolEnv) Enqueue(m inbox.Message) error { return e.core().appendEnqueue(m) }
+func (e *toolEnv) Enqueue(m inbox.Message) error { return mail.Append[*agent](e.core().mail(), m) }
 
 func (e *toolEnv) MarkDelivered(id string, msgIDs []string) error {
 	a, ok := e.core().agent(id)
@@ -287,12 +291,7 @@ func (e *toolEnv) ScheduleReminder(id string, r toolexec.Reminder) error {
 	if !ok {
 		return errNotFoundAgent
 	}
-	if _, err := a.log.Append(schema.ReminderSched, schema.ReminderData{ReminderID: r.ID, Reason: r.Reason,
-		Due: r.Due.Format(time.RFC3339Nano), EveryMS: r.Every.Milliseconds()}); err != nil {
-		return err
-	}
-	e.core().armReminder(a, r.ID)
-	return nil
+	return reminders.Schedule[*agent](e.core().mail(), &a.reminders, a, r)
 }
 
 func (e *toolEnv) CancelReminder(id, reminderID string) (bool, error) {
@@ -300,55 +299,15 @@ func (e *toolEnv) CancelReminder(id, reminderID string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	// Serialised with firing: once the cancel returns, no notice of this
-	// reminder is in flight.
-	a.remMu.Lock()
-	defer a.remMu.Unlock()
-	a.mu.Lock()
-	_, known := a.p.Reminders[reminderID]
-	a.mu.Unlock()
-	if !known {
-		return false, nil
-	}
-	if _, err := a.log.Append(schema.ReminderCancel, schema.ReminderData{ReminderID: reminderID}); err != nil {
-		return true, err
-	}
-	e.core().disarmReminder(a, reminderID)
-	return true, nil
+	return reminders.Cancel[*agent](e.core().mail(), &a.reminders, a, reminderID)
 }
 
 func (e *toolEnv) Subscribe(subscriber string, s toolexec.Subscription) (bool, error) {
-	a, ok := e.core().agent(subscriber)
-	if !ok {
-		return false, errNotFoundAgent
-	}
-	sub := subscriptionRec{ID: s.ID, Target: s.Target, From: s.From, To: s.To, Once: s.Once}
-	// Indexing checks the target under the core lock, which termination
-	// also takes: a subscription is either in place before the target's
-	// terminated transition fires, or refused because the target is gone.
-	if !e.core().indexSubscription(sub, subscriber) {
-		return false, nil
-	}
-	if _, err := a.log.Append(schema.ToolSubscribe, schema.SubscribeData{SubscriptionID: sub.ID, TargetID: sub.Target,
-		From: sub.From, To: sub.To, Once: sub.Once}); err != nil {
-		e.core().unindexSubscription(sub)
-		return true, err
-	}
-	return true, nil
+	return subs.Subscribe[*agent](e.core().mail(), subscriber, subscriptionRec(s))
 }
 
 func (e *toolEnv) Unsubscribe(subscriber, subscriptionID string) (bool, error) {
-	a, ok := e.core().agent(subscriber)
-	if !ok {
-		return false, nil
-	}
-	a.mu.Lock()
-	sub, known := a.p.Subs[subscriptionID]
-	a.mu.Unlock()
-	if !known {
-		return false, nil
-	}
-	return true, e.core().dropSubscription(a, sub, "unsubscribed")
+	return subs.Unsubscribe[*agent](e.core().mail(), subscriber, subscriptionID)
 }
 
 func (e *toolEnv) AwaitInput(id string, v tools.AwaitInput, pos toolexec.Pos) error {

@@ -54,20 +54,6 @@ func (c *Core) tryOpenUserInbox() error {
 	return nil
 }
 
-// checkUserRoom is checkEnqueueN for the USER inbox.
-func (c *Core) checkUserRoom(m inbox.Message) (skip bool, err error) {
-	if c.user.Has(m.ID) {
-		return true, nil
-	}
-	return false, c.reserveRoom(m, func(reserved func(has func(id string) bool) (int, int64)) (n int, b int64, rn int, rb int64) {
-		c.user.View(func(count int, bytes int64, has func(id string) bool) {
-			n, b = count, bytes
-			rn, rb = reserved(has)
-		})
-		return n, b, rn, rb
-	})
-}
-
 // maxDrain bounds the messages one inbox.list returns.
 const maxDrain = 1000
 

@@ -5,12 +5,21 @@
 // (tool.subscribe, tool.unsubscribe) and folded into its projection; the
 // index is rebuilt from the projections at recovery.
 //
+// The steps (flows.go) subscribe (index, then log tool.subscribe; undo the
+// index when the log refuses), unsubscribe (log tool.unsubscribe, then
+// unindex) and send the notices of one transition (a SYSTEM notification
+// per matching subscription, under an id derived from the subscription and
+// the transition; a once-subscription is dropped after it fired). What they
+// do to the agents and the engine goes through Env.
+//
 // # Locks
 //
 // An Index has no lock of its own: its owner serialises every call. The
 // engine calls it under its core lock, c.mu, which termination also
 // takes, so a subscription is either in place before its target's
 // terminated transition fires or refused because the target is gone.
+// The steps take no lock; Env's methods take the engine's, one after the
+// other, never across another method.
 package subs
 
 import "github.com/warren-dev/warren/projection"

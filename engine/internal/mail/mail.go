@@ -1,0 +1,150 @@
+// Package mail is how a message reaches an inbox (SPEC 5, 6): the checks
+// before it is enqueued, the append and the wake, the redelivery of a
+// message its sender's log records as sent, and SYSTEM's notice to a
+// parent whose child failed its turn.
+//
+// The checks, in order: a message to USER is skipped when the USER inbox
+// has it and otherwise needs room there; a message to an agent needs a
+// live recipient, is skipped when the recipient has had it enqueued
+// already (a message id is enqueued once per recipient: a call run again
+// after a crash sends the same ids), is refused when the recipient is
+// terminated or its log is damaged, and otherwise needs room in its inbox
+// and in the daemon's totals (config.Limits). The room is reserved when
+// the check passes (package reserve, with package limits' CheckRoom) and
+// released when the append returns, in the inbox or failed. The append
+// logs message.enqueued in the recipient's log (the USER inbox has its
+// own file) and pokes the recipient: a new message also retries an agent
+// whose last turn failed. A message redelivered (its sender's log records
+// it as sent, package redeliver) passes the same checks except the room:
+// the limits refuse new sends, not those already made.
+//
+// What the steps do to the agents and the engine goes through Env.
+//
+// # Locks
+//
+// None of its own. Env's methods take the engine's locks one after the
+// other, never across another method; Reserve holds the reservation set's
+// lock across its view of the inbox (package reserve).
+package mail
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/toolexec"
+	"github.com/warren-dev/warren/tree"
+)
+
+// Env is what the mail steps need of the engine, for agents of type A.
+type Env[A any] interface {
+	// Agent returns a live agent.
+	Agent(id string) (A, bool)
+	// Inbox reads, under a's lock, whether a has had message id enqueued,
+	// whether a is terminated and whether its log is damaged.
+	Inbox(a A, id string) (has, terminated, corrupt bool)
+	// Reserve checks that m fits in a's inbox and in the daemon's totals,
+	// counting the messages reserved and not yet landed, and reserves its
+	// room until Release(m.ID); the error wraps toolexec.ErrInboxFull.
+	// ReserveUser does the same for the USER inbox.
+	Reserve(a A, m inbox.Message) error
+	ReserveUser(m inbox.Message) error
+	Release(id string)
+	// UserHas reports whether the USER inbox has had message id.
+	UserHas(id string) bool
+	// Append logs one entry in a's log; AppendUser makes m durable in the
+	// USER inbox.
+	Append(a A, event string, data any) error
+	AppendUser(m inbox.Message) error
+	// Poke wakes a, even after a failed turn.
+	Poke(a A)
+
+	// What the notice of a failed turn reads.
+
+	// Failed reads, under a's lock, what its parent is told of its failed
+	// turn, listing at most max pending messages.
+	Failed(a A, max int) Failure
+	// FillPayloads returns msgs with every payload read back from the
+	// owner's log.
+	FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error)
+	// DisplayName is how a sender appears in a notice.
+	DisplayName(id string) string
+	// TransitionKey names a's current transition (its latest run and
+	// turn, or its id) for notice ids.
+	TransitionKey(a A) string
+	Now() time.Time
+	Logger() hclog.Logger
+}
+
+// Check decides whether m can be enqueued: skip when the recipient already
+// has it; an error naming the reason when it cannot take it (wrapping
+// toolexec.ErrNoAgent or toolexec.ErrInboxFull). A message let through
+// holds its room until Append.
+func Check[A any](env Env[A], m inbox.Message) (skip bool, err error) {
+	if m.Recipient == tree.User {
+		if env.UserHas(m.ID) {
+			return true, nil
+		}
+		return false, env.ReserveUser(m)
+	}
+	r, ok := env.Agent(m.Recipient)
+	if !ok {
+		return false, fmt.Errorf("recipient %s: %w", m.Recipient, toolexec.ErrNoAgent)
+	}
+	dup, terminated, corrupt := env.Inbox(r, m.ID)
+	switch {
+	case dup:
+		return true, nil
+	case terminated:
+		return false, fmt.Errorf("recipient %s is terminated: %w", m.Recipient, toolexec.ErrNoAgent)
+	case corrupt:
+		return false, fmt.Errorf("recipient %s has a damaged log (warren repair): %w", m.Recipient, toolexec.ErrNoAgent)
+	}
+	return false, env.Reserve(r, m)
+}
+
+// Append logs message.enqueued in the recipient's log (or puts m in the
+// USER inbox) and pokes the recipient; it does not check (Check did), and
+// it releases m's room, in the inbox now or failed.
+func Append[A any](env Env[A], m inbox.Message) error {
+	defer env.Release(m.ID)
+	if m.Recipient == tree.User {
+		return env.AppendUser(m)
+	}
+	r, ok := env.Agent(m.Recipient)
+	if !ok {
+		return fmt.Errorf("recipient %s: %w", m.Recipient, toolexec.ErrNoAgent)
+	}
+	if err := env.Append(r, schema.MessageEnqueued, m.EventData()); err != nil {
+		return fmt.Errorf("logging message.enqueued for %s: %w", m.Recipient, err)
+	}
+	env.Poke(r)
+	return nil
+}
+
+// Send checks m and appends it: a message whose id the recipient already
+// has is not enqueued again.
+func Send[A any](env Env[A], m inbox.Message) error {
+	skip, err := Check(env, m)
+	if err != nil || skip {
+		return err
+	}
+	return Append(env, m)
+}
+
+// Redeliver enqueues a message its sender's log records as sent unless
+// its recipient has it; the limits do not refuse it.
+func Redeliver[A any](env Env[A], m inbox.Message) error {
+	skip, err := Check(env, m)
+	if errors.Is(err, toolexec.ErrInboxFull) {
+		err = nil
+	}
+	if err == nil && !skip {
+		err = Append(env, m)
+	}
+	return err
+}

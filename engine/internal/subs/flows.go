@@ -1,0 +1,120 @@
+package subs
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/toolexec"
+	"github.com/warren-dev/warren/tree"
+)
+
+// Env is what the subscription steps need of the engine, for agents of
+// type A.
+type Env[A any] interface {
+	// Agent returns a live agent.
+	Agent(id string) (A, bool)
+	// Subscription reads a's subscription id (under a's lock).
+	Subscription(a A, id string) (projection.Subscription, bool)
+	// Append logs one entry in a's log.
+	Append(a A, event string, data any) error
+	// Index adds sub of subscriber to the index when its target is alive
+	// (under the lock termination takes); false when the target is gone
+	// or terminating. Unindex removes it.
+	Index(sub projection.Subscription, subscriber string) bool
+	Unindex(sub projection.Subscription)
+	// Now is the clock.
+	Now() time.Time
+	// Enqueue makes m durable in its recipient's inbox (after its checks).
+	Enqueue(m inbox.Message) error
+	Logger() hclog.Logger
+}
+
+// Subscribe indexes sub for subscriber and logs tool.subscribe in its
+// log; alive is false (and nothing is logged) when the target is gone. A
+// subscriber that is not a live agent is toolexec.ErrNoAgent.
+func Subscribe[A any](env Env[A], subscriber string, sub projection.Subscription) (alive bool, err error) {
+	a, ok := env.Agent(subscriber)
+	if !ok {
+		return false, toolexec.ErrNoAgent
+	}
+	// Indexing checks the target under the core lock, which termination
+	// also takes: a subscription is either in place before the target's
+	// terminated transition fires, or refused because the target is gone.
+	if !env.Index(sub, subscriber) {
+		return false, nil
+	}
+	if err := env.Append(a, schema.ToolSubscribe, schema.SubscribeData{SubscriptionID: sub.ID, TargetID: sub.Target,
+		From: sub.From, To: sub.To, Once: sub.Once}); err != nil {
+		env.Unindex(sub)
+		return true, err
+	}
+	return true, nil
+}
+
+// Unsubscribe drops subscriber's subscription id (reason "unsubscribed");
+// known is false when subscriber is not a live agent or has no such
+// subscription.
+func Unsubscribe[A any](env Env[A], subscriber, id string) (known bool, err error) {
+	a, ok := env.Agent(subscriber)
+	if !ok {
+		return false, nil
+	}
+	sub, known := env.Subscription(a, id)
+	if !known {
+		return false, nil
+	}
+	return true, Drop(env, a, sub, "unsubscribed")
+}
+
+// Drop logs tool.unsubscribe with reason in subscriber's log, then
+// removes sub from the index.
+func Drop[A any](env Env[A], subscriber A, sub projection.Subscription, reason string) error {
+	if err := env.Append(subscriber, schema.ToolUnsubscribe, schema.UnsubscribeData{SubscriptionID: sub.ID, Reason: reason}); err != nil {
+		return fmt.Errorf("logging tool.unsubscribe: %w", err)
+	}
+	env.Unindex(sub)
+	return nil
+}
+
+// Notify delivers the notices of one transition of the agent called name
+// from -> to to the watchers whose subscription matches it; key names the
+// transition (the agent's latest run and turn, or its id). The notices'
+// ids derive from the subscription and the transition, so recovering the
+// same bytes twice (or firing again after a crash) produces the same
+// notices. A failed delivery is logged and skipped; a once-subscription
+// that fired is dropped (reason "fired").
+func Notify[A any](env Env[A], watchers []Sub, name, from, to, key string) {
+	for _, sub := range watchers {
+		if !sub.Matches(from, to) {
+			continue
+		}
+		sa, ok := env.Agent(sub.Subscriber)
+		if !ok {
+			continue
+		}
+		m := StateNotice(sub, name, from, to, key, env.Now())
+		if err := env.Enqueue(m); err != nil {
+			env.Logger().Warn("delivering a subscription notice", "subscriber", sub.Subscriber, "err", err)
+			continue
+		}
+		if sub.Once {
+			if err := Drop(env, sa, sub.Subscription, "fired"); err != nil {
+				env.Logger().Error("removing a fired once-subscription", "subscription", sub.ID, "err", err)
+			}
+		}
+	}
+}
+
+// StateNotice is SYSTEM's notification to sub's subscriber of the
+// transition key of the agent called name from -> to, sent at now.
+func StateNotice(sub Sub, name, from, to, key string, now time.Time) inbox.Message {
+	return inbox.Message{ID: notice.ID("state", sub.ID, key, from, to), Sender: tree.System, Recipient: sub.Subscriber,
+		Kind: inbox.KindNotification, Payload: notice.StateChange(name, from, to), Timestamp: now.UTC(),
+		Metadata: map[string]string{"subscription_id": sub.ID, "agent": name, "from": from, "to": to}}
+}

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/engine/internal/mail"
+	"github.com/warren-dev/warren/engine/internal/redeliver"
+	"github.com/warren-dev/warren/engine/internal/reminders"
+	"github.com/warren-dev/warren/engine/internal/subs"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/inbox"
+	fold "github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/tree"
+)
+
+// mailEnv is the Core as the environment of packages mail (enqueue and
+// its checks, the parent's failure notice), subs (subscribing and the
+// transition notices), reminders and redeliver: each method is one step
+// under the Core's locks, c.mu and an agent's a.mu taken one after the
+// other, never together, and neither held across a log append.
+type mailEnv struct{ c *Core }
+
+var (
+	_ mail.Env[*agent]      = mailEnv{}
+	_ subs.Env[*agent]      = mailEnv{}
+	_ reminders.Env[*agent] = mailEnv{}
+	_ redeliver.Env         = mailEnv{}
+)
+
+func (c *Core) mail() mailEnv { return mailEnv{c} }
+
+func (e mailEnv) Agent(id string) (*agent, bool) { return e.c.agent(id) }
+func (e mailEnv) ID(a *agent) string             { return a.id }
+func (e mailEnv) Terminated(a *agent) bool       { return a.terminated() }
+func (e mailEnv) Now() time.Time                 { return e.c.now() }
+func (e mailEnv) NewID() string                  { return newID() }
+func (e mailEnv) Logger() hclog.Logger           { return e.c.log }
+func (e mailEnv) Poke(a *agent)                  { e.c.poke(a) }
+func (e mailEnv) Release(id string)              { e.c.unreserve(id) }
+func (e mailEnv) UserHas(id string) bool         { return e.c.user.Has(id) }
+func (e mailEnv) AppendUser(m inbox.Message) error {
+	return e.c.user.Enqueue(m)
+}
+func (e mailEnv) Enqueue(m inbox.Message) error { return e.c.enqueue(m) }
+func (e mailEnv) DisplayName(id string) string  { return e.c.displayName(id) }
+func (e mailEnv) TransitionKey(a *agent) string { return a.transitionKey() }
+func (e mailEnv) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
+	return e.c.fillPayloads(owner, msgs)
+}
+
+func (e mailEnv) Append(a *agent, event string, data any) error {
+	_, err := a.log.Append(event, data)
+	return err
+}
+
+func (e mailEnv) Inbox(a *agent, id string) (has, terminated, corrupt bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Enqueued.Has(id), a.p.Terminated, a.corrupt != nil
+}
+
+func (e mailEnv) Reserve(r *agent, m inbox.Message) error {
+	return e.c.reserveRoom(m, func(reserved func(has func(id string) bool) (int, int64)) (int, int64, int, int64) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		rn, rb := reserved(r.p.Enqueued.Has)
+		return r.p.Pending.Len(), r.p.Pending.Bytes(), rn, rb
+	})
+}
+
+func (e mailEnv) ReserveUser(m inbox.Message) error {
+	u := e.c.user
+	return e.c.reserveRoom(m, func(reserved func(has func(id string) bool) (int, int64)) (n int, b int64, rn int, rb int64) {
+		u.View(func(count int, bytes int64, has func(id string) bool) {
+			n, b = count, bytes
+			rn, rb = reserved(has)
+		})
+		return n, b, rn, rb
+	})
+}
+
+func (e mailEnv) Failed(a *agent, max int) mail.Failure {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return mail.Failure{ID: a.id, Parent: a.p.ParentID, Name: a.p.Name, LastErr: a.p.LastError,
+		Total: a.p.Pending.Len(), Pending: a.p.Pending.PeekFirst(max, 0)}
+}
+
+// Subscriptions.
+
+func (e mailEnv) Subscription(a *agent, id string) (subscriptionRec, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sub, ok := a.p.Subs[id]
+	return sub, ok
+}
+
+func (e mailEnv) Index(sub subscriptionRec, subscriber string) bool {
+	return e.c.indexSubscription(sub, subscriber)
+}
+
+func (e mailEnv) Unindex(sub subscriptionRec) {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	e.c.subIndex.Remove(sub)
+}
+
+// Reminders.
+
+func (e mailEnv) WithReminder(a *agent, id string, f func(fold.Reminder)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r := a.p.Reminders[id]; r != nil {
+		f(*r)
+	}
+}
+
+func (e mailEnv) Arm(a *agent, name string, t time.Time, fire func()) {
+	e.c.sched.Arm(a.id, name, t, fire)
+}
+func (e mailEnv) Disarm(a *agent, name string) { e.c.sched.Cancel(a.id, name) }
+
+// Redelivery.
+
+// Lacks reports whether the recipient of s exists and has not got it.
+func (e mailEnv) Lacks(s sentRef, agentsOnly bool) bool {
+	c := e.c
+	if s.To == tree.User {
+		if agentsOnly || c.user == nil {
+			return false
+		}
+		return !c.user.Has(s.ID)
+	}
+	a, ok := c.agent(s.To)
+	if !ok || a.corrupt != nil {
+		return false
+	}
+	a.mu.Lock()
+	has := a.p.Enqueued.Has(s.ID)
+	a.mu.Unlock()
+	return !has
+}
+
+func (e mailEnv) ReadSeq(ctx context.Context, id string, seq uint64, hint int64) (eventlog.Entry, error) {
+	return e.c.st.ReadSeq(ctx, id, seq, hint)
+}
+
+func (e mailEnv) Deliver(m inbox.Message) error { return mail.Redeliver[*agent](e, m) }
+
+// redeliverRefs enqueues messages the sender's log records whose
+// recipient lacks them (package redeliver). agentsOnly leaves out messages
+// to USER (recovery's rule).
+func (c *Core) redeliverRefs(sender string, refs []sentRef, agentsOnly bool) {
+	redeliver.Refs(c.mail(), c.log, sender, refs, agentsOnly)
+}
