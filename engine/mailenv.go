@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/engine/internal/gate"
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/redeliver"
 	"github.com/warren-dev/warren/engine/internal/reminders"
@@ -13,12 +14,11 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
-	"github.com/warren-dev/warren/tree"
 )
 
 // mailEnv is the Core as the environment of packages mail (enqueue and
 // its checks, the parent's failure notice), subs (subscribing and the
-// transition notices), reminders and redeliver: each method is one step
+// transition notices), reminders, gate and redeliver: each method is one step
 // under the Core's locks, c.mu and an agent's a.mu taken one after the
 // other, never together, and neither held across a log append.
 type mailEnv struct{ c *Core }
@@ -27,6 +27,7 @@ var (
 	_ mail.Env[*agent]      = mailEnv{}
 	_ subs.Env[*agent]      = mailEnv{}
 	_ reminders.Env[*agent] = mailEnv{}
+	_ gate.Env[*agent]      = mailEnv{}
 	_ redeliver.Env         = mailEnv{}
 )
 
@@ -123,26 +124,20 @@ func (e mailEnv) Arm(a *agent, name string, t time.Time, fire func()) {
 }
 func (e mailEnv) Disarm(a *agent, name string) { e.c.sched.Cancel(a.id, name) }
 
+// Gates.
+
+func (e mailEnv) SetPermit(a *agent, permit bool) {
+	a.mu.Lock()
+	a.permit = permit
+	a.mu.Unlock()
+}
+
+func (e mailEnv) Wake(a *agent) { e.c.wake(a) }
+
 // Redelivery.
 
-// Lacks reports whether the recipient of s exists and has not got it.
-func (e mailEnv) Lacks(s sentRef, agentsOnly bool) bool {
-	c := e.c
-	if s.To == tree.User {
-		if agentsOnly || c.user == nil {
-			return false
-		}
-		return !c.user.Has(s.ID)
-	}
-	a, ok := c.agent(s.To)
-	if !ok || a.corrupt != nil {
-		return false
-	}
-	a.mu.Lock()
-	has := a.p.Enqueued.Has(s.ID)
-	a.mu.Unlock()
-	return !has
-}
+func (e mailEnv) Lacks(s sentRef, agentsOnly bool) bool { return mail.Lacks[*agent](e, s, agentsOnly) }
+func (e mailEnv) UserOpen() bool                        { return e.c.user != nil }
 
 func (e mailEnv) ReadSeq(ctx context.Context, id string, seq uint64, hint int64) (eventlog.Entry, error) {
 	return e.c.st.ReadSeq(ctx, id, seq, hint)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/gate"
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/engine/internal/reminders"
@@ -255,20 +256,7 @@ func (e *toolEnv) SetGate(id, name string, gated bool) error {
 	if !ok {
 		return errNotFoundAgent
 	}
-	action := "ungate"
-	if gated {
-		action = "gate"
-	}
-	if _, err := ch.log.Append(schema.ToolGate, schema.GateData{Action: action, AgentName: name}); err != nil {
-		return err
-	}
-	ch.mu.Lock()
-	ch.permit = false
-	ch.mu.Unlock()
-	if !gated {
-		e.core().wake(ch)
-	}
-	return nil
+	return gate.Set[*agent](e.core().mail(), ch, name, gated)
 }
 
 func (e *toolEnv) PermitTurn(id, name string) error {
@@ -276,14 +264,7 @@ func (e *toolEnv) PermitTurn(id, name string) error {
 	if !ok {
 		return errNotFoundAgent
 	}
-	if _, err := ch.log.Append(schema.ToolPermitTurn, schema.GateData{AgentName: name}); err != nil {
-		return err
-	}
-	ch.mu.Lock()
-	ch.permit = true
-	ch.mu.Unlock()
-	e.core().wake(ch)
-	return nil
+	return gate.Permit[*agent](e.core().mail(), ch, name)
 }
 
 func (e *toolEnv) ScheduleReminder(id string, r toolexec.Reminder) error {

@@ -35,6 +35,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tree"
@@ -54,8 +55,10 @@ type Env[A any] interface {
 	Reserve(a A, m inbox.Message) error
 	ReserveUser(m inbox.Message) error
 	Release(id string)
-	// UserHas reports whether the USER inbox has had message id.
+	// UserHas reports whether the USER inbox has had message id; UserOpen
+	// whether it is open yet.
 	UserHas(id string) bool
+	UserOpen() bool
 	// Append logs one entry in a's log; AppendUser makes m durable in the
 	// USER inbox.
 	Append(a A, event string, data any) error
@@ -147,4 +150,19 @@ func Redeliver[A any](env Env[A], m inbox.Message) error {
 		err = Append(env, m)
 	}
 	return err
+}
+
+// Lacks reports whether the recipient of s exists and has not got it (a
+// damaged log has nothing redelivered to it); agentsOnly leaves out
+// messages to USER, as does a USER inbox not open yet.
+func Lacks[A any](env Env[A], s projection.SentRef, agentsOnly bool) bool {
+	if s.To == tree.User {
+		return !agentsOnly && env.UserOpen() && !env.UserHas(s.ID)
+	}
+	a, ok := env.Agent(s.To)
+	if !ok {
+		return false
+	}
+	has, _, corrupt := env.Inbox(a, s.ID)
+	return !corrupt && !has
 }

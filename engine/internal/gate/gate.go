@@ -1,0 +1,55 @@
+// Package gate changes an agent's gate (the tools gate_agent,
+// ungate_agent and permit_turn, SPEC 6). A gated agent takes no turn on
+// its own: its messages wait until it is ungated or permitted one turn.
+// The gate is durable (tool.gate in the child's log, folded into its
+// projection); the permit is not (a restart withdraws it) and the turn
+// it lets start consumes it (the engine's wake and a child's bootstrap
+// turn).
+//
+// The rules: a gate change is logged before it takes effect and
+// withdraws any permit; ungating wakes the agent (it may have messages
+// waiting), gating does not stop a turn that runs; a permit is logged
+// (tool.permit_turn), granted, and wakes the agent.
+//
+// No locks of its own; Env's methods take the engine's one at a time.
+package gate
+
+import "github.com/warren-dev/warren/schema"
+
+// Env is what the gate needs of the engine, for agents of type A.
+type Env[A any] interface {
+	// Append logs one entry in a's log.
+	Append(a A, event string, data any) error
+	// SetPermit grants or withdraws a's permit of one turn (under a's
+	// lock).
+	SetPermit(a A, permit bool)
+	// Wake starts a turn for a if it has work and may take one.
+	Wake(a A)
+}
+
+// Set gates (gated) or ungates a; name is the agent as the caller named
+// it, which the log records.
+func Set[A any](env Env[A], a A, name string, gated bool) error {
+	action := "ungate"
+	if gated {
+		action = "gate"
+	}
+	if err := env.Append(a, schema.ToolGate, schema.GateData{Action: action, AgentName: name}); err != nil {
+		return err
+	}
+	env.SetPermit(a, false)
+	if !gated {
+		env.Wake(a)
+	}
+	return nil
+}
+
+// Permit lets a take one turn while gated.
+func Permit[A any](env Env[A], a A, name string) error {
+	if err := env.Append(a, schema.ToolPermitTurn, schema.GateData{AgentName: name}); err != nil {
+		return err
+	}
+	env.SetPermit(a, true)
+	env.Wake(a)
+	return nil
+}

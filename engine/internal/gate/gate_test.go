@@ -1,0 +1,57 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+type fake struct {
+	calls     []string
+	appendErr error
+}
+
+func (f *fake) Append(a, event string, data any) error {
+	f.calls = append(f.calls, fmt.Sprintf("append %s %s %+v", a, event, data))
+	return f.appendErr
+}
+func (f *fake) SetPermit(a string, p bool) { f.calls = append(f.calls, fmt.Sprintf("permit %s %v", a, p)) }
+func (f *fake) Wake(a string)              { f.calls = append(f.calls, "wake "+a) }
+
+func (f *fake) want(t *testing.T, want ...string) {
+	t.Helper()
+	if !reflect.DeepEqual(f.calls, want) {
+		t.Fatalf("steps:\n  %s\nwant:\n  %s", strings.Join(f.calls, "\n  "), strings.Join(want, "\n  "))
+	}
+	f.calls = nil
+}
+
+// A gate change is logged first and withdraws the permit; only ungating
+// wakes; a permit is logged, granted, then wakes; a refused append
+// changes nothing.
+func TestGateAndPermit(t *testing.T) {
+	f := &fake{}
+	if err := Set[string](f, "c", "kid", true); err != nil {
+		t.Fatal(err)
+	}
+	f.want(t, "append c tool.gate {Action:gate AgentName:kid}", "permit c false")
+	if err := Set[string](f, "c", "kid", false); err != nil {
+		t.Fatal(err)
+	}
+	f.want(t, "append c tool.gate {Action:ungate AgentName:kid}", "permit c false", "wake c")
+	if err := Permit[string](f, "c", "kid"); err != nil {
+		t.Fatal(err)
+	}
+	f.want(t, "append c tool.permit_turn {Action: AgentName:kid}", "permit c true", "wake c")
+
+	f.appendErr = errors.New("disk full")
+	if err := Set[string](f, "c", "kid", false); !errors.Is(err, f.appendErr) {
+		t.Fatalf("Set = %v", err)
+	}
+	if err := Permit[string](f, "c", "kid"); !errors.Is(err, f.appendErr) {
+		t.Fatalf("Permit = %v", err)
+	}
+	f.want(t, "append c tool.gate {Action:ungate AgentName:kid}", "append c tool.permit_turn {Action: AgentName:kid}")
+}

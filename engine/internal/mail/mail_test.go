@@ -1,0 +1,286 @@
+package mail
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/toolexec"
+	"github.com/warren-dev/warren/tree"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// box is an agent's inbox as the fake holds it.
+type box struct{ has, terminated, corrupt bool }
+
+// fake records every step against the engine; agents are their ids.
+type fake struct {
+	calls      []string
+	agents     map[string]*box
+	userHas    bool
+	userClosed bool
+	reserveErr error
+	appendErr  error
+	failure    Failure
+	fillErr    error
+	sent       []inbox.Message
+	log        strings.Builder
+}
+
+func newFake() *fake {
+	return &fake{agents: map[string]*box{"a": {}}}
+}
+
+func (f *fake) rec(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+func (f *fake) Agent(id string) (string, bool) { f.rec("agent %s", id); return id, f.agents[id] != nil }
+func (f *fake) Inbox(a, id string) (bool, bool, bool) {
+	f.rec("inbox %s %s", a, id)
+	b := f.agents[a]
+	return b.has, b.terminated, b.corrupt
+}
+func (f *fake) Reserve(a string, m inbox.Message) error {
+	f.rec("reserve %s %s", a, m.ID)
+	return f.reserveErr
+}
+func (f *fake) ReserveUser(m inbox.Message) error {
+	f.rec("reserve USER %s", m.ID)
+	return f.reserveErr
+}
+func (f *fake) Release(id string)      { f.rec("release %s", id) }
+func (f *fake) UserOpen() bool         { f.rec("user open?"); return !f.userClosed }
+func (f *fake) UserHas(id string) bool { f.rec("user has %s", id); return f.userHas }
+func (f *fake) Append(a, event string, data any) error {
+	f.rec("append %s %s %v", a, event, data.(map[string]any)["message_id"])
+	if f.appendErr == nil {
+		f.sent = append(f.sent, msgOf(data))
+	}
+	return f.appendErr
+}
+func (f *fake) AppendUser(m inbox.Message) error { f.rec("append USER %s", m.ID); return f.appendErr }
+func (f *fake) Poke(a string)                    { f.rec("poke %s", a) }
+func (f *fake) Failed(a string, max int) Failure { f.rec("failed %s %d", a, max); return f.failure }
+func (f *fake) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
+	f.rec("fill %s %d", owner, len(msgs))
+	if f.fillErr != nil {
+		return nil, f.fillErr
+	}
+	out := make([]inbox.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+		out[i].Payload = "full " + m.ID
+	}
+	return out, nil
+}
+func (f *fake) DisplayName(id string) string  { return "name-of-" + id }
+func (f *fake) TransitionKey(a string) string { f.rec("key %s", a); return "run9/1" }
+func (f *fake) Now() time.Time                { f.rec("now"); return t0 }
+func (f *fake) Logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Output: &f.log, DisableTime: true})
+}
+
+func msgOf(data any) inbox.Message {
+	d := data.(map[string]any)
+	md, _ := d["metadata"].(map[string]string)
+	return inbox.Message{ID: d["message_id"].(string), Sender: d["sender"].(string), Recipient: d["recipient"].(string),
+		Payload: fmt.Sprint(d["payload"]), Metadata: md}
+}
+
+func (f *fake) want(t *testing.T, want ...string) {
+	t.Helper()
+	if !reflect.DeepEqual(f.calls, want) {
+		t.Fatalf("steps:\n  %s\nwant:\n  %s", strings.Join(f.calls, "\n  "), strings.Join(want, "\n  "))
+	}
+	f.calls = nil
+}
+
+func msg(id, to string) inbox.Message {
+	return inbox.Message{ID: id, Sender: "s", Recipient: to, Kind: inbox.KindRequest, Payload: "hi", Metadata: map[string]string{}}
+}
+
+// The checks in their order: USER has it (skip) or needs room; an agent
+// must be live, has it (skip, before any other refusal), is terminated,
+// has a damaged log, or needs room; the texts name the recipient and the
+// way out.
+func TestCheck(t *testing.T) {
+	f := newFake()
+	f.userHas = true
+	if skip, err := Check[string](f, msg("m1", tree.User)); !skip || err != nil {
+		t.Fatalf("USER has it: %v, %v", skip, err)
+	}
+	f.want(t, "user has m1")
+	f.userHas, f.reserveErr = false, toolexec.ErrInboxFull
+	if skip, err := Check[string](f, msg("m1", tree.User)); skip || !errors.Is(err, toolexec.ErrInboxFull) {
+		t.Fatalf("USER full: %v, %v", skip, err)
+	}
+	f.want(t, "user has m1", "reserve USER m1")
+	f.reserveErr = nil
+
+	if _, err := Check[string](f, msg("m1", "x")); !errors.Is(err, toolexec.ErrNoAgent) || err.Error() != "recipient x: "+toolexec.ErrNoAgent.Error() {
+		t.Fatalf("no recipient: %v", err)
+	}
+	f.want(t, "agent x")
+
+	f.agents["a"] = &box{has: true, terminated: true, corrupt: true}
+	if skip, err := Check[string](f, msg("m1", "a")); !skip || err != nil {
+		t.Fatalf("a duplicate: %v, %v; want skip first", skip, err)
+	}
+	f.want(t, "agent a", "inbox a m1")
+
+	f.agents["a"] = &box{terminated: true, corrupt: true}
+	if _, err := Check[string](f, msg("m1", "a")); !errors.Is(err, toolexec.ErrNoAgent) || !strings.HasPrefix(err.Error(), "recipient a is terminated: ") {
+		t.Fatalf("terminated: %v", err)
+	}
+	f.agents["a"] = &box{corrupt: true}
+	if _, err := Check[string](f, msg("m1", "a")); !errors.Is(err, toolexec.ErrNoAgent) || !strings.HasPrefix(err.Error(), "recipient a has a damaged log (warren repair): ") {
+		t.Fatalf("corrupt: %v", err)
+	}
+	f.want(t, "agent a", "inbox a m1", "agent a", "inbox a m1")
+
+	f.agents["a"] = &box{}
+	f.reserveErr = errors.New("the inbox of a holds ...: full")
+	if skip, err := Check[string](f, msg("m1", "a")); skip || err != f.reserveErr {
+		t.Fatalf("full: %v, %v; want the reservation's error as it is", skip, err)
+	}
+	f.want(t, "agent a", "inbox a m1", "reserve a m1")
+}
+
+// Append logs message.enqueued, then pokes; the room is released last,
+// whatever happened; a refused append says for whom and pokes nobody.
+func TestAppend(t *testing.T) {
+	f := newFake()
+	if err := Append[string](f, msg("m1", "a")); err != nil {
+		t.Fatal(err)
+	}
+	f.want(t, "agent a", "append a message.enqueued m1", "poke a", "release m1")
+
+	if err := Append[string](f, msg("m2", tree.User)); err != nil {
+		t.Fatal(err)
+	}
+	f.want(t, "append USER m2", "release m2")
+
+	if err := Append[string](f, msg("m3", "x")); !errors.Is(err, toolexec.ErrNoAgent) {
+		t.Fatalf("no recipient: %v", err)
+	}
+	f.want(t, "agent x", "release m3")
+
+	f.appendErr = errors.New("disk full")
+	err := Append[string](f, msg("m4", "a"))
+	if !errors.Is(err, f.appendErr) || !strings.HasPrefix(err.Error(), "logging message.enqueued for a: ") {
+		t.Fatalf("refused append: %v", err)
+	}
+	f.want(t, "agent a", "append a message.enqueued m4", "release m4")
+}
+
+// Send appends what the checks let through, once; Redeliver does too,
+// and the limits do not refuse it, though the other checks do.
+func TestSendAndRedeliver(t *testing.T) {
+	f := newFake()
+	if err := Send[string](f, msg("m1", "a")); err != nil {
+		t.Fatal(err)
+	}
+	f.want(t, "agent a", "inbox a m1", "reserve a m1", "agent a", "append a message.enqueued m1", "poke a", "release m1")
+	f.agents["a"].has = true
+	if err := Send[string](f, msg("m1", "a")); err != nil {
+		t.Fatal(err)
+	}
+	f.want(t, "agent a", "inbox a m1")
+
+	f.agents["a"].has = false
+	f.reserveErr = fmt.Errorf("over the limit: %w", toolexec.ErrInboxFull)
+	if err := Send[string](f, msg("m2", "a")); !errors.Is(err, toolexec.ErrInboxFull) {
+		t.Fatalf("Send to a full inbox: %v", err)
+	}
+	f.want(t, "agent a", "inbox a m2", "reserve a m2")
+	if err := Redeliver[string](f, msg("m2", "a")); err != nil {
+		t.Fatalf("Redeliver to a full inbox: %v", err)
+	}
+	f.want(t, "agent a", "inbox a m2", "reserve a m2", "agent a", "append a message.enqueued m2", "poke a", "release m2")
+
+	f.agents["a"].terminated = true
+	if err := Redeliver[string](f, msg("m3", "a")); !errors.Is(err, toolexec.ErrNoAgent) {
+		t.Fatalf("Redeliver to a terminated agent: %v", err)
+	}
+	f.want(t, "agent a", "inbox a m3")
+}
+
+// A failed turn is told to the parent once per transition: the child's
+// first pending messages listed with their payloads read back and their
+// senders' names; a root tells nobody; payloads that cannot be read are
+// listed as they are; a notice that cannot be sent is logged.
+func TestChildFailed(t *testing.T) {
+	f := newFake()
+	f.agents["p"] = &box{}
+	f.failure = Failure{ID: "a", Name: "kid", LastErr: "boom", Total: 3}
+	ChildFailed[string](f, "a")
+	f.want(t, "failed a 20")
+
+	f.failure.Parent = "p"
+	f.failure.Pending = []inbox.Message{{ID: "q1", Sender: "u"}, {ID: "q2", Sender: "v", Payload: "short"}}
+	ChildFailed[string](f, "a")
+	id := notice.ID("failed", "a", "run9/1")
+	f.want(t, "failed a 20", "fill a 2", "key a", "now", "agent p", "inbox p "+id, "reserve p "+id,
+		"agent p", "append p message.enqueued "+id, "poke p", "release "+id)
+	text := notice.ChildFailed("kid", "boom", 3, []notice.Pending{{From: "name-of-u", Text: "full q1"}, {From: "name-of-v", Text: "full q2"}})
+	if got := f.sent[0]; got.Payload != text || got.Sender != tree.System || got.Metadata["failed_agent"] != "a" {
+		t.Fatalf("notice %+v\nwant payload %q", got, text)
+	}
+
+	f.sent, f.fillErr = nil, errors.New("unreadable")
+	f.agents["p"].has = false
+	ChildFailed[string](f, "a")
+	f.calls = nil
+	text = notice.ChildFailed("kid", "boom", 3, []notice.Pending{{From: "name-of-u", Text: ""}, {From: "name-of-v", Text: "short"}})
+	if f.sent[0].Payload != text {
+		t.Fatalf("payload %q\nwant %q", f.sent[0].Payload, text)
+	}
+
+	delete(f.agents, "p")
+	ChildFailed[string](f, "a")
+	if !strings.Contains(f.log.String(), "[ERROR] notifying parent of a failed turn: agent=a parent=p err=") {
+		t.Fatalf("log %q", f.log.String())
+	}
+}
+
+// A recorded message is lacking when its recipient is a live agent with
+// an undamaged log that has not had it, or USER (unless left out, or its
+// inbox is not open yet) without it.
+func TestLacks(t *testing.T) {
+	f := newFake()
+	ref := func(id, to string) projection.SentRef { return projection.SentRef{ID: id, To: to} }
+	cases := []struct {
+		name       string
+		s          projection.SentRef
+		agentsOnly bool
+		set        func()
+		want       bool
+	}{
+		{"agent lacks it", ref("m1", "a"), true, func() {}, true},
+		{"agent has it", ref("m1", "a"), false, func() { f.agents["a"].has = true }, false},
+		{"agent's log damaged", ref("m1", "a"), false, func() { f.agents["a"] = &box{corrupt: true} }, false},
+		{"agent terminated", ref("m1", "a"), false, func() { f.agents["a"] = &box{terminated: true} }, true},
+		{"no agent", ref("m1", "x"), false, func() {}, false},
+		{"USER lacks it", ref("m1", tree.User), false, func() {}, true},
+		{"USER left out", ref("m1", tree.User), true, func() {}, false},
+		{"USER has it", ref("m1", tree.User), false, func() { f.userHas = true }, false},
+		{"USER not open", ref("m1", tree.User), false, func() { f.userHas, f.userClosed = false, true }, false},
+	}
+	for _, tc := range cases {
+		f.agents["a"] = &box{}
+		tc.set()
+		if got := Lacks[string](f, tc.s, tc.agentsOnly); got != tc.want {
+			t.Errorf("%s: Lacks = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
