@@ -57,6 +57,11 @@ func (e mailEnv) Append(a *agent, event string, data any) error {
 	return err
 }
 
+func (e mailEnv) AppendBatch(a *agent, recs []eventlog.Record) error {
+	_, err := a.log.AppendBatch(recs)
+	return err
+}
+
 func (e mailEnv) Inbox(a *agent, id string) (has, terminated, corrupt bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

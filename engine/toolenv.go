@@ -11,11 +11,11 @@ import (
 	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/engine/internal/reminders"
 	"github.com/warren-dev/warren/engine/internal/subs"
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tools"
+	"github.com/warren-dev/warren/tree"
 )
 
 // toolEnv is the Core as the tools' environment (toolexec.Env): every tool
@@ -35,13 +35,18 @@ import (
 // takes them in. So the order is
 //
 //	Attempt.serial -> a.reminders -> one of: c.mu, a.mu, a log append
-type toolEnv Core
+//
+// The tree's methods are the tree's own (toolexec.Tree).
+type toolEnv struct {
+	*tree.Tree
+	c *Core
+}
 
 var _ toolexec.Env = (*toolEnv)(nil)
 
-func (c *Core) env() *toolEnv { return (*toolEnv)(c) }
+func (c *Core) env() *toolEnv { return &toolEnv{c.tree, c} }
 
-func (e *toolEnv) core() *Core { return (*Core)(e) }
+func (e *toolEnv) core() *Core { return e.c }
 
 // callCtx places a call for the code outside toolexec that needs its run
 // (beginWait).
@@ -85,25 +90,9 @@ func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
 	return t
 }
 
-// Tree.
-
-func (e *toolEnv) Lookup(fromID, name string) (string, error) { return e.tree.Lookup(fromID, name) }
-
-func (e *toolEnv) ChildByName(parentID, name string) (string, error) {
-	return e.tree.ChildByName(parentID, name)
-}
-
-func (e *toolEnv) Children(id string) []string { return e.tree.Children(id) }
-
-func (e *toolEnv) CheckRoute(from, to string) error { return e.tree.CheckRoute(from, to) }
-
-func (e *toolEnv) BroadcastTargets(from string) ([]string, error) {
-	return e.tree.BroadcastTargets(from)
-}
-
 // Clock.
 
-func (e *toolEnv) Now() time.Time { return e.now() }
+func (e *toolEnv) Now() time.Time { return e.c.now() }
 
 func (e *toolEnv) NewID() string { return newID() }
 
@@ -166,16 +155,7 @@ func (e *toolEnv) CheckEnqueue(m inbox.Message, n int, b int64) (bool, error) {
 func (e *toolEnv) Enqueue(m inbox.Message) error { return mail.Append[*agent](e.core().mail(), m) }
 
 func (e *toolEnv) MarkDelivered(id string, msgIDs []string) error {
-	a, ok := e.core().agent(id)
-	if !ok {
-		return errNotFoundAgent
-	}
-	recs := make([]eventlog.Record, len(msgIDs))
-	for i, mid := range msgIDs {
-		recs[i] = eventlog.Record{Event: schema.MessageDelivered, Data: schema.MessageDeliveredData{MessageID: mid}}
-	}
-	_, err := a.log.AppendBatch(recs)
-	return err
+	return mail.Delivered[*agent](e.core().mail(), id, msgIDs)
 }
 
 // Effects.

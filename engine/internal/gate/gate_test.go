@@ -17,8 +17,10 @@ func (f *fake) Append(a, event string, data any) error {
 	f.calls = append(f.calls, fmt.Sprintf("append %s %s %+v", a, event, data))
 	return f.appendErr
 }
-func (f *fake) SetPermit(a string, p bool) { f.calls = append(f.calls, fmt.Sprintf("permit %s %v", a, p)) }
-func (f *fake) Wake(a string)              { f.calls = append(f.calls, "wake "+a) }
+func (f *fake) SetPermit(a string, p bool) {
+	f.calls = append(f.calls, fmt.Sprintf("permit %s %v", a, p))
+}
+func (f *fake) Wake(a string) { f.calls = append(f.calls, "wake "+a) }
 
 func (f *fake) want(t *testing.T, want ...string) {
 	t.Helper()

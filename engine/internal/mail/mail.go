@@ -1,7 +1,8 @@
 // Package mail is how a message reaches an inbox (SPEC 5, 6): the checks
 // before it is enqueued, the append and the wake, the redelivery of a
 // message its sender's log records as sent, and SYSTEM's notice to a
-// parent whose child failed its turn.
+// parent whose child failed its turn; and the delivery of messages a
+// turn took (message.delivered).
 //
 // The checks, in order: a message to USER is skipped when the USER inbox
 // has it and otherwise needs room there; a message to an agent needs a
@@ -34,6 +35,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -59,9 +61,10 @@ type Env[A any] interface {
 	// whether it is open yet.
 	UserHas(id string) bool
 	UserOpen() bool
-	// Append logs one entry in a's log; AppendUser makes m durable in the
-	// USER inbox.
+	// Append logs one entry in a's log, AppendBatch several in one write;
+	// AppendUser makes m durable in the USER inbox.
 	Append(a A, event string, data any) error
+	AppendBatch(a A, recs []eventlog.Record) error
 	AppendUser(m inbox.Message) error
 	// Poke wakes a, even after a failed turn.
 	Poke(a A)
@@ -150,6 +153,20 @@ func Redeliver[A any](env Env[A], m inbox.Message) error {
 		err = Append(env, m)
 	}
 	return err
+}
+
+// Delivered logs message.delivered for msgIDs in id's log, in one write;
+// id must be a live agent (toolexec.ErrNoAgent).
+func Delivered[A any](env Env[A], id string, msgIDs []string) error {
+	a, ok := env.Agent(id)
+	if !ok {
+		return toolexec.ErrNoAgent
+	}
+	recs := make([]eventlog.Record, len(msgIDs))
+	for i, mid := range msgIDs {
+		recs[i] = eventlog.Record{Event: schema.MessageDelivered, Data: schema.MessageDeliveredData{MessageID: mid}}
+	}
+	return env.AppendBatch(a, recs)
 }
 
 // Lacks reports whether the recipient of s exists and has not got it (a

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/toolexec"
@@ -65,6 +66,12 @@ func (f *fake) Append(a, event string, data any) error {
 	f.rec("append %s %s %v", a, event, data.(map[string]any)["message_id"])
 	if f.appendErr == nil {
 		f.sent = append(f.sent, msgOf(data))
+	}
+	return f.appendErr
+}
+func (f *fake) AppendBatch(a string, recs []eventlog.Record) error {
+	for _, r := range recs {
+		f.rec("append %s %s %+v", a, r.Event, r.Data)
 	}
 	return f.appendErr
 }
@@ -282,5 +289,18 @@ func TestLacks(t *testing.T) {
 		if got := Lacks[string](f, tc.s, tc.agentsOnly); got != tc.want {
 			t.Errorf("%s: Lacks = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The messages a turn took are marked delivered in one write to their
+// agent's log.
+func TestDelivered(t *testing.T) {
+	f := newFake()
+	if err := Delivered[string](f, "a", []string{"m1", "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	f.want(t, "agent a", "append a message.delivered {MessageID:m1}", "append a message.delivered {MessageID:m2}")
+	if err := Delivered[string](f, "x", []string{"m1"}); !errors.Is(err, toolexec.ErrNoAgent) {
+		t.Fatalf("Delivered to no agent: %v", err)
 	}
 }

@@ -40,7 +40,9 @@ func newFake() *fake {
 	return &fake{rems: map[string]projection.Reminder{}, timers: &Timers{}, log: &b}
 }
 
-func (f *fake) rec(format string, args ...any) { f.calls = append(f.calls, fmt.Sprintf(format, args...)) }
+func (f *fake) rec(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
 
 // held reports whether the Timers lock is held (TryLock fails).
 func (f *fake) held() bool {

@@ -39,7 +39,9 @@ func newFake(agents ...string) *fake {
 	return f
 }
 
-func (f *fake) rec(format string, args ...any) { f.calls = append(f.calls, fmt.Sprintf(format, args...)) }
+func (f *fake) rec(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
 
 func (f *fake) Agent(id string) (string, bool) { f.rec("agent %s", id); return id, f.agents[id] }
 func (f *fake) Subscription(a, id string) (projection.Subscription, bool) {
