@@ -28,9 +28,7 @@ type agent struct {
 	ckptSeq atomic.Uint64
 	// ckptArmed: a checkpoint timer is armed for the agent (checkpointSoon).
 	ckptArmed atomic.Bool
-	// reminders serialises firing and cancelling its reminders (package
-	// reminders, its own lock).
-	reminders reminders.Timers
+	remMu     reminders.Timers // serialises firing and cancelling reminders
 	mu        sync.Mutex
 	p         *projection
 	// snap is the session.json snapshot and its write-behind (package

@@ -127,8 +127,8 @@
 // takes a.mu to fold the entry and the bus takes c.mu, then a.resumes's
 // lock, to find a secret),
 // a provider call, a wake or a call into another package that may call
-// back. a.remMu serialises firing and cancelling one agent's reminders and
-// is held across the append that records it; a.owed (package owed) holds
+// back. a.remMu (package reminders) serialises firing and cancelling one
+// agent's reminders and is held across the append that records it; a.owed (package owed) holds
 // its flush lock across writing an owed run end and its aftermath
 // (degraded.go); a.ckptMu serialises the checkpoint writes of one agent,
 // taking a.mu briefly to copy the state; a.snap (package snapsave)
@@ -149,8 +149,9 @@
 //
 // Each package the engine's state was split into documents its own locks
 // in its package doc (agentload, claims, extcall, gone, lifecycle, logpage, owed,
-// recoverrun, reserve, snapsave, subs, waits; views takes none: the Core reads an
-// agent's snapshot under a.mu and builds its views after releasing it);
+// recoverrun, reminders, reserve, snapsave, subs, waits; views takes none: the Core reads an
+// agent's snapshot under a.mu and builds its views after releasing it;
+// gate and mail take none: their steps call the Core, mailenv.go, one lock at a time);
 // this section is the one place their order is written.
 //
 // # Events written besides those fixed by the specification

@@ -7,7 +7,7 @@ import (
 )
 
 // The room of messages checked and not yet appended is held in c.resv
-// (package reserve says why): checkEnqueueN reserves it, appendEnqueue
+// (package reserve says why): mail.Check reserves it, mail.Append
 // and toolexec.Unreserver give it back.
 
 // landed reports whether the message id is already in recipient's inbox

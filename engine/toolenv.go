@@ -29,12 +29,12 @@ import (
 // snapshot or a field, never one inside the other, and holds neither
 // across a log append (an append takes a.mu itself: OnAppend folds the
 // entry into the projection), a wake or a call into other packages. The
-// one nesting is CancelReminder's: the lock of a.reminders (package
-// reminders: it serialises the cancel with the reminder's firing) around
-// a.mu sections and the reminder.cancelled append, the order a firing
-// takes them in. So the order is
+// one nesting is CancelReminder's: a.remMu (package reminders' Timers,
+// which serialises it with the reminder firing) around a.mu sections and
+// the reminder.cancelled append, the order a firing takes them in. So the
+// order is
 //
-//	Attempt.serial -> a.reminders -> one of: c.mu, a.mu, a log append
+//	Attempt.serial -> a.remMu -> one of: c.mu, a.mu, a log append
 //
 // The tree's methods are the tree's own (toolexec.Tree).
 type toolEnv struct {
@@ -252,7 +252,7 @@ func (e *toolEnv) ScheduleReminder(id string, r toolexec.Reminder) error {
 	if !ok {
 		return errNotFoundAgent
 	}
-	return reminders.Schedule[*agent](e.core().mail(), &a.reminders, a, r)
+	return reminders.Schedule[*agent](e.core().mail(), &a.remMu, a, r)
 }
 
 func (e *toolEnv) CancelReminder(id, reminderID string) (bool, error) {
@@ -260,7 +260,7 @@ func (e *toolEnv) CancelReminder(id, reminderID string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	return reminders.Cancel[*agent](e.core().mail(), &a.reminders, a, reminderID)
+	return reminders.Cancel[*agent](e.core().mail(), &a.remMu, a, reminderID)
 }
 
 func (e *toolEnv) Subscribe(subscriber string, s toolexec.Subscription) (bool, error) {
