@@ -1,6 +1,7 @@
 package mail
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -97,11 +98,17 @@ func (f *fake) Logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: &f.log, DisableTime: true})
 }
 
+// msgOf decodes a message.enqueued entry's data as the fold would.
 func msgOf(data any) inbox.Message {
-	d := data.(map[string]any)
-	md, _ := d["metadata"].(map[string]string)
-	return inbox.Message{ID: d["message_id"].(string), Sender: d["sender"].(string), Recipient: d["recipient"].(string),
-		Payload: fmt.Sprint(d["payload"]), Metadata: md}
+	b, err := json.Marshal(data)
+	if err != nil {
+		panic(err)
+	}
+	m, err := inbox.FromEventData(b)
+	if err != nil {
+		panic(err)
+	}
+	return m
 }
 
 func (f *fake) want(t *testing.T, want ...string) {
@@ -240,8 +247,10 @@ func TestChildFailed(t *testing.T) {
 	f.want(t, "failed a 20", "fill a 2", "key a", "now", "agent p", "inbox p "+id, "reserve p "+id,
 		"agent p", "append p message.enqueued "+id, "poke p", "release "+id)
 	text := notice.ChildFailed("kid", "boom", 3, []notice.Pending{{From: "name-of-u", Text: "full q1"}, {From: "name-of-v", Text: "full q2"}})
-	if got := f.sent[0]; got.Payload != text || got.Sender != tree.System || got.Metadata["failed_agent"] != "a" {
-		t.Fatalf("notice %+v\nwant payload %q", got, text)
+	want := inbox.Message{ID: id, Sender: tree.System, Recipient: "p", Kind: inbox.KindError, Payload: text,
+		Timestamp: t0, Metadata: map[string]string{"failed_agent": "a"}}
+	if got := f.sent[0]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("notice %+v\nwant %+v", got, want)
 	}
 
 	f.sent, f.fillErr = nil, errors.New("unreadable")
