@@ -33,15 +33,16 @@ var (
 
 func (c *Core) mail() mailEnv { return mailEnv{c} }
 
-func (e mailEnv) Agent(id string) (*agent, bool) { return e.c.agent(id) }
-func (e mailEnv) ID(a *agent) string             { return a.id }
-func (e mailEnv) Terminated(a *agent) bool       { return a.terminated() }
-func (e mailEnv) Now() time.Time                 { return e.c.now() }
-func (e mailEnv) NewID() string                  { return newID() }
-func (e mailEnv) Logger() hclog.Logger           { return e.c.log }
-func (e mailEnv) Poke(a *agent)                  { e.c.poke(a) }
-func (e mailEnv) Release(id string)              { e.c.unreserve(id) }
-func (e mailEnv) UserHas(id string) bool         { return e.c.user.Has(id) }
+func (e mailEnv) Agent(id string) (*agent, bool)    { return e.c.agent(id) }
+func (e mailEnv) ID(a *agent) string                { return a.id }
+func (e mailEnv) Timers(a *agent) *reminders.Timers { return &a.remMu }
+func (e mailEnv) Terminated(a *agent) bool          { return a.terminated() }
+func (e mailEnv) Now() time.Time                    { return e.c.now() }
+func (e mailEnv) NewID() string                     { return newID() }
+func (e mailEnv) Logger() hclog.Logger              { return e.c.log }
+func (e mailEnv) Poke(a *agent)                     { e.c.poke(a) }
+func (e mailEnv) Release(id string)                 { e.c.unreserve(id) }
+func (e mailEnv) UserHas(id string) bool            { return e.c.user.Has(id) }
 func (e mailEnv) AppendUser(m inbox.Message) error {
 	return e.c.user.Enqueue(m)
 }

@@ -232,35 +232,19 @@ func (e *toolEnv) SetMetadata(id, key string, value *string) error {
 }
 
 func (e *toolEnv) SetGate(id, name string, gated bool) error {
-	ch, ok := e.core().agent(id)
-	if !ok {
-		return errNotFoundAgent
-	}
-	return gate.Set[*agent](e.core().mail(), ch, name, gated)
+	return gate.Set[*agent](e.core().mail(), id, name, gated)
 }
 
 func (e *toolEnv) PermitTurn(id, name string) error {
-	ch, ok := e.core().agent(id)
-	if !ok {
-		return errNotFoundAgent
-	}
-	return gate.Permit[*agent](e.core().mail(), ch, name)
+	return gate.Permit[*agent](e.core().mail(), id, name)
 }
 
 func (e *toolEnv) ScheduleReminder(id string, r toolexec.Reminder) error {
-	a, ok := e.core().agent(id)
-	if !ok {
-		return errNotFoundAgent
-	}
-	return reminders.Schedule[*agent](e.core().mail(), &a.remMu, a, r)
+	return reminders.Schedule[*agent](e.core().mail(), id, r)
 }
 
 func (e *toolEnv) CancelReminder(id, reminderID string) (bool, error) {
-	a, ok := e.core().agent(id)
-	if !ok {
-		return false, nil
-	}
-	return reminders.Cancel[*agent](e.core().mail(), &a.remMu, a, reminderID)
+	return reminders.Cancel[*agent](e.core().mail(), id, reminderID)
 }
 
 func (e *toolEnv) Subscribe(subscriber string, s toolexec.Subscription) (bool, error) {

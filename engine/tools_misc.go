@@ -13,7 +13,7 @@ import (
 
 // armReminder starts the timer of a reminder recorded in the projection.
 func (c *Core) armReminder(a *agent, id string) {
-	reminders.Arm[*agent](c.mail(), &a.remMu, a, id)
+	reminders.Arm[*agent](c.mail(), a, id)
 }
 
 // indexSubscription adds a subscription whose target is alive.

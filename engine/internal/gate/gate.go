@@ -14,10 +14,15 @@
 // No locks of its own; Env's methods take the engine's one at a time.
 package gate
 
-import "github.com/warren-dev/warren/schema"
+import (
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/toolexec"
+)
 
 // Env is what the gate needs of the engine, for agents of type A.
 type Env[A any] interface {
+	// Agent returns a live agent.
+	Agent(id string) (A, bool)
 	// Append logs one entry in a's log.
 	Append(a A, event string, data any) error
 	// SetPermit grants or withdraws a's permit of one turn (under a's
@@ -27,9 +32,14 @@ type Env[A any] interface {
 	Wake(a A)
 }
 
-// Set gates (gated) or ungates a; name is the agent as the caller named
-// it, which the log records.
-func Set[A any](env Env[A], a A, name string, gated bool) error {
+// Set gates (gated) or ungates agent id; name is the agent as the caller
+// named it, which the log records. id must be a live agent
+// (toolexec.ErrNoAgent).
+func Set[A any](env Env[A], id, name string, gated bool) error {
+	a, ok := env.Agent(id)
+	if !ok {
+		return toolexec.ErrNoAgent
+	}
 	action := "ungate"
 	if gated {
 		action = "gate"
@@ -44,8 +54,12 @@ func Set[A any](env Env[A], a A, name string, gated bool) error {
 	return nil
 }
 
-// Permit lets a take one turn while gated.
-func Permit[A any](env Env[A], a A, name string) error {
+// Permit lets agent id take one turn while gated.
+func Permit[A any](env Env[A], id, name string) error {
+	a, ok := env.Agent(id)
+	if !ok {
+		return toolexec.ErrNoAgent
+	}
 	if err := env.Append(a, schema.ToolPermitTurn, schema.GateData{AgentName: name}); err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/warren-dev/warren/toolexec"
 )
 
 type fake struct {
@@ -13,6 +15,7 @@ type fake struct {
 	appendErr error
 }
 
+func (f *fake) Agent(id string) (string, bool) { return id, id == "c" }
 func (f *fake) Append(a, event string, data any) error {
 	f.calls = append(f.calls, fmt.Sprintf("append %s %s %+v", a, event, data))
 	return f.appendErr
@@ -56,4 +59,12 @@ func TestGateAndPermit(t *testing.T) {
 		t.Fatalf("Permit = %v", err)
 	}
 	f.want(t, "append c tool.gate {Action:ungate AgentName:kid}", "append c tool.permit_turn {Action: AgentName:kid}")
+
+	if err := Set[string](f, "x", "kid", false); !errors.Is(err, toolexec.ErrNoAgent) {
+		t.Fatalf("Set for no agent = %v", err)
+	}
+	if err := Permit[string](f, "x", "kid"); !errors.Is(err, toolexec.ErrNoAgent) {
+		t.Fatalf("Permit for no agent = %v", err)
+	}
+	f.want(t)
 }

@@ -42,8 +42,10 @@ import (
 
 // Env is what reminders need of the engine, for agents of type A.
 type Env[A any] interface {
-	// ID is a's id.
+	// Agent returns a live agent; ID is its id; Timers its Timers.
+	Agent(id string) (A, bool)
 	ID(a A) string
+	Timers(a A) *Timers
 	// WithReminder calls f with a's reminder id under a's lock; it does
 	// nothing when a has no such reminder.
 	WithReminder(a A, id string, f func(r projection.Reminder))
@@ -70,33 +72,39 @@ func Timer(id string) string { return "reminder:" + id }
 // value is ready.
 type Timers struct{ mu sync.Mutex }
 
-// Schedule logs reminder.scheduled for r in a's log and arms it.
-func Schedule[A any](env Env[A], t *Timers, a A, r toolexec.Reminder) error {
+// Schedule logs reminder.scheduled for r in agent id's log and arms it;
+// id must be a live agent (toolexec.ErrNoAgent).
+func Schedule[A any](env Env[A], id string, r toolexec.Reminder) error {
+	a, ok := env.Agent(id)
+	if !ok {
+		return toolexec.ErrNoAgent
+	}
 	if err := env.Append(a, schema.ReminderSched, schema.ReminderData{ReminderID: r.ID, Reason: r.Reason,
 		Due: r.Due.Format(time.RFC3339Nano), EveryMS: r.Every.Milliseconds()}); err != nil {
 		return err
 	}
-	Arm(env, t, a, r.ID)
+	Arm(env, a, r.ID)
 	return nil
 }
 
 // Arm starts the timer of a reminder recorded in a's projection: at its
 // due time, or for a repeating reminder that fired already, one period
 // after its last hit.
-func Arm[A any](env Env[A], t *Timers, a A, id string) {
+func Arm[A any](env Env[A], a A, id string) {
 	env.WithReminder(a, id, func(r projection.Reminder) {
 		next := r.Due
 		if r.Every > 0 && !r.LastHit.IsZero() {
 			next = r.LastHit.Add(r.Every)
 		}
-		env.Arm(a, Timer(id), next, func() { Fire(env, t, a, id) })
+		env.Arm(a, Timer(id), next, func() { Fire(env, a, id) })
 	})
 }
 
 // Fire delivers reminder id's SYSTEM notification to a, and arms a
 // repeating reminder again. A reminder cancelled meanwhile, or an agent
 // terminated, gets nothing; a failed delivery is logged and not re-armed.
-func Fire[A any](env Env[A], t *Timers, a A, id string) {
+func Fire[A any](env Env[A], a A, id string) {
+	t := env.Timers(a)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var reason string
@@ -112,7 +120,7 @@ func Fire[A any](env Env[A], t *Timers, a A, id string) {
 		return
 	}
 	if every > 0 {
-		Arm(env, t, a, id)
+		Arm(env, a, id)
 	}
 }
 
@@ -123,10 +131,16 @@ func Notice(msgID, agent, id, reason string, every time.Duration, now time.Time)
 		Metadata: map[string]string{"reminder_id": id}}
 }
 
-// Cancel logs reminder.cancelled for reminder id in a's log and disarms
-// it, serialised with its firing; known is false (and nothing is logged)
-// when a has no such reminder (unknown, or fired and not repeating).
-func Cancel[A any](env Env[A], t *Timers, a A, id string) (known bool, err error) {
+// Cancel logs reminder.cancelled for reminder id in agent's log and
+// disarms it, serialised with its firing; known is false (and nothing is
+// logged) when agent is not a live agent or has no such reminder
+// (unknown, or fired and not repeating).
+func Cancel[A any](env Env[A], agent, id string) (known bool, err error) {
+	a, ok := env.Agent(agent)
+	if !ok {
+		return false, nil
+	}
+	t := env.Timers(a)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	env.WithReminder(a, id, func(projection.Reminder) { known = true })

@@ -53,7 +53,9 @@ func (f *fake) held() bool {
 	return true
 }
 
-func (f *fake) ID(a string) string { return a }
+func (f *fake) Agent(id string) (string, bool) { return id, id == "a1" }
+func (f *fake) ID(a string) string             { return a }
+func (f *fake) Timers(a string) *Timers        { return f.timers }
 func (f *fake) WithReminder(a, id string, fn func(projection.Reminder)) {
 	f.rec("read %s", id)
 	if r, ok := f.rems[id]; ok {
@@ -98,7 +100,7 @@ func (f *fake) want(t *testing.T, want ...string) {
 func TestScheduleLogsThenArms(t *testing.T) {
 	f := newFake()
 	f.rems["r1"] = projection.Reminder{ID: "r1", Due: t0}
-	err := Schedule[string](f, f.timers, "a1", toolexec.Reminder{ID: "r1", Reason: "why", Due: t0, Every: 90 * time.Second})
+	err := Schedule[string](f, "a1", toolexec.Reminder{ID: "r1", Reason: "why", Due: t0, Every: 90 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,10 +108,15 @@ func TestScheduleLogsThenArms(t *testing.T) {
 		"read r1", "arm reminder:r1 2026-01-02T03:04:05Z locked=true")
 
 	f.appendErr = errors.New("disk full")
-	if err := Schedule[string](f, f.timers, "a1", toolexec.Reminder{ID: "r1", Due: t0}); !errors.Is(err, f.appendErr) {
+	if err := Schedule[string](f, "a1", toolexec.Reminder{ID: "r1", Due: t0}); !errors.Is(err, f.appendErr) {
 		t.Fatalf("Schedule = %v, want the append's error", err)
 	}
 	f.want(t, "append reminder.scheduled {ReminderID:r1 Reason: Due:2026-01-02T03:04:05Z EveryMS:0}")
+
+	if err := Schedule[string](f, "nobody", toolexec.Reminder{ID: "r1", Due: t0}); !errors.Is(err, toolexec.ErrNoAgent) {
+		t.Fatalf("Schedule for no agent = %v", err)
+	}
+	f.want(t)
 }
 
 // A reminder is armed at its due time until it has fired; a repeating
@@ -121,7 +128,7 @@ func TestArmNextTime(t *testing.T) {
 	f.rems["rep"] = projection.Reminder{ID: "rep", Due: t0, Every: time.Hour}
 	f.rems["hit"] = projection.Reminder{ID: "hit", Due: t0, Every: time.Hour, LastHit: t0.Add(5 * time.Hour)}
 	for _, id := range []string{"once", "rep", "hit", "gone"} {
-		Arm[string](f, f.timers, "a1", id)
+		Arm[string](f, "a1", id)
 	}
 	f.want(t, "read once", "arm reminder:once 2026-01-02T03:04:05Z locked=true",
 		"read rep", "arm reminder:rep 2026-01-02T03:04:05Z locked=true",
@@ -134,7 +141,7 @@ func TestArmNextTime(t *testing.T) {
 func TestFireDeliversAndRearms(t *testing.T) {
 	f := newFake()
 	f.rems["r1"] = projection.Reminder{ID: "r1", Reason: "stand up", Due: t0, Every: time.Hour}
-	Arm[string](f, f.timers, "a1", "r1")
+	Arm[string](f, "a1", "r1")
 	f.calls = nil
 	f.fire()
 	f.want(t, "read r1", "terminated?", "newid", "now", "enqueue m1",
@@ -151,7 +158,7 @@ func TestFireDeliversAndRearms(t *testing.T) {
 
 	// Once: delivered, not armed again.
 	f.rems["r1"] = projection.Reminder{ID: "r1", Reason: "once", Due: t0}
-	Fire[string](f, f.timers, "a1", "r1")
+	Fire[string](f, "a1", "r1")
 	f.want(t, "read r1", "terminated?", "newid", "now", "enqueue m1")
 }
 
@@ -159,17 +166,17 @@ func TestFireDeliversAndRearms(t *testing.T) {
 // nothing; a delivery that fails is logged and not armed again.
 func TestFireSkipsAndFailures(t *testing.T) {
 	f := newFake()
-	Fire[string](f, f.timers, "a1", "gone")
+	Fire[string](f, "a1", "gone")
 	f.want(t, "read gone")
 
 	f.rems["r1"] = projection.Reminder{ID: "r1", Due: t0, Every: time.Hour}
 	f.terminated = true
-	Fire[string](f, f.timers, "a1", "r1")
+	Fire[string](f, "a1", "r1")
 	f.want(t, "read r1", "terminated?")
 
 	f.terminated = false
 	f.enqueueErr = errors.New("inbox full")
-	Fire[string](f, f.timers, "a1", "r1")
+	Fire[string](f, "a1", "r1")
 	f.want(t, "read r1", "terminated?", "newid", "now", "enqueue m1")
 	if got := f.log.String(); !strings.Contains(got, "[ERROR] delivering a reminder: agent=a1 reminder=r1 err=\"inbox full\"") {
 		t.Fatalf("log %q", got)
@@ -181,13 +188,16 @@ func TestFireSkipsAndFailures(t *testing.T) {
 // append leaves the timer armed and says the reminder was known.
 func TestCancel(t *testing.T) {
 	f := newFake()
-	if known, err := Cancel[string](f, f.timers, "a1", "nope"); known || err != nil {
+	if known, err := Cancel[string](f, "a1", "nope"); known || err != nil {
 		t.Fatalf("Cancel(unknown) = %v, %v", known, err)
+	}
+	if known, err := Cancel[string](f, "nobody", "r1"); known || err != nil {
+		t.Fatalf("Cancel(no agent) = %v, %v", known, err)
 	}
 	f.want(t, "read nope")
 
 	f.rems["r1"] = projection.Reminder{ID: "r1", Due: t0}
-	if known, err := Cancel[string](f, f.timers, "a1", "r1"); !known || err != nil {
+	if known, err := Cancel[string](f, "a1", "r1"); !known || err != nil {
 		t.Fatalf("Cancel = %v, %v", known, err)
 	}
 	f.want(t, "read r1", "append reminder.cancelled {ReminderID:r1 Reason: Due: EveryMS:0}", "disarm reminder:r1")
@@ -199,7 +209,7 @@ func TestCancel(t *testing.T) {
 	}
 
 	f.appendErr = errors.New("disk full")
-	if known, err := Cancel[string](f, f.timers, "a1", "r1"); !known || !errors.Is(err, f.appendErr) {
+	if known, err := Cancel[string](f, "a1", "r1"); !known || !errors.Is(err, f.appendErr) {
 		t.Fatalf("Cancel = %v, %v; want known and the append's error", known, err)
 	}
 	f.want(t, "read r1", "append reminder.cancelled {ReminderID:r1 Reason: Due: EveryMS:0}")
