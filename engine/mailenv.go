@@ -18,9 +18,11 @@ import (
 
 // mailEnv is the Core as the environment of packages mail (enqueue and
 // its checks, the parent's failure notice), subs (subscribing and the
-// transition notices), reminders, gate and redeliver: each method is one step
-// under the Core's locks, c.mu and an agent's a.mu taken one after the
-// other, never together, and neither held across a log append.
+// transition notices), reminders, gate and redeliver: each method is one
+// step under the Core's locks, c.mu and an agent's a.mu taken one after
+// the other, never together, and neither held across a log append. The
+// one callback under a lock is WithReminder's, which arms the reminder's
+// timer under a.mu (a.mu -> c.sched's mutex, as the order allows).
 type mailEnv struct{ c *Core }
 
 var (
