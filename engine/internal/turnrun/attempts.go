@@ -1,0 +1,93 @@
+package turnrun
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/warren-dev/warren/engine/internal/retry"
+	"github.com/warren-dev/warren/history"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
+)
+
+// attempts calls the provider, retrying transient errors with exponential
+// backoff and jitter while no output of the attempt reached a client
+// (package retry), on the agent's session, which is discarded after an
+// attempt that leaves it unusable.
+func (r Runner) attempts(ctx context.Context, ag Agent, req Request, t Turn, usage *provider.Usage) (string, int, error) {
+	sess, err := ag.Acquire(ctx, t.Provider, t.Model)
+	if err != nil {
+		return "", 0, err
+	}
+	discard := false
+	defer func() { sess.End(discard) }()
+	policy := ag.Policy()
+	delivered := false
+	onChunk := func(s string) {
+		ag.Delta(t.RunID, s)
+		if req.OnChunk != nil {
+			delivered = true
+			req.OnChunk(s)
+		}
+	}
+	out := policy.Run(ctx, func() retry.Try {
+		prompt := req.Prompt
+		if inject := sess.Inject(); inject != nil {
+			prompt = history.Block(*inject, req.Prompt, history.BlockOptions{})
+		}
+		resp, timedOut, drainFailed, err := sendOnce(ctx, ag, sess, prompt, t, policy.Timeout,
+			provider.TurnIO{OnChunk: onChunk, OnUsage: func(u provider.Usage) { *usage = usage.Add(u) }})
+		if err == nil {
+			sess.Injected()
+		}
+		return retry.Try{Response: resp, Err: err, TimedOut: timedOut, DrainFailed: drainFailed}
+	}, func() bool { return delivered }, func(attempt int, err error, delay time.Duration) error {
+		if lerr := ag.Append(schema.TurnRetry, schema.TurnRetryData{RunID: t.RunID, Turn: t.Turn, Attempt: attempt,
+			Error: err.Error(), DelayMS: delay.Milliseconds()}); lerr != nil {
+			return fmt.Errorf("logging turn.retry: %w (after %v)", lerr, err)
+		}
+		r.Log.Warn("transient provider error; retrying", "agent", ag.ID(), "attempt", attempt, "delay", delay, "err", err)
+		if req.OnRetry != nil {
+			req.OnRetry(RetryNotice{RunID: t.RunID, Turn: t.Turn, Attempt: attempt, MaxRetries: policy.MaxRetries,
+				Error: err.Error(), Delay: delay})
+		}
+		return nil
+	})
+	discard = out.Discard
+	return out.Response, out.Attempts, out.Err
+}
+
+// sendOnce runs one attempt of a turn on the live session: the prompt,
+// the tool calls the provider makes (through the attempt's tools, which
+// calls made with the agent's credential join), within the turn timeout.
+// timedOut says the timeout ended it; drainFailed that a call's tool.call
+// could not be logged (err says why), so the provider session, which
+// counts the turn as done, must not be kept.
+func sendOnce(ctx context.Context, ag Agent, sess Session, prompt string, t Turn, timeout time.Duration,
+	io provider.TurnIO) (resp string, timedOut, drainFailed bool, err error) {
+	tools := ag.Tools(t.RunID, t.Turn)
+	io.Tools = tools.Caller()
+	// A call made with the agent's credential that suspends the run ends
+	// the attempt through suspend.
+	sctx, suspend := context.WithCancelCause(ctx)
+	actx, acancel := sctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		actx, acancel = context.WithTimeout(sctx, timeout)
+	}
+	tools.Open(actx, suspend)
+	resp, err = sess.Send(actx, prompt, io)
+	timedOut = actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	if serr := tools.Close(); serr != nil {
+		err = serr
+	}
+	acancel()
+	suspend(nil)
+	// The attempt's calls are in the log before whatever ends it.
+	if derr := tools.Drain(); derr != nil && err == nil {
+		// The provider session counts the turn as done; the log does
+		// not: a fresh session rebuilds the history from the log.
+		return resp, timedOut, true, derr
+	}
+	return resp, timedOut, false, err
+}
