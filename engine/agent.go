@@ -46,7 +46,7 @@ type agent struct {
 	held bool
 	// settling: a turn ended (busy is false) and its aftermath still runs:
 	// deferred spawns, notices to subscribers and the parent, completion,
-	// the next wake (finishTurn). Quiescence means no agent busy or settling.
+	// the next wake (package turnrun). Quiescence means no agent busy or settling.
 	settling bool
 	// terminating is set (under the core lock) when termination removes
 	// the agent; subscriptions to it are refused from then on.

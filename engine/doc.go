@@ -86,9 +86,10 @@
 //     runs its tool here, joined to the running turn's toolexec.Attempt
 //     through the attempt's extcall.Door.
 //   - Turn goroutines, started by wake (wake.go), Send and Resume through
-//     the scheduler's Go (c.sched, package schedule): runTurn, the
-//     provider's Run and the tool calls the provider makes during it, then
-//     finishTurn (deferred spawns, notices, the next wake).
+//     the scheduler's Go (c.sched, package schedule): runTurn (package
+//     turnrun's steps, through turnAgent, turn_host.go), the provider's
+//     Run and the tool calls the provider makes during it, then the
+//     aftermath (deferred spawns, notices, the next wake).
 //   - Timer callbacks of c.sched (wait deadlines, reminders, the periodic
 //     sweep): on the real clock a fresh goroutine per firing, on a
 //     schedule.Fake the goroutine that advances it (docs/ENGINEERING.md,
@@ -149,7 +150,7 @@
 //
 // Each package the engine's state was split into documents its own locks
 // in its package doc (agentload, claims, extcall, gone, lifecycle, logpage, owed,
-// recoverrun, reminders, reserve, snapsave, subs, waits; views takes none: the Core reads an
+// recoverrun, reminders, reserve, snapsave, subs, waits; turnrun and views take none: the Core reads an
 // agent's snapshot under a.mu and builds its views after releasing it;
 // gate and mail take none: their steps call the Core, mailenv.go, one lock at a time);
 // this section is the one place their order is written.
