@@ -132,7 +132,7 @@ func New(ctx context.Context, o Options) (*Store, error) {
 			Replicas:           o.Replicas,
 			Duplicates:         2 * time.Minute,
 			AllowAtomicPublish: true,
-			AllowDirect:        false, // reads go to the leader: a replica may lag (doc.go)
+			AllowDirect:        true, // batch reads by direct get; ends, fences and checks by the leader (doc.go, "Reads")
 			DenyDelete:         true,
 			DenyPurge:          true,
 		})
