@@ -254,7 +254,7 @@ func checkID(id string) error {
 // Agents lists the subjects of the stream that hold messages.
 func (s *Store) Agents(ctx context.Context) ([]string, error) {
 	// A handle of its own: Info rewrites the handle's cached stream info,
-	// which the reads on s.stream look at concurrently (a data race).
+	// which other users of s.stream may look at concurrently (a data race).
 	st, err := s.js.Stream(ctx, StreamName)
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: list logs: %w", err)
