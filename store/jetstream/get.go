@@ -26,6 +26,9 @@ type msgGetRequest struct {
 	LastFor string `json:"last_by_subj,omitempty"`
 	NextFor string `json:"next_by_subj,omitempty"`
 	Batch   int    `json:"batch,omitempty"`
+	// MaxBytes bounds a batch's bytes (direct get only; the leader's get
+	// refuses it).
+	MaxBytes int `json:"max_bytes,omitempty"`
 }
 
 // msgGetResponse is the stream leader's answer to a message get.
@@ -94,21 +97,27 @@ func (s *Store) leaderNext(ctx context.Context, subj string, from uint64) (*jets
 	return m, err
 }
 
-// directBatchSize is how many messages one batch direct get asks for.
-const directBatchSize = 512
+// directBatchSize is how many messages one batch direct get asks for,
+// and directBatchBytes how many bytes at most (the replica ends the batch
+// early past it; the reader asks again). The bound keeps a batch of large
+// lines well within the subscription's pending limit (64 MiB).
+const (
+	directBatchSize  = 512
+	directBatchBytes = 8 << 20
+)
 
 // errDirectStatus is a direct get answered with a status other than the
 // end of a batch or "no message" (say 408, a malformed request).
 var errDirectStatus = errors.New("direct get refused")
 
 // directBatch asks any replica that serves direct gets for up to
-// directBatchSize messages of subj from stream seq from on, on the
+// directBatchSize messages (maxBytes at most) of subj from stream seq from on, on the
 // reader's subscription (reply subject inbox). It returns what the replica
 // had: nothing if it had no such message (404), fewer than asked, or up to
 // its own last message if it lags. The caller checks every message and
 // goes to the leader for what is missing (doc.go, "Reads").
-func (s *Store) directBatch(ctx context.Context, sub *nats.Subscription, inbox, subj string, from uint64) ([]*jetstream.RawStreamMsg, error) {
-	body, err := json.Marshal(msgGetRequest{Seq: from, NextFor: subj, Batch: directBatchSize})
+func (s *Store) directBatch(ctx context.Context, sub *nats.Subscription, inbox, subj string, from uint64, maxBytes int) ([]*jetstream.RawStreamMsg, error) {
+	body, err := json.Marshal(msgGetRequest{Seq: from, NextFor: subj, Batch: directBatchSize, MaxBytes: maxBytes})
 	if err != nil {
 		return nil, err
 	}

@@ -57,13 +57,15 @@ type reader struct {
 	sub    *nats.Subscription        // the direct gets' replies (inbox.*)
 	inbox  string
 	nbatch int // batches asked, naming each batch's reply subject
+	bytes  int // bound of one batch's bytes (directBatchBytes)
 }
 
 // newReader reads subj's entries with seq >= fromSeq, starting at stream
 // seq hint (0: the first message). end is the subject's last stream seq
 // (0: empty; then Next returns io.EOF at once).
 func (s *Store) newReader(ctx context.Context, subj string, fromSeq uint64, hint, end uint64) (*reader, error) {
-	r := &reader{ctx: ctx, s: s, subj: subj, end: end, fromSeq: fromSeq, first: true, anySeq: hint > 1, pos: max(hint, 1), direct: true}
+	r := &reader{ctx: ctx, s: s, subj: subj, end: end, fromSeq: fromSeq, first: true, anySeq: hint > 1, pos: max(hint, 1),
+		direct: true, bytes: directBatchBytes}
 	if end == 0 || hint > end {
 		r.done = true
 	}
@@ -156,7 +158,7 @@ func (r *reader) batch() []*jetstream.RawStreamMsg {
 	r.nbatch++
 	ctx, cancel := context.WithTimeout(r.ctx, min(directWait, r.s.o.Timeout))
 	defer cancel()
-	msgs, err := r.s.directBatch(ctx, r.sub, r.inbox+"."+strconv.Itoa(r.nbatch), r.subj, r.pos)
+	msgs, err := r.s.directBatch(ctx, r.sub, r.inbox+"."+strconv.Itoa(r.nbatch), r.subj, r.pos, r.bytes)
 	if err != nil {
 		r.s.o.Logger.Debug("direct get failed; reading from the stream leader", "subject", r.subj, "stream_seq", r.pos, "got", len(msgs), "err", err)
 	}

@@ -116,6 +116,16 @@ func TestReaderTakesTheLeadersWordOverAReplicas(t *testing.T) {
 			t.Fatalf("%d direct batches, leader asked: %v; want one batch and no leader get", r.nbatch, !r.direct)
 		}
 	})
+	t.Run("BatchesCutByBytes", func(t *testing.T) {
+		// A replica ends a batch at the byte bound; the reader asks for
+		// the next one from where it stopped.
+		r := newR(0, 0)
+		r.bytes = 1
+		wantSeqs(t, readEach(t, r), 1, 6)
+		if r.nbatch != 6 || !r.direct {
+			t.Fatalf("%d direct batches, leader asked: %v; want six one-message batches and no leader get", r.nbatch, !r.direct)
+		}
+	})
 	t.Run("ReplicaSkippedAnEntry", func(t *testing.T) {
 		wantSeqs(t, readEach(t, newR(0, 0, msgs[0], msgs[2], msgs[3])), 1, 6)
 	})
