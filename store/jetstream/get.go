@@ -16,7 +16,7 @@ import (
 // "Reads"): the stream leader's API, which is authoritative, and a batch
 // direct get, which any current replica may answer.
 const (
-	leaderGetSubject = "$JS.API.STREAM.MSG.GET." + StreamName
+	leaderGetPrefix  = "$JS.API.STREAM.MSG.GET."
 	directGetSubject = "$JS.API.DIRECT.GET." + StreamName
 )
 
@@ -49,6 +49,12 @@ type msgGetResponse struct {
 // Stream.GetMsg it never goes to a replica, whatever the stream's
 // AllowDirect. A ctx without a deadline is bounded by Options.Timeout.
 func (s *Store) leaderGet(ctx context.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+	return s.leaderGetFrom(ctx, StreamName, req)
+}
+
+// leaderGetFrom is leaderGet on the named stream (a bucket's: "KV_" + its
+// name).
+func (s *Store) leaderGetFrom(ctx context.Context, stream string, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.o.Timeout)
@@ -58,7 +64,7 @@ func (s *Store) leaderGet(ctx context.Context, req msgGetRequest) (*jetstream.Ra
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.nc.RequestWithContext(ctx, leaderGetSubject, body)
+	m, err := s.nc.RequestWithContext(ctx, leaderGetPrefix+stream, body)
 	if err != nil {
 		return nil, err
 	}

@@ -48,17 +48,23 @@ func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 	rev, err := s.owners.Create(ctx, id, v)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		holder := "another daemon"
-		e, gerr := s.owners.Get(ctx, id)
+		// The key's last write as the bucket's leader holds it: a KV Get
+		// may be answered by a lagging replica (direct get), whose older
+		// revision would make the update below fail although the lease
+		// has lapsed (the long three-node torture saw a restarted daemon
+		// refused so).
+		e, gerr := s.leaderGetFrom(ctx, "KV_"+OwnersBucket, msgGetRequest{LastFor: "$KV." + OwnersBucket + "." + id})
 		if gerr == nil {
 			var ov ownerValue
-			if json.Unmarshal(e.Value(), &ov) == nil {
+			if json.Unmarshal(e.Data, &ov) == nil {
 				holder = fmt.Sprintf("node %q (boot %s)", ov.Node, ov.BootID)
 			}
-			if s.o.Now().Sub(e.Created()) > s.o.OwnerTTL {
+			if s.o.Now().Sub(e.Time) > s.o.OwnerTTL || e.Header.Get("KV-Operation") != "" {
 				// Lapsed, but not removed yet (the server's MaxAge sweep
-				// runs late): replace it on its revision. A renewal racing
-				// with this fails on the same revision, so one wins.
-				rev, err = s.owners.Update(ctx, id, v, e.Revision())
+				// runs late), or deleted since the create was refused:
+				// replace it on its revision. A renewal racing with this
+				// fails on the same revision, so one wins.
+				rev, err = s.owners.Update(ctx, id, v, e.Sequence)
 			}
 		}
 		if err != nil {
