@@ -198,6 +198,14 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 	}
 	ct.urls = strings.Join(urls, ",")
 	d.readLogs = ct.readLogs
+	// A failure names what the ledger missed; the daemon's own log says
+	// why (claims, retries), so its last lines go with it.
+	t.Cleanup(func() {
+		if t.Failed() {
+			lines := strings.Split(d.Output(), "\n")
+			t.Logf("the daemon's log, last %d lines:\n%s", min(len(lines), 200), strings.Join(lines[max(0, len(lines)-200):], "\n"))
+		}
+	})
 	script := writeScripts(t, d.dir)
 	led := newLedger()
 	leaderKills := 0
