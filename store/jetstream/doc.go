@@ -105,11 +105,14 @@
 // A KV bucket with TTL Options.OwnerTTL (10 s by default), history 1. Key:
 // the agent id (or USER); value: {"node":"...","boot_id":"..."}. Own is a
 // kv.Create, which succeeds only on an absent, deleted or expired key, or,
-// when the key's last write (the server's timestamp) is older than
-// OwnerTTL by this daemon's clock, a kv.Update on that write's revision: a
-// lapsed lease the server's MaxAge sweep has not removed yet (it runs up
-// to about a second late; a renewal racing with the update fails on the
-// same revision). Daemon clocks are assumed to agree with the servers'
+// when the key's last write (the server's timestamp; read from the
+// bucket's stream leader, not by a KV Get a lagging replica may answer) is
+// older than OwnerTTL by this daemon's clock, a kv.Update on that write's
+// revision: a lapsed lease the server's MaxAge sweep has not removed yet
+// (it runs up to about a second late; a renewal racing with the update
+// fails on the same revision). The same update takes over a last write
+// holding this boot's own value (node and boot id): a claim of this Store
+// whose answer was lost, which would otherwise block the id for a TTL. Daemon clocks are assumed to agree with the servers'
 // within a fraction of the TTL; a skew only moves a takeover earlier or
 // later, the fence keeps it safe. The revision a claim returns is its
 // epoch (revisions grow across the bucket, so a later claim has a greater
