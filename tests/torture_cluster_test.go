@@ -17,10 +17,10 @@ package tests
 //
 // The verification reads through a new connection each round. With one
 // connection kept across rounds (through server kills and reconnects),
-// every read of one round stalled until its deadline although the stream
-// had a leader and all replicas current; not understood yet (noted in
-// docs/DECISIONS.md). Reads that stall are made again (store/jetstream's
-// reader), which costs up to 10 s each: the three-node rounds are slow.
+// every read of one round once stalled until its deadline, when the
+// reader made a consumer per read; a consumer could be placed on a killed
+// server and never answer (docs/DECISIONS.md, "Reads without consumers").
+// The reader makes none now; one kept connection has not been tried again.
 
 import (
 	"bufio"
@@ -54,7 +54,9 @@ const natsHelperEnv = "WARREN_TEST_NATS_SERVER"
 // took 16 s with one node (4 kills) and 91 s with three (4 kills, 2 of the
 // stream leader) on the 2-core machine at a load average of 17: restarts
 // wait for the claims to lapse and for elections. So three nodes get 3
-// kills (1 of the leader) quick; WARREN_LONG=1 gives 100 to each.
+// kills (1 of the leader) quick; WARREN_LONG=1 gives 100 to each (with
+// reads without consumers: about 6 min with one node, 25 min with three,
+// 50 of them leader kills, at a load average of 3-5).
 const (
 	tortureClusterRounds     = 4
 	tortureCluster3Rounds    = 3
@@ -198,6 +200,14 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 	}
 	ct.urls = strings.Join(urls, ",")
 	d.readLogs = ct.readLogs
+	// A failure names what the ledger missed; the daemon's own log says
+	// why (claims, retries), so its last lines go with it.
+	t.Cleanup(func() {
+		if t.Failed() {
+			lines := strings.Split(d.Output(), "\n")
+			t.Logf("the daemon's log, last %d lines:\n%s", min(len(lines), 200), strings.Join(lines[max(0, len(lines)-200):], "\n"))
+		}
+	})
 	script := writeScripts(t, d.dir)
 	led := newLedger()
 	leaderKills := 0

@@ -22,8 +22,8 @@
 //
 // One stream, WARREN_LOG: file storage, Replicas, subjects warren.log.>,
 // a 2-minute duplicate window, AllowAtomicPublish, DenyDelete, DenyPurge,
-// AllowDirect off (reads are served by the stream leader: a replica may
-// lag, and Open must see the last entry to fence on it).
+// AllowDirect (for batch reads; see Reads for what is asked of the
+// leader).
 //
 //	warren.log.<agent-id>   an agent's log
 //	warren.log.USER         the USER inbox log (store.UserID)
@@ -35,6 +35,37 @@
 // seq order (1, 2, 3, ... with no gap or repeat), so an entry damaged
 // inside the servers is an error wrapping eventlog.ErrCorrupt, never a
 // silent fold. Entry.Off is the message's stream sequence.
+//
+// # Reads
+//
+// No read makes a consumer. Every message a fence or a check rests on is
+// asked of the stream leader with $JS.API.STREAM.MSG.GET.WARREN_LOG,
+// which only the leader answers in a cluster (nats.go's Stream.GetMsg is
+// not used: with AllowDirect it would go to any replica): a log's last
+// message (last_by_subj; the end of every read and the fence of OpenLog),
+// a Resume's entry, the stored lines a duplicate acknowledgement is
+// checked against, ReadSeq's hint.
+//
+// A read then fetches the entries up to that end in batches of 512 by
+// direct get ($JS.API.DIRECT.GET.WARREN_LOG, next_by_subj, batch), which
+// any replica that is the leader or about current answers. Replicas store
+// only committed entries, but one may lag or be catching up, so a
+// replica's batch is only taken message by message as far as each one
+// checks: on the subject, within the end, CRC and content, seq = the
+// previous entry's + 1 (and, for a read from a hint, the first message at
+// the hint itself). A batch that is short or empty, or a message that
+// does not check, sends the reader to the leader (next_by_subj, one
+// message a request) for the rest of that read; what the leader holds is
+// the authority, so only a seq break or a damaged line the leader returns
+// is eventlog.ErrCorrupt, and an end the leader no longer reaches is too.
+// A read thus sees every entry acknowledged before it started (its end
+// comes from the leader, and it reads up to it), never depends on the
+// JetStream meta leader, and never waits on a dead server: a consumer
+// (R1, ephemeral) is placed by the meta leader on a random peer it
+// believes online, which a server killed with kill -9 stays for minutes,
+// and its create is then never answered. Leader requests that go
+// unanswered are retried with a backoff (unavailable.go) and end as
+// store.ErrUnavailable.
 //
 // # Headers of an append
 //
@@ -74,11 +105,14 @@
 // A KV bucket with TTL Options.OwnerTTL (10 s by default), history 1. Key:
 // the agent id (or USER); value: {"node":"...","boot_id":"..."}. Own is a
 // kv.Create, which succeeds only on an absent, deleted or expired key, or,
-// when the key's last write (the server's timestamp) is older than
-// OwnerTTL by this daemon's clock, a kv.Update on that write's revision: a
-// lapsed lease the server's MaxAge sweep has not removed yet (it runs up
-// to about a second late; a renewal racing with the update fails on the
-// same revision). Daemon clocks are assumed to agree with the servers'
+// when the key's last write (the server's timestamp; read from the
+// bucket's stream leader, not by a KV Get a lagging replica may answer) is
+// older than OwnerTTL by this daemon's clock, a kv.Update on that write's
+// revision: a lapsed lease the server's MaxAge sweep has not removed yet
+// (it runs up to about a second late; a renewal racing with the update
+// fails on the same revision). The same update takes over a last write
+// holding this boot's own value (node and boot id): a claim of this Store
+// whose answer was lost, which would otherwise block the id for a TTL. Daemon clocks are assumed to agree with the servers'
 // within a fraction of the TTL; a skew only moves a takeover earlier or
 // later, the fence keeps it safe. The revision a claim returns is its
 // epoch (revisions grow across the bucket, so a later claim has a greater

@@ -77,7 +77,7 @@ func raw(t *testing.T, s *Store, id string) []byte {
 	}
 	var out []byte
 	for seq := uint64(1); seq <= last.Sequence; seq++ {
-		m, err := s.stream.GetMsg(ctx, seq)
+		m, err := s.leaderGet(ctx, msgGetRequest{Seq: seq})
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				continue

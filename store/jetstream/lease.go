@@ -36,7 +36,9 @@ type lease struct {
 }
 
 // Own claims id: a kv.Create of its key, which succeeds only when the key
-// is absent, deleted or expired. The claim's revision is the epoch. The
+// is absent, deleted or expired (or lapsed by its last write's time, or
+// this boot's own claim whose answer was lost: see below). The claim's
+// revision is the epoch. The
 // lease renews itself every OwnerTTL/3 with a kv.Update on the revision it
 // last wrote; a failed renewal closes Lost and stops renewing.
 func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
@@ -48,17 +50,30 @@ func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 	rev, err := s.owners.Create(ctx, id, v)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		holder := "another daemon"
-		e, gerr := s.owners.Get(ctx, id)
+		// The key's last write as the bucket's leader holds it: a KV Get
+		// may be answered by a lagging replica (direct get), whose older
+		// revision would make the update below fail although the lease
+		// has lapsed (the long three-node torture saw a restarted daemon
+		// refused so).
+		e, gerr := s.leaderGetFrom(ctx, "KV_"+OwnersBucket, msgGetRequest{LastFor: "$KV." + OwnersBucket + "." + id})
 		if gerr == nil {
 			var ov ownerValue
-			if json.Unmarshal(e.Value(), &ov) == nil {
+			if json.Unmarshal(e.Data, &ov) == nil {
 				holder = fmt.Sprintf("node %q (boot %s)", ov.Node, ov.BootID)
 			}
-			if s.o.Now().Sub(e.Created()) > s.o.OwnerTTL {
+			deleted := e.Header.Get("KV-Operation") != ""
+			// This boot's own value is a claim of this Store whose answer
+			// was lost (an earlier Own timed out after the create was
+			// stored): only this boot writes it, and its caller asks for
+			// one lease per id at a time. It is taken over like a lapsed
+			// one, so that a lost answer does not block the id for a TTL.
+			mine := !deleted && bytes.Equal(e.Data, v)
+			if s.o.Now().Sub(e.Time) > s.o.OwnerTTL || deleted || mine {
 				// Lapsed, but not removed yet (the server's MaxAge sweep
-				// runs late): replace it on its revision. A renewal racing
-				// with this fails on the same revision, so one wins.
-				rev, err = s.owners.Update(ctx, id, v, e.Revision())
+				// runs late), deleted since the create was refused, or
+				// ours: replace it on its revision. A renewal racing with
+				// this fails on the same revision, so one wins.
+				rev, err = s.owners.Update(ctx, id, v, e.Sequence)
 			}
 		}
 		if err != nil {

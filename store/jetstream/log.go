@@ -187,7 +187,7 @@ func lastIsClaim(line []byte, epoch uint64) bool {
 
 // checkResume checks that the message at r.Off is r's line.
 func (s *Store) checkResume(ctx context.Context, subj string, r *eventlog.Resume) error {
-	m, err := s.stream.GetMsg(ctx, uint64(r.Off))
+	m, err := s.leaderGet(ctx, msgGetRequest{Seq: uint64(r.Off)})
 	if err != nil || m.Subject != subj {
 		return fmt.Errorf("store/jetstream: resume %s at seq %d: no entry of the log at stream seq %d: %w", subj, r.Seq, r.Off, eventlog.ErrResumeMismatch)
 	}
@@ -406,7 +406,7 @@ func (l *Log) ownTail(msgs []*nats.Msg) (uint64, bool) {
 	}
 	first := last.Sequence - uint64(len(msgs)-1)
 	for i, m := range msgs {
-		got, err := l.s.stream.GetMsg(ctx, first+uint64(i))
+		got, err := l.s.leaderGet(ctx, msgGetRequest{Seq: first + uint64(i)})
 		if err != nil || got.Subject != l.subj || got.Header.Get(hdrMsgID) != m.Header.Get(hdrMsgID) || !bytes.Equal(got.Data, m.Data) {
 			return 0, false
 		}
@@ -428,7 +428,7 @@ func (l *Log) checkDuplicate(msgs []*nats.Msg, last uint64) error {
 	defer cancel()
 	first := last - uint64(len(msgs)-1)
 	for i, m := range msgs {
-		got, err := l.s.stream.GetMsg(ctx, first+uint64(i))
+		got, err := l.s.leaderGet(ctx, msgGetRequest{Seq: first + uint64(i)})
 		if err != nil {
 			return l.failed(fmt.Errorf("checking a duplicate acknowledgement at stream seq %d: %w", first+uint64(i), err))
 		}

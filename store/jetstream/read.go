@@ -5,20 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/store"
 )
 
-// lastOf returns the last message of subj, or nil if it has none.
+// lastOf returns the last message of subj, or nil if it has none. It is
+// asked of the stream leader: it is the end every read and fence rests on.
 func (s *Store) lastOf(ctx context.Context, subj string) (*jetstream.RawStreamMsg, error) {
 	var m *jetstream.RawStreamMsg
 	err := s.retrying(ctx, "last entry of "+subj, func(ctx context.Context) error {
 		var err error
-		m, err = s.stream.GetLastMsgForSubject(ctx, subj)
+		m, err = s.leaderGet(ctx, msgGetRequest{LastFor: subj})
 		return err
 	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -31,93 +34,48 @@ func (s *Store) lastOf(ctx context.Context, subj string) (*jetstream.RawStreamMs
 }
 
 // reader yields the entries of one subject up to the message that was
-// last when it started, checking each line's CRC and the seq order.
+// last when it started (end, as the stream leader said), checking each
+// line's CRC and the seq order. It makes no consumer: it reads batches
+// by direct get, which any current replica answers, and asks the stream
+// leader for any message a replica did not give or gave in a form that
+// does not check (doc.go, "Reads").
 type reader struct {
 	ctx     context.Context
 	s       *Store
 	subj    string
-	cfg     jetstream.OrderedConsumerConfig
-	it      jetstream.MessagesContext
-	sseq    uint64 // stream seq of the last message delivered (0: none)
-	retries int    // consumers made again after a failed delivery
-	err     error  // the failure that ended the reader, returned again
+	pos     uint64 // stream seq to read from next
 	end     uint64 // stream seq of the last message to read
 	fromSeq uint64
 	last    uint64 // warren seq of the previous entry (0: none yet)
 	first   bool   // the next entry is the first read
 	anySeq  bool   // the first entry may carry any seq (read from a hint)
 	done    bool
-	wait    time.Duration // bound of one wait for a message
+	err     error // the failure that ended the reader, returned again
+
+	buf    []*jetstream.RawStreamMsg // a replica's batch, not yet checked
+	direct bool                      // replicas are still asked (false once one had less than asked)
+	sub    *nats.Subscription        // the direct gets' replies (inbox.*)
+	inbox  string
+	nbatch int // batches asked, naming each batch's reply subject
+	bytes  int // bound of one batch's bytes (directBatchBytes)
 }
 
 // newReader reads subj's entries with seq >= fromSeq, starting at stream
 // seq hint (0: the first message). end is the subject's last stream seq
 // (0: empty; then Next returns io.EOF at once).
 func (s *Store) newReader(ctx context.Context, subj string, fromSeq uint64, hint, end uint64) (*reader, error) {
-	r := &reader{ctx: ctx, s: s, subj: subj, end: end, fromSeq: fromSeq, first: true, anySeq: hint > 1, wait: 2 * s.o.Timeout}
+	r := &reader{ctx: ctx, s: s, subj: subj, end: end, fromSeq: fromSeq, first: true, anySeq: hint > 1, pos: max(hint, 1),
+		direct: true, bytes: directBatchBytes}
 	if end == 0 || hint > end {
 		r.done = true
-		return r, nil
 	}
-	r.cfg = jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy}
-	if hint > 1 {
-		r.cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		r.cfg.OptStartSeq = hint
-	}
-	for {
-		err := r.consume()
-		if err == nil {
-			return r, nil
-		}
-		if !r.retry("create consumer", err) {
-			return nil, fmt.Errorf("store/jetstream: read %s: %w", subj, unavailable(err))
-		}
-	}
-}
-
-// readRetries bounds how often a reader makes its consumer again after a
-// request or a delivery failed (a timeout while the stream elects a
-// leader, a lost connection): reading is idempotent, and the new consumer
-// starts after the last message delivered, so no entry is seen twice.
-const readRetries = 5
-
-// consume makes the reader's consumer, from the message after the last
-// one delivered.
-func (r *reader) consume() error {
-	cfg := r.cfg
-	if r.sseq > 0 {
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = r.sseq + 1
-	}
-	cons, err := r.s.stream.OrderedConsumer(r.ctx, cfg)
-	if err != nil {
-		return err
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(512))
-	if err != nil {
-		return err
-	}
-	r.it = it
-	return nil
-}
-
-// retry reports whether one more attempt is allowed after err (the
-// caller's context is live and readRetries are not used up), and counts
-// it. The attempts follow at once: a reader that still fails returns
-// store.ErrUnavailable, and the daemon's own loops (the standby, recovery's
-// open retries, the takeover scan) wait before they read again.
-func (r *reader) retry(phase string, err error) bool {
-	if r.ctx.Err() != nil || r.retries >= readRetries {
-		return false
-	}
-	r.retries++
-	r.s.o.Logger.Warn("reading a log failed; making its consumer again", "subject", r.subj, "after_stream_seq", r.sseq,
-		"phase", phase, "attempt", r.retries, "err", err)
-	return true
+	return r, nil
 }
 
 // Next returns the next entry, io.EOF after the last, or an error wrapping
-// eventlog.ErrCorrupt for a damaged line or a seq out of order.
+// eventlog.ErrCorrupt for a damaged line or a seq out of order (as the
+// stream leader holds it), or store.ErrUnavailable when the leader did not
+// answer.
 func (r *reader) Next() (eventlog.Entry, error) {
 	for {
 		if r.err != nil {
@@ -126,49 +84,33 @@ func (r *reader) Next() (eventlog.Entry, error) {
 		if r.done {
 			return eventlog.Entry{}, io.EOF
 		}
-		if r.it == nil {
-			if err := r.consume(); err != nil {
-				r.it = nil
-				if !r.retry("create consumer", err) {
-					r.err = fmt.Errorf("store/jetstream: read %s: %w", r.subj, unavailable(err))
-					return eventlog.Entry{}, r.err
-				}
-				continue
-			}
-		}
-		// Each wait is bounded (a message the servers cannot deliver, say
-		// with no leader, would block until the caller's deadline), so
-		// that a stalled consumer is made again (retry).
-		wctx, cancel := context.WithTimeout(r.ctx, r.wait)
-		m, err := r.it.Next(jetstream.NextContext(wctx))
-		cancel()
-		var md *jetstream.MsgMetadata
+		m, fromLeader, err := r.fetch()
+		var e eventlog.Entry
 		if err == nil {
-			md, err = m.Metadata()
+			e, err = r.check(m, fromLeader)
+			if err != nil && !fromLeader {
+				// A replica's copy that does not check (it skipped
+				// entries while catching up, say): the leader's is the
+				// authority. The replica is not asked again by this reader.
+				r.s.o.Logger.Debug("a replica's answer to a read does not check; asking the stream leader", "subject", r.subj, "stream_seq", r.pos, "err", err)
+				r.buf, r.direct, fromLeader = nil, false, true
+				if m, err = r.s.leaderNext(r.ctx, r.subj, r.pos); err == nil {
+					e, err = r.check(m, true)
+				}
+			}
 		}
 		if err != nil {
-			r.it.Stop()
-			r.it = nil
-			if !r.retry("next message", err) {
-				r.err = fmt.Errorf("store/jetstream: read %s: %w", r.subj, unavailable(err))
-				return eventlog.Entry{}, r.err
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				err = fmt.Errorf("the stream leader has no entry at or after stream seq %d, though its last was at %d: %w", r.pos, r.end, eventlog.ErrCorrupt)
 			}
-			continue
+			r.stop()
+			r.err = fmt.Errorf("store/jetstream: read %s: %w", r.subj, unavailable(err))
+			return eventlog.Entry{}, r.err
 		}
-		sseq := md.Sequence.Stream
-		r.sseq = sseq
-		if sseq >= r.end {
+		r.pos = m.Sequence + 1
+		if m.Sequence >= r.end {
 			r.done = true
-			r.it.Stop()
-		}
-		e, err := decode(r.subj, sseq, m.Data())
-		if err != nil {
-			return eventlog.Entry{}, err
-		}
-		if !(r.first && r.anySeq) {
-			if err := record.CheckNext(r.last, e.Seq); err != nil {
-				return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s at stream seq %d: %w", r.subj, sseq, err)
-			}
+			r.stop()
 		}
 		r.first = false
 		r.last = e.Seq
@@ -178,12 +120,89 @@ func (r *reader) Next() (eventlog.Entry, error) {
 	}
 }
 
-// Close stops the consumer.
-func (r *reader) Close() error {
-	if r.it != nil && !r.done {
-		r.it.Stop()
-		r.done = true
+// fetch returns the next message at stream seq >= r.pos: from the
+// replica's batch while one serves, else from the leader.
+func (r *reader) fetch() (*jetstream.RawStreamMsg, bool, error) {
+	if len(r.buf) == 0 && r.direct {
+		r.buf = r.batch()
+		if len(r.buf) == 0 {
+			r.direct = false // the replica lags (or none answered): the leader gives the rest
+		}
 	}
+	if len(r.buf) > 0 {
+		m := r.buf[0]
+		r.buf = r.buf[1:]
+		return m, false, nil
+	}
+	m, err := r.s.leaderNext(r.ctx, r.subj, r.pos)
+	return m, true, err
+}
+
+// directWait bounds one batch direct get: a replica that does not answer
+// in time (a busy disk) only sends the reader to the leader.
+const directWait = 2 * time.Second
+
+// batch asks the replicas for the next messages; nil when none answered
+// or the one that did had none (logged at debug level: the leader is
+// asked instead, which is correct either way).
+func (r *reader) batch() []*jetstream.RawStreamMsg {
+	if r.sub == nil {
+		r.inbox = r.s.nc.NewRespInbox()
+		sub, err := r.s.nc.SubscribeSync(r.inbox + ".*")
+		if err != nil {
+			r.s.o.Logger.Debug("direct get: no subscription for the replies; reading from the stream leader", "subject", r.subj, "err", err)
+			return nil
+		}
+		r.sub = sub
+	}
+	r.nbatch++
+	ctx, cancel := context.WithTimeout(r.ctx, min(directWait, r.s.o.Timeout))
+	defer cancel()
+	msgs, err := r.s.directBatch(ctx, r.sub, r.inbox+"."+strconv.Itoa(r.nbatch), r.subj, r.pos, r.bytes)
+	if err != nil {
+		r.s.o.Logger.Debug("direct get failed; reading from the stream leader", "subject", r.subj, "stream_seq", r.pos, "got", len(msgs), "err", err)
+	}
+	return msgs
+}
+
+// check decodes m, the next message after r.pos, and checks it follows
+// the previous entry: on the subject, within end, CRC and seq. A replica's
+// first message of a read from a hint must be at the hint itself (its seq
+// cannot be checked against a previous one).
+func (r *reader) check(m *jetstream.RawStreamMsg, fromLeader bool) (eventlog.Entry, error) {
+	if m.Subject != r.subj || m.Sequence < r.pos || m.Sequence > r.end {
+		return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s: next message after stream seq %d is stream seq %d of %q, outside the read (up to %d): %w",
+			r.subj, r.pos-1, m.Sequence, m.Subject, r.end, eventlog.ErrCorrupt)
+	}
+	e, err := decode(r.subj, m.Sequence, m.Data)
+	if err != nil {
+		return eventlog.Entry{}, err
+	}
+	if r.first && r.anySeq {
+		if !fromLeader && m.Sequence != r.pos {
+			return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s: a replica's first message from stream seq %d is at %d", r.subj, r.pos, m.Sequence)
+		}
+		return e, nil
+	}
+	if err := record.CheckNext(r.last, e.Seq); err != nil {
+		return eventlog.Entry{}, fmt.Errorf("store/jetstream: %s at stream seq %d: %w", r.subj, m.Sequence, err)
+	}
+	return e, nil
+}
+
+// stop drops the direct gets' subscription.
+func (r *reader) stop() {
+	r.buf = nil
+	if r.sub != nil {
+		_ = r.sub.Unsubscribe()
+		r.sub = nil
+	}
+}
+
+// Close ends the read.
+func (r *reader) Close() error {
+	r.done = true
+	r.stop()
 	return nil
 }
 
@@ -227,7 +246,7 @@ func (s *Store) ReadSeq(ctx context.Context, id string, seq uint64, hint int64) 
 	}
 	subj := Subject(id)
 	if hint > 0 {
-		m, err := s.stream.GetMsg(ctx, uint64(hint))
+		m, err := s.leaderGet(ctx, msgGetRequest{Seq: uint64(hint)})
 		if err == nil && m.Subject == subj {
 			if e, err := decode(subj, m.Sequence, m.Data); err == nil && e.Seq == seq {
 				return e, nil

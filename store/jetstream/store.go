@@ -132,7 +132,7 @@ func New(ctx context.Context, o Options) (*Store, error) {
 			Replicas:           o.Replicas,
 			Duplicates:         2 * time.Minute,
 			AllowAtomicPublish: true,
-			AllowDirect:        false, // reads go to the leader: a replica may lag (doc.go)
+			AllowDirect:        true, // batch reads by direct get; ends, fences and checks by the leader (doc.go, "Reads")
 			DenyDelete:         true,
 			DenyPurge:          true,
 		})
@@ -254,7 +254,7 @@ func checkID(id string) error {
 // Agents lists the subjects of the stream that hold messages.
 func (s *Store) Agents(ctx context.Context) ([]string, error) {
 	// A handle of its own: Info rewrites the handle's cached stream info,
-	// which the reads on s.stream look at concurrently (a data race).
+	// which other users of s.stream may look at concurrently (a data race).
 	st, err := s.js.Stream(ctx, StreamName)
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: list logs: %w", err)
