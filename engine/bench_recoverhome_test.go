@@ -7,6 +7,10 @@ package engine
 //	WARREN_BENCH_RECOVER_HOME=/copy/of/a/home go test -run '^$' -bench BenchmarkRecoverHome \
 //	    -benchtime 1x -cpuprofile cpu.out ./daemon/
 //
+// WARREN_BENCH_RECOVER_CHECKPOINTS=1 recovers from the home's checkpoints
+// instead (what a start after a clean stop or a kill -9 does; the scrub
+// may then rewrite checkpoints of logs it folded lines of).
+//
 // Metrics: wall_s and cpu_s per recovery, and others_cpu_s, the CPU the
 // rest of the machine used meanwhile (the machine may be shared: a fold
 // that gets one core of two shows cpu_s close to wall_s).
@@ -41,7 +45,7 @@ func BenchmarkRecoverHome(b *testing.B) {
 		c, err := NewCore(CoreOptions{
 			FS: faultfs.OS{}, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
 			Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
-			Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: -1,
+			Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: ckptEveryForBench(),
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -60,4 +64,13 @@ func BenchmarkRecoverHome(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// ckptEveryForBench is the CheckpointEvery WARREN_BENCH_RECOVER_CHECKPOINTS
+// selects: the default (read them) or none.
+func ckptEveryForBench() int {
+	if os.Getenv("WARREN_BENCH_RECOVER_CHECKPOINTS") != "" {
+		return 0
+	}
+	return -1
 }

@@ -157,7 +157,7 @@ func (l *Log) createDirs() (isNew bool, err error) {
 // recover checks the log, truncates a torn tail, makes a new log's
 // directory entries durable and replays the pending file.
 func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
-	sc := record.NewScanner(f, l.path, MaxLineBytes)
+	var sc *record.Scanner
 	if resume != nil {
 		end, err := resume.check(f, l.path)
 		if err != nil {
@@ -165,6 +165,8 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 		}
 		// Usually a short tail: a small first buffer.
 		sc = record.NewScannerAt(f, l.path, end, int(resume.Seq), resume.Seq, 4<<10)
+	} else {
+		sc = record.NewScanner(f, l.path, MaxLineBytes)
 	}
 	sc.Borrow = l.borrow
 	var scanErr error
