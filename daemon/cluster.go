@@ -17,6 +17,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 )
 
 // ClusterSupport says whether this binary links the NATS server and
@@ -37,7 +38,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		if err := validRoutes(co.Routes); err != nil {
 			return nil, nil, err
 		}
-		eo := jetstream.EmbedOptions{Name: co.Name, Dir: filepath.Join(home, "nats"), Port: co.Port,
+		eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Port: co.Port,
 			Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync}
 		if eo.Port == 0 {
 			eo.Port = 4222
@@ -49,7 +50,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 				eo.ClusterPort = 6222
 			}
 		}
-		srv, err := jetstream.Embed(eo)
+		srv, err := natsembed.Start(eo)
 		if err != nil {
 			return nil, nil, fmt.Errorf("starting the embedded NATS server (--cluster-embedded): %w", err)
 		}

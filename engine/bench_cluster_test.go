@@ -45,6 +45,7 @@ import (
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 )
 
 // benchJetStream starts n sync-always embedded servers (routed when n > 1)
@@ -68,11 +69,11 @@ func benchJetStream(b testing.TB, n int) store.Store {
 	errs := make(chan error, n)
 	for i := range srvs {
 		go func(i int) {
-			o := jetstream.EmbedOptions{Name: fmt.Sprintf("n%d", i+1), Dir: b.TempDir(), Port: -1, StartTimeout: time.Minute}
+			o := natsembed.Options{Name: fmt.Sprintf("n%d", i+1), Dir: b.TempDir(), Port: -1, StartTimeout: time.Minute}
 			if n > 1 {
 				o.ClusterName, o.ClusterPort, o.Routes = "warren", ports[i], routes
 			}
-			srv, err := jetstream.Embed(o)
+			srv, err := natsembed.Start(o)
 			srvs[i] = srv
 			errs <- err
 		}(i)
@@ -110,7 +111,7 @@ func benchJetStream(b testing.TB, n int) store.Store {
 // lazy) and opens a store on it.
 func benchOneServer(b testing.TB, dir string, lazy bool) (*server.Server, store.Store) {
 	b.Helper()
-	srv, err := jetstream.Embed(jetstream.EmbedOptions{Name: "n1", Dir: dir, Port: -1, UnsafeLazyFsync: lazy, StartTimeout: time.Minute})
+	srv, err := natsembed.Start(natsembed.Options{Name: "n1", Dir: dir, Port: -1, UnsafeLazyFsync: lazy, StartTimeout: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}

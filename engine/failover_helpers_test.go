@@ -16,7 +16,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/store"
-	"github.com/warren-dev/warren/store/jetstream"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 )
 
 // The parts of the failover test (failover_test.go): three routed NATS
@@ -29,7 +29,7 @@ func startNATSCluster(t *testing.T) ([]*server.Server, []string) {
 	t.Helper()
 	// EmbedLocalCluster starts again on fresh ports when a route port was
 	// taken between its pick and the bind.
-	srvs, err := jetstream.EmbedLocalCluster(jetstream.LocalClusterOptions{Nodes: 3,
+	srvs, err := natsembed.StartCluster(natsembed.ClusterOptions{Nodes: 3,
 		Dir: func(int) string { return t.TempDir() }, StartTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)

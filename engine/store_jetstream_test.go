@@ -14,13 +14,14 @@ import (
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 )
 
 // embeddedNATS starts an embedded single-node NATS server (sync-always)
 // and connects to it; both are closed when the test ends.
 func embeddedNATS(t *testing.T) (*server.Server, *nats.Conn) {
 	t.Helper()
-	srv, err := jetstream.Embed(jetstream.EmbedOptions{Name: "n1", Dir: t.TempDir(), Port: -1})
+	srv, err := natsembed.Start(natsembed.Options{Name: "n1", Dir: t.TempDir(), Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

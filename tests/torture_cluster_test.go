@@ -45,6 +45,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/store/jetstream"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 )
 
 // natsHelperEnv makes the test binary a NATS server (JSON EmbedOptions).
@@ -68,13 +69,13 @@ const (
 
 // runNATSHelper runs one sync-always NATS server until killed.
 func runNATSHelper(spec string) int {
-	var o jetstream.EmbedOptions
+	var o natsembed.Options
 	if err := json.Unmarshal([]byte(spec), &o); err != nil {
 		fmt.Println("bad spec:", err)
 		return 2
 	}
 	o.StartTimeout = procReadyDeadline
-	srv, err := jetstream.Embed(o)
+	srv, err := natsembed.Start(o)
 	if err != nil {
 		fmt.Println("embed:", err)
 		return 1
@@ -87,7 +88,7 @@ func runNATSHelper(spec string) int {
 // natsHelper is a NATS server process of the test.
 type natsHelper struct {
 	t    *testing.T
-	opts jetstream.EmbedOptions
+	opts natsembed.Options
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -190,7 +191,7 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 		}
 		d.args = append(d.args, "--nats-cluster-port", strconv.Itoa(ports[nodes]), "--routes", strings.Join(routes[1:], ","))
 		for i := 1; i < nodes; i++ {
-			h := &natsHelper{t: t, opts: jetstream.EmbedOptions{Name: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(d.dir, fmt.Sprintf("nats%d", i+1)),
+			h := &natsHelper{t: t, opts: natsembed.Options{Name: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(d.dir, fmt.Sprintf("nats%d", i+1)),
 				Port: ports[i], ClusterName: "warren", ClusterPort: ports[nodes+i], Routes: routes}}
 			h.start()
 			t.Cleanup(h.kill)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/eventlog/record"
-	"github.com/warren-dev/warren/store/jetstream"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 )
 
 // TestExportLocalIsTheFile: warren export writes an agent's log byte for
@@ -50,7 +50,7 @@ func TestExportLocalIsTheFile(t *testing.T) {
 // --unsafe-lazy-fsync is given.
 func TestDaemonOnClusterAndExport(t *testing.T) {
 	t.Parallel()
-	srv, err := jetstream.Embed(jetstream.EmbedOptions{Name: "t", Dir: t.TempDir(), Port: -1})
+	srv, err := natsembed.Start(natsembed.Options{Name: "t", Dir: t.TempDir(), Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestDaemonOnClusterAndExport(t *testing.T) {
 // byte for byte; a second migrate is refused (the logs are there).
 func TestMigrateRoundTrip(t *testing.T) {
 	t.Parallel()
-	srv, err := jetstream.Embed(jetstream.EmbedOptions{Name: "m", Dir: t.TempDir(), Port: -1})
+	srv, err := natsembed.Start(natsembed.Options{Name: "m", Dir: t.TempDir(), Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

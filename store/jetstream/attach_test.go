@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 )
 
 // readerKeeps checks that a store opened with zero Replicas and OwnerTTL
@@ -40,7 +42,7 @@ func readerKeeps(t *testing.T, s *Store, urls string, replicas int) {
 // TestReaderKeepsSettings: one node, a store with a 3 s owner TTL, then a
 // reader with zero options.
 func TestReaderKeepsSettings(t *testing.T) {
-	srv := embed(t, EmbedOptions{Name: "n1"})
+	srv := embed(t, natsembed.Options{Name: "n1"})
 	s := newStore(t, connect(t, srv.ClientURL()), "node1", srv)
 	if s.o.OwnerTTL != 3*time.Second {
 		t.Fatalf("the store was made with a 3s owner TTL, has %v", s.o.OwnerTTL)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/local"
 	"github.com/warren-dev/warren/store/storetest"
 )
@@ -28,7 +29,7 @@ func BenchmarkAppend(b *testing.B) {
 			benchStore(b, s, writers)
 		})
 		b.Run("jetstream-R1/writers="+itoa(writers), func(b *testing.B) {
-			srv := embed(b, EmbedOptions{Name: "n1"})
+			srv := embed(b, natsembed.Options{Name: "n1"})
 			nc, err := nats.Connect("", nats.InProcessServer(srv))
 			if err != nil {
 				b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/storetest"
 )
 
@@ -19,7 +20,7 @@ import (
 // waits for JetStream's meta leader.
 func startCluster(t testing.TB) ([]*server.Server, string) {
 	t.Helper()
-	srvs, err := EmbedLocalCluster(LocalClusterOptions{Nodes: 3, Dir: func(int) string { return t.TempDir() },
+	srvs, err := natsembed.StartCluster(natsembed.ClusterOptions{Nodes: 3, Dir: func(int) string { return t.TempDir() },
 		StartTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -18,10 +18,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/storetest"
 )
 
-// serverProcEnv makes the test binary one NATS server (JSON EmbedOptions),
+// serverProcEnv makes the test binary one NATS server (JSON natsembed.Options),
 // so that a test can kill it with kill -9: a server shut down in process
 // announces its shutdown, and its peers mark it offline at once, which a
 // killed one never does.
@@ -36,12 +37,12 @@ func TestMain(m *testing.M) {
 
 // runServerProc runs one sync-always server until killed.
 func runServerProc(spec string) int {
-	var o EmbedOptions
+	var o natsembed.Options
 	if err := json.Unmarshal([]byte(spec), &o); err != nil {
 		fmt.Println("bad spec:", err)
 		return 2
 	}
-	srv, err := Embed(o)
+	srv, err := natsembed.Start(o)
 	if err != nil {
 		fmt.Println("embed:", err)
 		return 1
@@ -53,7 +54,7 @@ func runServerProc(spec string) int {
 
 // startServerProc starts a server process and waits until it accepts
 // clients; kill ends it with SIGKILL.
-func startServerProc(t *testing.T, o EmbedOptions) (kill func()) {
+func startServerProc(t *testing.T, o natsembed.Options) (kill func()) {
 	t.Helper()
 	spec, _ := json.Marshal(o)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -115,7 +116,7 @@ func TestReadsDoNotWaitOnAKilledServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-server cluster with a server process")
 	}
-	ports, err := freeLoopbackPorts(4) // three route ports, the process's client port
+	ports, err := natsembed.FreeLoopbackPorts(4) // three route ports, the process's client port
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +126,11 @@ func TestReadsDoNotWaitOnAKilledServer(t *testing.T) {
 	}
 	// n3 is the process; it starts first, so that the two in-process
 	// servers find a route to it at once.
-	kill := startServerProc(t, EmbedOptions{Name: "n3", Dir: t.TempDir(), Port: ports[3], ClusterName: "warren",
+	kill := startServerProc(t, natsembed.Options{Name: "n3", Dir: t.TempDir(), Port: ports[3], ClusterName: "warren",
 		ClusterPort: ports[2], Routes: routes, StartTimeout: 30 * time.Second})
 	var srvs []*server.Server
 	for i := range 2 {
-		srv := embed(t, EmbedOptions{Name: fmt.Sprintf("n%d", i+1), ClusterName: "warren", ClusterPort: ports[i], Routes: routes,
+		srv := embed(t, natsembed.Options{Name: fmt.Sprintf("n%d", i+1), ClusterName: "warren", ClusterPort: ports[i], Routes: routes,
 			StartTimeout: 30 * time.Second})
 		srvs = append(srvs, srv)
 	}

@@ -10,11 +10,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/storetest"
 )
 
 // embed starts one sync-always server for the test.
-func embed(t testing.TB, o EmbedOptions) *server.Server {
+func embed(t testing.TB, o natsembed.Options) *server.Server {
 	t.Helper()
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
@@ -22,7 +23,7 @@ func embed(t testing.TB, o EmbedOptions) *server.Server {
 	if o.Port == 0 {
 		o.Port = -1
 	}
-	srv, err := Embed(o)
+	srv, err := natsembed.Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func raw(t *testing.T, s *Store, id string) []byte {
 func harness() storetest.Harness {
 	return storetest.Harness{
 		New: func(t *testing.T) store.Store {
-			srv := embed(t, EmbedOptions{Name: "n1"})
+			srv := embed(t, natsembed.Options{Name: "n1"})
 			return newStore(t, connect(t, srv.ClientURL()), "node1", srv)
 		},
 		Reopen: func(t *testing.T, s store.Store) store.Store {

@@ -12,6 +12,7 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/storetest"
 )
 
@@ -19,7 +20,7 @@ func TestConformance(t *testing.T) { storetest.Run(t, harness()) }
 
 // A server that flushes lazily is refused unless the caller accepts it.
 func TestRefusesLazyFsync(t *testing.T) {
-	srv := embed(t, EmbedOptions{Name: "lazy", UnsafeLazyFsync: true})
+	srv := embed(t, natsembed.Options{Name: "lazy", UnsafeLazyFsync: true})
 	nc := connect(t, srv.ClientURL())
 	ctx := context.Background()
 	if _, err := New(ctx, Options{Conn: nc, Embedded: []*server.Server{srv}}); !errors.Is(err, ErrLazyFsync) {

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/storetest"
 )
 
 func TestLease(t *testing.T) {
-	srv := embed(t, EmbedOptions{Name: "n1"})
+	srv := embed(t, natsembed.Options{Name: "n1"})
 	ctx := context.Background()
 	const ttl = 1500 * time.Millisecond
 	mk := func(node string) *Store {
@@ -65,7 +66,7 @@ func TestLease(t *testing.T) {
 // A holder that dies stops renewing; its key lapses after the TTL and
 // another daemon claims it (within TTL + 1 s).
 func TestLeaseLapsesWhenHolderDies(t *testing.T) {
-	srv := embed(t, EmbedOptions{Name: "n1"})
+	srv := embed(t, natsembed.Options{Name: "n1"})
 	ctx := context.Background()
 	const ttl = time.Second
 	ncA := connect(t, srv.ClientURL())
@@ -112,7 +113,7 @@ func TestLeaseLapsesWhenHolderDies(t *testing.T) {
 // id held. (The long three-node torture saw recovery list an agent
 // corrupt, "held by node n1", after such a claim.)
 func TestOwnAdoptsItsOwnLostClaim(t *testing.T) {
-	srv := embed(t, EmbedOptions{Name: "n1"})
+	srv := embed(t, natsembed.Options{Name: "n1"})
 	ctx := context.Background()
 	const ttl = 30 * time.Second // far longer than the test: no lapse helps
 	mk := func(boot string) *Store {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/storetest"
 )
 
@@ -18,7 +19,7 @@ import (
 // kill -9 torture on JetStream). The reads run on another goroutine, as
 // the daemon's would; a read still blocked after 10 s fails the test.
 func TestStateReadsDuringOnAppend(t *testing.T) {
-	srv := embed(t, EmbedOptions{Name: "n1"})
+	srv := embed(t, natsembed.Options{Name: "n1"})
 	s := newStore(t, connect(t, srv.ClientURL()), "node1", srv)
 	ctx := context.Background()
 	id := storetest.NewID(t)

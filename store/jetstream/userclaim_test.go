@@ -9,6 +9,7 @@ import (
 	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 )
 
 // encodeEntry is e's line.
@@ -26,7 +27,7 @@ func encodeEntry(t *testing.T, e eventlog.Entry) []byte {
 // old handle's append (fenced on "no entry yet") would land after the new
 // owner had claimed the log. The claim is handed to Replay.
 func TestEmptyUserLogIsClaimed(t *testing.T) {
-	srv := embed(t, EmbedOptions{Name: "n1"})
+	srv := embed(t, natsembed.Options{Name: "n1"})
 	s := newStore(t, connect(t, srv.ClientURL()), "node1", srv)
 	ctx := context.Background()
 	l1, err := s.Own(ctx, store.UserID)

@@ -1,4 +1,4 @@
-package jetstream
+package natsembed
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ func TestEmbedLocalClusterRetries(t *testing.T) {
 		}
 		return t.TempDir()
 	}
-	srvs, err := EmbedLocalCluster(LocalClusterOptions{Nodes: 1, Dir: dir, StartTimeout: 3 * time.Second})
+	srvs, err := StartCluster(ClusterOptions{Nodes: 1, Dir: dir, StartTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatalf("the second attempt should start: %v", err)
 	}
@@ -28,7 +28,7 @@ func TestEmbedLocalClusterRetries(t *testing.T) {
 		t.Fatalf("%d starts; want 2, the second ready", calls.Load())
 	}
 
-	_, err = EmbedLocalCluster(LocalClusterOptions{Nodes: 1, Attempts: 2, StartTimeout: time.Second, Dir: func(int) string { return "/proc/warren-cannot-create-this" }})
+	_, err = StartCluster(ClusterOptions{Nodes: 1, Attempts: 2, StartTimeout: time.Second, Dir: func(int) string { return "/proc/warren-cannot-create-this" }})
 	if err == nil || !strings.Contains(err.Error(), "did not start in 2 attempts") {
 		t.Fatalf("every attempt failing: err %v", err)
 	}

@@ -1,4 +1,4 @@
-package jetstream
+package natsembed
 
 import (
 	"errors"
@@ -9,9 +9,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// EmbedOptions configures a NATS server run inside the warren process
-// (tests, and later `warren daemon start --cluster-embedded`).
-type EmbedOptions struct {
+// Options configures a NATS server run inside the warren process
+// (`warren daemon start --cluster-embedded`, and the tests).
+type Options struct {
 	// Name is the server's name (unique within a cluster).
 	Name string
 	// Dir holds JetStream's files.
@@ -37,9 +37,9 @@ type EmbedOptions struct {
 // sync_interval "always" (SyncAlways) unless o.UnsafeLazyFsync. It returns
 // once the server accepts clients; stop it with Shutdown and
 // WaitForShutdown.
-func Embed(o EmbedOptions) (*server.Server, error) {
+func Start(o Options) (*server.Server, error) {
 	if o.Dir == "" {
-		return nil, errors.New("store/jetstream: embedded server needs a directory for its files (EmbedOptions.Dir)")
+		return nil, errors.New("natsembed: embedded server needs a directory for its files (Options.Dir)")
 	}
 	if o.Host == "" {
 		o.Host = "127.0.0.1"
@@ -59,14 +59,14 @@ func Embed(o EmbedOptions) (*server.Server, error) {
 		for _, r := range o.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
-				return nil, fmt.Errorf("store/jetstream: route %q: %w", r, err)
+				return nil, fmt.Errorf("natsembed: route %q: %w", r, err)
 			}
 			opts.Routes = append(opts.Routes, u)
 		}
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("store/jetstream: embedded server: %w", err)
+		return nil, fmt.Errorf("natsembed: embedded server: %w", err)
 	}
 	go s.Start()
 	wait := o.StartTimeout
@@ -75,7 +75,7 @@ func Embed(o EmbedOptions) (*server.Server, error) {
 	}
 	if !s.ReadyForConnections(wait) {
 		s.Shutdown()
-		return nil, fmt.Errorf("store/jetstream: embedded server %q not ready after %s", o.Name, wait)
+		return nil, fmt.Errorf("natsembed: embedded server %q not ready after %s", o.Name, wait)
 	}
 	return s, nil
 }

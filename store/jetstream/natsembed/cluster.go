@@ -1,4 +1,4 @@
-package jetstream
+package natsembed
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// LocalClusterOptions configures EmbedLocalCluster.
-type LocalClusterOptions struct {
+// ClusterOptions configures StartCluster.
+type ClusterOptions struct {
 	// Nodes is the number of servers (named n1, n2, ...).
 	Nodes int
 	// Dir returns the data directory of server i (0-based).
@@ -22,31 +22,31 @@ type LocalClusterOptions struct {
 	Attempts int
 }
 
-// EmbedLocalCluster starts o.Nodes embedded servers on loopback, each with
+// StartCluster starts o.Nodes embedded servers on loopback, each with
 // a route to every other, on free ports: the cluster the tests and the
 // benchmarks of one machine run. A route port is picked by listening on
 // port 0 and closing the listener before the server binds it, so another
 // process may take it meanwhile (the server then never gets ready); the
 // whole start is then tried again on fresh ports, up to o.Attempts times.
 // The caller shuts the servers down.
-func EmbedLocalCluster(o LocalClusterOptions) ([]*server.Server, error) {
+func StartCluster(o ClusterOptions) ([]*server.Server, error) {
 	attempts := o.Attempts
 	if attempts == 0 {
 		attempts = 3
 	}
 	var errs []error
 	for range attempts {
-		srvs, err := embedLocalClusterOnce(o)
+		srvs, err := startClusterOnce(o)
 		if err == nil {
 			return srvs, nil
 		}
 		errs = append(errs, err)
 	}
-	return nil, fmt.Errorf("store/jetstream: a local cluster of %d servers did not start in %d attempts: %w", o.Nodes, attempts, errors.Join(errs...))
+	return nil, fmt.Errorf("natsembed: a local cluster of %d servers did not start in %d attempts: %w", o.Nodes, attempts, errors.Join(errs...))
 }
 
-func embedLocalClusterOnce(o LocalClusterOptions) ([]*server.Server, error) {
-	ports, err := freeLoopbackPorts(o.Nodes)
+func startClusterOnce(o ClusterOptions) ([]*server.Server, error) {
+	ports, err := FreeLoopbackPorts(o.Nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func embedLocalClusterOnce(o LocalClusterOptions) ([]*server.Server, error) {
 	errc := make(chan error, o.Nodes)
 	for i := range srvs {
 		go func(i int) {
-			srv, err := Embed(EmbedOptions{Name: fmt.Sprintf("n%d", i+1), Dir: o.Dir(i), Port: -1, Host: "127.0.0.1",
+			srv, err := Start(Options{Name: fmt.Sprintf("n%d", i+1), Dir: o.Dir(i), Port: -1, Host: "127.0.0.1",
 				ClusterName: "warren", ClusterPort: ports[i], Routes: routes, StartTimeout: o.StartTimeout})
 			srvs[i] = srv
 			errc <- err
@@ -82,8 +82,8 @@ func embedLocalClusterOnce(o LocalClusterOptions) ([]*server.Server, error) {
 	return srvs, nil
 }
 
-// freeLoopbackPorts returns n distinct ports free on 127.0.0.1 a moment ago.
-func freeLoopbackPorts(n int) ([]int, error) {
+// FreeLoopbackPorts returns n distinct ports free on 127.0.0.1 a moment ago.
+func FreeLoopbackPorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var ls []net.Listener
 	defer func() {
@@ -94,7 +94,7 @@ func freeLoopbackPorts(n int) ([]int, error) {
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, fmt.Errorf("store/jetstream: picking a free port: %w", err)
+			return nil, fmt.Errorf("natsembed: picking a free port: %w", err)
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
