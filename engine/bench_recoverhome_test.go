@@ -19,6 +19,8 @@ import (
 	"context"
 	"os"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +44,7 @@ func BenchmarkRecoverHome(b *testing.B) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(recoverHomeMemoryLimit))
 	for i := 0; i < b.N; i++ {
 		others0, cpu0, start := machineCPU(), cpuTime(), time.Now()
+		rchar0, disk0 := selfIO(b)
 		c, err := NewCore(CoreOptions{
 			FS: faultfs.OS{}, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
 			Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
@@ -60,6 +63,9 @@ func BenchmarkRecoverHome(b *testing.B) {
 		b.ReportMetric(wall.Seconds(), "wall_s")
 		b.ReportMetric(cpu.Seconds(), "cpu_s")
 		b.ReportMetric(others.Seconds(), "others_cpu_s")
+		rchar, disk := selfIO(b)
+		b.ReportMetric(float64(rchar-rchar0)/(1<<20), "read_MB")
+		b.ReportMetric(float64(disk-disk0)/(1<<20), "disk_read_MB")
 		if err := c.Close(context.Background()); err != nil {
 			b.Fatal(err)
 		}
@@ -73,4 +79,25 @@ func ckptEveryForBench() int {
 		return 0
 	}
 	return -1
+}
+
+// selfIO returns the bytes this process has read through read calls
+// (rchar: page cache included) and from the disk (read_bytes), from
+// /proc/self/io.
+func selfIO(b *testing.B) (rchar, disk int64) {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "rchar":
+			rchar = n
+		case "read_bytes":
+			disk = n
+		}
+	}
+	return rchar, disk
 }
