@@ -113,7 +113,8 @@ func (a *agent) terminated() bool {
 // event log calls it, in seq order, once the entries are durable; a fold
 // error is reported through onErr for the entry. It reports whether the
 // log has grown enough for a checkpoint: by any entry while the agent is at
-// rest, by every entries since its last checkpoint while it runs a turn.
+// rest, by every entries since its last checkpoint while it runs a turn
+// (never when every is 0 or less: checkpoints are off).
 func (a *agent) applyCommitted(es []eventlog.Entry, every int, onErr func(eventlog.Entry, error)) (checkpointDue bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -121,6 +122,9 @@ func (a *agent) applyCommitted(es []eventlog.Entry, every int, onErr func(eventl
 		if err := a.p.Apply(e); err != nil {
 			onErr(e, err)
 		}
+	}
+	if every <= 0 { // no checkpoints
+		return false
 	}
 	return !a.busy || a.p.LastSeq >= a.ckptSeq.Load()+uint64(every)
 }
