@@ -5,6 +5,7 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
+	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
@@ -81,9 +82,9 @@ func (t *turnAgent) Suspended(runID string) (wait *WaitInfo, token string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r := a.p.RunFor(runID); r != nil && r.Wait != nil {
-		wait = waitView(r.Wait, runID)
+		wait = views.WaitOf(r.Wait, runID)
 	}
-	return wait, a.takeMintedSecret(runID)
+	return wait, a.resumes.Take(runID)
 }
 
 func (t *turnAgent) LiveWait() *session.Wait {

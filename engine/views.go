@@ -40,9 +40,6 @@ func (c *Core) status(a *agent) string {
 	return views.Status(a.snap.Get(), a.facts(), a.busy, c.bootID, c.now())
 }
 
-// waitView is a run's wait as a turn's result shows it.
-func waitView(w *waitRec, runID string) *WaitInfo { return views.WaitOf(w, runID) }
-
 // listed returns the loaded agents in agent.list's order (views.Order).
 func (c *Core) listed() []*agent {
 	walk := c.tree.Walk()
@@ -115,6 +112,12 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (AgentDet
 func (c *Core) Waits() []WaitView {
 	var out []WaitView
 	for _, a := range c.listed() {
+		a.mu.Lock()
+		live := a.hasLiveWait()
+		a.mu.Unlock()
+		if !live { // most agents: no snapshot (path, facts) to build and drop
+			continue
+		}
 		if w, ok := views.Wait(c.snapshot(a)); ok {
 			out = append(out, w)
 		}

@@ -127,9 +127,6 @@ func waitErr(err error) error {
 	return &domainError{kind: kind, err: r.Err}
 }
 
-// takeMintedSecret hands out the resume token minted in a run, once.
-func (a *agent) takeMintedSecret(runID string) string { return a.resumes.Take(runID) }
-
 // waitAgent is an agent as package waits acts on it.
 type waitAgent struct {
 	c *Core

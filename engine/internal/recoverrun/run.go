@@ -63,7 +63,6 @@ type Report struct {
 	Orphans     int
 	Corrupt     int
 	Interrupted int
-	Expired     int
 	Pending     int
 	// Quarantined counts agent directories moved to <home>/quarantine:
 	// unreadable, without a durable agent.created, yet not provably empty.

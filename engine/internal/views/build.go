@@ -48,16 +48,15 @@ func Order(walk, loaded []string) []string {
 		in[id] = true
 	}
 	out := make([]string, 0, len(loaded))
-	seen := make(map[string]bool, len(walk))
 	for _, id := range walk {
 		if in[id] {
 			out = append(out, id)
-			seen[id] = true
+			delete(in, id) // what is left of in: the loaded agents off the walk
 		}
 	}
 	var rest []string
 	for _, id := range loaded {
-		if !seen[id] {
+		if in[id] {
 			rest = append(rest, id)
 		}
 	}
