@@ -69,7 +69,6 @@ type agent struct {
 // activeTurn is the turn an agent is running.
 type activeTurn struct {
 	runID  string
-	turn   int
 	rerun  bool
 	cancel context.CancelFunc
 	done   chan struct{}

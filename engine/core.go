@@ -134,6 +134,9 @@ type Core struct {
 	mu     sync.Mutex // guards agents, cfg, subsByTarget, closed
 	agents map[string]*agent
 	tree   *tree.Tree
+	// tools is the Core as the tools' environment (toolenv.go), made once:
+	// env() hands out its address without an allocation per run.
+	tools  toolEnv
 	cfg    config.Config
 	closed bool
 	// recovering holds wakes back until recovery has rebuilt everything.
@@ -262,6 +265,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
 	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))
+	c.tools = toolEnv{c.tree, c}
 	c.providers = registry.New(registry.Options{Static: opts.Providers, Config: c.config, Getenv: opts.Getenv,
 		WarrenBinary: opts.WarrenBinary, Logger: c.log})
 	return c, nil

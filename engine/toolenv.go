@@ -44,7 +44,7 @@ type toolEnv struct {
 
 var _ toolexec.Env = (*toolEnv)(nil)
 
-func (c *Core) env() *toolEnv { return &toolEnv{c.tree, c} }
+func (c *Core) env() *toolEnv { return &c.tools }
 
 func (e *toolEnv) core() *Core { return e.c }
 

@@ -39,7 +39,7 @@ func (t *turnAgent) Begin(req TurnRequest, cancel context.CancelFunc) (turnrun.T
 	defer a.mu.Unlock()
 	tr := turnrun.Choose(req, turnrun.Settings{Provider: a.p.Provider, Model: a.p.Model, TurnNo: a.p.TurnNo},
 		t.c.providers.DefaultModel, newID)
-	t.at = &activeTurn{runID: tr.RunID, turn: tr.Turn, rerun: tr.Rerun, cancel: cancel, done: make(chan struct{})}
+	t.at = &activeTurn{runID: tr.RunID, rerun: tr.Rerun, cancel: cancel, done: make(chan struct{})}
 	a.cur = t.at
 	return tr, a.released
 }

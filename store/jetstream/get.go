@@ -3,7 +3,6 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -112,10 +111,6 @@ const (
 	directBatchBytes = 8 << 20
 )
 
-// errDirectStatus is a direct get answered with a status other than the
-// end of a batch or "no message" (say 408, a malformed request).
-var errDirectStatus = errors.New("direct get refused")
-
 // directBatch asks any replica that serves direct gets for up to
 // directBatchSize messages (maxBytes at most) of subj from stream seq from on, on the
 // reader's subscription (reply subject inbox). It returns what the replica
@@ -146,12 +141,12 @@ func (s *Store) directBatch(ctx context.Context, sub *nats.Subscription, inbox, 
 			case "404": // no message at or after from
 				return out, nil
 			default:
-				return out, fmt.Errorf("%w: %s %s", errDirectStatus, m.Header.Get("Status"), m.Header.Get("Description"))
+				return out, fmt.Errorf("direct get refused: %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
 			}
 		}
 		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 		if err != nil {
-			return out, fmt.Errorf("%w: a message without a valid %s header", errDirectStatus, jetstream.SequenceHeader)
+			return out, fmt.Errorf("direct get refused: a message without a valid %s header", jetstream.SequenceHeader)
 		}
 		out = append(out, &jetstream.RawStreamMsg{Subject: m.Header.Get(jetstream.SubjectHeader), Sequence: seq, Header: m.Header, Data: m.Data})
 	}

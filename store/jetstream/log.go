@@ -143,10 +143,7 @@ func (l *Log) claim(o store.LogOptions) error {
 // highest epoch of the agent.claimed entries it read.
 func (l *Log) replay(ctx context.Context, start, end uint64, o store.LogOptions) (uint64, error) {
 	fromSeq := l.lastSeq + 1
-	r, err := l.s.newReader(ctx, l.subj, fromSeq, start, end)
-	if err != nil {
-		return 0, err
-	}
+	r := l.s.newReader(ctx, l.subj, fromSeq, start, end)
 	defer r.Close()
 	if start > 0 {
 		r.last, r.anySeq = l.lastSeq-1, false // the resume entry is checked like any other
@@ -475,10 +472,7 @@ func (l *Log) VerifyPrefix() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*l.s.o.Timeout)
 	defer cancel()
-	rd, err := l.s.newReader(ctx, l.subj, 0, 0, uint64(r.Off))
-	if err != nil {
-		return err
-	}
+	rd := l.s.newReader(ctx, l.subj, 0, 0, uint64(r.Off))
 	defer rd.Close()
 	var last uint64
 	for {

@@ -63,13 +63,13 @@ type reader struct {
 // newReader reads subj's entries with seq >= fromSeq, starting at stream
 // seq hint (0: the first message). end is the subject's last stream seq
 // (0: empty; then Next returns io.EOF at once).
-func (s *Store) newReader(ctx context.Context, subj string, fromSeq uint64, hint, end uint64) (*reader, error) {
+func (s *Store) newReader(ctx context.Context, subj string, fromSeq uint64, hint, end uint64) *reader {
 	r := &reader{ctx: ctx, s: s, subj: subj, end: end, fromSeq: fromSeq, first: true, anySeq: hint > 1, pos: max(hint, 1),
 		direct: true, bytes: directBatchBytes}
 	if end == 0 || hint > end {
 		r.done = true
 	}
-	return r, nil
+	return r
 }
 
 // Next returns the next entry, io.EOF after the last, or an error wrapping
@@ -236,7 +236,7 @@ func (s *Store) Read(ctx context.Context, id string, fromSeq uint64, hint int64)
 	if hint < 0 {
 		hint = 0
 	}
-	return s.newReader(ctx, subj, fromSeq, uint64(hint), last.Sequence)
+	return s.newReader(ctx, subj, fromSeq, uint64(hint), last.Sequence), nil
 }
 
 // ReadSeq returns entry seq of id's log, looking at stream seq hint first.
@@ -271,10 +271,7 @@ func (s *Store) readAll(ctx context.Context, subj string) ([]eventlog.Entry, err
 	if err != nil || last == nil {
 		return nil, err
 	}
-	r, err := s.newReader(ctx, subj, 0, 0, last.Sequence)
-	if err != nil {
-		return nil, err
-	}
+	r := s.newReader(ctx, subj, 0, 0, last.Sequence)
 	defer r.Close()
 	var out []eventlog.Entry
 	for {

@@ -100,10 +100,7 @@ func TestReaderTakesTheLeadersWordOverAReplicas(t *testing.T) {
 	ctx := context.Background()
 	end := msgs[len(msgs)-1].Sequence
 	newR := func(fromSeq, hint uint64, batch ...*jetstream.RawStreamMsg) *reader {
-		r, err := s.newReader(ctx, subj, fromSeq, hint, end)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := s.newReader(ctx, subj, fromSeq, hint, end)
 		t.Cleanup(func() { _ = r.Close() })
 		r.buf = batch
 		return r

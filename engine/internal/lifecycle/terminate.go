@@ -136,7 +136,7 @@ func (l Lifecycle) End(a Agent) error {
 	// notice.
 	watchers := a.Unlist(name, parentID, info)
 	a.Detach()
-	l.Host.Notify(a.Name(), watchers, from, "terminated", id)
+	l.Host.Notify(name, watchers, from, "terminated", id)
 	if err := a.CloseLog(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
 		l.Log.Warn("closing the log of a terminated agent", "agent", id, "err", err)
 	}
