@@ -15,7 +15,6 @@ import (
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
-	"github.com/warren-dev/warren/tools"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -76,28 +75,6 @@ func (c *Core) TerminateTree(agentID string) ([]TerminatedAgent, error) {
 // log keeps every earlier turn), and stops its live provider session, so the
 // next turn opens a new one from the instructions alone.
 func (c *Core) Reset(agentID string) error { return c.life().Reset(agentID) }
-
-// terminate logs agent.terminated and drops the agent from the tree, the
-// pools and the subscription index.
-func (c *Core) terminate(a *agent) error { return c.life().End(lifeAgent{c, a}) }
-
-// deferSpawn queues the creation of a child until the parent's turn ends
-// (or runs it now when the parent is not in a turn).
-func (c *Core) deferSpawn(a *agent, spec CreateSpec) bool {
-	return c.life().Defer(lifeAgent{c, a}, spec)
-}
-
-// respawn creates a child a recorded spawn_agent call accepted.
-func (c *Core) respawn(parent *agent, sp spawnRec) { c.life().Respawn(lifeAgent{c, parent}, sp) }
-
-// markCompleting terminates the agent after its current turn, or now when
-// it runs none.
-func (c *Core) markCompleting(a *agent) { c.life().Complete(lifeAgent{c, a}) }
-
-// childSpec is the CreateSpec of a child spawned by parent.
-func (c *Core) childSpec(parent *agent, id string, v tools.SpawnAgent) CreateSpec {
-	return lifecycle.ChildSpec(parent.id, lifeAgent{c, parent}.Inherit(), id, v)
-}
 
 // lifeHost is the Core as package lifecycle acts on it.
 type lifeHost struct{ c *Core }
@@ -169,7 +146,7 @@ func (h lifeHost) OpenLog(id string) (lifecycle.NewLog, error) {
 }
 
 func (h lifeHost) Notify(name string, watchers []subs.Sub, from, to, key string) {
-	h.c.notifySubs(name, watchers, from, to, key)
+	subs.Notify[*agent](h.c.mail(), watchers, name, from, to, key)
 }
 
 func (h lifeHost) Tell(to, text string) error {

@@ -23,7 +23,3 @@ var (
 func (c *Core) newMessage(id, sender, recipient string, kind inbox.Kind, payload string) inbox.Message {
 	return toolexec.NewMessage(c.env(), id, sender, recipient, kind, payload)
 }
-
-// notifyParentOfFailure sends SYSTEM's error message about a failed child
-// turn to the parent; the child's inbox is kept.
-func (c *Core) notifyParentOfFailure(a *agent) { mail.ChildFailed[*agent](c.mail(), a) }

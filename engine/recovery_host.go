@@ -7,6 +7,7 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/placement"
+	"github.com/warren-dev/warren/engine/internal/reminders"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 )
@@ -166,7 +167,7 @@ func (h recoveryHost) Arm(l *loaded) int {
 	}
 	l.Agent.mu.Unlock()
 	for _, id := range ids {
-		h.c.armReminder(l.Agent, id)
+		reminders.Arm[*agent](h.c.mail(), l.Agent, id)
 	}
 	return n
 }
@@ -180,7 +181,7 @@ func (h recoveryHost) FinishCutSpawns(l *loaded, existing placement.Existing) {
 	l.Agent.mu.Unlock()
 	for _, sp := range todo {
 		h.c.log.Warn("finishing a spawn a crash cut off", "parent", l.ID, "child", sp.ChildID)
-		h.c.respawn(l.Agent, sp)
+		h.c.life().Respawn(lifeAgent{h.c, l.Agent}, sp)
 	}
 }
 

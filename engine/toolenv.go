@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/gate"
+	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/engine/internal/reminders"
@@ -171,7 +172,7 @@ func (e *toolEnv) ChildSpec(parent, id string, v tools.SpawnAgent) toolexec.Chil
 		return toolexec.ChildSpec{ID: id, Name: v.Name, ParentID: parent, Instructions: v.Instructions,
 			Provider: v.Provider, Model: v.Model, Metadata: v.Metadata}
 	}
-	return toolexec.ChildSpec(e.core().childSpec(a, id, v))
+	return toolexec.ChildSpec(lifecycle.ChildSpec(a.id, lifeAgent{e.c, a}.Inherit(), id, v))
 }
 
 func (e *toolEnv) CheckChild(spec *toolexec.ChildSpec) error {
@@ -205,12 +206,12 @@ func (e *toolEnv) DeferSpawn(parent string, spec toolexec.ChildSpec) bool {
 	if !ok {
 		return false
 	}
-	return e.core().deferSpawn(a, CreateSpec(spec))
+	return e.c.life().Defer(lifeAgent{e.c, a}, CreateSpec(spec))
 }
 
 func (e *toolEnv) MarkCompleting(id string) {
 	if a, ok := e.core().agent(id); ok {
-		e.core().markCompleting(a)
+		e.c.life().Complete(lifeAgent{e.c, a})
 	}
 }
 

@@ -3,18 +3,12 @@ package engine
 import (
 	"strconv"
 
-	"github.com/warren-dev/warren/engine/internal/reminders"
 	"github.com/warren-dev/warren/engine/internal/subs"
 )
 
 // The core's side of reminders and subscriptions (package toolexec holds
 // the tools remind_me, cancel_reminder, subscribe and unsubscribe;
 // packages reminders and subs the steps, against the Core as mailEnv).
-
-// armReminder starts the timer of a reminder recorded in the projection.
-func (c *Core) armReminder(a *agent, id string) {
-	reminders.Arm[*agent](c.mail(), a, id)
-}
 
 // indexSubscription adds a subscription whose target is alive.
 func (c *Core) indexSubscription(sub subscriptionRec, subscriber string) bool {
@@ -32,12 +26,7 @@ func (c *Core) fireTransition(a *agent, from, to string) {
 	c.mu.Lock()
 	watchers := c.subIndex.Of(a.id)
 	c.mu.Unlock()
-	c.notifySubs(a.name(), watchers, from, to, a.transitionKey())
-}
-
-// notifySubs delivers the notices of one transition (subs.Notify).
-func (c *Core) notifySubs(name string, watchers []subs.Sub, from, to, key string) {
-	subs.Notify[*agent](c.mail(), watchers, name, from, to, key)
+	subs.Notify[*agent](c.mail(), watchers, a.name(), from, to, a.transitionKey())
 }
 
 // transitionKey names the agent's current transition for notice ids: its

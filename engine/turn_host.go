@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
 	"github.com/warren-dev/warren/engine/internal/views"
@@ -120,8 +121,8 @@ func (t *turnAgent) Settled() {
 }
 
 func (t *turnAgent) Changed()         { t.c.changed.Fire() }
-func (t *turnAgent) Terminate() error { return t.c.terminate(t.a) }
-func (t *turnAgent) NotifyFailure()   { t.c.notifyParentOfFailure(t.a) }
+func (t *turnAgent) Terminate() error { return t.c.life().End(lifeAgent{t.c, t.a}) }
+func (t *turnAgent) NotifyFailure()   { mail.ChildFailed[*agent](t.c.mail(), t.a) }
 func (t *turnAgent) Wake()            { t.c.wake(t.a) }
 
 // turnSession is the agent's provider session held in its multiplexer
