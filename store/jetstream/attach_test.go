@@ -23,7 +23,11 @@ func readerKeeps(t *testing.T, s *Store, urls string, replicas int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := r.stream.Info(ctx)
+	stream, err := r.js.Stream(ctx, StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

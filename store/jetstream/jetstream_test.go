@@ -66,7 +66,7 @@ func epochScopedDuplicate(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2, err := s.stream.GetMsg(ctx, uint64(e2.Off))
+	m2, err := s.leaderGet(ctx, msgGetRequest{Seq: uint64(e2.Off)})
 	if err != nil {
 		t.Fatal(err)
 	}

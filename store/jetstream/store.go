@@ -72,7 +72,6 @@ type Store struct {
 	o      Options
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	stream jetstream.Stream
 	owners jetstream.KeyValue
 	snaps  *snapshots
 }
@@ -123,8 +122,7 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	// one the servers did not answer in time, say a busy disk under
 	// SyncAlways or a leader election, is sent again (retrying).
 	err = s.retrying(ctx, "create stream "+StreamName, func(ctx context.Context) error {
-		var err error
-		s.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name:               StreamName,
 			Description:        "warren event logs: one subject per agent, one SPEC 3 line per message",
 			Subjects:           []string{SubjectPrefix + ">"},
@@ -253,8 +251,8 @@ func checkID(id string) error {
 
 // Agents lists the subjects of the stream that hold messages.
 func (s *Store) Agents(ctx context.Context) ([]string, error) {
-	// A handle of its own: Info rewrites the handle's cached stream info,
-	// which other users of s.stream may look at concurrently (a data race).
+	// A handle of its own: Info rewrites a handle's cached stream info,
+	// which other users of a shared handle could look at concurrently.
 	st, err := s.js.Stream(ctx, StreamName)
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: list logs: %w", err)
