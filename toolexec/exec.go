@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -136,8 +137,9 @@ func (x exec) newMessage(id, recipient string, kind inbox.Kind, payload string) 
 	return NewMessage(x.env, id, x.self, recipient, kind, payload)
 }
 
-// NewMessage is a message stamped with env's clock.
-func NewMessage(env Clock, id, sender, recipient string, kind inbox.Kind, payload string) inbox.Message {
+// NewMessage is a message stamped with env's clock (any Now will do: the
+// engine's notices use it too).
+func NewMessage(env interface{ Now() time.Time }, id, sender, recipient string, kind inbox.Kind, payload string) inbox.Message {
 	return inbox.Message{ID: id, Sender: sender, Recipient: recipient, Kind: kind, Payload: payload,
 		Timestamp: env.Now().UTC(), Metadata: map[string]string{}}
 }

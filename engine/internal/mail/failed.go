@@ -3,6 +3,7 @@ package mail
 import (
 	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -32,9 +33,8 @@ func ChildFailed[A any](env Env[A], a A) {
 		listed[i] = notice.Pending{From: env.DisplayName(m.Sender), Text: m.Payload}
 	}
 	id := notice.ID("failed", f.ID, env.TransitionKey(a))
-	m := inbox.Message{ID: id, Sender: tree.System, Recipient: f.Parent, Kind: inbox.KindError,
-		Payload: notice.ChildFailed(f.Name, f.LastErr, f.Total, listed), Timestamp: env.Now().UTC(),
-		Metadata: map[string]string{"failed_agent": f.ID}}
+	m := toolexec.NewMessage(env, id, tree.System, f.Parent, inbox.KindError, notice.ChildFailed(f.Name, f.LastErr, f.Total, listed))
+	m.Metadata["failed_agent"] = f.ID
 	if err := Send(env, m); err != nil {
 		env.Logger().Error("notifying parent of a failed turn", "agent", f.ID, "parent", f.Parent, "err", err)
 	}

@@ -114,7 +114,7 @@ func Fire[A any](env Env[A], a A, id string) {
 	if !known || env.Terminated(a) {
 		return
 	}
-	m := Notice(env.NewID(), env.ID(a), id, reason, every, env.Now())
+	m := Notice(env, env.NewID(), env.ID(a), id, reason, every)
 	if err := env.Enqueue(m); err != nil {
 		env.Logger().Error("delivering a reminder", "agent", env.ID(a), "reminder", id, "err", err)
 		return
@@ -124,11 +124,12 @@ func Fire[A any](env Env[A], a A, id string) {
 	}
 }
 
-// Notice is SYSTEM's notification of reminder id to agent, sent at now.
-func Notice(msgID, agent, id, reason string, every time.Duration, now time.Time) inbox.Message {
-	return inbox.Message{ID: msgID, Sender: tree.System, Recipient: agent, Kind: inbox.KindNotification,
-		Payload: notice.Reminder(id, reason, every), Timestamp: now.UTC(),
-		Metadata: map[string]string{"reminder_id": id}}
+// Notice is SYSTEM's notification of reminder id to agent, stamped with
+// clock's time.
+func Notice(clock interface{ Now() time.Time }, msgID, agent, id, reason string, every time.Duration) inbox.Message {
+	m := toolexec.NewMessage(clock, msgID, tree.System, agent, inbox.KindNotification, notice.Reminder(id, reason, every))
+	m.Metadata["reminder_id"] = id
+	return m
 }
 
 // Cancel logs reminder.cancelled for reminder id in agent's log and

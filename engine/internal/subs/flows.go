@@ -98,7 +98,7 @@ func Notify[A any](env Env[A], watchers []Sub, name, from, to, key string) {
 		if !ok {
 			continue
 		}
-		m := StateNotice(sub, name, from, to, key, env.Now())
+		m := StateNotice(env, sub, name, from, to, key)
 		if err := env.Enqueue(m); err != nil {
 			env.Logger().Warn("delivering a subscription notice", "subscriber", sub.Subscriber, "err", err)
 			continue
@@ -112,9 +112,11 @@ func Notify[A any](env Env[A], watchers []Sub, name, from, to, key string) {
 }
 
 // StateNotice is SYSTEM's notification to sub's subscriber of the
-// transition key of the agent called name from -> to, sent at now.
-func StateNotice(sub Sub, name, from, to, key string, now time.Time) inbox.Message {
-	return inbox.Message{ID: notice.ID("state", sub.ID, key, from, to), Sender: tree.System, Recipient: sub.Subscriber,
-		Kind: inbox.KindNotification, Payload: notice.StateChange(name, from, to), Timestamp: now.UTC(),
-		Metadata: map[string]string{"subscription_id": sub.ID, "agent": name, "from": from, "to": to}}
+// transition key of the agent called name from -> to, stamped with clock's
+// time.
+func StateNotice(clock interface{ Now() time.Time }, sub Sub, name, from, to, key string) inbox.Message {
+	m := toolexec.NewMessage(clock, notice.ID("state", sub.ID, key, from, to), tree.System, sub.Subscriber,
+		inbox.KindNotification, notice.StateChange(name, from, to))
+	m.Metadata["subscription_id"], m.Metadata["agent"], m.Metadata["from"], m.Metadata["to"] = sub.ID, name, from, to
+	return m
 }
