@@ -93,13 +93,9 @@ func (s *Store) leaderGetFrom(ctx context.Context, stream string, req msgGetRequ
 // leaderNext asks the stream leader for subj's first message at stream
 // seq >= from, retrying while the servers do not answer (retrying).
 func (s *Store) leaderNext(ctx context.Context, subj string, from uint64) (*jetstream.RawStreamMsg, error) {
-	var m *jetstream.RawStreamMsg
-	err := s.retrying(ctx, "next entry of "+subj, func(ctx context.Context) error {
-		var err error
-		m, err = s.leaderGet(ctx, msgGetRequest{Seq: from, NextFor: subj})
-		return err
+	return retried(s, ctx, "next entry of "+subj, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+		return s.leaderGet(ctx, msgGetRequest{Seq: from, NextFor: subj})
 	})
-	return m, err
 }
 
 // directBatchSize is how many messages one batch direct get asks for,

@@ -18,11 +18,8 @@ import (
 // lastOf returns the last message of subj, or nil if it has none. It is
 // asked of the stream leader: it is the end every read and fence rests on.
 func (s *Store) lastOf(ctx context.Context, subj string) (*jetstream.RawStreamMsg, error) {
-	var m *jetstream.RawStreamMsg
-	err := s.retrying(ctx, "last entry of "+subj, func(ctx context.Context) error {
-		var err error
-		m, err = s.leaderGet(ctx, msgGetRequest{LastFor: subj})
-		return err
+	m, err := retried(s, ctx, "last entry of "+subj, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+		return s.leaderGet(ctx, msgGetRequest{LastFor: subj})
 	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil

@@ -139,37 +139,29 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create stream %s: %w", StreamName, err)
 	}
-	err = s.retrying(ctx, "create bucket "+OwnersBucket, func(ctx context.Context) error {
-		var err error
-		s.owners, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	s.owners, err = retried(s, ctx, "create bucket "+OwnersBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket: OwnersBucket, Description: "warren agent leases: value {node,boot_id}, revision = epoch",
 			TTL: o.OwnerTTL, History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 		})
-		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", OwnersBucket, err)
 	}
-	var kv jetstream.KeyValue
-	err = s.retrying(ctx, "create bucket "+SessionBucket, func(ctx context.Context) error {
-		var err error
-		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := retried(s, ctx, "create bucket "+SessionBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket: SessionBucket, Description: "warren session snapshots (session.json)",
 			History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 		})
-		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", SessionBucket, err)
 	}
-	var obj jetstream.ObjectStore
-	err = s.retrying(ctx, "create object store "+BlobBucket, func(ctx context.Context) error {
-		var err error
-		obj, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	obj, err := retried(s, ctx, "create object store "+BlobBucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
+		return js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 			Bucket: BlobBucket, Description: "warren session snapshots too large for one message",
 			Storage: jetstream.FileStorage, Replicas: o.Replicas,
 		})
-		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create object store %s: %w", BlobBucket, err)

@@ -80,6 +80,18 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // the store's whole Timeout once.
 const attemptTimeout = 3 * time.Second
 
+// retried is retrying for an op with a result: what the last attempt
+// returned, with its error.
+func retried[T any](s *Store, ctx context.Context, what string, op func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	err := s.retrying(ctx, what, func(ctx context.Context) error {
+		var err error
+		v, err = op(ctx)
+		return err
+	})
+	return v, err
+}
+
 // retrying runs op until it succeeds, fails for another reason than the
 // servers not answering, ctx is done, or retryAttempts are used up; each
 // attempt gets a context bounded by min(Timeout, attemptTimeout). The last
