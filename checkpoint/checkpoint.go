@@ -30,7 +30,10 @@ type header struct {
 	Seq     uint64 `json:"seq"`
 	Off     int64  `json:"off"`
 	CRC     string `json:"crc"`
-	Sum     string `json:"sum"`
+	// Len is the line's length with its newline (absent from checkpoints
+	// written before it was recorded).
+	Len int64  `json:"len,omitempty"`
+	Sum string `json:"sum"`
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -66,7 +69,7 @@ func Decode(data []byte) (*projection.State, eventlog.Resume, error) {
 		return nil, r, errors.New("checkpoint state fails its checksum")
 	}
 	crc, err := strconv.ParseUint(doc.CRC, 16, 32)
-	if err != nil || len(doc.CRC) != 8 || doc.Seq == 0 || doc.Off < 0 {
+	if err != nil || len(doc.CRC) != 8 || doc.Seq == 0 || doc.Off < 0 || doc.Len < 0 {
 		return nil, r, errors.New("checkpoint names no valid line")
 	}
 	p, err := projection.DecodeState(body)
@@ -76,7 +79,7 @@ func Decode(data []byte) (*projection.State, eventlog.Resume, error) {
 	if !p.Created || p.LastSeq != doc.Seq || p.LastOff != doc.Off {
 		return nil, r, errors.New("checkpoint state does not match its line")
 	}
-	return p, eventlog.Resume{Seq: doc.Seq, Off: doc.Off, CRC: uint32(crc)}, nil
+	return p, eventlog.Resume{Seq: doc.Seq, Off: doc.Off, CRC: uint32(crc), Len: doc.Len}, nil
 }
 
 // Write replaces the checkpoint in an agent directory with state (the
@@ -89,7 +92,7 @@ func Write(fsys faultfs.FS, dir string, state []byte, r eventlog.Resume) error {
 
 // Encode is the checkpoint file of state at line r.
 func Encode(state []byte, r eventlog.Resume) []byte {
-	head, _ := json.Marshal(header{Version: Version, Seq: r.Seq, Off: r.Off, CRC: hex32(r.CRC),
+	head, _ := json.Marshal(header{Version: Version, Seq: r.Seq, Off: r.Off, CRC: hex32(r.CRC), Len: r.Len,
 		Sum: hex32(crc32.Checksum(state, crcTable))})
 	return append(append(head, '\n'), state...)
 }

@@ -38,7 +38,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, state := foldedState(t)
-	r := eventlog.Resume{Seq: p.LastSeq, Off: p.LastOff, CRC: 0xdeadbeef}
+	r := eventlog.Resume{Seq: p.LastSeq, Off: p.LastOff, CRC: 0xdeadbeef, Len: 123}
 	if err := Write(fsys, "/a", state, r); err != nil {
 		t.Fatal(err)
 	}
@@ -69,9 +69,28 @@ func TestDecodeRefusesDamage(t *testing.T) {
 		"other version": []byte(strings.Replace(string(good), `"version":2`, `"version":9`, 1)),
 		"no header":     state[:0],
 		"other line":    Encode(state, eventlog.Resume{Seq: p.LastSeq + 1, Off: p.LastOff, CRC: 1}),
+		"negative len":  Encode(state, eventlog.Resume{Seq: p.LastSeq, Off: p.LastOff, CRC: 1, Len: -5}),
 	} {
 		if _, _, err := Decode(data); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
+	}
+}
+
+// TestDecodeWithoutLen: a checkpoint written before the line's length was
+// recorded still reads, with Len 0 (its line is then checked whole).
+func TestDecodeWithoutLen(t *testing.T) {
+	p, state := foldedState(t)
+	withLen := Encode(state, eventlog.Resume{Seq: p.LastSeq, Off: p.LastOff, CRC: 1, Len: 99})
+	if !strings.Contains(string(withLen), `"len":99,`) {
+		t.Fatalf("the header does not record the length: %s", withLen[:80])
+	}
+	old := []byte(strings.Replace(string(withLen), `"len":99,`, "", 1))
+	_, r, err := Decode(old)
+	if err != nil {
+		t.Fatalf("a checkpoint without len: %v", err)
+	}
+	if r.Len != 0 || r.Seq != p.LastSeq || r.CRC != 1 {
+		t.Fatalf("resume point %+v, want seq %d, crc 1, len 0", r, p.LastSeq)
 	}
 }

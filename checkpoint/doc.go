@@ -8,11 +8,15 @@
 // checkpoint.json (Name) is in the agent's directory, in three
 // newline-terminated lines:
 //
-//	{"version":2,"seq":N,"off":<byte offset of line N>,"crc":"<line N's crc>","sum":"<8 hex>"}
+//	{"version":2,"seq":N,"off":<byte offset of line N>,"crc":"<line N's crc>","len":<line N's length>,"sum":"<8 hex>"}
 //	{"p":{...},"pending":[{"id":...,"seq":...,"off":...}],"other_ids":[...]}
 //	<every message id the log enqueued, 32 hex characters each, sorted, concatenated>
 //
-// sum is the CRC-32C of the bytes after the first line. "p" is the
+// sum is the CRC-32C of the bytes after the first line. len counts line
+// N's newline; it was added without a new version, as an optional field
+// (older checkpoints lack it, and older readers ignore it): with it, a
+// start checks a long line N by its ends only (eventlog.Resume). A wrong
+// len, like any header that does not match the log, costs a full fold. "p" is the
 // projection (name, parent, metadata, the latest run and its wait, gates,
 // subscriptions, reminders, the last resume, spawns whose child does not
 // exist yet, sent messages whose recipient may lack them; a wait carries

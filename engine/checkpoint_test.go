@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -204,5 +205,51 @@ func (h *harness) wantCheckpointAtLogEnd(id, when string) {
 	_, r, err := checkpoint.Read(h.c.fs, h.c.agentDir(id))
 	if err != nil || r.Seq != last {
 		h.t.Fatalf("%s: checkpoint on disk: seq %d, %v; want seq %d", when, r.Seq, err, last)
+	}
+}
+
+// TestLongLastLineDamagedInsideIsFoundByTheScrub: a start checks a long
+// checkpointed line (a big message waiting for a gated agent, the last
+// line of its log after a kill -9) by its ends only, so that it need not
+// read it whole; a byte changed inside it is found by the scrub that
+// follows recovery, and the agent is listed corrupt: never served from a
+// line that does not check out.
+func TestLongLastLineDamagedInsideIsFoundByTheScrub(t *testing.T) {
+	h := newHarness(t, withFakeClock, func(h *harness) { h.noWake, h.saveDelay = true, time.Hour })
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "echo")
+	h.tool(root, "gate", map[string]any{"agent_name": "kid"})
+	h.tool(root, "send_message", map[string]any{"recipient": "kid", "text": strings.Repeat("x", 100<<10)})
+	h.clock.Advance(time.Hour)
+	h.wantCheckpointAtLogEnd(kid, "after the long message")
+	h.wantCheckpointAtLogEnd(root, "after sending it")
+	h.fs.Crash()
+	h.c.Abandon()
+	h.fs.Reboot(faultfs.RebootOptions{Mode: faultfs.ProcessCrash})
+	_, r, err := checkpoint.Read(h.fs, h.c.agentDir(kid))
+	if err != nil || r.Len < 100<<10 {
+		t.Fatalf("the gated agent's checkpoint: %+v, %v; want it at the long message's line, its length recorded", r, err)
+	}
+	path := h.c.logPath(kid)
+	data := h.read(path)
+	if int64(len(data)) != r.Off+r.Len || data[r.Off+r.Len/2] != 'x' {
+		t.Fatalf("the checkpoint's line (offset %d, %d bytes) is not the message at the end of the %d-byte log", r.Off, r.Len, len(data))
+	}
+	data[r.Off+r.Len/2] = 'y'
+	h.rewrite(path, data)
+	h.start()
+	if h.report.Resumed != 2 {
+		t.Fatalf("%d agents recovered from their checkpoint, want 2 (the long line's ends are intact)", h.report.Resumed)
+	}
+	<-h.c.scrubbed
+	status := map[string]string{}
+	for _, v := range h.c.List() {
+		status[v.ID] = v.Status
+	}
+	if status[kid] != "corrupt" || status[root] == "corrupt" {
+		t.Fatalf("after the scrub: kid %q, root %q; want the kid corrupt and the root serving", status[kid], status[root])
+	}
+	if got := h.read(path); !bytes.Equal(got, data) {
+		t.Fatal("the damaged log was changed")
 	}
 }

@@ -59,7 +59,13 @@
 // time, in the background) and, at the latest, before the first append to
 // the log (eventlog.Log.VerifyPrefix), so nothing is appended on top of
 // damage: an agent whose earlier lines fail is listed corrupt, as a full
-// fold would have listed it, and its checkpoint is removed.
+// fold would have listed it, and its checkpoint is removed. Line N itself
+// is read whole at start when it is short; a line of 64 KiB or more (a
+// big message waiting for a gated agent) is checked at start by its ends
+// only (its seq, its crc field and its newline, at the length the
+// checkpoint records), and whole by the scrub, so that a start does not
+// read every such line: damage inside it makes the agent corrupt once the
+// scrub reaches it, instead of at start.
 //
 // A checkpoint is written SessionSaveDelay after the agent's log has grown
 // since its last one (a scheduler timer, one at a time per agent:

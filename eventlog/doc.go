@@ -154,16 +154,18 @@
 // the next Open, and opening twice gives the same bytes as opening once.
 //
 // Resuming (Options.Resume): a caller that has folded a log up to line N
-// (a checkpoint) passes N's seq, byte offset and crc. Open first checks,
-// read-only, that a complete line with a valid crc, that seq and that crc
-// starts at that offset (else ErrResumeMismatch, nothing changed), then
-// runs steps 2-5 from the end of that line: the torn-tail, corruption and
-// pending-file rules apply to the lines after it exactly as to a whole log
-// (the pending file can only hold the last group, which is after any line
-// a caller folded). The lines before N are not read; Verify checks them
-// (every line complete, crc-valid, seqs 1..N in order), and the Log runs it
-// once before its first append (VerifyPrefix), refusing appends with the
-// *CorruptError if they fail.
+// (a checkpoint) passes N's seq, byte offset, crc and length. Open first
+// checks, read-only, that a complete line with a valid crc, that seq and
+// that crc starts at that offset (else ErrResumeMismatch, nothing
+// changed); a line of 64 KiB or more whose length is given is checked by
+// its ends only (its seq, crc field and newline where the length says),
+// and whole by Verify. Then Open runs steps 2-5 from the end of that line:
+// the torn-tail, corruption and pending-file rules apply to the lines after
+// it exactly as to a whole log (the pending file can only hold the last
+// group, which is after any line a caller folded). The lines before N are
+// not read; Verify checks them and line N (every line complete, crc-valid,
+// seqs 1..N in order), and the Log runs it once before its first append
+// (VerifyPrefix), refusing appends with the *CorruptError if they fail.
 //
 // A Log is safe for concurrent use. One process must hold at most one open
 // Log per file (the daemon's lock file ensures one process).

@@ -159,7 +159,7 @@ func (l *Log) createDirs() (isNew bool, err error) {
 func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 	var sc *record.Scanner
 	if resume != nil {
-		end, err := resume.check(f, l.path)
+		end, err := resume.check(f, l.path, true)
 		if err != nil {
 			return err
 		}

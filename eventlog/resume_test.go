@@ -72,6 +72,7 @@ func TestOpenResumeMismatchChangesNothing(t *testing.T) {
 		"offset past end":    {Seq: 9, Off: int64(len(torn)) + 100, CRC: good.CRC},
 		"offset at the tail": {Seq: 6, Off: int64(ends[4]), CRC: good.CRC},
 		"negative offset":    {Seq: 3, Off: -1, CRC: good.CRC},
+		"wrong length":       {Seq: 3, Off: good.Off, CRC: good.CRC, Len: good.Len + 1},
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {

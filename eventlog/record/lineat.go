@@ -103,6 +103,44 @@ func CheckLineAt(r io.ReaderAt, off int64, seq uint64, crc uint32) (int64, error
 	return end, nil
 }
 
+// CheckLineEnds checks the two ends of the line of n bytes (its newline
+// included) that starts at off of r: it must begin as the writer begins
+// entry seq's line and end with crc as its crc field and a newline. It reads
+// under 50 bytes whatever n is, and returns off+n. The bytes between are
+// not read, so a line that passes is not proven CRC-valid: CheckLineAt
+// proves that, reading the whole line. A resumed Open uses this check for
+// long lines and leaves the rest to the scrub (eventlog's Verify).
+func CheckLineEnds(r io.ReaderAt, off, n int64, seq uint64, crc uint32) (int64, error) {
+	const headMax = len(linePrefix) + 20 // the prefix, up to 19 digits and a comma
+	if off < 0 || n < int64(headMax+crcSuffixLen+1) || n > MaxLineBytes+1 {
+		return 0, fmt.Errorf("no line of %d bytes can be checked at offset %d", n, off)
+	}
+	head := make([]byte, headMax)
+	if k, err := r.ReadAt(head, off); k != len(head) {
+		return 0, fmt.Errorf("read the start of the line: %v", err)
+	}
+	rest, ok := bytes.CutPrefix(head, []byte(linePrefix))
+	got, rest, ok2 := parseSeq(rest)
+	if !ok || !ok2 || len(rest) == 0 || rest[0] != ',' {
+		return 0, errors.New("the bytes there do not start a line")
+	}
+	if got != seq {
+		return 0, fmt.Errorf("the line there has seq %d", got)
+	}
+	tail := make([]byte, crcSuffixLen+1)
+	if k, err := r.ReadAt(tail, off+n-int64(len(tail))); k != len(tail) {
+		return 0, fmt.Errorf("read the end of the line: %v", err)
+	}
+	sum, ok := parseHex32(tail[len(crcPrefix) : len(crcPrefix)+8])
+	if !bytes.HasPrefix(tail, []byte(crcPrefix)) || !ok || string(tail[len(tail)-3:]) != "\"}\n" {
+		return 0, fmt.Errorf("no crc field and newline end the line at offset %d", off+n)
+	}
+	if sum != crc {
+		return 0, fmt.Errorf("the line there has crc %08x, not %08x", sum, crc)
+	}
+	return off + n, nil
+}
+
 // CheckPrefix checks that the bytes of r before end are complete,
 // CRC-valid lines with seqs 1 to seq in order, the last one ending at end.
 // It returns nil, a *CorruptError naming path (or a read error).

@@ -76,3 +76,53 @@ func TestLinesByPosition(t *testing.T) {
 		t.Error("WholeEntry accepted a cut line")
 	}
 }
+
+// CheckLineEnds reads a line's two ends only: it accepts the line it is
+// told of, refuses anything whose ends differ, and (by design) cannot see
+// a change between them.
+func TestCheckLineEnds(t *testing.T) {
+	full := logLines(t, 3)
+	ends := lineEnds(full)
+	off, n := int64(ends[0]), int64(ends[1]-ends[0])
+	crc := LineCRC(full[off : off+n])
+	r := bytes.NewReader(full)
+	if end, err := CheckLineEnds(r, off, n, 2, crc); err != nil || end != int64(ends[1]) {
+		t.Fatalf("CheckLineEnds of line 2: %d, %v", end, err)
+	}
+	inside := bytes.Clone(full)
+	inside[off+n/2] ^= 0x01
+	if _, err := CheckLineEnds(bytes.NewReader(inside), off, n, 2, crc); err != nil {
+		t.Fatalf("CheckLineEnds looked inside the line: %v", err)
+	}
+	flip := func(at int64) []byte {
+		b := bytes.Clone(full)
+		b[at] ^= 0x01
+		return b
+	}
+	for name, c := range map[string]struct {
+		data   []byte
+		off, n int64
+		seq    uint64
+		crc    uint32
+		want   string
+	}{
+		"wrong seq":        {full, off, n, 3, crc, "seq 2"},
+		"wrong crc":        {full, off, n, 2, crc ^ 1, "crc"},
+		"too short":        {full, off, n - 1, 2, crc, "newline"},
+		"too long":         {full, off, n + 1, 2, crc, "newline"},
+		"inside a line":    {full, off + 1, n - 1, 2, crc, "start a line"},
+		"past the end":     {full, int64(ends[2]), n, 4, crc, "read"},
+		"tiny":             {full, off, 10, 2, crc, "no line of 10 bytes"},
+		"negative offset":  {full, -1, n, 2, crc, "offset -1"},
+		"seq digit":        {flip(off + 7), off, n, 2, crc, "seq"},
+		"no newline":       {flip(off + n - 1), off, n, 2, crc, "newline"},
+		"crc field letter": {flip(off + n - 4), off, n, 2, crc, "crc"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := CheckLineEnds(bytes.NewReader(c.data), c.off, c.n, c.seq, c.crc)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("CheckLineEnds: %v, want an error mentioning %q", err, c.want)
+			}
+		})
+	}
+}
