@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +252,32 @@ func TestLongLastLineDamagedInsideIsFoundByTheScrub(t *testing.T) {
 	}
 	if got := h.read(path); !bytes.Equal(got, data) {
 		t.Fatal("the damaged log was changed")
+	}
+}
+
+// TestCheckpointWithoutLengthIsRewritten: a checkpoint from a build that
+// did not record its line's length still serves a start, and the
+// checkpoints after recovery write it again with the length, so that the
+// next start checks a long line by its ends.
+func TestCheckpointWithoutLengthIsRewritten(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	h.send(root, "one turn")
+	h.stop()
+	path := filepath.Join(h.c.agentDir(root), checkpoint.Name)
+	good := h.read(path)
+	old := regexp.MustCompile(`"len":[0-9]+,`).ReplaceAll(good, nil)
+	if bytes.Equal(old, good) {
+		t.Fatalf("the checkpoint records no length:\n%.200s", good)
+	}
+	h.rewrite(path, old)
+	h.start()
+	if h.report.Resumed != 1 {
+		t.Fatalf("%d agents recovered from their checkpoint, want 1 (one without a length still serves)", h.report.Resumed)
+	}
+	<-h.c.scrubbed
+	_, r, err := checkpoint.Read(h.fs, h.c.agentDir(root))
+	if err != nil || r.Len == 0 {
+		t.Fatalf("the checkpoint after recovery: %+v, %v; want it written again with its line's length", r, err)
 	}
 }

@@ -74,7 +74,9 @@ func (c *Core) adoptLoaded(r *agentload.Agent[**agent]) *loaded {
 		return l
 	}
 	l.Agent = newAgent(r.ID, r.Log, r.State)
-	if r.Resumed != nil {
+	if r.Resumed != nil && r.Resumed.Len > 0 {
+		// A checkpoint without its line's length (an older build's) counts
+		// as none: the checkpoints after recovery write it again, once.
 		l.Agent.ckptSeq.Store(r.Resumed.Seq)
 	}
 	*r.Binding = l.Agent
