@@ -200,7 +200,7 @@ func (c *Core) lagCheckpoint(id string, lag int) error {
 	}
 	a := newAgent(id, lg, p)
 	c.writeCheckpoint(a, 0)
-	if a.ckptSeq.Load() != upTo {
+	if a.Ckpt.Seq.Load() != upTo {
 		return fmt.Errorf("agent %s: no checkpoint written at seq %d", id, upTo)
 	}
 	return nil

@@ -314,8 +314,8 @@ func (c *Core) Close(ctx context.Context) error {
 		c.checkpointAgents(agents, 1, false)
 	}
 	for _, a := range agents {
-		if a.log != nil {
-			if err := a.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
+		if a.Log != nil {
+			if err := a.Log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
 				errs = append(errs, err)
 			}
 		}
@@ -339,8 +339,8 @@ func (c *Core) Abandon() {
 	c.snaps.Wait()
 	// No log may heal (reopen, cut, remove) after the filesystem reboots.
 	for _, a := range agents {
-		if a.log != nil {
-			a.log.Abandon()
+		if a.Log != nil {
+			a.Log.Abandon()
 		}
 	}
 	if c.user != nil {
@@ -366,7 +366,7 @@ func (c *Core) stopAgents() (agents []*agent, first bool) {
 	}
 	c.mu.Unlock()
 	for _, a := range agents {
-		a.cancelTurn()
+		a.CancelTurn()
 	}
 	return agents, first
 }
@@ -396,9 +396,7 @@ func (c *Core) displayName(id string) string {
 		return n.Name
 	}
 	if a, ok := c.agent(id); ok {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.p.Name
+		return a.Name()
 	}
 	if p := c.gonePath(id); p != "" {
 		return p

@@ -35,7 +35,7 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 	opts.Resume = resume
 	opts.OnAppend = func(es []eventlog.Entry) {
 		if a := *target; a != nil {
-			due := a.applyCommitted(es, c.opts.CheckpointEvery, func(e eventlog.Entry, err error) {
+			due := a.ApplyCommitted(es, c.opts.CheckpointEvery, func(e eventlog.Entry, err error) {
 				c.log.Error("applying logged event", "agent", id, "seq", e.Seq, "event", e.Event, "err", err)
 			})
 			if due {
@@ -71,9 +71,7 @@ func (c *Core) providerSpec(provName, id, model, instructions, cwd string, histo
 	var mode string
 	var modeSet bool
 	if a, ok := c.agent(id); ok {
-		a.mu.Lock()
-		mode, modeSet = a.p.Metadata[agentspec.HistoryModeKey]
-		a.mu.Unlock()
+		mode, modeSet = a.Metadata(agentspec.HistoryModeKey)
 	}
 	env := agentspec.Env{Environ: c.opts.Environ, Extra: c.opts.Env, PythonPath: c.opts.PythonPath, SocketPath: c.opts.SocketPath}
 	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd,

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/protocol"
@@ -132,9 +133,7 @@ func TestLogFaultHealsWithoutRestart(t *testing.T) {
 			}
 			// The state in memory is what the log holds.
 			ag, _ := h.c.agent(a)
-			ag.mu.Lock()
-			turnNo := ag.p.TurnNo
-			ag.mu.Unlock()
+			turnNo := look(ag, func(p *projection, _ agentrec.Live) int { return p.TurnNo })
 			if turnNo != 1 {
 				t.Fatalf("projection shows turn %d; the failed turn.start must not be applied", turnNo)
 			}
@@ -190,10 +189,8 @@ func TestCancelWithPoisonedLog(t *testing.T) {
 		t.Fatalf("the cancelled send reported success: %+v", res)
 	}
 	a, _ := h.c.agent(id)
-	a.mu.Lock()
-	open := a.p.Run != nil && !a.p.Run.Ended
-	busy := a.busy
-	a.mu.Unlock()
+	open := look(a, func(p *projection, _ agentrec.Live) bool { return p.Run != nil && !p.Run.Ended })
+	busy := look(a, func(_ *projection, l agentrec.Live) bool { return l.Busy })
 	if !open || busy {
 		t.Fatalf("after the failed cancel: run open in memory %v (want true, as in the log), busy %v (want false)", open, busy)
 	}

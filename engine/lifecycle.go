@@ -3,9 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/warren-dev/warren/agentspec"
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/subs"
@@ -49,7 +49,7 @@ func refuse(k lifecycle.Kind, err error) error {
 	case lifecycle.ShuttingDown:
 		kind = ErrShuttingDown
 	}
-	return &domainError{kind: kind, err: err}
+	return domainerr.Wrap(kind, err)
 }
 
 // CreateAgent creates an agent durably: its provider session, its log with
@@ -84,7 +84,7 @@ func (h lifeHost) Lookup(id string) (lifecycle.Agent, error) {
 	if !ok {
 		return nil, notFound(id)
 	}
-	return lifeAgent{h.c, a}, nil
+	return lifeAgent{a, h.c}, nil
 }
 
 func (h lifeHost) Provider(name string) (provider.Provider, error) { return h.c.provider(name) }
@@ -182,8 +182,8 @@ func (l *newLog) AppendBatch(recs []eventlog.Record) error {
 
 func (l *newLog) Bind() lifecycle.Agent {
 	l.a = newAgent(l.id, l.Log, newProjection())
-	l.a.p.Pending.Attach(&l.c.pending)
-	return lifeAgent{l.c, l.a}
+	l.a.CountIn(&l.c.pending)
+	return lifeAgent{l.a, l.c}
 }
 
 func (l *newLog) Adopt() {
@@ -192,102 +192,39 @@ func (l *newLog) Adopt() {
 	l.c.mu.Unlock()
 }
 
-// lifeAgent is an agent as package lifecycle acts on it.
+// lifeAgent is an agent as package lifecycle acts on it: its record, and
+// the steps that need the Core.
 type lifeAgent struct {
+	*agent
 	c *Core
-	a *agent
 }
 
-func (x lifeAgent) ID() string    { return x.a.id }
-func (x lifeAgent) Name() string  { return x.a.name() }
-func (x lifeAgent) State() string { return x.c.stateName(x.a) }
-
-func (x lifeAgent) Look() lifecycle.Look {
-	a := x.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l := lifecycle.Look{Busy: a.busy, Terminated: a.p.Terminated, Corrupt: a.corrupt != nil,
-		OpenRun: a.p.Run != nil && !a.p.Run.Ended}
-	if a.hasLiveWait() {
-		l.WaitToken, l.RunID = a.p.Run.Wait.TokenID, a.p.Run.RunID
-	}
-	return l
-}
-
-func (x lifeAgent) Inherit() lifecycle.Inherited {
-	x.a.mu.Lock()
-	defer x.a.mu.Unlock()
-	return lifecycle.Inherited{Provider: x.a.p.Provider, Model: x.a.p.Model, Cwd: x.a.p.Cwd}
-}
-
-func (x lifeAgent) Append(event string, data any) (eventlog.Entry, error) {
-	return x.a.log.Append(event, data)
-}
-
-func (x lifeAgent) SetSnapshot(s *session.Session)  { x.a.snap.Set(s) }
-func (x lifeAgent) Save(f func(s *session.Session)) { x.c.saveSession(x.a, f) }
-func (x lifeAgent) Claim() error                    { return x.c.claim(x.a) }
-func (x lifeAgent) Release()                        { x.c.release(x.a) }
-func (x lifeAgent) FlushOwed() error                { return x.c.flushOwed(x.a) }
-func (x lifeAgent) StopTimers()                     { x.c.sched.CancelOwner(x.a.id) }
-func (x lifeAgent) Detach()                         { x.a.p.Pending.Attach(nil) }
-func (x lifeAgent) CloseLog() error                 { return x.a.log.Close() }
-func (x lifeAgent) Bootstrap()                      { x.c.bootstrap(x.a) }
+func (x lifeAgent) Save(f func(s *session.Session)) { x.c.saveSession(x.agent, f) }
+func (x lifeAgent) Release()                        { x.c.release(x.agent) }
+func (x lifeAgent) FlushOwed() error                { return x.c.flushOwed(x.agent) }
+func (x lifeAgent) StopTimers()                     { x.c.sched.CancelOwner(x.ID()) }
+func (x lifeAgent) Bootstrap()                      { x.c.bootstrap(x.agent) }
+func (x lifeAgent) SetSnapshot(s *session.Session)  { x.Snap.Set(s) }
 
 func (x lifeAgent) Revoke(tokenID, runID, reason string) error {
-	return x.c.revokeToken(x.a, tokenID, runID, reason)
+	return x.c.revokeToken(x.agent, tokenID, runID, reason)
 }
 
 func (x lifeAgent) StopSession() {
-	if lv, ok := x.c.mux.Remove(x.a.id); ok {
+	if lv, ok := x.c.mux.Remove(x.ID()); ok {
 		_ = lv.sess.Stop()
 	}
 }
 
-func (x lifeAgent) GoneInfo(ended time.Time) *gone.Info {
-	a := x.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	in := &gone.Info{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
-	if a.p.Run != nil {
-		in.LastTurnAt = a.p.Run.StartedAt
-	}
-	return in
-}
-
 func (x lifeAgent) Unlist(name, parentID string, info *gone.Info) []subs.Sub {
-	c, a := x.c, x.a
+	c, a := x.c, x.agent
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a.terminating = true
-	watchers := c.subIndex.DropAgent(a.id)
-	c.gone.Remember(a.id, name, parentID)
-	c.gone.SetInfo(a.id, info)
-	_ = c.tree.Remove(a.id)
-	delete(c.agents, a.id)
+	a.SetTerminating()
+	watchers := c.subIndex.DropAgent(a.ID())
+	c.gone.Remember(a.ID(), name, parentID)
+	c.gone.SetInfo(a.ID(), info)
+	_ = c.tree.Remove(a.ID())
+	delete(c.agents, a.ID())
 	return watchers
-}
-
-func (x lifeAgent) Defer(spec CreateSpec, later func()) (ok, now bool) {
-	a := x.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	ok, queued, now := a.spawns.Defer(spec, a.busy)
-	if queued {
-		a.deferred = append(a.deferred, later)
-	}
-	return ok, now
-}
-
-func (x lifeAgent) Spawned(id string) {
-	x.a.mu.Lock()
-	x.a.spawns.Done(id)
-	x.a.mu.Unlock()
-}
-
-func (x lifeAgent) Completing() (inTurn bool) {
-	x.a.mu.Lock()
-	defer x.a.mu.Unlock()
-	x.a.completing = x.a.busy
-	return x.a.busy
 }

@@ -36,9 +36,9 @@ var (
 func (c *Core) mail() mailEnv { return mailEnv{c} }
 
 func (e mailEnv) Agent(id string) (*agent, bool)    { return e.c.agent(id) }
-func (e mailEnv) ID(a *agent) string                { return a.id }
-func (e mailEnv) Timers(a *agent) *reminders.Timers { return &a.remMu }
-func (e mailEnv) Terminated(a *agent) bool          { return a.terminated() }
+func (e mailEnv) ID(a *agent) string                { return a.ID() }
+func (e mailEnv) Timers(a *agent) *reminders.Timers { return a.Timers() }
+func (e mailEnv) Terminated(a *agent) bool          { return a.Terminated() }
 func (e mailEnv) Now() time.Time                    { return e.c.now() }
 func (e mailEnv) NewID() string                     { return newID() }
 func (e mailEnv) Logger() hclog.Logger              { return e.c.log }
@@ -50,35 +50,23 @@ func (e mailEnv) AppendUser(m inbox.Message) error {
 }
 func (e mailEnv) Enqueue(m inbox.Message) error { return e.c.enqueue(m) }
 func (e mailEnv) DisplayName(id string) string  { return e.c.displayName(id) }
-func (e mailEnv) TransitionKey(a *agent) string { return a.transitionKey() }
+func (e mailEnv) TransitionKey(a *agent) string { return a.TransitionKey() }
 func (e mailEnv) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
 	return e.c.fillPayloads(owner, msgs)
 }
 
 func (e mailEnv) Append(a *agent, event string, data any) error {
-	_, err := a.log.Append(event, data)
+	_, err := a.Append(event, data)
 	return err
 }
 
 func (e mailEnv) AppendBatch(a *agent, recs []eventlog.Record) error {
-	_, err := a.log.AppendBatch(recs)
+	_, err := a.AppendBatch(recs)
 	return err
 }
 
-func (e mailEnv) Inbox(a *agent, id string) (has, terminated, corrupt bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p.Enqueued.Has(id), a.p.Terminated, a.corrupt != nil
-}
-
-func (e mailEnv) Reserve(r *agent, m inbox.Message) error {
-	return e.c.reserveRoom(m, func(reserved func(has func(id string) bool) (int, int64)) (int, int64, int, int64) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		rn, rb := reserved(r.p.Enqueued.Has)
-		return r.p.Pending.Len(), r.p.Pending.Bytes(), rn, rb
-	})
-}
+func (e mailEnv) Inbox(a *agent, id string) (has, terminated, corrupt bool) { return a.Inbox(id) }
+func (e mailEnv) Reserve(r *agent, m inbox.Message) error                   { return e.c.reserveRoom(m, r.Room) }
 
 func (e mailEnv) ReserveUser(m inbox.Message) error {
 	u := e.c.user
@@ -91,21 +79,11 @@ func (e mailEnv) ReserveUser(m inbox.Message) error {
 	})
 }
 
-func (e mailEnv) Failed(a *agent, max int) mail.Failure {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return mail.Failure{ID: a.id, Parent: a.p.ParentID, Name: a.p.Name, LastErr: a.p.LastError,
-		Total: a.p.Pending.Len(), Pending: a.p.Pending.PeekFirst(max, 0)}
-}
+func (e mailEnv) Failed(a *agent, max int) mail.Failure { return a.Failed(max) }
 
 // Subscriptions.
 
-func (e mailEnv) Subscription(a *agent, id string) (subscriptionRec, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	sub, ok := a.p.Subs[id]
-	return sub, ok
-}
+func (e mailEnv) Subscription(a *agent, id string) (subscriptionRec, bool) { return a.Subscription(id) }
 
 func (e mailEnv) Index(sub subscriptionRec, subscriber string) bool {
 	return e.c.indexSubscription(sub, subscriber)
@@ -119,26 +97,16 @@ func (e mailEnv) Unindex(sub subscriptionRec) {
 
 // Reminders.
 
-func (e mailEnv) WithReminder(a *agent, id string, f func(fold.Reminder)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if r := a.p.Reminders[id]; r != nil {
-		f(*r)
-	}
-}
+func (e mailEnv) WithReminder(a *agent, id string, f func(fold.Reminder)) { a.WithReminder(id, f) }
 
 func (e mailEnv) Arm(a *agent, name string, t time.Time, fire func()) {
-	e.c.sched.Arm(a.id, name, t, fire)
+	e.c.sched.Arm(a.ID(), name, t, fire)
 }
-func (e mailEnv) Disarm(a *agent, name string) { e.c.sched.Cancel(a.id, name) }
+func (e mailEnv) Disarm(a *agent, name string) { e.c.sched.Cancel(a.ID(), name) }
 
 // Gates.
 
-func (e mailEnv) SetPermit(a *agent, permit bool) {
-	a.mu.Lock()
-	a.permit = permit
-	a.mu.Unlock()
-}
+func (e mailEnv) SetPermit(a *agent, permit bool) { a.SetPermit(permit) }
 
 func (e mailEnv) Wake(a *agent) { e.c.wake(a) }
 

@@ -77,7 +77,7 @@ func (c *Core) adoptLoaded(r *agentload.Agent[**agent]) *loaded {
 	if r.Resumed != nil && r.Resumed.Len > 0 {
 		// A checkpoint without its line's length (an older build's) counts
 		// as none: the checkpoints after recovery write it again, once.
-		l.Agent.ckptSeq.Store(r.Resumed.Seq)
+		l.Agent.Ckpt.Seq.Store(r.Resumed.Seq)
 	}
 	*r.Binding = l.Agent
 	return l
@@ -90,7 +90,7 @@ func (c *Core) liveSecret(agentID, runID string) string {
 	if !ok {
 		return ""
 	}
-	return a.resumes.Secret(runID)
+	return a.Resumes().Secret(runID)
 }
 
 // Quarantined is how many agent directories <home>/quarantine held at the

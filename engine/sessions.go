@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
@@ -45,7 +44,7 @@ func (c *Core) evict(ctx context.Context, id string, lv *live) error {
 	if !ok {
 		return nil
 	}
-	a.snap.Change(a.id, c.now, func(s *session.Session) {
+	a.Snap.Change(a.ID(), c.now, func(s *session.Session) {
 		s.ProviderState = blob
 		s.Provider, s.Model = lv.provider, lv.model
 	})
@@ -55,7 +54,7 @@ func (c *Core) evict(ctx context.Context, id string, lv *live) error {
 	// and without one it falls back to the handle or the history.
 	logged := make(chan error, 1)
 	go func() {
-		_, err := a.log.Append(schema.SuspendResult, schema.SuspendResultData{StateSize: len(blob)})
+		_, err := a.Append(schema.SuspendResult, schema.SuspendResultData{StateSize: len(blob)})
 		logged <- err
 	}()
 	ferr := c.flushSession(a)
@@ -73,7 +72,7 @@ func (c *Core) evict(ctx context.Context, id string, lv *live) error {
 // provider and model, restoring or creating it as needed.
 func (c *Core) acquireSession(ctx context.Context, a *agent, provName, model string) (*multiplexer.Lease[*live], error) {
 	for attempt := 0; attempt < 2; attempt++ {
-		lease, err := c.mux.Acquire(ctx, a.id, provName, func(ctx context.Context) (*live, error) {
+		lease, err := c.mux.Acquire(ctx, a.ID(), provName, func(ctx context.Context) (*live, error) {
 			return c.openSession(ctx, a, provName, model)
 		})
 		if err != nil {
@@ -87,7 +86,7 @@ func (c *Core) acquireSession(ctx context.Context, a *agent, provName, model str
 		lease.Discard()
 		_ = lv.sess.Stop()
 	}
-	return nil, fmt.Errorf("could not switch agent %s to %s/%s", a.id, provName, model)
+	return nil, fmt.Errorf("could not switch agent %s to %s/%s", a.ID(), provName, model)
 }
 
 // openSession brings back (or creates) the provider session of an agent that
@@ -98,65 +97,52 @@ func (c *Core) openSession(ctx context.Context, a *agent, provName, model string
 	if err != nil {
 		return nil, err
 	}
-	req := reopen.Request{AgentID: a.id, Provider: prov, ProvName: provName, Model: model, Logger: c.log}
-	sess := a.snap.Get()
-	a.mu.Lock()
-	req.Handle = a.p.Handle
-	sessProv, sessModel := a.p.SessProvider, a.p.SessModel
-	instructions, cwd := a.p.Instructions, a.p.Cwd
-	a.mu.Unlock()
-	req.Same = sessProv == provName && sessModel == model
+	req := reopen.Request{AgentID: a.ID(), Provider: prov, ProvName: provName, Model: model, Logger: c.log}
+	sess := a.Snap.Get()
+	set := a.ReopenSettings()
+	req.Handle = set.Handle
+	req.Same = set.Provider == provName && set.Model == model
 	if sess != nil && req.Same && sess.Provider == provName && sess.Model == model {
 		req.Blob = sess.ProviderState
 	}
-	req.Spec = c.providerSpec(provName, a.id, model, instructions, cwd, nil)
-	s, inject, err := reopen.Open(ctx, req, sessionAgent{c: c, a: a})
+	req.Spec = c.providerSpec(provName, a.ID(), model, set.Instructions, set.Cwd, nil)
+	s, inject, err := reopen.Open(ctx, req, sessionAgent{a, c})
 	if err != nil {
 		return nil, err
 	}
 	return &live{sess: s, provider: provName, model: model, inject: inject}, nil
 }
 
-// sessionAgent is what reopen needs of an agent: its log, its history and
-// its session.json snapshot.
+// sessionAgent is what reopen needs of an agent: its log (the record's
+// Append), its history and its session.json snapshot.
 type sessionAgent struct {
+	*agent
 	c *Core
-	a *agent
-}
-
-func (g sessionAgent) Append(event string, data any) (eventlog.Entry, error) {
-	return g.a.log.Append(event, data)
-}
-
-func (g sessionAgent) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
-	return g.a.log.AppendBatch(recs)
 }
 
 // History is the agent's history from its log. The turn being started is
 // not history, unless it re-runs an interrupted or resumed run (then its
 // earlier calls show as interrupted in the block).
 func (g sessionAgent) History() (history.History, error) {
-	h, err := g.c.history(g.a)
+	h, err := g.c.history(g.agent)
 	if err != nil {
 		return h, err
 	}
-	g.a.mu.Lock()
-	if cur := g.a.cur; cur != nil && !cur.rerun && h.Open != nil && h.Open.RunID == cur.runID {
+	if h.Open != nil && g.StartsRun(h.Open.RunID) {
 		h.Open = nil
 	}
-	g.a.mu.Unlock()
 	return h, nil
 }
 
-func (g sessionAgent) SaveSnapshot(f func(*session.Session)) { g.c.saveSession(g.a, f) }
+func (g sessionAgent) SaveSnapshot(f func(*session.Session)) { g.c.saveSession(g.agent, f) }
 
 // history rebuilds the agent's completed turns from its log, streaming it:
 // only the entries of turns are kept (never the messages, whose payloads
 // may be most of the log).
 func (c *Core) history(a *agent) (history.History, error) {
-	r, err := c.st.Read(context.Background(), a.id, 0, 0)
+	r, err := c.st.Read(context.Background(), a.ID(), 0, 0)
 	if err != nil {
-		return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", a.id, err)
+		return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", a.ID(), err)
 	}
 	defer r.Close()
 	var hs []history.Entry
@@ -166,7 +152,7 @@ func (c *Core) history(a *agent) (history.History, error) {
 			break
 		}
 		if err != nil {
-			return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", a.id, err)
+			return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", a.ID(), err)
 		}
 		switch e.Event {
 		case schema.TurnStart, schema.TurnComplete, schema.TurnFailed, schema.TurnCancelled, schema.ToolCall, schema.RunInterrupted, schema.RunWaiting, schema.RunResumed, schema.ContextReset:
@@ -180,7 +166,7 @@ func (c *Core) history(a *agent) (history.History, error) {
 // it written in the background (package snapsave). (Checkpoints follow the
 // log's growth, not these saves: checkpointSoon.)
 func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
-	c.snaps.Update(&a.snap, a.id, f, nil)
+	c.snaps.Update(&a.Snap, a.ID(), f, nil)
 }
 
 // saveDelay waits SessionSaveDelay on the core's clock, or until the core
@@ -196,4 +182,4 @@ func (c *Core) saveDelay() {
 // flushSession writes the agent's latest snapshot now. Writes are
 // serialised per agent and copy the latest snapshot, so an older one never
 // lands after a newer one.
-func (c *Core) flushSession(a *agent) error { return c.snaps.Flush(&a.snap) }
+func (c *Core) flushSession(a *agent) error { return c.snaps.Flush(&a.Snap) }

@@ -49,19 +49,13 @@ func (c *Core) releaseAgent(id string, cause error) {
 	if !ok {
 		return
 	}
-	a.mu.Lock()
-	first := a.released == nil
-	if first {
-		a.released = cause
-	}
-	cur := a.cur
-	a.mu.Unlock()
+	first, cancel := a.Release(cause)
 	if !first {
 		return
 	}
 	c.log.Error("agent released: its turns stop in this daemon", "agent", id, "err", cause)
-	if cur != nil && cur.cancel != nil {
-		cur.cancel()
+	if cancel != nil {
+		cancel()
 	}
 }
 

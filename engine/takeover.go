@@ -132,40 +132,20 @@ func (c *Core) adoptPlaced(placed []*loaded) {
 	isNew := make(map[string]bool, len(placed))
 	for _, l := range placed {
 		isNew[l.ID] = true
-		l.Agent.mu.Lock()
-		subs := make([]subscriptionRec, 0, len(l.State.Subs))
-		for _, sub := range l.State.Subs {
-			subs = append(subs, sub)
-		}
-		l.Agent.mu.Unlock()
-		for _, sub := range subs {
+		for _, sub := range l.Agent.Subscriptions(nil) {
 			c.indexSubscription(sub, l.ID)
 		}
 	}
 	for _, a := range c.agentList() {
-		if isNew[a.id] {
+		if isNew[a.ID()] {
 			continue
 		}
-		a.mu.Lock()
-		var subs []subscriptionRec
-		for _, sub := range a.p.Subs {
-			if isNew[sub.Target] {
-				subs = append(subs, sub)
-			}
-		}
-		a.mu.Unlock()
-		for _, sub := range subs {
-			c.indexSubscription(sub, a.id)
+		for _, sub := range a.Subscriptions(isNew) {
+			c.indexSubscription(sub, a.ID())
 		}
 	}
 	for _, l := range placed {
-		l.Agent.mu.Lock()
-		sent := append([]sentRef(nil), l.State.Sent...)
-		var deadline time.Time
-		if l.Agent.hasLiveWait() {
-			deadline = l.State.Run.Wait.Deadline
-		}
-		l.Agent.mu.Unlock()
+		sent, deadline := l.Agent.Sent(), l.Agent.WaitDeadline()
 		c.redeliverRefs(l.ID, sent, true)
 		if !deadline.IsZero() {
 			c.armDeadline(deadline)

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/gate"
@@ -65,29 +63,20 @@ func (c *Core) CallTool(ctx context.Context, agentID, tool string, args map[stri
 	if args == nil {
 		args = map[string]any{}
 	}
-	return toolexec.CallOutside(ctx, c.env(), toolexec.Caller{ID: a.id, Log: a.log}, tool, args)
+	return toolexec.CallOutside(ctx, c.env(), toolexec.Caller{ID: a.ID(), Log: a.Log}, tool, args)
 }
 
 // newRunTools starts the ToolCaller of one attempt of a turn. Calls the
 // log already records for the run are answered from the record.
 func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
-	var recorded []toolexec.Recorded
-	var resume *string
-	a.mu.Lock()
-	if r := a.p.RunFor(runID); r != nil {
-		recorded = make([]toolexec.Recorded, len(r.Calls))
-		for i, rc := range r.Calls {
-			recorded[i] = toolexec.Recorded{Tool: rc.Tool, Result: rc.Result, Error: rc.Error,
-				Redo: func(args map[string]any) { c.reapply(a, rc.Tool, args, &rc) }}
-		}
-		if r.ResumeResponse != nil {
-			s := *r.ResumeResponse
-			resume = &s
-		}
+	calls, resume := a.Recorded(runID)
+	recorded := make([]toolexec.Recorded, len(calls))
+	for i, rc := range calls {
+		recorded[i] = toolexec.Recorded{Tool: rc.Tool, Result: rc.Result, Error: rc.Error,
+			Redo: func(args map[string]any) { c.reapply(a, rc.Tool, args, &rc) }}
 	}
-	a.mu.Unlock()
 	t := &runTools{}
-	t.Init(c.env(), toolexec.Caller{ID: a.id, Log: a.log}, runID, turn, recorded, resume)
+	t.Init(c.env(), toolexec.Caller{ID: a.ID(), Log: a.Log}, runID, turn, recorded, resume)
 	return t
 }
 
@@ -109,10 +98,7 @@ func (e *toolEnv) Agent(id string) (toolexec.Agent, bool) {
 	if !ok {
 		return toolexec.Agent{}, false
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return toolexec.Agent{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, State: a.stateLocked(), Gated: a.p.Gated,
-		Busy: a.busy, Metadata: maps.Clone(a.p.Metadata), Pending: a.p.Pending.Len()}, true
+	return a.ToolView(), true
 }
 
 func (e *toolEnv) DisplayName(id string) string { return e.core().displayName(id) }
@@ -122,15 +108,7 @@ func (e *toolEnv) Inbox(id string) ([]inbox.Message, []string) {
 	if !ok {
 		return nil, nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var shown []string
-	if a.cur != nil {
-		if r := a.p.RunFor(a.cur.runID); r != nil {
-			shown = slices.Clone(r.MessageIDs)
-		}
-	}
-	return a.p.Pending.Peek(), shown
+	return a.Pending()
 }
 
 func (e *toolEnv) PendingFirst(id string, n int, b int64) []inbox.Message {
@@ -138,9 +116,7 @@ func (e *toolEnv) PendingFirst(id string, n int, b int64) []inbox.Message {
 	if !ok {
 		return nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p.Pending.PeekFirst(n, b)
+	return a.PendingFirst(n, b)
 }
 
 func (e *toolEnv) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
@@ -172,7 +148,7 @@ func (e *toolEnv) ChildSpec(parent, id string, v tools.SpawnAgent) toolexec.Chil
 		return toolexec.ChildSpec{ID: id, Name: v.Name, ParentID: parent, Instructions: v.Instructions,
 			Provider: v.Provider, Model: v.Model, Metadata: v.Metadata}
 	}
-	return toolexec.ChildSpec(lifecycle.ChildSpec(a.id, lifeAgent{e.c, a}.Inherit(), id, v))
+	return toolexec.ChildSpec(lifecycle.ChildSpec(a.ID(), a.Inherit(), id, v))
 }
 
 func (e *toolEnv) CheckChild(spec *toolexec.ChildSpec) error {
@@ -206,12 +182,12 @@ func (e *toolEnv) DeferSpawn(parent string, spec toolexec.ChildSpec) bool {
 	if !ok {
 		return false
 	}
-	return e.c.life().Defer(lifeAgent{e.c, a}, CreateSpec(spec))
+	return e.c.life().Defer(lifeAgent{a, e.c}, CreateSpec(spec))
 }
 
 func (e *toolEnv) MarkCompleting(id string) {
 	if a, ok := e.core().agent(id); ok {
-		e.c.life().Complete(lifeAgent{e.c, a})
+		e.c.life().Complete(lifeAgent{a, e.c})
 	}
 }
 
@@ -228,7 +204,7 @@ func (e *toolEnv) SetMetadata(id, key string, value *string) error {
 	if !ok {
 		return errNotFoundAgent
 	}
-	_, err := a.log.Append(schema.MetadataUpdated, schema.MetadataUpdatedData{Key: key, Value: value})
+	_, err := a.Append(schema.MetadataUpdated, schema.MetadataUpdatedData{Key: key, Value: value})
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/views"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
@@ -85,13 +86,13 @@ func (f *fakeAgent) step(format string, args ...any) {
 
 func (f *fakeAgent) ID() string { return "ag-1" }
 
-func (f *fakeAgent) Append(event string, data any) error {
+func (f *fakeAgent) Append(event string, data any) (eventlog.Entry, error) {
 	f.step("append %s", event)
 	if err := f.appendErr[event]; err != nil {
-		return err
+		return eventlog.Entry{}, err
 	}
 	f.recs = append(f.recs, record{event, data})
-	return nil
+	return eventlog.Entry{}, nil
 }
 
 func (f *fakeAgent) SaveSession(fn func(*session.Session)) {

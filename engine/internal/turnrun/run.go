@@ -46,7 +46,7 @@ func (r Runner) Run(parent context.Context, ag Agent, req Request) (res Result) 
 		outcome = None
 		return res
 	}
-	if err := ag.Append(schema.TurnStart, schema.TurnStartData{RunID: t.RunID, Turn: t.Turn, BootID: r.BootID,
+	if _, err := ag.Append(schema.TurnStart, schema.TurnStartData{RunID: t.RunID, Turn: t.Turn, BootID: r.BootID,
 		Prompt: req.Prompt, Provider: t.Provider, Model: t.Model, MessageIDs: nonNil(req.MessageIDs)}); err != nil {
 		res.Err = r.logFailure(fmt.Errorf("logging turn.start for agent %s: %w", ag.ID(), err))
 		outcome = None
@@ -79,7 +79,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 		if !usage.IsZero() {
 			done.Usage = &usage
 		}
-		if lerr := ag.Append(schema.TurnComplete, done); lerr != nil {
+		if _, lerr := ag.Append(schema.TurnComplete, done); lerr != nil {
 			// Not durable, so not complete: the run ends as failed once the
 			// log takes it.
 			ag.Owe(runID, schema.TurnFailed, schema.TurnFailedData{RunID: runID, Turn: turn, Attempts: attempts,
@@ -94,7 +94,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 		res.Wait, res.Token = ag.Suspended(runID)
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		outcome = Cancelled
-		if lerr := ag.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}); lerr != nil {
+		if _, lerr := ag.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}); lerr != nil {
 			r.Log.Error("logging turn.cancelled", "agent", ag.ID(), "err", lerr)
 			ag.Owe(runID, schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}, lerr)
 			outcome = None
@@ -104,7 +104,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 	default:
 		outcome = Failed
 		failed := schema.TurnFailedData{RunID: runID, Turn: turn, Error: err.Error(), Attempts: attempts}
-		if lerr := ag.Append(schema.TurnFailed, failed); lerr != nil {
+		if _, lerr := ag.Append(schema.TurnFailed, failed); lerr != nil {
 			r.Log.Error("logging turn.failed", "agent", ag.ID(), "err", lerr)
 			ag.Owe(runID, schema.TurnFailed, failed, lerr)
 			outcome = None

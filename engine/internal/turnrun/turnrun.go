@@ -46,6 +46,7 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/views"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
@@ -172,8 +173,8 @@ type Agent interface {
 // Record is what every step writes to.
 type Record interface {
 	ID() string
-	// Append logs one entry (durable when it returns nil).
-	Append(event string, data any) error
+	// Append logs one entry (durable when it returns nil), as store.Log's.
+	Append(event string, data any) (eventlog.Entry, error)
 	// SaveSession updates session.json through f (written in the
 	// background).
 	SaveSession(f func(*session.Session))

@@ -43,7 +43,7 @@ func (w Waits[R]) Cancel(ctx context.Context, ag Agent[R]) error {
 			return err
 		}
 	}
-	if err := ag.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: run.RunID, Turn: run.Turn}); err != nil {
+	if _, err := ag.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: run.RunID, Turn: run.Turn}); err != nil {
 		return logFailure(fmt.Errorf("logging turn.cancelled for agent %s: %w; the run is still open in the log and nothing else changed; retry agent cancel once the log accepts appends", ag.Name(), err))
 	}
 	ag.Cancelled(s.LiveWait)

@@ -142,24 +142,25 @@ func (f *fakeAgent) Release() {
 	f.mu.Unlock()
 }
 
-func (f *fakeAgent) Append(event string, data any) error {
-	return f.AppendBatch([]eventlog.Record{{Event: event, Data: data}})
+func (f *fakeAgent) Append(event string, data any) (eventlog.Entry, error) {
+	_, err := f.AppendBatch([]eventlog.Record{{Event: event, Data: data}})
+	return eventlog.Entry{}, err
 }
 
-func (f *fakeAgent) AppendBatch(recs []eventlog.Record) error {
+func (f *fakeAgent) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
 	events := make([]string, len(recs))
 	for i, r := range recs {
 		events[i] = r.Event
 	}
 	if f.appendErr != nil {
 		f.step("append failed: %s", strings.Join(events, "+"))
-		return f.appendErr
+		return nil, f.appendErr
 	}
 	f.step("append %s", strings.Join(events, "+"))
 	f.mu.Lock()
 	f.recs = append(f.recs, recs...)
 	f.mu.Unlock()
-	return nil
+	return nil, nil
 }
 
 func (f *fakeAgent) Start(run fold.Run, from string) <-chan result {

@@ -111,7 +111,7 @@ func commitResume[R any](ag Agent[R], t token.Token, response string) error {
 	if err := ag.Claim(); err != nil {
 		return err
 	}
-	err := ag.AppendBatch([]eventlog.Record{
+	_, err := ag.AppendBatch([]eventlog.Record{
 		{Event: schema.TokenConsumed, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
 		{Event: schema.RunResumed, Data: schema.RunResumedData{RunID: t.RunID, TokenID: t.ID, Response: response}},
 	})
@@ -165,7 +165,7 @@ func (w Waits[R]) rerun(ctx context.Context, ag Agent[R], run fold.Run) (R, erro
 	if err := ag.Claim(); err != nil {
 		return zero, err
 	}
-	if err := ag.Append(schema.RunResumed, schema.RunResumedData{RunID: run.RunID}); err != nil {
+	if _, err := ag.Append(schema.RunResumed, schema.RunResumedData{RunID: run.RunID}); err != nil {
 		ag.Release()
 		return zero, fmt.Errorf("logging run.resumed: %w", err)
 	}

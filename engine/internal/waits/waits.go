@@ -83,9 +83,9 @@ type Agent[R any] interface {
 	Unclaim()
 	Release()
 	// Append and AppendBatch write to the agent's log, durable on return
-	// (AppendBatch: all records in one write, or none).
-	Append(event string, data any) error
-	AppendBatch(recs []eventlog.Record) error
+	// (AppendBatch: all records in one write, or none), as store.Log's.
+	Append(event string, data any) (eventlog.Entry, error)
+	AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error)
 	// Start runs the claimed agent's turn of run again; from is the
 	// status it leaves ("waiting", or "" for an interrupted run).
 	Start(run fold.Run, from string) <-chan R
@@ -173,7 +173,7 @@ func (w Waits[R]) Begin(ag Agent[R], v tools.AwaitInput, runID string, turn int)
 		return time.Time{}, fmt.Errorf("minting a resume token: %w", err)
 	}
 	ag.Resumes().Mint(runID, secret)
-	err = ag.AppendBatch([]eventlog.Record{
+	_, err = ag.AppendBatch([]eventlog.Record{
 		{Event: schema.RunWaiting, Data: schema.RunWaitingData{RunID: runID, WaitKind: v.Kind, Prompt: v.Prompt,
 			TokenID: tok.ID, Deadline: deadline.Format(time.RFC3339Nano), SecretHash: tok.SecretHash, Turn: turn}},
 		{Event: schema.TokenMinted, Data: schema.TokenData{TokenID: tok.ID, RunID: runID}},
@@ -212,10 +212,11 @@ func (w Waits[R]) Sweep(find func(agentID string) (Agent[R], bool)) {
 		if !ok {
 			return nil
 		}
-		return ag.AppendBatch([]eventlog.Record{
+		_, err := ag.AppendBatch([]eventlog.Record{
 			{Event: schema.RunInterrupted, Data: schema.RunInterruptedData{RunID: t.RunID, Reason: schema.ReasonWaitTimeout}},
 			{Event: schema.TokenExpired, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
 		})
+		return err
 	})
 	for _, t := range expired {
 		if ag, ok := find(t.AgentID); ok {
@@ -228,7 +229,8 @@ func (w Waits[R]) Sweep(find func(agentID string) (Agent[R], bool)) {
 // the agent's log). A token that is no longer live is left as it is.
 func (w Waits[R]) Revoke(ag Agent[R], tokenID, runID, reason string) error {
 	err := w.Tokens.Revoke(tokenID, reason, func(token.Token) error {
-		return ag.Append(schema.TokenRevoked, schema.TokenData{TokenID: tokenID, RunID: runID, Reason: reason})
+		_, err := ag.Append(schema.TokenRevoked, schema.TokenData{TokenID: tokenID, RunID: runID, Reason: reason})
+		return err
 	})
 	if err != nil && !errors.Is(err, token.ErrRejected) {
 		return fmt.Errorf("revoking token %s: %w", tokenID, err)
