@@ -126,7 +126,7 @@ func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eve
 
 // PoolStats reports the multiplexer pools by name.
 func (c *Core) PoolStats() map[string]multiplexer.PoolStats {
-	return c.mux.Stats()
+	return c.sessions.Stats()
 }
 
 // AgentCount is the number of agents the daemon serves.
@@ -143,7 +143,7 @@ func (c *Core) Evict(ctx context.Context, agentID string) error {
 	if _, ok := c.agent(agentID); !ok {
 		return notFound(agentID)
 	}
-	return c.mux.Evict(ctx, agentID)
+	return c.sessions.Evict(ctx, agentID)
 }
 
 // WaitChange returns a channel closed at the next change of live state that

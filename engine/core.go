@@ -16,6 +16,7 @@ import (
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/engine/internal/gone"
+	"github.com/warren-dev/warren/engine/internal/live"
 	"github.com/warren-dev/warren/engine/internal/reserve"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/engine/internal/subs"
@@ -158,8 +159,10 @@ type Core struct {
 	user *userinbox.Inbox
 	// providers resolves provider entry names (package registry).
 	providers *registry.Registry
-	mux       *multiplexer.Mux[*live]
-	store     store.Snapshots
+	// sessions are the live provider sessions in their multiplexer slots
+	// (package live).
+	sessions *live.Sessions
+	store    store.Snapshots
 	// st holds the logs (CoreOptions.Store); local-only files (checkpoints,
 	// quarantine, repair, procs, stderr) stay under Home (store.go).
 	st     store.Store
@@ -264,7 +267,8 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
-	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))
+	c.sessions = live.New(muxConfig(opts.Config), live.Options{Lookup: c.agent, Provider: c.provider, Spec: c.providerSpec,
+		Read: c.st.Read, Snaps: c.snaps, Now: c.now, Logger: opts.Logger})
 	c.tools = toolEnv{c.tree, c}
 	c.providers = registry.New(registry.Options{Static: opts.Providers, Config: c.config, Getenv: opts.Getenv,
 		WarrenBinary: opts.WarrenBinary, Logger: c.log})
@@ -283,7 +287,7 @@ func (c *Core) ApplyConfig(cfg config.Config) {
 	c.mu.Lock()
 	c.cfg = cfg
 	c.mu.Unlock()
-	c.mux.SetConfig(muxConfig(cfg))
+	c.sessions.SetConfig(muxConfig(cfg))
 }
 
 func (c *Core) config() config.Config {
@@ -306,7 +310,7 @@ func (c *Core) Close(ctx context.Context) error {
 	c.cancel()
 	var errs []error
 	c.snaps.Wait()
-	if err := c.mux.EvictAll(ctx); err != nil {
+	if err := c.sessions.EvictAll(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("saving provider state: %w", err))
 	}
 	if c.opts.CheckpointEvery > 0 {

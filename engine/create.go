@@ -66,7 +66,10 @@ func (c *Core) removeOrphanDir(id string) {
 	_ = c.fs.SyncDir(c.agentsDir)
 }
 
-func (c *Core) providerSpec(provName, id, model, instructions, cwd string, history []provider.Turn) provider.Spec {
+// providerSpec is the provider spec of agent id's session (package
+// agentspec): its system prompt, identity, process environment and
+// history mode.
+func (c *Core) providerSpec(provName, id, model, instructions, cwd string) provider.Spec {
 	entry := c.config().Providers[provName]
 	var mode string
 	var modeSet bool
@@ -76,7 +79,7 @@ func (c *Core) providerSpec(provName, id, model, instructions, cwd string, histo
 	env := agentspec.Env{Environ: c.opts.Environ, Extra: c.opts.Env, PythonPath: c.opts.PythonPath, SocketPath: c.opts.SocketPath}
 	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd,
 		System: agentspec.SystemPrompt(c.tree, id, instructions),
-		Env:    agentspec.ProcessEnv(entry, env, id), History: history, Launcher: c.launches.For(id),
+		Env:    agentspec.ProcessEnv(entry, env, id), Launcher: c.launches.For(id),
 		Identity: agentspec.Identity(c.tree, id), HistoryMode: agentspec.HistoryMode(mode, modeSet, entry)}
 }
 

@@ -2,16 +2,13 @@ package engine
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/warren-dev/warren/agentspec"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
@@ -117,22 +114,7 @@ func (h lifeHost) Unreserve(id string) {
 }
 
 func (h lifeHost) OpenSession(ctx context.Context, prov provider.Provider, id string, spec CreateSpec) (lifecycle.Session, error) {
-	c := h.c
-	lease, err := c.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*live, error) {
-		ps := c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, nil)
-		if v, ok := spec.Metadata[agentspec.HistoryModeKey]; ok {
-			ps.HistoryMode = v // the agent is not listed yet: its metadata is here
-		}
-		s, err := prov.Create(ctx, ps)
-		if err != nil {
-			return nil, err
-		}
-		return &live{sess: s, provider: spec.Provider, model: spec.Model}, nil
-	})
-	if err != nil {
-		return nil, wrapSlotErr(fmt.Errorf("creating the %s session: %w", spec.Provider, err))
-	}
-	return newSession{lease}, nil
+	return h.c.sessions.Create(ctx, prov, id, spec)
 }
 
 func (h lifeHost) OpenLog(id string) (lifecycle.NewLog, error) {
@@ -155,16 +137,6 @@ func (h lifeHost) Tell(to, text string) error {
 
 func (h lifeHost) ReadSeq(ctx context.Context, id string, seq uint64, off int64) (eventlog.Entry, error) {
 	return h.c.st.ReadSeq(ctx, id, seq, off)
-}
-
-// newSession is a new agent's provider session under its lease.
-type newSession struct{ lease *multiplexer.Lease[*live] }
-
-func (s newSession) Handle() string { return s.lease.Value().sess.Handle() }
-func (s newSession) Keep()          { s.lease.Release() }
-func (s newSession) Abandon() {
-	s.lease.Discard()
-	_ = s.lease.Value().sess.Stop()
 }
 
 // newLog is a new agent's log; a is the agent its appends fold into.
@@ -210,11 +182,7 @@ func (x lifeAgent) Revoke(tokenID, runID, reason string) error {
 	return x.c.revokeToken(x.agent, tokenID, runID, reason)
 }
 
-func (x lifeAgent) StopSession() {
-	if lv, ok := x.c.mux.Remove(x.ID()); ok {
-		_ = lv.sess.Stop()
-	}
-}
+func (x lifeAgent) StopSession() { x.c.sessions.Stop(x.ID()) }
 
 func (x lifeAgent) Unlist(name, parentID string, info *gone.Info) []subs.Sub {
 	c, a := x.c, x.agent

@@ -7,8 +7,6 @@ import (
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
-	"github.com/warren-dev/warren/history"
-	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
 )
@@ -42,11 +40,7 @@ func (t *turnAgent) Provider(name string) error {
 func (t *turnAgent) FlushOwed() error { return t.c.flushOwed(t.agent) }
 
 func (t *turnAgent) Acquire(ctx context.Context, provName, model string) (turnrun.Session, error) {
-	lease, err := t.c.acquireSession(ctx, t.agent, provName, model)
-	if err != nil {
-		return nil, err
-	}
-	return turnSession{lease}, nil
+	return t.c.sessions.Acquire(ctx, t.agent, provName, model)
 }
 
 func (t *turnAgent) Policy() retry.Policy {
@@ -66,27 +60,6 @@ func (t *turnAgent) Changed()         { t.c.changed.Fire() }
 func (t *turnAgent) Terminate() error { return t.c.life().End(lifeAgent{t.agent, t.c}) }
 func (t *turnAgent) NotifyFailure()   { mail.ChildFailed[*agent](t.c.mail(), t.agent) }
 func (t *turnAgent) Wake()            { t.c.wake(t.agent) }
-
-// turnSession is the agent's provider session held in its multiplexer
-// slot for a turn.
-type turnSession struct{ lease *multiplexer.Lease[*live] }
-
-func (s turnSession) Inject() *history.History { return s.lease.Value().inject }
-func (s turnSession) Injected()                { s.lease.Value().inject = nil }
-
-func (s turnSession) Send(ctx context.Context, prompt string, io provider.TurnIO) (string, error) {
-	return s.lease.Value().sess.Send(ctx, prompt, io)
-}
-
-func (s turnSession) End(discard bool) {
-	if !discard {
-		s.lease.Release()
-		return
-	}
-	lv := s.lease.Value()
-	s.lease.Discard()
-	_ = lv.sess.Stop()
-}
 
 // attemptTools are one attempt's tools: the calls the provider makes and,
 // through the attempt's door, those made with the agent's credential
