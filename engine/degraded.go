@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"errors"
-
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -62,15 +59,6 @@ func (c *Core) DegradedCount() int {
 		}
 	}
 	return n
-}
-
-// logFailure maps an append failure to its protocol error: a log that
-// refuses appends for now is code 6 (unavailable) with the cause.
-func logFailure(err error) error {
-	if errors.Is(err, eventlog.ErrPoisoned) {
-		return failf(ErrUnavailable, "%w", err)
-	}
-	return err
 }
 
 // owedCancelErr reports a cancel whose turn stopped but whose end could not

@@ -27,10 +27,6 @@ var (
 	ErrNoSlot = domainerr.NoSlot
 )
 
-// domainError is an error whose text is the user's message and whose
-// chain holds the domain condition and the cause.
-type domainError = domainerr.Error
-
 // failf returns an error reading fmt.Errorf(format, args...) that matches
 // kind (errors.Is) and wraps any %w operand.
 func failf(kind error, format string, args ...any) error { return domainerr.New(kind, format, args...) }

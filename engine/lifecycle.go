@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/subs"
@@ -31,22 +30,8 @@ const bootstrapPrompt = lifecycle.BootstrapPrompt
 
 // life is package lifecycle over the Core.
 func (c *Core) life() lifecycle.Lifecycle {
-	return lifecycle.Lifecycle{Host: lifeHost{c}, Tree: c.tree, Now: c.now, Log: c.log, Refuse: refuse, Ctx: c.ctx,
+	return lifecycle.Lifecycle{Host: lifeHost{c}, Tree: c.tree, Now: c.now, Log: c.log, Ctx: c.ctx,
 		DefaultProvider: c.opts.DefaultProvider, DefaultModel: c.opts.DefaultModel, NoWake: c.opts.NoWake}
-}
-
-// refuse is a refusal of package lifecycle as the Core's domain error.
-func refuse(k lifecycle.Kind, err error) error {
-	kind := ErrInvalid
-	switch k {
-	case lifecycle.NotFound:
-		kind = ErrNotFound
-	case lifecycle.WrongState:
-		kind = ErrWrongState
-	case lifecycle.ShuttingDown:
-		kind = ErrShuttingDown
-	}
-	return domainerr.Wrap(kind, err)
 }
 
 // CreateAgent creates an agent durably: its provider session, its log with

@@ -38,15 +38,6 @@ func (c *Core) startTurn(a *agent, req TurnRequest) <-chan TurnResult {
 
 // runTurn runs one turn of a claimed agent to its end (package turnrun).
 func (c *Core) runTurn(a *agent, req TurnRequest) TurnResult {
-	r := turnrun.Runner{BootID: c.bootID, Now: c.now, Log: c.log, Refuse: turnRefusal}
+	r := turnrun.Runner{BootID: c.bootID, Now: c.now, Log: c.log}
 	return r.Run(c.ctx, &turnAgent{agent: a, c: c}, req)
-}
-
-// turnRefusal is the domain error of an error package turnrun makes.
-func turnRefusal(k turnrun.Kind, format string, args ...any) error {
-	kind := ErrWrongState
-	if k == turnrun.Unavailable {
-		kind = ErrUnavailable
-	}
-	return failf(kind, format, args...)
 }

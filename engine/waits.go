@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/waits"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
@@ -97,8 +96,7 @@ func (c *Core) resume(ctx context.Context, agentID string, req waits.Request) (T
 	if !ok {
 		return TurnResult{}, notFound(agentID)
 	}
-	res, err := c.waitOps().Resume(ctx, waitAgent{a, c}, req)
-	return res, waitErr(err)
+	return c.waitOps().Resume(ctx, waitAgent{a, c}, req)
 }
 
 // Cancel cancels an agent's running turn, or its wait, or closes an
@@ -108,23 +106,7 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 	if !ok {
 		return notFound(agentID)
 	}
-	return waitErr(c.waitOps().Cancel(ctx, waitAgent{a, c}))
-}
-
-// waitErr maps a refusal of package waits to the Core's domain error.
-func waitErr(err error) error {
-	r, ok := err.(*waits.Refusal)
-	if !ok {
-		return err
-	}
-	kind := ErrUnavailable
-	switch r.Kind {
-	case waits.Rejected:
-		kind = ErrTokenRejected
-	case waits.WrongState:
-		kind = ErrWrongState
-	}
-	return domainerr.Wrap(kind, r.Err)
+	return c.waitOps().Cancel(ctx, waitAgent{a, c})
 }
 
 // waitAgent is an agent as package waits acts on it: its record, and the

@@ -22,9 +22,9 @@
 // had not started finds the reminder gone or its timer disarmed). It is
 // taken outside every lock of the engine (Env's and Agent's methods take
 // theirs one after the other inside it). Arm calls Env.Arm inside
-// Agent.WithReminder,
-// that is under the agent's lock, so a cancel folded in between either
-// finds the timer armed (and disarms it) or leaves nothing to arm.
+// Agent.WithReminder, that is under the agent's lock, so a cancel folded
+// in between either finds the timer armed (and disarms it) or leaves
+// nothing to arm.
 package reminders
 
 import (

@@ -110,19 +110,6 @@ const (
 	Suspended Outcome = "suspended"
 )
 
-// Kind is the condition of an error the package makes; the engine maps
-// it to its domain error (Runner.Refuse).
-type Kind int
-
-// The kinds.
-const (
-	// WrongState: the turn was cancelled.
-	WrongState Kind = iota + 1
-	// Unavailable: this daemon may no longer run the agent, or its log
-	// refuses appends until it heals.
-	Unavailable
-)
-
 // Settings are the agent's own provider and model and its last turn's
 // number.
 type Settings struct {
@@ -272,7 +259,4 @@ type Runner struct {
 	BootID string
 	Now    func() time.Time
 	Log    hclog.Logger
-	// Refuse makes the engine's error of kind k reading
-	// fmt.Errorf(format, args...).
-	Refuse func(k Kind, format string, args ...any) error
 }

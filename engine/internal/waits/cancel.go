@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 
 	"github.com/warren-dev/warren/schema"
@@ -25,7 +26,7 @@ func (w Waits[R]) Cancel(ctx context.Context, ag Agent[R]) error {
 	}
 	run := s.Run
 	if run.RunID == "" || run.Ended {
-		return refuse(WrongState, "agent %s has no running turn or wait to cancel", ag.Name())
+		return refuse(domainerr.WrongState, "agent %s has no running turn or wait to cancel", ag.Name())
 	}
 	if err := ag.Claim(); err != nil {
 		return err
@@ -51,10 +52,10 @@ func (w Waits[R]) Cancel(ctx context.Context, ag Agent[R]) error {
 }
 
 // logFailure is err, a failed write to the agent's log; a log that
-// refuses appends until it heals makes it a refusal (Unavailable).
+// refuses appends until it heals makes it a refusal (domainerr.Unavailable).
 func logFailure(err error) error {
 	if errors.Is(err, eventlog.ErrPoisoned) {
-		return refuse(Unavailable, "%w", err)
+		return refuse(domainerr.Unavailable, "%w", err)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/token"
@@ -215,10 +216,11 @@ func (f *fakeAgent) wantSteps(t *testing.T, want string) {
 	}
 }
 
-// refusal returns err's Refusal kind (0 when it is not one).
-func refusal(err error) Kind {
-	if r, ok := err.(*Refusal); ok {
-		return r.Kind
+// refusal returns the condition of err when it is a domain error (nil
+// when it is not one).
+func refusal(err error) error {
+	if d, ok := err.(*domainerr.Error); ok {
+		return d.Kind
 	}
-	return 0
+	return nil
 }

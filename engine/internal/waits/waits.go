@@ -24,10 +24,10 @@
 //     it at a deadline.
 //
 // Refusals (a token that is not good for the resume, nothing to cancel
-// or re-run, a log that refuses appends for now) are *Refusal
-// errors of a Kind; the engine maps each kind to its domain error once.
-// Errors of the agent's own steps (its claim, its log) are returned as
-// they are.
+// or re-run, a log that refuses appends for now) are the engine's domain
+// errors (package domainerr: TokenRejected, WrongState, Unavailable) with
+// the user's text. Errors of the agent's own steps (its claim, its log)
+// are returned as they are.
 //
 // # Locks
 //
@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -128,33 +129,13 @@ type Running struct {
 	Done   <-chan struct{}
 }
 
-// Kind is the condition of a Refusal.
-type Kind int
-
-// The kinds of refusal.
-const (
-	// Rejected: the token is unknown, expired, consumed, revoked or does
-	// not match the agent's wait.
-	Rejected Kind = iota + 1
-	// WrongState: there is no wait, interrupted run or turn to act on.
-	WrongState
-	// Unavailable: the agent's log refuses appends until it heals; the
-	// same request may work later.
-	Unavailable
-)
-
-// Refusal is an error whose text is the user's message and whose kind
-// the engine maps to its domain error.
-type Refusal struct {
-	Kind Kind
-	Err  error
-}
-
-func (r *Refusal) Error() string { return r.Err.Error() }
-func (r *Refusal) Unwrap() error { return r.Err }
-
-func refuse(k Kind, format string, args ...any) error {
-	return &Refusal{Kind: k, Err: fmt.Errorf(format, args...)}
+// refuse is a refusal of condition kind (domainerr.TokenRejected: the
+// token is unknown, expired, consumed, revoked or does not match the
+// agent's wait; domainerr.WrongState: there is no wait, interrupted run or
+// turn to act on; domainerr.Unavailable: the agent's log refuses appends
+// until it heals, the same request may work later) with the user's text.
+func refuse(kind error, format string, args ...any) error {
+	return domainerr.New(kind, format, args...)
 }
 
 // Begin suspends run runID (its turn turn) on v: it mints a resume token
