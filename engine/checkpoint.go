@@ -56,7 +56,7 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 // itself). At most one is armed per agent: a log that keeps growing (a
 // message storm to a gated agent, a long turn) gets one checkpoint per
 // delay, not one per entry. The commits of an agent's log ask for one when
-// the log has grown enough (applyCommitted: by any entry at rest, by
+// the log has grown enough (the record's ApplyCommitted: by any entry at rest, by
 // CheckpointEvery while a turn runs, so that a long turn is not
 // checkpointed every delay), and so does the end of a turn, once the agent
 // is at rest: its last entries were logged while it was busy. A timer that

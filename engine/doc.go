@@ -17,10 +17,10 @@
 // subscriptions, reminders, pending messages, the latest run and its wait) is
 // a projection of that log: package projection's State.Apply folds entries
 // into it (no locks, no I/O there; the agent's record, package agentrec,
-// guards its State under its lock). The live path applies each entry right
-// after its append is durable; recovery applies the same entries read back from disk. The two
-// paths therefore cannot disagree, which is what the crash-recovery fuzzer
-// checks.
+// guards its State under its lock). The live path applies each entry
+// right after its append is durable; recovery applies the same entries
+// read back from disk. The two paths therefore cannot disagree, which is
+// what the crash-recovery fuzzer checks.
 //
 // An entry whose append failed is not applied, so the state in memory never
 // runs ahead of the log. A log that refuses appends after a failure

@@ -52,6 +52,3 @@ func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
 func New(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Err: fmt.Errorf(format, args...)}
 }
-
-// Wrap returns err as an error of condition kind, its text unchanged.
-func Wrap(kind, err error) error { return &Error{Kind: kind, Err: err} }

@@ -20,15 +20,3 @@ func TestNewKeepsChain(t *testing.T) {
 		t.Fatalf("text = %q", err.Error())
 	}
 }
-
-// Wrap keeps the text and the chain of the error it wraps.
-func TestWrapKeepsText(t *testing.T) {
-	cause := errors.New("the cause")
-	err := Wrap(TokenRejected, cause)
-	if !errors.Is(err, TokenRejected) || !errors.Is(err, cause) || err.Error() != "the cause" {
-		t.Fatalf("wrap: %v", err)
-	}
-	if errors.Is(err, NotFound) {
-		t.Fatal("matches a condition it does not hold")
-	}
-}
