@@ -49,7 +49,7 @@ func (c *Core) releaseAgent(id string, cause error) {
 	if !ok {
 		return
 	}
-	first, cancel := a.Release(cause)
+	first, cancel := a.MarkReleased(cause)
 	if !first {
 		return
 	}

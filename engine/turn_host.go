@@ -7,7 +7,6 @@ import (
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
-	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -52,7 +51,7 @@ func (t *turnAgent) Policy() retry.Policy {
 func (t *turnAgent) Delta(runID, text string) { t.c.bus.PublishDelta(t.ID(), runID, text) }
 
 func (t *turnAgent) Tools(runID string, turn int) turnrun.Tools {
-	return attemptTools{a: t.agent, runID: runID, t: t.c.newRunTools(t.agent, runID, turn)}
+	return t.Attempt(runID, t.c.newRunTools(t.agent, runID, turn))
 }
 
 func (t *turnAgent) Checkpoint()      { t.c.checkpointSoon(t.agent) }
@@ -60,26 +59,3 @@ func (t *turnAgent) Changed()         { t.c.changed.Fire() }
 func (t *turnAgent) Terminate() error { return t.c.life().End(lifeAgent{t.agent, t.c}) }
 func (t *turnAgent) NotifyFailure()   { mail.ChildFailed[*agent](t.c.mail(), t.agent) }
 func (t *turnAgent) Wake()            { t.c.wake(t.agent) }
-
-// attemptTools are one attempt's tools: the calls the provider makes and,
-// through the attempt's door, those made with the agent's credential
-// (agentauth.go).
-type attemptTools struct {
-	a     *agent
-	runID string
-	t     *runTools
-}
-
-func (x attemptTools) Caller() provider.ToolCaller { return x.t }
-
-func (x attemptTools) Open(ctx context.Context, suspend context.CancelCauseFunc) {
-	x.t.Door.Open(ctx, suspend)
-	x.a.SetTurnTools(x.runID, x.t)
-}
-
-func (x attemptTools) Close() error {
-	x.a.SetTurnTools(x.runID, nil)
-	return x.t.Door.Close()
-}
-
-func (x attemptTools) Drain() error { return x.t.Drain() }

@@ -119,7 +119,7 @@ func TestClaimRefusesByCondition(t *testing.T) {
 		{"terminated", func(a *Agent) {
 			logs(t, a, schema.AgentTerminated, schema.AgentTerminatedData{AgentID: "a1"})
 		}, domainerr.WrongState},
-		{"released", func(a *Agent) { a.Release(errors.New("lease lost")) }, domainerr.Unavailable},
+		{"released", func(a *Agent) { a.MarkReleased(errors.New("lease lost")) }, domainerr.Unavailable},
 		{"busy", func(a *Agent) { noErr(t, a.Claim()) }, domainerr.WrongState},
 	}
 	for _, tc := range cases {
@@ -240,7 +240,7 @@ func TestLiveWaitAndSuperseded(t *testing.T) {
 }
 
 // The running turn: StartTurn makes it current with the run Choose picks,
-// its tools are published for that run only, Rest hands over the work
+// an attempt's tools are published for that run only while it is open, Rest hands over the work
 // deferred during it, and Release cancels it once.
 func TestTurnOnTheRecord(t *testing.T) {
 	a, _ := newRec(t)
@@ -255,22 +255,29 @@ func TestTurnOnTheRecord(t *testing.T) {
 		t.Fatal("StartsRun wrong")
 	}
 	tools := &Tools{}
-	a.SetTurnTools("other", tools)
+	other := a.Attempt("other", tools)
+	other.Open(context.Background(), func(error) {})
 	if got, _ := a.TurnTools(); got != nil {
 		t.Fatal("tools of another run were published")
 	}
-	a.SetTurnTools("run9", tools)
-	if got, name := a.TurnTools(); got != tools || name != "worker" {
+	noErr(t, other.Close())
+	at := a.Attempt("run9", tools)
+	at.Open(context.Background(), func(error) {})
+	if got, name := a.TurnTools(); got != tools || name != "worker" || at.Caller() != tools {
 		t.Fatalf("TurnTools = %v %q", got, name)
+	}
+	noErr(t, at.Close())
+	if got, _ := a.TurnTools(); got != nil {
+		t.Fatal("a closed attempt's tools are still published")
 	}
 	ran := false
 	if ok, now := a.Defer(lifecycleSpec("kid"), func() { ran = true }); !ok || now {
 		t.Fatalf("Defer in a turn = %v %v, want queued", ok, now)
 	}
-	if first, cancel := a.Release(errors.New("fenced")); !first || cancel == nil {
+	if first, cancel := a.MarkReleased(errors.New("fenced")); !first || cancel == nil {
 		t.Fatal("the first release returns the turn's cancel")
 	}
-	if first, _ := a.Release(errors.New("again")); first {
+	if first, _ := a.MarkReleased(errors.New("again")); first {
 		t.Fatal("a second release is not the first")
 	}
 	a.CancelTurn()
@@ -290,7 +297,7 @@ func TestTurnOnTheRecord(t *testing.T) {
 		t.Fatal("settled, yet active")
 	}
 	turn.End()
-	if _, r := a.StartsRun("run9"), a.WaitState().Turn; r != nil {
+	if a.WaitState().Turn != nil || a.StartsRun("run9") {
 		t.Fatal("the turn is still current after Rest")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
 )
 
@@ -122,10 +123,10 @@ func (a *Agent) CancelTurn() {
 	}
 }
 
-// Release records that this daemon may no longer write for the agent
+// MarkReleased records that this daemon may no longer write for the agent
 // (first: it had not been released yet) and returns the running turn's
 // cancel (nil when none runs).
-func (a *Agent) Release(cause error) (first bool, cancel context.CancelFunc) {
+func (a *Agent) MarkReleased(cause error) (first bool, cancel context.CancelFunc) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.released != nil {
@@ -138,9 +139,34 @@ func (a *Agent) Release(cause error) (first bool, cancel context.CancelFunc) {
 	return true, cancel
 }
 
-// SetTurnTools publishes (or, with nil, withdraws) the ToolCaller of the
+// Attempt is the tools of one attempt of run runID as package turnrun
+// uses them: the calls the provider makes (t) and, through t's door, those
+// made with the agent's credential, which find t on the record
+// (TurnTools) while the door is open.
+func (a *Agent) Attempt(runID string, t *Tools) turnrun.Tools { return attempt{a, runID, t} }
+
+type attempt struct {
+	a     *Agent
+	runID string
+	t     *Tools
+}
+
+func (x attempt) Caller() provider.ToolCaller { return x.t }
+func (x attempt) Drain() error                { return x.t.Drain() }
+
+func (x attempt) Open(ctx context.Context, suspend context.CancelCauseFunc) {
+	x.t.Door.Open(ctx, suspend)
+	x.a.setTurnTools(x.runID, x.t)
+}
+
+func (x attempt) Close() error {
+	x.a.setTurnTools(x.runID, nil)
+	return x.t.Door.Close()
+}
+
+// setTurnTools publishes (or, with nil, withdraws) the ToolCaller of the
 // attempt in progress of run runID.
-func (a *Agent) SetTurnTools(runID string, t *Tools) {
+func (a *Agent) setTurnTools(runID string, t *Tools) {
 	a.mu.Lock()
 	if a.cur != nil && a.cur.runID == runID {
 		a.cur.tools = t

@@ -122,11 +122,11 @@ func (s *Sessions) Create(ctx context.Context, prov provider.Provider, id string
 		if v, ok := spec.Metadata[agentspec.HistoryModeKey]; ok {
 			ps.HistoryMode = v // the agent is not listed yet: its metadata is here
 		}
-		ps2, err := prov.Create(ctx, ps)
+		ns, err := prov.Create(ctx, ps)
 		if err != nil {
 			return nil, err
 		}
-		return &Session{Sess: ps2, Provider: spec.Provider, Model: spec.Model}, nil
+		return &Session{Sess: ns, Provider: spec.Provider, Model: spec.Model}, nil
 	})
 	if err != nil {
 		return nil, wrapSlotErr(fmt.Errorf("creating the %s session: %w", spec.Provider, err))
