@@ -132,7 +132,7 @@ type Core struct {
 	agentsDir string
 	files     *eventlog.Files // caps the logs holding open handles
 
-	mu     sync.Mutex // guards agents, cfg, subsByTarget, closed
+	mu     sync.Mutex // guards agents, cfg, subIndex, gone, quarantine, recovering, closed
 	agents map[string]*agent
 	tree   *tree.Tree
 	// tools is the Core as the tools' environment (toolenv.go), made once:
