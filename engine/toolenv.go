@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/gate"
-	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/engine/internal/reminders"
@@ -142,54 +141,23 @@ func (e *toolEnv) CheckProvider(name string) error {
 	return err
 }
 
+// The children's spawns and completion are package lifecycle's.
+
 func (e *toolEnv) ChildSpec(parent, id string, v tools.SpawnAgent) toolexec.ChildSpec {
-	a, ok := e.core().agent(parent)
-	if !ok {
-		return toolexec.ChildSpec{ID: id, Name: v.Name, ParentID: parent, Instructions: v.Instructions,
-			Provider: v.Provider, Model: v.Model, Metadata: v.Metadata}
-	}
-	return toolexec.ChildSpec(lifecycle.ChildSpec(a.ID(), a.Inherit(), id, v))
+	return toolexec.ChildSpec(e.c.life().ChildOf(parent, id, v))
 }
 
 func (e *toolEnv) CheckChild(spec *toolexec.ChildSpec) error {
-	c := e.core()
-	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
-		return err
-	}
-	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
-		return err
-	}
-	prov, err := c.provider(spec.Provider)
-	if err != nil {
-		return err
-	}
-	return checkServed(prov, spec.Provider, spec.Model)
+	return e.c.life().CheckChild((*CreateSpec)(spec))
 }
 
 func (e *toolEnv) CreateChild(spec toolexec.ChildSpec) error {
-	c := e.core()
-	if _, err := c.CreateAgent(c.ctx, CreateSpec(spec)); err != nil {
-		return err
-	}
-	if ch, ok := c.agent(spec.ID); ok && !c.opts.NoWake {
-		c.bootstrap(ch)
-	}
-	return nil
+	return e.c.life().CreateChild(CreateSpec(spec))
 }
-
 func (e *toolEnv) DeferSpawn(parent string, spec toolexec.ChildSpec) bool {
-	a, ok := e.core().agent(parent)
-	if !ok {
-		return false
-	}
-	return e.c.life().Defer(lifeAgent{a, e.c}, CreateSpec(spec))
+	return e.c.life().DeferSpawn(parent, CreateSpec(spec))
 }
-
-func (e *toolEnv) MarkCompleting(id string) {
-	if a, ok := e.core().agent(id); ok {
-		e.c.life().Complete(lifeAgent{a, e.c})
-	}
-}
+func (e *toolEnv) MarkCompleting(id string) { e.c.life().MarkCompleting(id) }
 
 func (e *toolEnv) Poke(id string) {
 	if a, ok := e.core().agent(id); ok {
