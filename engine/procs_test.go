@@ -83,7 +83,9 @@ func TestRecoveryKillsRecordedLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// B: a leader that exited on its own, leaving a member of its group.
-	cmdB, reapedB, outB, _ := leftover(t, fsys, agentB, nil, "sh", "-c", "sleep 600 & echo $!")
+	// It waits for a line before it exits, so that leftover can describe
+	// it first (its start time is read from /proc while it runs).
+	cmdB, reapedB, outB, writeB := leftover(t, fsys, agentB, nil, "sh", "-c", "sleep 600 & echo $!; read x")
 	line, err = outB.ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +94,7 @@ func TestRecoveryKillsRecordedLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeB("exit\n")
 	<-reapedB
 	// C: an unrelated process whose pid a stale record names (another
 	// start time: the pid was reused).
