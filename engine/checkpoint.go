@@ -12,9 +12,6 @@ import (
 // Checkpoints (package checkpoint): the projection of a log up to a line,
 // so that recovery folds only the lines written since.
 
-// DefaultCheckpointEvery is the default CoreOptions.CheckpointEvery.
-const DefaultCheckpointEvery = 256
-
 // writeCheckpoint writes the agent's checkpoint when its log has grown by
 // at least min entries since the last one. It is an optimisation: a
 // checkpoint that is lost, stale or torn makes recovery fold the whole log,

@@ -37,12 +37,12 @@ func (s *ckptStats) String() string {
 func (h *harness) checkCheckpointRecovery(fsys faultfs.FS) {
 	h.t.Helper()
 	recoverOnce := func(every int) (map[string]string, RecoveryReport) {
-		c, err := NewCore(CoreOptions{
+		c, err := NewCore(withDefaults(CoreOptions{
 			FS: fsys, Home: "/home", Providers: map[string]provider.Provider{"inproc": h.prov},
 			DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: true,
 			Logger: hclog.NewNullLogger(), MaxInbox: h.maxInbox, CheckpointEvery: every,
 			BootID: fmt.Sprintf("ckptcheck%d", h.boots),
-		})
+		}))
 		if err != nil {
 			h.t.Fatalf("NewCore: %v", err)
 		}

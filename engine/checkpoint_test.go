@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/checkpoint"
+	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -84,7 +85,7 @@ func TestCheckpointWriteCrashAtEveryOp(t *testing.T) {
 		for mi, mode := range modes {
 			t.Run(fmt.Sprintf("k=%d/mode=%d", k, mi), func(t *testing.T) {
 				h, agents := ckptHome(t)
-				h.ckptStats, h.ckptEvery = stats, DefaultCheckpointEvery
+				h.ckptStats, h.ckptEvery = stats, config.DefaultCheckpointEvery
 				h.fs.CrashAt(k)
 				for _, a := range agents {
 					h.c.writeCheckpoint(a, 1)

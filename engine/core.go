@@ -41,11 +41,16 @@ type CoreOptions struct {
 	FS        faultfs.FS
 	Home      string
 	Providers map[string]provider.Provider
-	// DefaultProvider and DefaultModel apply to agent.create without them.
+	// DefaultProvider and DefaultModel apply to agent.create without them;
+	// with no DefaultProvider such a create is refused (the binary passes
+	// builtins.DefaultProvider).
 	DefaultProvider string
 	DefaultModel    string
-	Config          config.Config
-	Logger          hclog.Logger
+	// Config is config.json's settings (required: config.Default() or a
+	// file read with config.Load). The engine's other settings below have
+	// no defaults of their own: the daemon passes config's (config/engine.go).
+	Config config.Config
+	Logger hclog.Logger
 	// Clock tells the time (log stamps, deadlines) and runs the timers:
 	// wait deadlines, reminders, the periodic sweep and, unless Sleep is
 	// set, the retry backoff. Nil means schedule.Real(); tests pass a
@@ -71,8 +76,6 @@ type CoreOptions struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a random fraction in [0,1) for retry jitter.
 	Jitter func() float64
-	// SlotWait bounds how long a turn waits for a pool slot (code 6 after).
-	SlotWait time.Duration
 	// NoWake disables automatic wake turns (the crash fuzzer drives turns
 	// itself).
 	NoWake bool
@@ -84,22 +87,23 @@ type CoreOptions struct {
 	MaxInbox int
 	// SessionSaveDelay is how long session.json's background writer waits
 	// after a change before writing, coalescing the changes made meanwhile
-	// (a busy agent's snapshot is written about once per delay); 0 means
-	// DefaultSessionSaveDelay, negative means no wait.
+	// (a busy agent's snapshot is written about once per delay); 0 or
+	// negative means no wait (config.DefaultSessionSaveDelay is the daemon's).
 	SessionSaveDelay time.Duration
 	// Getenv reads provider key variables (default os.Getenv).
 	Getenv func(string) string
 	// CheckpointEvery is how many entries an agent's log grows by before
-	// its checkpoint is rewritten (doc.go, "Checkpoints"); 0 means
-	// DefaultCheckpointEvery, negative disables checkpoints (recovery then
-	// folds every log from its start).
+	// its checkpoint is rewritten (doc.go, "Checkpoints"); 0 or negative
+	// disables checkpoints (recovery then folds every log from its start;
+	// config.DefaultCheckpointEvery is the daemon's).
 	CheckpointEvery int
 	// PendingIdle is passed to every event log (eventlog.Options); the
 	// crash tests set it negative so that no idle timer adds operations.
 	PendingIdle time.Duration
 	// MaxOpenLogs caps the event logs holding open file handles (each at
 	// most two descriptors): the least recently used idle log is closed and
-	// reopened on demand (eventlog.Files). 0 means DefaultMaxOpenLogs.
+	// reopened on demand (eventlog.Files). Required (at least 1) unless
+	// Store is given (config.DefaultMaxOpenLogs is the daemon's).
 	MaxOpenLogs int
 	// LogHealBackoff is eventlog.Options.HealBackoff for every log: how
 	// long a log whose write failed waits before reopening itself. 0 means
@@ -111,15 +115,10 @@ type CoreOptions struct {
 	Store store.Store
 	// TakeoverEvery is how often a daemon on a cluster store looks for
 	// agents whose owner's lease lapsed (and, standing by, for the USER
-	// inbox); 0 means DefaultTakeoverEvery (takeover.go).
+	// inbox; takeover.go). Required on a cluster store
+	// (config.DefaultTakeoverEvery is the daemon's); unused on the local one.
 	TakeoverEvery time.Duration
 }
-
-// DefaultSessionSaveDelay is the default CoreOptions.SessionSaveDelay. A
-// snapshot write (temp file, fsync, rename, directory fsync) costs about
-// four log fsyncs of disk time and a new inode; the log carries every change
-// durably, so the snapshot trails it by up to this much (docs/DECISIONS.md).
-const DefaultSessionSaveDelay = time.Second
 
 // Core owns the agents and runs their turns and tools.
 type Core struct {
@@ -198,10 +197,10 @@ type Core struct {
 // NewCore builds a Core. Call Recover before using it.
 func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.FS == nil {
-		return nil, errors.New("daemon: CoreOptions.FS is required")
+		return nil, errors.New("engine: CoreOptions.FS is required")
 	}
 	if opts.Home == "" {
-		return nil, errors.New("daemon: CoreOptions.Home is required")
+		return nil, errors.New("engine: CoreOptions.Home is required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -212,9 +211,6 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.BootID == "" {
 		opts.BootID = newID()
 	}
-	if opts.SessionSaveDelay == 0 {
-		opts.SessionSaveDelay = DefaultSessionSaveDelay
-	}
 	if opts.Sleep == nil {
 		clock := opts.Clock
 		opts.Sleep = func(ctx context.Context, d time.Duration) error { return schedule.Sleep(ctx, clock, d) }
@@ -222,20 +218,14 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.Jitter == nil {
 		opts.Jitter = randomFraction
 	}
-	if opts.SlotWait == 0 {
-		opts.SlotWait = 10 * time.Minute
-	}
-	if opts.CheckpointEvery == 0 {
-		opts.CheckpointEvery = DefaultCheckpointEvery
-	}
 	if opts.Config.Pools == nil {
-		opts.Config = config.Default()
+		return nil, errors.New("engine: CoreOptions.Config is required: config.Default() or a file read by config.Load")
 	}
-	if opts.MaxOpenLogs == 0 {
-		opts.MaxOpenLogs = DefaultMaxOpenLogs
+	if opts.Store == nil && opts.MaxOpenLogs < 1 {
+		return nil, errors.New("engine: CoreOptions.MaxOpenLogs must be at least 1 on the home's store (config.DefaultMaxOpenLogs)")
 	}
-	if opts.DefaultProvider == "" {
-		opts.DefaultProvider = "inproc"
+	if _, isLocal := opts.Store.(*local.Store); opts.Store != nil && !isLocal && opts.TakeoverEvery <= 0 {
+		return nil, errors.New("engine: CoreOptions.TakeoverEvery must be positive on a cluster store (config.DefaultTakeoverEvery)")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Core{

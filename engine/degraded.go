@@ -15,9 +15,6 @@ import (
 // heals, before the agent's next turn, or by agent cancel), after which the
 // agent is idle.
 
-// DefaultMaxOpenLogs is the default CoreOptions.MaxOpenLogs.
-const DefaultMaxOpenLogs = 512
-
 // logHealed runs when a log accepts appends again: the agent's owed run
 // end is written.
 func (c *Core) logHealed(id string) {

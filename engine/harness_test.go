@@ -105,7 +105,7 @@ func (h *harness) start() {
 	if h.store != nil {
 		st = h.store(fsys)
 	}
-	c, err := NewCore(CoreOptions{
+	c, err := NewCore(withDefaults(CoreOptions{
 		Store:           st,
 		Clock:           clock,
 		CheckpointEvery: h.ckptEvery,
@@ -117,7 +117,7 @@ func (h *harness) start() {
 		LogHealBackoff: h.healBackoff,
 		MaxOpenLogs:    h.maxOpenLogs,
 		Getenv:         h.getenv,
-	})
+	}))
 	if err != nil {
 		h.t.Fatalf("NewCore: %v", err)
 	}

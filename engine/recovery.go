@@ -26,7 +26,7 @@ func (c *Core) Recover() (RecoveryReport, error) { return c.recoveryRun().Recove
 // recoveryRun is a recovery of this core.
 func (c *Core) recoveryRun() *recoverrun.Run[*agent] {
 	return &recoverrun.Run[*agent]{Host: recoveryHost{c}, FS: c.fs, Home: c.opts.Home, Dir: c.agentDir, Now: c.now,
-		Clustered: c.clustered(), Checkpoints: c.opts.CheckpointEvery > 0, Every: c.takeoverEvery(), Logger: c.log}
+		Clustered: c.clustered(), Checkpoints: c.opts.CheckpointEvery > 0, Every: c.opts.TakeoverEvery, Logger: c.log}
 }
 
 // stopping reports whether Close has begun.
@@ -40,7 +40,7 @@ func (c *Core) stopping() bool {
 // binding is where the log's appends find the agent made of the result.
 func (c *Core) loader() *agentload.Loader[**agent] {
 	return &agentload.Loader[**agent]{
-		FS: c.fs, Dir: c.agentDir, LogPath: c.logPath, Checkpoints: c.opts.CheckpointEvery >= 0,
+		FS: c.fs, Dir: c.agentDir, LogPath: c.logPath, Checkpoints: c.opts.CheckpointEvery > 0,
 		Open: func(id string, r *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, **agent, error) {
 			target := new(*agent)
 			lg, err := c.openLogReplay(id, target, r, replay)

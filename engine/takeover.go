@@ -30,9 +30,6 @@ import (
 // is a lapsed lease) and costs one request per interval while nothing is
 // to be taken. The claim follows a lapse within one interval.
 
-// DefaultTakeoverEvery is the default CoreOptions.TakeoverEvery.
-const DefaultTakeoverEvery = 250 * time.Millisecond
-
 // claimTimeout bounds one claim attempt of the standby and the scan: a
 // request lost with a server (the owners bucket's leader killed, the
 // connection moving to another server) is tried again on the next tick
@@ -47,13 +44,6 @@ const takeoverTimer = "takeover"
 func (c *Core) clustered() bool {
 	_, isLocal := c.st.(*local.Store)
 	return !isLocal
-}
-
-func (c *Core) takeoverEvery() time.Duration {
-	if d := c.opts.TakeoverEvery; d > 0 {
-		return d
-	}
-	return DefaultTakeoverEvery
 }
 
 // putAgent adds a to the agents (recovery and takeover place agents while
@@ -86,7 +76,7 @@ func (c *Core) dropLease(id string) { c.claims.Drop(id) }
 // it held stands by, trying again every TakeoverEvery, until the holder's
 // lease lapses or the core is closed.
 func (c *Core) claimUser() (store.Lease, error) {
-	return c.claims.StandBy(store.UserID, c.clustered(), claimTimeout, c.takeoverEvery(), c.opts.Clock)
+	return c.claims.StandBy(store.UserID, c.clustered(), claimTimeout, c.opts.TakeoverEvery, c.opts.Clock)
 }
 
 // claimable returns the ids to load: all of them on the local store. On a

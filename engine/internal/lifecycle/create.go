@@ -65,6 +65,9 @@ func (l Lifecycle) Create(ctx context.Context, spec Spec) (string, error) {
 func (l Lifecycle) check(spec *Spec) (provider.Provider, error) {
 	h := l.Host
 	if spec.Provider == "" {
+		if l.DefaultProvider == "" {
+			return nil, domainerr.New(domainerr.Invalid, "no provider named and no default provider configured: name one")
+		}
 		spec.Provider = l.DefaultProvider
 		if spec.Model == "" {
 			spec.Model = l.DefaultModel

@@ -95,6 +95,8 @@ func TestCreateRefusals(t *testing.T) {
 		steps int // steps taken
 	}{
 		{"unknown provider", func(f *fake) { f.badProvider = true }, Spec{Name: "r"}, domainerr.Invalid, `unknown provider "dp"`, 1},
+		{"no default provider", func(f *fake) { f.noDefault = true }, Spec{Name: "r"}, domainerr.Invalid,
+			"no provider named and no default provider configured: name one", 0},
 		{"bad name", nil, Spec{Name: "a/b"}, domainerr.Invalid, "", 3},
 		{"long instructions", nil, Spec{Name: "r", Instructions: "too long"}, domainerr.Invalid, "instructions are too long", 4},
 		{"no parent", nil, Spec{Name: "r", ParentID: "nobody"}, domainerr.NotFound, "parent agent nobody not found", 4},

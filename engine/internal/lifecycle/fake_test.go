@@ -53,6 +53,7 @@ type fake struct {
 	recs        []eventlog.Record         // AppendBatch of the new log
 	snapshot    *session.Session
 	badProvider bool
+	noDefault   bool // life() has no DefaultProvider
 }
 
 func newFake() *fake {
@@ -75,6 +76,10 @@ func (f *fake) took() []string {
 }
 
 func (f *fake) life() Lifecycle {
+	dp := "dp"
+	if f.noDefault {
+		dp = ""
+	}
 	return Lifecycle{Host: f, Tree: fakeTree{f}, Log: hclog.New(&hclog.LoggerOptions{Output: &f.logBuf}),
 		Now: func() time.Time {
 			f.mu.Lock()
@@ -82,7 +87,7 @@ func (f *fake) life() Lifecycle {
 			f.reads++
 			return t0
 		},
-		Ctx: context.Background(), DefaultProvider: "dp", DefaultModel: "dm"}
+		Ctx: context.Background(), DefaultProvider: dp, DefaultModel: "dm"}
 }
 
 // add puts a live agent id named name under parent ("" = a root).

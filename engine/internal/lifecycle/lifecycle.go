@@ -67,7 +67,7 @@ type Lifecycle struct {
 	// Ctx bounds the creation of spawned children (the engine's life).
 	Ctx context.Context
 	// DefaultProvider and DefaultModel fill a spec that names no
-	// provider.
+	// provider; without a DefaultProvider such a spec is refused.
 	DefaultProvider, DefaultModel string
 	// NoWake: spawned children get no bootstrap turn.
 	NoWake bool
