@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
 )
 
@@ -71,13 +70,6 @@ func (c *Core) known(id string) bool {
 // dropLease gives up the claim on id, if held (another daemon may claim
 // it at once).
 func (c *Core) dropLease(id string) { c.claims.Drop(id) }
-
-// claimUser claims the USER inbox. On a cluster store a daemon that finds
-// it held stands by, trying again every TakeoverEvery, until the holder's
-// lease lapses or the core is closed.
-func (c *Core) claimUser() (store.Lease, error) {
-	return c.claims.StandBy(store.UserID, c.clustered(), claimTimeout, c.opts.TakeoverEvery, c.opts.Clock)
-}
 
 // claimable returns the ids to load: all of them on the local store. On a
 // cluster store, those claims.Set.Claimable claims (take) and those it
