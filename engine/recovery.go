@@ -25,7 +25,7 @@ func (c *Core) Recover() (RecoveryReport, error) { return c.recoveryRun().Recove
 
 // recoveryRun is a recovery of this core.
 func (c *Core) recoveryRun() *recoverrun.Run[*agent] {
-	return &recoverrun.Run[*agent]{Host: recoveryHost{c}, FS: c.fs, Home: c.opts.Home, Dir: c.agentDir, Now: c.now,
+	return &recoverrun.Run[*agent]{Host: recoveryHost{c}, FS: c.fs, Home: c.opts.Home, Dir: c.agentDir, Now: c.now, BootID: c.bootID,
 		Clustered: c.clustered(), Checkpoints: c.opts.CheckpointEvery > 0, Every: c.opts.TakeoverEvery, Logger: c.log}
 }
 

@@ -135,10 +135,6 @@ func (h recoveryHost) Snapshot(l *loaded) {
 	l.Agent.Snap.Set(agentload.Snapshot(c.store, c.fs, c.snapshotPath(l.ID), l.ID, l.State, c.now, c.log))
 }
 
-func (h recoveryHost) NeedsRestartMark(l *loaded) bool {
-	return l.Agent.NeedsRestartMark(h.c.bootID)
-}
-
 func (h recoveryHost) Redeliver(l *loaded) {
 	h.c.redeliverRefs(l.ID, l.Agent.Sent(), true)
 }
@@ -188,5 +184,3 @@ func (h recoveryHost) BootstrapUnstarted(l *loaded) {
 		h.c.bootstrap(l.Agent)
 	}
 }
-
-func (h recoveryHost) MarkCorrupt(l *loaded, err error) { l.Agent.MarkCorrupt(err) }
