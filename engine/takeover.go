@@ -15,8 +15,9 @@ import (
 // core's clock:
 //
 //   - a daemon that cannot claim the USER inbox at start stands by in
-//     Recover (claimUser), claiming it as soon as its lease lapses, then
-//     recovers everything it can claim, as at any start;
+//     Recover (openUserInbox, over package claims' Open), claiming it as
+//     soon as its lease lapses, then recovers everything it can claim, as
+//     at any start;
 //   - a running daemon scans the store's agents (Takeover): those it does
 //     not run and no live lease holds are claimed and recovered into the
 //     running core exactly as Recover does (fold, interrupted runs marked,
