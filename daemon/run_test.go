@@ -220,3 +220,22 @@ func (l *logSignal) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestStatusCountsOpenLogs: daemon.status's open_logs counts the logs of
+// the daemon's own store holding handles (it counted a cap the Core kept
+// for a store it did not use, and read 0 whatever was open).
+func TestStatusCountsOpenLogs(t *testing.T) {
+	home := shortHome(t)
+	cl, _ := runDaemon(t, home, map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{})}, hclog.NewNullLogger())
+	ctx := context.Background()
+	if _, err := cl.Call(ctx, "agent.create", map[string]any{"name": "lead", "provider": "inproc", "model": "echo"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := cl.Call(ctx, "daemon.status", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := protocol.Params(st).Int("open_logs"); n < 1 {
+		t.Fatalf("open_logs = %v with an agent just created; want its log counted", st["open_logs"])
+	}
+}

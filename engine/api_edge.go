@@ -40,8 +40,15 @@ func (c *Core) Status(id string) (string, bool) {
 // Walk lists the agents of the tree, parents before children.
 func (c *Core) Walk() []string { return c.tree.Walk() }
 
-// OpenLogs counts the log files holding open handles.
-func (c *Core) OpenLogs() int { return c.files.Open() }
+// OpenLogs counts the log files holding open handles: the store's count
+// (a store of files counts them, whether the Core built it or was given
+// it); 0 for a store without files.
+func (c *Core) OpenLogs() int {
+	if st, ok := c.st.(interface{ OpenLogs() int }); ok {
+		return st.OpenLogs()
+	}
+	return 0
+}
 
 // UserInboxDegraded says why the USER inbox's log refuses appends (nil when
 // it accepts them, or when there is none).

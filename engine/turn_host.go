@@ -7,6 +7,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
+	"github.com/warren-dev/warren/registry"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -25,7 +26,11 @@ func (t *turnAgent) SaveSession(f func(*session.Session)) { t.c.saveSession(t.ag
 func (t *turnAgent) Transition(from, to string)           { t.c.fireTransition(t.agent, from, to) }
 
 func (t *turnAgent) Begin(req TurnRequest, cancel context.CancelFunc) (tr turnrun.Turn, released error) {
-	tr, t.at, released = t.StartTurn(req, cancel, t.c.providers.DefaultModel, newID)
+	// The config is read before StartTurn takes the record's lock: it is
+	// the Core's (c.mu), and c.mu is never taken under a.mu.
+	cfg := t.c.config()
+	defaultModel := func(name string) string { return registry.DefaultModel(cfg, name) }
+	tr, t.at, released = t.StartTurn(req, cancel, defaultModel, newID)
 	return tr, released
 }
 

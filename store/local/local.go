@@ -119,6 +119,15 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 	return &Log{Log: lg, fsys: s.o.FS}, nil
 }
 
+// OpenLogs counts the logs of this store holding open file handles (0
+// without Options.Files, which then caps nothing).
+func (s *Store) OpenLogs() int {
+	if s.o.Files == nil {
+		return 0
+	}
+	return s.o.Files.Open()
+}
+
 // UserLog opens <home>/user.jsonl.
 func (s *Store) UserLog(ctx context.Context, o store.LogOptions) (store.Log, error) {
 	return s.OpenLog(ctx, store.UserID, o)

@@ -219,7 +219,7 @@ func wantSteps(t *testing.T, f *fakeAgent, want ...string) {
 func wantRefusal(t *testing.T, err error, k error, text string) {
 	t.Helper()
 	var d *domainerr.Error
-	if !errors.As(err, &d) || !errors.Is(err, k) || err.Error() != text {
+	if !errors.As(err, &d) || d.Kind != k || err.Error() != text {
 		t.Fatalf("error %v (%T); want a domain error %q reading %q", err, err, k, text)
 	}
 }
