@@ -16,7 +16,6 @@ import (
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/engine/internal/gone"
-	"github.com/warren-dev/warren/engine/internal/live"
 	"github.com/warren-dev/warren/engine/internal/reserve"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/engine/internal/subs"
@@ -41,16 +40,11 @@ type CoreOptions struct {
 	FS        faultfs.FS
 	Home      string
 	Providers map[string]provider.Provider
-	// DefaultProvider and DefaultModel apply to agent.create without them;
-	// with no DefaultProvider such a create is refused (the binary passes
-	// builtins.DefaultProvider).
+	// DefaultProvider and DefaultModel apply to agent.create without them.
 	DefaultProvider string
 	DefaultModel    string
-	// Config is config.json's settings (required: config.Default() or a
-	// file read with config.Load). The engine's other settings below have
-	// no defaults of their own: the daemon passes config's (config/engine.go).
-	Config config.Config
-	Logger hclog.Logger
+	Config          config.Config
+	Logger          hclog.Logger
 	// Clock tells the time (log stamps, deadlines) and runs the timers:
 	// wait deadlines, reminders, the periodic sweep and, unless Sleep is
 	// set, the retry backoff. Nil means schedule.Real(); tests pass a
@@ -76,6 +70,8 @@ type CoreOptions struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a random fraction in [0,1) for retry jitter.
 	Jitter func() float64
+	// SlotWait bounds how long a turn waits for a pool slot (code 6 after).
+	SlotWait time.Duration
 	// NoWake disables automatic wake turns (the crash fuzzer drives turns
 	// itself).
 	NoWake bool
@@ -87,23 +83,22 @@ type CoreOptions struct {
 	MaxInbox int
 	// SessionSaveDelay is how long session.json's background writer waits
 	// after a change before writing, coalescing the changes made meanwhile
-	// (a busy agent's snapshot is written about once per delay); 0 or
-	// negative means no wait (config.DefaultSessionSaveDelay is the daemon's).
+	// (a busy agent's snapshot is written about once per delay); 0 means
+	// DefaultSessionSaveDelay, negative means no wait.
 	SessionSaveDelay time.Duration
 	// Getenv reads provider key variables (default os.Getenv).
 	Getenv func(string) string
 	// CheckpointEvery is how many entries an agent's log grows by before
-	// its checkpoint is rewritten (doc.go, "Checkpoints"); 0 or negative
-	// disables checkpoints (recovery then folds every log from its start;
-	// config.DefaultCheckpointEvery is the daemon's).
+	// its checkpoint is rewritten (doc.go, "Checkpoints"); 0 means
+	// DefaultCheckpointEvery, negative disables checkpoints (recovery then
+	// folds every log from its start).
 	CheckpointEvery int
 	// PendingIdle is passed to every event log (eventlog.Options); the
 	// crash tests set it negative so that no idle timer adds operations.
 	PendingIdle time.Duration
 	// MaxOpenLogs caps the event logs holding open file handles (each at
 	// most two descriptors): the least recently used idle log is closed and
-	// reopened on demand (eventlog.Files). Required (at least 1) unless
-	// Store is given (config.DefaultMaxOpenLogs is the daemon's).
+	// reopened on demand (eventlog.Files). 0 means DefaultMaxOpenLogs.
 	MaxOpenLogs int
 	// LogHealBackoff is eventlog.Options.HealBackoff for every log: how
 	// long a log whose write failed waits before reopening itself. 0 means
@@ -115,10 +110,15 @@ type CoreOptions struct {
 	Store store.Store
 	// TakeoverEvery is how often a daemon on a cluster store looks for
 	// agents whose owner's lease lapsed (and, standing by, for the USER
-	// inbox; takeover.go). Required on a cluster store
-	// (config.DefaultTakeoverEvery is the daemon's); unused on the local one.
+	// inbox); 0 means DefaultTakeoverEvery (takeover.go).
 	TakeoverEvery time.Duration
 }
+
+// DefaultSessionSaveDelay is the default CoreOptions.SessionSaveDelay. A
+// snapshot write (temp file, fsync, rename, directory fsync) costs about
+// four log fsyncs of disk time and a new inode; the log carries every change
+// durably, so the snapshot trails it by up to this much (docs/DECISIONS.md).
+const DefaultSessionSaveDelay = time.Second
 
 // Core owns the agents and runs their turns and tools.
 type Core struct {
@@ -129,8 +129,9 @@ type Core struct {
 	bootID string
 
 	agentsDir string
+	files     *eventlog.Files // caps the logs holding open handles
 
-	mu     sync.Mutex // guards agents, cfg, subIndex, gone, quarantine, recovering, closed
+	mu     sync.Mutex // guards agents, cfg, subsByTarget, closed
 	agents map[string]*agent
 	tree   *tree.Tree
 	// tools is the Core as the tools' environment (toolenv.go), made once:
@@ -157,10 +158,8 @@ type Core struct {
 	user *userinbox.Inbox
 	// providers resolves provider entry names (package registry).
 	providers *registry.Registry
-	// sessions are the live provider sessions in their multiplexer slots
-	// (package live).
-	sessions *live.Sessions
-	store    store.Snapshots
+	mux       *multiplexer.Mux[*live]
+	store     store.Snapshots
 	// st holds the logs (CoreOptions.Store); local-only files (checkpoints,
 	// quarantine, repair, procs, stderr) stay under Home (store.go).
 	st     store.Store
@@ -196,10 +195,10 @@ type Core struct {
 // NewCore builds a Core. Call Recover before using it.
 func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.FS == nil {
-		return nil, errors.New("engine: CoreOptions.FS is required")
+		return nil, errors.New("daemon: CoreOptions.FS is required")
 	}
 	if opts.Home == "" {
-		return nil, errors.New("engine: CoreOptions.Home is required")
+		return nil, errors.New("daemon: CoreOptions.Home is required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -210,6 +209,9 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.BootID == "" {
 		opts.BootID = newID()
 	}
+	if opts.SessionSaveDelay == 0 {
+		opts.SessionSaveDelay = DefaultSessionSaveDelay
+	}
 	if opts.Sleep == nil {
 		clock := opts.Clock
 		opts.Sleep = func(ctx context.Context, d time.Duration) error { return schedule.Sleep(ctx, clock, d) }
@@ -217,14 +219,20 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.Jitter == nil {
 		opts.Jitter = randomFraction
 	}
+	if opts.SlotWait == 0 {
+		opts.SlotWait = 10 * time.Minute
+	}
+	if opts.CheckpointEvery == 0 {
+		opts.CheckpointEvery = DefaultCheckpointEvery
+	}
 	if opts.Config.Pools == nil {
-		return nil, errors.New("engine: CoreOptions.Config is required: config.Default() or a file read by config.Load")
+		opts.Config = config.Default()
 	}
-	if opts.Store == nil && opts.MaxOpenLogs < 1 {
-		return nil, errors.New("engine: CoreOptions.MaxOpenLogs must be at least 1 on the home's store (config.DefaultMaxOpenLogs)")
+	if opts.MaxOpenLogs == 0 {
+		opts.MaxOpenLogs = DefaultMaxOpenLogs
 	}
-	if _, isLocal := opts.Store.(*local.Store); opts.Store != nil && !isLocal && opts.TakeoverEvery <= 0 {
-		return nil, errors.New("engine: CoreOptions.TakeoverEvery must be positive on a cluster store (config.DefaultTakeoverEvery)")
+	if opts.DefaultProvider == "" {
+		opts.DefaultProvider = "inproc"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Core{
@@ -236,6 +244,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		sched:     schedule.New(opts.Clock),
 		bootID:    opts.BootID,
 		agentsDir: filepath.Join(opts.Home, "agents"),
+		files:     eventlog.NewFiles(opts.MaxOpenLogs),
 		agents:    map[string]*agent{},
 		tree:      tree.New(),
 		cfg:       opts.Config,
@@ -248,15 +257,14 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	c.st = opts.Store
 	if c.st == nil {
 		c.st = local.New(local.Options{FS: opts.FS, Home: opts.Home, Logger: c.log.Named("eventlog"),
-			Now: c.now, Files: eventlog.NewFiles(opts.MaxOpenLogs), PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
+			Now: c.now, Files: c.files, PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
 	}
 	c.store = c.st.Snapshots()
 	c.snaps = &snapsave.Writer{Save: c.store.Save, Delay: c.saveDelay, Now: c.now, Logger: c.log}
 	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
-	c.sessions = live.New(muxConfig(opts.Config), live.Options{Lookup: c.agent, Provider: c.provider, Spec: c.providerSpec,
-		Read: c.st.Read, Snaps: c.snaps, Now: c.now, Logger: opts.Logger})
+	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))
 	c.tools = toolEnv{c.tree, c}
 	c.providers = registry.New(registry.Options{Static: opts.Providers, Config: c.config, Getenv: opts.Getenv,
 		WarrenBinary: opts.WarrenBinary, Logger: c.log})
@@ -275,7 +283,7 @@ func (c *Core) ApplyConfig(cfg config.Config) {
 	c.mu.Lock()
 	c.cfg = cfg
 	c.mu.Unlock()
-	c.sessions.SetConfig(muxConfig(cfg))
+	c.mux.SetConfig(muxConfig(cfg))
 }
 
 func (c *Core) config() config.Config {
@@ -298,7 +306,7 @@ func (c *Core) Close(ctx context.Context) error {
 	c.cancel()
 	var errs []error
 	c.snaps.Wait()
-	if err := c.sessions.EvictAll(ctx); err != nil {
+	if err := c.mux.EvictAll(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("saving provider state: %w", err))
 	}
 	if c.opts.CheckpointEvery > 0 {
@@ -306,8 +314,8 @@ func (c *Core) Close(ctx context.Context) error {
 		c.checkpointAgents(agents, 1, false)
 	}
 	for _, a := range agents {
-		if a.Log != nil {
-			if err := a.Log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
+		if a.log != nil {
+			if err := a.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
 				errs = append(errs, err)
 			}
 		}
@@ -331,8 +339,8 @@ func (c *Core) Abandon() {
 	c.snaps.Wait()
 	// No log may heal (reopen, cut, remove) after the filesystem reboots.
 	for _, a := range agents {
-		if a.Log != nil {
-			a.Log.Abandon()
+		if a.log != nil {
+			a.log.Abandon()
 		}
 	}
 	if c.user != nil {
@@ -358,7 +366,7 @@ func (c *Core) stopAgents() (agents []*agent, first bool) {
 	}
 	c.mu.Unlock()
 	for _, a := range agents {
-		a.CancelTurn()
+		a.cancelTurn()
 	}
 	return agents, first
 }
@@ -388,7 +396,9 @@ func (c *Core) displayName(id string) string {
 		return n.Name
 	}
 	if a, ok := c.agent(id); ok {
-		return a.Name()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.p.Name
 	}
 	if p := c.gonePath(id); p != "" {
 		return p

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -23,7 +22,7 @@ func (h *harness) pendingOf(id string) []inbox.Message {
 	if !ok {
 		h.t.Fatalf("no agent %s", id)
 	}
-	return pendingOf(a)
+	return a.p.Pending.Peek()
 }
 
 // TestInboxBytesLimitRefusesAndLosesNothing: sends past an inbox's byte
@@ -140,7 +139,9 @@ func TestLargePayloadsNotResident(t *testing.T) {
 	})
 	h.c.opts.NoWake = false
 	a, _ := h.c.agent(kid)
-	a.View(func(p *projection, _ agentrec.Live) { p.Model = "rec" }) // under the agent's lock
+	a.mu.Lock()
+	a.p.Model = "rec"
+	a.mu.Unlock()
 	h.c.wake(a)
 	h.quiet()
 	if !strings.Contains(prompt, big) || !strings.Contains(prompt, "small") {

@@ -8,6 +8,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/engine/internal/reminders"
+	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 )
 
@@ -70,7 +71,7 @@ func (h recoveryHost) Scan() error {
 
 func (h recoveryHost) ListCorrupt(l *loaded, cause error) {
 	a := newAgent(l.ID, nil, l.State)
-	a.MarkCorrupt(cause)
+	a.corrupt = cause
 	l.Agent = a
 	h.c.putAgent(l.ID, a)
 }
@@ -108,8 +109,10 @@ func (h recoveryHost) Parents(cands []placement.Candidate) map[string]placement.
 	}
 	c.mu.Unlock()
 	for id, a := range listed { // c.mu and a.mu are never held together
+		a.mu.Lock()
 		p := parents[id]
-		p.Unopened = errors.Is(a.Corrupt(), agentload.ErrUnopened)
+		p.Unopened = errors.Is(a.corrupt, agentload.ErrUnopened)
+		a.mu.Unlock()
 		parents[id] = p
 	}
 	return parents
@@ -118,25 +121,35 @@ func (h recoveryHost) Parents(cands []placement.Candidate) map[string]placement.
 func (h recoveryHost) ParentCause(id string) error {
 	cause := agentload.ErrUnopened // if the parent went meanwhile
 	if pa, ok := h.c.agent(id); ok && pa != nil {
-		cause = pa.Corrupt()
+		cause = pa.corrupt
 	}
 	return cause
 }
 
 func (h recoveryHost) List(l *loaded, cause error) {
 	if cause != nil {
-		l.Agent.MarkCorrupt(cause) // not listed yet: nobody else sees it
+		l.Agent.corrupt = cause // not listed yet: nobody else sees it
 	}
 	h.c.putAgent(l.ID, l.Agent)
 }
 
 func (h recoveryHost) Snapshot(l *loaded) {
 	c := h.c
-	l.Agent.Snap.Set(agentload.Snapshot(c.store, c.fs, c.snapshotPath(l.ID), l.ID, l.State, c.now, c.log))
+	l.Agent.snap.Set(agentload.Snapshot(c.store, c.fs, c.snapshotPath(l.ID), l.ID, l.State, c.now, c.log))
+}
+
+func (h recoveryHost) NeedsRestartMark(l *loaded) bool {
+	a := l.Agent
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return session.NeedsRestartMark(a.snap.Get(), a.facts(), h.c.bootID)
 }
 
 func (h recoveryHost) Redeliver(l *loaded) {
-	h.c.redeliverRefs(l.ID, l.Agent.Sent(), true)
+	l.Agent.mu.Lock()
+	sent := append([]sentRef(nil), l.State.Sent...)
+	l.Agent.mu.Unlock()
+	h.c.redeliverRefs(l.ID, sent, true)
 }
 
 func (h recoveryHost) SettleWaits() {
@@ -145,8 +158,14 @@ func (h recoveryHost) SettleWaits() {
 }
 
 func (h recoveryHost) Arm(l *loaded) int {
-	l.Agent.CountIn(&h.c.pending) // counts toward the total limits
-	ids, n := l.Agent.Reminders()
+	l.State.Pending.Attach(&h.c.pending) // counts toward the total limits
+	l.Agent.mu.Lock()
+	n := l.State.Pending.Len()
+	ids := make([]string, 0, len(l.State.Reminders))
+	for id := range l.State.Reminders {
+		ids = append(ids, id)
+	}
+	l.Agent.mu.Unlock()
 	for _, id := range ids {
 		reminders.Arm[*agent](h.c.mail(), l.Agent, id)
 	}
@@ -157,9 +176,12 @@ func (h recoveryHost) Arm(l *loaded) int {
 // derived, so this is idempotent); spawns of an open run are redone when
 // it is resumed.
 func (h recoveryHost) FinishCutSpawns(l *loaded, existing placement.Existing) {
-	for _, sp := range l.Agent.CutSpawns(existing) {
+	l.Agent.mu.Lock()
+	todo := existing.CutSpawns(l.State.Spawns, l.State.Run)
+	l.Agent.mu.Unlock()
+	for _, sp := range todo {
 		h.c.log.Warn("finishing a spawn a crash cut off", "parent", l.ID, "child", sp.ChildID)
-		h.c.life().Respawn(lifeAgent{l.Agent, h.c}, sp)
+		h.c.life().Respawn(lifeAgent{h.c, l.Agent}, sp)
 	}
 }
 
@@ -169,18 +191,44 @@ func (h recoveryHost) FinishCutSpawns(l *loaded, existing placement.Existing) {
 // message that reached its sender's log but not its recipient's); it goes
 // into the next checkpoint.
 func (h recoveryHost) Prune(l *loaded, existing placement.Existing) {
-	l.Agent.Prune(existing, func(sr sentRef) bool {
+	a := l.Agent
+	a.mu.Lock()
+	sent, spawns := a.p.Sent, a.p.Spawns
+	a.mu.Unlock()
+	var keepSent []sentRef
+	for _, sr := range sent {
 		r, ok := h.c.agent(sr.To)
 		if !ok {
-			return false // the user, or an agent that is gone: never redelivered
+			continue // the user, or an agent that is gone: never redelivered
 		}
-		has, _, corrupt := r.Inbox(sr.ID)
-		return corrupt || !has
-	})
+		r.mu.Lock()
+		keep := r.corrupt != nil || !r.p.Enqueued.Has(sr.ID)
+		r.mu.Unlock()
+		if keep {
+			keepSent = append(keepSent, sr)
+		}
+	}
+	keepSpawns := existing.KeepSpawns(spawns)
+	a.mu.Lock()
+	// Entries applied meanwhile (respawns, bootstrap turns) stay.
+	a.p.Sent = placement.Prune(a.p.Sent, len(sent), keepSent)
+	a.p.Spawns = placement.Prune(a.p.Spawns, len(spawns), keepSpawns)
+	a.mu.Unlock()
 }
 
 func (h recoveryHost) BootstrapUnstarted(l *loaded) {
-	if l.Agent.NeedsBootstrap() && !h.c.opts.NoWake {
+	l.Agent.mu.Lock()
+	needs := placement.NeedsBootstrap(l.State.ParentID, l.State.TurnNo, l.State.Run)
+	l.Agent.mu.Unlock()
+	if needs && !h.c.opts.NoWake {
 		h.c.bootstrap(l.Agent)
 	}
+}
+
+func (h recoveryHost) MarkCorrupt(l *loaded, err error) {
+	l.Agent.mu.Lock()
+	if l.Agent.corrupt == nil {
+		l.Agent.corrupt = err
+	}
+	l.Agent.mu.Unlock()
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/schema"
 )
 
@@ -17,7 +16,7 @@ func TestReleaseBetweenClaimAndTurnStopsTheTurn(t *testing.T) {
 	h := newHarness(t)
 	id := h.create("solo", "", "echo")
 	a, _ := h.c.agent(id)
-	if err := a.Claim(); err != nil {
+	if err := h.c.claim(a); err != nil {
 		t.Fatal(err)
 	}
 	h.c.releaseAgent(id, errors.New("the lease was lost (test)"))
@@ -28,8 +27,10 @@ func TestReleaseBetweenClaimAndTurnStopsTheTurn(t *testing.T) {
 	if n := h.count(id, schema.TurnStart); n != 0 {
 		t.Fatalf("%d turn.start logged for a released agent; want 0", n)
 	}
-	l := look(a, func(_ *projection, l agentrec.Live) agentrec.Live { return l })
-	if l.Busy || l.Running {
-		t.Fatalf("agent left busy=%v cur=%v after the refused turn", l.Busy, l.Running)
+	a.mu.Lock()
+	busy, cur := a.busy, a.cur
+	a.mu.Unlock()
+	if busy || cur != nil {
+		t.Fatalf("agent left busy=%v cur=%v after the refused turn", busy, cur != nil)
 	}
 }

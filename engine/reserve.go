@@ -21,8 +21,9 @@ func (c *Core) landed(recipient, id string) bool {
 	if !ok {
 		return true // gone: its reservation no longer holds room anywhere
 	}
-	has, _, _ := a.Inbox(id)
-	return has
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Enqueued.Has(id)
 }
 
 // reserveRoom checks that m fits in its recipient's inbox and in the

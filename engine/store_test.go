@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -109,7 +108,9 @@ func fenceHarness(t *testing.T) (*harness, **fenceStore) {
 
 func releasedErr(h *harness, id string) error {
 	a, _ := h.c.agent(id)
-	return look(a, func(_ *projection, l agentrec.Live) error { return l.Released })
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.released
 }
 
 // TestFencedAppendReleasesAgent: an append refused with store.ErrFenced
@@ -136,7 +137,9 @@ func TestFencedAppendReleasesAgent(t *testing.T) {
 		t.Fatalf("a released agent started a turn: err=%v", err)
 	}
 	a, _ := h.c.agent(id)
-	deg := a.Degraded()
+	a.mu.Lock()
+	deg := a.degradedLocked()
+	a.mu.Unlock()
 	if !strings.Contains(deg, "released") {
 		t.Fatalf("agent.inspect's degraded does not say the agent is released: %q", deg)
 	}

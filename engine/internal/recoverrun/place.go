@@ -92,7 +92,7 @@ func (r *Run[A]) restore(l *Agent[A], rep *Report) {
 		}
 		return
 	}
-	if !l.Agent.NeedsRestartMark(r.BootID) {
+	if !h.NeedsRestartMark(l) {
 		return
 	}
 	if _, err := l.Log.Append(schema.RunInterrupted, schema.RunInterruptedData{RunID: run.RunID, Reason: schema.ReasonProcessRestart}); err != nil {

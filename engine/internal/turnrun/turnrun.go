@@ -46,7 +46,6 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/views"
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
@@ -110,6 +109,19 @@ const (
 	Suspended Outcome = "suspended"
 )
 
+// Kind is the condition of an error the package makes; the engine maps
+// it to its domain error (Runner.Refuse).
+type Kind int
+
+// The kinds.
+const (
+	// WrongState: the turn was cancelled.
+	WrongState Kind = iota + 1
+	// Unavailable: this daemon may no longer run the agent, or its log
+	// refuses appends until it heals.
+	Unavailable
+)
+
 // Settings are the agent's own provider and model and its last turn's
 // number.
 type Settings struct {
@@ -160,8 +172,8 @@ type Agent interface {
 // Record is what every step writes to.
 type Record interface {
 	ID() string
-	// Append logs one entry (durable when it returns nil), as store.Log's.
-	Append(event string, data any) (eventlog.Entry, error)
+	// Append logs one entry (durable when it returns nil).
+	Append(event string, data any) error
 	// SaveSession updates session.json through f (written in the
 	// background).
 	SaveSession(f func(*session.Session))
@@ -259,4 +271,7 @@ type Runner struct {
 	BootID string
 	Now    func() time.Time
 	Log    hclog.Logger
+	// Refuse makes the engine's error of kind k reading
+	// fmt.Errorf(format, args...).
+	Refuse func(k Kind, format string, args ...any) error
 }
