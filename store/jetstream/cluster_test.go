@@ -100,14 +100,8 @@ func TestCluster(t *testing.T) {
 func leaderKill(t *testing.T, s *Store, srvs []*server.Server) {
 	ctx := context.Background()
 	id := storetest.NewID(t)
-	lease, err := s.Own(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lease, lg := ownedLog(t, s, id)
+	var err error
 	before, after := 100, 100
 	if os.Getenv("WARREN_LONG") == "1" {
 		before, after = 2000, 2000

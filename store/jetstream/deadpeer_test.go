@@ -17,7 +17,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/storetest"
 )
@@ -147,14 +146,7 @@ func TestReadsDoNotWaitOnAKilledServer(t *testing.T) {
 	var ids []string
 	for range logs {
 		id := storetest.NewID(t)
-		lease, err := s.Own(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, lg := ownedLog(t, s, id)
 		for i := range entries {
 			if _, err := lg.Append("k", payload(i)); err != nil {
 				t.Fatal(err)

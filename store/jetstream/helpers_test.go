@@ -51,6 +51,21 @@ func newStore(t testing.TB, nc *nats.Conn, node string, srvs ...*server.Server) 
 	return s
 }
 
+// ownedLog claims id on s and opens its log under that lease.
+func ownedLog(t testing.TB, s *Store, id string) (store.Lease, store.Log) {
+	t.Helper()
+	ctx := context.Background()
+	lease, err := s.Own(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease, lg
+}
+
 // takeover makes node2 claim id as if the current lease had lapsed: the
 // owner key is deleted behind the holder's back, then claimed.
 func takeover(t *testing.T, s *Store, id string) store.Lease {

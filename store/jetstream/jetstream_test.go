@@ -49,14 +49,7 @@ func TestEpochScopedDuplicate(t *testing.T) {
 func epochScopedDuplicate(t *testing.T, s *Store) {
 	id := storetest.NewID(t)
 	ctx := context.Background()
-	lease, err := s.Own(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, lg := ownedLog(t, s, id)
 	old := lg.(*Log)
 	e1, err := old.Append("a", nil)
 	if err != nil {
@@ -134,11 +127,7 @@ func TestCorruptLineDetected(t *testing.T) {
 	s := h.New(t).(*Store)
 	id := storetest.NewID(t)
 	ctx := context.Background()
-	lease, _ := s.Own(ctx, id)
-	lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lease, lg := ownedLog(t, s, id)
 	e, err := lg.Append("a", map[string]int{"n": 1})
 	if err != nil {
 		t.Fatal(err)
@@ -166,12 +155,7 @@ func TestCorruptLineDetected(t *testing.T) {
 func TestBatchFailingMidwayWritesNothing(t *testing.T) {
 	s := harness().New(t).(*Store)
 	id := storetest.NewID(t)
-	ctx := context.Background()
-	lease, _ := s.Own(ctx, id)
-	lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, lg := ownedLog(t, s, id)
 	l := lg.(*Log)
 	e1, err := l.Append("one", nil)
 	if err != nil {
@@ -198,17 +182,13 @@ func TestReopenSameClaimNoSecondClaim(t *testing.T) {
 	s := harness().New(t).(*Store)
 	id := storetest.NewID(t)
 	ctx := context.Background()
-	lease, _ := s.Own(ctx, id)
-	lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, lg := ownedLog(t, s, id)
 	if _, err := lg.Append("a", nil); err != nil {
 		t.Fatal(err)
 	}
 	_ = lg.Close()
 	lease2 := takeover(t, s, id)
-	lg, err = s.OpenLog(ctx, id, store.LogOptions{Lease: lease2})
+	lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease2})
 	if err != nil {
 		t.Fatal(err)
 	}
