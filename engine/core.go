@@ -129,7 +129,6 @@ type Core struct {
 	bootID string
 
 	agentsDir string
-	files     *eventlog.Files // caps the logs holding open handles
 
 	mu     sync.Mutex // guards agents, cfg, subsByTarget, closed
 	agents map[string]*agent
@@ -244,7 +243,6 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		sched:     schedule.New(opts.Clock),
 		bootID:    opts.BootID,
 		agentsDir: filepath.Join(opts.Home, "agents"),
-		files:     eventlog.NewFiles(opts.MaxOpenLogs),
 		agents:    map[string]*agent{},
 		tree:      tree.New(),
 		cfg:       opts.Config,
@@ -257,7 +255,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	c.st = opts.Store
 	if c.st == nil {
 		c.st = local.New(local.Options{FS: opts.FS, Home: opts.Home, Logger: c.log.Named("eventlog"),
-			Now: c.now, Files: c.files, PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
+			Now: c.now, Files: eventlog.NewFiles(opts.MaxOpenLogs), PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
 	}
 	c.store = c.st.Snapshots()
 	c.snaps = &snapsave.Writer{Save: c.store.Save, Delay: c.saveDelay, Now: c.now, Logger: c.log}

@@ -292,7 +292,7 @@ func TestManyAgentsSmallHandleCap(t *testing.T) {
 			t.Fatalf("agent %d: %+v", i, res)
 		}
 	}
-	if n := h.c.files.Open(); n > capLogs {
+	if n := h.c.OpenLogs(); n > capLogs {
 		t.Fatalf("%d logs hold handles, cap %d", n, capLogs)
 	}
 	// Two per log; a reader of a log (history for a session restore) opens
