@@ -385,7 +385,7 @@ func TestMCPBridgeLeavesNoProcess(t *testing.T) {
 func bridgeProcs(t *testing.T) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		t.Skip("no /proc")
+		t.Skipf("no /proc to count the bridge processes in: %v", err)
 	}
 	n := 0
 	for _, e := range entries {

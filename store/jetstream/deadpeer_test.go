@@ -113,7 +113,7 @@ func (w *warnCounter) take() []string {
 // not a duration.
 func TestReadsDoNotWaitOnAKilledServer(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a three-server cluster with a server process")
+		t.Skip("-short: this test starts a three-server cluster with a server process (CI runs it without -short)")
 	}
 	ports, err := natsembed.FreeLoopbackPorts(4) // three route ports, the process's client port
 	if err != nil {
