@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/warren-dev/warren/engine"
+	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/store"
@@ -53,5 +53,5 @@ func CheckCluster(o ClusterOptions) error {
 // openLocalStore is the store of a daemon without a cluster: the home.
 func openLocalStore(fsys faultfs.FS, home string, logger hclog.Logger) store.Store {
 	return local.New(local.Options{FS: fsys, Home: home, Logger: logger.Named("eventlog"),
-		Files: eventlog.NewFiles(engine.DefaultMaxOpenLogs)})
+		Files: eventlog.NewFiles(config.DefaultMaxOpenLogs)})
 }

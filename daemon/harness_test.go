@@ -38,8 +38,11 @@ func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
 		FS: h.fs, Home: "/home", Providers: map[string]provider.Provider{"inproc": h.prov},
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
 		Logger: hclog.NewNullLogger(),
-		Sleep:  func(context.Context, time.Duration) error { return nil },
-		Jitter: func() float64 { return 0.5 },
+		// The daemon's settings (config/engine.go), as boot passes them.
+		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
+		MaxOpenLogs: config.DefaultMaxOpenLogs,
+		Sleep:       func(context.Context, time.Duration) error { return nil },
+		Jitter:      func() float64 { return 0.5 },
 	})
 	if err != nil {
 		t.Fatalf("NewCore: %v", err)

@@ -49,7 +49,9 @@ type Options struct {
 	// (required; the binary passes builtins.Providers). The HTTP and acp
 	// entries of config.json are served besides it.
 	Providers func(ProviderEnv) (map[string]provider.Provider, error)
-	// DefaultProvider serves an agent.create that names none.
+	// DefaultProvider serves an agent.create that names none (the binary
+	// passes builtins.DefaultProvider); without it such a create is
+	// refused.
 	DefaultProvider string
 	// Ready, when set, is called once the socket answers.
 	Ready func(socketPath string)
@@ -162,7 +164,9 @@ func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg c
 		return nil, nil, err
 	}
 	core, err = engine.NewCore(engine.CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
-		Logger: logger, SocketPath: SocketPath(home), PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID})
+		Logger: logger, SocketPath: SocketPath(home), PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID,
+		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
+		MaxOpenLogs: config.DefaultMaxOpenLogs, TakeoverEvery: config.DefaultTakeoverEvery})
 	if err != nil {
 		closeStore()
 		return nil, nil, err

@@ -38,6 +38,9 @@ func runDaemonOpts(t *testing.T, opts Options) (*protocol.Client, func() error) 
 	if opts.Providers == nil {
 		opts.Providers = fixedProviders(map[string]provider.Provider{})
 	}
+	if opts.DefaultProvider == "" {
+		opts.DefaultProvider = "inproc" // the binary's (builtins.DefaultProvider)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)

@@ -17,17 +17,11 @@ func (c *Core) CallToolInTurn(ctx context.Context, agentID, tool string, args ma
 	if args == nil {
 		args = map[string]any{}
 	}
-	a.mu.Lock()
-	var t *runTools
-	if a.cur != nil {
-		t = a.cur.tools
-	}
-	name := a.p.Name
-	a.mu.Unlock()
+	t, name := a.TurnTools()
 	if t == nil {
 		return nil, errNoTurn(name)
 	}
-	return t.external(ctx, tool, args, name)
+	return external(ctx, t, tool, args, name)
 }
 
 func errNoTurn(name string) error {
@@ -38,8 +32,8 @@ func errNoTurn(name string) error {
 // external runs a call that arrived over the socket as the attempt's next
 // call (package extcall). It ends when ctx (the request) or the attempt
 // ends.
-func (t *runTools) external(ctx context.Context, tool string, args map[string]any, name string) (map[string]any, error) {
-	res, status, err := t.door.Call(ctx, func(cctx context.Context) (map[string]any, error) {
+func external(ctx context.Context, t *runTools, tool string, args map[string]any, name string) (map[string]any, error) {
+	res, status, err := t.Door.Call(ctx, func(cctx context.Context) (map[string]any, error) {
 		return t.CallTool(cctx, tool, args)
 	})
 	switch {
@@ -53,14 +47,4 @@ func (t *runTools) external(ctx context.Context, tool string, args map[string]an
 		return nil, fmt.Errorf("tool %s for agent %s: %w", tool, name, err)
 	}
 	return res, nil
-}
-
-// setTurnTools publishes (or, with nil, withdraws) the ToolCaller of the
-// attempt in progress of run runID.
-func (a *agent) setTurnTools(runID string, t *runTools) {
-	a.mu.Lock()
-	if a.cur != nil && a.cur.runID == runID {
-		a.cur.tools = t
-	}
-	a.mu.Unlock()
 }

@@ -116,8 +116,8 @@ func TestFailedChildNotifiesParentAndPokeRetries(t *testing.T) {
 	})
 	h.quiet()
 	k, _ := h.c.agent(kid)
-	if k.p.Pending.Len() != 1 {
-		t.Fatalf("the failed child's inbox must be kept; pending = %d", k.p.Pending.Len())
+	if n := pendingLen(k); n != 1 {
+		t.Fatalf("the failed child's inbox must be kept; pending = %d", n)
 	}
 	var notice string
 	for _, e := range h.entries(root) {
@@ -134,8 +134,8 @@ func TestFailedChildNotifiesParentAndPokeRetries(t *testing.T) {
 	h.tool(root, "poke", map[string]any{"agent_name": "kid"})
 	h.until("the poked child processed its message", func() bool { return h.count(kid, "turn.complete") == 1 })
 	h.quiet()
-	if k.p.Pending.Len() != 0 {
-		t.Fatalf("pending after poke = %d", k.p.Pending.Len())
+	if n := pendingLen(k); n != 0 {
+		t.Fatalf("pending after poke = %d", n)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/warren-dev/warren/bus"
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/multiplexer"
@@ -31,11 +32,10 @@ func (c *Core) Resolve(ref string) (string, error) {
 		return "", failf(ErrInvalid, "%w", err)
 	}
 	for _, a := range c.agentList() {
-		a.mu.Lock()
-		match := a.corrupt != nil && a.p.Name == ref
-		a.mu.Unlock()
+		var match bool
+		a.View(func(p *projection, l agentrec.Live) { match = l.Corrupt != nil && p.Name == ref })
 		if match {
-			return a.id, nil
+			return a.ID(), nil
 		}
 	}
 	return "", notFound(ref)
@@ -62,17 +62,10 @@ func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model
 	if err := c.checkRunChoice(a, provName, model); err != nil {
 		return TurnResult{}, err
 	}
-	if err := c.claim(a); err != nil {
+	if err := a.Claim(); err != nil {
 		return TurnResult{}, err
 	}
-	a.mu.Lock()
-	var tokID, runID, waitKind, abandoned string
-	if a.hasLiveWait() {
-		tokID, runID, waitKind = a.p.Run.Wait.TokenID, a.p.Run.RunID, a.p.Run.Wait.Kind
-	} else if r := a.p.Run; r != nil && !r.Ended && r.Interrupted && r.Reason == schema.ReasonProcessRestart {
-		abandoned = r.RunID // interrupted_startup: the new run replaces it
-	}
-	a.mu.Unlock()
+	tokID, runID, waitKind, abandoned := a.Superseded()
 	if tokID != "" {
 		if err := c.revokeToken(a, tokID, runID, schema.RevokeNewMessage); err != nil {
 			c.release(a)
@@ -123,17 +116,17 @@ func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eve
 	if limit <= 0 {
 		limit = DefaultPageLimit
 	}
-	r, err := c.st.Read(context.Background(), a.id, fromSeq, a.cursors.Off(fromSeq))
+	r, err := c.st.Read(context.Background(), a.ID(), fromSeq, a.Cursors.Off(fromSeq))
 	if err != nil {
 		return nil, false, err
 	}
 	defer r.Close()
-	return logpage.Read(r, limit, pageBytes, &a.cursors)
+	return logpage.Read(r, limit, pageBytes, &a.Cursors)
 }
 
 // PoolStats reports the multiplexer pools by name.
 func (c *Core) PoolStats() map[string]multiplexer.PoolStats {
-	return c.mux.Stats()
+	return c.sessions.Stats()
 }
 
 // AgentCount is the number of agents the daemon serves.
@@ -150,7 +143,7 @@ func (c *Core) Evict(ctx context.Context, agentID string) error {
 	if _, ok := c.agent(agentID); !ok {
 		return notFound(agentID)
 	}
-	return c.mux.Evict(ctx, agentID)
+	return c.sessions.Evict(ctx, agentID)
 }
 
 // WaitChange returns a channel closed at the next change of live state that
@@ -164,10 +157,7 @@ func (c *Core) Subscribe(agentID string) (<-chan bus.Event, func()) { return c.b
 // notices, completion) and no wake is due.
 func (c *Core) Idle() bool {
 	for _, a := range c.agentList() {
-		a.mu.Lock()
-		busy := a.busy || a.settling || (!c.opts.NoWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held)
-		a.mu.Unlock()
-		if busy {
+		if a.Active(c.opts.NoWake) {
 			return false
 		}
 	}

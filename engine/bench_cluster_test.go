@@ -137,12 +137,12 @@ func BenchmarkStoreTurn(b *testing.B) {
 
 func benchStoreTurns(b *testing.B, st store.Store) {
 	dir := benchDir(b)
-	c, err := NewCore(CoreOptions{
+	c, err := NewCore(withDefaults(CoreOptions{
 		FS: faultfs.OS{}, Home: filepath.Join(dir, "home"), Store: st,
 		Providers:       map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: config.Default(), NoWake: true,
 		Logger: hclog.NewNullLogger(),
-	})
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -222,11 +222,11 @@ func BenchmarkRecoveryJetStream(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			home := filepath.Join(dir, fmt.Sprintf("home%d", i)) // checkpoints stay local: none
 			start := time.Now()
-			c, err := NewCore(CoreOptions{
+			c, err := NewCore(withDefaults(CoreOptions{
 				FS: faultfs.OS{}, Home: home, Store: st, DefaultProvider: "inproc", DefaultModel: "echo",
 				Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
 				Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: -1,
-			})
+			}))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -117,11 +117,11 @@ func killMidWork(t testing.TB, bin, home string, spec homeSpec, minTurns int) {
 // projection of the log up to that line.
 func lagCheckpoints(t testing.TB, home string, seed int64, maxLag int) {
 	t.Helper()
-	c, err := NewCore(CoreOptions{
+	c, err := NewCore(withDefaults(CoreOptions{
 		FS: faultfs.OS{}, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
 		Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
 		Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(),
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func (c *Core) lagCheckpoint(id string, lag int) error {
 	}
 	a := newAgent(id, lg, p)
 	c.writeCheckpoint(a, 0)
-	if a.ckptSeq.Load() != upTo {
+	if a.Ckpt.Seq.Load() != upTo {
 		return fmt.Errorf("agent %s: no checkpoint written at seq %d", id, upTo)
 	}
 	return nil

@@ -57,6 +57,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -150,7 +151,7 @@ func BenchmarkMemory(b *testing.B) {
 						state += fmt.Sprintf(": kill -9 mid-turn, %d checkpoints lagging %.1f (max %d)", n, mean, most)
 					case "lagged":
 						killMidWork(b, bin, home, h.Spec, 32)
-						lagCheckpoints(b, home, int64(i+1), DefaultCheckpointEvery-1)
+						lagCheckpoints(b, home, int64(i+1), config.DefaultCheckpointEvery-1)
 						n, mean, most := checkpointLagStats(b, home)
 						state += fmt.Sprintf(": kill -9 mid-turn, then every checkpoint moved back 0-255 entries: %d lagging %.0f (max %d)", n, mean, most)
 					}
@@ -218,7 +219,7 @@ func TestMemoryBenchSmoke(t *testing.T) {
 		}
 		// After a kill -9 mid-turn, with every checkpoint lagging its log.
 		killMidWork(t, bin, home, h.Spec, 4)
-		lagCheckpoints(t, home, 1, DefaultCheckpointEvery-1)
+		lagCheckpoints(t, home, 1, config.DefaultCheckpointEvery-1)
 		if n, mean, _ := checkpointLagStats(t, home); n != h.Spec.Agents || mean == 0 {
 			t.Fatalf("%s: %d checkpoints lagging %.1f entries on average; want %d lagging", h.Name, n, mean, h.Spec.Agents)
 		}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/bus"
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
@@ -132,7 +133,7 @@ func (f *fanOut) round() {
 	f.tb.Helper()
 	f.rounds++
 	t0 := time.Now()
-	res, err := f.c.Send(context.Background(), f.root.id, fmt.Sprintf("round %d", f.rounds), "", "", nil)
+	res, err := f.c.Send(context.Background(), f.root.ID(), fmt.Sprintf("round %d", f.rounds), "", "", nil)
 	if err != nil || res.Err != nil {
 		f.tb.Fatalf("the root's fan-out turn: %+v, %v", res, err)
 	}
@@ -155,9 +156,7 @@ func (f *fanOut) round() {
 	}
 	for {
 		changed := f.c.WaitChange()
-		f.root.mu.Lock()
-		busy := f.root.busy
-		f.root.mu.Unlock()
+		busy := look(f.root, func(_ *projection, l agentrec.Live) bool { return l.Busy })
 		if !busy {
 			return
 		}
@@ -237,7 +236,7 @@ func testFanOutRounds(t *testing.T, batched bool) {
 	if f.consumed != 10 {
 		t.Fatalf("the root consumed %d replies in 2 rounds of 5, want 10", f.consumed)
 	}
-	rootLog, err := f.c.Log(f.root.id, 0)
+	rootLog, err := f.c.Log(f.root.ID(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

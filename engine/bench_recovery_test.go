@@ -105,7 +105,7 @@ func BenchmarkRecovery(b *testing.B) {
 	// CheckpointEvery-1 entries behind its log (bench_killed_test.go), made
 	// again before each recovery.
 	b.Run(fmt.Sprintf("agents=%d/events=%d/lagged-checkpoints", spec.Agents, spec.EventsPerAgent), func(b *testing.B) {
-		benchRecover(b, home, spec, st, 0, DefaultCheckpointEvery-1)
+		benchRecover(b, home, spec, st, 0, config.DefaultCheckpointEvery-1)
 	})
 }
 
@@ -161,11 +161,11 @@ func benchHome(b testing.TB, home string, spec homeSpec) (string, homeStats) {
 // maxLag entries before each timed recovery (lagCheckpoints, untimed).
 func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats, every, maxLag int) {
 	newCore := func(fsys faultfs.FS) (*Core, error) {
-		return NewCore(CoreOptions{
+		return NewCore(withDefaults(CoreOptions{
 			FS: fsys, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
 			Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
 			Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: every,
-		})
+		}))
 	}
 	b.StopTimer()
 	for _, e := range mustReadDir(b, filepath.Join(home, "agents")) {
@@ -446,8 +446,8 @@ func TestGenHomeIsWhatRecoveryExpects(t *testing.T) {
 	}
 	// No checkpoints: recovery writes them for every log it folds, and
 	// this compares the agent files the generator wrote.
-	c, err := NewCore(CoreOptions{FS: fsys, Home: "/home", NoWake: true, CheckpointEvery: -1,
-		Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})}})
+	c, err := NewCore(withDefaults(CoreOptions{FS: fsys, Home: "/home", NoWake: true, CheckpointEvery: -1,
+		Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,6 @@ import (
 // Checkpoints (package checkpoint): the projection of a log up to a line,
 // so that recovery folds only the lines written since.
 
-// DefaultCheckpointEvery is the default CoreOptions.CheckpointEvery.
-const DefaultCheckpointEvery = 256
-
 // writeCheckpoint writes the agent's checkpoint when its log has grown by
 // at least min entries since the last one. It is an optimisation: a
 // checkpoint that is lost, stale or torn makes recovery fold the whole log,
@@ -26,34 +23,28 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 	if c.clustered() {
 		return
 	}
-	a.ckptMu.Lock()
-	defer a.ckptMu.Unlock()
-	a.mu.Lock()
-	p := a.p
-	if a.corrupt != nil || a.log == nil || p.Replaying() || !p.Created || p.Terminated || p.LastSeq == 0 ||
-		p.LastOff < 0 || p.LastSeq < a.ckptSeq.Load()+min {
-		a.mu.Unlock()
+	a.Ckpt.Mu.Lock()
+	defer a.Ckpt.Mu.Unlock()
+	seq, off, state, due, err := a.CheckpointState(min)
+	if !due {
 		return
 	}
-	seq, off := p.LastSeq, p.LastOff
-	state, err := p.EncodeState()
-	a.mu.Unlock()
 	if err != nil {
-		c.log.Debug("no checkpoint for now", "agent", a.id, "err", err)
+		c.log.Debug("no checkpoint for now", "agent", a.ID(), "err", err)
 		return
 	}
 	c.ckptSlots <- struct{}{}
 	defer func() { <-c.ckptSlots }()
-	r, err := eventlog.ResumeAt(c.fs, c.logPath(a.id), seq, off)
+	r, err := eventlog.ResumeAt(c.fs, c.logPath(a.ID()), seq, off)
 	if err != nil {
-		c.log.Warn("no checkpoint: its line does not check out", "agent", a.id, "seq", seq, "err", err)
+		c.log.Warn("no checkpoint: its line does not check out", "agent", a.ID(), "seq", seq, "err", err)
 		return
 	}
-	if err := checkpoint.Write(c.fs, c.agentDir(a.id), state, r); err != nil {
-		c.log.Warn("writing a checkpoint", "agent", a.id, "err", err)
+	if err := checkpoint.Write(c.fs, c.agentDir(a.ID()), state, r); err != nil {
+		c.log.Warn("writing a checkpoint", "agent", a.ID(), "err", err)
 		return
 	}
-	a.ckptSeq.Store(seq)
+	a.Ckpt.Seq.Store(seq)
 }
 
 // checkpointSoon has the agent's checkpoint written, at its log's end
@@ -62,7 +53,7 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 // itself). At most one is armed per agent: a log that keeps growing (a
 // message storm to a gated agent, a long turn) gets one checkpoint per
 // delay, not one per entry. The commits of an agent's log ask for one when
-// the log has grown enough (applyCommitted: by any entry at rest, by
+// the log has grown enough (the record's ApplyCommitted: by any entry at rest, by
 // CheckpointEvery while a turn runs, so that a long turn is not
 // checkpointed every delay), and so does the end of a turn, once the agent
 // is at rest: its last entries were logged while it was busy. A timer that
@@ -71,15 +62,15 @@ func (c *Core) writeCheckpoint(a *agent, min uint64) {
 // in the logs of the turns running, fewer than CheckpointEvery entries
 // more.
 func (c *Core) checkpointSoon(a *agent) {
-	if c.opts.CheckpointEvery <= 0 || c.clustered() || !a.ckptArmed.CompareAndSwap(false, true) {
+	if c.opts.CheckpointEvery <= 0 || c.clustered() || !a.Ckpt.Armed.CompareAndSwap(false, true) {
 		return
 	}
 	armed := c.sched.After(max(c.opts.SessionSaveDelay, 0), func() {
-		a.ckptArmed.Store(false)
+		a.Ckpt.Armed.Store(false)
 		c.writeCheckpoint(a, 1)
 	})
 	if !armed { // the core is closing: Close writes the checkpoints
-		a.ckptArmed.Store(false)
+		a.Ckpt.Armed.Store(false)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 )
@@ -36,12 +37,12 @@ func (s *ckptStats) String() string {
 func (h *harness) checkCheckpointRecovery(fsys faultfs.FS) {
 	h.t.Helper()
 	recoverOnce := func(every int) (map[string]string, RecoveryReport) {
-		c, err := NewCore(CoreOptions{
+		c, err := NewCore(withDefaults(CoreOptions{
 			FS: fsys, Home: "/home", Providers: map[string]provider.Provider{"inproc": h.prov},
 			DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: true,
 			Logger: hclog.NewNullLogger(), MaxInbox: h.maxInbox, CheckpointEvery: every,
 			BootID: fmt.Sprintf("ckptcheck%d", h.boots),
-		})
+		}))
 		if err != nil {
 			h.t.Fatalf("NewCore: %v", err)
 		}
@@ -96,22 +97,27 @@ func canonicalStates(h *harness, c *Core) map[string]string {
 	}
 	c.mu.Unlock()
 	for _, a := range agents {
-		a.mu.Lock()
-		if a.corrupt != nil {
-			out[a.id] = "corrupt"
-			a.mu.Unlock()
+		var corrupt bool
+		var st []byte
+		var err error
+		var msgs []string
+		a.View(func(p *projection, l agentrec.Live) {
+			if corrupt = l.Corrupt != nil; corrupt {
+				return
+			}
+			st, err = p.EncodeState()
+			for _, m := range p.Pending.Peek() {
+				msgs = append(msgs, fmtAny(m))
+			}
+		})
+		if corrupt {
+			out[a.ID()] = "corrupt"
 			continue
 		}
-		st, err := a.p.EncodeState()
-		var msgs []string
-		for _, m := range a.p.Pending.Peek() {
-			msgs = append(msgs, fmtAny(m))
-		}
-		a.mu.Unlock()
 		if err != nil {
-			h.t.Fatalf("encoding the state of %s: %v", a.id, err)
+			h.t.Fatalf("encoding the state of %s: %v", a.ID(), err)
 		}
-		out[a.id] = string(st) + " pending=" + strings.Join(msgs, ";")
+		out[a.ID()] = string(st) + " pending=" + strings.Join(msgs, ";")
 	}
 	return out
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/checkpoint"
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
 )
@@ -42,7 +44,7 @@ func ckptHome(t *testing.T) (*harness, []*agent) {
 		a, _ := h.c.agent(id)
 		agents = append(agents, a)
 		h.c.writeCheckpoint(a, 1)
-		if a.ckptSeq.Load() == 0 {
+		if a.Ckpt.Seq.Load() == 0 {
 			t.Fatalf("no checkpoint written for %s", id)
 		}
 	}
@@ -83,7 +85,7 @@ func TestCheckpointWriteCrashAtEveryOp(t *testing.T) {
 		for mi, mode := range modes {
 			t.Run(fmt.Sprintf("k=%d/mode=%d", k, mi), func(t *testing.T) {
 				h, agents := ckptHome(t)
-				h.ckptStats, h.ckptEvery = stats, DefaultCheckpointEvery
+				h.ckptStats, h.ckptEvery = stats, config.DefaultCheckpointEvery
 				h.fs.CrashAt(k)
 				for _, a := range agents {
 					h.c.writeCheckpoint(a, 1)
@@ -94,7 +96,7 @@ func TestCheckpointWriteCrashAtEveryOp(t *testing.T) {
 				h.fs.Reboot(mode)
 				h.checkCheckpointRecovery(h.fs)
 				h.start() // and the daemon starts on these files
-				h.send(agents[1].id, "after the crash")
+				h.send(agents[1].ID(), "after the crash")
 			})
 		}
 	}
@@ -111,7 +113,7 @@ func TestCheckpointWriteCrashAtEveryOp(t *testing.T) {
 func TestTornCheckpointFallsBackToFullFold(t *testing.T) {
 	h, agents := ckptHome(t)
 	h.stop()
-	path := filepath.Join(h.c.agentDir(agents[1].id), checkpoint.Name)
+	path := filepath.Join(h.c.agentDir(agents[1].ID()), checkpoint.Name)
 	good := h.read(path)
 	if !strings.Contains(string(good), `"msg":{`) {
 		t.Fatalf("the child's checkpoint holds no pending message kept without its payload:\n%s", good)
@@ -196,10 +198,8 @@ func TestAgentAtRestIsCheckpointedWhenItsLogGrows(t *testing.T) {
 func (h *harness) wantCheckpointAtLogEnd(id, when string) {
 	h.t.Helper()
 	a, _ := h.c.agent(id)
-	ckpt := a.ckptSeq.Load()
-	a.mu.Lock()
-	last := a.p.LastSeq
-	a.mu.Unlock()
+	ckpt := a.Ckpt.Seq.Load()
+	last := look(a, func(p *projection, _ agentrec.Live) uint64 { return p.LastSeq })
 	if ckpt == 0 || ckpt != last {
 		h.t.Fatalf("%s: checkpoint at seq %d, log ends at %d; want the checkpoint at the log's end", when, ckpt, last)
 	}

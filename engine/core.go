@@ -16,6 +16,7 @@ import (
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/engine/internal/gone"
+	"github.com/warren-dev/warren/engine/internal/live"
 	"github.com/warren-dev/warren/engine/internal/reserve"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/engine/internal/subs"
@@ -40,11 +41,16 @@ type CoreOptions struct {
 	FS        faultfs.FS
 	Home      string
 	Providers map[string]provider.Provider
-	// DefaultProvider and DefaultModel apply to agent.create without them.
+	// DefaultProvider and DefaultModel apply to agent.create without them;
+	// with no DefaultProvider such a create is refused (the binary passes
+	// builtins.DefaultProvider).
 	DefaultProvider string
 	DefaultModel    string
-	Config          config.Config
-	Logger          hclog.Logger
+	// Config is config.json's settings (required: config.Default() or a
+	// file read with config.Load). The engine's other settings below have
+	// no defaults of their own: the daemon passes config's (config/engine.go).
+	Config config.Config
+	Logger hclog.Logger
 	// Clock tells the time (log stamps, deadlines) and runs the timers:
 	// wait deadlines, reminders, the periodic sweep and, unless Sleep is
 	// set, the retry backoff. Nil means schedule.Real(); tests pass a
@@ -70,8 +76,6 @@ type CoreOptions struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a random fraction in [0,1) for retry jitter.
 	Jitter func() float64
-	// SlotWait bounds how long a turn waits for a pool slot (code 6 after).
-	SlotWait time.Duration
 	// NoWake disables automatic wake turns (the crash fuzzer drives turns
 	// itself).
 	NoWake bool
@@ -83,22 +87,23 @@ type CoreOptions struct {
 	MaxInbox int
 	// SessionSaveDelay is how long session.json's background writer waits
 	// after a change before writing, coalescing the changes made meanwhile
-	// (a busy agent's snapshot is written about once per delay); 0 means
-	// DefaultSessionSaveDelay, negative means no wait.
+	// (a busy agent's snapshot is written about once per delay); 0 or
+	// negative means no wait (config.DefaultSessionSaveDelay is the daemon's).
 	SessionSaveDelay time.Duration
 	// Getenv reads provider key variables (default os.Getenv).
 	Getenv func(string) string
 	// CheckpointEvery is how many entries an agent's log grows by before
-	// its checkpoint is rewritten (doc.go, "Checkpoints"); 0 means
-	// DefaultCheckpointEvery, negative disables checkpoints (recovery then
-	// folds every log from its start).
+	// its checkpoint is rewritten (doc.go, "Checkpoints"); 0 or negative
+	// disables checkpoints (recovery then folds every log from its start;
+	// config.DefaultCheckpointEvery is the daemon's).
 	CheckpointEvery int
 	// PendingIdle is passed to every event log (eventlog.Options); the
 	// crash tests set it negative so that no idle timer adds operations.
 	PendingIdle time.Duration
 	// MaxOpenLogs caps the event logs holding open file handles (each at
 	// most two descriptors): the least recently used idle log is closed and
-	// reopened on demand (eventlog.Files). 0 means DefaultMaxOpenLogs.
+	// reopened on demand (eventlog.Files). Required (at least 1) unless
+	// Store is given (config.DefaultMaxOpenLogs is the daemon's).
 	MaxOpenLogs int
 	// LogHealBackoff is eventlog.Options.HealBackoff for every log: how
 	// long a log whose write failed waits before reopening itself. 0 means
@@ -110,15 +115,10 @@ type CoreOptions struct {
 	Store store.Store
 	// TakeoverEvery is how often a daemon on a cluster store looks for
 	// agents whose owner's lease lapsed (and, standing by, for the USER
-	// inbox); 0 means DefaultTakeoverEvery (takeover.go).
+	// inbox; takeover.go). Required on a cluster store
+	// (config.DefaultTakeoverEvery is the daemon's); unused on the local one.
 	TakeoverEvery time.Duration
 }
-
-// DefaultSessionSaveDelay is the default CoreOptions.SessionSaveDelay. A
-// snapshot write (temp file, fsync, rename, directory fsync) costs about
-// four log fsyncs of disk time and a new inode; the log carries every change
-// durably, so the snapshot trails it by up to this much (docs/DECISIONS.md).
-const DefaultSessionSaveDelay = time.Second
 
 // Core owns the agents and runs their turns and tools.
 type Core struct {
@@ -130,7 +130,7 @@ type Core struct {
 
 	agentsDir string
 
-	mu     sync.Mutex // guards agents, cfg, subsByTarget, closed
+	mu     sync.Mutex // guards agents, cfg, subIndex, gone, quarantine, recovering, closed
 	agents map[string]*agent
 	tree   *tree.Tree
 	// tools is the Core as the tools' environment (toolenv.go), made once:
@@ -157,8 +157,10 @@ type Core struct {
 	user *userinbox.Inbox
 	// providers resolves provider entry names (package registry).
 	providers *registry.Registry
-	mux       *multiplexer.Mux[*live]
-	store     store.Snapshots
+	// sessions are the live provider sessions in their multiplexer slots
+	// (package live).
+	sessions *live.Sessions
+	store    store.Snapshots
 	// st holds the logs (CoreOptions.Store); local-only files (checkpoints,
 	// quarantine, repair, procs, stderr) stay under Home (store.go).
 	st     store.Store
@@ -194,10 +196,10 @@ type Core struct {
 // NewCore builds a Core. Call Recover before using it.
 func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.FS == nil {
-		return nil, errors.New("daemon: CoreOptions.FS is required")
+		return nil, errors.New("engine: CoreOptions.FS is required")
 	}
 	if opts.Home == "" {
-		return nil, errors.New("daemon: CoreOptions.Home is required")
+		return nil, errors.New("engine: CoreOptions.Home is required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -208,9 +210,6 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.BootID == "" {
 		opts.BootID = newID()
 	}
-	if opts.SessionSaveDelay == 0 {
-		opts.SessionSaveDelay = DefaultSessionSaveDelay
-	}
 	if opts.Sleep == nil {
 		clock := opts.Clock
 		opts.Sleep = func(ctx context.Context, d time.Duration) error { return schedule.Sleep(ctx, clock, d) }
@@ -218,20 +217,14 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	if opts.Jitter == nil {
 		opts.Jitter = randomFraction
 	}
-	if opts.SlotWait == 0 {
-		opts.SlotWait = 10 * time.Minute
-	}
-	if opts.CheckpointEvery == 0 {
-		opts.CheckpointEvery = DefaultCheckpointEvery
-	}
 	if opts.Config.Pools == nil {
-		opts.Config = config.Default()
+		return nil, errors.New("engine: CoreOptions.Config is required: config.Default() or a file read by config.Load")
 	}
-	if opts.MaxOpenLogs == 0 {
-		opts.MaxOpenLogs = DefaultMaxOpenLogs
+	if opts.Store == nil && opts.MaxOpenLogs < 1 {
+		return nil, errors.New("engine: CoreOptions.MaxOpenLogs must be at least 1 on the home's store (config.DefaultMaxOpenLogs)")
 	}
-	if opts.DefaultProvider == "" {
-		opts.DefaultProvider = "inproc"
+	if _, isLocal := opts.Store.(*local.Store); opts.Store != nil && !isLocal && opts.TakeoverEvery <= 0 {
+		return nil, errors.New("engine: CoreOptions.TakeoverEvery must be positive on a cluster store (config.DefaultTakeoverEvery)")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Core{
@@ -262,7 +255,8 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
-	c.mux = multiplexer.New[*live](muxConfig(opts.Config), c.evict, opts.Logger.Named("mux"))
+	c.sessions = live.New(muxConfig(opts.Config), live.Options{Lookup: c.agent, Provider: c.provider, Spec: c.providerSpec,
+		Read: c.st.Read, Snaps: c.snaps, Now: c.now, Logger: opts.Logger})
 	c.tools = toolEnv{c.tree, c}
 	c.providers = registry.New(registry.Options{Static: opts.Providers, Config: c.config, Getenv: opts.Getenv,
 		WarrenBinary: opts.WarrenBinary, Logger: c.log})
@@ -281,7 +275,7 @@ func (c *Core) ApplyConfig(cfg config.Config) {
 	c.mu.Lock()
 	c.cfg = cfg
 	c.mu.Unlock()
-	c.mux.SetConfig(muxConfig(cfg))
+	c.sessions.SetConfig(muxConfig(cfg))
 }
 
 func (c *Core) config() config.Config {
@@ -304,7 +298,7 @@ func (c *Core) Close(ctx context.Context) error {
 	c.cancel()
 	var errs []error
 	c.snaps.Wait()
-	if err := c.mux.EvictAll(ctx); err != nil {
+	if err := c.sessions.EvictAll(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("saving provider state: %w", err))
 	}
 	if c.opts.CheckpointEvery > 0 {
@@ -312,8 +306,8 @@ func (c *Core) Close(ctx context.Context) error {
 		c.checkpointAgents(agents, 1, false)
 	}
 	for _, a := range agents {
-		if a.log != nil {
-			if err := a.log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
+		if a.Log != nil {
+			if err := a.Log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
 				errs = append(errs, err)
 			}
 		}
@@ -337,8 +331,8 @@ func (c *Core) Abandon() {
 	c.snaps.Wait()
 	// No log may heal (reopen, cut, remove) after the filesystem reboots.
 	for _, a := range agents {
-		if a.log != nil {
-			a.log.Abandon()
+		if a.Log != nil {
+			a.Log.Abandon()
 		}
 	}
 	if c.user != nil {
@@ -364,7 +358,7 @@ func (c *Core) stopAgents() (agents []*agent, first bool) {
 	}
 	c.mu.Unlock()
 	for _, a := range agents {
-		a.cancelTurn()
+		a.CancelTurn()
 	}
 	return agents, first
 }
@@ -394,9 +388,7 @@ func (c *Core) displayName(id string) string {
 		return n.Name
 	}
 	if a, ok := c.agent(id); ok {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.p.Name
+		return a.Name()
 	}
 	if p := c.gonePath(id); p != "" {
 		return p

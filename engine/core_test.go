@@ -60,7 +60,7 @@ func TestSpawnMessagesAndWake(t *testing.T) {
 	h.quiet()
 	// The lead's wake turns consumed both messages; its inbox is empty.
 	a, _ := h.c.agent(lead)
-	if n := a.p.Pending.Len(); n != 0 {
+	if n := pendingLen(a); n != 0 {
 		t.Fatalf("lead pending = %d", n)
 	}
 	var prompts []string
@@ -100,8 +100,8 @@ func TestRestartKeepsTreeAndInbox(t *testing.T) {
 		}
 	}
 	k, _ := h.c.agent(kid)
-	if k.p.Pending.Len() != 1 {
-		t.Fatalf("kid pending after restart = %d", k.p.Pending.Len())
+	if n := pendingLen(k); n != 1 {
+		t.Fatalf("kid pending after restart = %d", n)
 	}
 }
 

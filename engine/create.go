@@ -35,7 +35,7 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 	opts.Resume = resume
 	opts.OnAppend = func(es []eventlog.Entry) {
 		if a := *target; a != nil {
-			due := a.applyCommitted(es, c.opts.CheckpointEvery, func(e eventlog.Entry, err error) {
+			due := a.ApplyCommitted(es, c.opts.CheckpointEvery, func(e eventlog.Entry, err error) {
 				c.log.Error("applying logged event", "agent", id, "seq", e.Seq, "event", e.Event, "err", err)
 			})
 			if due {
@@ -66,19 +66,20 @@ func (c *Core) removeOrphanDir(id string) {
 	_ = c.fs.SyncDir(c.agentsDir)
 }
 
-func (c *Core) providerSpec(provName, id, model, instructions, cwd string, history []provider.Turn) provider.Spec {
+// providerSpec is the provider spec of agent id's session (package
+// agentspec): its system prompt, identity, process environment and
+// history mode.
+func (c *Core) providerSpec(provName, id, model, instructions, cwd string) provider.Spec {
 	entry := c.config().Providers[provName]
 	var mode string
 	var modeSet bool
 	if a, ok := c.agent(id); ok {
-		a.mu.Lock()
-		mode, modeSet = a.p.Metadata[agentspec.HistoryModeKey]
-		a.mu.Unlock()
+		mode, modeSet = a.Metadata(agentspec.HistoryModeKey)
 	}
 	env := agentspec.Env{Environ: c.opts.Environ, Extra: c.opts.Env, PythonPath: c.opts.PythonPath, SocketPath: c.opts.SocketPath}
 	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd,
 		System: agentspec.SystemPrompt(c.tree, id, instructions),
-		Env:    agentspec.ProcessEnv(entry, env, id), History: history, Launcher: c.launches.For(id),
+		Env:    agentspec.ProcessEnv(entry, env, id), Launcher: c.launches.For(id),
 		Identity: agentspec.Identity(c.tree, id), HistoryMode: agentspec.HistoryMode(mode, modeSet, entry)}
 }
 

@@ -1,10 +1,6 @@
 package engine
 
 import (
-	"errors"
-
-	"github.com/warren-dev/warren/engine/internal/views"
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -18,9 +14,6 @@ import (
 // its end is owed: written as soon as the log accepts appends (when it
 // heals, before the agent's next turn, or by agent cancel), after which the
 // agent is idle.
-
-// DefaultMaxOpenLogs is the default CoreOptions.MaxOpenLogs.
-const DefaultMaxOpenLogs = 512
 
 // logHealed runs when a log accepts appends again: the agent's owed run
 // end is written.
@@ -38,21 +31,12 @@ func (c *Core) logHealed(id string) {
 	})
 }
 
-// owe records that the end of the agent's open run could not be logged
-// (package owed).
-func (a *agent) owe(runID, event string, data any, cause error) {
-	a.owed.Owe(runID, event, data, cause)
-}
-
 // flushOwed writes the agent's owed run end, if any; then the agent is
 // idle in the log as it already is in fact. Concurrent callers write it
 // once.
 func (c *Core) flushOwed(a *agent) error {
-	return a.owed.Flush(func(event string, data any) error {
-		_, err := a.log.Append(event, data)
-		return err
-	}, func(runID, event string) {
-		c.log.Info("logged the end of a run after the log recovered", "agent", a.id, "run", runID, "event", event)
+	return a.WriteOwed(func(runID, event string) {
+		c.log.Info("logged the end of a run after the log recovered", "agent", a.ID(), "run", runID, "event", event)
 		c.saveSession(a, func(s *session.Session) {
 			s.State = session.StateIdle
 			s.Run = nil
@@ -62,46 +46,26 @@ func (c *Core) flushOwed(a *agent) error {
 	})
 }
 
-// degraded says why the agent's log refuses appends ("" when it accepts
-// them), and which run end is owed. The caller holds a.mu.
-func (a *agent) degradedLocked() string {
-	if a.log == nil {
-		return ""
-	}
-	return views.Degraded(a.log.Degraded(), a.released, a.owed.Describe())
-}
-
 // DegradedCount is the number of agents whose log refuses appends or owes
 // a run end.
 func (c *Core) DegradedCount() int {
 	n := 0
 	for _, a := range c.agentList() {
-		a.mu.Lock()
-		if a.degradedLocked() != "" {
+		if a.Degraded() != "" {
 			n++
 		}
-		a.mu.Unlock()
 	}
 	return n
-}
-
-// logFailure maps an append failure to its protocol error: a log that
-// refuses appends for now is code 6 (unavailable) with the cause.
-func logFailure(err error) error {
-	if errors.Is(err, eventlog.ErrPoisoned) {
-		return failf(ErrUnavailable, "%w", err)
-	}
-	return err
 }
 
 // owedCancelErr reports a cancel whose turn stopped but whose end could not
 // be logged (nil when it was logged).
 func (c *Core) owedCancelErr(a *agent) error {
-	runID, event, cause, ok := a.owed.Owed()
+	runID, event, cause, ok := a.OwedEnd()
 	if !ok {
 		return nil
 	}
 	return failf(ErrUnavailable,
 		"agent %s: the run %s is stopped, but its %s could not be logged (%v); the log still shows it open; it is written as soon as the log accepts appends (retry agent cancel to try now)",
-		a.name(), runID, event, cause)
+		a.Name(), runID, event, cause)
 }

@@ -5,9 +5,10 @@
 // decided in package waits against the agent's record, waits.go), and
 // recovers everything from the event logs at start. Package daemon serves
 // it over the socket; the Core's exported methods (api.go, api_edge.go,
-// views.go) return typed views and domain errors (errors.go), which the
-// daemon maps to the wire. The views are built by package views from
-// snapshots the Core copies under an agent's lock (views.go).
+// views.go) return typed views and domain errors (errors.go, package
+// domainerr), which the daemon maps to the wire. The views are built by
+// package views from snapshots the agent's record copies under its lock
+// (views.go).
 //
 // # State and the projection
 //
@@ -15,10 +16,11 @@
 // in-memory state that matters after a crash (name, parent, metadata, gates,
 // subscriptions, reminders, pending messages, the latest run and its wait) is
 // a projection of that log: package projection's State.Apply folds entries
-// into it (no locks, no I/O there; the agent's lock guards its State). The live path applies each entry right after its append is
-// durable; recovery applies the same entries read back from disk. The two
-// paths therefore cannot disagree, which is what the crash-recovery fuzzer
-// checks.
+// into it (no locks, no I/O there; the agent's record, package agentrec,
+// guards its State under its lock). The live path applies each entry
+// right after its append is durable; recovery applies the same entries
+// read back from disk. The two paths therefore cannot disagree, which is
+// what the crash-recovery fuzzer checks.
 //
 // An entry whose append failed is not applied, so the state in memory never
 // runs ahead of the log. A log that refuses appends after a failure
@@ -70,8 +72,8 @@
 // A checkpoint is written SessionSaveDelay after the agent's log has grown
 // since its last one (a scheduler timer, one at a time per agent:
 // checkpointSoon): by any entry while the agent is at rest (a message to a
-// gated agent included), by CoreOptions.CheckpointEvery entries (256 by
-// default) while it runs a turn, and once more when a turn ends, since its
+// gated agent included), by CoreOptions.CheckpointEvery entries (the
+// daemon's config.DefaultCheckpointEvery, 256) while it runs a turn, and once more when a turn ends, since its
 // last entries were logged while it was busy; the timer writes at the
 // log's end whatever the agent does by then. Also after recovery for every
 // log it folded lines of, and at Close for every log that grew at all. So
@@ -82,84 +84,21 @@
 // is read back only to redeliver it), and recorded tool calls only while
 // their run is open.
 //
-// # Goroutines
+// # Goroutines and locks
 //
-// Code of this package runs on five kinds of goroutine:
-//
-//   - RPC goroutines (package server, one per request, in package
-//     daemon): the exported methods. Send and Resume start a turn and wait
-//     for its result; tool.call with an agent credential (agentauth.go)
-//     runs its tool here, joined to the running turn's toolexec.Attempt
-//     through the attempt's extcall.Door.
-//   - Turn goroutines, started by wake (wake.go), Send and Resume through
-//     the scheduler's Go (c.sched, package schedule): runTurn (package
-//     turnrun's steps, through turnAgent, turn_host.go), the provider's
-//     Run and the tool calls the provider makes during it, then the
-//     aftermath (deferred spawns, notices, the next wake).
-//   - Timer callbacks of c.sched (wait deadlines, reminders, the periodic
-//     sweep): on the real clock a fresh goroutine per firing, on a
-//     schedule.Fake the goroutine that advances it (docs/ENGINEERING.md,
-//     "Time in the daemon").
-//   - Log commits: eventlog's OnAppend (openLogReplay, create.go) runs on
-//     the goroutine that commits a group of appends, after the entries are
-//     durable: it folds them into the agent's projection (a.mu) and
-//     publishes them on the bus.
-//   - Helpers owned by the Core: the session.json writers (c.snaps,
-//     package snapsave; Close waits for them), the checkpoint timers
-//     (c.sched, checkpointSoon), the recovery
-//     loaders (agentload.Loader.LoadAll, joined before it returns) and the
-//     scrub (c.sched), the lease watches of a cluster store (c.claims,
-//     package claims, ended by c.ctx).
-//
-// # Locks
-//
-// The order, outermost first (on each line a lock is taken only while
-// holding those to its left; "|" separates locks taken one after the
-// other, never together):
-//
-//	toolexec Attempt.serial -> a.remMu -> c.mu | a.mu | a log append
-//	a.owed's flush lock -> c.mu | a.mu | a log append
-//	a.ckptMu -> a.mu
-//	c.resv's lock (reserve.Set) -> c.mu | a.mu | the USER inbox's lock
-//	token entry lock (the commit of token.Service's Consume, Revoke, Expire) -> c.mu | a.mu | a log append | a.resumes's lock
-//	log commit (eventlog) -> a.mu, then bus.mu -> c.mu, then a.resumes's lock (the resume secret)
-//	c.mu -> c.sched's mutex        a.mu -> c.sched's mutex
-//	a.mu -> a.snap's lock, a.owed's lock, a.resumes's lock (leaves)
-//	a.snap's write lock -> a.snap's lock
-//
-// c.mu (the agents, the tree's companions, the config, the subscription
-// index, closed) and an agent's a.mu (its projection and live flags) are
-// never held together: code takes one, copies what it needs, releases it,
-// then takes the other. Neither is held across a log append (the commit
-// takes a.mu to fold the entry and the bus takes c.mu, then a.resumes's
-// lock, to find a secret),
-// a provider call, a wake or a call into another package that may call
-// back. a.remMu (package reminders) serialises firing and cancelling one
-// agent's reminders and is held across the append that records it; a.owed (package owed) holds
-// its flush lock across writing an owed run end and its aftermath
-// (degraded.go); a.ckptMu serialises the checkpoint writes of one agent,
-// taking a.mu briefly to copy the state; a.snap (package snapsave)
-// serialises the session.json writes of one agent with its write lock and
-// guards the snapshot with a leaf lock of its own, which status reads
-// under a.mu; a.resumes (package waits) guards the secrets minted in the
-// agent's runs and the results a repeated resume shares with a leaf lock,
-// taken under a.mu when a turn's result hands the secret out and under
-// bus.mu when the live run.waiting event shows it; c.resv (package
-// reserve) holds its lock across a send's check, which reads the
-// recipient's inbox. The leaves: c.claims's mutex
-// (package claims; held across a claim request to the store), a.cursors's
-// (package logpage), the USER inbox's mutex (user.go), an attempt's
-// door for joined calls (package extcall, agentauth.go), and the mutexes inside tree, inbox,
-// token, multiplexer, bus, launch, registry and stderrlog, none of which
-// calls back into the engine while holding its own. c.gone (package gone)
-// and c.subIndex (package subs) have no lock: c.mu guards them.
-//
-// Each package the engine's state was split into documents its own locks
-// in its package doc (agentload, claims, extcall, gone, lifecycle, logpage, owed,
-// recoverrun, reminders, reserve, snapsave, subs, waits; turnrun and views take none: the Core reads an
-// agent's snapshot under a.mu and builds its views after releasing it;
-// gate and mail take none: their steps call the Core, mailenv.go, one lock at a time);
-// this section is the one place their order is written.
+// Code of this package runs on RPC goroutines (the exported methods),
+// turn goroutines (runTurn through the scheduler's Go: package turnrun's
+// steps through turnAgent, turn_host.go), timer callbacks of c.sched
+// (wait deadlines, reminders, the sweep, checkpoints), log commits
+// (OnAppend, create.go: the fold into the agent's record, then the bus)
+// and helpers the Core owns (the session.json writers, the recovery
+// loaders and the scrub, the lease watches). c.mu guards the agent table
+// (agents), the tree's companions, the config, the subscription index,
+// the gone registry, quarantine, recovering and closed; each agent's
+// state is its record's (package agentrec), under the record's own lock,
+// which only the record's methods take. c.mu and a record's lock are
+// never held together. Package agentrec's doc says which goroutine
+// touches what and writes the whole lock order, in one place.
 //
 // # Events written besides those fixed by the specification
 //

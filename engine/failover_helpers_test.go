@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream/natsembed"
@@ -348,13 +349,13 @@ func describeAgents(c *Core) func() string {
 	return func() string {
 		var b strings.Builder
 		for _, a := range c.agentList() {
-			a.mu.Lock()
-			fmt.Fprintf(&b, "\n  %s %s turn=%d busy=%v cur=%v pending=%d released=%v", a.id[:8], a.p.Name, a.p.TurnNo, a.busy, a.cur != nil, a.p.Pending.Len(), a.released)
-			if r := a.p.Run; r != nil {
-				fmt.Fprintf(&b, " run=%s ended=%v interrupted=%v msgs=%d", r.RunID[:8], r.Ended, r.Interrupted, len(r.MessageIDs))
-			}
-			a.mu.Unlock()
-			if es, err := c.Log(a.id, 0); err == nil {
+			a.View(func(p *projection, l agentrec.Live) {
+				fmt.Fprintf(&b, "\n  %s %s turn=%d busy=%v cur=%v pending=%d released=%v", a.ID()[:8], p.Name, p.TurnNo, l.Busy, l.Running, p.Pending.Len(), l.Released)
+				if r := p.Run; r != nil {
+					fmt.Fprintf(&b, " run=%s ended=%v interrupted=%v msgs=%d", r.RunID[:8], r.Ended, r.Interrupted, len(r.MessageIDs))
+				}
+			})
+			if es, err := c.Log(a.ID(), 0); err == nil {
 				b.WriteString(eventNames(es))
 			}
 		}

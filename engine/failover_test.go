@@ -15,6 +15,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
@@ -84,9 +85,9 @@ func TestFailoverTwoCoresThreeServers(t *testing.T) {
 		}
 		for _, id := range append([]string{root}, kids...) {
 			a, _ := c1.agent(id)
-			a.mu.Lock()
-			mid := a.cur != nil && a.p.Run != nil && !a.p.Run.Ended && a.p.TurnNo >= 1
-			a.mu.Unlock()
+			mid := look(a, func(p *projection, l agentrec.Live) bool {
+				return l.Running && p.Run != nil && !p.Run.Ended && p.TurnNo >= 1
+			})
 			if !mid {
 				return false
 			}
@@ -95,9 +96,7 @@ func TestFailoverTwoCoresThreeServers(t *testing.T) {
 		// consumed: the root's second turn, mid-way, may name some of them
 		// (only its turn.complete would consume them).
 		a, _ := c1.agent(root)
-		a.mu.Lock()
-		second := a.p.TurnNo == 2
-		a.mu.Unlock()
+		second := look(a, func(p *projection, _ agentrec.Live) bool { return p.TurnNo == 2 })
 		es, err := c1.Log(root, 0)
 		return second && err == nil && countEvent(es, schema.MessageEnqueued) == 2
 	}, describeAgents(c1))
@@ -158,9 +157,9 @@ func TestFailoverTwoCoresThreeServers(t *testing.T) {
 			}
 		}
 		a, _ := c2.agent(root)
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.p.Run != nil && a.p.Run.Ended && a.p.Pending.Len() == 0 && !a.busy
+		return look(a, func(p *projection, l agentrec.Live) bool {
+			return p.Run != nil && p.Run.Ended && p.Pending.Len() == 0 && !l.Busy
+		})
 	}, describeAgents(c2))
 
 	// Claims within TTL + 1 s of the kill.
@@ -284,9 +283,9 @@ func failoverCore(t *testing.T, home string, st store.Store, boot string, hold b
 	}
 	cfg.Providers["scripted"] = pc
 	sp := scripted.New(scripted.Options{TurnTimeout: 5 * time.Minute, Logger: hclog.NewNullLogger()})
-	c, err := NewCore(CoreOptions{FS: faultfs.NewMem(), Home: home, Store: st, BootID: boot, Config: cfg,
+	c, err := NewCore(withDefaults(CoreOptions{FS: faultfs.NewMem(), Home: home, Store: st, BootID: boot, Config: cfg,
 		Providers: map[string]provider.Provider{"scripted": sp}, DefaultProvider: "scripted",
-		Logger: hclog.NewNullLogger(), TakeoverEvery: 100 * time.Millisecond})
+		Logger: hclog.NewNullLogger(), TakeoverEvery: 100 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,8 +52,8 @@ func TestRecoveryFoldEqualsOwnedJSONFold(t *testing.T) {
 	if err := lg.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCore(CoreOptions{FS: fsys, Home: "/home", NoWake: true, CheckpointEvery: -1,
-		Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})}})
+	c, err := NewCore(withDefaults(CoreOptions{FS: fsys, Home: "/home", NoWake: true, CheckpointEvery: -1,
+		Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,13 +141,13 @@ func goldenRun(t *testing.T) map[string]string {
 	var c *Core
 	start := func() {
 		var err error
-		c, err = NewCore(CoreOptions{
+		c, err = NewCore(withDefaults(CoreOptions{
 			FS: fs, Home: "/home", Providers: map[string]provider.Provider{"inproc": prov},
 			DefaultProvider: "inproc", DefaultModel: "echo", Config: cfg, NoWake: true,
 			Logger: hclog.NewNullLogger(), Clock: schedule.NewFake(clock), // fixed: never advanced
 			Sleep:  func(ctx context.Context, d time.Duration) error { return nil },
 			Jitter: func() float64 { return 0.5 }, SessionSaveDelay: -1, CheckpointEvery: -1,
-		})
+		}))
 		if err != nil {
 			t.Fatalf("NewCore: %v", err)
 		}

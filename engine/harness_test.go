@@ -11,8 +11,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/schedule"
@@ -103,7 +105,7 @@ func (h *harness) start() {
 	if h.store != nil {
 		st = h.store(fsys)
 	}
-	c, err := NewCore(CoreOptions{
+	c, err := NewCore(withDefaults(CoreOptions{
 		Store:           st,
 		Clock:           clock,
 		CheckpointEvery: h.ckptEvery,
@@ -115,7 +117,7 @@ func (h *harness) start() {
 		LogHealBackoff: h.healBackoff,
 		MaxOpenLogs:    h.maxOpenLogs,
 		Getenv:         h.getenv,
-	})
+	}))
 	if err != nil {
 		h.t.Fatalf("NewCore: %v", err)
 	}
@@ -202,9 +204,9 @@ func (h *harness) until(what string, cond func() bool) {
 		case <-deadline.C:
 			var b strings.Builder
 			for _, a := range h.c.agentList() {
-				a.mu.Lock()
-				fmt.Fprintf(&b, "\n  %s busy=%v held=%v pending=%d gated=%v", a.p.Name, a.busy, a.held, a.p.Pending.Len(), a.p.Gated)
-				a.mu.Unlock()
+				a.View(func(p *projection, l agentrec.Live) {
+					fmt.Fprintf(&b, "\n  %s busy=%v held=%v pending=%d gated=%v", p.Name, l.Busy, l.Held, p.Pending.Len(), p.Gated)
+				})
 			}
 			h.t.Fatalf("timed out waiting until %s:%s", what, b.String())
 		}
@@ -221,11 +223,7 @@ func (h *harness) quiet() {
 // spawns, notices: a.settling) and no wake is due.
 func (h *harness) isQuiet() bool {
 	for _, a := range h.c.agentList() {
-		a.mu.Lock()
-		busy := a.busy || a.settling ||
-			(a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held && !h.noWake)
-		a.mu.Unlock()
-		if busy {
+		if a.Active(h.noWake) {
 			return false
 		}
 	}
@@ -278,3 +276,20 @@ func fmtAny(v any) string {
 }
 
 func providerTransient(err error) error { return provider.Transient(err, 0) }
+
+// look reads what f returns of a's projection and live flags, under a's
+// lock (agentrec.Agent.View).
+func look[T any](a *agent, f func(p *projection, l agentrec.Live) T) (v T) {
+	a.View(func(p *projection, l agentrec.Live) { v = f(p, l) })
+	return v
+}
+
+// pendingLen is how many messages a has pending.
+func pendingLen(a *agent) int {
+	return look(a, func(p *projection, _ agentrec.Live) int { return p.Pending.Len() })
+}
+
+// pendingOf lists a's pending messages.
+func pendingOf(a *agent) []inbox.Message {
+	return look(a, func(p *projection, _ agentrec.Live) []inbox.Message { return p.Pending.Peek() })
+}

@@ -2,16 +2,12 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"time"
 
-	"github.com/warren-dev/warren/agentspec"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
@@ -34,22 +30,8 @@ const bootstrapPrompt = lifecycle.BootstrapPrompt
 
 // life is package lifecycle over the Core.
 func (c *Core) life() lifecycle.Lifecycle {
-	return lifecycle.Lifecycle{Host: lifeHost{c}, Tree: c.tree, Now: c.now, Log: c.log, Refuse: refuse, Ctx: c.ctx,
+	return lifecycle.Lifecycle{Host: lifeHost{c}, Tree: c.tree, Now: c.now, Log: c.log, Ctx: c.ctx,
 		DefaultProvider: c.opts.DefaultProvider, DefaultModel: c.opts.DefaultModel, NoWake: c.opts.NoWake}
-}
-
-// refuse is a refusal of package lifecycle as the Core's domain error.
-func refuse(k lifecycle.Kind, err error) error {
-	kind := ErrInvalid
-	switch k {
-	case lifecycle.NotFound:
-		kind = ErrNotFound
-	case lifecycle.WrongState:
-		kind = ErrWrongState
-	case lifecycle.ShuttingDown:
-		kind = ErrShuttingDown
-	}
-	return &domainError{kind: kind, err: err}
 }
 
 // CreateAgent creates an agent durably: its provider session, its log with
@@ -84,7 +66,7 @@ func (h lifeHost) Lookup(id string) (lifecycle.Agent, error) {
 	if !ok {
 		return nil, notFound(id)
 	}
-	return lifeAgent{h.c, a}, nil
+	return lifeAgent{a, h.c}, nil
 }
 
 func (h lifeHost) Provider(name string) (provider.Provider, error) { return h.c.provider(name) }
@@ -117,22 +99,7 @@ func (h lifeHost) Unreserve(id string) {
 }
 
 func (h lifeHost) OpenSession(ctx context.Context, prov provider.Provider, id string, spec CreateSpec) (lifecycle.Session, error) {
-	c := h.c
-	lease, err := c.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*live, error) {
-		ps := c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, nil)
-		if v, ok := spec.Metadata[agentspec.HistoryModeKey]; ok {
-			ps.HistoryMode = v // the agent is not listed yet: its metadata is here
-		}
-		s, err := prov.Create(ctx, ps)
-		if err != nil {
-			return nil, err
-		}
-		return &live{sess: s, provider: spec.Provider, model: spec.Model}, nil
-	})
-	if err != nil {
-		return nil, wrapSlotErr(fmt.Errorf("creating the %s session: %w", spec.Provider, err))
-	}
-	return newSession{lease}, nil
+	return h.c.sessions.Create(ctx, prov, id, spec)
 }
 
 func (h lifeHost) OpenLog(id string) (lifecycle.NewLog, error) {
@@ -157,16 +124,6 @@ func (h lifeHost) ReadSeq(ctx context.Context, id string, seq uint64, off int64)
 	return h.c.st.ReadSeq(ctx, id, seq, off)
 }
 
-// newSession is a new agent's provider session under its lease.
-type newSession struct{ lease *multiplexer.Lease[*live] }
-
-func (s newSession) Handle() string { return s.lease.Value().sess.Handle() }
-func (s newSession) Keep()          { s.lease.Release() }
-func (s newSession) Abandon() {
-	s.lease.Discard()
-	_ = s.lease.Value().sess.Stop()
-}
-
 // newLog is a new agent's log; a is the agent its appends fold into.
 type newLog struct {
 	store.Log
@@ -182,8 +139,8 @@ func (l *newLog) AppendBatch(recs []eventlog.Record) error {
 
 func (l *newLog) Bind() lifecycle.Agent {
 	l.a = newAgent(l.id, l.Log, newProjection())
-	l.a.p.Pending.Attach(&l.c.pending)
-	return lifeAgent{l.c, l.a}
+	l.a.CountIn(&l.c.pending)
+	return lifeAgent{l.a, l.c}
 }
 
 func (l *newLog) Adopt() {
@@ -192,102 +149,35 @@ func (l *newLog) Adopt() {
 	l.c.mu.Unlock()
 }
 
-// lifeAgent is an agent as package lifecycle acts on it.
+// lifeAgent is an agent as package lifecycle acts on it: its record, and
+// the steps that need the Core.
 type lifeAgent struct {
+	*agent
 	c *Core
-	a *agent
 }
 
-func (x lifeAgent) ID() string    { return x.a.id }
-func (x lifeAgent) Name() string  { return x.a.name() }
-func (x lifeAgent) State() string { return x.c.stateName(x.a) }
-
-func (x lifeAgent) Look() lifecycle.Look {
-	a := x.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l := lifecycle.Look{Busy: a.busy, Terminated: a.p.Terminated, Corrupt: a.corrupt != nil,
-		OpenRun: a.p.Run != nil && !a.p.Run.Ended}
-	if a.hasLiveWait() {
-		l.WaitToken, l.RunID = a.p.Run.Wait.TokenID, a.p.Run.RunID
-	}
-	return l
-}
-
-func (x lifeAgent) Inherit() lifecycle.Inherited {
-	x.a.mu.Lock()
-	defer x.a.mu.Unlock()
-	return lifecycle.Inherited{Provider: x.a.p.Provider, Model: x.a.p.Model, Cwd: x.a.p.Cwd}
-}
-
-func (x lifeAgent) Append(event string, data any) (eventlog.Entry, error) {
-	return x.a.log.Append(event, data)
-}
-
-func (x lifeAgent) SetSnapshot(s *session.Session)  { x.a.snap.Set(s) }
-func (x lifeAgent) Save(f func(s *session.Session)) { x.c.saveSession(x.a, f) }
-func (x lifeAgent) Claim() error                    { return x.c.claim(x.a) }
-func (x lifeAgent) Release()                        { x.c.release(x.a) }
-func (x lifeAgent) FlushOwed() error                { return x.c.flushOwed(x.a) }
-func (x lifeAgent) StopTimers()                     { x.c.sched.CancelOwner(x.a.id) }
-func (x lifeAgent) Detach()                         { x.a.p.Pending.Attach(nil) }
-func (x lifeAgent) CloseLog() error                 { return x.a.log.Close() }
-func (x lifeAgent) Bootstrap()                      { x.c.bootstrap(x.a) }
+func (x lifeAgent) Save(f func(s *session.Session)) { x.c.saveSession(x.agent, f) }
+func (x lifeAgent) Release()                        { x.c.release(x.agent) }
+func (x lifeAgent) FlushOwed() error                { return x.c.flushOwed(x.agent) }
+func (x lifeAgent) StopTimers()                     { x.c.sched.CancelOwner(x.ID()) }
+func (x lifeAgent) Bootstrap()                      { x.c.bootstrap(x.agent) }
+func (x lifeAgent) SetSnapshot(s *session.Session)  { x.Snap.Set(s) }
 
 func (x lifeAgent) Revoke(tokenID, runID, reason string) error {
-	return x.c.revokeToken(x.a, tokenID, runID, reason)
+	return x.c.revokeToken(x.agent, tokenID, runID, reason)
 }
 
-func (x lifeAgent) StopSession() {
-	if lv, ok := x.c.mux.Remove(x.a.id); ok {
-		_ = lv.sess.Stop()
-	}
-}
-
-func (x lifeAgent) GoneInfo(ended time.Time) *gone.Info {
-	a := x.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	in := &gone.Info{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
-	if a.p.Run != nil {
-		in.LastTurnAt = a.p.Run.StartedAt
-	}
-	return in
-}
+func (x lifeAgent) StopSession() { x.c.sessions.Stop(x.ID()) }
 
 func (x lifeAgent) Unlist(name, parentID string, info *gone.Info) []subs.Sub {
-	c, a := x.c, x.a
+	c, a := x.c, x.agent
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a.terminating = true
-	watchers := c.subIndex.DropAgent(a.id)
-	c.gone.Remember(a.id, name, parentID)
-	c.gone.SetInfo(a.id, info)
-	_ = c.tree.Remove(a.id)
-	delete(c.agents, a.id)
+	a.SetTerminating()
+	watchers := c.subIndex.DropAgent(a.ID())
+	c.gone.Remember(a.ID(), name, parentID)
+	c.gone.SetInfo(a.ID(), info)
+	_ = c.tree.Remove(a.ID())
+	delete(c.agents, a.ID())
 	return watchers
-}
-
-func (x lifeAgent) Defer(spec CreateSpec, later func()) (ok, now bool) {
-	a := x.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	ok, queued, now := a.spawns.Defer(spec, a.busy)
-	if queued {
-		a.deferred = append(a.deferred, later)
-	}
-	return ok, now
-}
-
-func (x lifeAgent) Spawned(id string) {
-	x.a.mu.Lock()
-	x.a.spawns.Done(id)
-	x.a.mu.Unlock()
-}
-
-func (x lifeAgent) Completing() (inTurn bool) {
-	x.a.mu.Lock()
-	defer x.a.mu.Unlock()
-	x.a.completing = x.a.busy
-	return x.a.busy
 }

@@ -13,16 +13,17 @@ import (
 	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
-	fold "github.com/warren-dev/warren/projection"
 )
 
 // mailEnv is the Core as the environment of packages mail (enqueue and
 // its checks, the parent's failure notice), subs (subscribing and the
-// transition notices), reminders, gate and redeliver: each method is one
-// step under the Core's locks, c.mu and an agent's a.mu taken one after
-// the other, never together, and neither held across a log append. The
-// one callback under a lock is WithReminder's, which arms the reminder's
-// timer under a.mu (a.mu -> c.sched's mutex, as the order allows).
+// transition notices), reminders, gate and redeliver; what they do to one
+// agent goes to its record (package agentrec) directly. Each method is
+// one step under the Core's locks, c.mu and an agent's a.mu taken one
+// after the other, never together, and neither held across a log append.
+// The one callback under a lock is the record's WithReminder's, which
+// arms the reminder's timer (Arm) under a.mu (a.mu -> c.sched's mutex,
+// as the order allows).
 type mailEnv struct{ c *Core }
 
 var (
@@ -35,50 +36,23 @@ var (
 
 func (c *Core) mail() mailEnv { return mailEnv{c} }
 
-func (e mailEnv) Agent(id string) (*agent, bool)    { return e.c.agent(id) }
-func (e mailEnv) ID(a *agent) string                { return a.id }
-func (e mailEnv) Timers(a *agent) *reminders.Timers { return &a.remMu }
-func (e mailEnv) Terminated(a *agent) bool          { return a.terminated() }
-func (e mailEnv) Now() time.Time                    { return e.c.now() }
-func (e mailEnv) NewID() string                     { return newID() }
-func (e mailEnv) Logger() hclog.Logger              { return e.c.log }
-func (e mailEnv) Poke(a *agent)                     { e.c.poke(a) }
-func (e mailEnv) Release(id string)                 { e.c.unreserve(id) }
-func (e mailEnv) UserHas(id string) bool            { return e.c.user.Has(id) }
+func (e mailEnv) Agent(id string) (*agent, bool) { return e.c.agent(id) }
+func (e mailEnv) Now() time.Time                 { return e.c.now() }
+func (e mailEnv) NewID() string                  { return newID() }
+func (e mailEnv) Logger() hclog.Logger           { return e.c.log }
+func (e mailEnv) Poke(a *agent)                  { e.c.poke(a) }
+func (e mailEnv) Release(id string)              { e.c.unreserve(id) }
+func (e mailEnv) UserHas(id string) bool         { return e.c.user.Has(id) }
 func (e mailEnv) AppendUser(m inbox.Message) error {
 	return e.c.user.Enqueue(m)
 }
 func (e mailEnv) Enqueue(m inbox.Message) error { return e.c.enqueue(m) }
 func (e mailEnv) DisplayName(id string) string  { return e.c.displayName(id) }
-func (e mailEnv) TransitionKey(a *agent) string { return a.transitionKey() }
 func (e mailEnv) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
 	return e.c.fillPayloads(owner, msgs)
 }
 
-func (e mailEnv) Append(a *agent, event string, data any) error {
-	_, err := a.log.Append(event, data)
-	return err
-}
-
-func (e mailEnv) AppendBatch(a *agent, recs []eventlog.Record) error {
-	_, err := a.log.AppendBatch(recs)
-	return err
-}
-
-func (e mailEnv) Inbox(a *agent, id string) (has, terminated, corrupt bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p.Enqueued.Has(id), a.p.Terminated, a.corrupt != nil
-}
-
-func (e mailEnv) Reserve(r *agent, m inbox.Message) error {
-	return e.c.reserveRoom(m, func(reserved func(has func(id string) bool) (int, int64)) (int, int64, int, int64) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		rn, rb := reserved(r.p.Enqueued.Has)
-		return r.p.Pending.Len(), r.p.Pending.Bytes(), rn, rb
-	})
-}
+func (e mailEnv) Reserve(r *agent, m inbox.Message) error { return e.c.reserveRoom(m, r.Room) }
 
 func (e mailEnv) ReserveUser(m inbox.Message) error {
 	u := e.c.user
@@ -91,21 +65,7 @@ func (e mailEnv) ReserveUser(m inbox.Message) error {
 	})
 }
 
-func (e mailEnv) Failed(a *agent, max int) mail.Failure {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return mail.Failure{ID: a.id, Parent: a.p.ParentID, Name: a.p.Name, LastErr: a.p.LastError,
-		Total: a.p.Pending.Len(), Pending: a.p.Pending.PeekFirst(max, 0)}
-}
-
 // Subscriptions.
-
-func (e mailEnv) Subscription(a *agent, id string) (subscriptionRec, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	sub, ok := a.p.Subs[id]
-	return sub, ok
-}
 
 func (e mailEnv) Index(sub subscriptionRec, subscriber string) bool {
 	return e.c.indexSubscription(sub, subscriber)
@@ -119,26 +79,12 @@ func (e mailEnv) Unindex(sub subscriptionRec) {
 
 // Reminders.
 
-func (e mailEnv) WithReminder(a *agent, id string, f func(fold.Reminder)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if r := a.p.Reminders[id]; r != nil {
-		f(*r)
-	}
-}
-
 func (e mailEnv) Arm(a *agent, name string, t time.Time, fire func()) {
-	e.c.sched.Arm(a.id, name, t, fire)
+	e.c.sched.Arm(a.ID(), name, t, fire)
 }
-func (e mailEnv) Disarm(a *agent, name string) { e.c.sched.Cancel(a.id, name) }
+func (e mailEnv) Disarm(a *agent, name string) { e.c.sched.Cancel(a.ID(), name) }
 
 // Gates.
-
-func (e mailEnv) SetPermit(a *agent, permit bool) {
-	a.mu.Lock()
-	a.permit = permit
-	a.mu.Unlock()
-}
 
 func (e mailEnv) Wake(a *agent) { e.c.wake(a) }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -22,7 +23,7 @@ func (h *harness) pendingOf(id string) []inbox.Message {
 	if !ok {
 		h.t.Fatalf("no agent %s", id)
 	}
-	return a.p.Pending.Peek()
+	return pendingOf(a)
 }
 
 // TestInboxBytesLimitRefusesAndLosesNothing: sends past an inbox's byte
@@ -139,9 +140,7 @@ func TestLargePayloadsNotResident(t *testing.T) {
 	})
 	h.c.opts.NoWake = false
 	a, _ := h.c.agent(kid)
-	a.mu.Lock()
-	a.p.Model = "rec"
-	a.mu.Unlock()
+	a.View(func(p *projection, _ agentrec.Live) { p.Model = "rec" }) // under the agent's lock
 	h.c.wake(a)
 	h.quiet()
 	if !strings.Contains(prompt, big) || !strings.Contains(prompt, "small") {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
 )
 
@@ -53,10 +55,9 @@ func (s *mSUT) observe() mObservation {
 			o.problems = append(o.problems, fmt.Sprintf("%s: listed but not an agent of the core", v.Path))
 			continue
 		}
-		a.mu.Lock()
-		gated, held := a.p.Gated, a.held
-		live := a.p.Pending.Peek()
-		a.mu.Unlock()
+		var gated, held bool
+		var live []inbox.Message
+		a.View(func(p *projection, l agentrec.Live) { gated, held, live = p.Gated, l.Held, p.Pending.Peek() })
 		ob := mObsAgent{id: v.ID, path: v.Path, gated: gated, held: held}
 		if v.ParentID != "" {
 			if ob.parent = pathOf[v.ParentID]; ob.parent == "" {

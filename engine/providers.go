@@ -12,12 +12,9 @@ func (c *Core) checkRunChoice(a *agent, provName, model string) error {
 	if provName == "" && model == "" {
 		return nil
 	}
-	a.mu.Lock()
-	pref := a.p.Provider
-	a.mu.Unlock()
 	name := provName
 	if name == "" {
-		name = pref
+		name = a.Inherit().Provider
 	}
 	prov, err := c.provider(name)
 	if err != nil {

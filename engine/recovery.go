@@ -25,8 +25,8 @@ func (c *Core) Recover() (RecoveryReport, error) { return c.recoveryRun().Recove
 
 // recoveryRun is a recovery of this core.
 func (c *Core) recoveryRun() *recoverrun.Run[*agent] {
-	return &recoverrun.Run[*agent]{Host: recoveryHost{c}, FS: c.fs, Home: c.opts.Home, Dir: c.agentDir, Now: c.now,
-		Clustered: c.clustered(), Checkpoints: c.opts.CheckpointEvery > 0, Every: c.takeoverEvery(), Logger: c.log}
+	return &recoverrun.Run[*agent]{Host: recoveryHost{c}, FS: c.fs, Home: c.opts.Home, Dir: c.agentDir, Now: c.now, BootID: c.bootID,
+		Clustered: c.clustered(), Checkpoints: c.opts.CheckpointEvery > 0, Every: c.opts.TakeoverEvery, Logger: c.log}
 }
 
 // stopping reports whether Close has begun.
@@ -40,7 +40,7 @@ func (c *Core) stopping() bool {
 // binding is where the log's appends find the agent made of the result.
 func (c *Core) loader() *agentload.Loader[**agent] {
 	return &agentload.Loader[**agent]{
-		FS: c.fs, Dir: c.agentDir, LogPath: c.logPath, Checkpoints: c.opts.CheckpointEvery >= 0,
+		FS: c.fs, Dir: c.agentDir, LogPath: c.logPath, Checkpoints: c.opts.CheckpointEvery > 0,
 		Open: func(id string, r *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, **agent, error) {
 			target := new(*agent)
 			lg, err := c.openLogReplay(id, target, r, replay)
@@ -77,7 +77,7 @@ func (c *Core) adoptLoaded(r *agentload.Agent[**agent]) *loaded {
 	if r.Resumed != nil && r.Resumed.Len > 0 {
 		// A checkpoint without its line's length (an older build's) counts
 		// as none: the checkpoints after recovery write it again, once.
-		l.Agent.ckptSeq.Store(r.Resumed.Seq)
+		l.Agent.Ckpt.Seq.Store(r.Resumed.Seq)
 	}
 	*r.Binding = l.Agent
 	return l
@@ -90,7 +90,7 @@ func (c *Core) liveSecret(agentID, runID string) string {
 	if !ok {
 		return ""
 	}
-	return a.resumes.Secret(runID)
+	return a.Resumes().Secret(runID)
 }
 
 // Quarantined is how many agent directories <home>/quarantine held at the

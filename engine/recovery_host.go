@@ -8,7 +8,6 @@ import (
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/engine/internal/reminders"
-	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 )
 
@@ -71,7 +70,7 @@ func (h recoveryHost) Scan() error {
 
 func (h recoveryHost) ListCorrupt(l *loaded, cause error) {
 	a := newAgent(l.ID, nil, l.State)
-	a.corrupt = cause
+	a.MarkCorrupt(cause)
 	l.Agent = a
 	h.c.putAgent(l.ID, a)
 }
@@ -109,10 +108,8 @@ func (h recoveryHost) Parents(cands []placement.Candidate) map[string]placement.
 	}
 	c.mu.Unlock()
 	for id, a := range listed { // c.mu and a.mu are never held together
-		a.mu.Lock()
 		p := parents[id]
-		p.Unopened = errors.Is(a.corrupt, agentload.ErrUnopened)
-		a.mu.Unlock()
+		p.Unopened = errors.Is(a.Corrupt(), agentload.ErrUnopened)
 		parents[id] = p
 	}
 	return parents
@@ -121,35 +118,25 @@ func (h recoveryHost) Parents(cands []placement.Candidate) map[string]placement.
 func (h recoveryHost) ParentCause(id string) error {
 	cause := agentload.ErrUnopened // if the parent went meanwhile
 	if pa, ok := h.c.agent(id); ok && pa != nil {
-		cause = pa.corrupt
+		cause = pa.Corrupt()
 	}
 	return cause
 }
 
 func (h recoveryHost) List(l *loaded, cause error) {
 	if cause != nil {
-		l.Agent.corrupt = cause // not listed yet: nobody else sees it
+		l.Agent.MarkCorrupt(cause) // not listed yet: nobody else sees it
 	}
 	h.c.putAgent(l.ID, l.Agent)
 }
 
 func (h recoveryHost) Snapshot(l *loaded) {
 	c := h.c
-	l.Agent.snap.Set(agentload.Snapshot(c.store, c.fs, c.snapshotPath(l.ID), l.ID, l.State, c.now, c.log))
-}
-
-func (h recoveryHost) NeedsRestartMark(l *loaded) bool {
-	a := l.Agent
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return session.NeedsRestartMark(a.snap.Get(), a.facts(), h.c.bootID)
+	l.Agent.Snap.Set(agentload.Snapshot(c.store, c.fs, c.snapshotPath(l.ID), l.ID, l.State, c.now, c.log))
 }
 
 func (h recoveryHost) Redeliver(l *loaded) {
-	l.Agent.mu.Lock()
-	sent := append([]sentRef(nil), l.State.Sent...)
-	l.Agent.mu.Unlock()
-	h.c.redeliverRefs(l.ID, sent, true)
+	h.c.redeliverRefs(l.ID, l.Agent.Sent(), true)
 }
 
 func (h recoveryHost) SettleWaits() {
@@ -158,14 +145,8 @@ func (h recoveryHost) SettleWaits() {
 }
 
 func (h recoveryHost) Arm(l *loaded) int {
-	l.State.Pending.Attach(&h.c.pending) // counts toward the total limits
-	l.Agent.mu.Lock()
-	n := l.State.Pending.Len()
-	ids := make([]string, 0, len(l.State.Reminders))
-	for id := range l.State.Reminders {
-		ids = append(ids, id)
-	}
-	l.Agent.mu.Unlock()
+	l.Agent.CountIn(&h.c.pending) // counts toward the total limits
+	ids, n := l.Agent.Reminders()
 	for _, id := range ids {
 		reminders.Arm[*agent](h.c.mail(), l.Agent, id)
 	}
@@ -176,12 +157,9 @@ func (h recoveryHost) Arm(l *loaded) int {
 // derived, so this is idempotent); spawns of an open run are redone when
 // it is resumed.
 func (h recoveryHost) FinishCutSpawns(l *loaded, existing placement.Existing) {
-	l.Agent.mu.Lock()
-	todo := existing.CutSpawns(l.State.Spawns, l.State.Run)
-	l.Agent.mu.Unlock()
-	for _, sp := range todo {
+	for _, sp := range l.Agent.CutSpawns(existing) {
 		h.c.log.Warn("finishing a spawn a crash cut off", "parent", l.ID, "child", sp.ChildID)
-		h.c.life().Respawn(lifeAgent{h.c, l.Agent}, sp)
+		h.c.life().Respawn(lifeAgent{l.Agent, h.c}, sp)
 	}
 }
 
@@ -191,44 +169,18 @@ func (h recoveryHost) FinishCutSpawns(l *loaded, existing placement.Existing) {
 // message that reached its sender's log but not its recipient's); it goes
 // into the next checkpoint.
 func (h recoveryHost) Prune(l *loaded, existing placement.Existing) {
-	a := l.Agent
-	a.mu.Lock()
-	sent, spawns := a.p.Sent, a.p.Spawns
-	a.mu.Unlock()
-	var keepSent []sentRef
-	for _, sr := range sent {
+	l.Agent.Prune(existing, func(sr sentRef) bool {
 		r, ok := h.c.agent(sr.To)
 		if !ok {
-			continue // the user, or an agent that is gone: never redelivered
+			return false // the user, or an agent that is gone: never redelivered
 		}
-		r.mu.Lock()
-		keep := r.corrupt != nil || !r.p.Enqueued.Has(sr.ID)
-		r.mu.Unlock()
-		if keep {
-			keepSent = append(keepSent, sr)
-		}
-	}
-	keepSpawns := existing.KeepSpawns(spawns)
-	a.mu.Lock()
-	// Entries applied meanwhile (respawns, bootstrap turns) stay.
-	a.p.Sent = placement.Prune(a.p.Sent, len(sent), keepSent)
-	a.p.Spawns = placement.Prune(a.p.Spawns, len(spawns), keepSpawns)
-	a.mu.Unlock()
+		has, _, corrupt := r.Inbox(sr.ID)
+		return corrupt || !has
+	})
 }
 
 func (h recoveryHost) BootstrapUnstarted(l *loaded) {
-	l.Agent.mu.Lock()
-	needs := placement.NeedsBootstrap(l.State.ParentID, l.State.TurnNo, l.State.Run)
-	l.Agent.mu.Unlock()
-	if needs && !h.c.opts.NoWake {
+	if l.Agent.NeedsBootstrap() && !h.c.opts.NoWake {
 		h.c.bootstrap(l.Agent)
 	}
-}
-
-func (h recoveryHost) MarkCorrupt(l *loaded, err error) {
-	l.Agent.mu.Lock()
-	if l.Agent.corrupt == nil {
-		l.Agent.corrupt = err
-	}
-	l.Agent.mu.Unlock()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -136,7 +137,7 @@ func TestPendingMessagesKeepOrderAndUserInboxSurvives(t *testing.T) {
 	h.crash(faultfs.PowerLoss)
 	k, _ := h.c.agent(kid)
 	var got []string
-	for _, m := range k.p.Pending.Peek() {
+	for _, m := range pendingOf(k) {
 		got = append(got, m.ID)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -173,7 +174,7 @@ func TestMessageOnlyInSendersLogIsDelivered(t *testing.T) {
 	h.rewrite(path, bytes.Join(keep, nil))
 	h.start()
 	a, _ := h.c.agent(root)
-	if !a.p.Pending.Has(id) {
+	if !look(a, func(p *projection, _ agentrec.Live) bool { return p.Pending.Has(id) }) {
 		t.Fatalf("the reply recorded by its sender was not delivered to the recipient")
 	}
 	h.restart()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/schema"
 )
 
@@ -16,7 +17,7 @@ func TestReleaseBetweenClaimAndTurnStopsTheTurn(t *testing.T) {
 	h := newHarness(t)
 	id := h.create("solo", "", "echo")
 	a, _ := h.c.agent(id)
-	if err := h.c.claim(a); err != nil {
+	if err := a.Claim(); err != nil {
 		t.Fatal(err)
 	}
 	h.c.releaseAgent(id, errors.New("the lease was lost (test)"))
@@ -27,10 +28,8 @@ func TestReleaseBetweenClaimAndTurnStopsTheTurn(t *testing.T) {
 	if n := h.count(id, schema.TurnStart); n != 0 {
 		t.Fatalf("%d turn.start logged for a released agent; want 0", n)
 	}
-	a.mu.Lock()
-	busy, cur := a.busy, a.cur
-	a.mu.Unlock()
-	if busy || cur != nil {
-		t.Fatalf("agent left busy=%v cur=%v after the refused turn", busy, cur != nil)
+	l := look(a, func(_ *projection, l agentrec.Live) agentrec.Live { return l })
+	if l.Busy || l.Running {
+		t.Fatalf("agent left busy=%v cur=%v after the refused turn", l.Busy, l.Running)
 	}
 }

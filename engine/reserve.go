@@ -21,9 +21,8 @@ func (c *Core) landed(recipient, id string) bool {
 	if !ok {
 		return true // gone: its reservation no longer holds room anywhere
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p.Enqueued.Has(id)
+	has, _, _ := a.Inbox(id)
+	return has
 }
 
 // reserveRoom checks that m fits in its recipient's inbox and in the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -52,9 +53,7 @@ func TestSendSaysWhatItRevokedOrAbandoned(t *testing.T) {
 	go func() { _, _ = h.c.Send(context.Background(), id, "block", "", "", nil) }()
 	<-started
 	a, _ := h.c.agent(id)
-	a.mu.Lock()
-	blockedRun := a.p.Run.RunID
-	a.mu.Unlock()
+	blockedRun := look(a, func(p *projection, _ agentrec.Live) string { return p.Run.RunID })
 	h.crash(faultfs.ProcessCrash)
 	if s := h.statusOf(id); s != "interrupted_startup" {
 		t.Fatalf("status after the crash = %s", s)

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
-	"github.com/warren-dev/warren/store/local"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -49,19 +49,13 @@ func (c *Core) releaseAgent(id string, cause error) {
 	if !ok {
 		return
 	}
-	a.mu.Lock()
-	first := a.released == nil
-	if first {
-		a.released = cause
-	}
-	cur := a.cur
-	a.mu.Unlock()
+	first, cancel := a.MarkReleased(cause)
 	if !first {
 		return
 	}
 	c.log.Error("agent released: its turns stop in this daemon", "agent", id, "err", cause)
-	if cur != nil && cur.cancel != nil {
-		cur.cancel()
+	if cancel != nil {
+		cancel()
 	}
 }
 
@@ -89,33 +83,13 @@ func (l *fencedLog) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error
 	return es, err
 }
 
-// agentIDs lists the agents to recover: the directories of <home>/agents
-// (as always: a directory without a log is settled by recovery), plus,
-// on a store other than the local one, the agents it holds.
+// agentIDs lists the agents to recover (agentload.IDs): the directories
+// of <home>/agents, plus, on a store other than the local one, the agents
+// it holds.
 func (c *Core) agentIDs() ([]string, error) {
-	entries, err := c.fs.ReadDir(c.agentsDir)
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", c.agentsDir, err)
+	var more func() ([]string, error)
+	if c.clustered() {
+		more = func() ([]string, error) { return c.st.Agents(c.ctx) }
 	}
-	var ids []string
-	seen := map[string]bool{}
-	for _, e := range entries {
-		if id, ok := tree.NormalizeID(e.Name()); ok && id == e.Name() && e.IsDir() {
-			ids = append(ids, id)
-			seen[id] = true
-		}
-	}
-	if _, isLocal := c.st.(*local.Store); isLocal {
-		return ids, nil
-	}
-	more, err := c.st.Agents(c.ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing the agents of the store: %w", err)
-	}
-	for _, id := range more {
-		if !seen[id] {
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
+	return agentload.IDs(c.fs, c.agentsDir, more)
 }

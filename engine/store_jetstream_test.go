@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
@@ -93,9 +94,9 @@ func storeScenario(t *testing.T, setup ...func(h *harness)) (names map[string][]
 	for _, id := range []string{root, child} {
 		status := h.statusOf(id)
 		a, _ := h.c.agent(id)
-		a.mu.Lock()
-		views = append(views, fmt.Sprintf("%s %s pending=%d usage=%+v", a.p.Name, status, a.p.Pending.Len(), a.p.Usage))
-		a.mu.Unlock()
+		a.View(func(p *projection, _ agentrec.Live) {
+			views = append(views, fmt.Sprintf("%s %s pending=%d usage=%+v", p.Name, status, p.Pending.Len(), p.Usage))
+		})
 	}
 	return names, views, claims
 }

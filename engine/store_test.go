@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -108,9 +109,7 @@ func fenceHarness(t *testing.T) (*harness, **fenceStore) {
 
 func releasedErr(h *harness, id string) error {
 	a, _ := h.c.agent(id)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.released
+	return look(a, func(_ *projection, l agentrec.Live) error { return l.Released })
 }
 
 // TestFencedAppendReleasesAgent: an append refused with store.ErrFenced
@@ -137,9 +136,7 @@ func TestFencedAppendReleasesAgent(t *testing.T) {
 		t.Fatalf("a released agent started a turn: err=%v", err)
 	}
 	a, _ := h.c.agent(id)
-	a.mu.Lock()
-	deg := a.degradedLocked()
-	a.mu.Unlock()
+	deg := a.Degraded()
 	if !strings.Contains(deg, "released") {
 		t.Fatalf("agent.inspect's degraded does not say the agent is released: %q", deg)
 	}

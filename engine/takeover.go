@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
 )
 
@@ -16,8 +15,9 @@ import (
 // core's clock:
 //
 //   - a daemon that cannot claim the USER inbox at start stands by in
-//     Recover (claimUser), claiming it as soon as its lease lapses, then
-//     recovers everything it can claim, as at any start;
+//     Recover (openUserInbox, over package claims' Open), claiming it as
+//     soon as its lease lapses, then recovers everything it can claim, as
+//     at any start;
 //   - a running daemon scans the store's agents (Takeover): those it does
 //     not run and no live lease holds are claimed and recovered into the
 //     running core exactly as Recover does (fold, interrupted runs marked,
@@ -29,9 +29,6 @@ import (
 // the server's clock; a poll asks the servers themselves (an absent key
 // is a lapsed lease) and costs one request per interval while nothing is
 // to be taken. The claim follows a lapse within one interval.
-
-// DefaultTakeoverEvery is the default CoreOptions.TakeoverEvery.
-const DefaultTakeoverEvery = 250 * time.Millisecond
 
 // claimTimeout bounds one claim attempt of the standby and the scan: a
 // request lost with a server (the owners bucket's leader killed, the
@@ -47,13 +44,6 @@ const takeoverTimer = "takeover"
 func (c *Core) clustered() bool {
 	_, isLocal := c.st.(*local.Store)
 	return !isLocal
-}
-
-func (c *Core) takeoverEvery() time.Duration {
-	if d := c.opts.TakeoverEvery; d > 0 {
-		return d
-	}
-	return DefaultTakeoverEvery
 }
 
 // putAgent adds a to the agents (recovery and takeover place agents while
@@ -81,13 +71,6 @@ func (c *Core) known(id string) bool {
 // dropLease gives up the claim on id, if held (another daemon may claim
 // it at once).
 func (c *Core) dropLease(id string) { c.claims.Drop(id) }
-
-// claimUser claims the USER inbox. On a cluster store a daemon that finds
-// it held stands by, trying again every TakeoverEvery, until the holder's
-// lease lapses or the core is closed.
-func (c *Core) claimUser() (store.Lease, error) {
-	return c.claims.StandBy(store.UserID, c.clustered(), claimTimeout, c.takeoverEvery(), c.opts.Clock)
-}
 
 // claimable returns the ids to load: all of them on the local store. On a
 // cluster store, those claims.Set.Claimable claims (take) and those it
@@ -132,40 +115,20 @@ func (c *Core) adoptPlaced(placed []*loaded) {
 	isNew := make(map[string]bool, len(placed))
 	for _, l := range placed {
 		isNew[l.ID] = true
-		l.Agent.mu.Lock()
-		subs := make([]subscriptionRec, 0, len(l.State.Subs))
-		for _, sub := range l.State.Subs {
-			subs = append(subs, sub)
-		}
-		l.Agent.mu.Unlock()
-		for _, sub := range subs {
+		for _, sub := range l.Agent.Subscriptions(nil) {
 			c.indexSubscription(sub, l.ID)
 		}
 	}
 	for _, a := range c.agentList() {
-		if isNew[a.id] {
+		if isNew[a.ID()] {
 			continue
 		}
-		a.mu.Lock()
-		var subs []subscriptionRec
-		for _, sub := range a.p.Subs {
-			if isNew[sub.Target] {
-				subs = append(subs, sub)
-			}
-		}
-		a.mu.Unlock()
-		for _, sub := range subs {
-			c.indexSubscription(sub, a.id)
+		for _, sub := range a.Subscriptions(isNew) {
+			c.indexSubscription(sub, a.ID())
 		}
 	}
 	for _, l := range placed {
-		l.Agent.mu.Lock()
-		sent := append([]sentRef(nil), l.State.Sent...)
-		var deadline time.Time
-		if l.Agent.hasLiveWait() {
-			deadline = l.State.Run.Wait.Deadline
-		}
-		l.Agent.mu.Unlock()
+		sent, deadline := l.Agent.Sent(), l.Agent.WaitDeadline()
 		c.redeliverRefs(l.ID, sent, true)
 		if !deadline.IsZero() {
 			c.armDeadline(deadline)

@@ -73,10 +73,8 @@ func runStep(t *testing.T, h *harness, root, prompt string) ([]map[string]any, i
 // inboxTexts lists an agent's pending message texts in order.
 func inboxTexts(h *harness, id string) string {
 	a, _ := h.c.agent(id)
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	var out []string
-	for _, m := range a.p.Pending.Peek() {
+	for _, m := range pendingOf(a) {
 		out = append(out, m.Payload)
 	}
 	return strings.Join(out, ",")

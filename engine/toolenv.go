@@ -2,12 +2,9 @@ package engine
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/gate"
-	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/engine/internal/reminders"
@@ -26,16 +23,16 @@ import (
 // Locks. toolexec calls these methods holding no lock of the core; within
 // one attempt it holds Attempt.serial (one call at a time) around them.
 // Each method takes the core lock (c.mu, through c.agent, or to index a
-// subscription) and one agent's lock (a.mu) one after the other, for a
-// snapshot or a field, never one inside the other, and holds neither
-// across a log append (an append takes a.mu itself: OnAppend folds the
-// entry into the projection), a wake or a call into other packages. The
-// one nesting is CancelReminder's: a.remMu (package reminders' Timers,
-// which serialises it with the reminder firing) around a.mu sections and
-// the reminder.cancelled append, the order a firing takes them in. So the
-// order is
+// subscription) and one agent's lock (a.mu, in a method of its record)
+// one after the other, for a snapshot or a field, never one inside the
+// other, and holds neither across a log append (an append takes a.mu
+// itself: OnAppend folds the entry into the projection), a wake or a call
+// into other packages. The one nesting is CancelReminder's: the agent's
+// reminder Timers (package reminders, which serialise it with the
+// reminder firing) around a.mu sections and the reminder.cancelled
+// append, the order a firing takes them in. So the order is
 //
-//	Attempt.serial -> a.remMu -> one of: c.mu, a.mu, a log append
+//	Attempt.serial -> a's Timers -> one of: c.mu, a.mu, a log append
 //
 // The tree's methods are the tree's own (toolexec.Tree).
 type toolEnv struct {
@@ -65,29 +62,20 @@ func (c *Core) CallTool(ctx context.Context, agentID, tool string, args map[stri
 	if args == nil {
 		args = map[string]any{}
 	}
-	return toolexec.CallOutside(ctx, c.env(), toolexec.Caller{ID: a.id, Log: a.log}, tool, args)
+	return toolexec.CallOutside(ctx, c.env(), toolexec.Caller{ID: a.ID(), Log: a.Log}, tool, args)
 }
 
 // newRunTools starts the ToolCaller of one attempt of a turn. Calls the
 // log already records for the run are answered from the record.
 func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
-	var recorded []toolexec.Recorded
-	var resume *string
-	a.mu.Lock()
-	if r := a.p.RunFor(runID); r != nil {
-		recorded = make([]toolexec.Recorded, len(r.Calls))
-		for i, rc := range r.Calls {
-			recorded[i] = toolexec.Recorded{Tool: rc.Tool, Result: rc.Result, Error: rc.Error,
-				Redo: func(args map[string]any) { c.reapply(a, rc.Tool, args, &rc) }}
-		}
-		if r.ResumeResponse != nil {
-			s := *r.ResumeResponse
-			resume = &s
-		}
+	calls, resume := a.Recorded(runID)
+	recorded := make([]toolexec.Recorded, len(calls))
+	for i, rc := range calls {
+		recorded[i] = toolexec.Recorded{Tool: rc.Tool, Result: rc.Result, Error: rc.Error,
+			Redo: func(args map[string]any) { c.reapply(a, rc.Tool, args, &rc) }}
 	}
-	a.mu.Unlock()
 	t := &runTools{}
-	t.Init(c.env(), toolexec.Caller{ID: a.id, Log: a.log}, runID, turn, recorded, resume)
+	t.Init(c.env(), toolexec.Caller{ID: a.ID(), Log: a.Log}, runID, turn, recorded, resume)
 	return t
 }
 
@@ -109,10 +97,7 @@ func (e *toolEnv) Agent(id string) (toolexec.Agent, bool) {
 	if !ok {
 		return toolexec.Agent{}, false
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return toolexec.Agent{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, State: a.stateLocked(), Gated: a.p.Gated,
-		Busy: a.busy, Metadata: maps.Clone(a.p.Metadata), Pending: a.p.Pending.Len()}, true
+	return a.ToolView(), true
 }
 
 func (e *toolEnv) DisplayName(id string) string { return e.core().displayName(id) }
@@ -122,15 +107,7 @@ func (e *toolEnv) Inbox(id string) ([]inbox.Message, []string) {
 	if !ok {
 		return nil, nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var shown []string
-	if a.cur != nil {
-		if r := a.p.RunFor(a.cur.runID); r != nil {
-			shown = slices.Clone(r.MessageIDs)
-		}
-	}
-	return a.p.Pending.Peek(), shown
+	return a.Pending()
 }
 
 func (e *toolEnv) PendingFirst(id string, n int, b int64) []inbox.Message {
@@ -138,9 +115,7 @@ func (e *toolEnv) PendingFirst(id string, n int, b int64) []inbox.Message {
 	if !ok {
 		return nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p.Pending.PeekFirst(n, b)
+	return a.PendingFirst(n, b)
 }
 
 func (e *toolEnv) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
@@ -166,54 +141,23 @@ func (e *toolEnv) CheckProvider(name string) error {
 	return err
 }
 
+// The children's spawns and completion are package lifecycle's.
+
 func (e *toolEnv) ChildSpec(parent, id string, v tools.SpawnAgent) toolexec.ChildSpec {
-	a, ok := e.core().agent(parent)
-	if !ok {
-		return toolexec.ChildSpec{ID: id, Name: v.Name, ParentID: parent, Instructions: v.Instructions,
-			Provider: v.Provider, Model: v.Model, Metadata: v.Metadata}
-	}
-	return toolexec.ChildSpec(lifecycle.ChildSpec(a.id, lifeAgent{e.c, a}.Inherit(), id, v))
+	return toolexec.ChildSpec(e.c.life().ChildOf(parent, id, v))
 }
 
 func (e *toolEnv) CheckChild(spec *toolexec.ChildSpec) error {
-	c := e.core()
-	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
-		return err
-	}
-	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
-		return err
-	}
-	prov, err := c.provider(spec.Provider)
-	if err != nil {
-		return err
-	}
-	return checkServed(prov, spec.Provider, spec.Model)
+	return e.c.life().CheckChild((*CreateSpec)(spec))
 }
 
 func (e *toolEnv) CreateChild(spec toolexec.ChildSpec) error {
-	c := e.core()
-	if _, err := c.CreateAgent(c.ctx, CreateSpec(spec)); err != nil {
-		return err
-	}
-	if ch, ok := c.agent(spec.ID); ok && !c.opts.NoWake {
-		c.bootstrap(ch)
-	}
-	return nil
+	return e.c.life().CreateChild(CreateSpec(spec))
 }
-
 func (e *toolEnv) DeferSpawn(parent string, spec toolexec.ChildSpec) bool {
-	a, ok := e.core().agent(parent)
-	if !ok {
-		return false
-	}
-	return e.c.life().Defer(lifeAgent{e.c, a}, CreateSpec(spec))
+	return e.c.life().DeferSpawn(parent, CreateSpec(spec))
 }
-
-func (e *toolEnv) MarkCompleting(id string) {
-	if a, ok := e.core().agent(id); ok {
-		e.c.life().Complete(lifeAgent{e.c, a})
-	}
-}
+func (e *toolEnv) MarkCompleting(id string) { e.c.life().MarkCompleting(id) }
 
 func (e *toolEnv) Poke(id string) {
 	if a, ok := e.core().agent(id); ok {
@@ -228,7 +172,7 @@ func (e *toolEnv) SetMetadata(id, key string, value *string) error {
 	if !ok {
 		return errNotFoundAgent
 	}
-	_, err := a.log.Append(schema.MetadataUpdated, schema.MetadataUpdatedData{Key: key, Value: value})
+	_, err := a.Append(schema.MetadataUpdated, schema.MetadataUpdatedData{Key: key, Value: value})
 	return err
 }
 

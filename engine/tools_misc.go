@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"strconv"
-
 	"github.com/warren-dev/warren/engine/internal/subs"
 )
 
@@ -14,7 +12,7 @@ import (
 func (c *Core) indexSubscription(sub subscriptionRec, subscriber string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t, ok := c.agents[sub.Target]; !ok || t.terminating {
+	if t, ok := c.agents[sub.Target]; !ok || t.Terminating() {
 		return false
 	}
 	c.subIndex.Add(sub, subscriber)
@@ -24,18 +22,7 @@ func (c *Core) indexSubscription(sub subscriptionRec, subscriber string) bool {
 // fireTransition notifies the subscribers of an agent's state change.
 func (c *Core) fireTransition(a *agent, from, to string) {
 	c.mu.Lock()
-	watchers := c.subIndex.Of(a.id)
+	watchers := c.subIndex.Of(a.ID())
 	c.mu.Unlock()
-	subs.Notify[*agent](c.mail(), watchers, a.name(), from, to, a.transitionKey())
-}
-
-// transitionKey names the agent's current transition for notice ids: its
-// latest run (a transition happens once per run and direction).
-func (a *agent) transitionKey() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.p.Run != nil {
-		return a.p.Run.RunID + "/" + strconv.Itoa(a.p.Run.Turn)
-	}
-	return a.id
+	subs.Notify[*agent](c.mail(), watchers, a.Name(), from, to, a.TransitionKey())
 }

@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"errors"
-
-	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
 )
 
@@ -22,33 +19,9 @@ type (
 	RetryNotice = turnrun.RetryNotice
 )
 
-// claim marks an agent busy for a turn; it fails when the agent cannot run
-// one now.
-func (c *Core) claim(a *agent) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	switch {
-	case a.corrupt != nil:
-		if errors.Is(a.corrupt, agentload.ErrUnopened) {
-			return failf(ErrUnavailable, "agent %s: %w", a.id, a.corrupt)
-		}
-		return failf(ErrWrongState, "agent %s has a damaged log: %w; run `warren repair %s`", a.id, a.corrupt, a.id)
-	case a.p.Terminated:
-		return failf(ErrWrongState, "agent %s (%s) is terminated", a.p.Name, a.id)
-	case a.released != nil:
-		return failf(ErrUnavailable, "agent %s (%s) is no longer run by this daemon: %v", a.p.Name, a.id, a.released)
-	case a.busy:
-		return failf(ErrWrongState, "agent %s (%s) is mid-turn; wait for it or cancel it (warren agent cancel)", a.p.Name, a.id)
-	}
-	a.busy = true
-	return nil
-}
-
-// release undoes a claim that started no turn.
+// release undoes a claim (agentrec.Agent.Claim) that started no turn.
 func (c *Core) release(a *agent) {
-	a.mu.Lock()
-	a.busy = false
-	a.mu.Unlock()
+	a.Unclaim()
 	c.wake(a)
 }
 
@@ -65,15 +38,6 @@ func (c *Core) startTurn(a *agent, req TurnRequest) <-chan TurnResult {
 
 // runTurn runs one turn of a claimed agent to its end (package turnrun).
 func (c *Core) runTurn(a *agent, req TurnRequest) TurnResult {
-	r := turnrun.Runner{BootID: c.bootID, Now: c.now, Log: c.log, Refuse: turnRefusal}
-	return r.Run(c.ctx, &turnAgent{c: c, a: a}, req)
-}
-
-// turnRefusal is the domain error of an error package turnrun makes.
-func turnRefusal(k turnrun.Kind, format string, args ...any) error {
-	kind := ErrWrongState
-	if k == turnrun.Unavailable {
-		kind = ErrUnavailable
-	}
-	return failf(kind, format, args...)
+	r := turnrun.Runner{BootID: c.bootID, Now: c.now, Log: c.log}
+	return r.Run(c.ctx, &turnAgent{agent: a, c: c}, req)
 }

@@ -1,11 +1,10 @@
 package engine
 
 import (
-	"errors"
-	"fmt"
 	"path/filepath"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/store"
@@ -13,45 +12,21 @@ import (
 )
 
 // openUserInbox opens the operator's inbox (package userinbox) under this
-// Core's claim on it.
+// Core's claim on it, standing by on a cluster store until it can (package
+// claims: Open).
 func (c *Core) openUserInbox() error {
-	for tries := 0; ; tries++ {
-		err := c.tryOpenUserInbox()
-		if err == nil || !c.clustered() || !(errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrFenced)) {
-			return err
-		}
-		// On a cluster the servers may still be electing leaders (the
-		// daemon that held the inbox took one with it), or another daemon
-		// claimed the inbox between our claim and its replay: the claim is
-		// given up and the standby goes on.
-		if tries%10 == 0 {
-			c.log.Warn("opening the USER inbox failed; claiming it again", "err", err)
-		}
-		if err := c.opts.Sleep(c.ctx, time.Second); err != nil {
-			return errors.Join(errors.New("stopped standing by for the USER inbox"), err)
-		}
-	}
-}
-
-// tryOpenUserInbox claims the USER inbox and folds its log into c.user;
-// on failure on a cluster the claim is given up.
-func (c *Core) tryOpenUserInbox() error {
-	lease, err := c.claimUser()
-	if err != nil {
-		return fmt.Errorf("claiming the USER inbox: %w", err)
-	}
-	u, err := userinbox.Open(c.st, userinbox.Options{Lease: lease, Totals: &c.pending, Logger: c.log,
-		Cluster: c.clustered(),
-		Path:    filepath.Join(c.opts.Home, "user.jsonl"),
-		Publish: func(es []eventlog.Entry) { c.bus.Publish("USER", es) }})
-	if err != nil {
-		if c.clustered() {
-			c.dropLease(store.UserID) // another daemon may take it at once
+	sb := claims.Standby{Clustered: c.clustered(), Limit: claimTimeout, Every: c.opts.TakeoverEvery, Clock: c.opts.Clock,
+		Pause: func() error { return c.opts.Sleep(c.ctx, time.Second) }}
+	return c.claims.Open(store.UserID, sb, func(lease store.Lease) error {
+		u, err := userinbox.Open(c.st, userinbox.Options{Lease: lease, Totals: &c.pending, Logger: c.log,
+			Cluster: c.clustered(),
+			Path:    filepath.Join(c.opts.Home, "user.jsonl"),
+			Publish: func(es []eventlog.Entry) { c.bus.Publish("USER", es) }})
+		if err == nil {
+			c.user = u
 		}
 		return err
-	}
-	c.user = u
-	return nil
+	})
 }
 
 // maxDrain bounds the messages one inbox.list returns.

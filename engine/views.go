@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/warren-dev/warren/engine/internal/views"
-	"github.com/warren-dev/warren/session"
 )
 
 // The API's views of the agents are built by package views from
@@ -19,26 +18,13 @@ type (
 	TerminatedView = views.TerminatedView
 )
 
-// snapshot copies what the views read of a, under a.mu.
-func (c *Core) snapshot(a *agent) views.Snapshot {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return views.Take(a.p, views.Flags{ID: a.id, Path: c.tree.Path(a.id), Session: a.snap.Get(), Busy: a.busy,
-		Degraded: a.degradedLocked(), Corrupt: a.corrupt})
-}
+// snapshot copies what the views read of a.
+func (c *Core) snapshot(a *agent) views.Snapshot { return a.Snapshot(c.tree.Path(a.ID())) }
 
 func (c *Core) view(a *agent) AgentView { return views.View(c.snapshot(a), c.bootID, c.now()) }
 
-// facts reads the latest run's facts from the projection. The caller holds
-// a.mu.
-func (a *agent) facts() session.Facts { return views.Facts(a.p, a.corrupt != nil) }
-
 // status is the agent's derived status (SPEC 4; views.Status).
-func (c *Core) status(a *agent) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return views.Status(a.snap.Get(), a.facts(), a.busy, c.bootID, c.now())
-}
+func (c *Core) status(a *agent) string { return a.Status(c.bootID, c.now()) }
 
 // listed returns the loaded agents in agent.list's order (views.Order).
 func (c *Core) listed() []*agent {
@@ -47,8 +33,8 @@ func (c *Core) listed() []*agent {
 	byID := make(map[string]*agent, len(all))
 	ids := make([]string, 0, len(all))
 	for _, a := range all {
-		byID[a.id] = a
-		ids = append(ids, a.id)
+		byID[a.ID()] = a
+		ids = append(ids, a.ID())
 	}
 	out := make([]*agent, 0, len(all))
 	for _, id := range views.Order(walk, ids) {
@@ -86,21 +72,18 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (AgentDet
 	}
 	v := c.view(a)
 	var children []ChildView
-	for _, id := range c.tree.Children(a.id) {
+	for _, id := range c.tree.Children(a.ID()) {
 		if ch, okc := c.agent(id); okc {
-			children = append(children, ChildView{ID: id, Name: ch.name(), Status: c.status(ch)})
+			children = append(children, ChildView{ID: id, Name: ch.Name(), Status: c.status(ch)})
 		}
 	}
-	a.mu.Lock()
-	set := views.TakeSettings(a.p, sinceSeq, limit)
-	a.mu.Unlock()
-	d, msgs := views.Detail(v, children, set, limit, pageBytes)
-	msgs, err := c.fillPayloads(a.id, msgs)
+	d, msgs := views.Detail(v, children, a.Settings(sinceSeq, limit), limit, pageBytes)
+	msgs, err := c.fillPayloads(a.ID(), msgs)
 	if err != nil {
 		return AgentDetail{}, err
 	}
-	if a.log != nil {
-		d.HasLog, d.LastSeq = true, a.log.LastSeq()
+	if a.Log != nil {
+		d.HasLog, d.LastSeq = true, a.Log.LastSeq()
 	}
 	d.Inbox = views.Inbox(msgs, c.displayName)
 	return d, nil
@@ -112,10 +95,7 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (AgentDet
 func (c *Core) Waits() []WaitView {
 	var out []WaitView
 	for _, a := range c.listed() {
-		a.mu.Lock()
-		live := a.hasLiveWait()
-		a.mu.Unlock()
-		if !live { // most agents: no snapshot (path, facts) to build and drop
+		if !a.HasLiveWait() { // most agents: no snapshot (path, facts) to build and drop
 			continue
 		}
 		if w, ok := views.Wait(c.snapshot(a)); ok {

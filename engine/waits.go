@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/waits"
-	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
@@ -30,7 +29,7 @@ func resumeResult(runID, status, response string) TurnResult {
 // beginWait suspends the run: it mints a resume token, logs run.waiting and
 // token.minted in one write, and ends the turn (ErrRunSuspended).
 func (c *Core) beginWait(a *agent, v tools.AwaitInput, cc callCtx) error {
-	deadline, err := c.waitOps().Begin(waitAgent{c, a}, v, cc.runID, cc.turn)
+	deadline, err := c.waitOps().Begin(waitAgent{a, c}, v, cc.runID, cc.turn)
 	if err != nil {
 		return err
 	}
@@ -67,13 +66,13 @@ func (c *Core) sweepWaits() {
 		if !ok {
 			return nil, false
 		}
-		return waitAgent{c, a}, true
+		return waitAgent{a, c}, true
 	})
 }
 
 // revokeToken revokes a live token (token.revoked with the reason).
 func (c *Core) revokeToken(a *agent, tokenID, runID, reason string) error {
-	return c.waitOps().Revoke(waitAgent{c, a}, tokenID, runID, reason)
+	return c.waitOps().Revoke(waitAgent{a, c}, tokenID, runID, reason)
 }
 
 // Resume resumes a suspended run (token and response) or re-runs an
@@ -97,8 +96,7 @@ func (c *Core) resume(ctx context.Context, agentID string, req waits.Request) (T
 	if !ok {
 		return TurnResult{}, notFound(agentID)
 	}
-	res, err := c.waitOps().Resume(ctx, waitAgent{c, a}, req)
-	return res, waitErr(err)
+	return c.waitOps().Resume(ctx, waitAgent{a, c}, req)
 }
 
 // Cancel cancels an agent's running turn, or its wait, or closes an
@@ -108,105 +106,37 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 	if !ok {
 		return notFound(agentID)
 	}
-	return waitErr(c.waitOps().Cancel(ctx, waitAgent{c, a}))
+	return c.waitOps().Cancel(ctx, waitAgent{a, c})
 }
 
-// waitErr maps a refusal of package waits to the Core's domain error.
-func waitErr(err error) error {
-	r, ok := err.(*waits.Refusal)
-	if !ok {
-		return err
-	}
-	kind := ErrUnavailable
-	switch r.Kind {
-	case waits.Rejected:
-		kind = ErrTokenRejected
-	case waits.WrongState:
-		kind = ErrWrongState
-	}
-	return &domainError{kind: kind, err: r.Err}
-}
-
-// waitAgent is an agent as package waits acts on it.
+// waitAgent is an agent as package waits acts on it: its record, and the
+// steps that need the Core.
 type waitAgent struct {
+	*agent
 	c *Core
-	a *agent
 }
 
-func (w waitAgent) ID() string   { return w.a.id }
-func (w waitAgent) Name() string { return w.a.name() }
-
-func (w waitAgent) State() waits.State {
-	a := w.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var s waits.State
-	if r := a.p.Run; r != nil {
-		s.Run = *r
-	}
-	s.LiveWait, s.Busy = a.hasLiveWait(), a.busy
-	if cur := a.cur; cur != nil {
-		s.Turn = &waits.Running{RunID: cur.runID, Cancel: cur.cancel, Done: cur.done}
-	}
-	return s
-}
-
-func (w waitAgent) LastResume() (fold.Resume, bool) {
-	w.a.mu.Lock()
-	defer w.a.mu.Unlock()
-	if lr := w.a.p.LastResume; lr != nil {
-		return *lr, true
-	}
-	return fold.Resume{}, false
-}
-
-func (w waitAgent) Claim() error { return w.c.claim(w.a) }
-func (w waitAgent) Release()     { w.c.release(w.a) }
-
-func (w waitAgent) Unclaim() {
-	w.a.mu.Lock()
-	w.a.busy = false
-	w.a.mu.Unlock()
-}
-
-func (w waitAgent) Append(event string, data any) error {
-	_, err := w.a.log.Append(event, data)
-	return err
-}
-
-func (w waitAgent) AppendBatch(recs []eventlog.Record) error {
-	_, err := w.a.log.AppendBatch(recs)
-	return err
-}
+func (w waitAgent) State() waits.State { return w.WaitState() }
+func (w waitAgent) Release()           { w.c.release(w.agent) }
+func (w waitAgent) FlushOwed() error   { return w.c.flushOwed(w.agent) }
+func (w waitAgent) OwedErr() error     { return w.c.owedCancelErr(w.agent) }
 
 func (w waitAgent) Start(run fold.Run, from string) <-chan TurnResult {
-	return w.c.startTurn(w.a, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
+	return w.c.startTurn(w.agent, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
 		Model: run.Model, RunID: run.RunID, Turn: run.Turn, From: from})
 }
 
 func (w waitAgent) Changed() <-chan struct{} { return w.c.changed.Wait() }
 
-func (w waitAgent) Resumes() *waits.Resumes[TurnResult] { return &w.a.resumes }
-
-func (w waitAgent) Owed() bool {
-	w.a.mu.Lock()
-	defer w.a.mu.Unlock()
-	_, _, _, owed := w.a.owed.Owed()
-	return owed
-}
-
-func (w waitAgent) FlushOwed() error { return w.c.flushOwed(w.a) }
-func (w waitAgent) OwedErr() error   { return w.c.owedCancelErr(w.a) }
-
 func (w waitAgent) Cancelled(waited bool) {
-	w.c.saveSession(w.a, func(s *session.Session) { s.State = session.StateIdle; s.Run = nil })
+	w.c.saveSession(w.agent, func(s *session.Session) { s.State = session.StateIdle; s.Run = nil })
 	if waited {
-		w.c.fireTransition(w.a, "waiting", "idle")
+		w.c.fireTransition(w.agent, "waiting", "idle")
 	}
 }
 
 func (w waitAgent) Expired() {
-	w.c.saveSession(w.a, func(s *session.Session) { s.State = session.StateIdle })
-	w.c.fireTransition(w.a, "waiting", "idle")
-	w.c.wake(w.a)
+	w.c.saveSession(w.agent, func(s *session.Session) { s.State = session.StateIdle })
+	w.c.fireTransition(w.agent, "waiting", "idle")
+	w.c.wake(w.agent)
 }

@@ -6,13 +6,6 @@ import "github.com/warren-dev/warren/inbox"
 // pageBytes their total size, beyond the first).
 const maxWakeBatch = 100
 
-// hasLiveWait reports whether the agent's latest run waits on a live token.
-// The caller holds a.mu.
-func (a *agent) hasLiveWait() bool {
-	r := a.p.Run
-	return r != nil && !r.Ended && r.Wait != nil && r.Wait.TokenState == tokLive
-}
-
 // wake starts a turn for an idle agent with pending messages. The turn's
 // prompt shows the messages; their ids go into turn.start and count as
 // delivered when turn.complete is logged. Messages arriving during the turn
@@ -32,28 +25,16 @@ func (c *Core) wakeIf(a *agent, clearHold bool) {
 	if closed {
 		return
 	}
-	a.mu.Lock()
-	if clearHold {
-		a.held = false
-	}
 	// A log that refuses appends wakes the agent when it heals
 	// (logHealed).
-	if a.held || a.busy || a.p.Terminated || a.corrupt != nil || a.released != nil || a.p.Pending.Len() == 0 ||
-		(a.log != nil && a.log.Degraded() != nil) ||
-		(a.p.Gated && !a.permit) || a.hasLiveWait() || a.completing {
-		a.mu.Unlock()
+	msgs, ok := a.TakeWake(clearHold, maxWakeBatch, pageBytes)
+	if !ok {
 		return
 	}
-	msgs := a.p.Pending.PeekFirst(maxWakeBatch, pageBytes)
-	a.busy = true
-	a.permit = false
-	a.mu.Unlock()
-	msgs, err := c.fillPayloads(a.id, msgs)
+	msgs, err := c.fillPayloads(a.ID(), msgs)
 	if err != nil {
-		c.log.Error("cannot wake the agent: its pending messages cannot be read back from its log", "agent", a.id, "err", err)
-		a.mu.Lock()
-		a.busy = false
-		a.mu.Unlock()
+		c.log.Error("cannot wake the agent: its pending messages cannot be read back from its log", "agent", a.ID(), "err", err)
+		a.Unclaim()
 		return
 	}
 	ids := make([]string, len(msgs))

@@ -86,8 +86,12 @@ func (r *Registry) IsHTTP(name string) bool { return httpType(r.opts.Config(), n
 
 // DefaultModel is the model of an entry that names none: the entry's
 // "model" setting (config.json, or an HTTP entry's built-in settings).
-func (r *Registry) DefaultModel(name string) string {
-	cfg := r.opts.Config()
+func (r *Registry) DefaultModel(name string) string { return DefaultModel(r.opts.Config(), name) }
+
+// DefaultModel is Registry.DefaultModel under cfg, for a caller that has
+// read the config already (one that may not call Options.Config where it
+// stands: the engine's takes the engine's lock).
+func DefaultModel(cfg config.Config, name string) string {
 	if typ := httpType(cfg, name); typ != "" {
 		return entrySettings(cfg, name, typ).Model
 	}

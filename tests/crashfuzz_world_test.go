@@ -230,6 +230,9 @@ func (w *cfWorld) newCoreWake(fsys faultfs.FS, wake bool) (*engine.Core, error) 
 		DefaultProvider: "inproc", DefaultModel: cfModel, Config: cfg, Logger: hclog.NewNullLogger(),
 		Clock: w.clock, NoWake: !wake, BootID: fmt.Sprintf("boot%04d", w.boots),
 		PendingIdle: -1,
+		// The daemon's settings (config/engine.go), as its boot passes them.
+		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
+		MaxOpenLogs: config.DefaultMaxOpenLogs,
 		Sleep:       func(ctx context.Context, d time.Duration) error { return nil },
 		Jitter:      func() float64 { return 0.5 },
 	})

@@ -184,7 +184,8 @@ func (d *testDaemon) launch() (exited chan struct{}, err error) {
 		d.cancel = cancel
 		d.mu.Unlock()
 		go func() {
-			err := daemon.Run(ctx, daemon.Options{Home: d.Home, Logger: logger, Version: "test", Providers: builtins.Providers})
+			err := daemon.Run(ctx, daemon.Options{Home: d.Home, Logger: logger, Version: "test", Providers: builtins.Providers,
+				DefaultProvider: builtins.DefaultProvider})
 			d.mu.Lock()
 			d.runErr = err
 			d.mu.Unlock()

@@ -5,9 +5,10 @@
 // in the middle (with the projection of its good prefix, so a corrupt agent
 // still shows its name and parent), no log at all, or a log that could not
 // be opened for lack of a resource (retried with a backoff by
-// RetryOpenFaults, then marked ErrUnopened). The engine decides what each
-// result means for the tree (package recoverrun); nothing here knows the
-// Core.
+// RetryOpenFaults, then marked ErrUnopened). IDs lists the agents to read
+// back (the home's directories and a cluster store's agents). The engine
+// decides what each result means for the tree (package recoverrun);
+// nothing here knows the Core.
 //
 // A checkpoint is an optimisation, never the authority (engine/doc.go,
 // "Checkpoints"): one that does not match its log, or that names a pending

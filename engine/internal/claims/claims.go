@@ -4,7 +4,8 @@
 // "Failover between daemons"): a claim it holds is reused while it is not
 // lost; a lease that can be lost is watched, and its loss is reported
 // (the engine then releases the agent: no turn of it runs here again); a
-// daemon that finds the USER inbox held stands by (StandBy); a takeover
+// daemon that finds the USER inbox held stands by until it can claim and
+// open it (StandBy, Open: standby.go); a takeover
 // scan claims the agents nobody holds, leaving a subtree to its parent's
 // daemon (Claimable).
 //
@@ -29,7 +30,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/warren-dev/warren/schedule"
 	"github.com/warren-dev/warren/store"
 )
 
@@ -140,34 +140,6 @@ func (s *Set) ReleaseAll(ctx context.Context) {
 	for id, l := range m {
 		if err := l.Release(ctx); err != nil {
 			s.opts.Logger.Warn("releasing the claim on an agent", "agent", id, "err", err)
-		}
-	}
-}
-
-// StandBy claims id (the USER inbox) within limit per attempt. On a
-// cluster store a daemon that finds it held stands by, trying again every
-// interval on clock, until the holder's lease lapses or the Set's context
-// ends; on another store the first attempt's result is returned.
-func (s *Set) StandBy(id string, clustered bool, limit, every time.Duration, clock schedule.Clock) (store.Lease, error) {
-	logged := false
-	for tries := 0; ; tries++ {
-		l, err := s.Own(id, limit)
-		if err == nil || !clustered {
-			return l, err
-		}
-		switch {
-		case !errors.Is(err, store.ErrOwned):
-			// The cluster did not answer in time (a leader election, a
-			// server going away): try again on the next tick.
-			if tries%40 == 0 {
-				s.opts.Logger.Warn("claiming the USER inbox failed; trying again", "err", err)
-			}
-		case !logged:
-			logged = true
-			s.opts.Logger.Info("standing by: another daemon runs this cluster's USER inbox; its agents are taken over when its lease lapses", "detail", err)
-		}
-		if err := schedule.Sleep(s.opts.Ctx, clock, every); err != nil {
-			return nil, errors.Join(errors.New("stopped standing by for the USER inbox"), err)
 		}
 	}
 }

@@ -107,10 +107,10 @@ func TestStandByEndsWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := New(Options{Owner: newOwner("USER"), Ctx: ctx})
 	cancel()
-	if _, err := s.StandBy("USER", true, 0, time.Millisecond, nil); !errors.Is(err, context.Canceled) {
+	if _, err := s.StandBy("USER", Standby{Clustered: true, Every: time.Millisecond}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("StandBy after cancel: %v", err)
 	}
-	if _, err := s.StandBy("USER", false, 0, time.Millisecond, nil); !errors.Is(err, store.ErrOwned) {
+	if _, err := s.StandBy("USER", Standby{Every: time.Millisecond}); !errors.Is(err, store.ErrOwned) {
 		t.Fatalf("StandBy on a local store: %v, want the claim's error at once", err)
 	}
 }

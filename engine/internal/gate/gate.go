@@ -11,23 +11,29 @@
 // waiting), gating does not stop a turn that runs; a permit is logged
 // (tool.permit_turn), granted, and wakes the agent.
 //
-// No locks of its own; Env's methods take the engine's one at a time.
+// No locks of its own; Env's and Agent's methods take the engine's one at
+// a time.
 package gate
 
 import (
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/toolexec"
 )
 
+// Agent is what the gate needs of an agent: the engine's record of it
+// (agentrec.Agent), each method taking its lock itself.
+type Agent interface {
+	// Append logs one entry in its log (store.Log's Append).
+	Append(event string, data any) (eventlog.Entry, error)
+	// SetPermit grants or withdraws its permit of one turn.
+	SetPermit(permit bool)
+}
+
 // Env is what the gate needs of the engine, for agents of type A.
-type Env[A any] interface {
+type Env[A Agent] interface {
 	// Agent returns a live agent.
 	Agent(id string) (A, bool)
-	// Append logs one entry in a's log.
-	Append(a A, event string, data any) error
-	// SetPermit grants or withdraws a's permit of one turn (under a's
-	// lock).
-	SetPermit(a A, permit bool)
 	// Wake starts a turn for a if it has work and may take one.
 	Wake(a A)
 }
@@ -35,7 +41,7 @@ type Env[A any] interface {
 // Set gates (gated) or ungates agent id; name is the agent as the caller
 // named it, which the log records. id must be a live agent
 // (toolexec.ErrNoAgent).
-func Set[A any](env Env[A], id, name string, gated bool) error {
+func Set[A Agent](env Env[A], id, name string, gated bool) error {
 	a, ok := env.Agent(id)
 	if !ok {
 		return toolexec.ErrNoAgent
@@ -44,10 +50,10 @@ func Set[A any](env Env[A], id, name string, gated bool) error {
 	if gated {
 		action = "gate"
 	}
-	if err := env.Append(a, schema.ToolGate, schema.GateData{Action: action, AgentName: name}); err != nil {
+	if _, err := a.Append(schema.ToolGate, schema.GateData{Action: action, AgentName: name}); err != nil {
 		return err
 	}
-	env.SetPermit(a, false)
+	a.SetPermit(false)
 	if !gated {
 		env.Wake(a)
 	}
@@ -55,15 +61,15 @@ func Set[A any](env Env[A], id, name string, gated bool) error {
 }
 
 // Permit lets agent id take one turn while gated.
-func Permit[A any](env Env[A], id, name string) error {
+func Permit[A Agent](env Env[A], id, name string) error {
 	a, ok := env.Agent(id)
 	if !ok {
 		return toolexec.ErrNoAgent
 	}
-	if err := env.Append(a, schema.ToolPermitTurn, schema.GateData{AgentName: name}); err != nil {
+	if _, err := a.Append(schema.ToolPermitTurn, schema.GateData{AgentName: name}); err != nil {
 		return err
 	}
-	env.SetPermit(a, true)
+	a.SetPermit(true)
 	env.Wake(a)
 	return nil
 }

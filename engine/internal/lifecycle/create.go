@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
@@ -64,6 +65,9 @@ func (l Lifecycle) Create(ctx context.Context, spec Spec) (string, error) {
 func (l Lifecycle) check(spec *Spec) (provider.Provider, error) {
 	h := l.Host
 	if spec.Provider == "" {
+		if l.DefaultProvider == "" {
+			return nil, domainerr.New(domainerr.Invalid, "no provider named and no default provider configured: name one")
+		}
 		spec.Provider = l.DefaultProvider
 		if spec.Model == "" {
 			spec.Model = l.DefaultModel
@@ -80,15 +84,15 @@ func (l Lifecycle) check(spec *Spec) (provider.Provider, error) {
 		return nil, err
 	}
 	if err := tree.ValidateName(spec.Name); err != nil {
-		return nil, l.refuse(Invalid, "%w", err)
+		return nil, domainerr.New(domainerr.Invalid, "%w", err)
 	}
 	if err := h.CheckText(spec.Instructions, spec.Metadata); err != nil {
-		return nil, l.refuse(Invalid, "%w", err)
+		return nil, domainerr.New(domainerr.Invalid, "%w", err)
 	}
 	if spec.ParentID != "" {
 		pa, err := h.Lookup(spec.ParentID)
 		if err != nil || pa.Look().Terminated {
-			return nil, l.refuse(NotFound, "parent agent %s not found", spec.ParentID)
+			return nil, domainerr.New(domainerr.NotFound, "parent agent %s not found", spec.ParentID)
 		}
 	}
 	return prov, nil
@@ -101,11 +105,11 @@ func (l Lifecycle) reserve(id string, spec Spec) (exists bool, err error) {
 	closed, err := l.Host.Reserve(id, spec.Name, spec.ParentID)
 	switch {
 	case closed:
-		return false, l.refuse(ShuttingDown, "daemon is shutting down")
+		return false, domainerr.New(domainerr.ShuttingDown, "daemon is shutting down")
 	case errors.Is(err, tree.ErrExists):
 		return true, nil
 	case err != nil:
-		return false, l.refuse(Invalid, "%w", err)
+		return false, domainerr.New(domainerr.Invalid, "%w", err)
 	}
 	return false, nil
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/tree"
 )
@@ -89,18 +90,20 @@ func TestCreateRefusals(t *testing.T) {
 		name  string
 		setup func(f *fake)
 		spec  Spec
-		kind  Kind
+		kind  error
 		text  string
 		steps int // steps taken
 	}{
-		{"unknown provider", func(f *fake) { f.badProvider = true }, Spec{Name: "r"}, Invalid, `unknown provider "dp"`, 1},
-		{"bad name", nil, Spec{Name: "a/b"}, Invalid, "", 3},
-		{"long instructions", nil, Spec{Name: "r", Instructions: "too long"}, Invalid, "instructions are too long", 4},
-		{"no parent", nil, Spec{Name: "r", ParentID: "nobody"}, NotFound, "parent agent nobody not found", 4},
+		{"unknown provider", func(f *fake) { f.badProvider = true }, Spec{Name: "r"}, domainerr.Invalid, `unknown provider "dp"`, 1},
+		{"no default provider", func(f *fake) { f.noDefault = true }, Spec{Name: "r"}, domainerr.Invalid,
+			"no provider named and no default provider configured: name one", 0},
+		{"bad name", nil, Spec{Name: "a/b"}, domainerr.Invalid, "", 3},
+		{"long instructions", nil, Spec{Name: "r", Instructions: "too long"}, domainerr.Invalid, "instructions are too long", 4},
+		{"no parent", nil, Spec{Name: "r", ParentID: "nobody"}, domainerr.NotFound, "parent agent nobody not found", 4},
 		{"terminated parent", func(f *fake) { f.add("p1", "p", "").look.Terminated = true },
-			Spec{Name: "r", ParentID: "p1"}, NotFound, "parent agent p1 not found", 4},
-		{"closed", func(f *fake) { f.closed = true }, Spec{Name: "r"}, ShuttingDown, "daemon is shutting down", 5},
-		{"name taken", func(f *fake) { f.reserveErr = errors.New(`name "r" is taken`) }, Spec{Name: "r"}, Invalid, `name "r" is taken`, 5},
+			Spec{Name: "r", ParentID: "p1"}, domainerr.NotFound, "parent agent p1 not found", 4},
+		{"closed", func(f *fake) { f.closed = true }, Spec{Name: "r"}, domainerr.ShuttingDown, "daemon is shutting down", 5},
+		{"name taken", func(f *fake) { f.reserveErr = errors.New(`name "r" is taken`) }, Spec{Name: "r"}, domainerr.Invalid, `name "r" is taken`, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
@@ -109,7 +112,7 @@ func TestCreateRefusals(t *testing.T) {
 			}
 			_, err := f.life().Create(context.Background(), tc.spec)
 			if kindOf(err) != tc.kind {
-				t.Fatalf("err = %v (kind %d), want kind %d", err, kindOf(err), tc.kind)
+				t.Fatalf("err = %v (kind %v), want kind %v", err, kindOf(err), tc.kind)
 			}
 			if want := tc.text; want == "" {
 				want = tree.ValidateName(tc.spec.Name).Error()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
@@ -21,21 +22,13 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// refusal is the fake engine's domain error: the kind and the text.
-type refusal struct {
-	kind Kind
-	err  error
-}
-
-func (r *refusal) Error() string { return r.err.Error() }
-func (r *refusal) Unwrap() error { return r.err }
-
-func kindOf(err error) Kind {
-	var r *refusal
-	if errors.As(err, &r) {
-		return r.kind
+// kindOf is the condition of a domain error (nil for another error).
+func kindOf(err error) error {
+	var d *domainerr.Error
+	if errors.As(err, &d) {
+		return d.Kind
 	}
-	return 0
+	return nil
 }
 
 // fake is an engine that records every step it is asked to take, in one
@@ -60,6 +53,7 @@ type fake struct {
 	recs        []eventlog.Record         // AppendBatch of the new log
 	snapshot    *session.Session
 	badProvider bool
+	noDefault   bool // life() has no DefaultProvider
 }
 
 func newFake() *fake {
@@ -82,6 +76,10 @@ func (f *fake) took() []string {
 }
 
 func (f *fake) life() Lifecycle {
+	dp := "dp"
+	if f.noDefault {
+		dp = ""
+	}
 	return Lifecycle{Host: f, Tree: fakeTree{f}, Log: hclog.New(&hclog.LoggerOptions{Output: &f.logBuf}),
 		Now: func() time.Time {
 			f.mu.Lock()
@@ -89,8 +87,7 @@ func (f *fake) life() Lifecycle {
 			f.reads++
 			return t0
 		},
-		Refuse: func(k Kind, err error) error { return &refusal{kind: k, err: err} },
-		Ctx:    context.Background(), DefaultProvider: "dp", DefaultModel: "dm"}
+		Ctx: context.Background(), DefaultProvider: dp, DefaultModel: "dm"}
 }
 
 // add puts a live agent id named name under parent ("" = a root).
@@ -142,7 +139,7 @@ func (f *fake) Lookup(id string) (Agent, error) {
 func (f *fake) Provider(name string) (provider.Provider, error) {
 	f.step("provider %s", name)
 	if f.badProvider {
-		return nil, &refusal{kind: Invalid, err: fmt.Errorf("unknown provider %q", name)}
+		return nil, domainerr.New(domainerr.Invalid, "unknown provider %q", name)
 	}
 	return nil, nil
 }

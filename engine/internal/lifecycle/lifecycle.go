@@ -30,10 +30,10 @@
 //   - Reset logs context.reset on an idle agent and stops its provider
 //     session.
 //
-// Refusals (the agent's state or the request forbids it) are made by
-// Lifecycle.Refuse from a Kind and the user's text, so the engine's
-// domain errors keep their texts and chains; errors of the host's own
-// steps are returned as they are or wrapped with what was being done.
+// Refusals (the agent's state or the request forbids it) are the
+// engine's domain errors (package domainerr) with the user's text;
+// errors of the host's own steps are returned as they are or wrapped with
+// what was being done.
 //
 // # Locks
 //
@@ -45,7 +45,6 @@ package lifecycle
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -65,34 +64,13 @@ type Lifecycle struct {
 	// Now is the engine's clock, read where a time is written.
 	Now func() time.Time
 	Log hclog.Logger
-	// Refuse makes the engine's domain error of kind whose text is err's.
-	Refuse func(kind Kind, err error) error
 	// Ctx bounds the creation of spawned children (the engine's life).
 	Ctx context.Context
 	// DefaultProvider and DefaultModel fill a spec that names no
-	// provider.
+	// provider; without a DefaultProvider such a spec is refused.
 	DefaultProvider, DefaultModel string
 	// NoWake: spawned children get no bootstrap turn.
 	NoWake bool
-}
-
-// Kind is the condition of a refusal.
-type Kind int
-
-// The kinds of refusal.
-const (
-	// Invalid: the request is refused as given.
-	Invalid Kind = iota + 1
-	// NotFound: the parent named does not exist.
-	NotFound
-	// WrongState: the agent's state forbids it now.
-	WrongState
-	// ShuttingDown: the engine is closing.
-	ShuttingDown
-)
-
-func (l Lifecycle) refuse(k Kind, format string, args ...any) error {
-	return l.Refuse(k, fmt.Errorf(format, args...))
 }
 
 // Spec describes a new agent.

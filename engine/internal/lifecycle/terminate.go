@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -17,7 +18,7 @@ func (l Lifecycle) Terminate(id string) error {
 		return err
 	}
 	if a.Look().Busy {
-		return l.refuse(WrongState, "agent %s is mid-turn; cancel it first (warren agent cancel)", a.Name())
+		return domainerr.New(domainerr.WrongState, "agent %s is mid-turn; cancel it first (warren agent cancel)", a.Name())
 	}
 	return l.End(a)
 }
@@ -42,7 +43,7 @@ func (l Lifecycle) TerminateTree(id string) ([]Terminated, error) {
 		if len(busy) == 1 {
 			verb = "is"
 		}
-		return nil, l.refuse(WrongState, "nothing was terminated: %s %s mid-turn; cancel first (warren agent cancel REF), then terminate again",
+		return nil, domainerr.New(domainerr.WrongState, "nothing was terminated: %s %s mid-turn; cancel first (warren agent cancel REF), then terminate again",
 			strings.Join(busy, ", "), verb)
 	}
 	done := make([]Terminated, 0, len(order))
@@ -103,14 +104,14 @@ func (l Lifecycle) End(a Agent) error {
 		if n == 1 {
 			kids, them = "child", "it"
 		}
-		return l.refuse(WrongState, "agent %s has %d %s; terminate %s first, or the whole subtree at once (recursive: warren agent terminate --recursive)", a.Name(), n, kids, them)
+		return domainerr.New(domainerr.WrongState, "agent %s has %d %s; terminate %s first, or the whole subtree at once (recursive: warren agent terminate --recursive)", a.Name(), n, kids, them)
 	}
 	look := a.Look()
 	if look.Terminated {
 		return nil
 	}
 	if look.Corrupt {
-		return l.refuse(WrongState, "agent %s has a damaged log; run `warren repair %s` first", id, id)
+		return domainerr.New(domainerr.WrongState, "agent %s has a damaged log; run `warren repair %s` first", id, id)
 	}
 	if look.WaitToken != "" {
 		if err := a.Revoke(look.WaitToken, look.RunID, "terminated"); err != nil {
@@ -159,7 +160,7 @@ func (l Lifecycle) Reset(id string) error {
 	}
 	defer a.Release()
 	if a.Look().OpenRun {
-		return l.refuse(WrongState, "agent %s has a run that has not ended (waiting or interrupted); resume or cancel it first", a.Name())
+		return domainerr.New(domainerr.WrongState, "agent %s has a run that has not ended (waiting or interrupted); resume or cancel it first", a.Name())
 	}
 	id = a.ID()
 	if _, err := a.Append(schema.ContextReset, map[string]any{"agent_id": id}); err != nil {

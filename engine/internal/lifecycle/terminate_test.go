@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"
@@ -65,19 +66,19 @@ func TestEndRefusalsAndFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(f *fake, a *fakeAgent)
-		kind  Kind
+		kind  error
 		text  string
 		steps []string
 	}{
-		{"one child", func(f *fake, a *fakeAgent) { f.add("c1", "c", "a1") }, WrongState,
+		{"one child", func(f *fake, a *fakeAgent) { f.add("c1", "c", "a1") }, domainerr.WrongState,
 			"agent kid has 1 child; terminate it first, or the whole subtree at once (recursive: warren agent terminate --recursive)", nil},
-		{"two children", func(f *fake, a *fakeAgent) { f.add("c1", "c", "a1"); f.add("c2", "d", "a1") }, WrongState,
+		{"two children", func(f *fake, a *fakeAgent) { f.add("c1", "c", "a1"); f.add("c2", "d", "a1") }, domainerr.WrongState,
 			"agent kid has 2 children; terminate them first, or the whole subtree at once (recursive: warren agent terminate --recursive)", nil},
-		{"terminated", func(f *fake, a *fakeAgent) { a.look.Terminated = true }, 0, "", nil},
-		{"corrupt", func(f *fake, a *fakeAgent) { a.look.Corrupt = true }, WrongState,
+		{"terminated", func(f *fake, a *fakeAgent) { a.look.Terminated = true }, nil, "", nil},
+		{"corrupt", func(f *fake, a *fakeAgent) { a.look.Corrupt = true }, domainerr.WrongState,
 			"agent a1 has a damaged log; run `warren repair a1` first", nil},
-		{"owed end", func(f *fake, a *fakeAgent) { a.flushErr = boom }, 0, "terminating a1: boom", []string{"a1 flush owed"}},
-		{"append", func(f *fake, a *fakeAgent) { a.appendErr = boom }, 0, "logging agent.terminated for a1: boom",
+		{"owed end", func(f *fake, a *fakeAgent) { a.flushErr = boom }, nil, "terminating a1: boom", []string{"a1 flush owed"}},
+		{"append", func(f *fake, a *fakeAgent) { a.appendErr = boom }, nil, "logging agent.terminated for a1: boom",
 			[]string{"a1 flush owed", "a1 state", "a1 append agent.terminated"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +91,7 @@ func TestEndRefusalsAndFailures(t *testing.T) {
 					t.Fatalf("End = %v", err)
 				}
 			} else if err == nil || err.Error() != tc.text || kindOf(err) != tc.kind {
-				t.Fatalf("End = %v (kind %d), want %q (kind %d)", err, kindOf(err), tc.text, tc.kind)
+				t.Fatalf("End = %v (kind %v), want %q (kind %v)", err, kindOf(err), tc.text, tc.kind)
 			}
 			sameSteps(t, f.took(), tc.steps...)
 		})
@@ -119,7 +120,7 @@ func TestTerminateRefusesABusyAgent(t *testing.T) {
 	f := newFake()
 	f.add("a1", "kid", "").look.Busy = true
 	err := f.life().Terminate("a1")
-	if err == nil || kindOf(err) != WrongState || err.Error() != "agent kid is mid-turn; cancel it first (warren agent cancel)" {
+	if err == nil || kindOf(err) != domainerr.WrongState || err.Error() != "agent kid is mid-turn; cancel it first (warren agent cancel)" {
 		t.Fatalf("Terminate = %v", err)
 	}
 	if err := f.life().Terminate("nobody"); err == nil || err.Error() != `agent "nobody" not found` {
@@ -180,7 +181,7 @@ func TestTerminateTreeRefusesEverythingWhenOneIsBusy(t *testing.T) {
 			f.agents[id].look.Busy = true
 		}
 		done, err := f.life().TerminateTree("r")
-		if err == nil || err.Error() != tc.text || kindOf(err) != WrongState || done != nil {
+		if err == nil || err.Error() != tc.text || kindOf(err) != domainerr.WrongState || done != nil {
 			t.Errorf("TerminateTree = %v, %v; want %q", done, err, tc.text)
 		}
 		sameSteps(t, f.took())
@@ -194,7 +195,7 @@ func TestTerminateTreeSaysWhatItTerminatedBeforeAFailure(t *testing.T) {
 	f.add("b", "b", "r").look.Corrupt = true
 	_, err := f.life().TerminateTree("r")
 	want := "terminating b: agent b has a damaged log; run `warren repair b` first (already terminated: root/a)"
-	if err == nil || err.Error() != want || kindOf(err) != WrongState {
+	if err == nil || err.Error() != want || kindOf(err) != domainerr.WrongState {
 		t.Fatalf("TerminateTree = %v, want %q keeping the refusal's kind", err, want)
 	}
 	// A failure at the first agent is returned as it is.
@@ -227,7 +228,7 @@ func TestResetRefusals(t *testing.T) {
 	a := f.add("a1", "kid", "")
 	a.look.OpenRun = true
 	err := f.life().Reset("a1")
-	if err == nil || kindOf(err) != WrongState ||
+	if err == nil || kindOf(err) != domainerr.WrongState ||
 		err.Error() != "agent kid has a run that has not ended (waiting or interrupted); resume or cancel it first" {
 		t.Fatalf("Reset = %v", err)
 	}

@@ -19,8 +19,8 @@ type Failure struct {
 // parent (none for a root), listing the first of its pending messages; the
 // child's inbox is kept. Its id derives from the child and the transition,
 // so the notice is sent once per failed turn. A failure to send is logged.
-func ChildFailed[A any](env Env[A], a A) {
-	f := env.Failed(a, notice.MaxListed)
+func ChildFailed[A Agent](env Env[A], a A) {
+	f := a.Failed(notice.MaxListed)
 	if f.Parent == "" {
 		return
 	}
@@ -32,7 +32,7 @@ func ChildFailed[A any](env Env[A], a A) {
 	for i, m := range pending {
 		listed[i] = notice.Pending{From: env.DisplayName(m.Sender), Text: m.Payload}
 	}
-	id := notice.ID("failed", f.ID, env.TransitionKey(a))
+	id := notice.ID("failed", f.ID, a.TransitionKey())
 	m := toolexec.NewMessage(env, id, tree.System, f.Parent, inbox.KindError, notice.ChildFailed(f.Name, f.LastErr, f.Total, listed))
 	m.Metadata["failed_agent"] = f.ID
 	if err := Send(env, m); err != nil {

@@ -23,8 +23,8 @@
 //
 // # Locks
 //
-// None of its own. Env's methods take the engine's locks one after the
-// other, never across another method; Reserve holds the reservation set's
+// None of its own. Env's and Agent's methods take the engine's locks one
+// after the other, never across another method; Reserve holds the reservation set's
 // lock across its view of the inbox (package reserve).
 package mail
 
@@ -43,13 +43,28 @@ import (
 	"github.com/warren-dev/warren/tree"
 )
 
+// Agent is what the mail steps need of an agent: the engine's record of
+// it (agentrec.Agent), each method taking its lock itself.
+type Agent interface {
+	// Inbox reads whether it has had message id enqueued, whether it is
+	// terminated and whether its log is damaged.
+	Inbox(id string) (has, terminated, corrupt bool)
+	// Append logs one entry in its log, AppendBatch several in one write
+	// (store.Log's).
+	Append(event string, data any) (eventlog.Entry, error)
+	AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error)
+	// Failed reads what its parent is told of its failed turn, listing at
+	// most max pending messages.
+	Failed(max int) Failure
+	// TransitionKey names its current transition (its latest run and
+	// turn, or its id) for notice ids.
+	TransitionKey() string
+}
+
 // Env is what the mail steps need of the engine, for agents of type A.
-type Env[A any] interface {
+type Env[A Agent] interface {
 	// Agent returns a live agent.
 	Agent(id string) (A, bool)
-	// Inbox reads, under a's lock, whether a has had message id enqueued,
-	// whether a is terminated and whether its log is damaged.
-	Inbox(a A, id string) (has, terminated, corrupt bool)
 	// Reserve checks that m fits in a's inbox and in the daemon's totals,
 	// counting the messages reserved and not yet landed, and reserves its
 	// room until Release(m.ID); the error wraps toolexec.ErrInboxFull.
@@ -61,27 +76,15 @@ type Env[A any] interface {
 	// whether it is open yet.
 	UserHas(id string) bool
 	UserOpen() bool
-	// Append logs one entry in a's log, AppendBatch several in one write;
 	// AppendUser makes m durable in the USER inbox.
-	Append(a A, event string, data any) error
-	AppendBatch(a A, recs []eventlog.Record) error
 	AppendUser(m inbox.Message) error
 	// Poke wakes a, even after a failed turn.
 	Poke(a A)
-
-	// What the notice of a failed turn reads.
-
-	// Failed reads, under a's lock, what its parent is told of its failed
-	// turn, listing at most max pending messages.
-	Failed(a A, max int) Failure
 	// FillPayloads returns msgs with every payload read back from the
-	// owner's log.
+	// owner's log (the notice of a failed turn).
 	FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error)
 	// DisplayName is how a sender appears in a notice.
 	DisplayName(id string) string
-	// TransitionKey names a's current transition (its latest run and
-	// turn, or its id) for notice ids.
-	TransitionKey(a A) string
 	Now() time.Time
 	Logger() hclog.Logger
 }
@@ -90,7 +93,7 @@ type Env[A any] interface {
 // has it; an error naming the reason when it cannot take it (wrapping
 // toolexec.ErrNoAgent or toolexec.ErrInboxFull). A message let through
 // holds its room until Append.
-func Check[A any](env Env[A], m inbox.Message) (skip bool, err error) {
+func Check[A Agent](env Env[A], m inbox.Message) (skip bool, err error) {
 	if m.Recipient == tree.User {
 		if env.UserHas(m.ID) {
 			return true, nil
@@ -101,7 +104,7 @@ func Check[A any](env Env[A], m inbox.Message) (skip bool, err error) {
 	if !ok {
 		return false, fmt.Errorf("recipient %s: %w", m.Recipient, toolexec.ErrNoAgent)
 	}
-	dup, terminated, corrupt := env.Inbox(r, m.ID)
+	dup, terminated, corrupt := r.Inbox(m.ID)
 	switch {
 	case dup:
 		return true, nil
@@ -116,7 +119,7 @@ func Check[A any](env Env[A], m inbox.Message) (skip bool, err error) {
 // Append logs message.enqueued in the recipient's log (or puts m in the
 // USER inbox) and pokes the recipient; it does not check (Check did), and
 // it releases m's room, in the inbox now or failed.
-func Append[A any](env Env[A], m inbox.Message) error {
+func Append[A Agent](env Env[A], m inbox.Message) error {
 	defer env.Release(m.ID)
 	if m.Recipient == tree.User {
 		return env.AppendUser(m)
@@ -125,7 +128,7 @@ func Append[A any](env Env[A], m inbox.Message) error {
 	if !ok {
 		return fmt.Errorf("recipient %s: %w", m.Recipient, toolexec.ErrNoAgent)
 	}
-	if err := env.Append(r, schema.MessageEnqueued, m.EventData()); err != nil {
+	if _, err := r.Append(schema.MessageEnqueued, m.EventData()); err != nil {
 		return fmt.Errorf("logging message.enqueued for %s: %w", m.Recipient, err)
 	}
 	env.Poke(r)
@@ -134,7 +137,7 @@ func Append[A any](env Env[A], m inbox.Message) error {
 
 // Send checks m and appends it: a message whose id the recipient already
 // has is not enqueued again.
-func Send[A any](env Env[A], m inbox.Message) error {
+func Send[A Agent](env Env[A], m inbox.Message) error {
 	skip, err := Check(env, m)
 	if err != nil || skip {
 		return err
@@ -144,7 +147,7 @@ func Send[A any](env Env[A], m inbox.Message) error {
 
 // Redeliver enqueues a message its sender's log records as sent unless
 // its recipient has it; the limits do not refuse it.
-func Redeliver[A any](env Env[A], m inbox.Message) error {
+func Redeliver[A Agent](env Env[A], m inbox.Message) error {
 	skip, err := Check(env, m)
 	if errors.Is(err, toolexec.ErrInboxFull) {
 		err = nil
@@ -157,7 +160,7 @@ func Redeliver[A any](env Env[A], m inbox.Message) error {
 
 // Delivered logs message.delivered for msgIDs in id's log, in one write;
 // id must be a live agent (toolexec.ErrNoAgent).
-func Delivered[A any](env Env[A], id string, msgIDs []string) error {
+func Delivered[A Agent](env Env[A], id string, msgIDs []string) error {
 	a, ok := env.Agent(id)
 	if !ok {
 		return toolexec.ErrNoAgent
@@ -166,13 +169,14 @@ func Delivered[A any](env Env[A], id string, msgIDs []string) error {
 	for i, mid := range msgIDs {
 		recs[i] = eventlog.Record{Event: schema.MessageDelivered, Data: schema.MessageDeliveredData{MessageID: mid}}
 	}
-	return env.AppendBatch(a, recs)
+	_, err := a.AppendBatch(recs)
+	return err
 }
 
 // Lacks reports whether the recipient of s exists and has not got it (a
 // damaged log has nothing redelivered to it); agentsOnly leaves out
 // messages to USER, as does a USER inbox not open yet.
-func Lacks[A any](env Env[A], s projection.SentRef, agentsOnly bool) bool {
+func Lacks[A Agent](env Env[A], s projection.SentRef, agentsOnly bool) bool {
 	if s.To == tree.User {
 		return !agentsOnly && env.UserOpen() && !env.UserHas(s.ID)
 	}
@@ -180,6 +184,6 @@ func Lacks[A any](env Env[A], s projection.SentRef, agentsOnly bool) bool {
 	if !ok {
 		return false
 	}
-	has, _, corrupt := env.Inbox(a, s.ID)
+	has, _, corrupt := a.Inbox(s.ID)
 	return !corrupt && !has
 }

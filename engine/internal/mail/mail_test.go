@@ -24,7 +24,7 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // box is an agent's inbox as the fake holds it.
 type box struct{ has, terminated, corrupt bool }
 
-// fake records every step against the engine; agents are their ids.
+// fake records every step against the engine and its agents (fakeAgent).
 type fake struct {
 	calls      []string
 	agents     map[string]*box
@@ -46,13 +46,24 @@ func (f *fake) rec(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
 }
 
-func (f *fake) Agent(id string) (string, bool) { f.rec("agent %s", id); return id, f.agents[id] != nil }
-func (f *fake) Inbox(a, id string) (bool, bool, bool) {
-	f.rec("inbox %s %s", a, id)
-	b := f.agents[a]
+// fakeAgent is agent id of the fake; its steps go to the fake's record.
+type fakeAgent struct {
+	f  *fake
+	id string
+}
+
+func (a *fakeAgent) String() string { return a.id }
+
+func (f *fake) Agent(id string) (*fakeAgent, bool) {
+	f.rec("agent %s", id)
+	return &fakeAgent{f, id}, f.agents[id] != nil
+}
+func (a *fakeAgent) Inbox(id string) (bool, bool, bool) {
+	a.f.rec("inbox %s %s", a.id, id)
+	b := a.f.agents[a.id]
 	return b.has, b.terminated, b.corrupt
 }
-func (f *fake) Reserve(a string, m inbox.Message) error {
+func (f *fake) Reserve(a *fakeAgent, m inbox.Message) error {
 	f.rec("reserve %s %s", a, m.ID)
 	return f.reserveErr
 }
@@ -63,22 +74,26 @@ func (f *fake) ReserveUser(m inbox.Message) error {
 func (f *fake) Release(id string)      { f.rec("release %s", id) }
 func (f *fake) UserOpen() bool         { f.rec("user open?"); return !f.userClosed }
 func (f *fake) UserHas(id string) bool { f.rec("user has %s", id); return f.userHas }
-func (f *fake) Append(a, event string, data any) error {
-	f.rec("append %s %s %v", a, event, data.(map[string]any)["message_id"])
+func (a *fakeAgent) Append(event string, data any) (eventlog.Entry, error) {
+	f := a.f
+	f.rec("append %s %s %v", a.id, event, data.(map[string]any)["message_id"])
 	if f.appendErr == nil {
 		f.sent = append(f.sent, msgOf(data))
 	}
-	return f.appendErr
+	return eventlog.Entry{}, f.appendErr
 }
-func (f *fake) AppendBatch(a string, recs []eventlog.Record) error {
+func (a *fakeAgent) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
 	for _, r := range recs {
-		f.rec("append %s %s %+v", a, r.Event, r.Data)
+		a.f.rec("append %s %s %+v", a.id, r.Event, r.Data)
 	}
-	return f.appendErr
+	return nil, a.f.appendErr
 }
 func (f *fake) AppendUser(m inbox.Message) error { f.rec("append USER %s", m.ID); return f.appendErr }
-func (f *fake) Poke(a string)                    { f.rec("poke %s", a) }
-func (f *fake) Failed(a string, max int) Failure { f.rec("failed %s %d", a, max); return f.failure }
+func (f *fake) Poke(a *fakeAgent)                { f.rec("poke %s", a.id) }
+func (a *fakeAgent) Failed(max int) Failure {
+	a.f.rec("failed %s %d", a.id, max)
+	return a.f.failure
+}
 func (f *fake) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
 	f.rec("fill %s %d", owner, len(msgs))
 	if f.fillErr != nil {
@@ -91,9 +106,9 @@ func (f *fake) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message
 	}
 	return out, nil
 }
-func (f *fake) DisplayName(id string) string  { return "name-of-" + id }
-func (f *fake) TransitionKey(a string) string { f.rec("key %s", a); return "run9/1" }
-func (f *fake) Now() time.Time                { f.rec("now"); return t0 }
+func (f *fake) DisplayName(id string) string { return "name-of-" + id }
+func (a *fakeAgent) TransitionKey() string   { a.f.rec("key %s", a.id); return "run9/1" }
+func (f *fake) Now() time.Time               { f.rec("now"); return t0 }
 func (f *fake) Logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: &f.log, DisableTime: true})
 }
@@ -130,41 +145,41 @@ func msg(id, to string) inbox.Message {
 func TestCheck(t *testing.T) {
 	f := newFake()
 	f.userHas = true
-	if skip, err := Check[string](f, msg("m1", tree.User)); !skip || err != nil {
+	if skip, err := Check[*fakeAgent](f, msg("m1", tree.User)); !skip || err != nil {
 		t.Fatalf("USER has it: %v, %v", skip, err)
 	}
 	f.want(t, "user has m1")
 	f.userHas, f.reserveErr = false, toolexec.ErrInboxFull
-	if skip, err := Check[string](f, msg("m1", tree.User)); skip || !errors.Is(err, toolexec.ErrInboxFull) {
+	if skip, err := Check[*fakeAgent](f, msg("m1", tree.User)); skip || !errors.Is(err, toolexec.ErrInboxFull) {
 		t.Fatalf("USER full: %v, %v", skip, err)
 	}
 	f.want(t, "user has m1", "reserve USER m1")
 	f.reserveErr = nil
 
-	if _, err := Check[string](f, msg("m1", "x")); !errors.Is(err, toolexec.ErrNoAgent) || err.Error() != "recipient x: "+toolexec.ErrNoAgent.Error() {
+	if _, err := Check[*fakeAgent](f, msg("m1", "x")); !errors.Is(err, toolexec.ErrNoAgent) || err.Error() != "recipient x: "+toolexec.ErrNoAgent.Error() {
 		t.Fatalf("no recipient: %v", err)
 	}
 	f.want(t, "agent x")
 
 	f.agents["a"] = &box{has: true, terminated: true, corrupt: true}
-	if skip, err := Check[string](f, msg("m1", "a")); !skip || err != nil {
+	if skip, err := Check[*fakeAgent](f, msg("m1", "a")); !skip || err != nil {
 		t.Fatalf("a duplicate: %v, %v; want skip first", skip, err)
 	}
 	f.want(t, "agent a", "inbox a m1")
 
 	f.agents["a"] = &box{terminated: true, corrupt: true}
-	if _, err := Check[string](f, msg("m1", "a")); !errors.Is(err, toolexec.ErrNoAgent) || !strings.HasPrefix(err.Error(), "recipient a is terminated: ") {
+	if _, err := Check[*fakeAgent](f, msg("m1", "a")); !errors.Is(err, toolexec.ErrNoAgent) || !strings.HasPrefix(err.Error(), "recipient a is terminated: ") {
 		t.Fatalf("terminated: %v", err)
 	}
 	f.agents["a"] = &box{corrupt: true}
-	if _, err := Check[string](f, msg("m1", "a")); !errors.Is(err, toolexec.ErrNoAgent) || !strings.HasPrefix(err.Error(), "recipient a has a damaged log (warren repair): ") {
+	if _, err := Check[*fakeAgent](f, msg("m1", "a")); !errors.Is(err, toolexec.ErrNoAgent) || !strings.HasPrefix(err.Error(), "recipient a has a damaged log (warren repair): ") {
 		t.Fatalf("corrupt: %v", err)
 	}
 	f.want(t, "agent a", "inbox a m1", "agent a", "inbox a m1")
 
 	f.agents["a"] = &box{}
 	f.reserveErr = errors.New("the inbox of a holds ...: full")
-	if skip, err := Check[string](f, msg("m1", "a")); skip || err != f.reserveErr {
+	if skip, err := Check[*fakeAgent](f, msg("m1", "a")); skip || err != f.reserveErr {
 		t.Fatalf("full: %v, %v; want the reservation's error as it is", skip, err)
 	}
 	f.want(t, "agent a", "inbox a m1", "reserve a m1")
@@ -174,23 +189,23 @@ func TestCheck(t *testing.T) {
 // whatever happened; a refused append says for whom and pokes nobody.
 func TestAppend(t *testing.T) {
 	f := newFake()
-	if err := Append[string](f, msg("m1", "a")); err != nil {
+	if err := Append[*fakeAgent](f, msg("m1", "a")); err != nil {
 		t.Fatal(err)
 	}
 	f.want(t, "agent a", "append a message.enqueued m1", "poke a", "release m1")
 
-	if err := Append[string](f, msg("m2", tree.User)); err != nil {
+	if err := Append[*fakeAgent](f, msg("m2", tree.User)); err != nil {
 		t.Fatal(err)
 	}
 	f.want(t, "append USER m2", "release m2")
 
-	if err := Append[string](f, msg("m3", "x")); !errors.Is(err, toolexec.ErrNoAgent) {
+	if err := Append[*fakeAgent](f, msg("m3", "x")); !errors.Is(err, toolexec.ErrNoAgent) {
 		t.Fatalf("no recipient: %v", err)
 	}
 	f.want(t, "agent x", "release m3")
 
 	f.appendErr = errors.New("disk full")
-	err := Append[string](f, msg("m4", "a"))
+	err := Append[*fakeAgent](f, msg("m4", "a"))
 	if !errors.Is(err, f.appendErr) || !strings.HasPrefix(err.Error(), "logging message.enqueued for a: ") {
 		t.Fatalf("refused append: %v", err)
 	}
@@ -201,29 +216,29 @@ func TestAppend(t *testing.T) {
 // and the limits do not refuse it, though the other checks do.
 func TestSendAndRedeliver(t *testing.T) {
 	f := newFake()
-	if err := Send[string](f, msg("m1", "a")); err != nil {
+	if err := Send[*fakeAgent](f, msg("m1", "a")); err != nil {
 		t.Fatal(err)
 	}
 	f.want(t, "agent a", "inbox a m1", "reserve a m1", "agent a", "append a message.enqueued m1", "poke a", "release m1")
 	f.agents["a"].has = true
-	if err := Send[string](f, msg("m1", "a")); err != nil {
+	if err := Send[*fakeAgent](f, msg("m1", "a")); err != nil {
 		t.Fatal(err)
 	}
 	f.want(t, "agent a", "inbox a m1")
 
 	f.agents["a"].has = false
 	f.reserveErr = fmt.Errorf("over the limit: %w", toolexec.ErrInboxFull)
-	if err := Send[string](f, msg("m2", "a")); !errors.Is(err, toolexec.ErrInboxFull) {
+	if err := Send[*fakeAgent](f, msg("m2", "a")); !errors.Is(err, toolexec.ErrInboxFull) {
 		t.Fatalf("Send to a full inbox: %v", err)
 	}
 	f.want(t, "agent a", "inbox a m2", "reserve a m2")
-	if err := Redeliver[string](f, msg("m2", "a")); err != nil {
+	if err := Redeliver[*fakeAgent](f, msg("m2", "a")); err != nil {
 		t.Fatalf("Redeliver to a full inbox: %v", err)
 	}
 	f.want(t, "agent a", "inbox a m2", "reserve a m2", "agent a", "append a message.enqueued m2", "poke a", "release m2")
 
 	f.agents["a"].terminated = true
-	if err := Redeliver[string](f, msg("m3", "a")); !errors.Is(err, toolexec.ErrNoAgent) {
+	if err := Redeliver[*fakeAgent](f, msg("m3", "a")); !errors.Is(err, toolexec.ErrNoAgent) {
 		t.Fatalf("Redeliver to a terminated agent: %v", err)
 	}
 	f.want(t, "agent a", "inbox a m3")
@@ -237,12 +252,12 @@ func TestChildFailed(t *testing.T) {
 	f := newFake()
 	f.agents["p"] = &box{}
 	f.failure = Failure{ID: "a", Name: "kid", LastErr: "boom", Total: 3}
-	ChildFailed[string](f, "a")
+	ChildFailed[*fakeAgent](f, &fakeAgent{f, "a"})
 	f.want(t, "failed a 20")
 
 	f.failure.Parent = "p"
 	f.failure.Pending = []inbox.Message{{ID: "q1", Sender: "u"}, {ID: "q2", Sender: "v", Payload: "short"}}
-	ChildFailed[string](f, "a")
+	ChildFailed[*fakeAgent](f, &fakeAgent{f, "a"})
 	id := notice.ID("failed", "a", "run9/1")
 	f.want(t, "failed a 20", "fill a 2", "key a", "now", "agent p", "inbox p "+id, "reserve p "+id,
 		"agent p", "append p message.enqueued "+id, "poke p", "release "+id)
@@ -255,7 +270,7 @@ func TestChildFailed(t *testing.T) {
 
 	f.sent, f.fillErr = nil, errors.New("unreadable")
 	f.agents["p"].has = false
-	ChildFailed[string](f, "a")
+	ChildFailed[*fakeAgent](f, &fakeAgent{f, "a"})
 	f.calls = nil
 	text = notice.ChildFailed("kid", "boom", 3, []notice.Pending{{From: "name-of-u", Text: ""}, {From: "name-of-v", Text: "short"}})
 	if f.sent[0].Payload != text {
@@ -263,7 +278,7 @@ func TestChildFailed(t *testing.T) {
 	}
 
 	delete(f.agents, "p")
-	ChildFailed[string](f, "a")
+	ChildFailed[*fakeAgent](f, &fakeAgent{f, "a"})
 	if !strings.Contains(f.log.String(), "[ERROR] notifying parent of a failed turn: agent=a parent=p err=") {
 		t.Fatalf("log %q", f.log.String())
 	}
@@ -295,7 +310,7 @@ func TestLacks(t *testing.T) {
 	for _, tc := range cases {
 		f.agents["a"] = &box{}
 		tc.set()
-		if got := Lacks[string](f, tc.s, tc.agentsOnly); got != tc.want {
+		if got := Lacks[*fakeAgent](f, tc.s, tc.agentsOnly); got != tc.want {
 			t.Errorf("%s: Lacks = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -305,11 +320,11 @@ func TestLacks(t *testing.T) {
 // agent's log.
 func TestDelivered(t *testing.T) {
 	f := newFake()
-	if err := Delivered[string](f, "a", []string{"m1", "m2"}); err != nil {
+	if err := Delivered[*fakeAgent](f, "a", []string{"m1", "m2"}); err != nil {
 		t.Fatal(err)
 	}
 	f.want(t, "agent a", "append a message.delivered {MessageID:m1}", "append a message.delivered {MessageID:m2}")
-	if err := Delivered[string](f, "x", []string{"m1"}); !errors.Is(err, toolexec.ErrNoAgent) {
+	if err := Delivered[*fakeAgent](f, "x", []string{"m1"}); !errors.Is(err, toolexec.ErrNoAgent) {
 		t.Fatalf("Delivered to no agent: %v", err)
 	}
 }

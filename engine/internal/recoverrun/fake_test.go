@@ -38,10 +38,24 @@ func dir(id string) string { return home + "/agents/" + id }
 
 func short(id string) string { return id[len(id)-2:] }
 
-// fakeAgent is the engine's agent as the fake host makes it.
+// fakeAgent is the engine's agent as the fake host makes it; it records
+// what the run asks of it in its host's calls.
 type fakeAgent struct {
+	h       *fakeHost
 	id      string
 	corrupt error
+}
+
+func (a *fakeAgent) NeedsRestartMark(boot string) bool {
+	a.h.rec("NeedsRestartMark %s %s", short(a.id), boot)
+	return a.h.restart[a.id]
+}
+
+func (a *fakeAgent) MarkCorrupt(err error) {
+	a.h.rec("MarkCorrupt %s", short(a.id))
+	if a.corrupt == nil {
+		a.corrupt = err
+	}
 }
 
 // fakeLog is a store.Log that records what is done to it.
@@ -110,7 +124,7 @@ func (h *fakeHost) rec(format string, args ...any) {
 
 // agent adds what Load returns for id: an opened log and its agent.
 func (h *fakeHost) agent(id string, s *projection.State) *Agent[*fakeAgent] {
-	l := &Agent[*fakeAgent]{ID: id, Log: &fakeLog{}, State: s, Agent: &fakeAgent{id: id}}
+	l := &Agent[*fakeAgent]{ID: id, Log: &fakeLog{}, State: s, Agent: &fakeAgent{h: h, id: id}}
 	h.loads[id] = l
 	h.ids = append(h.ids, id)
 	return l
@@ -161,7 +175,7 @@ func (h *fakeHost) Load(ids []string, retry bool) []*Agent[*fakeAgent] {
 
 func (h *fakeHost) ListCorrupt(l *Agent[*fakeAgent], cause error) {
 	h.rec("ListCorrupt %s: %v", short(l.ID), cause)
-	l.Agent = &fakeAgent{id: l.ID, corrupt: cause}
+	l.Agent = &fakeAgent{h: h, id: l.ID, corrupt: cause}
 	h.listed[l.ID] = l.Agent
 }
 
@@ -207,11 +221,6 @@ func (h *fakeHost) AddToken(tok token.Token) error {
 	return h.tokenErr
 }
 
-func (h *fakeHost) NeedsRestartMark(l *Agent[*fakeAgent]) bool {
-	h.rec("NeedsRestartMark %s", short(l.ID))
-	return h.restart[l.ID]
-}
-
 func (h *fakeHost) IndexSubscription(sub projection.Subscription, subscriber string) {
 	h.rec("IndexSubscription %s->%s", short(subscriber), short(sub.Target))
 }
@@ -245,14 +254,8 @@ func (h *fakeHost) Background(f func()) bool {
 	f()
 	return true
 }
-func (h *fakeHost) CheckpointAll() { h.rec("CheckpointAll") }
-func (h *fakeHost) Scrubbed()      { h.rec("Scrubbed") }
-func (h *fakeHost) MarkCorrupt(l *Agent[*fakeAgent], err error) {
-	h.rec("MarkCorrupt %s", short(l.ID))
-	if l.Agent.corrupt == nil {
-		l.Agent.corrupt = err
-	}
-}
+func (h *fakeHost) CheckpointAll()             { h.rec("CheckpointAll") }
+func (h *fakeHost) Scrubbed()                  { h.rec("Scrubbed") }
 func (h *fakeHost) RemoveCheckpoint(id string) { h.rec("RemoveCheckpoint %s", short(id)) }
 
 func names(ids []string) string {
@@ -289,5 +292,5 @@ func newRun(h *fakeHost) (*Run[*fakeAgent], *faultfs.Mem) {
 		panic(err)
 	}
 	return &Run[*fakeAgent]{Host: h, FS: fsys, Home: home, Dir: dir, Now: func() time.Time { return t0 },
-		Checkpoints: true, Every: 250 * time.Millisecond, Logger: hclog.NewNullLogger()}, fsys
+		BootID: "boot2", Checkpoints: true, Every: 250 * time.Millisecond, Logger: hclog.NewNullLogger()}, fsys
 }

@@ -11,11 +11,12 @@ import (
 // Host is what a run needs of the engine: the steps that touch the
 // engine's agents, locks, timers and services. Each method does one thing
 // the engine did at that point of its recovery; the run calls them in the
-// order of its steps. A is the engine's agent (an *Agent's Agent).
+// order of its steps. A is the engine's agent (an *Agent's Agent): what
+// a step asks of that agent alone it asks of A itself (Record).
 //
 // The methods are grouped by the step that calls them; none is called
 // with a lock of the run's (it has none).
-type Host[A any] interface {
+type Host[A Record] interface {
 	Starter
 	Claimer
 	Loader[A]
@@ -23,6 +24,16 @@ type Host[A any] interface {
 	Restorer[A]
 	Settler[A]
 	Scrubber[A]
+}
+
+// Record is what a run asks of the engine's agent itself (the engine's
+// record, package agentrec, has these methods).
+type Record interface {
+	// NeedsRestartMark: the agent's open run was running in a start other
+	// than boot's and must be marked interrupted.
+	NeedsRestartMark(boot string) bool
+	// MarkCorrupt lists the agent corrupt with err, unless it already is.
+	MarkCorrupt(err error)
 }
 
 // Starter starts a recovery at boot.
@@ -59,7 +70,7 @@ type Claimer interface {
 }
 
 // Loader reads agents back and lists those recovery cannot place.
-type Loader[A any] interface {
+type Loader[A Record] interface {
 	// Load opens and folds the logs of ids and makes each opened one the
 	// engine's agent, wired to its log's appends (retry: the logs that
 	// cannot be opened for lack of a resource are retried first).
@@ -77,7 +88,7 @@ type Loader[A any] interface {
 }
 
 // Placer places the live agents in the tree.
-type Placer[A any] interface {
+type Placer[A Record] interface {
 	// Parents describes the candidates' parents as the engine knows them
 	// now (placement.Order).
 	Parents(cands []placement.Candidate) map[string]placement.Parent
@@ -92,18 +103,15 @@ type Placer[A any] interface {
 }
 
 // Restorer restores what a placed agent had besides its log.
-type Restorer[A any] interface {
+type Restorer[A Record] interface {
 	// Snapshot restores l's session.json (rebuilt when it is not usable).
 	Snapshot(l *Agent[A])
 	// AddToken reinstalls a resume token.
 	AddToken(tok token.Token) error
-	// NeedsRestartMark: l's open run was running in a previous start and
-	// must be marked interrupted.
-	NeedsRestartMark(l *Agent[A]) bool
 }
 
 // Settler adopts the placed agents into the running engine.
-type Settler[A any] interface {
+type Settler[A Record] interface {
 	// IndexSubscription indexes sub of subscriber (a recovery).
 	IndexSubscription(sub projection.Subscription, subscriber string)
 	// Redeliver delivers the messages l's log records as sent that their
@@ -136,7 +144,7 @@ type Settler[A any] interface {
 
 // Scrubber writes checkpoints after a recovery and checks the lines it
 // skipped.
-type Scrubber[A any] interface {
+type Scrubber[A Record] interface {
 	// Background runs f as background work the engine's Close waits for;
 	// false when it is closing and f will not run.
 	Background(f func()) bool
@@ -145,8 +153,6 @@ type Scrubber[A any] interface {
 	CheckpointAll()
 	// Scrubbed tells the engine the scrub is over (idempotent).
 	Scrubbed()
-	// MarkCorrupt lists l corrupt with err, unless it already is.
-	MarkCorrupt(l *Agent[A], err error)
 	// RemoveCheckpoint removes id's checkpoint.
 	RemoveCheckpoint(id string)
 }

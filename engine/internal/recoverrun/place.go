@@ -92,7 +92,7 @@ func (r *Run[A]) restore(l *Agent[A], rep *Report) {
 		}
 		return
 	}
-	if !h.NeedsRestartMark(l) {
+	if !l.Agent.NeedsRestartMark(r.BootID) {
 		return
 	}
 	if _, err := l.Log.Append(schema.RunInterrupted, schema.RunInterruptedData{RunID: run.RunID, Reason: schema.ReasonProcessRestart}); err != nil {

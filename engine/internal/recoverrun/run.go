@@ -72,7 +72,7 @@ type Report struct {
 }
 
 // Agent is one agent directory read back from the store.
-type Agent[A any] struct {
+type Agent[A Record] struct {
 	ID    string
 	Log   store.Log
 	State *projection.State
@@ -89,7 +89,7 @@ type Agent[A any] struct {
 }
 
 // Run is one engine's recovery. Every field is required.
-type Run[A any] struct {
+type Run[A Record] struct {
 	Host Host[A]
 	// FS, Home and Dir (an agent's directory) are where uncreated agent
 	// directories are settled and stale temporary files removed.
@@ -97,6 +97,9 @@ type Run[A any] struct {
 	Home string
 	Dir  func(id string) string
 	Now  func() time.Time
+	// BootID is this start's: an open run of another start is marked
+	// interrupted.
+	BootID string
 	// Clustered: the store's leases can lapse (any store but the local
 	// one): uncreated logs are not local directories, and the takeover
 	// scan runs.

@@ -94,7 +94,7 @@ func TestRecoverStepsInOrder(t *testing.T) {
 		// place, parents first; c1's parent is nowhere: terminated
 		"Parents", "AddToTree a1", "List a1", "AddToTree a2", "List a2", "Forget c1",
 		// restore the placed agents
-		"Snapshot a1", "Snapshot a2", "NeedsRestartMark a2",
+		"Snapshot a1", "Snapshot a2", "NeedsRestartMark a2 boot2",
 		// adopt
 		"IndexSubscription a1->a2", "Redeliver a1", "Redeliver a2", "SettleWaits", "Arm a1", "Arm a2",
 		"SetRecovering false",
@@ -332,7 +332,7 @@ func TestRestore(t *testing.T) {
 			}
 			asked := false
 			for _, c := range h.calls {
-				asked = asked || c == "NeedsRestartMark a1"
+				asked = asked || c == "NeedsRestartMark a1 boot2"
 			}
 			if asked != tc.asked {
 				t.Errorf("NeedsRestartMark asked: %v, want %v", asked, tc.asked)
@@ -359,7 +359,7 @@ func TestTakeoverRestoresBeforePlacing(t *testing.T) {
 	r, _ := newRun(h)
 	r.Clustered = true
 	h.known[root] = true
-	h.listed[root] = &fakeAgent{id: root}
+	h.listed[root] = &fakeAgent{h: h, id: root}
 	h.agent(child, created(child, root, 0))
 	h.loads[damaged] = &Agent[*fakeAgent]{ID: damaged, State: projection.New(), Err: fmt.Errorf("reading: %w", store.ErrUnavailable)}
 	h.storeIDs = []string{root, child, damaged, away}

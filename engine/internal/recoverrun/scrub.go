@@ -52,7 +52,7 @@ func (r *Run[A]) scrub(ls []*Agent[A]) {
 			continue
 		}
 		r.Logger.Error("agent log is damaged before its checkpoint; the agent is listed as corrupt", "agent", l.ID, "err", err)
-		h.MarkCorrupt(l, err)
+		l.Agent.MarkCorrupt(err)
 		h.RemoveCheckpoint(l.ID)
 		h.Changed()
 	}

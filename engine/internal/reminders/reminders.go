@@ -20,10 +20,11 @@
 // cancel's append included, so once Cancel returns no notice of the
 // reminder is in flight (a firing that started finished first; one that
 // had not started finds the reminder gone or its timer disarmed). It is
-// taken outside every lock of the engine (Env's methods take theirs one
-// after the other inside it). Arm calls Env.Arm inside Env.WithReminder,
-// that is under the agent's lock, so a cancel folded in between either
-// finds the timer armed (and disarms it) or leaves nothing to arm.
+// taken outside every lock of the engine (Env's and Agent's methods take
+// theirs one after the other inside it). Arm calls Env.Arm inside
+// Agent.WithReminder, that is under the agent's lock, so a cancel folded
+// in between either finds the timer armed (and disarms it) or leaves
+// nothing to arm.
 package reminders
 
 import (
@@ -33,6 +34,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -40,19 +42,25 @@ import (
 	"github.com/warren-dev/warren/tree"
 )
 
-// Env is what reminders need of the engine, for agents of type A.
-type Env[A any] interface {
-	// Agent returns a live agent; ID is its id; Timers its Timers.
+// Agent is what the reminders need of an agent: the engine's record of
+// it (agentrec.Agent), each method taking its lock itself.
+type Agent interface {
+	ID() string
+	// Timers serialise firing and cancelling its reminders.
+	Timers() *Timers
+	// WithReminder calls f with its reminder id under its lock; it does
+	// nothing when it has no such reminder.
+	WithReminder(id string, f func(r projection.Reminder))
+	// Terminated reports whether it is terminated.
+	Terminated() bool
+	// Append logs one entry in its log (store.Log's Append).
+	Append(event string, data any) (eventlog.Entry, error)
+}
+
+// Env is what the reminders need of the engine, for agents of type A.
+type Env[A Agent] interface {
+	// Agent returns a live agent.
 	Agent(id string) (A, bool)
-	ID(a A) string
-	Timers(a A) *Timers
-	// WithReminder calls f with a's reminder id under a's lock; it does
-	// nothing when a has no such reminder.
-	WithReminder(a A, id string, f func(r projection.Reminder))
-	// Terminated reports whether a is terminated.
-	Terminated(a A) bool
-	// Append logs one entry in a's log.
-	Append(a A, event string, data any) error
 	// Arm starts (or restarts) a's timer name at t to call fire; Disarm
 	// cancels it: once Disarm returns, fire does not start.
 	Arm(a A, name string, t time.Time, fire func())
@@ -74,12 +82,12 @@ type Timers struct{ mu sync.Mutex }
 
 // Schedule logs reminder.scheduled for r in agent id's log and arms it;
 // id must be a live agent (toolexec.ErrNoAgent).
-func Schedule[A any](env Env[A], id string, r toolexec.Reminder) error {
+func Schedule[A Agent](env Env[A], id string, r toolexec.Reminder) error {
 	a, ok := env.Agent(id)
 	if !ok {
 		return toolexec.ErrNoAgent
 	}
-	if err := env.Append(a, schema.ReminderSched, schema.ReminderData{ReminderID: r.ID, Reason: r.Reason,
+	if _, err := a.Append(schema.ReminderSched, schema.ReminderData{ReminderID: r.ID, Reason: r.Reason,
 		Due: r.Due.Format(time.RFC3339Nano), EveryMS: r.Every.Milliseconds()}); err != nil {
 		return err
 	}
@@ -90,8 +98,8 @@ func Schedule[A any](env Env[A], id string, r toolexec.Reminder) error {
 // Arm starts the timer of a reminder recorded in a's projection: at its
 // due time, or for a repeating reminder that fired already, one period
 // after its last hit.
-func Arm[A any](env Env[A], a A, id string) {
-	env.WithReminder(a, id, func(r projection.Reminder) {
+func Arm[A Agent](env Env[A], a A, id string) {
+	a.WithReminder(id, func(r projection.Reminder) {
 		next := r.Due
 		if r.Every > 0 && !r.LastHit.IsZero() {
 			next = r.LastHit.Add(r.Every)
@@ -103,20 +111,20 @@ func Arm[A any](env Env[A], a A, id string) {
 // Fire delivers reminder id's SYSTEM notification to a, and arms a
 // repeating reminder again. A reminder cancelled meanwhile, or an agent
 // terminated, gets nothing; a failed delivery is logged and not re-armed.
-func Fire[A any](env Env[A], a A, id string) {
-	t := env.Timers(a)
+func Fire[A Agent](env Env[A], a A, id string) {
+	t := a.Timers()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var reason string
 	var every time.Duration
 	known := false
-	env.WithReminder(a, id, func(r projection.Reminder) { reason, every, known = r.Reason, r.Every, true })
-	if !known || env.Terminated(a) {
+	a.WithReminder(id, func(r projection.Reminder) { reason, every, known = r.Reason, r.Every, true })
+	if !known || a.Terminated() {
 		return
 	}
-	m := Notice(env, env.NewID(), env.ID(a), id, reason, every)
+	m := Notice(env, env.NewID(), a.ID(), id, reason, every)
 	if err := env.Enqueue(m); err != nil {
-		env.Logger().Error("delivering a reminder", "agent", env.ID(a), "reminder", id, "err", err)
+		env.Logger().Error("delivering a reminder", "agent", a.ID(), "reminder", id, "err", err)
 		return
 	}
 	if every > 0 {
@@ -136,19 +144,19 @@ func Notice(clock interface{ Now() time.Time }, msgID, agent, id, reason string,
 // disarms it, serialised with its firing; known is false (and nothing is
 // logged) when agent is not a live agent or has no such reminder
 // (unknown, or fired and not repeating).
-func Cancel[A any](env Env[A], agent, id string) (known bool, err error) {
+func Cancel[A Agent](env Env[A], agent, id string) (known bool, err error) {
 	a, ok := env.Agent(agent)
 	if !ok {
 		return false, nil
 	}
-	t := env.Timers(a)
+	t := a.Timers()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	env.WithReminder(a, id, func(projection.Reminder) { known = true })
+	a.WithReminder(id, func(projection.Reminder) { known = true })
 	if !known {
 		return false, nil
 	}
-	if err := env.Append(a, schema.ReminderCancel, schema.ReminderData{ReminderID: id}); err != nil {
+	if _, err := a.Append(schema.ReminderCancel, schema.ReminderData{ReminderID: id}); err != nil {
 		return true, err
 	}
 	env.Disarm(a, Timer(id))

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/toolexec"
@@ -53,10 +54,18 @@ func (f *fake) held() bool {
 	return true
 }
 
-func (f *fake) Agent(id string) (string, bool) { return id, id == "a1" }
-func (f *fake) ID(a string) string             { return a }
-func (f *fake) Timers(a string) *Timers        { return f.timers }
-func (f *fake) WithReminder(a, id string, fn func(projection.Reminder)) {
+// fakeAgent is agent id of the fake; its steps go to the fake's record.
+type fakeAgent struct {
+	f  *fake
+	id string
+}
+
+func (f *fake) Agent(id string) (*fakeAgent, bool) { return f.agent(id), id == "a1" }
+func (f *fake) agent(id string) *fakeAgent         { return &fakeAgent{f, id} }
+func (a *fakeAgent) ID() string                    { return a.id }
+func (a *fakeAgent) Timers() *Timers               { return a.f.timers }
+func (a *fakeAgent) WithReminder(id string, fn func(projection.Reminder)) {
+	f := a.f
 	f.rec("read %s", id)
 	if r, ok := f.rems[id]; ok {
 		f.locked = true
@@ -64,19 +73,20 @@ func (f *fake) WithReminder(a, id string, fn func(projection.Reminder)) {
 		f.locked = false
 	}
 }
-func (f *fake) Terminated(a string) bool { f.rec("terminated?"); return f.terminated }
-func (f *fake) Append(a, event string, data any) error {
+func (a *fakeAgent) Terminated() bool { a.f.rec("terminated?"); return a.f.terminated }
+func (a *fakeAgent) Append(event string, data any) (eventlog.Entry, error) {
+	f := a.f
 	f.heldInApp = f.held()
 	f.rec("append %s %+v", event, data)
-	return f.appendErr
+	return eventlog.Entry{}, f.appendErr
 }
-func (f *fake) Arm(a, name string, t time.Time, fire func()) {
+func (f *fake) Arm(a *fakeAgent, name string, t time.Time, fire func()) {
 	f.rec("arm %s %s locked=%v", name, t.Format(time.RFC3339), f.locked)
 	f.fire = fire
 }
-func (f *fake) Disarm(a, name string) { f.rec("disarm %s", name) }
-func (f *fake) Now() time.Time        { f.rec("now"); return t0.Add(time.Hour).In(time.FixedZone("X", 3600)) }
-func (f *fake) NewID() string         { f.rec("newid"); return "m1" }
+func (f *fake) Disarm(a *fakeAgent, name string) { f.rec("disarm %s", name) }
+func (f *fake) Now() time.Time                   { f.rec("now"); return t0.Add(time.Hour).In(time.FixedZone("X", 3600)) }
+func (f *fake) NewID() string                    { f.rec("newid"); return "m1" }
 func (f *fake) Enqueue(m inbox.Message) error {
 	f.heldInSend = f.held()
 	f.rec("enqueue %s", m.ID)
@@ -100,7 +110,7 @@ func (f *fake) want(t *testing.T, want ...string) {
 func TestScheduleLogsThenArms(t *testing.T) {
 	f := newFake()
 	f.rems["r1"] = projection.Reminder{ID: "r1", Due: t0}
-	err := Schedule[string](f, "a1", toolexec.Reminder{ID: "r1", Reason: "why", Due: t0, Every: 90 * time.Second})
+	err := Schedule[*fakeAgent](f, "a1", toolexec.Reminder{ID: "r1", Reason: "why", Due: t0, Every: 90 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,12 +118,12 @@ func TestScheduleLogsThenArms(t *testing.T) {
 		"read r1", "arm reminder:r1 2026-01-02T03:04:05Z locked=true")
 
 	f.appendErr = errors.New("disk full")
-	if err := Schedule[string](f, "a1", toolexec.Reminder{ID: "r1", Due: t0}); !errors.Is(err, f.appendErr) {
+	if err := Schedule[*fakeAgent](f, "a1", toolexec.Reminder{ID: "r1", Due: t0}); !errors.Is(err, f.appendErr) {
 		t.Fatalf("Schedule = %v, want the append's error", err)
 	}
 	f.want(t, "append reminder.scheduled {ReminderID:r1 Reason: Due:2026-01-02T03:04:05Z EveryMS:0}")
 
-	if err := Schedule[string](f, "nobody", toolexec.Reminder{ID: "r1", Due: t0}); !errors.Is(err, toolexec.ErrNoAgent) {
+	if err := Schedule[*fakeAgent](f, "nobody", toolexec.Reminder{ID: "r1", Due: t0}); !errors.Is(err, toolexec.ErrNoAgent) {
 		t.Fatalf("Schedule for no agent = %v", err)
 	}
 	f.want(t)
@@ -128,7 +138,7 @@ func TestArmNextTime(t *testing.T) {
 	f.rems["rep"] = projection.Reminder{ID: "rep", Due: t0, Every: time.Hour}
 	f.rems["hit"] = projection.Reminder{ID: "hit", Due: t0, Every: time.Hour, LastHit: t0.Add(5 * time.Hour)}
 	for _, id := range []string{"once", "rep", "hit", "gone"} {
-		Arm[string](f, "a1", id)
+		Arm[*fakeAgent](f, f.agent("a1"), id)
 	}
 	f.want(t, "read once", "arm reminder:once 2026-01-02T03:04:05Z locked=true",
 		"read rep", "arm reminder:rep 2026-01-02T03:04:05Z locked=true",
@@ -141,7 +151,7 @@ func TestArmNextTime(t *testing.T) {
 func TestFireDeliversAndRearms(t *testing.T) {
 	f := newFake()
 	f.rems["r1"] = projection.Reminder{ID: "r1", Reason: "stand up", Due: t0, Every: time.Hour}
-	Arm[string](f, "a1", "r1")
+	Arm[*fakeAgent](f, f.agent("a1"), "r1")
 	f.calls = nil
 	f.fire()
 	f.want(t, "read r1", "terminated?", "newid", "now", "enqueue m1",
@@ -158,7 +168,7 @@ func TestFireDeliversAndRearms(t *testing.T) {
 
 	// Once: delivered, not armed again.
 	f.rems["r1"] = projection.Reminder{ID: "r1", Reason: "once", Due: t0}
-	Fire[string](f, "a1", "r1")
+	Fire[*fakeAgent](f, f.agent("a1"), "r1")
 	f.want(t, "read r1", "terminated?", "newid", "now", "enqueue m1")
 }
 
@@ -166,17 +176,17 @@ func TestFireDeliversAndRearms(t *testing.T) {
 // nothing; a delivery that fails is logged and not armed again.
 func TestFireSkipsAndFailures(t *testing.T) {
 	f := newFake()
-	Fire[string](f, "a1", "gone")
+	Fire[*fakeAgent](f, f.agent("a1"), "gone")
 	f.want(t, "read gone")
 
 	f.rems["r1"] = projection.Reminder{ID: "r1", Due: t0, Every: time.Hour}
 	f.terminated = true
-	Fire[string](f, "a1", "r1")
+	Fire[*fakeAgent](f, f.agent("a1"), "r1")
 	f.want(t, "read r1", "terminated?")
 
 	f.terminated = false
 	f.enqueueErr = errors.New("inbox full")
-	Fire[string](f, "a1", "r1")
+	Fire[*fakeAgent](f, f.agent("a1"), "r1")
 	f.want(t, "read r1", "terminated?", "newid", "now", "enqueue m1")
 	if got := f.log.String(); !strings.Contains(got, "[ERROR] delivering a reminder: agent=a1 reminder=r1 err=\"inbox full\"") {
 		t.Fatalf("log %q", got)
@@ -188,16 +198,16 @@ func TestFireSkipsAndFailures(t *testing.T) {
 // append leaves the timer armed and says the reminder was known.
 func TestCancel(t *testing.T) {
 	f := newFake()
-	if known, err := Cancel[string](f, "a1", "nope"); known || err != nil {
+	if known, err := Cancel[*fakeAgent](f, "a1", "nope"); known || err != nil {
 		t.Fatalf("Cancel(unknown) = %v, %v", known, err)
 	}
-	if known, err := Cancel[string](f, "nobody", "r1"); known || err != nil {
+	if known, err := Cancel[*fakeAgent](f, "nobody", "r1"); known || err != nil {
 		t.Fatalf("Cancel(no agent) = %v, %v", known, err)
 	}
 	f.want(t, "read nope")
 
 	f.rems["r1"] = projection.Reminder{ID: "r1", Due: t0}
-	if known, err := Cancel[string](f, "a1", "r1"); !known || err != nil {
+	if known, err := Cancel[*fakeAgent](f, "a1", "r1"); !known || err != nil {
 		t.Fatalf("Cancel = %v, %v", known, err)
 	}
 	f.want(t, "read r1", "append reminder.cancelled {ReminderID:r1 Reason: Due: EveryMS:0}", "disarm reminder:r1")
@@ -209,7 +219,7 @@ func TestCancel(t *testing.T) {
 	}
 
 	f.appendErr = errors.New("disk full")
-	if known, err := Cancel[string](f, "a1", "r1"); !known || !errors.Is(err, f.appendErr) {
+	if known, err := Cancel[*fakeAgent](f, "a1", "r1"); !known || !errors.Is(err, f.appendErr) {
 		t.Fatalf("Cancel = %v, %v; want known and the append's error", known, err)
 	}
 	f.want(t, "read r1", "append reminder.cancelled {ReminderID:r1 Reason: Due: EveryMS:0}")

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -14,15 +15,20 @@ import (
 	"github.com/warren-dev/warren/tree"
 )
 
+// Agent is what the subscription steps need of an agent: the engine's
+// record of it (agentrec.Agent), each method taking its lock itself.
+type Agent interface {
+	// Subscription reads its subscription id.
+	Subscription(id string) (projection.Subscription, bool)
+	// Append logs one entry in its log (store.Log's Append).
+	Append(event string, data any) (eventlog.Entry, error)
+}
+
 // Env is what the subscription steps need of the engine, for agents of
 // type A.
-type Env[A any] interface {
+type Env[A Agent] interface {
 	// Agent returns a live agent.
 	Agent(id string) (A, bool)
-	// Subscription reads a's subscription id (under a's lock).
-	Subscription(a A, id string) (projection.Subscription, bool)
-	// Append logs one entry in a's log.
-	Append(a A, event string, data any) error
 	// Index adds sub of subscriber to the index when its target is alive
 	// (under the lock termination takes); false when the target is gone
 	// or terminating. Unindex removes it.
@@ -38,7 +44,7 @@ type Env[A any] interface {
 // Subscribe indexes sub for subscriber and logs tool.subscribe in its
 // log; alive is false (and nothing is logged) when the target is gone. A
 // subscriber that is not a live agent is toolexec.ErrNoAgent.
-func Subscribe[A any](env Env[A], subscriber string, sub projection.Subscription) (alive bool, err error) {
+func Subscribe[A Agent](env Env[A], subscriber string, sub projection.Subscription) (alive bool, err error) {
 	a, ok := env.Agent(subscriber)
 	if !ok {
 		return false, toolexec.ErrNoAgent
@@ -49,7 +55,7 @@ func Subscribe[A any](env Env[A], subscriber string, sub projection.Subscription
 	if !env.Index(sub, subscriber) {
 		return false, nil
 	}
-	if err := env.Append(a, schema.ToolSubscribe, schema.SubscribeData{SubscriptionID: sub.ID, TargetID: sub.Target,
+	if _, err := a.Append(schema.ToolSubscribe, schema.SubscribeData{SubscriptionID: sub.ID, TargetID: sub.Target,
 		From: sub.From, To: sub.To, Once: sub.Once}); err != nil {
 		env.Unindex(sub)
 		return true, err
@@ -60,12 +66,12 @@ func Subscribe[A any](env Env[A], subscriber string, sub projection.Subscription
 // Unsubscribe drops subscriber's subscription id (reason "unsubscribed");
 // known is false when subscriber is not a live agent or has no such
 // subscription.
-func Unsubscribe[A any](env Env[A], subscriber, id string) (known bool, err error) {
+func Unsubscribe[A Agent](env Env[A], subscriber, id string) (known bool, err error) {
 	a, ok := env.Agent(subscriber)
 	if !ok {
 		return false, nil
 	}
-	sub, known := env.Subscription(a, id)
+	sub, known := a.Subscription(id)
 	if !known {
 		return false, nil
 	}
@@ -74,8 +80,8 @@ func Unsubscribe[A any](env Env[A], subscriber, id string) (known bool, err erro
 
 // Drop logs tool.unsubscribe with reason in subscriber's log, then
 // removes sub from the index.
-func Drop[A any](env Env[A], subscriber A, sub projection.Subscription, reason string) error {
-	if err := env.Append(subscriber, schema.ToolUnsubscribe, schema.UnsubscribeData{SubscriptionID: sub.ID, Reason: reason}); err != nil {
+func Drop[A Agent](env Env[A], subscriber A, sub projection.Subscription, reason string) error {
+	if _, err := subscriber.Append(schema.ToolUnsubscribe, schema.UnsubscribeData{SubscriptionID: sub.ID, Reason: reason}); err != nil {
 		return fmt.Errorf("logging tool.unsubscribe: %w", err)
 	}
 	env.Unindex(sub)
@@ -89,7 +95,7 @@ func Drop[A any](env Env[A], subscriber A, sub projection.Subscription, reason s
 // same bytes twice (or firing again after a crash) produces the same
 // notices. A failed delivery is logged and skipped; a once-subscription
 // that fired is dropped (reason "fired").
-func Notify[A any](env Env[A], watchers []Sub, name, from, to, key string) {
+func Notify[A Agent](env Env[A], watchers []Sub, name, from, to, key string) {
 	for _, sub := range watchers {
 		if !sub.Matches(from, to) {
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/toolexec"
@@ -19,7 +20,7 @@ import (
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// fake records every step against the engine; agents are their ids.
+// fake records every step against the engine and its agents (fakeAgent).
 type fake struct {
 	calls      []string
 	agents     map[string]bool
@@ -43,15 +44,24 @@ func (f *fake) rec(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
 }
 
-func (f *fake) Agent(id string) (string, bool) { f.rec("agent %s", id); return id, f.agents[id] }
-func (f *fake) Subscription(a, id string) (projection.Subscription, bool) {
-	f.rec("read %s/%s", a, id)
-	s, ok := f.subs[a+"/"+id]
+// fakeAgent is agent id of the fake; its steps go to the fake's record.
+type fakeAgent struct {
+	f  *fake
+	id string
+}
+
+func (f *fake) Agent(id string) (*fakeAgent, bool) {
+	f.rec("agent %s", id)
+	return &fakeAgent{f, id}, f.agents[id]
+}
+func (a *fakeAgent) Subscription(id string) (projection.Subscription, bool) {
+	a.f.rec("read %s/%s", a.id, id)
+	s, ok := a.f.subs[a.id+"/"+id]
 	return s, ok
 }
-func (f *fake) Append(a, event string, data any) error {
-	f.rec("append %s %s %+v", a, event, data)
-	return f.appendErr
+func (a *fakeAgent) Append(event string, data any) (eventlog.Entry, error) {
+	a.f.rec("append %s %s %+v", a.id, event, data)
+	return eventlog.Entry{}, a.f.appendErr
 }
 func (f *fake) Index(sub projection.Subscription, subscriber string) bool {
 	f.rec("index %s by %s", sub.ID, subscriber)
@@ -83,24 +93,24 @@ func (f *fake) want(t *testing.T, want ...string) {
 func TestSubscribe(t *testing.T) {
 	f := newFake("a")
 	sub := projection.Subscription{ID: "s1", Target: "t", From: "*", To: "idle", Once: true}
-	if alive, err := Subscribe[string](f, "a", sub); !alive || err != nil {
+	if alive, err := Subscribe[*fakeAgent](f, "a", sub); !alive || err != nil {
 		t.Fatalf("Subscribe = %v, %v", alive, err)
 	}
 	f.want(t, "agent a", "index s1 by a", "append a tool.subscribe {SubscriptionID:s1 TargetID:t From:* To:idle Once:true}")
 
 	f.alive = false
-	if alive, err := Subscribe[string](f, "a", sub); alive || err != nil {
+	if alive, err := Subscribe[*fakeAgent](f, "a", sub); alive || err != nil {
 		t.Fatalf("Subscribe to a gone target = %v, %v", alive, err)
 	}
 	f.want(t, "agent a", "index s1 by a")
 
 	f.alive, f.appendErr = true, errors.New("disk full")
-	if alive, err := Subscribe[string](f, "a", sub); !alive || !errors.Is(err, f.appendErr) {
+	if alive, err := Subscribe[*fakeAgent](f, "a", sub); !alive || !errors.Is(err, f.appendErr) {
 		t.Fatalf("Subscribe with a refused append = %v, %v", alive, err)
 	}
 	f.want(t, "agent a", "index s1 by a", "append a tool.subscribe {SubscriptionID:s1 TargetID:t From:* To:idle Once:true}", "unindex s1")
 
-	if _, err := Subscribe[string](f, "nobody", sub); !errors.Is(err, toolexec.ErrNoAgent) {
+	if _, err := Subscribe[*fakeAgent](f, "nobody", sub); !errors.Is(err, toolexec.ErrNoAgent) {
 		t.Fatalf("Subscribe by no agent: %v", err)
 	}
 	f.want(t, "agent nobody")
@@ -111,22 +121,22 @@ func TestSubscribe(t *testing.T) {
 // append says what it was logging and leaves the index.
 func TestUnsubscribe(t *testing.T) {
 	f := newFake("a")
-	if known, err := Unsubscribe[string](f, "b", "s1"); known || err != nil {
+	if known, err := Unsubscribe[*fakeAgent](f, "b", "s1"); known || err != nil {
 		t.Fatalf("Unsubscribe(no agent) = %v, %v", known, err)
 	}
-	if known, err := Unsubscribe[string](f, "a", "s1"); known || err != nil {
+	if known, err := Unsubscribe[*fakeAgent](f, "a", "s1"); known || err != nil {
 		t.Fatalf("Unsubscribe(unknown) = %v, %v", known, err)
 	}
 	f.want(t, "agent b", "agent a", "read a/s1")
 
 	f.subs["a/s1"] = projection.Subscription{ID: "s1", Target: "t"}
-	if known, err := Unsubscribe[string](f, "a", "s1"); !known || err != nil {
+	if known, err := Unsubscribe[*fakeAgent](f, "a", "s1"); !known || err != nil {
 		t.Fatalf("Unsubscribe = %v, %v", known, err)
 	}
 	f.want(t, "agent a", "read a/s1", "append a tool.unsubscribe {SubscriptionID:s1 Reason:unsubscribed}", "unindex s1")
 
 	f.appendErr = errors.New("disk full")
-	known, err := Unsubscribe[string](f, "a", "s1")
+	known, err := Unsubscribe[*fakeAgent](f, "a", "s1")
 	if !known || !errors.Is(err, f.appendErr) || !strings.HasPrefix(err.Error(), "logging tool.unsubscribe: ") {
 		t.Fatalf("Unsubscribe with a refused append = %v, %v", known, err)
 	}
@@ -147,7 +157,7 @@ func TestNotify(t *testing.T) {
 		{Subscription: projection.Subscription{ID: "s5", Target: "t", From: "*", To: "*", Once: true}, Subscriber: "c"},
 	}
 	f.enqueueErr["c"] = errors.New("inbox full")
-	Notify[string](f, w, "worker", "busy", "idle", "run1/2")
+	Notify[*fakeAgent](f, w, "worker", "busy", "idle", "run1/2")
 	f.want(t, "agent a", "now", "enqueue a",
 		"agent b", "now", "enqueue b", "append b tool.unsubscribe {SubscriptionID:s3 Reason:fired}", "unindex s3",
 		"agent gone",
@@ -165,7 +175,7 @@ func TestNotify(t *testing.T) {
 	// A once-subscription that cannot be dropped is logged.
 	f.log.Reset()
 	f.appendErr = errors.New("disk full")
-	Notify[string](f, w[2:3], "worker", "busy", "idle", "run1/3")
+	Notify[*fakeAgent](f, w[2:3], "worker", "busy", "idle", "run1/3")
 	if !strings.Contains(f.log.String(), "[ERROR] removing a fired once-subscription: subscription=s3") {
 		t.Fatalf("log %q", f.log.String())
 	}

@@ -18,8 +18,8 @@
 // engine calls it under its core lock, c.mu, which termination also
 // takes, so a subscription is either in place before its target's
 // terminated transition fires or refused because the target is gone.
-// The steps take no lock; Env's methods take the engine's, one after the
-// other, never across another method.
+// The steps take no lock; Env's and Agent's methods take the engine's,
+// one after the other, never across another method.
 package subs
 
 import "github.com/warren-dev/warren/projection"

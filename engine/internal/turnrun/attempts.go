@@ -43,7 +43,7 @@ func (r Runner) attempts(ctx context.Context, ag Agent, req Request, t Turn, usa
 		}
 		return retry.Try{Response: resp, Err: err, TimedOut: timedOut, DrainFailed: drainFailed}
 	}, func() bool { return delivered }, func(attempt int, err error, delay time.Duration) error {
-		if lerr := ag.Append(schema.TurnRetry, schema.TurnRetryData{RunID: t.RunID, Turn: t.Turn, Attempt: attempt,
+		if _, lerr := ag.Append(schema.TurnRetry, schema.TurnRetryData{RunID: t.RunID, Turn: t.Turn, Attempt: attempt,
 			Error: err.Error(), DelayMS: delay.Milliseconds()}); lerr != nil {
 			return fmt.Errorf("logging turn.retry: %w (after %v)", lerr, err)
 		}

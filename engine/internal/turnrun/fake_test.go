@@ -10,23 +10,16 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/views"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// refusal is the error Runner.Refuse makes in the tests.
-type refusal struct {
-	kind Kind
-	err  error
-}
-
-func (r *refusal) Error() string { return r.err.Error() }
-func (r *refusal) Unwrap() error { return r.err }
 
 // record is one entry appended.
 type record struct {
@@ -85,13 +78,13 @@ func (f *fakeAgent) step(format string, args ...any) {
 
 func (f *fakeAgent) ID() string { return "ag-1" }
 
-func (f *fakeAgent) Append(event string, data any) error {
+func (f *fakeAgent) Append(event string, data any) (eventlog.Entry, error) {
 	f.step("append %s", event)
 	if err := f.appendErr[event]; err != nil {
-		return err
+		return eventlog.Entry{}, err
 	}
 	f.recs = append(f.recs, record{event, data})
-	return nil
+	return eventlog.Entry{}, nil
 }
 
 func (f *fakeAgent) SaveSession(fn func(*session.Session)) {
@@ -208,10 +201,7 @@ func (c *clock) Now() time.Time {
 }
 
 func newRunner(c *clock) Runner {
-	return Runner{BootID: "boot-1", Now: c.Now, Log: hclog.NewNullLogger(),
-		Refuse: func(k Kind, format string, args ...any) error {
-			return &refusal{kind: k, err: fmt.Errorf(format, args...)}
-		}}
+	return Runner{BootID: "boot-1", Now: c.Now, Log: hclog.NewNullLogger()}
 }
 
 // wantSteps fails unless the steps are want.
@@ -224,11 +214,12 @@ func wantSteps(t *testing.T, f *fakeAgent, want ...string) {
 	}
 }
 
-// wantRefusal fails unless err is a refusal of kind k reading text.
-func wantRefusal(t *testing.T, err error, k Kind, text string) {
+// wantRefusal fails unless err is a domain error of condition k reading
+// text.
+func wantRefusal(t *testing.T, err error, k error, text string) {
 	t.Helper()
-	var r *refusal
-	if !errors.As(err, &r) || r.kind != k || err.Error() != text {
-		t.Fatalf("error %v (%T); want a refusal of kind %d reading %q", err, err, k, text)
+	var d *domainerr.Error
+	if !errors.As(err, &d) || d.Kind != k || err.Error() != text {
+		t.Fatalf("error %v (%T); want a domain error %q reading %q", err, err, k, text)
 	}
 }

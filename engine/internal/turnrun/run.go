@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
@@ -31,7 +32,7 @@ func (r Runner) Run(parent context.Context, ag Agent, req Request) (res Result) 
 	}()
 
 	if released != nil {
-		res.Err = r.Refuse(Unavailable, "agent %s is no longer run by this daemon: %v", ag.ID(), released)
+		res.Err = domainerr.New(domainerr.Unavailable, "agent %s is no longer run by this daemon: %v", ag.ID(), released)
 		outcome = None
 		return res
 	}
@@ -42,13 +43,13 @@ func (r Runner) Run(parent context.Context, ag Agent, req Request) (res Result) 
 	}
 	// The end of an earlier run that could not be logged goes first.
 	if err := ag.FlushOwed(); err != nil {
-		res.Err = r.logFailure(fmt.Errorf("agent %s cannot start a turn: %w", ag.ID(), err))
+		res.Err = logFailure(fmt.Errorf("agent %s cannot start a turn: %w", ag.ID(), err))
 		outcome = None
 		return res
 	}
-	if err := ag.Append(schema.TurnStart, schema.TurnStartData{RunID: t.RunID, Turn: t.Turn, BootID: r.BootID,
+	if _, err := ag.Append(schema.TurnStart, schema.TurnStartData{RunID: t.RunID, Turn: t.Turn, BootID: r.BootID,
 		Prompt: req.Prompt, Provider: t.Provider, Model: t.Model, MessageIDs: nonNil(req.MessageIDs)}); err != nil {
-		res.Err = r.logFailure(fmt.Errorf("logging turn.start for agent %s: %w", ag.ID(), err))
+		res.Err = logFailure(fmt.Errorf("logging turn.start for agent %s: %w", ag.ID(), err))
 		outcome = None
 		return res
 	}
@@ -79,12 +80,12 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 		if !usage.IsZero() {
 			done.Usage = &usage
 		}
-		if lerr := ag.Append(schema.TurnComplete, done); lerr != nil {
+		if _, lerr := ag.Append(schema.TurnComplete, done); lerr != nil {
 			// Not durable, so not complete: the run ends as failed once the
 			// log takes it.
 			ag.Owe(runID, schema.TurnFailed, schema.TurnFailedData{RunID: runID, Turn: turn, Attempts: attempts,
 				Error: "the turn's result could not be logged: " + lerr.Error()}, lerr)
-			res.Err = r.logFailure(fmt.Errorf("logging turn.complete for agent %s: %w", ag.ID(), lerr))
+			res.Err = logFailure(fmt.Errorf("logging turn.complete for agent %s: %w", ag.ID(), lerr))
 			return None
 		}
 		res.Response, res.Status = response, "idle"
@@ -94,17 +95,17 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 		res.Wait, res.Token = ag.Suspended(runID)
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		outcome = Cancelled
-		if lerr := ag.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}); lerr != nil {
+		if _, lerr := ag.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}); lerr != nil {
 			r.Log.Error("logging turn.cancelled", "agent", ag.ID(), "err", lerr)
 			ag.Owe(runID, schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}, lerr)
 			outcome = None
 		}
 		res.Status = "idle"
-		res.Err = r.Refuse(WrongState, "turn cancelled")
+		res.Err = domainerr.New(domainerr.WrongState, "turn cancelled")
 	default:
 		outcome = Failed
 		failed := schema.TurnFailedData{RunID: runID, Turn: turn, Error: err.Error(), Attempts: attempts}
-		if lerr := ag.Append(schema.TurnFailed, failed); lerr != nil {
+		if _, lerr := ag.Append(schema.TurnFailed, failed); lerr != nil {
 			r.Log.Error("logging turn.failed", "agent", ag.ID(), "err", lerr)
 			ag.Owe(runID, schema.TurnFailed, failed, lerr)
 			outcome = None
@@ -160,10 +161,10 @@ func (r Runner) finish(ag Agent, outcome Outcome, from string) {
 }
 
 // logFailure is a failed log write as the caller sees it: a log that
-// refuses appends until it heals is Unavailable.
-func (r Runner) logFailure(err error) error {
+// refuses appends until it heals is domainerr.Unavailable.
+func logFailure(err error) error {
 	if errors.Is(err, eventlog.ErrPoisoned) {
-		return r.Refuse(Unavailable, "%w", err)
+		return domainerr.New(domainerr.Unavailable, "%w", err)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
@@ -161,7 +162,7 @@ func TestCancelledTurnLogsTurnCancelled(t *testing.T) {
 		return "", ctx.Err()
 	})
 	res := newRunner(&clock{}).Run(context.Background(), f, Request{Prompt: "hi"})
-	wantRefusal(t, res.Err, WrongState, "turn cancelled")
+	wantRefusal(t, res.Err, domainerr.WrongState, "turn cancelled")
 	if res.Status != "idle" {
 		t.Errorf("status %q; want idle", res.Status)
 	}
@@ -212,7 +213,7 @@ func TestReleasedAgentStartsNoTurn(t *testing.T) {
 	f := newFake()
 	f.released = errors.New("lease lost")
 	res := newRunner(&clock{}).Run(context.Background(), f, Request{Prompt: "hi"})
-	wantRefusal(t, res.Err, Unavailable, "agent ag-1 is no longer run by this daemon: lease lost")
+	wantRefusal(t, res.Err, domainerr.Unavailable, "agent ag-1 is no longer run by this daemon: lease lost")
 	wantSteps(t, f, "begin", "ended", "live-wait", "rest held=false", "checkpoint", "wake", "settled", "changed")
 }
 
@@ -230,7 +231,7 @@ func TestOwedEndNotWrittenStartsNoTurn(t *testing.T) {
 	f := newFake()
 	f.flushErr = eventlog.ErrPoisoned
 	res := newRunner(&clock{}).Run(context.Background(), f, Request{Prompt: "hi"})
-	wantRefusal(t, res.Err, Unavailable, "agent ag-1 cannot start a turn: "+eventlog.ErrPoisoned.Error())
+	wantRefusal(t, res.Err, domainerr.Unavailable, "agent ag-1 cannot start a turn: "+eventlog.ErrPoisoned.Error())
 	if !errors.Is(res.Err, eventlog.ErrPoisoned) {
 		t.Errorf("error %v does not wrap the log's", res.Err)
 	}
@@ -253,7 +254,7 @@ func TestCompleteNotLoggedIsOwedAsFailed(t *testing.T) {
 	f.sends = append(f.sends, answer("ok"))
 	f.appendErr[schema.TurnComplete] = eventlog.ErrPoisoned
 	res := newRunner(&clock{}).Run(context.Background(), f, Request{Prompt: "hi"})
-	wantRefusal(t, res.Err, Unavailable, "logging turn.complete for agent ag-1: "+eventlog.ErrPoisoned.Error())
+	wantRefusal(t, res.Err, domainerr.Unavailable, "logging turn.complete for agent ag-1: "+eventlog.ErrPoisoned.Error())
 	if res.Response != "" || res.Status != "" {
 		t.Errorf("result %+v; want no response and no status", res)
 	}

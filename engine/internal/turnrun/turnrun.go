@@ -46,6 +46,7 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/views"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
@@ -109,19 +110,6 @@ const (
 	Suspended Outcome = "suspended"
 )
 
-// Kind is the condition of an error the package makes; the engine maps
-// it to its domain error (Runner.Refuse).
-type Kind int
-
-// The kinds.
-const (
-	// WrongState: the turn was cancelled.
-	WrongState Kind = iota + 1
-	// Unavailable: this daemon may no longer run the agent, or its log
-	// refuses appends until it heals.
-	Unavailable
-)
-
 // Settings are the agent's own provider and model and its last turn's
 // number.
 type Settings struct {
@@ -172,8 +160,8 @@ type Agent interface {
 // Record is what every step writes to.
 type Record interface {
 	ID() string
-	// Append logs one entry (durable when it returns nil).
-	Append(event string, data any) error
+	// Append logs one entry (durable when it returns nil), as store.Log's.
+	Append(event string, data any) (eventlog.Entry, error)
 	// SaveSession updates session.json through f (written in the
 	// background).
 	SaveSession(f func(*session.Session))
@@ -271,7 +259,4 @@ type Runner struct {
 	BootID string
 	Now    func() time.Time
 	Log    hclog.Logger
-	// Refuse makes the engine's error of kind k reading
-	// fmt.Errorf(format, args...).
-	Refuse func(k Kind, format string, args ...any) error
 }

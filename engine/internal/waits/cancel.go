@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 
 	"github.com/warren-dev/warren/schema"
@@ -25,7 +26,7 @@ func (w Waits[R]) Cancel(ctx context.Context, ag Agent[R]) error {
 	}
 	run := s.Run
 	if run.RunID == "" || run.Ended {
-		return refuse(WrongState, "agent %s has no running turn or wait to cancel", ag.Name())
+		return refuse(domainerr.WrongState, "agent %s has no running turn or wait to cancel", ag.Name())
 	}
 	if err := ag.Claim(); err != nil {
 		return err
@@ -43,7 +44,7 @@ func (w Waits[R]) Cancel(ctx context.Context, ag Agent[R]) error {
 			return err
 		}
 	}
-	if err := ag.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: run.RunID, Turn: run.Turn}); err != nil {
+	if _, err := ag.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: run.RunID, Turn: run.Turn}); err != nil {
 		return logFailure(fmt.Errorf("logging turn.cancelled for agent %s: %w; the run is still open in the log and nothing else changed; retry agent cancel once the log accepts appends", ag.Name(), err))
 	}
 	ag.Cancelled(s.LiveWait)
@@ -51,10 +52,10 @@ func (w Waits[R]) Cancel(ctx context.Context, ag Agent[R]) error {
 }
 
 // logFailure is err, a failed write to the agent's log; a log that
-// refuses appends until it heals makes it a refusal (Unavailable).
+// refuses appends until it heals makes it a refusal (domainerr.Unavailable).
 func logFailure(err error) error {
 	if errors.Is(err, eventlog.ErrPoisoned) {
-		return refuse(Unavailable, "%w", err)
+		return refuse(domainerr.Unavailable, "%w", err)
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -73,7 +74,7 @@ func TestCancelRefusals(t *testing.T) {
 	for _, run := range []fold.Run{{}, {RunID: "run-1", Ended: true}} {
 		ag := newAgent(run)
 		err := w.Cancel(context.Background(), ag)
-		if refusal(err) != WrongState || err.Error() != "agent root/worker has no running turn or wait to cancel" {
+		if refusal(err) != domainerr.WrongState || err.Error() != "agent root/worker has no running turn or wait to cancel" {
 			t.Fatalf("run %+v: %v", run, err)
 		}
 		ag.wantSteps(t, "")
@@ -112,16 +113,16 @@ func TestCancelThatCannotBeLogged(t *testing.T) {
 	want := "logging turn.cancelled for agent root/worker: %v; the run is still open in the log and nothing else changed; retry agent cancel once the log accepts appends"
 	for _, tc := range []struct {
 		cause error
-		kind  Kind
+		kind  error
 	}{
-		{errors.New("disk full"), 0},
-		{fmt.Errorf("%w: no space", eventlog.ErrPoisoned), Unavailable},
+		{errors.New("disk full"), nil},
+		{fmt.Errorf("%w: no space", eventlog.ErrPoisoned), domainerr.Unavailable},
 	} {
 		ag := newAgent(fold.Run{RunID: "run-1"})
 		ag.appendErr = tc.cause
 		err := w.Cancel(context.Background(), ag)
 		if refusal(err) != tc.kind || !errors.Is(err, tc.cause) || err.Error() != fmt.Sprintf(want, tc.cause) {
-			t.Fatalf("cause %v: %v (kind %d)", tc.cause, err, refusal(err))
+			t.Fatalf("cause %v: %v (kind %v)", tc.cause, err, refusal(err))
 		}
 		ag.wantSteps(t, "claim; append failed: turn.cancelled; release")
 	}

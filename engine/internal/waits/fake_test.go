@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/token"
@@ -142,24 +143,25 @@ func (f *fakeAgent) Release() {
 	f.mu.Unlock()
 }
 
-func (f *fakeAgent) Append(event string, data any) error {
-	return f.AppendBatch([]eventlog.Record{{Event: event, Data: data}})
+func (f *fakeAgent) Append(event string, data any) (eventlog.Entry, error) {
+	_, err := f.AppendBatch([]eventlog.Record{{Event: event, Data: data}})
+	return eventlog.Entry{}, err
 }
 
-func (f *fakeAgent) AppendBatch(recs []eventlog.Record) error {
+func (f *fakeAgent) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
 	events := make([]string, len(recs))
 	for i, r := range recs {
 		events[i] = r.Event
 	}
 	if f.appendErr != nil {
 		f.step("append failed: %s", strings.Join(events, "+"))
-		return f.appendErr
+		return nil, f.appendErr
 	}
 	f.step("append %s", strings.Join(events, "+"))
 	f.mu.Lock()
 	f.recs = append(f.recs, recs...)
 	f.mu.Unlock()
-	return nil
+	return nil, nil
 }
 
 func (f *fakeAgent) Start(run fold.Run, from string) <-chan result {
@@ -214,10 +216,11 @@ func (f *fakeAgent) wantSteps(t *testing.T, want string) {
 	}
 }
 
-// refusal returns err's Refusal kind (0 when it is not one).
-func refusal(err error) Kind {
-	if r, ok := err.(*Refusal); ok {
-		return r.Kind
+// refusal returns the condition of err when it is a domain error (nil
+// when it is not one).
+func refusal(err error) error {
+	if d, ok := err.(*domainerr.Error); ok {
+		return d.Kind
 	}
-	return 0
+	return nil
 }

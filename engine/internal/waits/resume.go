@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -34,12 +35,12 @@ func (w Waits[R]) Resume(ctx context.Context, ag Agent[R], req Request) (R, erro
 		if req.Presented != "" {
 			var err error
 			if tokID, _, err = token.Parse(req.Presented); err != nil {
-				return zero, refuse(Rejected, "%w", err)
+				return zero, refuse(domainerr.TokenRejected, "%w", err)
 			}
 		}
 		t, known := w.Tokens.Get(tokID)
 		if !known {
-			return zero, refuse(Rejected, "token rejected: agent %s has no wait to resume", ag.Name())
+			return zero, refuse(domainerr.TokenRejected, "token rejected: agent %s has no wait to resume", ag.Name())
 		}
 		runID = t.RunID
 	}
@@ -85,7 +86,7 @@ func unwinding(s State, runID string) bool {
 // consume has the token service check the token and consume it for run
 // runID: under the token's lock the agent is claimed and the resume
 // logged. A rejection by the token service (token.ErrRejected) is a
-// Refusal; an error of the agent's steps is returned as the service
+// refusal (domainerr.TokenRejected); an error of the agent's steps is returned as the service
 // wrapped it.
 func (w Waits[R]) consume(ag Agent[R], req Request, runID string) (token.Token, bool, error) {
 	commit := func(t token.Token) error { return commitResume(ag, t, req.Response) }
@@ -100,7 +101,7 @@ func (w Waits[R]) consume(ag Agent[R], req Request, runID string) (token.Token, 
 		tok, repeat, err = w.Tokens.Consume(ag.ID(), runID, req.Presented, req.Response, w.Now(), commit)
 	}
 	if err != nil && errors.Is(err, token.ErrRejected) {
-		err = refuse(Rejected, "%w", err)
+		err = refuse(domainerr.TokenRejected, "%w", err)
 	}
 	return tok, repeat, err
 }
@@ -111,7 +112,7 @@ func commitResume[R any](ag Agent[R], t token.Token, response string) error {
 	if err := ag.Claim(); err != nil {
 		return err
 	}
-	err := ag.AppendBatch([]eventlog.Record{
+	_, err := ag.AppendBatch([]eventlog.Record{
 		{Event: schema.TokenConsumed, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
 		{Event: schema.RunResumed, Data: schema.RunResumedData{RunID: t.RunID, TokenID: t.ID, Response: response}},
 	})
@@ -127,7 +128,7 @@ func commitResume[R any](ag Agent[R], t token.Token, response string) error {
 // response) without starting anything new: with the first resume's result
 // (waiting for it if its turn still runs, or from the log after a
 // restart); by finishing the run if a restart cut the first resume's turn
-// off; and refused (Rejected) if that run ended without a result.
+// off; and refused (domainerr.TokenRejected) if that run ended without a result.
 func (w Waits[R]) repeat(ctx context.Context, ag Agent[R], tokenID, runID string, run fold.Run) (R, error) {
 	if res, live, err := ag.Resumes().Shared(ctx, tokenID); live {
 		return res, err
@@ -139,7 +140,7 @@ func (w Waits[R]) repeat(ctx context.Context, ag Agent[R], tokenID, runID string
 		return w.rerun(ctx, ag, run)
 	}
 	var zero R
-	return zero, refuse(Rejected, "token rejected: %s was consumed, and its run ended without a result", tokenID)
+	return zero, refuse(domainerr.TokenRejected, "token rejected: %s was consumed, and its run ended without a result", tokenID)
 }
 
 // interruptedByRestart: run is open and a restart interrupted it.
@@ -159,13 +160,13 @@ func Rerunnable(run fold.Run) bool {
 func (w Waits[R]) rerun(ctx context.Context, ag Agent[R], run fold.Run) (R, error) {
 	var zero R
 	if !Rerunnable(run) {
-		return zero, refuse(WrongState,
+		return zero, refuse(domainerr.WrongState,
 			"agent %s has no interrupted run to resume; to answer a wait pass --token and a response", ag.Name())
 	}
 	if err := ag.Claim(); err != nil {
 		return zero, err
 	}
-	if err := ag.Append(schema.RunResumed, schema.RunResumedData{RunID: run.RunID}); err != nil {
+	if _, err := ag.Append(schema.RunResumed, schema.RunResumedData{RunID: run.RunID}); err != nil {
 		ag.Release()
 		return zero, fmt.Errorf("logging run.resumed: %w", err)
 	}

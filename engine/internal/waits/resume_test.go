@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/token"
@@ -68,7 +69,7 @@ func TestResumeRunsTheTurnOnceAndARepeatSharesItsResult(t *testing.T) {
 	}
 	// A repeat with another response is refused by the token service.
 	_, err := w.Resume(context.Background(), ag, Request{Presented: secret, Response: "no"})
-	if refusal(err) != Rejected || !errors.Is(err, token.ErrConsumed) {
+	if refusal(err) != domainerr.TokenRejected || !errors.Is(err, token.ErrConsumed) {
 		t.Fatalf("repeat with another response: %v", err)
 	}
 }
@@ -113,7 +114,7 @@ func TestRepeatAfterARestart(t *testing.T) {
 
 	ag.last.Completed = false
 	_, err = w.Resume(context.Background(), ag, Request{Presented: secret, Response: "yes"})
-	if refusal(err) != Rejected || err.Error() != "token rejected: "+tok.ID+" was consumed, and its run ended without a result" {
+	if refusal(err) != domainerr.TokenRejected || err.Error() != "token rejected: "+tok.ID+" was consumed, and its run ended without a result" {
 		t.Fatalf("repeat of a resume whose run ended without a result: %v", err)
 	}
 
@@ -127,21 +128,21 @@ func TestRepeatAfterARestart(t *testing.T) {
 	ag.wantSteps(t, `claim; append run.resumed; start run-1 from ""`)
 }
 
-// The token service's rejections are Refusals (Rejected) with its text;
-// the agent's own errors (its claim, its log) come back as it gave them,
-// wrapped by the token service, and leave the token live.
+// The token service's rejections are refusals (domainerr.TokenRejected)
+// with its text; the agent's own errors (its claim, its log) come back as
+// it gave them, wrapped by the token service, and leave the token live.
 func TestResumeErrors(t *testing.T) {
 	w, ag, tok, secret := waiting(t)
 	wrong := tok.ID + "." + strings.Repeat("A", 43)
 	_, err := w.Resume(context.Background(), ag, Request{Presented: wrong, Response: "yes"})
-	if refusal(err) != Rejected || !errors.Is(err, token.ErrWrongSecret) {
+	if refusal(err) != domainerr.TokenRejected || !errors.Is(err, token.ErrWrongSecret) {
 		t.Fatalf("wrong secret: %v", err)
 	}
 
 	claimErr := errors.New("agent ag-1 is mid-turn")
 	ag.claimErr = claimErr
 	_, err = w.Resume(context.Background(), ag, Request{Presented: secret, Response: "yes"})
-	if refusal(err) != 0 || !errors.Is(err, claimErr) || !strings.HasPrefix(err.Error(), "consume token "+tok.ID+": ") {
+	if refusal(err) != nil || !errors.Is(err, claimErr) || !strings.HasPrefix(err.Error(), "consume token "+tok.ID+": ") {
 		t.Fatalf("claim refused: %v", err)
 	}
 	ag.claimErr = nil
@@ -149,7 +150,7 @@ func TestResumeErrors(t *testing.T) {
 	ag.appendErr = errors.New("disk full")
 	ag.steps = nil
 	_, err = w.Resume(context.Background(), ag, Request{Presented: secret, Response: "yes"})
-	if refusal(err) != 0 || !errors.Is(err, ag.appendErr) || !strings.HasSuffix(err.Error(), "logging the resume: disk full") {
+	if refusal(err) != nil || !errors.Is(err, ag.appendErr) || !strings.HasSuffix(err.Error(), "logging the resume: disk full") {
 		t.Fatalf("resume not logged: %v", err)
 	}
 	ag.wantSteps(t, "claim; append failed: token.consumed+run.resumed; unclaim")
@@ -167,11 +168,11 @@ func TestResumeWithoutAWait(t *testing.T) {
 	w := newWaits(&clock{now: t0})
 	ag := newAgent(fold.Run{RunID: "run-1", Ended: true})
 	_, err := w.Resume(context.Background(), ag, Request{Presented: "nonsense", Response: "yes"})
-	if refusal(err) != Rejected || !errors.Is(err, token.ErrMalformed) {
+	if refusal(err) != domainerr.TokenRejected || !errors.Is(err, token.ErrMalformed) {
 		t.Fatalf("malformed: %v", err)
 	}
 	_, err = w.Resume(context.Background(), ag, Request{TokenID: "tok_0123456789abcdef", Response: "yes"})
-	if refusal(err) != Rejected || err.Error() != "token rejected: agent root/worker has no wait to resume" {
+	if refusal(err) != domainerr.TokenRejected || err.Error() != "token rejected: agent root/worker has no wait to resume" {
 		t.Fatalf("unknown token: %v", err)
 	}
 	ag.wantSteps(t, "")
@@ -186,7 +187,7 @@ func TestResumeByIDAnswersOnlyALiveWait(t *testing.T) {
 	}
 	ag.busy = false
 	_, err = w.Resume(context.Background(), ag, Request{TokenID: tok.ID, Response: "yes"})
-	if refusal(err) != Rejected || !errors.Is(err, token.ErrConsumed) {
+	if refusal(err) != domainerr.TokenRejected || !errors.Is(err, token.ErrConsumed) {
 		t.Fatalf("repeat by id: %v", err)
 	}
 }
@@ -197,11 +198,11 @@ func TestResumeReRunsAnInterruptedRun(t *testing.T) {
 	w := newWaits(&clock{now: t0})
 	ag := newAgent(fold.Run{RunID: "run-1", Turn: 4})
 	_, err := w.Resume(context.Background(), ag, Request{})
-	if refusal(err) != WrongState || err.Error() != "agent root/worker has no interrupted run to resume; to answer a wait pass --token and a response" {
+	if refusal(err) != domainerr.WrongState || err.Error() != "agent root/worker has no interrupted run to resume; to answer a wait pass --token and a response" {
 		t.Fatalf("not interrupted: %v", err)
 	}
 	ag.state.Run.Interrupted, ag.state.Run.Reason = true, schema.ReasonWaitTimeout
-	if _, err := w.Resume(context.Background(), ag, Request{}); refusal(err) != WrongState {
+	if _, err := w.Resume(context.Background(), ag, Request{}); refusal(err) != domainerr.WrongState {
 		t.Fatalf("interrupted by its deadline: %v", err)
 	}
 	ag.wantSteps(t, "")

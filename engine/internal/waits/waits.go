@@ -24,10 +24,10 @@
 //     it at a deadline.
 //
 // Refusals (a token that is not good for the resume, nothing to cancel
-// or re-run, a log that refuses appends for now) are *Refusal
-// errors of a Kind; the engine maps each kind to its domain error once.
-// Errors of the agent's own steps (its claim, its log) are returned as
-// they are.
+// or re-run, a log that refuses appends for now) are the engine's domain
+// errors (package domainerr: TokenRejected, WrongState, Unavailable) with
+// the user's text. Errors of the agent's own steps (its claim, its log)
+// are returned as they are.
 //
 // # Locks
 //
@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -83,9 +84,9 @@ type Agent[R any] interface {
 	Unclaim()
 	Release()
 	// Append and AppendBatch write to the agent's log, durable on return
-	// (AppendBatch: all records in one write, or none).
-	Append(event string, data any) error
-	AppendBatch(recs []eventlog.Record) error
+	// (AppendBatch: all records in one write, or none), as store.Log's.
+	Append(event string, data any) (eventlog.Entry, error)
+	AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error)
 	// Start runs the claimed agent's turn of run again; from is the
 	// status it leaves ("waiting", or "" for an interrupted run).
 	Start(run fold.Run, from string) <-chan R
@@ -128,33 +129,13 @@ type Running struct {
 	Done   <-chan struct{}
 }
 
-// Kind is the condition of a Refusal.
-type Kind int
-
-// The kinds of refusal.
-const (
-	// Rejected: the token is unknown, expired, consumed, revoked or does
-	// not match the agent's wait.
-	Rejected Kind = iota + 1
-	// WrongState: there is no wait, interrupted run or turn to act on.
-	WrongState
-	// Unavailable: the agent's log refuses appends until it heals; the
-	// same request may work later.
-	Unavailable
-)
-
-// Refusal is an error whose text is the user's message and whose kind
-// the engine maps to its domain error.
-type Refusal struct {
-	Kind Kind
-	Err  error
-}
-
-func (r *Refusal) Error() string { return r.Err.Error() }
-func (r *Refusal) Unwrap() error { return r.Err }
-
-func refuse(k Kind, format string, args ...any) error {
-	return &Refusal{Kind: k, Err: fmt.Errorf(format, args...)}
+// refuse is a refusal of condition kind (domainerr.TokenRejected: the
+// token is unknown, expired, consumed, revoked or does not match the
+// agent's wait; domainerr.WrongState: there is no wait, interrupted run or
+// turn to act on; domainerr.Unavailable: the agent's log refuses appends
+// until it heals, the same request may work later) with the user's text.
+func refuse(kind error, format string, args ...any) error {
+	return domainerr.New(kind, format, args...)
 }
 
 // Begin suspends run runID (its turn turn) on v: it mints a resume token
@@ -173,7 +154,7 @@ func (w Waits[R]) Begin(ag Agent[R], v tools.AwaitInput, runID string, turn int)
 		return time.Time{}, fmt.Errorf("minting a resume token: %w", err)
 	}
 	ag.Resumes().Mint(runID, secret)
-	err = ag.AppendBatch([]eventlog.Record{
+	_, err = ag.AppendBatch([]eventlog.Record{
 		{Event: schema.RunWaiting, Data: schema.RunWaitingData{RunID: runID, WaitKind: v.Kind, Prompt: v.Prompt,
 			TokenID: tok.ID, Deadline: deadline.Format(time.RFC3339Nano), SecretHash: tok.SecretHash, Turn: turn}},
 		{Event: schema.TokenMinted, Data: schema.TokenData{TokenID: tok.ID, RunID: runID}},
@@ -212,10 +193,11 @@ func (w Waits[R]) Sweep(find func(agentID string) (Agent[R], bool)) {
 		if !ok {
 			return nil
 		}
-		return ag.AppendBatch([]eventlog.Record{
+		_, err := ag.AppendBatch([]eventlog.Record{
 			{Event: schema.RunInterrupted, Data: schema.RunInterruptedData{RunID: t.RunID, Reason: schema.ReasonWaitTimeout}},
 			{Event: schema.TokenExpired, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
 		})
+		return err
 	})
 	for _, t := range expired {
 		if ag, ok := find(t.AgentID); ok {
@@ -228,7 +210,8 @@ func (w Waits[R]) Sweep(find func(agentID string) (Agent[R], bool)) {
 // the agent's log). A token that is no longer live is left as it is.
 func (w Waits[R]) Revoke(ag Agent[R], tokenID, runID, reason string) error {
 	err := w.Tokens.Revoke(tokenID, reason, func(token.Token) error {
-		return ag.Append(schema.TokenRevoked, schema.TokenData{TokenID: tokenID, RunID: runID, Reason: reason})
+		_, err := ag.Append(schema.TokenRevoked, schema.TokenData{TokenID: tokenID, RunID: runID, Reason: reason})
+		return err
 	})
 	if err != nil && !errors.Is(err, token.ErrRejected) {
 		return fmt.Errorf("revoking token %s: %w", tokenID, err)

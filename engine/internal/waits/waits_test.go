@@ -2,10 +2,13 @@ package waits
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
+	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/token"
@@ -68,7 +71,7 @@ func TestBeginThatCannotLogLeavesNothing(t *testing.T) {
 	ag := newAgent(fold.Run{})
 	ag.appendErr = errors.New("disk full")
 	_, err := w.Begin(ag, tools.AwaitInput{}, "run-1", 1)
-	if err == nil || err.Error() != "logging run.waiting: disk full" || refusal(err) != 0 {
+	if err == nil || err.Error() != "logging run.waiting: disk full" || refusal(err) != nil {
 		t.Fatalf("err %v", err)
 	}
 	if s := ag.resumes.Secret("run-1"); s != "" {
@@ -190,4 +193,30 @@ func TestRevoke(t *testing.T) {
 		t.Fatalf("revoking a consumed token: %v", err)
 	}
 	ag.wantSteps(t, "append failed: token.revoked; append token.revoked")
+}
+
+// Each kind of refusal of package waits is the engine's domain error of
+// that kind (package domainerr) with the refusal's text, so nothing maps
+// it again before the RPC edge; a failed log write is a refusal only when
+// the log refuses appends until it heals, other errors pass unchanged.
+// (It tested the engine's waitErr, which mapped the package's own refusal
+// type to the domain errors, until the package made them itself.)
+func TestWaitErrMapsEachRefusal(t *testing.T) {
+	cause := errors.New("the cause")
+	for _, kind := range []error{domainerr.TokenRejected, domainerr.WrongState, domainerr.Unavailable} {
+		err := refuse(kind, "refused: %w", cause)
+		if !errors.Is(err, kind) || !errors.Is(err, cause) || err.Error() != "refused: the cause" || refusal(err) != kind {
+			t.Fatalf("kind %v: %v", kind, err)
+		}
+	}
+	poisoned := fmt.Errorf("%w: no space", eventlog.ErrPoisoned)
+	if err := logFailure(poisoned); refusal(err) != domainerr.Unavailable || !errors.Is(err, poisoned) {
+		t.Fatalf("a poisoned log: %v", err)
+	}
+	if err := logFailure(cause); err != cause {
+		t.Fatalf("a plain error became %v", err)
+	}
+	if logFailure(nil) != nil {
+		t.Fatal("nil became an error")
+	}
 }

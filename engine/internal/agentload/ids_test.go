@@ -1,0 +1,43 @@
+package agentload
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// IDs lists the directories named by a normalized agent id, then the
+// store's agents it has not listed; anything else in the directory is
+// left out.
+func TestIDsListsDirectoriesThenTheStores(t *testing.T) {
+	const a, b, c = "000000000000000000000000000000a1", "000000000000000000000000000000b1", "000000000000000000000000000000c1"
+	m := faultfs.NewMem()
+	for _, d := range []string{a, b, "000000000000000000000000000000A2", "notes"} {
+		if err := m.MkdirAll("/home/agents/"+d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := m.OpenFile("/home/agents/000000000000000000000000000000d1", os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	ids, err := IDs(m, "/home/agents", nil)
+	if err != nil || !slices.Equal(ids, []string{a, b}) {
+		t.Fatalf("IDs on the local store = %v, %v; want %v", ids, err, []string{a, b})
+	}
+	ids, err = IDs(m, "/home/agents", func() ([]string, error) { return []string{b, c}, nil })
+	if err != nil || !slices.Equal(ids, []string{a, b, c}) {
+		t.Fatalf("IDs with the store's = %v, %v; want %v", ids, err, []string{a, b, c})
+	}
+	bad := errors.New("no quorum")
+	if _, err := IDs(m, "/home/agents", func() ([]string, error) { return nil, bad }); !errors.Is(err, bad) {
+		t.Fatalf("IDs when the store fails = %v, want its error", err)
+	}
+	if _, err := IDs(m, "/home/none", nil); err == nil {
+		t.Fatal("IDs of a missing directory succeeded")
+	}
+}

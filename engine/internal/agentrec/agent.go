@@ -1,0 +1,216 @@
+package agentrec
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/warren-dev/warren/engine/internal/extcall"
+	"github.com/warren-dev/warren/engine/internal/lifecycle"
+	"github.com/warren-dev/warren/engine/internal/logpage"
+	"github.com/warren-dev/warren/engine/internal/owed"
+	"github.com/warren-dev/warren/engine/internal/reminders"
+	"github.com/warren-dev/warren/engine/internal/snapsave"
+	"github.com/warren-dev/warren/engine/internal/turnrun"
+	"github.com/warren-dev/warren/engine/internal/waits"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/toolexec"
+)
+
+// Agent is one live agent. Durable state lives in p (the projection of its
+// log); the rest is the state of this process only.
+type Agent struct {
+	id string
+	// Log is the agent's event log; nil for an agent listed corrupt
+	// without one. Set by New, never changed.
+	Log store.Log
+
+	// Ckpt is the agent's checkpoint bookkeeping (its own locks).
+	Ckpt Checkpoints
+	// Snap is the session.json snapshot and its write-behind (package
+	// snapsave, with its own locks).
+	Snap snapsave.Snapshot
+	// Cursors remember where the next agent.log pages start (their own
+	// lock, package logpage).
+	Cursors logpage.Cursors
+
+	timers reminders.Timers // serialises firing and cancelling reminders
+	// owed is the end of the open run that could not be logged (package
+	// owed, with its own locks).
+	owed owed.End
+	// resumes are the secrets minted in its runs until handed out and
+	// the results a repeated resume shares (package waits, its own lock).
+	resumes waits.Resumes[turnrun.Result]
+
+	mu sync.Mutex
+	p  *projection.State
+
+	busy       bool             // a turn is running or being started
+	cur        *Turn            // the running turn
+	permit     bool             // permit_turn: one turn while gated
+	deferred   []func()         // work after the current turn ends
+	spawns     lifecycle.Spawns // children spawned in the current turn
+	completing bool             // complete was called: terminate after the turn
+	// held: the last turn failed; no automatic wake on the same messages
+	// until a poke, a new message or a successful turn.
+	held bool
+	// settling: a turn ended (busy is false) and its aftermath still runs:
+	// deferred spawns, notices to subscribers and the parent, completion,
+	// the next wake (package turnrun). Quiescence means no agent busy or
+	// settling.
+	settling bool
+	// terminating is set (under the engine's lock, not mu) when
+	// termination removes the agent; subscriptions to it are refused from
+	// then on.
+	terminating bool
+	corrupt     error // the log is damaged in the middle
+	// released: this daemon may no longer write for the agent (its log
+	// was fenced or its lease lost); no turn starts again.
+	released error
+}
+
+// Checkpoints is an agent's checkpoint bookkeeping.
+type Checkpoints struct {
+	// Mu serialises the agent's checkpoint writes (taken before the
+	// record's lock).
+	Mu sync.Mutex
+	// Seq is the seq of the last checkpoint written or recovered from
+	// (stored under Mu, read anywhere).
+	Seq atomic.Uint64
+	// Armed: a checkpoint timer is armed for the agent.
+	Armed atomic.Bool
+}
+
+// Turn is the turn an agent is running.
+type Turn struct {
+	runID  string
+	rerun  bool
+	cancel context.CancelFunc
+	done   chan struct{}
+	// tools is the ToolCaller of the attempt in progress (nil between
+	// attempts): calls made with the agent's credential join it.
+	tools *Tools
+}
+
+// End says the turn's work is over: whoever waits for the running turn
+// to stop may go on.
+func (t *Turn) End() { close(t.done) }
+
+// Tools is the ToolCaller of one attempt of a turn: the attempt's
+// toolexec.Attempt, which providers call, plus the door through which
+// calls made with the agent's credential join it (package extcall).
+type Tools struct {
+	toolexec.Attempt
+	Door extcall.Door
+}
+
+// New makes the record of agent id with its log and the projection
+// folded from it.
+func New(id string, log store.Log, p *projection.State) *Agent {
+	return &Agent{id: id, Log: log, p: p}
+}
+
+// ID is the agent's id.
+func (a *Agent) ID() string { return a.id }
+
+// Name is the agent's name.
+func (a *Agent) Name() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Name
+}
+
+// Terminated reports whether the log records the agent's termination.
+func (a *Agent) Terminated() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Terminated
+}
+
+// Corrupt is why the agent's log cannot be used (nil when it can).
+func (a *Agent) Corrupt() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.corrupt
+}
+
+// MarkCorrupt lists the agent corrupt with err, unless it already is.
+func (a *Agent) MarkCorrupt(err error) {
+	a.mu.Lock()
+	if a.corrupt == nil {
+		a.corrupt = err
+	}
+	a.mu.Unlock()
+}
+
+// SetTerminating marks the agent as being removed by its termination;
+// Terminating reads the mark. The caller holds the engine's lock (c.mu),
+// which guards it.
+func (a *Agent) SetTerminating()   { a.terminating = true }
+func (a *Agent) Terminating() bool { return a.terminating }
+
+// Append and AppendBatch write to the agent's log (store.Log's); the
+// commit folds the entries into the projection before they return.
+func (a *Agent) Append(event string, data any) (eventlog.Entry, error) {
+	return a.Log.Append(event, data)
+}
+func (a *Agent) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
+	return a.Log.AppendBatch(recs)
+}
+
+// CloseLog closes the agent's log.
+func (a *Agent) CloseLog() error { return a.Log.Close() }
+
+// Timers serialise firing and cancelling the agent's reminders.
+func (a *Agent) Timers() *reminders.Timers { return &a.timers }
+
+// Resumes are the agent's resume secrets and shared results.
+func (a *Agent) Resumes() *waits.Resumes[turnrun.Result] { return &a.resumes }
+
+// CountIn counts the agent's pending messages in totals (nil: in none).
+// The projection is not shared yet (a new or recovered agent) or no
+// longer (a terminated one): no lock.
+func (a *Agent) CountIn(totals *inbox.Totals) { a.p.Pending.Attach(totals) }
+
+// Detach stops counting the agent's pending messages in the engine's
+// totals.
+func (a *Agent) Detach() { a.CountIn(nil) }
+
+// ApplyCommitted folds entries of the agent's log into its projection.
+// The log calls it, in seq order, once the entries are durable; a fold
+// error is reported through onErr for the entry. It reports whether the
+// log has grown enough for a checkpoint: by any entry while the agent is
+// at rest, by every entries since its last checkpoint while it runs a
+// turn (never when every is 0 or less: checkpoints are off).
+func (a *Agent) ApplyCommitted(es []eventlog.Entry, every int, onErr func(eventlog.Entry, error)) (checkpointDue bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, e := range es {
+		if err := a.p.Apply(e); err != nil {
+			onErr(e, err)
+		}
+	}
+	if every <= 0 { // no checkpoints
+		return false
+	}
+	return !a.busy || a.p.LastSeq >= a.Ckpt.Seq.Load()+uint64(every)
+}
+
+// Live is a copy of the agent's live flags.
+type Live struct {
+	Busy, Running, Permit, Completing, Held, Settling bool
+	Corrupt, Released                                 error
+}
+
+// View calls f with the agent's projection and live flags under its lock,
+// for a read no method above makes; f calls nothing that may take another
+// lock (and changes the projection only in a test).
+func (a *Agent) View(f func(p *projection.State, l Live)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f(a.p, Live{Busy: a.busy, Running: a.cur != nil, Permit: a.permit, Completing: a.completing, Held: a.held,
+		Settling: a.settling, Corrupt: a.corrupt, Released: a.released})
+}

@@ -1,0 +1,31 @@
+package agentrec
+
+// The end of the agent's open run that could not be logged (package owed,
+// with its own locks): recorded by the turn's end, written when the log
+// accepts appends again.
+
+// Owe records that the end of run runID could not be logged.
+func (a *Agent) Owe(runID, event string, data any, cause error) {
+	a.owed.Owe(runID, event, data, cause)
+}
+
+// Owed reports whether the end of the agent's run is owed.
+func (a *Agent) Owed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, _, _, owed := a.owed.Owed()
+	return owed
+}
+
+// OwedEnd is the owed run end: its run, its event and why it could not be
+// logged (ok false when none is owed).
+func (a *Agent) OwedEnd() (runID, event string, cause error, ok bool) { return a.owed.Owed() }
+
+// WriteOwed writes the owed run end to the agent's log, if any, then
+// calls written; concurrent callers write it once (owed.End.Flush).
+func (a *Agent) WriteOwed(written func(runID, event string)) error {
+	return a.owed.Flush(func(event string, data any) error {
+		_, err := a.Log.Append(event, data)
+		return err
+	}, written)
+}

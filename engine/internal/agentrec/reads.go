@@ -1,0 +1,286 @@
+package agentrec
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/warren-dev/warren/engine/internal/gone"
+	"github.com/warren-dev/warren/engine/internal/lifecycle"
+	"github.com/warren-dev/warren/engine/internal/mail"
+	"github.com/warren-dev/warren/engine/internal/views"
+	"github.com/warren-dev/warren/engine/internal/waits"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/toolexec"
+)
+
+// What the engine's packages read of an agent, each in one look under
+// its lock: the views, the waits, the lifecycle, the mail and the tools.
+
+// Snapshot copies what the views read of the agent (package views); path
+// is its path in the tree.
+func (a *Agent) Snapshot(path string) views.Snapshot {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return views.Take(a.p, views.Flags{ID: a.id, Path: path, Session: a.Snap.Get(), Busy: a.busy,
+		Degraded: a.degradedLocked(), Corrupt: a.corrupt})
+}
+
+// Status is the agent's derived status (SPEC 4; views.Status).
+func (a *Agent) Status(bootID string, now time.Time) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return views.Status(a.Snap.Get(), a.facts(), a.busy, bootID, now)
+}
+
+// facts reads the latest run's facts from the projection. The caller
+// holds a.mu.
+func (a *Agent) facts() session.Facts { return views.Facts(a.p, a.corrupt != nil) }
+
+// Settings are what agent.inspect shows of the agent's settings and one
+// page of its inbox (views.TakeSettings).
+func (a *Agent) Settings(sinceSeq uint64, limit int) views.Settings {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return views.TakeSettings(a.p, sinceSeq, limit)
+}
+
+// Degraded says why the agent's log refuses appends ("" when it accepts
+// them), and which run end is owed.
+func (a *Agent) Degraded() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.degradedLocked()
+}
+
+func (a *Agent) degradedLocked() string {
+	if a.Log == nil {
+		return ""
+	}
+	return views.Degraded(a.Log.Degraded(), a.released, a.owed.Describe())
+}
+
+// WaitState is what an operation on the agent's waits reads at its start
+// (package waits).
+func (a *Agent) WaitState() waits.State {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var s waits.State
+	if r := a.p.Run; r != nil {
+		s.Run = *r
+	}
+	s.LiveWait, s.Busy = a.hasLiveWait(), a.busy
+	if cur := a.cur; cur != nil {
+		s.Turn = &waits.Running{RunID: cur.runID, Cancel: cur.cancel, Done: cur.done}
+	}
+	return s
+}
+
+// LastResume is the latest wait the log records answered with a token.
+func (a *Agent) LastResume() (projection.Resume, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if lr := a.p.LastResume; lr != nil {
+		return *lr, true
+	}
+	return projection.Resume{}, false
+}
+
+// Superseded names what a new run started by a message replaces: the
+// live wait (its token, run and kind), whose token the message revokes,
+// or else a run a restart interrupted (abandoned).
+func (a *Agent) Superseded() (tokenID, runID, waitKind, abandoned string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.hasLiveWait() {
+		return a.p.Run.Wait.TokenID, a.p.Run.RunID, a.p.Run.Wait.Kind, ""
+	}
+	if r := a.p.Run; r != nil && !r.Ended && r.Interrupted && r.Reason == schema.ReasonProcessRestart {
+		return "", "", "", r.RunID // interrupted_startup: the new run replaces it
+	}
+	return "", "", "", ""
+}
+
+// Suspended is the wait run runID suspended on and its resume secret
+// (handed out once), read together.
+func (a *Agent) Suspended(runID string) (wait *views.WaitInfo, token string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r := a.p.RunFor(runID); r != nil && r.Wait != nil {
+		wait = views.WaitOf(r.Wait, runID)
+	}
+	return wait, a.resumes.Take(runID)
+}
+
+// LiveWait is session.json's form of the latest run's live wait (nil
+// when none).
+func (a *Agent) LiveWait() *session.Wait {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r := a.p.Run; r != nil && r.Wait != nil && r.Wait.TokenState == string(schema.TokLive) {
+		return &session.Wait{Kind: r.Wait.Kind, Prompt: r.Wait.Prompt, TokenID: r.Wait.TokenID,
+			SecretHash: r.Wait.SecretHash, Deadline: r.Wait.Deadline}
+	}
+	return nil
+}
+
+// Look is what the lifecycle reads of the agent before acting on it.
+func (a *Agent) Look() lifecycle.Look {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := lifecycle.Look{Busy: a.busy, Terminated: a.p.Terminated, Corrupt: a.corrupt != nil,
+		OpenRun: a.p.Run != nil && !a.p.Run.Ended}
+	if a.hasLiveWait() {
+		l.WaitToken, l.RunID = a.p.Run.Wait.TokenID, a.p.Run.RunID
+	}
+	return l
+}
+
+// Inherit is what a child spawned by the agent inherits.
+func (a *Agent) Inherit() lifecycle.Inherited {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return lifecycle.Inherited{Provider: a.p.Provider, Model: a.p.Model, Cwd: a.p.Cwd}
+}
+
+// GoneInfo is what the list of terminated agents shows of the agent,
+// terminated at ended.
+func (a *Agent) GoneInfo(ended time.Time) *gone.Info {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	in := &gone.Info{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
+	if a.p.Run != nil {
+		in.LastTurnAt = a.p.Run.StartedAt
+	}
+	return in
+}
+
+// Inbox reports whether message id was enqueued to the agent, whether it
+// is terminated and whether its log is damaged.
+func (a *Agent) Inbox(id string) (has, terminated, corrupt bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Enqueued.Has(id), a.p.Terminated, a.corrupt != nil
+}
+
+// Room reads the agent's inbox for a reservation (package reserve): its
+// pending count and bytes, and what reserved counts of the reservations
+// not yet landed in it. reserved runs under the agent's lock.
+func (a *Agent) Room(reserved func(has func(id string) bool) (int, int64)) (n int, b int64, rn int, rb int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rn, rb = reserved(a.p.Enqueued.Has)
+	return a.p.Pending.Len(), a.p.Pending.Bytes(), rn, rb
+}
+
+// Failed is what the agent's parent is told of its failed turn, with at
+// most max of its pending messages.
+func (a *Agent) Failed(max int) mail.Failure {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return mail.Failure{ID: a.id, Parent: a.p.ParentID, Name: a.p.Name, LastErr: a.p.LastError,
+		Total: a.p.Pending.Len(), Pending: a.p.Pending.PeekFirst(max, 0)}
+}
+
+// TransitionKey names the agent's current transition for notice ids: its
+// latest run (a transition happens once per run and direction).
+func (a *Agent) TransitionKey() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.p.Run != nil {
+		return a.p.Run.RunID + "/" + strconv.Itoa(a.p.Run.Turn)
+	}
+	return a.id
+}
+
+// Subscription is the agent's subscription id.
+func (a *Agent) Subscription(id string) (projection.Subscription, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sub, ok := a.p.Subs[id]
+	return sub, ok
+}
+
+// WithReminder calls f with the agent's reminder id under its lock; it
+// does nothing when there is no such reminder. f may arm a timer.
+func (a *Agent) WithReminder(id string, f func(projection.Reminder)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r := a.p.Reminders[id]; r != nil {
+		f(*r)
+	}
+}
+
+// ToolView is the agent as the tools see it (toolexec.Agent).
+func (a *Agent) ToolView() toolexec.Agent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return toolexec.Agent{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, State: a.stateLocked(), Gated: a.p.Gated,
+		Busy: a.busy, Metadata: maps.Clone(a.p.Metadata), Pending: a.p.Pending.Len()}
+}
+
+// Pending lists the agent's pending messages and the ids of those the
+// running turn was shown.
+func (a *Agent) Pending() (pending []inbox.Message, shown []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cur != nil {
+		if r := a.p.RunFor(a.cur.runID); r != nil {
+			shown = slices.Clone(r.MessageIDs)
+		}
+	}
+	return a.p.Pending.Peek(), shown
+}
+
+// PendingFirst is the first of the agent's pending messages: at most n,
+// about b bytes of payload.
+func (a *Agent) PendingFirst(n int, b int64) []inbox.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Pending.PeekFirst(n, b)
+}
+
+// Recorded is what the log records of run runID: its tool calls and the
+// response its wait was answered with (nil when none).
+func (a *Agent) Recorded(runID string) (calls []projection.Call, resume *string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.p.RunFor(runID)
+	if r == nil {
+		return nil, nil
+	}
+	calls = slices.Clone(r.Calls)
+	if r.ResumeResponse != nil {
+		s := *r.ResumeResponse
+		resume = &s
+	}
+	return calls, resume
+}
+
+// Metadata is the agent's metadata value of key.
+func (a *Agent) Metadata(key string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v, ok := a.p.Metadata[key]
+	return v, ok
+}
+
+// Reopen is what bringing back the agent's provider session reads: the
+// handle and the provider and model its session was created with, its
+// instructions and working directory.
+type Reopen struct {
+	Handle, Provider, Model, Instructions, Cwd string
+}
+
+// ReopenSettings reads what bringing back the agent's provider session
+// needs.
+func (a *Agent) ReopenSettings() Reopen {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return Reopen{Handle: a.p.Handle, Provider: a.p.SessProvider, Model: a.p.SessModel, Instructions: a.p.Instructions,
+		Cwd: a.p.Cwd}
+}

@@ -1,0 +1,204 @@
+package agentrec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warren-dev/warren/engine/internal/placement"
+	"github.com/warren-dev/warren/engine/internal/turnrun"
+	"github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/session"
+)
+
+// What the tools and the turn read of an agent: its view with its state,
+// the pending messages and those the running turn was shown, the calls
+// and the answer its log records for a run, its metadata, what a child
+// inherits and what a reopened session needs.
+func TestReadsForToolsAndTurns(t *testing.T) {
+	a, _ := newRec(t)
+	logs(t, a, schema.SessionCreated, schema.SessionCreatedData{Provider: "prov", Model: "mod", Handle: "h1"})
+	v := "x"
+	logs(t, a, schema.MetadataUpdated, schema.MetadataUpdatedData{Key: "k", Value: &v})
+	enqueue(t, a, "m1")
+	enqueue(t, a, "m2")
+	noErr(t, a.Claim())
+	a.StartTurn(turnrunRequest(), func() {}, func(string) string { return "" }, func() string { return "r1" })
+	logs(t, a, schema.TurnStart, schema.TurnStartData{RunID: "r1", Turn: 1, BootID: "b", Prompt: "go", MessageIDs: []string{"m1"}})
+	logs(t, a, schema.ToolCall, schema.ToolCallData{CallID: "c1", Tool: "check_inbox", Result: map[string]any{"n": 1},
+		RunID: "r1", Turn: 1})
+	wait(t, a, "r1")
+	logs(t, a, schema.RunResumed, schema.RunResumedData{RunID: "r1", TokenID: "tok", Response: "yes"})
+
+	tv := a.ToolView()
+	if tv.ID != "a1" || tv.Name != "worker" || tv.ParentID != "p1" || tv.State != schema.StateBusy || !tv.Busy ||
+		tv.Pending != 2 || tv.Metadata["k"] != "x" {
+		t.Fatalf("ToolView = %+v", tv)
+	}
+	tv.Metadata["k"] = "changed"
+	if got, _ := a.Metadata("k"); got != "x" {
+		t.Fatal("ToolView's metadata is not a copy")
+	}
+	pending, shown := a.Pending()
+	if len(pending) != 2 || len(shown) != 1 || shown[0] != "m1" {
+		t.Fatalf("Pending = %d messages, shown %v", len(pending), shown)
+	}
+	if first := a.PendingFirst(1, 0); len(first) != 1 || first[0].ID != "m1" {
+		t.Fatalf("PendingFirst = %v", first)
+	}
+	calls, resume := a.Recorded("r1")
+	if len(calls) != 1 || calls[0].Tool != "check_inbox" || resume == nil || *resume != "yes" {
+		t.Fatalf("Recorded = %+v, %v", calls, resume)
+	}
+	if calls, resume := a.Recorded("other"); calls != nil || resume != nil {
+		t.Fatal("a run the log does not have has records")
+	}
+	if in := a.Inherit(); in.Provider != "prov" || in.Model != "mod" {
+		t.Fatalf("Inherit = %+v", in)
+	}
+	if r := a.ReopenSettings(); r.Handle != "h1" || r.Provider != "prov" || r.Model != "mod" {
+		t.Fatalf("ReopenSettings = %+v", r)
+	}
+	if k := a.TransitionKey(); k != "r1/1" {
+		t.Fatalf("TransitionKey = %q", k)
+	}
+}
+
+// What the mail reads: whether a message id was enqueued, the room for a
+// reservation (the reservation's view runs against the agent's ids), and
+// what a parent is told of a failed turn.
+func TestReadsForMail(t *testing.T) {
+	a, _ := newRec(t)
+	enqueue(t, a, "m1")
+	if has, terminated, corrupt := a.Inbox("m1"); !has || terminated || corrupt {
+		t.Fatalf("Inbox(m1) = %v %v %v", has, terminated, corrupt)
+	}
+	if has, _, _ := a.Inbox("m2"); has {
+		t.Fatal("m2 was never enqueued")
+	}
+	n, b, rn, rb := a.Room(func(has func(string) bool) (int, int64) {
+		if has("m1") && !has("m9") {
+			return 1, 7
+		}
+		return 0, 0
+	})
+	if n != 1 || b != int64(len("hi m1")) || rn != 1 || rb != 7 {
+		t.Fatalf("Room = %d %d %d %d", n, b, rn, rb)
+	}
+	startRun(t, a, "r1")
+	logs(t, a, schema.TurnFailed, schema.TurnFailedData{RunID: "r1", Error: "boom"})
+	f := a.Failed(5)
+	if f.ID != "a1" || f.Parent != "p1" || f.Name != "worker" || f.LastErr != "boom" || f.Total != 1 || len(f.Pending) != 1 {
+		t.Fatalf("Failed = %+v", f)
+	}
+	a.MarkCorrupt(errors.New("bad"))
+	if _, _, corrupt := a.Inbox("m1"); !corrupt {
+		t.Fatal("a damaged log is not seen")
+	}
+}
+
+// Subscriptions and reminders are read under the lock; a reminder's
+// callback sees it, an unknown one calls nothing.
+func TestReadsForSubsAndReminders(t *testing.T) {
+	a, _ := newRec(t)
+	logs(t, a, schema.ToolSubscribe, schema.SubscribeData{SubscriptionID: "s1", TargetID: "b", From: "busy", To: "idle"})
+	if sub, ok := a.Subscription("s1"); !ok || sub.Target != "b" {
+		t.Fatalf("Subscription = %+v %v", sub, ok)
+	}
+	logs(t, a, schema.ReminderSched, schema.ReminderData{ReminderID: "r1", Reason: "why",
+		Due: time.Unix(50, 0).UTC().Format(time.RFC3339Nano)})
+	var got []string
+	a.WithReminder("r1", func(r projection.Reminder) { got = append(got, r.Reason) })
+	a.WithReminder("nope", func(projection.Reminder) { got = append(got, "nope") })
+	if len(got) != 1 || got[0] != "why" {
+		t.Fatalf("WithReminder saw %v", got)
+	}
+	if ids, pending := a.Reminders(); len(ids) != 1 || ids[0] != "r1" || pending != 0 {
+		t.Fatalf("Reminders = %v, %d", ids, pending)
+	}
+}
+
+// An owed run end shows in Degraded until WriteOwed logs it, once.
+func TestOwedEnd(t *testing.T) {
+	a, lg := newRec(t)
+	if a.Owed() || a.Degraded() != "" {
+		t.Fatal("owed from the start")
+	}
+	a.Owe("r1", schema.TurnCancelled, schema.TurnCancelledData{RunID: "r1"}, errors.New("disk full"))
+	if !a.Owed() || !strings.Contains(a.Degraded(), "turn.cancelled") {
+		t.Fatalf("owed: %v, degraded %q", a.Owed(), a.Degraded())
+	}
+	if run, event, cause, ok := a.OwedEnd(); !ok || run != "r1" || event != schema.TurnCancelled || cause == nil {
+		t.Fatalf("OwedEnd = %q %q %v %v", run, event, cause, ok)
+	}
+	before, written := lg.seq, 0
+	noErr(t, a.WriteOwed(func(runID, event string) { written++ }))
+	noErr(t, a.WriteOwed(func(runID, event string) { written++ }))
+	if lg.seq != before+1 || written != 1 || a.Owed() {
+		t.Fatalf("wrote %d entries, %d aftermaths; owed %v", lg.seq-before, written, a.Owed())
+	}
+}
+
+// What the views and the waits read: the snapshot with its flags, the
+// derived status, the wait a run suspended on with its secret handed out
+// once, and the latest resume.
+func TestReadsForViewsAndWaits(t *testing.T) {
+	a, _ := newRec(t)
+	a.Snap.Set(&session.Session{State: session.StateIdle})
+	startRun(t, a, "r1")
+	a.Resumes().Mint("r1", "secret")
+	wait(t, a, "r1")
+	s := a.Snapshot("root/worker")
+	if s.ID != "a1" || s.Path != "root/worker" || s.Name != "worker" || s.Wait == nil || s.Wait.TokenID != "tok" {
+		t.Fatalf("Snapshot = %+v", s)
+	}
+	if st := a.Status("boot", time.Unix(10, 0)); st == "" {
+		t.Fatal("no status")
+	}
+	w, secret := a.Suspended("r1")
+	if w == nil || w.TokenID != "tok" || secret != "secret" {
+		t.Fatalf("Suspended = %+v %q", w, secret)
+	}
+	if _, again := a.Suspended("r1"); again != "" {
+		t.Fatal("the secret was handed out twice")
+	}
+	if _, ok := a.LastResume(); ok {
+		t.Fatal("a resume before any")
+	}
+	logs(t, a, schema.TokenConsumed, schema.TokenData{TokenID: "tok", RunID: "r1"})
+	logs(t, a, schema.RunResumed, schema.RunResumedData{RunID: "r1", TokenID: "tok", Response: "yes"})
+	if lr, ok := a.LastResume(); !ok || lr.TokenID != "tok" {
+		t.Fatalf("LastResume = %+v %v", lr, ok)
+	}
+	if st := a.WaitState(); st.LiveWait || st.Run.RunID != "r1" {
+		t.Fatalf("WaitState = %+v", st)
+	}
+	if gi := a.GoneInfo(time.Unix(20, 0)); gi.Provider != "prov" || gi.LastTurnAt.IsZero() {
+		t.Fatalf("GoneInfo = %+v", gi)
+	}
+}
+
+// Recovery's reads: a child with no turn yet needs its bootstrap turn; an
+// open run started in another boot needs the restart mark.
+func TestReadsForRecovery(t *testing.T) {
+	a, _ := newRec(t)
+	if !a.NeedsBootstrap() {
+		t.Fatal("a child with no turn does not need its bootstrap turn")
+	}
+	startRun(t, a, "r1")
+	if a.NeedsBootstrap() {
+		t.Fatal("a child that took a turn needs a bootstrap turn")
+	}
+	if a.CutSpawns(placement.Existing{}) != nil {
+		t.Fatal("cut spawns without any spawn")
+	}
+	// r1 started in boot "b": open in another start, it must be marked
+	// interrupted; in its own start it is running.
+	if !a.NeedsRestartMark("boot") || a.NeedsRestartMark("b") {
+		t.Fatal("the restart mark does not follow the run's boot")
+	}
+}
+
+func turnrunRequest() turnrun.Request { return turnrun.Request{Prompt: "go"} }

@@ -1,0 +1,122 @@
+package agentrec
+
+import (
+	"time"
+
+	"github.com/warren-dev/warren/engine/internal/placement"
+	"github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/session"
+)
+
+// What recovery and takeover read and prune of an agent read back (package
+// recoverrun's steps), and its checkpoint's state.
+
+// NeedsRestartMark reports whether the agent's open run was running in a
+// previous start (bootID is this one's) and must be marked interrupted.
+func (a *Agent) NeedsRestartMark(bootID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return session.NeedsRestartMark(a.Snap.Get(), a.facts(), bootID)
+}
+
+// Sent is a copy of the messages the agent's log records as sent and
+// whose delivery recovery may still have to check.
+func (a *Agent) Sent() []projection.SentRef {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]projection.SentRef(nil), a.p.Sent...)
+}
+
+// Reminders returns the ids of the agent's reminders and how many
+// messages are pending.
+func (a *Agent) Reminders() (ids []string, pending int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ids = make([]string, 0, len(a.p.Reminders))
+	for id := range a.p.Reminders {
+		ids = append(ids, id)
+	}
+	return ids, a.p.Pending.Len()
+}
+
+// CutSpawns are the spawns a crash cut off in the agent's ended runs
+// (placement.Existing.CutSpawns).
+func (a *Agent) CutSpawns(existing placement.Existing) []projection.Spawn {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return existing.CutSpawns(a.p.Spawns, a.p.Run)
+}
+
+// NeedsBootstrap reports whether the agent is a child that never had its
+// bootstrap turn.
+func (a *Agent) NeedsBootstrap() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return placement.NeedsBootstrap(a.p.ParentID, a.p.TurnNo, a.p.Run)
+}
+
+// Prune drops sent envelopes that keep says are no longer needed, and
+// spawns whose child exists. What stays is what a later recovery may
+// still need (a message that reached the agent's log but not its
+// recipient's); it goes into the next checkpoint. keep runs without the
+// agent's lock (it may look at other agents).
+func (a *Agent) Prune(existing placement.Existing, keep func(projection.SentRef) bool) {
+	a.mu.Lock()
+	sent, spawns := a.p.Sent, a.p.Spawns
+	a.mu.Unlock()
+	var keepSent []projection.SentRef
+	for _, sr := range sent {
+		if keep(sr) {
+			keepSent = append(keepSent, sr)
+		}
+	}
+	keepSpawns := existing.KeepSpawns(spawns)
+	a.mu.Lock()
+	// Entries applied meanwhile (respawns, bootstrap turns) stay.
+	a.p.Sent = placement.Prune(a.p.Sent, len(sent), keepSent)
+	a.p.Spawns = placement.Prune(a.p.Spawns, len(spawns), keepSpawns)
+	a.mu.Unlock()
+}
+
+// Subscriptions lists the agent's subscriptions; with targets, only those
+// to an agent in it.
+func (a *Agent) Subscriptions(targets map[string]bool) []projection.Subscription {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []projection.Subscription
+	if targets == nil {
+		out = make([]projection.Subscription, 0, len(a.p.Subs))
+	}
+	for _, sub := range a.p.Subs {
+		if targets == nil || targets[sub.Target] {
+			out = append(out, sub)
+		}
+	}
+	return out
+}
+
+// WaitDeadline is the deadline of the agent's live wait (zero when none).
+func (a *Agent) WaitDeadline() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.hasLiveWait() {
+		return a.p.Run.Wait.Deadline
+	}
+	return time.Time{}
+}
+
+// CheckpointState is the agent's projection encoded for a checkpoint at
+// its log's line seq (at offset off), when one is due: the log has grown
+// by at least min entries since the last checkpoint and the agent is in
+// a state a checkpoint can hold. The caller holds Ckpt.Mu.
+func (a *Agent) CheckpointState(min uint64) (seq uint64, off int64, state []byte, due bool, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.p
+	if a.corrupt != nil || a.Log == nil || p.Replaying() || !p.Created || p.Terminated || p.LastSeq == 0 ||
+		p.LastOff < 0 || p.LastSeq < a.Ckpt.Seq.Load()+min {
+		return 0, 0, nil, false, nil
+	}
+	state, err = p.EncodeState()
+	return p.LastSeq, p.LastOff, state, true, err
+}

@@ -1,0 +1,268 @@
+package agentrec
+
+import (
+	"context"
+	"errors"
+
+	"github.com/warren-dev/warren/engine/internal/agentload"
+	"github.com/warren-dev/warren/engine/internal/domainerr"
+	"github.com/warren-dev/warren/engine/internal/lifecycle"
+	"github.com/warren-dev/warren/engine/internal/turnrun"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
+)
+
+// The turn's life on the record: claimed (busy), begun (cur), at rest
+// (settling until its aftermath is done), and what decides a wake.
+
+// Claim marks the agent busy for a turn; it fails when the agent cannot
+// run one now.
+func (a *Agent) Claim() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.corrupt != nil:
+		if errors.Is(a.corrupt, agentload.ErrUnopened) {
+			return domainerr.New(domainerr.Unavailable, "agent %s: %w", a.id, a.corrupt)
+		}
+		return domainerr.New(domainerr.WrongState, "agent %s has a damaged log: %w; run `warren repair %s`", a.id, a.corrupt, a.id)
+	case a.p.Terminated:
+		return domainerr.New(domainerr.WrongState, "agent %s (%s) is terminated", a.p.Name, a.id)
+	case a.released != nil:
+		return domainerr.New(domainerr.Unavailable, "agent %s (%s) is no longer run by this daemon: %v", a.p.Name, a.id, a.released)
+	case a.busy:
+		return domainerr.New(domainerr.WrongState, "agent %s (%s) is mid-turn; wait for it or cancel it (warren agent cancel)", a.p.Name, a.id)
+	}
+	a.busy = true
+	return nil
+}
+
+// Unclaim undoes a claim and nothing else.
+func (a *Agent) Unclaim() {
+	a.mu.Lock()
+	a.busy = false
+	a.mu.Unlock()
+}
+
+// TakeWake claims the agent for a wake turn when it should take one: it
+// is idle, has pending messages, is not held after a failure (clearHold
+// lifts that: a poke), its log accepts appends, its gate (or a permit)
+// lets it run, it waits on nothing and is not completing. It returns the
+// first pending messages (at most max, about bytes of payload), the
+// permit used.
+func (a *Agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if clearHold {
+		a.held = false
+	}
+	// A log that refuses appends wakes the agent when it heals.
+	if a.held || a.busy || a.p.Terminated || a.corrupt != nil || a.released != nil || a.p.Pending.Len() == 0 ||
+		(a.Log != nil && a.Log.Degraded() != nil) ||
+		(a.p.Gated && !a.permit) || a.hasLiveWait() || a.completing {
+		return nil, false
+	}
+	msgs := a.p.Pending.PeekFirst(max, bytes)
+	a.busy = true
+	a.permit = false
+	return msgs, true
+}
+
+// Active reports whether a turn runs (or its aftermath), or, unless
+// noWake, a wake is due.
+func (a *Agent) Active(noWake bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.busy || a.settling || (!noWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held)
+}
+
+// Gated reports whether the agent's gate holds it (no permit granted).
+func (a *Agent) Gated() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.Gated && !a.permit
+}
+
+// SetPermit grants or withdraws the agent's permit of one turn.
+func (a *Agent) SetPermit(permit bool) {
+	a.mu.Lock()
+	a.permit = permit
+	a.mu.Unlock()
+}
+
+// StartTurn makes a new turn the running one, chosen by turnrun.Choose
+// from the agent's settings (cancel stops it), and returns why this
+// daemon may no longer run the agent (nil when it may), read in the same
+// critical section.
+func (a *Agent) StartTurn(req turnrun.Request, cancel context.CancelFunc, defaultModel func(string) string,
+	newID func() string) (turnrun.Turn, *Turn, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tr := turnrun.Choose(req, turnrun.Settings{Provider: a.p.Provider, Model: a.p.Model, TurnNo: a.p.TurnNo},
+		defaultModel, newID)
+	a.cur = &Turn{runID: tr.RunID, rerun: tr.Rerun, cancel: cancel, done: make(chan struct{})}
+	return tr, a.cur, a.released
+}
+
+// StartsRun reports whether the running turn starts run runID afresh
+// (not a re-run of it).
+func (a *Agent) StartsRun(runID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cur != nil && !a.cur.rerun && a.cur.runID == runID
+}
+
+// CancelTurn cancels the running turn, if any.
+func (a *Agent) CancelTurn() {
+	a.mu.Lock()
+	cur := a.cur
+	a.mu.Unlock()
+	if cur != nil {
+		cur.cancel()
+	}
+}
+
+// MarkReleased records that this daemon may no longer write for the agent
+// (first: it had not been released yet) and returns the running turn's
+// cancel (nil when none runs).
+func (a *Agent) MarkReleased(cause error) (first bool, cancel context.CancelFunc) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.released != nil {
+		return false, nil
+	}
+	a.released = cause
+	if a.cur != nil {
+		cancel = a.cur.cancel
+	}
+	return true, cancel
+}
+
+// Attempt is the tools of one attempt of run runID as package turnrun
+// uses them: the calls the provider makes (t) and, through t's door, those
+// made with the agent's credential, which find t on the record
+// (TurnTools) while the door is open.
+func (a *Agent) Attempt(runID string, t *Tools) turnrun.Tools { return attempt{a, runID, t} }
+
+type attempt struct {
+	a     *Agent
+	runID string
+	t     *Tools
+}
+
+func (x attempt) Caller() provider.ToolCaller { return x.t }
+func (x attempt) Drain() error                { return x.t.Drain() }
+
+func (x attempt) Open(ctx context.Context, suspend context.CancelCauseFunc) {
+	x.t.Door.Open(ctx, suspend)
+	x.a.setTurnTools(x.runID, x.t)
+}
+
+func (x attempt) Close() error {
+	x.a.setTurnTools(x.runID, nil)
+	return x.t.Door.Close()
+}
+
+// setTurnTools publishes (or, with nil, withdraws) the ToolCaller of the
+// attempt in progress of run runID.
+func (a *Agent) setTurnTools(runID string, t *Tools) {
+	a.mu.Lock()
+	if a.cur != nil && a.cur.runID == runID {
+		a.cur.tools = t
+	}
+	a.mu.Unlock()
+}
+
+// TurnTools is the ToolCaller of the running turn's attempt (nil between
+// attempts and turns), with the agent's name.
+func (a *Agent) TurnTools() (t *Tools, name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cur != nil {
+		t = a.cur.tools
+	}
+	return t, a.p.Name
+}
+
+// Rest ends the running turn: not busy, settling (held after a failure);
+// it takes the work deferred during the turn and whether the agent
+// completes.
+func (a *Agent) Rest(held bool) (deferred []func(), completing bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cur = nil
+	a.busy = false
+	a.settling = true
+	a.held = held
+	deferred = a.deferred
+	a.deferred = nil
+	return deferred, a.completing
+}
+
+// Settled: the aftermath of the turn is done.
+func (a *Agent) Settled() {
+	a.mu.Lock()
+	a.settling = false
+	a.mu.Unlock()
+}
+
+// Defer queues spec as a child to spawn after the running turn, running
+// later then (lifecycle.Spawns.Defer).
+func (a *Agent) Defer(spec lifecycle.Spec, later func()) (ok, now bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ok, queued, now := a.spawns.Defer(spec, a.busy)
+	if queued {
+		a.deferred = append(a.deferred, later)
+	}
+	return ok, now
+}
+
+// Spawned takes child id off the spawn queue.
+func (a *Agent) Spawned(id string) {
+	a.mu.Lock()
+	a.spawns.Done(id)
+	a.mu.Unlock()
+}
+
+// Completing marks the agent to be terminated after its turn and reports
+// whether it runs one.
+func (a *Agent) Completing() (inTurn bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.completing = a.busy
+	return a.busy
+}
+
+// State is the agent's state as tools and subscriptions see it.
+func (a *Agent) State() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stateLocked()
+}
+
+func (a *Agent) stateLocked() string {
+	switch {
+	case a.p.Terminated:
+		return schema.StateTerminated
+	case a.busy:
+		return schema.StateBusy
+	case a.hasLiveWait():
+		return schema.StateWaiting
+	}
+	return schema.StateIdle
+}
+
+// HasLiveWait reports whether the agent's latest run waits on a live
+// token.
+func (a *Agent) HasLiveWait() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hasLiveWait()
+}
+
+func (a *Agent) hasLiveWait() bool {
+	r := a.p.Run
+	return r != nil && !r.Ended && r.Wait != nil && r.Wait.TokenState == string(schema.TokLive)
+}
