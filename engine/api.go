@@ -154,12 +154,5 @@ func (c *Core) WaitChange() <-chan struct{} { return c.changed.Wait() }
 func (c *Core) Subscribe(agentID string) (<-chan bus.Event, func()) { return c.bus.Subscribe(agentID) }
 
 // Idle reports whether no turn runs (nor its aftermath: deferred spawns,
-// notices, completion) and no wake is due.
-func (c *Core) Idle() bool {
-	for _, a := range c.agentList() {
-		if a.Active(c.opts.NoWake) {
-			return false
-		}
-	}
-	return true
-}
+// notices, completion) and no wake is due, at one moment (agentrec.Quiet).
+func (c *Core) Idle() bool { return agentrec.Quiet(c.agentList, c.opts.NoWake) }

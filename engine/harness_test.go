@@ -221,14 +221,7 @@ func (h *harness) quiet() {
 
 // isQuiet reports whether no agent runs a turn or its aftermath (deferred
 // spawns, notices: a.settling) and no wake is due.
-func (h *harness) isQuiet() bool {
-	for _, a := range h.c.agentList() {
-		if a.Active(h.noWake) {
-			return false
-		}
-	}
-	return true
-}
+func (h *harness) isQuiet() bool { return agentrec.Quiet(h.c.agentList, h.noWake) }
 
 func (h *harness) entries(id string) []eventlog.Entry {
 	h.t.Helper()

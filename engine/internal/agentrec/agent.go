@@ -49,6 +49,7 @@ type Agent struct {
 	p  *projection.State
 
 	busy       bool             // a turn is running or being started
+	claims     uint64           // how many times busy was set (Quiet)
 	cur        *Turn            // the running turn
 	permit     bool             // permit_turn: one turn while gated
 	deferred   []func()         // work after the current turn ends

@@ -34,7 +34,7 @@ func (a *Agent) Claim() error {
 	case a.busy:
 		return domainerr.New(domainerr.WrongState, "agent %s (%s) is mid-turn; wait for it or cancel it (warren agent cancel)", a.p.Name, a.id)
 	}
-	a.busy = true
+	a.busy, a.claims = true, a.claims+1
 	return nil
 }
 
@@ -64,7 +64,7 @@ func (a *Agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message,
 		return nil, false
 	}
 	msgs := a.p.Pending.PeekFirst(max, bytes)
-	a.busy = true
+	a.busy, a.claims = true, a.claims+1
 	a.permit = false
 	return msgs, true
 }
@@ -72,9 +72,50 @@ func (a *Agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message,
 // Active reports whether a turn runs (or its aftermath), or, unless
 // noWake, a wake is due.
 func (a *Agent) Active(noWake bool) bool {
+	active, _ := a.activity(noWake)
+	return active
+}
+
+// activity is Active and the number of turns claimed on the record so
+// far, read together.
+func (a *Agent) activity(noWake bool) (active bool, claims uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.busy || a.settling || (!noWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held)
+	return a.busy || a.settling || (!noWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held), a.claims
+}
+
+// Quiet reports whether none of the agents list returns is active (no
+// turn, no aftermath, unless noWake no wake due) at one moment. Reading
+// each agent once is not enough: an agent read at rest can be woken a
+// moment later by one read after it, whose aftermath (a notice to a
+// subscriber, a message) ended before its own read, so that every read
+// says "at rest" while a turn runs. Quiet reads every agent twice, and
+// the agents and each one's count of claimed turns must be the same both
+// times: a turn claimed between an agent's two reads changes its count,
+// and one claimed before its first read or after its second needs a cause
+// active after every first read and before every second, which the second
+// reads would have seen. (Work started by a timer of the scheduler is not
+// an agent's, and is not covered.)
+func Quiet(list func() []*Agent, noWake bool) bool {
+	first := map[*Agent]uint64{}
+	for _, a := range list() {
+		active, claims := a.activity(noWake)
+		if active {
+			return false
+		}
+		first[a] = claims
+	}
+	second := list()
+	if len(second) != len(first) {
+		return false
+	}
+	for _, a := range second {
+		active, claims := a.activity(noWake)
+		if c, ok := first[a]; active || !ok || c != claims {
+			return false
+		}
+	}
+	return true
 }
 
 // Gated reports whether the agent's gate holds it (no permit granted).
