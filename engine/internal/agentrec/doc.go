@@ -13,8 +13,9 @@
 // # What the lock guards
 //
 // Agent.mu guards the projection (package projection's State, folded by
-// ApplyCommitted as the log commits entries) and the live flags: busy,
-// the running turn (cur, and the attempt's tools in it), permit,
+// ApplyCommitted as the log commits entries) and the live flags: busy
+// (and claims, how many times it was set, which Quiet compares), the
+// running turn (cur, and the attempt's tools in it), permit,
 // deferred, spawns, completing, held, settling, corrupt and released.
 // The record's id and Log are set by New and never change. terminating
 // is the exception: it is written and read under the engine's lock
