@@ -251,7 +251,8 @@ func (w *cfWorld) checkAll() error {
 			bad = append(bad, fmt.Sprintf("agent %s (%s) has metadata %v gated %v; its log says %v gated %v", id, a.Name, a.Metadata, a.Gated, f.metadata, f.gated))
 		}
 		if !reflect.DeepEqual(nonNilS(f.pending), nonNilS(a.Pending)) {
-			bad = append(bad, fmt.Sprintf("agent %s (%s) inbox %v; its log says enqueued-delivered-consumed = %v", id, a.Name, a.Pending, f.pending))
+			bad = append(bad, fmt.Sprintf("agent %s (%s) inbox %v; its log says enqueued-delivered-consumed = %v%s", id, a.Name, a.Pending, f.pending,
+				mentions(snap.Logs, append(append([]string(nil), a.Pending...), f.pending...))))
 		}
 	}
 	for _, d := range snap.Dirs {
@@ -350,4 +351,20 @@ func nonNilS(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// mentions lists, for a failure message, every logged entry that names
+// one of ids (where a message that disagrees was sent, enqueued, consumed).
+func mentions(logs map[string][]cfEntry, ids []string) string {
+	var b strings.Builder
+	for _, id := range ids {
+		for p, es := range logs {
+			for _, e := range es {
+				if strings.Contains(e.Data, id) {
+					fmt.Fprintf(&b, "\n      %s %s", path.Base(path.Dir(p)), e)
+				}
+			}
+		}
+	}
+	return b.String()
 }
