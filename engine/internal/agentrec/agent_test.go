@@ -59,7 +59,6 @@ func (l *fakeLog) ReadAll(context.Context) ([]eventlog.Entry, error) { return ni
 func (l *fakeLog) Abandon()                                          {}
 func (l *fakeLog) Close() error                                      { return nil }
 func ptr(s string) *string                                           { return &s }
-func must[T any](t *testing.T, v T, err error) T                     { t.Helper(); noErr(t, err); return v }
 
 // logs appends one entry to a's log, failing the test if it cannot.
 func logs(t *testing.T, a *Agent, event string, data any) {
