@@ -154,6 +154,7 @@ func (e *toolEnv) CheckChild(spec *toolexec.ChildSpec) error {
 func (e *toolEnv) CreateChild(spec toolexec.ChildSpec) error {
 	return e.c.life().CreateChild(CreateSpec(spec))
 }
+
 func (e *toolEnv) DeferSpawn(parent string, spec toolexec.ChildSpec) bool {
 	return e.c.life().DeferSpawn(parent, CreateSpec(spec))
 }

@@ -130,11 +130,11 @@ func TestClaimRefusesByCondition(t *testing.T) {
 	}
 	a, _ := newRec(t)
 	noErr(t, a.Claim())
-	if !a.Active(true) {
+	if !active(a, true) {
 		t.Fatal("a claimed agent is not active")
 	}
 	a.Unclaim()
-	if a.Active(true) {
+	if active(a, true) {
 		t.Fatal("an unclaimed agent is still active")
 	}
 }
@@ -149,7 +149,7 @@ func TestTakeWakeDecides(t *testing.T) {
 	}
 	enqueue(t, a, "m1")
 	enqueue(t, a, "m2")
-	if !a.Active(false) || a.Active(true) {
+	if !active(a, false) || active(a, true) {
 		t.Fatal("a wake is due (unless wakes are off)")
 	}
 	msgs, ok := a.TakeWake(false, 1, 1<<20)
@@ -288,11 +288,11 @@ func TestTurnOnTheRecord(t *testing.T) {
 		t.Fatalf("Rest = %d deferred, completing %v", len(deferred), completing)
 	}
 	deferred[0]()
-	if !ran || !a.Active(true) {
+	if !ran || !active(a, true) {
 		t.Fatal("the deferred work did not run, or the agent is not settling")
 	}
 	a.Settled()
-	if a.Active(true) {
+	if active(a, true) {
 		t.Fatal("settled, yet active")
 	}
 	turn.End()
@@ -369,3 +369,9 @@ func TestPruneAndSubscriptions(t *testing.T) {
 }
 
 func lifecycleSpec(id string) lifecycle.Spec { return lifecycle.Spec{ID: id, Name: id, ParentID: "a1"} }
+
+// active is the first half of activity: whether the record is active.
+func active(a *Agent, noWake bool) bool {
+	act, _ := a.activity(noWake)
+	return act
+}

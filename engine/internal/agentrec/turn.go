@@ -69,15 +69,9 @@ func (a *Agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message,
 	return msgs, true
 }
 
-// Active reports whether a turn runs (or its aftermath), or, unless
-// noWake, a wake is due.
-func (a *Agent) Active(noWake bool) bool {
-	active, _ := a.activity(noWake)
-	return active
-}
-
-// activity is Active and the number of turns claimed on the record so
-// far, read together.
+// activity reports whether a turn runs (or its aftermath), or, unless
+// noWake, a wake is due, and the number of turns claimed on the record so
+// far, read together (Quiet).
 func (a *Agent) activity(noWake bool) (active bool, claims uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
