@@ -6,8 +6,8 @@
 // is closed) rather than slowing the logs down.
 //
 // Locks: Bus.mu is held while one batch is fanned out, and the secret
-// function (SetSecret) runs under it; the engine's takes c.mu then the
-// agent's a.mu. So Publish must not be called with either held (the
+// function (SetSecret) runs under it; the engine's takes its roster's lock
+// (the agent table's), then the agent's a.mu. So Publish must not be called with either held (the
 // engine publishes from the log's OnAppend, after the entry is applied and
 // a.mu released). Signal.mu is a leaf.
 package bus

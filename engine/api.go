@@ -81,10 +81,7 @@ func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model
 		res.AbandonedRun = abandoned
 		return res, nil
 	case <-ctx.Done():
-		c.mu.Lock()
-		closing := c.closed
-		c.mu.Unlock()
-		if closing {
+		if c.agents.Closed() {
 			return TurnResult{}, failf(ErrShuttingDown, "the daemon is shutting down; the turn was cancelled (logged as turn.cancelled)")
 		}
 		return TurnResult{}, failf(ErrUnavailable, "request ended before the turn did (%w); the turn goes on", ctx.Err())
@@ -130,11 +127,7 @@ func (c *Core) PoolStats() map[string]multiplexer.PoolStats {
 }
 
 // AgentCount is the number of agents the daemon serves.
-func (c *Core) AgentCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.agents)
-}
+func (c *Core) AgentCount() int { return c.agents.Count() }
 
 // Evict forces the eviction of an agent's live provider session (its state
 // saved in session.json, suspend.result logged). It is an error when the

@@ -86,13 +86,7 @@ func (c *Core) removeCheckpoint(id string) {
 // least min entries since its last one, until Close begins (Close writes
 // its own).
 func (c *Core) checkpointAll(min uint64) {
-	c.mu.Lock()
-	agents := make([]*agent, 0, len(c.agents))
-	for _, a := range c.agents {
-		agents = append(agents, a)
-	}
-	c.mu.Unlock()
-	c.checkpointAgents(agents, min, true)
+	c.checkpointAgents(c.agentList(), min, true)
 }
 
 // checkpointAgents writes the checkpoints of agents whose logs grew by at

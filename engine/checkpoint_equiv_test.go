@@ -90,13 +90,7 @@ func (h *harness) checkCheckpointRecovery(fsys faultfs.FS) {
 func canonicalStates(h *harness, c *Core) map[string]string {
 	h.t.Helper()
 	out := map[string]string{}
-	c.mu.Lock()
-	agents := make([]*agent, 0, len(c.agents))
-	for _, a := range c.agents {
-		agents = append(agents, a)
-	}
-	c.mu.Unlock()
-	for _, a := range agents {
+	for _, a := range c.agentList() {
 		var corrupt bool
 		var st []byte
 		var err error

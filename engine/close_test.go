@@ -117,9 +117,7 @@ func TestCloseWaitsForADeadlineSweepInProgress(t *testing.T) {
 	}()
 	// Let the sweep go once Close has begun (no event says so: poll its flag).
 	for began := false; !began; {
-		h.c.mu.Lock()
-		began = h.c.closed
-		h.c.mu.Unlock()
+		began = h.c.stopping()
 		if !began {
 			time.Sleep(time.Millisecond)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,11 +16,10 @@ import (
 	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/engine/internal/claims"
-	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/live"
 	"github.com/warren-dev/warren/engine/internal/reserve"
+	"github.com/warren-dev/warren/engine/internal/roster"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
-	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
@@ -130,23 +130,14 @@ type Core struct {
 
 	agentsDir string
 
-	mu     sync.Mutex // guards agents, cfg, subIndex, gone, quarantine, recovering, closed
-	agents map[string]*agent
+	// agents is the table of agents (package roster), under its own lock.
+	agents *roster.Roster
 	tree   *tree.Tree
 	// tools is the Core as the tools' environment (toolenv.go), made once:
 	// env() hands out its address without an allocation per run.
-	tools  toolEnv
-	cfg    config.Config
-	closed bool
-	// recovering holds wakes back until recovery has rebuilt everything.
-	recovering bool
-	// quarantine maps the id of each agent directory found in
-	// <home>/quarantine at recovery to its path (daemon.status counts them).
-	quarantine map[string]string
-	subIndex   subs.Index // the subscriptions by target (package subs)
-	// gone names the terminated agents (package gone), for showing their
-	// messages' senders.
-	gone gone.Registry
+	tools toolEnv
+	// cfg is config.json's settings in force (ApplyConfig replaces them).
+	cfg atomic.Pointer[config.Config]
 
 	// pending counts the messages and payload bytes of every inbox, for the
 	// total limits (limits.go).
@@ -236,15 +227,15 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		sched:     schedule.New(opts.Clock),
 		bootID:    opts.BootID,
 		agentsDir: filepath.Join(opts.Home, "agents"),
-		agents:    map[string]*agent{},
 		tree:      tree.New(),
-		cfg:       opts.Config,
 		tokens:    token.NewService(),
 		scrubbed:  make(chan struct{}),
 		bus:       bus.New(),
 		ctx:       ctx,
 		cancel:    cancel,
 	}
+	c.agents = roster.New(c.tree)
+	c.cfg.Store(&opts.Config)
 	c.st = opts.Store
 	if c.st == nil {
 		c.st = local.New(local.Options{FS: opts.FS, Home: opts.Home, Logger: c.log.Named("eventlog"),
@@ -272,17 +263,11 @@ func muxConfig(cfg config.Config) multiplexer.Config {
 
 // ApplyConfig applies pool and retry settings live.
 func (c *Core) ApplyConfig(cfg config.Config) {
-	c.mu.Lock()
-	c.cfg = cfg
-	c.mu.Unlock()
+	c.cfg.Store(&cfg)
 	c.sessions.SetConfig(muxConfig(cfg))
 }
 
-func (c *Core) config() config.Config {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cfg
-}
+func (c *Core) config() config.Config { return *c.cfg.Load() }
 
 // Close stops background work, cancels running turns (logged as
 // turn.cancelled), saves the provider state of live sessions and closes the
@@ -346,17 +331,7 @@ func (c *Core) Abandon() {
 // work starts) and cancels every agent's running turn. first is false when
 // the core was closed already.
 func (c *Core) stopAgents() (agents []*agent, first bool) {
-	c.mu.Lock()
-	first = !c.closed
-	c.closed = true
-	// Under c.mu, as closed is set: whoever saw the core open may still
-	// be refused by the scheduler, never the other way round.
-	c.sched.Stop()
-	agents = make([]*agent, 0, len(c.agents))
-	for _, a := range c.agents {
-		agents = append(agents, a)
-	}
-	c.mu.Unlock()
+	agents, first = c.agents.Close(func() { c.sched.Stop() })
 	for _, a := range agents {
 		a.CancelTurn()
 	}
@@ -367,12 +342,7 @@ func (c *Core) stopAgents() (agents []*agent, first bool) {
 // the core is closed (then it reports false and f does not run).
 func (c *Core) goBackground(f func()) bool { return c.sched.Go(f) }
 
-func (c *Core) agent(id string) (*agent, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a, ok := c.agents[id]
-	return a, ok
-}
+func (c *Core) agent(id string) (*agent, bool) { return c.agents.Get(id) }
 
 func (c *Core) agentDir(id string) string { return filepath.Join(c.agentsDir, id) }
 

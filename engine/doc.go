@@ -92,12 +92,13 @@
 // (wait deadlines, reminders, the sweep, checkpoints), log commits
 // (OnAppend, create.go: the fold into the agent's record, then the bus)
 // and helpers the Core owns (the session.json writers, the recovery
-// loaders and the scrub, the lease watches). c.mu guards the agent table
-// (agents), the tree's companions, the config, the subscription index,
-// the gone registry, quarantine, recovering and closed; each agent's
-// state is its record's (package agentrec), under the record's own lock,
-// which only the record's methods take. c.mu and a record's lock are
-// never held together. Package agentrec's doc says which goroutine
+// loaders and the scrub, the lease watches). The agent table (c.agents,
+// package roster) guards, under its lock, the agents, the tree's changes
+// that go with them, the subscription index, the gone registry,
+// quarantine, recovering and closed; the config in force is an atomic
+// pointer; each agent's state is its record's (package agentrec), under
+// the record's own lock, which only the record's methods take. The
+// roster's lock and a record's are never held together. Package agentrec's doc says which goroutine
 // touches what and writes the whole lock order, in one place.
 //
 // # Events written besides those fixed by the specification

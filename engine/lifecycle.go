@@ -83,20 +83,9 @@ func (h lifeHost) RemoveOrphanDir(id string) { h.c.removeOrphanDir(id) }
 func (h lifeHost) Changed()                  { h.c.changed.Fire() }
 
 func (h lifeHost) Reserve(id, name, parentID string) (closed bool, err error) {
-	c := h.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return true, nil
-	}
-	return false, c.tree.Add(id, name, parentID)
+	return h.c.agents.Reserve(id, name, parentID)
 }
-
-func (h lifeHost) Unreserve(id string) {
-	h.c.mu.Lock()
-	_ = h.c.tree.Remove(id)
-	h.c.mu.Unlock()
-}
+func (h lifeHost) Unreserve(id string) { h.c.agents.Unreserve(id) }
 
 func (h lifeHost) OpenSession(ctx context.Context, prov provider.Provider, id string, spec CreateSpec) (lifecycle.Session, error) {
 	return h.c.sessions.Create(ctx, prov, id, spec)
@@ -143,11 +132,7 @@ func (l *newLog) Bind() lifecycle.Agent {
 	return lifeAgent{l.a, l.c}
 }
 
-func (l *newLog) Adopt() {
-	l.c.mu.Lock()
-	l.c.agents[l.id] = l.a
-	l.c.mu.Unlock()
-}
+func (l *newLog) Adopt() { l.c.agents.Put(l.id, l.a) }
 
 // lifeAgent is an agent as package lifecycle acts on it: its record, and
 // the steps that need the Core.
@@ -170,14 +155,5 @@ func (x lifeAgent) Revoke(tokenID, runID, reason string) error {
 func (x lifeAgent) StopSession() { x.c.sessions.Stop(x.ID()) }
 
 func (x lifeAgent) Unlist(name, parentID string, info *gone.Info) []subs.Sub {
-	c, a := x.c, x.agent
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a.SetTerminating()
-	watchers := c.subIndex.DropAgent(a.ID())
-	c.gone.Remember(a.ID(), name, parentID)
-	c.gone.SetInfo(a.ID(), info)
-	_ = c.tree.Remove(a.ID())
-	delete(c.agents, a.ID())
-	return watchers
+	return x.c.agents.Unlist(x.agent, name, parentID, info)
 }

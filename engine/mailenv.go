@@ -19,8 +19,9 @@ import (
 // its checks, the parent's failure notice), subs (subscribing and the
 // transition notices), reminders, gate and redeliver; what they do to one
 // agent goes to its record (package agentrec) directly. Each method is
-// one step under the Core's locks, c.mu and an agent's a.mu taken one
-// after the other, never together, and neither held across a log append.
+// one step under the Core's locks, the roster's and an agent's a.mu taken
+// one after the other, never together, and neither held across a log
+// append.
 // The one callback under a lock is the record's WithReminder's, which
 // arms the reminder's timer (Arm) under a.mu (a.mu -> c.sched's mutex,
 // as the order allows).
@@ -71,11 +72,7 @@ func (e mailEnv) Index(sub subscriptionRec, subscriber string) bool {
 	return e.c.indexSubscription(sub, subscriber)
 }
 
-func (e mailEnv) Unindex(sub subscriptionRec) {
-	e.c.mu.Lock()
-	defer e.c.mu.Unlock()
-	e.c.subIndex.Remove(sub)
-}
+func (e mailEnv) Unindex(sub subscriptionRec) { e.c.agents.Unindex(sub) }
 
 // Reminders.
 

@@ -30,11 +30,7 @@ func (c *Core) recoveryRun() *recoverrun.Run[*agent] {
 }
 
 // stopping reports whether Close has begun.
-func (c *Core) stopping() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closed
-}
+func (c *Core) stopping() bool { return c.agents.Closed() }
 
 // loader reads agents back from the store (package agentload); the
 // binding is where the log's appends find the agent made of the result.
@@ -95,8 +91,4 @@ func (c *Core) liveSecret(agentID, runID string) string {
 
 // Quarantined is how many agent directories <home>/quarantine held at the
 // last recovery (including those it moved there).
-func (c *Core) Quarantined() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.quarantine)
-}
+func (c *Core) Quarantined() int { return c.agents.Quarantined() }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 )
 
 // recoveryHost is the Core as a recovery's host (recoverrun.Host): each
-// method does one step on the Core's agents under its locks (c.mu and an
+// method does one step on the Core's agents under its locks (the roster's and an
 // agent's a.mu are never held together, as everywhere).
 type recoveryHost struct{ c *Core }
 
@@ -30,11 +29,7 @@ func (h recoveryHost) Prepare() error {
 	return nil
 }
 
-func (h recoveryHost) SetRecovering(on bool) {
-	h.c.mu.Lock()
-	h.c.recovering = on
-	h.c.mu.Unlock()
-}
+func (h recoveryHost) SetRecovering(on bool) { h.c.agents.SetRecovering(on) }
 
 func (h recoveryHost) OpenUserInbox() error                        { return h.c.openUserInbox() }
 func (h recoveryHost) AgentIDs() ([]string, error)                 { return h.c.agentIDs() }
@@ -72,47 +67,16 @@ func (h recoveryHost) ListCorrupt(l *loaded, cause error) {
 	a := newAgent(l.ID, nil, l.State)
 	a.MarkCorrupt(cause)
 	l.Agent = a
-	h.c.putAgent(l.ID, a)
+	h.c.agents.Put(l.ID, a)
 }
 
-func (h recoveryHost) Forget(l *loaded) {
-	h.c.mu.Lock()
-	h.c.gone.Remember(l.ID, l.State.Name, l.State.ParentID)
-	h.c.mu.Unlock()
-}
+func (h recoveryHost) Forget(l *loaded)                  { h.c.agents.Forget(l.ID, l.State.Name, l.State.ParentID) }
+func (h recoveryHost) SetQuarantine(q map[string]string) { h.c.agents.SetQuarantine(q) }
+func (h recoveryHost) QuarantinedAs(id string) string    { return h.c.agents.QuarantinedAs(id) }
 
-func (h recoveryHost) SetQuarantine(q map[string]string) {
-	h.c.mu.Lock()
-	h.c.quarantine = q
-	h.c.mu.Unlock()
-}
-
-func (h recoveryHost) QuarantinedAs(id string) string {
-	h.c.mu.Lock()
-	defer h.c.mu.Unlock()
-	return h.c.quarantine[id]
-}
-
-// Parents reads each parent under c.mu, then its cause under its a.mu.
+// Parents reads each parent (package roster).
 func (h recoveryHost) Parents(cands []placement.Candidate) map[string]placement.Parent {
-	c := h.c
-	listed := map[string]*agent{}
-	parents := map[string]placement.Parent{}
-	c.mu.Lock()
-	for _, cd := range cands {
-		a, ok := c.agents[cd.Parent]
-		if ok && a != nil {
-			listed[cd.Parent] = a
-		}
-		parents[cd.Parent] = placement.Parent{Listed: ok, Quarantined: c.quarantine[cd.Parent] != ""}
-	}
-	c.mu.Unlock()
-	for id, a := range listed { // c.mu and a.mu are never held together
-		p := parents[id]
-		p.Unopened = errors.Is(a.Corrupt(), agentload.ErrUnopened)
-		parents[id] = p
-	}
-	return parents
+	return h.c.agents.Parents(cands)
 }
 
 func (h recoveryHost) ParentCause(id string) error {
@@ -127,7 +91,7 @@ func (h recoveryHost) List(l *loaded, cause error) {
 	if cause != nil {
 		l.Agent.MarkCorrupt(cause) // not listed yet: nobody else sees it
 	}
-	h.c.putAgent(l.ID, l.Agent)
+	h.c.agents.Put(l.ID, l.Agent)
 }
 
 func (h recoveryHost) Snapshot(l *loaded) {

@@ -46,26 +46,11 @@ func (c *Core) clustered() bool {
 	return !isLocal
 }
 
-// putAgent adds a to the agents (recovery and takeover place agents while
-// the core may be serving).
-func (c *Core) putAgent(id string, a *agent) {
-	c.mu.Lock()
-	c.agents[id] = a
-	c.mu.Unlock()
-}
-
 // known reports whether this core runs id, knows it terminated, or holds
 // a claim on it (an agent being created claims its id before its first
 // entry is written and before it is listed).
 func (c *Core) known(id string) bool {
-	c.mu.Lock()
-	_, ok := c.agents[id]
-	terminated := c.gone.Has(id)
-	c.mu.Unlock()
-	if ok || terminated {
-		return true
-	}
-	return c.claims.Holds(id)
+	return c.agents.Known(id) || c.claims.Holds(id)
 }
 
 // dropLease gives up the claim on id, if held (another daemon may claim

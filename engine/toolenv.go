@@ -22,17 +22,17 @@ import (
 //
 // Locks. toolexec calls these methods holding no lock of the core; within
 // one attempt it holds Attempt.serial (one call at a time) around them.
-// Each method takes the core lock (c.mu, through c.agent, or to index a
-// subscription) and one agent's lock (a.mu, in a method of its record)
-// one after the other, for a snapshot or a field, never one inside the
-// other, and holds neither across a log append (an append takes a.mu
+// Each method takes the agent table's lock (package roster: through
+// c.agent, or to index a subscription) and one agent's lock (a.mu, in a
+// method of its record) one after the other, for a snapshot or a field,
+// never one inside the other, and holds neither across a log append (an append takes a.mu
 // itself: OnAppend folds the entry into the projection), a wake or a call
 // into other packages. The one nesting is CancelReminder's: the agent's
 // reminder Timers (package reminders, which serialise it with the
 // reminder firing) around a.mu sections and the reminder.cancelled
 // append, the order a firing takes them in. So the order is
 //
-//	Attempt.serial -> a's Timers -> one of: c.mu, a.mu, a log append
+//	Attempt.serial -> a's Timers -> one of: roster.mu, a.mu, a log append
 //
 // The tree's methods are the tree's own (toolexec.Tree).
 type toolEnv struct {

@@ -10,19 +10,10 @@ import (
 
 // indexSubscription adds a subscription whose target is alive.
 func (c *Core) indexSubscription(sub subscriptionRec, subscriber string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t, ok := c.agents[sub.Target]; !ok || t.Terminating() {
-		return false
-	}
-	c.subIndex.Add(sub, subscriber)
-	return true
+	return c.agents.Index(sub, subscriber)
 }
 
 // fireTransition notifies the subscribers of an agent's state change.
 func (c *Core) fireTransition(a *agent, from, to string) {
-	c.mu.Lock()
-	watchers := c.subIndex.Of(a.ID())
-	c.mu.Unlock()
-	subs.Notify[*agent](c.mail(), watchers, a.Name(), from, to, a.TransitionKey())
+	subs.Notify[*agent](c.mail(), c.agents.Watchers(a.ID()), a.Name(), from, to, a.TransitionKey())
 }

@@ -26,8 +26,7 @@ func (t *turnAgent) SaveSession(f func(*session.Session)) { t.c.saveSession(t.ag
 func (t *turnAgent) Transition(from, to string)           { t.c.fireTransition(t.agent, from, to) }
 
 func (t *turnAgent) Begin(req TurnRequest, cancel context.CancelFunc) (tr turnrun.Turn, released error) {
-	// The config is read before StartTurn takes the record's lock: it is
-	// the Core's (c.mu), and c.mu is never taken under a.mu.
+	// The config is read once, before StartTurn takes the record's lock.
 	cfg := t.c.config()
 	defaultModel := func(name string) string { return registry.DefaultModel(cfg, name) }
 	tr, t.at, released = t.StartTurn(req, cancel, defaultModel, newID)

@@ -19,10 +19,7 @@ func (c *Core) wakeIf(a *agent, clearHold bool) {
 	if c.opts.NoWake {
 		return
 	}
-	c.mu.Lock()
-	closed := c.closed || c.recovering
-	c.mu.Unlock()
-	if closed {
+	if c.agents.WakesHeld() {
 		return
 	}
 	// A log that refuses appends wakes the agent when it heals
@@ -51,12 +48,4 @@ func (c *Core) WakeAll() {
 	}
 }
 
-func (c *Core) agentList() []*agent {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*agent, 0, len(c.agents))
-	for _, a := range c.agents {
-		out = append(out, a)
-	}
-	return out
-}
+func (c *Core) agentList() []*agent { return c.agents.List() }

@@ -89,8 +89,7 @@ func (r *Registry) IsHTTP(name string) bool { return httpType(r.opts.Config(), n
 func (r *Registry) DefaultModel(name string) string { return DefaultModel(r.opts.Config(), name) }
 
 // DefaultModel is Registry.DefaultModel under cfg, for a caller that has
-// read the config already (one that may not call Options.Config where it
-// stands: the engine's takes the engine's lock).
+// read the config already (the engine reads it once per turn).
 func DefaultModel(cfg config.Config, name string) string {
 	if typ := httpType(cfg, name); typ != "" {
 		return entrySettings(cfg, name, typ).Model

@@ -63,7 +63,7 @@ type Agent struct {
 	// the next wake (package turnrun). Quiescence means no agent busy or
 	// settling.
 	settling bool
-	// terminating is set (under the engine's lock, not mu) when
+	// terminating is set (under the roster's lock, not mu) when
 	// termination removes the agent; subscriptions to it are refused from
 	// then on.
 	terminating bool
@@ -148,8 +148,8 @@ func (a *Agent) MarkCorrupt(err error) {
 }
 
 // SetTerminating marks the agent as being removed by its termination;
-// Terminating reads the mark. The caller holds the engine's lock (c.mu),
-// which guards it.
+// Terminating reads the mark. The caller holds the lock of the engine's
+// table of agents (package roster), which guards it.
 func (a *Agent) SetTerminating()   { a.terminating = true }
 func (a *Agent) Terminating() bool { return a.terminating }
 

@@ -18,8 +18,8 @@
 // running turn (cur, and the attempt's tools in it), permit,
 // deferred, spawns, completing, held, settling, corrupt and released.
 // The record's id and Log are set by New and never change. terminating
-// is the exception: it is written and read under the engine's lock
-// (c.mu, the agent table's) and never under mu, since termination and
+// is the exception: it is written and read under the engine's table's
+// lock (roster.mu, package roster) and never under mu, since termination and
 // subscribing decide on it there (SetTerminating, Terminating).
 //
 // The fields with locks of their own are exported or have methods that
@@ -60,25 +60,26 @@
 //
 // The engine's locks, outermost first (on each line a lock is taken only
 // while holding those to its left; "|" separates locks taken one after
-// the other, never together). c.mu is the engine's lock (the agent
-// table, the tree's companions, the config, the subscription index,
-// closed); a.mu is a record's lock.
+// the other, never together). roster.mu is the lock of the engine's
+// table of agents (package roster: the agents, the tree's changes that go
+// with them, the subscription index, the gone registry, quarantine,
+// closed and recovering); a.mu is a record's lock.
 //
-//	toolexec Attempt.serial -> a's Timers -> c.mu | a.mu | a log append
-//	a's owed flush lock -> c.mu | a.mu | a log append
+//	toolexec Attempt.serial -> a's Timers -> roster.mu | a.mu | a log append
+//	a's owed flush lock -> roster.mu | a.mu | a log append
 //	a.Ckpt.Mu -> a.mu
-//	c.resv's lock (reserve.Set) -> c.mu | a.mu | the USER inbox's lock
-//	token entry lock (the commit of token.Service's Consume, Revoke, Expire) -> c.mu | a.mu | a log append | a's resumes lock
-//	log commit (eventlog) -> a.mu, then bus.mu -> c.mu, then a's resumes lock (the resume secret)
-//	c.mu -> the scheduler's mutex        a.mu -> the scheduler's mutex
+//	c.resv's lock (reserve.Set) -> roster.mu | a.mu | the USER inbox's lock
+//	token entry lock (the commit of token.Service's Consume, Revoke, Expire) -> roster.mu | a.mu | a log append | a's resumes lock
+//	log commit (eventlog) -> a.mu, then bus.mu -> roster.mu, then a's resumes lock (the resume secret)
+//	roster.mu -> the scheduler's mutex        a.mu -> the scheduler's mutex
 //	a.mu -> a.Snap's lock, a's owed lock, a's resumes lock (leaves)
 //	a.Snap's write lock -> a.Snap's lock
 //
-// c.mu and a record's a.mu are never held together: code takes one,
+// roster.mu and a record's a.mu are never held together: code takes one,
 // copies what it needs, releases it, then takes the other (every method
 // here takes a.mu alone and returns with it released). Neither is held
 // across a log append (the commit takes a.mu to fold the entry and the
-// bus takes c.mu, then the resumes lock, to find a secret), a provider
+// bus takes roster.mu, then the resumes lock, to find a secret), a provider
 // call, a wake or a call into another package that may call back; the
 // methods that take a callback (Room, WithReminder) call it under a.mu
 // and say so, and their callers only read or arm a timer in it. The
@@ -100,8 +101,8 @@
 // logpage), the USER inbox's mutex, an attempt's door for joined calls
 // (package extcall), and the mutexes inside tree, inbox, token,
 // multiplexer, bus, launch, registry and stderrlog, none of which calls
-// back into the engine while holding its own. The engine's gone
-// registry and subscription index have no lock: c.mu guards them.
+// back into the engine while holding its own. The gone registry
+// and the subscription index have no lock: roster.mu guards them.
 //
 // Each package the engine's state was split into documents its own locks
 // in its package doc (agentload, claims, extcall, gone, lifecycle,

@@ -7,7 +7,7 @@
 // # Locks
 //
 // A Registry has no lock of its own: its owner serialises every call (the
-// engine calls it under its core lock, c.mu, so that a terminated agent
+// engine calls it under its roster's lock, so that a terminated agent
 // leaves the tree and enters the registry in one step). ReadInfo reads a
 // log and takes no lock; call it without holding the owner's lock.
 package gone

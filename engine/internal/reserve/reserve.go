@@ -16,9 +16,9 @@
 //
 // A Set's mutex is held across Reserve, including its calls of the view,
 // landed and check functions the caller passes: those may take the
-// caller's locks (the engine's c.mu, an agent's a.mu, the USER inbox's
+// caller's locks (the engine's roster lock, an agent's a.mu, the USER inbox's
 // lock), never the Set's (so the engine's lock order has reserve's lock
-// outside them: resv.mu -> c.mu | a.mu | the inbox's lock).
+// outside them: resv.mu -> roster.mu | a.mu | the inbox's lock).
 package reserve
 
 import (

@@ -49,7 +49,7 @@ func Subscribe[A Agent](env Env[A], subscriber string, sub projection.Subscripti
 	if !ok {
 		return false, toolexec.ErrNoAgent
 	}
-	// Indexing checks the target under the core lock, which termination
+	// Indexing checks the target under the roster's lock, which termination
 	// also takes: a subscription is either in place before the target's
 	// terminated transition fires, or refused because the target is gone.
 	if !env.Index(sub, subscriber) {

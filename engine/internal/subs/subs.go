@@ -15,7 +15,7 @@
 // # Locks
 //
 // An Index has no lock of its own: its owner serialises every call. The
-// engine calls it under its core lock, c.mu, which termination also
+// engine calls it under its roster's lock, which termination also
 // takes, so a subscription is either in place before its target's
 // terminated transition fires or refused because the target is gone.
 // The steps take no lock; Env's and Agent's methods take the engine's,
