@@ -199,7 +199,7 @@ func (c *Core) lagCheckpoint(id string, lag int) error {
 		return nil
 	}
 	a := newAgent(id, lg, p)
-	c.writeCheckpoint(a, 0)
+	c.ckpts.Write(a, 0)
 	if a.Ckpt.Seq.Load() != upTo {
 		return fmt.Errorf("agent %s: no checkpoint written at seq %d", id, upTo)
 	}

@@ -43,7 +43,7 @@ func ckptHome(t *testing.T) (*harness, []*agent) {
 	for _, id := range []string{root, child} {
 		a, _ := h.c.agent(id)
 		agents = append(agents, a)
-		h.c.writeCheckpoint(a, 1)
+		h.c.ckpts.Write(a, 1)
 		if a.Ckpt.Seq.Load() == 0 {
 			t.Fatalf("no checkpoint written for %s", id)
 		}
@@ -69,7 +69,7 @@ func TestCheckpointWriteCrashAtEveryOp(t *testing.T) {
 	h, agents := ckptHome(t)
 	before := h.fs.MutatingOps()
 	for _, a := range agents {
-		h.c.writeCheckpoint(a, 1)
+		h.c.ckpts.Write(a, 1)
 	}
 	n := h.fs.MutatingOps() - before
 	if n < 4 {
@@ -88,7 +88,7 @@ func TestCheckpointWriteCrashAtEveryOp(t *testing.T) {
 				h.ckptStats, h.ckptEvery = stats, config.DefaultCheckpointEvery
 				h.fs.CrashAt(k)
 				for _, a := range agents {
-					h.c.writeCheckpoint(a, 1)
+					h.c.ckpts.Write(a, 1)
 				}
 				h.fs.Crash()
 				h.c.Abandon()

@@ -15,6 +15,7 @@ import (
 	"github.com/warren-dev/warren/agentproc"
 	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/engine/internal/ckptwrite"
 	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/engine/internal/live"
 	"github.com/warren-dev/warren/engine/internal/reserve"
@@ -175,9 +176,8 @@ type Core struct {
 	// snaps writes the session.json snapshots behind the logs (package
 	// snapsave); Close waits for its writers.
 	snaps *snapsave.Writer
-	// ckptSlots lets one checkpoint write run at a time (each reads a line
-	// of its log through a file of its own, outside the open-logs cap).
-	ckptSlots chan struct{}
+	// ckpts writes the agents' checkpoints (package ckptwrite).
+	ckpts *ckptwrite.Writer
 	// scrubbed is closed when the checkpoints and the scrub that follow
 	// recovery are done (or stopped by Close).
 	scrubbed  chan struct{}
@@ -219,7 +219,6 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Core{
-		ckptSlots: make(chan struct{}, 1),
 		opts:      opts,
 		fs:        opts.FS,
 		log:       opts.Logger,
@@ -242,6 +241,8 @@ func NewCore(opts CoreOptions) (*Core, error) {
 			Now: c.now, Files: eventlog.NewFiles(opts.MaxOpenLogs), PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
 	}
 	c.store = c.st.Snapshots()
+	c.ckpts = ckptwrite.New(ckptwrite.Options{FS: opts.FS, Dir: c.agentDir, LogPath: c.logPath, Every: opts.CheckpointEvery,
+		Delay: opts.SessionSaveDelay, Off: c.clustered(), After: c.sched.After, Stopping: c.stopping, Logger: c.log})
 	c.snaps = &snapsave.Writer{Save: c.store.Save, Delay: c.saveDelay, Now: c.now, Logger: c.log}
 	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
@@ -288,7 +289,7 @@ func (c *Core) Close(ctx context.Context) error {
 	}
 	if c.opts.CheckpointEvery > 0 {
 		// The next start folds only what is logged after these.
-		c.checkpointAgents(agents, 1, false)
+		c.ckpts.All(agents, 1, false)
 	}
 	for _, a := range agents {
 		if a.Log != nil {

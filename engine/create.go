@@ -39,7 +39,7 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 				c.log.Error("applying logged event", "agent", id, "seq", e.Seq, "event", e.Event, "err", err)
 			})
 			if due {
-				c.checkpointSoon(a)
+				c.ckpts.Soon(a)
 			}
 		}
 		c.bus.Publish(id, es)

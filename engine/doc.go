@@ -71,7 +71,7 @@
 //
 // A checkpoint is written SessionSaveDelay after the agent's log has grown
 // since its last one (a scheduler timer, one at a time per agent:
-// checkpointSoon): by any entry while the agent is at rest (a message to a
+// ckptwrite.Writer.Soon): by any entry while the agent is at rest (a message to a
 // gated agent included), by CoreOptions.CheckpointEvery entries (the
 // daemon's config.DefaultCheckpointEvery, 256) while it runs a turn, and once more when a turn ends, since its
 // last entries were logged while it was busy; the timer writes at the

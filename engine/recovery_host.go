@@ -49,9 +49,9 @@ func (h recoveryHost) Wake(l *loaded)                     { h.c.wake(l.Agent) }
 func (h recoveryHost) WakeAll()                           { h.c.WakeAll() }
 func (h recoveryHost) Changed()                           { h.c.changed.Fire() }
 func (h recoveryHost) Background(f func()) bool           { return h.c.goBackground(f) }
-func (h recoveryHost) CheckpointAll()                     { h.c.checkpointAll(1) }
+func (h recoveryHost) CheckpointAll()                     { h.c.ckpts.All(h.c.agentList(), 1, true) }
 func (h recoveryHost) Scrubbed()                          { h.c.scrubOnce.Do(func() { close(h.c.scrubbed) }) }
-func (h recoveryHost) RemoveCheckpoint(id string)         { h.c.removeCheckpoint(id) }
+func (h recoveryHost) RemoveCheckpoint(id string)         { h.c.ckpts.Remove(id) }
 func (h recoveryHost) ArmTakeover(at time.Time, f func()) { h.c.sched.Arm("", takeoverTimer, at, f) }
 
 func (h recoveryHost) IndexSubscription(sub subscriptionRec, subscriber string) {

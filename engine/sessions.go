@@ -11,7 +11,7 @@ import (
 
 // saveSession updates the agent's session.json snapshot through f and has
 // it written in the background (package snapsave). (Checkpoints follow the
-// log's growth, not these saves: checkpointSoon.)
+// log's growth, not these saves: package ckptwrite.)
 func (c *Core) saveSession(a *agent, f func(s *session.Session)) {
 	c.snaps.Update(&a.Snap, a.ID(), f, nil)
 }

@@ -58,7 +58,7 @@ func (t *turnAgent) Tools(runID string, turn int) turnrun.Tools {
 	return t.Attempt(runID, t.c.newRunTools(t.agent, runID, turn))
 }
 
-func (t *turnAgent) Checkpoint()      { t.c.checkpointSoon(t.agent) }
+func (t *turnAgent) Checkpoint()      { t.c.ckpts.Soon(t.agent) }
 func (t *turnAgent) Changed()         { t.c.changed.Fire() }
 func (t *turnAgent) Terminate() error { return t.c.life().End(lifeAgent{t.agent, t.c}) }
 func (t *turnAgent) NotifyFailure()   { mail.ChildFailed[*agent](t.c.mail(), t.agent) }
