@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/warren-dev/warren/agentspec"
+	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/store"
@@ -48,7 +49,7 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 	if err != nil {
 		return nil, err
 	}
-	return &fencedLog{Log: lg, c: c, id: id}, nil
+	return claims.Fenced(lg, func(cause error) { c.releaseAgent(id, cause) }), nil
 }
 
 // removeOrphanDir removes the directory of an agent whose creation failed

@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"path"
 
 	"github.com/warren-dev/warren/engine/internal/agentload"
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/tree"
@@ -57,30 +55,6 @@ func (c *Core) releaseAgent(id string, cause error) {
 	if cancel != nil {
 		cancel()
 	}
-}
-
-// fencedLog is a store.Log that releases its agent when an append is
-// fenced (store.ErrFenced: another daemon claimed the agent).
-type fencedLog struct {
-	store.Log
-	c  *Core
-	id string
-}
-
-func (l *fencedLog) Append(event string, data any) (eventlog.Entry, error) {
-	e, err := l.Log.Append(event, data)
-	if err != nil && errors.Is(err, store.ErrFenced) {
-		l.c.releaseAgent(l.id, err)
-	}
-	return e, err
-}
-
-func (l *fencedLog) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
-	es, err := l.Log.AppendBatch(recs)
-	if err != nil && errors.Is(err, store.ErrFenced) {
-		l.c.releaseAgent(l.id, err)
-	}
-	return es, err
 }
 
 // agentIDs lists the agents to recover (agentload.IDs): the directories

@@ -1,10 +1,9 @@
 package engine
 
 import (
-	"encoding/json"
 	"time"
 
-	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/store/local"
 )
 
@@ -64,23 +63,9 @@ func (c *Core) claimable(ids []string) (take, elsewhere []string) {
 	if !c.clustered() {
 		return ids, nil
 	}
-	return c.claims.Claimable(ids, claimTimeout, c.known, c.parentOf)
-}
-
-// parentOf reads the parent named by id's agent.created ("" for a root or
-// when the first entry says nothing).
-func (c *Core) parentOf(id string) string {
-	e, err := c.st.ReadSeq(c.ctx, id, 1, 0)
-	if err != nil || e.Event != schema.AgentCreated {
-		return ""
-	}
-	var d struct {
-		ParentID *string `json:"parent_id"`
-	}
-	if json.Unmarshal(e.Data, &d) != nil || d.ParentID == nil {
-		return ""
-	}
-	return *d.ParentID
+	return c.claims.Claimable(ids, claimTimeout, c.known, func(id string) string {
+		return claims.ParentOf(c.ctx, c.st.ReadSeq, id)
+	})
 }
 
 // Takeover claims the agents of a cluster store that no daemon holds and

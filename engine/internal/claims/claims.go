@@ -7,7 +7,9 @@
 // daemon that finds the USER inbox held stands by until it can claim and
 // open it (StandBy, Open: standby.go); a takeover
 // scan claims the agents nobody holds, leaving a subtree to its parent's
-// daemon (Claimable).
+// daemon (Claimable, which learns parents through ParentOf). An append
+// the store fences (store.ErrFenced: another daemon claimed the agent
+// first) reports the claim lost as a lapsed lease does (Fenced).
 //
 // On the local store every claim is the home lock's and none is lost; the
 // engine calls Own all the same, so one path serves both stores.
