@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 
 	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/engine/internal/agentrec"
@@ -10,36 +9,11 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/tree"
 )
 
 // Resolve turns an agent reference (path, unique name or id) into an id.
-// Corrupt agents (not in the tree) resolve by id.
-func (c *Core) Resolve(ref string) (string, error) {
-	if ref == "" {
-		return "", failf(ErrInvalid, "missing agent reference")
-	}
-	id, err := c.tree.Resolve(ref)
-	if err == nil {
-		return id, nil
-	}
-	if nid, ok := tree.NormalizeID(ref); ok {
-		if _, found := c.agent(nid); found {
-			return nid, nil
-		}
-	}
-	if errors.Is(err, tree.ErrAmbiguous) {
-		return "", failf(ErrInvalid, "%w", err)
-	}
-	for _, a := range c.agentList() {
-		var match bool
-		a.View(func(p *projection, l agentrec.Live) { match = l.Corrupt != nil && p.Name == ref })
-		if match {
-			return a.ID(), nil
-		}
-	}
-	return "", notFound(ref)
-}
+// Corrupt agents (not in the tree) resolve by id or name (roster.Resolve).
+func (c *Core) Resolve(ref string) (string, error) { return c.agents.Resolve(ref) }
 
 // Send runs a turn with a user message and returns when it ends (or ctx is
 // done; the turn goes on). A live wait is revoked: the message starts a new

@@ -1,5 +1,5 @@
 package engine
 
-func notFound(ref string) error {
-	return failf(ErrNotFound, "agent %q not found; list agents with `warren agent list`", ref)
-}
+import "github.com/warren-dev/warren/engine/internal/roster"
+
+func notFound(ref string) error { return roster.NotFound(ref) }

@@ -26,26 +26,9 @@ func (c *Core) view(a *agent) AgentView { return views.View(c.snapshot(a), c.boo
 // status is the agent's derived status (SPEC 4; views.Status).
 func (c *Core) status(a *agent) string { return a.Status(c.bootID, c.now()) }
 
-// listed returns the loaded agents in agent.list's order (views.Order).
-func (c *Core) listed() []*agent {
-	walk := c.tree.Walk()
-	all := c.agentList()
-	byID := make(map[string]*agent, len(all))
-	ids := make([]string, 0, len(all))
-	for _, a := range all {
-		byID[a.ID()] = a
-		ids = append(ids, a.ID())
-	}
-	out := make([]*agent, 0, len(all))
-	for _, id := range views.Order(walk, ids) {
-		out = append(out, byID[id])
-	}
-	return out
-}
-
 // List returns every agent, depth-first from the roots, then corrupt ones.
 func (c *Core) List() []AgentView {
-	as := c.listed()
+	as := c.agents.Ordered()
 	out := make([]AgentView, 0, len(as))
 	for _, a := range as {
 		out = append(out, c.view(a))
@@ -94,7 +77,7 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (AgentDet
 // watched, the operator can find it here and answer it by token id.
 func (c *Core) Waits() []WaitView {
 	var out []WaitView
-	for _, a := range c.listed() {
+	for _, a := range c.agents.Ordered() {
 		if !a.HasLiveWait() { // most agents: no snapshot (path, facts) to build and drop
 			continue
 		}

@@ -4,7 +4,8 @@
 // (package subs), whether the engine is closed or recovering, and the
 // tree's changes that must happen in one step with those (an agent
 // reserved while the engine is open, an agent leaving the tree and the
-// table together).
+// table together). It resolves an agent reference to an agent served
+// (Resolve) and lists the agents in agent.list's order (Ordered).
 //
 // # Locks
 //

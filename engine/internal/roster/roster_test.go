@@ -1,6 +1,7 @@
 package roster
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/agentrec"
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/projection"
@@ -260,5 +262,49 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	if errs := r.Terminated(func(string) *gone.Info { return nil }); len(errs) != 8 {
 		t.Fatalf("%d agents remembered as gone, want 8", len(errs))
+	}
+}
+
+func TestResolve(t *testing.T) {
+	r, _, _ := served(t)
+	bad := agentrec.New(a3, nil, projection.New())
+	bad.View(func(p *projection.State, _ agentrec.Live) { p.Name = "broken" })
+	bad.MarkCorrupt(errors.New("damaged at line 3"))
+	r.Put(a3, bad) // corrupt: served, not in the tree
+	for _, tc := range []struct {
+		ref, want string
+		kind      error
+	}{
+		{"lead/w1", a2, nil},
+		{"w1", a2, nil},
+		{a1, a1, nil},
+		{a3, a3, nil},
+		{"broken", a3, nil},
+		{"", "", domainerr.Invalid},
+		{"nobody", "", domainerr.NotFound},
+		{a9, "", domainerr.NotFound},
+	} {
+		got, err := r.Resolve(tc.ref)
+		if got != tc.want || (tc.kind == nil) != (err == nil) || (tc.kind != nil && !errors.Is(err, tc.kind)) {
+			t.Errorf("Resolve(%q) = %q, %v; want %q and an error of kind %v", tc.ref, got, err, tc.want, tc.kind)
+		}
+	}
+	if closed, err := r.Reserve(a8, "w1", ""); closed || err != nil {
+		t.Fatalf("Reserve of a second w1 at the root = %v, %v", closed, err)
+	}
+	if _, err := r.Resolve("w1"); !errors.Is(err, domainerr.Invalid) || !errors.Is(err, tree.ErrAmbiguous) {
+		t.Fatalf("Resolve of an ambiguous name = %v; want Invalid wrapping tree.ErrAmbiguous", err)
+	}
+}
+
+func TestOrderedIsTreeOrderThenTheRest(t *testing.T) {
+	r, _, _ := served(t)
+	r.Put(a3, agentrec.New(a3, nil, projection.New())) // not in the tree
+	var ids []string
+	for _, a := range r.Ordered() {
+		ids = append(ids, a.ID())
+	}
+	if !slices.Equal(ids, []string{a1, a2, a3}) {
+		t.Fatalf("Ordered = %v; want the root, its child, then the agent outside the tree", ids)
 	}
 }

@@ -1,0 +1,65 @@
+package roster
+
+import (
+	"errors"
+
+	"github.com/warren-dev/warren/engine/internal/agentrec"
+	"github.com/warren-dev/warren/engine/internal/domainerr"
+	"github.com/warren-dev/warren/engine/internal/views"
+	"github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/tree"
+)
+
+// NotFound is the error for an agent reference that names no agent
+// served (domainerr.NotFound).
+func NotFound(ref string) error {
+	return domainerr.New(domainerr.NotFound, "agent %q not found; list agents with `warren agent list`", ref)
+}
+
+// Resolve turns an agent reference (path, unique name or id) into the id
+// of an agent served. Corrupt agents, which are not in the tree, resolve
+// by id or by name. An empty or ambiguous reference is
+// domainerr.Invalid; one that names no agent, NotFound.
+func (r *Roster) Resolve(ref string) (string, error) {
+	if ref == "" {
+		return "", domainerr.New(domainerr.Invalid, "missing agent reference")
+	}
+	id, err := r.tree.Resolve(ref)
+	if err == nil {
+		return id, nil
+	}
+	if nid, ok := tree.NormalizeID(ref); ok {
+		if _, found := r.Get(nid); found {
+			return nid, nil
+		}
+	}
+	if errors.Is(err, tree.ErrAmbiguous) {
+		return "", domainerr.New(domainerr.Invalid, "%w", err)
+	}
+	for _, a := range r.List() { // each record read under its own lock, the roster's released
+		var match bool
+		a.View(func(p *projection.State, l agentrec.Live) { match = l.Corrupt != nil && p.Name == ref })
+		if match {
+			return a.ID(), nil
+		}
+	}
+	return "", NotFound(ref)
+}
+
+// Ordered returns the agents served in agent.list's order (views.Order):
+// depth-first from the roots, then those not in the tree.
+func (r *Roster) Ordered() []*agentrec.Agent {
+	walk := r.tree.Walk()
+	all := r.List()
+	byID := make(map[string]*agentrec.Agent, len(all))
+	ids := make([]string, 0, len(all))
+	for _, a := range all {
+		byID[a.ID()] = a
+		ids = append(ids, a.ID())
+	}
+	out := make([]*agentrec.Agent, 0, len(all))
+	for _, id := range views.Order(walk, ids) {
+		out = append(out, byID[id])
+	}
+	return out
+}
