@@ -2,9 +2,9 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -75,7 +75,8 @@ type CoreOptions struct {
 	// Sleep waits between retries (default: on Clock); tests replace it to
 	// observe delays.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Jitter returns a random fraction in [0,1) for retry jitter.
+	// Jitter returns a random fraction in [0,1) for retry jitter (default:
+	// math/rand/v2.Float64; jitter spreads retries, it guards no secret).
 	Jitter func() float64
 	// NoWake disables automatic wake turns (the crash fuzzer drives turns
 	// itself).
@@ -206,7 +207,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		opts.Sleep = func(ctx context.Context, d time.Duration) error { return schedule.Sleep(ctx, clock, d) }
 	}
 	if opts.Jitter == nil {
-		opts.Jitter = randomFraction
+		opts.Jitter = rand.Float64
 	}
 	if opts.Config.Pools == nil {
 		return nil, errors.New("engine: CoreOptions.Config is required: config.Default() or a file read by config.Load")
@@ -349,34 +350,8 @@ func (c *Core) agentDir(id string) string { return filepath.Join(c.agentsDir, id
 
 func (c *Core) logPath(id string) string { return filepath.Join(c.agentsDir, id, "events.jsonl") }
 
-// displayName is how a sender appears in prompts and inbox listings.
-func (c *Core) displayName(id string) string {
-	switch id {
-	case tree.User, tree.System:
-		return id
-	}
-	if n, ok := c.tree.Get(id); ok {
-		return n.Name
-	}
-	if a, ok := c.agent(id); ok {
-		return a.Name()
-	}
-	if p := c.gonePath(id); p != "" {
-		return p
-	}
-	return id
-}
+// displayName is how a sender appears in prompts and inbox listings
+// (roster.DisplayName).
+func (c *Core) displayName(id string) string { return c.agents.DisplayName(id) }
 
 func newID() string { return inbox.NewID() }
-
-func randomFraction() float64 {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return 0.5
-	}
-	var u uint64
-	for _, x := range b {
-		u = u<<8 | uint64(x)
-	}
-	return float64(u>>11) / float64(1<<53)
-}

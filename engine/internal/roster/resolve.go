@@ -63,3 +63,24 @@ func (r *Roster) Ordered() []*agentrec.Agent {
 	}
 	return out
 }
+
+// DisplayName is how a sender appears in prompts and inbox listings:
+// USER and SYSTEM as themselves, an agent in the tree by its name, one
+// out of it (corrupt) by the name its log gives, a terminated one by the
+// path it had, and an id the roster does not know as itself.
+func (r *Roster) DisplayName(id string) string {
+	switch id {
+	case tree.User, tree.System:
+		return id
+	}
+	if n, ok := r.tree.Get(id); ok {
+		return n.Name
+	}
+	if a, ok := r.Get(id); ok {
+		return a.Name()
+	}
+	if p := r.GonePath(id); p != "" {
+		return p
+	}
+	return id
+}

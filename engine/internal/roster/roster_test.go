@@ -308,3 +308,19 @@ func TestOrderedIsTreeOrderThenTheRest(t *testing.T) {
 		t.Fatalf("Ordered = %v; want the root, its child, then the agent outside the tree", ids)
 	}
 }
+
+func TestDisplayName(t *testing.T) {
+	r, _, as := served(t)
+	bad := agentrec.New(a3, nil, projection.New())
+	bad.View(func(p *projection.State, _ agentrec.Live) { p.Name = "broken" })
+	r.Put(a3, bad)
+	r.Unlist(as[a2], "w1", a1, nil)
+	for id, want := range map[string]string{
+		tree.User: tree.User, tree.System: tree.System,
+		a1: "lead", a3: "broken", a2: "lead/w1", a9: a9,
+	} {
+		if got := r.DisplayName(id); got != want {
+			t.Errorf("DisplayName(%s) = %q, want %q", id, got, want)
+		}
+	}
+}
