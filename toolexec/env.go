@@ -90,7 +90,8 @@ type Agents interface {
 	// agent's name, else its id.
 	DisplayName(id string) string
 	// Inbox returns a copy of id's pending messages, oldest first, and
-	// the ids of those already shown in the prompt of its running turn.
+	// the ids of those its open run was shown (the running turn's, or an
+	// interrupted or waiting run's, which its re-run consumes).
 	Inbox(id string) (pending []inbox.Message, shown []string)
 	// PendingFirst returns up to n of id's first pending messages, within
 	// b bytes (the first always), payloads possibly not resident.

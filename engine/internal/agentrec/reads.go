@@ -224,14 +224,14 @@ func (a *Agent) ToolView() toolexec.Agent {
 }
 
 // Pending lists the agent's pending messages and the ids of those the
-// running turn was shown.
+// open run was shown: the running turn's, or those of a run a crash
+// interrupted or that waits, whose re-run shows them again and consumes
+// them when it completes (so check_inbox must not deliver them meanwhile).
 func (a *Agent) Pending() (pending []inbox.Message, shown []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.cur != nil {
-		if r := a.p.RunFor(a.cur.runID); r != nil {
-			shown = slices.Clone(r.MessageIDs)
-		}
+	if r := a.p.Run; r != nil && !r.Ended {
+		shown = slices.Clone(r.MessageIDs)
 	}
 	return a.p.Pending.Peek(), shown
 }

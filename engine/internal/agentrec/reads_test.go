@@ -2,6 +2,7 @@ package agentrec
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -202,3 +203,31 @@ func TestReadsForRecovery(t *testing.T) {
 }
 
 func turnrunRequest() turnrun.Request { return turnrun.Request{Prompt: "go"} }
+
+// Pending's shown ids are those of the open run whether or not a turn of
+// this process runs it: a run a crash interrupted (or that waits) keeps
+// the messages its turn.start took, for its re-run to consume, so
+// check_inbox must not deliver them meanwhile (the wake crash fuzzer's
+// "both delivered by check_inbox and consumed by a completed turn",
+// seed 1795572090641464222). Once the run ends, or a new run replaces
+// it, nothing is held.
+func TestPendingHoldsTheOpenRunsMessagesWithoutATurn(t *testing.T) {
+	a, _ := newRec(t)
+	enqueue(t, a, "m1")
+	enqueue(t, a, "m2")
+	logs(t, a, schema.TurnStart, schema.TurnStartData{RunID: "r1", Turn: 1, BootID: "b", Prompt: "go", MessageIDs: []string{"m1"}})
+	logs(t, a, schema.RunInterrupted, schema.RunInterruptedData{RunID: "r1", Reason: "daemon_restart"})
+	pending, shown := a.Pending()
+	if len(pending) != 2 || !slices.Equal(shown, []string{"m1"}) {
+		t.Fatalf("interrupted run: Pending = %d messages, shown %v; want 2, [m1]", len(pending), shown)
+	}
+	logs(t, a, schema.TurnStart, schema.TurnStartData{RunID: "r2", Turn: 1, BootID: "b", Prompt: "new", MessageIDs: []string{"m2"}})
+	if _, shown := a.Pending(); !slices.Equal(shown, []string{"m2"}) {
+		t.Fatalf("a new run replaced the interrupted one: shown %v; want [m2]", shown)
+	}
+	logs(t, a, schema.TurnComplete, schema.TurnCompleteData{RunID: "r2", Response: "done"})
+	pending, shown = a.Pending()
+	if len(pending) != 1 || pending[0].ID != "m1" || len(shown) != 0 {
+		t.Fatalf("after the run completed: Pending = %v, shown %v; want m1 alone, nothing held", pending, shown)
+	}
+}
