@@ -288,10 +288,8 @@ func (c *Core) Close(ctx context.Context) error {
 	if err := c.sessions.EvictAll(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("saving provider state: %w", err))
 	}
-	if c.opts.CheckpointEvery > 0 {
-		// The next start folds only what is logged after these.
-		c.ckpts.All(agents, 1, false)
-	}
+	// The next start folds only what is logged after these.
+	c.ckpts.All(agents, 1, false)
 	for _, a := range agents {
 		if a.Log != nil {
 			if err := a.Log.Close(); err != nil && !errors.Is(err, eventlog.ErrClosed) {

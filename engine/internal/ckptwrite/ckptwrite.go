@@ -42,7 +42,7 @@ type Options struct {
 	Dir, LogPath func(id string) string
 	// Every is CoreOptions.CheckpointEvery: how many entries a busy
 	// agent's log grows by before Soon is asked (the record decides,
-	// ApplyCommitted); 0 or negative turns Soon off.
+	// ApplyCommitted); 0 or negative turns Soon and All off.
 	Every int
 	// Delay is how long after Soon the write happens
 	// (CoreOptions.SessionSaveDelay; 0 or negative: at once).
@@ -121,8 +121,12 @@ func (w *Writer) Soon(a *agentrec.Agent) {
 }
 
 // All writes the checkpoints of agents whose logs grew by at least min
-// entries; untilStop stops it when Close begins (Close writes its own).
+// entries, unless checkpoints are off (Every 0 or negative); untilStop
+// stops it when Close begins (Close writes its own).
 func (w *Writer) All(agents []*agentrec.Agent, min uint64, untilStop bool) {
+	if w.o.Every <= 0 {
+		return
+	}
 	for _, a := range agents {
 		if untilStop && w.o.Stopping() {
 			return

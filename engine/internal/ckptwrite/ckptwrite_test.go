@@ -127,3 +127,12 @@ func TestRemove(t *testing.T) {
 	}
 	w.Remove(id) // none left: nothing to do, nothing logged as a failure
 }
+
+func TestAllDoesNothingWhenCheckpointsAreOff(t *testing.T) {
+	asked := 0
+	w := writer(t, &timers{}, Options{Every: 0, Stopping: func() bool { asked++; return false }})
+	w.All([]*agentrec.Agent{agentrec.New(id, nil, projection.New())}, 1, true)
+	if asked != 0 {
+		t.Fatalf("All with checkpoints off went through the agents (asked Stopping %d times)", asked)
+	}
+}

@@ -49,9 +49,7 @@ func ParentOf(ctx context.Context, read ReadSeq, id string) string {
 	if err != nil || e.Event != schema.AgentCreated {
 		return ""
 	}
-	var d struct {
-		ParentID *string `json:"parent_id"`
-	}
+	var d schema.AgentCreatedData
 	if json.Unmarshal(e.Data, &d) != nil || d.ParentID == nil {
 		return ""
 	}
