@@ -7,6 +7,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/engine/internal/reminders"
+	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 )
 
@@ -95,9 +96,13 @@ func (h recoveryHost) List(l *loaded, cause error) {
 }
 
 func (h recoveryHost) Snapshot(l *loaded) {
-	c := h.c
-	l.Agent.Snap.Set(agentload.Snapshot(c.store, c.fs, c.snapshotPath(l.ID), l.ID, l.State, c.now, c.log))
+	c, id, facts := h.c, l.ID, agentload.FactsOf(l.State)
+	l.Agent.Snap.Defer(func() *session.Session {
+		return agentload.Snapshot(c.store, c.fs, c.snapshotPath(id), id, facts, c.now, c.log)
+	})
 }
+
+func (h recoveryHost) LoadSnapshot(l *loaded) { l.Agent.Snap.Load() }
 
 func (h recoveryHost) Redeliver(l *loaded) {
 	h.c.redeliverRefs(l.ID, l.Agent.Sent(), true)

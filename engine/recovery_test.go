@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -198,4 +199,63 @@ func TestSessionJSONIsRebuiltWhenMissing(t *testing.T) {
 	if ok, _ := faultfs.Exists(h.fs, h.c.snapshotPath(id)); !ok {
 		t.Fatalf("session.json was not rebuilt")
 	}
+}
+
+// Recovery leaves session.json unread (10,000 of them cost about a second
+// from a cold cache): restoring an agent only gives it a loader, and the
+// file is read, and repaired, at its first use or by the scrub after
+// recovery, which reads every one left.
+func TestSessionJSONIsReadAtFirstUseOrByTheScrub(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	a := h.create("a", "", "echo")
+	b := h.create("b", "", "echo")
+	h.stop()
+	garbage := []byte("{not json")
+	h.rewrite(h.c.snapshotPath(a), garbage)
+
+	// The recovery step alone reads nothing: the file is as it was until
+	// the loader runs.
+	l := &loaded{ID: a, State: newProjection(), Agent: newAgent(a, nil, newProjection())}
+	host := recoveryHost{h.c}
+	host.Snapshot(l)
+	if got := h.read(h.c.snapshotPath(a)); !bytes.Equal(got, garbage) {
+		t.Fatalf("session.json changed before its first use: %q", got)
+	}
+	host.LoadSnapshot(l)
+	if s := l.Agent.Snap.Get(); s == nil || s.ID != a {
+		t.Fatalf("loaded snapshot %+v, want one rebuilt for %s", s, a)
+	}
+	kept := h.keptAside(a)
+	if len(kept) != 1 || !bytes.Equal(kept[0], garbage) {
+		t.Fatalf("kept aside %q, want the unreadable file", kept)
+	}
+
+	// A whole start: nothing looks at agent b, and the scrub still reads
+	// (and repairs) its session.json.
+	h.rewrite(h.c.snapshotPath(b), garbage)
+	h.start()
+	<-h.c.scrubbed
+	if kept := h.keptAside(b); len(kept) != 1 || !bytes.Equal(kept[0], garbage) {
+		t.Fatalf("after the scrub, b's kept aside %q, want the unreadable file", kept)
+	}
+	if got := h.read(h.c.snapshotPath(b)); bytes.Equal(got, garbage) {
+		t.Fatal("b's session.json was not rebuilt by the scrub")
+	}
+}
+
+// keptAside returns the contents of id's session.json files moved aside.
+func (h *harness) keptAside(id string) [][]byte {
+	h.t.Helper()
+	dir := filepath.Dir(h.c.snapshotPath(id))
+	ents, err := h.fs.ReadDir(dir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out [][]byte
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "session.json.corrupt-") {
+			out = append(out, h.read(filepath.Join(dir, e.Name())))
+		}
+	}
+	return out
 }

@@ -289,6 +289,7 @@ func TestTamperedAgentFilesAreNeverDestroyed(t *testing.T) {
 						t.Fatalf("report %+v, Quarantined() %d", th.rep, th.c.Quarantined())
 					}
 				case healthyLinkKept:
+					<-th.c.scrubbed // session.json is read at first use or by the scrub
 					v, ok := th.view(victim)
 					if !ok || v.Status != "idle" {
 						t.Fatalf("victim = %+v, want idle (session.json is rebuilt from the log)", v)

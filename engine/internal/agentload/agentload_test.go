@@ -130,7 +130,7 @@ func TestSnapshotAgreesWithTheLog(t *testing.T) {
 	if err := faultfs.WriteFile(fsys, path, []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := Snapshot(st.Snapshots(), fsys, path, a1, l.State, now, nil)
+	s := Snapshot(st.Snapshots(), fsys, path, a1, FactsOf(l.State), now, nil)
 	if s.ID != a1 || s.State != session.StateIdle || !s.CreatedAt.Equal(now()) {
 		t.Fatalf("rebuilt snapshot %+v", s)
 	}
@@ -150,7 +150,7 @@ func TestSnapshotAgreesWithTheLog(t *testing.T) {
 	if err := st.Snapshots().Save(s); err != nil {
 		t.Fatal(err)
 	}
-	if got := Snapshot(st.Snapshots(), fsys, path, a1, l.State, now, nil); len(got.ProviderState) != 0 {
+	if got := Snapshot(st.Snapshots(), fsys, path, a1, FactsOf(l.State), now, nil); len(got.ProviderState) != 0 {
 		t.Fatal("a stale provider blob was kept")
 	}
 	if got, _ := st.Snapshots().Load(a1); len(got.ProviderState) != 0 {

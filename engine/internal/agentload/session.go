@@ -13,13 +13,30 @@ import (
 	"github.com/warren-dev/warren/store"
 )
 
-// Snapshot reads back the session.json of agent id, whose log folded into
-// p, and makes it agree with the log: an unreadable one is kept aside
+// SessionFacts is what an agent's log says of its provider session, as
+// Snapshot needs it. Recovery takes it when it folds the log, and the
+// read may come later (package snapsave reads session.json when it is
+// first needed): nothing changes these facts before that read, since
+// every change of the provider session goes through the snapshot.
+type SessionFacts struct {
+	Provider, Model, Handle string
+	// Suspended: the last session event is suspend.result, so a provider
+	// blob in session.json is current.
+	Suspended bool
+}
+
+// FactsOf takes p's session facts.
+func FactsOf(p *projection.State) SessionFacts {
+	return SessionFacts{Provider: p.Provider, Model: p.Model, Handle: p.Handle, Suspended: p.Suspended}
+}
+
+// Snapshot reads back the session.json of agent id, whose log says p of
+// its provider session, and makes it agree with the log: an unreadable one is kept aside
 // (moved to the local path snapshotPath names, never overwritten: it may
 // hold a provider blob the log does not) and rebuilt from the log; a
 // provider blob the log has outdated is dropped. Either repair is saved.
 // Failures to save are logged: the log can rebuild the snapshot again.
-func Snapshot(snaps store.Snapshots, fsys faultfs.FS, snapshotPath string, id string, p *projection.State,
+func Snapshot(snaps store.Snapshots, fsys faultfs.FS, snapshotPath string, id string, p SessionFacts,
 	now func() time.Time, log hclog.Logger) *session.Session {
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -35,7 +52,7 @@ func Snapshot(snaps store.Snapshots, fsys faultfs.FS, snapshotPath string, id st
 				"kept_as", aside, "move_err", merr)
 		}
 		t := now().UTC()
-		sess = &session.Session{ID: id, State: session.StateIdle, Provider: p.SessProvider, Model: p.SessModel,
+		sess = &session.Session{ID: id, State: session.StateIdle, Provider: p.Provider, Model: p.Model,
 			Handle: p.Handle, CreatedAt: t, UpdatedAt: t}
 		if save {
 			if err := snaps.Save(sess); err != nil {

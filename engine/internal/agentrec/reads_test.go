@@ -9,6 +9,7 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
+	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -229,5 +230,34 @@ func TestPendingHoldsTheOpenRunsMessagesWithoutATurn(t *testing.T) {
 	pending, shown = a.Pending()
 	if len(pending) != 1 || pending[0].ID != "m1" || len(shown) != 0 {
 		t.Fatalf("after the run completed: Pending = %v, shown %v; want m1 alone, nothing held", pending, shown)
+	}
+}
+
+// The status of an agent without an open run comes from its log alone:
+// listing it does not read the session.json a recovery left to read (the
+// loader does not run), and a snapshot that says terminated while the log
+// does not is not believed. With an open run the snapshot is read, and
+// counts.
+func TestStatusReadsSessionJSONOnlyForAnOpenRun(t *testing.T) {
+	a, _ := newRec(t)
+	loads := 0
+	a.Snap.Defer(func() *session.Session {
+		loads++
+		return &session.Session{ID: "a1", State: session.StateTerminated}
+	})
+	now := time.Unix(100, 0)
+	if st := a.Status("b", now); st != "idle" || loads != 0 {
+		t.Fatalf("no run: status %q after %d loads; want idle from the log, no load", st, loads)
+	}
+	if v := views.View(a.Snapshot("/worker"), "b", now); v.Status != "idle" || loads != 0 {
+		t.Fatalf("no run: view status %q after %d loads; want idle, no load", v.Status, loads)
+	}
+	startRun(t, a, "r1")
+	if st := a.Status("b", now); st != "terminated" || loads != 1 {
+		t.Fatalf("open run: status %q after %d loads; want the snapshot read once and counted (terminated)", st, loads)
+	}
+	logs(t, a, schema.TurnComplete, schema.TurnCompleteData{RunID: "r1", Response: "done"})
+	if st := a.Status("b", now); st != "idle" {
+		t.Fatalf("ended run: status %q; want idle from the log", st)
 	}
 }

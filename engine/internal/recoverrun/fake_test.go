@@ -214,7 +214,8 @@ func (h *fakeHost) List(l *Agent[*fakeAgent], cause error) {
 	h.listed[l.ID] = l.Agent
 }
 
-func (h *fakeHost) Snapshot(l *Agent[*fakeAgent]) { h.rec("Snapshot %s", short(l.ID)) }
+func (h *fakeHost) Snapshot(l *Agent[*fakeAgent])     { h.rec("Snapshot %s", short(l.ID)) }
+func (h *fakeHost) LoadSnapshot(l *Agent[*fakeAgent]) { h.rec("LoadSnapshot %s", short(l.ID)) }
 func (h *fakeHost) AddToken(tok token.Token) error {
 	h.rec("AddToken %s %s", tok.ID, tok.State)
 	h.tokens = append(h.tokens, tok)

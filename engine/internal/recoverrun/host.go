@@ -104,7 +104,9 @@ type Placer[A Record] interface {
 
 // Restorer restores what a placed agent had besides its log.
 type Restorer[A Record] interface {
-	// Snapshot restores l's session.json (rebuilt when it is not usable).
+	// Snapshot gives l's agent its session.json, read (and rebuilt when
+	// it is not usable) when it is first needed or by the scrub's
+	// LoadSnapshot, whichever comes first.
 	Snapshot(l *Agent[A])
 	// AddToken reinstalls a resume token.
 	AddToken(tok token.Token) error
@@ -142,12 +144,14 @@ type Settler[A Record] interface {
 	Changed()
 }
 
-// Scrubber writes checkpoints after a recovery and checks the lines it
-// skipped.
+// Scrubber reads the session.json files a recovery left to read, writes
+// checkpoints and checks the lines it skipped.
 type Scrubber[A Record] interface {
 	// Background runs f as background work the engine's Close waits for;
 	// false when it is closing and f will not run.
 	Background(f func()) bool
+	// LoadSnapshot reads l's session.json now if nothing has read it yet.
+	LoadSnapshot(l *Agent[A])
 	// CheckpointAll writes a checkpoint of every log recovery folded
 	// lines of.
 	CheckpointAll()

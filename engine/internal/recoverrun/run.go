@@ -16,15 +16,17 @@
 //  5. place the live agents in the tree, parents first: a child whose
 //     parent is gone is terminated, one whose parent is quarantined or
 //     could not be opened is listed with that cause;
-//  6. restore each placed agent: session.json, its resume tokens, its open
-//     run marked interrupted when a previous start was running it;
+//  6. restore each placed agent: session.json (read when first needed, or
+//     by the scrub), its resume tokens, its open run marked interrupted
+//     when a previous start was running it;
 //  7. adopt: subscriptions indexed, messages sent but not received
 //     delivered, waits expired and announced, pending messages counted
 //     and reminders armed; wakes let go;
 //  8. finish: spawns a crash cut off created, the projections pruned,
 //     unstarted children bootstrapped, agents with messages woken;
-//  9. scrub in the background (checkpoints written, the lines a checkpoint
-//     skipped verified), and on a cluster store the takeover scan armed.
+//  9. scrub in the background (the session.json files not read yet read,
+//     checkpoints written, the lines a checkpoint skipped verified), and on
+//     a cluster store the takeover scan armed.
 //
 // A takeover scan (Run.Takeover) does steps 2 to 8 for the agents no
 // daemon holds, restoring each agent before it is placed, so that no turn
@@ -202,6 +204,7 @@ func (r *Run[A]) Takeover() (Report, error) {
 	// start on one (a send over the socket) before its open run is marked.
 	for _, l := range live {
 		r.restore(l, &rep)
+		h.LoadSnapshot(l) // read now: a takeover has no scrub to read it
 	}
 	placed := r.place(live, &rep)
 	rep.Agents = len(placed)

@@ -101,8 +101,8 @@ func TestRecoverStepsInOrder(t *testing.T) {
 		// finish, each step over every agent
 		"FinishCutSpawns a1", "FinishCutSpawns a2", "Prune a1", "Prune a2",
 		"BootstrapUnstarted a1", "BootstrapUnstarted a2", "WakeAll",
-		// the scrub, of the resumed a1
-		"Background", "CheckpointAll", "Stopping", "Scrubbed",
+		// the scrub: the session.json files left to read, then the resumed a1
+		"Background", "Stopping", "LoadSnapshot a1", "Stopping", "LoadSnapshot a2", "CheckpointAll", "Stopping", "Scrubbed",
 		"SetRecovering false", // deferred
 	})
 	want := Report{Agents: 2, Terminated: 2, Orphans: 1, Corrupt: 1, Interrupted: 1, Pending: 2, Quarantined: 1, Resumed: 1}
@@ -373,7 +373,7 @@ func TestTakeoverRestoresBeforePlacing(t *testing.T) {
 	checkCalls(t, h, []string{
 		"Stopping", "StoreAgents", "Claimable a1,a2,d1,f1", "Load a2,d1 retry=false",
 		"DropLease d1", // the next scan takes it
-		"Snapshot a2", "Parents", "AddToTree a2", "List a2",
+		"Snapshot a2", "LoadSnapshot a2", "Parents", "AddToTree a2", "List a2",
 		"AdoptTaken a2", "Arm a2", "FinishCutSpawns a2", "Prune a2", "BootstrapUnstarted a2", "Wake a2", "Changed",
 	})
 	if want := (Report{Agents: 1, Pending: 1}); rep != want {
@@ -435,8 +435,9 @@ func TestTakeoverScanEvery(t *testing.T) {
 	checkCalls(t, h, []string{"ArmTakeover", "Scan", "ArmTakeover", "Scan", "ArmTakeover"})
 }
 
-// TestScrub: the scrub checks only the logs a checkpoint let recovery
-// skip; a damaged prefix lists the agent corrupt and removes its
+// TestScrub: the scrub first reads every placed agent's session.json (with
+// checkpoints or without), then checks only the logs a checkpoint let
+// recovery skip; a damaged prefix lists the agent corrupt and removes its
 // checkpoint; a read failure is only logged; it stops with the engine.
 func TestScrub(t *testing.T) {
 	resumed := func(h *fakeHost, id string, verify error) *Agent[*fakeAgent] {
@@ -454,20 +455,22 @@ func TestScrub(t *testing.T) {
 	folded := h.agent(gone, created(gone, "", 0))
 	folded.Log.(*fakeLog).verify = damage // not resumed: not checked
 	r.startScrub([]*Agent[*fakeAgent]{bad, unread, folded})
-	checkCalls(t, h, []string{"Background", "CheckpointAll", "Stopping", "MarkCorrupt a1", "RemoveCheckpoint a1", "Changed", "Stopping", "Scrubbed"})
+	checkCalls(t, h, []string{"Background", "Stopping", "LoadSnapshot a1", "Stopping", "LoadSnapshot a2", "Stopping", "LoadSnapshot b1",
+		"CheckpointAll", "Stopping", "MarkCorrupt a1", "RemoveCheckpoint a1", "Changed", "Stopping", "Scrubbed"})
 	if !errors.Is(bad.Agent.corrupt, eventlog.ErrCorrupt) || unread.Agent.corrupt != nil || folded.Agent.corrupt != nil {
 		t.Errorf("corrupt: %v, %v, %v", bad.Agent.corrupt, unread.Agent.corrupt, folded.Agent.corrupt)
 	}
 
 	h.calls, h.stopping = nil, true
 	r.startScrub([]*Agent[*fakeAgent]{bad})
-	checkCalls(t, h, []string{"Background", "CheckpointAll", "Stopping", "Scrubbed"})
+	checkCalls(t, h, []string{"Background", "Stopping", "Scrubbed"})
+
+	// Without checkpoints, the scrub only reads the session.json files.
+	h.calls, h.stopping, r.Checkpoints = nil, false, false
+	r.startScrub([]*Agent[*fakeAgent]{bad, unread})
+	checkCalls(t, h, []string{"Background", "Stopping", "LoadSnapshot a1", "Stopping", "LoadSnapshot a2", "Scrubbed"})
 
 	h.calls, h.noBack = nil, true
 	r.startScrub([]*Agent[*fakeAgent]{bad})
 	checkCalls(t, h, []string{"Background", "Scrubbed"})
-
-	h.calls, r.Checkpoints = nil, false
-	r.startScrub([]*Agent[*fakeAgent]{bad})
-	checkCalls(t, h, []string{"Scrubbed"})
 }

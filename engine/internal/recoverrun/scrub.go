@@ -6,16 +6,13 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 )
 
-// startScrub writes checkpoints for the logs recovery folded and verifies,
-// in the background, the lines of resumed logs that recovery skipped;
-// Host.Scrubbed is told when it is done (at once without checkpoints, or
-// when the engine is closing).
+// startScrub reads, in the background, the session.json files recovery
+// left to read (package snapsave's Defer), then writes checkpoints for the
+// logs recovery folded and verifies the lines of resumed logs that
+// recovery skipped; Host.Scrubbed is told when it is done (or when the
+// engine is closing).
 func (r *Run[A]) startScrub(placed []*Agent[A]) {
 	h := r.Host
-	if !r.Checkpoints {
-		h.Scrubbed()
-		return
-	}
 	var resumed []*Agent[A]
 	for _, l := range placed {
 		if l.Resumed != nil {
@@ -24,6 +21,15 @@ func (r *Run[A]) startScrub(placed []*Agent[A]) {
 	}
 	if !h.Background(func() {
 		defer h.Scrubbed()
+		for _, l := range placed {
+			if h.Stopping() {
+				return
+			}
+			h.LoadSnapshot(l)
+		}
+		if !r.Checkpoints {
+			return
+		}
 		h.CheckpointAll() // every log that recovery folded lines of
 		r.scrub(resumed)
 	}) {

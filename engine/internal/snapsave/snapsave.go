@@ -17,6 +17,18 @@
 // reads it under an agent's a.mu); and the write lock, held across one
 // write so that writes of one agent are serialised and an older snapshot
 // never lands after a newer one.
+//
+// # Reading session.json late
+//
+// A recovery does not read every agent's session.json before the daemon
+// serves (10,000 small files cost about a second from a cold cache): it
+// gives the Snapshot a loader (Defer), which runs once, under the leaf
+// lock, the first time the snapshot is read or changed, and the scrub
+// after recovery runs the loaders left (Load). The loader reads the file
+// and repairs it (package agentload); it takes no lock of the engine, so
+// holding the leaf lock across it keeps the order above. Nothing writes
+// session.json before its loader ran: every write goes through this
+// Snapshot, which loads first.
 package snapsave
 
 import (
@@ -33,8 +45,9 @@ import (
 type Snapshot struct {
 	mu     sync.Mutex
 	sess   *session.Session
-	saving bool // a writer runs
-	dirty  bool // the snapshot changed while it waited or wrote
+	load   func() *session.Session // not run yet (Defer)
+	saving bool                    // a writer runs
+	dirty  bool                    // the snapshot changed while it waited or wrote
 	write  sync.Mutex
 }
 
@@ -43,15 +56,40 @@ type Snapshot struct {
 func (s *Snapshot) Get() *session.Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.loaded()
 	return s.sess
 }
 
 // Set replaces the snapshot without writing it (it is on disk already, or
-// is written by the next flush).
+// is written by the next flush); a deferred loader is dropped.
 func (s *Snapshot) Set(sess *session.Session) {
 	s.mu.Lock()
-	s.sess = sess
+	s.sess, s.load = sess, nil
 	s.mu.Unlock()
+}
+
+// Defer has load read the snapshot the first time it is needed (the
+// package doc). A loader not run yet is replaced.
+func (s *Snapshot) Defer(load func() *session.Session) {
+	s.mu.Lock()
+	s.sess, s.load = nil, load
+	s.mu.Unlock()
+}
+
+// Load runs the deferred loader now, if one is left.
+func (s *Snapshot) Load() {
+	s.mu.Lock()
+	s.loaded()
+	s.mu.Unlock()
+}
+
+// loaded runs the deferred loader, if any; the caller holds s.mu.
+func (s *Snapshot) loaded() {
+	if s.load != nil {
+		f := s.load
+		s.load = nil
+		s.sess = f()
+	}
 }
 
 // Change replaces the snapshot by a deep copy changed by f (a new one
@@ -63,6 +101,7 @@ func (s *Snapshot) Change(id string, now func() time.Time, f func(*session.Sessi
 }
 
 func (s *Snapshot) change(id string, now func() time.Time, f func(*session.Session)) {
+	s.loaded()
 	var n *session.Session
 	if s.sess != nil {
 		n = s.sess.Clone() // deep: a writer may be encoding the old one
@@ -131,8 +170,12 @@ func (w *Writer) Flush(s *Snapshot) error {
 	s.write.Lock()
 	defer s.write.Unlock()
 	s.mu.Lock()
+	s.loaded()
 	cp := s.sess.Clone()
 	s.mu.Unlock()
+	if cp == nil {
+		return nil // nothing to write
+	}
 	return w.Save(cp)
 }
 

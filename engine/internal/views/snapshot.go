@@ -26,8 +26,9 @@ type Snapshot struct {
 	// open run, or one that does not wait); WaitSince is when it began.
 	Wait      *WaitInfo
 	WaitSince time.Time
-	// Session is the agent's session.json snapshot (nil: none). It is
-	// never changed: every change makes a new one.
+	// Session is the agent's session.json snapshot as its status needs it
+	// (nil: none, or not needed: package agentrec passes it only for an
+	// open run). It is never changed: every change makes a new one.
 	Session *session.Session
 	// Facts are the latest run's facts from the log (Facts).
 	Facts session.Facts
