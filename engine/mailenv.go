@@ -48,7 +48,10 @@ func (e mailEnv) AppendUser(m inbox.Message) error {
 	return e.c.user.Enqueue(m)
 }
 func (e mailEnv) Enqueue(m inbox.Message) error { return e.c.enqueue(m) }
-func (e mailEnv) DisplayName(id string) string  { return e.c.displayName(id) }
+func (e mailEnv) EnqueueWith(m inbox.Message, with ...eventlog.Record) (bool, error) {
+	return mail.SendWith[*agent](e, m, with...)
+}
+func (e mailEnv) DisplayName(id string) string { return e.c.displayName(id) }
 func (e mailEnv) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
 	return e.c.fillPayloads(owner, msgs)
 }

@@ -119,16 +119,29 @@ func Check[A Agent](env Env[A], m inbox.Message) (skip bool, err error) {
 // Append logs message.enqueued in the recipient's log (or puts m in the
 // USER inbox) and pokes the recipient; it does not check (Check did), and
 // it releases m's room, in the inbox now or failed.
-func Append[A Agent](env Env[A], m inbox.Message) error {
+func Append[A Agent](env Env[A], m inbox.Message) error { return appendWith(env, m, nil) }
+
+// appendWith is Append with records logged in the same write as
+// message.enqueued (an agent recipient only).
+func appendWith[A Agent](env Env[A], m inbox.Message, with []eventlog.Record) error {
 	defer env.Release(m.ID)
 	if m.Recipient == tree.User {
+		if len(with) > 0 {
+			return fmt.Errorf("records with a message to %s: the USER inbox has no log for them", tree.User)
+		}
 		return env.AppendUser(m)
 	}
 	r, ok := env.Agent(m.Recipient)
 	if !ok {
 		return fmt.Errorf("recipient %s: %w", m.Recipient, toolexec.ErrNoAgent)
 	}
-	if _, err := r.Append(schema.MessageEnqueued, m.EventData()); err != nil {
+	var err error
+	if len(with) == 0 {
+		_, err = r.Append(schema.MessageEnqueued, m.EventData())
+	} else {
+		_, err = r.AppendBatch(append([]eventlog.Record{{Event: schema.MessageEnqueued, Data: m.EventData()}}, with...))
+	}
+	if err != nil {
 		return fmt.Errorf("logging message.enqueued for %s: %w", m.Recipient, err)
 	}
 	env.Poke(r)
@@ -143,6 +156,18 @@ func Send[A Agent](env Env[A], m inbox.Message) error {
 		return err
 	}
 	return Append(env, m)
+}
+
+// SendWith is Send with records logged in the recipient's log in the same
+// write as m's message.enqueued, so that both are durable or neither (a
+// once-subscription's notice and its tool.unsubscribe). dup reports that
+// the recipient had m already: nothing is written then.
+func SendWith[A Agent](env Env[A], m inbox.Message, with ...eventlog.Record) (dup bool, err error) {
+	skip, err := Check(env, m)
+	if err != nil || skip {
+		return skip, err
+	}
+	return false, appendWith(env, m, with)
 }
 
 // Redeliver enqueues a message its sender's log records as sent unless

@@ -244,6 +244,29 @@ func TestSendAndRedeliver(t *testing.T) {
 	f.want(t, "agent a", "inbox a m3")
 }
 
+// SendWith logs its records in the same write as message.enqueued; a
+// recipient that has the message gets nothing (dup); the USER inbox takes
+// no records.
+func TestSendWith(t *testing.T) {
+	f := newFake()
+	unsub := eventlog.Record{Event: "tool.unsubscribe", Data: "s1"}
+	dup, err := SendWith[*fakeAgent](f, msg("m1", "a"), unsub)
+	if dup || err != nil {
+		t.Fatalf("SendWith = %v, %v", dup, err)
+	}
+	f.want(t, "agent a", "inbox a m1", "reserve a m1", "agent a",
+		"append a message.enqueued "+fmt.Sprintf("%+v", msg("m1", "a").EventData()), "append a tool.unsubscribe s1",
+		"poke a", "release m1")
+	f.agents["a"].has = true
+	if dup, err := SendWith[*fakeAgent](f, msg("m1", "a"), unsub); !dup || err != nil {
+		t.Fatalf("SendWith of a message the recipient has = %v, %v; want dup", dup, err)
+	}
+	f.want(t, "agent a", "inbox a m1")
+	if _, err := SendWith[*fakeAgent](f, msg("m2", tree.User), unsub); err == nil || !strings.Contains(err.Error(), "USER") {
+		t.Fatalf("SendWith to USER with records: %v", err)
+	}
+}
+
 // A failed turn is told to the parent once per transition: the child's
 // first pending messages listed with their payloads read back and their
 // senders' names; a root tells nobody; payloads that cannot be read are

@@ -37,7 +37,11 @@ type Env[A Agent] interface {
 	// Now is the clock.
 	Now() time.Time
 	// Enqueue makes m durable in its recipient's inbox (after its checks).
+	// EnqueueWith does too, logging with in the recipient's log in the same
+	// write; dup reports that the recipient had m already (nothing is
+	// written then).
 	Enqueue(m inbox.Message) error
+	EnqueueWith(m inbox.Message, with ...eventlog.Record) (dup bool, err error)
 	Logger() hclog.Logger
 }
 
@@ -94,7 +98,9 @@ func Drop[A Agent](env Env[A], subscriber A, sub projection.Subscription, reason
 // ids derive from the subscription and the transition, so recovering the
 // same bytes twice (or firing again after a crash) produces the same
 // notices. A failed delivery is logged and skipped; a once-subscription
-// that fired is dropped (reason "fired").
+// that fired is dropped (reason "fired"): its tool.unsubscribe is logged in
+// the same write as its notice, so that no crash leaves the notice
+// delivered and the subscription in place (to fire again).
 func Notify[A Agent](env Env[A], watchers []Sub, name, from, to, key string) {
 	for _, sub := range watchers {
 		if !sub.Matches(from, to) {
@@ -105,14 +111,25 @@ func Notify[A Agent](env Env[A], watchers []Sub, name, from, to, key string) {
 			continue
 		}
 		m := StateNotice(env, sub, name, from, to, key)
-		if err := env.Enqueue(m); err != nil {
-			env.Logger().Warn("delivering a subscription notice", "subscriber", sub.Subscriber, "err", err)
+		if !sub.Once {
+			if err := env.Enqueue(m); err != nil {
+				env.Logger().Warn("delivering a subscription notice", "subscriber", sub.Subscriber, "err", err)
+			}
 			continue
 		}
-		if sub.Once {
+		dup, err := env.EnqueueWith(m, eventlog.Record{Event: schema.ToolUnsubscribe,
+			Data: schema.UnsubscribeData{SubscriptionID: sub.ID, Reason: "fired"}})
+		switch {
+		case err != nil:
+			env.Logger().Warn("delivering a subscription notice", "subscriber", sub.Subscriber, "err", err)
+		case dup:
+			// Delivered by an earlier build, which logged tool.unsubscribe
+			// in a write of its own: a crash could come between the two.
 			if err := Drop(env, sa, sub.Subscription, "fired"); err != nil {
 				env.Logger().Error("removing a fired once-subscription", "subscription", sub.ID, "err", err)
 			}
+		default:
+			env.Unindex(sub.Subscription)
 		}
 	}
 }

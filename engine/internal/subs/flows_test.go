@@ -28,12 +28,14 @@ type fake struct {
 	alive      bool                               // Index's answer
 	appendErr  error
 	enqueueErr map[string]error // by recipient
+	dup        map[string]bool  // EnqueueWith's answer, by recipient
 	sent       []inbox.Message
 	log        strings.Builder
 }
 
 func newFake(agents ...string) *fake {
-	f := &fake{agents: map[string]bool{}, subs: map[string]projection.Subscription{}, alive: true, enqueueErr: map[string]error{}}
+	f := &fake{agents: map[string]bool{}, subs: map[string]projection.Subscription{}, alive: true, enqueueErr: map[string]error{},
+		dup: map[string]bool{}}
 	for _, a := range agents {
 		f.agents[a] = true
 	}
@@ -73,6 +75,13 @@ func (f *fake) Enqueue(m inbox.Message) error {
 	f.rec("enqueue %s", m.Recipient)
 	f.sent = append(f.sent, m)
 	return f.enqueueErr[m.Recipient]
+}
+func (f *fake) EnqueueWith(m inbox.Message, with ...eventlog.Record) (bool, error) {
+	for _, r := range with {
+		f.rec("enqueue %s with %s %+v", m.Recipient, r.Event, r.Data)
+	}
+	f.sent = append(f.sent, m)
+	return f.dup[m.Recipient], f.enqueueErr[m.Recipient]
 }
 func (f *fake) Logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: &f.log, DisableTime: true})
@@ -145,8 +154,9 @@ func TestUnsubscribe(t *testing.T) {
 
 // A transition notifies the matching subscriptions of live subscribers:
 // the notice's id derives from the subscription and the transition, a
-// once-subscription is dropped (reason "fired") after its notice, and a
-// notice that cannot be enqueued is logged and leaves its subscription.
+// once-subscription is dropped (reason "fired") in the same write as its
+// notice, and a notice that cannot be enqueued is logged and leaves its
+// subscription.
 func TestNotify(t *testing.T) {
 	f := newFake("a", "b", "c")
 	w := []Sub{
@@ -159,9 +169,9 @@ func TestNotify(t *testing.T) {
 	f.enqueueErr["c"] = errors.New("inbox full")
 	Notify[*fakeAgent](f, w, "worker", "busy", "idle", "run1/2")
 	f.want(t, "agent a", "now", "enqueue a",
-		"agent b", "now", "enqueue b", "append b tool.unsubscribe {SubscriptionID:s3 Reason:fired}", "unindex s3",
+		"agent b", "now", "enqueue b with tool.unsubscribe {SubscriptionID:s3 Reason:fired}", "unindex s3",
 		"agent gone",
-		"agent c", "now", "enqueue c")
+		"agent c", "now", "enqueue c with tool.unsubscribe {SubscriptionID:s5 Reason:fired}")
 	want := inbox.Message{ID: notice.ID("state", "s1", "run1/2", "busy", "idle"), Sender: tree.System, Recipient: "a",
 		Kind: inbox.KindNotification, Payload: notice.StateChange("worker", "busy", "idle"), Timestamp: t0,
 		Metadata: map[string]string{"subscription_id": "s1", "agent": "worker", "from": "busy", "to": "idle"}}
@@ -172,8 +182,14 @@ func TestNotify(t *testing.T) {
 		t.Fatalf("log %q", f.log.String())
 	}
 
-	// A once-subscription that cannot be dropped is logged.
+	// A once-subscription whose notice an earlier build delivered (the
+	// recipient has it) is dropped in a write of its own; one that cannot
+	// be dropped is logged.
 	f.log.Reset()
+	f.dup["b"] = true
+	Notify[*fakeAgent](f, w[2:3], "worker", "busy", "idle", "run1/3")
+	f.want(t, "agent b", "now", "enqueue b with tool.unsubscribe {SubscriptionID:s3 Reason:fired}",
+		"append b tool.unsubscribe {SubscriptionID:s3 Reason:fired}", "unindex s3")
 	f.appendErr = errors.New("disk full")
 	Notify[*fakeAgent](f, w[2:3], "worker", "busy", "idle", "run1/3")
 	if !strings.Contains(f.log.String(), "[ERROR] removing a fired once-subscription: subscription=s3") {
