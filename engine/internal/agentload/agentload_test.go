@@ -13,6 +13,7 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
@@ -155,5 +156,16 @@ func TestSnapshotAgreesWithTheLog(t *testing.T) {
 	}
 	if got, _ := st.Snapshots().Load(a1); len(got.ProviderState) != 0 {
 		t.Fatal("the snapshot without its stale blob was not saved")
+	}
+}
+
+// The session facts are the recorded provider session's (session.created),
+// not the agent's preferred provider and model, which a send can change.
+func TestFactsOfTakesTheRecordedSession(t *testing.T) {
+	p := &projection.State{Provider: "preferred", Model: "m-pref", SessProvider: "inproc", SessModel: "echo",
+		Handle: "h1", Suspended: true}
+	want := SessionFacts{Provider: "inproc", Model: "echo", Handle: "h1", Suspended: true}
+	if got := FactsOf(p); got != want {
+		t.Fatalf("FactsOf = %+v, want %+v", got, want)
 	}
 }

@@ -27,7 +27,7 @@ type SessionFacts struct {
 
 // FactsOf takes p's session facts.
 func FactsOf(p *projection.State) SessionFacts {
-	return SessionFacts{Provider: p.Provider, Model: p.Model, Handle: p.Handle, Suspended: p.Suspended}
+	return SessionFacts{Provider: p.SessProvider, Model: p.SessModel, Handle: p.Handle, Suspended: p.Suspended}
 }
 
 // Snapshot reads back the session.json of agent id, whose log says p of
