@@ -12,8 +12,8 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
-	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
