@@ -26,7 +26,7 @@ import (
 func (a *Agent) Snapshot(path string) views.Snapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return views.Take(a.p, views.Flags{ID: a.id, Path: path, Session: a.statusSnap(), Busy: a.busy,
+	return views.Take(a.p, views.Flags{ID: a.id, Path: path, Session: a.statusSnap(a.facts()), Busy: a.busy,
 		Degraded: a.degradedLocked(), Corrupt: a.corrupt})
 }
 
@@ -34,7 +34,8 @@ func (a *Agent) Snapshot(path string) views.Snapshot {
 func (a *Agent) Status(bootID string, now time.Time) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return views.Status(a.statusSnap(), a.facts(), a.busy, bootID, now)
+	f := a.facts()
+	return views.Status(a.statusSnap(f), f, a.busy, bootID, now)
 }
 
 // statusSnap is the session.json snapshot a status is derived with: the
@@ -42,9 +43,9 @@ func (a *Agent) Status(bootID string, now time.Time) string {
 // deadline may come from it), else none: the status of an agent without
 // an open run comes from its log alone, so that listing agents does not
 // read the session.json files a recovery left to read (package snapsave).
-// The caller holds a.mu.
-func (a *Agent) statusSnap() *session.Session {
-	if f := a.facts(); f.Corrupt || f.Terminated || f.RunID == "" || f.RunEnded {
+// f is the agent's facts; the caller holds a.mu.
+func (a *Agent) statusSnap(f session.Facts) *session.Session {
+	if f.Corrupt || f.Terminated || f.RunID == "" || f.RunEnded {
 		return nil
 	}
 	return a.Snap.Get()
