@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -35,13 +36,15 @@ func (c *Core) logHealed(id string) {
 // idle in the log as it already is in fact. Concurrent callers write it
 // once.
 func (c *Core) flushOwed(a *agent) error {
-	return a.WriteOwed(func(runID, event string) {
+	return a.WriteOwed(func() []eventlog.Record {
+		return c.noticesFor(a, "busy", "idle", a.TransitionKey())
+	}, func(runID, event string) {
 		c.log.Info("logged the end of a run after the log recovered", "agent", a.ID(), "run", runID, "event", event)
 		c.saveSession(a, func(s *session.Session) {
 			s.State = session.StateIdle
 			s.Run = nil
 		})
-		c.fireTransition(a, "busy", "idle")
+		c.notify(a) // busy -> idle
 		c.changed.Fire()
 	})
 }

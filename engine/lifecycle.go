@@ -154,6 +154,10 @@ func (x lifeAgent) Revoke(tokenID, runID, reason string) error {
 
 func (x lifeAgent) StopSession() { x.c.sessions.Stop(x.ID()) }
 
+func (x lifeAgent) Notices(from, to, key string) []eventlog.Record {
+	return x.c.noticesFor(x.agent, from, to, key)
+}
+
 func (x lifeAgent) Unlist(name, parentID string, info *gone.Info) []subs.Sub {
 	return x.c.agents.Unlist(x.agent, name, parentID, info)
 }

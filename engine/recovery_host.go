@@ -108,6 +108,8 @@ func (h recoveryHost) Redeliver(l *loaded) {
 	h.c.redeliverRefs(l.ID, l.Agent.Sent(), true)
 }
 
+func (h recoveryHost) OwedNotices(l *loaded) { h.c.notify(l.Agent) }
+
 func (h recoveryHost) SettleWaits() {
 	h.c.SweepWaits()
 	h.c.noticeWaits()

@@ -100,6 +100,7 @@ func (c *Core) adoptPlaced(placed []*loaded) {
 	for _, l := range placed {
 		sent, deadline := l.Agent.Sent(), l.Agent.WaitDeadline()
 		c.redeliverRefs(l.ID, sent, true)
+		c.notify(l.Agent)
 		if !deadline.IsZero() {
 			c.armDeadline(deadline)
 			c.noticeWaitOf(l.Agent)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/warren-dev/warren/engine/internal/subs"
+	"github.com/warren-dev/warren/eventlog"
 )
 
 // The core's side of reminders and subscriptions (package toolexec holds
@@ -13,7 +14,18 @@ func (c *Core) indexSubscription(sub subscriptionRec, subscriber string) bool {
 	return c.agents.Index(sub, subscriber)
 }
 
-// fireTransition notifies the subscribers of an agent's state change.
-func (c *Core) fireTransition(a *agent, from, to string) {
-	subs.Notify[*agent](c.mail(), c.agents.Watchers(a.ID()), a.Name(), from, to, a.TransitionKey())
+// noticesFor is the notices.owed record a's transition from -> to (named
+// key, subs.Key) is logged with: what it owes the subscriptions to a that
+// match it (subs.Owed; none when none does).
+func (c *Core) noticesFor(a *agent, from, to, key string) []eventlog.Record {
+	return subs.Owed(c.agents.Watchers(a.ID()), from, to, key)
+}
+
+// notify delivers the notices a's latest logged transition owes, once per
+// entry in this process (after the transition's write, and by recovery
+// for what a crash kept back).
+func (c *Core) notify(a *agent) {
+	if n, ok := a.TakeNotices(); ok {
+		subs.Deliver[*agent](c.mail(), a.Name(), n)
+	}
 }

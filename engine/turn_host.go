@@ -7,6 +7,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/registry"
 	"github.com/warren-dev/warren/session"
 )
@@ -23,7 +24,10 @@ type turnAgent struct {
 var _ turnrun.Agent = (*turnAgent)(nil)
 
 func (t *turnAgent) SaveSession(f func(*session.Session)) { t.c.saveSession(t.agent, f) }
-func (t *turnAgent) Transition(from, to string)           { t.c.fireTransition(t.agent, from, to) }
+func (t *turnAgent) Notify()                              { t.c.notify(t.agent) }
+func (t *turnAgent) Notices(from, to, key string) []eventlog.Record {
+	return t.c.noticesFor(t.agent, from, to, key)
+}
 
 func (t *turnAgent) Begin(req TurnRequest, cancel context.CancelFunc) (tr turnrun.Turn, released error) {
 	// The config is read once, before StartTurn takes the record's lock.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/waits"
+	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
@@ -120,6 +121,9 @@ func (w waitAgent) State() waits.State { return w.WaitState() }
 func (w waitAgent) Release()           { w.c.release(w.agent) }
 func (w waitAgent) FlushOwed() error   { return w.c.flushOwed(w.agent) }
 func (w waitAgent) OwedErr() error     { return w.c.owedCancelErr(w.agent) }
+func (w waitAgent) Notices(from, to, key string) []eventlog.Record {
+	return w.c.noticesFor(w.agent, from, to, key)
+}
 
 func (w waitAgent) Start(run fold.Run, from string) <-chan TurnResult {
 	return w.c.startTurn(w.agent, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
@@ -131,12 +135,12 @@ func (w waitAgent) Changed() <-chan struct{} { return w.c.changed.Wait() }
 func (w waitAgent) Cancelled(waited bool) {
 	w.c.saveSession(w.agent, func(s *session.Session) { s.State = session.StateIdle; s.Run = nil })
 	if waited {
-		w.c.fireTransition(w.agent, "waiting", "idle")
+		w.c.notify(w.agent) // waiting -> idle
 	}
 }
 
 func (w waitAgent) Expired() {
 	w.c.saveSession(w.agent, func(s *session.Session) { s.State = session.StateIdle })
-	w.c.fireTransition(w.agent, "waiting", "idle")
+	w.c.notify(w.agent) // waiting -> idle
 	w.c.wake(w.agent)
 }

@@ -42,6 +42,7 @@ var projectionFolds = map[string]func(*State, eventlog.Entry) error{
 	schema.ToolUnsubscribe:  (*State).foldToolUnsubscribe,
 	schema.ReminderSched:    (*State).foldReminderSched,
 	schema.ReminderCancel:   (*State).foldReminderCancel,
+	schema.NoticesOwed:      (*State).foldNoticesOwed,
 }
 
 func (p *State) foldAgentCreated(e eventlog.Entry) error {
@@ -455,6 +456,18 @@ func (p *State) foldToolUnsubscribe(e eventlog.Entry) error {
 		return err
 	}
 	delete(p.Subs, d.SubscriptionID)
+	return nil
+}
+
+// foldNoticesOwed keeps the latest transition's owed notices: the live
+// engine delivers each transition's before the agent's next one, so only
+// the latest can be owed still after a crash.
+func (p *State) foldNoticesOwed(e eventlog.Entry) error {
+	var d schema.NoticesOwedData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	p.Notices = &Notices{Seq: e.Seq, From: d.From, To: d.To, Key: d.Key, Subs: d.Subscriptions}
 	return nil
 }
 

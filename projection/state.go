@@ -206,6 +206,19 @@ type State struct {
 	// LastResume is the latest wait answered with a token, so that a
 	// repeated resume is answered the same way after a restart.
 	LastResume *Resume
+	// Notices are the notices the latest transition that subscriptions
+	// matched owes (notices.owed), so recovery can deliver those a crash
+	// kept from their subscribers.
+	Notices *Notices `json:",omitempty"`
+}
+
+// Notices is a notices.owed entry: the transition From -> To (Key names
+// it), logged at Seq, and the subscriptions it owes a notice.
+type Notices struct {
+	Seq      uint64
+	From, To string
+	Key      string
+	Subs     []schema.NoticeOwed
 }
 
 // Resume is a consumed resume token and how its run ended.

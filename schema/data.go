@@ -159,6 +159,22 @@ type UnsubscribeData struct {
 	Reason         string `json:"reason,omitempty"`
 }
 
+// NoticesOwedData is written in the same write as an agent's state
+// transition when subscriptions match it: the notices the transition owes,
+// so that recovery delivers those a crash kept from their subscribers.
+type NoticesOwedData struct {
+	From          string       `json:"from"`
+	To            string       `json:"to"`
+	Key           string       `json:"key"`
+	Subscriptions []NoticeOwed `json:"subscriptions"`
+}
+
+// NoticeOwed is one subscription a transition owes a notice.
+type NoticeOwed struct {
+	SubscriptionID string `json:"subscription_id"`
+	Subscriber     string `json:"subscriber"`
+}
+
 type ReminderData struct {
 	ReminderID string `json:"reminder_id"`
 	Reason     string `json:"reason,omitempty"`

@@ -48,6 +48,10 @@
 //	tool.unsubscribe    own          subscription_id, reason
 //	reminder.scheduled  own          reminder_id, reason, due, every_ms
 //	reminder.cancelled  own          reminder_id
+//	notices.owed        own          from, to, key, subscriptions ([{subscription_id, subscriber}]):
+//	                                 written with a state transition that subscriptions match,
+//	                                 in the same write; recovery delivers the notices a crash
+//	                                 kept from their subscribers (engine/internal/subs)
 //
 // The USER inbox (<home>/user.jsonl) holds only message.enqueued and
 // message.delivered.

@@ -33,6 +33,7 @@ const (
 	ToolUnsubscribe  = "tool.unsubscribe"
 	ReminderSched    = "reminder.scheduled"
 	ReminderCancel   = "reminder.cancelled"
+	NoticesOwed      = "notices.owed"
 )
 
 // Reasons of run.interrupted.

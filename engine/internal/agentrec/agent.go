@@ -63,6 +63,9 @@ type Agent struct {
 	// the next wake (package turnrun). Quiescence means no agent busy or
 	// settling.
 	settling bool
+	// noticesTaken is the seq of the latest notices.owed whose notices
+	// this process delivered (TakeNotices).
+	noticesTaken uint64
 	// terminating is set (under the roster's lock, not mu) when
 	// termination removes the agent; subscriptions to it are refused from
 	// then on.

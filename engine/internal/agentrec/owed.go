@@ -1,5 +1,10 @@
 package agentrec
 
+import (
+	"github.com/warren-dev/warren/engine/internal/subs"
+	"github.com/warren-dev/warren/eventlog"
+)
+
 // The end of the agent's open run that could not be logged (package owed,
 // with its own locks): recorded by the turn's end, written when the log
 // accepts appends again.
@@ -21,11 +26,13 @@ func (a *Agent) Owed() bool {
 // logged (ok false when none is owed).
 func (a *Agent) OwedEnd() (runID, event string, cause error, ok bool) { return a.owed.Owed() }
 
-// WriteOwed writes the owed run end to the agent's log, if any, then
-// calls written; concurrent callers write it once (owed.End.Flush).
-func (a *Agent) WriteOwed(written func(runID, event string)) error {
+// WriteOwed writes the owed run end to the agent's log, if any, with the
+// records with gives (the notices its busy -> idle owes: subs.Owed) in the
+// same write, then calls written; concurrent callers write it once
+// (owed.End.Flush).
+func (a *Agent) WriteOwed(with func() []eventlog.Record, written func(runID, event string)) error {
 	return a.owed.Flush(func(event string, data any) error {
-		_, err := a.Log.Append(event, data)
+		_, err := subs.AppendWith(a.Log, with(), eventlog.Record{Event: event, Data: data})
 		return err
 	}, written)
 }

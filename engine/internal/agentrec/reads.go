@@ -3,12 +3,12 @@ package agentrec
 import (
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/mail"
+	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/engine/internal/waits"
 	"github.com/warren-dev/warren/inbox"
@@ -206,9 +206,23 @@ func (a *Agent) TransitionKey() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.p.Run != nil {
-		return a.p.Run.RunID + "/" + strconv.Itoa(a.p.Run.Turn)
+		return subs.Key(a.p.Run.RunID, a.p.Run.Turn)
 	}
 	return a.id
+}
+
+// TakeNotices returns the notices the agent's latest logged transition
+// owes (its log's latest notices.owed), once per entry in this process:
+// false when there is none or it was taken already.
+func (a *Agent) TakeNotices() (projection.Notices, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := a.p.Notices
+	if n == nil || n.Seq <= a.noticesTaken {
+		return projection.Notices{}, false
+	}
+	a.noticesTaken = n.Seq
+	return *n, true
 }
 
 // Subscription is the agent's subscription id.

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/placement"
+	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
 	"github.com/warren-dev/warren/engine/internal/views"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -136,10 +138,22 @@ func TestOwedEnd(t *testing.T) {
 		t.Fatalf("OwedEnd = %q %q %v %v", run, event, cause, ok)
 	}
 	before, written := lg.seq, 0
-	noErr(t, a.WriteOwed(func(runID, event string) { written++ }))
-	noErr(t, a.WriteOwed(func(runID, event string) { written++ }))
-	if lg.seq != before+1 || written != 1 || a.Owed() {
-		t.Fatalf("wrote %d entries, %d aftermaths; owed %v", lg.seq-before, written, a.Owed())
+	owes := func() []eventlog.Record {
+		return subs.Owed([]subs.Sub{{Subscription: projection.Subscription{ID: "s1", From: "*", To: "*"}, Subscriber: "w"}},
+			"busy", "idle", a.TransitionKey())
+	}
+	noErr(t, a.WriteOwed(owes, func(runID, event string) { written++ }))
+	noErr(t, a.WriteOwed(owes, func(runID, event string) { written++ }))
+	if lg.seq != before+2 || written != 1 || a.Owed() {
+		t.Fatalf("wrote %d entries (want the end and its notices), %d aftermaths; owed %v", lg.seq-before, written, a.Owed())
+	}
+	// The notices the end owes are taken once.
+	n, ok := a.TakeNotices()
+	if !ok || n.Seq != lg.seq || n.From != "busy" || n.To != "idle" || len(n.Subs) != 1 || n.Subs[0].Subscriber != "w" {
+		t.Fatalf("TakeNotices = %+v, %v", n, ok)
+	}
+	if _, again := a.TakeNotices(); again {
+		t.Fatal("the same notices were taken twice")
 	}
 }
 

@@ -250,6 +250,7 @@ type fakeAgent struct {
 	id, name string
 	look     Look
 	inherit  Inherited
+	watched  bool              // Notices owes a notice of every transition
 	saved    []session.Session // what each Save made of base()
 
 	claimErr, revokeErr, flushErr, appendErr, closeErr error
@@ -279,6 +280,31 @@ func (a *fakeAgent) Append(event string, data any) (eventlog.Entry, error) {
 		return eventlog.Entry{}, a.appendErr
 	}
 	return eventlog.Entry{Seq: 7, TS: t0.Add(time.Minute), Event: event}, nil
+}
+
+func (a *fakeAgent) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
+	names := make([]string, len(recs))
+	for i, r := range recs {
+		names[i] = r.Event
+	}
+	a.f.step("%s append %s", a.id, strings.Join(names, "+"))
+	if a.appendErr != nil {
+		return nil, a.appendErr
+	}
+	es := make([]eventlog.Entry, len(recs))
+	for i, r := range recs {
+		es[i] = eventlog.Entry{Seq: 7 + uint64(i), TS: t0.Add(time.Minute), Event: r.Event}
+	}
+	return es, nil
+}
+
+// Notices owes a notice of every transition when the agent is watched;
+// the write that carries it shows it.
+func (a *fakeAgent) Notices(from, to, key string) []eventlog.Record {
+	if !a.watched {
+		return nil
+	}
+	return []eventlog.Record{{Event: "notices.owed(" + from + "->" + to + " " + key + ")"}}
 }
 
 func (a *fakeAgent) Save(f func(*session.Session)) {

@@ -190,8 +190,13 @@ type Agent interface {
 	Inherit() Inherited
 	// State is its state as tools and subscriptions see it.
 	State() string
-	// Append writes to its log, durable on return.
+	// Append writes to its log, durable on return; AppendBatch several
+	// entries in one write.
 	Append(event string, data any) (eventlog.Entry, error)
+	AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error)
+	// Notices is what its transition from -> to (named key, subs.Key)
+	// owes its subscribers, logged in the transition's write (subs.Owed).
+	Notices(from, to, key string) []eventlog.Record
 	// SetSnapshot sets the session.json snapshot of a new agent; Save
 	// changes the snapshot with f and writes it in the background.
 	SetSnapshot(s *session.Session)

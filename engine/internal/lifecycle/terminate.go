@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/warren-dev/warren/engine/internal/domainerr"
+	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -122,7 +123,10 @@ func (l Lifecycle) End(a Agent) error {
 		return fmt.Errorf("terminating %s: %w", id, err)
 	}
 	from := a.State()
-	ended, err := a.Append(schema.AgentTerminated, schema.AgentTerminatedData{AgentID: id})
+	// The notices owed to the subscriptions in place now go in the same
+	// write; Unlist below takes those added since, which are told too.
+	ended, err := subs.AppendWith(a, a.Notices(from, "terminated", id), eventlog.Record{Event: schema.AgentTerminated,
+		Data: schema.AgentTerminatedData{AgentID: id}})
 	if err != nil {
 		return fmt.Errorf("logging agent.terminated for %s: %w", id, err)
 	}

@@ -42,6 +42,23 @@ func TestEndOrdersItsSteps(t *testing.T) {
 	}
 }
 
+// The terminated notices owed to the subscriptions in place go in
+// agent.terminated's write (named by the agent's id); those Unlist takes
+// are told after it.
+func TestEndLogsTheOwedNoticesWithTheTermination(t *testing.T) {
+	f := newFake()
+	f.add("p1", "boss", "")
+	a := f.add("a1", "kid", "p1")
+	a.watched = true
+	a.watchers = []subs.Sub{{Subscriber: "w"}}
+	if err := f.life().End(a); err != nil {
+		t.Fatal(err)
+	}
+	want := endSteps("a1", "kid", "p1")
+	want[2] = "a1 append agent.terminated+notices.owed(idle->terminated a1)"
+	sameSteps(t, f.took(), want...)
+}
+
 func TestEndRevokesALiveWaitFirst(t *testing.T) {
 	f := newFake()
 	a := f.add("a1", "kid", "")

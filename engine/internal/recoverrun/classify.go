@@ -15,8 +15,9 @@ import (
 // listed corrupt, uncreated ones settled (orphan or quarantine),
 // terminated ones remembered and closed; the rest, by id, are returned to
 // be placed in the tree. existing holds every id with a durable
-// agent.created.
-func (r *Run[A]) classify(loaded []*Agent[A], rep *Report) (live map[string]*Agent[A], existing placement.Existing) {
+// agent.created; ended lists the terminated ones whose log owes notices
+// (their termination's: notices.owed).
+func (r *Run[A]) classify(loaded []*Agent[A], rep *Report) (live map[string]*Agent[A], existing placement.Existing, ended []*Agent[A]) {
 	h := r.Host
 	live = map[string]*Agent[A]{}
 	ls := make([]placement.Loaded, len(loaded))
@@ -42,6 +43,9 @@ func (r *Run[A]) classify(loaded []*Agent[A], rep *Report) (live map[string]*Age
 		case placement.Gone:
 			rep.Terminated++
 			h.Forget(l)
+			if l.State.Notices != nil {
+				ended = append(ended, l)
+			}
 			_ = l.Log.Close()
 			h.DropLease(l.ID) // nothing more is written for it
 		default:
@@ -51,7 +55,7 @@ func (r *Run[A]) classify(loaded []*Agent[A], rep *Report) (live map[string]*Age
 			}
 		}
 	}
-	return live, cl.Existing
+	return live, cl.Existing, ended
 }
 
 // An agent directory whose log holds no agent.created is either the orphan

@@ -225,8 +225,9 @@ func (h *fakeHost) AddToken(tok token.Token) error {
 func (h *fakeHost) IndexSubscription(sub projection.Subscription, subscriber string) {
 	h.rec("IndexSubscription %s->%s", short(subscriber), short(sub.Target))
 }
-func (h *fakeHost) Redeliver(l *Agent[*fakeAgent]) { h.rec("Redeliver %s", short(l.ID)) }
-func (h *fakeHost) SettleWaits()                   { h.rec("SettleWaits") }
+func (h *fakeHost) Redeliver(l *Agent[*fakeAgent])   { h.rec("Redeliver %s", short(l.ID)) }
+func (h *fakeHost) OwedNotices(l *Agent[*fakeAgent]) { h.rec("OwedNotices %s", short(l.ID)) }
+func (h *fakeHost) SettleWaits()                     { h.rec("SettleWaits") }
 func (h *fakeHost) AdoptTaken(placed []*Agent[*fakeAgent]) {
 	h.rec("AdoptTaken %s", agentNames(placed))
 }

@@ -119,6 +119,10 @@ type Settler[A Record] interface {
 	// Redeliver delivers the messages l's log records as sent that their
 	// recipients lack.
 	Redeliver(l *Agent[A])
+	// OwedNotices delivers the notices l's latest transition owes (its
+	// log's latest notices.owed) that their subscribers lack: those a
+	// crash between the transition's write and the notices' kept back.
+	OwedNotices(l *Agent[A])
 	// SettleWaits expires the waits whose deadline passed and makes sure
 	// every pending wait has its notice.
 	SettleWaits()

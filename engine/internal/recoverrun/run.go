@@ -20,7 +20,8 @@
 //     by the scrub), its resume tokens, its open run marked interrupted
 //     when a previous start was running it;
 //  7. adopt: subscriptions indexed, messages sent but not received
-//     delivered, waits expired and announced, pending messages counted
+//     delivered, so are the notices a transition owes (notices.owed) that
+//     their subscribers lack, waits expired and announced, pending messages counted
 //     and reminders armed; wakes let go;
 //  8. finish: spawns a crash cut off created, the projections pruned,
 //     unstarted children bootstrapped, agents with messages woken;
@@ -134,7 +135,7 @@ func (r *Run[A]) Recover() (Report, error) {
 		return rep, err
 	}
 	ids, elsewhere := h.Claimable(ids)
-	live, existing := r.classify(h.Load(ids, true), &rep)
+	live, existing, ended := r.classify(h.Load(ids, true), &rep)
 	for _, id := range elsewhere {
 		existing[id] = true // another daemon runs it: its spawn is not redone
 	}
@@ -155,6 +156,14 @@ func (r *Run[A]) Recover() (Report, error) {
 	// log (a crash between the two writes) are delivered now.
 	for _, l := range placed {
 		h.Redeliver(l)
+	}
+	// So are the notices a transition owes (a crash between its write
+	// and theirs), a terminated agent's last among them.
+	for _, l := range placed {
+		h.OwedNotices(l)
+	}
+	for _, l := range ended {
+		h.OwedNotices(l)
 	}
 	h.SettleWaits()
 	r.arm(placed, &rep)
@@ -196,7 +205,7 @@ func (r *Run[A]) Takeover() (Report, error) {
 	if len(take) == 0 {
 		return rep, nil
 	}
-	live, existing := r.classify(r.loadedOrLater(h.Load(take, false)), &rep)
+	live, existing, _ := r.classify(r.loadedOrLater(h.Load(take, false)), &rep)
 	for _, id := range ids {
 		existing[id] = true // a spawn whose child exists anywhere is not redone
 	}

@@ -66,6 +66,7 @@ func TestRecoverStepsInOrder(t *testing.T) {
 	h.ids = append(h.ids, damaged)
 	gl := h.agent(gone, created(gone, "", 2*time.Second))
 	gl.State.Terminated = true
+	gl.State.Notices = &projection.Notices{Seq: 9, From: "idle", To: "terminated", Key: gone} // its termination's
 	h.loads[orphan] = &Agent[*fakeAgent]{ID: orphan, State: projection.New(), Missing: true}
 	h.ids = append(h.ids, orphan)
 	mkdir(t, fsys, dir(orphan))
@@ -96,7 +97,8 @@ func TestRecoverStepsInOrder(t *testing.T) {
 		// restore the placed agents
 		"Snapshot a1", "Snapshot a2", "NeedsRestartMark a2 boot2",
 		// adopt
-		"IndexSubscription a1->a2", "Redeliver a1", "Redeliver a2", "SettleWaits", "Arm a1", "Arm a2",
+		"IndexSubscription a1->a2", "Redeliver a1", "Redeliver a2",
+		"OwedNotices a1", "OwedNotices a2", "OwedNotices b1", "SettleWaits", "Arm a1", "Arm a2",
 		"SetRecovering false",
 		// finish, each step over every agent
 		"FinishCutSpawns a1", "FinishCutSpawns a2", "Prune a1", "Prune a2",

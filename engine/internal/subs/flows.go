@@ -2,6 +2,8 @@ package subs
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -92,45 +94,113 @@ func Drop[A Agent](env Env[A], subscriber A, sub projection.Subscription, reason
 	return nil
 }
 
+// Appender is an agent's log: one entry, or several in one write.
+type Appender interface {
+	Append(event string, data any) (eventlog.Entry, error)
+	AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error)
+}
+
+// AppendWith logs recs and then owed (a transition's notices.owed, from
+// Owed) in one write, and returns the entry of recs[0]; with nothing owed
+// it logs recs as it would without subscriptions.
+func AppendWith(l Appender, owed []eventlog.Record, recs ...eventlog.Record) (eventlog.Entry, error) {
+	if len(recs) == 1 && len(owed) == 0 {
+		return l.Append(recs[0].Event, recs[0].Data)
+	}
+	es, err := l.AppendBatch(append(recs, owed...))
+	if err != nil || len(es) == 0 {
+		return eventlog.Entry{}, err
+	}
+	return es[0], nil
+}
+
+// Key names the transition of a run's turn (notice ids derive from it);
+// a transition outside any run is named by the agent's id.
+func Key(runID string, turn int) string { return runID + "/" + strconv.Itoa(turn) }
+
+// Owed is the notices.owed record for the transition of an agent from ->
+// to (key names it: the agent's latest run and turn, or its id) that the
+// subscriptions of watchers matching it are owed, to be logged in the
+// same write as the transition; nil when none matches. Recovery delivers
+// what a crash between that write and the notices kept from their
+// subscribers (Deliver).
+func Owed(watchers []Sub, from, to, key string) []eventlog.Record {
+	var owed []schema.NoticeOwed
+	for _, sub := range watchers {
+		if sub.Matches(from, to) {
+			owed = append(owed, schema.NoticeOwed{SubscriptionID: sub.ID, Subscriber: sub.Subscriber})
+		}
+	}
+	if len(owed) == 0 {
+		return nil
+	}
+	sort.Slice(owed, func(i, j int) bool { return owed[i].SubscriptionID < owed[j].SubscriptionID })
+	return []eventlog.Record{{Event: schema.NoticesOwed,
+		Data: schema.NoticesOwedData{From: from, To: to, Key: key, Subscriptions: owed}}}
+}
+
+// Deliver delivers the notices n owes (a notices.owed of the agent called
+// name) to the subscribers that lack them and still hold the
+// subscription; live after the transition's write, and again by recovery
+// for every agent, which delivers only what a crash kept back (each
+// notice's id is its subscription's and its transition's: a subscriber
+// gets it once).
+func Deliver[A Agent](env Env[A], name string, n projection.Notices) {
+	for _, o := range n.Subs {
+		sa, ok := env.Agent(o.Subscriber)
+		if !ok {
+			continue
+		}
+		sub, ok := sa.Subscription(o.SubscriptionID)
+		if !ok {
+			continue // unsubscribed, or a once-subscription that fired
+		}
+		deliver(env, sa, Sub{Subscription: sub, Subscriber: o.Subscriber}, name, n.From, n.To, n.Key)
+	}
+}
+
 // Notify delivers the notices of one transition of the agent called name
 // from -> to to the watchers whose subscription matches it; key names the
-// transition (the agent's latest run and turn, or its id). The notices'
-// ids derive from the subscription and the transition, so recovering the
-// same bytes twice (or firing again after a crash) produces the same
-// notices. A failed delivery is logged and skipped; a once-subscription
-// that fired is dropped (reason "fired"): its tool.unsubscribe is logged in
-// the same write as its notice, so that no crash leaves the notice
-// delivered and the subscription in place (to fire again).
+// transition as for Owed. The notices' ids derive from the subscription
+// and the transition, so recovering the same bytes twice (or firing again
+// after a crash) produces the same notices. A failed delivery is logged
+// and skipped; a once-subscription that fired is dropped (reason
+// "fired"): its tool.unsubscribe is logged in the same write as its
+// notice, so that no crash leaves the notice delivered and the
+// subscription in place (to fire again).
 func Notify[A Agent](env Env[A], watchers []Sub, name, from, to, key string) {
 	for _, sub := range watchers {
 		if !sub.Matches(from, to) {
 			continue
 		}
-		sa, ok := env.Agent(sub.Subscriber)
-		if !ok {
-			continue
+		if sa, ok := env.Agent(sub.Subscriber); ok {
+			deliver(env, sa, sub, name, from, to, key)
 		}
-		m := StateNotice(env, sub, name, from, to, key)
-		if !sub.Once {
-			if err := env.Enqueue(m); err != nil {
-				env.Logger().Warn("delivering a subscription notice", "subscriber", sub.Subscriber, "err", err)
-			}
-			continue
-		}
-		dup, err := env.EnqueueWith(m, eventlog.Record{Event: schema.ToolUnsubscribe,
-			Data: schema.UnsubscribeData{SubscriptionID: sub.ID, Reason: "fired"}})
-		switch {
-		case err != nil:
+	}
+}
+
+// deliver sends sub's notice of a transition to its subscriber sa.
+func deliver[A Agent](env Env[A], sa A, sub Sub, name, from, to, key string) {
+	m := StateNotice(env, sub, name, from, to, key)
+	if !sub.Once {
+		if err := env.Enqueue(m); err != nil {
 			env.Logger().Warn("delivering a subscription notice", "subscriber", sub.Subscriber, "err", err)
-		case dup:
-			// Delivered by an earlier build, which logged tool.unsubscribe
-			// in a write of its own: a crash could come between the two.
-			if err := Drop(env, sa, sub.Subscription, "fired"); err != nil {
-				env.Logger().Error("removing a fired once-subscription", "subscription", sub.ID, "err", err)
-			}
-		default:
-			env.Unindex(sub.Subscription)
 		}
+		return
+	}
+	dup, err := env.EnqueueWith(m, eventlog.Record{Event: schema.ToolUnsubscribe,
+		Data: schema.UnsubscribeData{SubscriptionID: sub.ID, Reason: "fired"}})
+	switch {
+	case err != nil:
+		env.Logger().Warn("delivering a subscription notice", "subscriber", sub.Subscriber, "err", err)
+	case dup:
+		// Delivered by an earlier build, which logged tool.unsubscribe
+		// in a write of its own: a crash could come between the two.
+		if err := Drop(env, sa, sub.Subscription, "fired"); err != nil {
+			env.Logger().Error("removing a fired once-subscription", "subscription", sub.ID, "err", err)
+		}
+	default:
+		env.Unindex(sub.Subscription)
 	}
 }
 

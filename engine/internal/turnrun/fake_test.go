@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +60,7 @@ type fakeAgent struct {
 	termErr  error
 	cancel   context.CancelFunc
 	nsend    int
+	watched  bool // Notices owes a notice of every transition
 }
 
 func newFake() *fakeAgent {
@@ -93,7 +95,31 @@ func (f *fakeAgent) SaveSession(fn func(*session.Session)) {
 	f.saved = append(f.saved, f.snap)
 }
 
-func (f *fakeAgent) Transition(from, to string) { f.step("transition %s->%s", from, to) }
+// Notices owes a notice of every transition when f.watched (a record
+// naming the transition, no step of its own: the write shows it).
+func (f *fakeAgent) Notices(from, to, key string) []eventlog.Record {
+	if !f.watched {
+		return nil
+	}
+	return []eventlog.Record{{Event: "notices.owed", Data: from + "->" + to + " " + key}}
+}
+
+func (f *fakeAgent) Notify() { f.step("notify") }
+
+func (f *fakeAgent) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
+	names := make([]string, len(recs))
+	for i, r := range recs {
+		names[i] = r.Event
+		if err := f.appendErr[r.Event]; err != nil {
+			return nil, err
+		}
+	}
+	f.step("append %s", strings.Join(names, "+"))
+	for _, r := range recs {
+		f.recs = append(f.recs, record{r.Event, r.Data})
+	}
+	return make([]eventlog.Entry, len(recs)), nil
+}
 
 func (f *fakeAgent) Begin(req Request, cancel context.CancelFunc) (Turn, error) {
 	f.step("begin")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/warren-dev/warren/engine/internal/domainerr"
+	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
@@ -28,7 +29,7 @@ func (r Runner) Run(parent context.Context, ag Agent, req Request) (res Result) 
 	outcome := Failed
 	defer func() {
 		ag.Ended()
-		r.finish(ag, outcome, from)
+		r.finish(ag, outcome)
 	}()
 
 	if released != nil {
@@ -47,8 +48,9 @@ func (r Runner) Run(parent context.Context, ag Agent, req Request) (res Result) 
 		outcome = None
 		return res
 	}
-	if _, err := ag.Append(schema.TurnStart, schema.TurnStartData{RunID: t.RunID, Turn: t.Turn, BootID: r.BootID,
-		Prompt: req.Prompt, Provider: t.Provider, Model: t.Model, MessageIDs: nonNil(req.MessageIDs)}); err != nil {
+	if _, err := subs.AppendWith(ag, ag.Notices(from, "busy", subs.Key(t.RunID, t.Turn)), eventlog.Record{Event: schema.TurnStart,
+		Data: schema.TurnStartData{RunID: t.RunID, Turn: t.Turn, BootID: r.BootID, Prompt: req.Prompt, Provider: t.Provider,
+			Model: t.Model, MessageIDs: nonNil(req.MessageIDs)}}); err != nil {
 		res.Err = logFailure(fmt.Errorf("logging turn.start for agent %s: %w", ag.ID(), err))
 		outcome = None
 		return res
@@ -58,7 +60,7 @@ func (r Runner) Run(parent context.Context, ag Agent, req Request) (res Result) 
 		s.Provider, s.Model = t.Provider, t.Model
 		s.Run = &session.Run{RunID: t.RunID, BootID: r.BootID, StartedAt: r.Now().UTC()}
 	})
-	ag.Transition(from, "busy")
+	ag.Notify()
 
 	var usage provider.Usage
 	response, attempts, err := r.attempts(ctx, ag, req, t, &usage)
@@ -73,6 +75,11 @@ func (r Runner) Run(parent context.Context, ag Agent, req Request) (res Result) 
 func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, attempts int,
 	usage provider.Usage, err error, res *Result) (outcome Outcome) {
 	runID, turn := t.RunID, t.Turn
+	// The notices of busy -> idle go in the end's write.
+	idle := func(event string, data any) error {
+		_, err := subs.AppendWith(ag, ag.Notices("busy", "idle", subs.Key(runID, turn)), eventlog.Record{Event: event, Data: data})
+		return err
+	}
 	switch {
 	case err == nil:
 		outcome = Complete
@@ -80,7 +87,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 		if !usage.IsZero() {
 			done.Usage = &usage
 		}
-		if _, lerr := ag.Append(schema.TurnComplete, done); lerr != nil {
+		if lerr := idle(schema.TurnComplete, done); lerr != nil {
 			// Not durable, so not complete: the run ends as failed once the
 			// log takes it.
 			ag.Owe(runID, schema.TurnFailed, schema.TurnFailedData{RunID: runID, Turn: turn, Attempts: attempts,
@@ -95,7 +102,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 		res.Wait, res.Token = ag.Suspended(runID)
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		outcome = Cancelled
-		if _, lerr := ag.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}); lerr != nil {
+		if lerr := idle(schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}); lerr != nil {
 			r.Log.Error("logging turn.cancelled", "agent", ag.ID(), "err", lerr)
 			ag.Owe(runID, schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}, lerr)
 			outcome = None
@@ -105,7 +112,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 	default:
 		outcome = Failed
 		failed := schema.TurnFailedData{RunID: runID, Turn: turn, Error: err.Error(), Attempts: attempts}
-		if _, lerr := ag.Append(schema.TurnFailed, failed); lerr != nil {
+		if lerr := idle(schema.TurnFailed, failed); lerr != nil {
 			r.Log.Error("logging turn.failed", "agent", ag.ID(), "err", lerr)
 			ag.Owe(runID, schema.TurnFailed, failed, lerr)
 			outcome = None
@@ -118,11 +125,10 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 
 // finish is a turn's aftermath: session.json, subscriptions, deferred
 // work (spawns, completion), and the next wake.
-func (r Runner) finish(ag Agent, outcome Outcome, from string) {
+func (r Runner) finish(ag Agent, outcome Outcome) {
 	state := session.StateIdle
-	to := "idle"
 	if outcome == Suspended {
-		state, to = session.StateSuspended, "waiting"
+		state = session.StateSuspended
 	}
 	wait := ag.LiveWait()
 	if outcome != None {
@@ -139,7 +145,7 @@ func (r Runner) finish(ag Agent, outcome Outcome, from string) {
 	// At rest now: the turn's last entries were logged while it was busy.
 	ag.Checkpoint()
 	if outcome != None {
-		ag.Transition("busy", to)
+		ag.Notify() // busy -> to, owed by the end's write (run.waiting's for a wait)
 	}
 	for _, f := range deferred {
 		f()

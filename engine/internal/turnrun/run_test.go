@@ -55,10 +55,10 @@ func TestCompleteTurnStepsInOrder(t *testing.T) {
 	c := &clock{}
 	res := newRunner(c).Run(context.Background(), f, Request{Prompt: "hi", MessageIDs: []string{"m-1"},
 		OnChunk: func(s string) { chunks = append(chunks, s) }})
-	wantSteps(t, f, "begin", "provider inproc", "flush-owed", "append turn.start", "save running", "transition idle->busy",
+	wantSteps(t, f, "begin", "provider inproc", "flush-owed", "append turn.start", "save running", "notify",
 		"acquire inproc/m1", "policy", "tools run-1/5", "open", `send "hi"`, `delta run-1 "he"`, "close", "drain", "injected",
 		"end discard=false", "append turn.complete",
-		"ended", "live-wait", "save idle", "rest held=false", "checkpoint", "transition busy->idle", "wake", "settled", "changed")
+		"ended", "live-wait", "save idle", "rest held=false", "checkpoint", "notify", "wake", "settled", "changed")
 	if res.Err != nil || res.Response != "hello" || res.Status != "idle" || res.RunID != "run-1" {
 		t.Fatalf("result %+v; want hello, idle, run-1", res)
 	}
@@ -136,7 +136,7 @@ func TestFailedTurnHoldsTheAgentAndTellsTheParent(t *testing.T) {
 		t.Errorf("last entry %s %+v; want turn.failed boom after 1 attempt", last.event, last.data)
 	}
 	wantTail(t, f, "end discard=false", "append turn.failed", "ended", "live-wait", "save idle", "rest held=true", "checkpoint",
-		"transition busy->idle", "notify-failure", "wake", "settled", "changed")
+		"notify", "notify-failure", "wake", "settled", "changed")
 }
 
 func TestOutputDeliveredIsNotRetried(t *testing.T) {
@@ -151,7 +151,7 @@ func TestOutputDeliveredIsNotRetried(t *testing.T) {
 	}
 	// A transient error given up on discards the session.
 	wantTail(t, f, "end discard=true", "append turn.failed", "ended", "live-wait", "save idle", "rest held=true",
-		"checkpoint", "transition busy->idle", "notify-failure", "wake", "settled", "changed")
+		"checkpoint", "notify", "notify-failure", "wake", "settled", "changed")
 }
 
 func TestCancelledTurnLogsTurnCancelled(t *testing.T) {
@@ -170,7 +170,7 @@ func TestCancelledTurnLogsTurnCancelled(t *testing.T) {
 		t.Errorf("turn.cancelled %+v", d)
 	}
 	wantTail(t, f, "end discard=true", "append turn.cancelled", "ended", "live-wait", "save idle", "rest held=false",
-		"checkpoint", "transition busy->idle", "wake", "settled", "changed")
+		"checkpoint", "notify", "wake", "settled", "changed")
 }
 
 func TestSuspendedTurnHandsOutTheWaitOnce(t *testing.T) {
@@ -187,7 +187,7 @@ func TestSuspendedTurnHandsOutTheWaitOnce(t *testing.T) {
 		t.Errorf("%d entries; want turn.start alone (the wait was logged by await_input)", n)
 	}
 	wantTail(t, f, "end discard=true", "suspended run-1", "ended", "live-wait", "save suspended", "rest held=false",
-		"checkpoint", "transition busy->waiting", "wake", "settled", "changed")
+		"checkpoint", "notify", "wake", "settled", "changed")
 	if w := f.saved[1].Run.Wait; w == nil || w.TokenID != "tok-1" {
 		t.Errorf("session.json's wait %+v; want the live wait", w)
 	}
@@ -206,7 +206,7 @@ func TestTimedOutTurnFailsNamingTheTimeout(t *testing.T) {
 		t.Fatalf("error %v; want the turn timeout's", res.Err)
 	}
 	wantTail(t, f, "end discard=true", "append turn.failed", "ended", "live-wait", "save idle", "rest held=true",
-		"checkpoint", "transition busy->idle", "notify-failure", "wake", "settled", "changed")
+		"checkpoint", "notify", "notify-failure", "wake", "settled", "changed")
 }
 
 func TestReleasedAgentStartsNoTurn(t *testing.T) {
@@ -298,7 +298,7 @@ func TestCallNotLoggedDiscardsTheSession(t *testing.T) {
 		t.Fatalf("error %v; want the drain's", res.Err)
 	}
 	wantTail(t, f, "close", "drain", "end discard=true", "append turn.failed", "ended", "live-wait", "save idle",
-		"rest held=true", "checkpoint", "transition busy->idle", "notify-failure", "wake", "settled", "changed")
+		"rest held=true", "checkpoint", "notify", "notify-failure", "wake", "settled", "changed")
 }
 
 func TestSuspensionByACredentialCallEndsTheAttempt(t *testing.T) {
@@ -335,7 +335,7 @@ func TestCompletingAgentTerminatesInsteadOfWaking(t *testing.T) {
 	f.complete = true
 	f.termErr = errors.New("cannot")
 	newRunner(&clock{}).Run(context.Background(), f, Request{Prompt: "hi"})
-	wantTail(t, f, "rest held=false", "checkpoint", "transition busy->idle", "terminate", "settled", "changed")
+	wantTail(t, f, "rest held=false", "checkpoint", "notify", "terminate", "settled", "changed")
 }
 
 func TestNoSessionFailsTheTurn(t *testing.T) {
@@ -369,4 +369,46 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A watched agent's transitions owe their notices in the same write as
+// the transition: turn.start with idle -> busy, the turn's end with
+// busy -> idle, each named by the run and turn; Notify, which delivers
+// them, comes after each write.
+func TestTransitionNoticesGoInTheTransitionsWrite(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		send func(ctx context.Context, prompt string, io provider.TurnIO) (string, error)
+		end  string
+	}{
+		{"complete", func(context.Context, string, provider.TurnIO) (string, error) { return "done", nil }, "turn.complete"},
+		{"failed", fail(errors.New("boom")), "turn.failed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake()
+			f.watched = true
+			f.policy.MaxRetries = 0
+			f.sends = append(f.sends, c.send)
+			newRunner(&clock{}).Run(context.Background(), f, Request{Prompt: "hi"})
+			var steps []string
+			for _, s := range f.steps {
+				if strings.HasPrefix(s, "append ") || s == "notify" {
+					steps = append(steps, s)
+				}
+			}
+			want := []string{"append turn.start+notices.owed", "notify", "append " + c.end + "+notices.owed", "notify"}
+			if strings.Join(steps, ", ") != strings.Join(want, ", ") {
+				t.Fatalf("writes and notices %q; want %q", steps, want)
+			}
+			var owed []string
+			for _, r := range f.recs {
+				if r.event == "notices.owed" {
+					owed = append(owed, r.data.(string))
+				}
+			}
+			if want := []string{"idle->busy run-1/5", "busy->idle run-1/5"}; strings.Join(owed, ", ") != strings.Join(want, ", ") {
+				t.Fatalf("owed %q; want %q", owed, want)
+			}
+		})
+	}
 }

@@ -160,13 +160,19 @@ type Agent interface {
 // Record is what every step writes to.
 type Record interface {
 	ID() string
-	// Append logs one entry (durable when it returns nil), as store.Log's.
+	// Append logs one entry (durable when it returns nil), as store.Log's;
+	// AppendBatch several in one write.
 	Append(event string, data any) (eventlog.Entry, error)
+	AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error)
 	// SaveSession updates session.json through f (written in the
 	// background).
 	SaveSession(f func(*session.Session))
-	// Transition notifies the agent's subscribers of a state change.
-	Transition(from, to string)
+	// Notices is what the agent's transition from -> to (named key,
+	// subs.Key) owes its subscribers, to be logged in the same write as
+	// the transition (subs.Owed); Notify delivers what the latest logged
+	// transition owes.
+	Notices(from, to, key string) []eventlog.Record
+	Notify()
 }
 
 // Starter is the start of a turn.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/warren-dev/warren/engine/internal/domainerr"
+	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 
 	"github.com/warren-dev/warren/schema"
@@ -44,7 +45,12 @@ func (w Waits[R]) Cancel(ctx context.Context, ag Agent[R]) error {
 			return err
 		}
 	}
-	if _, err := ag.Append(schema.TurnCancelled, schema.TurnCancelledData{RunID: run.RunID, Turn: run.Turn}); err != nil {
+	var owed []eventlog.Record
+	if s.LiveWait {
+		owed = ag.Notices("waiting", "idle", subs.Key(run.RunID, run.Turn))
+	}
+	if _, err := subs.AppendWith(ag, owed, eventlog.Record{Event: schema.TurnCancelled,
+		Data: schema.TurnCancelledData{RunID: run.RunID, Turn: run.Turn}}); err != nil {
 		return logFailure(fmt.Errorf("logging turn.cancelled for agent %s: %w; the run is still open in the log and nothing else changed; retry agent cancel once the log accepts appends", ag.Name(), err))
 	}
 	ag.Cancelled(s.LiveWait)

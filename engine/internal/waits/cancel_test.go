@@ -12,6 +12,7 @@ import (
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/token"
+	"github.com/warren-dev/warren/tools"
 )
 
 // A running turn is cancelled and Cancel returns once it ended, with the
@@ -126,4 +127,39 @@ func TestCancelThatCannotBeLogged(t *testing.T) {
 		}
 		ag.wantSteps(t, "claim; append failed: turn.cancelled; release")
 	}
+}
+
+// The notices a wait's transitions owe are logged in the transition's
+// write: busy -> waiting with run.waiting, waiting -> idle with the
+// expiry and with a live wait's cancel (an interrupted run's cancel owes
+// none: the agent was not waiting), each named by the run and its turn.
+func TestWaitTransitionsOweTheirNoticesInTheirWrite(t *testing.T) {
+	w := newWaits(&clock{now: t0})
+	ag := newAgent(fold.Run{RunID: "run-1", Turn: 3})
+	ag.watched = true
+	if _, err := w.Begin(ag, tools.AwaitInput{Kind: "input", Timeout: time.Minute}, "run-1", 3); err != nil {
+		t.Fatal(err)
+	}
+	ag.wantSteps(t, "append run.waiting+token.minted+notices.owed(busy->waiting run-1/3)")
+
+	ag.steps = nil
+	w.Now = func() time.Time { return t0.Add(2 * time.Minute) } // past the wait's deadline
+	w.Sweep(func(string) (Agent[result], bool) { return ag, true })
+	ag.wantSteps(t, "append run.interrupted+token.expired+notices.owed(waiting->idle run-1/3); expired")
+
+	tok, _, _ := token.Mint("ag-1", "run-2", t0.Add(time.Hour))
+	_ = w.Tokens.Add(tok)
+	waiting := newAgent(fold.Run{RunID: "run-2", Turn: 2, Wait: &fold.Wait{TokenID: tok.ID, TokenState: string(schema.TokLive)}})
+	waiting.state.LiveWait, waiting.watched = true, true
+	if err := w.Cancel(context.Background(), waiting); err != nil {
+		t.Fatal(err)
+	}
+	waiting.wantSteps(t, "claim; append token.revoked; append turn.cancelled+notices.owed(waiting->idle run-2/2); cancelled waited=true; release")
+
+	interrupted := newAgent(fold.Run{RunID: "run-3", Turn: 1, Interrupted: true, Reason: schema.ReasonProcessRestart})
+	interrupted.watched = true
+	if err := w.Cancel(context.Background(), interrupted); err != nil {
+		t.Fatal(err)
+	}
+	interrupted.wantSteps(t, "claim; append turn.cancelled; cancelled waited=false; release")
 }

@@ -48,12 +48,13 @@ func newWaits(c *clock) Waits[result] {
 type fakeAgent struct {
 	id, name string
 
-	mu    sync.Mutex
-	steps []string
-	recs  []eventlog.Record // appended
-	state State
-	last  *fold.Resume
-	busy  bool
+	watched bool // Notices owes a notice of every transition
+	mu      sync.Mutex
+	steps   []string
+	recs    []eventlog.Record // appended
+	state   State
+	last    *fold.Resume
+	busy    bool
 
 	claimErr  error
 	appendErr error // every append fails with it
@@ -161,7 +162,7 @@ func (f *fakeAgent) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error
 	f.mu.Lock()
 	f.recs = append(f.recs, recs...)
 	f.mu.Unlock()
-	return nil, nil
+	return make([]eventlog.Entry, len(recs)), nil
 }
 
 func (f *fakeAgent) Start(run fold.Run, from string) <-chan result {
@@ -208,7 +209,17 @@ func (f *fakeAgent) FlushOwed() error {
 
 func (f *fakeAgent) OwedErr() error        { return f.owedErr }
 func (f *fakeAgent) Cancelled(waited bool) { f.step("cancelled waited=%v", waited) }
-func (f *fakeAgent) Expired()              { f.step("expired") }
+
+// Notices owes a notice of every transition when f.watched; the write
+// that carries it shows it (notices.owed from->to key).
+func (f *fakeAgent) Notices(from, to, key string) []eventlog.Record {
+	if !f.watched {
+		return nil
+	}
+	return []eventlog.Record{{Event: "notices.owed(" + from + "->" + to + " " + key + ")"}}
+}
+
+func (f *fakeAgent) Expired() { f.step("expired") }
 func (f *fakeAgent) wantSteps(t *testing.T, want string) {
 	t.Helper()
 	if got := f.took(); got != want {

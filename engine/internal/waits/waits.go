@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/domainerr"
+	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -102,8 +103,13 @@ type Agent[R any] interface {
 	Owed() bool
 	FlushOwed() error
 	OwedErr() error
+	// Notices is what the agent's transition from -> to (named key,
+	// subs.Key) owes its subscribers, logged in the transition's write
+	// (subs.Owed).
+	Notices(from, to, key string) []eventlog.Record
 	// Cancelled follows a run ended by Cancel (waited: it was a live
-	// wait); Expired follows a wait the sweep expired.
+	// wait); Expired follows a wait the sweep expired. Each delivers the
+	// notices the write owes.
 	Cancelled(waited bool)
 	Expired()
 }
@@ -154,11 +160,12 @@ func (w Waits[R]) Begin(ag Agent[R], v tools.AwaitInput, runID string, turn int)
 		return time.Time{}, fmt.Errorf("minting a resume token: %w", err)
 	}
 	ag.Resumes().Mint(runID, secret)
-	_, err = ag.AppendBatch([]eventlog.Record{
+	// The turn's end delivers the notices of busy -> waiting.
+	_, err = ag.AppendBatch(append([]eventlog.Record{
 		{Event: schema.RunWaiting, Data: schema.RunWaitingData{RunID: runID, WaitKind: v.Kind, Prompt: v.Prompt,
 			TokenID: tok.ID, Deadline: deadline.Format(time.RFC3339Nano), SecretHash: tok.SecretHash, Turn: turn}},
 		{Event: schema.TokenMinted, Data: schema.TokenData{TokenID: tok.ID, RunID: runID}},
-	})
+	}, ag.Notices("busy", "waiting", subs.Key(runID, turn))...))
 	if err != nil {
 		ag.Resumes().Drop(runID)
 		return time.Time{}, fmt.Errorf("logging run.waiting: %w", err)
@@ -183,7 +190,8 @@ func (w Waits[R]) Arm(at func(time.Time, func()) bool, deadline time.Time, sweep
 }
 
 // Sweep expires every live wait whose deadline passed: run.interrupted
-// (wait_timeout) and token.expired in the agent's log in one write, then
+// (wait_timeout) and token.expired in the agent's log in one write (with
+// the notices of waiting -> idle it owes), then
 // the agent's Expired. find looks an agent up (a token of an agent that is
 // gone expires with nothing written). A wait whose write fails stays live
 // for the next sweep.
@@ -193,10 +201,10 @@ func (w Waits[R]) Sweep(find func(agentID string) (Agent[R], bool)) {
 		if !ok {
 			return nil
 		}
-		_, err := ag.AppendBatch([]eventlog.Record{
+		_, err := ag.AppendBatch(append([]eventlog.Record{
 			{Event: schema.RunInterrupted, Data: schema.RunInterruptedData{RunID: t.RunID, Reason: schema.ReasonWaitTimeout}},
 			{Event: schema.TokenExpired, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
-		})
+		}, ag.Notices("waiting", "idle", subs.Key(t.RunID, ag.State().Run.Turn))...))
 		return err
 	})
 	for _, t := range expired {
