@@ -21,11 +21,11 @@ func (c *Core) noticesFor(a *agent, from, to, key string) []eventlog.Record {
 	return subs.Owed(c.agents.Watchers(a.ID()), from, to, key)
 }
 
-// notify delivers the notices a's latest logged transition owes, once per
-// entry in this process (after the transition's write, and by recovery
-// for what a crash kept back).
+// notify delivers the notices a's logged transitions owe that it has not
+// delivered (after a transition's write; by recovery, the latest, for what
+// a crash kept back).
 func (c *Core) notify(a *agent) {
-	if n, ok := a.TakeNotices(); ok {
+	for _, n := range a.TakeNotices() {
 		subs.Deliver[*agent](c.mail(), a.Name(), n)
 	}
 }

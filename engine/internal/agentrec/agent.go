@@ -16,6 +16,7 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/toolexec"
 )
@@ -63,8 +64,10 @@ type Agent struct {
 	// the next wake (package turnrun). Quiescence means no agent busy or
 	// settling.
 	settling bool
-	// noticesTaken is the seq of the latest notices.owed whose notices
-	// this process delivered (TakeNotices).
+	// untold are the notices.owed this process logged and has not
+	// delivered yet; noticesTaken is the seq of the latest taken
+	// (TakeNotices).
+	untold       []projection.Notices
 	noticesTaken uint64
 	// terminating is set (under the roster's lock, not mu) when
 	// termination removes the agent; subscriptions to it are refused from
@@ -195,6 +198,8 @@ func (a *Agent) ApplyCommitted(es []eventlog.Entry, every int, onErr func(eventl
 	for _, e := range es {
 		if err := a.p.Apply(e); err != nil {
 			onErr(e, err)
+		} else if e.Event == schema.NoticesOwed && a.p.Notices != nil {
+			a.untold = append(a.untold, *a.p.Notices)
 		}
 	}
 	if every <= 0 { // no checkpoints

@@ -211,18 +211,23 @@ func (a *Agent) TransitionKey() string {
 	return a.id
 }
 
-// TakeNotices returns the notices the agent's latest logged transition
-// owes (its log's latest notices.owed), once per entry in this process:
-// false when there is none or it was taken already.
-func (a *Agent) TakeNotices() (projection.Notices, bool) {
+// TakeNotices returns the notices the agent's logged transitions owe
+// that this process has not taken yet, in log order: those it logged
+// since the last take, or, in a process that logged none (a recovery),
+// the log's latest notices.owed, once.
+func (a *Agent) TakeNotices() []projection.Notices {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	n := a.p.Notices
-	if n == nil || n.Seq <= a.noticesTaken {
-		return projection.Notices{}, false
+	out := a.untold
+	a.untold = nil
+	if len(out) == 0 && a.p.Notices != nil {
+		out = []projection.Notices{*a.p.Notices}
 	}
-	a.noticesTaken = n.Seq
-	return *n, true
+	if len(out) == 0 || out[len(out)-1].Seq <= a.noticesTaken {
+		return nil
+	}
+	a.noticesTaken = out[len(out)-1].Seq
+	return out
 }
 
 // Subscription is the agent's subscription id.

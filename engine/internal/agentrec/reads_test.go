@@ -148,12 +148,44 @@ func TestOwedEnd(t *testing.T) {
 		t.Fatalf("wrote %d entries (want the end and its notices), %d aftermaths; owed %v", lg.seq-before, written, a.Owed())
 	}
 	// The notices the end owes are taken once.
-	n, ok := a.TakeNotices()
-	if !ok || n.Seq != lg.seq || n.From != "busy" || n.To != "idle" || len(n.Subs) != 1 || n.Subs[0].Subscriber != "w" {
-		t.Fatalf("TakeNotices = %+v, %v", n, ok)
+	ns := a.TakeNotices()
+	if len(ns) != 1 || ns[0].Seq != lg.seq || ns[0].From != "busy" || ns[0].To != "idle" || len(ns[0].Subs) != 1 || ns[0].Subs[0].Subscriber != "w" {
+		t.Fatalf("TakeNotices = %+v", ns)
 	}
-	if _, again := a.TakeNotices(); again {
-		t.Fatal("the same notices were taken twice")
+	if again := a.TakeNotices(); again != nil {
+		t.Fatalf("the same notices were taken twice: %+v", again)
+	}
+}
+
+// Notices logged one after the other are all taken, in order, even when
+// a later transition was logged before the earlier one's were delivered;
+// a record rebuilt from its log (recovery) takes the latest, once.
+func TestTakeNotices(t *testing.T) {
+	a, lg := newRec(t)
+	owe := func(from, to string) {
+		logs(t, a, schema.NoticesOwed, schema.NoticesOwedData{From: from, To: to, Key: "r1/1",
+			Subscriptions: []schema.NoticeOwed{{SubscriptionID: "s1", Subscriber: "w"}}})
+	}
+	if ns := a.TakeNotices(); ns != nil {
+		t.Fatalf("notices before any transition: %+v", ns)
+	}
+	owe("busy", "waiting")
+	owe("waiting", "idle")
+	ns := a.TakeNotices()
+	if len(ns) != 2 || ns[0].To != "waiting" || ns[1].To != "idle" || ns[1].Seq != lg.seq {
+		t.Fatalf("TakeNotices = %+v; want both, in order", ns)
+	}
+	if ns := a.TakeNotices(); ns != nil {
+		t.Fatalf("taken again: %+v", ns)
+	}
+
+	rebuilt := New("a1", lg, a.p) // as recovery makes it: nothing logged by this process
+	ns = rebuilt.TakeNotices()
+	if len(ns) != 1 || ns[0].To != "idle" {
+		t.Fatalf("a rebuilt record takes %+v; want the latest", ns)
+	}
+	if ns := rebuilt.TakeNotices(); ns != nil {
+		t.Fatalf("a rebuilt record took the latest twice: %+v", ns)
 	}
 }
 
