@@ -9,8 +9,11 @@
 // index when the log refuses), unsubscribe (log tool.unsubscribe, then
 // unindex) and send the notices of one transition (a SYSTEM notification
 // per matching subscription, under an id derived from the subscription and
-// the transition; a once-subscription is dropped after it fired). What they
-// do to the agents and the engine goes through Env.
+// the transition; a once-subscription is dropped in the same write as its
+// notice). A transition that subscriptions match logs what it owes them
+// (Owed: a notices.owed entry) in its own write; Deliver sends it after the
+// write, and recovery sends it again to the subscribers a crash kept it
+// from. What the steps do to the agents and the engine goes through Env.
 //
 // # Locks
 //
