@@ -467,7 +467,7 @@ func (p *State) foldNoticesOwed(e eventlog.Entry) error {
 	if err := decode(e, &d); err != nil {
 		return err
 	}
-	p.Notices = &Notices{Seq: e.Seq, From: d.From, To: d.To, Key: d.Key, Subs: d.Subscriptions}
+	p.Notices = &Notices{Seq: e.Seq, NoticesOwedData: d}
 	return nil
 }
 

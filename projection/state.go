@@ -212,13 +212,11 @@ type State struct {
 	Notices *Notices `json:",omitempty"`
 }
 
-// Notices is a notices.owed entry: the transition From -> To (Key names
-// it), logged at Seq, and the subscriptions it owes a notice.
+// Notices is a notices.owed entry (the transition from -> to that key
+// names, and the subscriptions it owes a notice), logged at Seq.
 type Notices struct {
-	Seq      uint64
-	From, To string
-	Key      string
-	Subs     []schema.NoticeOwed
+	Seq uint64
+	schema.NoticesOwedData
 }
 
 // Resume is a consumed resume token and how its run ended.

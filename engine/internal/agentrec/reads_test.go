@@ -149,7 +149,7 @@ func TestOwedEnd(t *testing.T) {
 	}
 	// The notices the end owes are taken once.
 	ns := a.TakeNotices()
-	if len(ns) != 1 || ns[0].Seq != lg.seq || ns[0].From != "busy" || ns[0].To != "idle" || len(ns[0].Subs) != 1 || ns[0].Subs[0].Subscriber != "w" {
+	if len(ns) != 1 || ns[0].Seq != lg.seq || ns[0].From != "busy" || ns[0].To != "idle" || len(ns[0].Subscriptions) != 1 || ns[0].Subscriptions[0].Subscriber != "w" {
 		t.Fatalf("TakeNotices = %+v", ns)
 	}
 	if again := a.TakeNotices(); again != nil {

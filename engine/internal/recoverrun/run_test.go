@@ -66,7 +66,7 @@ func TestRecoverStepsInOrder(t *testing.T) {
 	h.ids = append(h.ids, damaged)
 	gl := h.agent(gone, created(gone, "", 2*time.Second))
 	gl.State.Terminated = true
-	gl.State.Notices = &projection.Notices{Seq: 9, From: "idle", To: "terminated", Key: gone} // its termination's
+	gl.State.Notices = &projection.Notices{Seq: 9, NoticesOwedData: schema.NoticesOwedData{From: "idle", To: "terminated", Key: gone}} // its termination's
 	h.loads[orphan] = &Agent[*fakeAgent]{ID: orphan, State: projection.New(), Missing: true}
 	h.ids = append(h.ids, orphan)
 	mkdir(t, fsys, dir(orphan))

@@ -146,7 +146,7 @@ func Owed(watchers []Sub, from, to, key string) []eventlog.Record {
 // notice's id is its subscription's and its transition's: a subscriber
 // gets it once).
 func Deliver[A Agent](env Env[A], name string, n projection.Notices) {
-	for _, o := range n.Subs {
+	for _, o := range n.Subscriptions {
 		sa, ok := env.Agent(o.Subscriber)
 		if !ok {
 			continue
