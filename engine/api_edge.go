@@ -34,7 +34,7 @@ func (c *Core) Status(id string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return c.status(a), true
+	return c.views().Status(a), true
 }
 
 // Walk lists the agents of the tree, parents before children.

@@ -248,7 +248,7 @@ func (h *harness) statusOf(id string) string {
 	if !ok {
 		h.t.Fatalf("agent %s not found", id)
 	}
-	return h.c.status(a)
+	return h.c.views().Status(a)
 }
 
 func dataOf(t *testing.T, e eventlog.Entry) map[string]any {

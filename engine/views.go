@@ -4,10 +4,10 @@ import (
 	"github.com/warren-dev/warren/engine/internal/views"
 )
 
-// The API's views of the agents are built by package views from
-// snapshots: the Core looks an agent up, copies its snapshot under a.mu
-// (snapshot), releases the lock and calls the builder. The view types are
-// views' (the daemon builds the wire shapes from them).
+// The API's views of the agents are built by package views (a Lister
+// over the roster and the tree): each agent is read in one look under its
+// a.mu and the view is built after. The view types are views' (the daemon
+// builds the wire shapes from them).
 type (
 	AgentView      = views.AgentView
 	AgentDetail    = views.AgentDetail
@@ -18,23 +18,14 @@ type (
 	TerminatedView = views.TerminatedView
 )
 
-// snapshot copies what the views read of a.
-func (c *Core) snapshot(a *agent) views.Snapshot { return a.Snapshot(c.tree.Path(a.ID())) }
-
-func (c *Core) view(a *agent) AgentView { return views.View(c.snapshot(a), c.bootID, c.now()) }
-
-// status is the agent's derived status (SPEC 4; views.Status).
-func (c *Core) status(a *agent) string { return a.Status(c.bootID, c.now()) }
+// views lists the agents of this core (package views).
+func (c *Core) views() views.Lister[*agent] {
+	return views.Lister[*agent]{Ordered: c.agents.Ordered, Lookup: c.agent, Tree: c.tree, BootID: c.bootID, Now: c.now,
+		Fill: c.fillPayloads, Name: c.displayName, PageBytes: pageBytes}
+}
 
 // List returns every agent, depth-first from the roots, then corrupt ones.
-func (c *Core) List() []AgentView {
-	as := c.agents.Ordered()
-	out := make([]AgentView, 0, len(as))
-	for _, a := range as {
-		out = append(out, c.view(a))
-	}
-	return out
-}
+func (c *Core) List() []AgentView { return c.views().List() }
 
 // Inspect describes one agent in detail, with the first page of its inbox.
 func (c *Core) Inspect(agentID string) (AgentDetail, error) {
@@ -53,37 +44,10 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (AgentDet
 	if !ok {
 		return AgentDetail{}, notFound(agentID)
 	}
-	v := c.view(a)
-	var children []ChildView
-	for _, id := range c.tree.Children(a.ID()) {
-		if ch, okc := c.agent(id); okc {
-			children = append(children, ChildView{ID: id, Name: ch.Name(), Status: c.status(ch)})
-		}
-	}
-	d, msgs := views.Detail(v, children, a.Settings(sinceSeq, limit), limit, pageBytes)
-	msgs, err := c.fillPayloads(a.ID(), msgs)
-	if err != nil {
-		return AgentDetail{}, err
-	}
-	if a.Log != nil {
-		d.HasLog, d.LastSeq = true, a.Log.LastSeq()
-	}
-	d.Inbox = views.Inbox(msgs, c.displayName)
-	return d, nil
+	return c.views().Detail(a, sinceSeq, limit)
 }
 
 // Waits lists every pending wait in the tree (a live token on an open
 // run), in tree order: whoever started it and whether or not anyone
 // watched, the operator can find it here and answer it by token id.
-func (c *Core) Waits() []WaitView {
-	var out []WaitView
-	for _, a := range c.agents.Ordered() {
-		if !a.HasLiveWait() { // most agents: no snapshot (path, facts) to build and drop
-			continue
-		}
-		if w, ok := views.Wait(c.snapshot(a)); ok {
-			out = append(out, w)
-		}
-	}
-	return out
-}
+func (c *Core) Waits() []WaitView { return c.views().Waits() }

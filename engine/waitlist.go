@@ -31,7 +31,7 @@ func (c *Core) noticeWaits() {
 
 // noticeWaitOf sends the notice of a's wait that just began.
 func (c *Core) noticeWaitOf(a *agent) {
-	if w, ok := views.Wait(c.snapshot(a)); ok {
+	if w, ok := views.Wait(c.views().Snapshot(a)); ok {
 		c.noticeWait(w)
 	}
 }

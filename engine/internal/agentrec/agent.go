@@ -171,6 +171,15 @@ func (a *Agent) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
 // CloseLog closes the agent's log.
 func (a *Agent) CloseLog() error { return a.Log.Close() }
 
+// LastSeq is the seq of the agent's last logged entry; false for an agent
+// listed corrupt, which has no log.
+func (a *Agent) LastSeq() (uint64, bool) {
+	if a.Log == nil {
+		return 0, false
+	}
+	return a.Log.LastSeq(), true
+}
+
 // Timers serialise firing and cancelling the agent's reminders.
 func (a *Agent) Timers() *reminders.Timers { return &a.timers }
 
