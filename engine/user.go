@@ -32,44 +32,19 @@ func (c *Core) openUserInbox() error {
 // maxDrain bounds the messages one inbox.list returns.
 const maxDrain = 1000
 
-// UserMessage is one message of the USER inbox as inbox.list shows it:
-// who sent it (a path, or SYSTEM), the text, its id and when it was sent.
-type UserMessage struct {
-	From, Text, MessageID string
-	Timestamp             time.Time
-}
+// UserMessage is one message of the USER inbox as inbox.list shows it.
+type UserMessage = userinbox.Message
 
 // DrainUserInbox returns and marks delivered the messages in the USER
 // inbox, oldest first: all of them, or as many as one reply carries (at
 // most maxDrain, about pageBytes of text); the rest stay for the next call.
 func (c *Core) DrainUserInbox() ([]UserMessage, error) {
-	msgs := c.user.PeekFirst(maxDrain, pageBytes)
-	if len(msgs) == 0 {
-		return []UserMessage{}, nil
-	}
-	msgs, err := c.fillPayloads(inbox.User, msgs)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.user.Deliver(msgs); err != nil {
-		return nil, err
-	}
-	out := make([]UserMessage, len(msgs))
-	for i, m := range msgs {
-		out[i] = UserMessage{From: c.displayName(m.Sender), Text: m.Payload, MessageID: m.ID, Timestamp: m.Timestamp}
-	}
-	return out, nil
+	return c.user.Drain(maxDrain, pageBytes, c.fillPayloads, c.displayName)
 }
 
 // UserPending lists the USER inbox without draining it, payloads read
-// back (a payload that cannot be read is left out).
-func (c *Core) UserPending() []inbox.Message {
-	msgs := c.user.Peek()
-	if full, err := c.fillPayloads(inbox.User, msgs); err == nil {
-		return full
-	}
-	return msgs
-}
+// back (when one cannot be read, the references stay).
+func (c *Core) UserPending() []inbox.Message { return c.user.Pending(c.fillPayloads) }
 
 // UserPendingCount is the number of messages in the USER inbox.
 func (c *Core) UserPendingCount() int { return c.user.Len() }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -130,6 +131,50 @@ func (u *Inbox) Deliver(msgs []inbox.Message) error {
 		return fmt.Errorf("logging the delivery of the USER inbox: %w", err)
 	}
 	return nil
+}
+
+// Message is one message of the inbox as inbox.list shows it: who sent
+// it (as the engine names agents: a path, or SYSTEM), the text, its id and
+// when it was sent.
+type Message struct {
+	From, Text, MessageID string
+	Timestamp             time.Time
+}
+
+// Fill returns msgs with every payload resident, reading back those the
+// queue keeps as references (the engine's, over the store).
+type Fill func(owner string, msgs []inbox.Message) ([]inbox.Message, error)
+
+// Drain returns and marks delivered the oldest pending messages, as many
+// as one reply carries: at most n and, beyond the first, about b payload
+// bytes; the rest stay for the next call. name names each sender.
+func (u *Inbox) Drain(n int, b int64, fill Fill, name func(id string) string) ([]Message, error) {
+	msgs := u.PeekFirst(n, b)
+	if len(msgs) == 0 {
+		return []Message{}, nil
+	}
+	msgs, err := fill(inbox.User, msgs)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.Deliver(msgs); err != nil {
+		return nil, err
+	}
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = Message{From: name(m.Sender), Text: m.Payload, MessageID: m.ID, Timestamp: m.Timestamp}
+	}
+	return out, nil
+}
+
+// Pending lists the inbox without draining it, payloads read back (when
+// one cannot be read, the list keeps the references).
+func (u *Inbox) Pending(fill Fill) []inbox.Message {
+	msgs := u.Peek()
+	if full, err := fill(inbox.User, msgs); err == nil {
+		return full
+	}
+	return msgs
 }
 
 // Degraded says why the USER log refuses appends (nil when it accepts

@@ -74,3 +74,64 @@ func TestEnqueueOnceDeliverAndReopen(t *testing.T) {
 		}
 	})
 }
+
+// TestDrainAndPending: Drain takes the oldest page, reads its payloads
+// back, names the senders and logs the delivery (what it returned is gone
+// after a reopen); Pending lists without draining, keeping the references
+// when a payload cannot be read.
+func TestDrainAndPending(t *testing.T) {
+	fsys := faultfs.NewMem()
+	if err := fsys.MkdirAll("/home", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	published := 0
+	u, _ := open(t, fsys, &published)
+	if got, err := u.Drain(10, 1<<20, nil, nil); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("Drain of an empty inbox = %v, %v; want an empty list", got, err)
+	}
+	for _, id := range []string{"m1", "m2", "m3"} {
+		if err := u.Enqueue(msg(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var filled []string
+	fill := func(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
+		out := make([]inbox.Message, len(msgs))
+		for i, m := range msgs {
+			filled = append(filled, owner+":"+m.ID)
+			m.Payload = "full " + m.ID
+			out[i] = m
+		}
+		return out, nil
+	}
+	got, err := u.Drain(2, 1<<20, fill, func(id string) string { return "/" + id })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Message{{From: "/a", Text: "full m1", MessageID: "m1", Timestamp: time.Unix(1, 0).UTC()},
+		{From: "/a", Text: "full m2", MessageID: "m2", Timestamp: time.Unix(1, 0).UTC()}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("Drain = %+v, want %+v", got, want)
+	}
+	if len(filled) != 2 || filled[0] != "USER:m1" || u.Len() != 1 {
+		t.Fatalf("read back %v, %d left; want USER:m1, USER:m2 and 1 left", filled, u.Len())
+	}
+	if p := u.Pending(fill); len(p) != 1 || p[0].Payload != "full m3" {
+		t.Fatalf("Pending = %v, want m3 read back", p)
+	}
+	failing := func(string, []inbox.Message) ([]inbox.Message, error) { return nil, context.Canceled }
+	if p := u.Pending(failing); len(p) != 1 || p[0].Payload != "hello m3" {
+		t.Fatalf("Pending with a failed read = %v, want m3 as queued", p)
+	}
+	if _, err := u.Drain(2, 1<<20, failing, nil); err == nil || u.Len() != 1 {
+		t.Fatalf("Drain with a failed read: err %v, %d left; want the error and nothing delivered", err, u.Len())
+	}
+	if err := u.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := open(t, fsys, &published)
+	defer again.Close()
+	if p := again.Peek(); len(p) != 1 || p[0].ID != "m3" {
+		t.Fatalf("reopened after the drain: %v, want m3 alone", p)
+	}
+}
