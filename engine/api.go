@@ -65,15 +65,9 @@ func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model
 // Log returns an agent's log entries from a seq, all of them (tests and
 // tools; the socket pages with LogPage).
 func (c *Core) Log(agentID string, fromSeq uint64) ([]eventlog.Entry, error) {
-	var out []eventlog.Entry
-	for {
-		page, more, err := c.LogPage(agentID, fromSeq, MaxPageLimit)
-		out = append(out, page...)
-		if err != nil || !more {
-			return out, err
-		}
-		fromSeq = page[len(page)-1].Seq + 1
-	}
+	return logpage.All(fromSeq, func(from uint64) ([]eventlog.Entry, bool, error) {
+		return c.LogPage(agentID, from, MaxPageLimit)
+	})
 }
 
 // LogPage returns one page of an agent's log: the entries from fromSeq on,
@@ -87,12 +81,7 @@ func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eve
 	if limit <= 0 {
 		limit = DefaultPageLimit
 	}
-	r, err := c.st.Read(context.Background(), a.ID(), fromSeq, a.Cursors.Off(fromSeq))
-	if err != nil {
-		return nil, false, err
-	}
-	defer r.Close()
-	return logpage.Read(r, limit, pageBytes, &a.Cursors)
+	return logpage.Page(c.st.Read, a.ID(), fromSeq, limit, pageBytes, &a.Cursors)
 }
 
 // PoolStats reports the multiplexer pools by name.

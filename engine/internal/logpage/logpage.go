@@ -11,6 +11,7 @@
 package logpage
 
 import (
+	"context"
 	"errors"
 	"io"
 	"sync"
@@ -76,5 +77,33 @@ func Read(r store.Reader, limit, maxBytes int, cur *Cursors) (entries []eventlog
 			return entries, true, nil
 		}
 		entries = append(entries, e)
+	}
+}
+
+// Opener opens a reader of log id from seq fromSeq, its line at about
+// offset hint (0: unknown); store.Store.Read is one.
+type Opener func(ctx context.Context, id string, fromSeq uint64, hint int64) (store.Reader, error)
+
+// Page reads one page of log id from fromSeq (Read), starting where an
+// earlier page of cur said it would.
+func Page(open Opener, id string, fromSeq uint64, limit, maxBytes int, cur *Cursors) (entries []eventlog.Entry, more bool, err error) {
+	r, err := open(context.Background(), id, fromSeq, cur.Off(fromSeq))
+	if err != nil {
+		return nil, false, err
+	}
+	defer r.Close()
+	return Read(r, limit, maxBytes, cur)
+}
+
+// All reads a log from fromSeq to its end, page after page.
+func All(fromSeq uint64, page func(fromSeq uint64) ([]eventlog.Entry, bool, error)) ([]eventlog.Entry, error) {
+	var out []eventlog.Entry
+	for {
+		p, more, err := page(fromSeq)
+		out = append(out, p...)
+		if err != nil || !more {
+			return out, err
+		}
+		fromSeq = p[len(p)-1].Seq + 1
 	}
 }

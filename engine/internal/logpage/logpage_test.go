@@ -1,10 +1,13 @@
 package logpage
 
 import (
+	"context"
+	"errors"
 	"io"
 	"testing"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/store"
 )
 
 type sliceReader struct{ es []eventlog.Entry }
@@ -52,5 +55,39 @@ func TestReadPages(t *testing.T) {
 	cur.mu.Unlock()
 	if n > maxCursors {
 		t.Fatalf("%d cursors kept, want at most %d", n, maxCursors)
+	}
+}
+
+// Page opens the log where the previous page said the next starts; All
+// reads page after page to the end, and stops at the first error.
+func TestPageAndAll(t *testing.T) {
+	var cur Cursors
+	var hints []int64
+	log := entries(5, 10)
+	open := func(_ context.Context, id string, from uint64, hint int64) (store.Reader, error) {
+		if id != "a1" {
+			return nil, errors.New("no such log " + id)
+		}
+		hints = append(hints, hint)
+		return &sliceReader{log[from-1:]}, nil
+	}
+	all, err := All(1, func(from uint64) ([]eventlog.Entry, bool, error) { return Page(open, "a1", from, 2, 1000, &cur) })
+	if err != nil || len(all) != 5 || all[4].Seq != 5 {
+		t.Fatalf("All = %d entries (last %v), err %v; want 5", len(all), all, err)
+	}
+	if want := []int64{0, 300, 500}; len(hints) != 3 || hints[0] != want[0] || hints[1] != want[1] || hints[2] != want[2] {
+		t.Errorf("opened at offsets %v, want %v (each page where the last said)", hints, want)
+	}
+	if _, _, err := Page(open, "b2", 1, 2, 1000, &cur); err == nil {
+		t.Error("Page of a log that cannot be opened: no error")
+	}
+	boom := errors.New("boom")
+	calls := 0
+	got, err := All(1, func(uint64) ([]eventlog.Entry, bool, error) {
+		calls++
+		return entries(1, 1), true, boom
+	})
+	if !errors.Is(err, boom) || calls != 1 || len(got) != 1 {
+		t.Errorf("All after an error: %d calls, %d entries, err %v; want 1, 1, boom", calls, len(got), err)
 	}
 }
