@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/warren-dev/warren/agentspec"
+	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
@@ -53,19 +54,8 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 }
 
 // removeOrphanDir removes the directory of an agent whose creation failed
-// before agent.created was durable.
-func (c *Core) removeOrphanDir(id string) {
-	dir := c.agentDir(id)
-	entries, err := c.fs.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		_ = c.fs.Remove(dir + "/" + e.Name())
-	}
-	_ = c.fs.Remove(dir)
-	_ = c.fs.SyncDir(c.agentsDir)
-}
+// before agent.created was durable (agentload.RemoveOrphanDir).
+func (c *Core) removeOrphanDir(id string) { agentload.RemoveOrphanDir(c.fs, c.agentsDir, id) }
 
 // providerSpec is the provider spec of agent id's session (package
 // agentspec): its system prompt, identity, process environment and

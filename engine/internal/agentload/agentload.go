@@ -6,7 +6,8 @@
 // still shows its name and parent), no log at all, or a log that could not
 // be opened for lack of a resource (retried with a backoff by
 // RetryOpenFaults, then marked ErrUnopened). IDs lists the agents to read
-// back (the home's directories and a cluster store's agents). The engine
+// back (the home's directories and a cluster store's agents);
+// RemoveOrphanDir removes the directory of an agent never created. The engine
 // decides what each result means for the tree (package recoverrun);
 // nothing here knows the Core.
 //

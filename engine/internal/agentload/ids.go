@@ -38,3 +38,20 @@ func IDs(fsys faultfs.FS, dir string, more func() ([]string, error)) ([]string, 
 	}
 	return ids, nil
 }
+
+// RemoveOrphanDir removes dir/id, the directory of an agent whose
+// creation failed before its agent.created was durable, with what it
+// holds (one level: a log, a WAL, a session.json), and syncs dir. It is
+// best effort: what cannot be removed is settled by the next recovery.
+func RemoveOrphanDir(fsys faultfs.FS, dir, id string) {
+	d := dir + "/" + id
+	entries, err := fsys.ReadDir(d)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		_ = fsys.Remove(d + "/" + e.Name())
+	}
+	_ = fsys.Remove(d)
+	_ = fsys.SyncDir(dir)
+}

@@ -41,3 +41,31 @@ func TestIDsListsDirectoriesThenTheStores(t *testing.T) {
 		t.Fatal("IDs of a missing directory succeeded")
 	}
 }
+
+// RemoveOrphanDir removes the directory and its files, durably (a power
+// loss after it keeps the removal), and leaves the other agents alone.
+func TestRemoveOrphanDir(t *testing.T) {
+	const a, b = "000000000000000000000000000000a1", "000000000000000000000000000000b1"
+	m := faultfs.NewMem()
+	for _, d := range []string{a, b} {
+		if err := m.MkdirAll("/home/agents/"+d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := faultfs.WriteFile(m, "/home/agents/"+d+"/events.jsonl", []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"/", "/home", "/home/agents", "/home/agents/" + a} {
+		if err := m.SyncDir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	RemoveOrphanDir(m, "/home/agents", a)
+	RemoveOrphanDir(m, "/home/agents", "000000000000000000000000000000c1") // none: nothing happens
+	m.Crash()
+	m.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
+	ids, err := IDs(m, "/home/agents", nil)
+	if err != nil || !slices.Equal(ids, []string{b}) {
+		t.Fatalf("after RemoveOrphanDir and a power loss: IDs = %v, %v; want %v", ids, err, []string{b})
+	}
+}
