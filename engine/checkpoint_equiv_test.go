@@ -16,11 +16,10 @@ import (
 
 // ckptStats counts what checkCheckpointRecovery compared.
 type ckptStats struct {
-	mu       sync.Mutex
-	checks   int // recoveries compared
-	agents   int // agents compared
-	resumed  int // of which recovered from a checkpoint
-	fallback int // of which had a checkpoint that did not match (full fold)
+	mu      sync.Mutex
+	checks  int // recoveries compared
+	agents  int // agents compared
+	resumed int // of which recovered from a checkpoint
 }
 
 func (s *ckptStats) String() string {

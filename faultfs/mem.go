@@ -24,7 +24,6 @@ type Mem struct {
 // decide how much of it reached the file.
 type inflightWrite struct {
 	n    *node
-	pre  []byte // the file's data before the write
 	off  int64
 	data []byte
 }
