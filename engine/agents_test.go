@@ -311,7 +311,9 @@ func TestBroadcastReachesEachSiblingOnce(t *testing.T) {
 
 func TestMessageStormIsBounded(t *testing.T) {
 	h := newHarness(t, func(h *harness) { h.noWake = true })
-	h.c.opts.MaxInbox = 5
+	cfg := h.c.config()
+	cfg.Limits.InboxMessages = 5
+	h.c.ApplyConfig(cfg)
 	root := h.create("root", "", "echo")
 	h.create("kid", root, "echo")
 	var last map[string]any

@@ -80,10 +80,10 @@ func BenchmarkPendingHeap(b *testing.B) {
 		home := benchDir(b)
 		newCore := func() *Core {
 			cfg := config.Default()
+			cfg.Limits.InboxMessages = n + 1
 			c, err := NewCore(withDefaults(CoreOptions{
 				FS: faultfs.OS{}, Home: home, Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{})},
 				DefaultProvider: "inproc", DefaultModel: "echo", Config: cfg, NoWake: true, Logger: hclog.NewNullLogger(),
-				MaxInbox: n + 1,
 			}))
 			if err != nil {
 				b.Fatal(err)

@@ -39,7 +39,7 @@ func (h *harness) checkCheckpointRecovery(fsys faultfs.FS) {
 		c, err := NewCore(withDefaults(CoreOptions{
 			FS: fsys, Home: "/home", Providers: map[string]provider.Provider{"inproc": h.prov},
 			DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: true,
-			Logger: hclog.NewNullLogger(), MaxInbox: h.maxInbox, CheckpointEvery: every,
+			Logger: hclog.NewNullLogger(), CheckpointEvery: every,
 			BootID: fmt.Sprintf("ckptcheck%d", h.boots),
 		}))
 		if err != nil {

@@ -81,12 +81,6 @@ type CoreOptions struct {
 	// NoWake disables automatic wake turns (the crash fuzzer drives turns
 	// itself).
 	NoWake bool
-	// MaxPayload, when set, overrides Config.Limits.MessageBytes (message,
-	// tool text, instructions and metadata value sizes).
-	MaxPayload int
-	// MaxInbox, when set, overrides Config.Limits.InboxMessages (each
-	// agent's pending messages).
-	MaxInbox int
 	// SessionSaveDelay is how long session.json's background writer waits
 	// after a change before writing, coalescing the changes made meanwhile
 	// (a busy agent's snapshot is written about once per delay); 0 or

@@ -31,7 +31,7 @@ type harness struct {
 	cfg    config.Config
 	delays []time.Duration
 	noWake bool
-	// maxInbox, if set, bounds each inbox (CoreOptions.MaxInbox).
+	// maxInbox, if set, bounds each inbox (config limits.inbox_messages).
 	maxInbox int
 	// saveDelay is CoreOptions.SessionSaveDelay (0: the default).
 	saveDelay time.Duration
@@ -72,6 +72,9 @@ func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
 	for _, f := range setup {
 		f(h)
 	}
+	if h.maxInbox > 0 {
+		h.cfg.Limits.InboxMessages = h.maxInbox
+	}
 	h.start()
 	t.Cleanup(func() {
 		if h.c != nil {
@@ -111,7 +114,7 @@ func (h *harness) start() {
 		CheckpointEvery: h.ckptEvery,
 		FS:              fsys, Home: "/home", Providers: provs,
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
-		Logger: hclog.NewNullLogger(), MaxInbox: h.maxInbox, SessionSaveDelay: h.saveDelay,
+		Logger: hclog.NewNullLogger(), SessionSaveDelay: h.saveDelay,
 		Sleep:          h.sleep(),
 		Jitter:         func() float64 { return 0.5 },
 		LogHealBackoff: h.healBackoff,

@@ -24,11 +24,9 @@ const (
 	MaxPageLimit     = 10_000
 )
 
-// limits returns the limits in force: the config's, with the CoreOptions
-// overrides.
-func (c *Core) limits() config.Limits {
-	return limits.Effective(c.config().Limits, c.opts.MaxPayload, c.opts.MaxInbox)
-}
+// limits returns the limits in force: the config's, with the defaults
+// for those it leaves unset.
+func (c *Core) limits() config.Limits { return limits.Effective(c.config().Limits) }
 
 // checkRoom says whether an inbox holding n messages of b payload bytes
 // takes one more of size bytes, under the per-inbox and the total limits,

@@ -21,10 +21,9 @@ import (
 	"github.com/warren-dev/warren/toolexec"
 )
 
-// Effective returns the limits in force: cfg's, the defaults for those it
-// leaves unset, then the overrides maxPayload (message bytes) and
-// maxInbox (inbox messages) when positive.
-func Effective(cfg config.Limits, maxPayload, maxInbox int) config.Limits {
+// Effective returns the limits in force: cfg's, with the defaults for
+// those it leaves unset.
+func Effective(cfg config.Limits) config.Limits {
 	l := cfg
 	d := config.DefaultLimits()
 	if l.MessageBytes <= 0 {
@@ -41,12 +40,6 @@ func Effective(cfg config.Limits, maxPayload, maxInbox int) config.Limits {
 	}
 	if l.PendingBytes <= 0 {
 		l.PendingBytes = d.PendingBytes
-	}
-	if maxPayload > 0 {
-		l.MessageBytes = maxPayload
-	}
-	if maxInbox > 0 {
-		l.InboxMessages = maxInbox
 	}
 	return l
 }

@@ -16,12 +16,12 @@ import (
 
 func TestEffective(t *testing.T) {
 	d := config.DefaultLimits()
-	if got := Effective(config.Limits{}, 0, 0); got != d {
+	if got := Effective(config.Limits{}); got != d {
 		t.Fatalf("unset limits: %+v, want the defaults %+v", got, d)
 	}
-	got := Effective(config.Limits{InboxBytes: 7, MessageBytes: 9}, 5, 3)
-	if got.InboxBytes != 7 || got.MessageBytes != 5 || got.InboxMessages != 3 || got.PendingBytes != d.PendingBytes {
-		t.Fatalf("overrides: %+v", got)
+	got := Effective(config.Limits{InboxBytes: 7, MessageBytes: 9})
+	if got.InboxBytes != 7 || got.MessageBytes != 9 || got.InboxMessages != d.InboxMessages || got.PendingBytes != d.PendingBytes {
+		t.Fatalf("set limits kept, the others defaulted: %+v", got)
 	}
 }
 
