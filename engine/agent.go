@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/warren-dev/warren/engine/internal/agentrec"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/store"
 )
 
@@ -16,3 +17,18 @@ type agent = agentrec.Agent
 type runTools = agentrec.Tools
 
 func newAgent(id string, log store.Log, p *projection) *agent { return agentrec.New(id, log, p) }
+
+// The agent's durable state is folded by package projection (no locks, no
+// I/O); the daemon holds one per agent under the agent's lock. Short names
+// for its types inside the daemon:
+type (
+	projection      = fold.State
+	recordedCall    = fold.Call
+	sentRef         = fold.SentRef
+	subscriptionRec = fold.Subscription
+)
+
+// residentPayload is the largest payload a pending message keeps in memory.
+const residentPayload = fold.ResidentPayload
+
+func newProjection() *projection { return fold.New() }

@@ -4,9 +4,9 @@
 // wake turns, reminders and wait deadlines (the waits and resumes are
 // decided in package waits against the agent's record, waits.go), and
 // recovers everything from the event logs at start. Package daemon serves
-// it over the socket; the Core's exported methods (api.go, api_edge.go,
-// views.go) return typed views and domain errors (errors.go, package
-// domainerr), which the daemon maps to the wire. The views are built by
+// it over the socket; the Core's exported methods (api.go, views.go)
+// return typed views and domain errors (errors.go, package domainerr),
+// which the daemon maps to the wire. The views are built by
 // package views from snapshots the agent's record copies under its lock
 // (views.go).
 //
@@ -88,7 +88,7 @@
 //
 // Code of this package runs on RPC goroutines (the exported methods),
 // turn goroutines (runTurn through the scheduler's Go: package turnrun's
-// steps through turnAgent, turn_host.go), timer callbacks of c.sched
+// steps through turnAgent, turn.go), timer callbacks of c.sched
 // (wait deadlines, reminders, the sweep, checkpoints), log commits
 // (OnAppend, create.go: the fold into the agent's record, then the bus)
 // and helpers the Core owns (the session.json writers, the recovery

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/warren-dev/warren/engine/internal/domainerr"
+import (
+	"github.com/warren-dev/warren/engine/internal/domainerr"
+	"github.com/warren-dev/warren/engine/internal/roster"
+)
 
 // The core's domain errors (package domainerr). The core wraps them
 // (failf) with the text a user reads; the RPC edge (wireError in rpc.go)
@@ -30,3 +33,5 @@ var (
 // failf returns an error reading fmt.Errorf(format, args...) that matches
 // kind (errors.Is) and wraps any %w operand.
 func failf(kind error, format string, args ...any) error { return domainerr.New(kind, format, args...) }
+
+func notFound(ref string) error { return roster.NotFound(ref) }

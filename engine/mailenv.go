@@ -13,6 +13,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/toolexec"
 )
 
 // mailEnv is the Core as the environment of packages mail (enqueue and
@@ -104,4 +105,47 @@ func (e mailEnv) Deliver(m inbox.Message) error { return mail.Redeliver[*agent](
 // to USER (recovery's rule).
 func (c *Core) redeliverRefs(sender string, refs []sentRef, agentsOnly bool) {
 	redeliver.Refs(c.mail(), c.log, sender, refs, agentsOnly)
+}
+
+// The Core's side of mail (package mail decides; mailEnv above is the
+// Core as its environment).
+
+// enqueue makes a message durable in the recipient's log (or user.jsonl)
+// and wakes the recipient. A message whose id the recipient already has is
+// not enqueued again.
+func (c *Core) enqueue(m inbox.Message) error { return mail.Send[*agent](c.mail(), m) }
+
+// Sentinels the tools turn into tool-level errors.
+var (
+	errInboxFull     = toolexec.ErrInboxFull
+	errNotFoundAgent = toolexec.ErrNoAgent
+)
+
+func (c *Core) newMessage(id, sender, recipient string, kind inbox.Kind, payload string) inbox.Message {
+	return toolexec.NewMessage(c.env(), id, sender, recipient, kind, payload)
+}
+
+// The core's side of reminders and subscriptions (package toolexec holds
+// the tools remind_me, cancel_reminder, subscribe and unsubscribe;
+// packages reminders and subs the steps, against the Core as mailEnv).
+
+// indexSubscription adds a subscription whose target is alive.
+func (c *Core) indexSubscription(sub subscriptionRec, subscriber string) bool {
+	return c.agents.Index(sub, subscriber)
+}
+
+// noticesFor is the notices.owed record a's transition from -> to (named
+// key, subs.Key) is logged with: what it owes the subscriptions to a that
+// match it (subs.Owed; none when none does).
+func (c *Core) noticesFor(a *agent, from, to, key string) []eventlog.Record {
+	return subs.Owed(c.agents.Watchers(a.ID()), from, to, key)
+}
+
+// notify delivers the notices a's logged transitions owe that it has not
+// delivered (after a transition's write; by recovery, the latest, for what
+// a crash kept back).
+func (c *Core) notify(a *agent) {
+	for _, n := range a.TakeNotices() {
+		subs.Deliver[*agent](c.mail(), a.Name(), n)
+	}
 }

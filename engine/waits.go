@@ -4,12 +4,16 @@ import (
 	"context"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/engine/internal/waits"
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/tools"
+	"github.com/warren-dev/warren/tree"
 )
 
 // The waits of the agents (await_input, resume, cancel, the deadline
@@ -143,4 +147,43 @@ func (w waitAgent) Expired() {
 	w.c.saveSession(w.agent, func(s *session.Session) { s.State = session.StateIdle })
 	w.c.notify(w.agent) // waiting -> idle
 	w.c.wake(w.agent)
+}
+
+// The core's timers run on its scheduler (c.sched, package schedule), on
+// the clock CoreOptions.Clock gives. Timers an agent owns are armed under
+// its id, so that terminating it cancels them (CancelOwner); the core's own
+// are armed under the empty owner. Wait deadlines are anonymous: a sweep
+// that finds nothing to expire is harmless. Reminders name their timers
+// (reminders.Timer).
+
+// sweepTimer names the periodic sweep (SweepEvery) under the empty owner.
+const sweepTimer = "sweep"
+
+// noticeWait tells the operator, in the USER inbox, that a wait began: the
+// agent's path, kind, prompt, token id and deadline, and the command that
+// answers it; never the secret. The message id derives from the token id,
+// so a notice repeated (at recovery) is not enqueued twice.
+func (c *Core) noticeWait(w WaitView) {
+	text := notice.WaitBegan(w.Path, w.Kind, w.Prompt, w.TokenID, w.Deadline)
+	m := c.newMessage(notice.ID("wait", w.TokenID), tree.System, tree.User, inbox.KindNotification, text)
+	m.Metadata["token_id"] = w.TokenID
+	m.Metadata["waiting_agent"] = w.AgentID
+	if err := c.enqueue(m); err != nil {
+		c.log.Error("telling USER a wait began", "agent", w.AgentID, "token_id", w.TokenID, "err", err)
+	}
+}
+
+// noticeWaits makes sure the USER inbox has a notice for every pending
+// wait (a crash may have cut one off between run.waiting and the notice).
+func (c *Core) noticeWaits() {
+	for _, w := range c.Waits() {
+		c.noticeWait(w)
+	}
+}
+
+// noticeWaitOf sends the notice of a's wait that just began.
+func (c *Core) noticeWaitOf(a *agent) {
+	if w, ok := views.Wait(c.views().Snapshot(a)); ok {
+		c.noticeWait(w)
+	}
 }
