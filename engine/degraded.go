@@ -60,15 +60,3 @@ func (c *Core) DegradedCount() int {
 	}
 	return n
 }
-
-// owedCancelErr reports a cancel whose turn stopped but whose end could not
-// be logged (nil when it was logged).
-func (c *Core) owedCancelErr(a *agent) error {
-	runID, event, cause, ok := a.OwedEnd()
-	if !ok {
-		return nil
-	}
-	return failf(ErrUnavailable,
-		"agent %s: the run %s is stopped, but its %s could not be logged (%v); the log still shows it open; it is written as soon as the log accepts appends (retry agent cancel to try now)",
-		a.Name(), runID, event, cause)
-}

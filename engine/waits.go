@@ -124,7 +124,6 @@ type waitAgent struct {
 func (w waitAgent) State() waits.State { return w.WaitState() }
 func (w waitAgent) Release()           { w.c.release(w.agent) }
 func (w waitAgent) FlushOwed() error   { return w.c.flushOwed(w.agent) }
-func (w waitAgent) OwedErr() error     { return w.c.owedCancelErr(w.agent) }
 func (w waitAgent) Notices(from, to, key string) []eventlog.Record {
 	return w.c.noticesFor(w.agent, from, to, key)
 }

@@ -1,6 +1,7 @@
 package agentrec
 
 import (
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 )
@@ -25,6 +26,19 @@ func (a *Agent) Owed() bool {
 // OwedEnd is the owed run end: its run, its event and why it could not be
 // logged (ok false when none is owed).
 func (a *Agent) OwedEnd() (runID, event string, cause error, ok bool) { return a.owed.Owed() }
+
+// OwedErr is the error of a cancel whose turn stopped but whose end could
+// not be logged (domainerr.Unavailable, saying when it is written); nil
+// when no end is owed.
+func (a *Agent) OwedErr() error {
+	runID, event, cause, ok := a.OwedEnd()
+	if !ok {
+		return nil
+	}
+	return domainerr.New(domainerr.Unavailable,
+		"agent %s: the run %s is stopped, but its %s could not be logged (%v); the log still shows it open; it is written as soon as the log accepts appends (retry agent cancel to try now)",
+		a.Name(), runID, event, cause)
+}
 
 // WriteOwed writes the owed run end to the agent's log, if any, with the
 // records with gives (the notices its busy -> idle owes: subs.Owed) in the

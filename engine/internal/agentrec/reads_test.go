@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
@@ -137,6 +138,10 @@ func TestOwedEnd(t *testing.T) {
 	if run, event, cause, ok := a.OwedEnd(); !ok || run != "r1" || event != schema.TurnCancelled || cause == nil {
 		t.Fatalf("OwedEnd = %q %q %v %v", run, event, cause, ok)
 	}
+	if err := a.OwedErr(); !errors.Is(err, domainerr.Unavailable) || !strings.Contains(err.Error(), "r1") ||
+		!strings.Contains(err.Error(), "turn.cancelled could not be logged (disk full)") {
+		t.Fatalf("OwedErr = %v, want unavailable naming the run, the event and the cause", err)
+	}
 	before, written := lg.seq, 0
 	owes := func() []eventlog.Record {
 		return subs.Owed([]subs.Sub{{Subscription: projection.Subscription{ID: "s1", From: "*", To: "*"}, Subscriber: "w"}},
@@ -144,8 +149,8 @@ func TestOwedEnd(t *testing.T) {
 	}
 	noErr(t, a.WriteOwed(owes, func(runID, event string) { written++ }))
 	noErr(t, a.WriteOwed(owes, func(runID, event string) { written++ }))
-	if lg.seq != before+2 || written != 1 || a.Owed() {
-		t.Fatalf("wrote %d entries (want the end and its notices), %d aftermaths; owed %v", lg.seq-before, written, a.Owed())
+	if lg.seq != before+2 || written != 1 || a.Owed() || a.OwedErr() != nil {
+		t.Fatalf("wrote %d entries (want the end and its notices), %d aftermaths; owed %v (%v)", lg.seq-before, written, a.Owed(), a.OwedErr())
 	}
 	// The notices the end owes are taken once.
 	ns := a.TakeNotices()
