@@ -14,6 +14,7 @@ import (
 	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/server"
 )
 
@@ -289,7 +290,7 @@ func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stre
 		return nil, res.Err
 	}
 	if res.Status == "suspended" {
-		_ = out.Event(map[string]any{"event": "run.waiting", "run_id": res.RunID, "token": res.Token, "wait": turnWaitMap(res.Wait)})
+		_ = out.Event(map[string]any{"event": schema.RunWaiting, "run_id": res.RunID, "token": res.Token, "wait": turnWaitMap(res.Wait)})
 	}
 	return nil, nil
 }

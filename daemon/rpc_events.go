@@ -122,7 +122,7 @@ func (h *handler) sendBacklog(sp subscribeParams, out server.Stream, last map[st
 // sendLive sends one live event, unless the backlog already sent it.
 func sendLive(ev bus.Event, out server.Stream, last map[string]uint64) error {
 	if ev.Delta != "" {
-		return out.Event(map[string]any{"event": "turn.delta", "agent_id": ev.AgentID, "run_id": ev.RunID, "text": ev.Delta})
+		return out.Event(map[string]any{"event": protocol.EventTurnDelta, "agent_id": ev.AgentID, "run_id": ev.RunID, "text": ev.Delta})
 	}
 	if ev.AgentID != tree.User && ev.Entry.Seq <= last[ev.AgentID] {
 		return nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -37,7 +38,7 @@ func (c *Core) logHealed(id string) {
 // once.
 func (c *Core) flushOwed(a *agent) error {
 	return a.WriteOwed(func() []eventlog.Record {
-		return c.noticesFor(a, "busy", "idle", a.TransitionKey())
+		return c.noticesFor(a, schema.StateBusy, schema.StateIdle, a.TransitionKey())
 	}, func(runID, event string) {
 		c.log.Info("logged the end of a run after the log recovered", "agent", a.ID(), "run", runID, "event", event)
 		c.saveSession(a, func(s *session.Session) {

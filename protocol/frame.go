@@ -28,6 +28,12 @@ type Request struct {
 	Cancel bool
 }
 
+// EventTurnDelta names the event frame that carries response text as a
+// model streams it (agent.stream with deltas). It is never logged; every
+// other event frame of agent.stream and agent.send is a log entry's or
+// named after one (schema).
+const EventTurnDelta = "turn.delta"
+
 // FrameKind says what a frame sent by the server carries.
 type FrameKind int
 

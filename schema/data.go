@@ -25,6 +25,12 @@ type AgentTerminatedData struct {
 	AgentID string `json:"agent_id"`
 }
 
+// ContextResetData is agent.reset's entry: later restores of the agent
+// start a fresh provider session.
+type ContextResetData struct {
+	AgentID string `json:"agent_id"`
+}
+
 // AgentClaimedData is the first entry a new owner appends to an agent's
 // log in a cluster (store/jetstream): node and boot_id name the claiming
 // daemon, epoch is its claim (the revision of its lease). Appends fenced

@@ -46,6 +46,7 @@ const (
 const (
 	RevokeCancelled  = "cancelled"   // agent.cancel, or the turn was cancelled
 	RevokeNewMessage = "new_message" // agent.send to a suspended agent started a new run
+	RevokeTerminated = "terminated"  // the waiting agent was terminated
 )
 
 // Restore strategies of session.restored.

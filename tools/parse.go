@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/internal/suggest"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -153,7 +153,7 @@ func parseSpawnAgent(a *argReader) Call {
 // parseAwaitInput reads await_input: the kind is a short label.
 func parseAwaitInput(a *argReader) Call {
 	c := AwaitInput{Kind: a.nonEmpty("kind")}
-	if a.err == nil && !labelRE.MatchString(c.Kind) {
+	if a.err == nil && !schema.ValidName(c.Kind) {
 		a.fail("kind", ErrInvalidParam,
 			"parameter %q must be a short label (1-64 characters: a letter, then letters, digits, '_', '.', '-') such as approval or input; got %q",
 			"kind", clip(c.Kind))
@@ -162,8 +162,6 @@ func parseAwaitInput(a *argReader) Call {
 	c.Timeout = a.seconds("timeout")
 	return c
 }
-
-var labelRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
 
 // argReader reads the arguments of one call; the first error sticks and
 // later reads return zero values.

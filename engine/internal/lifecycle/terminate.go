@@ -115,7 +115,7 @@ func (l Lifecycle) End(a Agent) error {
 		return domainerr.New(domainerr.WrongState, "agent %s has a damaged log; run `warren repair %s` first", id, id)
 	}
 	if look.WaitToken != "" {
-		if err := a.Revoke(look.WaitToken, look.RunID, "terminated"); err != nil {
+		if err := a.Revoke(look.WaitToken, look.RunID, schema.RevokeTerminated); err != nil {
 			return err
 		}
 	}
@@ -125,7 +125,7 @@ func (l Lifecycle) End(a Agent) error {
 	from := a.State()
 	// The notices owed to the subscriptions in place now go in the same
 	// write; Unlist below takes those added since, which are told too.
-	ended, err := subs.AppendWith(a, a.Notices(from, "terminated", id), eventlog.Record{Event: schema.AgentTerminated,
+	ended, err := subs.AppendWith(a, a.Notices(from, schema.StateTerminated, id), eventlog.Record{Event: schema.AgentTerminated,
 		Data: schema.AgentTerminatedData{AgentID: id}})
 	if err != nil {
 		return fmt.Errorf("logging agent.terminated for %s: %w", id, err)
@@ -141,7 +141,7 @@ func (l Lifecycle) End(a Agent) error {
 	// notice.
 	watchers := a.Unlist(name, parentID, info)
 	a.Detach()
-	l.Host.Notify(name, watchers, from, "terminated", id)
+	l.Host.Notify(name, watchers, from, schema.StateTerminated, id)
 	if err := a.CloseLog(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
 		l.Log.Warn("closing the log of a terminated agent", "agent", id, "err", err)
 	}
@@ -167,7 +167,7 @@ func (l Lifecycle) Reset(id string) error {
 		return domainerr.New(domainerr.WrongState, "agent %s has a run that has not ended (waiting or interrupted); resume or cancel it first", a.Name())
 	}
 	id = a.ID()
-	if _, err := a.Append(schema.ContextReset, map[string]any{"agent_id": id}); err != nil {
+	if _, err := a.Append(schema.ContextReset, schema.ContextResetData{AgentID: id}); err != nil {
 		return fmt.Errorf("logging context.reset for %s: %w", id, err)
 	}
 	a.StopSession()

@@ -24,7 +24,7 @@ func (r Runner) Run(parent context.Context, ag Agent, req Request) (res Result) 
 	res.RunID = t.RunID
 	from := req.From
 	if from == "" {
-		from = "idle"
+		from = schema.StateIdle
 	}
 	outcome := Failed
 	defer func() {
@@ -48,7 +48,7 @@ func (r Runner) Run(parent context.Context, ag Agent, req Request) (res Result) 
 		outcome = None
 		return res
 	}
-	if _, err := subs.AppendWith(ag, ag.Notices(from, "busy", subs.Key(t.RunID, t.Turn)), eventlog.Record{Event: schema.TurnStart,
+	if _, err := subs.AppendWith(ag, ag.Notices(from, schema.StateBusy, subs.Key(t.RunID, t.Turn)), eventlog.Record{Event: schema.TurnStart,
 		Data: schema.TurnStartData{RunID: t.RunID, Turn: t.Turn, BootID: r.BootID, Prompt: req.Prompt, Provider: t.Provider,
 			Model: t.Model, MessageIDs: nonNil(req.MessageIDs)}}); err != nil {
 		res.Err = logFailure(fmt.Errorf("logging turn.start for agent %s: %w", ag.ID(), err))
@@ -77,7 +77,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 	runID, turn := t.RunID, t.Turn
 	// The notices of busy -> idle go in the end's write.
 	idle := func(event string, data any) error {
-		_, err := subs.AppendWith(ag, ag.Notices("busy", "idle", subs.Key(runID, turn)), eventlog.Record{Event: event, Data: data})
+		_, err := subs.AppendWith(ag, ag.Notices(schema.StateBusy, schema.StateIdle, subs.Key(runID, turn)), eventlog.Record{Event: event, Data: data})
 		return err
 	}
 	switch {
@@ -95,10 +95,10 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 			res.Err = logFailure(fmt.Errorf("logging turn.complete for agent %s: %w", ag.ID(), lerr))
 			return None
 		}
-		res.Response, res.Status = response, "idle"
+		res.Response, res.Status = response, string(session.StatusIdle)
 	case errors.Is(err, provider.ErrRunSuspended):
 		outcome = Suspended
-		res.Status = "suspended"
+		res.Status = string(session.StatusSuspended)
 		res.Wait, res.Token = ag.Suspended(runID)
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		outcome = Cancelled
@@ -107,7 +107,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 			ag.Owe(runID, schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}, lerr)
 			outcome = None
 		}
-		res.Status = "idle"
+		res.Status = string(session.StatusIdle)
 		res.Err = domainerr.New(domainerr.WrongState, "turn cancelled")
 	default:
 		outcome = Failed
@@ -117,7 +117,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 			ag.Owe(runID, schema.TurnFailed, failed, lerr)
 			outcome = None
 		}
-		res.Status = "idle"
+		res.Status = string(session.StatusIdle)
 		res.Err = err
 	}
 	return outcome

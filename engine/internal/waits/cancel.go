@@ -47,7 +47,7 @@ func (w Waits[R]) Cancel(ctx context.Context, ag Agent[R]) error {
 	}
 	var owed []eventlog.Record
 	if s.LiveWait {
-		owed = ag.Notices("waiting", "idle", subs.Key(run.RunID, run.Turn))
+		owed = ag.Notices(schema.StateWaiting, schema.StateIdle, subs.Key(run.RunID, run.Turn))
 	}
 	if _, err := subs.AppendWith(ag, owed, eventlog.Record{Event: schema.TurnCancelled,
 		Data: schema.TurnCancelledData{RunID: run.RunID, Turn: run.Turn}}); err != nil {

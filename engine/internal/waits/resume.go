@@ -9,6 +9,7 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 )
 
@@ -52,7 +53,7 @@ func (w Waits[R]) Resume(ctx context.Context, ag Agent[R], req Request) (R, erro
 	if repeat {
 		return w.repeat(ctx, ag, tok.ID, runID, run)
 	}
-	res := <-ag.Start(run, "waiting")
+	res := <-ag.Start(run, schema.StateWaiting)
 	ag.Resumes().Finish(tok.ID, res)
 	return res, nil
 }
@@ -134,7 +135,7 @@ func (w Waits[R]) repeat(ctx context.Context, ag Agent[R], tokenID, runID string
 		return res, err
 	}
 	if lr, ok := ag.LastResume(); ok && lr.TokenID == tokenID && lr.Completed {
-		return w.Result(runID, "idle", lr.Result), nil
+		return w.Result(runID, string(session.StatusIdle), lr.Result), nil
 	}
 	if run.RunID == runID && interruptedByRestart(run) {
 		return w.rerun(ctx, ag, run)

@@ -165,7 +165,7 @@ func (w Waits[R]) Begin(ag Agent[R], v tools.AwaitInput, runID string, turn int)
 		{Event: schema.RunWaiting, Data: schema.RunWaitingData{RunID: runID, WaitKind: v.Kind, Prompt: v.Prompt,
 			TokenID: tok.ID, Deadline: deadline.Format(time.RFC3339Nano), SecretHash: tok.SecretHash, Turn: turn}},
 		{Event: schema.TokenMinted, Data: schema.TokenData{TokenID: tok.ID, RunID: runID}},
-	}, ag.Notices("busy", "waiting", subs.Key(runID, turn))...))
+	}, ag.Notices(schema.StateBusy, schema.StateWaiting, subs.Key(runID, turn))...))
 	if err != nil {
 		ag.Resumes().Drop(runID)
 		return time.Time{}, fmt.Errorf("logging run.waiting: %w", err)
@@ -204,7 +204,7 @@ func (w Waits[R]) Sweep(find func(agentID string) (Agent[R], bool)) {
 		_, err := ag.AppendBatch(append([]eventlog.Record{
 			{Event: schema.RunInterrupted, Data: schema.RunInterruptedData{RunID: t.RunID, Reason: schema.ReasonWaitTimeout}},
 			{Event: schema.TokenExpired, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
-		}, ag.Notices("waiting", "idle", subs.Key(t.RunID, ag.State().Run.Turn))...))
+		}, ag.Notices(schema.StateWaiting, schema.StateIdle, subs.Key(t.RunID, ag.State().Run.Turn))...))
 		return err
 	})
 	for _, t := range expired {

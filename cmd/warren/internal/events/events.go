@@ -118,13 +118,13 @@ func (p *Printer) Follow(ctx context.Context, ref string, since int, deltas bool
 	}
 	var lastSeq int64 = -1
 	err = cl.Stream(ctx, "events.subscribe", params, func(fr protocol.Frame) error {
-		if fr.Event != nil && reply.Str(fr.Event, "event") != "turn.delta" {
+		if fr.Event != nil && reply.Str(fr.Event, "event") != protocol.EventTurnDelta {
 			lastSeq = reply.Num(fr.Event, "seq")
 		}
 		if p.JSON {
 			return reply.JSON(p.Stdout, reply.Frame(fr))
 		}
-		if fr.Event != nil && reply.Str(fr.Event, "event") == "turn.delta" {
+		if fr.Event != nil && reply.Str(fr.Event, "event") == protocol.EventTurnDelta {
 			_, err := fmt.Fprintf(p.Stdout, "%s delta %q\n", names.name(ctx, reply.Str(fr.Event, "agent_id")), reply.Str(fr.Event, "text"))
 			return err
 		}

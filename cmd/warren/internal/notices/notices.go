@@ -19,6 +19,7 @@ import (
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/schema"
 )
 
 // readyTimeout bounds the wait for events.subscribe's ready frame; a
@@ -154,13 +155,13 @@ func (n *Watcher) entry(ctx context.Context, ev map[string]any) {
 	id := reply.Str(ev, "agent_id")
 	data := reply.Obj(ev, "data")
 	switch reply.Str(ev, "event") {
-	case "turn.retry":
+	case schema.TurnRetry:
 		if !n.ownRetries || id != n.target {
 			return
 		}
 		_, path := n.under(ctx, id)
 		n.retryOnce(path, reply.Str(data, "run_id"), reply.Num(data, "attempt"), 0, reply.Num(data, "delay_ms"), reply.Str(data, "error"))
-	case "run.waiting":
+	case schema.RunWaiting:
 		if id == n.target && !n.ownWaits {
 			return
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/schema"
 )
 
 // WatchSend starts the notices of `agent send REF` (its retries, and the
@@ -40,7 +41,7 @@ func (n *Watcher) sweepRetries(ctx context.Context, since int64) {
 			return
 		}
 		for _, e := range reply.List(res, "events") {
-			if reply.Str(e, "event") == "turn.retry" {
+			if reply.Str(e, "event") == schema.TurnRetry {
 				d := reply.Obj(e, "data")
 				_, path := n.under(ctx, n.target)
 				n.retryOnce(path, reply.Str(d, "run_id"), reply.Num(d, "attempt"), 0, reply.Num(d, "delay_ms"), reply.Str(d, "error"))
@@ -61,9 +62,9 @@ func (n *Watcher) StreamFrame(fr protocol.Frame) {
 		return
 	}
 	switch reply.Str(fr.Event, "event") {
-	case "turn.retry":
+	case schema.TurnRetry:
 		n.retry(n.targetPath(), reply.Num(fr.Event, "attempt"), reply.Num(fr.Event, "max_retries"), reply.Num(fr.Event, "delay_ms"), reply.Str(fr.Event, "error"))
-	case "run.waiting":
+	case schema.RunWaiting:
 		w := reply.Obj(fr.Event, "wait")
 		n.wait(n.targetPath(), reply.Str(w, "kind"), reply.Str(w, "prompt"), reply.Str(w, "token_id"))
 	}
