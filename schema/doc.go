@@ -34,7 +34,7 @@
 //	run.resumed         own          run_id, token_id ("" for an interrupted run), response
 //	token.minted        own          token_id, run_id
 //	token.consumed      own          token_id, run_id
-//	token.revoked       own          token_id, run_id, reason
+//	token.revoked       own          token_id, run_id, reason (cancelled, new_message or terminated)
 //	token.expired       own          token_id, run_id
 //	tool.call           caller's     call_id, tool, args, result or error, run_id, turn, messages
 //	message.enqueued    recipient's  message_id, sender, recipient, kind, payload, timestamp,
@@ -55,4 +55,14 @@
 //
 // The USER inbox (<home>/user.jsonl) holds only message.enqueued and
 // message.delivered.
+//
+// # Spelled once
+//
+// TestEventNamesAreSpelledOnlyHere walks the module's code files (tests
+// left out) and fails on a string literal equal to an event name outside
+// this package. The event frames of agent.send and agent.stream that
+// mirror log entries (run.waiting, turn.retry) take their names from here
+// too; the one frame that is never logged, turn.delta, is
+// protocol.EventTurnDelta. Socket method names (tool.call among them) are
+// the protocol's, not the log's.
 package schema
