@@ -10,6 +10,9 @@ import (
 // Reading one line by position: the line a resume point names, and the
 // last line before a size a handle knows.
 
+// lineAtBufSize is the first buffer of a read of one line by position.
+const lineAtBufSize = 4 << 10
+
 // LineAt returns the complete line (without its newline) starting at off
 // of r and the offset just past its newline. It reads a few KiB unless the
 // line is longer.
@@ -17,7 +20,7 @@ func LineAt(r io.ReaderAt, off int64) ([]byte, int64, error) {
 	if off < 0 {
 		return nil, 0, fmt.Errorf("negative offset %d", off)
 	}
-	ls := NewLineScannerSize(r, off, MaxLineBytes, 4<<10)
+	ls := NewLineScannerSize(r, off, MaxLineBytes, lineAtBufSize)
 	kind, line, _, n, err := ls.Next()
 	if err != nil {
 		return nil, 0, err
@@ -69,7 +72,10 @@ func EntryAt(r io.ReaderAt, off int64, seq uint64) (Entry, bool) {
 	if off <= 0 {
 		return Entry{}, false
 	}
-	ls := NewLineScanner(r, off, MaxLineBytes)
+	// One line: a few KiB unless it is longer (the scanner grows), not the
+	// 64 KiB buffer of a scan through the log; recovery from a checkpoint
+	// reads each message pending since it this way.
+	ls := NewLineScannerSize(r, off, MaxLineBytes, lineAtBufSize)
 	kind, line, _, _, err := ls.Next()
 	if err != nil || kind != KindLine {
 		return Entry{}, false

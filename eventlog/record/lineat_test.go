@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The helpers that read one line by position find the line they are told
@@ -74,6 +75,33 @@ func TestLinesByPosition(t *testing.T) {
 	}
 	if _, _, ok := WholeEntry(last[:len(last)-3], 3); ok {
 		t.Error("WholeEntry accepted a cut line")
+	}
+}
+
+// A line longer than the first buffer of a read by position (a large
+// message's payload) is read whole by LineAt and EntryAt.
+func TestLinesByPositionLongerThanTheFirstBuffer(t *testing.T) {
+	ts := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var b []byte
+	for i, pad := range []int{10, 3 * lineAtBufSize, 10} {
+		p, err := Prepare(Record{Event: "test.event", Data: map[string]any{"pad": strings.Repeat("x", pad)}}, MaxLineBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = AppendLine(b, uint64(i+1), ts, &p)
+	}
+	ends := lineEnds(b)
+	if long := ends[1] - ends[0]; long <= 3*lineAtBufSize {
+		t.Fatalf("the long line is %d bytes; the test needs one over %d", long, 3*lineAtBufSize)
+	}
+	r := bytes.NewReader(b)
+	line, end, err := LineAt(r, int64(ends[0]))
+	if err != nil || end != int64(ends[1]) || !bytes.Equal(line, b[ends[0]:ends[1]-1]) {
+		t.Fatalf("LineAt over the long line: end %d (want %d), %v", end, ends[1], err)
+	}
+	e, ok := EntryAt(r, int64(ends[0]), 2)
+	if !ok || e.Seq != 2 || e.Off != int64(ends[0]) || len(e.Data) < 3*lineAtBufSize {
+		t.Fatalf("EntryAt over the long line: seq %d, off %d, %d data bytes, %v", e.Seq, e.Off, len(e.Data), ok)
 	}
 }
 
