@@ -19,7 +19,6 @@ import (
 // has a row, and every row names a constant.
 func TestDocTableListsEveryEvent(t *testing.T) {
 	consts := eventConstants(t)
-	event := regexp.MustCompile(`^[a-z]+\.[a-z_]+$`)
 	doc, err := os.ReadFile("doc.go")
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +26,7 @@ func TestDocTableListsEveryEvent(t *testing.T) {
 	var rows []string
 	for _, line := range strings.Split(string(doc), "\n") {
 		fields := strings.Fields(strings.TrimPrefix(line, "//"))
-		if strings.HasPrefix(line, "//\t") && len(fields) > 1 && event.MatchString(fields[0]) {
+		if strings.HasPrefix(line, "//\t") && len(fields) > 1 && eventPattern.MatchString(fields[0]) {
 			rows = append(rows, fields[0])
 		}
 	}
