@@ -16,6 +16,7 @@ import (
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/server"
+	"github.com/warren-dev/warren/session"
 )
 
 // streamingMethods answer with frames, then done.
@@ -232,7 +233,7 @@ func (h *handler) inspect(_ context.Context, p protocol.Params, _ server.Stream)
 func turnResultMap(res engine.TurnResult) (map[string]any, error) {
 	var m map[string]any
 	switch {
-	case res.Status == "suspended":
+	case res.Status == session.StatusSuspended:
 		m = map[string]any{"status": "suspended", "run_id": res.RunID, "wait": turnWaitMap(res.Wait)}
 		if res.Token != "" {
 			m["token"] = res.Token
@@ -289,7 +290,7 @@ func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stre
 	if res.Err != nil {
 		return nil, res.Err
 	}
-	if res.Status == "suspended" {
+	if res.Status == session.StatusSuspended {
 		_ = out.Event(map[string]any{"event": schema.RunWaiting, "run_id": res.RunID, "token": res.Token, "wait": turnWaitMap(res.Wait)})
 	}
 	return nil, nil

@@ -27,7 +27,7 @@ func (c *Core) waitOps() waits.Waits[TurnResult] {
 
 // resumeResult is the result of a resume answered without a turn of its
 // own.
-func resumeResult(runID, status, response string) TurnResult {
+func resumeResult(runID string, status session.Status, response string) TurnResult {
 	return TurnResult{Response: response, RunID: runID, Status: status}
 }
 

@@ -95,10 +95,10 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 			res.Err = logFailure(fmt.Errorf("logging turn.complete for agent %s: %w", ag.ID(), lerr))
 			return None
 		}
-		res.Response, res.Status = response, string(session.StatusIdle)
+		res.Response, res.Status = response, session.StatusIdle
 	case errors.Is(err, provider.ErrRunSuspended):
 		outcome = Suspended
-		res.Status = string(session.StatusSuspended)
+		res.Status = session.StatusSuspended
 		res.Wait, res.Token = ag.Suspended(runID)
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		outcome = Cancelled
@@ -107,7 +107,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 			ag.Owe(runID, schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}, lerr)
 			outcome = None
 		}
-		res.Status = string(session.StatusIdle)
+		res.Status = session.StatusIdle
 		res.Err = domainerr.New(domainerr.WrongState, "turn cancelled")
 	default:
 		outcome = Failed
@@ -117,7 +117,7 @@ func (r Runner) end(ctx context.Context, ag Agent, t Turn, response string, atte
 			ag.Owe(runID, schema.TurnFailed, failed, lerr)
 			outcome = None
 		}
-		res.Status = string(session.StatusIdle)
+		res.Status = session.StatusIdle
 		res.Err = err
 	}
 	return outcome

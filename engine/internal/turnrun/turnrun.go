@@ -76,8 +76,8 @@ type Request struct {
 type Result struct {
 	Response string
 	RunID    string
-	Status   string // "idle" after success, failure or cancel; "suspended" when waiting
-	Token    string // the resume token, once, when the run suspended
+	Status   session.Status // idle after success, failure or cancel; suspended when waiting
+	Token    string         // the resume token, once, when the run suspended
 	Wait     *views.WaitInfo
 	Err      error
 	// Set by Send: the wait its message revoked ({token_id, kind}) and the

@@ -11,6 +11,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 )
 
@@ -41,7 +42,9 @@ func (c *clock) set(t time.Time) {
 
 func newWaits(c *clock) Waits[result] {
 	return Waits[result]{Tokens: token.NewService(), Now: c.Now,
-		Result: func(runID, status, response string) result { return result{runID, status, response} }}
+		Result: func(runID string, status session.Status, response string) result {
+			return result{runID, string(status), response}
+		}}
 }
 
 // fakeAgent is an agent record that logs each step it is asked to take.

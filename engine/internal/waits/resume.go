@@ -135,7 +135,7 @@ func (w Waits[R]) repeat(ctx context.Context, ag Agent[R], tokenID, runID string
 		return res, err
 	}
 	if lr, ok := ag.LastResume(); ok && lr.TokenID == tokenID && lr.Completed {
-		return w.Result(runID, string(session.StatusIdle), lr.Result), nil
+		return w.Result(runID, session.StatusIdle, lr.Result), nil
 	}
 	if run.RunID == runID && interruptedByRestart(run) {
 		return w.rerun(ctx, ag, run)

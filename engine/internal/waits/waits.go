@@ -48,6 +48,7 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 	"github.com/warren-dev/warren/tools"
 )
@@ -64,7 +65,7 @@ type Waits[R any] struct {
 	Now func() time.Time
 	// Result makes the turn result of run runID with status and response,
 	// for a resume answered without a turn of its own.
-	Result func(runID, status, response string) R
+	Result func(runID string, status session.Status, response string) R
 }
 
 // Agent is one agent as its waits act on it: the engine's record of it.
