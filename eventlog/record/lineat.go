@@ -10,7 +10,7 @@ import (
 // Reading one line by position: the line a resume point names, and the
 // last line before a size a handle knows.
 
-// lineAtBufSize is the first buffer of a read of one line by position.
+// lineAtBufSize is the first buffer of LineAt.
 const lineAtBufSize = 4 << 10
 
 // LineAt returns the complete line (without its newline) starting at off
@@ -72,12 +72,11 @@ func EntryAt(r io.ReaderAt, off int64, seq uint64) (Entry, bool) {
 	if off <= 0 {
 		return Entry{}, false
 	}
-	// One line: a few KiB unless it is longer (the scanner grows), not the
-	// 64 KiB buffer of a scan through the log; recovery from a checkpoint
-	// reads each message pending since it this way.
-	ls := NewLineScannerSize(r, off, MaxLineBytes, lineAtBufSize)
-	kind, line, _, _, err := ls.Next()
-	if err != nil || kind != KindLine {
+	// LineAt reads a few KiB unless the line is longer, not the 64 KiB
+	// buffer of a scan through the log: recovery from a checkpoint reads
+	// each message pending since it this way.
+	line, _, err := LineAt(r, off)
+	if err != nil {
 		return Entry{}, false
 	}
 	e, err := ParseLine(line)
