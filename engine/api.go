@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/warren-dev/warren/bus"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/multiplexer"
@@ -111,8 +110,8 @@ func (c *Core) WaitChange() <-chan struct{} { return c.changed.Wait() }
 func (c *Core) Subscribe(agentID string) (<-chan bus.Event, func()) { return c.bus.Subscribe(agentID) }
 
 // Idle reports whether no turn runs (nor its aftermath: deferred spawns,
-// notices, completion) and no wake is due, at one moment (agentrec.Quiet).
-func (c *Core) Idle() bool { return agentrec.Quiet(c.agentList, c.opts.NoWake) }
+// notices, completion) and no wake is due, at one moment (quiet).
+func (c *Core) Idle() bool { return quiet(c.agentList, c.opts.NoWake) }
 
 // What the RPC edge reads of the core beyond the operations in api.go:
 // the credential's agent, names and paths, an agent's status, the open log

@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/bus"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
@@ -156,7 +155,7 @@ func (f *fanOut) round() {
 	}
 	for {
 		changed := f.c.WaitChange()
-		busy := look(f.root, func(_ *projection, l agentrec.Live) bool { return l.Busy })
+		busy := look(f.root, func(_ *projection, l liveFlags) bool { return l.Busy })
 		if !busy {
 			return
 		}

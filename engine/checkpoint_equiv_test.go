@@ -8,8 +8,6 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 )
@@ -94,7 +92,7 @@ func canonicalStates(h *harness, c *Core) map[string]string {
 		var st []byte
 		var err error
 		var msgs []string
-		a.View(func(p *projection, l agentrec.Live) {
+		a.View(func(p *projection, l liveFlags) {
 			if corrupt = l.Corrupt != nil; corrupt {
 				return
 			}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/config"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
 )
@@ -199,7 +198,7 @@ func (h *harness) wantCheckpointAtLogEnd(id, when string) {
 	h.t.Helper()
 	a, _ := h.c.agent(id)
 	ckpt := a.Ckpt.Seq.Load()
-	last := look(a, func(p *projection, _ agentrec.Live) uint64 { return p.LastSeq })
+	last := look(a, func(p *projection, _ liveFlags) uint64 { return p.LastSeq })
 	if ckpt == 0 || ckpt != last {
 		h.t.Fatalf("%s: checkpoint at seq %d, log ends at %d; want the checkpoint at the log's end", when, ckpt, last)
 	}

@@ -15,11 +15,8 @@ import (
 	"github.com/warren-dev/warren/agentproc"
 	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/config"
-	"github.com/warren-dev/warren/engine/internal/ckptwrite"
 	"github.com/warren-dev/warren/engine/internal/claims"
-	"github.com/warren-dev/warren/engine/internal/live"
 	"github.com/warren-dev/warren/engine/internal/reserve"
-	"github.com/warren-dev/warren/engine/internal/roster"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
@@ -127,7 +124,7 @@ type Core struct {
 	agentsDir string
 
 	// agents is the table of agents (package roster), under its own lock.
-	agents *roster.Roster
+	agents *roster
 	tree   *tree.Tree
 	// tools is the Core as the tools' environment (toolenv.go), made once:
 	// env() hands out its address without an allocation per run.
@@ -146,7 +143,7 @@ type Core struct {
 	providers *registry.Registry
 	// sessions are the live provider sessions in their multiplexer slots
 	// (package live).
-	sessions *live.Sessions
+	sessions *liveSessions
 	store    store.Snapshots
 	// st holds the logs (CoreOptions.Store); local-only files (checkpoints,
 	// quarantine, repair, procs, stderr) stay under Home (store.go).
@@ -172,7 +169,7 @@ type Core struct {
 	// snapsave); Close waits for its writers.
 	snaps *snapsave.Writer
 	// ckpts writes the agents' checkpoints (package ckptwrite).
-	ckpts *ckptwrite.Writer
+	ckpts *ckptWriter
 	// scrubbed is closed when the checkpoints and the scrub that follow
 	// recovery are done (or stopped by Close).
 	scrubbed  chan struct{}
@@ -228,7 +225,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 	}
-	c.agents = roster.New(c.tree)
+	c.agents = newRoster(c.tree)
 	c.cfg.Store(&opts.Config)
 	c.st = opts.Store
 	if c.st == nil {
@@ -236,13 +233,13 @@ func NewCore(opts CoreOptions) (*Core, error) {
 			Now: c.now, Files: eventlog.NewFiles(opts.MaxOpenLogs), PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
 	}
 	c.store = c.st.Snapshots()
-	c.ckpts = ckptwrite.New(ckptwrite.Options{FS: opts.FS, Dir: c.agentDir, LogPath: c.logPath, Every: opts.CheckpointEvery,
+	c.ckpts = newCkptWriter(ckptOptions{FS: opts.FS, Dir: c.agentDir, LogPath: c.logPath, Every: opts.CheckpointEvery,
 		Delay: opts.SessionSaveDelay, Off: c.clustered(), After: c.sched.After, Stopping: c.stopping, Logger: c.log})
 	c.snaps = &snapsave.Writer{Save: c.store.Save, Delay: c.saveDelay, Now: c.now, Logger: c.log}
 	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
-	c.sessions = live.New(muxConfig(opts.Config), live.Options{Lookup: c.agent, Provider: c.provider, Spec: c.providerSpec,
+	c.sessions = newLiveSessions(muxConfig(opts.Config), liveOptions{Lookup: c.agent, Provider: c.provider, Spec: c.providerSpec,
 		Read: c.st.Read, Snaps: c.snaps, Now: c.now, Logger: opts.Logger})
 	c.tools = toolEnv{c.tree, c}
 	c.providers = registry.New(registry.Options{Static: opts.Providers, Config: c.config, Getenv: opts.Getenv,
@@ -343,7 +340,7 @@ func (c *Core) agentDir(id string) string { return filepath.Join(c.agentsDir, id
 func (c *Core) logPath(id string) string { return filepath.Join(c.agentsDir, id, "events.jsonl") }
 
 // displayName is how a sender appears in prompts and inbox listings
-// (roster.DisplayName).
+// (DisplayName).
 func (c *Core) displayName(id string) string { return c.agents.DisplayName(id) }
 
 func newID() string { return inbox.NewID() }

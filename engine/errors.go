@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/warren-dev/warren/engine/internal/domainerr"
-	"github.com/warren-dev/warren/engine/internal/roster"
 )
 
 // The core's domain errors (package domainerr). The core wraps them
@@ -34,4 +33,3 @@ var (
 // kind (errors.Is) and wraps any %w operand.
 func failf(kind error, format string, args ...any) error { return domainerr.New(kind, format, args...) }
 
-func notFound(ref string) error { return roster.NotFound(ref) }

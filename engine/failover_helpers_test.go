@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream/natsembed"
@@ -349,7 +347,7 @@ func describeAgents(c *Core) func() string {
 	return func() string {
 		var b strings.Builder
 		for _, a := range c.agentList() {
-			a.View(func(p *projection, l agentrec.Live) {
+			a.View(func(p *projection, l liveFlags) {
 				fmt.Fprintf(&b, "\n  %s %s turn=%d busy=%v cur=%v pending=%d released=%v", a.ID()[:8], p.Name, p.TurnNo, l.Busy, l.Running, p.Pending.Len(), l.Released)
 				if r := p.Run; r != nil {
 					fmt.Fprintf(&b, " run=%s ended=%v interrupted=%v msgs=%d", r.RunID[:8], r.Ended, r.Interrupted, len(r.MessageIDs))

@@ -15,7 +15,6 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/warren-dev/warren/config"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
@@ -85,7 +84,7 @@ func TestFailoverTwoCoresThreeServers(t *testing.T) {
 		}
 		for _, id := range append([]string{root}, kids...) {
 			a, _ := c1.agent(id)
-			mid := look(a, func(p *projection, l agentrec.Live) bool {
+			mid := look(a, func(p *projection, l liveFlags) bool {
 				return l.Running && p.Run != nil && !p.Run.Ended && p.TurnNo >= 1
 			})
 			if !mid {
@@ -96,7 +95,7 @@ func TestFailoverTwoCoresThreeServers(t *testing.T) {
 		// consumed: the root's second turn, mid-way, may name some of them
 		// (only its turn.complete would consume them).
 		a, _ := c1.agent(root)
-		second := look(a, func(p *projection, _ agentrec.Live) bool { return p.TurnNo == 2 })
+		second := look(a, func(p *projection, _ liveFlags) bool { return p.TurnNo == 2 })
 		es, err := c1.Log(root, 0)
 		return second && err == nil && countEvent(es, schema.MessageEnqueued) == 2
 	}, describeAgents(c1))
@@ -157,7 +156,7 @@ func TestFailoverTwoCoresThreeServers(t *testing.T) {
 			}
 		}
 		a, _ := c2.agent(root)
-		return look(a, func(p *projection, l agentrec.Live) bool {
+		return look(a, func(p *projection, l liveFlags) bool {
 			return p.Run != nil && p.Run.Ended && p.Pending.Len() == 0 && !l.Busy
 		})
 	}, describeAgents(c2))

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/protocol"
@@ -133,7 +131,7 @@ func TestLogFaultHealsWithoutRestart(t *testing.T) {
 			}
 			// The state in memory is what the log holds.
 			ag, _ := h.c.agent(a)
-			turnNo := look(ag, func(p *projection, _ agentrec.Live) int { return p.TurnNo })
+			turnNo := look(ag, func(p *projection, _ liveFlags) int { return p.TurnNo })
 			if turnNo != 1 {
 				t.Fatalf("projection shows turn %d; the failed turn.start must not be applied", turnNo)
 			}
@@ -189,8 +187,8 @@ func TestCancelWithPoisonedLog(t *testing.T) {
 		t.Fatalf("the cancelled send reported success: %+v", res)
 	}
 	a, _ := h.c.agent(id)
-	open := look(a, func(p *projection, _ agentrec.Live) bool { return p.Run != nil && !p.Run.Ended })
-	busy := look(a, func(_ *projection, l agentrec.Live) bool { return l.Busy })
+	open := look(a, func(p *projection, _ liveFlags) bool { return p.Run != nil && !p.Run.Ended })
+	busy := look(a, func(_ *projection, l liveFlags) bool { return l.Busy })
 	if !open || busy {
 		t.Fatalf("after the failed cancel: run open in memory %v (want true, as in the log), busy %v (want false)", open, busy)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/config"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
@@ -207,7 +206,7 @@ func (h *harness) until(what string, cond func() bool) {
 		case <-deadline.C:
 			var b strings.Builder
 			for _, a := range h.c.agentList() {
-				a.View(func(p *projection, l agentrec.Live) {
+				a.View(func(p *projection, l liveFlags) {
 					fmt.Fprintf(&b, "\n  %s busy=%v held=%v pending=%d gated=%v", p.Name, l.Busy, l.Held, p.Pending.Len(), p.Gated)
 				})
 			}
@@ -224,7 +223,7 @@ func (h *harness) quiet() {
 
 // isQuiet reports whether no agent runs a turn or its aftermath (deferred
 // spawns, notices: a.settling) and no wake is due.
-func (h *harness) isQuiet() bool { return agentrec.Quiet(h.c.agentList, h.noWake) }
+func (h *harness) isQuiet() bool { return quiet(h.c.agentList, h.noWake) }
 
 func (h *harness) entries(id string) []eventlog.Entry {
 	h.t.Helper()
@@ -274,18 +273,18 @@ func fmtAny(v any) string {
 func providerTransient(err error) error { return provider.Transient(err, 0) }
 
 // look reads what f returns of a's projection and live flags, under a's
-// lock (agentrec.Agent.View).
-func look[T any](a *agent, f func(p *projection, l agentrec.Live) T) (v T) {
-	a.View(func(p *projection, l agentrec.Live) { v = f(p, l) })
+// lock (agent.View).
+func look[T any](a *agent, f func(p *projection, l liveFlags) T) (v T) {
+	a.View(func(p *projection, l liveFlags) { v = f(p, l) })
 	return v
 }
 
 // pendingLen is how many messages a has pending.
 func pendingLen(a *agent) int {
-	return look(a, func(p *projection, _ agentrec.Live) int { return p.Pending.Len() })
+	return look(a, func(p *projection, _ liveFlags) int { return p.Pending.Len() })
 }
 
 // pendingOf lists a's pending messages.
 func pendingOf(a *agent) []inbox.Message {
-	return look(a, func(p *projection, _ agentrec.Live) []inbox.Message { return p.Pending.Peek() })
+	return look(a, func(p *projection, _ liveFlags) []inbox.Message { return p.Pending.Peek() })
 }

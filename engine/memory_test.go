@@ -6,8 +6,6 @@ import (
 	"path"
 	"strings"
 	"testing"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -140,7 +138,7 @@ func TestLargePayloadsNotResident(t *testing.T) {
 	})
 	h.c.opts.NoWake = false
 	a, _ := h.c.agent(kid)
-	a.View(func(p *projection, _ agentrec.Live) { p.Model = "rec" }) // under the agent's lock
+	a.View(func(p *projection, _ liveFlags) { p.Model = "rec" }) // under the agent's lock
 	h.c.wake(a)
 	h.quiet()
 	if !strings.Contains(prompt, big) || !strings.Contains(prompt, "small") {

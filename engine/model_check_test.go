@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
@@ -57,7 +55,7 @@ func (s *mSUT) observe() mObservation {
 		}
 		var gated, held bool
 		var live []inbox.Message
-		a.View(func(p *projection, l agentrec.Live) { gated, held, live = p.Gated, l.Held, p.Pending.Peek() })
+		a.View(func(p *projection, l liveFlags) { gated, held, live = p.Gated, l.Held, p.Pending.Peek() })
 		ob := mObsAgent{id: v.ID, path: v.Path, gated: gated, held: held}
 		if v.ParentID != "" {
 			if ob.parent = pathOf[v.ParentID]; ob.parent == "" {

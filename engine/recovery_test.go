@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 )
 
@@ -175,7 +173,7 @@ func TestMessageOnlyInSendersLogIsDelivered(t *testing.T) {
 	h.rewrite(path, bytes.Join(keep, nil))
 	h.start()
 	a, _ := h.c.agent(root)
-	if !look(a, func(p *projection, _ agentrec.Live) bool { return p.Pending.Has(id) }) {
+	if !look(a, func(p *projection, _ liveFlags) bool { return p.Pending.Has(id) }) {
 		t.Fatalf("the reply recorded by its sender was not delivered to the recipient")
 	}
 	h.restart()

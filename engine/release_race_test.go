@@ -3,8 +3,6 @@ package engine
 import (
 	"errors"
 	"testing"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/schema"
 )
 
@@ -28,7 +26,7 @@ func TestReleaseBetweenClaimAndTurnStopsTheTurn(t *testing.T) {
 	if n := h.count(id, schema.TurnStart); n != 0 {
 		t.Fatalf("%d turn.start logged for a released agent; want 0", n)
 	}
-	l := look(a, func(_ *projection, l agentrec.Live) agentrec.Live { return l })
+	l := look(a, func(_ *projection, l liveFlags) liveFlags { return l })
 	if l.Busy || l.Running {
 		t.Fatalf("agent left busy=%v cur=%v after the refused turn", l.Busy, l.Running)
 	}

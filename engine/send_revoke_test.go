@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"testing"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -53,7 +51,7 @@ func TestSendSaysWhatItRevokedOrAbandoned(t *testing.T) {
 	go func() { _, _ = h.c.Send(context.Background(), id, "block", "", "", nil) }()
 	<-started
 	a, _ := h.c.agent(id)
-	blockedRun := look(a, func(p *projection, _ agentrec.Live) string { return p.Run.RunID })
+	blockedRun := look(a, func(p *projection, _ liveFlags) string { return p.Run.RunID })
 	h.crash(faultfs.ProcessCrash)
 	if s := h.statusOf(id); s != "interrupted_startup" {
 		t.Fatalf("status after the crash = %s", s)

@@ -9,8 +9,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
@@ -94,7 +92,7 @@ func storeScenario(t *testing.T, setup ...func(h *harness)) (names map[string][]
 	for _, id := range []string{root, child} {
 		status := h.statusOf(id)
 		a, _ := h.c.agent(id)
-		a.View(func(p *projection, _ agentrec.Live) {
+		a.View(func(p *projection, _ liveFlags) {
 			views = append(views, fmt.Sprintf("%s %s pending=%d usage=%+v", p.Name, status, p.Pending.Len(), p.Usage))
 		})
 	}

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -109,7 +107,7 @@ func fenceHarness(t *testing.T) (*harness, **fenceStore) {
 
 func releasedErr(h *harness, id string) error {
 	a, _ := h.c.agent(id)
-	return look(a, func(_ *projection, l agentrec.Live) error { return l.Released })
+	return look(a, func(_ *projection, l liveFlags) error { return l.Released })
 }
 
 // TestFencedAppendReleasesAgent: an append refused with store.ErrFenced

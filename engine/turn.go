@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/retry"
 	"github.com/warren-dev/warren/engine/internal/turnrun"
@@ -27,7 +25,7 @@ type (
 	RetryNotice = turnrun.RetryNotice
 )
 
-// release undoes a claim (agentrec.Agent.Claim) that started no turn.
+// release undoes a claim (agent.Claim) that started no turn.
 func (c *Core) release(a *agent) {
 	a.Unclaim()
 	c.wake(a)
@@ -56,7 +54,7 @@ func (c *Core) runTurn(a *agent, req TurnRequest) TurnResult {
 type turnAgent struct {
 	*agent
 	c  *Core
-	at *agentrec.Turn // the turn Begin started
+	at *runningTurn // the turn Begin started
 }
 
 var _ turnrun.Agent = (*turnAgent)(nil)

@@ -8,16 +8,16 @@
 // (turnrun, waits, lifecycle, mail, views, recoverrun ...) never take the
 // lock themselves: each of those packages says what it needs of an agent
 // in an interface of its own, and the record satisfies it (the engine's
-// adapters embed *Agent and add what needs the engine).
+// adapters embed *agent and add what needs the engine).
 //
 // # What the lock guards
 //
-// Agent.mu guards the projection (package projection's State, folded by
+// agent.mu guards the projection (package projection's State, folded by
 // ApplyCommitted as the log commits entries) and the live flags: busy
-// (and claims, how many times it was set, which Quiet compares), the
+// (and claims, how many times it was set, which quiet compares), the
 // running turn (cur, and the attempt's tools in it), permit,
 // deferred, spawns, completing, held, settling, corrupt and released.
-// The record's id and Log are set by New and never change. terminating
+// The record's id and Log are set by newAgent and never change. terminating
 // is the exception: it is written and read under the engine's table's
 // lock (roster.mu, package roster) and never under mu, since termination and
 // subscribing decide on it there (SetTerminating, Terminating).
@@ -40,7 +40,7 @@
 //     (engine/agentauth.go) runs its tool here, joined to the running
 //     turn's toolexec.Attempt through the attempt's extcall.Door (the
 //     record's TurnTools).
-//   - Turn goroutines, started by a wake, Send and Resume through the
+//   - runningTurn goroutines, started by a wake, Send and Resume through the
 //     engine's scheduler (package schedule): package turnrun's steps
 //     (through the engine's turnAgent, which embeds the record), the
 //     provider's Run and the tool calls it makes, then the aftermath
@@ -111,4 +111,4 @@
 // through the record and builds its views after; gate and mail take
 // none: their steps call the engine, one lock at a time); this section
 // is the one place their order is written.
-package agentrec
+package engine

@@ -1,4 +1,4 @@
-package roster
+package engine
 
 import (
 	"errors"
@@ -8,11 +8,10 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/engine/internal/agentload"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/placement"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -29,16 +28,16 @@ const (
 
 // served returns a roster serving agents lead (a root) and w1 (its
 // child), both in the tree.
-func served(t *testing.T) (*Roster, *tree.Tree, map[string]*agentrec.Agent) {
+func served(t *testing.T) (*roster, *tree.Tree, map[string]*agent) {
 	t.Helper()
 	tr := tree.New()
-	r := New(tr)
-	as := map[string]*agentrec.Agent{}
+	r := newRoster(tr)
+	as := map[string]*agent{}
 	for _, n := range []struct{ id, name, parent string }{{a1, "lead", ""}, {a2, "w1", a1}} {
 		if closed, err := r.Reserve(n.id, n.name, n.parent); closed || err != nil {
 			t.Fatalf("Reserve(%s) = %v, %v; want false, nil", n.id, closed, err)
 		}
-		as[n.id] = agentrec.New(n.id, nil, projection.New())
+		as[n.id] = newAgent(n.id, nil, fold.New())
 		r.Put(n.id, as[n.id])
 	}
 	return r, tr, as
@@ -95,7 +94,7 @@ func TestCloseRunsStopUnderTheLockOnceAndRefusesReserves(t *testing.T) {
 }
 
 func TestRecoveringHoldsWakes(t *testing.T) {
-	r := New(tree.New())
+	r := newRoster(tree.New())
 	if r.WakesHeld() {
 		t.Fatal("a new roster holds wakes")
 	}
@@ -125,7 +124,7 @@ func TestReserveRefusedByTheTreeAndUnreserve(t *testing.T) {
 
 func TestUnlistTakesAnAgentOutInOneStep(t *testing.T) {
 	r, tr, as := served(t)
-	sub := projection.Subscription{ID: "s1", Target: a2, From: "*", To: "*"}
+	sub := fold.Subscription{ID: "s1", Target: a2, From: "*", To: "*"}
 	if !r.Index(sub, a1) {
 		t.Fatal("Index refused a subscription to a served agent")
 	}
@@ -164,7 +163,7 @@ func TestUnlistTakesAnAgentOutInOneStep(t *testing.T) {
 
 func TestIndexRefusesATargetTerminating(t *testing.T) {
 	r, _, as := served(t)
-	if r.Index(projection.Subscription{ID: "s0", Target: "nope"}, a1) {
+	if r.Index(fold.Subscription{ID: "s0", Target: "nope"}, a1) {
 		t.Fatal("Index took a subscription to an agent never served")
 	}
 	func() {
@@ -172,10 +171,10 @@ func TestIndexRefusesATargetTerminating(t *testing.T) {
 		defer r.mu.Unlock()
 		as[a2].SetTerminating()
 	}()
-	if r.Index(projection.Subscription{ID: "s1", Target: a2}, a1) {
+	if r.Index(fold.Subscription{ID: "s1", Target: a2}, a1) {
 		t.Fatal("Index took a subscription to an agent being terminated")
 	}
-	sub := projection.Subscription{ID: "s2", Target: a1, From: "*", To: "idle"}
+	sub := fold.Subscription{ID: "s2", Target: a1, From: "*", To: "idle"}
 	if !r.Index(sub, a2) || len(r.Watchers(a1)) != 1 {
 		t.Fatal("Index refused a subscription to a served agent")
 	}
@@ -190,7 +189,7 @@ func TestForgetAndTerminatedReadsInfoOnce(t *testing.T) {
 	if err := tr.Add(a1, "lead", ""); err != nil {
 		t.Fatal(err)
 	}
-	r := New(tr)
+	r := newRoster(tr)
 	r.Forget(a9, "old", a1)
 	if !r.Known(a9) || r.GonePath(a9) != "lead/old" {
 		t.Fatalf("after Forget: Known %v, GonePath %q; want true, lead/old", r.Known(a9), r.GonePath(a9))
@@ -247,9 +246,9 @@ func TestConcurrentUse(t *testing.T) {
 				t.Errorf("Reserve(%s) = %v, %v", id, closed, err)
 				return
 			}
-			a := agentrec.New(id, nil, projection.New())
+			a := newAgent(id, nil, fold.New())
 			r.Put(id, a)
-			r.Index(projection.Subscription{ID: "s" + id, Target: a1, From: "*", To: "*"}, id)
+			r.Index(fold.Subscription{ID: "s" + id, Target: a1, From: "*", To: "*"}, id)
 			_ = r.List()
 			_ = r.Watchers(a1)
 			_ = r.WakesHeld()
@@ -267,8 +266,8 @@ func TestConcurrentUse(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	r, _, _ := served(t)
-	bad := agentrec.New(a3, nil, projection.New())
-	bad.View(func(p *projection.State, _ agentrec.Live) { p.Name = "broken" })
+	bad := newAgent(a3, nil, fold.New())
+	bad.View(func(p *fold.State, _ liveFlags) { p.Name = "broken" })
 	bad.MarkCorrupt(errors.New("damaged at line 3"))
 	r.Put(a3, bad) // corrupt: served, not in the tree
 	for _, tc := range []struct {
@@ -299,7 +298,7 @@ func TestResolve(t *testing.T) {
 
 func TestOrderedIsTreeOrderThenTheRest(t *testing.T) {
 	r, _, _ := served(t)
-	r.Put(a3, agentrec.New(a3, nil, projection.New())) // not in the tree
+	r.Put(a3, newAgent(a3, nil, fold.New())) // not in the tree
 	var ids []string
 	for _, a := range r.Ordered() {
 		ids = append(ids, a.ID())
@@ -311,8 +310,8 @@ func TestOrderedIsTreeOrderThenTheRest(t *testing.T) {
 
 func TestDisplayName(t *testing.T) {
 	r, _, as := served(t)
-	bad := agentrec.New(a3, nil, projection.New())
-	bad.View(func(p *projection.State, _ agentrec.Live) { p.Name = "broken" })
+	bad := newAgent(a3, nil, fold.New())
+	bad.View(func(p *fold.State, _ liveFlags) { p.Name = "broken" })
 	r.Put(a3, bad)
 	r.Unlist(as[a2], "w1", a1, nil)
 	for id, want := range map[string]string{

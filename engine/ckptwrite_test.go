@@ -1,4 +1,4 @@
-package ckptwrite
+package engine
 
 import (
 	"errors"
@@ -11,14 +11,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/checkpoint"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/faultfs"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 )
 
 const id = "000000000000000000000000000000a1"
 
-// timers is an Options.After that keeps the functions it is given, to run
+// timers is an ckptOptions.After that keeps the functions it is given, to run
 // them when the test says; refuse makes it answer as a closing engine.
 type timers struct {
 	fs     []func()
@@ -34,7 +33,7 @@ func (t *timers) after(d time.Duration, f func()) bool {
 	return true
 }
 
-func writer(t *testing.T, tm *timers, o Options) *Writer {
+func writer(t *testing.T, tm *timers, o ckptOptions) *ckptWriter {
 	t.Helper()
 	if o.FS == nil {
 		o.FS = faultfs.NewMem()
@@ -42,13 +41,13 @@ func writer(t *testing.T, tm *timers, o Options) *Writer {
 	o.Dir = func(id string) string { return filepath.Join("/home/agents", id) }
 	o.LogPath = func(id string) string { return filepath.Join("/home/agents", id, "events.jsonl") }
 	o.After, o.Logger = tm.after, hclog.NewNullLogger()
-	return New(o)
+	return newCkptWriter(o)
 }
 
 func TestSoonArmsOneTimerPerAgent(t *testing.T) {
 	tm := &timers{}
-	w := writer(t, tm, Options{Every: 8, Delay: 50 * time.Millisecond})
-	a := agentrec.New(id, nil, projection.New())
+	w := writer(t, tm, ckptOptions{Every: 8, Delay: 50 * time.Millisecond})
+	a := newAgent(id, nil, fold.New())
 	w.Soon(a)
 	w.Soon(a)
 	if len(tm.fs) != 1 || tm.delays[0] != 50*time.Millisecond {
@@ -69,24 +68,24 @@ func TestSoonArmsOneTimerPerAgent(t *testing.T) {
 
 func TestSoonNegativeDelayIsAtOnce(t *testing.T) {
 	tm := &timers{}
-	writer(t, tm, Options{Every: 1, Delay: -time.Second}).Soon(agentrec.New(id, nil, projection.New()))
+	writer(t, tm, ckptOptions{Every: 1, Delay: -time.Second}).Soon(newAgent(id, nil, fold.New()))
 	if len(tm.delays) != 1 || tm.delays[0] != 0 {
 		t.Fatalf("delays = %v; want one timer at 0", tm.delays)
 	}
 }
 
 func TestSoonArmsNothingWhenOffOrClosing(t *testing.T) {
-	for name, o := range map[string]Options{"every 0": {Every: 0}, "every -1": {Every: -1}, "cluster store": {Every: 8, Off: true}} {
+	for name, o := range map[string]ckptOptions{"every 0": {Every: 0}, "every -1": {Every: -1}, "cluster store": {Every: 8, Off: true}} {
 		tm := &timers{}
-		a := agentrec.New(id, nil, projection.New())
+		a := newAgent(id, nil, fold.New())
 		writer(t, tm, o).Soon(a)
 		if len(tm.fs) != 0 || a.Ckpt.Armed.Load() {
 			t.Errorf("%s: Soon armed %d timers (armed mark %v); want none", name, len(tm.fs), a.Ckpt.Armed.Load())
 		}
 	}
 	tm := &timers{refuse: true}
-	a := agentrec.New(id, nil, projection.New())
-	writer(t, tm, Options{Every: 8}).Soon(a)
+	a := newAgent(id, nil, fold.New())
+	writer(t, tm, ckptOptions{Every: 8}).Soon(a)
 	if a.Ckpt.Armed.Load() {
 		t.Fatal("an agent stays marked armed though the closing engine refused its timer (Close would never write it)")
 	}
@@ -95,9 +94,9 @@ func TestSoonArmsNothingWhenOffOrClosing(t *testing.T) {
 func TestAllStopsWhenCloseBegins(t *testing.T) {
 	tm := &timers{}
 	asked := 0
-	w := writer(t, tm, Options{Every: 8, Stopping: func() bool { asked++; return asked > 1 }})
-	agents := []*agentrec.Agent{agentrec.New(id, nil, projection.New()), agentrec.New(id, nil, projection.New()),
-		agentrec.New(id, nil, projection.New())}
+	w := writer(t, tm, ckptOptions{Every: 8, Stopping: func() bool { asked++; return asked > 1 }})
+	agents := []*agent{newAgent(id, nil, fold.New()), newAgent(id, nil, fold.New()),
+		newAgent(id, nil, fold.New())}
 	w.All(agents, 1, true)
 	if asked != 2 {
 		t.Fatalf("All asked Stopping %d times; want 2 (it stops at the second agent)", asked)
@@ -111,7 +110,7 @@ func TestAllStopsWhenCloseBegins(t *testing.T) {
 
 func TestRemove(t *testing.T) {
 	mem := faultfs.NewMem()
-	w := writer(t, &timers{}, Options{FS: mem})
+	w := writer(t, &timers{}, ckptOptions{FS: mem})
 	dir := filepath.Join("/home/agents", id)
 	if err := mem.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -130,8 +129,8 @@ func TestRemove(t *testing.T) {
 
 func TestAllDoesNothingWhenCheckpointsAreOff(t *testing.T) {
 	asked := 0
-	w := writer(t, &timers{}, Options{Every: 0, Stopping: func() bool { asked++; return false }})
-	w.All([]*agentrec.Agent{agentrec.New(id, nil, projection.New())}, 1, true)
+	w := writer(t, &timers{}, ckptOptions{Every: 0, Stopping: func() bool { asked++; return false }})
+	w.All([]*agent{newAgent(id, nil, fold.New())}, 1, true)
 	if asked != 0 {
 		t.Fatalf("All with checkpoints off went through the agents (asked Stopping %d times)", asked)
 	}

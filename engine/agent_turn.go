@@ -1,4 +1,4 @@
-package agentrec
+package engine
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 
 // Claim marks the agent busy for a turn; it fails when the agent cannot
 // run one now.
-func (a *Agent) Claim() error {
+func (a *agent) Claim() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -39,7 +39,7 @@ func (a *Agent) Claim() error {
 }
 
 // Unclaim undoes a claim and nothing else.
-func (a *Agent) Unclaim() {
+func (a *agent) Unclaim() {
 	a.mu.Lock()
 	a.busy = false
 	a.mu.Unlock()
@@ -51,7 +51,7 @@ func (a *Agent) Unclaim() {
 // lets it run, it waits on nothing and is not completing. It returns the
 // first pending messages (at most max, about bytes of payload), the
 // permit used.
-func (a *Agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message, bool) {
+func (a *agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if clearHold {
@@ -71,27 +71,27 @@ func (a *Agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message,
 
 // activity reports whether a turn runs (or its aftermath), or, unless
 // noWake, a wake is due, and the number of turns claimed on the record so
-// far, read together (Quiet).
-func (a *Agent) activity(noWake bool) (active bool, claims uint64) {
+// far, read together (quiet).
+func (a *agent) activity(noWake bool) (active bool, claims uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.busy || a.settling || (!noWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held), a.claims
 }
 
-// Quiet reports whether none of the agents list returns is active (no
+// quiet reports whether none of the agents list returns is active (no
 // turn, no aftermath, unless noWake no wake due) at one moment. Reading
 // each agent once is not enough: an agent read at rest can be woken a
 // moment later by one read after it, whose aftermath (a notice to a
 // subscriber, a message) ended before its own read, so that every read
-// says "at rest" while a turn runs. Quiet reads every agent twice, and
+// says "at rest" while a turn runs. quiet reads every agent twice, and
 // the agents and each one's count of claimed turns must be the same both
 // times: a turn claimed between an agent's two reads changes its count,
 // and one claimed before its first read or after its second needs a cause
 // active after every first read and before every second, which the second
 // reads would have seen. (Work started by a timer of the scheduler is not
 // an agent's, and is not covered.)
-func Quiet(list func() []*Agent, noWake bool) bool {
-	first := map[*Agent]uint64{}
+func quiet(list func() []*agent, noWake bool) bool {
+	first := map[*agent]uint64{}
 	for _, a := range list() {
 		active, claims := a.activity(noWake)
 		if active {
@@ -113,14 +113,14 @@ func Quiet(list func() []*Agent, noWake bool) bool {
 }
 
 // Gated reports whether the agent's gate holds it (no permit granted).
-func (a *Agent) Gated() bool {
+func (a *agent) Gated() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.p.Gated && !a.permit
 }
 
 // SetPermit grants or withdraws the agent's permit of one turn.
-func (a *Agent) SetPermit(permit bool) {
+func (a *agent) SetPermit(permit bool) {
 	a.mu.Lock()
 	a.permit = permit
 	a.mu.Unlock()
@@ -130,26 +130,26 @@ func (a *Agent) SetPermit(permit bool) {
 // from the agent's settings (cancel stops it), and returns why this
 // daemon may no longer run the agent (nil when it may), read in the same
 // critical section.
-func (a *Agent) StartTurn(req turnrun.Request, cancel context.CancelFunc, defaultModel func(string) string,
-	newID func() string) (turnrun.Turn, *Turn, error) {
+func (a *agent) StartTurn(req turnrun.Request, cancel context.CancelFunc, defaultModel func(string) string,
+	newID func() string) (turnrun.Turn, *runningTurn, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	tr := turnrun.Choose(req, turnrun.Settings{Provider: a.p.Provider, Model: a.p.Model, TurnNo: a.p.TurnNo},
 		defaultModel, newID)
-	a.cur = &Turn{runID: tr.RunID, rerun: tr.Rerun, cancel: cancel, done: make(chan struct{})}
+	a.cur = &runningTurn{runID: tr.RunID, rerun: tr.Rerun, cancel: cancel, done: make(chan struct{})}
 	return tr, a.cur, a.released
 }
 
 // StartsRun reports whether the running turn starts run runID afresh
 // (not a re-run of it).
-func (a *Agent) StartsRun(runID string) bool {
+func (a *agent) StartsRun(runID string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.cur != nil && !a.cur.rerun && a.cur.runID == runID
 }
 
 // CancelTurn cancels the running turn, if any.
-func (a *Agent) CancelTurn() {
+func (a *agent) CancelTurn() {
 	a.mu.Lock()
 	cur := a.cur
 	a.mu.Unlock()
@@ -161,7 +161,7 @@ func (a *Agent) CancelTurn() {
 // MarkReleased records that this daemon may no longer write for the agent
 // (first: it had not been released yet) and returns the running turn's
 // cancel (nil when none runs).
-func (a *Agent) MarkReleased(cause error) (first bool, cancel context.CancelFunc) {
+func (a *agent) MarkReleased(cause error) (first bool, cancel context.CancelFunc) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.released != nil {
@@ -178,12 +178,12 @@ func (a *Agent) MarkReleased(cause error) (first bool, cancel context.CancelFunc
 // uses them: the calls the provider makes (t) and, through t's door, those
 // made with the agent's credential, which find t on the record
 // (TurnTools) while the door is open.
-func (a *Agent) Attempt(runID string, t *Tools) turnrun.Tools { return attempt{a, runID, t} }
+func (a *agent) Attempt(runID string, t *runTools) turnrun.Tools { return attempt{a, runID, t} }
 
 type attempt struct {
-	a     *Agent
+	a     *agent
 	runID string
-	t     *Tools
+	t     *runTools
 }
 
 func (x attempt) Caller() provider.ToolCaller { return x.t }
@@ -201,7 +201,7 @@ func (x attempt) Close() error {
 
 // setTurnTools publishes (or, with nil, withdraws) the ToolCaller of the
 // attempt in progress of run runID.
-func (a *Agent) setTurnTools(runID string, t *Tools) {
+func (a *agent) setTurnTools(runID string, t *runTools) {
 	a.mu.Lock()
 	if a.cur != nil && a.cur.runID == runID {
 		a.cur.tools = t
@@ -211,7 +211,7 @@ func (a *Agent) setTurnTools(runID string, t *Tools) {
 
 // TurnTools is the ToolCaller of the running turn's attempt (nil between
 // attempts and turns), with the agent's name.
-func (a *Agent) TurnTools() (t *Tools, name string) {
+func (a *agent) TurnTools() (t *runTools, name string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.cur != nil {
@@ -223,7 +223,7 @@ func (a *Agent) TurnTools() (t *Tools, name string) {
 // Rest ends the running turn: not busy, settling (held after a failure);
 // it takes the work deferred during the turn and whether the agent
 // completes.
-func (a *Agent) Rest(held bool) (deferred []func(), completing bool) {
+func (a *agent) Rest(held bool) (deferred []func(), completing bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.cur = nil
@@ -236,7 +236,7 @@ func (a *Agent) Rest(held bool) (deferred []func(), completing bool) {
 }
 
 // Settled: the aftermath of the turn is done.
-func (a *Agent) Settled() {
+func (a *agent) Settled() {
 	a.mu.Lock()
 	a.settling = false
 	a.mu.Unlock()
@@ -244,7 +244,7 @@ func (a *Agent) Settled() {
 
 // Defer queues spec as a child to spawn after the running turn, running
 // later then (lifecycle.Spawns.Defer).
-func (a *Agent) Defer(spec lifecycle.Spec, later func()) (ok, now bool) {
+func (a *agent) Defer(spec lifecycle.Spec, later func()) (ok, now bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ok, queued, now := a.spawns.Defer(spec, a.busy)
@@ -255,7 +255,7 @@ func (a *Agent) Defer(spec lifecycle.Spec, later func()) (ok, now bool) {
 }
 
 // Spawned takes child id off the spawn queue.
-func (a *Agent) Spawned(id string) {
+func (a *agent) Spawned(id string) {
 	a.mu.Lock()
 	a.spawns.Done(id)
 	a.mu.Unlock()
@@ -263,7 +263,7 @@ func (a *Agent) Spawned(id string) {
 
 // Completing marks the agent to be terminated after its turn and reports
 // whether it runs one.
-func (a *Agent) Completing() (inTurn bool) {
+func (a *agent) Completing() (inTurn bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.completing = a.busy
@@ -271,13 +271,13 @@ func (a *Agent) Completing() (inTurn bool) {
 }
 
 // State is the agent's state as tools and subscriptions see it.
-func (a *Agent) State() string {
+func (a *agent) State() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.stateLocked()
 }
 
-func (a *Agent) stateLocked() string {
+func (a *agent) stateLocked() string {
 	switch {
 	case a.p.Terminated:
 		return schema.StateTerminated
@@ -291,13 +291,13 @@ func (a *Agent) stateLocked() string {
 
 // HasLiveWait reports whether the agent's latest run waits on a live
 // token.
-func (a *Agent) HasLiveWait() bool {
+func (a *agent) HasLiveWait() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.hasLiveWait()
 }
 
-func (a *Agent) hasLiveWait() bool {
+func (a *agent) hasLiveWait() bool {
 	r := a.p.Run
 	return r != nil && !r.Ended && r.Wait != nil && r.Wait.TokenState == string(schema.TokLive)
 }

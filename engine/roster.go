@@ -21,27 +21,26 @@
 //
 // The tree has a lock of its own and is read without the roster's; only
 // the changes listed above go through the roster.
-package roster
+package engine
 
 import (
 	"errors"
 	"sync"
 
 	"github.com/warren-dev/warren/engine/internal/agentload"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/engine/internal/subs"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/tree"
 )
 
-// Roster is the engine's table of agents. Make one with New.
-type Roster struct {
+// roster is the engine's table of agents. Make one with newRoster.
+type roster struct {
 	tree *tree.Tree
 
 	mu         sync.Mutex
-	agents     map[string]*agentrec.Agent
+	agents     map[string]*agent
 	closed     bool
 	recovering bool
 	// quarantine maps the id of each agent directory found in
@@ -51,13 +50,13 @@ type Roster struct {
 	gone       gone.Registry
 }
 
-// New returns an empty, open roster over the engine's tree.
-func New(t *tree.Tree) *Roster {
-	return &Roster{tree: t, agents: map[string]*agentrec.Agent{}}
+// newRoster returns an empty, open roster over the engine's tree.
+func newRoster(t *tree.Tree) *roster {
+	return &roster{tree: t, agents: map[string]*agent{}}
 }
 
 // Get returns the agent served under id.
-func (r *Roster) Get(id string) (*agentrec.Agent, bool) {
+func (r *roster) Get(id string) (*agent, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a, ok := r.agents[id]
@@ -65,14 +64,14 @@ func (r *Roster) Get(id string) (*agentrec.Agent, bool) {
 }
 
 // List returns the agents served, in no particular order.
-func (r *Roster) List() []*agentrec.Agent {
+func (r *roster) List() []*agent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.listLocked()
 }
 
-func (r *Roster) listLocked() []*agentrec.Agent {
-	out := make([]*agentrec.Agent, 0, len(r.agents))
+func (r *roster) listLocked() []*agent {
+	out := make([]*agent, 0, len(r.agents))
 	for _, a := range r.agents {
 		out = append(out, a)
 	}
@@ -80,7 +79,7 @@ func (r *Roster) listLocked() []*agentrec.Agent {
 }
 
 // Count is the number of agents served.
-func (r *Roster) Count() int {
+func (r *roster) Count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.agents)
@@ -88,7 +87,7 @@ func (r *Roster) Count() int {
 
 // Put serves a under id (a creation, recovery and takeover place agents
 // while the engine may be serving).
-func (r *Roster) Put(id string, a *agentrec.Agent) {
+func (r *roster) Put(id string, a *agent) {
 	r.mu.Lock()
 	r.agents[id] = a
 	r.mu.Unlock()
@@ -98,7 +97,7 @@ func (r *Roster) Put(id string, a *agentrec.Agent) {
 // whoever saw the engine open may still be refused by what stop stops,
 // never the other way round. It returns the agents served; first is false
 // when the roster was closed already.
-func (r *Roster) Close(stop func()) (agents []*agentrec.Agent, first bool) {
+func (r *roster) Close(stop func()) (agents []*agent, first bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	first = !r.closed
@@ -108,7 +107,7 @@ func (r *Roster) Close(stop func()) (agents []*agentrec.Agent, first bool) {
 }
 
 // Closed reports whether Close has run.
-func (r *Roster) Closed() bool {
+func (r *roster) Closed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.closed
@@ -116,7 +115,7 @@ func (r *Roster) Closed() bool {
 
 // SetRecovering holds wakes back (on) until recovery has rebuilt
 // everything, or lets them go (off).
-func (r *Roster) SetRecovering(on bool) {
+func (r *roster) SetRecovering(on bool) {
 	r.mu.Lock()
 	r.recovering = on
 	r.mu.Unlock()
@@ -124,14 +123,14 @@ func (r *Roster) SetRecovering(on bool) {
 
 // WakesHeld reports whether no wake may start a turn: the roster is closed
 // or recovering.
-func (r *Roster) WakesHeld() bool {
+func (r *roster) WakesHeld() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.closed || r.recovering
 }
 
 // Known reports whether id is served or remembered as terminated.
-func (r *Roster) Known(id string) bool {
+func (r *roster) Known(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, ok := r.agents[id]
@@ -141,7 +140,7 @@ func (r *Roster) Known(id string) bool {
 // Reserve adds a new agent's place to the tree, unless the roster is
 // closed (closed is true, nothing added) or the tree refuses it (its
 // error).
-func (r *Roster) Reserve(id, name, parentID string) (closed bool, err error) {
+func (r *roster) Reserve(id, name, parentID string) (closed bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -151,7 +150,7 @@ func (r *Roster) Reserve(id, name, parentID string) (closed bool, err error) {
 }
 
 // Unreserve gives back a place Reserve took for a creation that failed.
-func (r *Roster) Unreserve(id string) {
+func (r *roster) Unreserve(id string) {
 	r.mu.Lock()
 	_ = r.tree.Remove(id)
 	r.mu.Unlock()
@@ -161,7 +160,7 @@ func (r *Roster) Unreserve(id string) {
 // terminating (no subscription to it is indexed any more), its
 // subscribers are dropped from the index and returned, it is remembered
 // (with info) and it leaves the tree and the table.
-func (r *Roster) Unlist(a *agentrec.Agent, name, parentID string, info *gone.Info) (watchers []subs.Sub) {
+func (r *roster) Unlist(a *agent, name, parentID string, info *gone.Info) (watchers []subs.Sub) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id := a.ID()
@@ -175,7 +174,7 @@ func (r *Roster) Unlist(a *agentrec.Agent, name, parentID string, info *gone.Inf
 }
 
 // Forget remembers an agent recovery found terminated in its log.
-func (r *Roster) Forget(id, name, parentID string) {
+func (r *roster) Forget(id, name, parentID string) {
 	r.mu.Lock()
 	r.gone.Remember(id, name, parentID)
 	r.mu.Unlock()
@@ -183,7 +182,7 @@ func (r *Roster) Forget(id, name, parentID string) {
 
 // GonePath is the path a terminated agent had ("lead/w1"), or "" when the
 // roster does not remember the id.
-func (r *Roster) GonePath(id string) string {
+func (r *roster) GonePath(id string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.gone.Path(id, r.tree.Path)
@@ -191,7 +190,7 @@ func (r *Roster) GonePath(id string) string {
 
 // Terminated returns the terminated agents remembered, their Info read
 // by read (outside the lock, once per agent) where it is not known yet.
-func (r *Roster) Terminated(read func(id string) *gone.Info) []gone.Agent {
+func (r *roster) Terminated(read func(id string) *gone.Info) []gone.Agent {
 	r.mu.Lock()
 	unread := r.gone.Unread()
 	r.mu.Unlock()
@@ -207,7 +206,7 @@ func (r *Roster) Terminated(read func(id string) *gone.Info) []gone.Agent {
 }
 
 // SetQuarantine records the quarantined agent directories (id to path).
-func (r *Roster) SetQuarantine(q map[string]string) {
+func (r *roster) SetQuarantine(q map[string]string) {
 	r.mu.Lock()
 	r.quarantine = q
 	r.mu.Unlock()
@@ -215,14 +214,14 @@ func (r *Roster) SetQuarantine(q map[string]string) {
 
 // QuarantinedAs is the path id's directory was quarantined at ("" when
 // it was not).
-func (r *Roster) QuarantinedAs(id string) string {
+func (r *roster) QuarantinedAs(id string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.quarantine[id]
 }
 
 // Quarantined is how many agent directories are quarantined.
-func (r *Roster) Quarantined() int {
+func (r *roster) Quarantined() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.quarantine)
@@ -231,8 +230,8 @@ func (r *Roster) Quarantined() int {
 // Parents tells recovery what it needs of each candidate's parent: served
 // or not and quarantined or not under the roster's lock, then, under each
 // served parent's own lock, whether its log could not be opened.
-func (r *Roster) Parents(cands []placement.Candidate) map[string]placement.Parent {
-	listed := map[string]*agentrec.Agent{}
+func (r *roster) Parents(cands []placement.Candidate) map[string]placement.Parent {
+	listed := map[string]*agent{}
 	parents := map[string]placement.Parent{}
 	r.mu.Lock()
 	for _, cd := range cands {
@@ -253,7 +252,7 @@ func (r *Roster) Parents(cands []placement.Candidate) map[string]placement.Paren
 
 // Index adds a subscription whose target is served and not terminating;
 // false when it is not.
-func (r *Roster) Index(sub projection.Subscription, subscriber string) bool {
+func (r *roster) Index(sub fold.Subscription, subscriber string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t, ok := r.agents[sub.Target]; !ok || t.Terminating() {
@@ -264,14 +263,14 @@ func (r *Roster) Index(sub projection.Subscription, subscriber string) bool {
 }
 
 // Unindex removes a subscription from the index.
-func (r *Roster) Unindex(sub projection.Subscription) {
+func (r *roster) Unindex(sub fold.Subscription) {
 	r.mu.Lock()
 	r.subs.Remove(sub)
 	r.mu.Unlock()
 }
 
 // Watchers returns the subscriptions to target.
-func (r *Roster) Watchers(target string) []subs.Sub {
+func (r *roster) Watchers(target string) []subs.Sub {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.subs.Of(target)

@@ -1,26 +1,24 @@
-package roster
+package engine
 
 import (
 	"errors"
-
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/views"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/tree"
 )
 
-// NotFound is the error for an agent reference that names no agent
+// notFound is the error for an agent reference that names no agent
 // served (domainerr.NotFound).
-func NotFound(ref string) error {
+func notFound(ref string) error {
 	return domainerr.New(domainerr.NotFound, "agent %q not found; list agents with `warren agent list`", ref)
 }
 
 // Resolve turns an agent reference (path, unique name or id) into the id
 // of an agent served. Corrupt agents, which are not in the tree, resolve
 // by id or by name. An empty or ambiguous reference is
-// domainerr.Invalid; one that names no agent, NotFound.
-func (r *Roster) Resolve(ref string) (string, error) {
+// domainerr.Invalid; one that names no agent, notFound.
+func (r *roster) Resolve(ref string) (string, error) {
 	if ref == "" {
 		return "", domainerr.New(domainerr.Invalid, "missing agent reference")
 	}
@@ -38,26 +36,26 @@ func (r *Roster) Resolve(ref string) (string, error) {
 	}
 	for _, a := range r.List() { // each record read under its own lock, the roster's released
 		var match bool
-		a.View(func(p *projection.State, l agentrec.Live) { match = l.Corrupt != nil && p.Name == ref })
+		a.View(func(p *fold.State, l liveFlags) { match = l.Corrupt != nil && p.Name == ref })
 		if match {
 			return a.ID(), nil
 		}
 	}
-	return "", NotFound(ref)
+	return "", notFound(ref)
 }
 
 // Ordered returns the agents served in agent.list's order (views.Order):
 // depth-first from the roots, then those not in the tree.
-func (r *Roster) Ordered() []*agentrec.Agent {
+func (r *roster) Ordered() []*agent {
 	walk := r.tree.Walk()
 	all := r.List()
-	byID := make(map[string]*agentrec.Agent, len(all))
+	byID := make(map[string]*agent, len(all))
 	ids := make([]string, 0, len(all))
 	for _, a := range all {
 		byID[a.ID()] = a
 		ids = append(ids, a.ID())
 	}
-	out := make([]*agentrec.Agent, 0, len(all))
+	out := make([]*agent, 0, len(all))
 	for _, id := range views.Order(walk, ids) {
 		out = append(out, byID[id])
 	}
@@ -68,7 +66,7 @@ func (r *Roster) Ordered() []*agentrec.Agent {
 // USER and SYSTEM as themselves, an agent in the tree by its name, one
 // out of it (corrupt) by the name its log gives, a terminated one by the
 // path it had, and an id the roster does not know as itself.
-func (r *Roster) DisplayName(id string) string {
+func (r *roster) DisplayName(id string) string {
 	switch id {
 	case tree.User, tree.System:
 		return id

@@ -1,4 +1,4 @@
-package agentrec
+package engine
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/turnrun"
 	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )
@@ -115,8 +115,8 @@ func TestReadsForSubsAndReminders(t *testing.T) {
 	logs(t, a, schema.ReminderSched, schema.ReminderData{ReminderID: "r1", Reason: "why",
 		Due: time.Unix(50, 0).UTC().Format(time.RFC3339Nano)})
 	var got []string
-	a.WithReminder("r1", func(r projection.Reminder) { got = append(got, r.Reason) })
-	a.WithReminder("nope", func(projection.Reminder) { got = append(got, "nope") })
+	a.WithReminder("r1", func(r fold.Reminder) { got = append(got, r.Reason) })
+	a.WithReminder("nope", func(fold.Reminder) { got = append(got, "nope") })
 	if len(got) != 1 || got[0] != "why" {
 		t.Fatalf("WithReminder saw %v", got)
 	}
@@ -144,7 +144,7 @@ func TestOwedEnd(t *testing.T) {
 	}
 	before, written := lg.seq, 0
 	owes := func() []eventlog.Record {
-		return subs.Owed([]subs.Sub{{Subscription: projection.Subscription{ID: "s1", From: "*", To: "*"}, Subscriber: "w"}},
+		return subs.Owed([]subs.Sub{{Subscription: fold.Subscription{ID: "s1", From: "*", To: "*"}, Subscriber: "w"}},
 			"busy", "idle", a.TransitionKey())
 	}
 	noErr(t, a.WriteOwed(owes, func(runID, event string) { written++ }))
@@ -184,7 +184,7 @@ func TestTakeNotices(t *testing.T) {
 		t.Fatalf("taken again: %+v", ns)
 	}
 
-	rebuilt := New("a1", lg, a.p) // as recovery makes it: nothing logged by this process
+	rebuilt := newAgent("a1", lg, a.p) // as recovery makes it: nothing logged by this process
 	ns = rebuilt.TakeNotices()
 	if len(ns) != 1 || ns[0].To != "idle" {
 		t.Fatalf("a rebuilt record takes %+v; want the latest", ns)

@@ -1,4 +1,4 @@
-package agentrec
+package engine
 
 import (
 	"github.com/warren-dev/warren/engine/internal/domainerr"
@@ -11,12 +11,12 @@ import (
 // accepts appends again.
 
 // Owe records that the end of run runID could not be logged.
-func (a *Agent) Owe(runID, event string, data any, cause error) {
+func (a *agent) Owe(runID, event string, data any, cause error) {
 	a.owed.Owe(runID, event, data, cause)
 }
 
 // Owed reports whether the end of the agent's run is owed.
-func (a *Agent) Owed() bool {
+func (a *agent) Owed() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	_, _, _, owed := a.owed.Owed()
@@ -25,12 +25,12 @@ func (a *Agent) Owed() bool {
 
 // OwedEnd is the owed run end: its run, its event and why it could not be
 // logged (ok false when none is owed).
-func (a *Agent) OwedEnd() (runID, event string, cause error, ok bool) { return a.owed.Owed() }
+func (a *agent) OwedEnd() (runID, event string, cause error, ok bool) { return a.owed.Owed() }
 
 // OwedErr is the error of a cancel whose turn stopped but whose end could
 // not be logged (domainerr.Unavailable, saying when it is written); nil
 // when no end is owed.
-func (a *Agent) OwedErr() error {
+func (a *agent) OwedErr() error {
 	runID, event, cause, ok := a.OwedEnd()
 	if !ok {
 		return nil
@@ -44,7 +44,7 @@ func (a *Agent) OwedErr() error {
 // records with gives (the notices its busy -> idle owes: subs.Owed) in the
 // same write, then calls written; concurrent callers write it once
 // (owed.End.Flush).
-func (a *Agent) WriteOwed(with func() []eventlog.Record, written func(runID, event string)) error {
+func (a *agent) WriteOwed(with func() []eventlog.Record, written func(runID, event string)) error {
 	return a.owed.Flush(func(event string, data any) error {
 		_, err := subs.AppendWith(a.Log, with(), eventlog.Record{Event: event, Data: data})
 		return err

@@ -7,7 +7,7 @@
 //
 // A checkpoint is an optimisation: one that is lost, stale or torn makes
 // recovery fold the whole log, so it is written without fsync (a temp
-// file and a rename). On a cluster store none is written (Options.Off):
+// file and a rename). On a cluster store none is written (ckptOptions.Off):
 // its line is checked in the local log file, which a cluster home does
 // not have, and the agent may be recovered by another daemon in another
 // home, which folds the whole log.
@@ -16,10 +16,10 @@
 //
 // Write holds the agent's Ckpt.Mu (one write per agent at a time), takes
 // the record's lock briefly to copy its state (CheckpointState) and holds
-// one of the Writer's slots while it reads the log's line and writes the
+// one of the ckptWriter's slots while it reads the log's line and writes the
 // file, so that one write runs at a time (each opens a file of its own,
-// outside the open-logs cap). No lock is held across Options.After.
-package ckptwrite
+// outside the open-logs cap). No lock is held across ckptOptions.After.
+package engine
 
 import (
 	"errors"
@@ -30,13 +30,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/checkpoint"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 )
 
-// Options configures a Writer.
-type Options struct {
+// ckptOptions configures a ckptWriter.
+type ckptOptions struct {
 	FS faultfs.FS
 	// Dir is an agent's directory; LogPath its log file.
 	Dir, LogPath func(id string) string
@@ -57,18 +56,18 @@ type Options struct {
 	Logger   hclog.Logger
 }
 
-// Writer writes checkpoints. Make one with New.
-type Writer struct {
-	o     Options
+// ckptWriter writes checkpoints. Make one with newCkptWriter.
+type ckptWriter struct {
+	o     ckptOptions
 	slots chan struct{}
 }
 
-// New returns a Writer.
-func New(o Options) *Writer { return &Writer{o: o, slots: make(chan struct{}, 1)} }
+// newCkptWriter returns a ckptWriter.
+func newCkptWriter(o ckptOptions) *ckptWriter { return &ckptWriter{o: o, slots: make(chan struct{}, 1)} }
 
 // Write writes a's checkpoint, at its log's end, when the log has grown
 // by at least min entries since the last one.
-func (w *Writer) Write(a *agentrec.Agent, min uint64) {
+func (w *ckptWriter) Write(a *agent, min uint64) {
 	if w.o.Off {
 		return
 	}
@@ -107,7 +106,7 @@ func (w *Writer) Write(a *agentrec.Agent, min uint64) {
 // comes due while the agent is busy again writes all the same: a kill -9
 // then leaves to fold, in any log, what it grew by in the last delay and,
 // in the logs of the turns running, fewer than Every entries more.
-func (w *Writer) Soon(a *agentrec.Agent) {
+func (w *ckptWriter) Soon(a *agent) {
 	if w.o.Every <= 0 || w.o.Off || !a.Ckpt.Armed.CompareAndSwap(false, true) {
 		return
 	}
@@ -123,7 +122,7 @@ func (w *Writer) Soon(a *agentrec.Agent) {
 // All writes the checkpoints of agents whose logs grew by at least min
 // entries, unless checkpoints are off (Every 0 or negative); untilStop
 // stops it when Close begins (Close writes its own).
-func (w *Writer) All(agents []*agentrec.Agent, min uint64, untilStop bool) {
+func (w *ckptWriter) All(agents []*agent, min uint64, untilStop bool) {
 	if w.o.Every <= 0 {
 		return
 	}
@@ -136,7 +135,7 @@ func (w *Writer) All(agents []*agentrec.Agent, min uint64, untilStop bool) {
 }
 
 // Remove removes an agent's checkpoint (its log failed a check).
-func (w *Writer) Remove(id string) {
+func (w *ckptWriter) Remove(id string) {
 	err := w.o.FS.Remove(filepath.Join(w.o.Dir(id), checkpoint.Name))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		w.o.Logger.Warn("removing a checkpoint", "agent", id, "err", err)

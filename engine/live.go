@@ -24,7 +24,7 @@
 // snapsave) are leaves; an eviction appends to the agent's log and writes
 // its snapshot holding neither; the record's methods (package agentrec)
 // take its lock for each read.
-package live
+package engine
 
 import (
 	"context"
@@ -36,7 +36,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/agentspec"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
@@ -50,8 +49,8 @@ import (
 	"github.com/warren-dev/warren/store"
 )
 
-// Session is a provider session held in a multiplexer slot.
-type Session struct {
+// liveSession is a provider session held in a multiplexer slot.
+type liveSession struct {
 	Sess     provider.Session
 	Provider string
 	Model    string
@@ -60,10 +59,10 @@ type Session struct {
 	Inject *history.History
 }
 
-// Options are what the sessions need of the engine.
-type Options struct {
+// liveOptions are what the sessions need of the engine.
+type liveOptions struct {
 	// Lookup finds a live agent's record.
-	Lookup func(id string) (*agentrec.Agent, bool)
+	Lookup func(id string) (*agent, bool)
 	// Provider looks a provider entry up (an unknown one is refused).
 	Provider func(name string) (provider.Provider, error)
 	// Spec is the provider spec of agent id's session (package agentspec).
@@ -76,31 +75,31 @@ type Options struct {
 	Logger hclog.Logger
 }
 
-// Sessions are the live provider sessions of one engine's agents.
-type Sessions struct {
-	o   Options
-	mux *multiplexer.Mux[*Session]
+// liveSessions are the live provider sessions of one engine's agents.
+type liveSessions struct {
+	o   liveOptions
+	mux *multiplexer.Mux[*liveSession]
 }
 
-// New makes the sessions, their slots in pools as cfg says.
-func New(cfg multiplexer.Config, o Options) *Sessions {
-	s := &Sessions{o: o}
-	s.mux = multiplexer.New[*Session](cfg, s.evict, o.Logger.Named("mux"))
+// newLiveSessions makes the sessions, their slots in pools as cfg says.
+func newLiveSessions(cfg multiplexer.Config, o liveOptions) *liveSessions {
+	s := &liveSessions{o: o}
+	s.mux = multiplexer.New[*liveSession](cfg, s.evict, o.Logger.Named("mux"))
 	return s
 }
 
 // SetConfig applies pool settings live; Stats reports the pools by name.
-func (s *Sessions) SetConfig(cfg multiplexer.Config)        { s.mux.SetConfig(cfg) }
-func (s *Sessions) Stats() map[string]multiplexer.PoolStats { return s.mux.Stats() }
+func (s *liveSessions) SetConfig(cfg multiplexer.Config)        { s.mux.SetConfig(cfg) }
+func (s *liveSessions) Stats() map[string]multiplexer.PoolStats { return s.mux.Stats() }
 
 // Evict forces the eviction of agent id's live session; it is an error
 // when the session is not live or is held by a turn. EvictAll evicts
 // every live session (the engine's close).
-func (s *Sessions) Evict(ctx context.Context, id string) error { return s.mux.Evict(ctx, id) }
-func (s *Sessions) EvictAll(ctx context.Context) error         { return s.mux.EvictAll(ctx) }
+func (s *liveSessions) Evict(ctx context.Context, id string) error { return s.mux.Evict(ctx, id) }
+func (s *liveSessions) EvictAll(ctx context.Context) error         { return s.mux.EvictAll(ctx) }
 
 // Stop stops agent id's live session, if any, without saving it.
-func (s *Sessions) Stop(id string) {
+func (s *liveSessions) Stop(id string) {
 	if lv, ok := s.mux.Remove(id); ok {
 		_ = lv.Sess.Stop()
 	}
@@ -116,8 +115,8 @@ func wrapSlotErr(err error) error {
 // Create creates the provider session of a new agent id (not listed yet:
 // its spec is all there is of it), held in its slot until Keep or
 // Abandon.
-func (s *Sessions) Create(ctx context.Context, prov provider.Provider, id string, spec lifecycle.Spec) (lifecycle.Session, error) {
-	lease, err := s.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*Session, error) {
+func (s *liveSessions) Create(ctx context.Context, prov provider.Provider, id string, spec lifecycle.Spec) (lifecycle.Session, error) {
+	lease, err := s.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*liveSession, error) {
 		ps := s.o.Spec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd)
 		if v, ok := spec.Metadata[agentspec.HistoryModeKey]; ok {
 			ps.HistoryMode = v // the agent is not listed yet: its metadata is here
@@ -126,7 +125,7 @@ func (s *Sessions) Create(ctx context.Context, prov provider.Provider, id string
 		if err != nil {
 			return nil, err
 		}
-		return &Session{Sess: ns, Provider: spec.Provider, Model: spec.Model}, nil
+		return &liveSession{Sess: ns, Provider: spec.Provider, Model: spec.Model}, nil
 	})
 	if err != nil {
 		return nil, wrapSlotErr(fmt.Errorf("creating the %s session: %w", spec.Provider, err))
@@ -135,7 +134,7 @@ func (s *Sessions) Create(ctx context.Context, prov provider.Provider, id string
 }
 
 // newSession is a new agent's provider session under its lease.
-type newSession struct{ lease *multiplexer.Lease[*Session] }
+type newSession struct{ lease *multiplexer.Lease[*liveSession] }
 
 func (n newSession) Handle() string { return n.lease.Value().Sess.Handle() }
 func (n newSession) Keep()          { n.lease.Release() }
@@ -146,9 +145,9 @@ func (n newSession) Abandon() {
 
 // Acquire gets a's provider session for a turn on the given provider and
 // model, restoring or creating it as needed.
-func (s *Sessions) Acquire(ctx context.Context, a *agentrec.Agent, provName, model string) (turnrun.Session, error) {
+func (s *liveSessions) Acquire(ctx context.Context, a *agent, provName, model string) (turnrun.Session, error) {
 	for attempt := 0; attempt < 2; attempt++ {
-		lease, err := s.mux.Acquire(ctx, a.ID(), provName, func(ctx context.Context) (*Session, error) {
+		lease, err := s.mux.Acquire(ctx, a.ID(), provName, func(ctx context.Context) (*liveSession, error) {
 			return s.open(ctx, a, provName, model)
 		})
 		if err != nil {
@@ -167,7 +166,7 @@ func (s *Sessions) Acquire(ctx context.Context, a *agentrec.Agent, provName, mod
 
 // turnSession is the agent's provider session held in its slot for a
 // turn.
-type turnSession struct{ lease *multiplexer.Lease[*Session] }
+type turnSession struct{ lease *multiplexer.Lease[*liveSession] }
 
 func (t turnSession) Inject() *history.History { return t.lease.Value().Inject }
 func (t turnSession) Injected()                { t.lease.Value().Inject = nil }
@@ -189,7 +188,7 @@ func (t turnSession) End(discard bool) {
 // open brings back (or creates) the provider session of an agent that is
 // not live: from the eviction blob, from the native handle recorded at
 // creation, or fresh with the history rebuilt from the log.
-func (s *Sessions) open(ctx context.Context, a *agentrec.Agent, provName, model string) (*Session, error) {
+func (s *liveSessions) open(ctx context.Context, a *agent, provName, model string) (*liveSession, error) {
 	prov, err := s.o.Provider(provName)
 	if err != nil {
 		return nil, err
@@ -207,14 +206,14 @@ func (s *Sessions) open(ctx context.Context, a *agentrec.Agent, provName, model 
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Sess: ps, Provider: provName, Model: model, Inject: inject}, nil
+	return &liveSession{Sess: ps, Provider: provName, Model: model, Inject: inject}, nil
 }
 
 // reopening is what reopen needs of an agent: its log (the record's
 // Append), its history and its session.json snapshot.
 type reopening struct {
-	*agentrec.Agent
-	s *Sessions
+	*agent
+	s *liveSessions
 }
 
 // History is the agent's history from its log. The turn being started is
@@ -238,7 +237,7 @@ func (r reopening) SaveSnapshot(f func(*session.Session)) {
 // history rebuilds agent id's completed turns from its log, streaming it:
 // only the entries of turns are kept (never the messages, whose payloads
 // may be most of the log).
-func (s *Sessions) history(id string) (history.History, error) {
+func (s *liveSessions) history(id string) (history.History, error) {
 	r, err := s.o.Read(context.Background(), id, 0, 0)
 	if err != nil {
 		return history.History{}, fmt.Errorf("reading the log of agent %s for its history: %w", id, err)
@@ -263,7 +262,7 @@ func (s *Sessions) history(id string) (history.History, error) {
 
 // evict is the multiplexer's eviction: suspend the provider session, save
 // its blob in session.json, log suspend.result, stop it.
-func (s *Sessions) evict(ctx context.Context, id string, lv *Session) error {
+func (s *liveSessions) evict(ctx context.Context, id string, lv *liveSession) error {
 	defer func() { _ = lv.Sess.Stop() }()
 	blob, err := lv.Sess.Suspend(ctx)
 	if err != nil {

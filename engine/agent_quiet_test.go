@@ -1,19 +1,19 @@
-package agentrec
+package engine
 
 import "testing"
 
-// listing returns the records a Quiet scan reads, running between(n)
+// listing returns the records a quiet scan reads, running between(n)
 // before the n-th listing (0: the first read, 1: the second).
-func listing(between func(n int), recs ...*Agent) func() []*Agent {
+func listing(between func(n int), recs ...*agent) func() []*agent {
 	n := 0
-	return func() []*Agent {
+	return func() []*agent {
 		between(n)
 		n++
-		return append([]*Agent(nil), recs...)
+		return append([]*agent(nil), recs...)
 	}
 }
 
-// Quiet says "at rest" only when every record is at rest and nothing
+// quiet says "at rest" only when every record is at rest and nothing
 // began between its two reads: the race the crash fuzzer found, where a
 // subscriber read at rest was woken by a notice from an agent read after
 // it, once that agent's aftermath had ended.
@@ -21,7 +21,7 @@ func TestQuietSeesATurnBetweenItsReads(t *testing.T) {
 	nothing := func(int) {}
 	x, _ := newRec(t)
 	y, _ := newRec(t)
-	if !Quiet(listing(nothing, x, y), false) {
+	if !quiet(listing(nothing, x, y), false) {
 		t.Fatal("two records at rest: not quiet")
 	}
 
@@ -33,7 +33,7 @@ func TestQuietSeesATurnBetweenItsReads(t *testing.T) {
 			x.Unclaim()
 		}
 	}
-	if Quiet(listing(turn, x, y), false) {
+	if quiet(listing(turn, x, y), false) {
 		t.Fatal("a turn claimed and ended between the reads went unseen")
 	}
 
@@ -46,35 +46,35 @@ func TestQuietSeesATurnBetweenItsReads(t *testing.T) {
 			}
 		}
 	}
-	if Quiet(listing(wake, x, y), false) {
+	if quiet(listing(wake, x, y), false) {
 		t.Fatal("a wake turn taken between the reads went unseen")
 	}
 	y.Unclaim()
 
 	// A record that appears (a spawn) between the reads.
 	z, _ := newRec(t)
-	recs := []*Agent{x}
-	grow := func() []*Agent {
-		out := append([]*Agent(nil), recs...)
+	recs := []*agent{x}
+	grow := func() []*agent {
+		out := append([]*agent(nil), recs...)
 		recs = append(recs, z)
 		return out
 	}
-	if Quiet(grow, false) {
+	if quiet(grow, false) {
 		t.Fatal("a record added between the reads went unseen")
 	}
 
 	// A record active at the first read.
 	noErr(t, x.Claim())
-	if Quiet(listing(nothing, x, y), false) {
+	if quiet(listing(nothing, x, y), false) {
 		t.Fatal("a claimed record: quiet")
 	}
 	x.Unclaim()
 
 	// y's pending m1 makes a wake due, unless wakes are off.
-	if Quiet(listing(nothing, x, y), false) {
+	if quiet(listing(nothing, x, y), false) {
 		t.Fatal("a wake is due: quiet")
 	}
-	if !Quiet(listing(nothing, x, y), true) {
+	if !quiet(listing(nothing, x, y), true) {
 		t.Fatal("wakes are off and nothing runs: not quiet")
 	}
 }

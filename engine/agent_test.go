@@ -1,4 +1,4 @@
-package agentrec
+package engine
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/turnrun"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 )
 
@@ -22,7 +22,7 @@ import (
 // once, as the engine's OnAppend does: the entry is folded into the
 // projection before Append returns.
 type fakeLog struct {
-	a        *Agent
+	a        *agent
 	seq      uint64
 	degraded error
 	every    int  // the checkpoint interval handed to ApplyCommitted
@@ -61,7 +61,7 @@ func (l *fakeLog) Close() error                                      { return ni
 func ptr(s string) *string                                           { return &s }
 
 // logs appends one entry to a's log, failing the test if it cannot.
-func logs(t *testing.T, a *Agent, event string, data any) {
+func logs(t *testing.T, a *agent, event string, data any) {
 	t.Helper()
 	_, err := a.Append(event, data)
 	noErr(t, err)
@@ -76,29 +76,29 @@ func noErr(t *testing.T, err error) {
 
 // newRec makes the record of a created child agent "a1" (parent "p1")
 // over a fakeLog.
-func newRec(t *testing.T) (*Agent, *fakeLog) {
+func newRec(t *testing.T) (*agent, *fakeLog) {
 	t.Helper()
 	lg := &fakeLog{every: 3}
-	a := New("a1", lg, projection.New())
+	a := newAgent("a1", lg, fold.New())
 	lg.a = a
 	logs(t, a, schema.AgentCreated, schema.AgentCreatedData{AgentID: "a1", Name: "worker", ParentID: ptr("p1"),
 		Provider: "prov", Model: "mod"})
 	return a, lg
 }
 
-func enqueue(t *testing.T, a *Agent, id string) {
+func enqueue(t *testing.T, a *agent, id string) {
 	t.Helper()
 	m := inbox.Message{ID: id, Sender: "p1", Recipient: "a1", Kind: inbox.KindRequest, Payload: "hi " + id,
 		Timestamp: time.Unix(1, 0).UTC(), Metadata: map[string]string{}}
 	logs(t, a, schema.MessageEnqueued, m.EventData())
 }
 
-func startRun(t *testing.T, a *Agent, run string) {
+func startRun(t *testing.T, a *agent, run string) {
 	t.Helper()
 	logs(t, a, schema.TurnStart, schema.TurnStartData{RunID: run, Turn: 1, BootID: "b", Prompt: "go"})
 }
 
-func wait(t *testing.T, a *Agent, run string) {
+func wait(t *testing.T, a *agent, run string) {
 	t.Helper()
 	logs(t, a, schema.RunWaiting, schema.RunWaitingData{RunID: run, WaitKind: "input", Prompt: "ok?", TokenID: "tok",
 		Deadline: time.Unix(100, 0).UTC().Format(time.RFC3339Nano), SecretHash: "h", Turn: 1})
@@ -110,16 +110,16 @@ func wait(t *testing.T, a *Agent, run string) {
 func TestClaimRefusesByCondition(t *testing.T) {
 	cases := []struct {
 		name string
-		set  func(a *Agent)
+		set  func(a *agent)
 		want error
 	}{
-		{"unopened", func(a *Agent) { a.MarkCorrupt(agentload.ErrUnopened) }, domainerr.Unavailable},
-		{"damaged", func(a *Agent) { a.MarkCorrupt(errors.New("bad line")) }, domainerr.WrongState},
-		{"terminated", func(a *Agent) {
+		{"unopened", func(a *agent) { a.MarkCorrupt(agentload.ErrUnopened) }, domainerr.Unavailable},
+		{"damaged", func(a *agent) { a.MarkCorrupt(errors.New("bad line")) }, domainerr.WrongState},
+		{"terminated", func(a *agent) {
 			logs(t, a, schema.AgentTerminated, schema.AgentTerminatedData{AgentID: "a1"})
 		}, domainerr.WrongState},
-		{"released", func(a *Agent) { a.MarkReleased(errors.New("lease lost")) }, domainerr.Unavailable},
-		{"busy", func(a *Agent) { noErr(t, a.Claim()) }, domainerr.WrongState},
+		{"released", func(a *agent) { a.MarkReleased(errors.New("lease lost")) }, domainerr.Unavailable},
+		{"busy", func(a *agent) { noErr(t, a.Claim()) }, domainerr.WrongState},
 	}
 	for _, tc := range cases {
 		a, _ := newRec(t)
@@ -253,7 +253,7 @@ func TestTurnOnTheRecord(t *testing.T) {
 	if !a.StartsRun("run9") || a.StartsRun("other") {
 		t.Fatal("StartsRun wrong")
 	}
-	tools := &Tools{}
+	tools := &runTools{}
 	other := a.Attempt("other", tools)
 	other.Open(context.Background(), func(error) {})
 	if got, _ := a.TurnTools(); got != nil {
@@ -333,7 +333,7 @@ func TestCheckpointDue(t *testing.T) {
 	if _, _, _, due, _ := a.CheckpointState(1); due {
 		t.Fatal("due with nothing logged since")
 	}
-	b := New("b", nil, projection.New())
+	b := newAgent("b", nil, fold.New())
 	if _, _, _, due, _ := b.CheckpointState(0); due {
 		t.Fatal("due without a log")
 	}
@@ -353,7 +353,7 @@ func TestPruneAndSubscriptions(t *testing.T) {
 	if got := a.Sent(); len(got) != 2 {
 		t.Fatalf("Sent = %v", got)
 	}
-	a.Prune(placement.Existing{}, func(s projection.SentRef) bool { return s.To == "c" })
+	a.Prune(placement.Existing{}, func(s fold.SentRef) bool { return s.To == "c" })
 	if got := a.Sent(); len(got) != 1 || got[0].ID != "s2" {
 		t.Fatalf("after Prune, Sent = %v", got)
 	}
@@ -371,7 +371,7 @@ func TestPruneAndSubscriptions(t *testing.T) {
 func lifecycleSpec(id string) lifecycle.Spec { return lifecycle.Spec{ID: id, Name: id, ParentID: "a1"} }
 
 // active is the first half of activity: whether the record is active.
-func active(a *Agent, noWake bool) bool {
+func active(a *agent, noWake bool) bool {
 	act, _ := a.activity(noWake)
 	return act
 }

@@ -1,4 +1,4 @@
-package live
+package engine
 
 import (
 	"context"
@@ -11,13 +11,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/agentspec"
-	"github.com/warren-dev/warren/engine/internal/agentrec"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/multiplexer"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -92,9 +91,9 @@ func (emptyReader) Next() (eventlog.Entry, error) { return eventlog.Entry{}, io.
 func (emptyReader) Close() error                  { return nil }
 
 type world struct {
-	s     *Sessions
+	s     *liveSessions
 	prov  *fakeProv
-	a     *agentrec.Agent
+	a     *agent
 	log   *recLog
 	saved chan *session.Session
 }
@@ -102,11 +101,11 @@ type world struct {
 func newWorld(t *testing.T, slots int) *world {
 	t.Helper()
 	w := &world{prov: &fakeProv{blob: []byte("blob")}, log: &recLog{}, saved: make(chan *session.Session, 10)}
-	w.a = agentrec.New("a1", w.log, projection.New())
+	w.a = newAgent("a1", w.log, fold.New())
 	snaps := &snapsave.Writer{Save: func(s *session.Session) error { w.saved <- s; return nil }, Delay: func() {},
 		Now: func() time.Time { return time.Unix(5, 0) }, Logger: hclog.NewNullLogger()}
-	w.s = New(multiplexer.Config{Pools: map[string]int{"default": slots}, DefaultPool: "default"}, Options{
-		Lookup: func(id string) (*agentrec.Agent, bool) { return w.a, id == "a1" },
+	w.s = newLiveSessions(multiplexer.Config{Pools: map[string]int{"default": slots}, DefaultPool: "default"}, liveOptions{
+		Lookup: func(id string) (*agent, bool) { return w.a, id == "a1" },
 		Provider: func(name string) (provider.Provider, error) {
 			if name != "fake" {
 				return nil, errors.New("unknown provider")

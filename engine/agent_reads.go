@@ -1,4 +1,4 @@
-package agentrec
+package engine
 
 import (
 	"maps"
@@ -12,7 +12,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/engine/internal/waits"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/toolexec"
@@ -23,7 +23,7 @@ import (
 
 // Snapshot copies what the views read of the agent (package views); path
 // is its path in the tree.
-func (a *Agent) Snapshot(path string) views.Snapshot {
+func (a *agent) Snapshot(path string) views.Snapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return views.Take(a.p, views.Flags{ID: a.id, Path: path, Session: a.statusSnap(a.facts()), Busy: a.busy,
@@ -31,7 +31,7 @@ func (a *Agent) Snapshot(path string) views.Snapshot {
 }
 
 // Status is the agent's derived status (SPEC 4; views.Status).
-func (a *Agent) Status(bootID string, now time.Time) string {
+func (a *agent) Status(bootID string, now time.Time) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	f := a.facts()
@@ -44,7 +44,7 @@ func (a *Agent) Status(bootID string, now time.Time) string {
 // an open run comes from its log alone, so that listing agents does not
 // read the session.json files a recovery left to read (package snapsave).
 // f is the agent's facts; the caller holds a.mu.
-func (a *Agent) statusSnap(f session.Facts) *session.Session {
+func (a *agent) statusSnap(f session.Facts) *session.Session {
 	if f.Corrupt || f.Terminated || f.RunID == "" || f.RunEnded {
 		return nil
 	}
@@ -53,11 +53,11 @@ func (a *Agent) statusSnap(f session.Facts) *session.Session {
 
 // facts reads the latest run's facts from the projection. The caller
 // holds a.mu.
-func (a *Agent) facts() session.Facts { return views.Facts(a.p, a.corrupt != nil) }
+func (a *agent) facts() session.Facts { return views.Facts(a.p, a.corrupt != nil) }
 
 // Settings are what agent.inspect shows of the agent's settings and one
 // page of its inbox (views.TakeSettings).
-func (a *Agent) Settings(sinceSeq uint64, limit int) views.Settings {
+func (a *agent) Settings(sinceSeq uint64, limit int) views.Settings {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return views.TakeSettings(a.p, sinceSeq, limit)
@@ -65,13 +65,13 @@ func (a *Agent) Settings(sinceSeq uint64, limit int) views.Settings {
 
 // Degraded says why the agent's log refuses appends ("" when it accepts
 // them), and which run end is owed.
-func (a *Agent) Degraded() string {
+func (a *agent) Degraded() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.degradedLocked()
 }
 
-func (a *Agent) degradedLocked() string {
+func (a *agent) degradedLocked() string {
 	if a.Log == nil {
 		return ""
 	}
@@ -80,7 +80,7 @@ func (a *Agent) degradedLocked() string {
 
 // WaitState is what an operation on the agent's waits reads at its start
 // (package waits).
-func (a *Agent) WaitState() waits.State {
+func (a *agent) WaitState() waits.State {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var s waits.State
@@ -95,19 +95,19 @@ func (a *Agent) WaitState() waits.State {
 }
 
 // LastResume is the latest wait the log records answered with a token.
-func (a *Agent) LastResume() (projection.Resume, bool) {
+func (a *agent) LastResume() (fold.Resume, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if lr := a.p.LastResume; lr != nil {
 		return *lr, true
 	}
-	return projection.Resume{}, false
+	return fold.Resume{}, false
 }
 
 // Superseded names what a new run started by a message replaces: the
 // live wait (its token, run and kind), whose token the message revokes,
 // or else a run a restart interrupted (abandoned).
-func (a *Agent) Superseded() (tokenID, runID, waitKind, abandoned string) {
+func (a *agent) Superseded() (tokenID, runID, waitKind, abandoned string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.hasLiveWait() {
@@ -121,7 +121,7 @@ func (a *Agent) Superseded() (tokenID, runID, waitKind, abandoned string) {
 
 // Suspended is the wait run runID suspended on and its resume secret
 // (handed out once), read together.
-func (a *Agent) Suspended(runID string) (wait *views.WaitInfo, token string) {
+func (a *agent) Suspended(runID string) (wait *views.WaitInfo, token string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r := a.p.RunFor(runID); r != nil && r.Wait != nil {
@@ -132,7 +132,7 @@ func (a *Agent) Suspended(runID string) (wait *views.WaitInfo, token string) {
 
 // LiveWait is session.json's form of the latest run's live wait (nil
 // when none).
-func (a *Agent) LiveWait() *session.Wait {
+func (a *agent) LiveWait() *session.Wait {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r := a.p.Run; r != nil && r.Wait != nil && r.Wait.TokenState == string(schema.TokLive) {
@@ -143,7 +143,7 @@ func (a *Agent) LiveWait() *session.Wait {
 }
 
 // Look is what the lifecycle reads of the agent before acting on it.
-func (a *Agent) Look() lifecycle.Look {
+func (a *agent) Look() lifecycle.Look {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	l := lifecycle.Look{Busy: a.busy, Terminated: a.p.Terminated, Corrupt: a.corrupt != nil,
@@ -155,7 +155,7 @@ func (a *Agent) Look() lifecycle.Look {
 }
 
 // Inherit is what a child spawned by the agent inherits.
-func (a *Agent) Inherit() lifecycle.Inherited {
+func (a *agent) Inherit() lifecycle.Inherited {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return lifecycle.Inherited{Provider: a.p.Provider, Model: a.p.Model, Cwd: a.p.Cwd}
@@ -163,7 +163,7 @@ func (a *Agent) Inherit() lifecycle.Inherited {
 
 // GoneInfo is what the list of terminated agents shows of the agent,
 // terminated at ended.
-func (a *Agent) GoneInfo(ended time.Time) *gone.Info {
+func (a *agent) GoneInfo(ended time.Time) *gone.Info {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	in := &gone.Info{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
@@ -175,7 +175,7 @@ func (a *Agent) GoneInfo(ended time.Time) *gone.Info {
 
 // Inbox reports whether message id was enqueued to the agent, whether it
 // is terminated and whether its log is damaged.
-func (a *Agent) Inbox(id string) (has, terminated, corrupt bool) {
+func (a *agent) Inbox(id string) (has, terminated, corrupt bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.p.Enqueued.Has(id), a.p.Terminated, a.corrupt != nil
@@ -184,7 +184,7 @@ func (a *Agent) Inbox(id string) (has, terminated, corrupt bool) {
 // Room reads the agent's inbox for a reservation (package reserve): its
 // pending count and bytes, and what reserved counts of the reservations
 // not yet landed in it. reserved runs under the agent's lock.
-func (a *Agent) Room(reserved func(has func(id string) bool) (int, int64)) (n int, b int64, rn int, rb int64) {
+func (a *agent) Room(reserved func(has func(id string) bool) (int, int64)) (n int, b int64, rn int, rb int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	rn, rb = reserved(a.p.Enqueued.Has)
@@ -193,7 +193,7 @@ func (a *Agent) Room(reserved func(has func(id string) bool) (int, int64)) (n in
 
 // Failed is what the agent's parent is told of its failed turn, with at
 // most max of its pending messages.
-func (a *Agent) Failed(max int) mail.Failure {
+func (a *agent) Failed(max int) mail.Failure {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return mail.Failure{ID: a.id, Parent: a.p.ParentID, Name: a.p.Name, LastErr: a.p.LastError,
@@ -202,7 +202,7 @@ func (a *Agent) Failed(max int) mail.Failure {
 
 // TransitionKey names the agent's current transition for notice ids: its
 // latest run (a transition happens once per run and direction).
-func (a *Agent) TransitionKey() string {
+func (a *agent) TransitionKey() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.p.Run != nil {
@@ -215,13 +215,13 @@ func (a *Agent) TransitionKey() string {
 // that this process has not taken yet, in log order: those it logged
 // since the last take, or, in a process that logged none (a recovery),
 // the log's latest notices.owed, once.
-func (a *Agent) TakeNotices() []projection.Notices {
+func (a *agent) TakeNotices() []fold.Notices {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := a.untold
 	a.untold = nil
 	if len(out) == 0 && a.p.Notices != nil {
-		out = []projection.Notices{*a.p.Notices}
+		out = []fold.Notices{*a.p.Notices}
 	}
 	if len(out) == 0 || out[len(out)-1].Seq <= a.noticesTaken {
 		return nil
@@ -231,7 +231,7 @@ func (a *Agent) TakeNotices() []projection.Notices {
 }
 
 // Subscription is the agent's subscription id.
-func (a *Agent) Subscription(id string) (projection.Subscription, bool) {
+func (a *agent) Subscription(id string) (fold.Subscription, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	sub, ok := a.p.Subs[id]
@@ -240,7 +240,7 @@ func (a *Agent) Subscription(id string) (projection.Subscription, bool) {
 
 // WithReminder calls f with the agent's reminder id under its lock; it
 // does nothing when there is no such reminder. f may arm a timer.
-func (a *Agent) WithReminder(id string, f func(projection.Reminder)) {
+func (a *agent) WithReminder(id string, f func(fold.Reminder)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r := a.p.Reminders[id]; r != nil {
@@ -249,7 +249,7 @@ func (a *Agent) WithReminder(id string, f func(projection.Reminder)) {
 }
 
 // ToolView is the agent as the tools see it (toolexec.Agent).
-func (a *Agent) ToolView() toolexec.Agent {
+func (a *agent) ToolView() toolexec.Agent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return toolexec.Agent{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, State: a.stateLocked(), Gated: a.p.Gated,
@@ -260,7 +260,7 @@ func (a *Agent) ToolView() toolexec.Agent {
 // open run was shown: the running turn's, or those of a run a crash
 // interrupted or that waits, whose re-run shows them again and consumes
 // them when it completes (so check_inbox must not deliver them meanwhile).
-func (a *Agent) Pending() (pending []inbox.Message, shown []string) {
+func (a *agent) Pending() (pending []inbox.Message, shown []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r := a.p.Run; r != nil && !r.Ended {
@@ -271,7 +271,7 @@ func (a *Agent) Pending() (pending []inbox.Message, shown []string) {
 
 // PendingFirst is the first of the agent's pending messages: at most n,
 // about b bytes of payload.
-func (a *Agent) PendingFirst(n int, b int64) []inbox.Message {
+func (a *agent) PendingFirst(n int, b int64) []inbox.Message {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.p.Pending.PeekFirst(n, b)
@@ -279,7 +279,7 @@ func (a *Agent) PendingFirst(n int, b int64) []inbox.Message {
 
 // Recorded is what the log records of run runID: its tool calls and the
 // response its wait was answered with (nil when none).
-func (a *Agent) Recorded(runID string) (calls []projection.Call, resume *string) {
+func (a *agent) Recorded(runID string) (calls []fold.Call, resume *string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.p.RunFor(runID)
@@ -295,25 +295,25 @@ func (a *Agent) Recorded(runID string) (calls []projection.Call, resume *string)
 }
 
 // Metadata is the agent's metadata value of key.
-func (a *Agent) Metadata(key string) (string, bool) {
+func (a *agent) Metadata(key string) (string, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	v, ok := a.p.Metadata[key]
 	return v, ok
 }
 
-// Reopen is what bringing back the agent's provider session reads: the
+// reopenSettings is what bringing back the agent's provider session reads: the
 // handle and the provider and model its session was created with, its
 // instructions and working directory.
-type Reopen struct {
+type reopenSettings struct {
 	Handle, Provider, Model, Instructions, Cwd string
 }
 
 // ReopenSettings reads what bringing back the agent's provider session
 // needs.
-func (a *Agent) ReopenSettings() Reopen {
+func (a *agent) ReopenSettings() reopenSettings {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return Reopen{Handle: a.p.Handle, Provider: a.p.SessProvider, Model: a.p.SessModel, Instructions: a.p.Instructions,
+	return reopenSettings{Handle: a.p.Handle, Provider: a.p.SessProvider, Model: a.p.SessModel, Instructions: a.p.Instructions,
 		Cwd: a.p.Cwd}
 }

@@ -1,10 +1,10 @@
-package agentrec
+package engine
 
 import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/placement"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/session"
 )
 
@@ -13,7 +13,7 @@ import (
 
 // NeedsRestartMark reports whether the agent's open run was running in a
 // previous start (bootID is this one's) and must be marked interrupted.
-func (a *Agent) NeedsRestartMark(bootID string) bool {
+func (a *agent) NeedsRestartMark(bootID string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return session.NeedsRestartMark(a.Snap.Get(), a.facts(), bootID)
@@ -21,15 +21,15 @@ func (a *Agent) NeedsRestartMark(bootID string) bool {
 
 // Sent is a copy of the messages the agent's log records as sent and
 // whose delivery recovery may still have to check.
-func (a *Agent) Sent() []projection.SentRef {
+func (a *agent) Sent() []fold.SentRef {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]projection.SentRef(nil), a.p.Sent...)
+	return append([]fold.SentRef(nil), a.p.Sent...)
 }
 
 // Reminders returns the ids of the agent's reminders and how many
 // messages are pending.
-func (a *Agent) Reminders() (ids []string, pending int) {
+func (a *agent) Reminders() (ids []string, pending int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ids = make([]string, 0, len(a.p.Reminders))
@@ -41,7 +41,7 @@ func (a *Agent) Reminders() (ids []string, pending int) {
 
 // CutSpawns are the spawns a crash cut off in the agent's ended runs
 // (placement.Existing.CutSpawns).
-func (a *Agent) CutSpawns(existing placement.Existing) []projection.Spawn {
+func (a *agent) CutSpawns(existing placement.Existing) []fold.Spawn {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return existing.CutSpawns(a.p.Spawns, a.p.Run)
@@ -49,7 +49,7 @@ func (a *Agent) CutSpawns(existing placement.Existing) []projection.Spawn {
 
 // NeedsBootstrap reports whether the agent is a child that never had its
 // bootstrap turn.
-func (a *Agent) NeedsBootstrap() bool {
+func (a *agent) NeedsBootstrap() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return placement.NeedsBootstrap(a.p.ParentID, a.p.TurnNo, a.p.Run)
@@ -60,11 +60,11 @@ func (a *Agent) NeedsBootstrap() bool {
 // still need (a message that reached the agent's log but not its
 // recipient's); it goes into the next checkpoint. keep runs without the
 // agent's lock (it may look at other agents).
-func (a *Agent) Prune(existing placement.Existing, keep func(projection.SentRef) bool) {
+func (a *agent) Prune(existing placement.Existing, keep func(fold.SentRef) bool) {
 	a.mu.Lock()
 	sent, spawns := a.p.Sent, a.p.Spawns
 	a.mu.Unlock()
-	var keepSent []projection.SentRef
+	var keepSent []fold.SentRef
 	for _, sr := range sent {
 		if keep(sr) {
 			keepSent = append(keepSent, sr)
@@ -80,12 +80,12 @@ func (a *Agent) Prune(existing placement.Existing, keep func(projection.SentRef)
 
 // Subscriptions lists the agent's subscriptions; with targets, only those
 // to an agent in it.
-func (a *Agent) Subscriptions(targets map[string]bool) []projection.Subscription {
+func (a *agent) Subscriptions(targets map[string]bool) []fold.Subscription {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []projection.Subscription
+	var out []fold.Subscription
 	if targets == nil {
-		out = make([]projection.Subscription, 0, len(a.p.Subs))
+		out = make([]fold.Subscription, 0, len(a.p.Subs))
 	}
 	for _, sub := range a.p.Subs {
 		if targets == nil || targets[sub.Target] {
@@ -96,7 +96,7 @@ func (a *Agent) Subscriptions(targets map[string]bool) []projection.Subscription
 }
 
 // WaitDeadline is the deadline of the agent's live wait (zero when none).
-func (a *Agent) WaitDeadline() time.Time {
+func (a *agent) WaitDeadline() time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.hasLiveWait() {
@@ -109,7 +109,7 @@ func (a *Agent) WaitDeadline() time.Time {
 // its log's line seq (at offset off), when one is due: the log has grown
 // by at least min entries since the last checkpoint and the agent is in
 // a state a checkpoint can hold. The caller holds Ckpt.Mu.
-func (a *Agent) CheckpointState(min uint64) (seq uint64, off int64, state []byte, due bool, err error) {
+func (a *agent) CheckpointState(min uint64) (seq uint64, off int64, state []byte, due bool, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p := a.p
