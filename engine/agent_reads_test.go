@@ -10,7 +10,6 @@ import (
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/engine/internal/subs"
-	"github.com/warren-dev/warren/engine/internal/turnrun"
 	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
@@ -30,7 +29,7 @@ func TestReadsForToolsAndTurns(t *testing.T) {
 	enqueue(t, a, "m1")
 	enqueue(t, a, "m2")
 	noErr(t, a.Claim())
-	a.StartTurn(turnrunRequest(), func() {}, func(string) string { return "" }, func() string { return "r1" })
+	a.StartTurn(TurnRequest{Prompt: "go"}, func() {}, func(string) string { return "" }, func() string { return "r1" })
 	logs(t, a, schema.TurnStart, schema.TurnStartData{RunID: "r1", Turn: 1, BootID: "b", Prompt: "go", MessageIDs: []string{"m1"}})
 	logs(t, a, schema.ToolCall, schema.ToolCallData{CallID: "c1", Tool: "check_inbox", Result: map[string]any{"n": 1},
 		RunID: "r1", Turn: 1})
@@ -254,7 +253,6 @@ func TestReadsForRecovery(t *testing.T) {
 	}
 }
 
-func turnrunRequest() turnrun.Request { return turnrun.Request{Prompt: "go"} }
 
 // Pending's shown ids are those of the open run whether or not a turn of
 // this process runs it: a run a crash interrupted (or that waits) keeps

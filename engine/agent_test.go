@@ -11,7 +11,6 @@ import (
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/placement"
-	"github.com/warren-dev/warren/engine/internal/turnrun"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
@@ -245,7 +244,7 @@ func TestTurnOnTheRecord(t *testing.T) {
 	a, _ := newRec(t)
 	noErr(t, a.Claim())
 	cancelled := 0
-	tr, turn, released := a.StartTurn(turnrun.Request{Prompt: "go"}, func() { cancelled++ },
+	tr, turn, released := a.StartTurn(TurnRequest{Prompt: "go"}, func() { cancelled++ },
 		func(string) string { return "def" }, func() string { return "run9" })
 	if released != nil || tr.RunID != "run9" || tr.Turn != 1 || tr.Provider != "prov" || tr.Model != "mod" {
 		t.Fatalf("StartTurn = %+v, %v", tr, released)
@@ -254,18 +253,15 @@ func TestTurnOnTheRecord(t *testing.T) {
 		t.Fatal("StartsRun wrong")
 	}
 	tools := &runTools{}
-	other := a.Attempt("other", tools)
-	other.Open(context.Background(), func(error) {})
+	a.setTurnTools("other", tools)
 	if got, _ := a.TurnTools(); got != nil {
 		t.Fatal("tools of another run were published")
 	}
-	noErr(t, other.Close())
-	at := a.Attempt("run9", tools)
-	at.Open(context.Background(), func(error) {})
-	if got, name := a.TurnTools(); got != tools || name != "worker" || at.Caller() != tools {
+	a.setTurnTools("run9", tools)
+	if got, name := a.TurnTools(); got != tools || name != "worker" {
 		t.Fatalf("TurnTools = %v %q", got, name)
 	}
-	noErr(t, at.Close())
+	a.setTurnTools("run9", nil)
 	if got, _ := a.TurnTools(); got != nil {
 		t.Fatal("a closed attempt's tools are still published")
 	}

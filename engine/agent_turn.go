@@ -7,9 +7,7 @@ import (
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
-	"github.com/warren-dev/warren/engine/internal/turnrun"
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
 )
 
@@ -126,15 +124,15 @@ func (a *agent) SetPermit(permit bool) {
 	a.mu.Unlock()
 }
 
-// StartTurn makes a new turn the running one, chosen by turnrun.Choose
+// StartTurn makes a new turn the running one, chosen by chooseTurn
 // from the agent's settings (cancel stops it), and returns why this
 // daemon may no longer run the agent (nil when it may), read in the same
 // critical section.
-func (a *agent) StartTurn(req turnrun.Request, cancel context.CancelFunc, defaultModel func(string) string,
-	newID func() string) (turnrun.Turn, *runningTurn, error) {
+func (a *agent) StartTurn(req TurnRequest, cancel context.CancelFunc, defaultModel func(string) string,
+	newID func() string) (turnPlan, *runningTurn, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	tr := turnrun.Choose(req, turnrun.Settings{Provider: a.p.Provider, Model: a.p.Model, TurnNo: a.p.TurnNo},
+	tr := chooseTurn(req, a.p.Provider, a.p.Model, a.p.TurnNo,
 		defaultModel, newID)
 	a.cur = &runningTurn{runID: tr.RunID, rerun: tr.Rerun, cancel: cancel, done: make(chan struct{})}
 	return tr, a.cur, a.released
@@ -172,31 +170,6 @@ func (a *agent) MarkReleased(cause error) (first bool, cancel context.CancelFunc
 		cancel = a.cur.cancel
 	}
 	return true, cancel
-}
-
-// Attempt is the tools of one attempt of run runID as package turnrun
-// uses them: the calls the provider makes (t) and, through t's door, those
-// made with the agent's credential, which find t on the record
-// (TurnTools) while the door is open.
-func (a *agent) Attempt(runID string, t *runTools) turnrun.Tools { return attempt{a, runID, t} }
-
-type attempt struct {
-	a     *agent
-	runID string
-	t     *runTools
-}
-
-func (x attempt) Caller() provider.ToolCaller { return x.t }
-func (x attempt) Drain() error                { return x.t.Drain() }
-
-func (x attempt) Open(ctx context.Context, suspend context.CancelCauseFunc) {
-	x.t.Door.Open(ctx, suspend)
-	x.a.setTurnTools(x.runID, x.t)
-}
-
-func (x attempt) Close() error {
-	x.a.setTurnTools(x.runID, nil)
-	return x.t.Door.Close()
 }
 
 // setTurnTools publishes (or, with nil, withdraws) the ToolCaller of the

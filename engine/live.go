@@ -39,7 +39,6 @@ import (
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
-	"github.com/warren-dev/warren/engine/internal/turnrun"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
@@ -145,13 +144,13 @@ func (n newSession) Abandon() {
 
 // Acquire gets a's provider session for a turn on the given provider and
 // model, restoring or creating it as needed.
-func (s *liveSessions) Acquire(ctx context.Context, a *agent, provName, model string) (turnrun.Session, error) {
+func (s *liveSessions) Acquire(ctx context.Context, a *agent, provName, model string) (turnSession, error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		lease, err := s.mux.Acquire(ctx, a.ID(), provName, func(ctx context.Context) (*liveSession, error) {
 			return s.open(ctx, a, provName, model)
 		})
 		if err != nil {
-			return nil, wrapSlotErr(err)
+			return turnSession{}, wrapSlotErr(err)
 		}
 		lv := lease.Value()
 		if lv.Provider == provName && lv.Model == model {
@@ -161,7 +160,7 @@ func (s *liveSessions) Acquire(ctx context.Context, a *agent, provName, model st
 		lease.Discard()
 		_ = lv.Sess.Stop()
 	}
-	return nil, fmt.Errorf("could not switch agent %s to %s/%s", a.ID(), provName, model)
+	return turnSession{}, fmt.Errorf("could not switch agent %s to %s/%s", a.ID(), provName, model)
 }
 
 // turnSession is the agent's provider session held in its slot for a

@@ -1,4 +1,4 @@
-package turnrun
+package engine
 
 import (
 	"context"
@@ -14,18 +14,22 @@ import (
 // attempts calls the provider, retrying transient errors with exponential
 // backoff and jitter while no output of the attempt reached a client
 // (package retry), on the agent's session, which is discarded after an
-// attempt that leaves it unusable.
-func (r Runner) attempts(ctx context.Context, ag Agent, req Request, t Turn, usage *provider.Usage) (string, int, error) {
-	sess, err := ag.Acquire(ctx, t.Provider, t.Model)
+// attempt that leaves it unusable. Each attempt sends the prompt (with the
+// history block a fresh session must carry once), within the turn
+// timeout, with the attempt's tools open to calls made with the agent's
+// credential; the calls are in the log before the attempt ends. Before a
+// retry, turn.retry is logged and the client told.
+func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPlan, usage *provider.Usage) (string, int, error) {
+	sess, err := c.sessions.Acquire(ctx, a, t.Provider, t.Model)
 	if err != nil {
 		return "", 0, err
 	}
 	discard := false
 	defer func() { sess.End(discard) }()
-	policy := ag.Policy()
+	policy := c.retryPolicy()
 	delivered := false
 	onChunk := func(s string) {
-		ag.Delta(t.RunID, s)
+		c.bus.PublishDelta(a.ID(), t.RunID, s)
 		if req.OnChunk != nil {
 			delivered = true
 			req.OnChunk(s)
@@ -36,18 +40,18 @@ func (r Runner) attempts(ctx context.Context, ag Agent, req Request, t Turn, usa
 		if inject := sess.Inject(); inject != nil {
 			prompt = history.Block(*inject, req.Prompt, history.BlockOptions{})
 		}
-		resp, timedOut, drainFailed, err := sendOnce(ctx, ag, sess, prompt, t, policy.Timeout,
+		resp, timedOut, drainFailed, err := c.sendOnce(ctx, a, sess, prompt, t, policy.Timeout,
 			provider.TurnIO{OnChunk: onChunk, OnUsage: func(u provider.Usage) { *usage = usage.Add(u) }})
 		if err == nil {
 			sess.Injected()
 		}
 		return retry.Try{Response: resp, Err: err, TimedOut: timedOut, DrainFailed: drainFailed}
 	}, func() bool { return delivered }, func(attempt int, err error, delay time.Duration) error {
-		if _, lerr := ag.Append(schema.TurnRetry, schema.TurnRetryData{RunID: t.RunID, Turn: t.Turn, Attempt: attempt,
+		if _, lerr := a.Append(schema.TurnRetry, schema.TurnRetryData{RunID: t.RunID, Turn: t.Turn, Attempt: attempt,
 			Error: err.Error(), DelayMS: delay.Milliseconds()}); lerr != nil {
 			return fmt.Errorf("logging turn.retry: %w (after %v)", lerr, err)
 		}
-		r.Log.Warn("transient provider error; retrying", "agent", ag.ID(), "attempt", attempt, "delay", delay, "err", err)
+		c.log.Warn("transient provider error; retrying", "agent", a.ID(), "attempt", attempt, "delay", delay, "err", err)
 		if req.OnRetry != nil {
 			req.OnRetry(RetryNotice{RunID: t.RunID, Turn: t.Turn, Attempt: attempt, MaxRetries: policy.MaxRetries,
 				Error: err.Error(), Delay: delay})
@@ -58,16 +62,23 @@ func (r Runner) attempts(ctx context.Context, ag Agent, req Request, t Turn, usa
 	return out.Response, out.Attempts, out.Err
 }
 
+// retryPolicy is the retry policy of the config in force.
+func (c *Core) retryPolicy() retry.Policy {
+	cfg := c.config()
+	return retry.Policy{MaxRetries: cfg.MaxRetries, Base: cfg.RetryBaseDelay, Timeout: cfg.TurnTimeout,
+		Jitter: c.opts.Jitter, Sleep: c.opts.Sleep}
+}
+
 // sendOnce runs one attempt of a turn on the live session: the prompt,
 // the tool calls the provider makes (through the attempt's tools, which
 // calls made with the agent's credential join), within the turn timeout.
 // timedOut says the timeout ended it; drainFailed that a call's tool.call
 // could not be logged (err says why), so the provider session, which
 // counts the turn as done, must not be kept.
-func sendOnce(ctx context.Context, ag Agent, sess Session, prompt string, t Turn, timeout time.Duration,
+func (c *Core) sendOnce(ctx context.Context, a *agent, sess turnSession, prompt string, t turnPlan, timeout time.Duration,
 	io provider.TurnIO) (resp string, timedOut, drainFailed bool, err error) {
-	tools := ag.Tools(t.RunID, t.Turn)
-	io.Tools = tools.Caller()
+	tools := c.newRunTools(a, t.RunID, t.Turn)
+	io.Tools = tools
 	// A call made with the agent's credential that suspends the run ends
 	// the attempt through suspend.
 	sctx, suspend := context.WithCancelCause(ctx)
@@ -75,10 +86,14 @@ func sendOnce(ctx context.Context, ag Agent, sess Session, prompt string, t Turn
 	if timeout > 0 {
 		actx, acancel = context.WithTimeout(sctx, timeout)
 	}
-	tools.Open(actx, suspend)
+	// Open to calls made with the agent's credential while the attempt
+	// runs (agentauth.go).
+	tools.Door.Open(actx, suspend)
+	a.setTurnTools(t.RunID, tools)
 	resp, err = sess.Send(actx, prompt, io)
 	timedOut = actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-	if serr := tools.Close(); serr != nil {
+	a.setTurnTools(t.RunID, nil)
+	if serr := tools.Door.Close(); serr != nil {
 		err = serr
 	}
 	acancel()
