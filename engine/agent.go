@@ -50,7 +50,7 @@ type agent struct {
 
 	busy       bool             // a turn is running or being started
 	claims     uint64           // how many times busy was set (quiet)
-	cur        *runningTurn            // the running turn
+	cur        *runningTurn     // the running turn
 	permit     bool             // permit_turn: one turn while gated
 	deferred   []func()         // work after the current turn ends
 	spawns     lifecycle.Spawns // children spawned in the current turn

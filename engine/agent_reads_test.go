@@ -253,7 +253,6 @@ func TestReadsForRecovery(t *testing.T) {
 	}
 }
 
-
 // Pending's shown ids are those of the open run whether or not a turn of
 // this process runs it: a run a crash interrupted (or that waits) keeps
 // the messages its turn.start took, for its re-run to consume, so

@@ -63,7 +63,9 @@ type ckptWriter struct {
 }
 
 // newCkptWriter returns a ckptWriter.
-func newCkptWriter(o ckptOptions) *ckptWriter { return &ckptWriter{o: o, slots: make(chan struct{}, 1)} }
+func newCkptWriter(o ckptOptions) *ckptWriter {
+	return &ckptWriter{o: o, slots: make(chan struct{}, 1)}
+}
 
 // Write writes a's checkpoint, at its log's end, when the log has grown
 // by at least min entries since the last one.

@@ -32,4 +32,3 @@ var (
 // failf returns an error reading fmt.Errorf(format, args...) that matches
 // kind (errors.Is) and wraps any %w operand.
 func failf(kind error, format string, args ...any) error { return domainerr.New(kind, format, args...) }
-

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/provider/inproc"
 	"io/fs"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/faultfs"
-	"github.com/warren-dev/warren/protocol"
-	"github.com/warren-dev/warren/provider/inproc"
 )
 
 // logFaults are faults an agent's log append meets in the field. Sticky:

@@ -133,7 +133,9 @@ func (s *liveSessions) Create(ctx context.Context, prov provider.Provider, id st
 }
 
 // newSession is a new agent's provider session under its lease.
-type newSession struct{ lease *multiplexer.Lease[*liveSession] }
+type newSession struct {
+	lease *multiplexer.Lease[*liveSession]
+}
 
 func (n newSession) Handle() string { return n.lease.Value().Sess.Handle() }
 func (n newSession) Keep()          { n.lease.Release() }
@@ -165,7 +167,9 @@ func (s *liveSessions) Acquire(ctx context.Context, a *agent, provName, model st
 
 // turnSession is the agent's provider session held in its slot for a
 // turn.
-type turnSession struct{ lease *multiplexer.Lease[*liveSession] }
+type turnSession struct {
+	lease *multiplexer.Lease[*liveSession]
+}
 
 func (t turnSession) Inject() *history.History { return t.lease.Value().Inject }
 func (t turnSession) Injected()                { t.lease.Value().Inject = nil }

@@ -3,12 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
-	"path"
-	"strings"
-	"testing"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider/inproc"
+	"path"
+	"strings"
+	"testing"
 )
 
 // Tests of memory bounded by design (issue 16): bounded inboxes, payloads

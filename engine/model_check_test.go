@@ -3,10 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
+	"strings"
 )
 
 // mObsAgent is one live agent as the model test observes it.

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/warren-dev/warren/faultfs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"github.com/warren-dev/warren/faultfs"
 )
 
 // rewrite replaces a file's content durably on the in-memory filesystem.

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"errors"
-	"testing"
 	"github.com/warren-dev/warren/schema"
+	"testing"
 )
 
 // TestReleaseBetweenClaimAndTurnStopsTheTurn: an agent released (its log

@@ -2,10 +2,10 @@ package engine
 
 import (
 	"context"
-	"testing"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider/inproc"
+	"testing"
 )
 
 // TestSendSaysWhatItRevokedOrAbandoned: a user message to a suspended agent
