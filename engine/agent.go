@@ -11,7 +11,6 @@ import (
 	"github.com/warren-dev/warren/engine/internal/owed"
 	"github.com/warren-dev/warren/engine/internal/reminders"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
-	"github.com/warren-dev/warren/engine/internal/waits"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
@@ -43,7 +42,7 @@ type agent struct {
 	owed owed.End
 	// resumes are the secrets minted in its runs until handed out and
 	// the results a repeated resume shares (package waits, its own lock).
-	resumes waits.Resumes[TurnResult]
+	resumes resumes
 
 	mu sync.Mutex
 	p  *fold.State
@@ -183,7 +182,7 @@ func (a *agent) LastSeq() (uint64, bool) {
 func (a *agent) Timers() *reminders.Timers { return &a.timers }
 
 // Resumes are the agent's resume secrets and shared results.
-func (a *agent) Resumes() *waits.Resumes[TurnResult] { return &a.resumes }
+func (a *agent) Resumes() *resumes { return &a.resumes }
 
 // CountIn counts the agent's pending messages in totals (nil: in none).
 // The projection is not shared yet (a new or recovered agent) or no

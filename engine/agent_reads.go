@@ -10,7 +10,6 @@ import (
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/engine/internal/views"
-	"github.com/warren-dev/warren/engine/internal/waits"
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -80,16 +79,16 @@ func (a *agent) degradedLocked() string {
 
 // WaitState is what an operation on the agent's waits reads at its start
 // (package waits).
-func (a *agent) WaitState() waits.State {
+func (a *agent) WaitState() waitState {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var s waits.State
+	var s waitState
 	if r := a.p.Run; r != nil {
 		s.Run = *r
 	}
 	s.LiveWait, s.Busy = a.hasLiveWait(), a.busy
 	if cur := a.cur; cur != nil {
-		s.Turn = &waits.Running{RunID: cur.runID, Cancel: cur.cancel, Done: cur.done}
+		s.Turn = &turnRef{RunID: cur.runID, Cancel: cur.cancel, Done: cur.done}
 	}
 	return s
 }

@@ -46,12 +46,6 @@ func (c *Core) env() *toolEnv { return &c.tools }
 
 func (e *toolEnv) core() *Core { return e.c }
 
-// callCtx places a call for the code outside toolexec that needs its run
-// (beginWait).
-type callCtx struct {
-	runID string
-	turn  int
-}
 
 // CallTool runs a tool for an agent outside any turn (the tool.call method).
 func (c *Core) CallTool(ctx context.Context, agentID, tool string, args map[string]any) (map[string]any, error) {
@@ -206,5 +200,5 @@ func (e *toolEnv) AwaitInput(id string, v tools.AwaitInput, pos toolexec.Pos) er
 	if !ok {
 		return errNotFoundAgent
 	}
-	return e.core().beginWait(a, v, callCtx{runID: pos.RunID, turn: pos.Turn})
+	return e.core().beginWait(a, v, pos.RunID, pos.Turn)
 }

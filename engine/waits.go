@@ -1,51 +1,85 @@
 package engine
 
 import (
-	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/notice"
+	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/engine/internal/views"
-	"github.com/warren-dev/warren/engine/internal/waits"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
-	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/token"
 	"github.com/warren-dev/warren/tools"
 	"github.com/warren-dev/warren/tree"
 )
 
-// The waits of the agents (await_input, resume, cancel, the deadline
-// sweep) are decided and ordered in package waits; the Core looks the
-// agent up and carries out each step through waitAgent below.
+// An agent's waits: a run suspended on await_input until a human answers,
+// a deadline passes or the wait is revoked (SPEC 4).
+//
+//   - beginWait mints the resume token (package token), logs run.waiting
+//     and token.minted in one write and registers the token; the secret
+//     is kept (the record's resumes) until the turn's result hands it out.
+//   - Resume and Cancel (resume.go) answer and end them.
+//   - sweepWaits expires the waits whose deadline passed (run.interrupted
+//     with reason wait_timeout and token.expired in one write);
+//     armDeadline schedules it at a deadline.
+//
+// The token service locks each token across its commit, which claims the
+// agent and appends to its log.
 
-// waitOps is package waits over the Core's token service and clock.
-func (c *Core) waitOps() waits.Waits[TurnResult] {
-	return waits.Waits[TurnResult]{Tokens: c.tokens, Now: c.now, Result: resumeResult}
-}
+// defaultWaitTimeout applies to await_input without a timeout.
+const defaultWaitTimeout = 24 * time.Hour
 
-// resumeResult is the result of a resume answered without a turn of its
-// own.
-func resumeResult(runID string, status session.Status, response string) TurnResult {
-	return TurnResult{Response: response, RunID: runID, Status: status}
-}
-
-// beginWait suspends the run: it mints a resume token, logs run.waiting and
-// token.minted in one write, and ends the turn (ErrRunSuspended).
-func (c *Core) beginWait(a *agent, v tools.AwaitInput, cc callCtx) error {
-	deadline, err := c.waitOps().Begin(waitAgent{a, c}, v, cc.runID, cc.turn)
+// beginWait suspends run runID (its turn turn) on v: it mints a resume
+// token with the deadline v's timeout sets, keeps the secret in the
+// agent's resumes, logs run.waiting and token.minted in one write,
+// registers the token, arms the deadline, tells USER, and ends the turn
+// (provider.ErrRunSuspended).
+func (c *Core) beginWait(a *agent, v tools.AwaitInput, runID string, turn int) error {
+	timeout := v.Timeout
+	if timeout <= 0 {
+		timeout = defaultWaitTimeout
+	}
+	deadline := c.now().UTC().Add(timeout)
+	tok, secret, err := token.Mint(a.ID(), runID, deadline)
 	if err != nil {
-		return err
+		return fmt.Errorf("minting a resume token: %w", err)
+	}
+	a.Resumes().Mint(runID, secret)
+	// The turn's end delivers the notices of busy -> waiting.
+	_, err = a.AppendBatch(append([]eventlog.Record{
+		{Event: schema.RunWaiting, Data: schema.RunWaitingData{RunID: runID, WaitKind: v.Kind, Prompt: v.Prompt,
+			TokenID: tok.ID, Deadline: deadline.Format(time.RFC3339Nano), SecretHash: tok.SecretHash, Turn: turn}},
+		{Event: schema.TokenMinted, Data: schema.TokenData{TokenID: tok.ID, RunID: runID}},
+	}, c.noticesFor(a, schema.StateBusy, schema.StateWaiting, subs.Key(runID, turn))...))
+	if err != nil {
+		a.Resumes().Drop(runID)
+		return fmt.Errorf("logging run.waiting: %w", err)
+	}
+	if err := c.tokens.Add(tok); err != nil {
+		return fmt.Errorf("registering the resume token: %w", err)
 	}
 	c.armDeadline(deadline)
 	c.noticeWaitOf(a)
 	return provider.ErrRunSuspended
 }
 
-// armDeadline schedules a sweep for the first instant a wait is overdue.
+// armDeadline schedules a sweep for the first instant a wait with this
+// deadline is overdue: a token expires once the clock is past its
+// deadline. Should the sweep find the clock not past it yet (the wall
+// clock stepped back), it arms itself again.
 func (c *Core) armDeadline(deadline time.Time) {
-	c.waitOps().Arm(c.sched.At, deadline, c.sweepWaits)
+	c.sched.At(deadline.Add(time.Nanosecond), func() {
+		c.sweepWaits()
+		if !c.now().After(deadline) {
+			c.armDeadline(deadline)
+		}
+	})
 }
 
 // SweepWaits expires every wait whose deadline passed: run.interrupted
@@ -64,88 +98,44 @@ func (c *Core) SweepEvery(interval time.Duration) {
 	c.sched.Arm("", sweepTimer, c.now().Add(interval), tick)
 }
 
-// sweepWaits is SweepWaits on a goroutine the scheduler tracks already.
+// sweepWaits expires every live wait whose deadline passed:
+// run.interrupted (wait_timeout) and token.expired in the agent's log in
+// one write (with the notices of waiting -> idle it owes); then
+// session.json says idle, the notices are delivered and the agent may
+// wake. A token of an agent that is gone expires with nothing written; a
+// wait whose write fails stays live for the next sweep.
 func (c *Core) sweepWaits() {
-	c.waitOps().Sweep(func(id string) (waits.Agent[TurnResult], bool) {
-		a, ok := c.agent(id)
+	expired := c.tokens.Expire(c.now(), func(t token.Token) error {
+		a, ok := c.agent(t.AgentID)
 		if !ok {
-			return nil, false
+			return nil
 		}
-		return waitAgent{a, c}, true
+		_, err := a.AppendBatch(append([]eventlog.Record{
+			{Event: schema.RunInterrupted, Data: schema.RunInterruptedData{RunID: t.RunID, Reason: schema.ReasonWaitTimeout}},
+			{Event: schema.TokenExpired, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
+		}, c.noticesFor(a, schema.StateWaiting, schema.StateIdle, subs.Key(t.RunID, a.WaitState().Run.Turn))...))
+		return err
 	})
+	for _, t := range expired {
+		if a, ok := c.agent(t.AgentID); ok {
+			c.saveSession(a, func(s *session.Session) { s.State = session.StateIdle })
+			c.notify(a) // waiting -> idle
+			c.wake(a)
+		}
+	}
 }
 
-// revokeToken revokes a live token (token.revoked with the reason).
+// revokeToken revokes a live wait's token (token.revoked with reason); a
+// token that is no longer live is left as it is.
 func (c *Core) revokeToken(a *agent, tokenID, runID, reason string) error {
-	return c.waitOps().Revoke(waitAgent{a, c}, tokenID, runID, reason)
-}
-
-// Resume resumes a suspended run (token and response) or re-runs an
-// interrupted one (no token). It returns when the resumed turn ends.
-func (c *Core) Resume(ctx context.Context, agentID, presented, response string) (TurnResult, error) {
-	return c.resume(ctx, agentID, waits.Request{Presented: presented, Response: response})
-}
-
-// ResumeByID answers the wait whose public token id is tokenID, as the
-// operator may from a local peer (SPEC 4). Only a live wait is answered: a
-// token id of a wait that has ended, a repeat included, is code 5.
-func (c *Core) ResumeByID(ctx context.Context, agentID, tokenID, response string) (TurnResult, error) {
-	if tokenID == "" {
-		return TurnResult{}, failf(ErrInvalid, "an empty token_id names no wait; list the pending waits with warren waits")
+	err := c.tokens.Revoke(tokenID, reason, func(token.Token) error {
+		_, err := a.Append(schema.TokenRevoked, schema.TokenData{TokenID: tokenID, RunID: runID, Reason: reason})
+		return err
+	})
+	if err != nil && !errors.Is(err, token.ErrRejected) {
+		return fmt.Errorf("revoking token %s: %w", tokenID, err)
 	}
-	return c.resume(ctx, agentID, waits.Request{TokenID: tokenID, Response: response})
-}
-
-func (c *Core) resume(ctx context.Context, agentID string, req waits.Request) (TurnResult, error) {
-	a, ok := c.agent(agentID)
-	if !ok {
-		return TurnResult{}, notFound(agentID)
-	}
-	return c.waitOps().Resume(ctx, waitAgent{a, c}, req)
-}
-
-// Cancel cancels an agent's running turn, or its wait, or closes an
-// interrupted run; the agent becomes idle.
-func (c *Core) Cancel(ctx context.Context, agentID string) error {
-	a, ok := c.agent(agentID)
-	if !ok {
-		return notFound(agentID)
-	}
-	return c.waitOps().Cancel(ctx, waitAgent{a, c})
-}
-
-// waitAgent is an agent as package waits acts on it: its record, and the
-// steps that need the Core.
-type waitAgent struct {
-	*agent
-	c *Core
-}
-
-func (w waitAgent) State() waits.State { return w.WaitState() }
-func (w waitAgent) Release()           { w.c.release(w.agent) }
-func (w waitAgent) FlushOwed() error   { return w.c.flushOwed(w.agent) }
-func (w waitAgent) Notices(from, to, key string) []eventlog.Record {
-	return w.c.noticesFor(w.agent, from, to, key)
-}
-
-func (w waitAgent) Start(run fold.Run, from string) <-chan TurnResult {
-	return w.c.startTurn(w.agent, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
-		Model: run.Model, RunID: run.RunID, Turn: run.Turn, From: from})
-}
-
-func (w waitAgent) Changed() <-chan struct{} { return w.c.changed.Wait() }
-
-func (w waitAgent) Cancelled(waited bool) {
-	w.c.saveSession(w.agent, func(s *session.Session) { s.State = session.StateIdle; s.Run = nil })
-	if waited {
-		w.c.notify(w.agent) // waiting -> idle
-	}
-}
-
-func (w waitAgent) Expired() {
-	w.c.saveSession(w.agent, func(s *session.Session) { s.State = session.StateIdle })
-	w.c.notify(w.agent) // waiting -> idle
-	w.c.wake(w.agent)
+	return nil
 }
 
 // The core's timers run on its scheduler (c.sched, package schedule), on
