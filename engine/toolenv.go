@@ -46,7 +46,6 @@ func (c *Core) env() *toolEnv { return &c.tools }
 
 func (e *toolEnv) core() *Core { return e.c }
 
-
 // CallTool runs a tool for an agent outside any turn (the tool.call method).
 func (c *Core) CallTool(ctx context.Context, agentID, tool string, args map[string]any) (map[string]any, error) {
 	a, ok := c.agent(agentID)
