@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/warren-dev/warren/engine/internal/extcall"
-	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/engine/internal/owed"
 	"github.com/warren-dev/warren/engine/internal/reminders"
@@ -47,13 +46,13 @@ type agent struct {
 	mu sync.Mutex
 	p  *fold.State
 
-	busy       bool             // a turn is running or being started
-	claims     uint64           // how many times busy was set (quiet)
-	cur        *runningTurn     // the running turn
-	permit     bool             // permit_turn: one turn while gated
-	deferred   []func()         // work after the current turn ends
-	spawns     lifecycle.Spawns // children spawned in the current turn
-	completing bool             // complete was called: terminate after the turn
+	busy       bool         // a turn is running or being started
+	claims     uint64       // how many times busy was set (quiet)
+	cur        *runningTurn // the running turn
+	permit     bool         // permit_turn: one turn while gated
+	deferred   []func()     // work after the current turn ends
+	spawns     spawnQueue   // children spawned in the current turn
+	completing bool         // complete was called: terminate after the turn
 	// held: the last turn failed; no automatic wake on the same messages
 	// until a poke, a new message or a successful turn.
 	held bool

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/gone"
-	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/engine/internal/views"
@@ -142,10 +141,10 @@ func (a *agent) LiveWait() *session.Wait {
 }
 
 // Look is what the lifecycle reads of the agent before acting on it.
-func (a *agent) Look() lifecycle.Look {
+func (a *agent) Look() agentLook {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	l := lifecycle.Look{Busy: a.busy, Terminated: a.p.Terminated, Corrupt: a.corrupt != nil,
+	l := agentLook{Busy: a.busy, Terminated: a.p.Terminated, Corrupt: a.corrupt != nil,
 		OpenRun: a.p.Run != nil && !a.p.Run.Ended}
 	if a.hasLiveWait() {
 		l.WaitToken, l.RunID = a.p.Run.Wait.TokenID, a.p.Run.RunID
@@ -154,10 +153,10 @@ func (a *agent) Look() lifecycle.Look {
 }
 
 // Inherit is what a child spawned by the agent inherits.
-func (a *agent) Inherit() lifecycle.Inherited {
+func (a *agent) Inherit() inherited {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return lifecycle.Inherited{Provider: a.p.Provider, Model: a.p.Model, Cwd: a.p.Cwd}
+	return inherited{Provider: a.p.Provider, Model: a.p.Model, Cwd: a.p.Cwd}
 }
 
 // GoneInfo is what the list of terminated agents shows of the agent,
@@ -316,3 +315,19 @@ func (a *agent) ReopenSettings() reopenSettings {
 	return reopenSettings{Handle: a.p.Handle, Provider: a.p.SessProvider, Model: a.p.SessModel, Instructions: a.p.Instructions,
 		Cwd: a.p.Cwd}
 }
+
+// agentLook is what the lifecycle's operations read of an agent, in one
+// look under its lock.
+type agentLook struct {
+	Busy       bool // a turn runs or is being started
+	Terminated bool
+	Corrupt    bool // its log is damaged in the middle
+	// OpenRun: its latest run has not ended (waiting or interrupted).
+	OpenRun bool
+	// WaitToken and RunID name the live wait of the open run ("" when
+	// none).
+	WaitToken, RunID string
+}
+
+// inherited is what a spawned child takes from its parent.
+type inherited struct{ Provider, Model, Cwd string }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
-	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -364,7 +363,7 @@ func TestPruneAndSubscriptions(t *testing.T) {
 	}
 }
 
-func lifecycleSpec(id string) lifecycle.Spec { return lifecycle.Spec{ID: id, Name: id, ParentID: "a1"} }
+func lifecycleSpec(id string) CreateSpec { return CreateSpec{ID: id, Name: id, ParentID: "a1"} }
 
 // active is the first half of activity: whether the record is active.
 func active(a *agent, noWake bool) bool {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
-	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
 )
@@ -216,8 +215,8 @@ func (a *agent) Settled() {
 }
 
 // Defer queues spec as a child to spawn after the running turn, running
-// later then (lifecycle.Spawns.Defer).
-func (a *agent) Defer(spec lifecycle.Spec, later func()) (ok, now bool) {
+// later then (spawnQueue.Defer).
+func (a *agent) Defer(spec CreateSpec, later func()) (ok, now bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ok, queued, now := a.spawns.Defer(spec, a.busy)

@@ -176,7 +176,7 @@ func (c *Core) lagCheckpoint(id string, lag int) error {
 	p := newProjection()
 	p.BeginReplay()
 	var foldErr error
-	lg, err := c.openLogReplay(id, new(*agent), nil, func(e eventlog.Entry) error {
+	lg, err := c.openLogReplay(context.Background(), id, new(*agent), nil, func(e eventlog.Entry) error {
 		if e.Seq <= upTo && foldErr == nil {
 			foldErr = p.Apply(e)
 		}

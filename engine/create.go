@@ -2,28 +2,211 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/warren-dev/warren/agentspec"
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/tree"
 )
+
+// An agent's creation: CreateAgent checks the spec (provider, model, name,
+// texts, a live parent), reserves the name in the tree, opens the provider
+// session (its handle goes into session.created), opens the log and
+// writes agent.created and session.created in one write, binds the agent
+// to the log, gives it its session.json snapshot, adopts it and saves
+// session.json in the background. Any failure before the adoption undoes
+// what came before it: the provider session is abandoned, the reservation
+// removed, a directory the failed write left removed. A repeated create
+// (the id is in the tree) returns the id and does nothing.
+
+// CreateSpec describes a new agent.
+type CreateSpec struct {
+	ID           string // "" = a fresh random id
+	Name         string
+	ParentID     string // "" = a root
+	Instructions string
+	Provider     string
+	Model        string
+	Metadata     map[string]string
+	// Cwd is the agent's working directory (absolute; the RPC edge checks
+	// it exists); "" means the daemon's.
+	Cwd string
+}
+
+// CreateAgent creates an agent durably: its provider session, its log with
+// agent.created and session.created in one write, and session.json. The
+// agent exists (and survives any crash) once it returns nil.
+func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error) {
+	prov, err := c.checkCreate(&spec)
+	if err != nil {
+		return "", err
+	}
+	id := spec.ID
+	if id == "" {
+		id = newID()
+	}
+	if exists, err := c.reserveCreate(id, spec); exists || err != nil {
+		if exists {
+			return id, nil
+		}
+		return "", err
+	}
+	created := false
+	defer func() {
+		if !created {
+			c.agents.Unreserve(id)
+		}
+	}()
+
+	// The provider session first: its handle goes into session.created.
+	s, err := c.sessions.Create(ctx, prov, id, spec)
+	if err != nil {
+		return "", err
+	}
+	a, err := c.logCreation(ctx, id, spec, s)
+	if err != nil {
+		return "", err
+	}
+	c.agents.Put(id, a)
+	created = true
+	s.Keep()
+	// session.json is a snapshot: the log already holds everything needed
+	// to rebuild it, so it is written in the background.
+	c.saveSession(a, func(*session.Session) {})
+	c.log.Info("agent created", "agent", id, "name", spec.Name, "parent", spec.ParentID, "provider", spec.Provider)
+	return id, nil
+}
+
+// checkCreate fills in spec's provider and model defaults and checks the
+// spec: a known provider serving the model, a valid name, instructions
+// and metadata within the limits, a live parent.
+func (c *Core) checkCreate(spec *CreateSpec) (provider.Provider, error) {
+	if spec.Provider == "" {
+		if c.opts.DefaultProvider == "" {
+			return nil, failf(ErrInvalid, "no provider named and no default provider configured: name one")
+		}
+		spec.Provider = c.opts.DefaultProvider
+		if spec.Model == "" {
+			spec.Model = c.opts.DefaultModel
+		}
+	}
+	prov, err := c.provider(spec.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
+		return nil, err
+	}
+	if err := checkServed(prov, spec.Provider, spec.Model); err != nil {
+		return nil, err
+	}
+	if err := tree.ValidateName(spec.Name); err != nil {
+		return nil, failf(ErrInvalid, "%w", err)
+	}
+	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
+		return nil, failf(ErrInvalid, "%w", err)
+	}
+	if spec.ParentID != "" {
+		pa, ok := c.agent(spec.ParentID)
+		if !ok || pa.Terminated() {
+			return nil, failf(ErrNotFound, "parent agent %s not found", spec.ParentID)
+		}
+	}
+	return prov, nil
+}
+
+// reserveCreate adds the new agent to the tree (its name taken under its
+// parent); exists says an agent with this id is there already (a
+// repeated create).
+func (c *Core) reserveCreate(id string, spec CreateSpec) (exists bool, err error) {
+	closed, err := c.agents.Reserve(id, spec.Name, spec.ParentID)
+	switch {
+	case closed:
+		return false, failf(ErrShuttingDown, "daemon is shutting down")
+	case errors.Is(err, tree.ErrExists):
+		return true, nil
+	case err != nil:
+		return false, failf(ErrInvalid, "%w", err)
+	}
+	return false, nil
+}
+
+// logCreation opens the new agent's log and writes agent.created and
+// session.created in one batch, then gives the agent its session.json
+// snapshot. On failure it abandons the provider session and removes what
+// it wrote.
+func (c *Core) logCreation(ctx context.Context, id string, spec CreateSpec, s newSession) (*agent, error) {
+	handle := s.Handle()
+	var a *agent
+	lg, err := c.openLog(ctx, id, &a)
+	if err != nil {
+		s.Abandon()
+		return nil, fmt.Errorf("opening the log of new agent %s: %w", id, err)
+	}
+	// A log with entries is not new: on a cluster another daemon may
+	// have made this agent (the same id).
+	if n := lg.LastSeq(); n > 0 {
+		s.Abandon()
+		_ = lg.Close()
+		c.dropLease(id)
+		return nil, fmt.Errorf("agent %s already has a log of %d entries (on a cluster, another daemon may run it)", id, n)
+	}
+	// Bound before the first append, so the creation's entries are folded
+	// into its projection as they commit.
+	a = newAgent(id, lg, newProjection())
+	a.CountIn(&c.pending)
+	if _, err := lg.AppendBatch(createdRecords(id, spec, handle, c.now())); err != nil {
+		s.Abandon()
+		_ = lg.Close()
+		c.removeOrphanDir(id)
+		return nil, fmt.Errorf("logging the creation of agent %s: %w", id, err)
+	}
+	now := c.now().UTC()
+	a.Snap.Set(&session.Session{ID: id, State: session.StateIdle, Provider: spec.Provider, Model: spec.Model,
+		Handle: handle, CreatedAt: now, UpdatedAt: now})
+	return a, nil
+}
+
+// createdRecords are the first entries of agent id's log, written in one
+// write: agent.created (created at now) and session.created with the
+// provider session's handle.
+func createdRecords(id string, spec CreateSpec, handle string, now time.Time) []eventlog.Record {
+	var parent *string
+	if spec.ParentID != "" {
+		parent = &spec.ParentID
+	}
+	md := spec.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return []eventlog.Record{
+		{Event: schema.AgentCreated, Data: schema.AgentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
+			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md,
+			CreatedAt: now.UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd}},
+		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: handle}},
+	}
+}
 
 // openLog opens an agent's log with the projection and the event bus wired
 // to its appends.
-func (c *Core) openLog(id string, target **agent) (store.Log, error) {
-	return c.openLogReplay(id, target, nil, nil)
+func (c *Core) openLog(ctx context.Context, id string, target **agent) (store.Log, error) {
+	return c.openLogReplay(ctx, id, target, nil, nil)
 }
 
 // openLogReplay opens an agent's log, handing each recovered entry to
 // replay (recovery folds the projection in the same pass that checks the
 // log). With a replay function (recovery) a missing log is not created: the
 // error wraps fs.ErrNotExist.
-func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, error) {
+func (c *Core) openLogReplay(ctx context.Context, id string, target **agent, resume *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, error) {
 	lease, err := c.own(id)
 	if err != nil {
 		return nil, fmt.Errorf("claiming agent %s: %w", id, err)
@@ -46,7 +229,7 @@ func (c *Core) openLogReplay(id string, target **agent, resume *eventlog.Resume,
 		}
 		c.bus.Publish(id, es)
 	}
-	lg, err := c.st.OpenLog(context.Background(), id, opts)
+	lg, err := c.st.OpenLog(ctx, id, opts)
 	if err != nil {
 		return nil, err
 	}

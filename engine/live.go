@@ -37,7 +37,6 @@ import (
 
 	"github.com/warren-dev/warren/agentspec"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
-	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/multiplexer"
@@ -114,7 +113,7 @@ func wrapSlotErr(err error) error {
 // Create creates the provider session of a new agent id (not listed yet:
 // its spec is all there is of it), held in its slot until Keep or
 // Abandon.
-func (s *liveSessions) Create(ctx context.Context, prov provider.Provider, id string, spec lifecycle.Spec) (lifecycle.Session, error) {
+func (s *liveSessions) Create(ctx context.Context, prov provider.Provider, id string, spec CreateSpec) (newSession, error) {
 	lease, err := s.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*liveSession, error) {
 		ps := s.o.Spec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd)
 		if v, ok := spec.Metadata[agentspec.HistoryModeKey]; ok {
@@ -127,7 +126,7 @@ func (s *liveSessions) Create(ctx context.Context, prov provider.Provider, id st
 		return &liveSession{Sess: ns, Provider: spec.Provider, Model: spec.Model}, nil
 	})
 	if err != nil {
-		return nil, wrapSlotErr(fmt.Errorf("creating the %s session: %w", spec.Provider, err))
+		return newSession{}, wrapSlotErr(fmt.Errorf("creating the %s session: %w", spec.Provider, err))
 	}
 	return newSession{lease}, nil
 }

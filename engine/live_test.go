@@ -12,7 +12,6 @@ import (
 
 	"github.com/warren-dev/warren/agentspec"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
-	"github.com/warren-dev/warren/engine/internal/lifecycle"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/multiplexer"
@@ -201,7 +200,7 @@ func TestEvictSavesBlobAndLogs(t *testing.T) {
 func TestCreateAndNoSlot(t *testing.T) {
 	w := newWorld(t, 1)
 	ctx := context.Background()
-	spec := lifecycle.Spec{Name: "n", Provider: "fake", Model: "m1", Metadata: map[string]string{agentspec.HistoryModeKey: "full"}}
+	spec := CreateSpec{Name: "n", Provider: "fake", Model: "m1", Metadata: map[string]string{agentspec.HistoryModeKey: "full"}}
 	ns, err := w.s.Create(ctx, w.prov, "a2", spec)
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func (c *Core) loader() *agentload.Loader[**agent] {
 		FS: c.fs, Dir: c.agentDir, LogPath: c.logPath, Checkpoints: c.opts.CheckpointEvery > 0,
 		Open: func(id string, r *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, **agent, error) {
 			target := new(*agent)
-			lg, err := c.openLogReplay(id, target, r, replay)
+			lg, err := c.openLogReplay(c.ctx, id, target, r, replay)
 			return lg, target, err
 		},
 		ReadSeq: c.st.ReadSeq, Sleep: c.opts.Sleep, Logger: c.log,

@@ -130,7 +130,7 @@ func (h recoveryHost) Arm(l *loaded) int {
 func (h recoveryHost) FinishCutSpawns(l *loaded, existing placement.Existing) {
 	for _, sp := range l.Agent.CutSpawns(existing) {
 		h.c.log.Warn("finishing a spawn a crash cut off", "parent", l.ID, "child", sp.ChildID)
-		h.c.life().Respawn(lifeAgent{l.Agent, h.c}, sp)
+		h.c.respawn(h.c.ctx, l.Agent, sp)
 	}
 }
 

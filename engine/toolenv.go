@@ -137,21 +137,21 @@ func (e *toolEnv) CheckProvider(name string) error {
 // The children's spawns and completion are package lifecycle's.
 
 func (e *toolEnv) ChildSpec(parent, id string, v tools.SpawnAgent) toolexec.ChildSpec {
-	return toolexec.ChildSpec(e.c.life().ChildOf(parent, id, v))
+	return toolexec.ChildSpec(e.c.childOf(parent, id, v))
 }
 
 func (e *toolEnv) CheckChild(spec *toolexec.ChildSpec) error {
-	return e.c.life().CheckChild((*CreateSpec)(spec))
+	return e.c.checkChild((*CreateSpec)(spec))
 }
 
 func (e *toolEnv) CreateChild(spec toolexec.ChildSpec) error {
-	return e.c.life().CreateChild(CreateSpec(spec))
+	return e.c.createChild(CreateSpec(spec))
 }
 
 func (e *toolEnv) DeferSpawn(parent string, spec toolexec.ChildSpec) bool {
-	return e.c.life().DeferSpawn(parent, CreateSpec(spec))
+	return e.c.deferSpawnOf(parent, CreateSpec(spec))
 }
-func (e *toolEnv) MarkCompleting(id string) { e.c.life().MarkCompleting(id) }
+func (e *toolEnv) MarkCompleting(id string) { e.c.markCompleting(id) }
 
 func (e *toolEnv) Poke(id string) {
 	if a, ok := e.core().agent(id); ok {

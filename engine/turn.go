@@ -254,7 +254,7 @@ func (c *Core) finishTurn(a *agent, outcome turnOutcome) {
 	// done.
 	defer a.Settled()
 	if completing {
-		if err := c.life().End(lifeAgent{a, c}); err != nil {
+		if err := c.terminate(a); err != nil {
 			c.log.Error("terminating a completed agent", "agent", a.ID(), "err", err)
 		}
 		return
