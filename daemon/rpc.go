@@ -342,8 +342,8 @@ func (h *handler) toolCall(ctx context.Context, p protocol.Params, _ server.Stre
 	return h.c.CallTool(ctx, id, tool, args)
 }
 
-func (h *handler) inboxList(context.Context, protocol.Params, server.Stream) (any, error) {
-	msgs, err := h.c.DrainUserInbox()
+func (h *handler) inboxList(ctx context.Context, _ protocol.Params, _ server.Stream) (any, error) {
+	msgs, err := h.c.DrainUserInbox(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/warren-dev/warren/engine/internal/extcall"
 	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/engine/internal/owed"
-	"github.com/warren-dev/warren/engine/internal/reminders"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -35,7 +34,7 @@ type agent struct {
 	// lock, package logpage).
 	Cursors logpage.Cursors
 
-	timers reminders.Timers // serialises firing and cancelling reminders
+	remMu sync.Mutex // serialises firing and cancelling reminders (reminders.go)
 	// owed is the end of the open run that could not be logged (package
 	// owed, with its own locks).
 	owed owed.End
@@ -176,9 +175,6 @@ func (a *agent) LastSeq() (uint64, bool) {
 	}
 	return a.Log.LastSeq(), true
 }
-
-// Timers serialise firing and cancelling the agent's reminders.
-func (a *agent) Timers() *reminders.Timers { return &a.timers }
 
 // Resumes are the agent's resume secrets and shared results.
 func (a *agent) Resumes() *resumes { return &a.resumes }

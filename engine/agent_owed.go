@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/warren-dev/warren/engine/internal/domainerr"
-	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 )
 
@@ -41,12 +40,12 @@ func (a *agent) OwedErr() error {
 }
 
 // WriteOwed writes the owed run end to the agent's log, if any, with the
-// records with gives (the notices its busy -> idle owes: subs.Owed) in the
+// records with gives (the notices its busy -> idle owes: noticesFor) in the
 // same write, then calls written; concurrent callers write it once
 // (owed.End.Flush).
 func (a *agent) WriteOwed(with func() []eventlog.Record, written func(runID, event string)) error {
 	return a.owed.Flush(func(event string, data any) error {
-		_, err := subs.AppendWith(a.Log, with(), eventlog.Record{Event: event, Data: data})
+		_, err := appendOwed(a.Log, with(), eventlog.Record{Event: event, Data: data})
 		return err
 	}, written)
 }

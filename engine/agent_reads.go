@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/gone"
-	"github.com/warren-dev/warren/engine/internal/mail"
-	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
@@ -191,10 +189,10 @@ func (a *agent) Room(reserved func(has func(id string) bool) (int, int64)) (n in
 
 // Failed is what the agent's parent is told of its failed turn, with at
 // most max of its pending messages.
-func (a *agent) Failed(max int) mail.Failure {
+func (a *agent) Failed(max int) failure {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return mail.Failure{ID: a.id, Parent: a.p.ParentID, Name: a.p.Name, LastErr: a.p.LastError,
+	return failure{ID: a.id, Parent: a.p.ParentID, Name: a.p.Name, LastErr: a.p.LastError,
 		Total: a.p.Pending.Len(), Pending: a.p.Pending.PeekFirst(max, 0)}
 }
 
@@ -204,7 +202,7 @@ func (a *agent) TransitionKey() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.p.Run != nil {
-		return subs.Key(a.p.Run.RunID, a.p.Run.Turn)
+		return transitionKey(a.p.Run.RunID, a.p.Run.Turn)
 	}
 	return a.id
 }

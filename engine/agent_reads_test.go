@@ -9,7 +9,6 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/placement"
-	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
@@ -143,8 +142,8 @@ func TestOwedEnd(t *testing.T) {
 	}
 	before, written := lg.seq, 0
 	owes := func() []eventlog.Record {
-		return subs.Owed([]subs.Sub{{Subscription: fold.Subscription{ID: "s1", From: "*", To: "*"}, Subscriber: "w"}},
-			"busy", "idle", a.TransitionKey())
+		return []eventlog.Record{{Event: schema.NoticesOwed, Data: schema.NoticesOwedData{From: "busy", To: "idle",
+			Key: a.TransitionKey(), Subscriptions: []schema.NoticeOwed{{SubscriptionID: "s1", Subscriber: "w"}}}}}
 	}
 	noErr(t, a.WriteOwed(owes, func(runID, event string) { written++ }))
 	noErr(t, a.WriteOwed(owes, func(runID, event string) { written++ }))

@@ -16,7 +16,6 @@ import (
 	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/engine/internal/claims"
-	"github.com/warren-dev/warren/engine/internal/reserve"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
@@ -136,7 +135,7 @@ type Core struct {
 	// total limits (limits.go).
 	pending inbox.Totals
 	// resv holds the room of messages checked and not yet appended.
-	resv reserve.Set
+	resv reservations
 
 	user *userinbox.Inbox
 	// providers resolves provider entry names (package registry).

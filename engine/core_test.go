@@ -144,7 +144,7 @@ func TestCrashMidTurnMarksOneInterruptionAndResumeReplaysTools(t *testing.T) {
 	if err != nil || res.Err != nil || res.Response != "finished" {
 		t.Fatalf("resume: %+v %v", res, err)
 	}
-	if got := len(h.c.UserPending()); got != 1 {
+	if got := len(h.c.UserPending(context.Background())); got != 1 {
 		t.Fatalf("USER inbox holds %d messages; the replayed send_message must not send again", got)
 	}
 	if s := h.statusOf(id); s != "idle" {

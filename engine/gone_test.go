@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"testing"
 )
 
@@ -42,7 +43,7 @@ func TestTerminatedSenderIsShownByPath(t *testing.T) {
 	if got := senders(); len(got) != 1 || got[0] != "root/kid" {
 		t.Fatalf("after restart, inspect root: inbox senders %q, want [root/kid]", got)
 	}
-	msgs, err := h.c.DrainUserInbox()
+	msgs, err := h.c.DrainUserInbox(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

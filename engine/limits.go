@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/warren-dev/warren/config"
-	"github.com/warren-dev/warren/engine/internal/limits"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/schema"
 )
 
 // Memory bounded by design (docs/DECISIONS.md): a pending message keeps its
@@ -26,7 +29,30 @@ const (
 
 // limits returns the limits in force: the config's, with the defaults
 // for those it leaves unset.
-func (c *Core) limits() config.Limits { return limits.Effective(c.config().Limits) }
+func (c *Core) limits() config.Limits { return effectiveLimits(c.config().Limits) }
+
+// effectiveLimits returns cfg's limits, with the defaults for those it
+// leaves unset.
+func effectiveLimits(cfg config.Limits) config.Limits {
+	l := cfg
+	d := config.DefaultLimits()
+	if l.MessageBytes <= 0 {
+		l.MessageBytes = d.MessageBytes
+	}
+	if l.InboxMessages <= 0 {
+		l.InboxMessages = d.InboxMessages
+	}
+	if l.InboxBytes <= 0 {
+		l.InboxBytes = d.InboxBytes
+	}
+	if l.PendingMessages <= 0 {
+		l.PendingMessages = d.PendingMessages
+	}
+	if l.PendingBytes <= 0 {
+		l.PendingBytes = d.PendingBytes
+	}
+	return l
+}
 
 // checkRoom says whether an inbox holding n messages of b payload bytes
 // takes one more of size bytes, under the per-inbox and the total limits,
@@ -34,20 +60,83 @@ func (c *Core) limits() config.Limits { return limits.Effective(c.config().Limit
 // in flight, reserve.go); the error wraps errInboxFull and says which limit
 // and what to do.
 func (c *Core) checkRoom(owner string, n int, b int64, size int, tn, tb int64) error {
-	l := c.limits()
-	who := c.displayName(owner)
 	count, bytes := c.pending.Count()+tn, c.pending.Bytes()+tb
-	return limits.CheckRoom(l, who, n, b, size, count, bytes)
+	return roomFor(c.limits(), c.displayName(owner), n, b, size, count, bytes)
+}
+
+// roomFor says whether the inbox of who, holding n messages of b payload
+// bytes, takes one more of size bytes, under the per-inbox limits and,
+// with the daemon holding count messages of bytes in all (sends in flight
+// included), the total ones; the error wraps errInboxFull and says which
+// limit and what to do.
+func roomFor(l config.Limits, who string, n int, b int64, size int, count, bytes int64) error {
+	switch {
+	case n+1 > l.InboxMessages:
+		return fmt.Errorf("the inbox of %s holds %d pending messages (counting sends in flight), its limit (limits.inbox_messages): %w; wait for it to catch up", who, n, errInboxFull)
+	case b+int64(size) > l.InboxBytes:
+		return fmt.Errorf("the inbox of %s holds %d bytes of pending messages (counting sends in flight) and this one is %d bytes; the limit is %d (limits.inbox_bytes): %w; wait for it to catch up",
+			who, b, size, l.InboxBytes, errInboxFull)
+	case count+1 > int64(l.PendingMessages):
+		return fmt.Errorf("the daemon holds %d pending messages (counting sends in flight), its limit (limits.pending_messages): %w; wait for agents to catch up", count, errInboxFull)
+	case bytes+int64(size) > l.PendingBytes:
+		return fmt.Errorf("the daemon holds %d bytes of pending messages (counting sends in flight) and this one is %d bytes; the limit is %d (limits.pending_bytes): %w; wait for agents to catch up",
+			bytes, size, l.PendingBytes, errInboxFull)
+	}
+	return nil
+}
+
+// checkAgentText checks an agent's instructions and metadata against the
+// message limit: the instructions, and the metadata's keys and values
+// together, are at most that many bytes each (they are logged in
+// agent.created and shown in every inspect, like a message).
+func (c *Core) checkAgentText(instructions string, md map[string]string) error {
+	limit := c.limits().MessageBytes
+	if len(instructions) > limit {
+		return fmt.Errorf("instructions are %d bytes, over the %d-byte limit (limits.message_bytes); shorten them", len(instructions), limit)
+	}
+	n := 0
+	for k, v := range md {
+		n += len(k) + len(v)
+	}
+	if n > limit {
+		return fmt.Errorf("metadata is %d bytes (keys and values), over the %d-byte limit (limits.message_bytes); store less", n, limit)
+	}
+	return nil
 }
 
 // fillPayloads returns msgs with every payload resident, reading those
 // that are not back from the owner's log.
-func (c *Core) fillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
-	return limits.FillPayloads(c.st.ReadSeq, owner, msgs)
+func (c *Core) fillPayloads(ctx context.Context, owner string, msgs []inbox.Message) ([]inbox.Message, error) {
+	out := make([]inbox.Message, len(msgs))
+	for i, m := range msgs {
+		if !m.Spilled() {
+			out[i] = m
+			continue
+		}
+		full, err := c.readMessage(ctx, owner, m.Ref)
+		if err != nil {
+			return nil, err
+		}
+		if full.ID != m.ID {
+			return nil, fmt.Errorf("the log of %s has message %s at seq %d, not %s", owner, full.ID, m.Ref.Seq, m.ID)
+		}
+		out[i] = m.Fill(full.Payload)
+	}
+	return out, nil
 }
 
-// checkAgentText checks an agent's instructions and metadata against the
-// message limit (limits.CheckAgentText).
-func (c *Core) checkAgentText(instructions string, md map[string]string) error {
-	return limits.CheckAgentText(c.limits().MessageBytes, instructions, md)
+// readMessage reads one message.enqueued entry back from owner's log.
+func (c *Core) readMessage(ctx context.Context, owner string, ref inbox.Ref) (inbox.Message, error) {
+	e, err := c.st.ReadSeq(ctx, owner, ref.Seq, ref.Off)
+	if err != nil {
+		return inbox.Message{}, fmt.Errorf("reading a pending message of %s back from its log: %w", owner, err)
+	}
+	if e.Event != schema.MessageEnqueued {
+		return inbox.Message{}, fmt.Errorf("the log of %s has %s at seq %d, not a message", owner, e.Event, ref.Seq)
+	}
+	m, err := inbox.FromEventData(e.Data)
+	if err != nil {
+		return inbox.Message{}, fmt.Errorf("the log of %s at seq %d: %w", owner, ref.Seq, err)
+	}
+	return m, nil
 }

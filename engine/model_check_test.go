@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/warren-dev/warren/eventlog"
@@ -75,7 +76,7 @@ func (s *mSUT) observe() mObservation {
 		o.agents = append(o.agents, ob)
 		o.problems = append(o.problems, problems...)
 	}
-	for _, m := range c.UserPending() {
+	for _, m := range c.UserPending(context.Background()) {
 		o.user = append(o.user, m.Payload)
 	}
 	return o

@@ -6,7 +6,6 @@ import (
 
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/placement"
-	"github.com/warren-dev/warren/engine/internal/reminders"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/token"
 )
@@ -56,7 +55,7 @@ func (h recoveryHost) RemoveCheckpoint(id string)         { h.c.ckpts.Remove(id)
 func (h recoveryHost) ArmTakeover(at time.Time, f func()) { h.c.sched.Arm("", takeoverTimer, at, f) }
 
 func (h recoveryHost) IndexSubscription(sub subscriptionRec, subscriber string) {
-	h.c.indexSubscription(sub, subscriber)
+	h.c.agents.Index(sub, subscriber)
 }
 
 func (h recoveryHost) Scan() error {
@@ -105,7 +104,7 @@ func (h recoveryHost) Snapshot(l *loaded) {
 func (h recoveryHost) LoadSnapshot(l *loaded) { l.Agent.Snap.Load() }
 
 func (h recoveryHost) Redeliver(l *loaded) {
-	h.c.redeliverRefs(l.ID, l.Agent.Sent(), true)
+	h.c.redeliverRefs(h.c.ctx, l.ID, l.Agent.Sent(), true)
 }
 
 func (h recoveryHost) OwedNotices(l *loaded) { h.c.notify(l.Agent) }
@@ -119,7 +118,7 @@ func (h recoveryHost) Arm(l *loaded) int {
 	l.Agent.CountIn(&h.c.pending) // counts toward the total limits
 	ids, n := l.Agent.Reminders()
 	for _, id := range ids {
-		reminders.Arm[*agent](h.c.mail(), l.Agent, id)
+		h.c.armReminder(l.Agent, id)
 	}
 	return n
 }

@@ -142,12 +142,12 @@ func TestPendingMessagesKeepOrderAndUserInboxSurvives(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("pending after crash %v, want %v in the same order", got, want)
 	}
-	msgs, err := h.c.DrainUserInbox()
+	msgs, err := h.c.DrainUserInbox(context.Background())
 	if err != nil || len(msgs) != 1 || msgs[0].Text != "for the operator" || msgs[0].From != "root" {
 		t.Fatalf("USER inbox after crash = %v, %v", msgs, err)
 	}
 	h.crash(faultfs.PowerLoss)
-	if n := len(h.c.UserPending()); n != 0 {
+	if n := len(h.c.UserPending(context.Background())); n != 0 {
 		t.Fatalf("a drained USER message came back: %d", n)
 	}
 }

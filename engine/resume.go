@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -257,9 +256,9 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 	// A wait's cancel owes the notices of waiting -> idle in its write.
 	var owed []eventlog.Record
 	if s.LiveWait {
-		owed = c.noticesFor(a, schema.StateWaiting, schema.StateIdle, subs.Key(run.RunID, run.Turn))
+		owed = c.noticesFor(a, schema.StateWaiting, schema.StateIdle, transitionKey(run.RunID, run.Turn))
 	}
-	if _, err := subs.AppendWith(a, owed, eventlog.Record{Event: schema.TurnCancelled,
+	if _, err := appendOwed(a.Log, owed, eventlog.Record{Event: schema.TurnCancelled,
 		Data: schema.TurnCancelledData{RunID: run.RunID, Turn: run.Turn}}); err != nil {
 		return logFailure(fmt.Errorf("logging turn.cancelled for agent %s: %w; the run is still open in the log and nothing else changed; retry agent cancel once the log accepts appends", a.Name(), err))
 	}

@@ -30,7 +30,6 @@ import (
 	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/placement"
-	"github.com/warren-dev/warren/engine/internal/subs"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/tree"
 )
@@ -46,7 +45,7 @@ type roster struct {
 	// quarantine maps the id of each agent directory found in
 	// <home>/quarantine at recovery to its path.
 	quarantine map[string]string
-	subs       subs.Index
+	subs       subIndex
 	gone       gone.Registry
 }
 
@@ -160,7 +159,7 @@ func (r *roster) Unreserve(id string) {
 // terminating (no subscription to it is indexed any more), its
 // subscribers are dropped from the index and returned, it is remembered
 // (with info) and it leaves the tree and the table.
-func (r *roster) Unlist(a *agent, name, parentID string, info *gone.Info) (watchers []subs.Sub) {
+func (r *roster) Unlist(a *agent, name, parentID string, info *gone.Info) (watchers []watcher) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id := a.ID()
@@ -270,7 +269,7 @@ func (r *roster) Unindex(sub fold.Subscription) {
 }
 
 // Watchers returns the subscriptions to target.
-func (r *roster) Watchers(target string) []subs.Sub {
+func (r *roster) Watchers(target string) []watcher {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.subs.Of(target)

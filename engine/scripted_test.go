@@ -103,9 +103,9 @@ func TestScriptedTeamSpawnsMessagesBroadcastsAndCompletes(t *testing.T) {
 			}
 		}
 	}()
-	h.until("the USER inbox got the report", func() bool { return len(h.c.UserPending()) == 1 })
+	h.until("the USER inbox got the report", func() bool { return len(h.c.UserPending(context.Background())) == 1 })
 	h.quiet()
-	if got := h.c.UserPending()[0].Payload; got != "all workers done: w1,w2,w3" {
+	if got := h.c.UserPending(context.Background())[0].Payload; got != "all workers done: w1,w2,w3" {
 		t.Fatalf("USER got %q", got)
 	}
 	// Every broadcast reached each sibling once: each worker's log holds
@@ -173,7 +173,7 @@ func TestScriptedHistoryReplayAcrossEvictionAndCrash(t *testing.T) {
 	if n := h.count(ids[0], "suspend.result"); n < 2 {
 		t.Fatalf("one scripted slot: expected evictions, got %d", n)
 	}
-	if got := len(h.c.UserPending()); got != 6 {
+	if got := len(h.c.UserPending(context.Background())); got != 6 {
 		t.Fatalf("USER got %d reports; tool calls must keep working after a restart (want 6)", got)
 	}
 }

@@ -150,7 +150,7 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 	if rec.Error != "" {
 		return
 	}
-	c.redeliverRefs(a.ID(), rec.Messages, false)
+	c.redeliverRefs(c.ctx, a.ID(), rec.Messages, false)
 	c.redo(a, tool, args, rec.Result)
 }
 

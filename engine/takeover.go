@@ -86,7 +86,7 @@ func (c *Core) adoptPlaced(placed []*loaded) {
 	for _, l := range placed {
 		isNew[l.ID] = true
 		for _, sub := range l.Agent.Subscriptions(nil) {
-			c.indexSubscription(sub, l.ID)
+			c.agents.Index(sub, l.ID)
 		}
 	}
 	for _, a := range c.agentList() {
@@ -94,12 +94,12 @@ func (c *Core) adoptPlaced(placed []*loaded) {
 			continue
 		}
 		for _, sub := range a.Subscriptions(isNew) {
-			c.indexSubscription(sub, a.ID())
+			c.agents.Index(sub, a.ID())
 		}
 	}
 	for _, l := range placed {
 		sent, deadline := l.Agent.Sent(), l.Agent.WaitDeadline()
-		c.redeliverRefs(l.ID, sent, true)
+		c.redeliverRefs(c.ctx, l.ID, sent, true)
 		c.notify(l.Agent)
 		if !deadline.IsZero() {
 			c.armDeadline(deadline)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -136,7 +135,7 @@ func (c *Core) terminate(a *agent) error {
 		return fmt.Errorf("terminating %s: %w", id, err)
 	}
 	from := a.State()
-	ended, err := subs.AppendWith(a, c.noticesFor(a, from, schema.StateTerminated, id), eventlog.Record{Event: schema.AgentTerminated,
+	ended, err := appendOwed(a.Log, c.noticesFor(a, from, schema.StateTerminated, id), eventlog.Record{Event: schema.AgentTerminated,
 		Data: schema.AgentTerminatedData{AgentID: id}})
 	if err != nil {
 		return fmt.Errorf("logging agent.terminated for %s: %w", id, err)
@@ -149,7 +148,7 @@ func (c *Core) terminate(a *agent) error {
 	parentID, _ := c.tree.Parent(id)
 	watchers := c.agents.Unlist(a, name, parentID, info)
 	a.Detach()
-	subs.Notify[*agent](c.mail(), watchers, name, from, schema.StateTerminated, id)
+	c.notifyWatchers(watchers, name, from, schema.StateTerminated, id)
 	if err := a.CloseLog(); err != nil && !errors.Is(err, eventlog.ErrClosed) {
 		c.log.Warn("closing the log of a terminated agent", "agent", id, "err", err)
 	}

@@ -4,11 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/gate"
-	"github.com/warren-dev/warren/engine/internal/mail"
 	"github.com/warren-dev/warren/engine/internal/notice"
-	"github.com/warren-dev/warren/engine/internal/reminders"
-	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/toolexec"
@@ -112,19 +108,19 @@ func (e *toolEnv) PendingFirst(id string, n int, b int64) []inbox.Message {
 }
 
 func (e *toolEnv) FillPayloads(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
-	return e.core().fillPayloads(owner, msgs)
+	return e.core().fillPayloads(e.c.ctx, owner, msgs)
 }
 
 // Mail.
 
 func (e *toolEnv) CheckEnqueue(m inbox.Message, n int, b int64) (bool, error) {
-	return mail.Check[*agent](e.core().mail(), m)
+	return e.core().checkSend(m)
 }
 
-func (e *toolEnv) Enqueue(m inbox.Message) error { return mail.Append[*agent](e.core().mail(), m) }
+func (e *toolEnv) Enqueue(m inbox.Message) error { return e.core().appendMessage(m, nil) }
 
 func (e *toolEnv) MarkDelivered(id string, msgIDs []string) error {
-	return mail.Delivered[*agent](e.core().mail(), id, msgIDs)
+	return e.core().markDelivered(id, msgIDs)
 }
 
 // Effects.
@@ -171,27 +167,27 @@ func (e *toolEnv) SetMetadata(id, key string, value *string) error {
 }
 
 func (e *toolEnv) SetGate(id, name string, gated bool) error {
-	return gate.Set[*agent](e.core().mail(), id, name, gated)
+	return e.core().setGate(id, name, gated)
 }
 
 func (e *toolEnv) PermitTurn(id, name string) error {
-	return gate.Permit[*agent](e.core().mail(), id, name)
+	return e.core().permitTurn(id, name)
 }
 
 func (e *toolEnv) ScheduleReminder(id string, r toolexec.Reminder) error {
-	return reminders.Schedule[*agent](e.core().mail(), id, r)
+	return e.core().scheduleReminder(id, r)
 }
 
 func (e *toolEnv) CancelReminder(id, reminderID string) (bool, error) {
-	return reminders.Cancel[*agent](e.core().mail(), id, reminderID)
+	return e.core().cancelReminder(id, reminderID)
 }
 
 func (e *toolEnv) Subscribe(subscriber string, s toolexec.Subscription) (bool, error) {
-	return subs.Subscribe[*agent](e.core().mail(), subscriber, subscriptionRec(s))
+	return e.core().subscribe(subscriber, subscriptionRec(s))
 }
 
 func (e *toolEnv) Unsubscribe(subscriber, subscriptionID string) (bool, error) {
-	return subs.Unsubscribe[*agent](e.core().mail(), subscriber, subscriptionID)
+	return e.core().unsubscribe(subscriber, subscriptionID)
 }
 
 func (e *toolEnv) AwaitInput(id string, v tools.AwaitInput, pos toolexec.Pos) error {
@@ -200,4 +196,12 @@ func (e *toolEnv) AwaitInput(id string, v tools.AwaitInput, pos toolexec.Pos) er
 		return errNotFoundAgent
 	}
 	return e.core().beginWait(a, v, pos.RunID, pos.Turn)
+}
+
+// Unreserve gives back the room of checked messages that will not be
+// enqueued (toolexec.Unreserver).
+func (e *toolEnv) Unreserve(msgs []inbox.Message) {
+	for _, m := range msgs {
+		e.core().unreserve(m.ID)
+	}
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/domainerr"
-	"github.com/warren-dev/warren/engine/internal/mail"
-	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/registry"
@@ -146,7 +144,7 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		outcome = outcomeNone
 		return res
 	}
-	if _, err := subs.AppendWith(a, c.noticesFor(a, from, schema.StateBusy, subs.Key(t.RunID, t.Turn)), eventlog.Record{Event: schema.TurnStart,
+	if _, err := appendOwed(a.Log, c.noticesFor(a, from, schema.StateBusy, transitionKey(t.RunID, t.Turn)), eventlog.Record{Event: schema.TurnStart,
 		Data: schema.TurnStartData{RunID: t.RunID, Turn: t.Turn, BootID: c.bootID, Prompt: req.Prompt, Provider: t.Provider,
 			Model: t.Model, MessageIDs: nonNil(req.MessageIDs)}}); err != nil {
 		res.Err = logFailure(fmt.Errorf("logging turn.start for agent %s: %w", a.ID(), err))
@@ -175,7 +173,7 @@ func (c *Core) endTurn(ctx context.Context, a *agent, t turnPlan, response strin
 	runID, turn := t.RunID, t.Turn
 	// The notices of busy -> idle go in the end's write.
 	idle := func(event string, data any) error {
-		_, err := subs.AppendWith(a, c.noticesFor(a, schema.StateBusy, schema.StateIdle, subs.Key(runID, turn)), eventlog.Record{Event: event, Data: data})
+		_, err := appendOwed(a.Log, c.noticesFor(a, schema.StateBusy, schema.StateIdle, transitionKey(runID, turn)), eventlog.Record{Event: event, Data: data})
 		return err
 	}
 	switch {
@@ -260,7 +258,7 @@ func (c *Core) finishTurn(a *agent, outcome turnOutcome) {
 		return
 	}
 	if outcome == outcomeFailed {
-		mail.ChildFailed[*agent](c.mail(), a)
+		c.childFailed(a)
 	}
 	c.wake(a)
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"path/filepath"
 	"time"
 
@@ -38,13 +40,20 @@ type UserMessage = userinbox.Message
 // DrainUserInbox returns and marks delivered the messages in the USER
 // inbox, oldest first: all of them, or as many as one reply carries (at
 // most maxDrain, about pageBytes of text); the rest stay for the next call.
-func (c *Core) DrainUserInbox() ([]UserMessage, error) {
-	return c.user.Drain(maxDrain, pageBytes, c.fillPayloads, c.displayName)
+func (c *Core) DrainUserInbox(ctx context.Context) ([]UserMessage, error) {
+	return c.user.Drain(maxDrain, pageBytes, c.filler(ctx), c.displayName)
 }
 
 // UserPending lists the USER inbox without draining it, payloads read
 // back (when one cannot be read, the references stay).
-func (c *Core) UserPending() []inbox.Message { return c.user.Pending(c.fillPayloads) }
+func (c *Core) UserPending(ctx context.Context) []inbox.Message { return c.user.Pending(c.filler(ctx)) }
+
+// filler is fillPayloads bound to ctx.
+func (c *Core) filler(ctx context.Context) func(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
+	return func(owner string, msgs []inbox.Message) ([]inbox.Message, error) {
+		return c.fillPayloads(ctx, owner, msgs)
+	}
+}
 
 // UserPendingCount is the number of messages in the USER inbox.
 func (c *Core) UserPendingCount() int { return c.user.Len() }

@@ -22,7 +22,7 @@ type (
 // views lists the agents of this core (package views).
 func (c *Core) views() views.Lister[*agent] {
 	return views.Lister[*agent]{Ordered: c.agents.Ordered, Lookup: c.agent, Tree: c.tree, BootID: c.bootID, Now: c.now,
-		Fill: c.fillPayloads, Name: c.displayName, PageBytes: pageBytes}
+		Fill: c.filler(c.ctx), Name: c.displayName, PageBytes: pageBytes}
 }
 
 // List returns every agent, depth-first from the roots, then corrupt ones.

@@ -81,7 +81,7 @@ func TestUserNoticedWhenAWaitBegins(t *testing.T) {
 	tokID := res.Token[:strings.IndexByte(res.Token, '.')]
 	check := func(when string) {
 		t.Helper()
-		msgs := h.c.UserPending()
+		msgs := h.c.UserPending(context.Background())
 		if len(msgs) != 1 {
 			t.Fatalf("%s: USER inbox = %+v, want one notice", when, msgs)
 		}

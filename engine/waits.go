@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/notice"
-	"github.com/warren-dev/warren/engine/internal/subs"
 	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -56,7 +55,7 @@ func (c *Core) beginWait(a *agent, v tools.AwaitInput, runID string, turn int) e
 		{Event: schema.RunWaiting, Data: schema.RunWaitingData{RunID: runID, WaitKind: v.Kind, Prompt: v.Prompt,
 			TokenID: tok.ID, Deadline: deadline.Format(time.RFC3339Nano), SecretHash: tok.SecretHash, Turn: turn}},
 		{Event: schema.TokenMinted, Data: schema.TokenData{TokenID: tok.ID, RunID: runID}},
-	}, c.noticesFor(a, schema.StateBusy, schema.StateWaiting, subs.Key(runID, turn))...))
+	}, c.noticesFor(a, schema.StateBusy, schema.StateWaiting, transitionKey(runID, turn))...))
 	if err != nil {
 		a.Resumes().Drop(runID)
 		return fmt.Errorf("logging run.waiting: %w", err)
@@ -113,7 +112,7 @@ func (c *Core) sweepWaits() {
 		_, err := a.AppendBatch(append([]eventlog.Record{
 			{Event: schema.RunInterrupted, Data: schema.RunInterruptedData{RunID: t.RunID, Reason: schema.ReasonWaitTimeout}},
 			{Event: schema.TokenExpired, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
-		}, c.noticesFor(a, schema.StateWaiting, schema.StateIdle, subs.Key(t.RunID, a.WaitState().Run.Turn))...))
+		}, c.noticesFor(a, schema.StateWaiting, schema.StateIdle, transitionKey(t.RunID, a.WaitState().Run.Turn))...))
 		return err
 	})
 	for _, t := range expired {
@@ -143,7 +142,7 @@ func (c *Core) revokeToken(a *agent, tokenID, runID, reason string) error {
 // its id, so that terminating it cancels them (CancelOwner); the core's own
 // are armed under the empty owner. Wait deadlines are anonymous: a sweep
 // that finds nothing to expire is harmless. Reminders name their timers
-// (reminders.Timer).
+// (reminderTimer).
 
 // sweepTimer names the periodic sweep (SweepEvery) under the empty owner.
 const sweepTimer = "sweep"

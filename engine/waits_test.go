@@ -216,7 +216,7 @@ func mustString(v any) string {
 // SYSTEM's notices).
 func userMsgsFrom(h *harness, id string) int {
 	n := 0
-	for _, m := range h.c.UserPending() {
+	for _, m := range h.c.UserPending(context.Background()) {
 		if m.Sender == id {
 			n++
 		}

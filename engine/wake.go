@@ -28,7 +28,7 @@ func (c *Core) wakeIf(a *agent, clearHold bool) {
 	if !ok {
 		return
 	}
-	msgs, err := c.fillPayloads(a.ID(), msgs)
+	msgs, err := c.fillPayloads(c.ctx, a.ID(), msgs)
 	if err != nil {
 		c.log.Error("cannot wake the agent: its pending messages cannot be read back from its log", "agent", a.ID(), "err", err)
 		a.Unclaim()

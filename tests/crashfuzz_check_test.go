@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -65,7 +66,7 @@ func snapshotCore(c *engine.Core, fsys faultfs.FS) (*cfSnap, error) {
 		}
 		s.Agents[v.ID] = a
 	}
-	for _, m := range c.UserPending() {
+	for _, m := range c.UserPending(context.Background()) {
 		s.User = append(s.User, m.ID)
 	}
 	dirs, err := fsys.ReadDir(path.Join(cfHome, "agents"))

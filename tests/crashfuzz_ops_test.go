@@ -335,7 +335,7 @@ func (w *cfWorld) opParentTool(a, b int, plan cfCrash) error {
 // opDrainUser drains the USER inbox.
 func (w *cfWorld) opDrainUser(plan cfCrash) error {
 	return w.step("drain USER inbox", plan, func() error {
-		msgs, err := w.core.DrainUserInbox()
+		msgs, err := w.core.DrainUserInbox(context.Background())
 		if err != nil {
 			return err
 		}
