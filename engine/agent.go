@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/warren-dev/warren/engine/internal/extcall"
 	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/engine/internal/owed"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
@@ -14,7 +13,6 @@ import (
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
-	"github.com/warren-dev/warren/toolexec"
 )
 
 // agent is one live agent. Durable state lives in p (the projection of its
@@ -101,14 +99,6 @@ type runningTurn struct {
 // End says the turn's work is over: whoever waits for the running turn
 // to stop may go on.
 func (t *runningTurn) End() { close(t.done) }
-
-// runTools is the ToolCaller of one attempt of a turn: the attempt's
-// toolexec.Attempt, which providers call, plus the door through which
-// calls made with the agent's credential join it (package extcall).
-type runTools struct {
-	toolexec.Attempt
-	Door extcall.Door
-}
 
 // newAgent makes the record of agent id with its log and the projection
 // folded from it.

@@ -11,7 +11,6 @@ import (
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
-	"github.com/warren-dev/warren/toolexec"
 )
 
 // What the engine's packages read of an agent, each in one look under
@@ -244,11 +243,11 @@ func (a *agent) WithReminder(id string, f func(fold.Reminder)) {
 	}
 }
 
-// ToolView is the agent as the tools see it (toolexec.Agent).
-func (a *agent) ToolView() toolexec.Agent {
+// ToolView is the agent as the tools see it (toolAgent).
+func (a *agent) ToolView() toolAgent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return toolexec.Agent{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, State: a.stateLocked(), Gated: a.p.Gated,
+	return toolAgent{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, State: a.stateLocked(), Gated: a.p.Gated,
 		Busy: a.busy, Metadata: maps.Clone(a.p.Metadata), Pending: a.p.Pending.Len()}
 }
 

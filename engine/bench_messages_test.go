@@ -16,7 +16,7 @@ package engine
 // after another, each waiting for the last (a model that emits one tool
 // call per step). calls=one-step: it makes them as one model step of 100
 // calls (parallel tool-use blocks, inproc Turn.CallBatch), which the daemon
-// runs together (toolexec/batch.go).
+// runs together (tools_attempt.go).
 
 import (
 	"context"

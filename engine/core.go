@@ -125,9 +125,6 @@ type Core struct {
 	// agents is the table of agents (package roster), under its own lock.
 	agents *roster
 	tree   *tree.Tree
-	// tools is the Core as the tools' environment (toolenv.go), made once:
-	// env() hands out its address without an allocation per run.
-	tools toolEnv
 	// cfg is config.json's settings in force (ApplyConfig replaces them).
 	cfg atomic.Pointer[config.Config]
 
@@ -240,7 +237,6 @@ func NewCore(opts CoreOptions) (*Core, error) {
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
 	c.sessions = newLiveSessions(muxConfig(opts.Config), liveOptions{Lookup: c.agent, Provider: c.provider, Spec: c.providerSpec,
 		Read: c.st.Read, Snaps: c.snaps, Now: c.now, Logger: opts.Logger})
-	c.tools = toolEnv{c.tree, c}
 	c.providers = registry.New(registry.Options{Static: opts.Providers, Config: c.config, Getenv: opts.Getenv,
 		WarrenBinary: opts.WarrenBinary, Logger: c.log})
 	return c, nil

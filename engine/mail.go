@@ -11,7 +11,6 @@ import (
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -37,13 +36,18 @@ import (
 // already made.
 
 var (
-	errInboxFull     = toolexec.ErrInboxFull
-	errNotFoundAgent = toolexec.ErrNoAgent
+	// errInboxFull: a recipient's inbox, or the daemon's pending
+	// messages, is at a limit (config.Limits).
+	errInboxFull = errors.New("inbox full")
+	// errNotFoundAgent: no live agent by that id (gone, terminated or
+	// damaged) to send to or act on.
+	errNotFoundAgent = errors.New("agent not found")
 )
 
 // newMessage is a message stamped now, with empty metadata.
 func (c *Core) newMessage(id, sender, recipient string, kind inbox.Kind, payload string) inbox.Message {
-	return toolexec.NewMessage(c.env(), id, sender, recipient, kind, payload)
+	return inbox.Message{ID: id, Sender: sender, Recipient: recipient, Kind: kind, Payload: payload,
+		Timestamp: c.now().UTC(), Metadata: map[string]string{}}
 }
 
 // enqueue checks m and appends it: a message whose id the recipient

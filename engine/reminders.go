@@ -7,7 +7,6 @@ import (
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
-	"github.com/warren-dev/warren/toolexec"
 	"github.com/warren-dev/warren/tree"
 )
 
@@ -36,7 +35,7 @@ func reminderTimer(id string) string { return "reminder:" + id }
 
 // scheduleReminder logs reminder.scheduled for r in agent id's log and
 // arms it; id must be a live agent (errNotFoundAgent).
-func (c *Core) scheduleReminder(id string, r toolexec.Reminder) error {
+func (c *Core) scheduleReminder(id string, r reminder) error {
 	a, ok := c.agent(id)
 	if !ok {
 		return errNotFoundAgent

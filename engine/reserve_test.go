@@ -23,10 +23,10 @@ func checkedTwice(t *testing.T, h *harness, sender, recipient string, size int) 
 	text := strings.Repeat("x", size)
 	m1 := h.c.newMessage(inbox.NewID(), sender, recipient, inbox.KindRequest, text)
 	m2 := h.c.newMessage(inbox.NewID(), sender, recipient, inbox.KindRequest, text)
-	if skip, err := h.c.env().CheckEnqueue(m1, 0, 0); err != nil || skip {
+	if skip, err := h.c.checkSend(m1); err != nil || skip {
 		t.Fatalf("first check: skip %v, %v; want room", skip, err)
 	}
-	_, err = h.c.env().CheckEnqueue(m2, 0, 0)
+	_, err = h.c.checkSend(m2)
 	return m1, err
 }
 
@@ -64,13 +64,13 @@ func TestInFlightSendsCountTowardInboxLimits(t *testing.T) {
 			if !errors.Is(err, errInboxFull) || !strings.Contains(err.Error(), "limits.") {
 				t.Fatalf("second send checked while the first is in flight: %v; want an inbox-full error naming the limit", err)
 			}
-			if err := h.c.env().Enqueue(first); err != nil {
+			if err := h.c.appendMessage(first, nil); err != nil {
 				t.Fatal(err)
 			}
 			// Appended: counted once (in the inbox), so still full, and
 			// the reservation of the second, refused, was never taken.
 			m3 := h.c.newMessage(inbox.NewID(), root, to, inbox.KindRequest, strings.Repeat("y", tc.size))
-			if _, err := h.c.env().CheckEnqueue(m3, 0, 0); !errors.Is(err, errInboxFull) {
+			if _, err := h.c.checkSend(m3); !errors.Is(err, errInboxFull) {
 				t.Fatalf("a send with the inbox full: %v; want inbox full", err)
 			}
 			left := h.c.resv.Len()
@@ -87,10 +87,10 @@ func TestInFlightSendsCountTowardInboxLimits(t *testing.T) {
 		root := h.create("root", "", "echo")
 		kid := h.create("kid", root, "echo")
 		m := h.c.newMessage(inbox.NewID(), root, kid, inbox.KindRequest, "dropped")
-		if _, err := h.c.env().CheckEnqueue(m, 0, 0); err != nil {
+		if _, err := h.c.checkSend(m); err != nil {
 			t.Fatal(err)
 		}
-		h.c.env().Unreserve([]inbox.Message{m})
+		h.c.unreserveAll([]inbox.Message{m})
 		if res := h.tool(root, "send_message", map[string]any{"recipient": "kid", "text": "fits"}); res["error"] != nil {
 			t.Fatalf("send after the room was given back: %v", res)
 		}

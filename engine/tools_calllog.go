@@ -1,4 +1,4 @@
-package toolexec
+package engine
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ var deferredLogTools = map[string]bool{tools.ToolSendMessage: true, tools.ToolBr
 
 // callLog writes one attempt's deferred tool.call entries in order.
 type callLog struct {
-	log Log
+	log *agent
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when the writer stops
@@ -44,7 +44,7 @@ type callLog struct {
 	err     error // the first failed write; later entries are not written
 }
 
-func newCallLog(l Log) *callLog {
+func newCallLog(l *agent) *callLog {
 	w := &callLog{log: l}
 	w.idle = sync.NewCond(&w.mu)
 	return w
