@@ -47,7 +47,7 @@ func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
 	if err != nil {
 		t.Fatalf("NewCore: %v", err)
 	}
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		t.Fatalf("Recover: %v", err)
 	}
 	h.c = c

@@ -176,7 +176,7 @@ func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg c
 	// A daemon standing by for a cluster's USER inbox (engine/takeover.go) stops
 	// waiting when asked to stop.
 	stopWaiting := context.AfterFunc(ctx, core.StopWaiting)
-	rep, err := core.Recover()
+	rep, err := core.Recover(ctx)
 	stopWaiting()
 	if err != nil {
 		_ = core.Close(context.Background())

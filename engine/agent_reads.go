@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -22,7 +23,7 @@ func (a *agent) Snapshot(path string) views.Snapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return views.Take(a.p, views.Flags{ID: a.id, Path: path, Session: a.statusSnap(a.facts()), Busy: a.busy,
-		Degraded: a.degradedLocked(), Corrupt: a.corrupt})
+		Degraded: a.degradedLocked(), Corrupt: a.corrupt, Unopened: errors.Is(a.corrupt, errUnopened)})
 }
 
 // Status is the agent's derived status (SPEC 4; views.Status).

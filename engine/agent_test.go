@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/eventlog"
@@ -111,7 +110,7 @@ func TestClaimRefusesByCondition(t *testing.T) {
 		set  func(a *agent)
 		want error
 	}{
-		{"unopened", func(a *agent) { a.MarkCorrupt(agentload.ErrUnopened) }, domainerr.Unavailable},
+		{"unopened", func(a *agent) { a.MarkCorrupt(errUnopened) }, domainerr.Unavailable},
 		{"damaged", func(a *agent) { a.MarkCorrupt(errors.New("bad line")) }, domainerr.WrongState},
 		{"terminated", func(a *agent) {
 			logs(t, a, schema.AgentTerminated, schema.AgentTerminatedData{AgentID: "a1"})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
@@ -20,7 +19,7 @@ func (a *agent) Claim() error {
 	defer a.mu.Unlock()
 	switch {
 	case a.corrupt != nil:
-		if errors.Is(a.corrupt, agentload.ErrUnopened) {
+		if errors.Is(a.corrupt, errUnopened) {
 			return domainerr.New(domainerr.Unavailable, "agent %s: %w", a.id, a.corrupt)
 		}
 		return domainerr.New(domainerr.WrongState, "agent %s has a damaged log: %w; run `warren repair %s`", a.id, a.corrupt, a.id)

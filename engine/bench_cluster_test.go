@@ -146,7 +146,7 @@ func benchStoreTurns(b *testing.B, st store.Store) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	defer func() {
@@ -230,7 +230,7 @@ func BenchmarkRecoveryJetStream(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rep, err := c.Recover()
+			rep, err := c.Recover(context.Background())
 			d := time.Since(start)
 			b.StopTimer()
 			if err != nil {

@@ -59,7 +59,7 @@ func benchLLMTurns(b *testing.B, agents int, tool bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	defer func() {

@@ -99,7 +99,7 @@ func BenchmarkPendingHeap(b *testing.B) {
 		}
 		base := heapMB()
 		c := newCore()
-		if _, err := c.Recover(); err != nil {
+		if _, err := c.Recover(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		root := benchAgents(b, c, 1, "root", "", "echo")[0]
@@ -125,7 +125,7 @@ func BenchmarkPendingHeap(b *testing.B) {
 		// core still held would count below.
 		stop := samplePeak()
 		c2 := newCore()
-		if _, err := c2.Recover(); err != nil {
+		if _, err := c2.Recover(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		peak := stop() - base

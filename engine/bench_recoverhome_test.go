@@ -53,7 +53,7 @@ func BenchmarkRecoverHome(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, err := c.Recover()
+		rep, err := c.Recover(context.Background())
 		wall, cpu := time.Since(start), cpuTime()-cpu0
 		others := machineCPU() - others0 - cpu
 		if err != nil {

@@ -174,7 +174,7 @@ func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats, every,
 	if every >= 0 {
 		c, err := newCore(faultfs.OS{})
 		if err == nil {
-			_, err = c.Recover()
+			_, err = c.Recover(context.Background())
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -199,7 +199,7 @@ func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats, every,
 		if err != nil {
 			b.Fatalf("NewCore: %v", err)
 		}
-		rep, err := c.Recover()
+		rep, err := c.Recover(context.Background())
 		d, cpu := time.Since(start), cpuTime()-cpu0
 		b.StopTimer()
 		if err != nil {
@@ -453,7 +453,7 @@ func TestGenHomeIsWhatRecoveryExpects(t *testing.T) {
 	}
 	defer c.Close(context.Background())
 	before := snapshotDir(t, fsys, "/home/agents")
-	rep, err := c.Recover()
+	rep, err := c.Recover(context.Background())
 	if err != nil {
 		t.Fatalf("Recover: %v", err)
 	}

@@ -208,7 +208,7 @@ func benchCore(b testing.TB, home string, fsys faultfs.FS, prov *inproc.Provider
 	if err != nil {
 		b.Fatalf("NewCore: %v", err)
 	}
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		b.Fatalf("Recover: %v", err)
 	}
 	b.Cleanup(func() {

@@ -43,7 +43,7 @@ func (h *harness) checkCheckpointRecovery(fsys faultfs.FS) {
 		if err != nil {
 			h.t.Fatalf("NewCore: %v", err)
 		}
-		rep, err := c.Recover()
+		rep, err := c.Recover(context.Background())
 		if err != nil {
 			h.t.Fatalf("Recover (checkpoints every %d): %v", every, err)
 		}

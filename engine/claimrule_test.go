@@ -31,7 +31,7 @@ func TestRunUnderEarlierClaimIsInterrupted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Recover(); err != nil {
+		if _, err := c.Recover(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		return c
@@ -60,7 +60,7 @@ func TestRunUnderEarlierClaimIsInterrupted(t *testing.T) {
 		t.Fatalf("status %s, want interrupted_startup", got)
 	}
 	// A restart of the same claim adds no second mark.
-	if _, err := c2.Takeover(); err != nil {
+	if _, err := c2.Takeover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := countEvent(events(t, st, id), schema.RunInterrupted); n != 1 {

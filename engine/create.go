@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/agentspec"
-	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
@@ -235,10 +234,6 @@ func (c *Core) openLogReplay(ctx context.Context, id string, target **agent, res
 	}
 	return claims.Fenced(lg, func(cause error) { c.releaseAgent(id, cause) }), nil
 }
-
-// removeOrphanDir removes the directory of an agent whose creation failed
-// before agent.created was durable (agentload.RemoveOrphanDir).
-func (c *Core) removeOrphanDir(id string) { agentload.RemoveOrphanDir(c.fs, c.agentsDir, id) }
 
 // providerSpec is the provider spec of agent id's session (package
 // agentspec): its system prompt, identity, process environment and

@@ -65,7 +65,7 @@ func TestFailoverTwoCoresThreeServers(t *testing.T) {
 	t.Cleanup(nc1.Close)
 	z := &zombieStore{Store: failoverStore(t, nc1, "node1", "boot1", srvs)}
 	c1 := failoverCore(t, "/home1", z, "boot1", true)
-	if _, err := c1.Recover(); err != nil {
+	if _, err := c1.Recover(context.Background()); err != nil {
 		t.Fatalf("core 1 Recover: %v", err)
 	}
 	root, err := c1.CreateAgent(context.Background(), CreateSpec{Name: "root", Provider: "scripted",
@@ -111,7 +111,7 @@ func TestFailoverTwoCoresThreeServers(t *testing.T) {
 	st2 := newTimedStore(failoverStore(t, nc2, "node2", "boot2", srvs))
 	c2 := failoverCore(t, "/home2", st2, "boot2", false)
 	recovered := make(chan error, 1)
-	go func() { _, err := c2.Recover(); recovered <- err }()
+	go func() { _, err := c2.Recover(context.Background()); recovered <- err }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

@@ -64,7 +64,7 @@ func TestRecoveryFoldEqualsOwnedJSONFold(t *testing.T) {
 		if data, _ := faultfs.ReadFile(fsys, path); len(data) < 2*(64<<10) {
 			t.Fatalf("log of %s is %d bytes; the test needs several read buffers' worth", id, len(data))
 		}
-		l := c.adoptLoaded(c.loader().Load(id)) // no checkpoints: the whole log
+		l := c.load(context.Background(), id) // no checkpoints: the whole log
 		if l.Err != nil {
 			t.Fatalf("loading %s: %v", id, l.Err)
 		}

@@ -151,7 +151,7 @@ func goldenRun(t *testing.T) map[string]string {
 		if err != nil {
 			t.Fatalf("NewCore: %v", err)
 		}
-		if _, err := c.Recover(); err != nil {
+		if _, err := c.Recover(context.Background()); err != nil {
 			t.Fatalf("Recover: %v", err)
 		}
 	}

@@ -123,7 +123,7 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatalf("NewCore: %v", err)
 	}
-	rep, err := c.Recover()
+	rep, err := c.Recover(context.Background())
 	if err != nil {
 		h.t.Fatalf("Recover: %v", err)
 	}

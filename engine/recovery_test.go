@@ -214,12 +214,11 @@ func TestSessionJSONIsReadAtFirstUseOrByTheScrub(t *testing.T) {
 	// The recovery step alone reads nothing: the file is as it was until
 	// the loader runs.
 	l := &loaded{ID: a, State: newProjection(), Agent: newAgent(a, nil, newProjection())}
-	host := recoveryHost{h.c}
-	host.Snapshot(l)
+	h.c.restore(l, &RecoveryReport{})
 	if got := h.read(h.c.snapshotPath(a)); !bytes.Equal(got, garbage) {
 		t.Fatalf("session.json changed before its first use: %q", got)
 	}
-	host.LoadSnapshot(l)
+	l.Agent.Snap.Load()
 	if s := l.Agent.Snap.Get(); s == nil || s.ID != a {
 		t.Fatalf("loaded snapshot %+v, want one rebuilt for %s", s, a)
 	}

@@ -27,7 +27,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	fold "github.com/warren-dev/warren/projection"
@@ -243,7 +242,7 @@ func (r *roster) Parents(cands []placement.Candidate) map[string]placement.Paren
 	r.mu.Unlock()
 	for id, a := range listed {
 		p := parents[id]
-		p.Unopened = errors.Is(a.Corrupt(), agentload.ErrUnopened)
+		p.Unopened = errors.Is(a.Corrupt(), errUnopened)
 		parents[id] = p
 	}
 	return parents

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/placement"
@@ -216,7 +215,7 @@ func TestQuarantineAndParents(t *testing.T) {
 	if r.QuarantinedAs(q1) != "/home/quarantine/q1" || r.QuarantinedAs(a1) != "" || r.Quarantined() != 1 {
 		t.Fatalf("quarantine reads wrong: %q %q %d", r.QuarantinedAs(q1), r.QuarantinedAs(a1), r.Quarantined())
 	}
-	as[a2].MarkCorrupt(fmt.Errorf("open: %w", agentload.ErrUnopened))
+	as[a2].MarkCorrupt(fmt.Errorf("open: %w", errUnopened))
 	got := r.Parents([]placement.Candidate{{Parent: a1}, {Parent: a2}, {Parent: q1}, {Parent: x}})
 	want := map[string]placement.Parent{
 		a1: {Listed: true},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 
-	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/tree"
@@ -55,15 +54,4 @@ func (c *Core) releaseAgent(id string, cause error) {
 	if cancel != nil {
 		cancel()
 	}
-}
-
-// agentIDs lists the agents to recover (agentload.IDs): the directories
-// of <home>/agents, plus, on a store other than the local one, the agents
-// it holds.
-func (c *Core) agentIDs() ([]string, error) {
-	var more func() ([]string, error)
-	if c.clustered() {
-		more = func() ([]string, error) { return c.st.Agents(c.ctx) }
-	}
-	return agentload.IDs(c.fs, c.agentsDir, more)
 }

@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"context"
+	"errors"
+
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/claims"
+	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
 )
 
@@ -70,18 +74,94 @@ func (c *Core) claimable(ids []string) (take, elsewhere []string) {
 
 // Takeover claims the agents of a cluster store that no daemon holds and
 // that this core does not run, and recovers them into it as Recover does
-// (recoverrun.Run.Takeover). It returns what it did; on the local store it
-// does nothing.
-func (c *Core) Takeover() (RecoveryReport, error) {
+// (recovery.go, steps 2 to 8), restoring each agent before it is placed.
+// It returns what it did; on the local store, or once the core is
+// stopping, it does nothing. The scans are serialised.
+func (c *Core) Takeover(ctx context.Context) (RecoveryReport, error) {
 	c.takeoverMu.Lock()
 	defer c.takeoverMu.Unlock()
-	return c.recoveryRun().Takeover()
+	var rep RecoveryReport
+	if !c.clustered() || c.stopping() {
+		return rep, nil
+	}
+	ids, err := c.st.Agents(ctx)
+	if err != nil {
+		return rep, err
+	}
+	fresh := false
+	for _, id := range ids {
+		if !c.known(id) {
+			fresh = true
+			break
+		}
+	}
+	if !fresh {
+		return rep, nil
+	}
+	take, _ := c.claimable(ids)
+	if len(take) == 0 {
+		return rep, nil
+	}
+	live, existing, _ := c.classify(c.loadedOrLater(c.loadAll(ctx, take, false)), &rep)
+	for _, id := range ids {
+		existing[id] = true // a spawn whose child exists anywhere is not redone
+	}
+	// Runs are marked before the agents are placed, so that no turn can
+	// start on one (a send over the socket) before its open run is marked.
+	for _, l := range live {
+		c.restore(l, &rep)
+		l.Agent.Snap.Load() // read now: a takeover has no scrub to read it
+	}
+	placed := c.place(live, &rep)
+	rep.Agents = len(placed)
+	c.adoptPlaced(ctx, placed)
+	c.arm(placed, &rep)
+	c.finish(ctx, placed, existing)
+	for _, l := range placed {
+		c.wake(l.Agent)
+	}
+	c.log.Info("took over agents whose owner's lease lapsed", "agents", rep.Agents, "terminated", rep.Terminated,
+		"corrupt", rep.Corrupt, "interrupted", rep.Interrupted, "pending", rep.Pending)
+	c.changed.Fire()
+	return rep, nil
+}
+
+// startTakeover arms the periodic takeover scan on a cluster store: every
+// CoreOptions.TakeoverEvery on the core's clock, the next armed when a
+// scan ends.
+func (c *Core) startTakeover() {
+	if !c.clustered() {
+		return
+	}
+	var tick func()
+	tick = func() {
+		if _, err := c.Takeover(c.ctx); err != nil {
+			c.log.Warn("takeover scan", "err", err)
+		}
+		c.sched.Arm("", takeoverTimer, c.now().Add(c.opts.TakeoverEvery), tick)
+	}
+	c.sched.Arm("", takeoverTimer, c.now().Add(c.opts.TakeoverEvery), tick)
+}
+
+// loadedOrLater drops from a takeover the agents whose log the cluster
+// did not serve (their lease is given up; the next scan tries again).
+func (c *Core) loadedOrLater(all []*loaded) []*loaded {
+	kept := all[:0]
+	for _, l := range all {
+		if l.Err != nil && errors.Is(l.Err, store.ErrUnavailable) {
+			c.log.Warn("the cluster did not serve an agent's log; the next takeover scan tries again", "agent", l.ID, "err", l.Err)
+			c.dropLease(l.ID)
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return kept
 }
 
 // adoptPlaced indexes the subscriptions to and from the agents just
 // placed, delivers the messages they recorded but their recipients lack,
 // and re-arms and announces their waits.
-func (c *Core) adoptPlaced(placed []*loaded) {
+func (c *Core) adoptPlaced(ctx context.Context, placed []*loaded) {
 	isNew := make(map[string]bool, len(placed))
 	for _, l := range placed {
 		isNew[l.ID] = true
@@ -99,7 +179,7 @@ func (c *Core) adoptPlaced(placed []*loaded) {
 	}
 	for _, l := range placed {
 		sent, deadline := l.Agent.Sent(), l.Agent.WaitDeadline()
-		c.redeliverRefs(c.ctx, l.ID, sent, true)
+		c.redeliverRefs(ctx, l.ID, sent, true)
 		c.notify(l.Agent)
 		if !deadline.IsZero() {
 			c.armDeadline(deadline)

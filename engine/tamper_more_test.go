@@ -224,7 +224,7 @@ func TestTamperedUserInboxIsNeverDestroyed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Recover(); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
+			if _, err := c.Recover(context.Background()); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("Recover = %v, want %v naming %s", err, tc.want, path)
 			}
 			_ = c.Close(context.Background())

@@ -45,7 +45,7 @@ func (th *tamperHome) start() {
 	if err != nil {
 		th.t.Fatal(err)
 	}
-	rep, err := c.Recover()
+	rep, err := c.Recover(context.Background())
 	if err != nil {
 		th.t.Fatalf("Recover: %v", err)
 	}

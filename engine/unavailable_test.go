@@ -67,7 +67,7 @@ func TestRecoveryWaitsOutAnUnavailableCluster(t *testing.T) {
 		return c
 	}
 	c1 := mk(st)
-	if _, err := c1.Recover(); err != nil {
+	if _, err := c1.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	id, err := c1.CreateAgent(context.Background(), CreateSpec{Name: "a", Provider: "inproc", Model: "echo"})
@@ -81,7 +81,7 @@ func TestRecoveryWaitsOutAnUnavailableCluster(t *testing.T) {
 	flaky := &flakyStore{Store: st, fails: 3, tries: map[string]int{}}
 	c2 := mk(flaky)
 	t.Cleanup(func() { _ = c2.Close(context.Background()) })
-	rep, err := c2.Recover()
+	rep, err := c2.Recover(context.Background())
 	if err != nil {
 		t.Fatalf("recovery gave up on a cluster that did not answer at first: %v", err)
 	}

@@ -50,7 +50,7 @@ func TestCrashfuzzBugDeferredSpawnLostAfterCompletedTurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Recover(); err != nil {
+		if _, err := c.Recover(context.Background()); err != nil {
 			t.Fatalf("recover: %v", err)
 		}
 		childID, accepted := strings.CutPrefix(res.Response, "spawned ")

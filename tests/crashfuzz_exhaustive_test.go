@@ -172,7 +172,7 @@ func (w *cfWorld) settle() error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		return fmt.Errorf("recovery after a clean stop: %w", err)
 	}
 	w.core = c

@@ -468,7 +468,7 @@ func (w *cfWorld) opCleanRestart(plan cfCrash) error {
 		if err != nil {
 			return err
 		}
-		if _, err := c.Recover(); err != nil {
+		if _, err := c.Recover(context.Background()); err != nil {
 			return fmt.Errorf("recovery after a clean stop: %w", err)
 		}
 		w.core = c

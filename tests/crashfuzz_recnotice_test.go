@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func onceNoticeCrashPoint(w *cfWorld, k int) (crashed, delivered bool, err error
 		if err != nil {
 			return crashed, false, err
 		}
-		_, rerr := c.Recover()
+		_, rerr := c.Recover(context.Background())
 		w.mem.CrashAt(0)
 		if round == 0 && w.mem.Crashed() {
 			crashed = true

@@ -210,7 +210,7 @@ func newWorldWake(wake bool) (*cfWorld, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		return nil, fmt.Errorf("first recovery: %w", err)
 	}
 	w.core = c
@@ -365,7 +365,7 @@ func (w *cfWorld) crashRecover(plan cfCrash) error {
 		if err != nil {
 			return w.failf("NewCore: %v", err)
 		}
-		_, rerr := c.Recover()
+		_, rerr := c.Recover(context.Background())
 		// Disarm before asking: background work that recovery started (the
 		// scrub, checkpoint timers) writes on after Recover returns, and a
 		// crash it hit between the question and the disarm would otherwise
@@ -398,7 +398,7 @@ func (w *cfWorld) crashRecover(plan cfCrash) error {
 		if err != nil {
 			return w.failf("NewCore: %v", err)
 		}
-		if _, err := c.Recover(); err != nil {
+		if _, err := c.Recover(context.Background()); err != nil {
 			return w.failf("recovery of the test instance: %v", err)
 		}
 		w.core = c
@@ -420,7 +420,7 @@ func (w *cfWorld) crashRecover(plan cfCrash) error {
 	if err != nil {
 		return w.failf("NewCore: %v", err)
 	}
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		return w.failf("recovery with wake turns: %v", err)
 	}
 	w.core = c
@@ -460,7 +460,7 @@ func (w *cfWorld) recoverCopy(what string) (*cfSnap, error) {
 		return nil, w.failf("NewCore (%s): %v", what, err)
 	}
 	defer c.Abandon()
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		return nil, w.failf("%s recovery: %v", what, err)
 	}
 	s, err := snapshotCore(c, cp)
@@ -481,7 +481,7 @@ func (w *cfWorld) checkIdempotent() error {
 	if err != nil {
 		return w.failf("NewCore: %v", err)
 	}
-	if _, err := c1.Recover(); err != nil {
+	if _, err := c1.Recover(context.Background()); err != nil {
 		return w.failf("idempotency: first recovery: %v", err)
 	}
 	s1, err := snapshotCore(c1, cp)
@@ -511,7 +511,7 @@ func (w *cfWorld) checkIdempotent() error {
 		return w.failf("NewCore: %v", err)
 	}
 	defer c2.Abandon()
-	if _, err := c2.Recover(); err != nil {
+	if _, err := c2.Recover(context.Background()); err != nil {
 		return w.failf("idempotency: second recovery: %v", err)
 	}
 	s2, err := snapshotCore(c2, cp)

@@ -223,7 +223,7 @@ func (tr traceRun) core(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx := procCtx(t)

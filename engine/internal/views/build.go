@@ -1,12 +1,10 @@
 package views
 
 import (
-	"errors"
 	"maps"
 	"sort"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
@@ -24,16 +22,16 @@ func View(s Snapshot, bootID string, now time.Time) AgentView {
 		v.Path = s.Name
 	}
 	if s.Corrupt != nil {
-		v.Error = s.Corrupt.Error() + repairAdvice(s.ID, s.Corrupt)
+		v.Error = s.Corrupt.Error() + repairAdvice(s.ID, s.Unopened)
 	}
 	return v
 }
 
 // repairAdvice is what a listed agent's error tells the operator to do:
 // `warren repair` for a damaged log, nothing more when the log could not be
-// opened (agentload.ErrUnopened says to restart once the cause is gone).
-func repairAdvice(id string, err error) string {
-	if errors.Is(err, agentload.ErrUnopened) {
+// opened (its error says to restart once the cause is gone).
+func repairAdvice(id string, unopened bool) string {
+	if unopened {
 		return ""
 	}
 	return "; run `warren repair " + id + "` to keep a copy and cut the log to its last good entry"

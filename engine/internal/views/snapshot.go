@@ -40,6 +40,9 @@ type Snapshot struct {
 	Degraded string
 	// Corrupt is why the agent is listed corrupt (nil: it is not).
 	Corrupt error
+	// Unopened: Corrupt says the log could not be opened for lack of a
+	// resource (a restart once the cause is gone is the fix, not repair).
+	Unopened bool
 }
 
 // Flags is what Take reads beside the projection: the engine's state of
@@ -50,6 +53,7 @@ type Flags struct {
 	Busy     bool
 	Degraded string
 	Corrupt  error
+	Unopened bool
 }
 
 // Take copies the snapshot of an agent from its projection p and flags f.
@@ -57,7 +61,8 @@ type Flags struct {
 func Take(p *projection.State, f Flags) Snapshot {
 	s := Snapshot{ID: f.ID, Name: p.Name, ParentID: p.ParentID, Path: f.Path, Provider: p.Provider, Model: p.Model,
 		LastError: p.LastError, Pending: p.Pending.Len(), Usage: p.Usage, CreatedAt: p.CreatedTS,
-		Session: f.Session, Facts: Facts(p, f.Corrupt != nil), Busy: f.Busy, Degraded: f.Degraded, Corrupt: f.Corrupt}
+		Session: f.Session, Facts: Facts(p, f.Corrupt != nil), Busy: f.Busy, Degraded: f.Degraded, Corrupt: f.Corrupt,
+		Unopened: f.Unopened}
 	if r := p.Run; r != nil {
 		s.LastTurnAt = r.StartedAt
 		if !r.Ended && r.Wait != nil {

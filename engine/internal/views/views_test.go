@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/agentload"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
@@ -134,7 +133,7 @@ func TestViewCorrupt(t *testing.T) {
 	if want := "line 7 is damaged; run `warren repair a9` to keep a copy and cut the log to its last good entry"; v.Error != want {
 		t.Errorf("Error = %q, want %q", v.Error, want)
 	}
-	s.Corrupt = fmt.Errorf("agent a9: %w", agentload.ErrUnopened)
+	s.Corrupt, s.Unopened = fmt.Errorf("agent a9: its log could not be opened for lack of a resource"), true
 	if v := View(s, "b1", t0); v.Error != s.Corrupt.Error() {
 		t.Errorf("unopened log: Error = %q, want the cause alone (no repair advice)", v.Error)
 	}

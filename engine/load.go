@@ -1,0 +1,325 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/warren-dev/warren/checkpoint"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/inbox"
+	fold "github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/quarantine"
+	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/tree"
+)
+
+// Reading agents back at recovery: each agent's log is opened (WAL
+// replay, torn-tail repair) and folded into a projection in the same
+// pass, starting from the agent's checkpoint when it has a valid one, and
+// what was found is said: a state to adopt, a log damaged in the middle
+// (with the projection of its good prefix, so a corrupt agent still shows
+// its name and parent), no log at all, or a log that could not be opened
+// for lack of a resource (retried with a backoff, then marked
+// errUnopened). Recovery (recovery.go) decides what each result means for
+// the tree.
+//
+// A checkpoint is an optimisation, never the authority (doc.go,
+// "Checkpoints"): one that does not match its log, or that names a
+// pending message that cannot be read back, makes the load fold the whole
+// log instead.
+//
+// loadAll runs the loads on 2 x GOMAXPROCS goroutines of its own and
+// returns when they are done; each load folds into a projection only it
+// holds.
+
+// errUnopened marks an agent whose log recovery could not open for lack
+// of a resource.
+var errUnopened = errors.New("its log could not be opened for lack of a resource (nothing is damaged or lost; restart the daemon once the cause is gone)")
+
+// openRetryLimit bounds how long recovery waits for resources to come
+// back.
+const openRetryLimit = 60 * time.Second
+
+// loaded is one agent read back. When Err is nil and Missing is false,
+// Log is open and State is its fold; otherwise Log is nil (closed) and
+// State holds what could be folded.
+type loaded struct {
+	ID    string
+	Log   store.Log
+	State *fold.State
+	// Agent is the record made of it, once recovery lists it.
+	Agent *agent
+	// Err says why the log cannot be used: damaged in the middle, or
+	// errUnopened.
+	Err error
+	// Missing: there is no log (the directory holds nothing durable).
+	Missing bool
+	// Resumed is the checkpoint the fold started from (nil: from the
+	// start).
+	Resumed *eventlog.Resume
+	// bind is where the log's commits find the agent's record
+	// (openLogReplay); adopt sets it.
+	bind **agent
+}
+
+// loadAll loads the agents ids in parallel, in their order, and, with
+// retry, retries those a resource fault kept from opening.
+func (c *Core) loadAll(ctx context.Context, ids []string, retry bool) []*loaded {
+	out := make([]*loaded, len(ids))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0)*2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				out[i] = c.load(ctx, ids[i])
+			}
+		}()
+	}
+	for i := range ids {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if retry {
+		c.retryOpenFaults(ctx, out)
+	}
+	for _, l := range out {
+		c.adopt(l)
+	}
+	return out
+}
+
+// adopt makes the record of an agent whose log opened, with the
+// checkpoint it was recovered from, and binds the log's commits to it.
+func (c *Core) adopt(l *loaded) {
+	if l.Log == nil {
+		return
+	}
+	l.Agent = newAgent(l.ID, l.Log, l.State)
+	if l.Resumed != nil && l.Resumed.Len > 0 {
+		l.Agent.Ckpt.Seq.Store(l.Resumed.Seq)
+	}
+	*l.bind = l.Agent
+}
+
+// load opens one agent's log and folds it into a projection in the same
+// pass, starting from the agent's checkpoint when it has a valid one.
+func (c *Core) load(ctx context.Context, id string) *loaded {
+	if c.opts.CheckpointEvery > 0 {
+		p, r, err := checkpoint.Read(c.fs, c.agentDir(id))
+		if err == nil {
+			if l := c.loadFrom(ctx, id, p, &r); l != nil {
+				return l
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			c.log.Warn("checkpoint unusable; folding the whole log", "agent", id, "err", err)
+		}
+	}
+	return c.loadFrom(ctx, id, nil, nil)
+}
+
+// loadFrom folds the log into p from the resume point r, or into a new
+// projection from the start when r is nil. It returns nil when r does not
+// match the log or a pending message it names cannot be read back (the
+// caller then folds the whole log).
+func (c *Core) loadFrom(ctx context.Context, id string, p *fold.State, r *eventlog.Resume) *loaded {
+	l := &loaded{ID: id, State: p, Resumed: r, bind: new(*agent)}
+	if p == nil {
+		l.State = fold.New()
+		l.State.BeginReplay()
+	}
+	var foldErr error
+	lg, err := c.openLogReplay(ctx, id, l.bind, r, func(e eventlog.Entry) error {
+		if foldErr == nil {
+			foldErr = l.State.Apply(e)
+		}
+		return nil
+	})
+	if r != nil && errors.Is(err, eventlog.ErrResumeMismatch) {
+		c.log.Warn("checkpoint does not match the log; folding the whole log", "agent", id, "err", err)
+		return nil
+	}
+	if foldErr == nil {
+		foldErr = l.State.EndReplay(func(ref inbox.Ref) (json.RawMessage, error) {
+			e, err := c.st.ReadSeq(ctx, id, ref.Seq, ref.Off)
+			return e.Data, err
+		})
+		if foldErr != nil && r != nil && err == nil {
+			c.log.Warn("checkpoint names a pending message that cannot be read; folding the whole log", "agent", id, "err", foldErr)
+			_ = lg.Close()
+			return nil
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		l.Missing = true // recovery decides: orphan or quarantine
+		return l
+	}
+	if err != nil {
+		l.Err = err
+		return l
+	}
+	if foldErr != nil {
+		l.Err = fmt.Errorf("%s: %w", c.logPath(id), foldErr)
+		_ = lg.Close()
+		return l
+	}
+	l.Log = lg
+	return l
+}
+
+// resourceFault reports whether err is a lack of a resource that may
+// come back (disk space, descriptors, memory, a read-only remount, a
+// cluster that does not answer), rather than damage.
+func resourceFault(err error) bool {
+	if errors.Is(err, store.ErrUnavailable) {
+		return true
+	}
+	for _, e := range []error{syscall.ENOSPC, syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM, syscall.EDQUOT, syscall.EROFS} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryOpenFaults loads again, with a backoff (100 ms doubling to 5 s,
+// openRetryLimit in all), the agents a resource fault kept from opening;
+// those still failing are marked errUnopened.
+func (c *Core) retryOpenFaults(ctx context.Context, all []*loaded) {
+	var failing []int
+	for i, l := range all {
+		if l.Err != nil && resourceFault(l.Err) {
+			failing = append(failing, i)
+		}
+	}
+	wait, waited := 100*time.Millisecond, time.Duration(0)
+	for len(failing) > 0 && waited < openRetryLimit {
+		first := all[failing[0]]
+		c.log.Warn("cannot open agent logs for lack of a resource; recovery waits and retries", "agents", len(failing),
+			"agent", first.ID, "err", first.Err, "retry_in", wait)
+		if err := c.opts.Sleep(ctx, wait); err != nil {
+			break
+		}
+		waited += wait
+		wait = min(wait*2, 5*time.Second)
+		next := failing[:0]
+		for _, i := range failing {
+			all[i] = c.load(ctx, all[i].ID)
+			if all[i].Err != nil && resourceFault(all[i].Err) {
+				next = append(next, i)
+			}
+		}
+		failing = next
+	}
+	for _, i := range failing {
+		all[i].Err = fmt.Errorf("%w: %w", errUnopened, all[i].Err)
+	}
+}
+
+// agentIDs lists the agents to recover: the directories of the home's
+// agents/ named by an agent id and, on a cluster store, the store's
+// agents.
+func (c *Core) agentIDs(ctx context.Context) ([]string, error) {
+	entries, err := c.fs.ReadDir(c.agentsDir)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", c.agentsDir, err)
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if id, ok := tree.NormalizeID(e.Name()); ok && id == e.Name() && e.IsDir() {
+			ids = append(ids, id)
+			seen[id] = true
+		}
+	}
+	if !c.clustered() {
+		return ids, nil
+	}
+	stored, err := c.st.Agents(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the agents of the store: %w", err)
+	}
+	for _, id := range stored {
+		if !seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// removeOrphanDir removes the directory of an agent whose creation failed
+// before agent.created was durable: its files, the directory, and the
+// directory's entry made durable.
+func (c *Core) removeOrphanDir(id string) { removeOrphanDir(c.fs, c.agentsDir, id) }
+
+func removeOrphanDir(fsys faultfs.FS, dir, id string) {
+	d := dir + "/" + id
+	entries, err := fsys.ReadDir(d)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		_ = fsys.Remove(d + "/" + e.Name())
+	}
+	_ = fsys.Remove(d)
+	_ = fsys.SyncDir(dir)
+}
+
+// sessionFacts are what recovery takes from the fold to make session.json
+// agree with the log: the provider session the log records and whether
+// it was suspended (its blob is then kept).
+type sessionFacts struct {
+	Provider, Model, Handle string
+	Suspended               bool
+}
+
+// factsOf takes the session facts from a fold.
+func factsOf(p *fold.State) sessionFacts {
+	return sessionFacts{Provider: p.SessProvider, Model: p.SessModel, Handle: p.Handle, Suspended: p.Suspended}
+}
+
+// restoredSnapshot reads agent id's session.json back, made to agree with
+// the log: an unreadable one is kept aside (quarantine.MoveAside) and
+// rebuilt from the facts, a missing one rebuilt, and a provider blob the
+// log does not back (the session was not suspended) dropped.
+func (c *Core) restoredSnapshot(id string, p sessionFacts) *session.Session {
+	snaps, log := c.store, c.log
+	sess, err := snaps.Load(id)
+	if err != nil {
+		save := true
+		if !errors.Is(err, session.ErrNotExist) {
+			aside, merr := quarantine.MoveAside(c.fs, c.snapshotPath(id), c.now())
+			save = merr == nil
+			log.Warn("session.json unreadable; kept aside and rebuilt from the log", "agent", id, "err", err,
+				"kept_as", aside, "move_err", merr)
+		}
+		t := c.now().UTC()
+		sess = &session.Session{ID: id, State: session.StateIdle, Provider: p.Provider, Model: p.Model,
+			Handle: p.Handle, CreatedAt: t, UpdatedAt: t}
+		if save {
+			if err := snaps.Save(sess); err != nil {
+				log.Error("saving a rebuilt session.json", "agent", id, "err", err)
+			}
+		}
+	}
+	if len(sess.ProviderState) > 0 && !p.Suspended {
+		log.Info("discarding a stale provider blob", "agent", id, "bytes", len(sess.ProviderState))
+		sess = sess.Clone()
+		sess.ProviderState = nil
+		if err := snaps.Save(sess); err != nil {
+			log.Error("saving session.json without its stale blob", "agent", id, "err", err)
+		}
+	}
+	return sess
+}
