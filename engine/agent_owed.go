@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 )
 
@@ -27,14 +26,14 @@ func (a *agent) Owed() bool {
 func (a *agent) OwedEnd() (runID, event string, cause error, ok bool) { return a.owed.Owed() }
 
 // OwedErr is the error of a cancel whose turn stopped but whose end could
-// not be logged (domainerr.Unavailable, saying when it is written); nil
+// not be logged (ErrUnavailable, saying when it is written); nil
 // when no end is owed.
 func (a *agent) OwedErr() error {
 	runID, event, cause, ok := a.OwedEnd()
 	if !ok {
 		return nil
 	}
-	return domainerr.New(domainerr.Unavailable,
+	return failf(ErrUnavailable,
 		"agent %s: the run %s is stopped, but its %s could not be logged (%v); the log still shows it open; it is written as soon as the log accepts appends (retry agent cancel to try now)",
 		a.Name(), runID, event, cause)
 }

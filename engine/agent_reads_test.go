@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/eventlog"
@@ -136,7 +135,7 @@ func TestOwedEnd(t *testing.T) {
 	if run, event, cause, ok := a.OwedEnd(); !ok || run != "r1" || event != schema.TurnCancelled || cause == nil {
 		t.Fatalf("OwedEnd = %q %q %v %v", run, event, cause, ok)
 	}
-	if err := a.OwedErr(); !errors.Is(err, domainerr.Unavailable) || !strings.Contains(err.Error(), "r1") ||
+	if err := a.OwedErr(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "r1") ||
 		!strings.Contains(err.Error(), "turn.cancelled could not be logged (disk full)") {
 		t.Fatalf("OwedErr = %v, want unavailable naming the run, the event and the cause", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -110,13 +109,13 @@ func TestClaimRefusesByCondition(t *testing.T) {
 		set  func(a *agent)
 		want error
 	}{
-		{"unopened", func(a *agent) { a.MarkCorrupt(errUnopened) }, domainerr.Unavailable},
-		{"damaged", func(a *agent) { a.MarkCorrupt(errors.New("bad line")) }, domainerr.WrongState},
+		{"unopened", func(a *agent) { a.MarkCorrupt(errUnopened) }, ErrUnavailable},
+		{"damaged", func(a *agent) { a.MarkCorrupt(errors.New("bad line")) }, ErrWrongState},
 		{"terminated", func(a *agent) {
 			logs(t, a, schema.AgentTerminated, schema.AgentTerminatedData{AgentID: "a1"})
-		}, domainerr.WrongState},
-		{"released", func(a *agent) { a.MarkReleased(errors.New("lease lost")) }, domainerr.Unavailable},
-		{"busy", func(a *agent) { noErr(t, a.Claim()) }, domainerr.WrongState},
+		}, ErrWrongState},
+		{"released", func(a *agent) { a.MarkReleased(errors.New("lease lost")) }, ErrUnavailable},
+		{"busy", func(a *agent) { noErr(t, a.Claim()) }, ErrWrongState},
 	}
 	for _, tc := range cases {
 		a, _ := newRec(t)

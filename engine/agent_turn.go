@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
 )
@@ -20,15 +19,15 @@ func (a *agent) Claim() error {
 	switch {
 	case a.corrupt != nil:
 		if errors.Is(a.corrupt, errUnopened) {
-			return domainerr.New(domainerr.Unavailable, "agent %s: %w", a.id, a.corrupt)
+			return failf(ErrUnavailable, "agent %s: %w", a.id, a.corrupt)
 		}
-		return domainerr.New(domainerr.WrongState, "agent %s has a damaged log: %w; run `warren repair %s`", a.id, a.corrupt, a.id)
+		return failf(ErrWrongState, "agent %s has a damaged log: %w; run `warren repair %s`", a.id, a.corrupt, a.id)
 	case a.p.Terminated:
-		return domainerr.New(domainerr.WrongState, "agent %s (%s) is terminated", a.p.Name, a.id)
+		return failf(ErrWrongState, "agent %s (%s) is terminated", a.p.Name, a.id)
 	case a.released != nil:
-		return domainerr.New(domainerr.Unavailable, "agent %s (%s) is no longer run by this daemon: %v", a.p.Name, a.id, a.released)
+		return failf(ErrUnavailable, "agent %s (%s) is no longer run by this daemon: %v", a.p.Name, a.id, a.released)
 	case a.busy:
-		return domainerr.New(domainerr.WrongState, "agent %s (%s) is mid-turn; wait for it or cancel it (warren agent cancel)", a.p.Name, a.id)
+		return failf(ErrWrongState, "agent %s (%s) is mid-turn; wait for it or cancel it (warren agent cancel)", a.p.Name, a.id)
 	}
 	a.busy, a.claims = true, a.claims+1
 	return nil

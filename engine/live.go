@@ -16,7 +16,7 @@
 //     before the provider session stops;
 //   - termination stops it (Stop).
 //
-// A slot that stayed held past the wait is code 6 (domainerr.NoSlot).
+// A slot that stayed held past the wait is code 6 (ErrNoSlot).
 //
 // # Locks
 //
@@ -36,7 +36,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/agentspec"
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/multiplexer"
@@ -105,7 +104,7 @@ func (s *liveSessions) Stop(id string) {
 
 func wrapSlotErr(err error) error {
 	if errors.Is(err, multiplexer.ErrNoSlot) {
-		return domainerr.New(domainerr.NoSlot, "no provider slot became free in time: %w", err)
+		return failf(ErrNoSlot, "no provider slot became free in time: %w", err)
 	}
 	return err
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/agentspec"
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/multiplexer"
@@ -196,7 +195,7 @@ func TestEvictSavesBlobAndLogs(t *testing.T) {
 
 // A new agent's session takes its history mode from the spec's metadata
 // (the agent is not listed yet); abandoned, it is stopped. With every
-// slot held, a creation is refused as domainerr.NoSlot once ctx ends.
+// slot held, a creation is refused as ErrNoSlot once ctx ends.
 func TestCreateAndNoSlot(t *testing.T) {
 	w := newWorld(t, 1)
 	ctx := context.Background()
@@ -210,7 +209,7 @@ func TestCreateAndNoSlot(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if _, err := w.s.Create(short, w.prov, "a3", spec); !errors.Is(err, domainerr.NoSlot) {
+	if _, err := w.s.Create(short, w.prov, "a3", spec); !errors.Is(err, ErrNoSlot) {
 		t.Fatalf("create with no free slot: %v, want NoSlot", err)
 	}
 	ns.Abandon()

@@ -35,15 +35,6 @@ import (
 // same checks except the room: the limits refuse new sends, not those
 // already made.
 
-var (
-	// errInboxFull: a recipient's inbox, or the daemon's pending
-	// messages, is at a limit (config.Limits).
-	errInboxFull = errors.New("inbox full")
-	// errNotFoundAgent: no live agent by that id (gone, terminated or
-	// damaged) to send to or act on.
-	errNotFoundAgent = errors.New("agent not found")
-)
-
 // newMessage is a message stamped now, with empty metadata.
 func (c *Core) newMessage(id, sender, recipient string, kind inbox.Kind, payload string) inbox.Message {
 	return inbox.Message{ID: id, Sender: sender, Recipient: recipient, Kind: kind, Payload: payload,

@@ -2,25 +2,24 @@ package engine
 
 import (
 	"errors"
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/views"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/tree"
 )
 
 // notFound is the error for an agent reference that names no agent
-// served (domainerr.NotFound).
+// served (ErrNotFound).
 func notFound(ref string) error {
-	return domainerr.New(domainerr.NotFound, "agent %q not found; list agents with `warren agent list`", ref)
+	return failf(ErrNotFound, "agent %q not found; list agents with `warren agent list`", ref)
 }
 
 // Resolve turns an agent reference (path, unique name or id) into the id
 // of an agent served. Corrupt agents, which are not in the tree, resolve
 // by id or by name. An empty or ambiguous reference is
-// domainerr.Invalid; one that names no agent, notFound.
+// ErrInvalid; one that names no agent, notFound.
 func (r *roster) Resolve(ref string) (string, error) {
 	if ref == "" {
-		return "", domainerr.New(domainerr.Invalid, "missing agent reference")
+		return "", failf(ErrInvalid, "missing agent reference")
 	}
 	id, err := r.tree.Resolve(ref)
 	if err == nil {
@@ -32,7 +31,7 @@ func (r *roster) Resolve(ref string) (string, error) {
 		}
 	}
 	if errors.Is(err, tree.ErrAmbiguous) {
-		return "", domainerr.New(domainerr.Invalid, "%w", err)
+		return "", failf(ErrInvalid, "%w", err)
 	}
 	for _, a := range r.List() { // each record read under its own lock, the roster's released
 		var match bool

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	fold "github.com/warren-dev/warren/projection"
@@ -278,9 +277,9 @@ func TestResolve(t *testing.T) {
 		{a1, a1, nil},
 		{a3, a3, nil},
 		{"broken", a3, nil},
-		{"", "", domainerr.Invalid},
-		{"nobody", "", domainerr.NotFound},
-		{a9, "", domainerr.NotFound},
+		{"", "", ErrInvalid},
+		{"nobody", "", ErrNotFound},
+		{a9, "", ErrNotFound},
 	} {
 		got, err := r.Resolve(tc.ref)
 		if got != tc.want || (tc.kind == nil) != (err == nil) || (tc.kind != nil && !errors.Is(err, tc.kind)) {
@@ -290,7 +289,7 @@ func TestResolve(t *testing.T) {
 	if closed, err := r.Reserve(a8, "w1", ""); closed || err != nil {
 		t.Fatalf("Reserve of a second w1 at the root = %v, %v", closed, err)
 	}
-	if _, err := r.Resolve("w1"); !errors.Is(err, domainerr.Invalid) || !errors.Is(err, tree.ErrAmbiguous) {
+	if _, err := r.Resolve("w1"); !errors.Is(err, ErrInvalid) || !errors.Is(err, tree.ErrAmbiguous) {
 		t.Fatalf("Resolve of an ambiguous name = %v; want Invalid wrapping tree.ErrAmbiguous", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/registry"
@@ -313,7 +312,7 @@ func chooseTurn(req TurnRequest, agentProvider, agentModel string, turnNo int, d
 // refuses appends until it heals is ErrUnavailable.
 func logFailure(err error) error {
 	if errors.Is(err, eventlog.ErrPoisoned) {
-		return domainerr.New(domainerr.Unavailable, "%w", err)
+		return failf(ErrUnavailable, "%w", err)
 	}
 	return err
 }
