@@ -429,7 +429,7 @@ func entryMap(agentID string, e eventlog.Entry) map[string]any {
 	return m
 }
 
-func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+func (h *handler) agentLog(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
 	id, err := h.ref(p, "agent_id")
 	if err != nil {
 		return nil, err
@@ -438,7 +438,7 @@ func (h *handler) agentLog(_ context.Context, p protocol.Params, _ server.Stream
 	if err != nil {
 		return nil, err
 	}
-	entries, more, err := h.c.LogPage(id, since+1, limit)
+	entries, more, err := h.c.LogPage(ctx, id, since+1, limit)
 	if err != nil {
 		return nil, err
 	}

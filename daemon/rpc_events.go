@@ -74,7 +74,7 @@ func (h *handler) subscribe(ctx context.Context, p protocol.Params, out server.S
 	}
 	last := map[string]uint64{}
 	if sp.since >= 0 {
-		if err := h.sendBacklog(sp, out, last); err != nil {
+		if err := h.sendBacklog(ctx, sp, out, last); err != nil {
 			return nil, err
 		}
 	}
@@ -96,7 +96,7 @@ func (h *handler) subscribe(ctx context.Context, p protocol.Params, out server.S
 
 // sendBacklog sends the logged entries after sp.since, of sp's agent or of
 // every agent, and records in last the seq sent of each.
-func (h *handler) sendBacklog(sp subscribeParams, out server.Stream, last map[string]uint64) error {
+func (h *handler) sendBacklog(ctx context.Context, sp subscribeParams, out server.Stream, last map[string]uint64) error {
 	ids := []string{sp.agentID}
 	if sp.agentID == "" {
 		ids = h.c.Walk()
@@ -105,7 +105,7 @@ func (h *handler) sendBacklog(sp subscribeParams, out server.Stream, last map[st
 		if !h.c.Known(id) {
 			continue // being created right now: its events come live
 		}
-		entries, err := h.c.Log(id, uint64(sp.since)+1)
+		entries, err := h.c.Log(ctx, id, uint64(sp.since)+1)
 		if err != nil {
 			return err
 		}

@@ -4,10 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-
-	"github.com/warren-dev/warren/engine/internal/logpage"
-	"github.com/warren-dev/warren/engine/internal/owed"
-	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
@@ -27,15 +23,15 @@ type agent struct {
 	Ckpt ckptState
 	// Snap is the session.json snapshot and its write-behind (package
 	// snapsave, with its own locks).
-	Snap snapsave.Snapshot
+	Snap sessionSnap
 	// Cursors remember where the next agent.log pages start (their own
 	// lock, package logpage).
-	Cursors logpage.Cursors
+	Cursors logCursors
 
 	remMu sync.Mutex // serialises firing and cancelling reminders (reminders.go)
 	// owed is the end of the open run that could not be logged (package
 	// owed, with its own locks).
-	owed owed.End
+	owed owedEnd
 	// resumes are the secrets minted in its runs until handed out and
 	// the results a repeated resume shares (package waits, its own lock).
 	resumes resumes

@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-
-	"github.com/warren-dev/warren/engine/internal/extcall"
 )
 
 // CallToolInTurn runs a tool for an agent as a call of its running turn
@@ -37,11 +35,11 @@ func external(ctx context.Context, t *runTools, tool string, args map[string]any
 		return t.CallTool(cctx, tool, args)
 	})
 	switch {
-	case status == extcall.Closed:
+	case status == doorClosed:
 		return nil, errNoTurn(name)
-	case status == extcall.Suspended:
+	case status == doorSuspended:
 		return nil, failf(ErrUnavailable, "%w: the turn of %s ends now and its process is stopped; it is re-run when the wait is answered", err, name)
-	case status == extcall.Ended:
+	case status == doorEnded:
 		return nil, failf(ErrUnavailable, "the turn of %s ended during the call: %w", name, err)
 	case err != nil:
 		return nil, fmt.Errorf("tool %s for agent %s: %w", tool, name, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/warren-dev/warren/bus"
-	"github.com/warren-dev/warren/engine/internal/logpage"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/registry"
@@ -64,16 +63,16 @@ func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model
 
 // Log returns an agent's log entries from a seq, all of them (tests and
 // tools; the socket pages with LogPage).
-func (c *Core) Log(agentID string, fromSeq uint64) ([]eventlog.Entry, error) {
-	return logpage.All(fromSeq, func(from uint64) ([]eventlog.Entry, bool, error) {
-		return c.LogPage(agentID, from, MaxPageLimit)
+func (c *Core) Log(ctx context.Context, agentID string, fromSeq uint64) ([]eventlog.Entry, error) {
+	return allPages(fromSeq, func(from uint64) ([]eventlog.Entry, bool, error) {
+		return c.LogPage(ctx, agentID, from, MaxPageLimit)
 	})
 }
 
 // LogPage returns one page of an agent's log: the entries from fromSeq on,
 // at most limit of them and, beyond the first, about pageBytes of data, so
 // that a page always fits in a reply. more says entries follow.
-func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eventlog.Entry, more bool, err error) {
+func (c *Core) LogPage(ctx context.Context, agentID string, fromSeq uint64, limit int) (entries []eventlog.Entry, more bool, err error) {
 	a, ok := c.agent(agentID)
 	if !ok {
 		return nil, false, notFound(agentID)
@@ -81,7 +80,7 @@ func (c *Core) LogPage(agentID string, fromSeq uint64, limit int) (entries []eve
 	if limit <= 0 {
 		limit = DefaultPageLimit
 	}
-	return logpage.Page(c.st.Read, a.ID(), fromSeq, limit, pageBytes, &a.Cursors)
+	return readLogPage(ctx, c.st.Read, a.ID(), fromSeq, limit, pageBytes, &a.Cursors)
 }
 
 // PoolStats reports the multiplexer pools by name.

@@ -235,7 +235,7 @@ func testFanOutRounds(t *testing.T, batched bool) {
 	if f.consumed != 10 {
 		t.Fatalf("the root consumed %d replies in 2 rounds of 5, want 10", f.consumed)
 	}
-	rootLog, err := f.c.Log(f.root.ID(), 0)
+	rootLog, err := f.c.Log(context.Background(), f.root.ID(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func testFanOutRounds(t *testing.T, batched bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		es, err := f.c.Log(id, 0)
+		es, err := f.c.Log(context.Background(), id, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

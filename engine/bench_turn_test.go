@@ -134,7 +134,7 @@ func countEvents(b *testing.B, c *Core, ids []string, event string) int {
 	b.Helper()
 	n := 0
 	for _, id := range ids {
-		es, err := c.Log(id, 0)
+		es, err := c.Log(context.Background(), id, 0)
 		if err != nil {
 			b.Fatalf("reading the log of %s: %v", id, err)
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/engine/internal/claims"
-	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
@@ -163,7 +162,7 @@ type Core struct {
 	cancel context.CancelFunc
 	// snaps writes the session.json snapshots behind the logs (package
 	// snapsave); Close waits for its writers.
-	snaps *snapsave.Writer
+	snaps *snapshotWriter
 	// ckpts writes the agents' checkpoints (package ckptwrite).
 	ckpts *ckptWriter
 	// scrubbed is closed when the checkpoints and the scrub that follow
@@ -231,7 +230,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	c.store = c.st.Snapshots()
 	c.ckpts = newCkptWriter(ckptOptions{FS: opts.FS, Dir: c.agentDir, LogPath: c.logPath, Every: opts.CheckpointEvery,
 		Delay: opts.SessionSaveDelay, Off: c.clustered(), After: c.sched.After, Stopping: c.stopping, Logger: c.log})
-	c.snaps = &snapsave.Writer{Save: c.store.Save, Delay: c.saveDelay, Now: c.now, Logger: c.log}
+	c.snaps = &snapshotWriter{Save: c.store.Save, Delay: c.saveDelay, Now: c.now, Logger: c.log}
 	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)

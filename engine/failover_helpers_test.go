@@ -353,7 +353,7 @@ func describeAgents(c *Core) func() string {
 					fmt.Fprintf(&b, " run=%s ended=%v interrupted=%v msgs=%d", r.RunID[:8], r.Ended, r.Interrupted, len(r.MessageIDs))
 				}
 			})
-			if es, err := c.Log(a.ID(), 0); err == nil {
+			if es, err := c.Log(context.Background(), a.ID(), 0); err == nil {
 				b.WriteString(eventNames(es))
 			}
 		}

@@ -96,7 +96,7 @@ func TestFailoverTwoCoresThreeServers(t *testing.T) {
 		// (only its turn.complete would consume them).
 		a, _ := c1.agent(root)
 		second := look(a, func(p *projection, _ liveFlags) bool { return p.TurnNo == 2 })
-		es, err := c1.Log(root, 0)
+		es, err := c1.Log(context.Background(), root, 0)
 		return second && err == nil && countEvent(es, schema.MessageEnqueued) == 2
 	}, describeAgents(c1))
 	t.Logf("%s: core 1 runs the three agents mid-turn", time.Since(start).Round(time.Millisecond))

@@ -185,7 +185,7 @@ func TestResetStartsAFreshContextAndSurvivesARestart(t *testing.T) {
 		t.Fatalf("after a restart the request carries %q", got)
 	}
 	// The log keeps every turn.
-	es, _ := h.c.Log(id, 0)
+	es, _ := h.c.Log(context.Background(), id, 0)
 	n := 0
 	for _, e := range es {
 		if e.Event == schema.TurnComplete {

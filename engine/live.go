@@ -36,7 +36,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/agentspec"
-	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/history"
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
@@ -67,7 +66,7 @@ type liveOptions struct {
 	// Read reads an agent's log from a seq (store.Store.Read).
 	Read func(ctx context.Context, id string, fromSeq uint64, hint int64) (store.Reader, error)
 	// Snaps writes the session.json snapshots.
-	Snaps  *snapsave.Writer
+	Snaps  *snapshotWriter
 	Now    func() time.Time
 	Logger hclog.Logger
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/agentspec"
-	"github.com/warren-dev/warren/engine/internal/snapsave"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/multiplexer"
 	fold "github.com/warren-dev/warren/projection"
@@ -100,7 +99,7 @@ func newWorld(t *testing.T, slots int) *world {
 	t.Helper()
 	w := &world{prov: &fakeProv{blob: []byte("blob")}, log: &recLog{}, saved: make(chan *session.Session, 10)}
 	w.a = newAgent("a1", w.log, fold.New())
-	snaps := &snapsave.Writer{Save: func(s *session.Session) error { w.saved <- s; return nil }, Delay: func() {},
+	snaps := &snapshotWriter{Save: func(s *session.Session) error { w.saved <- s; return nil }, Delay: func() {},
 		Now: func() time.Time { return time.Unix(5, 0) }, Logger: hclog.NewNullLogger()}
 	w.s = newLiveSessions(multiplexer.Config{Pools: map[string]int{"default": slots}, DefaultPool: "default"}, liveOptions{
 		Lookup: func(id string) (*agent, bool) { return w.a, id == "a1" },

@@ -171,7 +171,7 @@ func TestAgentLogPagingEachEntryOnce(t *testing.T) {
 			if pages > len(all)+1 {
 				t.Fatalf("limit %d: paging does not end", limit)
 			}
-			page, more, err := h.c.LogPage(root, since+1, limit)
+			page, more, err := h.c.LogPage(context.Background(), root, since+1, limit)
 			if err != nil {
 				t.Fatal(err)
 			}

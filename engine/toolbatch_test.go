@@ -84,7 +84,7 @@ func inboxTexts(h *harness, id string) string {
 // entries in log order, checking that they have consecutive seqs.
 func toolCallRecipients(t *testing.T, h *harness, root string) string {
 	t.Helper()
-	es, err := h.c.Log(root, 0)
+	es, err := h.c.Log(context.Background(), root, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/warren-dev/warren/engine/internal/extcall"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider"
@@ -37,7 +35,7 @@ import (
 // the agent's credential join it (package extcall, agentauth.go).
 type runTools struct {
 	toolAttempt
-	Door extcall.Door
+	Door callDoor
 }
 
 // replayedCall is a call the log already records for the run, as the

@@ -166,7 +166,7 @@ func (w *cfWorld) opResumeInterrupted(a int, plan cfCrash) error {
 	// A run whose wait was answered before the crash must get the
 	// recorded answer on re-run, not ask again.
 	answered := false
-	if es, err := w.core.Log(ag.ID, 0); err == nil {
+	if es, err := w.core.Log(context.Background(), ag.ID, 0); err == nil {
 		run := ""
 		for _, e := range es {
 			ce := cfEntry{Event: e.Event, Data: string(e.Data)}

@@ -1,4 +1,4 @@
-package snapsave
+package engine
 
 import (
 	"sync"
@@ -15,7 +15,7 @@ func TestUpdateCoalescesWrites(t *testing.T) {
 	var saved []session.State
 	release := make(chan struct{})
 	delays := 0
-	w := &Writer{
+	w := &snapshotWriter{
 		Save: func(s *session.Session) error {
 			mu.Lock()
 			saved = append(saved, s.State)
@@ -33,7 +33,7 @@ func TestUpdateCoalescesWrites(t *testing.T) {
 		},
 		Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
 	}
-	var s Snapshot
+	var s sessionSnap
 	afters := 0
 	after := func() { mu.Lock(); afters++; mu.Unlock() }
 	w.Update(&s, "a", func(x *session.Session) { x.State = session.StateRunning }, after)
@@ -82,7 +82,7 @@ func TestDeferLoadsOnceAtFirstUse(t *testing.T) {
 		return &session.Session{ID: "a", State: session.StateSuspended, ProviderState: []byte("blob")}
 	}
 
-	var s Snapshot
+	var s sessionSnap
 	s.Defer(loader)
 	if loads != 0 {
 		t.Fatalf("Defer ran the loader")
@@ -98,14 +98,14 @@ func TestDeferLoadsOnceAtFirstUse(t *testing.T) {
 		t.Fatalf("the loader ran %d times; want once", loads)
 	}
 
-	var l Snapshot
+	var l sessionSnap
 	l.Defer(loader)
 	l.Load()
 	if loads != 2 || l.Get().State != session.StateSuspended {
 		t.Fatalf("Load: %d loads, snapshot %+v", loads, l.Get())
 	}
 
-	var d Snapshot
+	var d sessionSnap
 	d.Defer(loader)
 	d.Set(&session.Session{ID: "a", State: session.StateRunning})
 	if g := d.Get(); loads != 2 || g.State != session.StateRunning {
@@ -118,14 +118,14 @@ func TestDeferLoadsOnceAtFirstUse(t *testing.T) {
 // with nothing at all writes nothing.
 func TestFlushLoadsFirst(t *testing.T) {
 	var saved []*session.Session
-	w := &Writer{Save: func(s *session.Session) error { saved = append(saved, s); return nil },
+	w := &snapshotWriter{Save: func(s *session.Session) error { saved = append(saved, s); return nil },
 		Delay: func() {}, Now: time.Now}
-	var s Snapshot
+	var s sessionSnap
 	s.Defer(func() *session.Session { return &session.Session{ID: "a", State: session.StateSuspended} })
 	if err := w.Flush(&s); err != nil || len(saved) != 1 || saved[0].State != session.StateSuspended {
 		t.Fatalf("flush: err %v, saved %+v", err, saved)
 	}
-	var none Snapshot
+	var none sessionSnap
 	if err := w.Flush(&none); err != nil || len(saved) != 1 {
 		t.Fatalf("flush of nothing: err %v, %d saves", err, len(saved))
 	}

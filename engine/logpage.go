@@ -1,14 +1,14 @@
 // Package logpage reads an agent's log a page at a time (agent.log): the
 // entries from a seq on, at most a number of them and, beyond the first,
 // about a number of bytes of data, so that a page always fits in a reply.
-// Cursors remember where the next page of a log starts, so that paging
+// logCursors remember where the next page of a log starts, so that paging
 // reads each line once.
 //
 // # Locks
 //
-// Cursors has a mutex of its own, a leaf held only for its map. Read
+// logCursors has a mutex of its own, a leaf held only for its map. readPage
 // takes no lock.
-package logpage
+package engine
 
 import (
 	"context"
@@ -24,23 +24,23 @@ import (
 // readers).
 const maxCursors = 8
 
-// Cursors maps the first seq of the next page of one log to the offset of
+// logCursors maps the first seq of the next page of one log to the offset of
 // its line. The zero value is empty and ready.
-type Cursors struct {
+type logCursors struct {
 	mu sync.Mutex
 	m  map[uint64]int64
 }
 
 // Off is the offset of line seq, if a page ended before it (0: unknown,
 // the reader then scans).
-func (c *Cursors) Off(seq uint64) int64 {
+func (c *logCursors) Off(seq uint64) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[seq]
 }
 
 // remember records that the next page starts at seq, at byte off.
-func (c *Cursors) remember(seq uint64, off int64) {
+func (c *logCursors) remember(seq uint64, off int64) {
 	if off <= 0 {
 		return
 	}
@@ -58,10 +58,10 @@ func (c *Cursors) remember(seq uint64, off int64) {
 	c.m[seq] = off
 }
 
-// Read reads one page from r (a reader of the log from the page's first
+// readPage reads one page from r (a reader of the log from the page's first
 // seq): at most limit entries and, beyond the first, about maxBytes of
 // data. more says entries follow; where they start is remembered in cur.
-func Read(r store.Reader, limit, maxBytes int, cur *Cursors) (entries []eventlog.Entry, more bool, err error) {
+func readPage(r store.Reader, limit, maxBytes int, cur *logCursors) (entries []eventlog.Entry, more bool, err error) {
 	var size int
 	for {
 		e, err := r.Next()
@@ -80,23 +80,23 @@ func Read(r store.Reader, limit, maxBytes int, cur *Cursors) (entries []eventlog
 	}
 }
 
-// Opener opens a reader of log id from seq fromSeq, its line at about
+// logOpener opens a reader of log id from seq fromSeq, its line at about
 // offset hint (0: unknown); store.Store.Read is one.
-type Opener func(ctx context.Context, id string, fromSeq uint64, hint int64) (store.Reader, error)
+type logOpener func(ctx context.Context, id string, fromSeq uint64, hint int64) (store.Reader, error)
 
-// Page reads one page of log id from fromSeq (Read), starting where an
+// readLogPage reads one page of log id from fromSeq (readPage), starting where an
 // earlier page of cur said it would.
-func Page(open Opener, id string, fromSeq uint64, limit, maxBytes int, cur *Cursors) (entries []eventlog.Entry, more bool, err error) {
-	r, err := open(context.Background(), id, fromSeq, cur.Off(fromSeq))
+func readLogPage(ctx context.Context, open logOpener, id string, fromSeq uint64, limit, maxBytes int, cur *logCursors) (entries []eventlog.Entry, more bool, err error) {
+	r, err := open(ctx, id, fromSeq, cur.Off(fromSeq))
 	if err != nil {
 		return nil, false, err
 	}
 	defer r.Close()
-	return Read(r, limit, maxBytes, cur)
+	return readPage(r, limit, maxBytes, cur)
 }
 
-// All reads a log from fromSeq to its end, page after page.
-func All(fromSeq uint64, page func(fromSeq uint64) ([]eventlog.Entry, bool, error)) ([]eventlog.Entry, error) {
+// allPages reads a log from fromSeq to its end, page after page.
+func allPages(fromSeq uint64, page func(fromSeq uint64) ([]eventlog.Entry, bool, error)) ([]eventlog.Entry, error) {
 	var out []eventlog.Entry
 	for {
 		p, more, err := page(fromSeq)

@@ -1,7 +1,7 @@
 // Package snapsave keeps each agent's session.json snapshot in memory and
 // writes it behind the log (docs/DECISIONS.md). The log is the authority,
 // so the snapshot is written off the acknowledgement path: a per-agent
-// writer waits a delay after a change (the Writer's Delay, cut short when
+// writer waits a delay after a change (the snapshotWriter's Delay, cut short when
 // the engine stops), then writes the latest state, and repeats while
 // changes came during the wait or the write. A busy agent's snapshot is
 // written about once per delay rather than twice per turn. A failed save
@@ -10,10 +10,10 @@
 // # Goroutines and locks
 //
 // Update starts, at most once at a time per agent, a writer goroutine of
-// the Writer's own; Wait waits for them all (the engine's Close, after it
-// has cut their delay short). A Snapshot has two mutexes: a leaf guarding
+// the snapshotWriter's own; Wait waits for them all (the engine's Close, after it
+// has cut their delay short). A sessionSnap has two mutexes: a leaf guarding
 // the snapshot and the writer's flags, taken briefly and never across a
-// call out, so a Snapshot may be read under the caller's locks (the engine
+// call out, so a sessionSnap may be read under the caller's locks (the engine
 // reads it under an agent's a.mu); and the write lock, held across one
 // write so that writes of one agent are serialised and an older snapshot
 // never lands after a newer one.
@@ -22,14 +22,14 @@
 //
 // A recovery does not read every agent's session.json before the daemon
 // serves (10,000 small files cost about a second from a cold cache): it
-// gives the Snapshot a loader (Defer), which runs once, under the leaf
+// gives the sessionSnap a loader (Defer), which runs once, under the leaf
 // lock, the first time the snapshot is read or changed, and the scrub
 // after recovery runs the loaders left (Load). The loader reads the file
 // and repairs it (package agentload); it takes no lock of the engine, so
 // holding the leaf lock across it keeps the order above. Nothing writes
 // session.json before its loader ran: every write goes through this
-// Snapshot, which loads first.
-package snapsave
+// sessionSnap, which loads first.
+package engine
 
 import (
 	"sync"
@@ -40,9 +40,9 @@ import (
 	"github.com/warren-dev/warren/session"
 )
 
-// Snapshot is one agent's latest session.json, in memory. The zero value
+// sessionSnap is one agent's latest session.json, in memory. The zero value
 // holds none.
-type Snapshot struct {
+type sessionSnap struct {
 	mu     sync.Mutex
 	sess   *session.Session
 	load   func() *session.Session // not run yet (Defer)
@@ -53,7 +53,7 @@ type Snapshot struct {
 
 // Get returns the latest snapshot (nil: none yet). The caller must not
 // change it: every change makes a new one.
-func (s *Snapshot) Get() *session.Session {
+func (s *sessionSnap) Get() *session.Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loaded()
@@ -62,7 +62,7 @@ func (s *Snapshot) Get() *session.Session {
 
 // Set replaces the snapshot without writing it (it is on disk already, or
 // is written by the next flush); a deferred loader is dropped.
-func (s *Snapshot) Set(sess *session.Session) {
+func (s *sessionSnap) Set(sess *session.Session) {
 	s.mu.Lock()
 	s.sess, s.load = sess, nil
 	s.mu.Unlock()
@@ -70,21 +70,21 @@ func (s *Snapshot) Set(sess *session.Session) {
 
 // Defer has load read the snapshot the first time it is needed (the
 // package doc). A loader not run yet is replaced.
-func (s *Snapshot) Defer(load func() *session.Session) {
+func (s *sessionSnap) Defer(load func() *session.Session) {
 	s.mu.Lock()
 	s.sess, s.load = nil, load
 	s.mu.Unlock()
 }
 
 // Load runs the deferred loader now, if one is left.
-func (s *Snapshot) Load() {
+func (s *sessionSnap) Load() {
 	s.mu.Lock()
 	s.loaded()
 	s.mu.Unlock()
 }
 
 // loaded runs the deferred loader, if any; the caller holds s.mu.
-func (s *Snapshot) loaded() {
+func (s *sessionSnap) loaded() {
 	if s.load != nil {
 		f := s.load
 		s.load = nil
@@ -94,13 +94,13 @@ func (s *Snapshot) loaded() {
 
 // Change replaces the snapshot by a deep copy changed by f (a new one
 // for agent id, created now, when there is none), without writing it.
-func (s *Snapshot) Change(id string, now func() time.Time, f func(*session.Session)) {
+func (s *sessionSnap) Change(id string, now func() time.Time, f func(*session.Session)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.change(id, now, f)
 }
 
-func (s *Snapshot) change(id string, now func() time.Time, f func(*session.Session)) {
+func (s *sessionSnap) change(id string, now func() time.Time, f func(*session.Session)) {
 	s.loaded()
 	var n *session.Session
 	if s.sess != nil {
@@ -113,8 +113,8 @@ func (s *Snapshot) change(id string, now func() time.Time, f func(*session.Sessi
 	s.sess = n
 }
 
-// Writer writes snapshots behind. Save, Delay and Now are required.
-type Writer struct {
+// snapshotWriter writes snapshots behind. Save, Delay and Now are required.
+type snapshotWriter struct {
 	// Save writes a snapshot (store.Snapshots.Save).
 	Save func(*session.Session) error
 	// Delay waits before a write (returns at once when the engine stops).
@@ -128,7 +128,7 @@ type Writer struct {
 // Update changes agent id's snapshot through f (UpdatedAt is stamped) and
 // has it written in the background; after (if not nil) runs after each
 // write, on the writer goroutine.
-func (w *Writer) Update(s *Snapshot, id string, f func(*session.Session), after func()) {
+func (w *snapshotWriter) Update(s *sessionSnap, id string, f func(*session.Session), after func()) {
 	s.mu.Lock()
 	s.change(id, w.Now, f)
 	if s.saving {
@@ -166,7 +166,7 @@ func (w *Writer) Update(s *Snapshot, id string, f func(*session.Session), after 
 }
 
 // Flush writes the latest snapshot now.
-func (w *Writer) Flush(s *Snapshot) error {
+func (w *snapshotWriter) Flush(s *sessionSnap) error {
 	s.write.Lock()
 	defer s.write.Unlock()
 	s.mu.Lock()
@@ -180,9 +180,9 @@ func (w *Writer) Flush(s *Snapshot) error {
 }
 
 // Wait waits for the writers started so far.
-func (w *Writer) Wait() { w.wg.Wait() }
+func (w *snapshotWriter) Wait() { w.wg.Wait() }
 
-func (w *Writer) log() hclog.Logger {
+func (w *snapshotWriter) log() hclog.Logger {
 	if w.Logger == nil {
 		return hclog.NewNullLogger()
 	}

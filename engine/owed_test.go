@@ -1,4 +1,4 @@
-package owed
+package engine
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // a failed write keeps it owed; concurrent flushes return after the
 // writer's aftermath.
 func TestFlushWritesOnce(t *testing.T) {
-	var o End
+	var o owedEnd
 	if err := o.Flush(func(string, any) error { t.Fatal("nothing owed, yet written"); return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestFlushWritesOnce(t *testing.T) {
 // A flush that finds nothing owed because another is writing returns only
 // after that writer's aftermath (the notices of the run's end) is done.
 func TestConcurrentFlushWaitsForTheAftermath(t *testing.T) {
-	var o End
+	var o owedEnd
 	o.Owe("r1", "turn.cancelled", nil, errors.New("EROFS"))
 	inAfter, release := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex

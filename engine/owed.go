@@ -5,32 +5,32 @@
 // whose end (turn.complete, turn.failed, turn.cancelled) could not be
 // logged then stays open in the log; its end is owed: written as soon as
 // the log accepts appends (when it heals, before the agent's next turn, or
-// by agent cancel), after which the agent is idle. End keeps that record
+// by agent cancel), after which the agent is idle. owedEnd keeps that record
 // for one agent and writes it once (engine/degraded.go decides when).
 //
 // # Locks
 //
-// An End has two mutexes. Flush holds the outer one across the write and
+// An owedEnd has two mutexes. Flush holds the outer one across the write and
 // the aftermath it is given (concurrent flushes write the end once, and
 // the second returns after the first's aftermath); the inner one is a leaf
 // guarding the record, taken briefly by every method and never across a
-// call out, so an End may be read under the caller's locks (the engine
+// call out, so an owedEnd may be read under the caller's locks (the engine
 // reads it under an agent's a.mu).
-package owed
+package engine
 
 import (
 	"fmt"
 	"sync"
 )
 
-// End is the owed run end of one agent. The zero value owes nothing.
-type End struct {
+// owedEnd is the owed run end of one agent. The zero value owes nothing.
+type owedEnd struct {
 	flush sync.Mutex // serialises Flush
 	mu    sync.Mutex // guards e
-	e     *entry
+	e     *owedEntry
 }
 
-type entry struct {
+type owedEntry struct {
 	runID, event string
 	data         any
 	cause        error
@@ -38,15 +38,15 @@ type entry struct {
 
 // Owe records that the end of run runID (event with data) could not be
 // logged, because of cause.
-func (o *End) Owe(runID, event string, data any, cause error) {
+func (o *owedEnd) Owe(runID, event string, data any, cause error) {
 	o.mu.Lock()
-	o.e = &entry{runID: runID, event: event, data: data, cause: cause}
+	o.e = &owedEntry{runID: runID, event: event, data: data, cause: cause}
 	o.mu.Unlock()
 }
 
 // Owed reports whether a run end is owed, and which: its run, event and
 // why it could not be logged.
-func (o *End) Owed() (runID, event string, cause error, ok bool) {
+func (o *owedEnd) Owed() (runID, event string, cause error, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.e == nil {
@@ -60,7 +60,7 @@ func (o *End) Owed() (runID, event string, cause error, ok bool) {
 // Flush's lock (so that a concurrent Flush, which finds nothing owed, does
 // not return before the aftermath of the write is done). A failed write
 // leaves the end owed; the error says which.
-func (o *End) Flush(write func(event string, data any) error, after func(runID, event string)) error {
+func (o *owedEnd) Flush(write func(event string, data any) error, after func(runID, event string)) error {
 	o.flush.Lock()
 	defer o.flush.Unlock()
 	o.mu.Lock()
@@ -81,7 +81,7 @@ func (o *End) Flush(write func(event string, data any) error, after func(runID, 
 
 // Describe says which run end is owed, for agent.list and agent.inspect
 // ("" when none).
-func (o *End) Describe() string {
+func (o *owedEnd) Describe() string {
 	runID, event, cause, ok := o.Owed()
 	if !ok {
 		return ""

@@ -13,9 +13,9 @@
 //
 // # Locks
 //
-// A Door's mutex is a leaf, held only for its bookkeeping, never across
+// A callDoor's mutex is a leaf, held only for its bookkeeping, never across
 // the call.
-package extcall
+package engine
 
 import (
 	"context"
@@ -25,8 +25,8 @@ import (
 	"github.com/warren-dev/warren/provider"
 )
 
-// Door admits calls into one attempt. The zero value is closed.
-type Door struct {
+// callDoor admits calls into one attempt. The zero value is closed.
+type callDoor struct {
 	mu        sync.Mutex
 	open      bool
 	ctx       context.Context         // the attempt's
@@ -37,7 +37,7 @@ type Door struct {
 
 // Open lets calls join the attempt whose context is ctx until Close;
 // suspend ends the attempt.
-func (d *Door) Open(ctx context.Context, suspend context.CancelCauseFunc) {
+func (d *callDoor) Open(ctx context.Context, suspend context.CancelCauseFunc) {
 	d.mu.Lock()
 	d.open, d.ctx, d.suspend = true, ctx, suspend
 	d.mu.Unlock()
@@ -45,7 +45,7 @@ func (d *Door) Open(ctx context.Context, suspend context.CancelCauseFunc) {
 
 // Close refuses further calls, waits for those in flight and returns the
 // error of a call that suspended the run, if any.
-func (d *Door) Close() error {
+func (d *callDoor) Close() error {
 	d.mu.Lock()
 	d.open = false
 	d.mu.Unlock()
@@ -55,29 +55,29 @@ func (d *Door) Close() error {
 	return d.suspended
 }
 
-// Status says how a call through the door went.
-type Status int
+// doorStatus says how a call through the door went.
+type doorStatus int
 
 const (
 	// Joined: the call ran in the attempt (its own error, if any, is
 	// returned as it is).
-	Joined Status = iota
+	doorJoined doorStatus = iota
 	// Closed: no attempt takes calls; the call did not run.
-	Closed
+	doorClosed
 	// Suspended: the call suspended the run (the error wraps
 	// provider.ErrRunSuspended); the attempt ends now.
-	Suspended
+	doorSuspended
 	// Ended: the call failed because the attempt ended during it.
-	Ended
+	doorEnded
 )
 
 // Call runs call as the attempt's next call, with a context that ends
 // when ctx (the request) or the attempt ends.
-func (d *Door) Call(ctx context.Context, call func(ctx context.Context) (map[string]any, error)) (map[string]any, Status, error) {
+func (d *callDoor) Call(ctx context.Context, call func(ctx context.Context) (map[string]any, error)) (map[string]any, doorStatus, error) {
 	d.mu.Lock()
 	if !d.open {
 		d.mu.Unlock()
-		return nil, Closed, nil
+		return nil, doorClosed, nil
 	}
 	d.inflight.Add(1)
 	actx, suspend := d.ctx, d.suspend
@@ -97,9 +97,9 @@ func (d *Door) Call(ctx context.Context, call func(ctx context.Context) (map[str
 		}
 		d.mu.Unlock()
 		suspend(err)
-		return nil, Suspended, err
+		return nil, doorSuspended, err
 	case err != nil && actx.Err() != nil:
-		return nil, Ended, err
+		return nil, doorEnded, err
 	}
-	return res, Joined, err
+	return res, doorJoined, err
 }

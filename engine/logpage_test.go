@@ -1,4 +1,4 @@
-package logpage
+package engine
 
 import (
 	"context"
@@ -34,16 +34,16 @@ func entries(n, size int) []eventlog.Entry {
 // bound; where the next page starts is remembered; the last page says no
 // more follow.
 func TestReadPages(t *testing.T) {
-	var cur Cursors
-	page, more, err := Read(&sliceReader{entries(5, 10)}, 2, 1000, &cur)
+	var cur logCursors
+	page, more, err := readPage(&sliceReader{entries(5, 10)}, 2, 1000, &cur)
 	if err != nil || len(page) != 2 || !more || cur.Off(3) != 300 {
 		t.Fatalf("limit 2: %d entries, more %v, cursor %d, err %v", len(page), more, cur.Off(3), err)
 	}
-	page, more, _ = Read(&sliceReader{entries(5, 10)}, 10, 25, &cur)
+	page, more, _ = readPage(&sliceReader{entries(5, 10)}, 10, 25, &cur)
 	if len(page) != 2 || !more || cur.Off(3) != 300 {
 		t.Fatalf("25 bytes: %d entries, more %v", len(page), more)
 	}
-	page, more, _ = Read(&sliceReader{entries(1, 100)}, 10, 25, &cur)
+	page, more, _ = readPage(&sliceReader{entries(1, 100)}, 10, 25, &cur)
 	if len(page) != 1 || more {
 		t.Fatalf("one large entry: %d entries, more %v; want it alone and no more", len(page), more)
 	}
@@ -58,10 +58,10 @@ func TestReadPages(t *testing.T) {
 	}
 }
 
-// Page opens the log where the previous page said the next starts; All
+// readLogPage opens the log where the previous page said the next starts; allPages
 // reads page after page to the end, and stops at the first error.
 func TestPageAndAll(t *testing.T) {
-	var cur Cursors
+	var cur logCursors
 	var hints []int64
 	log := entries(5, 10)
 	open := func(_ context.Context, id string, from uint64, hint int64) (store.Reader, error) {
@@ -71,23 +71,23 @@ func TestPageAndAll(t *testing.T) {
 		hints = append(hints, hint)
 		return &sliceReader{log[from-1:]}, nil
 	}
-	all, err := All(1, func(from uint64) ([]eventlog.Entry, bool, error) { return Page(open, "a1", from, 2, 1000, &cur) })
+	all, err := allPages(1, func(from uint64) ([]eventlog.Entry, bool, error) { return readLogPage(context.Background(), open, "a1", from, 2, 1000, &cur) })
 	if err != nil || len(all) != 5 || all[4].Seq != 5 {
-		t.Fatalf("All = %d entries (last %v), err %v; want 5", len(all), all, err)
+		t.Fatalf("allPages = %d entries (last %v), err %v; want 5", len(all), all, err)
 	}
 	if want := []int64{0, 300, 500}; len(hints) != 3 || hints[0] != want[0] || hints[1] != want[1] || hints[2] != want[2] {
 		t.Errorf("opened at offsets %v, want %v (each page where the last said)", hints, want)
 	}
-	if _, _, err := Page(open, "b2", 1, 2, 1000, &cur); err == nil {
-		t.Error("Page of a log that cannot be opened: no error")
+	if _, _, err := readLogPage(context.Background(), open, "b2", 1, 2, 1000, &cur); err == nil {
+		t.Error("readLogPage of a log that cannot be opened: no error")
 	}
 	boom := errors.New("boom")
 	calls := 0
-	got, err := All(1, func(uint64) ([]eventlog.Entry, bool, error) {
+	got, err := allPages(1, func(uint64) ([]eventlog.Entry, bool, error) {
 		calls++
 		return entries(1, 1), true, boom
 	})
 	if !errors.Is(err, boom) || calls != 1 || len(got) != 1 {
-		t.Errorf("All after an error: %d calls, %d entries, err %v; want 1, 1, boom", calls, len(got), err)
+		t.Errorf("allPages after an error: %d calls, %d entries, err %v; want 1, 1, boom", calls, len(got), err)
 	}
 }

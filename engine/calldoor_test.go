@@ -1,4 +1,4 @@
-package extcall
+package engine
 
 import (
 	"context"
@@ -14,33 +14,33 @@ import (
 // attempt's end cut off says so; Close does not return while a call is
 // in flight.
 func TestDoor(t *testing.T) {
-	var d Door
+	var d callDoor
 	ran := false
-	if _, st, _ := d.Call(context.Background(), func(context.Context) (map[string]any, error) { ran = true; return nil, nil }); st != Closed || ran {
+	if _, st, _ := d.Call(context.Background(), func(context.Context) (map[string]any, error) { ran = true; return nil, nil }); st != doorClosed || ran {
 		t.Fatalf("closed door: status %v, ran %v", st, ran)
 	}
 	actx, suspend := context.WithCancelCause(context.Background())
 	d.Open(actx, suspend)
 	res, st, err := d.Call(context.Background(), func(context.Context) (map[string]any, error) { return map[string]any{"ok": true}, nil })
-	if st != Joined || err != nil || res["ok"] != true {
+	if st != doorJoined || err != nil || res["ok"] != true {
 		t.Fatalf("joined call: %v %v %v", res, st, err)
 	}
 	plain := errors.New("tool failed")
-	if _, st, err := d.Call(context.Background(), func(context.Context) (map[string]any, error) { return nil, plain }); st != Joined || err != plain {
+	if _, st, err := d.Call(context.Background(), func(context.Context) (map[string]any, error) { return nil, plain }); st != doorJoined || err != plain {
 		t.Fatalf("a call's own error: %v %v", st, err)
 	}
 	susp := fmt.Errorf("await_input: %w", provider.ErrRunSuspended)
-	if _, st, _ := d.Call(context.Background(), func(context.Context) (map[string]any, error) { return nil, susp }); st != Suspended {
+	if _, st, _ := d.Call(context.Background(), func(context.Context) (map[string]any, error) { return nil, susp }); st != doorSuspended {
 		t.Fatalf("suspending call: status %v", st)
 	}
 	if !errors.Is(context.Cause(actx), provider.ErrRunSuspended) {
 		t.Fatal("the attempt was not ended by the suspending call")
 	}
-	if _, st, _ := d.Call(context.Background(), func(ctx context.Context) (map[string]any, error) { <-ctx.Done(); return nil, ctx.Err() }); st != Ended {
+	if _, st, _ := d.Call(context.Background(), func(ctx context.Context) (map[string]any, error) { <-ctx.Done(); return nil, ctx.Err() }); st != doorEnded {
 		t.Fatalf("call cut off by the attempt's end: status %v", st)
 	}
 	started, release := make(chan struct{}), make(chan struct{})
-	d2 := &Door{}
+	d2 := &callDoor{}
 	d2.Open(context.Background(), func(error) {})
 	go d2.Call(context.Background(), func(context.Context) (map[string]any, error) { close(started); <-release; return nil, nil })
 	<-started
