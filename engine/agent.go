@@ -2,13 +2,13 @@ package engine
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
+	"sync"
+	"sync/atomic"
 )
 
 // agent is one live agent. Durable state lives in p (the projection of its

@@ -71,7 +71,9 @@ func TestPageAndAll(t *testing.T) {
 		hints = append(hints, hint)
 		return &sliceReader{log[from-1:]}, nil
 	}
-	all, err := allPages(1, func(from uint64) ([]eventlog.Entry, bool, error) { return readLogPage(context.Background(), open, "a1", from, 2, 1000, &cur) })
+	all, err := allPages(1, func(from uint64) ([]eventlog.Entry, bool, error) {
+		return readLogPage(context.Background(), open, "a1", from, 2, 1000, &cur)
+	})
 	if err != nil || len(all) != 5 || all[4].Seq != 5 {
 		t.Fatalf("allPages = %d entries (last %v), err %v; want 5", len(all), all, err)
 	}

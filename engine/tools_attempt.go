@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/tools"
+	"sync"
 )
 
 // The tools of one attempt of a turn (runTools): every call a provider or
