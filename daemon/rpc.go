@@ -189,7 +189,7 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 // list answers agent.list: the agents in tree order; with all, then the
 // terminated ones (with terminated_at); with status (one status or several
 // separated by commas), only those in it.
-func (h *handler) list(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+func (h *handler) list(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
 	all, err := p.OptBool("all", false)
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func (h *handler) list(_ context.Context, p protocol.Params, _ server.Stream) (a
 		}
 	}
 	if (all && keep("terminated")) || want["terminated"] {
-		for _, v := range h.c.TerminatedList() {
+		for _, v := range h.c.TerminatedList(ctx) {
 			out = append(out, goneMap(v))
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
@@ -159,10 +158,10 @@ func (a *agent) Inherit() inherited {
 
 // GoneInfo is what the list of terminated agents shows of the agent,
 // terminated at ended.
-func (a *agent) GoneInfo(ended time.Time) *gone.Info {
+func (a *agent) GoneInfo(ended time.Time) *views.TerminatedInfo {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	in := &gone.Info{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
+	in := &views.TerminatedInfo{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
 	if a.p.Run != nil {
 		in.LastTurnAt = a.p.Run.StartedAt
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/warren-dev/warren/engine/internal/views"
 	"testing"
 )
 
@@ -49,5 +50,40 @@ func TestTerminatedSenderIsShownByPath(t *testing.T) {
 	}
 	if len(msgs) != 1 || msgs[0].From != "old" {
 		t.Fatalf("USER inbox %v, want one message from old", msgs)
+	}
+}
+
+// A terminated agent's path is rebuilt through its terminated ancestors up
+// to the first live one; an unknown id has none.
+func TestRegistryPath(t *testing.T) {
+	var r goneRegistry
+	if got := r.Path("x", func(string) string { return "" }); got != "" {
+		t.Fatalf("empty registry: path %q, want none", got)
+	}
+	r.Remember("w1", "w1", "lead")
+	r.Remember("g1", "g1", "w1")
+	live := func(id string) string {
+		if id == "lead" {
+			return "root/lead"
+		}
+		return ""
+	}
+	if got := r.Path("g1", live); got != "root/lead/w1/g1" {
+		t.Fatalf("path %q, want root/lead/w1/g1", got)
+	}
+	r.Remember("orphan", "orphan", "unknown")
+	if got := r.Path("orphan", live); got != "orphan" {
+		t.Fatalf("path of an agent whose parent is unknown: %q, want orphan", got)
+	}
+	if !r.Has("w1") || r.Has("lead") {
+		t.Fatal("Has: w1 is terminated, lead is not")
+	}
+	if u := r.Unread(); len(u) != 3 {
+		t.Fatalf("unread %v, want 3 ids", u)
+	}
+	r.SetInfo("w1", &views.TerminatedInfo{Provider: "p"})
+	r.SetInfo("nobody", &views.TerminatedInfo{})
+	if u := r.Unread(); len(u) != 2 || len(r.All()) != 3 {
+		t.Fatalf("after SetInfo: unread %v, all %v", u, r.All())
 	}
 }

@@ -25,9 +25,9 @@ package engine
 
 import (
 	"errors"
+	"github.com/warren-dev/warren/engine/internal/views"
 	"sync"
 
-	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/tree"
@@ -45,7 +45,7 @@ type roster struct {
 	// <home>/quarantine at recovery to its path.
 	quarantine map[string]string
 	subs       subIndex
-	gone       gone.Registry
+	gone       goneRegistry
 }
 
 // newRoster returns an empty, open roster over the engine's tree.
@@ -158,7 +158,7 @@ func (r *roster) Unreserve(id string) {
 // terminating (no subscription to it is indexed any more), its
 // subscribers are dropped from the index and returned, it is remembered
 // (with info) and it leaves the tree and the table.
-func (r *roster) Unlist(a *agent, name, parentID string, info *gone.Info) (watchers []watcher) {
+func (r *roster) Unlist(a *agent, name, parentID string, info *views.TerminatedInfo) (watchers []watcher) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id := a.ID()
@@ -188,7 +188,7 @@ func (r *roster) GonePath(id string) string {
 
 // Terminated returns the terminated agents remembered, their Info read
 // by read (outside the lock, once per agent) where it is not known yet.
-func (r *roster) Terminated(read func(id string) *gone.Info) []gone.Agent {
+func (r *roster) Terminated(read func(id string) *views.TerminatedInfo) []views.Gone {
 	r.mu.Lock()
 	unread := r.gone.Unread()
 	r.mu.Unlock()

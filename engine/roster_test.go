@@ -3,11 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/engine/internal/views"
 	"slices"
 	"sync"
 	"testing"
 
-	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/engine/internal/placement"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/tree"
@@ -126,7 +126,7 @@ func TestUnlistTakesAnAgentOutInOneStep(t *testing.T) {
 	if !r.Index(sub, a1) {
 		t.Fatal("Index refused a subscription to a served agent")
 	}
-	info := &gone.Info{Provider: "inproc"}
+	info := &views.TerminatedInfo{Provider: "inproc"}
 	watchers := r.Unlist(as[a2], "w1", a1, info)
 	if len(watchers) != 1 || watchers[0].Subscriber != a1 || watchers[0].ID != "s1" {
 		t.Fatalf("Unlist watchers = %+v; want a1's s1", watchers)
@@ -153,7 +153,7 @@ func TestUnlistTakesAnAgentOutInOneStep(t *testing.T) {
 		t.Fatal("Index took a subscription to an agent gone")
 	}
 	reads := 0
-	all := r.Terminated(func(string) *gone.Info { reads++; return nil })
+	all := r.Terminated(func(string) *views.TerminatedInfo { reads++; return nil })
 	if reads != 0 || len(all) != 1 || all[0].Info != info {
 		t.Fatalf("Terminated = %+v after %d reads; want a2 with the info Unlist gave, no read", all, reads)
 	}
@@ -196,7 +196,10 @@ func TestForgetAndTerminatedReadsInfoOnce(t *testing.T) {
 		t.Fatal("an id never seen is known")
 	}
 	var reads []string
-	read := func(id string) *gone.Info { reads = append(reads, id); return &gone.Info{Model: "m-" + id[len(id)-2:]} }
+	read := func(id string) *views.TerminatedInfo {
+		reads = append(reads, id)
+		return &views.TerminatedInfo{Model: "m-" + id[len(id)-2:]}
+	}
 	for range 2 {
 		all := r.Terminated(read)
 		if len(all) != 1 || all[0].Info == nil || all[0].Info.Model != "m-a9" {
@@ -257,7 +260,7 @@ func TestConcurrentUse(t *testing.T) {
 	if n := r.Count(); n != 2 {
 		t.Fatalf("Count = %d after every goroutine unlisted its agent; want 2", n)
 	}
-	if errs := r.Terminated(func(string) *gone.Info { return nil }); len(errs) != 8 {
+	if errs := r.Terminated(func(string) *views.TerminatedInfo { return nil }); len(errs) != 8 {
 		t.Fatalf("%d agents remembered as gone, want 8", len(errs))
 	}
 }

@@ -1,7 +1,8 @@
 package engine
 
 import (
-	"github.com/warren-dev/warren/engine/internal/gone"
+	"context"
+
 	"github.com/warren-dev/warren/engine/internal/views"
 )
 
@@ -63,8 +64,8 @@ func (c *Core) gonePath(id string) string { return c.agents.GonePath(id) }
 // TerminatedList describes the terminated agents (agent.list items with
 // status "terminated"), in no particular order. What is not known yet is
 // read from their logs, once.
-func (c *Core) TerminatedList() []TerminatedView {
-	items := c.agents.Terminated(func(id string) *gone.Info { return gone.ReadInfo(c.st, id, c.log) })
+func (c *Core) TerminatedList(ctx context.Context) []TerminatedView {
+	items := c.agents.Terminated(func(id string) *views.TerminatedInfo { return c.readGoneInfo(ctx, id) })
 	out := make([]TerminatedView, 0, len(items))
 	for _, it := range items {
 		out = append(out, views.Terminated(it, c.gonePath(it.ID)))

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -161,7 +160,7 @@ func Degraded(logErr error, released error, owed string) string {
 
 // Terminated is the terminated agent a as agent.list shows it, at path
 // (the one it had).
-func Terminated(a gone.Agent, path string) TerminatedView {
+func Terminated(a Gone, path string) TerminatedView {
 	v := TerminatedView{ID: a.ID, Name: a.Name, Path: path, ParentID: a.ParentID}
 	if in := a.Info; in != nil {
 		v.Known, v.Provider, v.Model, v.Usage = true, in.Provider, in.Model, in.Usage

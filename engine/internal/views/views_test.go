@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/gone"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
@@ -287,11 +286,11 @@ func TestDegraded(t *testing.T) {
 }
 
 func TestTerminated(t *testing.T) {
-	a := gone.Agent{ID: "a3", Name: "w1", ParentID: "a1"}
+	a := Gone{ID: "a3", Name: "w1", ParentID: "a1"}
 	if got, want := Terminated(a, "lead/w1"), (TerminatedView{ID: "a3", Name: "w1", Path: "lead/w1", ParentID: "a1"}); got != want {
 		t.Errorf("unread: Terminated = %+v, want %+v", got, want)
 	}
-	a.Info = &gone.Info{Provider: "echo", Model: "m", CreatedAt: t0, LastTurnAt: t0.Add(time.Minute),
+	a.Info = &TerminatedInfo{Provider: "echo", Model: "m", CreatedAt: t0, LastTurnAt: t0.Add(time.Minute),
 		TerminatedAt: t0.Add(time.Hour), Usage: provider.Usage{OutputTokens: 5}}
 	want := TerminatedView{ID: "a3", Name: "w1", Path: "lead/w1", ParentID: "a1", Known: true, Provider: "echo", Model: "m",
 		Usage: provider.Usage{OutputTokens: 5}, CreatedAt: t0, LastTurnAt: t0.Add(time.Minute), TerminatedAt: t0.Add(time.Hour)}

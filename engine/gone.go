@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/warren-dev/warren/engine/internal/views"
+)
+
+// What the daemon remembers of its terminated agents, so that a message
+// one sent (still in an inbox) shows who sent it, not a raw id (issue
+// 14), and agent.list (all) can show them: each one's name and its
+// parent's id, from which the path it had is rebuilt, and, once read,
+// what the list shows of it (views.TerminatedInfo, folded from its log by
+// readGoneInfo). The registry has no lock of its own: the roster calls it
+// under its lock, so that a terminated agent leaves the tree and enters
+// the registry in one step.
+
+// readGoneInfo reads what the list shows of a terminated agent from its
+// log; what cannot be read stays empty (the list shows "-"), and is
+// logged. It takes no lock.
+func (c *Core) readGoneInfo(ctx context.Context, id string) *views.TerminatedInfo {
+	info := &views.TerminatedInfo{}
+	r, err := c.st.Read(ctx, id, 0, 0)
+	if err != nil {
+		c.log.Warn("reading a terminated agent's log for agent.list", "agent", id, "err", err)
+		return info
+	}
+	defer r.Close()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				c.log.Warn("reading a terminated agent's log for agent.list", "agent", id, "err", err)
+			}
+			return info
+		}
+		info.Fold(e)
+	}
+}
+
+// goneEntry is one terminated agent in the registry.
+type goneEntry struct {
+	name     string
+	parentID string
+	info     *views.TerminatedInfo
+}
+
+// goneRegistry holds the terminated agents by id. The zero value is
+// empty and ready; its owner serialises every call.
+type goneRegistry struct {
+	m map[string]goneEntry
+}
+
+// Remember records a terminated agent (its info unknown).
+func (r *goneRegistry) Remember(id, name, parentID string) {
+	if r.m == nil {
+		r.m = make(map[string]goneEntry)
+	}
+	r.m[id] = goneEntry{name: name, parentID: parentID}
+}
+
+// SetInfo records what the list shows of a terminated agent Remember
+// recorded (nothing for another id).
+func (r *goneRegistry) SetInfo(id string, info *views.TerminatedInfo) {
+	if g, ok := r.m[id]; ok {
+		g.info = info
+		r.m[id] = g
+	}
+}
+
+// Has reports whether id is a terminated agent the registry knows.
+func (r *goneRegistry) Has(id string) bool {
+	_, ok := r.m[id]
+	return ok
+}
+
+// Path is the path a terminated agent had ("lead/w1"), or "" when the
+// registry does not know the id. treePath gives the path of a live agent
+// ("" for one not in the tree): the walk up the parents stops at the
+// first live one.
+func (r *goneRegistry) Path(id string, treePath func(id string) string) string {
+	var parts []string
+	for depth := 0; id != "" && depth < 64; depth++ {
+		if p := treePath(id); p != "" {
+			parts = append(parts, p)
+			break
+		}
+		g, ok := r.m[id]
+		if !ok {
+			if len(parts) == 0 {
+				return ""
+			}
+			break
+		}
+		parts = append(parts, g.name)
+		id = g.parentID
+	}
+	slices.Reverse(parts)
+	return strings.Join(parts, "/")
+}
+
+// Unread lists the ids whose info is not known yet.
+func (r *goneRegistry) Unread() []string {
+	var unread []string
+	for id, g := range r.m {
+		if g.info == nil {
+			unread = append(unread, id)
+		}
+	}
+	return unread
+}
+
+// All lists the terminated agents, in no particular order.
+func (r *goneRegistry) All() []views.Gone {
+	out := make([]views.Gone, 0, len(r.m))
+	for id, g := range r.m {
+		out = append(out, views.Gone{ID: id, Name: g.name, ParentID: g.parentID, Info: g.info})
+	}
+	return out
+}
