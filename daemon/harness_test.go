@@ -105,7 +105,7 @@ func codeOf(err error) int {
 
 // inspectMap is agent.inspect's reply for an agent, as the edge builds it.
 func inspectMap(c *engine.Core, id string) (map[string]any, error) {
-	d, err := c.Inspect(id)
+	d, err := c.Inspect(context.Background(), id)
 	if err != nil {
 		return nil, err
 	}

@@ -214,7 +214,7 @@ func (h *handler) list(ctx context.Context, p protocol.Params, _ server.Stream) 
 	return map[string]any{"agents": out}, nil
 }
 
-func (h *handler) inspect(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+func (h *handler) inspect(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
 	id, err := h.ref(p, "agent_id")
 	if err != nil {
 		return nil, err
@@ -223,7 +223,7 @@ func (h *handler) inspect(_ context.Context, p protocol.Params, _ server.Stream)
 	if err != nil {
 		return nil, err
 	}
-	d, err := h.c.InspectPage(id, since, limit)
+	d, err := h.c.InspectPage(ctx, id, since, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -2,15 +2,13 @@ package engine
 
 import (
 	"errors"
-	"maps"
-	"slices"
-	"time"
-
-	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
+	"maps"
+	"slices"
+	"time"
 )
 
 // What the engine's packages read of an agent, each in one look under
@@ -18,19 +16,19 @@ import (
 
 // Snapshot copies what the views read of the agent (package views); path
 // is its path in the tree.
-func (a *agent) Snapshot(path string) views.Snapshot {
+func (a *agent) Snapshot(path string) agentSnapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return views.Take(a.p, views.Flags{ID: a.id, Path: path, Session: a.statusSnap(a.facts()), Busy: a.busy,
+	return takeSnapshot(a.p, viewFlags{ID: a.id, Path: path, Session: a.statusSnap(a.facts()), Busy: a.busy,
 		Degraded: a.degradedLocked(), Corrupt: a.corrupt, Unopened: errors.Is(a.corrupt, errUnopened)})
 }
 
-// Status is the agent's derived status (SPEC 4; views.Status).
+// Status is the agent's derived status (SPEC 4; Status).
 func (a *agent) Status(bootID string, now time.Time) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	f := a.facts()
-	return views.Status(a.statusSnap(f), f, a.busy, bootID, now)
+	return viewStatus(a.statusSnap(f), f, a.busy, bootID, now)
 }
 
 // statusSnap is the session.json snapshot a status is derived with: the
@@ -48,14 +46,14 @@ func (a *agent) statusSnap(f session.Facts) *session.Session {
 
 // facts reads the latest run's facts from the projection. The caller
 // holds a.mu.
-func (a *agent) facts() session.Facts { return views.Facts(a.p, a.corrupt != nil) }
+func (a *agent) facts() session.Facts { return viewFacts(a.p, a.corrupt != nil) }
 
 // Settings are what agent.inspect shows of the agent's settings and one
-// page of its inbox (views.TakeSettings).
-func (a *agent) Settings(sinceSeq uint64, limit int) views.Settings {
+// page of its inbox (TakeSettings).
+func (a *agent) Settings(sinceSeq uint64, limit int) agentSettings {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return views.TakeSettings(a.p, sinceSeq, limit)
+	return takeSettings(a.p, sinceSeq, limit)
 }
 
 // Degraded says why the agent's log refuses appends ("" when it accepts
@@ -70,7 +68,7 @@ func (a *agent) degradedLocked() string {
 	if a.Log == nil {
 		return ""
 	}
-	return views.Degraded(a.Log.Degraded(), a.released, a.owed.Describe())
+	return degradedText(a.Log.Degraded(), a.released, a.owed.Describe())
 }
 
 // WaitState is what an operation on the agent's waits reads at its start
@@ -116,11 +114,11 @@ func (a *agent) Superseded() (tokenID, runID, waitKind, abandoned string) {
 
 // Suspended is the wait run runID suspended on and its resume secret
 // (handed out once), read together.
-func (a *agent) Suspended(runID string) (wait *views.WaitInfo, token string) {
+func (a *agent) Suspended(runID string) (wait *WaitInfo, token string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r := a.p.RunFor(runID); r != nil && r.Wait != nil {
-		wait = views.WaitOf(r.Wait, runID)
+		wait = waitOf(r.Wait, runID)
 	}
 	return wait, a.resumes.Take(runID)
 }
@@ -158,10 +156,10 @@ func (a *agent) Inherit() inherited {
 
 // GoneInfo is what the list of terminated agents shows of the agent,
 // terminated at ended.
-func (a *agent) GoneInfo(ended time.Time) *views.TerminatedInfo {
+func (a *agent) GoneInfo(ended time.Time) *goneInfo {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	in := &views.TerminatedInfo{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
+	in := &goneInfo{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
 	if a.p.Run != nil {
 		in.LastTurnAt = a.p.Run.StartedAt
 	}

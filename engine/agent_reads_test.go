@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/placement"
-	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/eventlog"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -295,7 +294,7 @@ func TestStatusReadsSessionJSONOnlyForAnOpenRun(t *testing.T) {
 	if st := a.Status("b", now); st != "idle" || loads != 0 {
 		t.Fatalf("no run: status %q after %d loads; want idle from the log, no load", st, loads)
 	}
-	if v := views.View(a.Snapshot("/worker"), "b", now); v.Status != "idle" || loads != 0 {
+	if v := buildView(a.Snapshot("/worker"), "b", now); v.Status != "idle" || loads != 0 {
 		t.Fatalf("no run: view status %q after %d loads; want idle, no load", v.Status, loads)
 	}
 	startRun(t, a, "r1")

@@ -141,7 +141,7 @@ func (c *Core) Status(id string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return c.views().Status(a), true
+	return a.Status(c.bootID, c.now()), true
 }
 
 // Walk lists the agents of the tree, parents before children.

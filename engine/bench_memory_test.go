@@ -112,7 +112,7 @@ func BenchmarkPendingHeap(b *testing.B) {
 		}
 		live := heapMB() - base
 		kid0, _ := c.Resolve("kid0")
-		insp, err := c.Inspect(kid0)
+		insp, err := c.Inspect(context.Background(), kid0)
 		if err != nil {
 			b.Fatal(err)
 		}

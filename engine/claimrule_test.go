@@ -56,7 +56,7 @@ func TestRunUnderEarlierClaimIsInterrupted(t *testing.T) {
 	if n := countEvent(es, schema.RunInterrupted); n != 1 {
 		t.Fatalf("%d run.interrupted after a new claim by a daemon of the same boot id; want 1:%s", n, eventNames(es))
 	}
-	if got := c2.views().Status(mustAgent(t, c2, id)); got != "interrupted_startup" {
+	if got := mustAgent(t, c2, id).Status(c2.bootID, c2.now()); got != "interrupted_startup" {
 		t.Fatalf("status %s, want interrupted_startup", got)
 	}
 	// A restart of the same claim adds no second mark.

@@ -59,7 +59,7 @@ func TestAgentCwdIsWhereItsProcessesRunInheritedAndRecovered(t *testing.T) {
 		if got := h.send(id, "where").Response; got != work {
 			t.Fatalf("after a restart %s runs in %q, want %q", id, got, work)
 		}
-		view, err := h.c.Inspect(id)
+		view, err := h.c.Inspect(context.Background(), id)
 		if err != nil || view.Cwd != work {
 			t.Fatalf("inspect %s: cwd = %v (%v), want %q", id, view.Cwd, err, work)
 		}

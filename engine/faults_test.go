@@ -105,7 +105,7 @@ func TestLogFaultHealsWithoutRestart(t *testing.T) {
 			if res, err := h.c.Send(context.Background(), a, "two", "", "", nil); err == nil && res.Err == nil {
 				t.Fatal("a send succeeded while the fault lasted")
 			}
-			m, err := h.c.Inspect(a)
+			m, err := h.c.Inspect(context.Background(), a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ func TestLogFaultHealsWithoutRestart(t *testing.T) {
 			if res := h.send(a, "three"); res.Err != nil || res.Response != "echo: three" {
 				t.Fatalf("send after the fault cleared: %+v", res)
 			}
-			m, _ = h.c.Inspect(a)
+			m, _ = h.c.Inspect(context.Background(), a)
 			if d := m.Degraded; d != "" {
 				t.Fatalf("still degraded after the heal: %v", d)
 			}
@@ -192,7 +192,7 @@ func TestCancelWithPoisonedLog(t *testing.T) {
 	if !open || busy {
 		t.Fatalf("after the failed cancel: run open in memory %v (want true, as in the log), busy %v (want false)", open, busy)
 	}
-	m, _ := h.c.Inspect(id)
+	m, _ := h.c.Inspect(context.Background(), id)
 	if d := m.Degraded; !strings.Contains(d, "turn.cancelled") || !strings.Contains(d, syscall.EROFS.Error()) {
 		t.Fatalf("inspect degraded %q does not say the run's end is owed and why", d)
 	}
@@ -214,7 +214,7 @@ func TestCancelWithPoisonedLog(t *testing.T) {
 	if s := h.statusOf(id); s != "idle" {
 		t.Fatalf("status %s after cancel, want idle", s)
 	}
-	if m, _ := h.c.Inspect(id); m.Degraded != "" {
+	if m, _ := h.c.Inspect(context.Background(), id); m.Degraded != "" {
 		t.Fatalf("still degraded: %v", m.Degraded)
 	}
 	h.crash(faultfs.PowerLoss)
@@ -322,7 +322,7 @@ func TestBadModelOnSendIsInvalid(t *testing.T) {
 	if res, err := h.c.Send(context.Background(), id, "x", "", "broken", nil); err != nil || res.Err == nil {
 		t.Fatalf("send to a failing model: %+v, %v", res, err)
 	}
-	m, _ := h.c.Inspect(id)
+	m, _ := h.c.Inspect(context.Background(), id)
 	if m.Provider != "inproc" || m.Model != "echo" {
 		t.Fatalf("preference after bad sends: %v/%v, want inproc/echo", m.Provider, m.Model)
 	}
@@ -335,7 +335,7 @@ func TestBadModelOnSendIsInvalid(t *testing.T) {
 		t.Fatalf("send on another model: %+v %v", res, err)
 	}
 	h.crash(faultfs.ProcessCrash)
-	if m, _ := h.c.Inspect(id); m.Model != "other" {
+	if m, _ := h.c.Inspect(context.Background(), id); m.Model != "other" {
 		t.Fatalf("preference after recovery %v, want other", m.Model)
 	}
 }

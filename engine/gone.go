@@ -6,15 +6,13 @@ import (
 	"io"
 	"slices"
 	"strings"
-
-	"github.com/warren-dev/warren/engine/internal/views"
 )
 
 // What the daemon remembers of its terminated agents, so that a message
 // one sent (still in an inbox) shows who sent it, not a raw id (issue
 // 14), and agent.list (all) can show them: each one's name and its
 // parent's id, from which the path it had is rebuilt, and, once read,
-// what the list shows of it (views.TerminatedInfo, folded from its log by
+// what the list shows of it (goneInfo, folded from its log by
 // readGoneInfo). The registry has no lock of its own: the roster calls it
 // under its lock, so that a terminated agent leaves the tree and enters
 // the registry in one step.
@@ -22,8 +20,8 @@ import (
 // readGoneInfo reads what the list shows of a terminated agent from its
 // log; what cannot be read stays empty (the list shows "-"), and is
 // logged. It takes no lock.
-func (c *Core) readGoneInfo(ctx context.Context, id string) *views.TerminatedInfo {
-	info := &views.TerminatedInfo{}
+func (c *Core) readGoneInfo(ctx context.Context, id string) *goneInfo {
+	info := &goneInfo{}
 	r, err := c.st.Read(ctx, id, 0, 0)
 	if err != nil {
 		c.log.Warn("reading a terminated agent's log for agent.list", "agent", id, "err", err)
@@ -46,7 +44,7 @@ func (c *Core) readGoneInfo(ctx context.Context, id string) *views.TerminatedInf
 type goneEntry struct {
 	name     string
 	parentID string
-	info     *views.TerminatedInfo
+	info     *goneInfo
 }
 
 // goneRegistry holds the terminated agents by id. The zero value is
@@ -65,7 +63,7 @@ func (r *goneRegistry) Remember(id, name, parentID string) {
 
 // SetInfo records what the list shows of a terminated agent Remember
 // recorded (nothing for another id).
-func (r *goneRegistry) SetInfo(id string, info *views.TerminatedInfo) {
+func (r *goneRegistry) SetInfo(id string, info *goneInfo) {
 	if g, ok := r.m[id]; ok {
 		g.info = info
 		r.m[id] = g
@@ -115,10 +113,10 @@ func (r *goneRegistry) Unread() []string {
 }
 
 // All lists the terminated agents, in no particular order.
-func (r *goneRegistry) All() []views.Gone {
-	out := make([]views.Gone, 0, len(r.m))
+func (r *goneRegistry) All() []goneAgent {
+	out := make([]goneAgent, 0, len(r.m))
 	for id, g := range r.m {
-		out = append(out, views.Gone{ID: id, Name: g.name, ParentID: g.parentID, Info: g.info})
+		out = append(out, goneAgent{ID: id, Name: g.name, ParentID: g.parentID, Info: g.info})
 	}
 	return out
 }

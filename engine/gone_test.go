@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"github.com/warren-dev/warren/engine/internal/views"
 	"testing"
 )
 
@@ -27,7 +26,7 @@ func TestTerminatedSenderIsShownByPath(t *testing.T) {
 	}
 	senders := func() []string {
 		t.Helper()
-		ins, err := h.c.Inspect(root)
+		ins, err := h.c.Inspect(context.Background(), root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,8 +80,8 @@ func TestRegistryPath(t *testing.T) {
 	if u := r.Unread(); len(u) != 3 {
 		t.Fatalf("unread %v, want 3 ids", u)
 	}
-	r.SetInfo("w1", &views.TerminatedInfo{Provider: "p"})
-	r.SetInfo("nobody", &views.TerminatedInfo{})
+	r.SetInfo("w1", &goneInfo{Provider: "p"})
+	r.SetInfo("nobody", &goneInfo{})
 	if u := r.Unread(); len(u) != 2 || len(r.All()) != 3 {
 		t.Fatalf("after SetInfo: unread %v, all %v", u, r.All())
 	}

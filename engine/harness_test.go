@@ -250,7 +250,7 @@ func (h *harness) statusOf(id string) string {
 	if !ok {
 		h.t.Fatalf("agent %s not found", id)
 	}
-	return h.c.views().Status(a)
+	return a.Status(h.c.bootID, h.c.now())
 }
 
 func dataOf(t *testing.T, e eventlog.Entry) map[string]any {

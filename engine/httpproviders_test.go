@@ -111,7 +111,7 @@ func TestHTTPRetriesAreTheDaemonsOneAttemptOneRequest(t *testing.T) {
 	if f.Count() != 4 {
 		t.Fatalf("a permanent error was retried: %d requests", f.Count())
 	}
-	ins, _ := h.c.Inspect(id)
+	ins, _ := h.c.Inspect(context.Background(), id)
 	if le := ins.LastError; !strings.Contains(le, "HTTP 401") || strings.Contains(le, httpTestKey) {
 		t.Fatalf("last_error = %q", le)
 	}

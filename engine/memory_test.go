@@ -123,7 +123,7 @@ func TestLargePayloadsNotResident(t *testing.T) {
 	h.crash(faultfs.ProcessCrash)
 	check("after a crash")
 	// Inspect shows the whole text, read back from the log.
-	m, err := h.c.Inspect(kid)
+	m, err := h.c.Inspect(context.Background(), kid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestInspectInboxPaged(t *testing.T) {
 	var texts []string
 	since := uint64(0)
 	for pages := 0; pages < 10; pages++ {
-		d, err := h.c.InspectPage(kid, since, 10)
+		d, err := h.c.InspectPage(context.Background(), kid, since, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +229,7 @@ func TestInspectInboxPaged(t *testing.T) {
 			t.Fatalf("message %d = %q (each once, in order)", i, s)
 		}
 	}
-	m, _ := h.c.Inspect(kid)
+	m, _ := h.c.Inspect(context.Background(), kid)
 	if n := len(m.Inbox); n != 25 {
 		t.Fatalf("the default page shows %d of 25", n)
 	}

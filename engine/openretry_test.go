@@ -103,7 +103,7 @@ func TestOpenFaultThatLastsIsNotCalledDamage(t *testing.T) {
 	fo = &failingOpens{suffix: a + "/events.jsonl", err: syscall.EMFILE, n: -1}
 	h.crashReport()
 	for _, id := range []string{a, b} {
-		m, err := h.c.Inspect(id)
+		m, err := h.c.Inspect(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

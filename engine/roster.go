@@ -25,7 +25,6 @@ package engine
 
 import (
 	"errors"
-	"github.com/warren-dev/warren/engine/internal/views"
 	"sync"
 
 	"github.com/warren-dev/warren/engine/internal/placement"
@@ -158,7 +157,7 @@ func (r *roster) Unreserve(id string) {
 // terminating (no subscription to it is indexed any more), its
 // subscribers are dropped from the index and returned, it is remembered
 // (with info) and it leaves the tree and the table.
-func (r *roster) Unlist(a *agent, name, parentID string, info *views.TerminatedInfo) (watchers []watcher) {
+func (r *roster) Unlist(a *agent, name, parentID string, info *goneInfo) (watchers []watcher) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id := a.ID()
@@ -188,7 +187,7 @@ func (r *roster) GonePath(id string) string {
 
 // Terminated returns the terminated agents remembered, their Info read
 // by read (outside the lock, once per agent) where it is not known yet.
-func (r *roster) Terminated(read func(id string) *views.TerminatedInfo) []views.Gone {
+func (r *roster) Terminated(read func(id string) *goneInfo) []goneAgent {
 	r.mu.Lock()
 	unread := r.gone.Unread()
 	r.mu.Unlock()

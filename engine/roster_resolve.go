@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"github.com/warren-dev/warren/engine/internal/views"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/tree"
 )
@@ -43,7 +42,7 @@ func (r *roster) Resolve(ref string) (string, error) {
 	return "", notFound(ref)
 }
 
-// Ordered returns the agents served in agent.list's order (views.Order):
+// Ordered returns the agents served in agent.list's order (Order):
 // depth-first from the roots, then those not in the tree.
 func (r *roster) Ordered() []*agent {
 	walk := r.tree.Walk()
@@ -55,7 +54,7 @@ func (r *roster) Ordered() []*agent {
 		ids = append(ids, a.ID())
 	}
 	out := make([]*agent, 0, len(all))
-	for _, id := range views.Order(walk, ids) {
+	for _, id := range listOrder(walk, ids) {
 		out = append(out, byID[id])
 	}
 	return out

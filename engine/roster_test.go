@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/warren-dev/warren/engine/internal/views"
 	"slices"
 	"sync"
 	"testing"
@@ -126,7 +125,7 @@ func TestUnlistTakesAnAgentOutInOneStep(t *testing.T) {
 	if !r.Index(sub, a1) {
 		t.Fatal("Index refused a subscription to a served agent")
 	}
-	info := &views.TerminatedInfo{Provider: "inproc"}
+	info := &goneInfo{Provider: "inproc"}
 	watchers := r.Unlist(as[a2], "w1", a1, info)
 	if len(watchers) != 1 || watchers[0].Subscriber != a1 || watchers[0].ID != "s1" {
 		t.Fatalf("Unlist watchers = %+v; want a1's s1", watchers)
@@ -153,7 +152,7 @@ func TestUnlistTakesAnAgentOutInOneStep(t *testing.T) {
 		t.Fatal("Index took a subscription to an agent gone")
 	}
 	reads := 0
-	all := r.Terminated(func(string) *views.TerminatedInfo { reads++; return nil })
+	all := r.Terminated(func(string) *goneInfo { reads++; return nil })
 	if reads != 0 || len(all) != 1 || all[0].Info != info {
 		t.Fatalf("Terminated = %+v after %d reads; want a2 with the info Unlist gave, no read", all, reads)
 	}
@@ -196,9 +195,9 @@ func TestForgetAndTerminatedReadsInfoOnce(t *testing.T) {
 		t.Fatal("an id never seen is known")
 	}
 	var reads []string
-	read := func(id string) *views.TerminatedInfo {
+	read := func(id string) *goneInfo {
 		reads = append(reads, id)
-		return &views.TerminatedInfo{Model: "m-" + id[len(id)-2:]}
+		return &goneInfo{Model: "m-" + id[len(id)-2:]}
 	}
 	for range 2 {
 		all := r.Terminated(read)
@@ -260,7 +259,7 @@ func TestConcurrentUse(t *testing.T) {
 	if n := r.Count(); n != 2 {
 		t.Fatalf("Count = %d after every goroutine unlisted its agent; want 2", n)
 	}
-	if errs := r.Terminated(func(string) *views.TerminatedInfo { return nil }); len(errs) != 8 {
+	if errs := r.Terminated(func(string) *goneInfo { return nil }); len(errs) != 8 {
 		t.Fatalf("%d agents remembered as gone, want 8", len(errs))
 	}
 }

@@ -58,7 +58,7 @@ func TestRetriesExhaustedFailTheTurnAndKeepTheError(t *testing.T) {
 	if h.count(id, "turn.retry") != 2 || h.count(id, "turn.failed") != 1 || h.count(id, "turn.complete") != 0 {
 		t.Fatalf("retries=%d failed=%d complete=%d", h.count(id, "turn.retry"), h.count(id, "turn.failed"), h.count(id, "turn.complete"))
 	}
-	view, _ := h.c.Inspect(id)
+	view, _ := h.c.Inspect(context.Background(), id)
 	if !strings.Contains(view.LastError, "transient") {
 		t.Fatalf("last_error = %v", view.LastError)
 	}

@@ -88,7 +88,7 @@ func TestRecoveryWaitsOutAnUnavailableCluster(t *testing.T) {
 	if rep.Agents != 1 || rep.Corrupt != 0 {
 		t.Fatalf("recovered %d agents, %d corrupt; want 1 and 0", rep.Agents, rep.Corrupt)
 	}
-	if got := c2.views().Status(mustAgent(t, c2, id)); got != "idle" {
+	if got := mustAgent(t, c2, id).Status(c2.bootID, c2.now()); got != "idle" {
 		t.Fatalf("agent status %s, want idle", got)
 	}
 	flaky.mu.Lock()

@@ -2,43 +2,34 @@ package engine
 
 import (
 	"context"
-
-	"github.com/warren-dev/warren/engine/internal/views"
 )
 
-// The API's views of the agents are built by package views (a Lister
-// over the roster and the tree): each agent is read in one look under its
-// a.mu and the view is built after. The view types are views' (the daemon
-// builds the wire shapes from them).
-type (
-	AgentView      = views.AgentView
-	AgentDetail    = views.AgentDetail
-	ChildView      = views.ChildView
-	InboxItem      = views.InboxItem
-	WaitInfo       = views.WaitInfo
-	WaitView       = views.WaitView
-	TerminatedView = views.TerminatedView
-)
-
-// views lists the agents of this core (package views).
-func (c *Core) views() views.Lister[*agent] {
-	return views.Lister[*agent]{Ordered: c.agents.Ordered, Lookup: c.agent, Tree: c.tree, BootID: c.bootID, Now: c.now,
-		Fill: c.filler(c.ctx), Name: c.displayName, PageBytes: pageBytes}
-}
+// The API's views of the agents (agent.list, agent.inspect, waits.list):
+// each agent is read in one look under its record's lock (its snapshot,
+// agent.Snapshot) and the view is built after, by the pure functions of
+// views_build.go; the view types are in views_types.go and the daemon
+// builds the wire shapes from them.
 
 // List returns every agent, depth-first from the roots, then corrupt ones.
-func (c *Core) List() []AgentView { return c.views().List() }
+func (c *Core) List() []AgentView {
+	as := c.agents.Ordered()
+	out := make([]AgentView, 0, len(as))
+	for _, a := range as {
+		out = append(out, c.view(a))
+	}
+	return out
+}
 
 // Inspect describes one agent in detail, with the first page of its inbox.
-func (c *Core) Inspect(agentID string) (AgentDetail, error) {
-	return c.InspectPage(agentID, 0, 0)
+func (c *Core) Inspect(ctx context.Context, agentID string) (AgentDetail, error) {
+	return c.InspectPage(ctx, agentID, 0, 0)
 }
 
 // InspectPage describes one agent in detail, with one page of its inbox:
 // the pending messages logged after sinceSeq, at most limit of them (0:
 // the default page size) and about pageBytes of text; InboxNextSeq is
 // the since_seq of the next page, set while more messages follow.
-func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (AgentDetail, error) {
+func (c *Core) InspectPage(ctx context.Context, agentID string, sinceSeq uint64, limit int) (AgentDetail, error) {
 	if limit <= 0 {
 		limit = DefaultPageLimit
 	}
@@ -46,29 +37,57 @@ func (c *Core) InspectPage(agentID string, sinceSeq uint64, limit int) (AgentDet
 	if !ok {
 		return AgentDetail{}, notFound(agentID)
 	}
-	return c.views().Detail(a, sinceSeq, limit)
+	v := c.view(a)
+	var children []ChildView
+	for _, id := range c.tree.Children(a.ID()) {
+		if ch, ok := c.agent(id); ok {
+			children = append(children, ChildView{ID: id, Name: ch.Name(), Status: ch.Status(c.bootID, c.now())})
+		}
+	}
+	d, msgs := buildDetail(v, children, a.Settings(sinceSeq, limit), limit, pageBytes)
+	msgs, err := c.fillPayloads(ctx, a.ID(), msgs)
+	if err != nil {
+		return AgentDetail{}, err
+	}
+	d.LastSeq, d.HasLog = a.LastSeq()
+	d.Inbox = inboxItems(msgs, c.displayName)
+	return d, nil
 }
 
 // Waits lists every pending wait in the tree (a live token on an open
 // run), in tree order: whoever started it and whether or not anyone
 // watched, the operator can find it here and answer it by token id.
-func (c *Core) Waits() []WaitView { return c.views().Waits() }
+func (c *Core) Waits() []WaitView {
+	var out []WaitView
+	for _, a := range c.agents.Ordered() {
+		if !a.HasLiveWait() { // most agents: no snapshot (path, facts) to build and drop
+			continue
+		}
+		if w, ok := waitView(c.snapshot(a)); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
 
-// The terminated agents the daemon remembers (package gone), in the
-// roster, so a message one sent still shows who sent it (issue 14).
+// snapshot reads agent a in one look, with its path in the tree.
+func (c *Core) snapshot(a *agent) agentSnapshot { return a.Snapshot(c.tree.Path(a.ID())) }
+
+// view is agent.list's view of a.
+func (c *Core) view(a *agent) AgentView { return buildView(c.snapshot(a), c.bootID, c.now()) }
 
 // gonePath is the path a terminated agent had ("lead/w1"), or "" when the
-// daemon does not know the id.
+// daemon does not know the id (the roster's gone registry, gone.go).
 func (c *Core) gonePath(id string) string { return c.agents.GonePath(id) }
 
 // TerminatedList describes the terminated agents (agent.list items with
 // status "terminated"), in no particular order. What is not known yet is
 // read from their logs, once.
 func (c *Core) TerminatedList(ctx context.Context) []TerminatedView {
-	items := c.agents.Terminated(func(id string) *views.TerminatedInfo { return c.readGoneInfo(ctx, id) })
+	items := c.agents.Terminated(func(id string) *goneInfo { return c.readGoneInfo(ctx, id) })
 	out := make([]TerminatedView, 0, len(items))
 	for _, it := range items {
-		out = append(out, views.Terminated(it, c.gonePath(it.ID)))
+		out = append(out, terminatedView(it, c.gonePath(it.ID)))
 	}
 	return out
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/engine/internal/notice"
-	"github.com/warren-dev/warren/engine/internal/views"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider"
@@ -171,7 +170,7 @@ func (c *Core) noticeWaits() {
 
 // noticeWaitOf sends the notice of a's wait that just began.
 func (c *Core) noticeWaitOf(a *agent) {
-	if w, ok := views.Wait(c.views().Snapshot(a)); ok {
+	if w, ok := waitView(c.snapshot(a)); ok {
 		c.noticeWait(w)
 	}
 }

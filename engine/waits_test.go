@@ -44,7 +44,7 @@ func TestAwaitInputSuspendsAndTokenResumesOnce(t *testing.T) {
 	if s := h.statusOf(id); s != "suspended" {
 		t.Fatalf("status = %s", s)
 	}
-	view, _ := h.c.Inspect(id)
+	view, _ := h.c.Inspect(context.Background(), id)
 	if w := view.Wait; w == nil || w.Prompt != "deploy?" || strings.Contains(mustString(view), res.Token) {
 		t.Fatalf("inspect must show the wait and never the secret: %v", view)
 	}

@@ -56,7 +56,7 @@ func TestCrashfuzzBugDeferredSpawnLostAfterCompletedTurn(t *testing.T) {
 		childID, accepted := strings.CutPrefix(res.Response, "spawned ")
 		acked := serr == nil && res.Err == nil && accepted
 		if acked && crashed {
-			if _, err := c.Inspect(childID); err != nil {
+			if _, err := c.Inspect(context.Background(), childID); err != nil {
 				lost = append(lost, k)
 				if first == "" {
 					first = fmt.Sprintf("crash at op %d of %d: Send acknowledged the turn that spawned %s (response %q), "+
@@ -110,10 +110,10 @@ func TestCrashfuzzBugCompleteOutsideTurnFails(t *testing.T) {
 	if res["status"] != "completing" {
 		t.Fatalf("complete result = %v", res)
 	}
-	if _, err := w.core.Inspect(child.ID); err == nil {
+	if _, err := w.core.Inspect(context.Background(), child.ID); err == nil {
 		t.Fatalf("the child is still served after complete")
 	}
-	if v, _ := w.core.Inspect(root.ID); v.Pending != 1 {
+	if v, _ := w.core.Inspect(context.Background(), root.ID); v.Pending != 1 {
 		t.Fatalf("parent pending = %v, want the completion message", v.Pending)
 	}
 }

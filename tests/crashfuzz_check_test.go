@@ -52,7 +52,7 @@ func snapshotCore(c *engine.Core, fsys faultfs.FS) (*cfSnap, error) {
 		if v.Wait != nil {
 			a.WaitToken = v.Wait.TokenID
 		}
-		m, err := c.Inspect(v.ID)
+		m, err := c.Inspect(context.Background(), v.ID)
 		if err != nil {
 			return nil, fmt.Errorf("inspect %s: %w", v.ID, err)
 		}

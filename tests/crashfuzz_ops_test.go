@@ -61,7 +61,7 @@ func (w *cfWorld) opSpawn(a int, plan cfCrash) error {
 		w.logf("  spawned %s (acked turn %s)", id, res.RunID)
 		w.cov["spawn acknowledged"]++
 		if !w.mem.Crashed() {
-			if _, err := w.core.Inspect(id); err != nil {
+			if _, err := w.core.Inspect(context.Background(), id); err != nil {
 				return fmt.Errorf("spawned child %s is not served after the turn: %w", id, err)
 			}
 		}
@@ -275,7 +275,7 @@ func (w *cfWorld) opComplete(a int, plan cfCrash) error {
 			return fmt.Errorf("complete refused: %v", e)
 		}
 		if !w.mem.Crashed() {
-			if _, err := w.core.Inspect(ag.ID); err == nil {
+			if _, err := w.core.Inspect(context.Background(), ag.ID); err == nil {
 				return fmt.Errorf("%s is still served after an acknowledged complete", ag.Name)
 			}
 			w.oracle.terminated[ag.ID] = true
@@ -442,7 +442,7 @@ func (w *cfWorld) opTurnComplete(a int, plan cfCrash) error {
 			return res.Err
 		}
 		if !w.mem.Crashed() {
-			if _, err := w.core.Inspect(ag.ID); err == nil {
+			if _, err := w.core.Inspect(context.Background(), ag.ID); err == nil {
 				return fmt.Errorf("%s is still served after its turn completed it", ag.Name)
 			}
 			w.oracle.terminated[ag.ID] = true

@@ -85,7 +85,7 @@ func (w *cfWorld) opResume(a, variant int, plan cfCrash) error {
 		target = o.ID
 		desc += " presented to " + o.Name
 	}
-	view, _ := w.core.Inspect(wt.Agent)
+	view, _ := w.core.Inspect(context.Background(), wt.Agent)
 	live := false
 	if wv := view.Wait; wv != nil {
 		live = wv.TokenID == wt.TokenID && wv.State == "live" && w.clock.Now().Before(wv.Deadline)

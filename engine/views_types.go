@@ -5,7 +5,7 @@
 // agents agent.list (all) adds.
 //
 // It works on snapshots: Take copies what the views read of one agent
-// (its projection and the engine's flags beside it) into a Snapshot, a
+// (its projection and the engine's flags beside it) into a agentSnapshot, a
 // plain value that stays valid once the agent's lock is released. Every
 // other function here is pure: no locks, no I/O, no clock (the caller
 // passes the time and the boot id). The engine looks an agent up, takes
@@ -16,8 +16,8 @@
 //
 // None. Take and TakeSettings read a projection.State, which the caller
 // guards (the engine holds the agent's a.mu across the call); the
-// Snapshot they return shares nothing with it that is changed later.
-package views
+// agentSnapshot they return shares nothing with it that is changed later.
+package engine
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package views
+package engine
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ func TestInfoFold(t *testing.T) {
 		b, _ := json.Marshal(d)
 		return eventlog.Entry{Event: ev, Data: b, TS: ts}
 	}
-	var in TerminatedInfo
+	var in goneInfo
 	in.Fold(entry(schema.AgentCreated, schema.AgentCreatedData{Provider: "a", Model: "m1"}, t0))
 	in.Fold(entry(schema.TurnStart, schema.TurnStartData{Provider: "b", Model: "m2"}, t0.Add(time.Second)))
 	u := provider.Usage{InputTokens: 3}

@@ -1,4 +1,4 @@
-package views
+package engine
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/session"
 )
@@ -21,13 +21,13 @@ var (
 
 // waitingState is a projection whose open run r1 (started under boot b1)
 // waits on a token in state tok.
-func waitingState(tok string) *projection.State {
-	p := projection.New()
+func waitingState(tok string) *fold.State {
+	p := fold.New()
 	p.Name, p.ParentID, p.Provider, p.Model, p.CreatedTS = "kid", "p1", "echo", "m", t0
 	p.Usage = provider.Usage{InputTokens: 3}
 	p.LastError = "boom"
-	p.Run = &projection.Run{RunID: "r1", BootID: "b1", StartedAt: t0.Add(time.Minute),
-		Wait: &projection.Wait{TokenID: "tok_1", Kind: "approval", Prompt: "deploy?", Deadline: deadline,
+	p.Run = &fold.Run{RunID: "r1", BootID: "b1", StartedAt: t0.Add(time.Minute),
+		Wait: &fold.Wait{TokenID: "tok_1", Kind: "approval", Prompt: "deploy?", Deadline: deadline,
 			Since: t0.Add(2 * time.Minute), TokenState: tok}}
 	return p
 }
@@ -38,19 +38,19 @@ func TestFacts(t *testing.T) {
 	p.Run.Interrupted, p.Run.Reason = true, "process_restart"
 	want := session.Facts{RunID: "r1", RunBootID: "b1", EarlierClaim: true, Interrupted: true,
 		InterruptReason: "process_restart", Waiting: true, WaitDeadline: deadline, Token: session.TokenLive}
-	if got := Facts(p, false); got != want {
+	if got := viewFacts(p, false); got != want {
 		t.Errorf("Facts = %+v, want %+v", got, want)
 	}
 	for tok, want := range map[string]session.TokenState{"live": session.TokenLive, "consumed": session.TokenConsumed,
 		"revoked": session.TokenRevoked, "expired": session.TokenExpired, "": session.TokenNone} {
-		f := Facts(waitingState(tok), false)
+		f := viewFacts(waitingState(tok), false)
 		if f.Token != want || f.Waiting != (tok != "consumed") {
 			t.Errorf("token %q: Token = %q, Waiting = %v; want %q, %v", tok, f.Token, f.Waiting, want, tok != "consumed")
 		}
 	}
-	none := projection.New()
+	none := fold.New()
 	none.Terminated = true
-	if got := Facts(none, true); got != (session.Facts{Corrupt: true, Terminated: true}) {
+	if got := viewFacts(none, true); got != (session.Facts{Corrupt: true, Terminated: true}) {
 		t.Errorf("Facts with no run = %+v, want only Corrupt and Terminated", got)
 	}
 }
@@ -75,12 +75,12 @@ func TestStatus(t *testing.T) {
 		{"corrupt", session.Facts{Corrupt: true}, true, "corrupt"},
 		{"terminated", session.Facts{Terminated: true}, true, "terminated"},
 	} {
-		if got := Status(nil, tc.f, tc.busy, "b1", t0.Add(time.Minute)); got != tc.want {
+		if got := viewStatus(nil, tc.f, tc.busy, "b1", t0.Add(time.Minute)); got != tc.want {
 			t.Errorf("%s: Status = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 	// The snapshot counts: session.json says terminated.
-	if got := Status(&session.Session{State: session.StateTerminated}, open, false, "b1", t0); got != "terminated" {
+	if got := viewStatus(&session.Session{State: session.StateTerminated}, open, false, "b1", t0); got != "terminated" {
 		t.Errorf("Status with a terminated snapshot = %q, want terminated", got)
 	}
 }
@@ -90,11 +90,11 @@ func TestTakeAndView(t *testing.T) {
 	if err := p.Pending.Push(inbox.Message{ID: "m1", Sender: "USER", Recipient: "a1", Kind: inbox.KindRequest}); err != nil {
 		t.Fatal(err)
 	}
-	s := Take(p, Flags{ID: "a1", Path: "root/kid", Busy: false, Degraded: "disk full"})
-	want := Snapshot{ID: "a1", Name: "kid", ParentID: "p1", Path: "root/kid", Provider: "echo", Model: "m", LastError: "boom",
+	s := takeSnapshot(p, viewFlags{ID: "a1", Path: "root/kid", Busy: false, Degraded: "disk full"})
+	want := agentSnapshot{ID: "a1", Name: "kid", ParentID: "p1", Path: "root/kid", Provider: "echo", Model: "m", LastError: "boom",
 		Pending: 1, Usage: provider.Usage{InputTokens: 3}, CreatedAt: t0, LastTurnAt: t0.Add(time.Minute),
 		Wait:      &WaitInfo{RunID: "r1", Kind: "approval", Prompt: "deploy?", TokenID: "tok_1", Deadline: deadline, State: "live"},
-		WaitSince: t0.Add(2 * time.Minute), Facts: Facts(p, false), Degraded: "disk full"}
+		WaitSince: t0.Add(2 * time.Minute), Facts: viewFacts(p, false), Degraded: "disk full"}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("Take =\n%+v\nwant\n%+v", s, want)
 	}
@@ -104,7 +104,7 @@ func TestTakeAndView(t *testing.T) {
 		t.Errorf("the snapshot changed with the projection: %+v", s)
 	}
 
-	v := View(s, "b1", t0.Add(3*time.Minute))
+	v := buildView(s, "b1", t0.Add(3*time.Minute))
 	wantView := AgentView{ID: "a1", Name: "kid", Path: "root/kid", ParentID: "p1", Status: "suspended", Provider: "echo",
 		Model: "m", Pending: 1, Wait: s.Wait, LastError: "boom", Degraded: "disk full", Usage: provider.Usage{InputTokens: 3},
 		CreatedAt: t0, LastTurnAt: t0.Add(time.Minute)}
@@ -115,17 +115,17 @@ func TestTakeAndView(t *testing.T) {
 	// An ended run shows no wait; its start is still the last turn's.
 	p = waitingState("live")
 	p.Run.Ended = true
-	if s := Take(p, Flags{ID: "a1"}); s.Wait != nil || s.LastTurnAt != t0.Add(time.Minute) {
+	if s := takeSnapshot(p, viewFlags{ID: "a1"}); s.Wait != nil || s.LastTurnAt != t0.Add(time.Minute) {
 		t.Errorf("ended run: Wait = %+v, LastTurnAt = %v; want none, the run's start", s.Wait, s.LastTurnAt)
 	}
 }
 
 func TestViewCorrupt(t *testing.T) {
 	damaged := errors.New("line 7 is damaged")
-	p := projection.New()
+	p := fold.New()
 	p.Name = "lost"
-	s := Take(p, Flags{ID: "a9", Corrupt: damaged})
-	v := View(s, "b1", t0)
+	s := takeSnapshot(p, viewFlags{ID: "a9", Corrupt: damaged})
+	v := buildView(s, "b1", t0)
 	if v.Path != "lost" || v.Status != "corrupt" {
 		t.Errorf("corrupt agent outside the tree: Path = %q, Status = %q; want its name, corrupt", v.Path, v.Status)
 	}
@@ -133,7 +133,7 @@ func TestViewCorrupt(t *testing.T) {
 		t.Errorf("Error = %q, want %q", v.Error, want)
 	}
 	s.Corrupt, s.Unopened = fmt.Errorf("agent a9: its log could not be opened for lack of a resource"), true
-	if v := View(s, "b1", t0); v.Error != s.Corrupt.Error() {
+	if v := buildView(s, "b1", t0); v.Error != s.Corrupt.Error() {
 		t.Errorf("unopened log: Error = %q, want the cause alone (no repair advice)", v.Error)
 	}
 }
@@ -149,30 +149,30 @@ func TestOrder(t *testing.T) {
 		{"walked but not loaded is left out", []string{"r", "x"}, []string{"r"}, []string{"r"}},
 		{"none", nil, nil, []string{}},
 	} {
-		if got := Order(tc.walk, tc.loaded); !reflect.DeepEqual(got, tc.want) {
+		if got := listOrder(tc.walk, tc.loaded); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: Order = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
 func TestWait(t *testing.T) {
-	live := Take(waitingState("live"), Flags{ID: "a1", Path: "root/kid"})
-	w, ok := Wait(live)
+	live := takeSnapshot(waitingState("live"), viewFlags{ID: "a1", Path: "root/kid"})
+	w, ok := waitView(live)
 	want := WaitView{AgentID: "a1", Path: "root/kid", RunID: "r1", Kind: "approval", Prompt: "deploy?", TokenID: "tok_1",
 		Deadline: deadline, Since: t0.Add(2 * time.Minute)}
 	if !ok || w != want {
 		t.Errorf("Wait = %+v, %v; want %+v", w, ok, want)
 	}
 	live.Path = ""
-	if w, _ := Wait(live); w.Path != "kid" {
+	if w, _ := waitView(live); w.Path != "kid" {
 		t.Errorf("Wait outside the tree: Path = %q, want the name", w.Path)
 	}
 	for _, tok := range []string{"consumed", "revoked", "expired"} {
-		if _, ok := Wait(Take(waitingState(tok), Flags{ID: "a1"})); ok {
+		if _, ok := waitView(takeSnapshot(waitingState(tok), viewFlags{ID: "a1"})); ok {
 			t.Errorf("a wait whose token is %s is listed", tok)
 		}
 	}
-	if _, ok := Wait(Snapshot{ID: "a1"}); ok {
+	if _, ok := waitView(agentSnapshot{ID: "a1"}); ok {
 		t.Error("an agent with no wait is listed")
 	}
 }
@@ -183,7 +183,7 @@ func msg(id string, seq uint64, payload string) inbox.Message {
 }
 
 func TestTakeSettings(t *testing.T) {
-	p := projection.New()
+	p := fold.New()
 	p.Cwd, p.Instructions, p.Gated = "/w", "be brief", true
 	p.Metadata["k"] = "v"
 	for i := 1; i <= 4; i++ {
@@ -191,7 +191,7 @@ func TestTakeSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := TakeSettings(p, 10, 2)
+	s := takeSettings(p, 10, 2)
 	if s.Cwd != "/w" || s.Instructions != "be brief" || !s.Gated || !reflect.DeepEqual(s.Metadata, map[string]string{"k": "v"}) {
 		t.Errorf("TakeSettings = %+v", s)
 	}
@@ -225,7 +225,7 @@ func TestDetailPage(t *testing.T) {
 		{"the first always fits", []inbox.Message{msg("a", 4, big+big), msg("b", 5, "y")}, 5, 100, []string{"a"}, true, 4},
 		{"none", nil, 5, 100, []string{}, false, 0},
 	} {
-		d, msgs := Detail(AgentView{ID: "a1"}, nil, Settings{Pending: tc.pending}, tc.limit, tc.pageBytes)
+		d, msgs := buildDetail(AgentView{ID: "a1"}, nil, agentSettings{Pending: tc.pending}, tc.limit, tc.pageBytes)
 		ids := []string{}
 		for _, m := range msgs {
 			ids = append(ids, m.ID)
@@ -239,7 +239,7 @@ func TestDetailPage(t *testing.T) {
 		}
 	}
 	kids := []ChildView{{ID: "c1", Name: "w1", Status: "idle"}}
-	d, _ := Detail(AgentView{ID: "a1", Name: "lead"}, kids, Settings{Cwd: "/w", Gated: true, Instructions: "i",
+	d, _ := buildDetail(AgentView{ID: "a1", Name: "lead"}, kids, agentSettings{Cwd: "/w", Gated: true, Instructions: "i",
 		Metadata: map[string]string{"k": "v"}}, 5, 100)
 	want := AgentDetail{AgentView: AgentView{ID: "a1", Name: "lead"}, Children: kids, Cwd: "/w", Gated: true, Instructions: "i",
 		Metadata: map[string]string{"k": "v"}}
@@ -251,12 +251,12 @@ func TestDetailPage(t *testing.T) {
 func TestInbox(t *testing.T) {
 	m := msg("m1", 7, "hello")
 	m.Sender, m.Kind = "a2", inbox.KindNotification
-	got := Inbox([]inbox.Message{m}, func(id string) string { return "name of " + id })
+	got := inboxItems([]inbox.Message{m}, func(id string) string { return "name of " + id })
 	want := []InboxItem{{From: "name of a2", Text: "hello", MessageID: "m1", Kind: "notification", Timestamp: t0, Seq: 7}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Inbox = %+v, want %+v", got, want)
 	}
-	if got := Inbox(nil, nil); got == nil || len(got) != 0 {
+	if got := inboxItems(nil, nil); got == nil || len(got) != 0 {
 		t.Errorf("Inbox of none = %#v, want an empty list", got)
 	}
 }
@@ -279,22 +279,22 @@ func TestDegraded(t *testing.T) {
 		{"all, in order", logErr, fenced, owedText, logErr.Error() + "; " + rel + "; " + owedText},
 		{"log and owed", logErr, nil, owedText, logErr.Error() + "; " + owedText},
 	} {
-		if got := Degraded(tc.log, tc.rel, tc.owed); got != tc.want {
+		if got := degradedText(tc.log, tc.rel, tc.owed); got != tc.want {
 			t.Errorf("%s: Degraded = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
 
 func TestTerminated(t *testing.T) {
-	a := Gone{ID: "a3", Name: "w1", ParentID: "a1"}
-	if got, want := Terminated(a, "lead/w1"), (TerminatedView{ID: "a3", Name: "w1", Path: "lead/w1", ParentID: "a1"}); got != want {
+	a := goneAgent{ID: "a3", Name: "w1", ParentID: "a1"}
+	if got, want := terminatedView(a, "lead/w1"), (TerminatedView{ID: "a3", Name: "w1", Path: "lead/w1", ParentID: "a1"}); got != want {
 		t.Errorf("unread: Terminated = %+v, want %+v", got, want)
 	}
-	a.Info = &TerminatedInfo{Provider: "echo", Model: "m", CreatedAt: t0, LastTurnAt: t0.Add(time.Minute),
+	a.Info = &goneInfo{Provider: "echo", Model: "m", CreatedAt: t0, LastTurnAt: t0.Add(time.Minute),
 		TerminatedAt: t0.Add(time.Hour), Usage: provider.Usage{OutputTokens: 5}}
 	want := TerminatedView{ID: "a3", Name: "w1", Path: "lead/w1", ParentID: "a1", Known: true, Provider: "echo", Model: "m",
 		Usage: provider.Usage{OutputTokens: 5}, CreatedAt: t0, LastTurnAt: t0.Add(time.Minute), TerminatedAt: t0.Add(time.Hour)}
-	if got := Terminated(a, "lead/w1"); got != want {
+	if got := terminatedView(a, "lead/w1"); got != want {
 		t.Errorf("read: Terminated = %+v, want %+v", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package views
+package engine
 
 import (
 	"maps"
@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
 )
 
 // View is the agent of snapshot s as agent.list shows it, its status
 // derived for boot bootID at now.
-func View(s Snapshot, bootID string, now time.Time) AgentView {
+func buildView(s agentSnapshot, bootID string, now time.Time) AgentView {
 	v := AgentView{ID: s.ID, Name: s.Name, Path: s.Path, ParentID: s.ParentID,
-		Status:   Status(s.Session, s.Facts, s.Busy, bootID, now),
+		Status:   viewStatus(s.Session, s.Facts, s.Busy, bootID, now),
 		Provider: s.Provider, Model: s.Model, Pending: s.Pending, Wait: s.Wait, LastError: s.LastError,
 		Degraded: s.Degraded, Usage: s.Usage, CreatedAt: s.CreatedAt, LastTurnAt: s.LastTurnAt}
 	if v.Path == "" {
@@ -39,7 +39,7 @@ func repairAdvice(id string, unopened bool) string {
 // Order is agent.list's order of the loaded agents: those of the tree's
 // walk (depth-first from the roots) that are loaded, in its order, then
 // the other loaded ones (corrupt agents, outside the tree) by id.
-func Order(walk, loaded []string) []string {
+func listOrder(walk, loaded []string) []string {
 	in := make(map[string]bool, len(loaded))
 	for _, id := range loaded {
 		in[id] = true
@@ -63,7 +63,7 @@ func Order(walk, loaded []string) []string {
 
 // Wait is the pending wait of snapshot s, as waits.list shows it: false
 // when its open run does not wait on a live token.
-func Wait(s Snapshot) (WaitView, bool) {
+func waitView(s agentSnapshot) (WaitView, bool) {
 	w := s.Wait
 	if w == nil || w.State != string(schema.TokLive) {
 		return WaitView{}, false
@@ -76,9 +76,9 @@ func Wait(s Snapshot) (WaitView, bool) {
 		Deadline: w.Deadline, Since: s.WaitSince}, true
 }
 
-// Settings is what agent.inspect shows beyond the list view, copied by
+// agentSettings is what agent.inspect shows beyond the list view, copied by
 // TakeSettings under the agent's lock.
-type Settings struct {
+type agentSettings struct {
 	Cwd, Instructions string
 	Metadata          map[string]string
 	Gated             bool
@@ -89,8 +89,8 @@ type Settings struct {
 
 // TakeSettings copies the settings of the projection p and the pending
 // messages logged after sinceSeq, limit+1 at most. The caller guards p.
-func TakeSettings(p *projection.State, sinceSeq uint64, limit int) Settings {
-	s := Settings{Cwd: p.Cwd, Pending: p.Pending.PeekAfter(sinceSeq, limit+1),
+func takeSettings(p *fold.State, sinceSeq uint64, limit int) agentSettings {
+	s := agentSettings{Cwd: p.Cwd, Pending: p.Pending.PeekAfter(sinceSeq, limit+1),
 		Metadata: make(map[string]string, len(p.Metadata)), Gated: p.Gated, Instructions: p.Instructions}
 	maps.Copy(s.Metadata, p.Metadata)
 	return s
@@ -101,7 +101,7 @@ func TakeSettings(p *projection.State, sinceSeq uint64, limit int) Settings {
 // (at most limit and, beyond the first, about pageBytes of payload) for
 // the caller to read their payloads back and pass to Inbox, and sets
 // HasMore and InboxNextSeq when more follow. Children is never nil.
-func Detail(v AgentView, children []ChildView, s Settings, limit int, pageBytes int64) (AgentDetail, []inbox.Message) {
+func buildDetail(v AgentView, children []ChildView, s agentSettings, limit int, pageBytes int64) (AgentDetail, []inbox.Message) {
 	if children == nil {
 		children = []ChildView{}
 	}
@@ -122,7 +122,7 @@ func Detail(v AgentView, children []ChildView, s Settings, limit int, pageBytes 
 // Inbox is a page of pending messages as agent.inspect shows them, each
 // sender named by name (the engine's display name: a path, or an id once
 // gone). Never nil.
-func Inbox(msgs []inbox.Message, name func(id string) string) []InboxItem {
+func inboxItems(msgs []inbox.Message, name func(id string) string) []InboxItem {
 	out := make([]InboxItem, 0, len(msgs))
 	for _, msg := range msgs {
 		out = append(out, InboxItem{From: name(msg.Sender), Text: msg.Payload, MessageID: msg.ID, Kind: string(msg.Kind),
@@ -135,7 +135,7 @@ func Inbox(msgs []inbox.Message, name func(id string) string) []InboxItem {
 // them and nothing is owed): logErr is the log's refusal, released why
 // this daemon may no longer write for the agent, owed the run end it has
 // not logged yet (owed.End.Describe), each nil or "" when there is none.
-func Degraded(logErr error, released error, owed string) string {
+func degradedText(logErr error, released error, owed string) string {
 	if logErr == nil && owed == "" && released == nil {
 		return ""
 	}
@@ -160,7 +160,7 @@ func Degraded(logErr error, released error, owed string) string {
 
 // Terminated is the terminated agent a as agent.list shows it, at path
 // (the one it had).
-func Terminated(a Gone, path string) TerminatedView {
+func terminatedView(a goneAgent, path string) TerminatedView {
 	v := TerminatedView{ID: a.ID, Name: a.Name, Path: path, ParentID: a.ParentID}
 	if in := a.Info; in != nil {
 		v.Known, v.Provider, v.Model, v.Usage = true, in.Provider, in.Model, in.Usage

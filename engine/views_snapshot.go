@@ -1,17 +1,17 @@
-package views
+package engine
 
 import (
 	"time"
 
-	"github.com/warren-dev/warren/projection"
+	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 )
 
-// Snapshot is what the views read of one agent, copied by Take under the
+// agentSnapshot is what the views read of one agent, copied by Take under the
 // agent's lock: plain values, valid once the lock is released.
-type Snapshot struct {
+type agentSnapshot struct {
 	ID, Name, ParentID string
 	// Path is the agent's path in the tree ("" when it has none, as a
 	// corrupt agent).
@@ -45,9 +45,9 @@ type Snapshot struct {
 	Unopened bool
 }
 
-// Flags is what Take reads beside the projection: the engine's state of
+// viewFlags is what Take reads beside the projection: the engine's state of
 // the agent in this process, read under the same lock.
-type Flags struct {
+type viewFlags struct {
 	ID, Path string
 	Session  *session.Session
 	Busy     bool
@@ -58,15 +58,15 @@ type Flags struct {
 
 // Take copies the snapshot of an agent from its projection p and flags f.
 // The caller guards p (the engine holds the agent's lock).
-func Take(p *projection.State, f Flags) Snapshot {
-	s := Snapshot{ID: f.ID, Name: p.Name, ParentID: p.ParentID, Path: f.Path, Provider: p.Provider, Model: p.Model,
+func takeSnapshot(p *fold.State, f viewFlags) agentSnapshot {
+	s := agentSnapshot{ID: f.ID, Name: p.Name, ParentID: p.ParentID, Path: f.Path, Provider: p.Provider, Model: p.Model,
 		LastError: p.LastError, Pending: p.Pending.Len(), Usage: p.Usage, CreatedAt: p.CreatedTS,
-		Session: f.Session, Facts: Facts(p, f.Corrupt != nil), Busy: f.Busy, Degraded: f.Degraded, Corrupt: f.Corrupt,
+		Session: f.Session, Facts: viewFacts(p, f.Corrupt != nil), Busy: f.Busy, Degraded: f.Degraded, Corrupt: f.Corrupt,
 		Unopened: f.Unopened}
 	if r := p.Run; r != nil {
 		s.LastTurnAt = r.StartedAt
 		if !r.Ended && r.Wait != nil {
-			s.Wait, s.WaitSince = WaitOf(r.Wait, r.RunID), r.Wait.Since
+			s.Wait, s.WaitSince = waitOf(r.Wait, r.RunID), r.Wait.Since
 		}
 	}
 	return s
@@ -75,7 +75,7 @@ func Take(p *projection.State, f Flags) Snapshot {
 // Facts reads the latest run's facts from the projection p, for
 // session.Derive; corrupt says the agent is listed corrupt. The caller
 // guards p.
-func Facts(p *projection.State, corrupt bool) session.Facts {
+func viewFacts(p *fold.State, corrupt bool) session.Facts {
 	f := session.Facts{Corrupt: corrupt, Terminated: p.Terminated}
 	r := p.Run
 	if r == nil {
@@ -107,7 +107,7 @@ func Facts(p *projection.State, corrupt bool) session.Facts {
 // log's facts f, through session.Derive, the one place the rules live. A
 // busy agent (claimed by a turn whose turn.start is not written yet) that
 // would be idle or interrupted is already running.
-func Status(s *session.Session, f session.Facts, busy bool, bootID string, now time.Time) string {
+func viewStatus(s *session.Session, f session.Facts, busy bool, bootID string, now time.Time) string {
 	st := session.Derive(s, f, bootID, now)
 	if busy && (st == session.StatusIdle || st == session.StatusInterruptedStartup || st == session.StatusInterruptedWaiting) {
 		st = session.StatusRunning
@@ -117,6 +117,6 @@ func Status(s *session.Session, f session.Facts, busy bool, bootID string, now t
 
 // WaitOf is the wait w of run runID as a turn's result and the agent
 // views show it.
-func WaitOf(w *projection.Wait, runID string) *WaitInfo {
+func waitOf(w *fold.Wait, runID string) *WaitInfo {
 	return &WaitInfo{RunID: runID, Kind: w.Kind, Prompt: w.Prompt, TokenID: w.TokenID, Deadline: w.Deadline, State: w.TokenState}
 }

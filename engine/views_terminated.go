@@ -1,4 +1,4 @@
-package views
+package engine
 
 import (
 	"bytes"
@@ -10,22 +10,22 @@ import (
 	"github.com/warren-dev/warren/schema"
 )
 
-// TerminatedInfo is what agent.list (all) shows of a terminated agent beyond its
+// goneInfo is what agent.list (all) shows of a terminated agent beyond its
 // path: read once from its log, which no longer changes.
-type TerminatedInfo struct {
+type goneInfo struct {
 	Provider, Model                     string
 	CreatedAt, LastTurnAt, TerminatedAt time.Time
 	Usage                               provider.Usage
 }
 
-// Gone is one terminated agent. Info is nil until it is known.
-type Gone struct {
+// goneAgent is one terminated agent. Info is nil until it is known.
+type goneAgent struct {
 	ID, Name, ParentID string
-	Info               *TerminatedInfo
+	Info               *goneInfo
 }
 
 // Fold takes what the list shows from one entry.
-func (in *TerminatedInfo) Fold(e eventlog.Entry) {
+func (in *goneInfo) Fold(e eventlog.Entry) {
 	switch e.Event {
 	case schema.AgentCreated:
 		var d schema.AgentCreatedData
