@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/config"
-	"github.com/warren-dev/warren/reopen"
 	"github.com/warren-dev/warren/schema"
 )
 
@@ -104,7 +103,7 @@ func TestACPTurnAndNativeRestoreAfterRestart(t *testing.T) {
 	}
 	r := h.restored(id)
 	last := r[len(r)-1]
-	if last["strategy"] != reopen.StrategyNative || last["method"] != "session/load" {
+	if last["strategy"] != schema.RestoreNative || last["method"] != "session/load" {
 		t.Fatalf("session.restored %v", last)
 	}
 }
@@ -121,7 +120,7 @@ func TestACPLoadFailureFallsBackToHistory(t *testing.T) {
 		t.Fatalf("a failed load must give a fresh session with the history: %+v", res)
 	}
 	r := h.restored(id)
-	if last := r[len(r)-1]; last["strategy"] != reopen.StrategyHistory {
+	if last := r[len(r)-1]; last["strategy"] != schema.RestoreHistory {
 		t.Fatalf("session.restored %v", last)
 	}
 	if n := h.count(id, schema.SessionCreated); n != 2 {

@@ -234,8 +234,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
-	c.sessions = newLiveSessions(muxConfig(opts.Config), liveOptions{Lookup: c.agent, Provider: c.provider, Spec: c.providerSpec,
-		Read: c.st.Read, Snaps: c.snaps, Now: c.now, Logger: opts.Logger})
+	c.sessions = newLiveSessions(c, muxConfig(opts.Config))
 	c.providers = registry.New(registry.Options{Static: opts.Providers, Config: c.config, Getenv: opts.Getenv,
 		WarrenBinary: opts.WarrenBinary, Logger: c.log})
 	return c, nil
