@@ -156,7 +156,7 @@ func (c *Core) logCreation(ctx context.Context, id string, spec CreateSpec, s ne
 	if n := lg.LastSeq(); n > 0 {
 		s.Abandon()
 		_ = lg.Close()
-		c.dropLease(id)
+		c.claims.Drop(ctx, id)
 		return nil, fmt.Errorf("agent %s already has a log of %d entries (on a cluster, another daemon may run it)", id, n)
 	}
 	// Bound before the first append, so the creation's entries are folded

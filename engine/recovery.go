@@ -84,8 +84,8 @@ func (c *Core) Recover(ctx context.Context) (RecoveryReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	ids, elsewhere := c.claimable(ids)
-	live, existing, ended := c.classify(c.loadAll(ctx, ids, true), &rep)
+	ids, elsewhere := c.claimable(ctx, ids)
+	live, existing, ended := c.classify(ctx, c.loadAll(ctx, ids, true), &rep)
 	for _, id := range elsewhere {
 		existing[id] = true // another daemon runs it: its spawn is not redone
 	}
@@ -157,7 +157,7 @@ func (c *Core) liveSecret(agentID, runID string) string {
 // listed corrupt, uncreated directories settled, terminated agents
 // remembered (ended: those whose last notices are owed), the rest live.
 // existing are the ids that exist for the spawns a crash cut off.
-func (c *Core) classify(all []*loaded, rep *RecoveryReport) (live map[string]*loaded, existing placement.Existing, ended []*loaded) {
+func (c *Core) classify(ctx context.Context, all []*loaded, rep *RecoveryReport) (live map[string]*loaded, existing placement.Existing, ended []*loaded) {
 	live = map[string]*loaded{}
 	ls := make([]placement.Loaded, len(all))
 	for i, l := range all {
@@ -186,7 +186,7 @@ func (c *Core) classify(all []*loaded, rep *RecoveryReport) (live map[string]*lo
 				ended = append(ended, l)
 			}
 			_ = l.Log.Close()
-			c.dropLease(l.ID) // nothing more is written for it
+			c.claims.Drop(ctx, l.ID) // nothing more is written for it
 		default:
 			live[l.ID] = l
 			if l.Resumed != nil {

@@ -56,19 +56,15 @@ func (c *Core) known(id string) bool {
 	return c.agents.Known(id) || c.claims.Holds(id)
 }
 
-// dropLease gives up the claim on id, if held (another daemon may claim
-// it at once).
-func (c *Core) dropLease(id string) { c.claims.Drop(id) }
-
 // claimable returns the ids to load: all of them on the local store. On a
 // cluster store, those claims.Set.Claimable claims (take) and those it
 // leaves to other daemons (elsewhere: no spawn of them is redone).
-func (c *Core) claimable(ids []string) (take, elsewhere []string) {
+func (c *Core) claimable(ctx context.Context, ids []string) (take, elsewhere []string) {
 	if !c.clustered() {
 		return ids, nil
 	}
-	return c.claims.Claimable(ids, claimTimeout, c.known, func(id string) string {
-		return claims.ParentOf(c.ctx, c.st.ReadSeq, id)
+	return c.claims.Claimable(ctx, ids, claimTimeout, c.known, func(id string) string {
+		return claims.ParentOf(ctx, c.st.ReadSeq, id)
 	})
 }
 
@@ -98,11 +94,11 @@ func (c *Core) Takeover(ctx context.Context) (RecoveryReport, error) {
 	if !fresh {
 		return rep, nil
 	}
-	take, _ := c.claimable(ids)
+	take, _ := c.claimable(ctx, ids)
 	if len(take) == 0 {
 		return rep, nil
 	}
-	live, existing, _ := c.classify(c.loadedOrLater(c.loadAll(ctx, take, false)), &rep)
+	live, existing, _ := c.classify(ctx, c.loadedOrLater(ctx, c.loadAll(ctx, take, false)), &rep)
 	for _, id := range ids {
 		existing[id] = true // a spawn whose child exists anywhere is not redone
 	}
@@ -145,12 +141,12 @@ func (c *Core) startTakeover() {
 
 // loadedOrLater drops from a takeover the agents whose log the cluster
 // did not serve (their lease is given up; the next scan tries again).
-func (c *Core) loadedOrLater(all []*loaded) []*loaded {
+func (c *Core) loadedOrLater(ctx context.Context, all []*loaded) []*loaded {
 	kept := all[:0]
 	for _, l := range all {
 		if l.Err != nil && errors.Is(l.Err, store.ErrUnavailable) {
 			c.log.Warn("the cluster did not serve an agent's log; the next takeover scan tries again", "agent", l.ID, "err", l.Err)
-			c.dropLease(l.ID)
+			c.claims.Drop(ctx, l.ID)
 			continue
 		}
 		kept = append(kept, l)

@@ -54,7 +54,13 @@ type Options struct {
 type Set struct {
 	opts Options
 	mu   sync.Mutex
-	m    map[string]store.Lease
+	m    map[string]held
+}
+
+// held is a claim the Set holds: its lease and the end of its watch.
+type held struct {
+	lease store.Lease
+	stop  context.CancelFunc // ends the watch of a lease that can be lost
 }
 
 // New returns an empty Set.
@@ -74,11 +80,12 @@ func New(opts Options) *Set {
 func (s *Set) Own(id string, limit time.Duration) (store.Lease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l, ok := s.m[id]; ok {
+	if h, ok := s.m[id]; ok {
 		select {
-		case <-l.Lost():
+		case <-h.lease.Lost():
+			h.stop()
 		default:
-			return l, nil
+			return h.lease, nil
 		}
 	}
 	ctx := s.opts.Ctx
@@ -92,15 +99,16 @@ func (s *Set) Own(id string, limit time.Duration) (store.Lease, error) {
 		return nil, err
 	}
 	if s.m == nil {
-		s.m = map[string]store.Lease{}
+		s.m = map[string]held{}
 	}
-	s.m[id] = l
+	wctx, stop := context.WithCancel(s.opts.Ctx)
+	s.m[id] = held{lease: l, stop: stop}
 	if lost := l.Lost(); lost != nil {
 		go func() {
 			select {
 			case <-lost:
 				s.opts.Lost(id)
-			case <-s.opts.Ctx.Done():
+			case <-wctx.Done(): // dropped, released, or the Set's context ended
 			}
 		}()
 	}
@@ -117,17 +125,18 @@ func (s *Set) Holds(id string) bool {
 
 // Drop gives up the claim on id, if held (another daemon may claim it at
 // once), waiting at most 5 s for the store.
-func (s *Set) Drop(id string) {
+func (s *Set) Drop(ctx context.Context, id string) {
 	s.mu.Lock()
-	l, ok := s.m[id]
+	h, ok := s.m[id]
 	delete(s.m, id)
 	s.mu.Unlock()
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	h.stop()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := l.Release(ctx); err != nil {
+	if err := h.lease.Release(ctx); err != nil {
 		s.opts.Logger.Warn("releasing the claim on an agent", "agent", id, "err", err)
 	}
 }
@@ -139,8 +148,9 @@ func (s *Set) ReleaseAll(ctx context.Context) {
 	m := s.m
 	s.m = nil
 	s.mu.Unlock()
-	for id, l := range m {
-		if err := l.Release(ctx); err != nil {
+	for id, h := range m {
+		h.stop()
+		if err := h.lease.Release(ctx); err != nil {
 			s.opts.Logger.Warn("releasing the claim on an agent", "agent", id, "err", err)
 		}
 	}
@@ -156,7 +166,7 @@ func (s *Set) ReleaseAll(ctx context.Context) {
 // cluster did not answer in time) is left for the next scan. take is in
 // the order of ids; elsewhere lists the ids left out: their agents exist
 // (another daemon runs them, or will be taken later).
-func (s *Set) Claimable(ids []string, limit time.Duration, known func(id string) bool, parentOf func(id string) string) (take, elsewhere []string) {
+func (s *Set) Claimable(ctx context.Context, ids []string, limit time.Duration, known func(id string) bool, parentOf func(id string) string) (take, elsewhere []string) {
 	inStore := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		inStore[id] = true
@@ -187,7 +197,7 @@ func (s *Set) Claimable(ids []string, limit time.Duration, known func(id string)
 				continue
 			}
 			delete(took, id)
-			s.Drop(id)
+			s.Drop(ctx, id)
 			elsewhere = append(elsewhere, id)
 			changed = true
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/warren-dev/warren/store"
@@ -72,7 +73,7 @@ func TestOwnReusesUntilLost(t *testing.T) {
 	if _, err := s.Own("a", 0); err != nil || o.calls["a"] != 2 {
 		t.Fatalf("Own after a loss: %v, %d claims; want a new claim", err, o.calls["a"])
 	}
-	s.Drop("a")
+	s.Drop(context.Background(), "a")
 	if s.Holds("a") || !o.leases["a"].released {
 		t.Fatal("Drop: the claim is still held or was not released")
 	}
@@ -92,7 +93,7 @@ func TestClaimableLeavesSubtreesToTheirParentsDaemon(t *testing.T) {
 	s := New(Options{Owner: o, Ctx: context.Background()})
 	parents := map[string]string{"k1": "p1", "k2": "p2", "k3": "gone"}
 	known := func(id string) bool { return id == "mine" || s.Holds(id) }
-	take, elsewhere := s.Claimable([]string{"mine", "p1", "k1", "p2", "k2", "k3"}, 0, known,
+	take, elsewhere := s.Claimable(context.Background(), []string{"mine", "p1", "k1", "p2", "k2", "k3"}, 0, known,
 		func(id string) string { return parents[id] })
 	if got, want := take, []string{"p1", "k1", "k3"}; !equal(got, want) {
 		t.Fatalf("take %v, want %v", got, want)
@@ -125,4 +126,30 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// A dropped or released claim's watch ends with it: no goroutine is left
+// parked on a lease the Set no longer holds (the watches run in a
+// synctest bubble, which fails the test if any is still blocked when the
+// test function returns).
+func TestDropEndsTheWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOwner()
+		s := New(Options{Owner: o, Ctx: context.Background()})
+		for _, id := range []string{"a", "b", "c"} {
+			if _, err := s.Own(id, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Drop(context.Background(), "a")
+		synctest.Wait()
+		if !o.leases["a"].released || s.Holds("a") {
+			t.Fatal("a dropped claim was not released")
+		}
+		s.ReleaseAll(context.Background())
+		synctest.Wait()
+		if !o.leases["b"].released || !o.leases["c"].released {
+			t.Fatal("ReleaseAll did not release every claim")
+		}
+	})
 }

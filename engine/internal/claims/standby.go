@@ -67,7 +67,7 @@ func (s *Set) Open(id string, sb Standby, open func(store.Lease) error) error {
 		if err == nil || !sb.Clustered {
 			return err
 		}
-		s.Drop(id)
+		s.Drop(s.opts.Ctx, id)
 		if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrFenced) {
 			return err
 		}
