@@ -34,7 +34,7 @@ func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
 	for _, f := range setup {
 		f(h)
 	}
-	c, err := engine.NewCore(engine.CoreOptions{
+	c, err := engine.NewCore(context.Background(), engine.CoreOptions{
 		FS: h.fs, Home: "/home", Providers: map[string]provider.Provider{"inproc": h.prov},
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
 		Logger: hclog.NewNullLogger(),

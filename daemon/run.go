@@ -163,7 +163,7 @@ func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg c
 	if err != nil {
 		return nil, nil, err
 	}
-	core, err = engine.NewCore(engine.CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
+	core, err = engine.NewCore(context.WithoutCancel(ctx), engine.CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
 		Logger: logger, SocketPath: SocketPath(home), PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID,
 		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
 		MaxOpenLogs: config.DefaultMaxOpenLogs, TakeoverEvery: config.DefaultTakeoverEvery})

@@ -137,7 +137,7 @@ func BenchmarkStoreTurn(b *testing.B) {
 
 func benchStoreTurns(b *testing.B, st store.Store) {
 	dir := benchDir(b)
-	c, err := NewCore(withDefaults(CoreOptions{
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 		FS: faultfs.OS{}, Home: filepath.Join(dir, "home"), Store: st,
 		Providers:       map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: config.Default(), NoWake: true,
@@ -222,7 +222,7 @@ func BenchmarkRecoveryJetStream(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			home := filepath.Join(dir, fmt.Sprintf("home%d", i)) // checkpoints stay local: none
 			start := time.Now()
-			c, err := NewCore(withDefaults(CoreOptions{
+			c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 				FS: faultfs.OS{}, Home: home, Store: st, DefaultProvider: "inproc", DefaultModel: "echo",
 				Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
 				Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: -1,

@@ -117,7 +117,7 @@ func killMidWork(t testing.TB, bin, home string, spec homeSpec, minTurns int) {
 // projection of the log up to that line.
 func lagCheckpoints(t testing.TB, home string, seed int64, maxLag int) {
 	t.Helper()
-	c, err := NewCore(withDefaults(CoreOptions{
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 		FS: faultfs.OS{}, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
 		Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
 		Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(),

@@ -54,7 +54,7 @@ func benchLLMTurns(b *testing.B, agents int, tool bool) {
 		b.Fatal(err)
 	}
 	dir := benchDir(b)
-	c, err := NewCore(withDefaults(CoreOptions{FS: faultfs.OS{}, Home: dir + "/home", Providers: map[string]provider.Provider{},
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{FS: faultfs.OS{}, Home: dir + "/home", Providers: map[string]provider.Provider{},
 		Config: cfg, NoWake: true, Logger: hclog.NewNullLogger(), Getenv: func(string) string { return "k" }}))
 	if err != nil {
 		b.Fatal(err)

@@ -81,7 +81,7 @@ func BenchmarkPendingHeap(b *testing.B) {
 		newCore := func() *Core {
 			cfg := config.Default()
 			cfg.Limits.InboxMessages = n + 1
-			c, err := NewCore(withDefaults(CoreOptions{
+			c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 				FS: faultfs.OS{}, Home: home, Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{})},
 				DefaultProvider: "inproc", DefaultModel: "echo", Config: cfg, NoWake: true, Logger: hclog.NewNullLogger(),
 			}))

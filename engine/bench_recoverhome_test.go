@@ -45,7 +45,7 @@ func BenchmarkRecoverHome(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		others0, cpu0, start := machineCPU(), cpuTime(), time.Now()
 		rchar0, disk0 := selfIO(b)
-		c, err := NewCore(withDefaults(CoreOptions{
+		c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 			FS: faultfs.OS{}, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
 			Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
 			Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: ckptEveryForBench(),

@@ -161,7 +161,7 @@ func benchHome(b testing.TB, home string, spec homeSpec) (string, homeStats) {
 // maxLag entries before each timed recovery (lagCheckpoints, untimed).
 func benchRecover(b *testing.B, home string, spec homeSpec, st homeStats, every, maxLag int) {
 	newCore := func(fsys faultfs.FS) (*Core, error) {
-		return NewCore(withDefaults(CoreOptions{
+		return NewCore(context.Background(), withDefaults(CoreOptions{
 			FS: fsys, Home: home, DefaultProvider: "inproc", DefaultModel: "echo",
 			Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
 			Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: every,
@@ -446,7 +446,7 @@ func TestGenHomeIsWhatRecoveryExpects(t *testing.T) {
 	}
 	// No checkpoints: recovery writes them for every log it folds, and
 	// this compares the agent files the generator wrote.
-	c, err := NewCore(withDefaults(CoreOptions{FS: fsys, Home: "/home", NoWake: true, CheckpointEvery: -1,
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{FS: fsys, Home: "/home", NoWake: true, CheckpointEvery: -1,
 		Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})}}))
 	if err != nil {
 		t.Fatal(err)

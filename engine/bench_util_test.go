@@ -200,7 +200,7 @@ func benchCore(b testing.TB, home string, fsys faultfs.FS, prov *inproc.Provider
 	if pool > 0 {
 		cfg.Pools["default"] = pool
 	}
-	c, err := NewCore(withDefaults(CoreOptions{
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 		FS: fsys, Home: home, Providers: map[string]provider.Provider{"inproc": prov},
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: cfg, NoWake: noWake,
 		Logger: hclog.NewNullLogger(),

@@ -34,7 +34,7 @@ func (s *ckptStats) String() string {
 func (h *harness) checkCheckpointRecovery(fsys faultfs.FS) {
 	h.t.Helper()
 	recoverOnce := func(every int) (map[string]string, RecoveryReport) {
-		c, err := NewCore(withDefaults(CoreOptions{
+		c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 			FS: fsys, Home: "/home", Providers: map[string]provider.Provider{"inproc": h.prov},
 			DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: true,
 			Logger: hclog.NewNullLogger(), CheckpointEvery: every,

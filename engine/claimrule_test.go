@@ -25,7 +25,7 @@ func TestRunUnderEarlierClaimIsInterrupted(t *testing.T) {
 	started := make(chan *inproc.Turn, 1)
 	prov.Register("hold", inproc.Signal(started, inproc.Block(make(chan struct{}), inproc.Echo)))
 	mk := func(s store.Store) *Core {
-		c, err := NewCore(withDefaults(CoreOptions{FS: faultfs.NewMem(), Home: "/home", Store: s, BootID: "same",
+		c, err := NewCore(context.Background(), withDefaults(CoreOptions{FS: faultfs.NewMem(), Home: "/home", Store: s, BootID: "same",
 			Providers: map[string]provider.Provider{"inproc": prov}, DefaultProvider: "inproc",
 			Logger: hclog.NewNullLogger(), CheckpointEvery: -1}))
 		if err != nil {

@@ -171,8 +171,11 @@ type Core struct {
 	scrubOnce sync.Once
 }
 
-// NewCore builds a Core. Call Recover before using it.
-func NewCore(opts CoreOptions) (*Core, error) {
+// NewCore builds a Core. Call Recover before using it. ctx is the
+// parent of the Core's own context, which its background work (turns,
+// timers, leases) runs under until Close; the daemon passes one that a
+// stop signal does not cancel, since Close decides how running turns end.
+func NewCore(ctx context.Context, opts CoreOptions) (*Core, error) {
 	if opts.FS == nil {
 		return nil, errors.New("engine: CoreOptions.FS is required")
 	}
@@ -204,7 +207,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	if _, isLocal := opts.Store.(*local.Store); opts.Store != nil && !isLocal && opts.TakeoverEvery <= 0 {
 		return nil, errors.New("engine: CoreOptions.TakeoverEvery must be positive on a cluster store (config.DefaultTakeoverEvery)")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	c := &Core{
 		opts:      opts,
 		fs:        opts.FS,
@@ -296,7 +299,7 @@ func (c *Core) Close(ctx context.Context) error {
 func (c *Core) Abandon() {
 	agents, _ := c.stopAgents()
 	c.cancel()
-	_ = c.sched.Wait(context.Background())
+	c.sched.WaitAll()
 	c.snaps.Wait()
 	// No log may heal (reopen, cut, remove) after the filesystem reboots.
 	for _, a := range agents {

@@ -282,7 +282,7 @@ func failoverCore(t *testing.T, home string, st store.Store, boot string, hold b
 	}
 	cfg.Providers["scripted"] = pc
 	sp := scripted.New(scripted.Options{TurnTimeout: 5 * time.Minute, Logger: hclog.NewNullLogger()})
-	c, err := NewCore(withDefaults(CoreOptions{FS: faultfs.NewMem(), Home: home, Store: st, BootID: boot, Config: cfg,
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{FS: faultfs.NewMem(), Home: home, Store: st, BootID: boot, Config: cfg,
 		Providers: map[string]provider.Provider{"scripted": sp}, DefaultProvider: "scripted",
 		Logger: hclog.NewNullLogger(), TakeoverEvery: 100 * time.Millisecond}))
 	if err != nil {

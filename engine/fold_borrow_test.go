@@ -52,7 +52,7 @@ func TestRecoveryFoldEqualsOwnedJSONFold(t *testing.T) {
 	if err := lg.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCore(withDefaults(CoreOptions{FS: fsys, Home: "/home", NoWake: true, CheckpointEvery: -1,
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{FS: fsys, Home: "/home", NoWake: true, CheckpointEvery: -1,
 		Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})}}))
 	if err != nil {
 		t.Fatal(err)

@@ -141,7 +141,7 @@ func goldenRun(t *testing.T) map[string]string {
 	var c *Core
 	start := func() {
 		var err error
-		c, err = NewCore(withDefaults(CoreOptions{
+		c, err = NewCore(context.Background(), withDefaults(CoreOptions{
 			FS: fs, Home: "/home", Providers: map[string]provider.Provider{"inproc": prov},
 			DefaultProvider: "inproc", DefaultModel: "echo", Config: cfg, NoWake: true,
 			Logger: hclog.NewNullLogger(), Clock: schedule.NewFake(clock), // fixed: never advanced

@@ -107,7 +107,7 @@ func (h *harness) start() {
 	if h.store != nil {
 		st = h.store(fsys)
 	}
-	c, err := NewCore(withDefaults(CoreOptions{
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 		Store:           st,
 		Clock:           clock,
 		CheckpointEvery: h.ckptEvery,

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -56,13 +57,13 @@ func TestNewCoreRefusesMissingSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good()
 			tc.edit(&o)
-			c, err := NewCore(o)
+			c, err := NewCore(context.Background(), o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("NewCore = %v, %v; want an error naming %q", c, err, tc.want)
 			}
 		})
 	}
-	if _, err := NewCore(good()); err != nil {
+	if _, err := NewCore(context.Background(), good()); err != nil {
 		t.Fatalf("NewCore with the daemon's settings: %v", err)
 	}
 }

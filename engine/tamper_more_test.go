@@ -219,7 +219,7 @@ func TestTamperedUserInboxIsNeverDestroyed(t *testing.T) {
 			}
 			tc.tamper(t, m, path, log)
 			before := dirState(t, m, "/home")
-			c, err := NewCore(withDefaults(CoreOptions{FS: m, Home: "/home", Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{})},
+			c, err := NewCore(context.Background(), withDefaults(CoreOptions{FS: m, Home: "/home", Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{})},
 				DefaultProvider: "inproc", DefaultModel: "echo", Config: config.Default(), NoWake: true, Logger: hclog.NewNullLogger()}))
 			if err != nil {
 				t.Fatal(err)

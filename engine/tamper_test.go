@@ -38,7 +38,7 @@ type tamperHome struct {
 
 func (th *tamperHome) start() {
 	th.t.Helper()
-	c, err := NewCore(withDefaults(CoreOptions{FS: th.fsys, Home: th.home,
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{FS: th.fsys, Home: th.home,
 		Providers:       map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: config.Default(), NoWake: true,
 		Logger: hclog.NewNullLogger(), SessionSaveDelay: time.Millisecond}))

@@ -52,7 +52,7 @@ func TestRecoveryWaitsOutAnUnavailableCluster(t *testing.T) {
 	var slept []time.Duration
 	var sleptMu sync.Mutex
 	mk := func(s store.Store) *Core {
-		c, err := NewCore(withDefaults(CoreOptions{FS: faultfs.NewMem(), Home: "/home", Store: s,
+		c, err := NewCore(context.Background(), withDefaults(CoreOptions{FS: faultfs.NewMem(), Home: "/home", Store: s,
 			Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{})}, DefaultProvider: "inproc",
 			Logger: hclog.NewNullLogger(), CheckpointEvery: -1,
 			Sleep: func(ctx context.Context, d time.Duration) error {

@@ -215,6 +215,11 @@ func (s *Scheduler) Wait(ctx context.Context) error {
 	}
 }
 
+// WaitAll waits, without a bound, until every callback and work item
+// started before Stop has returned (a simulated crash's drain). Call it
+// after Stop.
+func (s *Scheduler) WaitAll() { s.running.Wait() }
+
 // Close stops the Scheduler and waits for its running callbacks and work
 // (Stop, then Wait).
 func (s *Scheduler) Close(ctx context.Context) error {

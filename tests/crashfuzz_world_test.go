@@ -225,7 +225,7 @@ func (w *cfWorld) newCoreWake(fsys faultfs.FS, wake bool) (*engine.Core, error) 
 	w.boots++
 	cfg := config.Default()
 	cfg.RetryBaseDelay = time.Millisecond
-	return engine.NewCore(engine.CoreOptions{
+	return engine.NewCore(context.Background(), engine.CoreOptions{
 		FS: fsys, Home: cfHome, Providers: map[string]provider.Provider{"inproc": w.prov},
 		DefaultProvider: "inproc", DefaultModel: cfModel, Config: cfg, Logger: hclog.NewNullLogger(),
 		Clock: w.clock, NoWake: !wake, BootID: fmt.Sprintf("boot%04d", w.boots),

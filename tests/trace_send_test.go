@@ -215,7 +215,7 @@ func (tr traceRun) socket(t *testing.T) {
 func (tr traceRun) core(t *testing.T) {
 	shown := make(chan string, 1)
 	prov := traceProvider(shown)
-	c, err := engine.NewCore(engine.CoreOptions{FS: faultfs.OS{}, Home: t.TempDir(), Config: config.Default(),
+	c, err := engine.NewCore(context.Background(), engine.CoreOptions{FS: faultfs.OS{}, Home: t.TempDir(), Config: config.Default(),
 		Providers: map[string]provider.Provider{"inproc": prov}, Logger: hclog.NewNullLogger(),
 		// The daemon's settings (config/engine.go), as its boot passes them.
 		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
