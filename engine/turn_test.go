@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
@@ -1126,7 +1125,7 @@ func wantNoTurn(t *testing.T, h *harness, a *agent, before []string, ops int) {
 // text.
 func wantRefusal(t *testing.T, err error, k error, text string) {
 	t.Helper()
-	var d *domainerr.Error
+	var d *domainError
 	if !errors.As(err, &d) || d.Kind != k || err.Error() != text {
 		t.Fatalf("error %v (%T); want a domain error %q reading %q", err, err, k, text)
 	}
