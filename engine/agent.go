@@ -21,23 +21,24 @@ type agent struct {
 
 	// Ckpt is the agent's checkpoint bookkeeping (its own locks).
 	Ckpt ckptState
-	// Snap is the session.json snapshot and its write-behind (package
-	// snapsave, with its own locks).
+	// Snap is the session.json snapshot and its write-behind
+	// (snapshots.go, with its own locks).
 	Snap sessionSnap
-	// Cursors remember where the next agent.log pages start (their own
-	// lock, package logpage).
-	Cursors logCursors
 
 	remMu sync.Mutex // serialises firing and cancelling reminders (reminders.go)
-	// owed is the end of the open run that could not be logged (package
-	// owed, with its own locks).
+	// owed is the end of the open run that could not be logged (owed.go,
+	// its flush lock and an atomic).
 	owed owedEnd
 	// resumes are the secrets minted in its runs until handed out and
-	// the results a repeated resume shares (package waits, its own lock).
+	// the results a repeated resume shares (resume.go, a leaf lock).
 	resumes resumes
 
-	mu sync.Mutex
-	p  *fold.State
+	// stateMu guards p and the fields below it; only the record's methods
+	// (the agent*.go files) take it (TestOnlyTheRecordTakesItsLock).
+	stateMu sync.Mutex
+	p       *fold.State
+	// cursors remember where the next agent.log pages start (logpage.go).
+	cursors logCursors
 
 	busy       bool         // a turn is running or being started
 	claims     uint64       // how many times busy was set (quiet)
@@ -107,32 +108,32 @@ func (a *agent) ID() string { return a.id }
 
 // Name is the agent's name.
 func (a *agent) Name() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.p.Name
 }
 
 // Terminated reports whether the log records the agent's termination.
 func (a *agent) Terminated() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.p.Terminated
 }
 
 // Corrupt is why the agent's log cannot be used (nil when it can).
 func (a *agent) Corrupt() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.corrupt
 }
 
 // MarkCorrupt lists the agent corrupt with err, unless it already is.
 func (a *agent) MarkCorrupt(err error) {
-	a.mu.Lock()
+	a.stateMu.Lock()
 	if a.corrupt == nil {
 		a.corrupt = err
 	}
-	a.mu.Unlock()
+	a.stateMu.Unlock()
 }
 
 // SetTerminating marks the agent as being removed by its termination;
@@ -181,8 +182,8 @@ func (a *agent) Detach() { a.CountIn(nil) }
 // at rest, by every entries since its last checkpoint while it runs a
 // turn (never when every is 0 or less: checkpoints are off).
 func (a *agent) ApplyCommitted(es []eventlog.Entry, every int, onErr func(eventlog.Entry, error)) (checkpointDue bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	for _, e := range es {
 		if err := a.p.Apply(e); err != nil {
 			onErr(e, err)
@@ -206,8 +207,8 @@ type liveFlags struct {
 // for a read no method above makes; f calls nothing that may take another
 // lock (and changes the projection only in a test).
 func (a *agent) View(f func(p *fold.State, l liveFlags)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	f(a.p, liveFlags{Busy: a.busy, Running: a.cur != nil, Permit: a.permit, Completing: a.completing, Held: a.held,
 		Settling: a.settling, Corrupt: a.corrupt, Released: a.released})
 }
@@ -225,3 +226,19 @@ type (
 const residentPayload = fold.ResidentPayload
 
 func newProjection() *projection { return fold.New() }
+
+// CursorOff is the offset of line seq of the log, if an agent.log page
+// ended before it (0: unknown).
+func (a *agent) CursorOff(seq uint64) int64 {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	return a.cursors.Off(seq)
+}
+
+// RememberCursor records that the next agent.log page starts at seq, at
+// byte off.
+func (a *agent) RememberCursor(seq uint64, off int64) {
+	a.stateMu.Lock()
+	a.cursors.remember(seq, off)
+	a.stateMu.Unlock()
+}

@@ -15,8 +15,8 @@ func (a *agent) Owe(runID, event string, data any, cause error) {
 
 // Owed reports whether the end of the agent's run is owed.
 func (a *agent) Owed() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	_, _, _, owed := a.owed.Owed()
 	return owed
 }

@@ -17,16 +17,16 @@ import (
 // Snapshot copies what the views read of the agent (package views); path
 // is its path in the tree.
 func (a *agent) Snapshot(path string) agentSnapshot {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return takeSnapshot(a.p, viewFlags{ID: a.id, Path: path, Session: a.statusSnap(a.facts()), Busy: a.busy,
 		Degraded: a.degradedLocked(), Corrupt: a.corrupt, Unopened: errors.Is(a.corrupt, errUnopened)})
 }
 
 // Status is the agent's derived status (SPEC 4; Status).
 func (a *agent) Status(bootID string, now time.Time) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	f := a.facts()
 	return viewStatus(a.statusSnap(f), f, a.busy, bootID, now)
 }
@@ -36,7 +36,7 @@ func (a *agent) Status(bootID string, now time.Time) string {
 // deadline may come from it), else none: the status of an agent without
 // an open run comes from its log alone, so that listing agents does not
 // read the session.json files a recovery left to read (package snapsave).
-// f is the agent's facts; the caller holds a.mu.
+// f is the agent's facts; the caller holds a.stateMu.
 func (a *agent) statusSnap(f session.Facts) *session.Session {
 	if f.Corrupt || f.Terminated || f.RunID == "" || f.RunEnded {
 		return nil
@@ -45,22 +45,22 @@ func (a *agent) statusSnap(f session.Facts) *session.Session {
 }
 
 // facts reads the latest run's facts from the projection. The caller
-// holds a.mu.
+// holds a.stateMu.
 func (a *agent) facts() session.Facts { return viewFacts(a.p, a.corrupt != nil) }
 
 // Settings are what agent.inspect shows of the agent's settings and one
 // page of its inbox (TakeSettings).
 func (a *agent) Settings(sinceSeq uint64, limit int) agentSettings {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return takeSettings(a.p, sinceSeq, limit)
 }
 
 // Degraded says why the agent's log refuses appends ("" when it accepts
 // them), and which run end is owed.
 func (a *agent) Degraded() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.degradedLocked()
 }
 
@@ -74,8 +74,8 @@ func (a *agent) degradedLocked() string {
 // WaitState is what an operation on the agent's waits reads at its start
 // (package waits).
 func (a *agent) WaitState() waitState {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	var s waitState
 	if r := a.p.Run; r != nil {
 		s.Run = *r
@@ -89,8 +89,8 @@ func (a *agent) WaitState() waitState {
 
 // LastResume is the latest wait the log records answered with a token.
 func (a *agent) LastResume() (fold.Resume, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if lr := a.p.LastResume; lr != nil {
 		return *lr, true
 	}
@@ -101,8 +101,8 @@ func (a *agent) LastResume() (fold.Resume, bool) {
 // live wait (its token, run and kind), whose token the message revokes,
 // or else a run a restart interrupted (abandoned).
 func (a *agent) Superseded() (tokenID, runID, waitKind, abandoned string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if a.hasLiveWait() {
 		return a.p.Run.Wait.TokenID, a.p.Run.RunID, a.p.Run.Wait.Kind, ""
 	}
@@ -115,8 +115,8 @@ func (a *agent) Superseded() (tokenID, runID, waitKind, abandoned string) {
 // Suspended is the wait run runID suspended on and its resume secret
 // (handed out once), read together.
 func (a *agent) Suspended(runID string) (wait *WaitInfo, token string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if r := a.p.RunFor(runID); r != nil && r.Wait != nil {
 		wait = waitOf(r.Wait, runID)
 	}
@@ -126,8 +126,8 @@ func (a *agent) Suspended(runID string) (wait *WaitInfo, token string) {
 // LiveWait is session.json's form of the latest run's live wait (nil
 // when none).
 func (a *agent) LiveWait() *session.Wait {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if r := a.p.Run; r != nil && r.Wait != nil && r.Wait.TokenState == string(schema.TokLive) {
 		return &session.Wait{Kind: r.Wait.Kind, Prompt: r.Wait.Prompt, TokenID: r.Wait.TokenID,
 			SecretHash: r.Wait.SecretHash, Deadline: r.Wait.Deadline}
@@ -137,8 +137,8 @@ func (a *agent) LiveWait() *session.Wait {
 
 // Look is what the lifecycle reads of the agent before acting on it.
 func (a *agent) Look() agentLook {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	l := agentLook{Busy: a.busy, Terminated: a.p.Terminated, Corrupt: a.corrupt != nil,
 		OpenRun: a.p.Run != nil && !a.p.Run.Ended}
 	if a.hasLiveWait() {
@@ -149,16 +149,16 @@ func (a *agent) Look() agentLook {
 
 // Inherit is what a child spawned by the agent inherits.
 func (a *agent) Inherit() inherited {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return inherited{Provider: a.p.Provider, Model: a.p.Model, Cwd: a.p.Cwd}
 }
 
 // GoneInfo is what the list of terminated agents shows of the agent,
 // terminated at ended.
 func (a *agent) GoneInfo(ended time.Time) *goneInfo {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	in := &goneInfo{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
 	if a.p.Run != nil {
 		in.LastTurnAt = a.p.Run.StartedAt
@@ -169,8 +169,8 @@ func (a *agent) GoneInfo(ended time.Time) *goneInfo {
 // Inbox reports whether message id was enqueued to the agent, whether it
 // is terminated and whether its log is damaged.
 func (a *agent) Inbox(id string) (has, terminated, corrupt bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.p.Enqueued.Has(id), a.p.Terminated, a.corrupt != nil
 }
 
@@ -178,8 +178,8 @@ func (a *agent) Inbox(id string) (has, terminated, corrupt bool) {
 // pending count and bytes, and what reserved counts of the reservations
 // not yet landed in it. reserved runs under the agent's lock.
 func (a *agent) Room(reserved func(has func(id string) bool) (int, int64)) (n int, b int64, rn int, rb int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	rn, rb = reserved(a.p.Enqueued.Has)
 	return a.p.Pending.Len(), a.p.Pending.Bytes(), rn, rb
 }
@@ -187,8 +187,8 @@ func (a *agent) Room(reserved func(has func(id string) bool) (int, int64)) (n in
 // Failed is what the agent's parent is told of its failed turn, with at
 // most max of its pending messages.
 func (a *agent) Failed(max int) failure {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return failure{ID: a.id, Parent: a.p.ParentID, Name: a.p.Name, LastErr: a.p.LastError,
 		Total: a.p.Pending.Len(), Pending: a.p.Pending.PeekFirst(max, 0)}
 }
@@ -196,8 +196,8 @@ func (a *agent) Failed(max int) failure {
 // TransitionKey names the agent's current transition for notice ids: its
 // latest run (a transition happens once per run and direction).
 func (a *agent) TransitionKey() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if a.p.Run != nil {
 		return transitionKey(a.p.Run.RunID, a.p.Run.Turn)
 	}
@@ -209,8 +209,8 @@ func (a *agent) TransitionKey() string {
 // since the last take, or, in a process that logged none (a recovery),
 // the log's latest notices.owed, once.
 func (a *agent) TakeNotices() []fold.Notices {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	out := a.untold
 	a.untold = nil
 	if len(out) == 0 && a.p.Notices != nil {
@@ -225,8 +225,8 @@ func (a *agent) TakeNotices() []fold.Notices {
 
 // Subscription is the agent's subscription id.
 func (a *agent) Subscription(id string) (fold.Subscription, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	sub, ok := a.p.Subs[id]
 	return sub, ok
 }
@@ -234,8 +234,8 @@ func (a *agent) Subscription(id string) (fold.Subscription, bool) {
 // WithReminder calls f with the agent's reminder id under its lock; it
 // does nothing when there is no such reminder. f may arm a timer.
 func (a *agent) WithReminder(id string, f func(fold.Reminder)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if r := a.p.Reminders[id]; r != nil {
 		f(*r)
 	}
@@ -243,8 +243,8 @@ func (a *agent) WithReminder(id string, f func(fold.Reminder)) {
 
 // ToolView is the agent as the tools see it (toolAgent).
 func (a *agent) ToolView() toolAgent {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return toolAgent{ID: a.id, Name: a.p.Name, ParentID: a.p.ParentID, State: a.stateLocked(), Gated: a.p.Gated,
 		Busy: a.busy, Metadata: maps.Clone(a.p.Metadata), Pending: a.p.Pending.Len()}
 }
@@ -254,8 +254,8 @@ func (a *agent) ToolView() toolAgent {
 // interrupted or that waits, whose re-run shows them again and consumes
 // them when it completes (so check_inbox must not deliver them meanwhile).
 func (a *agent) Pending() (pending []inbox.Message, shown []string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if r := a.p.Run; r != nil && !r.Ended {
 		shown = slices.Clone(r.MessageIDs)
 	}
@@ -265,16 +265,16 @@ func (a *agent) Pending() (pending []inbox.Message, shown []string) {
 // PendingFirst is the first of the agent's pending messages: at most n,
 // about b bytes of payload.
 func (a *agent) PendingFirst(n int, b int64) []inbox.Message {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.p.Pending.PeekFirst(n, b)
 }
 
 // Recorded is what the log records of run runID: its tool calls and the
 // response its wait was answered with (nil when none).
 func (a *agent) Recorded(runID string) (calls []fold.Call, resume *string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	r := a.p.RunFor(runID)
 	if r == nil {
 		return nil, nil
@@ -289,8 +289,8 @@ func (a *agent) Recorded(runID string) (calls []fold.Call, resume *string) {
 
 // Metadata is the agent's metadata value of key.
 func (a *agent) Metadata(key string) (string, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	v, ok := a.p.Metadata[key]
 	return v, ok
 }
@@ -305,8 +305,8 @@ type reopenSettings struct {
 // ReopenSettings reads what bringing back the agent's provider session
 // needs.
 func (a *agent) ReopenSettings() reopenSettings {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return reopenSettings{Handle: a.p.Handle, Provider: a.p.SessProvider, Model: a.p.SessModel, Instructions: a.p.Instructions,
 		Cwd: a.p.Cwd}
 }

@@ -14,24 +14,24 @@ import (
 // NeedsRestartMark reports whether the agent's open run was running in a
 // previous start (bootID is this one's) and must be marked interrupted.
 func (a *agent) NeedsRestartMark(bootID string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return session.NeedsRestartMark(a.Snap.Get(), a.facts(), bootID)
 }
 
 // Sent is a copy of the messages the agent's log records as sent and
 // whose delivery recovery may still have to check.
 func (a *agent) Sent() []fold.SentRef {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return append([]fold.SentRef(nil), a.p.Sent...)
 }
 
 // Reminders returns the ids of the agent's reminders and how many
 // messages are pending.
 func (a *agent) Reminders() (ids []string, pending int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	ids = make([]string, 0, len(a.p.Reminders))
 	for id := range a.p.Reminders {
 		ids = append(ids, id)
@@ -42,16 +42,16 @@ func (a *agent) Reminders() (ids []string, pending int) {
 // CutSpawns are the spawns a crash cut off in the agent's ended runs
 // (placement.Existing.CutSpawns).
 func (a *agent) CutSpawns(existing placement.Existing) []fold.Spawn {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return existing.CutSpawns(a.p.Spawns, a.p.Run)
 }
 
 // NeedsBootstrap reports whether the agent is a child that never had its
 // bootstrap turn.
 func (a *agent) NeedsBootstrap() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return placement.NeedsBootstrap(a.p.ParentID, a.p.TurnNo, a.p.Run)
 }
 
@@ -61,9 +61,9 @@ func (a *agent) NeedsBootstrap() bool {
 // recipient's); it goes into the next checkpoint. keep runs without the
 // agent's lock (it may look at other agents).
 func (a *agent) Prune(existing placement.Existing, keep func(fold.SentRef) bool) {
-	a.mu.Lock()
+	a.stateMu.Lock()
 	sent, spawns := a.p.Sent, a.p.Spawns
-	a.mu.Unlock()
+	a.stateMu.Unlock()
 	var keepSent []fold.SentRef
 	for _, sr := range sent {
 		if keep(sr) {
@@ -71,18 +71,18 @@ func (a *agent) Prune(existing placement.Existing, keep func(fold.SentRef) bool)
 		}
 	}
 	keepSpawns := existing.KeepSpawns(spawns)
-	a.mu.Lock()
+	a.stateMu.Lock()
 	// Entries applied meanwhile (respawns, bootstrap turns) stay.
 	a.p.Sent = placement.Prune(a.p.Sent, len(sent), keepSent)
 	a.p.Spawns = placement.Prune(a.p.Spawns, len(spawns), keepSpawns)
-	a.mu.Unlock()
+	a.stateMu.Unlock()
 }
 
 // Subscriptions lists the agent's subscriptions; with targets, only those
 // to an agent in it.
 func (a *agent) Subscriptions(targets map[string]bool) []fold.Subscription {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	var out []fold.Subscription
 	if targets == nil {
 		out = make([]fold.Subscription, 0, len(a.p.Subs))
@@ -97,8 +97,8 @@ func (a *agent) Subscriptions(targets map[string]bool) []fold.Subscription {
 
 // WaitDeadline is the deadline of the agent's live wait (zero when none).
 func (a *agent) WaitDeadline() time.Time {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if a.hasLiveWait() {
 		return a.p.Run.Wait.Deadline
 	}
@@ -110,8 +110,8 @@ func (a *agent) WaitDeadline() time.Time {
 // by at least min entries since the last checkpoint and the agent is in
 // a state a checkpoint can hold. The caller holds Ckpt.Mu.
 func (a *agent) CheckpointState(min uint64) (seq uint64, off int64, state []byte, due bool, err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	p := a.p
 	if a.corrupt != nil || a.Log == nil || p.Replaying() || !p.Created || p.Terminated || p.LastSeq == 0 ||
 		p.LastOff < 0 || p.LastSeq < a.Ckpt.Seq.Load()+min {

@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -367,4 +371,32 @@ func lifecycleSpec(id string) CreateSpec { return CreateSpec{ID: id, Name: id, P
 func active(a *agent, noWake bool) bool {
 	act, _ := a.activity(noWake)
 	return act
+}
+
+// The record's lock is taken only by the record's own methods (the
+// agent*.go files): every other file of the engine reads and writes an
+// agent through them, so the lock order written in doc.go holds by
+// construction.
+func TestOnlyTheRecordTakesItsLock(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || strings.HasPrefix(f, "agent") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		if bytes.Contains(src, []byte(".stateMu")) {
+			t.Errorf("%s takes the record's lock (stateMu); add a method to the record (agent*.go) instead", f)
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d files; the engine has more: is the test running in its directory?", checked)
+	}
 }

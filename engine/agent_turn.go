@@ -14,8 +14,8 @@ import (
 // Claim marks the agent busy for a turn; it fails when the agent cannot
 // run one now.
 func (a *agent) Claim() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	switch {
 	case a.corrupt != nil:
 		if errors.Is(a.corrupt, errUnopened) {
@@ -35,9 +35,9 @@ func (a *agent) Claim() error {
 
 // Unclaim undoes a claim and nothing else.
 func (a *agent) Unclaim() {
-	a.mu.Lock()
+	a.stateMu.Lock()
 	a.busy = false
-	a.mu.Unlock()
+	a.stateMu.Unlock()
 }
 
 // TakeWake claims the agent for a wake turn when it should take one: it
@@ -47,8 +47,8 @@ func (a *agent) Unclaim() {
 // first pending messages (at most max, about bytes of payload), the
 // permit used.
 func (a *agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if clearHold {
 		a.held = false
 	}
@@ -68,8 +68,8 @@ func (a *agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message,
 // noWake, a wake is due, and the number of turns claimed on the record so
 // far, read together (quiet).
 func (a *agent) activity(noWake bool) (active bool, claims uint64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.busy || a.settling || (!noWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held), a.claims
 }
 
@@ -109,16 +109,16 @@ func quiet(list func() []*agent, noWake bool) bool {
 
 // Gated reports whether the agent's gate holds it (no permit granted).
 func (a *agent) Gated() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.p.Gated && !a.permit
 }
 
 // SetPermit grants or withdraws the agent's permit of one turn.
 func (a *agent) SetPermit(permit bool) {
-	a.mu.Lock()
+	a.stateMu.Lock()
 	a.permit = permit
-	a.mu.Unlock()
+	a.stateMu.Unlock()
 }
 
 // StartTurn makes a new turn the running one, chosen by chooseTurn
@@ -127,8 +127,8 @@ func (a *agent) SetPermit(permit bool) {
 // critical section.
 func (a *agent) StartTurn(req TurnRequest, cancel context.CancelFunc, defaultModel func(string) string,
 	newID func() string) (turnPlan, *runningTurn, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	tr := chooseTurn(req, a.p.Provider, a.p.Model, a.p.TurnNo,
 		defaultModel, newID)
 	a.cur = &runningTurn{runID: tr.RunID, rerun: tr.Rerun, cancel: cancel, done: make(chan struct{})}
@@ -138,16 +138,16 @@ func (a *agent) StartTurn(req TurnRequest, cancel context.CancelFunc, defaultMod
 // StartsRun reports whether the running turn starts run runID afresh
 // (not a re-run of it).
 func (a *agent) StartsRun(runID string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.cur != nil && !a.cur.rerun && a.cur.runID == runID
 }
 
 // CancelTurn cancels the running turn, if any.
 func (a *agent) CancelTurn() {
-	a.mu.Lock()
+	a.stateMu.Lock()
 	cur := a.cur
-	a.mu.Unlock()
+	a.stateMu.Unlock()
 	if cur != nil {
 		cur.cancel()
 	}
@@ -157,8 +157,8 @@ func (a *agent) CancelTurn() {
 // (first: it had not been released yet) and returns the running turn's
 // cancel (nil when none runs).
 func (a *agent) MarkReleased(cause error) (first bool, cancel context.CancelFunc) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if a.released != nil {
 		return false, nil
 	}
@@ -172,18 +172,18 @@ func (a *agent) MarkReleased(cause error) (first bool, cancel context.CancelFunc
 // setTurnTools publishes (or, with nil, withdraws) the ToolCaller of the
 // attempt in progress of run runID.
 func (a *agent) setTurnTools(runID string, t *runTools) {
-	a.mu.Lock()
+	a.stateMu.Lock()
 	if a.cur != nil && a.cur.runID == runID {
 		a.cur.tools = t
 	}
-	a.mu.Unlock()
+	a.stateMu.Unlock()
 }
 
 // TurnTools is the ToolCaller of the running turn's attempt (nil between
 // attempts and turns), with the agent's name.
 func (a *agent) TurnTools() (t *runTools, name string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if a.cur != nil {
 		t = a.cur.tools
 	}
@@ -194,8 +194,8 @@ func (a *agent) TurnTools() (t *runTools, name string) {
 // it takes the work deferred during the turn and whether the agent
 // completes.
 func (a *agent) Rest(held bool) (deferred []func(), completing bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	a.cur = nil
 	a.busy = false
 	a.settling = true
@@ -207,16 +207,16 @@ func (a *agent) Rest(held bool) (deferred []func(), completing bool) {
 
 // Settled: the aftermath of the turn is done.
 func (a *agent) Settled() {
-	a.mu.Lock()
+	a.stateMu.Lock()
 	a.settling = false
-	a.mu.Unlock()
+	a.stateMu.Unlock()
 }
 
 // Defer queues spec as a child to spawn after the running turn, running
 // later then (spawnQueue.Defer).
 func (a *agent) Defer(spec CreateSpec, later func()) (ok, now bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	ok, queued, now := a.spawns.Defer(spec, a.busy)
 	if queued {
 		a.deferred = append(a.deferred, later)
@@ -226,24 +226,24 @@ func (a *agent) Defer(spec CreateSpec, later func()) (ok, now bool) {
 
 // Spawned takes child id off the spawn queue.
 func (a *agent) Spawned(id string) {
-	a.mu.Lock()
+	a.stateMu.Lock()
 	a.spawns.Done(id)
-	a.mu.Unlock()
+	a.stateMu.Unlock()
 }
 
 // Completing marks the agent to be terminated after its turn and reports
 // whether it runs one.
 func (a *agent) Completing() (inTurn bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	a.completing = a.busy
 	return a.busy
 }
 
 // State is the agent's state as tools and subscriptions see it.
 func (a *agent) State() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.stateLocked()
 }
 
@@ -262,8 +262,8 @@ func (a *agent) stateLocked() string {
 // HasLiveWait reports whether the agent's latest run waits on a live
 // token.
 func (a *agent) HasLiveWait() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return a.hasLiveWait()
 }
 

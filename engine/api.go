@@ -80,7 +80,7 @@ func (c *Core) LogPage(ctx context.Context, agentID string, fromSeq uint64, limi
 	if limit <= 0 {
 		limit = DefaultPageLimit
 	}
-	return readLogPage(ctx, c.st.Read, a.ID(), fromSeq, limit, pageBytes, &a.Cursors)
+	return readLogPage(ctx, c.st.Read, a, fromSeq, limit, pageBytes)
 }
 
 // PoolStats reports the multiplexer pools by name.

@@ -35,33 +35,34 @@ func entries(n, size int) []eventlog.Entry {
 // more follow.
 func TestReadPages(t *testing.T) {
 	var cur logCursors
-	page, more, err := readPage(&sliceReader{entries(5, 10)}, 2, 1000, &cur)
-	if err != nil || len(page) != 2 || !more || cur.Off(3) != 300 {
-		t.Fatalf("limit 2: %d entries, more %v, cursor %d, err %v", len(page), more, cur.Off(3), err)
+	page, next, more, err := readPage(&sliceReader{entries(5, 10)}, 2, 1000)
+	if err != nil || len(page) != 2 || !more || next.Seq != 3 || next.Off != 300 {
+		t.Fatalf("limit 2: %d entries, more %v, next %d at %d, err %v", len(page), more, next.Seq, next.Off, err)
 	}
-	page, more, _ = readPage(&sliceReader{entries(5, 10)}, 10, 25, &cur)
-	if len(page) != 2 || !more || cur.Off(3) != 300 {
+	page, next, more, _ = readPage(&sliceReader{entries(5, 10)}, 10, 25)
+	if len(page) != 2 || !more || next.Seq != 3 {
 		t.Fatalf("25 bytes: %d entries, more %v", len(page), more)
 	}
-	page, more, _ = readPage(&sliceReader{entries(1, 100)}, 10, 25, &cur)
+	page, _, more, _ = readPage(&sliceReader{entries(1, 100)}, 10, 25)
 	if len(page) != 1 || more {
 		t.Fatalf("one large entry: %d entries, more %v; want it alone and no more", len(page), more)
 	}
 	for i := 0; i < 20; i++ {
 		cur.remember(uint64(100+i), 1)
 	}
-	cur.mu.Lock()
-	n := len(cur.m)
-	cur.mu.Unlock()
-	if n > maxCursors {
+	if n := len(cur.m); n > maxCursors {
 		t.Fatalf("%d cursors kept, want at most %d", n, maxCursors)
+	}
+	cur.remember(3, 300)
+	if cur.Off(3) != 300 || cur.Off(4) != 0 {
+		t.Fatalf("cursor at 3 = %d, at 4 = %d; want 300 and unknown", cur.Off(3), cur.Off(4))
 	}
 }
 
 // readLogPage opens the log where the previous page said the next starts; allPages
 // reads page after page to the end, and stops at the first error.
 func TestPageAndAll(t *testing.T) {
-	var cur logCursors
+	a1, b2 := newAgent("a1", nil, newProjection()), newAgent("b2", nil, newProjection())
 	var hints []int64
 	log := entries(5, 10)
 	open := func(_ context.Context, id string, from uint64, hint int64) (store.Reader, error) {
@@ -72,7 +73,7 @@ func TestPageAndAll(t *testing.T) {
 		return &sliceReader{log[from-1:]}, nil
 	}
 	all, err := allPages(1, func(from uint64) ([]eventlog.Entry, bool, error) {
-		return readLogPage(context.Background(), open, "a1", from, 2, 1000, &cur)
+		return readLogPage(context.Background(), open, a1, from, 2, 1000)
 	})
 	if err != nil || len(all) != 5 || all[4].Seq != 5 {
 		t.Fatalf("allPages = %d entries (last %v), err %v; want 5", len(all), all, err)
@@ -80,7 +81,7 @@ func TestPageAndAll(t *testing.T) {
 	if want := []int64{0, 300, 500}; len(hints) != 3 || hints[0] != want[0] || hints[1] != want[1] || hints[2] != want[2] {
 		t.Errorf("opened at offsets %v, want %v (each page where the last said)", hints, want)
 	}
-	if _, _, err := readLogPage(context.Background(), open, "b2", 1, 2, 1000, &cur); err == nil {
+	if _, _, err := readLogPage(context.Background(), open, b2, 1, 2, 1000); err == nil {
 		t.Error("readLogPage of a log that cannot be opened: no error")
 	}
 	boom := errors.New("boom")

@@ -1,4 +1,4 @@
-// Package owed holds the end of an agent's run that could not be logged.
+// The end of an agent's run that could not be logged.
 //
 // A log whose write failed (ENOSPC, EROFS, EMFILE, a failed fsync) refuses
 // appends until it reopens itself (eventlog: "Faults and healing"). A run
@@ -8,26 +8,23 @@
 // by agent cancel), after which the agent is idle. owedEnd keeps that record
 // for one agent and writes it once (engine/degraded.go decides when).
 //
-// # Locks
-//
-// An owedEnd has two mutexes. Flush holds the outer one across the write and
-// the aftermath it is given (concurrent flushes write the end once, and
-// the second returns after the first's aftermath); the inner one is a leaf
-// guarding the record, taken briefly by every method and never across a
-// call out, so an owedEnd may be read under the caller's locks (the engine
-// reads it under an agent's a.mu).
+// Flush holds the owedEnd's mutex across the write and the aftermath it is
+// given (concurrent flushes write the end once, and the second returns
+// after the first's aftermath); the record itself is an atomic pointer, so
+// an owedEnd may be read under any lock (the record reads it under its
+// own).
 package engine
 
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // owedEnd is the owed run end of one agent. The zero value owes nothing.
 type owedEnd struct {
 	flush sync.Mutex // serialises Flush
-	mu    sync.Mutex // guards e
-	e     *owedEntry
+	e     atomic.Pointer[owedEntry]
 }
 
 type owedEntry struct {
@@ -39,20 +36,17 @@ type owedEntry struct {
 // Owe records that the end of run runID (event with data) could not be
 // logged, because of cause.
 func (o *owedEnd) Owe(runID, event string, data any, cause error) {
-	o.mu.Lock()
-	o.e = &owedEntry{runID: runID, event: event, data: data, cause: cause}
-	o.mu.Unlock()
+	o.e.Store(&owedEntry{runID: runID, event: event, data: data, cause: cause})
 }
 
 // Owed reports whether a run end is owed, and which: its run, event and
 // why it could not be logged.
 func (o *owedEnd) Owed() (runID, event string, cause error, ok bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.e == nil {
+	e := o.e.Load()
+	if e == nil {
 		return "", "", nil, false
 	}
-	return o.e.runID, o.e.event, o.e.cause, true
+	return e.runID, e.event, e.cause, true
 }
 
 // Flush writes the owed run end, if any, with write (an append to the
@@ -63,18 +57,14 @@ func (o *owedEnd) Owed() (runID, event string, cause error, ok bool) {
 func (o *owedEnd) Flush(write func(event string, data any) error, after func(runID, event string)) error {
 	o.flush.Lock()
 	defer o.flush.Unlock()
-	o.mu.Lock()
-	e := o.e
-	o.mu.Unlock()
+	e := o.e.Load()
 	if e == nil {
 		return nil
 	}
 	if err := write(e.event, e.data); err != nil {
 		return fmt.Errorf("the end of run %s (%s) is still not logged: %w", e.runID, e.event, err)
 	}
-	o.mu.Lock()
-	o.e = nil
-	o.mu.Unlock()
+	o.e.CompareAndSwap(e, nil) // an end owed meanwhile stays owed
 	after(e.runID, e.event)
 	return nil
 }
