@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // An owed end is written once, by the first flush whose write succeeds;
@@ -77,6 +76,11 @@ func TestConcurrentFlushWaitsForTheAftermath(t *testing.T) {
 		})
 	}()
 	<-inAfter
+	// The writer holds the flush lock across its aftermath: every other
+	// flush waits for it (no sleep can show a wait; the lock itself can).
+	if o.flush.TryLock() {
+		t.Fatal("the flush lock is free while the writer's aftermath runs")
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		wg.Add(1)
@@ -90,9 +94,6 @@ func TestConcurrentFlushWaitsForTheAftermath(t *testing.T) {
 			}
 		}()
 	}
-	// Give a flush that does not wait the time to return early (the
-	// correct one blocks until release, whatever the delay).
-	time.Sleep(20 * time.Millisecond)
 	close(release)
 	wg.Wait()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/warren-dev/warren/faultfs"
@@ -124,35 +125,40 @@ func TestOneShotReminderFiresOnce(t *testing.T) {
 // writes session.json after its log write, and the schedule package's
 // TestCloseWaitsForARunningCallback.)
 func TestCloseWaitsForAFiringReminder(t *testing.T) {
-	hold := newHoldFS()
-	defer hold.let()
-	h := newHarness(t, withFakeClock, func(h *harness) {
-		h.noWake = true
-		h.wrapFS = func(fsys faultfs.FS) faultfs.FS { hold.FS = fsys; return hold }
+	synctest.Test(t, func(t *testing.T) {
+		hold := newHoldFS()
+		defer hold.let()
+		h := newHarness(t, withFakeClock, func(h *harness) {
+			h.noWake = true
+			h.wrapFS = func(fsys faultfs.FS) faultfs.FS { hold.FS = fsys; return hold }
+		})
+		root := h.create("root", "", "echo")
+		h.tool(root, "remind_me", map[string]any{"reason": "held", "timeout": 60})
+		hold.arm(root + "/events.jsonl")
+		fired := make(chan struct{})
+		go func() { h.clock.Advance(time.Minute); close(fired) }()
+		<-hold.entered
+		closed := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			closed <- h.c.Close(ctx)
+		}()
+		// Close stops the scheduler, then waits for the callback held in its
+		// write: once every goroutine is blocked, it is there.
+		synctest.Wait()
+		if !h.c.sched.Stopped() {
+			t.Fatal("Close is blocked, yet the scheduler is not stopped")
+		}
+		hold.let()
+		if err := <-closed; err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		<-fired
+		if n := h.reminderNotices(root, "held"); n != 1 {
+			t.Fatalf("the reminder that fired as Close began logged %d notices, want 1 (Close did not wait for it)", n)
+		}
 	})
-	root := h.create("root", "", "echo")
-	h.tool(root, "remind_me", map[string]any{"reason": "held", "timeout": 60})
-	hold.arm(root + "/events.jsonl")
-	fired := make(chan struct{})
-	go func() { h.clock.Advance(time.Minute); close(fired) }()
-	<-hold.entered
-	closed := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		closed <- h.c.Close(ctx)
-	}()
-	for !h.c.sched.Stopped() { // Close stops the scheduler first; no event says so
-		time.Sleep(time.Millisecond)
-	}
-	hold.let()
-	if err := <-closed; err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	<-fired
-	if n := h.reminderNotices(root, "held"); n != 1 {
-		t.Fatalf("the reminder that fired as Close began logged %d notices, want 1 (Close did not wait for it)", n)
-	}
 }
 
 // TestNothingFiresAfterClose: after Close, due deadlines, reminders, the
