@@ -10,11 +10,11 @@ import (
 	"fmt"
 
 	"github.com/warren-dev/warren/agentproc"
-	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/demo"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/provider/scripted"
+	"github.com/warren-dev/warren/registry"
 )
 
 // DefaultProvider is the provider of an agent.create that names none.
@@ -23,7 +23,7 @@ const DefaultProvider = "inproc"
 // Providers builds the built-in registry for a daemon's config and
 // installs the scripted agents' helper library (warren_script) in
 // env.PythonDir.
-func Providers(env daemon.ProviderEnv) (map[string]provider.Provider, error) {
+func Providers(env registry.Env) (map[string]provider.Provider, error) {
 	if env.PythonDir != "" {
 		if err := scripted.WriteHelpers(env.PythonDir); err != nil {
 			return nil, fmt.Errorf("installing the scripted helper library in %s: %w", env.PythonDir, err)

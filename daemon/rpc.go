@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/homedir"
 	"os"
 	"path/filepath"
 	"slices"
@@ -479,7 +480,7 @@ func (h *handler) shutdownM(_ context.Context, p protocol.Params, _ server.Strea
 	if err != nil {
 		return nil, err
 	}
-	if want != "" && !SameHome(want, h.home) {
+	if want != "" && !homedir.Same(want, h.home) {
 		return nil, protocol.Errorf(protocol.CodeInvalid,
 			"this daemon (pid %d) serves the home %s, not %s; it was not stopped. Its socket was reached through another home's path: remove that link",
 			h.pid, h.home, want)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/homedir"
+	"github.com/warren-dev/warren/registry"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,16 +29,6 @@ import (
 	"github.com/warren-dev/warren/store/local"
 )
 
-// ProviderEnv is what a provider registry (Options.Providers) is built
-// from, once the daemon has loaded its config.
-type ProviderEnv struct {
-	Config config.Config
-	Logger hclog.Logger
-	// PythonDir is the directory scripted agents import their helper
-	// library from (on PYTHONPATH); a registry serving them installs it.
-	PythonDir string
-}
-
 // Options configures a daemon process.
 type Options struct {
 	Home     string
@@ -48,7 +40,7 @@ type Options struct {
 	// Providers builds the provider registry once the config is loaded
 	// (required; the binary passes builtins.Providers). The HTTP and acp
 	// entries of config.json are served besides it.
-	Providers func(ProviderEnv) (map[string]provider.Provider, error)
+	Providers func(registry.Env) (map[string]provider.Provider, error)
 	// DefaultProvider serves an agent.create that names none (the binary
 	// passes builtins.DefaultProvider); without it such a create is
 	// refused.
@@ -73,9 +65,6 @@ const DefaultMemoryLimit = 192 << 20
 var ErrAlreadyRunning = errors.New("already running")
 
 // Paths of the files in a home directory (SPEC 2).
-func SocketPath(home string) string { return filepath.Join(home, "daemon.sock") }
-func lockPath(home string) string   { return filepath.Join(home, "daemon.lock") }
-func pidPath(home string) string    { return filepath.Join(home, "daemon.pid") }
 
 // Run runs a daemon until ctx is done or daemon.shutdown is called: the
 // home's checks (PrepareHome), lock, the socket path's check, pid file,
@@ -115,11 +104,11 @@ func Run(ctx context.Context, opts Options) error {
 // claimHome checks the home and the socket path, takes the home's lock and
 // writes the pid file; release undoes the last two.
 func claimHome(home string) (release func(), err error) {
-	sock := SocketPath(home)
+	sock := homedir.SocketPath(home)
 	if err := protocol.CheckSocketPath(sock); err != nil {
 		return nil, fmt.Errorf("%w: choose a shorter --home", err)
 	}
-	if err := PrepareHome(home); err != nil {
+	if err := homedir.Prepare(home); err != nil {
 		return nil, err
 	}
 	lock, err := acquireLock(home)
@@ -128,16 +117,16 @@ func claimHome(home string) (release func(), err error) {
 	}
 	// A stale socket is replaced by the server's Listen; anything else at
 	// the path is refused now, before recovery, and never removed.
-	if err := checkSocketFile(sock); err != nil {
+	if err := homedir.CheckSocketFile(sock); err != nil {
 		_ = lock.Unlock()
 		return nil, err
 	}
-	if err := atomicfile.Write(faultfs.OS{}, pidPath(home), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(faultfs.OS{}, homedir.PidPath(home), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		_ = lock.Unlock()
 		return nil, fmt.Errorf("writing the pid file: %w", err)
 	}
 	return func() {
-		_ = os.Remove(pidPath(home))
+		_ = os.Remove(homedir.PidPath(home))
 		_ = lock.Unlock()
 	}, nil
 }
@@ -154,7 +143,7 @@ func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg c
 	if err := os.MkdirAll(pyDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("creating %s: %w", pyDir, err)
 	}
-	provs, err := opts.Providers(ProviderEnv{Config: cfg, Logger: logger, PythonDir: pyDir})
+	provs, err := opts.Providers(registry.Env{Config: cfg, Logger: logger, PythonDir: pyDir})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -164,7 +153,7 @@ func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg c
 		return nil, nil, err
 	}
 	core, err = engine.NewCore(context.WithoutCancel(ctx), engine.CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
-		Logger: logger, SocketPath: SocketPath(home), PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID,
+		Logger: logger, SocketPath: homedir.SocketPath(home), PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID,
 		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
 		MaxOpenLogs: config.DefaultMaxOpenLogs, TakeoverEvery: config.DefaultTakeoverEvery})
 	if err != nil {
@@ -206,7 +195,7 @@ func warnNearMemoryLimit(logger hclog.Logger) {
 // is called or the server fails, watching config.json meanwhile; then it
 // closes the socket and the Core.
 func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath string, cfgState *configState, logger hclog.Logger) error {
-	sock := SocketPath(home)
+	sock := homedir.SocketPath(home)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	h := &handler{c: core, home: home, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop, cfg: cfgState}
@@ -291,14 +280,14 @@ func acquireLock(home string) (*local.HomeLock, error) {
 			held = fmt.Sprintf(" (pid %d)", pid)
 		}
 		return nil, fmt.Errorf("warren daemon %w on %s%s: the lock %s is held; stop it with `warren daemon stop --home %s`",
-			ErrAlreadyRunning, home, held, lockPath(home), home)
+			ErrAlreadyRunning, home, held, homedir.LockPath(home), home)
 	}
 	return l, err
 }
 
 // readPid returns the pid in daemon.pid, or 0.
 func readPid(home string) int {
-	b, err := os.ReadFile(pidPath(home))
+	b, err := os.ReadFile(homedir.PidPath(home))
 	if err != nil {
 		return 0
 	}

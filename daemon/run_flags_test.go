@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/warren-dev/warren/homedir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +48,7 @@ func waitLog(t *testing.T, sig *logSignal, want string) {
 // file's other settings still apply.
 func TestMaxSlotsFlagWinsOverTheConfigFile(t *testing.T) {
 	home := shortHome(t)
-	if err := PrepareHome(home); err != nil {
+	if err := homedir.Prepare(home); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"pools":{"default":6}}`), 0o600); err != nil {
@@ -80,7 +81,7 @@ func TestMaxSlotsFlagWinsOverTheConfigFile(t *testing.T) {
 // the config in force).
 func TestInvalidConfigShownByStatusUntilFixed(t *testing.T) {
 	home := shortHome(t)
-	if err := PrepareHome(home); err != nil {
+	if err := homedir.Prepare(home); err != nil {
 		t.Fatal(err)
 	}
 	cfgPath := filepath.Join(home, "config.json")

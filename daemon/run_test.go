@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/warren-dev/warren/homedir"
+	"github.com/warren-dev/warren/registry"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,8 +30,8 @@ func runDaemon(t *testing.T, home string, provs map[string]provider.Provider, lo
 }
 
 // fixedProviders is a registry serving provs.
-func fixedProviders(provs map[string]provider.Provider) func(ProviderEnv) (map[string]provider.Provider, error) {
-	return func(ProviderEnv) (map[string]provider.Provider, error) { return provs, nil }
+func fixedProviders(provs map[string]provider.Provider) func(registry.Env) (map[string]provider.Provider, error) {
+	return func(registry.Env) (map[string]provider.Provider, error) { return provs, nil }
 }
 
 // runDaemonOpts is runDaemon with the given options (Ready is set here).
@@ -105,7 +107,7 @@ func TestRunLockConfigReloadAndCleanShutdown(t *testing.T) {
 	if _, err := cl.Call(ctx, "daemon.status", nil); err != nil {
 		t.Fatalf("the first daemon stopped serving: %v", err)
 	}
-	for name, want := range map[string]os.FileMode{home: 0o700, SocketPath(home): 0o600} {
+	for name, want := range map[string]os.FileMode{home: 0o700, homedir.SocketPath(home): 0o600} {
 		st, err := os.Stat(name)
 		if err != nil || st.Mode().Perm() != want {
 			t.Fatalf("%s mode = %v (err %v), want %v", name, st.Mode().Perm(), err, want)
@@ -173,7 +175,7 @@ func TestRunLockConfigReloadAndCleanShutdown(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("daemon stopped with %v", err)
 	}
-	for _, f := range []string{SocketPath(home), pidPath(home)} {
+	for _, f := range []string{homedir.SocketPath(home), homedir.PidPath(home)} {
 		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s left behind after shutdown (%v)", f, err)
 		}

@@ -96,3 +96,13 @@ func DefaultModel(cfg config.Config, name string) string {
 	}
 	return cfg.Providers[name].Model()
 }
+
+// Env is what a daemon's registered providers (daemon.Options.Providers)
+// are built from, once the daemon has loaded its config.
+type Env struct {
+	Config config.Config
+	Logger hclog.Logger
+	// PythonDir is the directory scripted agents import their helper
+	// library from (on PYTHONPATH); a registry serving them installs it.
+	PythonDir string
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/homedir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,7 +133,7 @@ func newTestDaemon(t testing.TB, mode procMode) *testDaemon {
 		t.Fatal(err)
 	}
 	home := filepath.Join(dir, "h")
-	d := &testDaemon{t: t, mode: mode, Home: home, Sock: daemon.SocketPath(home), dir: dir}
+	d := &testDaemon{t: t, mode: mode, Home: home, Sock: homedir.SocketPath(home), dir: dir}
 	t.Cleanup(func() {
 		d.stopQuietly()
 		_ = os.RemoveAll(dir)

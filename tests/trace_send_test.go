@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/homedir"
+	"github.com/warren-dev/warren/registry"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,7 +142,7 @@ func (tr traceRun) socket(t *testing.T) {
 	ready, exited := make(chan struct{}), make(chan error, 1)
 	go func() {
 		exited <- daemon.Run(ctx, daemon.Options{Home: home, Logger: hclog.NewNullLogger(), Version: "test",
-			Providers: func(daemon.ProviderEnv) (map[string]provider.Provider, error) {
+			Providers: func(registry.Env) (map[string]provider.Provider, error) {
 				return map[string]provider.Provider{"inproc": prov}, nil
 			},
 			Ready: func(string) { close(ready) }})
@@ -150,7 +152,7 @@ func (tr traceRun) socket(t *testing.T) {
 	case err := <-exited:
 		t.Fatalf("the daemon exited before serving: %v", err)
 	}
-	cl, err := protocol.Dial(ctx, daemon.SocketPath(home))
+	cl, err := protocol.Dial(ctx, homedir.SocketPath(home))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func (tr traceRun) socket(t *testing.T) {
 
 	// The recipient's turn.complete events, from a subscription in place
 	// before the first send.
-	events, err := protocol.Dial(ctx, daemon.SocketPath(home))
+	events, err := protocol.Dial(ctx, homedir.SocketPath(home))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/warren-dev/warren/homedir"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
-	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -193,7 +193,7 @@ func TestInspectShowsInstructionsTimesPendingMetadata(t *testing.T) {
 	// A message to the busy agent stays pending until its turn ends.
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	cl, err := protocol.Dial(ctx, daemon.SocketPath(home))
+	cl, err := protocol.Dial(ctx, homedir.SocketPath(home))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/warren-dev/warren/homedir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
-	"github.com/warren-dev/warren/daemon"
 )
 
 // startDaemon starts a background daemon with `warren daemon start` and
@@ -24,7 +24,7 @@ func startDaemon(t *testing.T, home string) {
 		t.Fatalf("daemon start printed %q", out)
 	}
 	t.Cleanup(func() {
-		if _, err := os.Stat(daemon.SocketPath(home)); err != nil {
+		if _, err := os.Stat(homedir.SocketPath(home)); err != nil {
 			return
 		}
 		r := warren(t, "daemon", "stop", "--home", home)

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
+	"github.com/warren-dev/warren/homedir"
 
 	"github.com/spf13/cobra"
 
 	"github.com/warren-dev/warren/cmd/warren/internal/usage"
-	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/mcpbridge"
 )
 
@@ -22,7 +22,7 @@ tools/call runs as a tool call of that agent's running turn. You do not run
 it by hand.`,
 		Args: usage.Args(0, 0),
 		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error {
-			return mcpbridge.Run(ctx, c.stdin, c.stdout, c.stderr, nil, daemon.SocketPath(c.home), version)
+			return mcpbridge.Run(ctx, c.stdin, c.stdout, c.stderr, nil, homedir.SocketPath(c.home), version)
 		}),
 	}
 }

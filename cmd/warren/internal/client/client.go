@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/homedir"
 	"io/fs"
 	"os"
 	"syscall"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
-	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -47,9 +47,9 @@ func (c *Client) HomeArg() string {
 // notRunning is the exit-3 error for a missing socket, or (stale) a
 // socket nobody listens on. The hint repeats --home when it was given.
 func (c *Client) notRunning(stale bool) error {
-	why := "no socket at " + daemon.SocketPath(c.home)
+	why := "no socket at " + homedir.SocketPath(c.home)
 	if stale {
-		why = "stale socket at " + daemon.SocketPath(c.home) + ": nobody listens on it, the daemon that made it is gone; daemon start replaces it"
+		why = "stale socket at " + homedir.SocketPath(c.home) + ": nobody listens on it, the daemon that made it is gone; daemon start replaces it"
 	}
 	return &exit.Error{
 		Code: exit.NotRunning,
@@ -72,13 +72,13 @@ func permissionDenied(home string, err error) error {
 		Err:  err,
 		Msg: fmt.Sprintf("permission denied: cannot reach the daemon socket %s (%v); the home belongs to another user or "+
 			"is not accessible to you: run warren as the home's owner, or use a home of your own with --home or WARREN_HOME",
-			daemon.SocketPath(home), err),
+			homedir.SocketPath(home), err),
 	}
 }
 
 // Dial connects to the daemon of the home.
 func (c *Client) Dial(ctx context.Context) (*protocol.Client, error) {
-	sock := daemon.SocketPath(c.home)
+	sock := homedir.SocketPath(c.home)
 	st, err := os.Lstat(sock)
 	switch {
 	case errors.Is(err, fs.ErrPermission):

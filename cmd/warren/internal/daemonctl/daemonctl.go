@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/homedir"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,7 +23,6 @@ import (
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
-	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/protocol"
 )
 
@@ -115,13 +115,13 @@ func (d *Ctl) Status(ctx context.Context) error {
 func checkDaemonOfHome(home string, st map[string]any) error {
 	pid := int(reply.Num(st, "pid"))
 	if h := reply.Str(st, "home"); h != "" {
-		if daemon.SameHome(h, home) {
+		if homedir.Same(h, home) {
 			return nil
 		}
 		return exit.Failf(
 			"the daemon answering on %s (pid %d) serves another home, %s: this home has no daemon of its own, and nothing was done to that one. "+
 				"The socket in %s leads to another daemon: remove it; that daemon is reached with --home %s",
-			daemon.SocketPath(home), pid, h, home, h)
+			homedir.SocketPath(home), pid, h, home, h)
 	}
 	b, err := os.ReadFile(filepath.Join(home, "daemon.pid"))
 	if err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(pid) {
@@ -129,12 +129,12 @@ func checkDaemonOfHome(home string, st map[string]any) error {
 	}
 	return exit.Failf(
 		"the daemon answering on %s (pid %d) is not the one recorded in %s; nothing was done to it",
-		daemon.SocketPath(home), pid, filepath.Join(home, "daemon.pid"))
+		homedir.SocketPath(home), pid, filepath.Join(home, "daemon.pid"))
 }
 
 // stopped reports whether the socket is gone and the process has exited.
 func stopped(home string, pid int) bool {
-	if _, err := os.Stat(daemon.SocketPath(home)); err == nil {
+	if _, err := os.Stat(homedir.SocketPath(home)); err == nil {
 		return false
 	}
 	if pid <= 0 {

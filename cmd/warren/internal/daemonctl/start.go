@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/homedir"
 	"io"
 	"os"
 	"os/exec"
@@ -16,7 +17,6 @@ import (
 	"github.com/warren-dev/warren/cmd/warren/internal/client"
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
-	"github.com/warren-dev/warren/daemon"
 )
 
 // Start runs this binary with args (the command that runs the daemon in
@@ -25,7 +25,7 @@ import (
 // ends: recovery of a big home may take long, and a daemon that is still
 // starting has not failed. Progress goes to stderr.
 func (d *Ctl) Start(ctx context.Context, args []string) error {
-	if err := daemon.PrepareHome(d.Home); err != nil {
+	if err := homedir.Prepare(d.Home); err != nil {
 		return &exit.Error{Code: exit.DaemonErr, Err: err, Msg: err.Error()}
 	}
 	if st, err := d.Daemon.Call(ctx, "daemon.status", nil); err == nil {

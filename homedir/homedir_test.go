@@ -1,4 +1,4 @@
-package daemon
+package homedir
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestPrepareHome(t *testing.T) {
+func TestPrepare(t *testing.T) {
 	base := t.TempDir()
 	mk := func(t *testing.T, path string, mode os.FileMode) {
 		t.Helper()
@@ -21,7 +21,7 @@ func TestPrepareHome(t *testing.T) {
 	}
 	t.Run("a missing home is created 0700", func(t *testing.T) {
 		home := filepath.Join(base, "new", "deeper", "h")
-		if err := PrepareHome(home); err != nil {
+		if err := Prepare(home); err != nil {
 			t.Fatal(err)
 		}
 		if st, err := os.Stat(home); err != nil || st.Mode().Perm() != 0o700 {
@@ -31,7 +31,7 @@ func TestPrepareHome(t *testing.T) {
 	t.Run("readable home is tightened to 0700", func(t *testing.T) {
 		home := filepath.Join(base, "readable")
 		mk(t, home, 0o755)
-		if err := PrepareHome(home); err != nil {
+		if err := Prepare(home); err != nil {
 			t.Fatal(err)
 		}
 		if st, _ := os.Stat(home); st.Mode().Perm() != 0o700 {
@@ -45,20 +45,20 @@ func TestPrepareHome(t *testing.T) {
 		if err := os.Symlink(real, link); err != nil {
 			t.Fatal(err)
 		}
-		if err := PrepareHome(link); err != nil {
+		if err := Prepare(link); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chmod(real, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		if err := PrepareHome(link); !errors.Is(err, ErrUnsafeHome) {
+		if err := Prepare(link); !errors.Is(err, ErrUnsafeHome) {
 			t.Fatalf("world-writable target: %v", err)
 		}
 	})
 	t.Run("sticky world-writable parent is accepted", func(t *testing.T) {
 		parent := filepath.Join(base, "sticky")
 		mk(t, parent, 0o777|os.ModeSticky)
-		if err := PrepareHome(filepath.Join(parent, "h")); err != nil {
+		if err := Prepare(filepath.Join(parent, "h")); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -68,7 +68,7 @@ func TestPrepareHome(t *testing.T) {
 		if err := os.Chmod(parent, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		err := PrepareHome(filepath.Join(parent, "h"))
+		err := Prepare(filepath.Join(parent, "h"))
 		if !errors.Is(err, ErrUnsafeHome) || !strings.Contains(err.Error(), "a parent of the home") {
 			t.Fatalf("err = %v", err)
 		}
@@ -81,7 +81,7 @@ func TestPrepareHome(t *testing.T) {
 		if err := os.Symlink(elsewhere, filepath.Join(home, "agents")); err != nil {
 			t.Fatal(err)
 		}
-		if err := PrepareHome(home); !errors.Is(err, ErrUnsafeHome) || !strings.Contains(err.Error(), "symbolic link") {
+		if err := Prepare(home); !errors.Is(err, ErrUnsafeHome) || !strings.Contains(err.Error(), "symbolic link") {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -90,7 +90,7 @@ func TestPrepareHome(t *testing.T) {
 		if err := os.WriteFile(home, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := PrepareHome(home); !errors.Is(err, ErrUnsafeHome) {
+		if err := Prepare(home); !errors.Is(err, ErrUnsafeHome) {
 			t.Fatalf("err = %v", err)
 		}
 	})

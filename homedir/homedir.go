@@ -1,4 +1,8 @@
-package daemon
+// Package homedir is the home directory of a warren installation (SPEC 2):
+// where its files are (SocketPath, LockPath, PidPath), and the check that
+// makes a home safe to run from (Prepare), which the daemon and the CLI
+// both run.
+package homedir
 
 import (
 	"errors"
@@ -9,7 +13,7 @@ import (
 	"syscall"
 )
 
-// ErrUnsafeHome is returned (wrapped) by PrepareHome for a home directory,
+// ErrUnsafeHome is returned (wrapped) by Prepare for a home directory,
 // an agents/ directory or a parent of the home that another user controls:
 // the daemon runs the programs named in the agents it finds there, so a
 // home that someone else can write is a home someone else commands.
@@ -19,7 +23,7 @@ var ErrUnsafeHome = errors.New("unsafe home directory")
 // socket sits at daemon.sock: it is never removed or replaced.
 var ErrUnsafeSocketPath = errors.New("daemon.sock is not a socket")
 
-// PrepareHome creates home (mode 0700, with any missing parents) when it is
+// Prepare creates home (mode 0700, with any missing parents) when it is
 // missing, and then checks it the way OpenSSH's StrictModes checks ~/.ssh:
 // the home and its agents/ directory (when present) must be directories
 // owned by the daemon's effective uid and not writable by group or others,
@@ -27,7 +31,7 @@ var ErrUnsafeSocketPath = errors.New("daemon.sock is not a socket")
 // writable by group or others unless it has the sticky bit (like /tmp). A
 // home it owns with looser read or search bits is tightened to 0700, as
 // SPEC 2 asks. The error wraps ErrUnsafeHome and says how to fix it.
-func PrepareHome(home string) error {
+func Prepare(home string) error {
 	home, err := filepath.Abs(home)
 	if err != nil {
 		return fmt.Errorf("home %q: %w", home, err)
@@ -136,9 +140,9 @@ func fileOwner(st fs.FileInfo) int {
 	return -1
 }
 
-// checkSocketFile refuses anything but a socket (or nothing) at path:
+// CheckSocketFile refuses anything but a socket (or nothing) at path:
 // a regular file, directory or symbolic link there is never removed.
-func checkSocketFile(path string) error {
+func CheckSocketFile(path string) error {
 	st, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -161,9 +165,9 @@ func checkSocketFile(path string) error {
 		"Look at it, move it away (mv), then start the daemon again", ErrUnsafeSocketPath, path, kind)
 }
 
-// SameHome reports whether the paths a and b name the same home directory
+// Same reports whether the paths a and b name the same home directory
 // (the same file, whatever symbolic links lead to it).
-func SameHome(a, b string) bool {
+func Same(a, b string) bool {
 	sa, err := os.Stat(a)
 	if err != nil {
 		return false
@@ -174,3 +178,12 @@ func SameHome(a, b string) bool {
 	}
 	return os.SameFile(sa, sb)
 }
+
+// SocketPath is the daemon's socket in home.
+func SocketPath(home string) string { return filepath.Join(home, "daemon.sock") }
+
+// LockPath is the lock file the running daemon holds.
+func LockPath(home string) string { return filepath.Join(home, "daemon.lock") }
+
+// PidPath is the running daemon's pid file.
+func PidPath(home string) string { return filepath.Join(home, "daemon.pid") }
