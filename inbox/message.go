@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/internal/textcut"
 	"maps"
 	"strings"
 	"time"
@@ -259,9 +260,4 @@ func FromEventData(raw json.RawMessage) (Message, error) {
 	return m, nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
+func truncate(s string, n int) string { return textcut.Cut(s, n, "...") }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/internal/textcut"
 	"io"
 	"slices"
 	"sync"
@@ -311,9 +312,5 @@ func idKey(id json.RawMessage) string {
 
 // clip shortens a client-given text for an error message.
 func clip(b []byte) string {
-	const n = 80
-	if len(b) > n {
-		return string(b[:n]) + "..."
-	}
-	return string(b)
+	return textcut.Cut(string(b), 80, "...")
 }

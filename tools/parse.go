@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/internal/textcut"
 	"math"
 	"slices"
 	"strconv"
@@ -448,12 +449,7 @@ func describe(v any) string {
 	return fmt.Sprintf("a value of type %T", v)
 }
 
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return s[:64] + "..."
-}
+func clip(s string) string { return textcut.Cut(s, 64, "...") }
 
 // closest returns the candidate within edit distance 2 of s.
 func closest(s string, candidates []string) string { return suggest.Closest(s, candidates, 2) }

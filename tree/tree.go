@@ -3,6 +3,7 @@ package tree
 import (
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/internal/textcut"
 	"slices"
 	"strings"
 	"sync"
@@ -97,12 +98,7 @@ func isHex32(s string) bool {
 	return true
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
+func truncate(s string, n int) string { return textcut.Cut(s, n, "...") }
 
 // Node is a snapshot of one agent in the tree. Children is a copy, in
 // creation order.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/internal/textcut"
 	"os"
 	"strconv"
 	"sync"
@@ -278,9 +279,4 @@ func mustJSON(v any) json.RawMessage {
 	return data
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
+func clip(s string, n int) string { return textcut.Cut(s, n, "...") }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/internal/textcut"
 	"os"
 	"os/exec"
 	"strings"
@@ -445,5 +446,5 @@ func truncate(b []byte) string {
 	if len(b) <= logLineMax {
 		return string(b)
 	}
-	return fmt.Sprintf("%s... (%d bytes)", b[:logLineMax], len(b))
+	return fmt.Sprintf("%s... (%d bytes)", textcut.Prefix(string(b), logLineMax), len(b))
 }

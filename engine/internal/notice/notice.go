@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/warren-dev/warren/internal/textcut"
 	"strings"
 	"time"
 )
@@ -62,12 +63,7 @@ func ChildFailed(name, lastErr string, total int, pending []Pending) string {
 	return b.String()
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+func truncate(s string, n int) string { return textcut.Cut(s, n, "…") }
 
 // Reminder is the notice of reminder id firing; every is its period (0:
 // once).

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // The texts agents and the operator read, pinned.
@@ -29,5 +30,21 @@ func TestTexts(t *testing.T) {
 	}
 	if ID("wait", "t") != ID("wait", "t") || ID("wait", "t") == ID("wai", "tt") || len(ID("x")) != 32 {
 		t.Fatal("ID: the same parts give the same 32-hex id; other parts another")
+	}
+}
+
+// A notice cut to its bound stays valid UTF-8 whatever the text it quotes
+// (it was cut on a byte count, mid-rune).
+func TestNoticesCutOnRuneBoundaries(t *testing.T) {
+	long := strings.Repeat("日本語のエラー", 200)
+	texts := []string{
+		ChildFailed("w1", long, 3, []Pending{{From: "lead", Text: long}}),
+		WaitBegan("lead/w1", "approval", long, "tok_1", time.Unix(0, 0)),
+		SpawnFailed("child", errors.New(long)),
+	}
+	for i, s := range texts {
+		if !utf8.ValidString(s) {
+			t.Errorf("notice %d is not valid UTF-8: %q", i, s[len(s)-20:])
+		}
 	}
 }
