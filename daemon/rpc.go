@@ -299,7 +299,7 @@ func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stre
 
 // terminate answers agent.terminate; with recursive, the agent's subtree
 // goes, deepest first. terminated lists what was terminated, in order.
-func (h *handler) terminate(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
+func (h *handler) terminate(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
 	id, err := h.ref(p, "agent_id")
 	if err != nil {
 		return nil, err
@@ -310,10 +310,10 @@ func (h *handler) terminate(_ context.Context, p protocol.Params, _ server.Strea
 	}
 	var done []engine.TerminatedAgent
 	if recursive {
-		done, err = h.c.TerminateTree(id)
+		done, err = h.c.TerminateTree(ctx, id)
 	} else {
 		path := h.c.Path(id)
-		if err = h.c.Terminate(id); err == nil {
+		if err = h.c.Terminate(ctx, id); err == nil {
 			done = []engine.TerminatedAgent{{ID: id, Path: path}}
 		}
 	}

@@ -329,13 +329,13 @@ func TestTerminateRules(t *testing.T) {
 	h := newHarness(t, func(h *harness) { h.noWake = true })
 	root := h.create("root", "", "echo")
 	kid := h.create("kid", root, "echo")
-	if err := h.c.Terminate(root); err == nil || !strings.Contains(err.Error(), "terminate it first") {
+	if err := h.c.Terminate(context.Background(), root); err == nil || !strings.Contains(err.Error(), "terminate it first") {
 		t.Fatalf("terminating a parent: %v", err)
 	}
-	if err := h.c.Terminate(kid); err != nil {
+	if err := h.c.Terminate(context.Background(), kid); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.Terminate(root); err != nil {
+	if err := h.c.Terminate(context.Background(), root); err != nil {
 		t.Fatal(err)
 	}
 	if len(h.c.List()) != 0 {

@@ -220,8 +220,8 @@ func goldenRun(t *testing.T) map[string]string {
 	_, err = c.Send(ctx, worker, "again", "", "", nil)
 	must("send again", err)
 	must("cancel", c.Cancel(ctx, worker))
-	must("terminate worker", c.Terminate(worker))
-	must("terminate lead", c.Terminate(lead))
+	must("terminate worker", c.Terminate(context.Background(), worker))
+	must("terminate lead", c.Terminate(context.Background(), lead))
 	closeCore()
 
 	return goldenLogs(t, fs, map[string]string{lead: "lead", worker: "worker"})

@@ -20,7 +20,7 @@ func TestTerminatedSenderIsShownByPath(t *testing.T) {
 		t.Fatalf("send_message to USER: %v", r)
 	}
 	for _, id := range []string{kid, old} {
-		if err := h.c.Terminate(id); err != nil {
+		if err := h.c.Terminate(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 	}

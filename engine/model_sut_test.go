@@ -182,7 +182,7 @@ func (s *mSUT) run(c *mCmd) mOutcome {
 	case opMCheckInbox:
 		return mToolOutcome(core.CallTool(ctx, id, "check_inbox", map[string]any{}))
 	case opMTerminate:
-		return mErrOutcome(core.Terminate(id))
+		return mErrOutcome(core.Terminate(context.Background(), id))
 	case opMGate:
 		return mToolOutcome(core.CallTool(ctx, id, "gate", map[string]any{"agent_name": c.name}))
 	case opMUngate:

@@ -125,7 +125,7 @@ func (c *Core) complete(a *agent) {
 	if a.Completing() {
 		return
 	}
-	if err := c.terminate(a); err != nil {
+	if err := c.terminate(c.ctx, a); err != nil {
 		c.log.Error("terminating a completed agent", "agent", a.ID(), "err", err)
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,7 +25,7 @@ import (
 type TerminatedAgent struct{ ID, Path string }
 
 // Terminate terminates a leaf agent that runs no turn.
-func (c *Core) Terminate(agentID string) error {
+func (c *Core) Terminate(ctx context.Context, agentID string) error {
 	a, ok := c.agent(agentID)
 	if !ok {
 		return notFound(agentID)
@@ -32,14 +33,14 @@ func (c *Core) Terminate(agentID string) error {
 	if a.Look().Busy {
 		return failf(ErrWrongState, "agent %s is mid-turn; cancel it first (warren agent cancel)", a.Name())
 	}
-	return c.terminate(a)
+	return c.terminate(ctx, a)
 }
 
 // TerminateTree terminates an agent and all its descendants, deepest
 // first. When one of them is mid-turn nothing is terminated. It returns
 // the terminated agents in order; an error part way says which were
 // terminated already.
-func (c *Core) TerminateTree(agentID string) ([]TerminatedAgent, error) {
+func (c *Core) TerminateTree(ctx context.Context, agentID string) ([]TerminatedAgent, error) {
 	if _, ok := c.agent(agentID); !ok {
 		return nil, notFound(agentID)
 	}
@@ -65,7 +66,7 @@ func (c *Core) TerminateTree(agentID string) ([]TerminatedAgent, error) {
 			continue // terminated meanwhile
 		}
 		path := c.tree.Path(id)
-		if err := c.Terminate(id); err != nil {
+		if err := c.Terminate(ctx, id); err != nil {
 			names := make([]string, len(done))
 			for i, d := range done {
 				names[i] = d.Path
@@ -110,7 +111,7 @@ func deepestFirst(children func(string) []string, id string) []string {
 // from the tree, the pools and the subscription index, then tells its
 // subscribers. An agent with children is refused; a terminated one is
 // left as it is.
-func (c *Core) terminate(a *agent) error {
+func (c *Core) terminate(ctx context.Context, a *agent) error {
 	id := a.ID()
 	if n := len(c.tree.Children(id)); n > 0 {
 		kids, them := "children", "them"

@@ -251,7 +251,7 @@ func (c *Core) finishTurn(a *agent, outcome turnOutcome) {
 	// done.
 	defer a.Settled()
 	if completing {
-		if err := c.terminate(a); err != nil {
+		if err := c.terminate(c.ctx, a); err != nil {
 			c.log.Error("terminating a completed agent", "agent", a.ID(), "err", err)
 		}
 		return

@@ -151,7 +151,7 @@ func cfWorkloads() []cfWorkload {
 		{name: "terminate leaf", setup: cfSetupRootChild, work: func(w *cfWorld) error {
 			child := w.alive()[1]
 			w.oracle.terminating[child.ID] = true
-			err := w.core.Terminate(child.ID)
+			err := w.core.Terminate(context.Background(), child.ID)
 			if err == nil {
 				w.oracle.terminated[child.ID] = true
 			}

@@ -207,7 +207,7 @@ func (w *cfWorld) opTerminate(a int, plan cfCrash) error {
 	}
 	return w.step("terminate "+ag.Name, plan, func() error {
 		w.oracle.terminating[ag.ID] = true
-		if err := w.core.Terminate(ag.ID); err != nil {
+		if err := w.core.Terminate(context.Background(), ag.ID); err != nil {
 			return err
 		}
 		w.oracle.terminated[ag.ID] = true
