@@ -16,7 +16,7 @@ func TestPrefixNeverSplitsARune(t *testing.T) {
 		{"hello", 3, "hel"},
 		{"héllo", 2, "h"}, // é is 2 bytes: the cut falls inside it
 		{"héllo", 3, "hé"},
-		{"日本語", 4, "日"},  // each is 3 bytes
+		{"日本語", 4, "日"}, // each is 3 bytes
 		{"日本語", 6, "日本"},
 		{"a🙂b", 2, "a"}, // 4-byte rune
 		{"a🙂b", 5, "a🙂"},
