@@ -52,7 +52,7 @@ type agent struct {
 	held bool
 	// settling: a turn ended (busy is false) and its aftermath still runs:
 	// deferred spawns, notices to subscribers and the parent, completion,
-	// the next wake (package turnrun). Quiescence means no agent busy or
+	// the next wake (turn.go). Quiescence means no agent busy or
 	// settling.
 	settling bool
 	// untold are the notices.owed this process logged and has not
@@ -138,7 +138,7 @@ func (a *agent) MarkCorrupt(err error) {
 
 // SetTerminating marks the agent as being removed by its termination;
 // Terminating reads the mark. The caller holds the lock of the engine's
-// table of agents (package roster), which guards it.
+// table of agents (roster.go), which guards it.
 func (a *agent) SetTerminating()   { a.terminating = true }
 func (a *agent) Terminating() bool { return a.terminating }
 

@@ -4,7 +4,7 @@ import (
 	"github.com/warren-dev/warren/eventlog"
 )
 
-// The end of the agent's open run that could not be logged (package owed,
+// The end of the agent's open run that could not be logged (owed.go,
 // with its own locks): recorded by the turn's end, written when the log
 // accepts appends again.
 

@@ -14,7 +14,7 @@ import (
 // What the engine's packages read of an agent, each in one look under
 // its lock: the views, the waits, the lifecycle, the mail and the tools.
 
-// Snapshot copies what the views read of the agent (package views); path
+// Snapshot copies what the views read of the agent (views.go); path
 // is its path in the tree.
 func (a *agent) Snapshot(path string) agentSnapshot {
 	a.stateMu.Lock()
@@ -35,7 +35,7 @@ func (a *agent) Status(bootID string, now time.Time) string {
 // snapshot when the log shows an open run (its boot and its wait's
 // deadline may come from it), else none: the status of an agent without
 // an open run comes from its log alone, so that listing agents does not
-// read the session.json files a recovery left to read (package snapsave).
+// read the session.json files a recovery left to read (snapshots.go).
 // f is the agent's facts; the caller holds a.stateMu.
 func (a *agent) statusSnap(f session.Facts) *session.Session {
 	if f.Corrupt || f.Terminated || f.RunID == "" || f.RunEnded {
@@ -72,7 +72,7 @@ func (a *agent) degradedLocked() string {
 }
 
 // WaitState is what an operation on the agent's waits reads at its start
-// (package waits).
+// (waits.go, resume.go).
 func (a *agent) WaitState() waitState {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
@@ -174,7 +174,7 @@ func (a *agent) Inbox(id string) (has, terminated, corrupt bool) {
 	return a.p.Enqueued.Has(id), a.p.Terminated, a.corrupt != nil
 }
 
-// Room reads the agent's inbox for a reservation (package reserve): its
+// Room reads the agent's inbox for a reservation (reserve.go): its
 // pending count and bytes, and what reserved counts of the reservations
 // not yet landed in it. reserved runs under the agent's lock.
 func (a *agent) Room(reserved func(has func(id string) bool) (int, int64)) (n int, b int64, rn int, rb int64) {

@@ -9,7 +9,7 @@ import (
 )
 
 // What recovery and takeover read and prune of an agent read back (package
-// recoverrun's steps), and its checkpoint's state.
+// recovery's steps), and its checkpoint's state.
 
 // NeedsRestartMark reports whether the agent's open run was running in a
 // previous start (bootID is this one's) and must be marked interrupted.

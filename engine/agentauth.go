@@ -28,7 +28,7 @@ func errNoTurn(name string) error {
 }
 
 // external runs a call that arrived over the socket as the attempt's next
-// call (package extcall). It ends when ctx (the request) or the attempt
+// call (calldoor.go). It ends when ctx (the request) or the attempt
 // ends.
 func external(ctx context.Context, t *runTools, tool string, args map[string]any, name string) (map[string]any, error) {
 	res, status, err := t.Door.Call(ctx, func(cctx context.Context) (map[string]any, error) {

@@ -1,8 +1,18 @@
-// Package extcall is the door by which a tool call made over the socket
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/warren-dev/warren/provider"
+)
+
+// The door by which a tool call made over the socket
 // with an agent's credential (the MCP bridge of an agent CLI) joins the
 // attempt of the agent's turn in progress, so that it is logged, routed
 // and replayed like the provider's own calls (engine/agentauth.go; the
-// call itself runs in the attempt's toolexec.Attempt).
+// call itself runs in the attempt's toolAttempt).
 //
 // The door is open while an attempt runs (Open, Close). A call that joins
 // ends when its request or the attempt ends; Close refuses further calls
@@ -15,15 +25,6 @@
 //
 // A callDoor's mutex is a leaf, held only for its bookkeeping, never across
 // the call.
-package engine
-
-import (
-	"context"
-	"errors"
-	"sync"
-
-	"github.com/warren-dev/warren/provider"
-)
 
 // callDoor admits calls into one attempt. The zero value is closed.
 type callDoor struct {

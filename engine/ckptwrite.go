@@ -1,4 +1,19 @@
-// Package ckptwrite is when and how the engine writes each agent's
+package engine
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/checkpoint"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// When and how the engine writes each agent's
 // checkpoint (package checkpoint holds the format; engine/doc.go,
 // "Checkpoints", why they exist): soon after the log grew (Soon, one
 // scheduler timer at a time per agent), for every agent after recovery
@@ -19,20 +34,6 @@
 // one of the ckptWriter's slots while it reads the log's line and writes the
 // file, so that one write runs at a time (each opens a file of its own,
 // outside the open-logs cap). No lock is held across ckptOptions.After.
-package engine
-
-import (
-	"errors"
-	"io/fs"
-	"path/filepath"
-	"time"
-
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/warren-dev/warren/checkpoint"
-	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/faultfs"
-)
 
 // ckptOptions configures a ckptWriter.
 type ckptOptions struct {

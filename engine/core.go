@@ -121,7 +121,7 @@ type Core struct {
 
 	agentsDir string
 
-	// agents is the table of agents (package roster), under its own lock.
+	// agents is the table of agents (roster.go), under its own lock.
 	agents *roster
 	tree   *tree.Tree
 	// cfg is config.json's settings in force (ApplyConfig replaces them).
@@ -137,7 +137,7 @@ type Core struct {
 	// providers resolves provider entry names (package registry).
 	providers *registry.Registry
 	// sessions are the live provider sessions in their multiplexer slots
-	// (package live).
+	// (sessions.go).
 	sessions *liveSessions
 	store    store.Snapshots
 	// st holds the logs (CoreOptions.Store); local-only files (checkpoints,
@@ -160,10 +160,10 @@ type Core struct {
 	sched  *schedule.Scheduler
 	ctx    context.Context
 	cancel context.CancelFunc
-	// snaps writes the session.json snapshots behind the logs (package
-	// snapsave); Close waits for its writers.
+	// snaps writes the session.json snapshots behind the logs
+	// (snapshots.go); Close waits for its writers.
 	snaps *snapshotWriter
-	// ckpts writes the agents' checkpoints (package ckptwrite).
+	// ckpts writes the agents' checkpoints (ckptwrite.go).
 	ckpts *ckptWriter
 	// scrubbed is closed when the checkpoints and the scrub that follow
 	// recovery are done (or stopped by Close).

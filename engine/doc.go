@@ -1,14 +1,43 @@
 // Package engine is warren's agent engine, the Core: it owns the agents
-// (tree, inboxes, sessions, logs), runs turns (the tools run in package
-// toolexec against the Core as their environment, toolenv.go), schedules
-// wake turns, reminders and wait deadlines (the waits and resumes are
-// decided in package waits against the agent's record, waits.go), and
-// recovers everything from the event logs at start. Package daemon serves
-// it over the socket; the Core's exported methods (api.go, views.go)
-// return typed views and domain errors (errors.go, package domainerr),
-// which the daemon maps to the wire. The views are built by
-// package views from snapshots the agent's record copies under its lock
-// (views.go).
+// (tree, inboxes, sessions, logs), runs their turns and their tools,
+// schedules wake turns, reminders and wait deadlines, and recovers
+// everything from the event logs at start. Package daemon serves it over
+// the socket; the Core's exported methods return typed views and the
+// error conditions of errors.go, which the daemon maps to the wire.
+//
+// # One file per concept
+//
+// The record of one agent and the procedures that run on it are in this
+// one package, a file (or a few, named after it) per concept:
+//
+//	core.go            the Core, its options, Close
+//	agent*.go          the record of one agent: its log, its projection, the
+//	                   state of this process, under its lock (stateMu)
+//	roster.go          the table of agents, the tree's changes made with it
+//	create.go          an agent's creation; spawn.go: children spawned by a
+//	                   turn, bootstrap turns; terminate.go: termination, reset
+//	turn.go            a turn's steps; attempt.go: its attempts and retries
+//	tools*.go          the agent tools, an attempt's tool calls and replay
+//	mail.go            a message to an inbox; subscriptions.go, reminders.go,
+//	                   gate.go, limits.go, reserve.go, wake.go: what decides
+//	                   when and whether an agent takes a turn
+//	waits.go           await_input, deadlines; resume.go: resume, re-run,
+//	                   cancel
+//	sessions.go        the live provider sessions in their pool slots, and
+//	                   how one that is not live comes back
+//	recovery.go        recovery at start as plain steps; load.go: one agent
+//	                   read back; takeover.go: the cluster's takeover scan
+//	snapshots.go       session.json behind the log; ckptwrite.go: checkpoints;
+//	                   owed.go: a run end that could not be logged
+//	views*.go          what the API shows (agent.list, inspect, waits)
+//	user.go, gone.go, logpage.go, agentauth.go, calldoor.go, degraded.go,
+//	providers.go, store.go, errors.go
+//
+// The packages under engine/internal own no engine state and decide
+// without it: placement (recovery's classification and order of the
+// agents read back, as pure functions), notice (SYSTEM's texts), retry (a
+// turn's attempt loop and its backoff) and claims (the store leases this
+// daemon holds, with their watches).
 //
 // # State and the projection
 //
@@ -16,7 +45,7 @@
 // in-memory state that matters after a crash (name, parent, metadata, gates,
 // subscriptions, reminders, pending messages, the latest run and its wait) is
 // a projection of that log: package projection's State.Apply folds entries
-// into it (no locks, no I/O there; the agent's record, package agentrec,
+// into it (no locks, no I/O there; the agent's record, agent*.go,
 // guards its State under its lock). The live path applies each entry
 // right after its append is durable; recovery applies the same entries
 // read back from disk. The two paths therefore cannot disagree, which is
@@ -71,9 +100,10 @@
 //
 // A checkpoint is written SessionSaveDelay after the agent's log has grown
 // since its last one (a scheduler timer, one at a time per agent:
-// ckptwrite.Writer.Soon): by any entry while the agent is at rest (a message to a
+// ckptWriter.Soon): by any entry while the agent is at rest (a message to a
 // gated agent included), by CoreOptions.CheckpointEvery entries (the
-// daemon's config.DefaultCheckpointEvery, 256) while it runs a turn, and once more when a turn ends, since its
+// daemon's config.DefaultCheckpointEvery, 256) while it runs a turn, and
+// once more when a turn ends, since its
 // last entries were logged while it was busy; the timer writes at the
 // log's end whatever the agent does by then. Also after recovery for every
 // log it folded lines of, and at Close for every log that grew at all. So
@@ -86,20 +116,76 @@
 //
 // # Goroutines and locks
 //
-// Code of this package runs on RPC goroutines (the exported methods),
-// turn goroutines (runTurn through the scheduler's Go: package turnrun's
-// steps through turnAgent, turn.go), timer callbacks of c.sched
-// (wait deadlines, reminders, the sweep, checkpoints), log commits
-// (OnAppend, create.go: the fold into the agent's record, then the bus)
-// and helpers the Core owns (the session.json writers, the recovery
-// loaders and the scrub, the lease watches). The agent table (c.agents,
-// package roster) guards, under its lock, the agents, the tree's changes
-// that go with them, the subscription index, the gone registry,
-// quarantine, recovering and closed; the config in force is an atomic
-// pointer; each agent's state is its record's (package agentrec), under
-// the record's own lock, which only the record's methods take. The
-// roster's lock and a record's are never held together. Package agentrec's doc says which goroutine
-// touches what and writes the whole lock order, in one place.
+// Code of this package runs on five kinds of goroutine:
+//
+//   - RPC goroutines (package server, one per request, in package
+//     daemon): the Core's exported methods. Send and Resume start a turn
+//     and wait for its result; tool.call with an agent credential
+//     (agentauth.go) runs its tool here, joined to the running turn's
+//     toolAttempt through the attempt's door (calldoor.go).
+//   - Turn goroutines, started by a wake, Send and Resume through the
+//     Core's scheduler (package schedule): runTurn's steps (turn.go), the
+//     provider's Send and the tool calls it makes, then the aftermath
+//     (deferred spawns, notices, the next wake).
+//   - Timer callbacks of the scheduler (wait deadlines, reminders, the
+//     periodic sweep, checkpoints, the takeover scan): on the real clock a
+//     fresh goroutine per firing, on a schedule.Fake the goroutine that
+//     advances it.
+//   - Log commits: the log's OnAppend runs on the goroutine that commits
+//     a group of appends, after the entries are durable: the record folds
+//     them into its projection (ApplyCommitted, under stateMu), then the
+//     bus publishes them.
+//   - Helpers the Core owns: the session.json writers (snapshots.go), the
+//     recovery loaders (load.go) and the scrub, the lease watches
+//     (package claims), the tool.call writers of sends (tools_calllog.go).
+//
+// The locks, outermost first (on each line a lock is taken only while
+// holding those to its left; "|" separates locks taken one after the
+// other, never together). roster.mu is the roster's lock (the agents, the
+// tree's changes that go with them, the subscription index, the gone
+// registry, quarantine, closed and recovering); a.stateMu is a record's.
+//
+//	toolAttempt.serial -> a.remMu -> roster.mu | a.stateMu | a log append
+//	a's owed flush lock -> roster.mu | a.stateMu | a log append
+//	a.Ckpt.Mu -> a.stateMu
+//	c.resv's lock (reservations) -> roster.mu | a.stateMu | the USER inbox's lock
+//	token entry lock (the commit of token.Service's Consume, Revoke, Expire) -> roster.mu | a.stateMu | a log append | a's resumes lock
+//	log commit (eventlog) -> a.stateMu, then bus.mu -> roster.mu, then a's resumes lock (the resume secret)
+//	roster.mu -> the scheduler's mutex        a.stateMu -> the scheduler's mutex
+//	a.stateMu -> a.Snap's lock, a's resumes lock (leaves)
+//	a.Snap's write lock -> a.Snap's lock
+//
+// roster.mu and a.stateMu are never held together: code takes one, copies
+// what it needs, releases it, then takes the other. Only the record's
+// methods (agent*.go) take stateMu, each alone, returning with it
+// released (TestOnlyTheRecordTakesItsLock holds every other file to
+// that). Neither is held across a log append (the commit takes stateMu to
+// fold the entry and the bus takes roster.mu, then the resumes lock, to
+// find a secret), a provider call, a wake or a call that may come back
+// into the record; the methods that take a callback (Room, WithReminder)
+// call it under stateMu and say so, and their callers only read or arm a
+// timer in it.
+//
+// Per agent there are seven mutexes, stateMu and six more: remMu
+// serialises firing and cancelling one agent's reminders and is held
+// across the append that records it; the owed end's flush lock is held
+// across writing an owed run end and its aftermath (the owed end itself
+// is an atomic); Ckpt.Mu serialises the checkpoint writes of one agent,
+// taking stateMu briefly (CheckpointState); Snap serialises the
+// session.json writes of one agent with its write lock and guards the
+// snapshot with a leaf lock of its own, which status reads under
+// stateMu; the resumes guard the secrets minted in the agent's runs and
+// the results a repeated resume shares with a leaf lock, taken under
+// stateMu when a turn's result hands the secret out (Suspended) and under
+// the bus's lock when the live run.waiting event shows it. The agent.log
+// cursors live under stateMu. c.resv holds its lock across a send's
+// check, which reads the recipient's inbox (Room). The leaves: the
+// claims' mutex (held across a claim request to the store), the USER
+// inbox's mutex, an attempt's door and call log, and the mutexes inside
+// tree, inbox, token, multiplexer, bus, launch, registry and stderrlog,
+// none of which calls back into the engine while holding its own. The
+// gone registry and the subscription index have no lock: roster.mu
+// guards them. The config in force is an atomic pointer.
 //
 // # Events written besides those fixed by the specification
 //
@@ -124,7 +210,7 @@
 // groups that still run before anything else. Socket requests that carry
 // a credential (daemon/rpc_agent.go) may only call a tool, as a call of the
 // agent's running turn: CallToolInTurn (agentauth.go) joins the attempt's
-// toolexec.Attempt, so it is logged, routed and replayed like the
+// toolAttempt, so it is logged, routed and replayed like the
 // provider's own calls.
 //
 // What agent processes write to stderr goes, through provider.Launch.Stderr,

@@ -68,9 +68,9 @@ func (c *Core) unreserve(id string) { c.resv.Release(id) }
 //
 // The reservations' mutex is held across Reserve, including its calls of the view,
 // landed and check functions the caller passes: those may take the
-// caller's locks (the engine's roster lock, an agent's a.mu, the USER inbox's
+// caller's locks (the engine's roster lock, the record's lock, the USER inbox's
 // lock), never the Set's (so the engine's lock order has reserve's lock
-// outside them: resv.mu -> roster.mu | a.mu | the inbox's lock).
+// outside them: resv.mu -> roster.mu | the record's lock | the inbox's lock).
 
 // reservations are the reserved messages by id. The zero value is empty and ready.
 type reservations struct {

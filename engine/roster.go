@@ -1,7 +1,18 @@
-// Package roster is the engine's table of agents: the agents it serves by
-// id, the terminated ones it remembers (package gone), the agent
+package engine
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/warren-dev/warren/engine/internal/placement"
+	fold "github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/tree"
+)
+
+// The roster is the engine's table of agents: the agents it serves by
+// id, the terminated ones it remembers (gone.go), the agent
 // directories recovery found quarantined, the subscriptions by target
-// (package subs), whether the engine is closed or recovering, and the
+// (subscriptions.go), whether the engine is closed or recovering, and the
 // tree's changes that must happen in one step with those (an agent
 // reserved while the engine is open, an agent leaving the tree and the
 // table together). It resolves an agent reference to an agent served
@@ -14,23 +25,13 @@
 // under it but the tree's, the gone registry's and the subscription
 // index's methods, and Close's stop function (the engine stops its
 // scheduler there, so the order is roster -> scheduler). An agent's
-// record lock (package agentrec) is never held with it: Parents reads the
+// record lock (the record, agent*.go) is never held with it: Parents reads the
 // parents' records after it has let go, and the record's terminating flag
 // (Terminating, SetTerminating) is the one field of a record written and
 // read under the roster's lock instead of the record's.
 //
 // The tree has a lock of its own and is read without the roster's; only
 // the changes listed above go through the roster.
-package engine
-
-import (
-	"errors"
-	"sync"
-
-	"github.com/warren-dev/warren/engine/internal/placement"
-	fold "github.com/warren-dev/warren/projection"
-	"github.com/warren-dev/warren/tree"
-)
 
 // roster is the engine's table of agents. Make one with newRoster.
 type roster struct {

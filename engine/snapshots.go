@@ -1,4 +1,15 @@
-// Package snapsave keeps each agent's session.json snapshot in memory and
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/session"
+)
+
+// The snapshots keep each agent's session.json snapshot in memory and
 // writes it behind the log (docs/DECISIONS.md). The log is the authority,
 // so the snapshot is written off the acknowledgement path: a per-agent
 // writer waits a delay after a change (the snapshotWriter's Delay, cut short when
@@ -14,7 +25,7 @@
 // has cut their delay short). A sessionSnap has two mutexes: a leaf guarding
 // the snapshot and the writer's flags, taken briefly and never across a
 // call out, so a sessionSnap may be read under the caller's locks (the engine
-// reads it under an agent's a.mu); and the write lock, held across one
+// reads it under the record's lock); and the write lock, held across one
 // write so that writes of one agent are serialised and an older snapshot
 // never lands after a newer one.
 //
@@ -25,20 +36,10 @@
 // gives the sessionSnap a loader (Defer), which runs once, under the leaf
 // lock, the first time the snapshot is read or changed, and the scrub
 // after recovery runs the loaders left (Load). The loader reads the file
-// and repairs it (package agentload); it takes no lock of the engine, so
+// and repairs it (load.go); it takes no lock of the engine, so
 // holding the leaf lock across it keeps the order above. Nothing writes
 // session.json before its loader ran: every write goes through this
 // sessionSnap, which loads first.
-package engine
-
-import (
-	"sync"
-	"time"
-
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/warren-dev/warren/session"
-)
 
 // sessionSnap is one agent's latest session.json, in memory. The zero value
 // holds none.

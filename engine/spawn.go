@@ -155,7 +155,7 @@ func (c *Core) reapply(a *agent, tool string, args map[string]any, rec *recorded
 }
 
 // The tools' side of spawning and completion (spawn_agent and complete,
-// through the engine's toolexec.Env): each names its agent by id, and an
+// through the tools): each names its agent by id, and an
 // agent that is gone is nothing to act on.
 
 // childOf is childSpec for the parent named parentID; a parent that is

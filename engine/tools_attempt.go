@@ -32,7 +32,7 @@ import (
 
 // runTools is the ToolCaller of one attempt of a turn: the calls
 // providers make (toolAttempt) and the door through which calls made with
-// the agent's credential join it (package extcall, agentauth.go).
+// the agent's credential join it (calldoor.go, agentauth.go).
 type runTools struct {
 	toolAttempt
 	Door callDoor

@@ -27,7 +27,7 @@ type agentSnapshot struct {
 	Wait      *WaitInfo
 	WaitSince time.Time
 	// Session is the agent's session.json snapshot as its status needs it
-	// (nil: none, or not needed: package agentrec passes it only for an
+	// (nil: none, or not needed: the record (agent*.go) passes it only for an
 	// open run). It is never changed: every change makes a new one.
 	Session *session.Session
 	// Facts are the latest run's facts from the log (Facts).

@@ -1,4 +1,12 @@
-// Package views builds what the engine's API shows of its agents: the
+package engine
+
+import (
+	"time"
+
+	"github.com/warren-dev/warren/provider"
+)
+
+// The views are what the engine's API shows of its agents: the
 // list and inspect views (agent.list, agent.inspect), the derived status
 // of SPEC 4, the pending waits (waits.list and the USER inbox's wait
 // notices), a run's wait as a turn's result shows it, and the terminated
@@ -15,15 +23,8 @@
 // # Locks
 //
 // None. Take and TakeSettings read a projection.State, which the caller
-// guards (the engine holds the agent's a.mu across the call); the
+// guards (the engine holds the record's lock across the call); the
 // agentSnapshot they return shares nothing with it that is changed later.
-package engine
-
-import (
-	"time"
-
-	"github.com/warren-dev/warren/provider"
-)
 
 // AgentView is one agent as agent.list and agent.inspect show it.
 type AgentView struct {
