@@ -240,6 +240,12 @@ func TestReadsForRecovery(t *testing.T) {
 	if a.NeedsBootstrap() {
 		t.Fatal("a child that took a turn needs a bootstrap turn")
 	}
+	b := newAgent("b1", &fakeLog{}, newProjection())
+	b.Log.(*fakeLog).a = b
+	logs(t, b, schema.AgentCreated, schema.AgentCreatedData{AgentID: "b1", Name: "made", ParentID: ptr("p1"), Provider: "prov", Model: "mod"})
+	if b.NeedsBootstrap() {
+		t.Fatal("a child the operator created (no bootstrap in agent.created) needs a bootstrap turn")
+	}
 	if a.CutSpawns(placement.Existing{}) != nil {
 		t.Fatal("cut spawns without any spawn")
 	}

@@ -52,7 +52,7 @@ func (a *agent) CutSpawns(existing placement.Existing) []fold.Spawn {
 func (a *agent) NeedsBootstrap() bool {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
-	return placement.NeedsBootstrap(a.p.ParentID, a.p.TurnNo, a.p.Run)
+	return placement.NeedsBootstrap(a.p.Bootstrap, a.p.TurnNo, a.p.Run)
 }
 
 // Prune drops sent envelopes that keep says are no longer needed, and

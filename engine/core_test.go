@@ -166,10 +166,16 @@ type toolFailure struct{ msg string }
 
 func (e *toolFailure) Error() string { return "tool error: " + e.msg }
 
+// A spawned child (its agent.created owes a bootstrap turn, as spawn_agent
+// creates it) whose bootstrap turn a crash cut off gets it at recovery.
+// (An operator-created child owes none: TestRestartStartsNoBootstrapForACreatedChild.)
 func TestChildCreatedBeforeCrashStillGetsItsBootstrapTurn(t *testing.T) {
 	h := newHarness(t, func(h *harness) { h.noWake = true })
 	root := h.create("root", "", "echo")
-	kid := h.create("kid", root, "echo")
+	kid, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "kid", ParentID: root, Provider: "inproc", Model: "echo", Bootstrap: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n := h.count(kid, "turn.start"); n != 0 {
 		t.Fatalf("turns before the crash = %d", n)
 	}

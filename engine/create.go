@@ -39,6 +39,10 @@ type CreateSpec struct {
 	// Cwd is the agent's working directory (absolute; the RPC edge checks
 	// it exists); "" means the daemon's.
 	Cwd string
+	// Bootstrap: a spawned child, which owes one bootstrap turn (recorded
+	// in agent.created, so that recovery knows it); false for an agent
+	// the operator creates.
+	Bootstrap bool
 }
 
 // CreateAgent creates an agent durably: its provider session, its log with
@@ -190,7 +194,7 @@ func createdRecords(id string, spec CreateSpec, handle string, now time.Time) []
 	return []eventlog.Record{
 		{Event: schema.AgentCreated, Data: schema.AgentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
 			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md,
-			CreatedAt: now.UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd}},
+			CreatedAt: now.UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd, Bootstrap: spec.Bootstrap}},
 		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: handle}},
 	}
 }

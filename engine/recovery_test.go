@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/schema"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,4 +256,26 @@ func (h *harness) keptAside(id string) [][]byte {
 		}
 	}
 	return out
+}
+
+// A child the operator creates owes no bootstrap turn, and no restart
+// starts one for it (issue 31, D10: every restart ran one on each such
+// child); a spawned child whose bootstrap a crash cut off still gets it.
+func TestRestartStartsNoBootstrapForACreatedChild(t *testing.T) {
+	h := newHarness(t)
+	root := h.create("root", "", "echo")
+	child := h.create("child", root, "echo")
+	h.quiet()
+	h.restart()
+	h.quiet()
+	h.crash(faultfs.ProcessCrash)
+	h.quiet()
+	if n := h.count(child, schema.TurnStart); n != 0 {
+		t.Fatalf("the operator-created child ran %d turns after a restart and a crash; want none", n)
+	}
+	for _, e := range h.entries(child) {
+		if e.Event == schema.AgentCreated && strings.Contains(string(e.Data), `"bootstrap"`) {
+			t.Fatalf("agent.created of an operator-created child says it owes a bootstrap turn: %s", e.Data)
+		}
+	}
 }

@@ -93,7 +93,7 @@ func childSpec(parentID string, in inherited, id string, v tools.SpawnAgent) Cre
 		model = v.Model
 	}
 	return CreateSpec{ID: id, Name: v.Name, ParentID: parentID, Instructions: v.Instructions,
-		Provider: prov, Model: model, Metadata: v.Metadata, Cwd: in.Cwd}
+		Provider: prov, Model: model, Metadata: v.Metadata, Cwd: in.Cwd, Bootstrap: true}
 }
 
 // redo redoes the lifecycle effects of a call of a that a re-run turn

@@ -58,7 +58,7 @@ func (p *State) foldAgentCreated(e eventlog.Entry) error {
 	if t := parseTime(d.CreatedAt); !t.IsZero() {
 		p.CreatedTS = t
 	}
-	p.ID, p.Name, p.Instructions, p.Cwd = d.AgentID, d.Name, d.Instructions, d.Cwd
+	p.ID, p.Name, p.Instructions, p.Cwd, p.Bootstrap = d.AgentID, d.Name, d.Instructions, d.Cwd, d.Bootstrap
 	if d.ParentID != nil {
 		p.ParentID = *d.ParentID
 	}

@@ -162,6 +162,8 @@ type State struct {
 	ParentID     string
 	Instructions string
 	Cwd          string // working directory ("" = the daemon's)
+	// Bootstrap: agent.created says it owes a bootstrap turn (spawned).
+	Bootstrap    bool   `json:",omitempty"`
 	Provider     string // preferred provider (last used)
 	Model        string
 	Metadata     map[string]string

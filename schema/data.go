@@ -19,6 +19,12 @@ type AgentCreatedData struct {
 	// scripts run there. Absent in logs written before it existed: the
 	// daemon's directory then applies.
 	Cwd string `json:"cwd,omitempty"`
+	// Bootstrap: the agent was spawned (spawn_agent) and owes one
+	// bootstrap turn, which recovery starts if a crash cut it off; an
+	// agent the operator created owes none (SPEC 6). Absent (false) in
+	// logs written before it existed: no restart starts a bootstrap turn
+	// on such an agent.
+	Bootstrap bool `json:"bootstrap,omitempty"`
 }
 
 type AgentTerminatedData struct {

@@ -15,7 +15,8 @@
 //
 //	event               log          data
 //	agent.created       new agent's  agent_id, name, parent_id (hex or null), instructions,
-//	                                 provider, model, metadata (object), cwd, created_at
+//	                                 provider, model, metadata (object), cwd, created_at,
+//	                                 bootstrap (true: spawned, owes one bootstrap turn)
 //	agent.terminated    own          agent_id
 //	agent.claimed       own          node, epoch, boot_id: a node of a cluster took the agent
 //	                                 over (store/jetstream); none in a local home

@@ -279,8 +279,9 @@ func Prune[T any](now []T, n int, kept []T) []T {
 	return append(kept, now[n:]...)
 }
 
-// NeedsBootstrap reports whether a child (it has a parent) never started
-// its bootstrap turn: no turn, no run.
-func NeedsBootstrap(parent string, turns int, run *projection.Run) bool {
-	return parent != "" && turns == 0 && run == nil
+// NeedsBootstrap reports whether a spawned child (its agent.created says
+// it owes a bootstrap turn) never started it: no turn, no run. A child
+// the operator created owes none (SPEC 6).
+func NeedsBootstrap(owed bool, turns int, run *projection.Run) bool {
+	return owed && turns == 0 && run == nil
 }

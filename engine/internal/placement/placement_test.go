@@ -178,18 +178,18 @@ func TestKeepSpawnsAndPrune(t *testing.T) {
 
 func TestNeedsBootstrap(t *testing.T) {
 	for _, tc := range []struct {
-		parent string
-		turns  int
-		run    *projection.Run
-		want   bool
+		owed  bool
+		turns int
+		run   *projection.Run
+		want  bool
 	}{
-		{"p", 0, nil, true},
-		{"", 0, nil, false},
-		{"p", 1, nil, false},
-		{"p", 0, &projection.Run{RunID: "r"}, false},
+		{true, 0, nil, true},
+		{false, 0, nil, false}, // a root, or a child the operator created
+		{true, 1, nil, false},
+		{true, 0, &projection.Run{RunID: "r"}, false},
 	} {
-		if got := NeedsBootstrap(tc.parent, tc.turns, tc.run); got != tc.want {
-			t.Errorf("NeedsBootstrap(%q, %d, %v) = %v, want %v", tc.parent, tc.turns, tc.run, got, tc.want)
+		if got := NeedsBootstrap(tc.owed, tc.turns, tc.run); got != tc.want {
+			t.Errorf("NeedsBootstrap(%v, %d, %v) = %v, want %v", tc.owed, tc.turns, tc.run, got, tc.want)
 		}
 	}
 }
