@@ -69,6 +69,9 @@ func (c *Core) enqueueWith(m inbox.Message, with ...eventlog.Record) (dup bool, 
 // holds its room until appendMessage.
 func (c *Core) checkSend(m inbox.Message) (skip bool, err error) {
 	if m.Recipient == tree.User {
+		if err := c.user.Damage(); err != nil {
+			return false, fmt.Errorf("the USER inbox cannot take messages: %v: %w", err, errNotFoundAgent)
+		}
 		if c.user.Has(m.ID) {
 			return true, nil
 		}

@@ -77,7 +77,7 @@ func (c *Core) Recover(ctx context.Context) (RecoveryReport, error) {
 	}
 	c.agents.SetRecovering(true) // wakes wait for the end
 	defer c.agents.SetRecovering(false)
-	if err := c.openUserInbox(); err != nil {
+	if err := c.openUserInbox(ctx); err != nil {
 		return rep, err
 	}
 	ids, err := c.agentIDs(ctx)

@@ -3,8 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/schema"
 	"os"
 	"path/filepath"
@@ -277,5 +279,48 @@ func TestRestartStartsNoBootstrapForACreatedChild(t *testing.T) {
 		if e.Event == schema.AgentCreated && strings.Contains(string(e.Data), `"bootstrap"`) {
 			t.Fatalf("agent.created of an operator-created child says it owes a bootstrap turn: %s", e.Data)
 		}
+	}
+}
+
+// A USER log damaged in the middle does not stop the daemon (issue 31,
+// D7): every agent is served; the USER inbox refuses messages and drains
+// with the cause and the repair; daemon status sees the damage.
+func TestDamagedUserInboxIsIsolated(t *testing.T) {
+	h := newHarness(t)
+	h.prov.Register("tell", func(_ context.Context, tr *inproc.Turn) (string, error) {
+		r, err := tr.Call("send_message", map[string]any{"recipient": "USER", "text": "done: " + tr.Prompt})
+		if err != nil {
+			return "", err
+		}
+		if e, ok := r["error"].(string); ok {
+			return "refused: " + e, nil
+		}
+		return "sent", nil
+	})
+	root := h.create("root", "", "tell")
+	if res := h.send(root, "one"); res.Response != "sent" {
+		t.Fatalf("first send: %+v", res)
+	}
+	h.stop()
+	path := "/home/user.jsonl"
+	data := h.read(path)
+	i := bytes.LastIndex(data[:len(data)-1], []byte("\n")) + 10 // inside the last line
+	data[i] ^= 0x01
+	h.rewrite(path, data)
+	h.start()
+
+	if err := h.c.UserInboxDegraded(); err == nil || !strings.Contains(err.Error(), "warren repair USER") {
+		t.Fatalf("UserInboxDegraded = %v, want the damage and the repair", err)
+	}
+	if _, err := h.c.DrainUserInbox(context.Background()); !errors.Is(err, ErrWrongState) || !strings.Contains(err.Error(), "warren repair USER") {
+		t.Fatalf("DrainUserInbox = %v, want a wrong-state error naming the repair", err)
+	}
+	res := h.send(root, "two")
+	if !strings.HasPrefix(res.Response, "refused: ") || !strings.Contains(res.Response, "USER inbox") {
+		t.Fatalf("a root's message to USER: %+v, want a tool error naming the USER inbox", res)
+	}
+	other := h.create("other", "", "echo")
+	if res := h.send(other, "hi"); res.Response != "echo: hi" {
+		t.Fatalf("an agent is not served normally beside a damaged USER inbox: %+v", res)
 	}
 }

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"context"
-
+	"errors"
 	"path/filepath"
 	"time"
 
@@ -15,17 +15,25 @@ import (
 
 // openUserInbox opens the operator's inbox (package userinbox) under this
 // Core's claim on it, standing by on a cluster store until it can (package
-// claims: Open).
-func (c *Core) openUserInbox() error {
+// claims: Open). A USER log damaged in the middle does not stop the
+// daemon (SPEC 9): the inbox is served damaged (userinbox.Damaged), it
+// refuses messages and drains with the cause and the repair, and
+// daemon.status shows it; every agent is served as usual.
+func (c *Core) openUserInbox(ctx context.Context) error {
 	sb := claims.Standby{Clustered: c.clustered(), Limit: claimTimeout, Every: c.opts.TakeoverEvery, Clock: c.opts.Clock,
 		Pause: func() error { return c.opts.Sleep(c.ctx, time.Second) }}
 	return c.claims.Open(store.UserID, sb, func(lease store.Lease) error {
-		u, err := userinbox.Open(c.st, userinbox.Options{Lease: lease, Totals: &c.pending, Logger: c.log,
+		u, err := userinbox.Open(ctx, c.st, userinbox.Options{Lease: lease, Totals: &c.pending, Logger: c.log,
 			Cluster: c.clustered(),
 			Path:    filepath.Join(c.opts.Home, "user.jsonl"),
 			Publish: func(es []eventlog.Entry) { c.bus.Publish("USER", es) }})
 		if err == nil {
 			c.user = u
+		}
+		if errors.Is(err, userinbox.ErrDamaged) && !c.clustered() {
+			c.log.Error("the USER inbox's log is damaged; the daemon serves every agent and refuses USER's messages until it is repaired", "err", err)
+			c.user = userinbox.Damaged(err)
+			return nil
 		}
 		return err
 	})
@@ -41,6 +49,9 @@ type UserMessage = userinbox.Message
 // inbox, oldest first: all of them, or as many as one reply carries (at
 // most maxDrain, about pageBytes of text); the rest stay for the next call.
 func (c *Core) DrainUserInbox(ctx context.Context) ([]UserMessage, error) {
+	if err := c.user.Damage(); err != nil {
+		return nil, failf(ErrWrongState, "%w", err)
+	}
 	return c.user.Drain(maxDrain, pageBytes, c.filler(ctx), c.displayName)
 }
 

@@ -5,6 +5,12 @@
 // message id. The engine decides what goes in (routing, limits) and shows
 // what comes out (inbox.list); this package keeps the queue and its log.
 //
+// A USER log damaged in the middle (not a torn tail) does not stop the
+// daemon (SPEC 9): Open reports it wrapping ErrDamaged, and the owner
+// serves a Damaged inbox instead, which holds nothing and refuses every
+// write and every drain with the cause and the repair (`warren repair
+// USER` keeps a copy and cuts it).
+//
 // Locks: Inbox.mu guards the queue and the ids seen; it is a leaf, never
 // held across a log append (the append's commit folds the entry, taking
 // it).
@@ -13,6 +19,7 @@ package userinbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,12 +33,19 @@ import (
 	"github.com/warren-dev/warren/store"
 )
 
+// ErrDamaged marks a USER log that cannot be read back (damaged in the
+// middle): a repair is needed, nothing was lost by the daemon.
+var ErrDamaged = errors.New("the USER inbox's log is damaged")
+
 // Inbox is the USER inbox. Safe for concurrent use.
 type Inbox struct {
-	log   store.Log
-	mu    sync.Mutex
-	queue *inbox.Queue
-	seen  map[string]struct{}
+	// damage, when set, is why the inbox is not served (Damaged): its
+	// log is not open.
+	damage error
+	log    store.Log
+	mu     sync.Mutex
+	queue  *inbox.Queue
+	seen   map[string]struct{}
 }
 
 // Options are what Open needs from its owner.
@@ -50,11 +64,13 @@ type Options struct {
 	Cluster bool
 }
 
-// Open opens (creating) the USER log of st and folds it.
-func Open(st store.Store, opts Options) (*Inbox, error) {
+// Open opens (creating) the USER log of st and folds it. A log damaged in
+// the middle, or holding an entry that cannot be folded, is an error
+// wrapping ErrDamaged (and eventlog.ErrCorrupt when the log said so).
+func Open(ctx context.Context, st store.Store, opts Options) (*Inbox, error) {
 	u := &Inbox{queue: inbox.NewQueue(0), seen: map[string]struct{}{}}
 	var foldErr error
-	lg, err := st.UserLog(context.Background(), store.LogOptions{Lease: opts.Lease,
+	lg, err := st.UserLog(ctx, store.LogOptions{Lease: opts.Lease,
 		Replay: func(e eventlog.Entry) error {
 			if foldErr == nil {
 				foldErr = u.apply(e)
@@ -70,19 +86,32 @@ func Open(st store.Store, opts Options) (*Inbox, error) {
 			opts.Publish(es)
 		}})
 	if err != nil {
+		if errors.Is(err, eventlog.ErrCorrupt) {
+			err = fmt.Errorf("%w: %w", ErrDamaged, err)
+		}
 		if opts.Cluster {
 			return nil, fmt.Errorf("opening the USER inbox: %w", err)
 		}
-		return nil, fmt.Errorf("opening the USER inbox: %w; if it is damaged, `warren repair USER` keeps a copy and cuts it", err)
+		return nil, fmt.Errorf("opening the USER inbox: %w; with the daemon stopped, `warren repair USER` keeps a copy and cuts it", err)
 	}
 	if foldErr != nil {
 		_ = lg.Close()
-		return nil, fmt.Errorf("%s: %w", opts.Path, foldErr)
+		return nil, fmt.Errorf("%w: %s: %w; with the daemon stopped, `warren repair USER` keeps a copy and cuts it", ErrDamaged, opts.Path, foldErr)
 	}
 	u.log = lg
 	u.queue.Attach(opts.Totals)
 	return u, nil
 }
+
+// Damaged is the inbox served in place of a USER log that cannot be read
+// (cause wraps ErrDamaged): it holds nothing, and every write and drain
+// is refused with cause.
+func Damaged(cause error) *Inbox {
+	return &Inbox{damage: cause, queue: inbox.NewQueue(0), seen: map[string]struct{}{}}
+}
+
+// Damage is why the inbox is not served (nil when it is).
+func (u *Inbox) Damage() error { return u.damage }
 
 // Has reports whether message id was ever enqueued (enqueue-once).
 func (u *Inbox) Has(id string) bool {
@@ -123,6 +152,9 @@ func (u *Inbox) PeekFirst(n int, b int64) []inbox.Message {
 
 // Deliver logs message.delivered for msgs, in one write.
 func (u *Inbox) Deliver(msgs []inbox.Message) error {
+	if u.damage != nil {
+		return u.damage
+	}
 	recs := make([]eventlog.Record, len(msgs))
 	for i, m := range msgs {
 		recs[i] = eventlog.Record{Event: schema.MessageDelivered, Data: schema.MessageDeliveredData{MessageID: m.ID}}
@@ -149,6 +181,9 @@ type Fill func(owner string, msgs []inbox.Message) ([]inbox.Message, error)
 // as one reply carries: at most n and, beyond the first, about b payload
 // bytes; the rest stay for the next call. name names each sender.
 func (u *Inbox) Drain(n int, b int64, fill Fill, name func(id string) string) ([]Message, error) {
+	if u.damage != nil {
+		return nil, u.damage
+	}
 	msgs := u.PeekFirst(n, b)
 	if len(msgs) == 0 {
 		return []Message{}, nil
@@ -178,14 +213,28 @@ func (u *Inbox) Pending(fill Fill) []inbox.Message {
 }
 
 // Degraded says why the USER log refuses appends (nil when it accepts
-// them).
-func (u *Inbox) Degraded() error { return u.log.Degraded() }
+// them): its damage, or its log's refusal.
+func (u *Inbox) Degraded() error {
+	if u.damage != nil {
+		return u.damage
+	}
+	return u.log.Degraded()
+}
 
 // Close closes the log.
-func (u *Inbox) Close() error { return u.log.Close() }
+func (u *Inbox) Close() error {
+	if u.log == nil {
+		return nil
+	}
+	return u.log.Close()
+}
 
 // Abandon drops the log without touching the disk (simulated crashes).
-func (u *Inbox) Abandon() { u.log.Abandon() }
+func (u *Inbox) Abandon() {
+	if u.log != nil {
+		u.log.Abandon()
+	}
+}
 
 func (u *Inbox) apply(e eventlog.Entry) error {
 	u.mu.Lock()
@@ -213,6 +262,9 @@ func (u *Inbox) apply(e eventlog.Entry) error {
 
 // Enqueue logs message.enqueued for m, unless it was enqueued before.
 func (u *Inbox) Enqueue(m inbox.Message) error {
+	if u.damage != nil {
+		return u.damage
+	}
 	u.mu.Lock()
 	_, dup := u.seen[m.ID]
 	u.mu.Unlock()

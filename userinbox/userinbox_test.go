@@ -22,7 +22,7 @@ func open(t *testing.T, fsys faultfs.FS, published *int) (*Inbox, *inbox.Totals)
 		t.Fatal(err)
 	}
 	var totals inbox.Totals
-	u, err := Open(st, Options{Lease: lease, Totals: &totals, Logger: hclog.NewNullLogger(), Path: "/home/user.jsonl",
+	u, err := Open(context.Background(), st, Options{Lease: lease, Totals: &totals, Logger: hclog.NewNullLogger(), Path: "/home/user.jsonl",
 		Publish: func(es []eventlog.Entry) { *published += len(es) }})
 	if err != nil {
 		t.Fatal(err)
