@@ -179,8 +179,9 @@ func TestEmptiedParentWithoutSnapshotIsNotAnOrphan(t *testing.T) {
 }
 
 // The USER inbox's log gets the same treatment: a link at user.jsonl is
-// refused, naming it, and damage a crash cannot leave stops the start with
-// the file untouched (`warren repair USER`).
+// refused, naming it, and damage a crash cannot leave is reported with the
+// file untouched (`warren repair USER`); the daemon starts and serves its
+// agents beside the damaged inbox (SPEC 9).
 func TestTamperedUserInboxIsNeverDestroyed(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -224,8 +225,11 @@ func TestTamperedUserInboxIsNeverDestroyed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Recover(context.Background()); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
-				t.Fatalf("Recover = %v, want %v naming %s", err, tc.want, path)
+			if _, err := c.Recover(context.Background()); err != nil {
+				t.Fatalf("Recover = %v; want the daemon to start beside the damaged USER inbox", err)
+			}
+			if err := c.UserInboxDegraded(); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("UserInboxDegraded = %v, want %v naming %s", err, tc.want, path)
 			}
 			_ = c.Close(context.Background())
 			if after := dirState(t, m, "/home"); !sameState(before, after) {

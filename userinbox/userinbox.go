@@ -27,6 +27,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -86,7 +87,7 @@ func Open(ctx context.Context, st store.Store, opts Options) (*Inbox, error) {
 			opts.Publish(es)
 		}})
 	if err != nil {
-		if errors.Is(err, eventlog.ErrCorrupt) {
+		if errors.Is(err, eventlog.ErrCorrupt) || errors.Is(err, faultfs.ErrSymlink) {
 			err = fmt.Errorf("%w: %w", ErrDamaged, err)
 		}
 		if opts.Cluster {
