@@ -62,6 +62,9 @@ type harness struct {
 	clockSleep bool
 	// store, if set, makes CoreOptions.Store (on the harness's filesystem).
 	store func(faultfs.FS) store.Store
+	// logger, if set, is CoreOptions.Logger (to read what the core logs);
+	// nil: a null logger.
+	logger hclog.Logger
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
@@ -107,13 +110,17 @@ func (h *harness) start() {
 	if h.store != nil {
 		st = h.store(fsys)
 	}
+	logger := h.logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
 	c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 		Store:           st,
 		Clock:           clock,
 		CheckpointEvery: h.ckptEvery,
 		FS:              fsys, Home: "/home", Providers: provs,
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
-		Logger: hclog.NewNullLogger(), SessionSaveDelay: h.saveDelay,
+		Logger: logger, SessionSaveDelay: h.saveDelay,
 		Sleep:          h.sleep(),
 		Jitter:         func() float64 { return 0.5 },
 		LogHealBackoff: h.healBackoff,

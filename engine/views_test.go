@@ -35,7 +35,7 @@ func approveThen(timeout int) inproc.Program {
 
 // holding registers model on h's inproc provider: a turn on it signals
 // started, then waits for release (or its context).
-func holding(h *harness, model string) (started chan *inproc.Turn, release chan struct{}) {
+func holdingTurn(h *harness, model string) (started chan *inproc.Turn, release chan struct{}) {
 	started, release = make(chan *inproc.Turn), make(chan struct{})
 	h.prov.Register(model, inproc.Signal(started, inproc.Block(release, inproc.Echo)))
 	return started, release
@@ -43,7 +43,7 @@ func holding(h *harness, model string) (started chan *inproc.Turn, release chan 
 
 func TestListerListsInOrderWithPathsAndStatus(t *testing.T) {
 	h := newHarness(t, func(h *harness) { h.noWake = true })
-	started, release := holding(h, "hold")
+	started, release := holdingTurn(h, "hold")
 	h.prov.Register("approver", approveThen(3600))
 	root := h.create("lead", "", "hold")
 	solo := h.create("solo", "", "echo")
