@@ -1,0 +1,1339 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/checkpoint"
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/quarantine"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/local"
+	"github.com/warren-dev/warren/token"
+	"github.com/warren-dev/warren/tree"
+)
+
+// The steps of a recovery (recovery.go, takeover.go), ported from the tests
+// of engine/internal/recoverrun, which drove them through a recording fake
+// host. Here they run on the real engine: a harness's Core on its crashable
+// in-memory files, or a Core that has not recovered (stepCore) on which a
+// test runs one step. Where the old tests checked the order of the host's
+// calls, these check what the steps leave: the report, agent.list, the
+// tree, the logs, the tokens, the quarantine, the checkpoints.
+
+// down kills the daemon as crash does (the filesystem crashes with mode,
+// the core is abandoned) without starting another: the test changes the
+// files, then starts one (h.start, or a stepCore).
+func (h *harness) down(mode faultfs.RebootMode) {
+	h.t.Helper()
+	h.fs.Crash()
+	h.c.Abandon()
+	h.fs.Reboot(faultfs.RebootOptions{Mode: mode})
+}
+
+// stepCore returns a Core on h's files that has not recovered: a test runs
+// recovery's steps on it one at a time, or Recover with options of its own.
+// What o leaves zero is the harness's (provider, config, clock, sleep,
+// store, checkpoints, NoWake). It is closed when the test ends.
+func (h *harness) stepCore(o CoreOptions) *Core {
+	h.t.Helper()
+	var fsys faultfs.FS = h.fs
+	if h.wrapFS != nil {
+		fsys = h.wrapFS(h.fs)
+	}
+	o.FS, o.Home = fsys, "/home"
+	if o.Providers == nil {
+		o.Providers = map[string]provider.Provider{"inproc": h.prov}
+	}
+	if o.DefaultModel == "" {
+		o.DefaultModel = "echo"
+	}
+	if o.Config.Pools == nil {
+		o.Config = h.cfg
+	}
+	o.NoWake = o.NoWake || h.noWake
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Sleep == nil {
+		o.Sleep = h.sleep()
+	}
+	if o.Jitter == nil {
+		o.Jitter = func() float64 { return 0.5 }
+	}
+	if o.Clock == nil && h.clock != nil {
+		o.Clock = h.clock
+	}
+	if o.Store == nil && h.store != nil {
+		o.Store = h.store(fsys)
+	}
+	if o.CheckpointEvery == 0 {
+		o.CheckpointEvery = h.ckptEvery
+	}
+	if o.SessionSaveDelay == 0 {
+		o.SessionSaveDelay = h.saveDelay
+	}
+	c, err := NewCore(context.Background(), withDefaults(o))
+	if err != nil {
+		h.t.Fatalf("NewCore: %v", err)
+	}
+	h.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	return c
+}
+
+// logBuffer collects a Core's log lines (hclog writes from many goroutines).
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// viewOf is agent id's line of agent.list (false: not listed).
+func viewOf(c *Core, id string) (AgentView, bool) {
+	for _, v := range c.List() {
+		if v.ID == id {
+			return v, true
+		}
+	}
+	return AgentView{}, false
+}
+
+// orphanID and unknownID name directories that no agent.created names
+// (32 hex characters, as agent ids are).
+var (
+	orphanID  = strings.Repeat("e1", 16)
+	unknownID = strings.Repeat("e2", 16)
+)
+
+// TestRecoverStepsInOrder: a recovery of a home holding every kind of agent
+// directory settles each kind as it should, and reports it: a resumed root
+// with messages pending and subscriptions, a child whose open run a kill
+// cut (marked interrupted once), a damaged log without a name (listed
+// corrupt under its id), a terminated agent whose notice a crash kept back
+// (delivered), an empty directory (removed), a directory without
+// agent.created that holds files (quarantined), and a child whose parent
+// is gone (terminated). On a cluster store, the agents another daemon
+// holds are left to it and the spawns that created them are not redone.
+func TestRecoverStepsInOrder(t *testing.T) {
+	t.Run("local store", func(t *testing.T) {
+		h := newHarness(t, withFakeClock, func(h *harness) { h.noWake = true })
+		<-h.c.scrubbed // the first start's scrub writes no checkpoint of the agents below
+		started := make(chan *inproc.Turn, 1)
+		h.prov.Register("hold", inproc.Signal(started, inproc.Block(make(chan struct{}), inproc.Echo)))
+		root := h.create("root", "", "echo")
+		child := h.create("child", root, "hold")
+		damaged := h.create("damaged", root, "echo")
+		gone := h.create("gone", root, "echo")
+		lost := h.create("lost", "", "echo")
+		lostKid := h.create("lostkid", lost, "echo")
+		h.send(damaged, "one")
+		h.tool(root, "subscribe", map[string]any{"agent_name": "child", "transition": "busy->idle"})
+		h.tool(root, "subscribe", map[string]any{"agent_name": "damaged", "transition": "idle->busy"})
+		goneSub := h.tool(root, "subscribe", map[string]any{"agent_name": "gone", "transition": "*->terminated"})["subscription_id"].(string)
+		for i := range 2 {
+			h.tool(child, "send_message", map[string]any{"recipient": "root", "text": fmt.Sprint("m", i)})
+		}
+		ra := mustAgent(t, h.c, root)
+		h.c.ckpts.Write(ra, 1)
+		if ra.Ckpt.Seq.Load() == 0 {
+			t.Fatal("no checkpoint written for the root")
+		}
+		if err := h.c.Terminate(gone); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = h.c.Send(context.Background(), child, "work", "", "", nil) }()
+		<-started
+		h.down(faultfs.ProcessCrash)
+
+		// The crash came before gone's notice reached root's log: cut it
+		// (root's last line) and what follows, and the pending file (the
+		// log's write-ahead copy of its last write) with it.
+		path := h.c.logPath(root)
+		lines := bytes.SplitAfter(h.read(path), []byte("\n"))
+		cut := -1
+		for i, l := range lines {
+			if bytes.Contains(l, []byte(schema.MessageEnqueued)) && bytes.Contains(l, []byte(goneSub)) {
+				cut = i
+				break
+			}
+		}
+		if cut < 0 {
+			t.Fatalf("no notice of gone's termination in root's log")
+		}
+		h.rewrite(path, bytes.Join(lines[:cut], nil))
+		if err := h.fs.Remove(filepath.Join(h.c.agentDir(root), "events.pending")); err != nil {
+			t.Fatal(err)
+		}
+		// damaged's first line (its agent.created) damaged: no name.
+		dpath := h.c.logPath(damaged)
+		data := h.read(dpath)
+		h.rewrite(dpath, flip(data, bytes.Index(data, []byte(`"damaged"`))+2, 1))
+		// lost's directory is gone (a hand-deleted directory).
+		ents, _ := h.fs.ReadDir(h.c.agentDir(lost))
+		for _, e := range ents {
+			if err := h.fs.Remove(filepath.Join(h.c.agentDir(lost), e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := h.fs.Remove(h.c.agentDir(lost)); err != nil {
+			t.Fatal(err)
+		}
+		// An empty directory, and one with files but no agent.created.
+		if err := h.fs.MkdirAll("/home/agents/"+orphanID, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.fs.MkdirAll("/home/agents/"+unknownID, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		h.rewrite("/home/agents/"+unknownID+"/events.jsonl", []byte("x"))
+		h.rewrite("/home/agents/"+unknownID+"/session.json", []byte("{}"))
+
+		var logs logBuffer
+		c := h.stepCore(CoreOptions{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+		rep, err := c.Recover(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.c, h.report = c, rep
+
+		want := RecoveryReport{Agents: 2, Terminated: 2, Orphans: 1, Corrupt: 1, Interrupted: 1, Pending: 3, Quarantined: 1, Resumed: 1}
+		if rep != want {
+			t.Errorf("report %+v, want %+v", rep, want)
+		}
+		if line := "recovery finished: agents=2 terminated=2 orphans=1 corrupt=1 quarantined=1 interrupted=1 pending=3 from_checkpoints=1"; !strings.Contains(logs.String(), line) {
+			t.Errorf("log lacks %q:\n%s", line, logs.String())
+		}
+		if c.agents.WakesHeld() {
+			t.Error("wakes are still held after the recovery")
+		}
+		// The tree: root and child placed; damaged listed corrupt under its
+		// id; gone and lostkid remembered as terminated, not listed.
+		if p := c.tree.Children(root); len(p) != 1 || p[0] != child {
+			t.Errorf("root's children in the tree %v, want [child]", p)
+		}
+		if v, ok := viewOf(c, damaged); !ok || v.Status != "corrupt" || v.Name != damaged {
+			t.Errorf("damaged listed as %+v (%v), want corrupt under its id", v, ok)
+		}
+		for _, id := range []string{gone, lostKid} {
+			if _, ok := c.agent(id); ok || !c.agents.Known(id) {
+				t.Errorf("terminated agent %s: listed %v, known %v; want known as terminated, not listed", id, ok, c.agents.Known(id))
+			}
+		}
+		if n := h.count(child, schema.RunInterrupted); n != 1 {
+			t.Errorf("child's log holds %d run.interrupted, want 1", n)
+		}
+		if s := h.statusOf(child); s != "interrupted_startup" {
+			t.Errorf("child's status %s, want interrupted_startup", s)
+		}
+		if n := h.count(lostKid, schema.AgentTerminated); n != 1 {
+			t.Errorf("the orphan child's log holds %d agent.terminated, want 1", n)
+		}
+		// Only the placed agents' logs (and the USER inbox's) stay open:
+		// those of gone, of lostkid and of the uncreated directory are closed.
+		if n := c.OpenLogs(); n != 3 {
+			t.Errorf("%d logs hold handles, want 3 (root, child, USER)", n)
+		}
+		// Subscriptions to live agents are indexed, not those to an agent
+		// listed corrupt.
+		if w := c.agents.Watchers(child); len(w) != 1 || w[0].Subscriber != root {
+			t.Errorf("watchers of child %+v, want root's subscription", w)
+		}
+		if w := c.agents.Watchers(damaged); len(w) != 0 {
+			t.Errorf("watchers of the corrupt agent %+v, want none", w)
+		}
+		// The notice gone's termination owed root is delivered again.
+		notices := func() int {
+			n := 0
+			for _, e := range h.entries(root) {
+				if e.Event == schema.MessageEnqueued && bytes.Contains(e.Data, []byte(goneSub)) {
+					n++
+				}
+			}
+			return n
+		}
+		if n := notices(); n != 1 {
+			t.Errorf("root's log holds %d notices of gone's termination, want 1", n)
+		}
+		if n := pendingLen(mustAgent(t, c, root)); n != 3 {
+			t.Errorf("root has %d messages pending, want 3 (two messages and the notice)", n)
+		}
+		// The directories: the orphan removed, the unknown one quarantined.
+		if ok, _ := faultfs.Exists(h.fs, "/home/agents/"+orphanID); ok {
+			t.Error("the empty directory is still in agents/")
+		}
+		if ok, _ := faultfs.Exists(h.fs, "/home/agents/"+unknownID); ok {
+			t.Error("the unknown directory is still in agents/")
+		}
+		q := filepath.Join("/home", quarantine.Dir, unknownID+"-"+quarantine.Stamp(clockStart))
+		if st := dirState(t, h.fs, q); st["session.json"] != "{}" {
+			t.Errorf("quarantined %s holds %q, want the directory's files", q, st)
+		}
+		if c.Quarantined() != 1 || c.agents.QuarantinedAs(unknownID) != q {
+			t.Errorf("quarantine index: %d, %q; want 1, %s", c.Quarantined(), c.agents.QuarantinedAs(unknownID), q)
+		}
+		<-c.scrubbed
+
+		// A restart changes nothing of it.
+		h.restart()
+		if n := h.count(child, schema.RunInterrupted); n != 1 {
+			t.Errorf("after a restart child's log holds %d run.interrupted, want 1", n)
+		}
+		if n := h.count(lostKid, schema.AgentTerminated); n != 1 {
+			t.Errorf("after a restart the orphan child's log holds %d agent.terminated, want 1", n)
+		}
+		if n := notices(); n != 1 {
+			t.Errorf("after a restart root's log holds %d notices of gone's termination, want 1", n)
+		}
+	})
+
+	t.Run("cluster store", func(t *testing.T) {
+		lt := newLeaseTeam(t)
+		lt.owned = map[string]bool{lt.lead: true, lt.helper: true}
+		lt.h.down(faultfs.PowerLoss)
+		lt.h.start()
+		h, st := lt.h, lt.st
+		if want := (RecoveryReport{Agents: 2}); h.report != want {
+			t.Errorf("report %+v, want %+v (boss and other)", h.report, want)
+		}
+		for _, id := range []string{lt.lead, lt.helper} {
+			if _, ok := h.c.agent(id); ok {
+				t.Errorf("%s, held by another daemon, is listed", id)
+			}
+			if n := st.opensOf(id); n != 0 {
+				t.Errorf("%s, held by another daemon, was opened %d times", id, n)
+			}
+		}
+		// boss's spawn of lead is not redone: lead exists (another daemon
+		// runs it), so nothing claims it again after the claim refused.
+		if n := st.ownsOf(lt.lead); n != 1 {
+			t.Errorf("lead was claimed %d times, want once (boss's spawn of it must not be redone)", n)
+		}
+		if n := h.count(lt.lead, schema.AgentCreated); n != 1 {
+			t.Errorf("lead's log holds %d agent.created, want 1", n)
+		}
+	})
+}
+
+// TestRecoverFailsBeforeAgents: a failure to prepare the home or to open
+// the operator's inbox ends the recovery with that error before any agent
+// is read, with wakes let go again.
+func TestRecoverFailsBeforeAgents(t *testing.T) {
+	t.Run("prepare", func(t *testing.T) {
+		h := newHarness(t, func(h *harness) { h.noWake = true })
+		id := h.create("a", "", "echo")
+		h.stop()
+		user := h.read("/home/user.jsonl")
+		h.fs.Inject(faultfs.Rule{Kind: faultfs.OpSyncDir, Path: "/home", Err: syscall.EIO})
+		c := h.stepCore(CoreOptions{})
+		_, err := c.Recover(context.Background())
+		if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "syncing /home") {
+			t.Fatalf("Recover = %v, want the failed sync of the home", err)
+		}
+		if _, ok := c.agent(id); ok || c.user != nil {
+			t.Fatalf("after a failed preparation: agent listed %v, USER inbox opened %v; want neither", ok, c.user != nil)
+		}
+		if got := h.read("/home/user.jsonl"); !bytes.Equal(got, user) {
+			t.Fatal("the USER inbox's log changed")
+		}
+		if c.agents.WakesHeld() {
+			t.Fatal("wakes are held after the failed recovery")
+		}
+	})
+	t.Run("inbox", func(t *testing.T) {
+		h := newHarness(t, func(h *harness) { h.noWake = true })
+		id := h.create("a", "", "echo")
+		h.tool(id, "send_message", map[string]any{"recipient": "USER", "text": "hi"})
+		h.stop()
+		log := h.read("/home/user.jsonl")
+		h.rewrite("/home/user.jsonl", bytes.ReplaceAll(log, []byte("\n"), []byte("\r\n")))
+		c := h.stepCore(CoreOptions{})
+		_, err := c.Recover(context.Background())
+		if !errors.Is(err, eventlog.ErrCorrupt) {
+			t.Fatalf("Recover = %v, want the USER inbox's damage", err)
+		}
+		if _, ok := c.agent(id); ok {
+			t.Fatal("an agent was read after the USER inbox failed to open")
+		}
+		if c.agents.WakesHeld() {
+			t.Fatal("wakes are still held after the failed recovery")
+		}
+	})
+}
+
+// writeUncreatedLog writes, in directory id of agents/, a log of n
+// entries none of which is agent.created (what no creation leaves: its
+// first entry is agent.created).
+func writeUncreatedLog(t *testing.T, fsys faultfs.FS, id string, n int) {
+	t.Helper()
+	lg, err := eventlog.Open(fsys, "/home/agents/"+id+"/events.jsonl", eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := lg.Append(schema.MetadataUpdated, map[string]any{"key": "k", "value": fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lg.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSettleUncreated: a directory without agent.created is removed only
+// when it provably holds nothing acknowledged; otherwise it is
+// quarantined, or listed corrupt where it is when it cannot be moved or is
+// a cluster store's log. Its log is closed either way.
+func TestSettleUncreated(t *testing.T) {
+	stamp := quarantine.Stamp(clockStart)
+	// mkOrphan makes directory orphanID in agents/.
+	mkOrphan := func(t *testing.T, h *harness) string {
+		if err := h.fs.MkdirAll("/home/agents/"+orphanID, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return orphanID
+	}
+	for _, tc := range []struct {
+		name    string
+		cluster bool
+		// setup makes the directory (the daemon is down) and returns its
+		// id and that of a child its id is the parent of ("" for none).
+		setup     func(t *testing.T, h *harness) (id, child string)
+		want      RecoveryReport
+		stays     bool   // the directory is still in agents/
+		corrupted string // the start of the cause the directory is listed with
+		childErr  string // the cause its child is listed with ({dir}: the directory's id)
+	}{{
+		name:  "empty directory: an orphan, removed",
+		setup: func(t *testing.T, h *harness) (string, string) { return mkOrphan(t, h), "" },
+		want:  RecoveryReport{Orphans: 1},
+	}, {
+		name: "empty events.jsonl alone: an orphan",
+		setup: func(t *testing.T, h *harness) (string, string) {
+			id := mkOrphan(t, h)
+			h.rewrite("/home/agents/"+id+"/events.jsonl", nil)
+			return id, ""
+		},
+		want: RecoveryReport{Orphans: 1},
+	}, {
+		name: "entries without agent.created: quarantined",
+		setup: func(t *testing.T, h *harness) (string, string) {
+			id := mkOrphan(t, h)
+			writeUncreatedLog(t, h.fs, id, 3)
+			return id, ""
+		},
+		want: RecoveryReport{Quarantined: 1},
+	}, {
+		name: "named as a parent: quarantined, its child listed",
+		setup: func(t *testing.T, h *harness) (string, string) {
+			// The parent's directory is emptied: nothing in it would make it
+			// an orphan, but its child's agent.created names it.
+			h.start()
+			parent := h.create("parent", "", "echo")
+			kid := h.create("kid", parent, "echo")
+			h.stop()
+			dir := h.c.agentDir(parent)
+			ents, err := h.fs.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if err := h.fs.Remove(filepath.Join(dir, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return parent, kid
+		},
+		want: RecoveryReport{Quarantined: 1, Corrupt: 1, Resumed: 1}, // the child, from its checkpoint
+		childErr: "its parent {dir} is in quarantine (/home/quarantine/{dir}-" + stamp +
+			"): restore that directory to /home/agents/{dir} and restart the daemon, or remove it",
+	}, {
+		name:    "cluster store: listed corrupt, nothing moved",
+		cluster: true,
+		setup: func(t *testing.T, h *harness) (string, string) {
+			id := mkOrphan(t, h)
+			writeUncreatedLog(t, h.fs, id, 3)
+			return id, ""
+		},
+		want: RecoveryReport{Corrupt: 1}, stays: true,
+		corrupted: "its log in the cluster store holds no agent.created (events.jsonl holds 3 entries but no agent.created); it is not quarantined (see `warren export`)",
+	}, {
+		name: "the move fails: listed corrupt where it is",
+		setup: func(t *testing.T, h *harness) (string, string) {
+			id := mkOrphan(t, h)
+			h.rewrite("/home/agents/"+id+"/events.jsonl", nil)
+			h.rewrite("/home/agents/"+id+"/session.json", []byte("{}"))
+			h.fs.Inject(faultfs.Rule{Kind: faultfs.OpRename, Path: "/agents/" + id, Err: syscall.EIO})
+			return id, ""
+		},
+		want: RecoveryReport{Corrupt: 1}, stays: true,
+		corrupted: "/home/agents/" + orphanID + ": no agent.created in events.jsonl, but it holds [session.json]; moving it to /home/quarantine failed: ",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, withFakeClock, func(h *harness) {
+				h.noWake = true
+				if tc.cluster {
+					h.store = func(fsys faultfs.FS) store.Store { return newLeaseStore(fsys, h.clock.Now, nil) }
+				}
+			})
+			h.stop()
+			id, child := tc.setup(t, h)
+			dir := "/home/agents/" + id
+			h.start()
+			if h.report != tc.want {
+				t.Errorf("report %+v, want %+v", h.report, tc.want)
+			}
+			if ok, _ := faultfs.Exists(h.fs, dir); ok != tc.stays {
+				t.Errorf("directory in agents/: %v, want %v", ok, tc.stays)
+			}
+			v, listed := viewOf(h.c, id)
+			if tc.corrupted == "" && listed {
+				t.Errorf("the directory is listed: %+v", v)
+			}
+			if tc.corrupted != "" {
+				var cause error
+				if a, ok := h.c.agent(id); ok {
+					cause = a.Corrupt()
+				}
+				if !listed || v.Status != "corrupt" || v.Name != id || cause == nil || !strings.HasPrefix(cause.Error(), tc.corrupted) {
+					t.Errorf("listed %v as %+v (cause %v); want corrupt under its id with a cause starting %q", listed, v, cause, tc.corrupted)
+				}
+			}
+			if tc.want.Quarantined == 1 {
+				q := "/home/quarantine/" + id + "-" + stamp
+				if ok, _ := faultfs.Exists(h.fs, q); !ok || h.c.Quarantined() != 1 {
+					t.Errorf("%s exists: %v; quarantine count %d; want it there, counted", q, ok, h.c.Quarantined())
+				}
+			} else if ents, _ := h.fs.ReadDir("/home/" + quarantine.Dir); len(ents) != 0 {
+				t.Errorf("the quarantine holds %v, want nothing", ents)
+			}
+			if child != "" {
+				want := strings.ReplaceAll(tc.childErr, "{dir}", id)
+				if a, ok := h.c.agent(child); !ok {
+					t.Errorf("the child is not listed; want it listed with %q", want)
+				} else if err := a.Corrupt(); err == nil || err.Error() != want {
+					t.Errorf("the child is listed with %v, want %q", err, want)
+				}
+				if n := h.count(child, schema.AgentTerminated); n != 0 {
+					t.Errorf("the child was terminated (%d agent.terminated)", n)
+				}
+			}
+			// The uncreated directory's log was closed: only the USER
+			// inbox's and a child's hold handles.
+			want := 1
+			if child != "" {
+				want = 2
+			}
+			if n := h.c.OpenLogs(); n != want {
+				t.Errorf("%d logs hold handles, want %d", n, want)
+			}
+		})
+	}
+}
+
+// TestPlaceListsWhatItCannotPlace: children of a parent whose log could
+// not be opened are listed with its cause (down the tree), and an agent the
+// tree refuses (a root whose name another root has) is listed corrupt;
+// none of them is terminated, placed in the tree or restored (b's open run
+// is not marked).
+func TestPlaceListsWhatItCannotPlace(t *testing.T) {
+	var fo *failingOpens
+	h := newHarness(t, withFakeClock, func(h *harness) {
+		h.noWake = true
+		h.wrapFS = func(inner faultfs.FS) faultfs.FS {
+			if fo == nil {
+				return inner
+			}
+			fo.FS = inner
+			return fo
+		}
+	})
+	<-h.c.scrubbed // the first start's scrub writes no checkpoint of the agents below
+	started := make(chan *inproc.Turn, 1)
+	h.prov.Register("hold", inproc.Signal(started, inproc.Block(make(chan struct{}), inproc.Echo)))
+	a := h.create("a", "", "echo")
+	b := h.create("b", a, "hold")
+	c := h.create("c", b, "echo")
+	dup := h.create("dup", "", "echo")
+	go func() { _, _ = h.c.Send(context.Background(), b, "work", "", "", nil) }()
+	<-started
+	h.down(faultfs.ProcessCrash)
+	// A root named like dup, created after it (a directory put back by
+	// hand): the tree refuses it.
+	refused := strings.Repeat("f1", 16)
+	lg, err := eventlog.Open(h.fs, "/home/agents/"+refused+"/events.jsonl", eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lg.Append(schema.AgentCreated, schema.AgentCreatedData{AgentID: refused, Name: "dup", Provider: "inproc",
+		Model: "echo", Metadata: map[string]string{}, CreatedAt: clockStart.Add(time.Hour).Format(time.RFC3339Nano)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fo = &failingOpens{suffix: a + "/events.jsonl", err: syscall.EMFILE, n: -1}
+	h.start()
+
+	if want := (RecoveryReport{Agents: 1, Corrupt: 4}); h.report != want {
+		t.Errorf("report %+v, want %+v", h.report, want)
+	}
+	for id, parents := range map[string]string{b: "its parent " + a + ": ", c: "its parent " + b + ": its parent " + a + ": "} {
+		cause := mustAgent(t, h.c, id).Corrupt()
+		if !errors.Is(cause, errUnopened) || !errors.Is(cause, syscall.EMFILE) || !strings.HasPrefix(fmt.Sprint(cause), parents) {
+			t.Errorf("%s listed with %v; want its parent's unopened log, starting %q", id, cause, parents)
+		}
+	}
+	if cause := mustAgent(t, h.c, refused).Corrupt(); !errors.Is(cause, tree.ErrNameTaken) ||
+		!strings.HasPrefix(fmt.Sprint(cause), "cannot rebuild its place in the tree: ") {
+		t.Errorf("refused agent listed with %v", cause)
+	}
+	if !errors.Is(mustAgent(t, h.c, a).Corrupt(), errUnopened) {
+		t.Errorf("a listed with %v, want its unopened log", mustAgent(t, h.c, a).Corrupt())
+	}
+	for _, id := range []string{a, b, c, refused} {
+		if v, ok := viewOf(h.c, id); !ok || v.Status != "corrupt" {
+			t.Errorf("%s listed %v as %+v, want corrupt", id, ok, v)
+		}
+		if h.c.tree.Has(id) {
+			t.Errorf("%s is in the tree", id)
+		}
+	}
+	for _, id := range []string{b, c, refused} {
+		if n := h.count(id, schema.AgentTerminated); n != 0 {
+			t.Errorf("%s was terminated", id)
+		}
+	}
+	if n := h.count(b, schema.RunInterrupted); n != 0 {
+		t.Errorf("b, not placed, was restored: %d run.interrupted", n)
+	}
+	if !h.c.tree.Has(dup) {
+		t.Error("dup is not in the tree")
+	}
+}
+
+// TestRestore: the restore step gives a placed agent its session.json
+// (read at first use), removes stale temporary files, reinstalls its resume
+// tokens as the log left them (resume works after the restart), and marks
+// an open run interrupted only when an earlier start ran it and the mark
+// is durable.
+func TestRestore(t *testing.T) {
+	// block holds a turn until the kill.
+	block := func(h *harness, id string) {
+		started := make(chan *inproc.Turn, 1)
+		h.prov.Register("hold", inproc.Signal(started, inproc.Block(make(chan struct{}), inproc.Echo)))
+		go func() { _, _ = h.c.Send(context.Background(), id, "work", "", "", nil) }()
+		<-started
+	}
+	suspend := func(t *testing.T, h *harness, id string) TurnResult {
+		h.prov.Register("hold", asker(3600))
+		res := h.send(id, "ask")
+		if res.Status != "suspended" || res.Token == "" {
+			t.Fatalf("send: %+v, want a suspended run and its token", res)
+		}
+		return res
+	}
+	deadline := clockStart.Add(time.Hour)
+	for _, tc := range []struct {
+		name string
+		// run runs agent id (model "hold") up to the kill and returns the
+		// resume token its last wait handed out ("" for none).
+		run         func(t *testing.T, h *harness, id string) string
+		sameBoot    bool // the step runs under the killed daemon's boot id
+		fault       bool // the agent's log refuses appends during the step
+		tok         token.State
+		interrupted int
+	}{
+		{name: "no run", run: func(*testing.T, *harness, string) string { return "" }},
+		{name: "ended run", run: func(t *testing.T, h *harness, id string) string {
+			h.prov.Register("hold", inproc.Echo)
+			h.send(id, "one")
+			return ""
+		}},
+		{name: "consumed token", tok: token.Consumed, run: func(t *testing.T, h *harness, id string) string {
+			res := suspend(t, h, id)
+			if r, err := h.c.Resume(context.Background(), id, res.Token, "yes"); err != nil || r.Response != "yes" {
+				t.Fatalf("resume: %+v, %v", r, err)
+			}
+			return res.Token
+		}},
+		{name: "live wait", tok: token.Live, run: func(t *testing.T, h *harness, id string) string {
+			return suspend(t, h, id).Token
+		}},
+		{name: "open run of this start", sameBoot: true, run: func(t *testing.T, h *harness, id string) string {
+			block(h, id)
+			return ""
+		}},
+		{name: "open run of a previous start", interrupted: 1, run: func(t *testing.T, h *harness, id string) string {
+			block(h, id)
+			return ""
+		}},
+		{name: "mark not durable", fault: true, run: func(t *testing.T, h *harness, id string) string {
+			block(h, id)
+			return ""
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, withFakeClock, func(h *harness) { h.noWake = true })
+			<-h.c.scrubbed // the first start's scrub writes no checkpoint of the agent
+			h.prov.Register("hold", inproc.Echo)
+			id := h.create("a", "", "hold")
+			presented := tc.run(t, h, id)
+			boot := h.c.BootID()
+			h.down(faultfs.ProcessCrash)
+			temp := h.c.agentDir(id) + "/session.json.tmp-0123abcd"
+			h.rewrite(temp, []byte("{"))
+
+			o := CoreOptions{}
+			if tc.sameBoot {
+				o.BootID = boot
+			}
+			c := h.stepCore(o)
+			l := c.load(context.Background(), id)
+			if l.Err != nil || l.Log == nil {
+				t.Fatalf("load: %+v", l)
+			}
+			c.adopt(l)
+			before := h.events(id)
+			if tc.fault {
+				h.fs.Inject(faultfs.Rule{Kind: faultfs.OpAny, Path: id + "/events.pending", Err: syscall.ENOSPC, Sticky: true})
+				h.fs.Inject(faultfs.Rule{Kind: faultfs.OpAny, Path: id + "/events.jsonl", Err: syscall.ENOSPC, Sticky: true})
+			}
+			var rep RecoveryReport
+			c.restore(l, &rep)
+			h.fs.ClearRules()
+			if rep.Interrupted != tc.interrupted {
+				t.Errorf("interrupted %d, want %d", rep.Interrupted, tc.interrupted)
+			}
+			after := h.events(id)
+			if n := len(after) - len(before); n != tc.interrupted || (n == 1 && after[len(after)-1] != schema.RunInterrupted) {
+				t.Errorf("appended %v, want %d run.interrupted", after[len(before):], tc.interrupted)
+			}
+			// The tokens, as the log left them.
+			if tc.tok == "" {
+				if tk, ok := c.tokens.Live(id); ok {
+					t.Errorf("a live token %+v was installed", tk)
+				}
+			} else {
+				tid, _, err := token.Parse(presented)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tk, ok := c.tokens.Get(tid)
+				want := token.Token{ID: tid, AgentID: id, RunID: tk.RunID, SecretHash: tk.SecretHash, State: tc.tok}
+				if tc.tok == token.Consumed {
+					want.Response = "yes"
+				} else {
+					want.Deadline = deadline
+				}
+				if !ok || tk.RunID == "" || tk.SecretHash == "" || !tk.Deadline.Equal(want.Deadline) {
+					t.Errorf("token %+v (%v), want %+v", tk, ok, want)
+				}
+				tk.Deadline = want.Deadline
+				if tk != want {
+					t.Errorf("token %+v, want %+v", tk, want)
+				}
+			}
+			if ok, _ := faultfs.Exists(h.fs, temp); ok {
+				t.Error("a stale temporary file is left")
+			}
+			if s := l.Agent.Snap.Get(); s == nil || s.ID != id {
+				t.Errorf("the agent's snapshot %+v, want its session.json", s)
+			}
+			if err := l.Log.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+
+			// A whole start (a new boot) on the same files.
+			h.start()
+			switch {
+			case tc.tok == token.Live:
+				if r, err := h.c.Resume(context.Background(), id, presented, "yes"); err != nil || r.Response != "yes" {
+					t.Errorf("resume after the restart: %+v, %v", r, err)
+				}
+			case tc.tok == token.Consumed:
+				if _, err := h.c.Resume(context.Background(), id, presented, "yes"); err != nil {
+					t.Errorf("the same resume repeated after the restart: %v", err)
+				}
+				if _, err := h.c.Resume(context.Background(), id, presented, "no"); codeOf(err) != codeOf(ErrTokenRejected) {
+					t.Errorf("another response with the consumed token after the restart: %v, want it rejected", err)
+				}
+			}
+			// An open run is marked once, by the step or by this start.
+			want := 0
+			if tc.interrupted > 0 || tc.sameBoot || tc.fault {
+				want = 1
+			}
+			if n := h.count(id, schema.RunInterrupted); n != want {
+				t.Errorf("after a restart the log holds %d run.interrupted, want %d", n, want)
+			}
+		})
+	}
+}
+
+// TestTakeoverRestoresBeforePlacing: a takeover scan claims what no daemon
+// holds, leaves an agent whose log the cluster did not serve to the next
+// scan (its claim given back), restores the agents it takes (run marked
+// interrupted, session.json read) as it places them, and does not redo the
+// spawn of an agent that exists in the store.
+func TestTakeoverRestoresBeforePlacing(t *testing.T) {
+	lt := newLeaseTeam(t)
+	h := lt.h
+	lt.owned = map[string]bool{lt.lead: true, lt.helper: true, lt.other: true}
+	h.down(faultfs.ProcessCrash)
+	garbage := []byte("{not json")
+	h.rewrite(h.c.snapshotPath(lt.lead), garbage)
+	h.rewrite(h.c.snapshotPath(lt.other), garbage)
+	h.start()
+	st := lt.st
+	if want := (RecoveryReport{Agents: 1}); h.report != want {
+		t.Fatalf("recovery %+v, want %+v (boss alone)", h.report, want)
+	}
+	// lead's owner's lease lapsed; other's too, but the cluster does not
+	// serve its log yet. helper stays held.
+	st.set(func(s *leaseStore) {
+		delete(s.owned, lt.lead)
+		delete(s.owned, lt.other)
+		s.unavailable[lt.other] = true
+	})
+	helperClaims := st.ownsOf(lt.helper)
+	rep, err := h.c.Takeover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (RecoveryReport{Agents: 1, Interrupted: 1, Pending: 1}); rep != want {
+		t.Errorf("takeover %+v, want %+v", rep, want)
+	}
+	if p, ok := h.c.tree.Parent(lt.lead); !ok || p != lt.boss {
+		t.Errorf("lead's parent in the tree %q (%v), want boss", p, ok)
+	}
+	if n := h.count(lt.lead, schema.RunInterrupted); n != 1 {
+		t.Errorf("lead's log holds %d run.interrupted, want 1", n)
+	}
+	if s := h.statusOf(lt.lead); s != "interrupted_startup" {
+		t.Errorf("lead's status %s, want interrupted_startup", s)
+	}
+	if kept := h.keptAside(lt.lead); len(kept) != 1 || !bytes.Equal(kept[0], garbage) {
+		t.Errorf("lead's unreadable session.json kept aside %q; want it read (and kept aside) by the takeover", kept)
+	}
+	// helper exists (held by another daemon): lead's spawn of it is not
+	// redone, so nothing claims it but the scan.
+	if n := st.ownsOf(lt.helper) - helperClaims; n != 1 {
+		t.Errorf("helper was claimed %d times by the scan, want once", n)
+	}
+	if _, ok := h.c.agent(lt.helper); ok || h.count(lt.helper, schema.AgentCreated) != 1 {
+		t.Errorf("helper listed %v, %d agent.created; want not listed, created once", ok, h.count(lt.helper, schema.AgentCreated))
+	}
+	// other was claimed, not served: given back for the next scan.
+	if _, ok := h.c.agent(lt.other); ok || h.c.claims.Holds(lt.other) || !slices.Contains(st.releasedIDs(), lt.other) {
+		t.Errorf("other: listed %v, claim held %v, released %v; want its claim given back", ok, h.c.claims.Holds(lt.other), st.releasedIDs())
+	}
+	st.set(func(s *leaseStore) { delete(s.unavailable, lt.other) })
+	rep, err = h.c.Takeover(context.Background())
+	if err != nil || rep != (RecoveryReport{Agents: 1}) {
+		t.Fatalf("the next scan: %+v, %v; want other taken", rep, err)
+	}
+	if _, ok := h.c.agent(lt.other); !ok {
+		t.Error("other is not listed after the next scan")
+	}
+	if kept := h.keptAside(lt.other); len(kept) != 1 || !bytes.Equal(kept[0], garbage) {
+		t.Errorf("other's unreadable session.json kept aside %q; want it read (and kept aside) by the takeover", kept)
+	}
+	if n := h.count(lt.lead, schema.RunInterrupted); n != 1 {
+		t.Errorf("after the next scan lead's log holds %d run.interrupted, want 1", n)
+	}
+}
+
+// TestTakeoverDoesNothing: on the local store, once the core is stopping,
+// and when the store holds nothing the core does not know, a scan claims
+// and opens nothing.
+func TestTakeoverDoesNothing(t *testing.T) {
+	t.Run("local store", func(t *testing.T) {
+		h := newHarness(t, func(h *harness) { h.noWake = true })
+		x := h.create("x", "", "echo")
+		h.stop()
+		// x's directory is away during the start, back after it: a log the
+		// core does not know.
+		if err := h.fs.Rename(h.c.agentDir(x), "/home/aside"); err != nil {
+			t.Fatal(err)
+		}
+		h.start()
+		if err := h.fs.Rename("/home/aside", h.c.agentDir(x)); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := h.c.Takeover(context.Background()); err != nil || rep != (RecoveryReport{}) {
+			t.Fatalf("takeover on the local store: %+v, %v; want nothing", rep, err)
+		}
+		if _, ok := h.c.agent(x); ok {
+			t.Fatal("the local store's scan took an agent")
+		}
+	})
+	t.Run("stopping", func(t *testing.T) {
+		lt := newLeaseTeam(t)
+		lt.owned = map[string]bool{lt.lead: true, lt.helper: true}
+		lt.h.down(faultfs.ProcessCrash)
+		lt.h.start()
+		st := lt.st
+		st.set(func(s *leaseStore) { s.owned = map[string]bool{} })
+		lt.h.stop()
+		listed := len(st.listings())
+		if rep, err := lt.h.c.Takeover(context.Background()); err != nil || rep != (RecoveryReport{}) {
+			t.Fatalf("takeover once stopping: %+v, %v; want nothing", rep, err)
+		}
+		if n := len(st.listings()); n != listed || st.opensOf(lt.lead) != 0 || st.ownsOf(lt.lead) != 1 {
+			t.Fatalf("a stopping core's scan listed the store (%d -> %d), claimed lead %d times, opened it %d times",
+				listed, n, st.ownsOf(lt.lead), st.opensOf(lt.lead))
+		}
+	})
+	t.Run("nothing unknown", func(t *testing.T) {
+		lt := newLeaseTeam(t)
+		lt.h.down(faultfs.ProcessCrash)
+		lt.h.start()
+		st := lt.st
+		ids := []string{lt.boss, lt.lead, lt.helper, lt.other}
+		listed := len(st.listings())
+		owns, opens := map[string]int{}, map[string]int{}
+		for _, id := range ids {
+			owns[id], opens[id] = st.ownsOf(id), st.opensOf(id)
+		}
+		if rep, err := lt.h.c.Takeover(context.Background()); err != nil || rep != (RecoveryReport{}) {
+			t.Fatalf("takeover: %+v, %v; want nothing", rep, err)
+		}
+		if n := len(st.listings()); n != listed+1 {
+			t.Fatalf("the scan listed the store %d times, want once", n-listed)
+		}
+		for _, id := range ids {
+			if st.ownsOf(id) != owns[id] || st.opensOf(id) != opens[id] {
+				t.Fatalf("the scan claimed or opened %s, which the core runs", id)
+			}
+		}
+	})
+}
+
+// TestTakeoverScanEvery: on a cluster store the scan is armed TakeoverEvery
+// after the recovery and again TakeoverEvery after each scan ends, even a
+// failed one; on the local store none is armed.
+func TestTakeoverScanEvery(t *testing.T) {
+	h := newHarness(t, withFakeClock, func(h *harness) { h.noWake = true })
+	if h.c.sched.Cancel("", takeoverTimer) {
+		t.Fatal("a takeover scan is armed on the local store")
+	}
+
+	lt := newLeaseHarness(t)
+	st, every := lt.st, config.DefaultTakeoverEvery
+	if got := st.listings(); len(got) != 1 || !got[0].Equal(clockStart) {
+		t.Fatalf("the store was listed at %v, want once by the recovery", got)
+	}
+	lt.h.clock.Advance(every - time.Nanosecond)
+	if n := len(st.listings()); n != 1 {
+		t.Fatalf("a scan ran before TakeoverEvery had passed")
+	}
+	lt.h.clock.Advance(time.Nanosecond)
+	st.set(func(s *leaseStore) { s.agentsErr = errors.New("test: no quorum") })
+	lt.h.clock.Advance(every)
+	st.set(func(s *leaseStore) { s.agentsErr = nil })
+	lt.h.clock.Advance(every)
+	want := []time.Time{clockStart, clockStart.Add(every), clockStart.Add(2 * every), clockStart.Add(3 * every)}
+	if got := st.listings(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the store was listed at %v, want %v (a scan every TakeoverEvery, the failed one too)", got, want)
+	}
+}
+
+// TestScrub: the scrub after recovery reads every placed agent's
+// session.json, writes the checkpoints of the logs recovery folded, then
+// checks the lines a checkpoint let recovery skip: a damaged prefix lists
+// the agent corrupt and removes its checkpoint; a read failure is only
+// logged. Without checkpoints it only reads the session.json files. It
+// stops with the engine.
+func TestScrub(t *testing.T) {
+	garbage := []byte("{not json")
+	ckptExists := func(h *harness, id string) bool {
+		ok, _ := faultfs.Exists(h.fs, filepath.Join(h.c.agentDir(id), checkpoint.Name))
+		return ok
+	}
+	// damage changes a line of id's log before its checkpoint.
+	damage := func(h *harness, id string) {
+		path := h.c.logPath(id)
+		lines := bytes.SplitAfter(h.read(path), []byte("\n"))
+		lines[2] = bytes.Replace(lines[2], []byte(`"turn"`), []byte(`"tUrn"`), 1)
+		h.rewrite(path, bytes.Join(lines, nil))
+	}
+
+	t.Run("with checkpoints", func(t *testing.T) {
+		var rf *readFault
+		h := newHarness(t, withFakeClock, func(h *harness) {
+			h.noWake = true
+			h.wrapFS = func(inner faultfs.FS) faultfs.FS {
+				if rf == nil {
+					return inner
+				}
+				rf.FS = inner
+				return rf
+			}
+		})
+		bad := h.create("bad", "", "echo")
+		unread := h.create("unread", "", "echo")
+		folded := h.create("folded", "", "echo")
+		for _, id := range []string{bad, unread, folded} {
+			h.send(id, "one")
+			h.send(id, "two")
+		}
+		h.stop() // writes every checkpoint
+		damage(h, bad)
+		if err := h.fs.Remove(filepath.Join(h.c.agentDir(folded), checkpoint.Name)); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{bad, unread, folded} {
+			h.rewrite(h.c.snapshotPath(id), garbage)
+		}
+		// unread's second read-only open (the first checks its checkpoint's
+		// line at recovery) is the scrub's: it fails.
+		rf = &readFault{suffix: unread + "/events.jsonl", nth: 2, err: syscall.EIO}
+		h.start()
+		<-h.c.scrubbed
+
+		if h.report.Resumed != 2 || h.report.Corrupt != 0 {
+			t.Fatalf("report %+v; want bad and unread resumed, none corrupt at recovery", h.report)
+		}
+		for _, id := range []string{bad, unread, folded} {
+			if kept := h.keptAside(id); len(kept) != 1 || !bytes.Equal(kept[0], garbage) {
+				t.Errorf("%s's session.json was not read by the scrub (kept aside %q)", id, kept)
+			}
+		}
+		if !ckptExists(h, folded) {
+			t.Error("no checkpoint written for the agent whose whole log recovery folded")
+		}
+		if v, _ := viewOf(h.c, bad); v.Status != "corrupt" || !errors.Is(mustAgent(t, h.c, bad).Corrupt(), eventlog.ErrCorrupt) {
+			t.Errorf("bad listed %+v, want corrupt with its damage", v)
+		}
+		if ckptExists(h, bad) {
+			t.Error("bad's checkpoint is still there")
+		}
+		if rf.failed() != 1 {
+			t.Fatalf("%d reads of unread's log failed, want the scrub's", rf.failed())
+		}
+		for _, id := range []string{unread, folded} {
+			if v, _ := viewOf(h.c, id); v.Status != "idle" {
+				t.Errorf("%s listed %+v, want idle", id, v)
+			}
+		}
+		if !ckptExists(h, unread) {
+			t.Error("unread's checkpoint was removed for a read failure")
+		}
+	})
+
+	t.Run("without checkpoints", func(t *testing.T) {
+		h := newHarness(t, withFakeClock, func(h *harness) { h.noWake, h.ckptEvery = true, -1 })
+		a := h.create("a", "", "echo")
+		h.send(a, "one")
+		h.stop()
+		h.rewrite(h.c.snapshotPath(a), garbage)
+		h.start()
+		<-h.c.scrubbed
+		if kept := h.keptAside(a); len(kept) != 1 {
+			t.Errorf("the session.json was not read by the scrub (kept aside %q)", kept)
+		}
+		if ckptExists(h, a) {
+			t.Error("a checkpoint was written with checkpoints off")
+		}
+	})
+
+	t.Run("stopping", func(t *testing.T) {
+		h := newHarness(t, withFakeClock, func(h *harness) { h.noWake = true })
+		bad := h.create("bad", "", "echo")
+		h.send(bad, "one")
+		h.send(bad, "two")
+		h.stop()
+		damage(h, bad)
+		h.rewrite(h.c.snapshotPath(bad), garbage)
+		c := h.stepCore(CoreOptions{})
+		l := c.load(context.Background(), bad)
+		if l.Err != nil || l.Resumed == nil {
+			t.Fatalf("load: %+v; want bad resumed from its checkpoint", l)
+		}
+		defer l.Log.Close()
+		c.adopt(l)
+		c.restore(l, &RecoveryReport{})
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// The engine stops: a scrub that was running checks nothing more,
+		// and one that had not started reads nothing and is over at once.
+		c.scrub([]*loaded{l})
+		c.startScrub([]*loaded{l})
+		select {
+		case <-c.scrubbed:
+		default:
+			t.Fatal("the scrub of a stopped engine is not over")
+		}
+		if err := l.Agent.Corrupt(); err != nil {
+			t.Errorf("a stopping engine's scrub listed the agent corrupt: %v", err)
+		}
+		if !ckptExists(h, bad) {
+			t.Error("a stopping engine's scrub removed the checkpoint")
+		}
+		if kept := h.keptAside(bad); len(kept) != 0 {
+			t.Error("a stopped engine's scrub read session.json")
+		}
+	})
+}
+
+// readFault fails the nth read-only open of a file whose path ends in
+// suffix with err, and counts the opens it failed.
+type readFault struct {
+	faultfs.FS
+	suffix string
+	nth    int
+	err    error
+	mu     sync.Mutex
+	seen   int
+	fails  int
+}
+
+func (f *readFault) OpenFile(name string, flag int, perm fs.FileMode) (faultfs.File, error) {
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE) == 0 && strings.HasSuffix(name, f.suffix) {
+		f.mu.Lock()
+		f.seen++
+		fail := f.seen == f.nth
+		if fail {
+			f.fails++
+		}
+		f.mu.Unlock()
+		if fail {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: f.err}
+		}
+	}
+	return f.FS.OpenFile(name, flag, perm)
+}
+
+func (f *readFault) failed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fails
+}
+
+// newLeaseStore is a leaseStore on fsys's home /home; now stamps its
+// listings; owned lists the ids another daemon holds.
+func newLeaseStore(fsys faultfs.FS, now func() time.Time, owned map[string]bool) *leaseStore {
+	if owned == nil {
+		owned = map[string]bool{}
+	}
+	return &leaseStore{Store: local.New(local.Options{FS: fsys, Home: "/home", Files: eventlog.NewFiles(config.DefaultMaxOpenLogs)}), now: now, owned: owned,
+		unavailable: map[string]bool{}, owns: map[string]int{}, opens: map[string]int{}}
+}
+
+// leaseStore is store/local on the harness's files playing a cluster store
+// (the engine takes any store but *local.Store for one): the ids in owned
+// are held by another daemon (Own: store.ErrOwned), the logs of the ids in
+// unavailable are not served (OpenLog: store.ErrUnavailable), and
+// agentsErr fails the listing. It records when the store's agents were
+// listed, the claims and opens of each id, and the claims given back.
+type leaseStore struct {
+	*local.Store
+	now func() time.Time
+
+	mu          sync.Mutex
+	owned       map[string]bool
+	unavailable map[string]bool
+	agentsErr   error
+	agents      []string // when set, the listing (else store/local's)
+	listed      []time.Time
+	owns, opens map[string]int
+	released    []string
+}
+
+func (s *leaseStore) Agents(ctx context.Context) ([]string, error) {
+	s.mu.Lock()
+	s.listed = append(s.listed, s.now())
+	err, ids := s.agentsErr, s.agents
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if ids != nil {
+		return ids, nil
+	}
+	return s.Store.Agents(ctx)
+}
+
+func (s *leaseStore) Own(ctx context.Context, id string) (store.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.owns[id]++
+	if s.owned[id] {
+		return nil, fmt.Errorf("test: %s: %w", id, store.ErrOwned)
+	}
+	return &leaseStoreLease{id: id, s: s}, nil
+}
+
+func (s *leaseStore) OpenLog(ctx context.Context, id string, o store.LogOptions) (store.Log, error) {
+	s.mu.Lock()
+	s.opens[id]++
+	unavailable := s.unavailable[id]
+	s.mu.Unlock()
+	if unavailable {
+		return nil, fmt.Errorf("test: read %s: %w", id, store.ErrUnavailable)
+	}
+	return s.Store.OpenLog(ctx, id, o)
+}
+
+func (s *leaseStore) set(f func(s *leaseStore)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+func (s *leaseStore) ownsOf(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owns[id]
+}
+
+func (s *leaseStore) opensOf(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opens[id]
+}
+
+func (s *leaseStore) listings() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.listed...)
+}
+
+func (s *leaseStore) releasedIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.released...)
+}
+
+// leaseStoreLease is a claim of a leaseStore: never lost, never expiring.
+type leaseStoreLease struct {
+	id string
+	s  *leaseStore
+}
+
+func (l *leaseStoreLease) ID() string            { return l.id }
+func (l *leaseStoreLease) Epoch() uint64         { return 1 }
+func (l *leaseStoreLease) Lost() <-chan struct{} { return nil }
+func (l *leaseStoreLease) Expires() time.Time    { return time.Time{} }
+func (l *leaseStoreLease) Release(context.Context) error {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	l.s.released = append(l.s.released, l.id)
+	return nil
+}
+
+// leaseTeam is a harness (fake clock, no wakes) on leaseStores, one per
+// start, holding what one daemon built before it was killed: boss, a
+// root, spawned lead in a turn; lead spawned helper in its first turn and
+// was in its second when the daemon died, a message from boss pending for
+// it; other is a root of its own. Each start's store holds
+// the ids in owned for another daemon.
+type leaseTeam struct {
+	h                         *harness
+	st                        *leaseStore // the running core's store
+	owned                     map[string]bool
+	boss, lead, helper, other string
+}
+
+// newLeaseHarness starts a harness whose stores are leaseStores (an empty
+// home); build adds the team.
+func newLeaseHarness(t *testing.T) *leaseTeam {
+	t.Helper()
+	lt := &leaseTeam{owned: map[string]bool{}}
+	lt.h = newHarness(t, withFakeClock, func(h *harness) {
+		h.noWake = true
+		h.store = func(fsys faultfs.FS) store.Store {
+			owned := map[string]bool{}
+			for id, v := range lt.owned {
+				owned[id] = v
+			}
+			lt.st = newLeaseStore(fsys, h.clock.Now, owned)
+			return lt.st
+		}
+	})
+	return lt
+}
+
+// newLeaseTeam builds the team; the daemon that built it is still running
+// (the test kills it with h.down or h.crash).
+func newLeaseTeam(t *testing.T) *leaseTeam {
+	t.Helper()
+	lt := newLeaseHarness(t)
+	h := lt.h
+	// spawn is a turn that spawns a child (recorded in the run, so that a
+	// recovery would redo it if the child did not exist).
+	spawn := func(name, model string) inproc.Program {
+		return func(ctx context.Context, tr *inproc.Turn) (string, error) {
+			r, err := tr.Call("spawn_agent", map[string]any{"name": name, "instructions": "work", "model": model})
+			if err != nil {
+				return "", err
+			}
+			if r["error"] != nil {
+				return "", fmt.Errorf("spawn_agent: %v", r["error"])
+			}
+			return "spawned", nil
+		}
+	}
+	child := func(parent string) string {
+		kids := h.c.tree.Children(parent)
+		if len(kids) != 1 {
+			t.Fatalf("children %v, want one", kids)
+		}
+		return kids[0]
+	}
+	started := make(chan *inproc.Turn, 1)
+	h.prov.Register("boss", spawn("lead", "lead"))
+	h.prov.Register("lead", inproc.Sequence(spawn("helper", "echo"),
+		inproc.Signal(started, inproc.Block(make(chan struct{}), inproc.Echo))))
+	lt.boss = h.create("boss", "", "boss")
+	lt.other = h.create("other", "", "echo")
+	if res := h.send(lt.boss, "spawn"); res.Response != "spawned" {
+		t.Fatalf("boss's turn: %+v", res)
+	}
+	lt.lead = child(lt.boss)
+	if res := h.send(lt.lead, "spawn"); res.Response != "spawned" {
+		t.Fatalf("lead's first turn: %+v", res)
+	}
+	lt.helper = child(lt.lead)
+	go func() { _, _ = h.c.Send(context.Background(), lt.lead, "work", "", "", nil) }()
+	<-started
+	h.tool(lt.boss, "send_message", map[string]any{"recipient": "lead", "text": "news"})
+	return lt
+}
