@@ -103,24 +103,6 @@ func (h *harness) stepCore(o CoreOptions) *Core {
 	return c
 }
 
-// logBuffer collects a Core's log lines (hclog writes from many goroutines).
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // viewOf is agent id's line of agent.list (false: not listed).
 func viewOf(c *Core, id string) (AgentView, bool) {
 	for _, v := range c.List() {
@@ -171,7 +153,7 @@ func TestRecoverStepsInOrder(t *testing.T) {
 		if ra.Ckpt.Seq.Load() == 0 {
 			t.Fatal("no checkpoint written for the root")
 		}
-		if err := h.c.Terminate(gone); err != nil {
+		if err := h.c.Terminate(context.Background(), gone); err != nil {
 			t.Fatal(err)
 		}
 		go func() { _, _ = h.c.Send(context.Background(), child, "work", "", "", nil) }()
@@ -348,7 +330,8 @@ func TestRecoverStepsInOrder(t *testing.T) {
 }
 
 // TestRecoverFailsBeforeAgents: a failure to prepare the home or to open
-// the operator's inbox ends the recovery with that error before any agent
+// the operator's inbox (other than damage, which is isolated) ends the
+// recovery with that error before any agent
 // is read, with wakes let go again.
 func TestRecoverFailsBeforeAgents(t *testing.T) {
 	t.Run("prepare", func(t *testing.T) {
@@ -377,12 +360,14 @@ func TestRecoverFailsBeforeAgents(t *testing.T) {
 		id := h.create("a", "", "echo")
 		h.tool(id, "send_message", map[string]any{"recipient": "USER", "text": "hi"})
 		h.stop()
-		log := h.read("/home/user.jsonl")
-		h.rewrite("/home/user.jsonl", bytes.ReplaceAll(log, []byte("\n"), []byte("\r\n")))
+		// An I/O error opening the inbox (damage is isolated instead:
+		// TestDamagedUserInboxIsIsolated) ends the recovery.
+		h.fs.Inject(faultfs.Rule{Kind: faultfs.OpRead, Path: "/home/user.jsonl", Err: syscall.EIO, Sticky: true})
 		c := h.stepCore(CoreOptions{})
 		_, err := c.Recover(context.Background())
-		if !errors.Is(err, eventlog.ErrCorrupt) {
-			t.Fatalf("Recover = %v, want the USER inbox's damage", err)
+		h.fs.ClearRules()
+		if !errors.Is(err, syscall.EIO) {
+			t.Fatalf("Recover = %v, want the USER inbox's read error", err)
 		}
 		if _, ok := c.agent(id); ok {
 			t.Fatal("an agent was read after the USER inbox failed to open")
