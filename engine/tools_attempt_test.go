@@ -197,7 +197,7 @@ func TestAttemptAnswersRecordedCallsFromTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantReply(t, res, "terminate them first")
-	noErr(t, h.c.Terminate(idOf("w2a")))
+	noErr(t, h.c.Terminate(context.Background(), idOf("w2a")))
 	res, err = run.attempt().CallTool(t.Context(), tools.ToolComplete, A{"result": "r"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -35,7 +36,7 @@ func TestSendMessage(t *testing.T) {
 		// routable and refused it as "agent not found").
 		{name: "to a terminated agent", from: "lead", to: "w1", want: `no reachable agent named "w1"`,
 			setup: func(t *testing.T, h *harness) {
-				if _, err := h.c.TerminateTree(idOf("w1")); err != nil {
+				if _, err := h.c.TerminateTree(context.Background(), idOf("w1")); err != nil {
 					t.Fatal(err)
 				}
 			}},

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestSubscriptions(t *testing.T) {
 		// \"w1\" is terminated").
 		{name: "a terminated agent", from: "lead", target: "w1", transition: "busy->idle", want: `no reachable agent named "w1"`,
 			setup: func(t *testing.T, h *harness) {
-				if _, err := h.c.TerminateTree(idOf("w1")); err != nil {
+				if _, err := h.c.TerminateTree(context.Background(), idOf("w1")); err != nil {
 					t.Fatal(err)
 				}
 			}},
