@@ -3,8 +3,8 @@
 // its recovery, the sweep), serves the socket protocol (server.Server with
 // the handler of rpc.go), and stops it all in order.
 //
-// Files: run.go (Run: boot, serve, shutdown), home.go (PrepareHome, the
-// one check of a home's ownership and modes), cluster.go (the store:
+// Files: run.go (Run: boot, serve, shutdown; the home's check is package
+// homedir's, which the CLI shares), cluster.go (the store:
 // local files or a JetStream cluster; cluster_nocluster.go in a build
 // with -tags nocluster, which refuses cluster options), clusteropts.go
 // (ClusterOptions, CheckCluster, the local store), rpc.go (method dispatch and the one

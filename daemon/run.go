@@ -64,10 +64,8 @@ const DefaultMemoryLimit = 192 << 20
 // ErrAlreadyRunning: another daemon holds the home's lock.
 var ErrAlreadyRunning = errors.New("already running")
 
-// Paths of the files in a home directory (SPEC 2).
-
 // Run runs a daemon until ctx is done or daemon.shutdown is called: the
-// home's checks (PrepareHome), lock, the socket path's check, pid file,
+// home's checks (homedir.Prepare), lock, the socket path's check, pid file,
 // recovery, then the socket (replacing a stale one).
 func Run(ctx context.Context, opts Options) error {
 	logger := opts.Logger

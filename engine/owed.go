@@ -1,3 +1,11 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
 // The end of an agent's run that could not be logged.
 //
 // A log whose write failed (ENOSPC, EROFS, EMFILE, a failed fsync) refuses
@@ -13,13 +21,6 @@
 // after the first's aftermath); the record itself is an atomic pointer, so
 // an owedEnd may be read under any lock (the record reads it under its
 // own).
-package engine
-
-import (
-	"fmt"
-	"sync"
-	"sync/atomic"
-)
 
 // owedEnd is the owed run end of one agent. The zero value owes nothing.
 type owedEnd struct {

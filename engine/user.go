@@ -43,7 +43,11 @@ func (c *Core) openUserInbox(ctx context.Context) error {
 const maxDrain = 1000
 
 // UserMessage is one message of the USER inbox as inbox.list shows it.
-type UserMessage = userinbox.Message
+type UserMessage struct {
+	// From names the sender as messages name agents: a path, or SYSTEM.
+	From, Text, MessageID string
+	Timestamp             time.Time
+}
 
 // DrainUserInbox returns and marks delivered the messages in the USER
 // inbox, oldest first: all of them, or as many as one reply carries (at
@@ -52,7 +56,15 @@ func (c *Core) DrainUserInbox(ctx context.Context) ([]UserMessage, error) {
 	if err := c.user.Damage(); err != nil {
 		return nil, failf(ErrWrongState, "%w", err)
 	}
-	return c.user.Drain(maxDrain, pageBytes, c.filler(ctx), c.displayName)
+	msgs, err := c.user.Drain(maxDrain, pageBytes, c.filler(ctx), c.displayName)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]UserMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = UserMessage(m)
+	}
+	return out, nil
 }
 
 // UserPending lists the USER inbox without draining it, payloads read

@@ -42,7 +42,7 @@
 // RunCalls / RecordedCalls return the calls a run recorded, in order;
 // records sharing a call_id are one call (a later record with a result
 // completes an earlier one without). The daemon answers a re-run's calls
-// through toolexec.Attempt from the calls the projection keeps for the
+// through the engine's toolAttempt (engine/tools_attempt.go) from the calls the projection keeps for the
 // run (the k-th call from the k-th record when the tool is the same);
 // RunCalls and RecordedCalls state that rule over a slice of the log and
 // serve this package's tests (the model test holds Build's open turn to

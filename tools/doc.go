@@ -2,7 +2,7 @@
 // may call, their parameters and descriptions, JSON Schemas to offer them to
 // any provider, and the parsing of call arguments into typed values with
 // errors that name the tool, the parameter and what was expected. Package
-// toolexec implements the tools; this package holds no state and does no I/O.
+// engine implements the tools (engine/tools*.go); this package holds no state and does no I/O.
 //
 // Names, parameters and result shapes follow Substrat's catalog so existing
 // scripts keep working. The tools:
@@ -27,7 +27,7 @@
 //	await_input(kind, prompt, timeout)               -> the operator's response (the run suspends)
 //
 // The result constructors in results.go build exactly these shapes; the
-// tool implementations (package toolexec) build their results with them
+// tool implementations (engine/tools*.go) build their results with them
 // and nowhere else. A tool-level failure is a normal result {"error": "<text>"} (ErrorResult),
 // never an RPC error.
 //

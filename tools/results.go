@@ -11,7 +11,7 @@ func ErrorResult(format string, args ...any) map[string]any {
 }
 
 // IsError reports whether a result is a tool-level failure, and its text
-// (the toolexec tests read results with it).
+// (tests read results with it).
 func IsError(result map[string]any) (string, bool) {
 	s, ok := result["error"].(string)
 	return s, ok

@@ -88,23 +88,46 @@ func run(w io.Writer, verbose, skipTrace bool) error {
 	if err != nil {
 		return fmt.Errorf("run from the repository root: %w", err)
 	}
-	list := func(items []string) {
-		if verbose {
-			for _, s := range items {
-				fmt.Fprintf(w, "  %s\n", s)
-			}
+	r := report{w: w, verbose: verbose}
+	for _, step := range []func() error{r.internalPackages, r.forwarders, func() error { return r.interfaces(module) }, r.contexts} {
+		if err := step(); err != nil {
+			return err
 		}
 	}
+	if skipTrace {
+		return nil
+	}
+	return r.trace(module)
+}
 
-	// 1. engine/internal packages.
+// report writes the figures, one step each.
+type report struct {
+	w       io.Writer
+	verbose bool
+}
+
+// list writes items, one a line, under -v.
+func (r report) list(items []string) {
+	if r.verbose {
+		for _, s := range items {
+			fmt.Fprintf(r.w, "  %s\n", s)
+		}
+	}
+}
+
+// internalPackages: 1. the packages under engine/internal.
+func (r report) internalPackages() error {
 	dirs, err := packageDirs("engine/internal")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "engine/internal packages: %d\n", len(dirs))
-	list(dirs)
+	fmt.Fprintf(r.w, "engine/internal packages: %d\n", len(dirs))
+	r.list(dirs)
+	return nil
+}
 
-	// 2. Forwarders.
+// forwarders: 2. the one-statement forwarders in engine/*.go.
+func (r report) forwarders() error {
 	fset := token.NewFileSet()
 	files, err := goFiles("engine", false)
 	if err != nil {
@@ -119,14 +142,18 @@ func run(w io.Writer, verbose, skipTrace bool) error {
 		a, fw := Forwarders(fset, f)
 		all, fwd = append(all, a...), append(fwd, fw...)
 	}
-	fmt.Fprintf(w, "forwarders in engine/*.go: %d of %d (%d%%)\n", len(fwd), len(all), percent(len(fwd), len(all)))
+	fmt.Fprintf(r.w, "forwarders in engine/*.go: %d of %d (%d%%)\n", len(fwd), len(all), percent(len(fwd), len(all)))
 	var names []string
 	for _, f := range fwd {
 		names = append(names, f.Pos+" "+f.Name)
 	}
-	list(names)
+	r.list(names)
+	return nil
+}
 
-	// 3. Single-implementer interfaces.
+// interfaces: 3. the interfaces declared in the engine with a single
+// production implementer.
+func (r report) interfaces(module string) error {
 	ifaces, typeErrs, err := Interfaces(module, func(rel string) bool {
 		return rel == "engine" || strings.HasPrefix(rel, "engine/internal/") || rel == "toolexec"
 	})
@@ -142,18 +169,25 @@ func run(w io.Writer, verbose, skipTrace bool) error {
 			single++
 		}
 	}
-	fmt.Fprintf(w, "single-implementer interfaces: %d of the %d in engine, engine/internal/... and toolexec\n", single, len(ifaces))
+	fmt.Fprintf(r.w, "single-implementer interfaces: %d of the %d in engine, engine/internal/... and toolexec\n", single, len(ifaces))
 	for _, it := range ifaces {
-		if len(it.Prod) == 1 || verbose {
-			fmt.Fprintf(w, "  %s: %s\n", it.Name, implementers(it))
+		if len(it.Prod) == 1 || r.verbose {
+			fmt.Fprintf(r.w, "  %s: %s\n", it.Name, implementers(it))
 		}
 	}
+	return nil
+}
 
-	// 4. context.Background/TODO.
-	if files, err = goFiles("engine", true); err != nil {
+// contexts: 4. context.Background and context.TODO in the engine's
+// non-test code.
+func (r report) contexts() error {
+	fset := token.NewFileSet()
+	files, err := goFiles("engine", true)
+	if err != nil {
 		return err
 	}
-	if asts, err = parseFiles(fset, files); err != nil {
+	asts, err := parseFiles(fset, files)
+	if err != nil {
 		return err
 	}
 	var calls []ContextCall
@@ -171,13 +205,14 @@ func run(w io.Writer, verbose, skipTrace bool) error {
 		}
 		where = append(where, s)
 	}
-	fmt.Fprintf(w, "context.Background/TODO in engine non-test code: %d (%d not the parent of a context.With... call)\n", len(calls), direct)
-	list(where)
+	fmt.Fprintf(r.w, "context.Background/TODO in engine non-test code: %d (%d not the parent of a context.With... call)\n", len(calls), direct)
+	r.list(where)
+	return nil
+}
 
-	// 5. Packages one send crosses.
-	if skipTrace {
-		return nil
-	}
+// trace: 5. the packages one send crosses, through the socket and
+// through the Core.
+func (r report) trace(module string) error {
 	dir, err := os.MkdirTemp("", "enginemetrics")
 	if err != nil {
 		return err
@@ -197,12 +232,12 @@ func run(w io.Writer, verbose, skipTrace bool) error {
 			internal++
 		}
 	}
-	fmt.Fprintf(w, "packages crossed by agent.send with one send_message: %d, %d of them under engine/internal (through the engine's Core directly: %d)\n",
+	fmt.Fprintf(r.w, "packages crossed by agent.send with one send_message: %d, %d of them under engine/internal (through the engine's Core directly: %d)\n",
 		len(socket), internal, len(core))
-	if verbose {
-		fmt.Fprintf(w, "  socket: %s\n  core: %s\n", strings.Join(socket, " "), strings.Join(core, " "))
+	if r.verbose {
+		fmt.Fprintf(r.w, "  socket: %s\n  core: %s\n", strings.Join(socket, " "), strings.Join(core, " "))
 	} else {
-		fmt.Fprintf(w, "  %s\n", strings.Join(socket, " "))
+		fmt.Fprintf(r.w, "  %s\n", strings.Join(socket, " "))
 	}
 	return nil
 }

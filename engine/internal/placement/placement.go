@@ -141,7 +141,7 @@ type Parent struct {
 	// Listed: the Core's agent map holds it (placed, or listed corrupt).
 	Listed bool
 	// Unopened: it is listed because its log could not be opened
-	// (agentload.ErrUnopened), so nothing is wrong with its children.
+	// (the engine's errUnopened), so nothing is wrong with its children.
 	Unopened bool
 	// Quarantined: its directory is in <home>/quarantine.
 	Quarantined bool
