@@ -126,7 +126,7 @@ func lagCheckpoints(t testing.TB, home string, seed int64, maxLag int) {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Close(context.Background()) }()
-	ids, err := c.agentIDs(context.Background())
+	ids, _, err := c.agentIDs(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

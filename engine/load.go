@@ -45,6 +45,11 @@ import (
 // of a resource.
 var errUnopened = errors.New("its log could not be opened for lack of a resource (nothing is damaged or lost; restart the daemon once the cause is gone)")
 
+// errRefusedDir marks an agent directory that is not a directory of the
+// home (a symbolic link): recovery never follows it, and lists the agent
+// with it; its children are kept (SPEC 9).
+var errRefusedDir = errors.New("is a symbolic link, which warren does not follow in its home (an agent's directory must be the directory itself); move the directory back into agents/ and restart the daemon")
+
 // openRetryLimit bounds how long recovery waits for resources to come
 // back.
 const openRetryLimit = 60 * time.Second
@@ -74,6 +79,12 @@ type loaded struct {
 // loadAll loads the agents ids in parallel, in their order, and, with
 // retry, retries those a resource fault kept from opening.
 func (c *Core) loadAll(ctx context.Context, ids []string, retry bool) []*loaded {
+	return c.loadAllRefusing(ctx, ids, nil, retry)
+}
+
+// loadAllRefusing is loadAll where the ids in refused (symbolic links in
+// agents/) are not opened: each is loaded as damaged, with the refusal.
+func (c *Core) loadAllRefusing(ctx context.Context, ids []string, refused map[string]bool, retry bool) []*loaded {
 	out := make([]*loaded, len(ids))
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -82,6 +93,11 @@ func (c *Core) loadAll(ctx context.Context, ids []string, retry bool) []*loaded 
 		go func() {
 			defer wg.Done()
 			for i := range work {
+				if refused[ids[i]] {
+					out[i] = &loaded{ID: ids[i], State: fold.New(), bind: new(*agent),
+						Err: fmt.Errorf("%s %w", c.agentDir(ids[i]), errRefusedDir)}
+					continue
+				}
 				out[i] = c.load(ctx, ids[i])
 			}
 		}()
@@ -229,33 +245,44 @@ func (c *Core) retryOpenFaults(ctx context.Context, all []*loaded) {
 
 // agentIDs lists the agents to recover: the directories of the home's
 // agents/ named by an agent id and, on a cluster store, the store's
-// agents.
-func (c *Core) agentIDs(ctx context.Context) ([]string, error) {
+// agents. refused are the entries named by an agent id that are symbolic
+// links: listed, never followed.
+func (c *Core) agentIDs(ctx context.Context) (ids []string, refused map[string]bool, err error) {
 	entries, err := c.fs.ReadDir(c.agentsDir)
 	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", c.agentsDir, err)
+		return nil, nil, fmt.Errorf("listing %s: %w", c.agentsDir, err)
 	}
-	var ids []string
 	seen := map[string]bool{}
 	for _, e := range entries {
-		if id, ok := tree.NormalizeID(e.Name()); ok && id == e.Name() && e.IsDir() {
-			ids = append(ids, id)
-			seen[id] = true
+		id, ok := tree.NormalizeID(e.Name())
+		if !ok || id != e.Name() {
+			continue
 		}
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			if refused == nil {
+				refused = map[string]bool{}
+			}
+			refused[id] = true
+		case !e.IsDir():
+			continue
+		}
+		ids = append(ids, id)
+		seen[id] = true
 	}
 	if !c.clustered() {
-		return ids, nil
+		return ids, refused, nil
 	}
 	stored, err := c.st.Agents(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing the agents of the store: %w", err)
+		return nil, nil, fmt.Errorf("listing the agents of the store: %w", err)
 	}
 	for _, id := range stored {
 		if !seen[id] {
 			ids = append(ids, id)
 		}
 	}
-	return ids, nil
+	return ids, refused, nil
 }
 
 // removeOrphanDir removes the directory of an agent whose creation failed

@@ -201,17 +201,17 @@ func TestIDsListsDirectoriesThenTheStores(t *testing.T) {
 	}
 	h.rewrite("/home/agents/000000000000000000000000000000d1", nil) // a file
 	ctx := context.Background()
-	if ids, err := h.stepCore(CoreOptions{}).agentIDs(ctx); err != nil || !slices.Equal(ids, []string{a, b}) {
+	if ids, _, err := h.stepCore(CoreOptions{}).agentIDs(ctx); err != nil || !slices.Equal(ids, []string{a, b}) {
 		t.Fatalf("the local store's agents = %v, %v; want %v", ids, err, []string{a, b})
 	}
 	st := newLeaseStore(h.fs, time.Now, nil)
 	st.agents = []string{b, c}
-	if ids, err := h.stepCore(CoreOptions{Store: st}).agentIDs(ctx); err != nil || !slices.Equal(ids, []string{a, b, c}) {
+	if ids, _, err := h.stepCore(CoreOptions{Store: st}).agentIDs(ctx); err != nil || !slices.Equal(ids, []string{a, b, c}) {
 		t.Fatalf("with the store's = %v, %v; want %v", ids, err, []string{a, b, c})
 	}
 	bad := errors.New("no quorum")
 	st.set(func(s *leaseStore) { s.agentsErr = bad })
-	if _, err := h.stepCore(CoreOptions{Store: st}).agentIDs(ctx); !errors.Is(err, bad) {
+	if _, _, err := h.stepCore(CoreOptions{Store: st}).agentIDs(ctx); !errors.Is(err, bad) {
 		t.Fatalf("when the store fails = %v, want its error", err)
 	}
 	none, err := NewCore(ctx, withDefaults(CoreOptions{FS: h.fs, Home: "/none", Logger: hclog.NewNullLogger()}))
@@ -219,7 +219,7 @@ func TestIDsListsDirectoriesThenTheStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer none.Close(ctx)
-	if _, err := none.agentIDs(ctx); err == nil {
+	if _, _, err := none.agentIDs(ctx); err == nil {
 		t.Fatal("a missing directory listed")
 	}
 }

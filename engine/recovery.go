@@ -80,12 +80,12 @@ func (c *Core) Recover(ctx context.Context) (RecoveryReport, error) {
 	if err := c.openUserInbox(ctx); err != nil {
 		return rep, err
 	}
-	ids, err := c.agentIDs(ctx)
+	ids, refused, err := c.agentIDs(ctx)
 	if err != nil {
 		return rep, err
 	}
 	ids, elsewhere := c.claimable(ctx, ids)
-	live, existing, ended := c.classify(ctx, c.loadAll(ctx, ids, true), &rep)
+	live, existing, ended := c.classify(ctx, c.loadAllRefusing(ctx, ids, refused, true), &rep)
 	for _, id := range elsewhere {
 		existing[id] = true // another daemon runs it: its spawn is not redone
 	}
@@ -172,6 +172,13 @@ func (c *Core) classify(ctx context.Context, all []*loaded, rep *RecoveryReport)
 				c.log.Error("agent log could not be opened; the agent is listed with the cause until a restart", "agent", l.ID, "err", l.Err)
 			} else {
 				c.log.Error("agent log is damaged; the agent is listed as corrupt", "agent", l.ID, "err", l.Err)
+			}
+			if l.State.Created && !l.State.Terminated && !errors.Is(l.Err, errUnopened) {
+				// Its good prefix names it and its parent: placed in the
+				// tree, listed corrupt, so its healthy children keep
+				// their places (SPEC 9: nothing is lost to damage).
+				live[l.ID] = l
+				continue
 			}
 			if l.State.Name == "" {
 				l.State.Name = l.ID
@@ -265,7 +272,7 @@ func (c *Core) loadQuarantine() {
 func (c *Core) place(live map[string]*loaded, rep *RecoveryReport) []*loaded {
 	cands := make([]placement.Candidate, 0, len(live))
 	for _, l := range live {
-		cands = append(cands, placement.Candidate{ID: l.ID, Parent: l.State.ParentID, Created: l.State.CreatedTS})
+		cands = append(cands, placement.Candidate{ID: l.ID, Parent: l.State.ParentID, Created: l.State.CreatedTS, Corrupt: l.Err != nil})
 	}
 	var placed []*loaded
 	for _, st := range placement.Order(cands, c.agents.Parents(cands)) {
@@ -288,14 +295,31 @@ func (c *Core) place(live map[string]*loaded, rep *RecoveryReport) []*loaded {
 			}
 			c.log.Error("an agent's parent log could not be opened; the agent is listed with it", "agent", l.ID, "parent", parent)
 			cause = fmt.Errorf("its parent %s: %w", parent, pc)
+		case placement.ParentUnplaced, placement.ParentMissing:
+			why := "is listed outside the tree (its log names no place for it)"
+			if st.Action == placement.ParentMissing {
+				why = "has no readable directory under agents/ and no record of its termination"
+			}
+			c.log.Error("an agent's parent cannot be placed; the agent is kept, listed with the reason, reachable by id", "agent", l.ID, "parent", parent)
+			cause = fmt.Errorf("its parent %s %s: nothing is terminated because of it; restore the parent's directory and restart the daemon", parent, why)
 		default:
 			if err := c.tree.Add(l.ID, l.State.Name, l.State.ParentID); err != nil {
 				c.log.Error("agent cannot be placed in the tree; listed as corrupt", "agent", l.ID, "err", err)
 				cause = fmt.Errorf("cannot rebuild its place in the tree: %w", err)
 				break
 			}
+			if l.Err != nil {
+				// A damaged log: in the tree, so its children keep their
+				// paths, and listed corrupt (counted by classify).
+				c.listCorrupt(l, l.Err)
+				continue
+			}
 			c.agents.Put(l.ID, l.Agent)
 			placed = append(placed, l)
+			continue
+		}
+		if l.Err != nil {
+			c.listCorrupt(l, fmt.Errorf("%w; and %w", l.Err, cause))
 			continue
 		}
 		l.Agent.MarkCorrupt(cause) // not listed yet: nobody else sees it

@@ -211,25 +211,30 @@ func TestRecoverStepsInOrder(t *testing.T) {
 		}
 		h.c, h.report = c, rep
 
-		want := RecoveryReport{Agents: 2, Terminated: 2, Orphans: 1, Corrupt: 1, Interrupted: 1, Pending: 3, Quarantined: 1, Resumed: 1}
+		want := RecoveryReport{Agents: 2, Terminated: 1, Orphans: 1, Corrupt: 2, Interrupted: 1, Pending: 3, Quarantined: 1, Resumed: 1}
 		if rep != want {
 			t.Errorf("report %+v, want %+v", rep, want)
 		}
-		if line := "recovery finished: agents=2 terminated=2 orphans=1 corrupt=1 quarantined=1 interrupted=1 pending=3 from_checkpoints=1"; !strings.Contains(logs.String(), line) {
+		if line := "recovery finished: agents=2 terminated=1 orphans=1 corrupt=2 quarantined=1 interrupted=1 pending=3 from_checkpoints=1"; !strings.Contains(logs.String(), line) {
 			t.Errorf("log lacks %q:\n%s", line, logs.String())
 		}
 		if c.agents.WakesHeld() {
 			t.Error("wakes are still held after the recovery")
 		}
 		// The tree: root and child placed; damaged listed corrupt under its
-		// id; gone and lostkid remembered as terminated, not listed.
+		// id; gone remembered as terminated, not listed; lostkid, whose
+		// parent's directory is gone, kept and listed with the reason
+		// (SPEC 9: nothing is terminated because of damage).
 		if p := c.tree.Children(root); len(p) != 1 || p[0] != child {
 			t.Errorf("root's children in the tree %v, want [child]", p)
 		}
 		if v, ok := viewOf(c, damaged); !ok || v.Status != "corrupt" || v.Name != damaged {
 			t.Errorf("damaged listed as %+v (%v), want corrupt under its id", v, ok)
 		}
-		for _, id := range []string{gone, lostKid} {
+		if v, ok := viewOf(c, lostKid); !ok || v.Status != "corrupt" || !strings.Contains(v.Error, "nothing is terminated") {
+			t.Errorf("lostkid listed as %+v (%v), want kept, corrupt, with its parent's reason", v, ok)
+		}
+		for _, id := range []string{gone} {
 			if _, ok := c.agent(id); ok || !c.agents.Known(id) {
 				t.Errorf("terminated agent %s: listed %v, known %v; want known as terminated, not listed", id, ok, c.agents.Known(id))
 			}
@@ -240,13 +245,13 @@ func TestRecoverStepsInOrder(t *testing.T) {
 		if s := h.statusOf(child); s != "interrupted_startup" {
 			t.Errorf("child's status %s, want interrupted_startup", s)
 		}
-		if n := h.count(lostKid, schema.AgentTerminated); n != 1 {
-			t.Errorf("the orphan child's log holds %d agent.terminated, want 1", n)
+		if n := h.count(lostKid, schema.AgentTerminated); n != 0 {
+			t.Errorf("the child of a missing parent got %d agent.terminated, want none", n)
 		}
-		// Only the placed agents' logs (and the USER inbox's) stay open:
-		// those of gone, of lostkid and of the uncreated directory are closed.
-		if n := c.OpenLogs(); n != 3 {
-			t.Errorf("%d logs hold handles, want 3 (root, child, USER)", n)
+		// The placed and the kept agents' logs (and the USER inbox's) stay
+		// open: those of gone and of the uncreated directory are closed.
+		if n := c.OpenLogs(); n != 4 {
+			t.Errorf("%d logs hold handles, want 4 (root, child, lostkid, USER)", n)
 		}
 		// Subscriptions to live agents are indexed, not those to an agent
 		// listed corrupt.
@@ -293,8 +298,8 @@ func TestRecoverStepsInOrder(t *testing.T) {
 		if n := h.count(child, schema.RunInterrupted); n != 1 {
 			t.Errorf("after a restart child's log holds %d run.interrupted, want 1", n)
 		}
-		if n := h.count(lostKid, schema.AgentTerminated); n != 1 {
-			t.Errorf("after a restart the orphan child's log holds %d agent.terminated, want 1", n)
+		if n := h.count(lostKid, schema.AgentTerminated); n != 0 {
+			t.Errorf("after a restart the child of a missing parent holds %d agent.terminated, want none", n)
 		}
 		if n := notices(); n != 1 {
 			t.Errorf("after a restart root's log holds %d notices of gone's termination, want 1", n)

@@ -101,7 +101,11 @@ func TestOrphanDirectoryIsRemoved(t *testing.T) {
 	}
 }
 
-func TestChildOfMissingParentIsTerminated(t *testing.T) {
+// A child whose parent's directory vanished (hand-deleted, say) is kept
+// and listed with the reason, never terminated: only a parent's logged
+// termination ends its children (SPEC 9, issue 31 D8; this test asserted
+// the termination before the spec changed).
+func TestChildOfMissingParentIsKept(t *testing.T) {
 	h := newHarness(t, func(h *harness) { h.noWake = true })
 	root := h.create("root", "", "echo")
 	kid := h.create("kid", root, "echo")
@@ -114,15 +118,15 @@ func TestChildOfMissingParentIsTerminated(t *testing.T) {
 	}
 	_ = h.fs.Remove(dir)
 	h.start()
-	if _, ok := h.c.agent(kid); ok {
-		t.Fatalf("a child whose parent is gone must be terminated")
+	if s := h.statusOf(kid); s != "corrupt" {
+		t.Fatalf("a child whose parent's directory is gone: status %s, want kept and listed corrupt with the reason", s)
 	}
-	if n := h.count(kid, "agent.terminated"); n != 1 {
-		t.Fatalf("agent.terminated logged %d times", n)
+	if n := h.count(kid, "agent.terminated"); n != 0 {
+		t.Fatalf("agent.terminated logged %d times for a child whose parent is missing, want 0", n)
 	}
 	h.restart()
-	if n := h.count(kid, "agent.terminated"); n != 1 {
-		t.Fatalf("recovery must be idempotent: agent.terminated logged %d times", n)
+	if n := h.count(kid, "agent.terminated"); n != 0 {
+		t.Fatalf("recovery must not terminate it on a later start either: agent.terminated logged %d times", n)
 	}
 }
 
@@ -322,5 +326,91 @@ func TestDamagedUserInboxIsIsolated(t *testing.T) {
 	other := h.create("other", "", "echo")
 	if res := h.send(other, "hi"); res.Response != "echo: hi" {
 		t.Fatalf("an agent is not served normally beside a damaged USER inbox: %+v", res)
+	}
+}
+
+// A symlinked agent directory is never followed (issue 31, D8): the agent
+// is listed with the refusal, and its healthy children are kept, listed
+// with the reason, never terminated, their logs untouched.
+func TestSymlinkedAgentDirKeepsItsChildren(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	k1 := h.create("k1", root, "echo")
+	k2 := h.create("k2", root, "echo")
+	h.tool(root, "gate", map[string]any{"agent_name": "k2"})
+	for i := range 3 {
+		h.tool(root, "send_message", map[string]any{"recipient": "k2", "text": fmt.Sprint("m", i)})
+	}
+	h.stop()
+	before := map[string][]byte{k1: h.read(h.c.logPath(k1)), k2: h.read(h.c.logPath(k2))}
+	// Move root's directory out of the home and link it back.
+	dir := h.c.agentDir(root)
+	if err := h.fs.MkdirAll("/elsewhere", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fs.Rename(dir, "/elsewhere/"+root); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fs.Symlink("/elsewhere/"+root, dir); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	v, ok := viewOf(h.c, root)
+	if !ok || v.Status != "corrupt" || !strings.Contains(v.Error, "symbolic link") {
+		t.Fatalf("root listed as %+v (%v), want corrupt with the refusal", v, ok)
+	}
+	for _, id := range []string{k1, k2} {
+		if s := h.statusOf(id); s != "corrupt" {
+			t.Errorf("child %s: status %s, want kept and listed with the reason", id, s)
+		}
+		if n := h.count(id, schema.AgentTerminated); n != 0 {
+			t.Errorf("child %s got %d agent.terminated because its parent's directory was refused", id, n)
+		}
+		if got := h.read(h.c.logPath(id)); !bytes.Equal(got, before[id]) {
+			t.Errorf("child %s's log changed", id)
+		}
+	}
+	if n := pendingLen(mustAgent(t, h.c, k2)); n != 3 {
+		t.Errorf("k2 holds %d pending messages, want its 3", n)
+	}
+	// Once the directory is back, everything is served again.
+	h.stop()
+	if err := h.fs.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fs.Rename("/elsewhere/"+root, dir); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	for _, id := range []string{root, k1, k2} {
+		if s := h.statusOf(id); s != "idle" {
+			t.Errorf("%s after the directory came back: %s, want idle", id, s)
+		}
+	}
+}
+
+// A parent whose log is damaged in the middle stays in the tree, listed
+// corrupt, and its healthy children keep their paths and are served
+// (issue 31, D15: they were listed corrupt, "parent is not in the tree").
+func TestDamagedParentKeepsItsChildrenServed(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "echo")
+	h.send(root, "one")
+	h.send(root, "two")
+	h.stop()
+	path := h.c.logPath(root)
+	data := h.read(path)
+	_ = h.fs.Remove(h.c.agentDir(root) + "/checkpoint.json")
+	h.rewrite(path, flip(data, bytes.Index(data, []byte(`"one"`))+2, 1)) // a line in the middle
+	h.start()
+	if s := h.statusOf(root); s != "corrupt" {
+		t.Fatalf("root: %s, want corrupt", s)
+	}
+	if id, err := h.c.Resolve("root/kid"); err != nil || id != kid {
+		t.Fatalf("root/kid resolves to %q, %v; want the child by its path", id, err)
+	}
+	if res := h.send(kid, "hi"); res.Response != "echo: hi" {
+		t.Fatalf("the healthy child is not served: %+v", res)
 	}
 }

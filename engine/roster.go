@@ -237,7 +237,9 @@ func (r *roster) Parents(cands []placement.Candidate) map[string]placement.Paren
 		if ok && a != nil {
 			listed[cd.Parent] = a
 		}
-		parents[cd.Parent] = placement.Parent{Listed: ok, Quarantined: r.quarantine[cd.Parent] != ""}
+		_, inTree := r.tree.Get(cd.Parent)
+		parents[cd.Parent] = placement.Parent{Listed: ok, InTree: ok && inTree, Quarantined: r.quarantine[cd.Parent] != "",
+			Gone: r.gone.Has(cd.Parent)}
 	}
 	r.mu.Unlock()
 	for id, a := range listed {

@@ -219,8 +219,8 @@ func TestQuarantineAndParents(t *testing.T) {
 	as[a2].MarkCorrupt(fmt.Errorf("open: %w", errUnopened))
 	got := r.Parents([]placement.Candidate{{Parent: a1}, {Parent: a2}, {Parent: q1}, {Parent: x}})
 	want := map[string]placement.Parent{
-		a1: {Listed: true},
-		a2: {Listed: true, Unopened: true},
+		a1: {Listed: true, InTree: true},
+		a2: {Listed: true, InTree: true, Unopened: true},
 		q1: {Quarantined: true},
 		x:  {},
 	}

@@ -128,31 +128,41 @@ func Settle(why string, empty, isParent, clustered, missing bool) (Settlement, s
 	}
 }
 
-// Candidate is a live agent to place in the tree.
+// Candidate is an agent to place in the tree: a live one, or one whose
+// log is damaged but whose good prefix names it and its parent (listed
+// corrupt, in the tree, so that its healthy children keep their paths).
 type Candidate struct {
 	ID     string
 	Parent string
 	// Created is its agent.created's time; placing follows it.
 	Created time.Time
+	// Corrupt: its log is damaged; it is placed in the tree but listed
+	// corrupt (it runs nothing).
+	Corrupt bool
 }
 
 // Parent is what the Core knew of a parent id before placing began.
 type Parent struct {
 	// Listed: the Core's agent map holds it (placed, or listed corrupt).
 	Listed bool
+	// InTree: it is in the tree (placed), so a child can be placed under it.
+	InTree bool
 	// Unopened: it is listed because its log could not be opened
 	// (the engine's errUnopened), so nothing is wrong with its children.
 	Unopened bool
 	// Quarantined: its directory is in <home>/quarantine.
 	Quarantined bool
+	// Gone: its log holds agent.terminated (the Core remembers it as
+	// terminated). Only then is a child an orphan to terminate.
+	Gone bool
 }
 
 // Action is what the Core does with one candidate.
 type Action int
 
 const (
-	// Place adds it to the tree (listed corrupt if the tree refuses it)
-	// and lists it.
+	// Place adds it to the tree (listed corrupt if the tree refuses it, or
+	// if it is a corrupt candidate) and lists it.
 	Place Action = iota
 	// ParentUnopened lists it with its parent's cause: its parent's log
 	// could not be opened.
@@ -160,7 +170,15 @@ const (
 	// ParentQuarantined lists it corrupt: its parent's directory is in
 	// quarantine and may come back, so nothing irreversible is done.
 	ParentQuarantined
-	// Terminate ends it: its parent is gone.
+	// ParentUnplaced lists it, kept and reachable by id, outside the tree:
+	// its parent is listed but not in the tree (its log names no parent or
+	// name to place it by: a refused or unreadable directory).
+	ParentUnplaced
+	// ParentMissing lists it, kept and reachable by id, outside the tree:
+	// its parent is neither listed nor known to be terminated (its
+	// directory is gone). Nothing is terminated because of damage.
+	ParentMissing
+	// Terminate ends it: its parent's log holds agent.terminated.
 	Terminate
 )
 
@@ -172,13 +190,15 @@ type Step struct {
 
 // Order decides, for the candidates, the order in which they are placed
 // and what is done with each: by creation time (then id), roots and
-// children of listed parents first, then, pass by pass, children whose
-// parent a previous step listed; a child whose parent is neither listed
-// nor among the candidates is an orphan, and so are those left when a
-// pass lists nothing. parents describes each parent id as the Core knew
-// it before the first step; a step that lists a candidate (Place,
-// ParentUnopened, ParentQuarantined) makes it a listed parent for the
-// steps after it.
+// children of placed parents first, then, pass by pass, children whose
+// parent a previous step placed. A child whose parent is not placed is
+// kept and listed with the reason (ParentUnopened, ParentQuarantined,
+// ParentUnplaced, ParentMissing, or, when a pass places nothing, the
+// cycle's members as ParentMissing); only a child whose parent is known to
+// be terminated (Gone) is terminated. parents describes each parent id as
+// the Core knew it before the first step; a step that places a candidate
+// makes it a placed parent for the steps after it, and one that lists a
+// candidate outside the tree a listed one.
 func Order(cands []Candidate, parents map[string]Parent) []Step {
 	waiting := make(map[string]bool, len(cands))
 	remaining := make([]Candidate, len(cands))
@@ -198,13 +218,30 @@ func Order(cands []Candidate, parents map[string]Parent) []Step {
 		known[id] = p
 	}
 	var steps []Step
-	orphan := func(c Candidate) {
-		if known[c.Parent].Quarantined {
-			steps = append(steps, Step{c.ID, ParentQuarantined})
-			list(known, c.ID, false)
-			return
+	step := func(c Candidate, a Action) {
+		steps = append(steps, Step{c.ID, a})
+		waiting[c.ID] = false
+		p := known[c.ID]
+		p.Listed, p.InTree, p.Unopened = true, a == Place, a == ParentUnopened
+		known[c.ID] = p
+	}
+	unplaced := func(c Candidate) {
+		switch p := known[c.Parent]; {
+		case p.Gone:
+			steps = append(steps, Step{c.ID, Terminate})
+			waiting[c.ID] = false
+			g := known[c.ID]
+			g.Gone = true // its own children follow it
+			known[c.ID] = g
+		case p.Quarantined:
+			step(c, ParentQuarantined)
+		case p.Listed && p.Unopened:
+			step(c, ParentUnopened)
+		case p.Listed:
+			step(c, ParentUnplaced)
+		default:
+			step(c, ParentMissing)
 		}
-		steps = append(steps, Step{c.ID, Terminate})
 	}
 	for progress := true; progress && len(remaining) > 0; {
 		progress = false
@@ -212,34 +249,24 @@ func Order(cands []Candidate, parents map[string]Parent) []Step {
 		for _, c := range remaining {
 			p := known[c.Parent]
 			switch {
-			case c.Parent != "" && !p.Listed && waiting[c.Parent]:
+			case c.Parent == "" || p.InTree:
+				step(c, Place)
+			case !p.Listed && waiting[c.Parent]:
 				next = append(next, c)
 				continue
-			case c.Parent != "" && !p.Listed:
-				orphan(c)
-			case p.Listed && p.Unopened:
-				steps = append(steps, Step{c.ID, ParentUnopened})
-				list(known, c.ID, true)
 			default:
-				steps = append(steps, Step{c.ID, Place})
-				list(known, c.ID, false)
+				unplaced(c)
 			}
 			progress = true
 		}
 		remaining = next
 	}
 	for _, c := range remaining {
-		orphan(c)
+		// A cycle of parents: no agent.created can name a parent created
+		// after it, so only a forged log leaves one. Keep them all.
+		step(c, ParentMissing)
 	}
 	return steps
-}
-
-// list records that a step listed id (unopened: with a cause that wraps
-// its parent's unopened log).
-func list(known map[string]Parent, id string, unopened bool) {
-	p := known[id]
-	p.Listed, p.Unopened = true, unopened
-	known[id] = p
 }
 
 // CutSpawns returns the spawns whose child's creation a crash cut off in
