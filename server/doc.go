@@ -31,11 +31,31 @@
 // connections that send nothing, or dribble bytes, cannot lock clients out.
 // Once its first request is read a connection takes one of MaxConns slots;
 // when none is free, a first request to one of Config.ControlMethods (the
-// daemon's status and shutdown) takes one of ControlReserve extra places
-// (where that connection may make only control requests), and any other gets a code-6 error frame (nil id) and the connection is
+// daemon's status and shutdown) takes one of ControlReserve extra places,
+// and any other gets a code-6 error frame (nil id) and the connection is
 // closed, by at most 16 goroutines at once (further ones are closed without
 // a reply). A first byte other than '{', JSON whitespace or 0x00 gets a JSON
 // error line (code 2) and the connection is closed.
+//
+// # Reserved control places
+//
+// A reserved place is held by one request, not by a connection: a
+// connection admitted on one is served that first request only (a further
+// request on it, sent before the answer, gets code 6 saying so; cancel
+// frames still work), and once the answer is written the place is given
+// back and the connection is closed (after its remaining input is
+// drained, which holds no place). So no connection, idle, streaming or
+// answered and left open, keeps a reserved place: the places are only ever
+// held by control requests being answered, and the daemon's are answered at
+// once (status reads counters, shutdown starts the stop and returns).
+// Starving them would take ControlReserve control requests in flight at
+// every instant, that is the owner's own processes busy-looping on the
+// socket; `warren daemon stop` does not depend even on that, as it falls
+// back to a signal (cmd/warren/internal/daemonctl). Slots are different: a
+// connection that got a slot keeps it until it ends or is idle for
+// IdleTimeout, as a client may make many requests on it. Closing a
+// reserved-place connection after one answer suits the command line, which
+// opens a connection per request.
 //
 // JSON connections (Substrat-compatible): the body is read to EOF (the
 // client half-closes) within ReadTimeout and MaxFrame bytes, one reply is

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -140,7 +141,7 @@ func TestFirstRequestDeadlineStopsSlowloris(t *testing.T) {
 func TestControlMethodsUseReserve(t *testing.T) {
 	ts := startServer(t, func(c *Config) {
 		c.MaxConns = 1
-		c.ControlMethods = map[string]bool{"echo": true}
+		c.ControlMethods = map[string]bool{"echo": true, "wait": true}
 		c.ControlReserve = 1
 	})
 	ctx := context.Background()
@@ -155,21 +156,66 @@ func TestControlMethodsUseReserve(t *testing.T) {
 	if len(lines) != 1 || lines[0]["result"] == nil {
 		t.Fatalf("JSON control method with every slot taken: %v", lines)
 	}
-	// The reserve is bounded: while one control connection holds it,
-	// another is refused.
-	held := dialClient(t, ts.path)
-	res, err := held.Call(ctx, "echo", map[string]any{"v": "x"})
-	if err != nil || res["v"] != "x" {
-		t.Fatalf("native control method with every slot taken: %v %v", res, err)
+	// The reserve bounds the control requests in flight: while one holds
+	// the place, another is refused.
+	busy := dialRaw(t, ts.path)
+	writeNative(t, busy, &protocol.Request{ID: int64(1), Method: "wait", Params: map[string]any{"tag": "w"}})
+	if tag := <-ts.fake.started; tag != "w" {
+		t.Fatalf("started %q", tag)
 	}
 	_, err = dialClient(t, ts.path).Call(ctx, "echo", nil)
 	wantCode(t, err, protocol.CodeUnavailable)
-	// A connection on the reserve serves control methods only.
-	_, err = held.Call(ctx, "trivial", nil)
-	if pe := wantCode(t, err, protocol.CodeUnavailable); !strings.Contains(pe.Message, "admitted for echo only") {
-		t.Fatalf("message %q", pe.Message)
+	// A connection on a reserved place serves its one request: a second
+	// one sent before the answer is refused, saying why.
+	writeNative(t, busy, &protocol.Request{ID: int64(2), Method: "echo"})
+	br := bufio.NewReader(busy)
+	_ = busy.SetReadDeadline(time.Now().Add(20 * time.Second))
+	f := readNative(t, br)
+	if f.Kind != protocol.KindError || f.Error.Code != protocol.CodeUnavailable || !strings.Contains(f.Error.Message, "one request") {
+		t.Fatalf("second request on a reserved place: %+v", f)
 	}
-	if _, err := held.Call(ctx, "echo", nil); err != nil {
-		t.Fatalf("the control connection stopped serving control methods: %v", err)
+	close(ts.fake.release)
+	if f := readNative(t, br); f.Kind != protocol.KindResult || fmt.Sprint(f.Result) != "map[tag:w]" {
+		t.Fatalf("the reserved place's request: %+v", f)
 	}
+	wantClosed(t, busy, "a connection whose reserved-place request was answered")
+}
+
+// TestAnsweredControlConnectionsHoldNoReservedPlace (D4): connections
+// that got a control request answered on a reserved place and are left
+// open by their clients hold no place: the server closes each once it is
+// answered, so any number of them, one after the other, are served, and
+// the next control request still is.
+func TestAnsweredControlConnectionsHoldNoReservedPlace(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		c.MaxConns = 2
+		c.ControlMethods = map[string]bool{"echo": true}
+		c.ControlReserve = 1
+		c.IdleTimeout = time.Hour
+	})
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		if _, err := dialClient(t, ts.path).Call(ctx, "echo", nil); err != nil {
+			t.Fatalf("slot %d: %v", i, err)
+		}
+	}
+	var open []*net.UnixConn
+	for i := 0; i < 20; i++ {
+		c := dialRaw(t, ts.path)
+		open = append(open, c)
+		writeNative(t, c, &protocol.Request{ID: int64(i), Method: "echo", Params: map[string]any{"i": int64(i)}})
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		f := readNative(t, bufio.NewReader(c))
+		if f.Kind != protocol.KindResult {
+			t.Fatalf("control connection %d past the slots (its predecessors answered and left open): %+v", i, f)
+		}
+	}
+	for i, c := range open {
+		wantClosed(t, c, fmt.Sprintf("answered control connection %d", i))
+	}
+	if _, err := dialClient(t, ts.path).Call(ctx, "echo", nil); err != nil {
+		t.Fatalf("control request after the flood: %v", err)
+	}
+	_, err := dialClient(t, ts.path).Call(ctx, "trivial", nil)
+	wantCode(t, err, protocol.CodeUnavailable)
 }

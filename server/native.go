@@ -33,13 +33,18 @@ type nativeConn struct {
 	wmu    sync.Mutex
 	broken bool
 
-	controlOnly bool // admitted on the control reserve: control methods only
+	// controlOnly: admitted on a reserved control place, for its first
+	// request only; release gives the place back (once) as soon as that
+	// request is answered, and the connection then ends.
+	controlOnly bool
+	release     func()
 
 	mu       sync.Mutex
 	inflight map[string][]*inflightReq // by id key, for cancel frames
 	count    int
 	atHeader bool // the reader is waiting for a frame header
 	drain    bool // an error reply was sent: drain input before closing
+	started  bool // a request was started (on a control place: its one request)
 }
 
 type inflightReq struct {
@@ -145,10 +150,17 @@ func (s *Server) serveNative(c *net.UnixConn, br *bufio.Reader, p *pendingConn, 
 		s.refuseBusy(c, true)
 		return
 	}
+	release = onceFunc(release)
 	defer release()
 	n := newNativeConn(s, c, br)
-	n.controlOnly = controlOnly
+	n.controlOnly, n.release = controlOnly, release
 	n.serve(req, derr)
+}
+
+// onceFunc wraps f so that only its first call runs it.
+func onceFunc(f func()) func() {
+	var once sync.Once
+	return func() { once.Do(f) }
 }
 
 // errFrameTooLarge is a frame header declaring more than MaxFrame bytes.
@@ -169,7 +181,11 @@ func (n *nativeConn) serve(first *protocol.Request, firstErr error) {
 	defer func() {
 		n.cancel()
 		n.wg.Wait()
-		if n.drain {
+		n.mu.Lock()
+		drain := n.drain
+		n.mu.Unlock()
+		if drain {
+			n.release() // the place is not held while the input drains
 			closeAfterReply(n.c)
 		}
 	}()
@@ -197,7 +213,7 @@ func (n *nativeConn) serve(first *protocol.Request, firstErr error) {
 			n.s.log.Warn("native frame over the size limit; closing connection", "size", size, "limit", n.s.cfg.MaxFrame)
 			n.writeFrame(&protocol.Frame{Kind: protocol.KindError, Error: protocol.Errorf(protocol.CodeInvalid,
 				"frame of %d bytes exceeds the %d-byte limit; closing the connection", size, n.s.cfg.MaxFrame)})
-			n.drain = true
+			n.setDrain()
 			return
 		}
 		if n.s.cfg.ReadTimeout > 0 {
@@ -238,9 +254,13 @@ func (n *nativeConn) handle(req *protocol.Request, err error) {
 		n.cancelID(req.ID)
 		return
 	}
-	if n.controlOnly && !n.s.cfg.ControlMethods[req.Method] {
+	if n.controlOnly && n.startedBefore() {
+		// A reserved place serves one control request per connection:
+		// the connection ends once it is answered, so that no
+		// connection, idle or not, keeps a reserved place.
 		n.writeFrame(&protocol.Frame{Kind: protocol.KindError, ID: req.ID, Error: protocol.Errorf(protocol.CodeUnavailable,
-			"too many connections to the daemon (limit %d): this connection was admitted for %s only; retry later", n.s.cfg.MaxConns, controlList(n.s.cfg.ControlMethods))})
+			"too many connections to the daemon (limit %d): this connection was admitted on a reserved place for one request to %s, and closes once it is answered; open a new connection for each such request, or retry later",
+			n.s.cfg.MaxConns, controlList(n.s.cfg.ControlMethods))})
 		return
 	}
 	select {
@@ -255,6 +275,35 @@ func (n *nativeConn) handle(req *protocol.Request, err error) {
 	n.start(req)
 }
 
+// startedBefore reports whether a request was started on this
+// connection before, and marks that one is now.
+func (n *nativeConn) startedBefore() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	was := n.started
+	n.started = true
+	return was
+}
+
+// setDrain asks for the input to be drained before the connection closes
+// (an error reply was sent, or a reserved place's request was answered).
+func (n *nativeConn) setDrain() {
+	n.mu.Lock()
+	n.drain = true
+	n.mu.Unlock()
+}
+
+// endControl ends a connection admitted on a reserved control place once
+// its request is answered (its place was given back just before the
+// answer was written): the reader is woken, and the connection closes
+// after its input is drained.
+func (n *nativeConn) endControl() {
+	n.release()
+	n.setDrain()
+	n.cancel()
+	_ = n.c.SetReadDeadline(time.Now())
+}
+
 // readFailed logs why reading stopped and tells the client when useful.
 func (n *nativeConn) readFailed(err error, idle, atBoundary bool) {
 	switch {
@@ -264,12 +313,12 @@ func (n *nativeConn) readFailed(err error, idle, atBoundary bool) {
 		n.s.log.Debug("closing idle connection", "idle_timeout", n.s.cfg.IdleTimeout)
 		n.writeFrame(&protocol.Frame{Kind: protocol.KindError, Error: protocol.Errorf(protocol.CodeUnavailable,
 			"connection closed after %s without requests; reconnect", n.s.cfg.IdleTimeout)})
-		n.drain = true
+		n.setDrain()
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		n.s.log.Debug("native frame not complete in time; closing", "read_timeout", n.s.cfg.ReadTimeout)
 		n.writeFrame(&protocol.Frame{Kind: protocol.KindError, Error: protocol.Errorf(protocol.CodeInvalid,
 			"frame not received within %s; closing the connection", n.s.cfg.ReadTimeout)})
-		n.drain = true
+		n.setDrain()
 	case err == io.EOF && atBoundary:
 		n.s.log.Trace("native client disconnected")
 	default:
@@ -298,8 +347,14 @@ func (n *nativeConn) start(req *protocol.Request) {
 		// send its next request at once.
 		n.finish(key, ir)
 		<-n.sem
+		if n.controlOnly {
+			n.release() // likewise the reserved place: this request is its one
+		}
 		if werr := n.writeFrame(f); werr != nil && !errors.Is(werr, ErrClientGone) {
 			n.writeFrame(encodeFailure(req, false, werr))
+		}
+		if n.controlOnly {
+			n.endControl()
 		}
 	}()
 }

@@ -90,7 +90,7 @@ func earliest(a, b time.Time) time.Time {
 
 // takeSlot admits a connection whose first request is method: a slot, or
 // for a control method a reserved place when every slot is taken (control
-// is then true: the connection may only make control requests). It
+// is then true: the connection serves that one request and ends). It
 // returns the release function, or nil when the connection must be
 // refused.
 func (s *Server) takeSlot(method string) (release func(), control bool) {

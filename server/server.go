@@ -29,8 +29,8 @@ const (
 	// DefaultMaxPending bounds the connections that have not yet sent a
 	// whole first request; over it the oldest of them is closed.
 	DefaultMaxPending = 1024
-	// DefaultControlReserve is how many connections beyond MaxConns may
-	// serve the ControlMethods.
+	// DefaultControlReserve is how many ControlMethods requests may be
+	// served at once beyond MaxConns.
 	DefaultControlReserve = 8
 	// refusalWait bounds how long a connection that is being refused (peer
 	// uid, connection limit) may take to send its first byte, which picks
@@ -69,10 +69,12 @@ type Config struct {
 	// closed.
 	FirstByteTimeout    time.Duration
 	FirstRequestTimeout time.Duration
-	// ControlMethods are served even when every slot is taken, on up to
-	// ControlReserve extra connections (0: DefaultControlReserve), when
-	// they are a connection's first request: the daemon's status and
-	// shutdown stay reachable under a connection flood.
+	// ControlMethods are served even when every slot is taken, when they
+	// are a connection's first request: up to ControlReserve of them
+	// (0: DefaultControlReserve) at once, each on a reserved place that
+	// is given back, and its connection closed, as soon as it is answered
+	// (package doc, "Reserved control places"). So the daemon's status and
+	// shutdown stay reachable whatever other connections hold.
 	ControlMethods map[string]bool
 	ControlReserve int
 	// MaxInflight bounds concurrent requests per native connection
@@ -167,7 +169,7 @@ type Server struct {
 	stop     context.CancelFunc
 	refusing chan struct{} // semaphore for refusal goroutines
 	slots    chan struct{} // semaphore for connections being served
-	control  chan struct{} // semaphore for control connections beyond slots
+	control  chan struct{} // semaphore for control requests beyond slots (reserved places)
 
 	mu       sync.Mutex
 	ln       *net.UnixListener

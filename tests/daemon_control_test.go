@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -222,5 +223,159 @@ func TestDaemonStartWaitsForSlowStart(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "daemon started") {
 		t.Fatalf("stdout: %s", stdout.String())
+	}
+}
+
+// TestAnsweredControlConnectionsCannotLockOutControl (D4): 300 native
+// connections that each get one daemon.status answered and stay open take
+// every slot and then every reserved place the old way; the daemon gives
+// a reserved place back as soon as its request is answered (and closes
+// that connection), so every one of them is answered and `daemon status`
+// and `daemon stop` still work.
+func TestAnsweredControlConnectionsCannotLockOutControl(t *testing.T) {
+	t.Parallel()
+	d := startTestDaemon(t, modeBinary)
+	const flood = 300
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	var refused []string
+	for i := 0; i < flood; i++ {
+		c, err := net.Dial("unix", d.Sock)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		_ = c.SetDeadline(time.Now().Add(time.Minute))
+		req, _ := protocol.EncodeNativeRequest(&protocol.Request{ID: int64(i), Method: "daemon.status"})
+		if _, err := c.Write(req); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		b, err := protocol.ReadNativeFrame(bufio.NewReader(c), protocol.MaxFrame)
+		if err != nil { // refused without a reply
+			refused = append(refused, fmt.Sprintf("%d: %v", i, err))
+			continue
+		}
+		f, err := protocol.DecodeNativeFrame(b)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		if f.Kind != protocol.KindResult {
+			refused = append(refused, fmt.Sprintf("%d: %v", i, f.Error))
+		}
+	}
+	runCLI(t, d.Home, "--json", "daemon", "status").want(t, 0, fmt.Sprintf("daemon status after %d answered status connections left open", flood))
+	if len(refused) > 0 {
+		t.Fatalf("%d of %d sequential daemon.status connections were refused, first: %s", len(refused), flood, refused[0])
+	}
+	// Connections past the slots were served on a reserved place and
+	// closed by the daemon once answered.
+	for i, c := range conns[server.DefaultMaxConns:] {
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || (err != io.EOF && !errors.Is(err, syscall.ECONNRESET)) {
+			t.Fatalf("connection %d, answered on a reserved place, was left open: n=%d err=%v", server.DefaultMaxConns+i, n, err)
+		}
+	}
+	runCLI(t, d.Home, "daemon", "stop").want(t, 0, "daemon stop after the flood")
+	select {
+	case <-d.Exited():
+	case <-time.After(procReadyDeadline):
+		t.Fatal("the daemon did not exit after daemon stop")
+	}
+}
+
+// TestDaemonStopSignalsWhenTheSocketFails (D4): when the socket is gone
+// (a /tmp cleaner removed it) or the daemon does not answer (stopped
+// with SIGSTOP), `warren daemon stop` makes sure the pid in daemon.pid is
+// the daemon holding the home's lock and stops it with SIGTERM: a
+// graceful stop, in the daemon's own log.
+func TestDaemonStopSignalsWhenTheSocketFails(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		breakIt func(d *testDaemon)
+		want    string
+	}{
+		{"socket removed", func(d *testDaemon) {
+			if err := os.Remove(d.Sock); err != nil {
+				t.Fatal(err)
+			}
+		}, "no socket"},
+		{"daemon not answering", func(d *testDaemon) { d.Signal(syscall.SIGSTOP) }, "no answer within"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := startTestDaemon(t, modeBinary)
+			tc.breakIt(d)
+			r := runCLI(t, d.Home, "daemon", "stop").want(t, 0, "daemon stop with "+tc.name)
+			if !strings.Contains(r.stderr, "sent SIGTERM") || !strings.Contains(r.stderr, tc.want) ||
+				!strings.Contains(r.stdout, fmt.Sprintf("daemon stopped (pid %d)", d.Pid())) {
+				t.Fatalf("daemon stop:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
+			}
+			select {
+			case <-d.Exited():
+			case <-time.After(procReadyDeadline):
+				t.Fatal("the daemon did not exit")
+			}
+			if err := d.exitErr(); err != nil {
+				t.Fatalf("the daemon did not stop gracefully: %v\n%s", err, d.Output())
+			}
+			if out := d.Output(); !strings.Contains(out, "stopped") {
+				t.Fatalf("no graceful stop in the daemon's log:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestDaemonStopSignalsOnlyTheDaemon: the fallback signal goes only to
+// the process the kernel lists as the holder of the home's lock: a
+// daemon.pid naming another process (here a sleep of the test's, same
+// uid) gets nothing, with an error that says so; with no lock held,
+// stop says the daemon is not running, as before.
+func TestDaemonStopSignalsOnlyTheDaemon(t *testing.T) {
+	t.Parallel()
+	d := startTestDaemon(t, modeBinary)
+	victim := exec.Command("sleep", "600")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	victimDone := make(chan struct{})
+	go func() { _ = victim.Wait(); close(victimDone) }()
+	t.Cleanup(func() { _ = victim.Process.Kill(); <-victimDone })
+	pidFile := filepath.Join(d.Home, "daemon.pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(victim.Process.Pid)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(d.Sock); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, d.Home, "daemon", "stop").want(t, 1, "daemon stop with daemon.pid naming another process")
+	if !strings.Contains(r.stderr, "nothing was") || !strings.Contains(r.stderr, "no holder") {
+		t.Fatalf("daemon stop: %s", r.stderr)
+	}
+	select {
+	case <-victimDone:
+		t.Fatal("the process named by a forged daemon.pid was signalled")
+	case <-d.Exited():
+		t.Fatal("the daemon stopped although its pid file named another process")
+	default:
+	}
+	// The real pid back: the fallback stops the daemon.
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(d.Pid())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, d.Home, "daemon", "stop").want(t, 0, "daemon stop through the fallback")
+	<-d.Exited()
+	r = runCLI(t, d.Home, "daemon", "stop").want(t, 3, "daemon stop with no daemon")
+	if !strings.Contains(r.stderr, "not running") {
+		t.Fatalf("daemon stop with no daemon: %s", r.stderr)
+	}
+	select {
+	case <-victimDone:
+		t.Fatal("the sleep was signalled")
+	default:
 	}
 }

@@ -71,9 +71,14 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		// A second Ctrl-C kills the process the default way.
-		signal.Stop(sigs)
+		// A second Ctrl-C kills the process the default way. A second
+		// SIGTERM is ignored: it is what a service manager or `warren
+		// daemon stop`'s fallback sends, and must not turn a daemon's
+		// graceful stop into a kill.
+		signal.Reset(os.Interrupt)
 		cancel(signalCause{s})
+		for range sigs {
+		}
 	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	os.Exit(code)

@@ -2,8 +2,10 @@
 // and `status`: it starts the daemon in the background and waits until it
 // serves, printing progress while recovery runs and the last lines of
 // daemon.log if it fails; it asks the daemon to stop and waits until its
-// process has exited; and before either stop or status it checks that the
-// daemon answering on the home's socket serves that home.
+// process has exited, falling back to SIGTERM when the socket refuses or
+// does not answer (signal.go says how the pid is made sure of); and before
+// either stop or status it checks that the daemon answering on the home's
+// socket serves that home.
 package daemonctl
 
 import (
@@ -49,10 +51,15 @@ type Ctl struct {
 	JSON   bool // print the RPC result as JSON instead of text
 }
 
-// Stop asks the daemon to stop and waits until it has exited.
+// Stop asks the daemon to stop and waits until it has exited. When the
+// socket refuses or does not answer in time it stops the daemon with a
+// signal instead, once sure of its pid (signal.go).
 func (d *Ctl) Stop(ctx context.Context) error {
-	st, err := d.Daemon.Call(ctx, "daemon.status", nil)
+	st, err := d.callInTime(ctx, "daemon.status", nil)
 	if err != nil {
+		if unanswered(ctx, err) {
+			return d.stopBySignal(ctx, err)
+		}
 		return err
 	}
 	pid := int(reply.Num(st, "pid"))
@@ -60,10 +67,12 @@ func (d *Ctl) Stop(ctx context.Context) error {
 		return err
 	}
 	// The daemon checks the home too, at the moment it stops.
-	res, err := d.Daemon.Call(ctx, "daemon.shutdown", map[string]any{"home": d.Home})
+	res, err := d.callInTime(ctx, "daemon.shutdown", map[string]any{"home": d.Home})
 	var pe *protocol.Error
 	switch {
 	case err == nil:
+	case refusedOrLate(ctx, err):
+		return d.stopBySignal(ctx, err)
 	case errors.As(err, &pe):
 		return client.RPCError("daemon.shutdown", err)
 	case stopped(d.Home, pid) || errors.Is(err, protocol.ErrClientClosed) || client.IsNotRunning(err):
