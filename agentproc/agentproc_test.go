@@ -2,6 +2,7 @@ package agentproc
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"runtime"
@@ -149,25 +150,22 @@ func TestGroupDiesWithItsLeader(t *testing.T) {
 	}
 }
 
-// TestRecordsAndIdentity: a record names a live process by pid, start time
-// and boot id; KillLeftover leaves a record whose start time differs alone
-// and kills one that matches.
+// TestRecordsAndIdentity: a record names a live process by pid, start
+// time, boot id and the marker in its environment; KillLeftover leaves a
+// record whose start time differs alone and kills one that matches.
 func TestRecordsAndIdentity(t *testing.T) {
 	fsys := faultfs.NewMem()
 	r := Records{FS: fsys, Dir: "/home/procs"}
-	cmd := exec.Command("sleep", "600")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() { _ = cmd.Process.Kill(); <-exited }()
-	rec, err := Describe("0123456789abcdef0123456789abcdef", cmd.Process.Pid)
+	marker, err := NewMarker()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Pgid != rec.Pid || rec.StartTime == 0 || rec.BootID == "" {
+	cmd, exited := startSleep(t, EnvMarker+"="+marker)
+	rec, err := Describe("0123456789abcdef0123456789abcdef", cmd.Process.Pid, marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Pgid != rec.Pid || rec.StartTime == 0 || rec.BootID == "" || rec.Marker != marker || !strings.HasSuffix(rec.Exe, "sleep") {
 		t.Fatalf("record %+v", rec)
 	}
 	if err := r.Add(rec); err != nil {
@@ -204,4 +202,121 @@ func TestRecordsAndIdentity(t *testing.T) {
 	if recs, bad, err := r.List(); len(recs)+len(bad) != 0 || err != nil {
 		t.Fatalf("after Clear: %v, %v, %v", recs, bad, err)
 	}
+}
+
+// startSleep starts "sleep 600" leading its own process group with env
+// added to the test's environment; exited is closed once it is reaped.
+func startSleep(t *testing.T, env ...string) (*exec.Cmd, chan struct{}) {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	return cmd, exited
+}
+
+// TestForgedRecordKillsNothing (D12): a record that names a live process
+// exactly (pid, start time, boot id, even its executable) but whose marker
+// that process does not carry, or that has no marker, is refused with
+// ErrNotOurs, and the process, or its group whose leader is gone, lives.
+func TestForgedRecordKillsNothing(t *testing.T) {
+	cmd, exited := startSleep(t) // no marker: not one of ours
+	marker, err := NewMarker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := Describe("0123456789abcdef0123456789abcdef", cmd.Process.Pid, marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmarked := forged
+	unmarked.Marker = ""
+	other, err := NewMarker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, markedExited := startSleep(t, EnvMarker+"="+other) // ours, but another record's
+	wrong, err := Describe("0123456789abcdef0123456789abcdef", marked.Process.Pid, marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]Record{"forged marker": forged, "no marker": unmarked, "another process's marker": wrong} {
+		killed, _, err := KillLeftover(r)
+		if killed || !errors.Is(err, ErrNotOurs) {
+			t.Fatalf("%s: killed=%v err=%v, want ErrNotOurs", name, killed, err)
+		}
+		if !strings.Contains(err.Error(), "sleep") {
+			t.Errorf("%s: the error does not say what the process runs: %v", name, err)
+		}
+	}
+	// A group whose leader is gone: its members are checked instead.
+	leader, member := orphanedGroup(t, marker)
+	if killed, _, err := KillLeftover(leader); killed || !errors.Is(err, ErrNotOurs) {
+		t.Fatalf("a group whose leader is gone, no member marked: killed=%v err=%v", killed, err)
+	}
+	if err := syscall.Kill(member, 0); err != nil {
+		t.Fatalf("the unmarked group member was killed: %v", err)
+	}
+	select {
+	case <-exited:
+		t.Fatal("the unmarked process was killed")
+	case <-markedExited:
+		t.Fatal("the process with another marker was killed")
+	default:
+	}
+}
+
+// orphanedGroup starts a process group whose leader (sh) exits leaving a
+// member (sleep) running, with env added to their environment; it returns
+// the leader's record (with marker) and the member's pid.
+func orphanedGroup(t *testing.T, marker string, env ...string) (Record, int) {
+	t.Helper()
+	sh := exec.Command("sh", "-c", "sleep 600 & echo $!")
+	sh.Env = append(os.Environ(), env...)
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := sh.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	leader, err := Describe("0123456789abcdef0123456789abcdef", sh.Process.Pid, marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(member, syscall.SIGKILL) })
+	if err := sh.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return leader, member
+}
+
+// TestLeftoverGroupWithMarkedMemberIsKilled: the leader of a recorded
+// group is gone and a member that inherited the marker still runs: the
+// group is killed.
+func TestLeftoverGroupWithMarkedMemberIsKilled(t *testing.T) {
+	marker, err := NewMarker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, member := orphanedGroup(t, marker, EnvMarker+"="+marker)
+	killed, what, err := KillLeftover(leader)
+	if !killed || err != nil {
+		t.Fatalf("killed=%v what=%q err=%v", killed, what, err)
+	}
+	waitGone(t, member)
 }

@@ -27,6 +27,17 @@
 // kernel's boot id (/proc/sys/kernel/random/boot_id): the three together
 // name one process on one machine, ever.
 //
+// That names a process; it does not prove the daemon started it, and a
+// record is a file in the home, which whoever can write the home can
+// forge to name any process. So every agent process is started with
+// EnvMarker (WARREN_AGENT_PROCESS) set to a fresh random marker (NewMarker,
+// 128 bits) that its record holds too: a process, or one of its
+// descendants, carries it in /proc/<pid>/environ (the environment it was
+// started with, readable by its own uid), and no process the daemon did not
+// start does. The executable (/proc/<pid>/exe) is recorded beside it, for
+// the log only: a program run through "#!/usr/bin/env node" is recorded
+// as env and then becomes node, so it cannot be a condition.
+//
 // # Records (on-disk format)
 //
 // The daemon records each agent process durably before the process is given
@@ -34,12 +45,17 @@
 // mode 0600), and removes the file once the process has been reaped:
 //
 //	{"agent_id":"<32 hex>","pid":1234,"pgid":1234,"start_time":987654,
-//	 "boot_id":"<kernel boot id>"}
+//	 "boot_id":"<kernel boot id>","exe":"/usr/bin/python3.12",
+//	 "marker":"<32 hex>"}
 //
 // At start, before any turn can run, the daemon reads every record (they
 // all belong to the previous run: its processes died with it, or should
 // have), kills the process group of each record that still matches a live
 // process or group (KillLeftover), and removes the records. A record whose
 // group is not its own pid is refused (agent processes lead their group); a
-// matching process that left its group is killed alone.
+// matching process that left its group is killed alone. A record matches
+// only when the process it names (the leader, or with the leader gone a
+// member of its group) carries the record's marker: a record without a
+// marker (an older warren's, or a forged one) or a process without it is
+// refused (ErrNotOurs) and logged, and nothing is killed.
 package agentproc

@@ -1,6 +1,8 @@
 package agentproc
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -59,11 +61,33 @@ type Record struct {
 	Pgid      int    `json:"pgid"`
 	StartTime uint64 `json:"start_time"`
 	BootID    string `json:"boot_id"`
+	// Exe is what /proc/<pid>/exe named when the process was recorded
+	// ("" when unreadable): for the log, not a condition (a program run
+	// through "#!/usr/bin/env node" changes it after the record is made).
+	Exe string `json:"exe,omitempty"`
+	// Marker is the value of EnvMarker in the process's environment: only
+	// processes the daemon started, and their descendants, carry it.
+	Marker string `json:"marker,omitempty"`
+}
+
+// EnvMarker is the environment variable the daemon sets, to a fresh
+// NewMarker value, in every agent process it starts; a record names a
+// process of ours only if that process's environment holds it with the
+// record's value (KillLeftover).
+const EnvMarker = "WARREN_AGENT_PROCESS"
+
+// NewMarker returns a fresh random marker (32 hex digits).
+func NewMarker() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("making an agent process marker: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // Describe returns the record of a running process that leads its own
-// process group.
-func Describe(agentID string, pid int) (Record, error) {
+// process group, started with marker as its EnvMarker.
+func Describe(agentID string, pid int, marker string) (Record, error) {
 	st, err := readStat(pid)
 	if err != nil {
 		return Record{}, fmt.Errorf("reading the start time of process %d: %w", pid, err)
@@ -72,7 +96,35 @@ func Describe(agentID string, pid int) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("reading the kernel boot id: %w", err)
 	}
-	return Record{AgentID: agentID, Pid: pid, Pgid: st.pgrp, StartTime: st.startTime, BootID: boot}, nil
+	exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	return Record{AgentID: agentID, Pid: pid, Pgid: st.pgrp, StartTime: st.startTime, BootID: boot,
+		Exe: exe, Marker: marker}, nil
+}
+
+// hasMarker reports whether the environment pid was started with holds
+// EnvMarker=marker; when it cannot tell (the process is another user's,
+// gone, or a zombie), it says why.
+func hasMarker(pid int, marker string) (bool, string) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false, fmt.Sprintf("its environment cannot be read (%v)", err)
+	}
+	want := EnvMarker + "=" + marker
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if kv == want {
+			return true, ""
+		}
+	}
+	return false, "its environment does not hold the record's " + EnvMarker
+}
+
+// exeOf names the executable of pid, for the log.
+func exeOf(pid int) string {
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return "?"
+	}
+	return exe
 }
 
 // FileName is the record's file name in the records directory.
@@ -102,12 +154,21 @@ func GroupMembers(pgid int, since uint64) ([]int, error) {
 	return out, nil
 }
 
+// ErrNotOurs is KillLeftover's error for a record that names a live
+// process (or group) this daemon cannot prove it started: no marker in
+// the record, or none in the process's environment. Nothing is killed.
+var ErrNotOurs = errors.New("the process is not one this home's daemon started")
+
 // KillLeftover kills the process group a record names when it is still
 // the recorded one: the recorded leader is alive with the recorded start
 // time, or the leader is gone and members of its group remain (a group id
-// cannot be reused while the group exists). A record of an earlier boot, or
-// whose pid now names another process, is left alone. It reports what it
-// did, for the log.
+// cannot be reused while the group exists); and in either case the
+// process (the leader, or a member of its group) carries the record's
+// marker in its environment (EnvMarker). A record of an earlier boot, or
+// whose pid now names another process, is left alone; a record that
+// matches a live process without the marker (a forged or foreign record)
+// is refused with an error wrapping ErrNotOurs, and nothing is killed. It
+// reports what it did, for the log.
 func KillLeftover(r Record) (killed bool, what string, err error) {
 	if r.Pid <= 1 || r.Pgid != r.Pid {
 		// Agent processes always lead their own group.
@@ -122,19 +183,23 @@ func KillLeftover(r Record) (killed bool, what string, err error) {
 	}
 	st, err := readStat(r.Pid)
 	switch {
-	case err == nil && st.startTime == r.StartTime && st.pgrp != r.Pgid:
-		// It left its group (setsid): it alone is known to be ours.
-		if err := syscall.Kill(r.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return false, "", fmt.Errorf("killing process %d: %w", r.Pid, err)
+	case err == nil && st.startTime != r.StartTime:
+		return false, "the pid now names another process", nil
+	case err == nil:
+		if err := r.provenOurs(r.Pid); err != nil {
+			return false, "", err
 		}
-		return true, "the recorded process was still running, outside its group", nil
-	case err == nil && st.startTime == r.StartTime:
+		if st.pgrp != r.Pgid {
+			// It left its group (setsid): it alone is known to be ours.
+			if err := syscall.Kill(r.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return false, "", fmt.Errorf("killing process %d: %w", r.Pid, err)
+			}
+			return true, "the recorded process was still running, outside its group", nil
+		}
 		if err := syscall.Kill(-r.Pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return false, "", fmt.Errorf("killing process group %d: %w", r.Pgid, err)
 		}
 		return true, "the recorded process was still running", nil
-	case err == nil:
-		return false, "the pid now names another process", nil
 	}
 	members, err := GroupMembers(r.Pgid, r.StartTime)
 	if err != nil {
@@ -143,8 +208,37 @@ func KillLeftover(r Record) (killed bool, what string, err error) {
 	if len(members) == 0 {
 		return false, "gone", nil
 	}
+	// A marked member proves the group is the recorded one: its leader
+	// made the group, and the id cannot be taken again while it exists.
+	var proof error
+	for _, pid := range members {
+		if proof = r.provenOurs(pid); proof == nil {
+			break
+		}
+	}
+	if proof != nil {
+		return false, "", fmt.Errorf("process group %d (%d processes, its recorded leader gone): no member carries the record's marker: %w", r.Pgid, len(members), proof)
+	}
 	if err := syscall.Kill(-r.Pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return false, "", fmt.Errorf("killing process group %d: %w", r.Pgid, err)
 	}
 	return true, fmt.Sprintf("%d processes of its group outlived it", len(members)), nil
+}
+
+// provenOurs checks that pid carries the record's marker; the error wraps
+// ErrNotOurs and says what pid runs.
+func (r Record) provenOurs(pid int) error {
+	if r.Marker == "" {
+		return fmt.Errorf("%w: record %s has no marker (written by an older warren, or not by warren), so process %d (%s) is left running",
+			ErrNotOurs, r.FileName(), pid, exeOf(pid))
+	}
+	if ok, why := hasMarker(pid, r.Marker); !ok {
+		recorded := ""
+		if r.Exe != "" {
+			recorded = ", recorded as " + r.Exe
+		}
+		return fmt.Errorf("%w: process %d (%s%s) matches record %s by pid and start time, but %s; it is left running",
+			ErrNotOurs, pid, exeOf(pid), recorded, r.FileName(), why)
+	}
+	return nil
 }

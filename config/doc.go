@@ -50,7 +50,7 @@
 //     processes. A name that says it holds a credential, a value that
 //     starts like a well-known key (sk-, ghp_, AKIA, ...) and the names the
 //     daemon sets itself (WARREN_SOCKET, WARREN_AGENT_ID,
-//     WARREN_AGENT_CREDENTIAL) are refused.
+//     WARREN_AGENT_CREDENTIAL, WARREN_AGENT_PROCESS) are refused.
 //   - providers.NAME of type acp (an agent CLI over the Agent Client
 //     Protocol): command, the agent's argv (a non-empty list of strings,
 //     required unless the name is a built-in acp entry; an argument that

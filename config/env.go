@@ -8,7 +8,7 @@ import (
 
 // reservedEnv are the variables the daemon sets for agent processes itself;
 // a provider entry cannot set them.
-var reservedEnv = []string{"WARREN_SOCKET", "WARREN_AGENT_ID", "WARREN_AGENT_CREDENTIAL"}
+var reservedEnv = []string{"WARREN_SOCKET", "WARREN_AGENT_ID", "WARREN_AGENT_CREDENTIAL", "WARREN_AGENT_PROCESS"}
 
 // secretValuePrefixes are how well-known API keys and tokens begin; an env
 // value starting with one is refused as a literal credential.

@@ -35,6 +35,7 @@ func TestProviderEnvSettingsRefused(t *testing.T) {
 		{`{"env":{"MODEL_HINT":"sk-abc123"}}`, "literal credential"},
 		{`{"env":{"AWS":"AKIAABCDEFGH"}}`, "literal credential"},
 		{`{"env":{"WARREN_AGENT_CREDENTIAL":"x"}}`, "sets WARREN_AGENT_CREDENTIAL itself"},
+		{`{"env":{"WARREN_AGENT_PROCESS":"x"}}`, "sets WARREN_AGENT_PROCESS itself"},
 		{`{"env":{"1X":"x"}}`, "variable names"},
 		{`{"env":{"X":1}}`, "string values"},
 	} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/warren-dev/warren/homedir"
 	"github.com/warren-dev/warren/registry"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -137,8 +138,10 @@ func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg c
 		return nil, nil, errors.New("daemon.Options.Providers is nil: pass a provider registry (builtins.Providers)")
 	}
 	// Scripted agents import warren_script (and substrat_script) from here.
+	// Only the last component is created: a symbolic link there is not
+	// followed, and installing the helpers refuses it (scripted.WriteHelpers).
 	pyDir := filepath.Join(home, "python")
-	if err := os.MkdirAll(pyDir, 0o700); err != nil {
+	if err := os.Mkdir(pyDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, nil, fmt.Errorf("creating %s: %w", pyDir, err)
 	}
 	provs, err := opts.Providers(registry.Env{Config: cfg, Logger: logger, PythonDir: pyDir})

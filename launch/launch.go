@@ -2,8 +2,9 @@
 // (docs/DECISIONS.md, "Agent processes: environment, credential,
 // lifetime"). Every process a provider starts for an agent gets a fresh
 // credential in WARREN_AGENT_CREDENTIAL, known only to this daemon's
-// memory, and is recorded in <home>/procs (agentproc.Records) before it
-// gets any work; both go when it has been reaped. Its stderr goes to the
+// memory, and a fresh marker in WARREN_AGENT_PROCESS (agentproc.EnvMarker),
+// and is recorded in <home>/procs (agentproc.Records, the marker included)
+// before it gets any work; both go when it has been reaped. Its stderr goes to the
 // agent's stderr.log (package stderrlog). A socket request carrying the
 // credential is done as the agent (AgentOf; daemon/rpc_agent.go).
 //
@@ -14,6 +15,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -100,11 +102,15 @@ type procLauncher struct {
 }
 
 func (l procLauncher) Prepare() (provider.Launch, error) {
+	marker, err := agentproc.NewMarker()
+	if err != nil {
+		return nil, err
+	}
 	secret, key, err := l.l.creds.issue(l.agentID)
 	if err != nil {
 		return nil, err
 	}
-	return &procLaunch{l: l.l, agentID: l.agentID, secret: secret, key: key,
+	return &procLaunch{l: l.l, agentID: l.agentID, secret: secret, key: key, marker: marker,
 		stderr: l.l.stderr.Acquire(l.agentID)}, nil
 }
 
@@ -114,6 +120,7 @@ type procLaunch struct {
 	agentID string
 	secret  string
 	key     [32]byte
+	marker  string // agentproc.EnvMarker's value: proves a process is this launch's
 	stderr  *stderrlog.Log
 
 	mu    sync.Mutex
@@ -121,14 +128,18 @@ type procLaunch struct {
 	ended bool
 }
 
-func (p *procLaunch) Env() []string { return []string{provider.EnvCredential + "=" + p.secret} }
+// Env is the process's credential and its marker (agentproc.EnvMarker),
+// which lets the next daemon tell it from an unrelated process.
+func (p *procLaunch) Env() []string {
+	return []string{provider.EnvCredential + "=" + p.secret, agentproc.EnvMarker + "=" + p.marker}
+}
 
 // Stderr is the agent's stderr.log (package stderrlog), shared by its processes.
 func (p *procLaunch) Stderr() io.Writer { return p.stderr }
 
 // Started records the process durably before it gets any work.
 func (p *procLaunch) Started(pid int) error {
-	rec, err := agentproc.Describe(p.agentID, pid)
+	rec, err := agentproc.Describe(p.agentID, pid, p.marker)
 	if err != nil {
 		return err
 	}
@@ -163,7 +174,10 @@ func (p *procLaunch) Ended() {
 
 // KillLeftovers kills the process groups the previous run recorded
 // that still run (their pid and start time match, or members of their
-// group remain), and removes every record. It runs at the start of
+// group remain, and the process carries the record's marker: see
+// agentproc.KillLeftover), and removes every record. A record that names a
+// live process without its marker is refused and logged: nothing outside
+// the daemon's own processes is killed, whatever the home holds. It runs at the start of
 // recovery, before any turn can be re-run. A failure is logged: the
 // daemon still starts.
 func (l *Launches) KillLeftovers() {
@@ -181,6 +195,9 @@ func (l *Launches) KillLeftovers() {
 		names = append(names, r.FileName())
 		killed, what, err := agentproc.KillLeftover(r)
 		switch {
+		case errors.Is(err, agentproc.ErrNotOurs):
+			l.log.Warn("refusing to kill the process an agent process record names: nothing proves this daemon started it (a forged record, or one an older warren wrote)",
+				"file", r.FileName(), "agent", r.AgentID, "pid", r.Pid, "err", err)
 		case err != nil:
 			l.log.Error("cannot kill a leftover agent process", "agent", r.AgentID, "pid", r.Pid, "err", err)
 		case killed:

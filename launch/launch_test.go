@@ -47,8 +47,17 @@ func TestLaunchIssuesRecordsAndRevokes(t *testing.T) {
 	if err := ln.Started(os.Getpid()); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := recs.List(); err != nil || len(got) != 1 || got[0].AgentID != "a" {
-		t.Fatalf("records after Started = %v, %v", got, err)
+	marker := ""
+	for _, kv := range ln.Env() {
+		if v, ok := strings.CutPrefix(kv, agentproc.EnvMarker+"="); ok {
+			marker = v
+		}
+	}
+	if len(marker) != 32 {
+		t.Fatalf("env %v has no process marker", ln.Env())
+	}
+	if got, _, err := recs.List(); err != nil || len(got) != 1 || got[0].AgentID != "a" || got[0].Marker != marker {
+		t.Fatalf("records after Started = %v, %v (marker %s)", got, err, marker)
 	}
 	ln.Ended()
 	if _, ok := l.AgentOf(cred); ok {

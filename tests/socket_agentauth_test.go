@@ -231,6 +231,9 @@ func TestAgentProcessEnvironment(t *testing.T) {
 		if !strings.HasPrefix(env["WARREN_AGENT_CREDENTIAL"], "wac_") {
 			t.Errorf("WARREN_AGENT_CREDENTIAL = %q", env["WARREN_AGENT_CREDENTIAL"])
 		}
+		if len(env["WARREN_AGENT_PROCESS"]) != 32 {
+			t.Errorf("WARREN_AGENT_PROCESS = %q, want the process's 32-hex marker", env["WARREN_AGENT_PROCESS"])
+		}
 		if !strings.HasPrefix(env["PYTHONPATH"], filepath.Join(d.Home, "python")) {
 			t.Errorf("PYTHONPATH = %q, want the helper library first", env["PYTHONPATH"])
 		}
@@ -247,7 +250,7 @@ func TestAgentProcessEnvironment(t *testing.T) {
 func allowedName(k string) bool {
 	switch k {
 	case "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "PYTHONPATH",
-		"WARREN_AGENT_ID", "WARREN_SOCKET", "WARREN_AGENT_CREDENTIAL", "WARRENTEST_PASS_ONE", "WARRENTEST_EXACT", "WARRENTEST_FIXED",
+		"WARREN_AGENT_ID", "WARREN_SOCKET", "WARREN_AGENT_CREDENTIAL", "WARREN_AGENT_PROCESS", "WARRENTEST_PASS_ONE", "WARRENTEST_EXACT", "WARRENTEST_FIXED",
 		"LC_CTYPE": // set by Python's UTF-8 mode coercion
 		return true
 	}

@@ -20,8 +20,9 @@
 // (provider.ProcessEnv), then Spec.Env (where the daemon passes the entry's
 // env_pass and env settings, WARREN_SOCKET, WARREN_AGENT_ID and PYTHONPATH),
 // then, when Spec.Launcher is set, the per-process entries of
-// Launcher.Prepare (WARREN_AGENT_CREDENTIAL); later entries win. Nothing else
-// of the daemon's environment reaches it. Launch.Started is called before
+// Launcher.Prepare (WARREN_AGENT_CREDENTIAL, WARREN_AGENT_PROCESS); later
+// entries win. Nothing else of the daemon's environment reaches it.
+// Launch.Started is called before
 // the process is given its first line (an error kills it and fails the
 // turn), Launch.Ended once it has been reaped. It is long-lived: between
 // turns it blocks reading stdin. One call is outstanding at a time on

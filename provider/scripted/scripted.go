@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/agentproc"
+	"github.com/warren-dev/warren/atomicfile"
+	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 )
 
@@ -279,16 +281,38 @@ func ResolveScript(model string) (string, error) {
 //go:embed python/warren_script.py python/substrat_script.py
 var helpers embed.FS
 
+// ErrHelperDirLink is WriteHelpers' error for a directory that is a
+// symbolic link.
+var ErrHelperDirLink = errors.New("is a symbolic link")
+
 // WriteHelpers writes the Python helper modules warren_script.py and
 // substrat_script.py into dir (which must exist), replacing older copies.
 // Put dir on the scripts' PYTHONPATH (through Spec.Env) to use them.
+//
+// Nothing is written through a symbolic link: dir itself must be a
+// directory, not a link to one (ErrHelperDirLink, with what to do), and
+// each file is replaced atomically (package atomicfile: a temporary file
+// renamed over the name), so a link at a helper's name is replaced by the
+// helper and its target is left as it is.
 func WriteHelpers(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("scripted: installing helpers: %w", err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, _ := os.Readlink(dir)
+		return fmt.Errorf("scripted: installing helpers: %s %w (to %s); the helpers are never written through a link: remove the link (rm %s) and start again",
+			dir, ErrHelperDirLink, target, dir)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("scripted: installing helpers: %s is not a directory; move it away and start again", dir)
+	}
 	for _, name := range []string{"warren_script.py", "substrat_script.py"} {
 		data, err := helpers.ReadFile("python/" + name)
 		if err != nil {
 			return fmt.Errorf("scripted: reading embedded helper %s: %w", name, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		if err := atomicfile.Write(faultfs.OS{}, filepath.Join(dir, name), data, 0o644); err != nil {
 			return fmt.Errorf("scripted: installing helper: %w", err)
 		}
 	}

@@ -359,3 +359,39 @@ func TestWriteHelpersInstallsBothModules(t *testing.T) {
 		t.Fatal("WriteHelpers into a missing directory succeeded")
 	}
 }
+
+// TestWriteHelpersNeverWritesThroughLinks (D12): a helper's name that is
+// a symbolic link is replaced by the helper, its target untouched; a
+// directory that is a link is refused, saying what to do, and nothing is
+// written in its target.
+func TestWriteHelpersNeverWritesThroughLinks(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "victim.txt")
+	if err := os.WriteFile(victim, []byte("keep me\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(victim, filepath.Join(dir, "warren_script.py")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHelpers(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep me\n" {
+		t.Fatalf("the link's target was written: %.40q... %v", b, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "warren_script.py")); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the helper is not a regular file in place of the link: %v %v", fi, err)
+	}
+	linked := filepath.Join(t.TempDir(), "python")
+	if err := os.Symlink(outside, linked); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteHelpers(linked)
+	if !errors.Is(err, ErrHelperDirLink) || !strings.Contains(err.Error(), "rm "+linked) {
+		t.Fatalf("WriteHelpers into a linked directory: %v", err)
+	}
+	if names, _ := os.ReadDir(outside); len(names) != 1 {
+		t.Fatalf("files were written in the linked directory's target: %v", names)
+	}
+}
