@@ -17,6 +17,10 @@
 //	WARREN_AGENT_ID          optional: the agent the credential must belong
 //	                         to (sent as agent_id; the daemon checks it)
 //
+// Nothing else is needed: with WARREN_SOCKET set, `warren mcp-bridge`
+// looks for no home (an agent CLI may start it with only these variables,
+// without $HOME).
+//
 // # Wire format (MCP stdio transport)
 //
 // One JSON-RPC 2.0 message per line on stdin and stdout, UTF-8, no
