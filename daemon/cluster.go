@@ -26,10 +26,10 @@ const ClusterSupport = true
 
 // openStore returns the store the daemon runs on and a function that
 // closes it (and what it started).
-func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, bootID string) (store.Store, func(), error) {
+func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, bootID string, maxOpenLogs int) (store.Store, func(), error) {
 	co := opts.Cluster
 	if !co.enabled() {
-		return openLocalStore(fsys, home, logger), func() {}, nil
+		return openLocalStore(fsys, home, logger, maxOpenLogs), func() {}, nil
 	}
 	var embedded []*server.Server
 	url := co.URL

@@ -17,9 +17,9 @@ const ClusterSupport = false
 
 // openStore returns the home's store; cluster options are refused, this
 // binary having no NATS code.
-func openStore(_ context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, _ string) (store.Store, func(), error) {
+func openStore(_ context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, _ string, maxOpenLogs int) (store.Store, func(), error) {
 	if opts.Cluster.enabled() {
 		return nil, nil, ErrNoCluster
 	}
-	return openLocalStore(fsys, home, logger), func() {}, nil
+	return openLocalStore(fsys, home, logger, maxOpenLogs), func() {}, nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/store"
@@ -50,8 +49,9 @@ func CheckCluster(o ClusterOptions) error {
 	return nil
 }
 
-// openLocalStore is the store of a daemon without a cluster: the home.
-func openLocalStore(fsys faultfs.FS, home string, logger hclog.Logger) store.Store {
+// openLocalStore is the store of a daemon without a cluster: the home,
+// with at most maxOpenLogs event logs holding open files (fileLimit).
+func openLocalStore(fsys faultfs.FS, home string, logger hclog.Logger, maxOpenLogs int) store.Store {
 	return local.New(local.Options{FS: fsys, Home: home, Logger: logger.Named("eventlog"),
-		Files: eventlog.NewFiles(config.DefaultMaxOpenLogs)})
+		Files: eventlog.NewFiles(maxOpenLogs)})
 }

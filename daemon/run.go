@@ -149,14 +149,15 @@ func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg c
 		return nil, nil, err
 	}
 	bootID := inbox.NewID()
-	st, closeStore, err := openStore(ctx, opts, fsys, home, logger, bootID)
+	maxOpenLogs := fileLimit(logger)
+	st, closeStore, err := openStore(ctx, opts, fsys, home, logger, bootID, maxOpenLogs)
 	if err != nil {
 		return nil, nil, err
 	}
 	core, err = engine.NewCore(context.WithoutCancel(ctx), engine.CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
 		Logger: logger, SocketPath: homedir.SocketPath(home), PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID,
 		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
-		MaxOpenLogs: config.DefaultMaxOpenLogs, TakeoverEvery: config.DefaultTakeoverEvery})
+		MaxOpenLogs: maxOpenLogs, TakeoverEvery: config.DefaultTakeoverEvery})
 	if err != nil {
 		closeStore()
 		return nil, nil, err

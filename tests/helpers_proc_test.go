@@ -96,6 +96,9 @@ type testDaemon struct {
 	starts int
 	// args are more flags for `daemon start` (binary mode), e.g. a cluster.
 	args []string
+	// shell, when set, is run by sh before it execs the binary (binary
+	// mode), e.g. "ulimit -Sn 100 && ulimit -Hn 300".
+	shell string
 	// readyWait bounds a start (0: procReadyDeadline).
 	readyWait time.Duration
 	// readLogs reads every agent's log for verifyAfterRestart (nil: the
@@ -193,7 +196,11 @@ func (d *testDaemon) launch() (exited chan struct{}, err error) {
 			close(exited)
 		}()
 	case modeBinary:
-		cmd := exec.Command(procBinary, append([]string{"daemon", "start", "--foreground", "--log-level", "debug", "--home", d.Home}, d.args...)...)
+		argv := append([]string{procBinary, "daemon", "start", "--foreground", "--log-level", "debug", "--home", d.Home}, d.args...)
+		if d.shell != "" {
+			argv = append([]string{"sh", "-c", d.shell + ` && exec "$0" "$@"`}, argv...)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stdout = out
 		cmd.Stderr = out
 		if err := cmd.Start(); err != nil {
