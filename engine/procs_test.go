@@ -22,6 +22,13 @@ func leftover(t *testing.T, fsys faultfs.FS, agentID string, record func(*agentp
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The marker a daemon gives every agent process it starts: only a
+	// process carrying its record's marker is killed as a leftover.
+	marker, err := agentproc.NewMarker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), agentproc.EnvMarker+"="+marker)
 	// Our own pipes: cmd.Wait (run below, concurrently) closes only those
 	// exec made, and a leader may exit before we read what it wrote.
 	inR, stdin, err := os.Pipe()
@@ -46,7 +53,7 @@ func leftover(t *testing.T, fsys faultfs.FS, agentID string, record func(*agentp
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-reaped
 	})
-	rec, err := agentproc.Describe(agentID, cmd.Process.Pid)
+	rec, err := agentproc.Describe(agentID, cmd.Process.Pid, marker)
 	if err != nil {
 		t.Fatal(err)
 	}
