@@ -134,7 +134,7 @@ func (s *session) statusError(resp *http.Response, body []byte, st Settings) err
 	if ae.Message == "" && ae.Type == "" && ae.Code == "" {
 		ae.Message = snippet(body)
 	}
-	msg := fmt.Sprintf("HTTP %s from %s: %s", resp.Status, s.where(st), s.redact(ae.String()))
+	msg := fmt.Sprintf("HTTP %s from %s: %s", resp.Status, s.where(st), ae.String())
 	transient := TransientStatus(resp.StatusCode) && !permanentKind(ae)
 	switch strings.ToLower(resp.Header.Get("x-should-retry")) {
 	case "true":
@@ -164,7 +164,6 @@ func (s *session) statusError(resp *http.Response, body []byte, st Settings) err
 // streamError classifies an error event that arrived after HTTP 200.
 func (s *session) streamError(se *StreamError, st Settings) error {
 	ae := se.APIError
-	ae.Message = s.redact(ae.Message)
 	err := fmt.Errorf("%s: HTTP 200 then an error event: %s", s.where(st), ae)
 	if contextLengthError(ae) && !TransientKind(ae) {
 		return provider.Permanent(fmt.Errorf("%w: %w; lower providers.%s.context_budget (now %d estimated tokens)",
@@ -179,13 +178,4 @@ func (s *session) streamError(se *StreamError, st Settings) error {
 // where names the entry and its base URL in error texts.
 func (s *session) where(st Settings) string {
 	return fmt.Sprintf("%s entry %q (%s)", s.p.wire.Type(), s.p.opts.Name, st.BaseURL)
-}
-
-// redact removes the session's key from a text the server wrote (a server
-// may echo the key it received).
-func (s *session) redact(text string) string {
-	if k := s.key; len(k) >= 4 && strings.Contains(text, k) {
-		return strings.ReplaceAll(text, k, "[key]")
-	}
-	return text
 }

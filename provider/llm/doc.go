@@ -92,8 +92,25 @@
 // x-should-retry overrides the status. A cancelled ctx closes the stream at
 // once and returns an error wrapping ctx.Err() (not a provider.Error).
 // Error texts name the entry, its base URL, the HTTP status and the server's
-// own message; the key is never in them (a server that echoes it is
-// redacted).
+// own message.
+//
+// # Keys never leave through the server
+//
+// A server may echo the key it received anywhere: its status line's reason
+// phrase, a header (a redirect's Location), an HTML page, an error object's
+// type or code, an error event, the streamed text, a tool call's
+// arguments. post is the one place what the server sent leaves the request
+// exchange, and all of it (the error, the step's text and calls, the
+// streamed deltas) passes the key's redactor (redact.go): every run that
+// stands for 8 or more consecutive characters of the key (so a key cut by a
+// snippet bound is caught too), raw, JSON-escaped at any depth,
+// percent-encoded or as HTML character references, becomes "[key]"
+// (a key under 8 bytes is redacted only whole). A redacted error keeps its
+// class, its Retry-After and the sentinels it wrapped, and nothing that
+// unwraps from it holds the server's text. Streamed text holds back a tail
+// that may begin a key run until the next delta shows whether it does.
+// FuzzKeyNeverLeaks plants the key in every field and header of every
+// response shape.
 //
 // # Keys and connections
 //

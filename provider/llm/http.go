@@ -19,6 +19,10 @@ const maxErrorBody = 64 << 10
 // post sends one request and reads its streamed response. Every failure is
 // a provider.Error classified per SPEC 7, except a cancelled ctx, which is
 // returned as an error wrapping ctx.Err(). No retry happens here.
+//
+// post is the one place where what the server sent leaves the exchange:
+// the error, the step (text, calls) and the streamed deltas all pass the
+// session key's redactor (redact.go).
 func (s *session) post(ctx context.Context, st Settings, body io.Reader, size int, onText func(string)) (Step, error) {
 	s.key = ""
 	if st.APIKeyEnv != "" {
@@ -28,6 +32,21 @@ func (s *session) post(ctx context.Context, st Settings, body io.Reader, size in
 				s.where(st), ErrNoKey, st.APIKeyEnv))
 		}
 	}
+	if s.red == nil || s.red.key != s.key {
+		s.red = newRedactor(s.key)
+	}
+	out := s.red.stream(onText)
+	step, err := s.exchange(ctx, st, body, size, out.Write)
+	if err != nil {
+		return Step{}, s.red.error(err)
+	}
+	out.Flush()
+	return s.red.step(step), nil
+}
+
+// exchange is post's request and response, with the key in s.key. Its
+// errors and its step may hold what the server sent as it is.
+func (s *session) exchange(ctx context.Context, st Settings, body io.Reader, size int, onText func(string)) (Step, error) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := st.Timeout
@@ -72,7 +91,7 @@ func (s *session) post(ctx context.Context, st Settings, body io.Reader, size in
 			return Step{}, s.streamError(&StreamError{ae}, st)
 		}
 		return Step{}, provider.Permanent(fmt.Errorf("%s: %w: HTTP 200 with a JSON body instead of an event stream: %s; the server must support \"stream\": true",
-			s.where(st), ErrMalformed, s.redact(snippet(data))))
+			s.where(st), ErrMalformed, snippet(data)))
 	case mt == "text/html":
 		data, _ := io.ReadAll(io.LimitReader(rbody, maxErrorBody))
 		return Step{}, provider.Permanent(fmt.Errorf("%s: %w: HTTP 200 with an HTML page, not an event stream: %s; check base_url",
@@ -105,7 +124,7 @@ func (s *session) readError(ctx, rctx context.Context, err error, st Settings) e
 		return provider.Transient(fmt.Errorf("%s: %w", s.where(st), err), 0)
 	}
 	// The connection broke mid-stream (unexpected EOF, reset).
-	return provider.Transient(fmt.Errorf("%s: %w: %s", s.where(st), ErrStreamCut, s.redact(err.Error())), 0)
+	return provider.Transient(fmt.Errorf("%s: %w: %s", s.where(st), ErrStreamCut, err.Error()), 0)
 }
 
 // ioError classifies a transport error: the caller's cancellation is
@@ -120,7 +139,7 @@ func (s *session) ioError(ctx, rctx context.Context, err error, st Settings, doi
 	case errors.Is(err, errRedirect):
 		return provider.Permanent(fmt.Errorf("%s: %w", s.where(st), errRedirect))
 	}
-	return provider.Transient(fmt.Errorf("%s: connection error while %s: %s", s.where(st), doing, s.redact(err.Error())), 0)
+	return provider.Transient(fmt.Errorf("%s: connection error while %s: %s", s.where(st), doing, err.Error()), 0)
 }
 
 // idleReader restarts the idle timer on every read and enforces the size

@@ -27,16 +27,17 @@ type session struct {
 	stopped bool
 
 	// Owned by Send (never concurrent).
-	msgs  []entry
-	turns []int // index in msgs of each completed turn's first message
-	cut   int   // completed turns left out of requests (context budget)
-	note  entry // stands in for the cut turns
-	head  []byte
-	hkey  headKey
-	empty bool // the head leaves the messages array empty
-	key   string
-	parts parts       // the last request's body pieces (the list is reused)
-	sse   *sse.Reader // reused for every response (its buffer with it)
+	msgs   []entry
+	turns  []int // index in msgs of each completed turn's first message
+	cut    int   // completed turns left out of requests (context budget)
+	note   entry // stands in for the cut turns
+	head   []byte
+	hkey   headKey
+	empty  bool // the head leaves the messages array empty
+	key    string
+	red    *redactor   // the redactor of key (post makes it when the key changes)
+	nparts int         // the last request's number of body pieces (to size the next list)
+	sse    *sse.Reader // reused for every response (its buffer with it)
 
 	// Encoded counts the bytes the last request had to encode (the rest
 	// came from the cache), for benchmarks and tests.
@@ -165,7 +166,10 @@ func (s *session) applyBudget(st Settings, pending []entry) {
 // the kept completed turns, the turn in progress, tail. Only the last
 // message is encoded again when the wire marks it.
 func (s *session) body(pending []entry) (*parts, int) {
-	bufs := s.parts.list[:0] // reused: a request allocates no list
+	// A fresh list each request: the transport may still read the last
+	// request's body after its response came (net/http's RoundTrip closes
+	// a body "even after RoundTrip returns"), so that one is not reused.
+	bufs := make([][]byte, 0, s.nparts+2*len(pending)+4)
 	bufs = append(bufs, s.head)
 	first := s.empty
 	add := func(b []byte) {
@@ -202,13 +206,13 @@ func (s *session) body(pending []entry) (*parts, int) {
 	for _, b := range bufs {
 		size += len(b)
 	}
-	s.parts = parts{list: bufs}
-	return &s.parts, size
+	s.nparts = len(bufs)
+	return &parts{list: bufs}, size
 }
 
 // parts reads a request body from its pieces without copying them into one
-// buffer and without changing them (unlike net.Buffers), so the list can be
-// reused by the next request.
+// buffer and without changing them (unlike net.Buffers): the pieces are
+// the session's cached encodings, shared by every request.
 type parts struct {
 	list [][]byte
 	i    int
