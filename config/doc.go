@@ -13,7 +13,8 @@
 //	  "retry_base_delay_ms": 500,
 //	  "turn_timeout_s": 600,
 //	  "limits": {"message_bytes": 1048576, "inbox_messages": 10000, "inbox_bytes": 268435456,
-//	             "pending_messages": 200000, "pending_bytes": 4294967296},
+//	             "pending_messages": 200000, "pending_bytes": 4294967296,
+//	             "turn_transcript_bytes": 33554432},
 //	  "providers": {
 //	    "openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY", "organization": "org-1"},
 //	    "scripted": {"env_pass": ["GOPATH", "MYTOOL_*"], "env": {"MODE": "ci"}}
@@ -30,10 +31,15 @@
 //     turn_timeout_s: 1..604800.
 //   - limits: what clients and agents can make the daemon hold (Limits):
 //     message_bytes 1..8 MiB bounds a message, a tool text, an agent's
-//     instructions and its metadata (keys and values together);
+//     instructions and its metadata (keys and values together), and what a
+//     provider may answer: the text of one model step (a turn's response)
+//     and one tool call's arguments;
 //     inbox_messages and inbox_bytes bound one inbox's pending messages,
-//     pending_messages and pending_bytes all of them together. Each key is
-//     optional; unknown keys are rejected.
+//     pending_messages and pending_bytes all of them together;
+//     turn_transcript_bytes 1..1 GiB bounds the messages of one turn in
+//     progress of an HTTP provider (text, tool calls, tool results), which
+//     every model step sends again. Each key is optional; unknown keys are
+//     rejected.
 //   - providers: provider name -> settings. base_url must be an http(s) URL
 //     without user info; api_key_env is the NAME of the environment variable
 //     holding the API key. Other keys are kept as free-form Settings. A

@@ -22,6 +22,10 @@ type Limits struct {
 	// agent together ("pending_messages", "pending_bytes").
 	PendingMessages int
 	PendingBytes    int64
+	// TurnTranscriptBytes bounds the messages of one turn in progress of
+	// an HTTP provider (the model's text, tool calls and tool results,
+	// sent again with every model step) ("turn_transcript_bytes").
+	TurnTranscriptBytes int
 }
 
 // Default limits (docs/DECISIONS.md, "Memory bounded by design").
@@ -31,6 +35,9 @@ const (
 	DefaultInboxBytes      = 256 << 20
 	DefaultPendingMessages = 200_000
 	DefaultPendingBytes    = 4 << 30
+	// DefaultTurnTranscriptBytes keeps one hostile or runaway turn, with
+	// the request it sends, well inside the daemon's memory class.
+	DefaultTurnTranscriptBytes = 32 << 20
 )
 
 // Bounds on the limits themselves. MaxMessageBytes keeps a message, with
@@ -39,14 +46,42 @@ const (
 	MaxMessageBytes  = 8 << 20
 	maxInboxMessages = 10_000_000
 	maxPendingBytes  = 1 << 50
+	// maxTurnTranscriptBytes: a turn's messages are held and sent again
+	// at every step; past 1 GiB no model's context takes them anyway.
+	maxTurnTranscriptBytes = 1 << 30
 )
 
-var limitKeys = []string{"message_bytes", "inbox_messages", "inbox_bytes", "pending_messages", "pending_bytes"}
+var limitKeys = []string{"message_bytes", "inbox_messages", "inbox_bytes", "pending_messages", "pending_bytes", "turn_transcript_bytes"}
 
 // DefaultLimits returns the built-in limits.
 func DefaultLimits() Limits {
 	return Limits{MessageBytes: DefaultMessageBytes, InboxMessages: DefaultInboxMessages, InboxBytes: DefaultInboxBytes,
-		PendingMessages: DefaultPendingMessages, PendingBytes: DefaultPendingBytes}
+		PendingMessages: DefaultPendingMessages, PendingBytes: DefaultPendingBytes, TurnTranscriptBytes: DefaultTurnTranscriptBytes}
+}
+
+// WithDefaults returns l with the built-in value of every limit it leaves
+// unset (0).
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	if l.MessageBytes <= 0 {
+		l.MessageBytes = d.MessageBytes
+	}
+	if l.InboxMessages <= 0 {
+		l.InboxMessages = d.InboxMessages
+	}
+	if l.InboxBytes <= 0 {
+		l.InboxBytes = d.InboxBytes
+	}
+	if l.PendingMessages <= 0 {
+		l.PendingMessages = d.PendingMessages
+	}
+	if l.PendingBytes <= 0 {
+		l.PendingBytes = d.PendingBytes
+	}
+	if l.TurnTranscriptBytes <= 0 {
+		l.TurnTranscriptBytes = d.TurnTranscriptBytes
+	}
+	return l
 }
 
 // parseLimits merges the "limits" object over l.
@@ -91,6 +126,12 @@ func parseLimits(l Limits, raw json.RawMessage) (Limits, error) {
 				return l, err
 			}
 			l.PendingBytes = n
+		case "turn_transcript_bytes":
+			n, err := intValue(key, obj[k], 1, maxTurnTranscriptBytes)
+			if err != nil {
+				return l, err
+			}
+			l.TurnTranscriptBytes = int(n)
 		}
 	}
 	return l, nil
@@ -98,5 +139,6 @@ func parseLimits(l Limits, raw json.RawMessage) (Limits, error) {
 
 func (l Limits) marshalMap() map[string]int64 {
 	return map[string]int64{"message_bytes": int64(l.MessageBytes), "inbox_messages": int64(l.InboxMessages),
-		"inbox_bytes": l.InboxBytes, "pending_messages": int64(l.PendingMessages), "pending_bytes": l.PendingBytes}
+		"inbox_bytes": l.InboxBytes, "pending_messages": int64(l.PendingMessages), "pending_bytes": l.PendingBytes,
+		"turn_transcript_bytes": int64(l.TurnTranscriptBytes)}
 }

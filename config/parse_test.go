@@ -55,6 +55,9 @@ func TestParseValid(t *testing.T) {
 			c.TurnTimeout = 604800 * time.Second
 		}},
 		{"integral float", `{"max_retries": 2.0e0}`, func(c *Config) { c.MaxRetries = 2 }},
+		{"turn transcript budget", `{"limits": {"turn_transcript_bytes": 1048576, "message_bytes": 65536}}`, func(c *Config) {
+			c.Limits.TurnTranscriptBytes, c.Limits.MessageBytes = 1<<20, 64<<10
+		}},
 		{"providers", `{"providers": {"openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY", "organization": "org-1", "max_tokens": 4096, "headers": {"X-Trace": "1"}}}}`, func(c *Config) {
 			c.Providers["openai"] = ProviderConfig{
 				BaseURL:   "https://api.openai.com/v1",
@@ -108,6 +111,8 @@ func TestParseInvalid(t *testing.T) {
 		{"overflow", `{"max_retries": 1e400}`, []string{`"max_retries"`, "whole number"}},
 		{"absurd delay", `{"retry_base_delay_ms": 86400000}`, []string{`"retry_base_delay_ms"`, "0 to 60000"}},
 		{"zero timeout", `{"turn_timeout_s": 0}`, []string{`"turn_timeout_s"`, "1 to 604800"}},
+		{"zero turn transcript", `{"limits": {"turn_transcript_bytes": 0}}`, []string{`"limits.turn_transcript_bytes"`}},
+		{"huge turn transcript", `{"limits": {"turn_transcript_bytes": 2147483648}}`, []string{`"limits.turn_transcript_bytes"`}},
 		{"bool timeout", `{"turn_timeout_s": true}`, []string{`"turn_timeout_s"`, "whole number"}},
 		{"provider not object", `{"providers": {"openai": "https://x"}}`, []string{`"providers.openai"`, "JSON object"}},
 		{"literal api_key", `{"providers": {"openai": {"api_key": "sk-123"}}}`, []string{`"providers.openai.api_key"`, "api_key_env"}},
@@ -310,5 +315,18 @@ func TestACPSettings(t *testing.T) {
 		if err != nil && (strings.Contains(err.Error(), "sk-ant") || strings.Contains(err.Error(), "ghp_abc")) {
 			t.Errorf("error echoes a credential: %v", err)
 		}
+	}
+}
+
+func TestLimitsWithDefaults(t *testing.T) {
+	if got := (Limits{}).WithDefaults(); got != DefaultLimits() {
+		t.Fatalf("zero limits with defaults = %+v", got)
+	}
+	l := Limits{MessageBytes: 5, TurnTranscriptBytes: 7}.WithDefaults()
+	if l.MessageBytes != 5 || l.TurnTranscriptBytes != 7 || l.InboxMessages != DefaultInboxMessages {
+		t.Fatalf("= %+v", l)
+	}
+	if DefaultLimits().TurnTranscriptBytes != 32<<20 {
+		t.Fatal("the documented default of limits.turn_transcript_bytes is 32 MiB")
 	}
 }

@@ -59,6 +59,7 @@ func acpSettings(cfg config.Config, name string) acp.Settings {
 	}
 	st.Permissions = pc.Permissions()
 	st.Timeout = pc.Timeout()
+	st.MaxText = cfg.Limits.WithDefaults().MessageBytes
 	return st
 }
 

@@ -48,9 +48,14 @@ func httpType(cfg config.Config, name string) string {
 	return ""
 }
 
-// entrySettings is an HTTP entry's settings under cfg.
+// entrySettings is an HTTP entry's settings under cfg: the entry's own,
+// and the daemon's limits on what a provider answers
+// (limits.message_bytes) and on a turn's transcript
+// (limits.turn_transcript_bytes).
 func entrySettings(cfg config.Config, name, typ string) llm.Settings {
 	st := httpDefaults(name, typ)
+	lim := cfg.Limits.WithDefaults()
+	st.MessageBytes, st.TurnBytes = lim.MessageBytes, lim.TurnTranscriptBytes
 	pc, ok := cfg.Providers[name]
 	if !ok {
 		return st

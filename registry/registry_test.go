@@ -7,6 +7,7 @@ import (
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/provider/llm"
 )
 
 func newTestRegistry(t *testing.T, cfgJSON string, env map[string]string) *Registry {
@@ -78,4 +79,32 @@ func TestEntriesShowWhetherAKeyIsSetNeverTheKey(t *testing.T) {
 
 func fmtInfo(i Info) string {
 	return strings.Join(append([]string{i.Name, i.Type, i.BaseURL, i.Model, i.KeyEnv}, i.Command...), " ")
+}
+
+// TestProvidersGetTheDaemonLimits: the message limit and the per-turn
+// transcript budget of config.json reach the HTTP entries' settings, and
+// the message limit the acp entries'; without the keys, the defaults.
+func TestProvidersGetTheDaemonLimits(t *testing.T) {
+	cfg, err := config.Parse([]byte(`{"limits": {"message_bytes": 65536, "turn_transcript_bytes": 2097152},
+		"providers": {"local": {"type": "openai", "base_url": "http://127.0.0.1:1/v1"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"openai", "anthropic", "local"} {
+		st := entrySettings(cfg, name, httpType(cfg, name))
+		if st.MessageBytes != 65536 || st.TurnBytes != 2<<20 {
+			t.Fatalf("%s: %+v", name, st)
+		}
+	}
+	if st := acpSettings(cfg, "claude"); st.MaxText != 65536 {
+		t.Fatalf("acp: %+v", st)
+	}
+	var zero config.Config // a config without limits: the defaults
+	if st := entrySettings(zero, "openai", "openai"); st.MessageBytes != config.DefaultMessageBytes || st.TurnBytes != config.DefaultTurnTranscriptBytes {
+		t.Fatalf("defaults: %+v", st)
+	}
+	// The provider's own defaults (a zero Settings) are the config's.
+	if llm.DefaultMessageBytes != config.DefaultMessageBytes || llm.DefaultTurnBytes != config.DefaultTurnTranscriptBytes {
+		t.Fatal("provider/llm's default limits differ from config's")
+	}
 }

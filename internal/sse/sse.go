@@ -60,6 +60,23 @@ func (r *Reader) Reset(src io.Reader) {
 	r.Comments, r.Other = 0, 0
 }
 
+// keepBuffer is the largest line or data buffer Release keeps.
+const keepBuffer = 1 << 20
+
+// Release lets go of the source and of the line and data buffers a long
+// line grew past keepBuffer, so that a Reader kept between streams (an
+// idle session's) does not hold them; Reset makes it usable again.
+func (r *Reader) Release() {
+	r.br.Reset(nil)
+	if cap(r.line) > keepBuffer {
+		r.line = nil
+	}
+	if cap(r.data) > keepBuffer {
+		r.data = nil
+	}
+	r.line, r.data = r.line[:0], r.data[:0]
+}
+
 // readLine returns the next line without its end. At the end of the stream
 // a last unterminated line is returned with a nil error, then io.EOF.
 func (r *Reader) readLine() ([]byte, error) {

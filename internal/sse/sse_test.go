@@ -135,3 +135,23 @@ func TestResetReadsANewStream(t *testing.T) {
 		t.Fatalf("after Reset: %q %v comments %d", e.Data, err, r.Comments)
 	}
 }
+
+func TestReleaseDropsLongLineBuffers(t *testing.T) {
+	long := strings.Repeat("x", 3<<20)
+	r := NewReader(strings.NewReader("data: "+long+"\n\n"), 4<<20)
+	ev, err := r.Next()
+	if err != nil || len(ev.Data) != len(long) {
+		t.Fatalf("%d bytes, %v", len(ev.Data), err)
+	}
+	if cap(r.line) <= keepBuffer && cap(r.data) <= keepBuffer {
+		t.Fatal("the long line grew no buffer")
+	}
+	r.Release()
+	if cap(r.line) > keepBuffer || cap(r.data) > keepBuffer {
+		t.Fatalf("kept %d and %d bytes", cap(r.line), cap(r.data))
+	}
+	r.Reset(strings.NewReader("data: again\n\n"))
+	if ev, err := r.Next(); err != nil || string(ev.Data) != "again" {
+		t.Fatalf("after Release: %q %v", ev.Data, err)
+	}
+}

@@ -45,6 +45,9 @@ const (
 	DefaultMaxLine        = 16 << 20
 	DefaultMaxTurnOutput  = 64 << 20
 	DefaultMaxTurnUpdates = 200_000
+	// MaxSessionID bounds the session id an agent may answer session/new
+	// with: the id is the session's handle, logged in session.created.
+	MaxSessionID = 256
 )
 
 var (
@@ -63,6 +66,9 @@ var (
 	ErrFlood = errors.New("agent sent more output in one turn than the limit")
 	// ErrStopped is returned by Send on a stopped session.
 	ErrStopped = errors.New("acp session is stopped")
+	// ErrResponseTooLong is wrapped by the permanent error of a turn whose
+	// agent streamed more text than Settings.MaxText.
+	ErrResponseTooLong = errors.New("agent's response text larger than the message limit")
 )
 
 // Settings are an entry's settings, read for every process start and turn
@@ -93,6 +99,10 @@ type Settings struct {
 	// counting an operator's answer (0: no bound; the daemon's
 	// turn_timeout_s still applies).
 	Timeout time.Duration
+	// MaxText is the message limit (config limits.message_bytes): the most
+	// response text one turn may stream; past it the agent is cancelled
+	// and the turn fails (0: only Options.MaxTurnOutput bounds it).
+	MaxText int
 }
 
 // Options configures a Provider.

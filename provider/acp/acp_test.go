@@ -458,3 +458,57 @@ func TestSettingsReloadApplyToTheNextTurn(t *testing.T) {
 		t.Fatalf("after the reload: %q", resp)
 	}
 }
+
+// A response over the message limit (Settings.MaxText, the config's
+// limits.message_bytes) fails the turn with a permanent error naming the
+// setting; the turn never holds more than the limit (issue 31 D3).
+func TestResponseOverTheMessageLimitFails(t *testing.T) {
+	e := newEnv(t)
+	e.st.MaxText = 64 << 10
+	e.opts.CancelGrace = 2 * time.Second
+	s := e.create()
+	got := 0
+	_, err := s.Send(context.Background(), "@bigtext 1048576 16384", provider.TurnIO{OnChunk: func(c string) { got += len(c) }})
+	if !errors.Is(err, ErrResponseTooLong) || !strings.Contains(err.Error(), "limits.message_bytes") || !strings.Contains(err.Error(), "65536") {
+		t.Fatalf("err %v", err)
+	}
+	if tr, _ := provider.IsTransient(err); tr {
+		t.Fatalf("transient: %v", err)
+	}
+	if got > 64<<10 {
+		t.Fatalf("%d bytes of text went out, over the limit", got)
+	}
+	// Within the limit, the same agent answers.
+	if resp, _ := send(t, s, "@bigtext 60000 16384"); len(resp) != 60000 {
+		t.Fatalf("a response within the limit: %d bytes", len(resp))
+	}
+}
+
+// A session id over MaxSessionID is refused at session/new (it would be
+// logged whole as the session's handle).
+func TestLongSessionIDIsRefused(t *testing.T) {
+	e := newEnv(t, "FAKEACP_SESSION_ID_BYTES=100000")
+	_, err := e.provider().Create(context.Background(), e.spec())
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "100000 bytes") || !strings.Contains(err.Error(), "256") {
+		t.Fatalf("err %v", err)
+	}
+	if tr, _ := provider.IsTransient(err); tr {
+		t.Fatalf("transient: %v", err)
+	}
+	if len(err.Error()) > 1000 {
+		t.Fatalf("the error is %d bytes: it quotes the id", len(err.Error()))
+	}
+	groupGone(t, e.launch.started[0])
+	e2 := newEnv(t, "FAKEACP_SESSION_ID_BYTES=256")
+	if s := e2.create(); len(s.Handle()) != 256 {
+		t.Fatalf("handle of %d bytes", len(s.Handle()))
+	}
+}
+
+// An agent's error message is quoted only up to a bound.
+func TestLongRPCErrorIsCut(t *testing.T) {
+	e := &RPCError{Code: -32000, Message: strings.Repeat("m", 1<<20)}
+	if n := len(e.Error()); n > 5<<10 {
+		t.Fatalf("error text of %d bytes", n)
+	}
+}

@@ -39,8 +39,11 @@ type RPCError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
+// maxRPCMessage bounds the agent's error message an error text quotes.
+const maxRPCMessage = 4 << 10
+
 func (e *RPCError) Error() string {
-	s := fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message)
+	s := fmt.Sprintf("JSON-RPC error %d: %s", e.Code, clip(e.Message, maxRPCMessage))
 	if len(e.Data) > 0 && string(e.Data) != "null" {
 		d := string(e.Data)
 		if len(d) > 500 {

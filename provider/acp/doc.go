@@ -45,6 +45,13 @@
 // answers open permission requests "cancelled", and waits CancelGrace for
 // the prompt's answer; without one the process group is killed.
 //
+// Bounds: a turn's text by Settings.MaxText (the daemon's
+// limits.message_bytes; past it the agent is cancelled and the turn fails,
+// permanent, ErrResponseTooLong) and Options.MaxTurnOutput, its updates by
+// MaxTurnUpdates (ErrFlood), a line by MaxLine; a session id by
+// MaxSessionID (256 bytes: a longer one is refused at session/new, and
+// never restored); an agent's error message is quoted up to 4 KiB.
+//
 // Permissions: "allow" and "deny" pick the agent's allow_once/reject_once
 // option; requests for warren's own tools are always allowed, since
 // warren's rules govern them. They are recognised by the structure each

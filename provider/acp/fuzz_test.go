@@ -49,7 +49,7 @@ func runFuzzInput(t *testing.T, data []byte, policy string) {
 	go func() { _, _ = io.Copy(io.Discard, inR) }()
 	p := New(Options{Name: "fuzz", MaxLine: 1 << 16, MaxTurnUpdates: 50, MaxTurnOutput: 1 << 10})
 	s := &Session{p: p, st: Settings{Permissions: policy}, log: hclog.NewNullLogger(), id: "s"}
-	t1 := &turnState{onChunk: func(string) {}, perms: make(chan *message, 16), flood: make(chan struct{})}
+	t1 := &turnState{onChunk: func(string) {}, perms: make(chan *message, 16), flood: make(chan struct{}), maxText: 1 << 10}
 	s.turn = t1
 	c := newConn(inW, bufio.NewReader(bytes.NewReader(data)), 1<<16, nil)
 	c.handle = func(m *message) { s.handle(c, m) }

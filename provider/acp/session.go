@@ -54,15 +54,20 @@ var (
 // OnChunk delays only the turn's own output; closed stops the streaming
 // once Send returns.
 type turnState struct {
-	mu        sync.Mutex
-	closed    bool
-	onChunk   func(string)
-	text      strings.Builder
-	updates   int
-	bytes     int
+	mu      sync.Mutex
+	closed  bool
+	onChunk func(string)
+	text    strings.Builder
+	updates int
+	bytes   int
+	// maxText bounds bytes (the smaller of MaxTurnOutput and the entry's
+	// MaxText, fixed when the turn starts).
+	maxText   int
 	perms     chan *message
 	flood     chan struct{}
 	floodOnce sync.Once
+	// floodErr says which bound the agent passed (set before flood closes).
+	floodErr error
 	// mcpCalls: the MCP calls the turn's tool_call updates described, by
 	// toolCallId (warrentool.go).
 	mcpCalls map[string]mcpRef
@@ -192,6 +197,10 @@ func (s *Session) open(ctx context.Context, id string) error {
 		if res.SessionID == "" {
 			return provider.Permanent(fmt.Errorf("%w: session/new answered no sessionId", ErrProtocol))
 		}
+		if len(res.SessionID) > MaxSessionID {
+			return provider.Permanent(fmt.Errorf("%w: session/new answered a sessionId of %d bytes; warren takes at most %d (the id is the session's handle, logged in session.created): entry %q needs an agent that answers a short id",
+				ErrProtocol, len(res.SessionID), MaxSessionID, s.p.opts.Name))
+		}
 		s.mu.Lock()
 		s.id = res.SessionID
 		s.mu.Unlock()
@@ -218,6 +227,9 @@ func (s *Session) restore(ctx context.Context, id string) error {
 	s.mu.Unlock()
 	if method == "" {
 		return fmt.Errorf("agent advertises neither session/resume nor session/load: %w", provider.ErrCannotRestore)
+	}
+	if len(id) > MaxSessionID {
+		return fmt.Errorf("the session id to restore is %d bytes, over %d: %w", len(id), MaxSessionID, provider.ErrCannotRestore)
 	}
 	var res loadSessionResult
 	err := s.rpc(ctx, method, loadSessionParams{SessionID: id, Cwd: s.cwd, MCPServers: s.mcpServers()}, &res)

@@ -36,7 +36,11 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 		c = s.conn
 		s.mu.Unlock()
 	}
-	t := &turnState{onChunk: io.OnChunk, perms: make(chan *message, 16), flood: make(chan struct{})}
+	maxText := s.p.opts.MaxTurnOutput
+	if m := s.st.MaxText; m > 0 && m < maxText {
+		maxText = m
+	}
+	t := &turnState{onChunk: io.OnChunk, perms: make(chan *message, 16), flood: make(chan struct{}), maxText: maxText}
 	s.mu.Lock()
 	s.turn, s.replay = t, false
 	s.mu.Unlock()
@@ -71,8 +75,7 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 				return s.cancelTurn(c, reply, t, req, err)
 			}
 		case <-t.flood:
-			return s.cancelTurn(c, reply, t, nil, provider.Permanent(fmt.Errorf("entry %q: %w (limits: %d updates, %d bytes of text); the agent was cancelled",
-				s.p.opts.Name, ErrFlood, s.p.opts.MaxTurnUpdates, s.p.opts.MaxTurnOutput)))
+			return s.cancelTurn(c, reply, t, nil, provider.Permanent(t.floodErr))
 		case <-ctx.Done():
 			err := ctx.Err()
 			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, err) {
@@ -230,11 +233,22 @@ func (s *Session) onUpdate(params json.RawMessage) {
 			text = cb.Text
 		}
 	}
-	t.bytes += len(text)
-	if t.updates > s.p.opts.MaxTurnUpdates || t.bytes > s.p.opts.MaxTurnOutput {
-		t.floodOnce.Do(func() { close(t.flood) })
+	switch {
+	case t.updates > s.p.opts.MaxTurnUpdates:
+		t.stop(fmt.Errorf("entry %q: %w (limits: %d updates, %d bytes of text); the agent was cancelled",
+			s.p.opts.Name, ErrFlood, s.p.opts.MaxTurnUpdates, s.p.opts.MaxTurnOutput))
+		return
+	case t.bytes+len(text) > t.maxText && t.maxText < s.p.opts.MaxTurnOutput:
+		// Refused before it is kept: the turn holds at most maxText.
+		t.stop(fmt.Errorf("entry %q: %w: the agent's text passed %d bytes, the message limit (limits.message_bytes); the agent was cancelled and the turn fails: ask for a shorter answer (or for long output in a file), or raise limits.message_bytes in config.json (at most 8 MiB)",
+			s.p.opts.Name, ErrResponseTooLong, t.maxText))
+		return
+	case t.bytes+len(text) > t.maxText:
+		t.stop(fmt.Errorf("entry %q: %w (limits: %d updates, %d bytes of text); the agent was cancelled",
+			s.p.opts.Name, ErrFlood, s.p.opts.MaxTurnUpdates, s.p.opts.MaxTurnOutput))
 		return
 	}
+	t.bytes += len(text)
 	if text == "" {
 		return
 	}
@@ -250,6 +264,14 @@ func (s *Session) onUpdate(params json.RawMessage) {
 	if t.onChunk != nil {
 		t.onChunk(text)
 	}
+}
+
+// stop ends the turn for err (the first bound passed wins); t.mu is held.
+func (t *turnState) stop(err error) {
+	t.floodOnce.Do(func() {
+		t.floodErr = err
+		close(t.flood)
+	})
 }
 
 // permission answers one session/request_permission by the entry's

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/internal/sse"
+	"github.com/warren-dev/warren/provider/llm"
 )
 
 func TestFastTextDelta(t *testing.T) {
@@ -30,7 +31,7 @@ func FuzzReadStep(f *testing.F) {
 	f.Add([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"o\"}}\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := sse.NewReader(bytes.NewReader(data), 1<<16)
-		_, _ = Wire{}.ReadStep(r, func(string) {})
+		_, _ = Wire{}.ReadStep(r, llm.StepLimits{}, func(string) {})
 		_ = Wire{}.ParseError(data)
 	})
 }

@@ -52,14 +52,17 @@ type block struct {
 	input   json.RawMessage
 	partial strings.Builder
 	deltas  bool
+	// dropped is the size of an input over the limit, dropped as it came
+	// (0: input or partial holds it).
+	dropped int
 }
 
 // ReadStep implements llm.Wire: message_start, content_block_start/delta/
 // stop (text_delta, input_json_delta; other block types such as thinking
 // are read and dropped), message_delta, message_stop, ping, error, and
 // unknown events (ignored).
-func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
-	st := stepReader{onText: onText}
+func (Wire) ReadStep(r *sse.Reader, lim llm.StepLimits, onText func(string)) (llm.Step, error) {
+	st := stepReader{text: llm.NewStepText(lim, onText), lim: lim}
 	events := 0
 	for {
 		ev, err := r.Next()
@@ -78,7 +81,9 @@ func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
 		}
 		if idx, t, ok := fastTextDelta(data); ok && idx < len(st.blocks) && st.blocks[idx] != nil {
 			events++
-			st.emit(t)
+			if err := st.emit(t); err != nil {
+				return llm.Step{}, err
+			}
 			continue
 		}
 		var e event
@@ -98,20 +103,16 @@ func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
 
 // stepReader folds the events of one streamed message into a Step.
 type stepReader struct {
-	onText func(string)
-	text   strings.Builder
+	text   *llm.StepText
+	lim    llm.StepLimits
 	blocks []*block
 	step   llm.Step
 	in     usage
 }
 
-// emit adds streamed text to the step and hands it to the client.
-func (st *stepReader) emit(t string) {
-	if t != "" {
-		st.text.WriteString(t)
-		st.onText(t)
-	}
-}
+// emit adds streamed text to the step and hands it to the client; text
+// past the limit ends the step with an error.
+func (st *stepReader) emit(t string) error { return st.text.Add(t) }
 
 // apply folds one decoded event; done is true at message_stop.
 func (st *stepReader) apply(e *event, data []byte) (done bool, err error) {
@@ -147,9 +148,12 @@ func (st *stepReader) startBlock(e *event) error {
 		st.blocks = append(st.blocks, nil)
 	}
 	b := &block{typ: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, input: e.ContentBlock.Input}
+	if n := len(b.input); st.lim.MaxArgs > 0 && n > st.lim.MaxArgs {
+		b.input, b.dropped = nil, n
+	}
 	st.blocks[e.Index] = b
 	if b.typ == "text" {
-		st.emit(e.ContentBlock.Text)
+		return st.emit(e.ContentBlock.Text)
 	}
 	return nil
 }
@@ -161,10 +165,18 @@ func (st *stepReader) delta(e *event) error {
 	b := st.blocks[e.Index]
 	switch e.Delta.Type {
 	case "text_delta":
-		st.emit(e.Delta.Text)
+		return st.emit(e.Delta.Text)
 	case "input_json_delta":
-		b.partial.WriteString(e.Delta.PartialJSON)
 		b.deltas = true
+		switch p := e.Delta.PartialJSON; {
+		case b.dropped > 0:
+			b.dropped += len(p)
+		case st.lim.MaxArgs > 0 && b.partial.Len()+len(p) > st.lim.MaxArgs:
+			b.dropped = b.partial.Len() + len(p)
+			b.partial = strings.Builder{}
+		default:
+			b.partial.WriteString(p)
+		}
 	}
 	return nil
 }
@@ -201,7 +213,10 @@ func (st *stepReader) finish() {
 		if b.deltas {
 			args = b.partial.String()
 		}
-		st.step.Calls = append(st.step.Calls, llm.Call{ID: b.id, Name: b.name, Args: args})
+		if b.dropped > 0 {
+			args = ""
+		}
+		st.step.Calls = append(st.step.Calls, llm.Call{ID: b.id, Name: b.name, Args: args, ArgsBytes: b.dropped})
 	}
 	in := st.in
 	st.step.Usage.InputTokens = in.InputTokens + in.CacheReadInputTokens + in.CacheCreationInputTokens

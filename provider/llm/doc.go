@@ -13,9 +13,11 @@
 // arrive and the usage of each request to TurnIO.OnUsage. A step that makes
 // tool calls:
 //
-//  1. checks every call: an unknown tool name, or arguments that are not a
-//     JSON object, is answered with a tool error ({"error": "..."}) and never
-//     run (no partial call is ever executed);
+//  1. checks every call: an unknown tool name, arguments that are not a
+//     JSON object, or arguments over the message limit (dropped as they
+//     arrived), is answered with a tool error ({"error": "..."}) that never
+//     echoes the arguments, and never run (no partial call is ever
+//     executed);
 //  2. runs the valid calls of the step together, in step order, through
 //     provider.BatchToolCaller (CallTool one by one when the caller is not a
 //     batch caller), so the daemon logs each as tool.call and answers a
@@ -61,6 +63,28 @@
 // (BenchmarkProvider in provider/openai measures both). Anthropic's moving
 // cache_control breakpoint on the last message is the one message encoded
 // again per request.
+//
+// # Limits: every byte from the server is bounded
+//
+// Settings.MessageBytes (config limits.message_bytes, 1 MiB by default)
+// bounds the text of one model step (the turn's response is its last
+// step's text): past it the wire stops reading and the turn fails with a
+// permanent error wrapping ErrResponseTooLong that names the setting. It
+// bounds one tool call's arguments too: past it they are dropped as they
+// arrive (Call.ArgsBytes keeps their size), the call is refused with a
+// short tool error, and the transcript keeps {} in their place. The
+// arguments of a call of an unknown tool are kept only up to 4 KiB (else
+// {}); a call id over 256 bytes is replaced, a tool name over 256 bytes cut.
+// Settings.TurnBytes (config limits.turn_transcript_bytes, 32 MiB by
+// default) bounds the turn in progress: its own messages (the steps' text,
+// tool calls and results), which every step sends again and the context
+// budget does not cut; when they pass it, the turn fails (permanent,
+// ErrTurnTooLarge, naming the setting) before the next request is built.
+// A line of the stream is bounded by Options.MaxLine, a response by
+// Options.MaxResponse, an error body by 64 KiB; the session's stream
+// reader lets go of a buffer a long line grew when the turn ends. So what
+// one turn holds does not grow with its steps times the size of what the
+// server sends (BenchmarkHostileTurnMemory).
 //
 // # Context budget
 //

@@ -16,6 +16,10 @@ import (
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
 
+// maxMessageBytes is the largest limits.message_bytes the config takes
+// (config.MaxMessageBytes), named in the response limit's error.
+const maxMessageBytes = 8 << 20
+
 // post sends one request and reads its streamed response. Every failure is
 // a provider.Error classified per SPEC 7, except a cancelled ctx, which is
 // returned as an error wrapping ctx.Err(). No retry happens here.
@@ -103,7 +107,7 @@ func (s *session) exchange(ctx context.Context, st Settings, body io.Reader, siz
 		s.sse.Reset(rbody)
 	}
 	r := s.sse
-	step, err := s.p.wire.ReadStep(r, onText)
+	step, err := s.p.wire.ReadStep(r, StepLimits{MaxText: st.MessageBytes, MaxArgs: st.MessageBytes}, onText)
 	if err != nil {
 		return Step{}, s.readError(ctx, rctx, err, st)
 	}
@@ -116,6 +120,9 @@ func (s *session) readError(ctx, rctx context.Context, err error, st Settings) e
 	switch {
 	case errors.As(err, &se):
 		return s.streamError(se, st)
+	case errors.Is(err, ErrResponseTooLong):
+		return provider.Permanent(fmt.Errorf("%s: %w: the model's text in one step passed %d bytes, the message limit (limits.message_bytes); nothing more was read and the turn fails: ask for a shorter answer (or for long output in a file), or raise limits.message_bytes in config.json (at most %d bytes)",
+			s.where(st), ErrResponseTooLong, st.MessageBytes, maxMessageBytes))
 	case errors.Is(err, ErrMalformed), errors.Is(err, sse.ErrLineTooLong), errors.Is(err, ErrTooLarge):
 		return provider.Permanent(fmt.Errorf("%s: %w", s.where(st), err))
 	case ctx.Err() != nil || context.Cause(rctx) == ErrIdle:

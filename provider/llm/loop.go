@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/warren-dev/warren/internal/textcut"
 	"github.com/warren-dev/warren/provider"
 )
 
@@ -23,6 +24,7 @@ func (s *session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 	if tio.OnChunk != nil {
 		onText = tio.OnChunk
 	}
+	defer s.releaseReader()
 	pending := []entry{{m: Message{Role: RoleUser, Text: prompt}}}
 	for step := 1; ; step++ {
 		if step > s.p.opts.MaxSteps {
@@ -34,6 +36,10 @@ func (s *session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 			return "", err
 		}
 		s.applyBudget(st, pending)
+		if n := turnSize(pending); n > st.TurnBytes {
+			return "", provider.Permanent(fmt.Errorf("%w: after %d steps the turn's own messages (the model's text, tool calls and tool results, sent again with every step) are %d bytes, over the per-turn budget of %d bytes (limits.turn_transcript_bytes); the turn fails before sending them: raise limits.turn_transcript_bytes in config.json, or have the agent work in smaller steps (read parts of files, keep large results in files)",
+				ErrTurnTooLarge, step-1, n, st.TurnBytes))
+		}
 		bufs, size := s.body(pending)
 		res, err := s.post(ctx, st, bufs, size, onText)
 		if err != nil {
@@ -50,11 +56,15 @@ func (s *session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 			return res.Text, nil
 		}
 		for i := range res.Calls {
-			if res.Calls[i].ID == "" {
-				res.Calls[i].ID = fmt.Sprintf("call_t%d_s%d_%d", len(s.turns), step, i)
+			c := &res.Calls[i]
+			if c.ID == "" || len(c.ID) > maxCallID {
+				c.ID = fmt.Sprintf("call_t%d_s%d_%d", len(s.turns), step, i)
+			}
+			if len(c.Name) > maxToolName {
+				c.Name = textcut.Cut(c.Name, maxToolName, "...")
 			}
 		}
-		results, err := s.runCalls(ctx, tio, res.Calls)
+		results, err := s.runCalls(ctx, tio, res.Calls, st)
 		if err != nil {
 			return "", err
 		}
@@ -64,17 +74,53 @@ func (s *session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 	}
 }
 
+// Bounds on what a tool call the model made keeps in the transcript.
+const (
+	// maxCallID: a longer call id is replaced by one of warren's.
+	maxCallID = 256
+	// maxToolName: a longer tool name (no tool has one) is cut.
+	maxToolName = 256
+	// maxUnknownArgs: the arguments of a call of an unknown tool are
+	// kept (for the model to see what it sent) up to this size, else
+	// replaced by {}.
+	maxUnknownArgs = 4 << 10
+)
+
+// turnSize is the bytes of the turn's messages as sent (encoded).
+func turnSize(pending []entry) int {
+	n := 0
+	for i := range pending {
+		n += len(pending[i].enc) + 1
+	}
+	return n
+}
+
 // runCalls runs the tool calls of one step: those naming a known tool with
 // a JSON object as arguments go to the daemon together (BatchToolCaller),
 // in step order; the others are answered with a tool error and never run.
-func (s *session) runCalls(ctx context.Context, tio provider.TurnIO, calls []Call) ([]Result, error) {
+// A call whose arguments were over the message limit (dropped as they
+// arrived), or a call of an unknown tool with large arguments, keeps {} as
+// its arguments in the transcript; no error result echoes arguments.
+func (s *session) runCalls(ctx context.Context, tio provider.TurnIO, calls []Call, st Settings) ([]Result, error) {
 	results := make([]Result, len(calls))
 	var reqs []provider.ToolRequest
 	var at []int
-	for i, c := range calls {
+	for i := range calls {
+		c := &calls[i]
+		if c.ArgsBytes > 0 {
+			results[i] = ErrorResult(c.ID, c.Name, fmt.Sprintf("the arguments of this %s call were %d bytes, over the limit of %d bytes (limits.message_bytes): the call was not run and its arguments are left out; call it again with smaller arguments (split large content over several calls, or keep it in files)",
+				c.Name, c.ArgsBytes, st.MessageBytes))
+			c.Args = "{}"
+			continue
+		}
 		if !s.p.known[c.Name] {
-			results[i] = ErrorResult(c.ID, c.Name, fmt.Sprintf("unknown tool %q: the call was not run; the tools are %s",
-				c.Name, strings.Join(toolNames(s.p), ", ")))
+			left := ""
+			if len(c.Args) > maxUnknownArgs {
+				left = fmt.Sprintf(" (its %d bytes of arguments are left out)", len(c.Args))
+				c.Args = "{}"
+			}
+			results[i] = ErrorResult(c.ID, c.Name, fmt.Sprintf("unknown tool %q: the call was not run%s; the tools are %s",
+				c.Name, left, strings.Join(toolNames(s.p), ", ")))
 			continue
 		}
 		args, err := parseArgs(c.Args)

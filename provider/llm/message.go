@@ -38,6 +38,9 @@ type Call struct {
 	// Args is the arguments as the model sent them: a JSON object's text
 	// (possibly invalid JSON when the model produced garbage).
 	Args string
+	// ArgsBytes, when not 0, is the size of arguments that were over the
+	// limit and dropped as they arrived (Args is then "").
+	ArgsBytes int
 }
 
 // Result is the outcome of one Call.

@@ -36,6 +36,16 @@ type Settings struct {
 	// ContextBudget is the estimated token count a request may reach
 	// before the oldest completed turns are left out. 0: DefaultBudget.
 	ContextBudget int
+	// MessageBytes is the message limit (config limits.message_bytes):
+	// the most text one model step may send (the turn's response is its
+	// last step's text) and the largest arguments of one tool call. 0:
+	// DefaultMessageBytes.
+	MessageBytes int
+	// TurnBytes is the per-turn transcript budget (config
+	// limits.turn_transcript_bytes): the bytes of the turn's own messages
+	// (its steps' text, tool calls and results) that every step sends
+	// again. 0: DefaultTurnBytes.
+	TurnBytes int
 }
 
 // Defaults of Settings and Options.
@@ -46,6 +56,10 @@ const (
 	DefaultMaxLine        = 16 << 20
 	DefaultMaxResponse    = 64 << 20
 	DefaultMaxSteps       = 100
+	// DefaultMessageBytes and DefaultTurnBytes are the defaults of the
+	// config's limits.message_bytes and limits.turn_transcript_bytes.
+	DefaultMessageBytes = 1 << 20
+	DefaultTurnBytes    = 32 << 20
 	// BytesPerToken is the estimate used for the context budget.
 	BytesPerToken = 4
 )
@@ -168,6 +182,12 @@ func (p *Provider) Settings() Settings {
 	}
 	if st.ContextBudget <= 0 {
 		st.ContextBudget = DefaultBudget
+	}
+	if st.MessageBytes <= 0 {
+		st.MessageBytes = DefaultMessageBytes
+	}
+	if st.TurnBytes <= 0 {
+		st.TurnBytes = DefaultTurnBytes
 	}
 	return st
 }

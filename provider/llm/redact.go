@@ -472,7 +472,7 @@ func (r *redactor) step(st Step) Step {
 // server's).
 var sentinels = []error{
 	ErrStreamCut, ErrMalformed, ErrNoKey, ErrContextLength, ErrIdle, ErrTooLarge, ErrTooManySteps,
-	errRedirect, sse.ErrLineTooLong,
+	ErrResponseTooLong, ErrTurnTooLarge, errRedirect, sse.ErrLineTooLong,
 	context.Canceled, context.DeadlineExceeded, provider.ErrRunSuspended, provider.ErrCannotRestore,
 }
 

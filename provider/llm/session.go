@@ -235,6 +235,15 @@ func (p *parts) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// releaseReader lets the response reader go of its last body and of a
+// buffer a long line grew, so an idle session holds neither (the steps of
+// one turn reuse them).
+func (s *session) releaseReader() {
+	if s.sse != nil {
+		s.sse.Release()
+	}
+}
+
 // commit appends a completed turn to the transcript.
 func (s *session) commit(pending []entry) {
 	s.turns = append(s.turns, len(s.msgs))

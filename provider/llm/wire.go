@@ -41,12 +41,59 @@ type Wire interface {
 	// Tail closes the body.
 	Tail() []byte
 	// ReadStep reads the streamed response of one model step, passing text
-	// deltas to onText. Its errors wrap ErrStreamCut, ErrMalformed or a
-	// *StreamError, or are the reader's I/O errors.
-	ReadStep(r *sse.Reader, onText func(string)) (Step, error)
+	// deltas to onText, within lim: text past lim.MaxText is an error
+	// wrapping ErrResponseTooLong (nothing more is read); a tool call's
+	// arguments past lim.MaxArgs are dropped as they arrive (the call
+	// comes back with Args "" and ArgsBytes, their size) while the rest of
+	// the step is read. Its errors wrap ErrStreamCut, ErrMalformed,
+	// ErrResponseTooLong or a *StreamError, or are the reader's I/O errors.
+	ReadStep(r *sse.Reader, lim StepLimits, onText func(string)) (Step, error)
 	// ParseError reads an error body (of an HTTP error or an error event).
 	ParseError(body []byte) APIError
 }
+
+// StepLimits bound what one step may hold (ReadStep).
+type StepLimits struct {
+	// MaxText bounds the step's text in bytes.
+	MaxText int
+	// MaxArgs bounds one tool call's arguments in bytes.
+	MaxArgs int
+}
+
+// TextTooLong is the error of a step whose text would pass max bytes.
+func (l StepLimits) TextTooLong() error {
+	return fmt.Errorf("%w: the model's text passed %d bytes", ErrResponseTooLong, l.MaxText)
+}
+
+// StepText gathers a step's text within StepLimits.MaxText and hands each
+// delta on as it comes (the wires' text sink).
+type StepText struct {
+	b   strings.Builder
+	max int
+	on  func(string)
+}
+
+// NewStepText returns a StepText bounded by lim, passing deltas to on.
+func NewStepText(lim StepLimits, on func(string)) *StepText {
+	return &StepText{max: lim.MaxText, on: on}
+}
+
+// Add takes one delta; past the limit it keeps nothing more and returns
+// the error wrapping ErrResponseTooLong.
+func (t *StepText) Add(s string) error {
+	if s == "" {
+		return nil
+	}
+	if t.max > 0 && t.b.Len()+len(s) > t.max {
+		return StepLimits{MaxText: t.max}.TextTooLong()
+	}
+	t.b.WriteString(s)
+	t.on(s)
+	return nil
+}
+
+// String is the text so far.
+func (t *StepText) String() string { return t.b.String() }
 
 // Step is what one model request produced.
 type Step struct {
@@ -108,6 +155,13 @@ var (
 	ErrTooLarge = errors.New("response larger than the limit")
 	// ErrTooManySteps: a turn ran more model steps than the limit.
 	ErrTooManySteps = errors.New("too many model steps in one turn")
+	// ErrResponseTooLong: the model's text of one step passed the
+	// response limit (the message limit, limits.message_bytes).
+	ErrResponseTooLong = errors.New("response text larger than the message limit")
+	// ErrTurnTooLarge: the messages of the turn in progress (its tool
+	// calls and results, sent again with every step) passed the per-turn
+	// transcript budget (limits.turn_transcript_bytes).
+	ErrTurnTooLarge = errors.New("the turn's transcript is larger than its budget")
 )
 
 // StreamError is an error object the server sent inside a 200 stream.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/warren-dev/warren/internal/sse"
+	"github.com/warren-dev/warren/provider/llm"
 )
 
 func TestFastDelta(t *testing.T) {
@@ -32,7 +33,7 @@ func FuzzReadStep(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := sse.NewReader(bytes.NewReader(data), 1<<16)
-		_, _ = Wire{}.ReadStep(r, func(string) {})
+		_, _ = Wire{}.ReadStep(r, llm.StepLimits{}, func(string) {})
 		_ = Wire{}.ParseError(data)
 	})
 }

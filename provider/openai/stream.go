@@ -45,6 +45,24 @@ type pendingCall struct {
 	id    string
 	name  string
 	args  strings.Builder
+	// dropped is the size of arguments over the limit, dropped as they
+	// came (0: args holds them).
+	dropped int
+}
+
+// addArgs adds a fragment of arguments within max bytes (0: no bound):
+// past it the arguments are dropped and only counted.
+func (pc *pendingCall) addArgs(a string, max int) {
+	if pc.dropped > 0 {
+		pc.dropped += len(a)
+		return
+	}
+	if max > 0 && pc.args.Len()+len(a) > max {
+		pc.dropped = pc.args.Len() + len(a)
+		pc.args = strings.Builder{}
+		return
+	}
+	pc.args.WriteString(a)
 }
 
 // ReadStep implements llm.Wire. It accepts what compatible servers send
@@ -52,18 +70,13 @@ type pendingCall struct {
 // calls that all claim index 0 (a new id starts a new call), comment lines,
 // a usage chunk with empty choices, an error object mid-stream, and a
 // stream that ends without [DONE] after a finish_reason.
-func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
-	var (
-		text     strings.Builder
-		calls    []*pendingCall
-		step     llm.Step
-		finished bool
-		chunks   int
-	)
+func (Wire) ReadStep(r *sse.Reader, lim llm.StepLimits, onText func(string)) (llm.Step, error) {
+	st := stepState{text: llm.NewStepText(lim, onText), maxArgs: lim.MaxArgs}
+	chunks := 0
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
-			if finished {
+			if st.finished {
 				break
 			}
 			if chunks == 0 && r.Other > 0 {
@@ -81,11 +94,10 @@ func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
 		if string(data) == "[DONE]" {
 			break
 		}
+		chunks++
 		if t, ok := fastDelta(data); ok {
-			chunks++
-			if t != "" {
-				text.WriteString(t)
-				onText(t)
+			if err := st.text.Add(t); err != nil {
+				return llm.Step{}, err
 			}
 			continue
 		}
@@ -93,46 +105,71 @@ func (Wire) ReadStep(r *sse.Reader, onText func(string)) (llm.Step, error) {
 		if err := json.Unmarshal(data, &c); err != nil {
 			return llm.Step{}, llm.Malformed("a stream chunk is not JSON (%v): %.200s", err, data)
 		}
-		chunks++
 		if e := bytes.TrimSpace(c.Error); len(e) > 0 && string(e) != "null" {
 			return llm.Step{}, &llm.StreamError{APIError: parseErrorValue(e, "")}
 		}
-		if u := c.Usage; u != nil {
-			step.Usage.InputTokens, step.Usage.OutputTokens = u.PromptTokens, u.CompletionTokens
-			if u.PromptTokensDetails != nil {
-				step.Usage.CachedInputTokens = u.PromptTokensDetails.CachedTokens
-			}
-		}
-		for i := range c.Choices {
-			ch := &c.Choices[i]
-			if d := ch.Delta.Content; d != nil && *d != "" {
-				text.WriteString(*d)
-				onText(*d)
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				var err error
-				if calls, err = addFragment(calls, tc); err != nil {
-					return llm.Step{}, err
-				}
-			}
-			if ch.FinishReason != nil && *ch.FinishReason != "" {
-				finished = true
-				step.StopReason = *ch.FinishReason
-			}
+		if err := st.apply(&c); err != nil {
+			return llm.Step{}, err
 		}
 	}
-	step.Text = text.String()
+	return st.result(), nil
+}
+
+// stepState folds the chunks of one streamed response into a Step.
+type stepState struct {
+	text     *llm.StepText
+	maxArgs  int
+	calls    []*pendingCall
+	step     llm.Step
+	finished bool
+}
+
+// apply folds one decoded chunk: its usage, text, tool-call fragments and
+// finish reason.
+func (st *stepState) apply(c *chunk) error {
+	if u := c.Usage; u != nil {
+		st.step.Usage.InputTokens, st.step.Usage.OutputTokens = u.PromptTokens, u.CompletionTokens
+		if u.PromptTokensDetails != nil {
+			st.step.Usage.CachedInputTokens = u.PromptTokensDetails.CachedTokens
+		}
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if d := ch.Delta.Content; d != nil {
+			if err := st.text.Add(*d); err != nil {
+				return err
+			}
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			var err error
+			if st.calls, err = addFragment(st.calls, tc, st.maxArgs); err != nil {
+				return err
+			}
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			st.finished = true
+			st.step.StopReason = *ch.FinishReason
+		}
+	}
+	return nil
+}
+
+// result is the step: its text, and its calls in order.
+func (st *stepState) result() llm.Step {
+	step := st.step
+	step.Text = st.text.String()
 	// The calls decide whether the model wants tools, not finish_reason
 	// (some servers end a tool-call stream with "stop").
-	for _, pc := range calls {
-		step.Calls = append(step.Calls, llm.Call{ID: pc.id, Name: pc.name, Args: pc.args.String()})
+	for _, pc := range st.calls {
+		step.Calls = append(step.Calls, llm.Call{ID: pc.id, Name: pc.name, Args: pc.args.String(), ArgsBytes: pc.dropped})
 	}
-	return step, nil
+	return step
 }
 
 // addFragment adds one tool-call fragment: to the open call with its index,
 // or a new call when the index is new or the fragment brings another id.
-func addFragment(calls []*pendingCall, tc chunkToolCall) ([]*pendingCall, error) {
+// Arguments past maxArgs bytes are dropped (pendingCall.addArgs).
+func addFragment(calls []*pendingCall, tc chunkToolCall, maxArgs int) ([]*pendingCall, error) {
 	var cur *pendingCall
 	if tc.Index != nil {
 		for i := len(calls) - 1; i >= 0; i-- {
@@ -164,9 +201,9 @@ func addFragment(calls []*pendingCall, tc chunkToolCall) ([]*pendingCall, error)
 			if err := json.Unmarshal(a, &s); err != nil {
 				return nil, llm.Malformed("tool call arguments: %v", err)
 			}
-			cur.args.WriteString(s)
+			cur.addArgs(s, maxArgs)
 		} else {
-			cur.args.Write(a) // a server that sends the arguments as an object
+			cur.addArgs(string(a), maxArgs) // a server that sends the arguments as an object
 		}
 	}
 	return calls, nil

@@ -19,6 +19,7 @@
 //	FAKEACP_TOOL_PERMISSION=SHAPE ask permission for warren's tool in an
 //	                      adapter's shape (claude, codex, gemini; 1: claude)
 //	                      before each @tool call (perm.go)
+//	FAKEACP_SESSION_ID_BYTES=N answer session/new with a session id of N bytes
 //
 // Directives (lines of a prompt starting with '@'; a prompt wrapped in
 // warren's history block is read from its current-request part):
@@ -37,6 +38,7 @@
 //	@badjson             write a line that is not JSON
 //	@wrongid             answer a request id that was never sent
 //	@flood N             stream N one-byte chunks
+//	@bigtext N SIZE      stream N bytes of text in chunks of SIZE bytes
 //	@fs                  send fs/read_text_file and report the answer
 //
 // warren's system prompt at the head of a first prompt (up to
@@ -55,6 +57,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -236,7 +239,7 @@ func (a *agent) serve(m msg) {
 		}
 		a.reply(m.ID, map[string]any{"protocolVersion": 1, "agentCapabilities": caps, "agentInfo": map[string]any{"name": "fakeagent"}})
 	case "session/new":
-		sid := fmt.Sprintf("fake-%d-%d", os.Getpid(), len(a.mcp)+1)
+		sid := newSessionID(len(a.mcp) + 1)
 		a.save(sid, sessionFile{Turns: []turn{}})
 		a.mu.Lock()
 		a.mcp[sid] = p.MCPServers
@@ -322,6 +325,16 @@ func (a *agent) load(sid string) (sessionFile, bool) {
 func (a *agent) save(sid string, sf sessionFile) {
 	data, _ := json.Marshal(sf)
 	_ = os.WriteFile(a.path(sid), data, 0o600)
+}
+
+// newSessionID is the id of the process's n-th session, padded to
+// $FAKEACP_SESSION_ID_BYTES.
+func newSessionID(n int) string {
+	sid := fmt.Sprintf("fake-%d-%d", os.Getpid(), n)
+	if size, err := strconv.Atoi(os.Getenv("FAKEACP_SESSION_ID_BYTES")); err == nil && size > len(sid) {
+		sid += strings.Repeat("x", size-len(sid))
+	}
+	return sid
 }
 
 // prompt runs one turn: the "@verb arg" lines of the prompt are
@@ -429,6 +442,13 @@ func (a *agent) directive(id json.RawMessage, sid, verb, arg string, cancel chan
 		fmt.Sscan(arg, &n)
 		for i := 0; i < n; i++ {
 			a.say(sid, "x")
+		}
+	case "bigtext":
+		n, size := 0, 0
+		fmt.Sscan(arg, &n, &size)
+		chunk := strings.Repeat("b", max(size, 1))
+		for sent := 0; sent < n; sent += len(chunk) {
+			a.say(sid, chunk[:min(len(chunk), n-sent)])
 		}
 	case "fs":
 		r := a.request("fs/read_text_file", map[string]any{"sessionId": sid, "path": "/etc/hostname"})
