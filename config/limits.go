@@ -26,6 +26,11 @@ type Limits struct {
 	// an HTTP provider (the model's text, tool calls and tool results,
 	// sent again with every model step) ("turn_transcript_bytes").
 	TurnTranscriptBytes int
+	// TreeDepth bounds how deep the agent tree grows: a root is at depth
+	// 1, and a create or spawn_agent that would place an agent deeper is
+	// refused ("tree_depth"). Paths, listings and their replies stay
+	// bounded with it.
+	TreeDepth int
 }
 
 // Default limits (docs/DECISIONS.md, "Memory bounded by design").
@@ -38,6 +43,10 @@ const (
 	// DefaultTurnTranscriptBytes keeps one hostile or runaway turn, with
 	// the request it sends, well inside the daemon's memory class.
 	DefaultTurnTranscriptBytes = 32 << 20
+	// DefaultTreeDepth is deep enough for any team we have seen (a lead,
+	// its workers and theirs) and keeps a path, at 64 bytes a name, under
+	// 4 KiB.
+	DefaultTreeDepth = 64
 )
 
 // Bounds on the limits themselves. MaxMessageBytes keeps a message, with
@@ -49,14 +58,17 @@ const (
 	// maxTurnTranscriptBytes: a turn's messages are held and sent again
 	// at every step; past 1 GiB no model's context takes them anyway.
 	maxTurnTranscriptBytes = 1 << 30
+	// maxTreeDepth: a deeper tree makes every listing quadratic in it.
+	maxTreeDepth = 1024
 )
 
-var limitKeys = []string{"message_bytes", "inbox_messages", "inbox_bytes", "pending_messages", "pending_bytes", "turn_transcript_bytes"}
+var limitKeys = []string{"message_bytes", "inbox_messages", "inbox_bytes", "pending_messages", "pending_bytes", "turn_transcript_bytes", "tree_depth"}
 
 // DefaultLimits returns the built-in limits.
 func DefaultLimits() Limits {
 	return Limits{MessageBytes: DefaultMessageBytes, InboxMessages: DefaultInboxMessages, InboxBytes: DefaultInboxBytes,
-		PendingMessages: DefaultPendingMessages, PendingBytes: DefaultPendingBytes, TurnTranscriptBytes: DefaultTurnTranscriptBytes}
+		PendingMessages: DefaultPendingMessages, PendingBytes: DefaultPendingBytes, TurnTranscriptBytes: DefaultTurnTranscriptBytes,
+		TreeDepth: DefaultTreeDepth}
 }
 
 // WithDefaults returns l with the built-in value of every limit it leaves
@@ -80,6 +92,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.TurnTranscriptBytes <= 0 {
 		l.TurnTranscriptBytes = d.TurnTranscriptBytes
+	}
+	if l.TreeDepth <= 0 {
+		l.TreeDepth = d.TreeDepth
 	}
 	return l
 }
@@ -132,6 +147,12 @@ func parseLimits(l Limits, raw json.RawMessage) (Limits, error) {
 				return l, err
 			}
 			l.TurnTranscriptBytes = int(n)
+		case "tree_depth":
+			n, err := intValue(key, obj[k], 1, maxTreeDepth)
+			if err != nil {
+				return l, err
+			}
+			l.TreeDepth = int(n)
 		}
 	}
 	return l, nil
@@ -140,5 +161,5 @@ func parseLimits(l Limits, raw json.RawMessage) (Limits, error) {
 func (l Limits) marshalMap() map[string]int64 {
 	return map[string]int64{"message_bytes": int64(l.MessageBytes), "inbox_messages": int64(l.InboxMessages),
 		"inbox_bytes": l.InboxBytes, "pending_messages": int64(l.PendingMessages), "pending_bytes": l.PendingBytes,
-		"turn_transcript_bytes": int64(l.TurnTranscriptBytes)}
+		"turn_transcript_bytes": int64(l.TurnTranscriptBytes), "tree_depth": int64(l.TreeDepth)}
 }

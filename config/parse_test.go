@@ -58,6 +58,7 @@ func TestParseValid(t *testing.T) {
 		{"turn transcript budget", `{"limits": {"turn_transcript_bytes": 1048576, "message_bytes": 65536}}`, func(c *Config) {
 			c.Limits.TurnTranscriptBytes, c.Limits.MessageBytes = 1<<20, 64<<10
 		}},
+		{"tree depth", `{"limits": {"tree_depth": 8}}`, func(c *Config) { c.Limits.TreeDepth = 8 }},
 		{"providers", `{"providers": {"openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY", "organization": "org-1", "max_tokens": 4096, "headers": {"X-Trace": "1"}}}}`, func(c *Config) {
 			c.Providers["openai"] = ProviderConfig{
 				BaseURL:   "https://api.openai.com/v1",
@@ -113,6 +114,8 @@ func TestParseInvalid(t *testing.T) {
 		{"zero timeout", `{"turn_timeout_s": 0}`, []string{`"turn_timeout_s"`, "1 to 604800"}},
 		{"zero turn transcript", `{"limits": {"turn_transcript_bytes": 0}}`, []string{`"limits.turn_transcript_bytes"`}},
 		{"huge turn transcript", `{"limits": {"turn_transcript_bytes": 2147483648}}`, []string{`"limits.turn_transcript_bytes"`}},
+		{"zero tree depth", `{"limits": {"tree_depth": 0}}`, []string{`"limits.tree_depth"`}},
+		{"huge tree depth", `{"limits": {"tree_depth": 100000}}`, []string{`"limits.tree_depth"`}},
 		{"bool timeout", `{"turn_timeout_s": true}`, []string{`"turn_timeout_s"`, "whole number"}},
 		{"provider not object", `{"providers": {"openai": "https://x"}}`, []string{`"providers.openai"`, "JSON object"}},
 		{"literal api_key", `{"providers": {"openai": {"api_key": "sk-123"}}}`, []string{`"providers.openai.api_key"`, "api_key_env"}},

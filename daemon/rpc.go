@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -189,7 +190,10 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 
 // list answers agent.list: the agents in tree order; with all, then the
 // terminated ones (with terminated_at); with status (one status or several
-// separated by commas), only those in it.
+// separated by commas), only those in it. A reply is one page (limit,
+// default listPageLimit, and about 4 MiB): while more follow it carries next, which
+// the client passes back as after (issue 31, D5: a whole deep tree no
+// longer has to fit one reply).
 func (h *handler) list(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
 	all, err := p.OptBool("all", false)
 	if err != nil {
@@ -199,21 +203,52 @@ func (h *handler) list(ctx context.Context, p protocol.Params, _ server.Stream) 
 	if err != nil {
 		return nil, err
 	}
+	lim, err := p.OptInt("limit", listPageLimit)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit(int64(lim))
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "param %v", err)
+	}
+	after, err := p.OptString("after", "")
+	if err != nil {
+		return nil, err
+	}
 	keep := func(s string) bool { return len(want) == 0 || want[s] }
-	views := h.c.List()
-	out := make([]any, 0, len(views))
-	for _, v := range views {
-		if keep(v.Status) {
+	out := []any{}
+	goneAfter, gone := strings.CutPrefix(after, goneCursor)
+	if !gone {
+		views, next := h.c.ListPage(after, limit, keep)
+		for _, v := range views {
 			out = append(out, listMap(v))
+		}
+		if next != "" {
+			return map[string]any{"agents": out, "next": next}, nil
 		}
 	}
 	if (all && keep("terminated")) || want["terminated"] {
-		for _, v := range h.c.TerminatedList(ctx) {
+		ended := h.c.TerminatedList(ctx)
+		sort.Slice(ended, func(i, j int) bool { return ended[i].ID < ended[j].ID })
+		for _, v := range ended {
+			if gone && v.ID <= goneAfter {
+				continue
+			}
+			if len(out) == limit {
+				return map[string]any{"agents": out, "next": goneCursor + out[len(out)-1].(map[string]any)["agent_id"].(string)}, nil
+			}
 			out = append(out, goneMap(v))
 		}
 	}
 	return map[string]any{"agents": out}, nil
 }
+
+// listPageLimit is agent.list's page when the client names none: every
+// agent of a team at once (a page is also bounded in bytes).
+const listPageLimit = 1000
+
+// goneCursor marks a next cursor that falls among the terminated agents.
+const goneCursor = "terminated:"
 
 func (h *handler) inspect(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
 	id, err := h.ref(p, "agent_id")

@@ -83,3 +83,60 @@ func TestCreateCwdMustBeAnExistingAbsoluteDirectory(t *testing.T) {
 		}
 	}
 }
+
+// agent.list pages with limit, next and after, through the live agents
+// and then, with all, the terminated ones; each agent once (issue 31, D5).
+func TestAgentListRPCPaged(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	var kids []string
+	for i := range 7 {
+		kids = append(kids, h.create(fmt.Sprint("k", i), root, "echo"))
+	}
+	for _, id := range kids[:3] {
+		if err := h.c.Terminate(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rpc := &handler{c: h.c}
+	seen := map[string]int{}
+	after, pages := "", 0
+	for {
+		p := protocol.Params{"all": true, "limit": 2}
+		if after != "" {
+			p["after"] = after
+		}
+		res, err := rpc.list(context.Background(), p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.(map[string]any)
+		page := m["agents"].([]any)
+		if len(page) > 2 {
+			t.Fatalf("a page of %d agents with limit 2", len(page))
+		}
+		for _, a := range page {
+			seen[a.(map[string]any)["agent_id"].(string)]++
+		}
+		pages++
+		next, _ := m["next"].(string)
+		if next == "" {
+			break
+		}
+		after = next
+		if pages > 20 {
+			t.Fatal("the pages never end")
+		}
+	}
+	if len(seen) != 8 {
+		t.Fatalf("the pages listed %d agents, want 8 (5 live, 3 terminated)", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s listed %d times", id, n)
+		}
+	}
+	if res, err := rpc.list(context.Background(), protocol.Params{}, nil); err != nil || len(res.(map[string]any)["agents"].([]any)) != 5 || res.(map[string]any)["next"] != nil {
+		t.Fatalf("an unpaged list: %v %v, want the 5 live agents in one page", res, err)
+	}
+}

@@ -123,6 +123,9 @@ func (c *Core) checkCreate(spec *CreateSpec) (provider.Provider, error) {
 		if !ok || pa.Terminated() {
 			return nil, failf(ErrNotFound, "parent agent %s not found", spec.ParentID)
 		}
+		if err := c.checkDepth(spec.ParentID); err != nil {
+			return nil, failf(ErrInvalid, "%w", err)
+		}
 	}
 	return prov, nil
 }

@@ -29,30 +29,8 @@ const (
 
 // limits returns the limits in force: the config's, with the defaults
 // for those it leaves unset.
-func (c *Core) limits() config.Limits { return effectiveLimits(c.config().Limits) }
+func (c *Core) limits() config.Limits { return c.config().Limits.WithDefaults() }
 
-// effectiveLimits returns cfg's limits, with the defaults for those it
-// leaves unset.
-func effectiveLimits(cfg config.Limits) config.Limits {
-	l := cfg
-	d := config.DefaultLimits()
-	if l.MessageBytes <= 0 {
-		l.MessageBytes = d.MessageBytes
-	}
-	if l.InboxMessages <= 0 {
-		l.InboxMessages = d.InboxMessages
-	}
-	if l.InboxBytes <= 0 {
-		l.InboxBytes = d.InboxBytes
-	}
-	if l.PendingMessages <= 0 {
-		l.PendingMessages = d.PendingMessages
-	}
-	if l.PendingBytes <= 0 {
-		l.PendingBytes = d.PendingBytes
-	}
-	return l
-}
 
 // checkRoom says whether an inbox holding n messages of b payload bytes
 // takes one more of size bytes, under the per-inbox and the total limits,
@@ -139,4 +117,25 @@ func (c *Core) readMessage(ctx context.Context, owner string, ref inbox.Ref) (in
 		return inbox.Message{}, fmt.Errorf("the log of %s at seq %d: %w", owner, ref.Seq, err)
 	}
 	return m, nil
+}
+
+// checkDepth refuses a new agent under parentID that would make the tree
+// deeper than limits.tree_depth (a root is at depth 1).
+func (c *Core) checkDepth(parentID string) error {
+	if parentID == "" {
+		return nil
+	}
+	limit := c.limits().TreeDepth
+	depth := 1
+	for id := parentID; id != ""; depth++ {
+		p, ok := c.tree.Parent(id)
+		if !ok {
+			break
+		}
+		id = p
+	}
+	if depth > limit {
+		return fmt.Errorf("the tree would be %d deep; its limit is %d (limits.tree_depth): spawn from an agent nearer the root, or raise the limit", depth, limit)
+	}
+	return nil
 }

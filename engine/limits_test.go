@@ -16,10 +16,10 @@ import (
 
 func TestEffective(t *testing.T) {
 	d := config.DefaultLimits()
-	if got := effectiveLimits(config.Limits{}); got != d {
+	if got := (config.Limits{}).WithDefaults(); got != d {
 		t.Fatalf("unset limits: %+v, want the defaults %+v", got, d)
 	}
-	got := effectiveLimits(config.Limits{InboxBytes: 7, MessageBytes: 9})
+	got := config.Limits{InboxBytes: 7, MessageBytes: 9}.WithDefaults()
 	if got.InboxBytes != 7 || got.MessageBytes != 9 || got.InboxMessages != d.InboxMessages || got.PendingBytes != d.PendingBytes {
 		t.Fatalf("set limits kept, the others defaulted: %+v", got)
 	}
@@ -86,5 +86,26 @@ func TestFillPayloads(t *testing.T) {
 	other.ID = "other"
 	if _, err := h.c.fillPayloads(context.Background(), kid, []inbox.Message{other}); err == nil || !strings.Contains(err.Error(), "not other") {
 		t.Fatalf("a line holding another message: %v", err)
+	}
+}
+
+// The tree is at most limits.tree_depth deep: a create or a spawn that
+// would go deeper is refused with the limit named; spawning from nearer
+// the root works (issue 31, D5: a 3,000-deep chain made every listing
+// quadratic).
+func TestTreeDepthIsBounded(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true; h.cfg.Limits.TreeDepth = 3 })
+	a := h.create("a", "", "echo")
+	b := h.create("b", a, "echo")
+	c := h.create("c", b, "echo") // depth 3
+	if _, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "d", ParentID: c, Provider: "inproc", Model: "echo"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "limits.tree_depth") {
+		t.Fatalf("create at depth 4 = %v, want refused naming limits.tree_depth", err)
+	}
+	r := h.tool(c, "spawn_agent", map[string]any{"name": "d", "instructions": "x"})
+	if e, _ := r["error"].(string); !strings.Contains(e, "limits.tree_depth") {
+		t.Fatalf("spawn at depth 4 = %v, want a tool error naming limits.tree_depth", r)
+	}
+	if r := h.tool(b, "spawn_agent", map[string]any{"name": "c2", "instructions": "x"}); r["error"] != nil {
+		t.Fatalf("spawn at depth 3 refused: %v", r)
 	}
 }

@@ -174,6 +174,9 @@ func (c *Core) childOf(parentID, id string, v tools.SpawnAgent) CreateSpec {
 // limits, its model (filled in from the provider entry's default), its
 // provider, and the provider serving the model.
 func (c *Core) checkChild(spec *CreateSpec) error {
+	if err := c.checkDepth(spec.ParentID); err != nil {
+		return err
+	}
 	if err := c.checkAgentText(spec.Instructions, spec.Metadata); err != nil {
 		return err
 	}

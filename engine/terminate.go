@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/internal/textcut"
 	"strings"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -57,7 +58,7 @@ func (c *Core) TerminateTree(ctx context.Context, agentID string) ([]TerminatedA
 			verb = "is"
 		}
 		return nil, failf(ErrWrongState, "nothing was terminated: %s %s mid-turn; cancel first (warren agent cancel REF), then terminate again",
-			strings.Join(busy, ", "), verb)
+			listCut(busy, 10, 1024), verb)
 	}
 	done := make([]TerminatedAgent, 0, len(order))
 	for _, id := range order {
@@ -182,4 +183,22 @@ func (c *Core) Reset(agentID string) error {
 	c.saveSession(a, func(s *session.Session) { s.ProviderState, s.Handle = nil, "" })
 	c.log.Info("agent context reset", "agent", id)
 	return nil
+}
+
+// listCut joins items for an error text, at most n of them and about
+// bytes of text, naming how many more were left out: an error names what
+// matters, and never grows with the tree (issue 31, D5).
+func listCut(items []string, n, bytes int) string {
+	var b strings.Builder
+	for i, s := range items {
+		if i == n || (i > 0 && b.Len()+len(s) > bytes) {
+			fmt.Fprintf(&b, " and %d more", len(items)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(textcut.Cut(s, bytes, "..."))
+	}
+	return b.String()
 }

@@ -20,6 +20,43 @@ func (c *Core) List() []AgentView {
 	return out
 }
 
+// ListPage returns one page of List: the agents after the one with id
+// after ("" = from the first), at most limit of them (0: DefaultPageLimit)
+// and, beyond the first, about pageBytes of paths and errors, so a reply
+// stays well inside a frame whatever the tree; next is the id to pass as
+// after for the next page ("" when this one is the last). keep, when not
+// nil, filters by status. Only the page's agents are read and their paths
+// built: a page costs its own agents, not the whole tree (issue 31, D5).
+func (c *Core) ListPage(after string, limit int, keep func(status string) bool) (page []AgentView, next string) {
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	as := c.agents.Ordered()
+	start := 0
+	if after != "" {
+		start = len(as) // an id no longer listed: nothing follows it
+		for i, a := range as {
+			if a.ID() == after {
+				start = i + 1
+				break
+			}
+		}
+	}
+	size := 0
+	for i := start; i < len(as); i++ {
+		if len(page) == limit || (len(page) > 0 && size > pageBytes) {
+			return page, page[len(page)-1].ID
+		}
+		v := c.view(as[i])
+		if keep != nil && !keep(v.Status) {
+			continue
+		}
+		size += len(v.Path) + len(v.Error) + len(v.Name) + 256
+		page = append(page, v)
+	}
+	return page, ""
+}
+
 // Inspect describes one agent in detail, with the first page of its inbox.
 func (c *Core) Inspect(ctx context.Context, agentID string) (AgentDetail, error) {
 	return c.InspectPage(ctx, agentID, 0, 0)

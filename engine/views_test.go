@@ -223,3 +223,66 @@ func TestListerWaitsSnapshotsOnlyWaitingAgents(t *testing.T) {
 		t.Errorf("snapshots taken (log state reads) %v; want kid's only", snapped)
 	}
 }
+
+// agent.list pages: ListPage reads only its page's agents and stops near
+// pageBytes, so a deep tree's listing is bounded per reply, and following
+// next through the pages lists every agent once, in List's order (issue
+// 31, D5).
+func TestListPagesADeepTree(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true; h.cfg.Limits.TreeDepth = 1000 })
+	parent := ""
+	name := strings.Repeat("n", 63)
+	for i := range 700 {
+		parent = h.create(fmt.Sprintf("%s%d", name[:60], i), parent, "echo")
+	}
+	all := h.c.List()
+	var got []AgentView
+	pages, after := 0, ""
+	for {
+		page, next := h.c.ListPage(after, 0, nil)
+		pages++
+		size := 0
+		for _, v := range page {
+			size += len(v.Path)
+		}
+		if size > pageBytes+len(page[len(page)-1].Path)+64<<10 {
+			t.Fatalf("page %d holds %d bytes of paths; want about %d at most", pages, size, pageBytes)
+		}
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if pages < 2 {
+		t.Fatalf("%d page(s) for %d agents whose paths total more than %d bytes; want several", pages, len(all), pageBytes)
+	}
+	if len(got) != len(all) {
+		t.Fatalf("the pages list %d agents, List %d", len(got), len(all))
+	}
+	for i := range all {
+		if got[i].ID != all[i].ID {
+			t.Fatalf("agent %d: pages give %s, List %s", i, got[i].ID, all[i].ID)
+		}
+	}
+	// A status filter pages the same way.
+	idle, _ := h.c.ListPage("", 5, func(s string) bool { return s == "idle" })
+	if len(idle) != 5 {
+		t.Fatalf("filtered page: %d agents, want 5", len(idle))
+	}
+}
+
+// A refusal naming busy agents names ten at most, and how many more.
+func TestListCutBoundsErrorTexts(t *testing.T) {
+	var items []string
+	for i := range 3000 {
+		items = append(items, fmt.Sprintf("lead/worker-%04d", i))
+	}
+	s := listCut(items, 10, 1024)
+	if !strings.HasSuffix(s, " and 2990 more") || strings.Count(s, ",") != 9 {
+		t.Fatalf("listCut = %q", s)
+	}
+	if s := listCut([]string{strings.Repeat("x", 5000)}, 10, 1024); len(s) > 1100 {
+		t.Fatalf("one long path gives %d bytes", len(s))
+	}
+}

@@ -98,7 +98,7 @@ func newAgentTreeCmd(c *cli) *cobra.Command {
 		Example: indent("warren agent tree"),
 		Args:    usage.Args(0, 0),
 		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error {
-			res, show, err := c.callOut(ctx, "agent.list", nil)
+			res, show, err := c.listOut(ctx, nil)
 			if err != nil || !show {
 				return err
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/warren-dev/warren/cmd/warren/internal/client"
 
 	"github.com/warren-dev/warren/cmd/warren/internal/notices"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
@@ -11,6 +12,19 @@ import (
 // result and whether the caller should print its own rendering.
 func (c *cli) callOut(ctx context.Context, method string, params map[string]any) (map[string]any, bool, error) {
 	res, err := c.daemon().Call(ctx, method, params)
+	if err != nil {
+		return nil, false, err
+	}
+	if c.json {
+		return res, false, reply.JSON(c.stdout, res)
+	}
+	return res, true, nil
+}
+
+// listOut is callOut for agent.list: every page (client.ListAgents), one
+// reply.
+func (c *cli) listOut(ctx context.Context, params map[string]any) (map[string]any, bool, error) {
+	res, err := client.ListAgents(ctx, c.daemon(), params)
 	if err != nil {
 		return nil, false, err
 	}

@@ -63,7 +63,7 @@ warren agent list --status suspended,interrupted_waiting --json`),
 		if len(status) > 0 {
 			params["status"] = strings.Join(status, ",")
 		}
-		res, show, err := c.callOut(ctx, "agent.list", params)
+		res, show, err := c.listOut(ctx, params)
 		if err != nil || !show {
 			return err
 		}

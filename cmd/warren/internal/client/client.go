@@ -200,3 +200,33 @@ func (c *Client) Lost(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// Caller makes one request of the daemon (a Client, or a dialed
+// protocol.Client).
+type Caller interface {
+	Call(ctx context.Context, method string, params map[string]any) (map[string]any, error)
+}
+
+// ListAgents calls agent.list page after page (each reply's next passed
+// back as after) and returns the reply of the whole list: {"agents": all}.
+// params are agent.list's (status, all); the caller's map is not changed.
+func ListAgents(ctx context.Context, c Caller, params map[string]any) (map[string]any, error) {
+	var all []any
+	p := map[string]any{}
+	for k, v := range params {
+		p[k] = v
+	}
+	for {
+		res, err := c.Call(ctx, "agent.list", p)
+		if err != nil {
+			return nil, err
+		}
+		page, _ := res["agents"].([]any)
+		all = append(all, page...)
+		next, _ := res["next"].(string)
+		if next == "" {
+			return map[string]any{"agents": all}, nil
+		}
+		p["after"] = next
+	}
+}

@@ -43,7 +43,7 @@ func (p *Printer) Logged(ctx context.Context, ref string, since int) error {
 			targets[0] = target{id: reply.Str(res, "agent_id"), path: reply.Str(res, "path")}
 		}
 	} else {
-		res, err := cl.Call(ctx, "agent.list", nil)
+		res, err := client.ListAgents(ctx, cl, nil)
 		if err != nil {
 			return client.RPCError("agent.list", err)
 		}
@@ -159,7 +159,7 @@ type agentNames struct {
 }
 
 func (n *agentNames) refresh(ctx context.Context) {
-	res, err := n.daemon.Call(ctx, "agent.list", nil)
+	res, err := client.ListAgents(ctx, n.daemon, nil)
 	if err != nil {
 		return
 	}

@@ -11,6 +11,7 @@ package notices
 import (
 	"context"
 	"fmt"
+	"github.com/warren-dev/warren/cmd/warren/internal/client"
 	"io"
 	"strings"
 	"sync"
@@ -111,7 +112,7 @@ func Watch(ctx context.Context, cfg Config, targetID string, ownWaits, ownRetrie
 
 // refresh reloads the tree (parents and paths) from the daemon.
 func (n *Watcher) refresh(ctx context.Context) {
-	res, err := n.cfg.Daemon.Call(ctx, "agent.list", nil)
+	res, err := client.ListAgents(ctx, n.cfg.Daemon, nil)
 	if err != nil {
 		return
 	}
