@@ -31,7 +31,6 @@ const (
 // for those it leaves unset.
 func (c *Core) limits() config.Limits { return c.config().Limits.WithDefaults() }
 
-
 // checkRoom says whether an inbox holding n messages of b payload bytes
 // takes one more of size bytes, under the per-inbox and the total limits,
 // with tn messages of tb bytes reserved beyond the daemon's totals (sends
