@@ -266,7 +266,7 @@ func (h *handler) inspect(ctx context.Context, p protocol.Params, _ server.Strea
 	return detailMap(d), nil
 }
 
-func turnResultMap(res engine.TurnResult) (map[string]any, error) {
+func turnResultMap(agentID string, res engine.TurnResult) (map[string]any, error) {
 	var m map[string]any
 	switch {
 	case res.Status == session.StatusSuspended:
@@ -276,6 +276,12 @@ func turnResultMap(res engine.TurnResult) (map[string]any, error) {
 		}
 	case res.Err != nil:
 		return nil, res.Err
+	case res.ResponseSeq > 0 && encodedLen(res.Response) > maxInlineResponse:
+		// A completed turn is never reported as a failure: a response too
+		// large for a reply frame (quoted in JSON) is given by reference,
+		// to read with agent.log (issue 31, D13).
+		m = map[string]any{"run_id": res.RunID, "status": res.Status, "response_bytes": len(res.Response),
+			"response_ref": map[string]any{"agent_id": agentID, "seq": res.ResponseSeq}}
 	default:
 		m = map[string]any{"response": res.Response, "run_id": res.RunID, "status": res.Status}
 	}
@@ -286,6 +292,21 @@ func turnResultMap(res engine.TurnResult) (map[string]any, error) {
 		m["abandoned_run"] = res.AbandonedRun
 	}
 	return m, nil
+}
+
+// maxInlineResponse is the largest response, quoted as JSON, an
+// agent.send reply carries itself: the rest of a frame is ample for the
+// reply's other fields.
+const maxInlineResponse = protocol.MaxFrame - 64<<10
+
+// encodedLen is the length of s quoted as a JSON string (the larger of the
+// two framings).
+func encodedLen(s string) int {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return len(s) * 6
+	}
+	return len(b)
 }
 
 // agentMessage reads the agent_id and message params of send and stream.
@@ -310,7 +331,7 @@ func (h *handler) send(ctx context.Context, p protocol.Params, _ server.Stream) 
 	if err != nil {
 		return nil, err
 	}
-	return turnResultMap(res)
+	return turnResultMap(id, res)
 }
 
 func (h *handler) stream(ctx context.Context, p protocol.Params, out server.Stream) (any, error) {
@@ -449,7 +470,7 @@ func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream
 	if err != nil {
 		return nil, err
 	}
-	return turnResultMap(res)
+	return turnResultMap(id, res)
 }
 
 func entryMap(agentID string, e eventlog.Entry) map[string]any {

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/session"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,5 +141,52 @@ func TestAgentListRPCPaged(t *testing.T) {
 	}
 	if res, err := rpc.list(context.Background(), protocol.Params{}, nil); err != nil || len(res.(map[string]any)["agents"].([]any)) != 5 || res.(map[string]any)["next"] != nil {
 		t.Fatalf("an unpaged list: %v %v, want the 5 live agents in one page", res, err)
+	}
+}
+
+// A completed turn whose response, quoted as JSON, would not fit a reply
+// frame is answered by reference to its turn.complete entry, never as a
+// failure (issue 31, D13: the client was told "reply larger than the
+// frame" for a turn that completed, and a retry ran it twice).
+func TestLargeResponseIsAnsweredByReference(t *testing.T) {
+	big := strings.Repeat("\x01", 3<<20) // 3 MiB, 18 MiB quoted in JSON
+	h := newHarness(t, func(h *harness) {
+		h.noWake = true
+		h.prov.Register("big", func(context.Context, *inproc.Turn) (string, error) { return big, nil })
+	})
+	id := h.create("a", "", "big")
+	rpc := &handler{c: h.c}
+	res, err := rpc.send(context.Background(), protocol.Params{"agent_id": id, "message": "go"}, nil)
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	m := res.(map[string]any)
+	ref, ok := m["response_ref"].(map[string]any)
+	if !ok || m["response"] != nil || m["response_bytes"] != len(big) || m["status"] != session.StatusIdle {
+		t.Fatalf("reply %v; want the response by reference, not inline", m)
+	}
+	if b, err := json.Marshal(m); err != nil || len(b) > 4096 {
+		t.Fatalf("the reply is %d bytes quoted (%v); want a small one", len(b), err)
+	}
+	seq := ref["seq"].(uint64)
+	var found bool
+	for _, e := range h.entries(id) {
+		if e.Seq == seq && e.Event == "turn.complete" {
+			var d struct{ Response string }
+			if err := json.Unmarshal(e.Data, &d); err != nil || d.Response != big {
+				t.Fatalf("turn.complete at seq %d does not hold the response (%v)", seq, err)
+			}
+			found = true
+		}
+	}
+	if !found || ref["agent_id"] != id {
+		t.Fatalf("response_ref %v names no turn.complete of the agent", ref)
+	}
+	// A small response stays inline.
+	h.prov.Register("small", func(context.Context, *inproc.Turn) (string, error) { return "ok", nil })
+	id2 := h.create("b", "", "small")
+	res, err = rpc.send(context.Background(), protocol.Params{"agent_id": id2, "message": "go"}, nil)
+	if err != nil || res.(map[string]any)["response"] != "ok" {
+		t.Fatalf("small reply %v %v", res, err)
 	}
 }

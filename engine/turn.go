@@ -67,11 +67,15 @@ type TurnRequest struct {
 // TurnResult is how a turn ended.
 type TurnResult struct {
 	Response string
-	RunID    string
-	Status   session.Status // idle after success, failure or cancel; suspended when waiting
-	Token    string         // the resume token, once, when the run suspended
-	Wait     *WaitInfo
-	Err      error
+	// ResponseSeq is the seq of the turn.complete entry that holds
+	// Response in the agent's log (0 when the turn did not complete), so
+	// a reply too large for a frame can point to it.
+	ResponseSeq uint64
+	RunID       string
+	Status      session.Status // idle after success, failure or cancel; suspended when waiting
+	Token       string         // the resume token, once, when the run suspended
+	Wait        *WaitInfo
+	Err         error
 	// Set by Send: the wait its message revoked ({token_id, kind}) and the
 	// run interrupted by a restart that it abandoned (a new run started).
 	RevokedWait  *WaitInfo
@@ -171,8 +175,10 @@ func (c *Core) endTurn(ctx context.Context, a *agent, t turnPlan, response strin
 	usage provider.Usage, err error, res *TurnResult) turnOutcome {
 	runID, turn := t.RunID, t.Turn
 	// The notices of busy -> idle go in the end's write.
+	var ended eventlog.Entry
 	idle := func(event string, data any) error {
-		_, err := appendOwed(a.Log, c.noticesFor(a, schema.StateBusy, schema.StateIdle, transitionKey(runID, turn)), eventlog.Record{Event: event, Data: data})
+		var err error
+		ended, err = appendOwed(a.Log, c.noticesFor(a, schema.StateBusy, schema.StateIdle, transitionKey(runID, turn)), eventlog.Record{Event: event, Data: data})
 		return err
 	}
 	switch {
@@ -189,7 +195,7 @@ func (c *Core) endTurn(ctx context.Context, a *agent, t turnPlan, response strin
 			res.Err = logFailure(fmt.Errorf("logging turn.complete for agent %s: %w", a.ID(), lerr))
 			return outcomeNone
 		}
-		res.Response, res.Status = response, session.StatusIdle
+		res.Response, res.ResponseSeq, res.Status = response, ended.Seq, session.StatusIdle
 		return outcomeComplete
 	case errors.Is(err, provider.ErrRunSuspended):
 		res.Status = session.StatusSuspended

@@ -58,6 +58,9 @@ warren agent send lead --file brief.md --provider anthropic --model claude-sonne
 		if c.json {
 			return reply.JSON(c.stdout, res)
 		}
+		if err := c.fillResponse(ctx, res); err != nil {
+			return err
+		}
 		render.RunResult(c.stdout, c.stderr, pos[0], c.daemon().HomeArg(), res)
 		return nil
 	})
@@ -129,6 +132,9 @@ warren agent resume lead   # re-run a run a restart interrupted`),
 		}
 		res, show, err := c.callOut(ctx, "agent.resume", params)
 		if err != nil || !show {
+			return err
+		}
+		if err := c.fillResponse(ctx, res); err != nil {
 			return err
 		}
 		if _, ok := res["response"]; ok || reply.Str(res, "status") == "suspended" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"github.com/warren-dev/warren/cmd/warren/internal/client"
 
 	"github.com/warren-dev/warren/cmd/warren/internal/notices"
@@ -38,4 +39,26 @@ func (c *cli) listOut(ctx context.Context, params map[string]any) (map[string]an
 func (c *cli) notices() notices.Config {
 	d := c.daemon()
 	return notices.Config{Daemon: d, Stderr: c.stderr, HomeArg: d.HomeArg(), Quiet: c.json}
+}
+
+// fillResponse reads back a response a turn's reply gave by reference
+// (response_ref: too large for a reply frame) from the agent's log, into
+// res["response"].
+func (c *cli) fillResponse(ctx context.Context, res map[string]any) error {
+	ref := reply.Obj(res, "response_ref")
+	if ref == nil {
+		return nil
+	}
+	seq := reply.Num(ref, "seq")
+	page, err := c.daemon().Call(ctx, "agent.log", map[string]any{"agent_id": reply.Str(ref, "agent_id"), "since_seq": seq - 1, "limit": 1})
+	if err != nil {
+		return client.RPCError("agent.log", err)
+	}
+	for _, e := range reply.List(page, "events") {
+		if reply.Num(e, "seq") == seq {
+			res["response"] = reply.Str(reply.Obj(e, "data"), "response")
+			return nil
+		}
+	}
+	return fmt.Errorf("the response of run %s is not at seq %d of the agent's log; read it with warren logs", reply.Str(res, "run_id"), seq)
 }
