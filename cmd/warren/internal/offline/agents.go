@@ -30,6 +30,9 @@ type Agent struct {
 	ID, Name, ParentID, Path string
 }
 
+// UserRef is the REF of the operator's inbox (tree.User).
+const UserRef = "USER"
+
 func logPath(home, id string) string { return filepath.Join(home, "agents", id, "events.jsonl") }
 
 // LogPath resolves REF to the agent's events.jsonl without the daemon,
@@ -38,7 +41,17 @@ func logPath(home, id string) string { return filepath.Join(home, "agents", id, 
 // matches are an error listing their paths. Only when no live agent
 // matches, a terminated one does (a reused name or path that names several
 // terminated agents is an error listing their ids). Never a random pick.
+//
+// REF "USER" (a name no agent may take) is the operator's inbox,
+// <home>/user.jsonl (SPEC 9: `warren logs USER`, `warren repair USER`).
 func LogPath(home, ref string) (string, error) {
+	if ref == UserRef {
+		p := filepath.Join(home, "user.jsonl")
+		if _, err := os.Lstat(p); err != nil {
+			return "", fmt.Errorf("%w: the USER inbox has no log yet (%s): the daemon writes it when a root agent first sends to USER", ErrUnknownAgent, p)
+		}
+		return p, nil
+	}
 	if IsAgentID(ref) {
 		if _, err := os.Stat(logPath(home, ref)); err != nil {
 			return "", fmt.Errorf("%w: no log for agent id %s under %s", ErrUnknownAgent, ref, filepath.Join(home, "agents"))
