@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestDecodeRefusesDamage(t *testing.T) {
 	flipped[len(flipped)-2] ^= 1
 	for name, data := range map[string][]byte{
 		"flipped byte":  flipped,
-		"other version": []byte(strings.Replace(string(good), `"version":2`, `"version":9`, 1)),
+		"other version": []byte(strings.Replace(string(good), fmt.Sprintf(`"version":%d`, Version), `"version":9`, 1)),
 		"no header":     state[:0],
 		"other line":    Encode(state, eventlog.Resume{Seq: p.LastSeq + 1, Off: p.LastOff, CRC: 1}),
 		"negative len":  Encode(state, eventlog.Resume{Seq: p.LastSeq, Off: p.LastOff, CRC: 1, Len: -5}),

@@ -8,7 +8,7 @@
 // checkpoint.json (Name) is in the agent's directory, in three
 // newline-terminated lines:
 //
-//	{"version":2,"seq":N,"off":<byte offset of line N>,"crc":"<line N's crc>","len":<line N's length>,"sum":"<8 hex>"}
+//	{"version":3,"seq":N,"off":<byte offset of line N>,"crc":"<line N's crc>","len":<line N's length>,"sum":"<8 hex>"}
 //	{"p":{...},"pending":[{"id":...,"seq":...,"off":...}],"other_ids":[...]}
 //	<every message id the log enqueued, 32 hex characters each, sorted, concatenated>
 //
@@ -28,8 +28,15 @@
 // payload, "msg", so recovery does not read the payload back); "other_ids"
 // holds enqueued ids that are not 32 hex characters.
 //
+// Version 3 added the lines that witness a state's facts (the
+// projection's PrefRef, SessRef, GateRef, Run.StartRef and Run.EndRef)
+// and the count of messages taken (Taken); a version-2 checkpoint is
+// ignored and its log folded once.
+//
 // A checkpoint is an optimisation and never the authority: it is written
 // without fsync (a temp file and a rename, Write), and anything that does
 // not check out (Read: no file, a bad sum, another version, a state that
-// does not match its line) makes recovery fold the whole log instead.
+// does not match its line; then the daemon's checks of the state against
+// the lines it came from, projection/verify.go) makes recovery fold the
+// whole log instead.
 package checkpoint

@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
+
+	"github.com/warren-dev/warren/inbox"
 
 	"github.com/warren-dev/warren/engine/internal/placement"
 	fold "github.com/warren-dev/warren/projection"
@@ -119,4 +123,48 @@ func (a *agent) CheckpointState(min uint64) (seq uint64, off int64, state []byte
 	}
 	state, err = p.EncodeState()
 	return p.LastSeq, p.LastOff, state, true, err
+}
+
+// Refold replaces the projection by p, a fold of the agent's log in
+// replay mode, unless a turn runs (swapped false: the caller tries again
+// after it). Under the record's lock, more folds into p the lines the
+// current projection has folded since (up to its last: a commit waiting
+// for the lock is folded into p by its own commit), p's pending messages
+// are read back (load) and counted in totals instead of the old
+// projection's; old is set to the projection replaced.
+func (a *agent) Refold(p *fold.State, more func(p *fold.State, upTo uint64) error,
+	load func(inbox.Ref) (json.RawMessage, error), totals *inbox.Totals, old **fold.State) (swapped bool, err error) {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if a.busy {
+		return false, nil
+	}
+	if p.LastSeq < a.p.LastSeq {
+		if err := more(p, a.p.LastSeq); err != nil {
+			return false, err
+		}
+	}
+	if p.LastSeq != a.p.LastSeq {
+		return false, fmt.Errorf("the fold reached line %d of the log, the projection line %d", p.LastSeq, a.p.LastSeq)
+	}
+	if err := p.EndReplay(load); err != nil {
+		return false, err
+	}
+	p.Pending.Attach(totals)
+	a.p.Pending.Attach(nil)
+	*old, a.p = a.p, p
+	return true, nil
+}
+
+// AfterTurn runs f once no turn runs: now, or after the running turn
+// with the work deferred during it.
+func (a *agent) AfterTurn(f func()) {
+	a.stateMu.Lock()
+	if a.busy {
+		a.deferred = append(a.deferred, f)
+		a.stateMu.Unlock()
+		return
+	}
+	a.stateMu.Unlock()
+	f()
 }

@@ -86,6 +86,15 @@
 // authority: it is written without fsync (a temp file and a rename) and a
 // crash that tears it costs one full fold.
 //
+// A checkpoint that passes its own checks is still checked against the
+// log before it is used (ckptcheck.go, projection/verify.go): its shape,
+// the lines its facts name (agent.created, the line that set the
+// provider, the latest session event and gate, the latest run's start and
+// end), and the open run's lines folded again; a mismatch folds the whole
+// log, with a warning. The scrub then folds the skipped lines again and
+// compares fingerprints; a mismatch there refolds the agent (at its next
+// rest) and makes the engine's indexes agree.
+//
 // The lines before N are verified after recovery by a scrub (one log at a
 // time, in the background) and, at the latest, before the first append to
 // the log (eventlog.Log.VerifyPrefix), so nothing is appended on top of

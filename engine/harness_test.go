@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,9 @@ func (h *harness) start() {
 	logger := h.logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
+		if os.Getenv("WARREN_TEST_LOG") != "" {
+			logger = hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Debug})
+		}
 	}
 	c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 		Store:           st,

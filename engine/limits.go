@@ -82,7 +82,8 @@ func (c *Core) checkAgentText(instructions string, md map[string]string) error {
 }
 
 // fillPayloads returns msgs with every payload resident, reading those
-// that are not back from the owner's log.
+// that are not back from the owner's log (with the envelope the log
+// holds).
 func (c *Core) fillPayloads(ctx context.Context, owner string, msgs []inbox.Message) ([]inbox.Message, error) {
 	out := make([]inbox.Message, len(msgs))
 	for i, m := range msgs {
@@ -97,7 +98,10 @@ func (c *Core) fillPayloads(ctx context.Context, owner string, msgs []inbox.Mess
 		if full.ID != m.ID {
 			return nil, fmt.Errorf("the log of %s has message %s at seq %d, not %s", owner, full.ID, m.Ref.Seq, m.ID)
 		}
-		out[i] = m.Fill(full.Payload)
+		// The log's envelope, not the one held without the payload (a
+		// checkpoint's, until the scrub has compared it with the log).
+		full.Ref = m.Ref
+		out[i] = full
 	}
 	return out, nil
 }

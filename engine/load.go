@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,7 +13,6 @@ import (
 	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
-	"github.com/warren-dev/warren/inbox"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/quarantine"
 	"github.com/warren-dev/warren/session"
@@ -33,9 +31,10 @@ import (
 // the tree.
 //
 // A checkpoint is an optimisation, never the authority (doc.go,
-// "Checkpoints"): one that does not match its log, or that names a
-// pending message that cannot be read back, makes the load fold the whole
-// log instead.
+// "Checkpoints"): one that does not match its log, that disagrees with
+// the lines its facts come from (ckptcheck.go), or that names a pending
+// message that cannot be read back, makes the load fold the whole log
+// instead.
 //
 // loadAll runs the loads on 2 x GOMAXPROCS goroutines of its own and
 // returns when they are done; each load folds into a projection only it
@@ -69,8 +68,10 @@ type loaded struct {
 	// Missing: there is no log (the directory holds nothing durable).
 	Missing bool
 	// Resumed is the checkpoint the fold started from (nil: from the
-	// start).
+	// start); Checked is its state's fingerprint, which the scrub compares
+	// with a fold of the lines it let recovery skip (ckptcheck.go).
 	Resumed *eventlog.Resume
+	Checked [32]byte
 	// bind is where the log's commits find the agent's record
 	// (openLogReplay); adopt sets it.
 	bind **agent
@@ -135,7 +136,11 @@ func (c *Core) load(ctx context.Context, id string) *loaded {
 	if c.opts.CheckpointEvery > 0 {
 		p, r, err := checkpoint.Read(c.fs, c.agentDir(id))
 		if err == nil {
-			if l := c.loadFrom(ctx, id, p, &r); l != nil {
+			sum, err := c.checkCheckpoint(ctx, id, p, r)
+			if err != nil {
+				c.log.Warn("checkpoint disagrees with the log or cannot be checked against it; folding the whole log", "agent", id, "err", err)
+			} else if l := c.loadFrom(ctx, id, p, &r); l != nil {
+				l.Checked = sum
 				return l
 			}
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -167,10 +172,7 @@ func (c *Core) loadFrom(ctx context.Context, id string, p *fold.State, r *eventl
 		return nil
 	}
 	if foldErr == nil {
-		foldErr = l.State.EndReplay(func(ref inbox.Ref) (json.RawMessage, error) {
-			e, err := c.st.ReadSeq(ctx, id, ref.Seq, ref.Off)
-			return e.Data, err
-		})
+		foldErr = l.State.EndReplay(c.pendingLoader(ctx, id))
 		if foldErr != nil && r != nil && err == nil {
 			c.log.Warn("checkpoint names a pending message that cannot be read; folding the whole log", "agent", id, "err", foldErr)
 			_ = lg.Close()

@@ -449,7 +449,8 @@ func (c *Core) startScrub(placed []*loaded) {
 
 // scrub verifies the lines before each checkpoint recovery started from;
 // an agent whose earlier lines fail is listed corrupt, as a full fold
-// would have listed it, and its checkpoint is removed.
+// would have listed it, and its checkpoint is removed. Lines that pass are
+// folded again and compared with the checkpoint's state (scrubState).
 func (c *Core) scrub(ls []*loaded) {
 	for _, l := range ls {
 		if c.stopping() {
@@ -457,6 +458,7 @@ func (c *Core) scrub(ls []*loaded) {
 		}
 		err := l.Log.VerifyPrefix()
 		if err == nil {
+			c.scrubState(c.ctx, l)
 			continue
 		}
 		if !errors.Is(err, eventlog.ErrCorrupt) {

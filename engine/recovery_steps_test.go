@@ -1011,9 +1011,10 @@ func TestScrub(t *testing.T) {
 		for _, id := range []string{bad, unread, folded} {
 			h.rewrite(h.c.snapshotPath(id), garbage)
 		}
-		// unread's second read-only open (the first checks its checkpoint's
-		// line at recovery) is the scrub's: it fails.
-		rf = &readFault{suffix: unread + "/events.jsonl", nth: 2, err: syscall.EIO}
+		// unread's third read-only open is the scrub's (the first reads the
+		// lines its checkpoint's facts come from, the second checks the
+		// checkpoint's line): it fails.
+		rf = &readFault{suffix: unread + "/events.jsonl", nth: 3, err: syscall.EIO}
 		h.start()
 		<-h.c.scrubbed
 

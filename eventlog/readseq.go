@@ -62,3 +62,65 @@ func NewReaderAt(fsys faultfs.FS, path string, fromSeq uint64, off int64) (*Read
 	r.sc = record.NewScannerAt(r.f, path, off, 0, fromSeq-1, 0)
 	return r, nil
 }
+
+// At locates a line of a log for ReadSeqs: its seq, and the byte offset
+// where the caller saw it (a hint; 0 when unknown).
+type At struct {
+	Seq uint64
+	Off int64
+}
+
+// ReadSeqs is ReadSeq for several lines of one log, through one open
+// handle: fn gets each entry with its index in at, once per index, in no
+// promised order (lines at their hints first, then those a stale hint
+// missed, found by one scan from the start). A seq the log lacks is an
+// error wrapping ErrNoSuchSeq; an error of fn stops the reads.
+func ReadSeqs(fsys faultfs.FS, path string, at []At, fn func(i int, e Entry) error) error {
+	if len(at) == 0 {
+		return nil
+	}
+	f, err := faultfs.OpenNoFollow(fsys, path, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("eventlog: open %s for reading: %w", path, err)
+	}
+	defer f.Close()
+	var missed map[uint64][]int
+	for i, a := range at {
+		if e, ok := record.EntryAt(f, a.Off, a.Seq); ok {
+			if err := fn(i, e); err != nil {
+				return err
+			}
+			continue
+		}
+		if missed == nil {
+			missed = map[uint64][]int{}
+		}
+		missed[a.Seq] = append(missed[a.Seq], i)
+	}
+	if len(missed) == 0 {
+		return nil
+	}
+	sc := record.NewScanner(f, path, MaxLineBytes)
+	for len(missed) > 0 {
+		e, err := sc.Next()
+		if errors.Is(err, io.EOF) {
+			least := uint64(0)
+			for seq := range missed {
+				if least == 0 || seq < least {
+					least = seq
+				}
+			}
+			return fmt.Errorf("eventlog: %s: seq %d: %w", path, least, ErrNoSuchSeq)
+		}
+		if err != nil {
+			return err
+		}
+		for _, i := range missed[e.Seq] {
+			if err := fn(i, e); err != nil {
+				return err
+			}
+		}
+		delete(missed, e.Seq)
+	}
+	return nil
+}

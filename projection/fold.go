@@ -62,7 +62,7 @@ func (p *State) foldAgentCreated(e eventlog.Entry) error {
 	if d.ParentID != nil {
 		p.ParentID = *d.ParentID
 	}
-	p.Provider, p.Model = d.Provider, d.Model
+	p.Provider, p.Model, p.PrefRef = d.Provider, d.Model, refOf(e)
 	for k, v := range d.Metadata {
 		p.Metadata[k] = v
 	}
@@ -94,13 +94,13 @@ func (p *State) foldSessionCreated(e eventlog.Entry) error {
 		return err
 	}
 	p.Handle, p.SessProvider, p.SessModel = d.Handle, d.Provider, d.Model
-	p.Suspended = false
+	p.Suspended, p.SessRef = false, refOf(e)
 	return nil
 }
 
 func (p *State) foldContextReset(e eventlog.Entry) error {
 	// The next session starts fresh: no native handle, no blob.
-	p.Handle, p.Suspended = "", false
+	p.Handle, p.Suspended, p.SessRef = "", false, refOf(e)
 	return nil
 }
 
@@ -110,12 +110,12 @@ func (p *State) foldSessionRestored(e eventlog.Entry) error {
 		return err
 	}
 	p.SessProvider, p.SessModel = d.Provider, d.Model
-	p.Suspended = false
+	p.Suspended, p.SessRef = false, refOf(e)
 	return nil
 }
 
 func (p *State) foldSuspendResult(e eventlog.Entry) error {
-	p.Suspended = true
+	p.Suspended, p.SessRef = true, refOf(e)
 	return nil
 }
 
@@ -140,9 +140,9 @@ func (p *State) foldTurnStart(e eventlog.Entry) error {
 	case p.lazy != nil && p.Run != nil && p.Run.Ended:
 		// Replaying: nothing else holds the ended run, so its record is
 		// reused (a log has a run every few events).
-		*p.Run = Run{RunID: d.RunID, Turn: d.Turn}
+		*p.Run = Run{RunID: d.RunID, Turn: d.Turn, StartRef: refOf(e)}
 	default:
-		p.Run = &Run{RunID: d.RunID, Turn: d.Turn}
+		p.Run = &Run{RunID: d.RunID, Turn: d.Turn, StartRef: refOf(e)}
 	}
 	r := p.Run
 	r.BootID, r.Prompt, r.MessageIDs = d.BootID, d.Prompt, d.MessageIDs
@@ -201,11 +201,11 @@ func (p *State) foldTurnComplete(e eventlog.Entry) error {
 		return err
 	}
 	if r := p.runForID(d.RunID); r != nil {
-		r.Ended, r.Wait = true, nil
+		r.Ended, r.Wait, r.EndRef = true, nil, refOf(e)
 		r.Calls = nil // answers for a re-run; an ended run is never re-run
 		p.take(r.MessageIDs)
 		if r.Provider != "" {
-			p.Provider, p.Model = r.Provider, r.Model
+			p.Provider, p.Model, p.PrefRef = r.Provider, r.Model, r.StartRef
 		}
 	}
 	if d.Usage != nil {
@@ -231,7 +231,7 @@ func (p *State) foldTurnFailed(e eventlog.Entry) error {
 		return err
 	}
 	if r := p.runForID(d.RunID); r != nil {
-		r.Ended, r.Calls = true, nil
+		r.Ended, r.Calls, r.EndRef = true, nil, refOf(e)
 	}
 	p.LastError = d.Error
 	return nil
@@ -243,7 +243,7 @@ func (p *State) foldTurnCancelled(e eventlog.Entry) error {
 		return err
 	}
 	if r := p.runForID(d.RunID); r != nil {
-		r.Ended, r.Calls = true, nil
+		r.Ended, r.Calls, r.EndRef = true, nil, refOf(e)
 	}
 	return nil
 }
@@ -437,7 +437,7 @@ func (p *State) foldToolGate(e eventlog.Entry) error {
 	if err := decode(e, &d); err != nil {
 		return err
 	}
-	p.Gated = d.Action == "gate"
+	p.Gated, p.GateRef = d.Action == "gate", refOf(e)
 	return nil
 }
 

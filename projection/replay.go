@@ -51,6 +51,14 @@ type lazyMsg struct {
 	msg *inbox.Message
 }
 
+// where is the message's line.
+func (lm lazyMsg) where() inbox.Ref {
+	if lm.msg != nil {
+		return lm.msg.Ref
+	}
+	return lm.ref
+}
+
 // lazyRawMax is the largest message.enqueued data a replay keeps raw.
 const lazyRawMax = 2 * ResidentPayload
 
@@ -101,10 +109,11 @@ func (p *State) EndReplay(load func(inbox.Ref) (json.RawMessage, error)) error {
 			p.Pending.Push(*lm.msg)
 			continue
 		}
-		raw := lm.raw
-		if raw == nil {
+		raw, byRef := lm.raw, lm.raw == nil
+		if byRef {
 			// Pending since the checkpoint recovery started from: its data
-			// is read back from its line.
+			// is read back from its line (load checks it is a
+			// message.enqueued line), which must be this message's.
 			if load == nil {
 				return fmt.Errorf("pending message %s: no data and no log to read it from", id)
 			}
@@ -117,6 +126,9 @@ func (p *State) EndReplay(load func(inbox.Ref) (json.RawMessage, error)) error {
 		if err != nil {
 			return fmt.Errorf("pending message %s: %w", id, err)
 		}
+		if byRef && (m.ID != id || m.Recipient != p.ID) {
+			return mismatch("pending message %s: the line at seq %d is message %s to %s", id, lm.ref.Seq, m.ID, m.Recipient)
+		}
 		p.Pending.Push(Queued(m, eventlog.Entry{Seq: lm.ref.Seq, Off: lm.ref.Off}))
 	}
 	return nil
@@ -126,11 +138,14 @@ func (p *State) EndReplay(load func(inbox.Ref) (json.RawMessage, error)) error {
 func (p *State) take(ids []string) {
 	if p.lazy != nil {
 		for _, id := range ids {
-			delete(p.lazy.msgs, id)
+			if _, ok := p.lazy.msgs[id]; ok {
+				delete(p.lazy.msgs, id)
+				p.Taken++
+			}
 		}
 		return
 	}
-	p.Pending.Take(ids)
+	p.Taken += len(p.Pending.Take(ids))
 }
 
 // takeOne removes one delivered message id (given as bytes: no copy
@@ -139,10 +154,11 @@ func (p *State) takeOne(id []byte) {
 	if p.lazy != nil {
 		if lm, ok := p.lazy.msgs[string(id)]; ok {
 			delete(p.lazy.msgs, lm.id)
+			p.Taken++
 		}
 		return
 	}
-	p.Pending.Take([]string{string(id)})
+	p.Taken += len(p.Pending.Take([]string{string(id)}))
 }
 
 // pendingLen counts pending messages in either mode.
@@ -189,6 +205,10 @@ func cloneRaw(b []byte) json.RawMessage {
 	}
 	return append(json.RawMessage(nil), b...)
 }
+
+// refOf is where entry e's line is (its offset -1 when not known, as
+// entryOff).
+func refOf(e eventlog.Entry) inbox.Ref { return inbox.Ref{Seq: e.Seq, Off: entryOff(e)} }
 
 // entryOff is the offset of an entry's line, or -1 when it is not known:
 // entries replayed from the pending file carry offset 0 (only seq 1 can

@@ -137,6 +137,10 @@ type Run struct {
 	Calls       []Call
 	// ResumeResponse answers the run's await_input call on re-run.
 	ResumeResponse *string
+	// StartRef is the line of the turn.start that began the run (a re-run
+	// keeps it); EndRef the line that ended it (zero while it is open).
+	// They witness the run to a checkpoint's check (verify.go).
+	StartRef, EndRef inbox.Ref
 }
 
 type Subscription struct {
@@ -163,9 +167,12 @@ type State struct {
 	Instructions string
 	Cwd          string // working directory ("" = the daemon's)
 	// Bootstrap: agent.created says it owes a bootstrap turn (spawned).
-	Bootstrap    bool   `json:",omitempty"`
-	Provider     string // preferred provider (last used)
-	Model        string
+	Bootstrap bool   `json:",omitempty"`
+	Provider  string // preferred provider (last used)
+	Model     string
+	// PrefRef is the line that set Provider and Model: agent.created, or
+	// the turn.start of the latest run that completed on them.
+	PrefRef      inbox.Ref
 	Metadata     map[string]string
 	Terminated   bool
 	Handle       string
@@ -175,17 +182,25 @@ type State struct {
 	// may a provider blob in session.json be restored (after a restore the
 	// blob is stale, even if its clearing had not reached the disk).
 	Suspended bool
-	TurnNo    int
-	Run       *Run
+	// SessRef is the line of the latest session event (session.created,
+	// session.restored, context.reset, suspend.result; zero: none).
+	SessRef inbox.Ref
+	TurnNo  int
+	Run     *Run
 	// ClaimEpoch is the greatest epoch of the log's agent.claimed entries
 	// (0: none, as on the local store): the claim the log is written under.
 	ClaimEpoch uint64 `json:",omitempty"`
 	Gated      bool
-	Subs       map[string]Subscription
-	Reminders  map[string]*Reminder
-	Pending    *inbox.Queue `json:"-"`
+	// GateRef is the line of the latest tool.gate (zero: none).
+	GateRef   inbox.Ref
+	Subs      map[string]Subscription
+	Reminders map[string]*Reminder
+	Pending   *inbox.Queue `json:"-"`
 	// Enqueued holds the id of every message the log enqueued (compact).
-	Enqueued  IDSet `json:"-"`
+	Enqueued IDSet `json:"-"`
+	// Taken counts the enqueued messages delivered since: every enqueued
+	// message is pending or taken (len(Enqueued) = pending + Taken).
+	Taken     int
 	LastError string
 	// Usage is the token usage of the agent's completed turns.
 	Usage   provider.Usage

@@ -59,6 +59,10 @@ type Store interface {
 	// ReadSeq returns the entry seq of id's log, looking at hint first.
 	// A missing seq is an error wrapping eventlog.ErrNoSuchSeq.
 	ReadSeq(ctx context.Context, id string, seq uint64, hint int64) (eventlog.Entry, error)
+	// ReadSeqs reads several entries of id's log, each once, in no promised
+	// order (eventlog.ReadSeqs): a checkpoint's witnesses and the messages
+	// pending since it, without one open or request setup per line.
+	ReadSeqs(ctx context.Context, id string, at []eventlog.At, fn func(i int, e eventlog.Entry) error) error
 	// Snapshots stores session snapshots (session.json).
 	Snapshots() Snapshots
 	// Own claims id (an agent or UserID) for this daemon.

@@ -262,6 +262,21 @@ func (s *Store) ReadSeq(ctx context.Context, id string, seq uint64, hint int64) 
 	return e, err
 }
 
+// ReadSeqs is ReadSeq of each line in turn (a stream read is a request
+// per message either way).
+func (s *Store) ReadSeqs(ctx context.Context, id string, at []eventlog.At, fn func(i int, e eventlog.Entry) error) error {
+	for i, a := range at {
+		e, err := s.ReadSeq(ctx, id, a.Seq, a.Off)
+		if err != nil {
+			return err
+		}
+		if err := fn(i, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // readAll reads every entry of subj.
 func (s *Store) readAll(ctx context.Context, subj string) ([]eventlog.Entry, error) {
 	last, err := s.lastOf(ctx, subj)

@@ -153,6 +153,14 @@ func (s *Store) ReadSeq(ctx context.Context, id string, seq uint64, hint int64) 
 	return eventlog.ReadSeq(s.o.FS, s.LogPath(id), seq, hint)
 }
 
+// ReadSeqs is eventlog.ReadSeqs of id's log.
+func (s *Store) ReadSeqs(ctx context.Context, id string, at []eventlog.At, fn func(i int, e eventlog.Entry) error) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	return eventlog.ReadSeqs(s.o.FS, s.LogPath(id), at, fn)
+}
+
 // Snapshots stores session.json files.
 func (s *Store) Snapshots() store.Snapshots { return s.snaps }
 
