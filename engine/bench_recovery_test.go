@@ -109,6 +109,17 @@ func BenchmarkRecovery(b *testing.B) {
 	})
 }
 
+// BenchmarkRecoveryPending is the home of issue 31's D11: 210,000
+// messages of 1 KiB (the daemon-wide pending limit's order) held by 21
+// gated agents, recovered with a full fold and from the checkpoints a
+// clean stop leaves.
+func BenchmarkRecoveryPending(b *testing.B) {
+	spec := homeSpec{Agents: 42, EventsPerAgent: 20, GroupSize: 2, NoPendingFill: true, BigPending: 210000, BigPayload: 1024}
+	home, st := benchHome(b, os.Getenv("WARREN_BENCH_HOME"), spec)
+	b.Run("pending=210000x1KiB/full-fold", func(b *testing.B) { benchRecover(b, home, spec, st, -1, 0) })
+	b.Run("pending=210000x1KiB/from-checkpoints", func(b *testing.B) { benchRecover(b, home, spec, st, 0, 0) })
+}
+
 // benchHome generates the home in a fresh benchmark directory, or, when
 // home names a directory, reuses the home generated there by an earlier run
 // with the same spec (generating it the first time).
