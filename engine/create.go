@@ -148,14 +148,15 @@ func (c *Core) reserveCreate(id string, spec CreateSpec) (exists bool, err error
 
 // logCreation opens the new agent's log and writes agent.created and
 // session.created in one batch, then gives the agent its session.json
-// snapshot. On failure it abandons the provider session and removes what
-// it wrote.
+// snapshot. On failure it abandons the provider session, removes what it
+// wrote and drops its claim on the id.
 func (c *Core) logCreation(ctx context.Context, id string, spec CreateSpec, s newSession) (*agent, error) {
 	handle := s.Handle()
 	var a *agent
 	lg, err := c.openLog(ctx, id, &a)
 	if err != nil {
 		s.Abandon()
+		c.claims.Drop(ctx, id)
 		return nil, fmt.Errorf("opening the log of new agent %s: %w", id, err)
 	}
 	// A log with entries is not new: on a cluster another daemon may
@@ -174,6 +175,7 @@ func (c *Core) logCreation(ctx context.Context, id string, spec CreateSpec, s ne
 		s.Abandon()
 		_ = lg.Close()
 		c.removeOrphanDir(id)
+		c.claims.Drop(ctx, id)
 		return nil, fmt.Errorf("logging the creation of agent %s: %w", id, err)
 	}
 	now := c.now().UTC()

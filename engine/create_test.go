@@ -14,7 +14,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/warren-dev/warren/engine/internal/limits"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
@@ -60,7 +59,7 @@ func opIndex(ops []faultfs.Op, kind faultfs.OpKind, suffix string) int {
 // cannot be counted through the engine: agent.created's time and the
 // snapshot's are the fake clock's now.)
 func TestCreateOrdersItsSteps(t *testing.T) {
-	lp, lw := &lifeProv{}, &logWrites{}
+	lp, lw := &lifeProv{}, &groupWrites{}
 	h := newHarness(t, withFakeClock, withLifeProv(lp), recordWrites(lw), func(h *harness) { h.saveDelay = -1 })
 	var turnHandle string
 	h.prov.Register("m", func(_ context.Context, tr *inproc.Turn) (string, error) {
@@ -228,14 +227,14 @@ func TestCreateRefusals(t *testing.T) {
 		{"bad name", func(h *harness) CreateSpec { return CreateSpec{Name: "a/b", Instructions: long} },
 			ErrInvalid, tree.ValidateName("a/b").Error()},
 		{"long instructions", func(h *harness) CreateSpec { return CreateSpec{Name: "r", Instructions: long, ParentID: "nobody"} },
-			ErrInvalid, limits.CheckAgentText(100, long, nil).Error()},
+			ErrInvalid, fmt.Sprintf("instructions are %d bytes, over the 100-byte limit (limits.message_bytes); shorten them", len(long))},
 		{"no parent", func(h *harness) CreateSpec {
 			h.stop() // closed: the parent is checked before the reservation
 			return CreateSpec{Name: "r", ParentID: "nobody"}
 		}, ErrNotFound, "parent agent nobody not found"},
 		{"terminated parent", func(h *harness) CreateSpec {
 			p := h.create("p", "", "echo")
-			if err := h.c.Terminate(p); err != nil {
+			if err := h.c.Terminate(context.Background(), p); err != nil {
 				h.t.Fatal(err)
 			}
 			return CreateSpec{Name: "r", ParentID: p}
@@ -299,11 +298,11 @@ func TestCreateRefusals(t *testing.T) {
 	o := withDefaults(CoreOptions{FS: faultfs.NewMem(), Home: "/home", Logger: hclog.NewNullLogger(),
 		Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{})}})
 	o.DefaultProvider = ""
-	c, err := NewCore(o)
+	c, err := NewCore(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Close(context.Background()) }()
@@ -317,8 +316,8 @@ func TestCreateRefusals(t *testing.T) {
 }
 
 // A failure after the reservation undoes what came before it: the
-// provider session is abandoned (stopped), a log found with entries is
-// left as it is and its lease dropped, a directory the failed write left
+// provider session is abandoned (stopped), the lease on the id dropped, a
+// log found with entries left as it is, a directory the failed write left
 // removed, the name freed; nothing is adopted.
 func TestAFailedCreateUndoesWhatCameBefore(t *testing.T) {
 	boom := errors.New("boom")
@@ -388,11 +387,11 @@ func TestAFailedCreateUndoesWhatCameBefore(t *testing.T) {
 			if _, ok := h.c.agent(id); ok {
 				t.Fatal("a failed creation adopted its agent")
 			}
+			if h.c.claims.Holds(id) {
+				t.Fatal("the failed creation still holds the agent's lease")
+			}
 			switch tc.name {
 			case "log with entries":
-				if h.c.claims.Holds(id) {
-					t.Fatal("the failed creation still holds the agent's lease")
-				}
 				if got := h.read(logPath); string(got) != string(before) {
 					t.Fatal("the log that was there was changed")
 				}

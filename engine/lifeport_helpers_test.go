@@ -30,14 +30,14 @@ import (
 // the durable effects through a real Core: the log's writes, session.json,
 // the tree, the errors and the inbox messages.
 
-// logWrites is a filesystem (harness wrapFS) that records, for each
+// groupWrites is a filesystem (harness wrapFS) that records, for each
 // agent, the events of each write to its events.jsonl joined by "+": the
 // event log writes a committed group in one write (eventlog's
 // writeGroup), so "agent.created+session.created" is one write. Group
 // commit joins only appends that come concurrently to the same log; the
 // tests that read these writes append to a log from one goroutine at a
 // time.
-type logWrites struct {
+type groupWrites struct {
 	faultfs.FS
 	mu sync.Mutex
 	w  map[string][]string // agent id -> the events of each write
@@ -46,7 +46,7 @@ type logWrites struct {
 // recordWrites installs lw as the harness's filesystem wrapper (over the
 // same crashable filesystem at every start: set once, so that a core
 // abandoned by a crash may still read it).
-func recordWrites(lw *logWrites) func(h *harness) {
+func recordWrites(lw *groupWrites) func(h *harness) {
 	return func(h *harness) {
 		h.wrapFS = func(fsys faultfs.FS) faultfs.FS {
 			if lw.FS == nil {
@@ -57,28 +57,28 @@ func recordWrites(lw *logWrites) func(h *harness) {
 	}
 }
 
-func (l *logWrites) OpenFile(name string, flag int, perm fs.FileMode) (faultfs.File, error) {
+func (l *groupWrites) OpenFile(name string, flag int, perm fs.FileMode) (faultfs.File, error) {
 	f, err := l.FS.OpenFile(name, flag, perm)
 	if err != nil || path.Base(name) != "events.jsonl" {
 		return f, err
 	}
-	return &logWritesFile{File: f, l: l, id: path.Base(path.Dir(name))}, nil
+	return &groupWritesFile{File: f, l: l, id: path.Base(path.Dir(name))}, nil
 }
 
 // of lists the writes to agent id's log so far.
-func (l *logWrites) of(id string) []string {
+func (l *groupWrites) of(id string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.w[id]...)
 }
 
-type logWritesFile struct {
+type groupWritesFile struct {
 	faultfs.File
-	l  *logWrites
+	l  *groupWrites
 	id string
 }
 
-func (f *logWritesFile) Write(p []byte) (int, error) {
+func (f *groupWritesFile) Write(p []byte) (int, error) {
 	n, err := f.File.Write(p)
 	if err != nil {
 		return n, err
@@ -102,7 +102,7 @@ func (f *logWritesFile) Write(p []byte) (int, error) {
 
 // hasWrite fails the test unless one write of agent id's log is exactly
 // want ("a+b": those records, in that order, in one write).
-func hasWrite(t *testing.T, lw *logWrites, id, want string) {
+func hasWrite(t *testing.T, lw *groupWrites, id, want string) {
 	t.Helper()
 	ws := lw.of(id)
 	for _, w := range ws {

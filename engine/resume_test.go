@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/bus"
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	fold "github.com/warren-dev/warren/projection"
@@ -71,7 +70,7 @@ func isBusy(a *agent) bool { return look(a, func(_ *projection, l liveFlags) boo
 // token's lock, then runs the turn again; a repeat while that turn runs
 // starts nothing and gets its result.
 func TestResumeRunsTheTurnOnceAndARepeatSharesItsResult(t *testing.T) {
-	lw := &logWrites{}
+	lw := &groupWrites{}
 	h := newHarness(t, recordWrites(lw), func(h *harness) { h.noWake = true })
 	var runs atomic.Int32
 	started, release := make(chan struct{}), make(chan struct{})
@@ -111,8 +110,10 @@ func TestResumeRunsTheTurnOnceAndARepeatSharesItsResult(t *testing.T) {
 		t.Fatalf("the repeat returned while the first resume's turn ran: %+v", out)
 	}
 	close(release)
-	want := TurnResult{RunID: res.RunID, Status: session.StatusIdle, Response: "answered: yes"}
-	if got := <-first; !reflect.DeepEqual(got, want) {
+	got1 := <-first
+	want := TurnResult{RunID: res.RunID, Status: session.StatusIdle, Response: "answered: yes",
+		ResponseSeq: lastEntry(t, h, id, schema.TurnComplete).Seq}
+	if got := got1; !reflect.DeepEqual(got, want) {
 		t.Fatalf("first resume: %+v, want %+v", got, want)
 	}
 	if got := <-repeat; !reflect.DeepEqual(got, want) {
@@ -181,7 +182,7 @@ func TestRepeatWaitsForTheFirstResultBoundedByItsContext(t *testing.T) {
 // the log when the run completed, finishes the run when the restart cut
 // it off, and is refused when it ended without a result.
 func TestRepeatAfterARestart(t *testing.T) {
-	lw := &logWrites{}
+	lw := &groupWrites{}
 	h := newHarness(t, recordWrites(lw))
 	h.prov.Register("ask", askThen(nil))
 	h.prov.Register("ask-fail", func(ctx context.Context, tr *inproc.Turn) (string, error) {
@@ -241,7 +242,8 @@ func TestRepeatAfterARestart(t *testing.T) {
 		t.Fatalf("the restart logged %+v", ri)
 	}
 	out, err = h.c.Resume(context.Background(), cut, resOf[cut].Token, "yes")
-	if want := (TurnResult{RunID: runID, Status: session.StatusIdle, Response: "answered: yes"}); err != nil || !reflect.DeepEqual(out, want) {
+	if want := (TurnResult{RunID: runID, Status: session.StatusIdle, Response: "answered: yes",
+		ResponseSeq: lastEntry(t, h, cut, schema.TurnComplete).Seq}); err != nil || !reflect.DeepEqual(out, want) {
 		t.Fatalf("repeat of a resume a restart cut off: %+v, %v; want %+v", out, err, want)
 	}
 	if !writesFollow(lw.of(cut), "run.interrupted", "run.resumed", "turn.start") {
@@ -353,7 +355,8 @@ func TestResumeByIDAnswersOnlyALiveWait(t *testing.T) {
 	res := h.send(id, "go")
 	tokID := waitTokenID(t, h, id)
 	out, err := h.c.ResumeByID(context.Background(), id, tokID, "yes")
-	if want := (TurnResult{RunID: res.RunID, Status: session.StatusIdle, Response: "answered: yes"}); err != nil || !reflect.DeepEqual(out, want) {
+	if want := (TurnResult{RunID: res.RunID, Status: session.StatusIdle, Response: "answered: yes",
+		ResponseSeq: lastEntry(t, h, id, schema.TurnComplete).Seq}); err != nil || !reflect.DeepEqual(out, want) {
 		t.Fatalf("%+v, %v; want %+v", out, err, want)
 	}
 	_, err = h.c.ResumeByID(context.Background(), id, tokID, "yes")
@@ -368,7 +371,7 @@ func TestResumeByIDAnswersOnlyALiveWait(t *testing.T) {
 // Without a token Resume re-runs a run a restart interrupted, and only
 // such a run; a caller that stops waiting is told the run goes on.
 func TestResumeReRunsAnInterruptedRun(t *testing.T) {
-	lw := &logWrites{}
+	lw := &groupWrites{}
 	h := newHarness(t, withFakeClock, recordWrites(lw), func(h *harness) { h.healBackoff = -1 })
 	h.prov.Register("ask", asker(60))
 	started, release := make(chan struct{}), make(chan struct{})
@@ -570,7 +573,7 @@ func TestCancelStopsTheRunningTurn(t *testing.T) {
 // before turn.cancelled, under a claim released at the end (session.json
 // says idle); an open run without a live wait gets turn.cancelled alone.
 func TestCancelEndsTheWaitOrTheRun(t *testing.T) {
-	lw := &logWrites{}
+	lw := &groupWrites{}
 	h := newHarness(t, recordWrites(lw), func(h *harness) { h.saveDelay = -1 })
 	h.prov.Register("ask", askThen(nil))
 	started, release := make(chan struct{}), make(chan struct{})
@@ -725,7 +728,7 @@ func TestCancelThatCannotBeLogged(t *testing.T) {
 	} {
 		st.refuse(id, tc.cause)
 		err := h.c.Cancel(context.Background(), id)
-		var d *domainerr.Error
+		var d *domainError
 		if !errors.Is(err, tc.cause) || err.Error() != fmt.Sprintf(want, tc.cause) {
 			t.Fatalf("cause %v: %v", tc.cause, err)
 		}
@@ -750,7 +753,7 @@ func TestCancelThatCannotBeLogged(t *testing.T) {
 // expiry and with a live wait's cancel (an interrupted run's cancel owes
 // none: the agent was not waiting), each named by the run and its turn.
 func TestWaitTransitionsOweTheirNoticesInTheirWrite(t *testing.T) {
-	lw := &logWrites{}
+	lw := &groupWrites{}
 	h := newHarness(t, withFakeClock, recordWrites(lw), func(h *harness) { h.noWake = true })
 	h.prov.Register("soon", asker(60))
 	h.prov.Register("later", asker(3600))

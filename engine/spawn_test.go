@@ -26,8 +26,8 @@ import (
 
 // queued is the spawns a's turn queued and has not done yet.
 func queued(a *agent) []CreateSpec {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	return append([]CreateSpec(nil), a.spawns.specs...)
 }
 
@@ -182,9 +182,9 @@ func TestSpawnOfAnExistingChildDoesNothing(t *testing.T) {
 	kid := h.create("kid", boss, "echo")
 	p := mustAgent(t, h.c, boss)
 	spec := CreateSpec{ID: kid, Name: "kid", ParentID: boss}
-	p.mu.Lock()
+	p.stateMu.Lock()
 	p.spawns.Defer(spec, true) // as a turn's spawn_agent queued it
-	p.mu.Unlock()
+	p.stateMu.Unlock()
 	h.c.snaps.Wait()
 	ops, entries := len(h.fs.Ops()), len(h.entries(boss))
 	h.c.spawn(p, spec)
@@ -352,7 +352,7 @@ func TestChildSpecInherits(t *testing.T) {
 		{tools.SpawnAgent{Name: "k", Provider: "codex", Model: "o3"}, "codex", "o3"},
 	} {
 		got := childSpec("p1", in, "c1", tc.v)
-		want := CreateSpec{ID: "c1", Name: "k", ParentID: "p1", Provider: tc.prov, Model: tc.model, Cwd: "/w"}
+		want := CreateSpec{ID: "c1", Name: "k", ParentID: "p1", Provider: tc.prov, Model: tc.model, Cwd: "/w", Bootstrap: true}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("childSpec(%+v) = %+v, want %+v", tc.v, got, want)
 		}
@@ -366,7 +366,7 @@ func TestChildSpecInherits(t *testing.T) {
 // complete in a turn terminates the agent after the turn; an idle agent
 // is terminated at once; a termination that fails is logged.
 func TestCompleteTerminatesAfterTheTurn(t *testing.T) {
-	lw := &logWrites{}
+	lw := &groupWrites{}
 	h := newHarness(t, recordWrites(lw))
 	completing, release := make(chan struct{}), make(chan struct{})
 	h.prov.Register("finisher", func(ctx context.Context, tr *inproc.Turn) (string, error) {
@@ -492,7 +492,7 @@ func TestRedoRedoesASpawnOrACompletion(t *testing.T) {
 	if again := <-kidIDs; again != kid {
 		t.Fatalf("the re-run's spawn_agent answered %s, want the recorded %s", again, kid)
 	}
-	want := CreateSpec{ID: kid, Name: "kid", ParentID: boss, Instructions: "go", Provider: "inproc", Model: "spawner", Cwd: "/w/boss"}
+	want := CreateSpec{ID: kid, Name: "kid", ParentID: boss, Instructions: "go", Provider: "inproc", Model: "spawner", Cwd: "/w/boss", Bootstrap: true}
 	if q := queued(p); len(q) != 1 || !reflect.DeepEqual(q[0], want) {
 		t.Fatalf("queued %+v, want %+v", q, want)
 	}
@@ -524,14 +524,14 @@ func TestChildOfInheritsFromALiveParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := h.c.childOf(lead, "c1", tools.SpawnAgent{Name: "kid", Instructions: "go"})
-	if want := (CreateSpec{ID: "c1", Name: "kid", ParentID: lead, Instructions: "go", Provider: "inproc", Model: "echo", Cwd: "/w/lead"}); !reflect.DeepEqual(got, want) {
+	if want := (CreateSpec{ID: "c1", Name: "kid", ParentID: lead, Instructions: "go", Provider: "inproc", Model: "echo", Cwd: "/w/lead", Bootstrap: true}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("from a live parent: %+v, want %+v", got, want)
 	}
-	if err := h.c.Terminate(lead); err != nil {
+	if err := h.c.Terminate(context.Background(), lead); err != nil {
 		t.Fatal(err)
 	}
 	got = h.c.childOf(lead, "c1", tools.SpawnAgent{Name: "kid", Model: "m"})
-	if want := (CreateSpec{ID: "c1", Name: "kid", ParentID: lead, Model: "m"}); !reflect.DeepEqual(got, want) {
+	if want := (CreateSpec{ID: "c1", Name: "kid", ParentID: lead, Model: "m", Bootstrap: true}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("from a gone parent: %+v, want %+v", got, want)
 	}
 }

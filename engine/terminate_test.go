@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/warren-dev/warren/engine/internal/domainerr"
-	"github.com/warren-dev/warren/engine/internal/reminders"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
@@ -26,16 +24,16 @@ import (
 
 // kindOf is the condition of a domain error (nil for another error).
 func kindOf(err error) error {
-	var d *domainerr.Error
+	var d *domainError
 	if errors.As(err, &d) {
 		return d.Kind
 	}
 	return nil
 }
 
-// terminatedView is the terminated agents' list entry of id.
-func terminatedView(h *harness, id string) (TerminatedView, bool) {
-	for _, v := range h.c.TerminatedList() {
+// terminatedEntry is the terminated agents' list entry of id.
+func terminatedEntry(h *harness, id string) (TerminatedView, bool) {
+	for _, v := range h.c.TerminatedList(context.Background()) {
 		if v.ID == id {
 			return v, true
 		}
@@ -50,7 +48,7 @@ func terminatedView(h *harness, id string) (TerminatedView, bool) {
 // the clock is not read), its log closed, the change signalled and the
 // termination logged.
 func TestEndOrdersItsSteps(t *testing.T) {
-	lp, lw := &lifeProv{}, &logWrites{}
+	lp, lw := &lifeProv{}, &groupWrites{}
 	// A start time with nanoseconds: the log keeps milliseconds, so the
 	// entry's time and the clock's differ.
 	h := newHarness(t, withLifeProv(lp), recordWrites(lw), func(h *harness) {
@@ -67,7 +65,7 @@ func TestEndOrdersItsSteps(t *testing.T) {
 	lb := captureLog(h)
 	changed := h.c.changed.Wait()
 	ops := len(h.fs.Ops())
-	if err := h.c.Terminate(kid); err != nil {
+	if err := h.c.Terminate(context.Background(), kid); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -92,7 +90,7 @@ func TestEndOrdersItsSteps(t *testing.T) {
 	if oi, si := opIndex(h.fs.Ops()[ops:], faultfs.OpWrite, kid+"/events.jsonl"), opIndex(h.fs.Ops()[ops:], faultfs.OpRename, kid+"/"+session.FileName); oi < 0 || si < oi {
 		t.Fatalf("agent.terminated written at op %d, session.json at %d: want the log first", oi, si)
 	}
-	if h.c.sched.Cancel(kid, reminders.Timer(rem["reminder_id"].(string))) {
+	if h.c.sched.Cancel(kid, reminderTimer(rem["reminder_id"].(string))) {
 		t.Fatal("the agent's reminder was still armed")
 	}
 	if !lp.wasStopped(before.Handle) {
@@ -101,7 +99,7 @@ func TestEndOrdersItsSteps(t *testing.T) {
 	if _, ok := h.c.agent(kid); ok || len(h.c.tree.Children(boss)) != 0 {
 		t.Fatal("the agent is still listed")
 	}
-	v, ok := terminatedView(h, kid)
+	v, ok := terminatedEntry(h, kid)
 	if !ok || v.Path != "boss/kid" || v.ParentID != boss || !v.TerminatedAt.Equal(ended.TS) {
 		t.Fatalf("terminated list entry %+v (known %v); want its path and the entry's time %v", v, ok, ended.TS)
 	}
@@ -117,7 +115,7 @@ func TestEndOrdersItsSteps(t *testing.T) {
 // agent.terminated's write (named by the agent's id); the subscribers
 // are told after it.
 func TestEndLogsTheOwedNoticesWithTheTermination(t *testing.T) {
-	lw := &logWrites{}
+	lw := &groupWrites{}
 	h := newHarness(t, recordWrites(lw), func(h *harness) { h.noWake = true })
 	boss := h.create("boss", "", "echo")
 	kid := h.create("kid", boss, "echo")
@@ -125,7 +123,7 @@ func TestEndLogsTheOwedNoticesWithTheTermination(t *testing.T) {
 	if r["status"] != "active" {
 		t.Fatalf("subscribe = %v", r)
 	}
-	if err := h.c.Terminate(kid); err != nil {
+	if err := h.c.Terminate(context.Background(), kid); err != nil {
 		t.Fatal(err)
 	}
 	hasWrite(t, lw, kid, "agent.terminated+notices.owed")
@@ -147,13 +145,13 @@ func TestEndLogsTheOwedNoticesWithTheTermination(t *testing.T) {
 // else; a revocation that fails is returned as it is, and nothing else
 // is done.
 func TestEndRevokesALiveWaitFirst(t *testing.T) {
-	lw := &logWrites{}
+	lw := &groupWrites{}
 	h := newHarness(t, recordWrites(lw), func(h *harness) { h.healBackoff = -1 })
 	h.prov.Register("ask", asker(3600))
 	kid := h.create("kid", "", "ask")
 	res := h.send(kid, "go")
 	tokID := waitTokenID(t, h, kid)
-	if err := h.c.Terminate(kid); err != nil {
+	if err := h.c.Terminate(context.Background(), kid); err != nil {
 		t.Fatal(err)
 	}
 	ws := lw.of(kid)
@@ -171,7 +169,7 @@ func TestEndRevokesALiveWaitFirst(t *testing.T) {
 	h.send(other, "go")
 	tok2 := waitTokenID(t, h, other)
 	h.fs.Inject(faultfs.Rule{Kind: faultfs.OpWrite, Path: other + "/events.jsonl", Err: syscall.ENOSPC, Sticky: true})
-	err := h.c.Terminate(other)
+	err := h.c.Terminate(context.Background(), other)
 	if err == nil || !strings.HasPrefix(err.Error(), "revoking token "+tok2+": ") || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Terminate = %v, want the revocation's error as it is", err)
 	}
@@ -233,7 +231,7 @@ func TestEndRefusalsAndFailures(t *testing.T) {
 			if tc.name == "terminated" {
 				// A second terminate of the same agent (another one
 				// terminated it meanwhile) finds it terminated.
-				if err := h.c.Terminate(id); err != nil {
+				if err := h.c.Terminate(context.Background(), id); err != nil {
 					t.Fatal(err)
 				}
 			} else if tc.setup != nil {
@@ -244,7 +242,7 @@ func TestEndRefusalsAndFailures(t *testing.T) {
 			h.c.snaps.Wait()
 			ops, logged := len(h.fs.Ops()), h.read(h.c.logPath(id))
 			_, stopped := lp.counts()
-			err := h.c.terminate(a)
+			err := h.c.terminate(context.Background(), a)
 			h.c.snaps.Wait()
 			text := tc.text
 			if strings.Contains(text, "%[1]s") {
@@ -291,7 +289,7 @@ func TestEndDoesNotWarnOfALogClosedAlready(t *testing.T) {
 	st.failClose(failing, errors.New("disk gone"))
 	lb := captureLog(h)
 	for _, id := range []string{closed, failing} {
-		if err := h.c.Terminate(id); err != nil {
+		if err := h.c.Terminate(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -310,11 +308,11 @@ func TestTerminateRefusesABusyAgent(t *testing.T) {
 	kid := h.create("kid", "", "work")
 	done := busyAgent(h, kid, started)
 	before := h.events(kid)
-	err := h.c.Terminate(kid)
+	err := h.c.Terminate(context.Background(), kid)
 	if !errors.Is(err, ErrWrongState) || err.Error() != "agent kid is mid-turn; cancel it first (warren agent cancel)" {
 		t.Fatalf("Terminate = %v", err)
 	}
-	if err := h.c.Terminate("nobody"); !errors.Is(err, ErrNotFound) || err.Error() != notFound("nobody").Error() {
+	if err := h.c.Terminate(context.Background(), "nobody"); !errors.Is(err, ErrNotFound) || err.Error() != notFound("nobody").Error() {
 		t.Fatalf("Terminate of an unknown agent = %v", err)
 	}
 	if got := h.events(kid); fmt.Sprint(got) != fmt.Sprint(before) {
@@ -352,7 +350,7 @@ func TestTerminateTreeGoesDeepestFirst(t *testing.T) {
 	r, a, b, a1 := treeOf(h, "echo")
 	events, unsubscribe := h.c.bus.Subscribe("")
 	defer unsubscribe()
-	done, err := h.c.TerminateTree(r)
+	done, err := h.c.TerminateTree(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +388,7 @@ func TestTerminateTreeRefusesEverythingWhenOneIsBusy(t *testing.T) {
 		{r, "nothing was terminated: root/a/a1, root are mid-turn; cancel first (warren agent cancel REF), then terminate again"},
 	} {
 		dones = append(dones, busyAgent(h, tc.busy, started))
-		done, err := h.c.TerminateTree(r)
+		done, err := h.c.TerminateTree(context.Background(), r)
 		if err == nil || err.Error() != tc.text || kindOf(err) != ErrWrongState || done != nil {
 			t.Errorf("TerminateTree = %v, %v; want %q", done, err, tc.text)
 		}
@@ -418,7 +416,7 @@ func TestTerminateTreeSaysWhatItTerminatedBeforeAFailure(t *testing.T) {
 	b := h.create("b", r, "echo")
 	lone := h.create("lone", "", "echo")
 	damageLogs(t, h, b, lone)
-	_, err := h.c.TerminateTree(r)
+	_, err := h.c.TerminateTree(context.Background(), r)
 	want := "terminating b: agent " + b + " has a damaged log; run `warren repair " + b + "` first (already terminated: root/a)"
 	if err == nil || err.Error() != want || kindOf(err) != ErrWrongState {
 		t.Fatalf("TerminateTree = %v, want %q keeping the refusal's kind", err, want)
@@ -431,7 +429,7 @@ func TestTerminateTreeSaysWhatItTerminatedBeforeAFailure(t *testing.T) {
 			t.Fatalf("%s was terminated", h.c.tree.Path(id))
 		}
 	}
-	if _, err := h.c.TerminateTree(lone); err == nil || err.Error() != "agent "+lone+" has a damaged log; run `warren repair "+lone+"` first" {
+	if _, err := h.c.TerminateTree(context.Background(), lone); err == nil || err.Error() != "agent "+lone+" has a damaged log; run `warren repair "+lone+"` first" {
 		t.Fatalf("TerminateTree = %v", err)
 	}
 }
@@ -441,7 +439,7 @@ func TestTerminateTreeSaysWhatItTerminatedBeforeAFailure(t *testing.T) {
 // else changed), then releases the agent: its next turn runs on a new
 // session with no history.
 func TestResetOrdersItsSteps(t *testing.T) {
-	lp, lw := &lifeProv{}, &logWrites{}
+	lp, lw := &lifeProv{}, &groupWrites{}
 	h := newHarness(t, withLifeProv(lp), recordWrites(lw), func(h *harness) { h.saveDelay = -1 })
 	type seen struct {
 		handle  string

@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/config"
-	"github.com/warren-dev/warren/engine/internal/domainerr"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
@@ -62,7 +61,7 @@ func dataAs[T any](t *testing.T, e eventlog.Entry) T {
 // timeout, so the default is reached by calling beginWait from the turn
 // as the tool does, with none.)
 func TestBeginLogsTheWaitAndKeepsTheSecret(t *testing.T) {
-	lw := &logWrites{}
+	lw := &groupWrites{}
 	start := clockStart.In(time.FixedZone("east", 3600))
 	h := newHarness(t, recordWrites(lw), func(h *harness) { h.clock = schedule.NewFake(start) })
 	h.prov.Register("ask", func(ctx context.Context, tr *inproc.Turn) (string, error) {
@@ -170,7 +169,7 @@ func TestBeginThatCannotLogLeavesNothing(t *testing.T) {
 	if n := h.count(id, schema.RunWaiting) + h.count(id, schema.TokenMinted); n != 0 {
 		t.Fatalf("%d wait entries in the log", n)
 	}
-	if ws, msgs := h.c.Waits(), h.c.UserPending(); len(ws) != 0 || len(msgs) != 0 {
+	if ws, msgs := h.c.Waits(), h.c.UserPending(context.Background()); len(ws) != 0 || len(msgs) != 0 {
 		t.Fatalf("waits %+v, USER inbox %+v; want none", ws, msgs)
 	}
 	h.crash(faultfs.ProcessCrash)
@@ -199,13 +198,13 @@ func TestArmSweepsPastTheDeadlineAndAgainIfTheClockStepsBack(t *testing.T) {
 	fsys := faultfs.NewMem()
 	prov := inproc.New("inproc", inproc.Options{})
 	prov.Register("ask", asker(60))
-	c, err := NewCore(withDefaults(CoreOptions{FS: fsys, Home: "/home", Clock: clk,
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{FS: fsys, Home: "/home", Clock: clk,
 		Providers: map[string]provider.Provider{"inproc": prov}, DefaultModel: "echo",
 		Config: config.Default(), Logger: hclog.NewNullLogger(), SessionSaveDelay: -1}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Recover(); err != nil {
+	if _, err := c.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
@@ -258,7 +257,7 @@ func TestArmSweepsPastTheDeadlineAndAgainIfTheClockStepsBack(t *testing.T) {
 // expires at the next sweep), and a token of an agent that is gone
 // expires with nothing written.
 func TestSweepExpiresOverdueWaits(t *testing.T) {
-	lw := &logWrites{}
+	lw := &groupWrites{}
 	h := newHarness(t, withFakeClock, recordWrites(lw), func(h *harness) {
 		h.healBackoff = -1
 		h.saveDelay = -1
@@ -380,13 +379,13 @@ func TestWaitErrMapsEachRefusal(t *testing.T) {
 	cause := errors.New("the cause")
 	for _, kind := range []error{ErrTokenRejected, ErrWrongState, ErrUnavailable} {
 		err := failf(kind, "refused: %w", cause)
-		var d *domainerr.Error
+		var d *domainError
 		if !errors.Is(err, kind) || !errors.Is(err, cause) || err.Error() != "refused: the cause" || !errors.As(err, &d) || d.Kind != kind {
 			t.Fatalf("kind %v: %v", kind, err)
 		}
 	}
 	poisoned := fmt.Errorf("%w: no space", eventlog.ErrPoisoned)
-	var d *domainerr.Error
+	var d *domainError
 	if err := logFailure(poisoned); !errors.As(err, &d) || d.Kind != ErrUnavailable || !errors.Is(err, poisoned) {
 		t.Fatalf("a poisoned log: %v", err)
 	}
