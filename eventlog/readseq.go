@@ -86,7 +86,7 @@ func ReadSeqs(fsys faultfs.FS, path string, at []At, fn func(i int, e Entry) err
 	defer f.Close()
 	var missed map[uint64][]int
 	for i, a := range at {
-		if e, ok := record.EntryAt(f, a.Off, a.Seq); ok {
+		if e, ok := entryAt(f, a); ok {
 			if err := fn(i, e); err != nil {
 				return err
 			}
@@ -123,4 +123,21 @@ func ReadSeqs(fsys faultfs.FS, path string, at []At, fn func(i int, e Entry) err
 		delete(missed, e.Seq)
 	}
 	return nil
+}
+
+// entryAt is record.EntryAt, where line 1 is also looked for at offset 0
+// (EntryAt takes 0 for no hint).
+func entryAt(f faultfs.File, a At) (Entry, bool) {
+	if a.Seq == 1 && a.Off == 0 {
+		line, _, err := record.LineAt(f, 0)
+		if err != nil {
+			return Entry{}, false
+		}
+		e, err := record.ParseLine(line)
+		if err != nil || e.Seq != 1 {
+			return Entry{}, false
+		}
+		return e, true
+	}
+	return record.EntryAt(f, a.Off, a.Seq)
 }

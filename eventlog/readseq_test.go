@@ -54,6 +54,43 @@ func TestReadSeq(t *testing.T) {
 	}
 }
 
+// TestReadSeqs: several lines through one handle, each index once,
+// whether its hint is right, stale or absent (line 1 at offset 0
+// included); a seq the log lacks is ErrNoSuchSeq.
+func TestReadSeqs(t *testing.T) {
+	fsys, path := tempLog(t)
+	l := mustOpen(t, fsys, path)
+	var es []Entry
+	for i := 0; i < 10; i++ {
+		es = append(es, mustAppend(t, l, "e", map[string]any{"i": i}))
+	}
+	l.Close()
+	at := []At{{Seq: 1}, {Seq: 7, Off: es[6].Off}, {Seq: 3, Off: es[6].Off}, {Seq: 9}, {Seq: 7, Off: 1 << 30}, {Seq: 10, Off: es[9].Off}}
+	got := map[int]Entry{}
+	err := ReadSeqs(fsys, path, at, func(i int, e Entry) error {
+		if _, dup := got[i]; dup {
+			t.Fatalf("index %d given twice", i)
+		}
+		got[i] = e
+		return nil
+	})
+	if err != nil || len(got) != len(at) {
+		t.Fatalf("ReadSeqs: %d of %d entries, %v", len(got), len(at), err)
+	}
+	for i, a := range at {
+		if e := got[i]; e.Seq != a.Seq || e.Off != es[a.Seq-1].Off || string(e.Data) != string(es[a.Seq-1].Data) {
+			t.Fatalf("index %d (seq %d): %+v", i, a.Seq, e)
+		}
+	}
+	if err := ReadSeqs(fsys, path, []At{{Seq: 2, Off: es[1].Off}, {Seq: 12}}, func(int, Entry) error { return nil }); !errors.Is(err, ErrNoSuchSeq) {
+		t.Fatalf("ReadSeqs past the end: %v", err)
+	}
+	stop := errors.New("stop")
+	if err := ReadSeqs(fsys, path, at, func(int, Entry) error { return stop }); err != stop {
+		t.Fatalf("an error of fn: %v", err)
+	}
+}
+
 // TestNewReaderAt: starting at a remembered offset reads the same entries
 // as from the start; a bad offset falls back to a full read.
 func TestNewReaderAt(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 )
@@ -130,6 +131,22 @@ func (s *IDSet) encode() (string, []string) {
 	}
 	sort.Strings(others)
 	return hex.EncodeToString(s.old), others
+}
+
+// digest writes the set to w (a hash) as encode orders it, without
+// making its text.
+func (s *IDSet) digest(w io.Writer) {
+	s.merge()
+	w.Write(s.old)
+	others := make([]string, 0, len(s.other))
+	for id := range s.other {
+		others = append(others, id)
+	}
+	sort.Strings(others)
+	for _, id := range others {
+		fmt.Fprintf(w, "\n%q", id)
+	}
+	w.Write([]byte{'\n'})
 }
 
 // decodeIDSet is encode's inverse; it refuses ids out of order.

@@ -3,6 +3,7 @@ package projection
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -352,16 +353,16 @@ func (p *State) Fingerprint() ([32]byte, error) {
 		r.StartRef.Off, r.EndRef.Off = 0, 0
 		c.Run = &r
 	}
-	state, err := json.Marshal(&c)
-	if err != nil {
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(&c); err != nil {
 		return [32]byte{}, err
 	}
-	h := sha256.New()
-	h.Write(state)
-	ids, others := p.Enqueued.encode()
-	fmt.Fprintf(h, "\n%s\n%q\n", ids, others)
+	p.Enqueued.digest(h)
+	var num [8]byte
 	pending := func(id string, m *inbox.Message, seq uint64) error {
-		fmt.Fprintf(h, "%s %d\n", id, seq)
+		h.Write([]byte(id))
+		binary.LittleEndian.PutUint64(num[:], seq)
+		h.Write(num[:])
 		if m == nil || !m.Spilled() {
 			return nil // its envelope is read back from the log
 		}
