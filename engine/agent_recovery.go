@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -133,7 +132,7 @@ func (a *agent) CheckpointState(min uint64) (seq uint64, off int64, state []byte
 // are read back (load) and counted in totals instead of the old
 // projection's; old is set to the projection replaced.
 func (a *agent) Refold(p *fold.State, more func(p *fold.State, upTo uint64) error,
-	load func(inbox.Ref) (json.RawMessage, error), totals *inbox.Totals, old **fold.State) (swapped bool, err error) {
+	load fold.Loader, totals *inbox.Totals, old **fold.State) (swapped bool, err error) {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
 	if a.busy {
@@ -147,11 +146,13 @@ func (a *agent) Refold(p *fold.State, more func(p *fold.State, upTo uint64) erro
 	if p.LastSeq != a.p.LastSeq {
 		return false, fmt.Errorf("the fold reached line %d of the log, the projection line %d", p.LastSeq, a.p.LastSeq)
 	}
-	if err := p.EndReplay(load); err != nil {
+	a.p.Pending.Attach(nil)
+	p.Pending.Attach(totals) // before its messages are pushed: the held bound applies
+	if err := p.EndReplayMany(load); err != nil {
+		p.Pending.Attach(nil)
+		a.p.Pending.Attach(totals)
 		return false, err
 	}
-	p.Pending.Attach(totals)
-	a.p.Pending.Attach(nil)
 	*old, a.p = a.p, p
 	return true, nil
 }

@@ -222,21 +222,24 @@ func (c *Core) agreeWith(a *agent, old, p *fold.State) {
 	c.noticeWaitOf(a)
 }
 
-// pendingLoader reads a pending message's message.enqueued line back
-// from agent id's log, for a fold that ends its replay (EndReplay); a
-// line that is no message is an error.
-func (c *Core) pendingLoader(ctx context.Context, id string) func(inbox.Ref) (json.RawMessage, error) {
-	return func(ref inbox.Ref) (json.RawMessage, error) {
-		e, err := c.st.ReadSeq(ctx, id, ref.Seq, ref.Off)
-		if err != nil {
-			return nil, err
+// pendingLoader reads pending messages' message.enqueued lines back
+// from agent id's log through one handle, for a fold that ends its replay
+// (EndReplayMany); a line that is no message, or not at the offset
+// named, is an error.
+func (c *Core) pendingLoader(ctx context.Context, id string) fold.Loader {
+	return func(refs []inbox.Ref, fn func(int, json.RawMessage) error) error {
+		at := make([]eventlog.At, len(refs))
+		for i, r := range refs {
+			at[i] = eventlog.At{Seq: r.Seq, Off: max(r.Off, 0)}
 		}
-		if e.Event != schema.MessageEnqueued {
-			return nil, fmt.Errorf("%w: line %d is %s, not message.enqueued", fold.ErrMismatch, ref.Seq, e.Event)
-		}
-		if ref.Off > 0 && e.Off != ref.Off {
-			return nil, fmt.Errorf("%w: line %d is at byte %d, not %d", fold.ErrMismatch, ref.Seq, e.Off, ref.Off)
-		}
-		return e.Data, nil
+		return c.st.ReadSeqs(ctx, id, at, func(i int, e eventlog.Entry) error {
+			if e.Event != schema.MessageEnqueued {
+				return fmt.Errorf("%w: line %d is %s, not message.enqueued", fold.ErrMismatch, e.Seq, e.Event)
+			}
+			if r := refs[i]; r.Off > 0 && e.Off != r.Off {
+				return fmt.Errorf("%w: line %d is at byte %d, not %d", fold.ErrMismatch, e.Seq, e.Off, r.Off)
+			}
+			return fn(i, e.Data)
+		})
 	}
 }

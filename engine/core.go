@@ -88,6 +88,13 @@ type CoreOptions struct {
 	// disables checkpoints (recovery then folds every log from its start;
 	// config.DefaultCheckpointEvery is the daemon's).
 	CheckpointEvery int
+	// PendingHeld bounds the payload bytes of pending messages the engine
+	// holds in memory, all agents together (0: DefaultPendingHeld;
+	// negative: no bound). Past it a pending message keeps only its
+	// envelope and its payload is read back from its log line when shown,
+	// so that the documented pending limits (200,000 messages) fit the
+	// daemon's memory (issue 31, D11).
+	PendingHeld int64
 	// PendingIdle is passed to every event log (eventlog.Options); the
 	// crash tests set it negative so that no idle timer adds operations.
 	PendingIdle time.Duration
@@ -224,6 +231,12 @@ func NewCore(ctx context.Context, opts CoreOptions) (*Core, error) {
 		cancel:    cancel,
 	}
 	c.agents = newRoster(c.tree)
+	switch {
+	case opts.PendingHeld == 0:
+		c.pending.SetHeldMax(DefaultPendingHeld)
+	case opts.PendingHeld > 0:
+		c.pending.SetHeldMax(opts.PendingHeld)
+	}
 	c.cfg.Store(&opts.Config)
 	c.st = opts.Store
 	if c.st == nil {
@@ -242,6 +255,11 @@ func NewCore(ctx context.Context, opts CoreOptions) (*Core, error) {
 		WarrenBinary: opts.WarrenBinary, Logger: c.log})
 	return c, nil
 }
+
+// DefaultPendingHeld is CoreOptions.PendingHeld's default: 32 MiB of
+// pending payloads in memory. The daemon's soft memory limit is 192 MiB;
+// 200,000 pending envelopes take about 100 MB of it already.
+const DefaultPendingHeld = 32 << 20
 
 // BootID is this start's boot id.
 func (c *Core) BootID() string { return c.bootID }

@@ -50,6 +50,8 @@ type harness struct {
 	getenv func(string) string
 	// ckptEvery is CoreOptions.CheckpointEvery (0: the default).
 	ckptEvery int
+	// pendingHeld is CoreOptions.PendingHeld (0: the default).
+	pendingHeld int64
 	// checkCkpt makes every start after the first check that recovering
 	// from the checkpoints gives the state a full fold gives
 	// (checkCheckpointRecovery); ckptStats counts what it compared.
@@ -122,6 +124,7 @@ func (h *harness) start() {
 		Store:           st,
 		Clock:           clock,
 		CheckpointEvery: h.ckptEvery,
+		PendingHeld:     h.pendingHeld,
 		FS:              fsys, Home: "/home", Providers: provs,
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: h.cfg, NoWake: h.noWake,
 		Logger: logger, SessionSaveDelay: h.saveDelay,

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/warren-dev/warren/eventlog"
 
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/inbox"
@@ -82,42 +83,51 @@ func (c *Core) checkAgentText(instructions string, md map[string]string) error {
 }
 
 // fillPayloads returns msgs with every payload resident, reading those
-// that are not back from the owner's log (with the envelope the log
-// holds).
+// that are not back from the owner's log through one handle (with the
+// envelope the log holds, not the one held without the payload: a
+// checkpoint's, until the scrub has compared it with the log).
 func (c *Core) fillPayloads(ctx context.Context, owner string, msgs []inbox.Message) ([]inbox.Message, error) {
 	out := make([]inbox.Message, len(msgs))
+	var at []eventlog.At
+	var idx []int
 	for i, m := range msgs {
 		if !m.Spilled() {
 			out[i] = m
 			continue
 		}
-		full, err := c.readMessage(ctx, owner, m.Ref)
+		at = append(at, eventlog.At{Seq: m.Ref.Seq, Off: max(m.Ref.Off, 0)})
+		idx = append(idx, i)
+	}
+	if len(at) == 0 {
+		return out, nil
+	}
+	err := c.st.ReadSeqs(ctx, owner, at, func(j int, e eventlog.Entry) error {
+		m := msgs[idx[j]]
+		full, err := messageOf(owner, e)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if full.ID != m.ID {
-			return nil, fmt.Errorf("the log of %s has message %s at seq %d, not %s", owner, full.ID, m.Ref.Seq, m.ID)
+			return fmt.Errorf("the log of %s has message %s at seq %d, not %s", owner, full.ID, m.Ref.Seq, m.ID)
 		}
-		// The log's envelope, not the one held without the payload (a
-		// checkpoint's, until the scrub has compared it with the log).
 		full.Ref = m.Ref
-		out[i] = full
+		out[idx[j]] = full
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading pending messages of %s back from its log: %w", owner, err)
 	}
 	return out, nil
 }
 
-// readMessage reads one message.enqueued entry back from owner's log.
-func (c *Core) readMessage(ctx context.Context, owner string, ref inbox.Ref) (inbox.Message, error) {
-	e, err := c.st.ReadSeq(ctx, owner, ref.Seq, ref.Off)
-	if err != nil {
-		return inbox.Message{}, fmt.Errorf("reading a pending message of %s back from its log: %w", owner, err)
-	}
+// messageOf is the message of a message.enqueued entry of owner's log.
+func messageOf(owner string, e eventlog.Entry) (inbox.Message, error) {
 	if e.Event != schema.MessageEnqueued {
-		return inbox.Message{}, fmt.Errorf("the log of %s has %s at seq %d, not a message", owner, e.Event, ref.Seq)
+		return inbox.Message{}, fmt.Errorf("the log of %s has %s at seq %d, not a message", owner, e.Event, e.Seq)
 	}
 	m, err := inbox.FromEventData(e.Data)
 	if err != nil {
-		return inbox.Message{}, fmt.Errorf("the log of %s at seq %d: %w", owner, ref.Seq, err)
+		return inbox.Message{}, fmt.Errorf("the log of %s at seq %d: %w", owner, e.Seq, err)
 	}
 	return m, nil
 }

@@ -172,8 +172,14 @@ func (c *Core) loadFrom(ctx context.Context, id string, p *fold.State, r *eventl
 		return nil
 	}
 	if foldErr == nil {
-		foldErr = l.State.EndReplay(c.pendingLoader(ctx, id))
+		// Counted from the start, so that the pending payloads held in
+		// memory stay within the daemon's bound (c.pending.SetHeldMax)
+		// while they are read back; an agent that is not served is
+		// detached again (classify).
+		l.State.Pending.Attach(&c.pending)
+		foldErr = l.State.EndReplayMany(c.pendingLoader(ctx, id))
 		if foldErr != nil && r != nil && err == nil {
+			l.State.Pending.Attach(nil)
 			c.log.Warn("checkpoint names a pending message that cannot be read; folding the whole log", "agent", id, "err", foldErr)
 			_ = lg.Close()
 			return nil

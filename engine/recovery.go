@@ -165,6 +165,9 @@ func (c *Core) classify(ctx context.Context, all []*loaded, rep *RecoveryReport)
 	}
 	cl := placement.Classify(ls)
 	for i, l := range all {
+		if cl.Classes[i] != placement.Live && !(cl.Classes[i] == placement.Corrupt && placedCorrupt(l)) {
+			l.State.Pending.Attach(nil) // not served: its messages do not count
+		}
 		switch cl.Classes[i] {
 		case placement.Corrupt:
 			rep.Corrupt++
@@ -173,10 +176,7 @@ func (c *Core) classify(ctx context.Context, all []*loaded, rep *RecoveryReport)
 			} else {
 				c.log.Error("agent log is damaged; the agent is listed as corrupt", "agent", l.ID, "err", l.Err)
 			}
-			if l.State.Created && !l.State.Terminated && !errors.Is(l.Err, errUnopened) {
-				// Its good prefix names it and its parent: placed in the
-				// tree, listed corrupt, so its healthy children keep
-				// their places (SPEC 9: nothing is lost to damage).
+			if placedCorrupt(l) {
 				live[l.ID] = l
 				continue
 			}
@@ -202,6 +202,14 @@ func (c *Core) classify(ctx context.Context, all []*loaded, rep *RecoveryReport)
 		}
 	}
 	return live, cl.Existing, ended
+}
+
+// placedCorrupt reports whether a damaged agent is placed in the tree all
+// the same: its good prefix names it and its parent, so it is listed
+// corrupt in its place and its healthy children keep theirs (SPEC 9:
+// nothing is lost to damage).
+func placedCorrupt(l *loaded) bool {
+	return l.State.Created && !l.State.Terminated && !errors.Is(l.Err, errUnopened)
 }
 
 // listCorrupt lists an agent whose log cannot be used, with the cause,
@@ -337,6 +345,7 @@ func (c *Core) terminateOrphan(l *loaded, rep *RecoveryReport) {
 		c.log.Error("logging agent.terminated for an orphan child", "agent", l.ID, "err", err)
 	}
 	_ = l.Log.Close()
+	l.State.Pending.Attach(nil)
 	c.agents.Forget(l.ID, l.State.Name, l.State.ParentID)
 	rep.Terminated++
 }

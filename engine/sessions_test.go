@@ -131,7 +131,7 @@ func (s *sessSess) Stop() error {
 // probeStore is store/local that counts, per agent, the reads of its
 // whole log (a history being rebuilt: Read) and the calls its log's
 // Degraded gets (made when the views take the agent's snapshot), and
-// records the entries read back one by one (ReadSeq, failing with
+// records the entries read back by seq (ReadSeq, ReadSeqs, failing with
 // readSeqErr when set).
 type probeStore struct {
 	*local.Store
@@ -162,6 +162,19 @@ func (s *probeStore) ReadSeq(ctx context.Context, id string, seq uint64, hint in
 		return eventlog.Entry{}, err
 	}
 	return s.Store.ReadSeq(ctx, id, seq, hint)
+}
+
+func (s *probeStore) ReadSeqs(ctx context.Context, id string, at []eventlog.At, fn func(int, eventlog.Entry) error) error {
+	s.mu.Lock()
+	for _, a := range at {
+		s.readSeqs = append(s.readSeqs, fmt.Sprintf("%s@%d", id, a.Seq))
+	}
+	err := s.readSeqErr
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.Store.ReadSeqs(ctx, id, at, fn)
 }
 
 func (s *probeStore) OpenLog(ctx context.Context, id string, o store.LogOptions) (store.Log, error) {

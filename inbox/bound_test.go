@@ -71,3 +71,41 @@ func TestPeekAfterAndFirst(t *testing.T) {
 		t.Fatalf("PeekFirst(3, no byte bound) took %d", len(got))
 	}
 }
+
+// TestHeldPayloadsAreBounded: past the totals' bound, a pushed message
+// keeps only its envelope (a message without a Ref keeps its payload:
+// nothing could read it back); taking and detaching give the room back.
+func TestHeldPayloadsAreBounded(t *testing.T) {
+	var tot Totals
+	tot.SetHeldMax(100)
+	q, other := NewQueue(0), NewQueue(0)
+	q.Attach(&tot)
+	other.Attach(&tot)
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := q.Push(msgAt(seq, strings.Repeat("x", 60))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noRef := Message{ID: fmt.Sprintf("%032x", 99), Sender: "a", Recipient: "b", Kind: KindRequest, Payload: strings.Repeat("y", 60)}
+	if err := other.Push(noRef); err != nil {
+		t.Fatal(err)
+	}
+	got := q.Peek()
+	if got[0].Spilled() || !got[1].Spilled() || !got[2].Spilled() || other.Peek()[0].Spilled() {
+		t.Fatalf("spilled: %v %v %v, no-ref %v; want the first kept and the others spilled", got[0].Spilled(), got[1].Spilled(), got[2].Spilled(), other.Peek()[0].Spilled())
+	}
+	if tot.Held() != 120 || tot.Bytes() != 240 || q.Bytes() != 180 {
+		t.Fatalf("held %d, bytes %d, queue bytes %d; want 120 held (the kept and the no-ref payloads) of 240", tot.Held(), tot.Bytes(), q.Bytes())
+	}
+	q.Take([]string{got[0].ID})
+	other.Attach(nil)
+	if tot.Held() != 0 {
+		t.Fatalf("held %d after the kept message was taken and the other queue detached", tot.Held())
+	}
+	if err := q.Push(msgAt(4, strings.Repeat("z", 60))); err != nil {
+		t.Fatal(err)
+	}
+	if last := q.Peek()[2]; last.Spilled() || tot.Held() != 60 {
+		t.Fatalf("with room again the message is spilled %v, held %d", last.Spilled(), tot.Held())
+	}
+}

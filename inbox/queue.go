@@ -14,6 +14,7 @@ type Queue struct {
 	msgs   []Message
 	ids    map[string]struct{}
 	bytes  int64   // payload bytes queued (Message.Size)
+	held   int64   // payload bytes held in memory (not spilled)
 	totals *Totals // shared counters this queue adds to, if attached
 }
 
@@ -23,6 +24,35 @@ type Queue struct {
 type Totals struct {
 	count atomic.Int64
 	bytes atomic.Int64
+	// held counts the payload bytes the attached queues hold in memory;
+	// over heldMax (when set, SetHeldMax), a message pushed with a Ref
+	// is kept without its payload (Message.Spill), which is read back
+	// from its log when it is shown.
+	held    atomic.Int64
+	heldMax atomic.Int64
+}
+
+// SetHeldMax bounds the payload bytes the attached queues hold in memory
+// (0: no bound): a message pushed past it keeps only its envelope.
+func (t *Totals) SetHeldMax(n int64) { t.heldMax.Store(n) }
+
+// Held is the payload bytes the attached queues hold in memory.
+func (t *Totals) Held() int64 { return t.held.Load() }
+
+// spills reports whether a payload of n bytes pushed now is over the
+// bound.
+func (t *Totals) spills(n int64) bool {
+	if t == nil {
+		return false
+	}
+	max := t.heldMax.Load()
+	return max > 0 && t.held.Load()+n > max
+}
+
+func (t *Totals) addHeld(n int64) {
+	if t != nil {
+		t.held.Add(n)
+	}
 }
 
 // Count is the number of messages in the attached queues.
@@ -47,8 +77,10 @@ func (q *Queue) Attach(t *Totals) {
 		return
 	}
 	q.totals.add(-int64(len(q.msgs)), -q.bytes)
+	q.totals.addHeld(-q.held)
 	q.totals = t
 	t.add(int64(len(q.msgs)), q.bytes)
+	t.addHeld(q.held)
 }
 
 // Bytes returns the payload bytes of the queued messages (Message.Size).
@@ -64,7 +96,8 @@ func NewQueue(max int) *Queue {
 	return &Queue{max: max}
 }
 
-// Push appends m. It fails, leaving the queue unchanged, when m is invalid
+// Push appends m (without its payload when the attached Totals hold as
+// much in memory as they may, SetHeldMax). It fails, leaving the queue unchanged, when m is invalid
 // (ErrInvalidMessage), when a message with the same id is already queued
 // (ErrDuplicate; replaying a log is then harmless) or when the queue is at
 // its bound (ErrFull). Callers that use an unbounded queue and valid,
@@ -86,9 +119,16 @@ func (q *Queue) Push(m Message) error {
 		q.ids = make(map[string]struct{})
 	}
 	q.ids[m.ID] = struct{}{}
+	if !m.Spilled() && q.totals.spills(int64(len(m.Payload))) {
+		m = m.Spill() // (a message without a Ref keeps its payload)
+	}
 	q.msgs = append(q.msgs, m.Clone())
 	q.bytes += int64(m.Size())
 	q.totals.add(1, int64(m.Size()))
+	if !m.Spilled() {
+		q.held += int64(len(m.Payload))
+		q.totals.addHeld(int64(len(m.Payload)))
+	}
 	return nil
 }
 
@@ -154,6 +194,10 @@ func (q *Queue) Collect(match func(Message) bool) []Message {
 			delete(q.ids, m.ID)
 			q.bytes -= int64(m.Size())
 			q.totals.add(-1, -int64(m.Size()))
+			if !m.Spilled() {
+				q.held -= int64(len(m.Payload))
+				q.totals.addHeld(-int64(len(m.Payload)))
+			}
 		} else {
 			kept = append(kept, m)
 		}

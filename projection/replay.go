@@ -85,10 +85,39 @@ func (p *State) BeginReplay() {
 	p.lazy = &lazyInbox{msgs: map[string]lazyMsg{}}
 }
 
-// endReplay decodes the messages still pending into the inbox queue; load
-// reads the data of those a checkpoint kept by reference (neither raw nor
-// decoded).
+// Loader reads back the message.enqueued lines at refs: fn gets each
+// line's data with its index in refs, once per index, in any order.
+type Loader func(refs []inbox.Ref, fn func(i int, data json.RawMessage) error) error
+
+// EndReplay is EndReplayMany with load called once per line.
 func (p *State) EndReplay(load func(inbox.Ref) (json.RawMessage, error)) error {
+	var many Loader
+	if load != nil {
+		many = func(refs []inbox.Ref, fn func(int, json.RawMessage) error) error {
+			for i, r := range refs {
+				data, err := load(r)
+				if err != nil {
+					return err
+				}
+				if err := fn(i, data); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	return p.EndReplayMany(many)
+}
+
+// replayChunk is how many pending messages EndReplayMany reads back at a
+// time.
+const replayChunk = 4096
+
+// EndReplayMany decodes the messages still pending into the inbox queue,
+// in order; load reads the data of those a checkpoint kept by reference
+// (neither raw nor decoded), a chunk of them at a time, and each must be
+// that message, to this agent.
+func (p *State) EndReplayMany(load Loader) error {
 	lz := p.lazy
 	p.lazy = nil
 	if lz == nil {
@@ -100,34 +129,69 @@ func (p *State) EndReplay(load func(inbox.Ref) (json.RawMessage, error)) error {
 			r.Calls[i].Result = cloneRaw(r.Calls[i].Result)
 		}
 	}
+	var chunk []lazyMsg
 	for _, id := range lz.order {
 		lm, ok := lz.msgs[id]
 		if !ok {
 			continue
 		}
+		chunk = append(chunk, lm)
+		if len(chunk) == replayChunk {
+			if err := p.pushReplayed(chunk, load); err != nil {
+				return err
+			}
+			chunk = chunk[:0]
+		}
+	}
+	return p.pushReplayed(chunk, load)
+}
+
+// pushReplayed pushes a chunk of replayed pending messages, in order,
+// reading back those kept by reference.
+func (p *State) pushReplayed(chunk []lazyMsg, load Loader) error {
+	var refs []inbox.Ref
+	var at []int // chunk index of each ref
+	for i, lm := range chunk {
+		if lm.msg == nil && lm.raw == nil {
+			refs = append(refs, lm.ref)
+			at = append(at, i)
+		}
+	}
+	read := make([]json.RawMessage, len(chunk))
+	if len(refs) > 0 {
+		// Pending since the checkpoint recovery started from: the data is
+		// read back from the lines.
+		if load == nil {
+			return fmt.Errorf("pending message %s: no data and no log to read it from", chunk[at[0]].id)
+		}
+		err := load(refs, func(i int, data json.RawMessage) error {
+			if i < 0 || i >= len(at) {
+				return fmt.Errorf("line %d read back for no message", i)
+			}
+			read[at[i]] = data
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("pending messages: %w", err)
+		}
+	}
+	for i, lm := range chunk {
 		if lm.msg != nil {
 			p.Pending.Push(*lm.msg)
 			continue
 		}
 		raw, byRef := lm.raw, lm.raw == nil
 		if byRef {
-			// Pending since the checkpoint recovery started from: its data
-			// is read back from its line (load checks it is a
-			// message.enqueued line), which must be this message's.
-			if load == nil {
-				return fmt.Errorf("pending message %s: no data and no log to read it from", id)
-			}
-			var err error
-			if raw, err = load(lm.ref); err != nil {
-				return fmt.Errorf("pending message %s: %w", id, err)
+			if raw = read[i]; raw == nil {
+				return fmt.Errorf("pending message %s: its line was not read back", lm.id)
 			}
 		}
 		m, err := messageFromData(raw)
 		if err != nil {
-			return fmt.Errorf("pending message %s: %w", id, err)
+			return fmt.Errorf("pending message %s: %w", lm.id, err)
 		}
-		if byRef && (m.ID != id || m.Recipient != p.ID) {
-			return mismatch("pending message %s: the line at seq %d is message %s to %s", id, lm.ref.Seq, m.ID, m.Recipient)
+		if byRef && (m.ID != lm.id || m.Recipient != p.ID) {
+			return mismatch("pending message %s: the line at seq %d is message %s to %s", lm.id, lm.ref.Seq, m.ID, m.Recipient)
 		}
 		p.Pending.Push(Queued(m, eventlog.Entry{Seq: lm.ref.Seq, Off: lm.ref.Off}))
 	}

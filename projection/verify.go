@@ -363,8 +363,11 @@ func (p *State) Fingerprint() ([32]byte, error) {
 		h.Write([]byte(id))
 		binary.LittleEndian.PutUint64(num[:], seq)
 		h.Write(num[:])
-		if m == nil || !m.Spilled() {
-			return nil // its envelope is read back from the log
+		if m == nil || !m.Spilled() || m.PayloadSize <= ResidentPayload {
+			// Its envelope is read back from the log, or (a message kept
+			// without its payload only for the daemon's memory bound) is
+			// the log's when it is shown (the engine's fillPayloads).
+			return nil
 		}
 		env := *m
 		env.Ref.Off = 0
