@@ -35,7 +35,7 @@ package engine
 //	agents10k+pending    the same with 2,000 pending 1 MB messages (2 GB)
 //	history200MB         100 agents with 200 MB of history between them
 //	history200MB+pending the same with 2,000 pending 1 MB messages
-//	pending210k          42 agents, 21 of them gated with 10,000 pending 1 KiB messages each
+//	pending210k          126 agents, 21 of them gated with 10,000 pending 1 KiB messages each
 //
 // Large pending messages are held by gated agents, so no wake turn consumes
 // them and a cached home keeps them; the turns are driven on other agents
@@ -78,7 +78,7 @@ func memHomes() []memHome {
 	bp.BigPending, bp.BigPayload = 2000, bigPayload
 	// Issue 31's D11: 210,000 pending 1 KiB messages held by 21 gated
 	// agents (about the daemon-wide limit of 200,000).
-	p := homeSpec{Agents: 42, EventsPerAgent: 20, GroupSize: 2, NoPendingFill: true, BigPending: 210000, BigPayload: 1024}
+	p := homeSpec{Agents: 126, EventsPerAgent: 20, GroupSize: 6, NoPendingFill: true, BigPending: 210000, BigPayload: 1024}
 	return []memHome{{"agents10k", a}, {"agents10k+pending", ap}, {"history200MB", b}, {"history200MB+pending", bp}, {"pending210k", p}}
 }
 
