@@ -31,6 +31,34 @@ type Config struct {
 	Providers map[string]ProviderConfig
 	// Limits bounds message sizes and pending messages (config/limits.go).
 	Limits Limits
+	// Resume is the resume policy ("resume": ResumeAuto or ResumeManual)
+	// for every entry that sets none; "" leaves each entry's type its
+	// default (ResumePolicy).
+	Resume string
+}
+
+// The resume policies (SPEC 4, "Resuming interrupted work").
+const (
+	ResumeAuto   = "auto"
+	ResumeManual = "manual"
+)
+
+// ResumePolicy is the resume policy of provider entry name: its own
+// "resume", else the file's, else its type's default: manual for acp
+// (an agent CLI's own edits and commands would run twice), auto for the
+// others (their tool calls are answered from the log).
+func (c Config) ResumePolicy(name string) string {
+	p := c.Providers[name]
+	if s, ok := p.Settings["resume"].(string); ok {
+		return s
+	}
+	if c.Resume != "" {
+		return c.Resume
+	}
+	if p.Type(name) == "acp" {
+		return ResumeManual
+	}
+	return ResumeAuto
 }
 
 // ProviderConfig is one provider's settings. It never holds an API key, only

@@ -107,7 +107,7 @@ func parseLimits(l Limits, raw json.RawMessage) (Limits, error) {
 	}
 	for _, k := range sortedKeys(obj) {
 		if !contains(limitKeys, k) {
-			return l, fmt.Errorf("%w: unknown key %q in \"limits\"%s; the keys are %s", ErrInvalid, k, suggestKey(k, limitKeys), strings.Join(limitKeys, ", "))
+			return l, fmt.Errorf("%w: unknown key %q%s; the keys of \"limits\" are %s", ErrInvalid, "limits."+k, suggestKey(k, limitKeys), strings.Join(limitKeys, ", "))
 		}
 		key := "limits." + k
 		switch k {

@@ -16,7 +16,12 @@ import (
 )
 
 // topKeys are the keys config.json may have.
-var topKeys = []string{"pools", "provider_pools", "max_retries", "retry_base_delay_ms", "turn_timeout_s", "providers", "limits"}
+var topKeys = []string{"pools", "provider_pools", "max_retries", "retry_base_delay_ms", "turn_timeout_s", "providers", "limits", "resume"}
+
+// providerKeys are the keys a provider entry may have (SPEC 10; env_pass,
+// context_budget and history are warren's).
+var providerKeys = []string{"type", "base_url", "api_key_env", "env_pass", "env", "model", "max_tokens", "timeout_s",
+	"context_budget", "headers", "command", "mode", "permissions", "history", "resume"}
 
 // Parse parses the content of config.json and merges it over Default():
 // every key is optional; pools and provider_pools entries are added to (or
@@ -41,7 +46,7 @@ func Parse(data []byte) (Config, error) {
 	// both maps are merged, so the order of keys in the file does not
 	// matter.
 	for _, step := range [...]func(*Config, map[string]json.RawMessage) error{
-		parsePools, parseProviderPools, checkProviderPools, parseRetryAndTimeout, parseLimitsKey, parseProviders,
+		parsePools, parseProviderPools, checkProviderPools, parseRetryAndTimeout, parseLimitsKey, parseResume, parseProviders,
 	} {
 		if err := step(&cfg, top); err != nil {
 			return Config{}, err
@@ -150,6 +155,28 @@ func parseLimitsKey(cfg *Config, top map[string]json.RawMessage) error {
 	return nil
 }
 
+// parseResume reads "resume", the resume policy of every entry that sets
+// none.
+func parseResume(cfg *Config, top map[string]json.RawMessage) error {
+	raw, ok := top["resume"]
+	if !ok {
+		return nil
+	}
+	s, err := resumeValue("resume", raw)
+	cfg.Resume = s
+	return err
+}
+
+// resumeValue reads a resume policy ("auto" or "manual").
+func resumeValue(key string, raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || (s != ResumeAuto && s != ResumeManual) {
+		return "", fmt.Errorf("%w: %q must be %q (re-run interrupted runs by themselves) or %q (leave them for `warren agent resume`), got %s",
+			ErrInvalid, key, ResumeAuto, ResumeManual, preview(raw))
+	}
+	return s, nil
+}
+
 // parseProviders reads "providers" into cfg.Providers.
 func parseProviders(cfg *Config, top map[string]json.RawMessage) error {
 	raw, ok := top["providers"]
@@ -179,9 +206,37 @@ func parseProvider(name string, raw json.RawMessage) (ProviderConfig, error) {
 	if err != nil {
 		return ProviderConfig{}, err
 	}
+	// A misspelt key that only looks like a credential by its ending
+	// (max_token) is a typo, said as one.
+	for _, k := range sortedKeys(fields) {
+		if !contains(providerKeys, k) && !contains(secretNames, normalKey(k)) {
+			if best := suggest.Closest(k, providerKeys, 2); best != "" {
+				return ProviderConfig{}, fmt.Errorf("%w: unknown key %q (did you mean %q?); a provider entry's keys are %s", ErrInvalid,
+					key+"."+k, best, strings.Join(providerKeys, ", "))
+			}
+		}
+	}
+	// A literal credential is refused whatever key it is under.
+	var all map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&all); err == nil {
+		if bad := secretField(key, all); bad != "" {
+			return ProviderConfig{}, errLiteralCredential(bad, key)
+		}
+	}
 	var p ProviderConfig
 	for _, k := range sortedKeys(fields) {
 		fk := key + "." + k
+		if !contains(providerKeys, k) {
+			return ProviderConfig{}, fmt.Errorf("%w: unknown key %q%s; a provider entry's keys are %s", ErrInvalid, fk,
+				suggestKey(k, providerKeys), strings.Join(providerKeys, ", "))
+		}
+		if k == "resume" {
+			if _, err := resumeValue(fk, fields[k]); err != nil {
+				return ProviderConfig{}, err
+			}
+		}
 		switch k {
 		case "base_url":
 			if err := json.Unmarshal(fields[k], &p.BaseURL); err != nil {
@@ -215,13 +270,17 @@ func parseProvider(name string, raw json.RawMessage) (ProviderConfig, error) {
 			p.Settings[k] = v
 		}
 	}
-	if bad := secretField(key, p.Settings); bad != "" {
-		return ProviderConfig{}, fmt.Errorf("%w: %q looks like a literal credential; config.json must never hold keys: put the key in an environment variable and name it with %q (e.g. \"api_key_env\": \"MY_PROVIDER_KEY\")", ErrInvalid, bad, key+".api_key_env")
-	}
+
 	if err := checkTyped(key, name, p.Settings); err != nil {
 		return ProviderConfig{}, err
 	}
 	return p, nil
+}
+
+// errLiteralCredential refuses the setting at path, which looks like a
+// key, in provider entry key.
+func errLiteralCredential(path, key string) error {
+	return fmt.Errorf("%w: %q looks like a literal credential; config.json must never hold keys: put the key in an environment variable and name it with %q (e.g. \"api_key_env\": \"MY_PROVIDER_KEY\")", ErrInvalid, path, key+".api_key_env")
 }
 
 // secretField returns the path of the first setting (searched recursively,
@@ -254,8 +313,12 @@ var secretNames = []string{"api_key", "apikey", "key", "token", "secret", "passw
 	"access_token", "auth_token", "bearer", "bearer_token", "client_secret", "private_key",
 	"secret_key", "access_key", "authorization", "credentials", "credential"}
 
+// normalKey is k lower-cased with '-' as '_', as secret names are
+// compared.
+func normalKey(k string) string { return strings.ToLower(strings.ReplaceAll(k, "-", "_")) }
+
 func isSecretName(k string) bool {
-	n := strings.ToLower(strings.ReplaceAll(k, "-", "_"))
+	n := normalKey(k)
 	if contains(secretNames, n) {
 		return true
 	}

@@ -59,11 +59,11 @@ func TestParseValid(t *testing.T) {
 			c.Limits.TurnTranscriptBytes, c.Limits.MessageBytes = 1<<20, 64<<10
 		}},
 		{"tree depth", `{"limits": {"tree_depth": 8}}`, func(c *Config) { c.Limits.TreeDepth = 8 }},
-		{"providers", `{"providers": {"openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY", "organization": "org-1", "max_tokens": 4096, "headers": {"X-Trace": "1"}}}}`, func(c *Config) {
+		{"providers", `{"providers": {"openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY", "model": "gpt-x", "max_tokens": 4096, "headers": {"X-Trace": "1"}}}}`, func(c *Config) {
 			c.Providers["openai"] = ProviderConfig{
 				BaseURL:   "https://api.openai.com/v1",
 				APIKeyEnv: "OPENAI_API_KEY",
-				Settings:  map[string]any{"organization": "org-1", "max_tokens": json.Number("4096"), "headers": map[string]any{"X-Trace": "1"}},
+				Settings:  map[string]any{"model": "gpt-x", "max_tokens": json.Number("4096"), "headers": map[string]any{"X-Trace": "1"}},
 			}
 		}},
 	}
@@ -148,7 +148,7 @@ func TestParseInvalid(t *testing.T) {
 }
 
 func TestMarshalRoundTrip(t *testing.T) {
-	in := `{"pools":{"default":8,"gpu":2},"provider_pools":{"openai":"gpu"},"max_retries":5,"retry_base_delay_ms":100,"turn_timeout_s":60,"providers":{"openai":{"base_url":"https://api.example.com","api_key_env":"K","org":"o"}}}`
+	in := `{"pools":{"default":8,"gpu":2},"provider_pools":{"openai":"gpu"},"max_retries":5,"retry_base_delay_ms":100,"turn_timeout_s":60,"providers":{"openai":{"base_url":"https://api.example.com","api_key_env":"K","model":"o"}}}`
 	c1, err := Parse([]byte(in))
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func BenchmarkParse(b *testing.B) {
-	data := []byte(`{"pools":{"default":8,"gpu":2},"provider_pools":{"openai":"gpu"},"max_retries":5,"retry_base_delay_ms":100,"turn_timeout_s":60,"providers":{"openai":{"base_url":"https://api.example.com","api_key_env":"K","org":"o","headers":{"X-A":"1"}}}}`)
+	data := []byte(`{"pools":{"default":8,"gpu":2},"provider_pools":{"openai":"gpu"},"max_retries":5,"retry_base_delay_ms":100,"turn_timeout_s":60,"providers":{"openai":{"base_url":"https://api.example.com","api_key_env":"K","model":"o","headers":{"X-A":"1"}}}}`)
 	for range b.N {
 		if _, err := Parse(data); err != nil {
 			b.Fatal(err)
@@ -331,5 +331,57 @@ func TestLimitsWithDefaults(t *testing.T) {
 	}
 	if DefaultLimits().TurnTranscriptBytes != 32<<20 {
 		t.Fatal("the documented default of limits.turn_transcript_bytes is 32 MiB")
+	}
+}
+
+// TestMisspeltKeysAreErrors: an unknown key at any level of config.json
+// makes the file invalid, and the error names the key and the nearest
+// known one (SPEC 10: a misspelt baseurl used to point the entry at the
+// default base URL, with its key).
+func TestMisspeltKeysAreErrors(t *testing.T) {
+	for _, c := range []struct{ in, key, suggestion string }{
+		{`{"pool": {"default": 2}}`, `"pool"`, `"pools"`},
+		{`{"provider_pool": {}}`, `"provider_pool"`, `"provider_pools"`},
+		{`{"max_retry": 2}`, `"max_retry"`, `"max_retries"`},
+		{`{"resum": "auto"}`, `"resum"`, `"resume"`},
+		{`{"limits": {"message_byte": 1024}}`, `"limits.message_byte"`, `"message_bytes"`},
+		{`{"limits": {"tree_dept": 8}}`, `"limits.tree_dept"`, `"tree_depth"`},
+		{`{"providers": {"openai": {"baseurl": "https://x.example"}}}`, `"providers.openai.baseurl"`, `"base_url"`},
+		{`{"providers": {"openai": {"modell": "gpt"}}}`, `"providers.openai.modell"`, `"model"`},
+		{`{"providers": {"openai": {"max_token": 5}}}`, `"providers.openai.max_token"`, `"max_tokens"`},
+		{`{"providers": {"claude": {"permission": "allow"}}}`, `"providers.claude.permission"`, `"permissions"`},
+		{`{"providers": {"claude": {"resumee": "auto"}}}`, `"providers.claude.resumee"`, `"resume"`},
+	} {
+		_, err := Parse([]byte(c.in))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), "did you mean "+c.suggestion) {
+			t.Errorf("%s: %v; want an error naming %s and suggesting %s", c.in, err, c.key, c.suggestion)
+		}
+	}
+}
+
+// TestResumePolicy: an entry's own resume wins, then the file's, then
+// its type's default (manual for acp, auto for the rest); a value other
+// than auto or manual is refused.
+func TestResumePolicy(t *testing.T) {
+	cfg, err := Parse([]byte(`{"providers": {"codex": {"resume": "auto"}, "openai": {"resume": "manual"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"codex": "auto", "claude": "manual", "openai": "manual", "anthropic": "auto", "scripted": "auto", "inproc": "auto"} {
+		if got := cfg.ResumePolicy(name); got != want {
+			t.Errorf("ResumePolicy(%s) = %s, want %s", name, got, want)
+		}
+	}
+	cfg, err = Parse([]byte(`{"resume": "manual", "providers": {"scripted": {"resume": "auto"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ResumePolicy("inproc") != "manual" || cfg.ResumePolicy("claude") != "manual" || cfg.ResumePolicy("scripted") != "auto" {
+		t.Errorf("with resume manual: inproc %s, claude %s, scripted %s", cfg.ResumePolicy("inproc"), cfg.ResumePolicy("claude"), cfg.ResumePolicy("scripted"))
+	}
+	for _, in := range []string{`{"resume": "always"}`, `{"resume": true}`, `{"providers": {"claude": {"resume": "sometimes"}}}`} {
+		if _, err := Parse([]byte(in)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "manual") {
+			t.Errorf("%s: %v", in, err)
+		}
 	}
 }

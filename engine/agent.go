@@ -86,7 +86,7 @@ type ckptState struct {
 type runningTurn struct {
 	runID  string
 	rerun  bool
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc // with why (errStopping, errOperatorCancel, a release)
 	done   chan struct{}
 	// tools is the ToolCaller of the attempt in progress (nil between
 	// attempts): calls made with the agent's credential join it.

@@ -82,7 +82,8 @@ func (a *agent) WaitState() waitState {
 	}
 	s.LiveWait, s.Busy = a.hasLiveWait(), a.busy
 	if cur := a.cur; cur != nil {
-		s.Turn = &turnRef{RunID: cur.runID, Cancel: cur.cancel, Done: cur.done}
+		cancel := cur.cancel
+		s.Turn = &turnRef{RunID: cur.runID, Cancel: func() { cancel(errOperatorCancel) }, Done: cur.done}
 	}
 	return s
 }
@@ -270,9 +271,10 @@ func (a *agent) PendingFirst(n int, b int64) []inbox.Message {
 	return a.p.Pending.PeekFirst(n, b)
 }
 
-// Recorded is what the log records of run runID: its tool calls and the
-// response its wait was answered with (nil when none).
-func (a *agent) Recorded(runID string) (calls []fold.Call, resume *string) {
+// Recorded is what the log records of run runID: its tool calls and how
+// its wait was answered (nil when it was not: a response, or the
+// timeout of a wait that timed out and was re-run).
+func (a *agent) Recorded(runID string) (calls []fold.Call, answer map[string]any) {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
 	r := a.p.RunFor(runID)
@@ -280,11 +282,13 @@ func (a *agent) Recorded(runID string) (calls []fold.Call, resume *string) {
 		return nil, nil
 	}
 	calls = slices.Clone(r.Calls)
-	if r.ResumeResponse != nil {
-		s := *r.ResumeResponse
-		resume = &s
+	switch {
+	case r.ResumeResponse != nil:
+		answer = map[string]any{"response": *r.ResumeResponse}
+	case r.TimedOut:
+		answer = map[string]any{"error": "wait timed out", "timed_out": true}
 	}
-	return calls, resume
+	return calls, answer
 }
 
 // Metadata is the agent's metadata value of key.

@@ -26,7 +26,7 @@ func TestReadsForToolsAndTurns(t *testing.T) {
 	enqueue(t, a, "m1")
 	enqueue(t, a, "m2")
 	noErr(t, a.Claim())
-	a.StartTurn(TurnRequest{Prompt: "go"}, func() {}, func(string) string { return "" }, func() string { return "r1" })
+	a.StartTurn(TurnRequest{Prompt: "go"}, func(error) {}, func(string) string { return "" }, func() string { return "r1" })
 	logs(t, a, schema.TurnStart, schema.TurnStartData{RunID: "r1", Turn: 1, BootID: "b", Prompt: "go", MessageIDs: []string{"m1"}})
 	logs(t, a, schema.ToolCall, schema.ToolCallData{CallID: "c1", Tool: "check_inbox", Result: map[string]any{"n": 1},
 		RunID: "r1", Turn: 1})
@@ -50,7 +50,7 @@ func TestReadsForToolsAndTurns(t *testing.T) {
 		t.Fatalf("PendingFirst = %v", first)
 	}
 	calls, resume := a.Recorded("r1")
-	if len(calls) != 1 || calls[0].Tool != "check_inbox" || resume == nil || *resume != "yes" {
+	if len(calls) != 1 || calls[0].Tool != "check_inbox" || resume == nil || resume["response"] != "yes" {
 		t.Fatalf("Recorded = %+v, %v", calls, resume)
 	}
 	if calls, resume := a.Recorded("other"); calls != nil || resume != nil {

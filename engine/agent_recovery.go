@@ -22,6 +22,14 @@ func (a *agent) NeedsRestartMark(bootID string) bool {
 	return session.NeedsRestartMark(a.Snap.Get(), a.facts(), bootID)
 }
 
+// UnderEarlierClaim reports whether the agent's open run began under an
+// earlier claim of the agent (a cluster: another daemon ran it since).
+func (a *agent) UnderEarlierClaim() bool {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	return a.facts().EarlierClaim
+}
+
 // Sent is a copy of the messages the agent's log records as sent and
 // whose delivery recovery may still have to check.
 func (a *agent) Sent() []fold.SentRef {

@@ -246,7 +246,7 @@ func TestTurnOnTheRecord(t *testing.T) {
 	a, _ := newRec(t)
 	noErr(t, a.Claim())
 	cancelled := 0
-	tr, turn, released := a.StartTurn(TurnRequest{Prompt: "go"}, func() { cancelled++ },
+	tr, turn, released := a.StartTurn(TurnRequest{Prompt: "go"}, func(error) { cancelled++ },
 		func(string) string { return "def" }, func() string { return "run9" })
 	if released != nil || tr.RunID != "run9" || tr.Turn != 1 || tr.Provider != "prov" || tr.Model != "mod" {
 		t.Fatalf("StartTurn = %+v, %v", tr, released)
@@ -277,7 +277,7 @@ func TestTurnOnTheRecord(t *testing.T) {
 	if first, _ := a.MarkReleased(errors.New("again")); first {
 		t.Fatal("a second release is not the first")
 	}
-	a.CancelTurn()
+	a.CancelTurn(errOperatorCancel)
 	if cancelled != 1 {
 		t.Fatalf("cancelled %d times", cancelled)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	fold "github.com/warren-dev/warren/projection"
 
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/schema"
@@ -43,7 +44,8 @@ func (a *agent) Unclaim() {
 // TakeWake claims the agent for a wake turn when it should take one: it
 // is idle, has pending messages, is not held after a failure (clearHold
 // lifts that: a poke), its log accepts appends, its gate (or a permit)
-// lets it run, it waits on nothing and is not completing. It returns the
+// lets it run, it waits on nothing, has no interrupted run to re-run
+// first and is not completing. It returns the
 // first pending messages (at most max, about bytes of payload), the
 // permit used.
 func (a *agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message, bool) {
@@ -55,7 +57,7 @@ func (a *agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message,
 	// A log that refuses appends wakes the agent when it heals.
 	if a.held || a.busy || a.p.Terminated || a.corrupt != nil || a.released != nil || a.p.Pending.Len() == 0 ||
 		(a.Log != nil && a.Log.Degraded() != nil) ||
-		(a.p.Gated && !a.permit) || a.hasLiveWait() || a.completing {
+		(a.p.Gated && !a.permit) || a.hasLiveWait() || a.hasInterruptedRun() || a.completing {
 		return nil, false
 	}
 	msgs := a.p.Pending.PeekFirst(max, bytes)
@@ -70,7 +72,8 @@ func (a *agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message,
 func (a *agent) activity(noWake bool) (active bool, claims uint64) {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
-	return a.busy || a.settling || (!noWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && a.corrupt == nil && !a.held), a.claims
+	return a.busy || a.settling || (!noWake && a.p.Pending.Len() > 0 && !a.p.Gated && !a.hasLiveWait() && !a.hasInterruptedRun() &&
+		a.corrupt == nil && !a.held), a.claims
 }
 
 // quiet reports whether none of the agents list returns is active (no
@@ -125,7 +128,7 @@ func (a *agent) SetPermit(permit bool) {
 // from the agent's settings (cancel stops it), and returns why this
 // daemon may no longer run the agent (nil when it may), read in the same
 // critical section.
-func (a *agent) StartTurn(req TurnRequest, cancel context.CancelFunc, defaultModel func(string) string,
+func (a *agent) StartTurn(req TurnRequest, cancel context.CancelCauseFunc, defaultModel func(string) string,
 	newID func() string) (turnPlan, *runningTurn, error) {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
@@ -143,20 +146,22 @@ func (a *agent) StartsRun(runID string) bool {
 	return a.cur != nil && !a.cur.rerun && a.cur.runID == runID
 }
 
-// CancelTurn cancels the running turn, if any.
-func (a *agent) CancelTurn() {
+// CancelTurn cancels the running turn, if any, with cause (the turn's
+// end reads it: errStopping interrupts the run, anything else cancels
+// it).
+func (a *agent) CancelTurn(cause error) {
 	a.stateMu.Lock()
 	cur := a.cur
 	a.stateMu.Unlock()
 	if cur != nil {
-		cur.cancel()
+		cur.cancel(cause)
 	}
 }
 
 // MarkReleased records that this daemon may no longer write for the agent
 // (first: it had not been released yet) and returns the running turn's
 // cancel (nil when none runs).
-func (a *agent) MarkReleased(cause error) (first bool, cancel context.CancelFunc) {
+func (a *agent) MarkReleased(cause error) (first bool, cancel context.CancelCauseFunc) {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
 	if a.released != nil {
@@ -265,6 +270,19 @@ func (a *agent) HasLiveWait() bool {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
 	return a.hasLiveWait()
+}
+
+// hasInterruptedRun: the agent's latest run was interrupted and is not
+// re-run yet: it takes no wake turn, so that the messages the run took
+// stay its own (SPEC 4).
+func (a *agent) hasInterruptedRun() bool { return interrupted(*runOrZero(a.p.Run)) }
+
+// runOrZero is r, or a zero run for nil.
+func runOrZero(r *fold.Run) *fold.Run {
+	if r == nil {
+		return &fold.Run{}
+	}
+	return r
 }
 
 func (a *agent) hasLiveWait() bool {

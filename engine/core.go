@@ -73,8 +73,8 @@ type CoreOptions struct {
 	// Jitter returns a random fraction in [0,1) for retry jitter (default:
 	// math/rand/v2.Float64; jitter spreads retries, it guards no secret).
 	Jitter func() float64
-	// NoWake disables automatic wake turns (the crash fuzzer drives turns
-	// itself).
+	// NoWake disables automatic turns: wakes and the resume policy's
+	// re-runs (the crash fuzzer drives turns itself).
 	NoWake bool
 	// SessionSaveDelay is how long session.json's background writer waits
 	// after a change before writing, coalescing the changes made meanwhile
@@ -176,6 +176,10 @@ type Core struct {
 	// recovery are done (or stopped by Close).
 	scrubbed  chan struct{}
 	scrubOnce sync.Once
+	// resumed is what the starts of this Core found interrupted
+	// (autoresume.go), for daemon.status; resumedMu guards it.
+	resumedMu sync.Mutex
+	resumed   []InterruptedRun
 }
 
 // NewCore builds a Core. Call Recover before using it. ctx is the
@@ -276,9 +280,10 @@ func (c *Core) ApplyConfig(cfg config.Config) {
 
 func (c *Core) config() config.Config { return *c.cfg.Load() }
 
-// Close stops background work, cancels running turns (logged as
-// turn.cancelled), saves the provider state of live sessions and closes the
-// logs.
+// Close stops background work, interrupts running turns (each logged as
+// run.interrupted, shutdown: the next start re-runs them; waits keep
+// their tokens), saves the provider state of live sessions and closes
+// the logs.
 func (c *Core) Close(ctx context.Context) error {
 	agents, first := c.stopAgents()
 	if !first {
@@ -333,12 +338,12 @@ func (c *Core) Abandon() {
 
 // stopAgents marks the core closed (no new turns or wakes), stops the
 // scheduler (every pending timer is cancelled, no new timer or background
-// work starts) and cancels every agent's running turn. first is false when
-// the core was closed already.
+// work starts) and interrupts every agent's running turn. first is false
+// when the core was closed already.
 func (c *Core) stopAgents() (agents []*agent, first bool) {
 	agents, first = c.agents.Close(func() { c.sched.Stop() })
 	for _, a := range agents {
-		a.CancelTurn()
+		a.CancelTurn(errStopping)
 	}
 	return agents, first
 }

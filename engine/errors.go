@@ -39,6 +39,14 @@ var (
 	errNotFoundAgent = &domainError{Kind: ErrNotFound, Err: errors.New("agent not found")}
 )
 
+// Why a running turn's context was cancelled (context.Cause): the daemon
+// stopping interrupts the run (run.interrupted, shutdown; SPEC 9), the
+// operator's agent.cancel cancels it (turn.cancelled).
+var (
+	errStopping       = errors.New("the daemon is stopping")
+	errOperatorCancel = errors.New("cancelled by the operator")
+)
+
 // domainError is an error whose text is the user's message and whose
 // chain holds the condition (Kind) and the cause (any %w operand of its
 // text).

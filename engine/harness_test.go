@@ -74,6 +74,10 @@ func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
 	t.Helper()
 	h := &harness{t: t, fs: faultfs.NewMem(), prov: inproc.New("inproc", inproc.Options{NativeResume: true}), cfg: config.Default()}
 	h.cfg.RetryBaseDelay = time.Millisecond
+	// Interrupted runs wait for the test (agent.resume), as most tests of
+	// interruptions expect; the resume policy's own tests set auto
+	// (withAutoResume).
+	h.cfg.Resume = config.ResumeManual
 	for _, f := range setup {
 		f(h)
 	}
@@ -302,3 +306,7 @@ func pendingLen(a *agent) int {
 func pendingOf(a *agent) []inbox.Message {
 	return look(a, func(p *projection, _ liveFlags) []inbox.Message { return p.Pending.Peek() })
 }
+
+// withAutoResume runs the harness under the resume policy auto (the
+// daemon's default for inproc).
+func withAutoResume(h *harness) { h.cfg.Resume = config.ResumeAuto }

@@ -18,6 +18,7 @@ import (
 func withDefaults(o CoreOptions) CoreOptions {
 	if o.Config.Pools == nil {
 		o.Config = config.Default()
+		o.Config.Resume = config.ResumeManual // as the harness: the policy's tests set auto
 	}
 	if o.DefaultProvider == "" {
 		o.DefaultProvider = "inproc"

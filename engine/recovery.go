@@ -122,6 +122,7 @@ func (c *Core) Recover(ctx context.Context) (RecoveryReport, error) {
 		"corrupt", rep.Corrupt, "quarantined", rep.Quarantined, "interrupted", rep.Interrupted, "pending", rep.Pending,
 		"from_checkpoints", rep.Resumed)
 	c.finish(ctx, placed, existing)
+	c.resumeAfterStart(agentsOf(placed))
 	c.WakeAll()
 	c.startScrub(placed)
 	c.startTakeover()
@@ -202,6 +203,17 @@ func (c *Core) classify(ctx context.Context, all []*loaded, rep *RecoveryReport)
 		}
 	}
 	return live, cl.Existing, ended
+}
+
+// agentsOf is the records of ls.
+func agentsOf(ls []*loaded) []*agent {
+	out := make([]*agent, 0, len(ls))
+	for _, l := range ls {
+		if l.Agent != nil {
+			out = append(out, l.Agent)
+		}
+	}
+	return out
 }
 
 // placedCorrupt reports whether a damaged agent is placed in the tree all
@@ -380,7 +392,11 @@ func (c *Core) restore(l *loaded, rep *RecoveryReport) {
 	if !l.Agent.NeedsRestartMark(c.bootID) {
 		return
 	}
-	if _, err := l.Log.Append(schema.RunInterrupted, schema.RunInterruptedData{RunID: run.RunID, Reason: schema.ReasonProcessRestart}); err != nil {
+	reason := schema.ReasonProcessRestart
+	if l.Agent.UnderEarlierClaim() {
+		reason = schema.ReasonTakeover // another daemon of the cluster ran it
+	}
+	if _, err := l.Log.Append(schema.RunInterrupted, schema.RunInterruptedData{RunID: run.RunID, Reason: reason}); err != nil {
 		c.log.Error("logging run.interrupted", "agent", l.ID, "run", run.RunID, "err", err)
 		return
 	}

@@ -63,7 +63,7 @@ func (c *Core) resume(ctx context.Context, agentID string, req resumeRequest) (T
 	}
 	run := a.WaitState().Run
 	if req.Presented == "" && req.TokenID == "" {
-		return c.rerun(ctx, a, run)
+		return c.rerun(ctx, a, run, schema.ByOperator)
 	}
 	runID := run.RunID
 	if run.Wait == nil || run.Ended {
@@ -159,7 +159,7 @@ func commitResume(a *agent, t token.Token, response string) error {
 	}
 	_, err := a.AppendBatch([]eventlog.Record{
 		{Event: schema.TokenConsumed, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
-		{Event: schema.RunResumed, Data: schema.RunResumedData{RunID: t.RunID, TokenID: t.ID, Response: response}},
+		{Event: schema.RunResumed, Data: schema.RunResumedData{RunID: t.RunID, TokenID: t.ID, Response: response, By: schema.ByOperator}},
 	})
 	if err != nil {
 		a.Unclaim()
@@ -181,38 +181,51 @@ func (c *Core) repeatResume(ctx context.Context, a *agent, tokenID, runID string
 	if lr, ok := a.LastResume(); ok && lr.TokenID == tokenID && lr.Completed {
 		return TurnResult{Response: lr.Result, RunID: runID, Status: session.StatusIdle}, nil
 	}
-	if run.RunID == runID && interruptedByRestart(run) {
-		return c.rerun(ctx, a, run)
+	if run.RunID == runID && interrupted(run) && run.Reason != schema.ReasonWaitTimeout {
+		return c.rerun(ctx, a, run, schema.ByOperator)
 	}
 	return TurnResult{}, failf(ErrTokenRejected, "token rejected: %s was consumed, and its run ended without a result", tokenID)
 }
 
-// interruptedByRestart: run is open and a restart interrupted it.
-func interruptedByRestart(run fold.Run) bool {
-	return !run.Ended && run.Interrupted && run.Reason == schema.ReasonProcessRestart
-}
+// interrupted: run is open and was interrupted: by a restart, a stop or
+// a takeover (interrupted_startup), or because its wait timed out
+// (interrupted_waiting).
+func interrupted(run fold.Run) bool { return run.RunID != "" && !run.Ended && run.Interrupted }
 
-// rerun re-runs a run interrupted by a restart (the turn answers the tool
-// calls its log records from the record). If ctx ends first, the run goes
-// on and the result says it is running.
-func (c *Core) rerun(ctx context.Context, a *agent, run fold.Run) (TurnResult, error) {
-	if run.RunID == "" || !interruptedByRestart(run) {
-		return TurnResult{}, failf(ErrWrongState,
-			"agent %s has no interrupted run to resume; to answer a wait pass --token and a response", a.Name())
-	}
-	if err := a.Claim(); err != nil {
+// rerun re-runs an interrupted run (the turn answers the tool calls its
+// log records from the record; a run whose wait timed out gets its
+// await_input answered with the timeout), logged as by (the operator, or
+// the resume policy). If ctx ends first, the run goes on and the result
+// says it is running.
+func (c *Core) rerun(ctx context.Context, a *agent, run fold.Run, by string) (TurnResult, error) {
+	done, err := c.startRerun(a, run, by)
+	if err != nil {
 		return TurnResult{}, err
 	}
-	if _, err := a.Append(schema.RunResumed, schema.RunResumedData{RunID: run.RunID}); err != nil {
-		c.release(a)
-		return TurnResult{}, fmt.Errorf("logging run.resumed: %w", err)
-	}
 	select {
-	case res := <-c.startRun(a, run, ""):
+	case res := <-done:
 		return res, nil
 	case <-ctx.Done():
 		return TurnResult{RunID: run.RunID, Status: "running"}, nil
 	}
+}
+
+// startRerun claims a, logs run.resumed and starts the re-run of its
+// interrupted run; the channel yields the turn's result.
+func (c *Core) startRerun(a *agent, run fold.Run, by string) (<-chan TurnResult, error) {
+	if !interrupted(run) {
+		return nil, failf(ErrWrongState,
+			"agent %s has no interrupted run to resume; to answer a wait pass --token and a response", a.Name())
+	}
+	if err := a.Claim(); err != nil {
+		return nil, err
+	}
+	timedOut := run.Reason == schema.ReasonWaitTimeout
+	if _, err := a.Append(schema.RunResumed, schema.RunResumedData{RunID: run.RunID, By: by, TimedOut: timedOut}); err != nil {
+		c.release(a)
+		return nil, logFailure(fmt.Errorf("logging run.resumed: %w", err))
+	}
+	return c.startRun(a, run, ""), nil
 }
 
 // Cancel cancels an agent's running turn (and returns once it ended), or

@@ -128,7 +128,7 @@ func TestResumeRunsTheTurnOnceAndARepeatSharesItsResult(t *testing.T) {
 		}
 	}
 	hasWrite(t, lw, id, "token.consumed+run.resumed")
-	if rr := dataAs[schema.RunResumedData](t, lastEntry(t, h, id, schema.RunResumed)); rr != (schema.RunResumedData{RunID: res.RunID, TokenID: tokID, Response: "yes"}) {
+	if rr := dataAs[schema.RunResumedData](t, lastEntry(t, h, id, schema.RunResumed)); rr != (schema.RunResumedData{RunID: res.RunID, TokenID: tokID, Response: "yes", By: schema.ByOperator}) {
 		t.Fatalf("run.resumed %+v", rr)
 	}
 	if !writesFollow(lw.of(id), "token.consumed+run.resumed", "turn.start+notices.owed") {
@@ -249,7 +249,7 @@ func TestRepeatAfterARestart(t *testing.T) {
 	if !writesFollow(lw.of(cut), "run.interrupted", "run.resumed", "turn.start") {
 		t.Fatalf("writes of the cut run's log %q; want, after the restart's run.interrupted, run.resumed alone, then the turn", lw.of(cut))
 	}
-	if rr := dataAs[schema.RunResumedData](t, lastEntry(t, h, cut, schema.RunResumed)); rr != (schema.RunResumedData{RunID: runID}) {
+	if rr := dataAs[schema.RunResumedData](t, lastEntry(t, h, cut, schema.RunResumed)); rr != (schema.RunResumedData{RunID: runID, By: schema.ByOperator}) {
 		t.Fatalf("the re-run's run.resumed %+v, want the run alone", rr)
 	}
 	if n := h.count(cut, schema.TokenConsumed); n != 1 {
@@ -368,8 +368,10 @@ func TestResumeByIDAnswersOnlyALiveWait(t *testing.T) {
 	}
 }
 
-// Without a token Resume re-runs a run a restart interrupted, and only
-// such a run; a caller that stops waiting is told the run goes on.
+// Without a token Resume re-runs a run a restart interrupted, and only an
+// interrupted run (a timed-out wait is one too:
+// TestTimedOutWaitIsReRunWithTheTimeout); a caller that stops waiting is
+// told the run goes on.
 func TestResumeReRunsAnInterruptedRun(t *testing.T) {
 	lw := &groupWrites{}
 	h := newHarness(t, withFakeClock, recordWrites(lw), func(h *harness) { h.healBackoff = -1 })
@@ -381,18 +383,16 @@ func TestResumeReRunsAnInterruptedRun(t *testing.T) {
 	fresh := h.create("fresh", "", "echo")
 	waiting := h.create("waiting", "", "ask")
 	h.send(waiting, "go")
-	timedOut := h.create("timed-out", "", "ask")
-	h.send(timedOut, "go")
-	h.clock.Advance(time.Minute + time.Second) // both waits time out...
-	if n := h.count(timedOut, schema.TokenExpired); n != 1 {
+	h.clock.Advance(time.Minute + time.Second) // the wait times out...
+	if n := h.count(waiting, schema.TokenExpired); n != 1 {
 		t.Fatalf("token.expired x%d", n)
 	}
-	h.send(waiting, "again") // ... and this one waits again
+	h.send(waiting, "again") // ... and the agent waits again
 	worker := h.create("worker", "", "work")
 	busyAgent(h, worker, started)
 	h.crash(faultfs.ProcessCrash)
 
-	for id, name := range map[string]string{fresh: "fresh", waiting: "waiting", timedOut: "timed-out"} {
+	for id, name := range map[string]string{fresh: "fresh", waiting: "waiting"} {
 		before := len(h.entries(id))
 		_, err := h.c.Resume(context.Background(), id, "", "")
 		if !errors.Is(err, ErrWrongState) || err.Error() != "agent "+name+" has no interrupted run to resume; to answer a wait pass --token and a response" {
@@ -430,7 +430,7 @@ func TestResumeReRunsAnInterruptedRun(t *testing.T) {
 	if !writesFollow(lw.of(worker), "run.interrupted", "run.resumed", "turn.start") {
 		t.Fatalf("writes %q; want, after the restart's run.interrupted, run.resumed alone, then the turn", lw.of(worker))
 	}
-	if rr := dataAs[schema.RunResumedData](t, lastEntry(t, h, worker, schema.RunResumed)); rr != (schema.RunResumedData{RunID: runID}) {
+	if rr := dataAs[schema.RunResumedData](t, lastEntry(t, h, worker, schema.RunResumed)); rr != (schema.RunResumedData{RunID: runID, By: schema.ByOperator}) {
 		t.Fatalf("run.resumed %+v", rr)
 	}
 	releaseAll() // the turn cut off by the crash, and the re-run

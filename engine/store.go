@@ -52,6 +52,6 @@ func (c *Core) releaseAgent(id string, cause error) {
 	}
 	c.log.Error("agent released: its turns stop in this daemon", "agent", id, "err", cause)
 	if cancel != nil {
-		cancel()
+		cancel(cause)
 	}
 }

@@ -52,10 +52,10 @@ type replayedCall struct {
 
 // newRunTools starts the ToolCaller of one attempt of run runID's turn.
 // Calls the log already records for the run are answered from the
-// record; an answer to the run's pending await_input (a resume) answers
-// that call.
+// record; the answer to the run's pending await_input (a resume, or a
+// timed-out wait re-run) answers that call.
 func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
-	calls, resume := a.Recorded(runID)
+	calls, answer := a.Recorded(runID)
 	recorded := make([]replayedCall, len(calls))
 	for i, rc := range calls {
 		recorded[i] = replayedCall{Tool: rc.Tool, Result: rc.Result, Error: rc.Error,
@@ -63,7 +63,7 @@ func (c *Core) newRunTools(a *agent, runID string, turn int) *runTools {
 	}
 	t := &runTools{}
 	t.c, t.self, t.runID, t.turn = c, a, runID, turn
-	t.recorded, t.resume, t.calls = recorded, resume, newCallLog(a)
+	t.recorded, t.answer, t.calls = recorded, answer, newCallLog(a)
 	return t
 }
 
@@ -78,7 +78,7 @@ type toolAttempt struct {
 	mu       sync.Mutex
 	next     int // the position of the next call
 	recorded []replayedCall
-	resume   *string // answer to the run's pending await_input
+	answer   map[string]any // the answer to the run's pending await_input
 	calls    *callLog
 	// serial runs one call at a time, so positions, derived ids and the
 	// order of tool.call entries agree when calls also arrive over the
@@ -113,9 +113,9 @@ func (t *toolAttempt) callOne(ctx context.Context, tool string, args map[string]
 		r := t.recorded[idx]
 		rec = &r
 	}
-	resume := t.resume
-	if rec == nil && tool == tools.ToolAwaitInput && resume != nil {
-		t.resume = nil
+	answer := t.answer
+	if rec == nil && tool == tools.ToolAwaitInput && answer != nil {
+		t.answer = nil
 	}
 	t.mu.Unlock()
 	pos := callPos{RunID: t.runID, Turn: t.turn, Index: idx}
@@ -128,12 +128,11 @@ func (t *toolAttempt) callOne(ctx context.Context, tool string, args map[string]
 	if rec != nil {
 		return answerRecorded(idx, tool, args, rec)
 	}
-	if tool == tools.ToolAwaitInput && resume != nil {
-		result := map[string]any{"response": *resume}
-		if err := logCall(t.self, tool, args, toolOutcome{Result: result}, pos); err != nil {
+	if tool == tools.ToolAwaitInput && answer != nil {
+		if err := logCall(t.self, tool, args, toolOutcome{Result: answer}, pos); err != nil {
 			return nil, err
 		}
-		return result, nil
+		return answer, nil
 	}
 	return t.c.callTool(ctx, t.self, tool, args, pos, t.calls)
 }

@@ -232,7 +232,7 @@ func (h *harness) handTurn(id, runID string, shown ...string) *handRun {
 		h.t.Fatalf("agent %s not found", id)
 	}
 	noErr(h.t, a.Claim())
-	plan, running, released := a.StartTurn(TurnRequest{Prompt: "go", MessageIDs: shown}, func() {},
+	plan, running, released := a.StartTurn(TurnRequest{Prompt: "go", MessageIDs: shown}, func(error) {},
 		func(string) string { return "echo" }, func() string { return runID })
 	noErr(h.t, released)
 	logs(h.t, a, schema.TurnStart, schema.TurnStartData{RunID: plan.RunID, Turn: plan.Turn, BootID: h.c.bootID, Prompt: "go",

@@ -28,7 +28,9 @@ import (
 //     complete: turn.complete (with the usage), the response, status idle;
 //     suspended: nothing logged here (await_input logged the wait), status
 //     suspended, the wait and the resume secret, once;
-//     cancelled: turn.cancelled, status idle, a wrong-state error;
+//     cancelled: turn.cancelled, status idle, a wrong-state error; but a
+//     turn the daemon's stop cut off is interrupted (run.interrupted,
+//     shutdown: the next start re-runs it), never cancelled;
 //     failed (a timeout given up on included): turn.failed with the error
 //     and the attempts, status idle, the error.
 //     An end that cannot be logged is owed (written when the log heals)
@@ -113,8 +115,8 @@ func (c *Core) startTurn(a *agent, req TurnRequest) <-chan TurnResult {
 // runTurn runs one turn of a claimed agent to its end, aftermath
 // included; the Core's context stops every turn.
 func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	defer cancel(nil)
 	// A release between the claim and here found no turn to cancel:
 	// StartTurn reports it, and the turn does not start. The config is
 	// read once, before StartTurn takes the record's lock.
@@ -201,6 +203,16 @@ func (c *Core) endTurn(ctx context.Context, a *agent, t turnPlan, response strin
 		res.Status = session.StatusSuspended
 		res.Wait, res.Token = a.Suspended(runID)
 		return outcomeSuspended
+	case (ctx.Err() != nil || errors.Is(err, context.Canceled)) && c.stopping() && !errors.Is(context.Cause(ctx), errOperatorCancel):
+		// A stop interrupts the run, never cancels it (SPEC 9): the next
+		// start re-runs it under the resume policy.
+		if _, lerr := a.Append(schema.RunInterrupted, schema.RunInterruptedData{RunID: runID, Reason: schema.ReasonShutdown}); lerr != nil {
+			c.log.Error("logging run.interrupted at shutdown; the next start marks the run interrupted", "agent", a.ID(), "err", lerr)
+		}
+		res.Status = session.StatusInterruptedStartup
+		res.Err = failf(ErrShuttingDown, "the daemon is stopping: run %s of agent %s was interrupted; the next start re-runs it "+
+			"(resume policy auto) or lists it for `warren agent resume`", runID, a.Name())
+		return outcomeNone
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		outcome := outcomeCancelled
 		if lerr := idle(schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}); lerr != nil {

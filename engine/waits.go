@@ -99,8 +99,9 @@ func (c *Core) SweepEvery(interval time.Duration) {
 // sweepWaits expires every live wait whose deadline passed:
 // run.interrupted (wait_timeout) and token.expired in the agent's log in
 // one write (with the notices of waiting -> idle it owes); then
-// session.json says idle, the notices are delivered and the agent may
-// wake. A token of an agent that is gone expires with nothing written; a
+// session.json says idle, the notices are delivered and, under the
+// resume policy auto, the run is re-run with its wait answered by the
+// timeout. A token of an agent that is gone expires with nothing written; a
 // wait whose write fails stays live for the next sweep.
 func (c *Core) sweepWaits() {
 	expired := c.tokens.Expire(c.now(), func(t token.Token) error {
@@ -118,7 +119,11 @@ func (c *Core) sweepWaits() {
 		if a, ok := c.agent(t.AgentID); ok {
 			c.saveSession(a, func(s *session.Session) { s.State = session.StateIdle })
 			c.notify(a) // waiting -> idle
-			c.wake(a)
+			// The run moves on by itself under the resume policy
+			// (recovery does it for what it expires, once it is done).
+			if !c.agents.WakesHeld() {
+				c.autoResume([]*agent{a})
+			}
 		}
 	}
 }

@@ -267,7 +267,7 @@ func (p *State) foldRunWaiting(e eventlog.Entry) error {
 	if r := p.RunFor(d.RunID); r != nil {
 		r.Wait = &Wait{TokenID: d.TokenID, Kind: d.WaitKind, Prompt: d.Prompt,
 			SecretHash: d.SecretHash, Deadline: parseTime(d.Deadline), Since: e.TS, Turn: d.Turn, TokenState: tokLive}
-		r.ResumeResponse = nil
+		r.ResumeResponse, r.TimedOut = nil, false
 	}
 	return nil
 }
@@ -297,6 +297,12 @@ func (p *State) foldRunResumed(e eventlog.Entry) error {
 	}
 	if r := p.RunFor(d.RunID); r != nil {
 		r.Interrupted, r.Reason = false, ""
+		if d.By == schema.ByAuto {
+			r.AutoResumes++
+		}
+		if d.TimedOut {
+			r.TimedOut = true
+		}
 		if d.TokenID != "" && r.Wait != nil && r.Wait.TokenID == d.TokenID {
 			resp := d.Response
 			r.ResumeResponse = &resp

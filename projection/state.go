@@ -137,6 +137,12 @@ type Run struct {
 	Calls       []Call
 	// ResumeResponse answers the run's await_input call on re-run.
 	ResumeResponse *string
+	// TimedOut: the run was re-run after its wait timed out; its pending
+	// await_input call is answered with the timeout (SPEC 4).
+	TimedOut bool `json:",omitempty"`
+	// AutoResumes counts the run.resumed the resume policy logged for
+	// the run (by "auto"): at 3 it is left for the operator.
+	AutoResumes int `json:",omitempty"`
 	// StartRef is the line of the turn.start that began the run (a re-run
 	// keeps it); EndRef the line that ended it (zero while it is open).
 	// They witness the run to a checkpoint's check (verify.go).

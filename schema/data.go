@@ -112,6 +112,11 @@ type RunResumedData struct {
 	RunID    string `json:"run_id"`
 	TokenID  string `json:"token_id"`
 	Response string `json:"response,omitempty"`
+	// By is who resumed it: ByOperator or ByAuto (the resume policy).
+	By string `json:"by"`
+	// TimedOut: the re-run of a run whose wait timed out; its await_input
+	// call is answered {"error": "wait timed out", "timed_out": true}.
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 type TokenData struct {

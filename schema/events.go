@@ -39,7 +39,15 @@ const (
 // Reasons of run.interrupted.
 const (
 	ReasonProcessRestart = "process_restart"
+	ReasonShutdown       = "shutdown" // a clean stop interrupted the running turn
 	ReasonWaitTimeout    = "wait_timeout"
+	ReasonTakeover       = "takeover" // another daemon of a cluster took the agent over
+)
+
+// Who re-ran a run (run.resumed's by).
+const (
+	ByOperator = "operator"
+	ByAuto     = "auto"
 )
 
 // Reasons of token.revoked.

@@ -85,3 +85,42 @@ func StateChange(name, from, to string) string {
 func SpawnFailed(name string, err error) string {
 	return fmt.Sprintf("spawning %q failed: %v", name, err)
 }
+
+// Interrupted is one run a start found interrupted, for Resumed.
+type Interrupted struct {
+	Path, RunID, Reason string
+	// Rerun: the resume policy re-ran it; else Left says why it waits
+	// for the operator.
+	Rerun bool
+	Left  string
+}
+
+// Resumed tells the operator which runs a start found interrupted, which
+// it re-ran (resume policy auto), and how to re-run the rest.
+func Resumed(runs []Interrupted) string {
+	var b strings.Builder
+	var left []string
+	rerun := 0
+	for _, r := range runs {
+		if r.Rerun {
+			rerun++
+		} else {
+			left = append(left, r.Path)
+		}
+	}
+	fmt.Fprintf(&b, "This start found %d interrupted run(s); %d re-run by the resume policy, %d left for you.", len(runs), rerun, len(left))
+	for _, r := range runs {
+		what := "re-run"
+		if !r.Rerun {
+			what = "left: " + r.Left
+		}
+		fmt.Fprintf(&b, "\n- %s: run %s (%s), %s", r.Path, r.RunID, r.Reason, what)
+	}
+	switch {
+	case len(left) == 1:
+		fmt.Fprintf(&b, "\nRe-run it with: warren agent resume %s", left[0])
+	case len(left) > 1:
+		b.WriteString("\nRe-run them with: warren agent resume --all")
+	}
+	return b.String()
+}
