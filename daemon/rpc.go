@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/warren-dev/warren/engine"
@@ -33,7 +34,16 @@ type handler struct {
 	pid      int
 	shutdown func()
 	cfg      *configState // an invalid config.json, until fixed (nil in tests)
+	// drain is how long the stop lets running turns finish (daemon.shutdown's
+	// drain_s, in nanoseconds); draining is set while it does, and new
+	// sends, creates and resumes are refused (code 6) meanwhile.
+	drain    atomic.Int64
+	draining atomic.Bool
 }
+
+// refusedWhileDraining are the methods that would start work a draining
+// daemon would only interrupt.
+var refusedWhileDraining = map[string]bool{"agent.create": true, "agent.send": true, "agent.stream": true, "agent.resume": true}
 
 type methodFunc func(h *handler, ctx context.Context, p protocol.Params, out server.Stream) (any, error)
 
@@ -70,6 +80,10 @@ func (h *handler) Handle(ctx context.Context, req *protocol.Request, out server.
 			return nil, toRPCError(err)
 		}
 		return res, nil
+	}
+	if refusedWhileDraining[req.Method] && h.draining.Load() {
+		return nil, protocol.Errorf(protocol.CodeUnavailable,
+			"the daemon is stopping: it lets running turns finish and starts nothing new; send again once it has restarted (warren daemon start)")
 	}
 	res, err := m(h, ctx, req.Params, out)
 	if err != nil {
@@ -399,8 +413,36 @@ func (h *handler) toolCall(ctx context.Context, p protocol.Params, _ server.Stre
 	return h.c.CallTool(ctx, id, tool, args)
 }
 
-func (h *handler) inboxList(ctx context.Context, _ protocol.Params, _ server.Stream) (any, error) {
-	msgs, err := h.c.DrainUserInbox(ctx)
+// maxWaitS bounds inbox.list's wait_s (an hour; a client that wants to
+// wait longer asks again).
+const maxWaitS = 3600
+
+func (h *handler) inboxList(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	peek, err := p.OptBool("peek", false)
+	if err != nil {
+		return nil, err
+	}
+	waitS, err := p.OptInt("wait_s", 0)
+	if err != nil {
+		return nil, err
+	}
+	if waitS < 0 || waitS > maxWaitS {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "param wait_s: must be 0 to %d seconds, got %d", maxWaitS, waitS)
+	}
+	if waitS > 0 {
+		wctx, cancel := context.WithTimeout(ctx, time.Duration(waitS)*time.Second)
+		err := h.c.WaitUserMessage(wctx)
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+	}
+	var msgs []engine.UserMessage
+	if peek {
+		msgs, err = h.c.PeekUserInbox(ctx)
+	} else {
+		msgs, err = h.c.DrainUserInbox(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -410,7 +452,11 @@ func (h *handler) inboxList(ctx context.Context, _ protocol.Params, _ server.Str
 			"timestamp": m.Timestamp.UTC().Format(time.RFC3339Nano)}
 	}
 	res := map[string]any{"messages": out}
-	if n := h.c.UserPendingCount(); n > 0 {
+	n := h.c.UserPendingCount()
+	if peek {
+		n -= len(msgs) // the shown ones stay in the inbox
+	}
+	if n > 0 {
 		res["remaining"] = n // more than one reply carries: call again
 	}
 	return res, nil
@@ -444,6 +490,17 @@ func (h *handler) reset(_ context.Context, p protocol.Params, _ server.Stream) (
 }
 
 func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	all, err := p.OptBool("all", false)
+	if err != nil {
+		return nil, err
+	}
+	recursive, err := p.OptBool("recursive", false)
+	if err != nil {
+		return nil, err
+	}
+	if all || recursive {
+		return h.resumeTree(ctx, p, all)
+	}
 	id, err := h.ref(p, "agent_id")
 	if err != nil {
 		return nil, err
@@ -471,6 +528,41 @@ func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream
 		return nil, err
 	}
 	return turnResultMap(id, res)
+}
+
+// resumeTree answers agent.resume with recursive (the agent's subtree)
+// or all (the whole tree; agent_id may be left out): every interrupted
+// run in it is re-run; it returns at once with what was started and what
+// could not be, with why.
+func (h *handler) resumeTree(ctx context.Context, p protocol.Params, all bool) (any, error) {
+	if p.Has("token") || p.Has("token_id") || p.Has("response") {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "recursive and all re-run interrupted runs; they take no token, token_id or response (answer a wait alone)")
+	}
+	id := ""
+	if !all || p.Has("agent_id") {
+		var err error
+		if id, err = h.ref(p, "agent_id"); err != nil {
+			return nil, err
+		}
+	}
+	runs, err := h.c.ResumeTree(ctx, id, all && id == "")
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"runs": interruptedList(runs)}, nil
+}
+
+// interruptedList is runs as the wire shows them.
+func interruptedList(runs []engine.InterruptedRun) []any {
+	out := make([]any, len(runs))
+	for i, r := range runs {
+		m := map[string]any{"agent_id": r.AgentID, "path": r.Path, "run_id": r.RunID, "reason": r.Reason, "rerun": r.Rerun}
+		if r.Left != "" {
+			m["left"] = r.Left
+		}
+		out[i] = m
+	}
+	return out
 }
 
 func entryMap(agentID string, e eventlog.Entry) map[string]any {
@@ -519,6 +611,9 @@ func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, 
 	if msg := h.cfg.message(); msg != "" {
 		st["config_error"] = msg
 	}
+	if runs := h.c.Interrupted(); len(runs) > 0 {
+		st["interrupted"] = interruptedList(runs)
+	}
 	return st, nil
 }
 
@@ -528,7 +623,11 @@ func (h *handler) providers(context.Context, protocol.Params, server.Stream) (an
 	return map[string]any{"providers": h.c.Providers()}, nil
 }
 
-// shutdownM stops the daemon. With a `home` param it stops only if that is
+// maxDrainS bounds daemon.shutdown's drain_s (a day).
+const maxDrainS = 24 * 3600
+
+// shutdownM stops the daemon, after letting running turns finish for up
+// to drain_s seconds (SPEC 9). With a `home` param it stops only if that is
 // the home this daemon serves (the same directory), so a client that
 // reached it through a socket linked into another home stops nothing.
 func (h *handler) shutdownM(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
@@ -536,15 +635,23 @@ func (h *handler) shutdownM(_ context.Context, p protocol.Params, _ server.Strea
 	if err != nil {
 		return nil, err
 	}
+	drainS, err := p.OptInt("drain_s", 0)
+	if err != nil {
+		return nil, err
+	}
+	if drainS < 0 || drainS > maxDrainS {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "param drain_s: must be 0 to %d seconds, got %d", maxDrainS, drainS)
+	}
 	if want != "" && !homedir.Same(want, h.home) {
 		return nil, protocol.Errorf(protocol.CodeInvalid,
 			"this daemon (pid %d) serves the home %s, not %s; it was not stopped. Its socket was reached through another home's path: remove that link",
 			h.pid, h.home, want)
 	}
+	h.drain.Store(int64(drainS) * int64(time.Second))
 	if h.shutdown != nil {
 		go h.shutdown()
 	}
-	return map[string]any{"status": "shutting_down"}, nil
+	return map[string]any{"status": "shutting_down", "drain_s": drainS}, nil
 }
 
 // pageParams reads the paging params of agent.log and agent.inspect:

@@ -232,6 +232,15 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 	case runErr = <-serveErr:
 		stop()
 	}
+	if d := time.Duration(h.drain.Load()); d > 0 {
+		// The socket keeps answering: reads are served, new work is
+		// refused (handler.draining); running turns may finish.
+		h.draining.Store(true)
+		logger.Info("draining: running turns may finish before the stop", "for", d)
+		dctx, dcancel := context.WithTimeout(context.Background(), d)
+		core.Drain(dctx)
+		dcancel()
+	}
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

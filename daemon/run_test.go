@@ -161,7 +161,7 @@ func TestRunLockConfigReloadAndCleanShutdown(t *testing.T) {
 		t.Fatalf("default slots = %d, want 9 (the invalid file in between is ignored)", n)
 	}
 
-	// Shutdown cancels the running turn (logged), removes socket and pid.
+	// Shutdown interrupts the running turn (logged), removes socket and pid.
 	res, err := cl.Call(ctx, "agent.create", map[string]any{"name": "lead", "provider": "inproc", "model": "slow"})
 	if err != nil {
 		t.Fatal(err)
@@ -184,14 +184,17 @@ func TestRunLockConfigReloadAndCleanShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !contains(data, `"event":"turn.cancelled"`) {
-		t.Fatalf("the running turn was not logged as cancelled:\n%s", data)
+	if contains(data, `"event":"turn.cancelled"`) || !contains(data, `"reason":"shutdown"`) {
+		t.Fatalf("the running turn was not interrupted (run.interrupted, shutdown, and never turn.cancelled):\n%s", data)
 	}
-	// The next start finds a clean state (no interrupted run).
+	// The next start re-runs it (inproc's resume policy is auto) and says
+	// so in daemon.status.
 	cl2, _ := runDaemon(t, home, map[string]provider.Provider{"inproc": ip})
-	view, err := cl2.Call(ctx, "agent.inspect", map[string]any{"agent_id": "lead"})
-	if err != nil || view["status"] != "idle" {
-		t.Fatalf("after a clean shutdown: %v %v", view, err)
+	<-started
+	st, err := cl2.Call(ctx, "daemon.status", nil)
+	runs, _ := st["interrupted"].([]any)
+	if err != nil || len(runs) != 1 || runs[0].(map[string]any)["rerun"] != true || runs[0].(map[string]any)["reason"] != "shutdown" {
+		t.Fatalf("daemon.status after the restart: %v %v", st, err)
 	}
 }
 

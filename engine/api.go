@@ -55,7 +55,8 @@ func (c *Core) SendNotify(ctx context.Context, agentID, message, provName, model
 		return res, nil
 	case <-ctx.Done():
 		if c.agents.Closed() {
-			return TurnResult{}, failf(ErrShuttingDown, "the daemon is shutting down; the turn was cancelled (logged as turn.cancelled)")
+			return TurnResult{}, failf(ErrShuttingDown, "the daemon is stopping: the run is interrupted (run.interrupted, shutdown) and the next start re-runs it "+
+				"(resume policy auto) or lists it for `warren agent resume`")
 		}
 		return TurnResult{}, failf(ErrUnavailable, "request ended before the turn did (%w); the turn goes on", ctx.Err())
 	}
@@ -107,6 +108,27 @@ func (c *Core) WaitChange() <-chan struct{} { return c.changed.Wait() }
 
 // Subscribe streams logged events (agentID "" = all agents); cancel ends it.
 func (c *Core) Subscribe(agentID string) (<-chan bus.Event, func()) { return c.bus.Subscribe(agentID) }
+
+// Drain lets the running turns finish before a stop, for as long as ctx
+// allows: from now on no wake starts a turn (messages stay pending for
+// the next start) and the resume policy re-runs nothing; it returns once
+// no turn runs nor its aftermath, or when ctx ends. The caller refuses new
+// sends and creates meanwhile (the RPC edge, code 6) and then closes the
+// Core, which interrupts what still runs.
+func (c *Core) Drain(ctx context.Context) {
+	c.agents.SetDraining()
+	for {
+		changed := c.changed.Wait()
+		if quiet(c.agentList, true) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 // Idle reports whether no turn runs (nor its aftermath: deferred spawns,
 // notices, completion) and no wake is due, at one moment (quiet).

@@ -41,6 +41,7 @@ type roster struct {
 	agents     map[string]*agent
 	closed     bool
 	recovering bool
+	draining   bool // wakes held for good: the daemon stops after its turns end
 	// quarantine maps the id of each agent directory found in
 	// <home>/quarantine at recovery to its path.
 	quarantine map[string]string
@@ -119,12 +120,20 @@ func (r *roster) SetRecovering(on bool) {
 	r.mu.Unlock()
 }
 
-// WakesHeld reports whether no wake may start a turn: the roster is closed
-// or recovering.
+// SetDraining holds wakes back for good: the daemon lets running turns
+// finish before it stops (Core.Drain).
+func (r *roster) SetDraining() {
+	r.mu.Lock()
+	r.draining = true
+	r.mu.Unlock()
+}
+
+// WakesHeld reports whether no wake may start a turn: the roster is
+// closed, recovering or draining.
 func (r *roster) WakesHeld() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.closed || r.recovering
+	return r.closed || r.recovering || r.draining
 }
 
 // Known reports whether id is served or remembered as terminated.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"github.com/warren-dev/warren/tree"
 	"path/filepath"
 	"time"
 
@@ -65,6 +66,41 @@ func (c *Core) DrainUserInbox(ctx context.Context) ([]UserMessage, error) {
 		out[i] = UserMessage(m)
 	}
 	return out, nil
+}
+
+// PeekUserInbox is DrainUserInbox leaving the messages in the inbox
+// (inbox.list's peek).
+func (c *Core) PeekUserInbox(ctx context.Context) ([]UserMessage, error) {
+	if err := c.user.Damage(); err != nil {
+		return nil, failf(ErrWrongState, "%w", err)
+	}
+	msgs, err := c.user.Show(maxDrain, pageBytes, c.filler(ctx), c.displayName)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]UserMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = UserMessage(m)
+	}
+	return out, nil
+}
+
+// WaitUserMessage returns once the USER inbox holds a message, or when
+// ctx ends (with its error): inbox.list's wait_s.
+func (c *Core) WaitUserMessage(ctx context.Context) error {
+	ch, cancel := c.bus.Subscribe(tree.User)
+	defer cancel()
+	for c.user.Len() == 0 {
+		select {
+		case _, open := <-ch:
+			if !open {
+				return failf(ErrShuttingDown, "the daemon is stopping")
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // UserPending lists the USER inbox without draining it, payloads read

@@ -182,6 +182,17 @@ type Fill func(owner string, msgs []inbox.Message) ([]inbox.Message, error)
 // as one reply carries: at most n and, beyond the first, about b payload
 // bytes; the rest stay for the next call. name names each sender.
 func (u *Inbox) Drain(n int, b int64, fill Fill, name func(id string) string) ([]Message, error) {
+	return u.take(n, b, fill, name, true)
+}
+
+// Show is Drain without marking anything delivered: the messages stay in
+// the inbox (inbox.list's peek).
+func (u *Inbox) Show(n int, b int64, fill Fill, name func(id string) string) ([]Message, error) {
+	return u.take(n, b, fill, name, false)
+}
+
+// take is Drain, or Show when deliver is false.
+func (u *Inbox) take(n int, b int64, fill Fill, name func(id string) string, deliver bool) ([]Message, error) {
 	if u.damage != nil {
 		return nil, u.damage
 	}
@@ -193,8 +204,10 @@ func (u *Inbox) Drain(n int, b int64, fill Fill, name func(id string) string) ([
 	if err != nil {
 		return nil, err
 	}
-	if err := u.Deliver(msgs); err != nil {
-		return nil, err
+	if deliver {
+		if err := u.Deliver(msgs); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]Message, len(msgs))
 	for i, m := range msgs {

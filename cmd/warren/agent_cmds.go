@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,19 +161,65 @@ func (c *cli) printInbox(ctx context.Context, res, params map[string]any) error 
 }
 
 func newInboxCmd(c *cli) *cobra.Command {
-	return &cobra.Command{
-		Use:     "inbox",
-		Short:   "drain the messages root agents sent to you (the USER inbox)",
-		Example: indent("warren inbox\nwarren inbox --json"),
+	var peek bool
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "inbox [--peek] [--wait[=DUR]]",
+		Short: "drain the messages root agents sent to you (the USER inbox); --peek leaves them, --wait blocks until one comes",
+		Long: `Print the messages root agents (and SYSTEM) sent to you, oldest first, and
+mark them read. --peek prints them and leaves them in the inbox. --wait
+blocks until the inbox holds a message (for at most DUR when given, then
+exit 1 with "no message"), the way a script waits for a team's answer.
+The log itself is readable with the daemon down: warren logs USER.`,
+		Example: indent("warren inbox\nwarren inbox --peek\nwarren agent send lead \"build it\" && warren inbox --wait=30m\nwarren inbox --json"),
 		Args:    usage.Args(0, 0),
-		RunE: c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error {
-			res, show, err := c.callOut(ctx, "inbox.list", nil)
+		RunE: c.runE(func(ctx context.Context, cc *cobra.Command, _ []string) error {
+			if cc.Flags().Changed("wait") {
+				if err := c.waitForUserMessage(ctx, wait); err != nil {
+					return err
+				}
+			}
+			res, show, err := c.callOut(ctx, "inbox.list", map[string]any{"peek": peek})
 			if err != nil || !show {
 				return err
 			}
 			render.UserInbox(c.stdout, res)
 			return nil
 		}),
+	}
+	cmd.Flags().BoolVar(&peek, "peek", false, "leave the messages in the inbox")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "block until a message arrives (for at most DUR, e.g. 30s or 10m; no value: as long as it takes)")
+	cmd.Flags().Lookup("wait").NoOptDefVal = "0s"
+	return cmd
+}
+
+// waitForUserMessage blocks until the USER inbox holds a message: for at
+// most d (0: as long as it takes), asking the daemon an hour at most at a
+// time (inbox.list's wait_s, peeking).
+func (c *cli) waitForUserMessage(ctx context.Context, d time.Duration) error {
+	if d < 0 {
+		return exit.Usagef("warren inbox --wait=DUR", "--wait takes a duration of 0 or more, got %s", d)
+	}
+	var deadline time.Time
+	if d > 0 {
+		deadline = time.Now().Add(d)
+	}
+	for {
+		waitS := int64(3600)
+		if d > 0 {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return exit.Failf("no message arrived in the USER inbox within %s", d)
+			}
+			waitS = min(waitS, int64((left+time.Second-1)/time.Second))
+		}
+		res, err := c.daemon().Call(ctx, "inbox.list", map[string]any{"peek": true, "wait_s": waitS})
+		if err != nil {
+			return err
+		}
+		if msgs, _ := res["messages"].([]any); len(msgs) > 0 {
+			return nil
+		}
 	}
 }
 

@@ -95,24 +95,40 @@ func (c *cli) sendInterrupted(ctx context.Context, ref string) error {
 
 func newAgentResumeCmd(c *cli) *cobra.Command {
 	var token, tokenID, file string
+	var all, recursive bool
 	cmd := &cobra.Command{
-		Use:   "resume REF [--token T | --token-id ID] [RESPONSE | - | --file PATH]",
-		Short: "answer a waiting run (by token or token id), or re-run an interrupted one",
+		Use:   "resume REF [--token T | --token-id ID] [RESPONSE | - | --file PATH] | --all | REF --recursive",
+		Short: "answer a waiting run (by token or token id), or re-run interrupted runs",
 		Long: `Answer a run that waits for input with its token (printed when it suspended)
 or its token id (listed by warren waits) and a RESPONSE ("-" reads it from
-standard input, --file from a file); without a token, re-run an interrupted
-run.`,
+standard input, --file from a file). Without a token, re-run an
+interrupted run: one a stop, a crash or a takeover cut off, or one whose
+wait timed out (its await_input is answered {"error": "wait timed out",
+"timed_out": true}). --recursive re-runs every interrupted run under REF,
+--all every one in the tree; both return at once, listing what started.
+Under the resume policy auto (the default but for acp agents) a start
+re-runs interrupted runs by itself; see warren daemon status.`,
 		Example: indent(`warren agent resume lead/w1 --token-id 3f9c... yes
 warren agent resume lead --token 'tok.secret' - < answer.txt
-warren agent resume lead   # re-run a run a restart interrupted`),
-		Args:              usage.Args(1, 2, "REF", "RESPONSE"),
+warren agent resume lead             # re-run its interrupted run
+warren agent resume lead --recursive # and those of its subtree
+warren agent resume --all`),
+		Args:              usage.Args(0, 2, "REF", "RESPONSE"),
 		ValidArgsFunction: c.completer().Agents,
 	}
 	f := cmd.Flags()
 	f.StringVar(&token, "token", "", "the resume token printed when the run suspended")
 	f.StringVar(&tokenID, "token-id", "", "the wait's public token id (warren waits lists them)")
 	f.StringVar(&file, "file", "", "read the response from this file")
+	f.BoolVar(&all, "all", false, "re-run every interrupted run in the tree")
+	f.BoolVar(&recursive, "recursive", false, "re-run every interrupted run in REF's subtree")
 	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, pos []string) error {
+		if all || recursive {
+			return c.resumeTree(ctx, cmd, pos, all, token != "" || tokenID != "" || file != "")
+		}
+		if len(pos) == 0 {
+			return exit.Usagef(cmd.UseLine(), "name the agent (REF), or pass --all")
+		}
 		if token != "" && tokenID != "" {
 			return exit.Usagef(cmd.UseLine(), "give --token or --token-id, not both")
 		}
@@ -145,6 +161,28 @@ warren agent resume lead   # re-run a run a restart interrupted`),
 		return nil
 	})
 	return cmd
+}
+
+// resumeTree is agent resume --all or REF --recursive.
+func (c *cli) resumeTree(ctx context.Context, cmd *cobra.Command, pos []string, all, answering bool) error {
+	switch {
+	case answering:
+		return exit.Usagef(cmd.UseLine(), "--all and --recursive re-run interrupted runs; they take no token or response")
+	case all && len(pos) > 0:
+		return exit.Usagef(cmd.UseLine(), "--all takes no REF (it re-runs the whole tree's interrupted runs)")
+	case !all && len(pos) != 1:
+		return exit.Usagef(cmd.UseLine(), "--recursive needs the REF whose subtree to re-run")
+	}
+	params := map[string]any{"all": all, "recursive": !all}
+	if !all {
+		params["agent_id"] = pos[0]
+	}
+	res, show, err := c.callOut(ctx, "agent.resume", params)
+	if err != nil || !show {
+		return err
+	}
+	render.Interrupted(c.stdout, reply.List(res, "runs"), "no interrupted run to re-run")
+	return nil
 }
 
 func newAgentTerminateCmd(c *cli) *cobra.Command {

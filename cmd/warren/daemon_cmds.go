@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -123,13 +124,31 @@ func runForeground(ctx context.Context, c *cli, maxSlots int, level string, cl d
 }
 
 func newDaemonStopCmd(c *cli) *cobra.Command {
-	return &cobra.Command{
-		Use:     "stop",
-		Short:   "stop the daemon gracefully and wait until it has exited",
-		Example: indent("warren daemon stop\nwarren daemon stop --home /tmp/team"),
+	var drain time.Duration
+	cmd := &cobra.Command{
+		Use:   "stop [--drain[=DUR]]",
+		Short: "stop the daemon gracefully and wait until it has exited; running turns are interrupted, and re-run at the next start",
+		Long: `Stop the daemon and wait until it has exited. A turn that is running is
+interrupted (its log records run.interrupted, shutdown; its provider process
+is stopped) and the next start re-runs it under the resume policy: a stop
+loses no work a kill -9 would keep. Waits keep their tokens.
+
+--drain first lets running turns finish, for up to DUR (default 5m), while
+the socket keeps answering: reads are served, new sends and creates are
+refused (code 6), and no agent starts a new turn; whatever still runs then
+is interrupted as above.`,
+		Example: indent("warren daemon stop\nwarren daemon stop --drain\nwarren daemon stop --drain=30s --home /tmp/team"),
 		Args:    usage.Args(0, 0),
-		RunE:    c.runE(func(ctx context.Context, _ *cobra.Command, _ []string) error { return c.daemonCtl().Stop(ctx) }),
+		RunE: c.runE(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			if drain < 0 {
+				return exit.Usagef(cmd.UseLine(), "--drain takes a duration of 0 or more, got %s", drain)
+			}
+			return c.daemonCtl().Stop(ctx, drain)
+		}),
 	}
+	cmd.Flags().DurationVar(&drain, "drain", 0, "let running turns finish for up to this long first (no value: 5m)")
+	cmd.Flags().Lookup("drain").NoOptDefVal = "5m"
+	return cmd
 }
 
 func newDaemonStatusCmd(c *cli) *cobra.Command {

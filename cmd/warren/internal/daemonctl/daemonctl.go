@@ -51,10 +51,12 @@ type Ctl struct {
 	JSON   bool // print the RPC result as JSON instead of text
 }
 
-// Stop asks the daemon to stop and waits until it has exited. When the
-// socket refuses or does not answer in time it stops the daemon with a
-// signal instead, once sure of its pid (signal.go).
-func (d *Ctl) Stop(ctx context.Context) error {
+// Stop asks the daemon to stop, after letting running turns finish for
+// up to drain (0: it interrupts them at once; the next start re-runs
+// them), and waits until it has exited. When the socket refuses or does
+// not answer in time it stops the daemon with a signal instead, once sure
+// of its pid (signal.go).
+func (d *Ctl) Stop(ctx context.Context, drain time.Duration) error {
 	st, err := d.callInTime(ctx, "daemon.status", nil)
 	if err != nil {
 		if unanswered(ctx, err) {
@@ -67,7 +69,12 @@ func (d *Ctl) Stop(ctx context.Context) error {
 		return err
 	}
 	// The daemon checks the home too, at the moment it stops.
-	res, err := d.callInTime(ctx, "daemon.shutdown", map[string]any{"home": d.Home})
+	params := map[string]any{"home": d.Home}
+	if drain > 0 {
+		params["drain_s"] = int64((drain + time.Second - 1) / time.Second)
+		fmt.Fprintf(d.Stderr, "letting running turns finish for up to %s (new sends are refused meanwhile)...\n", drain)
+	}
+	res, err := d.callInTime(ctx, "daemon.shutdown", params)
 	var pe *protocol.Error
 	switch {
 	case err == nil:
@@ -81,14 +88,14 @@ func (d *Ctl) Stop(ctx context.Context) error {
 	default:
 		return err
 	}
-	deadline := time.NewTimer(stopDeadline)
+	deadline := time.NewTimer(stopDeadline + drain)
 	defer deadline.Stop()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for !stopped(d.Home, pid) {
 		select {
 		case <-deadline.C:
-			return exit.Failf("the daemon (pid %d) accepted the shutdown but is still running after %s", pid, stopDeadline)
+			return exit.Failf("the daemon (pid %d) accepted the shutdown but is still running after %s", pid, stopDeadline+drain)
 		case <-ctx.Done():
 			return &exit.Error{Code: exit.DaemonErr, Msg: "interrupted while waiting for the daemon to stop"}
 		case <-tick.C:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/homedir"
 	"io"
 	"os"
@@ -105,6 +106,10 @@ func (d *Ctl) started(st map[string]any) error {
 		return reply.JSON(d.Stdout, st)
 	}
 	fmt.Fprintf(d.Stdout, "daemon started (pid %d)\n", reply.Num(st, "pid"))
+	if runs := reply.List(st, "interrupted"); len(runs) > 0 {
+		fmt.Fprintf(d.Stdout, "it found %d interrupted run(s):\n", len(runs))
+		render.Interrupted(d.Stdout, runs, "")
+	}
 	return nil
 }
 

@@ -91,6 +91,33 @@ func UserInbox(w io.Writer, res map[string]any) {
 	}
 }
 
+// Interrupted renders interrupted runs (daemon.status's interrupted,
+// agent.resume's runs): what was re-run, what is left and why, and the
+// command for the rest; none prints when there are none.
+func Interrupted(w io.Writer, runs []map[string]any, none string) {
+	if len(runs) == 0 {
+		if none != "" {
+			fmt.Fprintln(w, none)
+		}
+		return
+	}
+	var left []string
+	for _, r := range runs {
+		what := "re-run"
+		if !reply.Bool(r, "rerun") {
+			what = "left: " + reply.Str(r, "left")
+			left = append(left, reply.Str(r, "path"))
+		}
+		fmt.Fprintf(w, "  %s  run %s (%s): %s\n", reply.Str(r, "path"), Cut(reply.Str(r, "run_id"), 12), reply.Str(r, "reason"), what)
+	}
+	switch {
+	case len(left) == 1:
+		fmt.Fprintf(w, "re-run it with: warren agent resume %s\n", ShellQuote(left[0]))
+	case len(left) > 1:
+		fmt.Fprintln(w, "re-run them with: warren agent resume --all")
+	}
+}
+
 // Status renders a daemon.status result of the daemon of home.
 func Status(w io.Writer, home string, st map[string]any) {
 	up := time.Duration(reply.Num(st, "uptime_s")) * time.Second
@@ -113,6 +140,10 @@ func Status(w io.Writer, home string, st map[string]any) {
 	if q := reply.Num(st, "quarantined"); q > 0 {
 		fmt.Fprintf(w, "quarantine %d in %s (unreadable agent directories; see daemon.log)\n",
 			q, filepath.Join(home, "quarantine"))
+	}
+	if runs := reply.List(st, "interrupted"); len(runs) > 0 {
+		fmt.Fprintf(w, "this start found %d interrupted run(s):\n", len(runs))
+		Interrupted(w, runs, "")
 	}
 	pools := reply.Obj(st, "pools")
 	if len(pools) == 0 {

@@ -51,6 +51,12 @@ func Plain(v any) any {
 	return v
 }
 
+// Bool is m[k] as a boolean (false when absent or not one).
+func Bool(m map[string]any, k string) bool {
+	b, _ := m[k].(bool)
+	return b
+}
+
 // Str returns m[k] as a string ("" when absent or null).
 func Str(m map[string]any, k string) string {
 	switch v := m[k].(type) {
