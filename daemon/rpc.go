@@ -614,6 +614,9 @@ func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, 
 	if runs := h.c.Interrupted(); len(runs) > 0 {
 		st["interrupted"] = interruptedList(runs)
 	}
+	if h.draining.Load() {
+		st["draining"] = true
+	}
 	return st, nil
 }
 

@@ -28,6 +28,9 @@ func listMap(v engine.AgentView) map[string]any {
 	if v.Error != "" {
 		m["error"] = v.Error
 	}
+	if v.LastError != "" {
+		m["last_error"] = v.LastError // the latest turn failed: data, not a status
+	}
 	if v.Degraded != "" {
 		m["degraded"] = v.Degraded
 	}

@@ -220,8 +220,12 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 		interval = 30 * time.Second
 	}
 	core.SweepEvery(interval)
+	// The server outlives runCtx by the drain: requests in flight go on
+	// while running turns finish.
+	srvCtx, srvStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer srvStop()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(runCtx) }()
+	go func() { serveErr <- srv.Serve(srvCtx) }()
 	logger.Info("serving", "socket", sock, "pid", os.Getpid())
 	if opts.Ready != nil {
 		opts.Ready(sock)
@@ -241,6 +245,7 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 		core.Drain(dctx)
 		dcancel()
 	}
+	srvStop()
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

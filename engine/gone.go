@@ -101,6 +101,25 @@ func (r *goneRegistry) Path(id string, treePath func(id string) string) string {
 	return strings.Join(parts, "/")
 }
 
+// Find returns the id of a terminated agent ref names: its id, its
+// path, or its name when only one terminated agent had it ("" when none,
+// or several, match).
+func (r *goneRegistry) Find(ref string, treePath func(id string) string) string {
+	if _, ok := r.m[ref]; ok {
+		return ref
+	}
+	found := ""
+	for id, g := range r.m {
+		if g.name == ref || r.Path(id, treePath) == strings.TrimPrefix(ref, "/") {
+			if found != "" {
+				return ""
+			}
+			found = id
+		}
+	}
+	return found
+}
+
 // Unread lists the ids whose info is not known yet.
 func (r *goneRegistry) Unread() []string {
 	var unread []string

@@ -15,7 +15,8 @@ func notFound(ref string) error {
 // Resolve turns an agent reference (path, unique name or id) into the id
 // of an agent served. Corrupt agents, which are not in the tree, resolve
 // by id or by name. An empty or ambiguous reference is
-// ErrInvalid; one that names no agent, notFound.
+// ErrInvalid; one that names a terminated agent is ErrNotFound saying so;
+// one that names no agent, notFound.
 func (r *roster) Resolve(ref string) (string, error) {
 	if ref == "" {
 		return "", failf(ErrInvalid, "missing agent reference")
@@ -38,6 +39,17 @@ func (r *roster) Resolve(ref string) (string, error) {
 		if match {
 			return a.ID(), nil
 		}
+	}
+	r.mu.Lock()
+	gone := r.gone.Find(ref, r.tree.Path)
+	path := ""
+	if gone != "" {
+		path = r.gone.Path(gone, r.tree.Path)
+	}
+	r.mu.Unlock()
+	if gone != "" {
+		return "", failf(ErrNotFound, "agent %s (%s) is terminated: it takes no messages or turns; create a new agent "+
+			"(warren agent list --all shows the terminated ones)", path, gone)
 	}
 	return "", notFound(ref)
 }

@@ -560,3 +560,24 @@ func TestResetRefusals(t *testing.T) {
 		t.Fatal("the failed reset stopped the provider session")
 	}
 }
+
+// TestSendToATerminatedAgentSaysTerminated: a reference (name, path or
+// id) to a terminated agent is refused saying it is terminated, not that
+// it does not exist.
+func TestSendToATerminatedAgentSaysTerminated(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	lead := h.create("lead", "", "echo")
+	kid := h.create("kid", lead, "echo")
+	if err := h.c.Terminate(context.Background(), kid); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"kid", "lead/kid", kid} {
+		id, err := h.c.Resolve(ref)
+		if !errors.Is(err, ErrNotFound) || !strings.Contains(errText(err), "lead/kid ("+kid+") is terminated") {
+			t.Errorf("Resolve(%q) = %q, %v; want a refusal saying it is terminated", ref, id, err)
+		}
+	}
+	if _, err := h.c.Resolve("nobody"); err == nil || strings.Contains(err.Error(), "terminated") {
+		t.Errorf("Resolve(nobody) = %v", err)
+	}
+}

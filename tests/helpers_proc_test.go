@@ -506,7 +506,8 @@ func writeScripts(t testing.TB, dir string) string {
 //
 //	ask <prompt>          await_input, then "answer: <response>" (also as
 //	                      the body of a message from another agent)
-//	quick <prompt>        await_input with a 1-second deadline
+//	quick <prompt>        await_input with a 1-second deadline ("no answer:
+//	                      <error>" when it times out and is re-run)
 //	fifo <path>           block until the FIFO at path is written and closed
 //	spawn <name> [model]  spawn_agent (scripted child, or inproc <model>)
 //	send <to> <text>      send_message
@@ -526,8 +527,11 @@ while True:
         r = call_tool("await_input", kind="approval", prompt=body[4:] or "ok?", timeout=3600)
         done("answer: " + str(r.get("response")))
     elif words[0] == "quick":
-        r = call_tool("await_input", kind="approval", prompt=msg[6:] or "ok?", timeout=1)
-        done("answer: " + str(r.get("response")))
+        try:
+            r = call_tool("await_input", kind="approval", prompt=msg[6:] or "ok?", timeout=1)
+            done("answer: " + str(r.get("response")))
+        except RuntimeError as e:
+            done("no answer: " + str(e))
     elif words[0] == "fifo":
         with open(words[1]) as f:
             data = f.read()

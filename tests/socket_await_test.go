@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -144,7 +146,16 @@ func TestSocketAwaitUserMessageRevokes(t *testing.T) {
 func TestSocketAwaitDeadlineInterruptsTheWait(t *testing.T) {
 	forEachMode(t, func(t *testing.T, mode procMode) {
 		t.Parallel()
-		d := startTestDaemon(t, mode)
+		// Under "resume": "manual" the timed-out run stays for the
+		// operator (under auto it moves on: TestTimedOutWaitMovesOn).
+		d := newTestDaemon(t, mode)
+		if err := os.MkdirAll(d.Home, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d.Home, "config.json"), []byte(`{"resume": "manual"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d.Start()
 		script := writeScripts(t, d.dir)
 		d.createAgent("asker", "scripted", script, "")
 		res := d.callN("agent.send", map[string]any{"agent_id": "asker", "message": "quick hurry?"})

@@ -95,8 +95,10 @@ func blockScriptedTurn(t *testing.T, d *testDaemon, agent string) (*os.File, cha
 
 // TestSocketSigtermStopsGracefully sends SIGTERM (and SIGINT) to the binary
 // while a scripted turn runs: the daemon exits 0, removes its socket and
-// pid file, the running turn is logged as turn.cancelled, the client gets
-// code 6 rather than a hang, and a restart finds the agent idle.
+// pid file, the running turn is interrupted (run.interrupted, shutdown;
+// never turn.cancelled), the client gets code 6 rather than a hang, and
+// the restart re-runs the run by itself (resume policy auto), which then
+// completes once.
 func TestSocketSigtermStopsGracefully(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -104,7 +106,7 @@ func TestSocketSigtermStopsGracefully(t *testing.T) {
 			d := startTestDaemon(t, modeBinary)
 			script := writeScripts(t, d.dir)
 			id := d.createAgent("busy", "scripted", script, "")
-			_, sendErr := blockScriptedTurn(t, d, "busy")
+			w, sendErr := blockScriptedTurn(t, d, "busy")
 			if st := d.callN("agent.inspect", map[string]any{"agent_id": "busy"}); st["status"] != "running" {
 				t.Fatalf("status during the turn = %v", st["status"])
 			}
@@ -113,6 +115,7 @@ func TestSocketSigtermStopsGracefully(t *testing.T) {
 			if err := d.exitErr(); err != nil {
 				t.Fatalf("daemon exit after %v: %v\n%s", sig, err, d.Output())
 			}
+			w.Close()
 			// The request in flight at the stop is answered "unavailable".
 			wantCode(t, "agent.send in flight at "+sig.String(), <-sendErr, protocol.CodeUnavailable)
 			for _, f := range []string{"daemon.sock", "daemon.pid"} {
@@ -120,34 +123,44 @@ func TestSocketSigtermStopsGracefully(t *testing.T) {
 					t.Fatalf("%s still exists after %v: %v", f, sig, err)
 				}
 			}
-			entries, err := eventlog.ReadAll(faultfs.OS{}, filepath.Join(d.Home, "agents", id, "events.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			last := entries[len(entries)-1]
-			var starts, cancels int
-			for _, e := range entries {
-				switch e.Event {
-				case "turn.start":
-					starts++
-				case "turn.cancelled":
-					cancels++
-				case "turn.complete", "run.interrupted":
-					t.Fatalf("unexpected %s in the log of the cancelled turn: %s", e.Event, e.Data)
-				}
-			}
-			if starts != 1 || cancels != 1 || last.Event != "turn.cancelled" {
-				t.Fatalf("log after %v: %d turn.start, %d turn.cancelled, last %s; want the running turn cancelled", sig, starts, cancels, last.Event)
+			counts := eventCounts(t, d, id)
+			if counts["turn.start"] != 1 || counts["turn.cancelled"] != 0 || counts["run.interrupted"] != 1 {
+				t.Fatalf("log after %v: %v; want the running turn interrupted, never cancelled", sig, counts)
 			}
 			d.Start()
-			ins := d.callN("agent.inspect", map[string]any{"agent_id": id})
-			if ins["status"] != "idle" {
-				t.Fatalf("status after a graceful stop and restart = %v, want idle", ins["status"])
-			}
-			res := d.callN("agent.send", map[string]any{"agent_id": id, "message": "again"})
-			if !strings.HasPrefix(res["response"].(string), "turn ") {
-				t.Fatalf("send after restart = %v", res)
+			finishFIFO(t, d, "busy") // the re-run opened the FIFO again
+			waitEvent(t, d, id, "turn.complete", func(ev string, _ map[string]any) bool { return ev == "turn.complete" })
+			counts = eventCounts(t, d, id)
+			if counts["turn.complete"] != 1 || counts["run.interrupted"] != 1 || counts["run.resumed"] != 1 || counts["turn.cancelled"] != 0 {
+				t.Fatalf("log after the restart: %v; want one re-run by the resume policy, completed once", counts)
 			}
 		})
 	}
+}
+
+// eventCounts counts the events of agent id's log file.
+func eventCounts(t *testing.T, d *testDaemon, id string) map[string]int {
+	t.Helper()
+	entries, err := eventlog.ReadAll(faultfs.OS{}, filepath.Join(d.Home, "agents", id, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, e := range entries {
+		out[e.Event]++
+	}
+	return out
+}
+
+// finishFIFO lets the turn blocked on agent's FIFO (blockScriptedTurn)
+// finish: it opens the write end (once the script has opened the read
+// end) and closes it.
+func finishFIFO(t *testing.T, d *testDaemon, agent string) {
+	t.Helper()
+	w, err := os.OpenFile(filepath.Join(d.dir, "fifo-"+agent), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write([]byte("done"))
+	w.Close()
 }

@@ -40,7 +40,7 @@ func TestSocketUnwatchedChildWaitAnsweredByTokenID(t *testing.T) {
 			// command that answers it; the answer prints the kid's reply.
 			out := runCLI(t, d.Home, "waits").want(t, 0, "warren waits").stdout
 			if !strings.Contains(out, "boss/kid") || !strings.Contains(out, tokID) || !strings.Contains(out, "deploy?") ||
-				!strings.Contains(out, "warren agent resume boss/kid --token-id "+tokID) {
+				!strings.Contains(out, "warren agent resume boss/kid --token-id "+tokID+" RESPONSE --home "+d.Home) {
 				t.Fatalf("warren waits printed:\n%s", out)
 			}
 			out = runCLI(t, d.Home, "agent", "resume", "boss/kid", "--token-id", tokID, "yes").want(t, 0, "agent resume --token-id").stdout

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
+	"github.com/warren-dev/warren/cmd/warren/internal/textarg"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,18 +18,20 @@ import (
 )
 
 func newAgentCreateCmd(c *cli) *cobra.Command {
-	var instr, prov, model, parent string
+	var instr, instrFile, prov, model, parent string
 	meta := kvFlag{}
 	cmd := &cobra.Command{
-		Use:   "create NAME [--instructions T] [--provider P] [--model M] [--parent REF] [--metadata k=v ...]",
+		Use:   "create NAME [--instructions T | --instructions-file F] [--provider P] [--model M] [--parent REF] [--metadata k=v ...]",
 		Short: "create an agent (a root, or a child of --parent)",
 		Example: indent(`warren agent create lead --provider openai --model gpt-4o-mini --instructions "You lead a small team."
 warren agent create w1 --parent lead --provider inproc --model echo --metadata role=worker
-warren agent create bot --provider scripted --model ./bots/bot.py`),
+warren agent create bot --provider scripted --model ./bots/bot.py
+warren agent create reviewer --instructions-file prompts/reviewer.md`),
 		Args: usage.Args(1, 1, "NAME"),
 	}
 	f := cmd.Flags()
 	f.StringVar(&instr, "instructions", "", "the agent's instructions (system prompt)")
+	f.StringVar(&instrFile, "instructions-file", "", "read the instructions from this file (- for standard input)")
 	f.StringVar(&prov, "provider", "", "provider name (default: the daemon's)")
 	f.StringVar(&model, "model", "", "model (default: the provider's); for scripted, the script's path")
 	f.StringVar(&parent, "parent", "", "parent agent reference (default: a root agent)")
@@ -36,7 +39,21 @@ warren agent create bot --provider scripted --model ./bots/bot.py`),
 	_ = cmd.RegisterFlagCompletionFunc("parent", c.completer().AgentFlag)
 	_ = cmd.RegisterFlagCompletionFunc("provider", c.completer().Providers)
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
-	cmd.RunE = c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
+	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, pos []string) error {
+		if instrFile != "" {
+			if cmd.Flags().Changed("instructions") {
+				return exit.Usagef(cmd.UseLine(), "give --instructions or --instructions-file, not both")
+			}
+			var err error
+			if instrFile == "-" {
+				instr, err = textarg.Read(c.stdin, "instructions", "-", "")
+			} else {
+				instr, err = textarg.Read(c.stdin, "instructions", "", instrFile)
+			}
+			if err != nil {
+				return err
+			}
+		}
 		params := map[string]any{"name": pos[0], "instructions": instr}
 		if wd, err := os.Getwd(); err == nil {
 			params["cwd"] = wd // the agent works where it was created (SPEC 7)

@@ -24,7 +24,7 @@ func newWaitsCmd(c *cli) *cobra.Command {
 			if err != nil || !show {
 				return err
 			}
-			render.Waits(c.stdout, reply.List(res, "waits"), time.Now())
+			render.Waits(c.stdout, reply.List(res, "waits"), time.Now(), c.daemon().HomeArg())
 			return nil
 		}),
 	}

@@ -172,4 +172,10 @@ func TestReplayDivergenceFailsClearly(t *testing.T) {
 	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "AssertionError") || !strings.Contains(err.Error(), "subtract") {
 		t.Fatalf("err = %v, want the script's AssertionError naming the recorded tool", err)
 	}
+	// It says what to do about an edited script (issue 32).
+	for _, want := range []string{"warren agent reset", "history=context"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want it to name %q", err, want)
+		}
+	}
 }

@@ -121,11 +121,11 @@ class Script(object):
         """The recorded result of the next call of a historical turn."""
         if not self._calls:
             raise AssertionError(
-                "warren_script replay: the script called %r but the recorded turn has no more calls" % (tool,))
+                "warren_script replay: the script called %r but the recorded turn has no more calls. %s" % (tool, _REPLAY_HINT))
         rec = self._calls.pop(0)
         if rec.get("tool") != tool:
             raise AssertionError(
-                "warren_script replay: recorded call is %r, the script called %r" % (rec.get("tool"), tool))
+                "warren_script replay: recorded call is %r, the script called %r. %s" % (rec.get("tool"), tool, _REPLAY_HINT))
         if rec.get("error"):
             raise RuntimeError(rec["error"])
         return rec.get("result") or {}
@@ -172,6 +172,14 @@ class Script(object):
             self._current = None
             return
         self._write({"type": "error", "message": str(message)})
+
+
+# What a replay that diverges says to do: the script changed since its
+# history was recorded.
+_REPLAY_HINT = ("The script no longer does what its recorded turns did (was it edited?). "
+                "Start the agent's history afresh with `warren agent reset AGENT`, or have its "
+                "history given as context instead of replayed: `warren agent create ... --metadata "
+                "history=context`, or \"history\": \"context\" on the provider entry in config.json.")
 
 
 class RpcError(Exception):

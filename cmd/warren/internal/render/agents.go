@@ -57,11 +57,15 @@ func AgentList(w io.Writer, agents []map[string]any, v ListView, now time.Time, 
 }
 
 // agentNotes prints the lines under the table for one agent: its error,
-// why it is degraded, the prompt it waits on.
+// the error its latest turn failed with, why it is degraded, the prompt it
+// waits on.
 func agentNotes(w io.Writer, a map[string]any, waitOf func(agentID string) map[string]any) {
 	path := reply.Str(a, "path")
 	if e := reply.Str(a, "error"); e != "" {
 		fmt.Fprintf(w, "%s: %s\n", path, e)
+	}
+	if e := reply.Str(a, "last_error"); e != "" {
+		fmt.Fprintf(w, "%s: last turn failed: %s\n", path, Cut(e, 200))
 	}
 	if e := reply.Str(a, "degraded"); e != "" {
 		fmt.Fprintf(w, "%s: degraded: %s\n", path, e)
@@ -173,7 +177,11 @@ func buildTree(agents []map[string]any) []*treeNode {
 	sort.SliceStable(agents, func(i, j int) bool { return reply.Str(agents[i], "name") < reply.Str(agents[j], "name") })
 	nodes := make(map[string]*treeNode, len(agents))
 	for _, a := range agents {
-		nodes[reply.Str(a, "agent_id")] = &treeNode{label: fmt.Sprintf("%s  [%s]", reply.Str(a, "name"), reply.Str(a, "status"))}
+		label := fmt.Sprintf("%s  [%s]", reply.Str(a, "name"), reply.Str(a, "status"))
+		if reply.Str(a, "last_error") != "" {
+			label += "  (last turn failed)"
+		}
+		nodes[reply.Str(a, "agent_id")] = &treeNode{label: label}
 	}
 	var roots []*treeNode
 	for _, a := range agents {

@@ -41,8 +41,9 @@ func RunResult(out, errw io.Writer, ref, homeArg string, res map[string]any) {
 }
 
 // Waits renders a waits.list result: a table of the pending waits and the
-// command that answers the first.
-func Waits(w io.Writer, ws []map[string]any, now time.Time) {
+// command that answers the first (homeArg, " --home H" or "", as the
+// other hints keep it).
+func Waits(w io.Writer, ws []map[string]any, now time.Time, homeArg string) {
 	if len(ws) == 0 {
 		fmt.Fprintln(w, "no pending waits")
 		return
@@ -54,8 +55,8 @@ func Waits(w io.Writer, ws []map[string]any, now time.Time) {
 	}
 	table(w, []string{"AGENT", "KIND", "TOKEN ID", "AGE", "DEADLINE", "PROMPT"}, rows)
 	first := ws[0]
-	fmt.Fprintf(w, "answer one with: warren agent resume %s --token-id %s RESPONSE\n",
-		ShellQuote(reply.Str(first, "path")), reply.Str(first, "token_id"))
+	fmt.Fprintf(w, "answer one with: warren agent resume %s --token-id %s RESPONSE%s\n",
+		ShellQuote(reply.Str(first, "path")), reply.Str(first, "token_id"), homeArg)
 }
 
 // Providers renders a daemon.providers result: name, type, base URL,
