@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sort"
+	"strconv"
 
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/engine/internal/notice"
@@ -38,6 +39,7 @@ type InterruptedRun struct {
 	// the operator (`warren agent resume`).
 	Rerun bool
 	Left  string
+	seq   uint64 // the run.interrupted's seq
 }
 
 // Interrupted is what the last recovery found interrupted (nil when
@@ -58,7 +60,7 @@ func (c *Core) autoResume(agents []*agent) []InterruptedRun {
 		if !interrupted(run) {
 			continue
 		}
-		r := InterruptedRun{AgentID: a.ID(), Path: c.Path(a.ID()), RunID: run.RunID, Reason: run.Reason}
+		r := InterruptedRun{AgentID: a.ID(), Path: c.Path(a.ID()), RunID: run.RunID, Reason: run.Reason, seq: run.InterruptSeq}
 		switch {
 		case c.opts.NoWake:
 			r.Left = "this daemon runs no automatic turns"
@@ -96,10 +98,21 @@ func (c *Core) resumeAfterStart(agents []*agent) {
 	for i, r := range runs {
 		list[i] = notice.Interrupted{Path: r.Path, RunID: r.RunID, Reason: r.Reason, Rerun: r.Rerun, Left: r.Left}
 	}
-	m := c.newMessage(notice.ID("interrupted", c.bootID, runs[0].RunID), tree.System, tree.User, inbox.KindNotification, notice.Resumed(list))
+	m := c.newMessage(resumedNoticeID(runs), tree.System, tree.User, inbox.KindNotification, notice.Resumed(list))
 	if err := c.enqueue(m); err != nil {
 		c.log.Error("telling USER which runs were interrupted", "err", err)
 	}
+}
+
+// resumedNoticeID names the notice about runs by the interruptions and
+// what became of them, so that a start that finds the same (a recovery
+// run twice) sends it once.
+func resumedNoticeID(runs []InterruptedRun) string {
+	parts := []string{"interrupted"}
+	for _, r := range runs {
+		parts = append(parts, r.RunID, strconv.FormatUint(r.seq, 10), strconv.FormatBool(r.Rerun))
+	}
+	return notice.ID(parts...)
 }
 
 // ResumeTree re-runs the interrupted runs of agentID's subtree (all: of

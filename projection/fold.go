@@ -254,7 +254,7 @@ func (p *State) foldRunInterrupted(e eventlog.Entry) error {
 		return err
 	}
 	if r := p.RunFor(d.RunID); r != nil {
-		r.Interrupted, r.Reason = true, d.Reason
+		r.Interrupted, r.Reason, r.InterruptSeq = true, d.Reason, e.Seq
 	}
 	return nil
 }

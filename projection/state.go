@@ -143,6 +143,9 @@ type Run struct {
 	// AutoResumes counts the run.resumed the resume policy logged for
 	// the run (by "auto"): at 3 it is left for the operator.
 	AutoResumes int `json:",omitempty"`
+	// InterruptSeq is the seq of the run's latest run.interrupted (it
+	// names the interruption: a start's notice about it is sent once).
+	InterruptSeq uint64 `json:",omitempty"`
 	// StartRef is the line of the turn.start that began the run (a re-run
 	// keeps it); EndRef the line that ended it (zero while it is open).
 	// They witness the run to a checkpoint's check (verify.go).

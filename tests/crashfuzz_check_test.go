@@ -330,6 +330,12 @@ func (w *cfWorld) checkAll() error {
 			if a.Status == "idle" && !a.Gated && len(a.Pending) > 0 {
 				bad = append(bad, fmt.Sprintf("agent %s (%s) is idle at rest with pending messages %v", id, a.Name, a.Pending))
 			}
+			// SPEC 11.7: under the resume policy auto no run is lost to
+			// a stop or a crash: at rest an interrupted run has been re-run,
+			// or re-run 3 times and left.
+			if f := facts[agentLogPath(id)]; f.stranded != "" {
+				bad = append(bad, fmt.Sprintf("agent %s (%s) is at rest with its interrupted run %s: lost", id, a.Name, f.stranded))
+			}
 		}
 	}
 	if len(bad) > 0 {

@@ -43,6 +43,10 @@ type logFacts struct {
 	pending    []string // enqueued - delivered - consumed by completed turns
 	metadata   map[string]string
 	gated      bool
+	// stranded names the latest run when it is open and interrupted (not
+	// waiting on a live token) and the resume policy has re-run it fewer
+	// than 3 times: at rest under auto, a run lost (SPEC 11.7).
+	stranded string
 }
 
 // checkLog checks one log's own invariants and folds its facts.
@@ -74,6 +78,7 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 	open := false
 	wait := "" // state of the latest run's wait: "", live, consumed, revoked, expired
 	interrupts := 0
+	autoResumes := 0 // run.resumed by auto of the latest run
 	for i, e := range es {
 		switch e.Event {
 		case "agent.created":
@@ -144,12 +149,15 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 				}
 			}
 			if r != cur {
-				cur, wait = r, ""
+				cur, wait, autoResumes = r, "", 0
 			}
 			open, interrupts = true, 0
 		case "run.resumed":
 			if field(e, "run_id") == cur {
 				interrupts = 0
+				if field(e, "by") == "auto" {
+					autoResumes++
+				}
 			}
 		case "turn.complete", "turn.failed", "turn.cancelled":
 			if field(e, "run_id") == cur {
@@ -199,6 +207,9 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 			badf("run %s has a %s wait but is marked interrupted", cur, wait)
 		case wait != "live" && wait != "revoked" && interrupts != 1:
 			badf("run %s is open (wait %q) but has %d run.interrupted since it last started (want exactly 1)", cur, wait, interrupts)
+		}
+		if wait != "live" && wait != "revoked" && interrupts == 1 && autoResumes < 3 {
+			f.stranded = fmt.Sprintf("%s (re-run %d times by the resume policy)", cur, autoResumes)
 		}
 	}
 	for _, id := range enq {
