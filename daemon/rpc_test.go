@@ -190,3 +190,51 @@ func TestLargeResponseIsAnsweredByReference(t *testing.T) {
 		t.Fatalf("small reply %v %v", res, err)
 	}
 }
+
+// TestIssue32ParamsAreChecked: inbox.list's peek and wait_s, agent.resume's
+// recursive and all, daemon.shutdown's drain_s take what SPEC 8.1 says and
+// refuse the rest with code 2 naming the param; a peek leaves the message,
+// a drain takes it.
+func TestIssue32ParamsAreChecked(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	root := h.create("root", "", "echo")
+	rpc := &handler{c: h.c}
+	ctx := context.Background()
+	for _, bad := range []struct {
+		call  func() error
+		param string
+	}{
+		{func() error { _, err := rpc.inboxList(ctx, protocol.Params{"wait_s": -1}, nil); return err }, "wait_s"},
+		{func() error { _, err := rpc.inboxList(ctx, protocol.Params{"wait_s": 7200}, nil); return err }, "wait_s"},
+		{func() error { _, err := rpc.inboxList(ctx, protocol.Params{"peek": "yes"}, nil); return err }, "peek"},
+		{func() error {
+			_, err := rpc.resume(ctx, protocol.Params{"agent_id": root, "recursive": true, "token_id": "t"}, nil)
+			return err
+		}, "token"},
+		{func() error { _, err := rpc.resume(ctx, protocol.Params{"all": 1}, nil); return err }, "all"},
+		{func() error { _, err := rpc.shutdownM(ctx, protocol.Params{"drain_s": -5}, nil); return err }, "drain_s"},
+	} {
+		err := toRPCError(bad.call())
+		if err == nil || err.Code != protocol.CodeInvalid || !strings.Contains(err.Message, bad.param) {
+			t.Errorf("want code 2 naming %s, got %v", bad.param, err)
+		}
+	}
+	h.tool(root, "send_message", map[string]any{"recipient": "USER", "text": "hello"})
+	for i, peek := range []bool{true, true, false} {
+		res, err := rpc.inboxList(ctx, protocol.Params{"peek": peek, "wait_s": 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs := res.(map[string]any)["messages"].([]any); len(msgs) != 1 {
+			t.Fatalf("call %d (peek %v): %d messages", i, peek, len(msgs))
+		}
+	}
+	res, err := rpc.inboxList(ctx, protocol.Params{"peek": true}, nil)
+	if err != nil || len(res.(map[string]any)["messages"].([]any)) != 0 {
+		t.Fatalf("after the drain: %v, %v", res, err)
+	}
+	runs, err := rpc.resume(ctx, protocol.Params{"all": true}, nil)
+	if err != nil || len(runs.(map[string]any)["runs"].([]any)) != 0 {
+		t.Fatalf("resume all with nothing interrupted: %v, %v", runs, err)
+	}
+}
