@@ -187,9 +187,12 @@ func TestACrashLoopIsLeftForTheOperator(t *testing.T) {
 	if s := h.statusOf(worker); s != "interrupted_startup" {
 		t.Fatalf("status %s, want interrupted_startup", s)
 	}
-	got := h.c.Interrupted()
-	if len(got) != 1 || got[0].Rerun || !strings.Contains(got[0].Left, "3 times") {
-		t.Fatalf("Interrupted() = %+v; want the run left after 3 re-runs", got)
+	left := false
+	for _, r := range h.c.Interrupted() { // the lead's turn on "half done" may have been cut off too
+		left = left || (r.AgentID == worker && !r.Rerun && strings.Contains(r.Left, "3 times"))
+	}
+	if !left {
+		t.Fatalf("Interrupted() = %+v; want the worker's run left after 3 re-runs", h.c.Interrupted())
 	}
 }
 

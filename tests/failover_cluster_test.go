@@ -107,6 +107,19 @@ func TestThreeEmbeddedDaemonsFailover(t *testing.T) {
 	if interrupted != 1 || claims != 1 {
 		t.Fatalf("lead's log after the failover: %d run.interrupted (want 1), %d agent.claimed (want 1, the new owner's):\n%v", interrupted, claims, lg)
 	}
+	// The new owner re-runs the interrupted run by itself (resume policy
+	// auto): its script opens the FIFO again; let it finish.
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write([]byte("done"))
+	w.Close()
+	waitEvents(t, b, lead, "turn.complete", 2) // the spawn's turn, then the re-run
+	if lg := fmt.Sprint(b.callN("agent.log", map[string]any{"agent_id": lead, "limit": 10000})); !strings.Contains(lg, "by:auto") ||
+		!strings.Contains(lg, "reason:takeover") {
+		t.Fatalf("lead's log after the takeover's re-run: want run.interrupted (takeover) and run.resumed by auto:\n%s", lg)
+	}
 	res := b.callN("agent.send", map[string]any{"agent_id": lead, "message": "after the failover"})
 	if !strings.Contains(str(res["response"]), "after the failover") {
 		t.Fatalf("send after the failover: %v", res)
