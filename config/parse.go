@@ -206,24 +206,8 @@ func parseProvider(name string, raw json.RawMessage) (ProviderConfig, error) {
 	if err != nil {
 		return ProviderConfig{}, err
 	}
-	// A misspelt key that only looks like a credential by its ending
-	// (max_token) is a typo, said as one.
-	for _, k := range sortedKeys(fields) {
-		if !contains(providerKeys, k) && !contains(secretNames, normalKey(k)) {
-			if best := suggest.Closest(k, providerKeys, 2); best != "" {
-				return ProviderConfig{}, fmt.Errorf("%w: unknown key %q (did you mean %q?); a provider entry's keys are %s", ErrInvalid,
-					key+"."+k, best, strings.Join(providerKeys, ", "))
-			}
-		}
-	}
-	// A literal credential is refused whatever key it is under.
-	var all map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&all); err == nil {
-		if bad := secretField(key, all); bad != "" {
-			return ProviderConfig{}, errLiteralCredential(bad, key)
-		}
+	if err := checkEntryKeys(key, raw, fields); err != nil {
+		return ProviderConfig{}, err
 	}
 	var p ProviderConfig
 	for _, k := range sortedKeys(fields) {
@@ -275,6 +259,30 @@ func parseProvider(name string, raw json.RawMessage) (ProviderConfig, error) {
 		return ProviderConfig{}, err
 	}
 	return p, nil
+}
+
+// checkEntryKeys refuses, in provider entry key (raw, decoded as
+// fields), a misspelt key that only looks like a credential by its ending
+// (max_token: a typo, said as one), then a literal credential under any
+// key, nested anywhere.
+func checkEntryKeys(key string, raw json.RawMessage, fields map[string]json.RawMessage) error {
+	for _, k := range sortedKeys(fields) {
+		if !contains(providerKeys, k) && !contains(secretNames, normalKey(k)) {
+			if best := suggest.Closest(k, providerKeys, 2); best != "" {
+				return fmt.Errorf("%w: unknown key %q (did you mean %q?); a provider entry's keys are %s", ErrInvalid,
+					key+"."+k, best, strings.Join(providerKeys, ", "))
+			}
+		}
+	}
+	var all map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&all); err == nil {
+		if bad := secretField(key, all); bad != "" {
+			return errLiteralCredential(bad, key)
+		}
+	}
+	return nil
 }
 
 // errLiteralCredential refuses the setting at path, which looks like a

@@ -193,6 +193,14 @@ func (c *Core) agreeWith(a *agent, old, p *fold.State) {
 	for rid := range p.Reminders {
 		c.armReminder(a, rid)
 	}
+	c.agreeTokens(id, old, p)
+	c.agreeSession(a, old, p)
+	c.noticeWaitOf(a)
+}
+
+// agreeTokens drops the live resume token of old's wait that p does not
+// have, and installs p's.
+func (c *Core) agreeTokens(id string, old, p *fold.State) {
 	if r := old.Run; r != nil && r.Wait != nil && r.Wait.TokenState == string(schema.TokLive) {
 		if nr := p.Run; nr == nil || nr.Wait == nil || nr.Wait.TokenID != r.Wait.TokenID || nr.Wait.TokenState != r.Wait.TokenState {
 			c.tokens.Remove(r.Wait.TokenID)
@@ -207,6 +215,12 @@ func (c *Core) agreeWith(a *agent, old, p *fold.State) {
 			}
 		}
 	}
+}
+
+// agreeSession evicts the live session of a, whose session facts p
+// changed, and writes them in its session.json.
+func (c *Core) agreeSession(a *agent, old, p *fold.State) {
+	id := a.ID()
 	if factsOf(old) != factsOf(p) {
 		if err := c.sessions.Evict(c.ctx, id); err != nil {
 			c.log.Warn("evicting the session of a refolded agent", "agent", id, "err", err)
@@ -219,7 +233,6 @@ func (c *Core) agreeWith(a *agent, old, p *fold.State) {
 			}
 		})
 	}
-	c.noticeWaitOf(a)
 }
 
 // pendingLoader reads pending messages' message.enqueued lines back

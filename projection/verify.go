@@ -64,6 +64,12 @@ func (p *State) CheckShape() error {
 	case p.Taken < 0 || p.Enqueued.Len() != p.PendingLen()+p.Taken:
 		return mismatch("%d messages enqueued, %d pending and %d taken", p.Enqueued.Len(), p.PendingLen(), p.Taken)
 	}
+	return p.checkRefs()
+}
+
+// checkRefs checks that the lines the state names are inside the log:
+// witnesses and pending messages.
+func (p *State) checkRefs() error {
 	inLog := func(what string, r inbox.Ref, optional bool) error {
 		if (r == inbox.Ref{}) && optional {
 			return nil
