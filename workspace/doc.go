@@ -1,0 +1,52 @@
+// Package workspace is an agent's workspace (SPEC 12): a linked git
+// worktree of a repository, on a branch of its own, whose state the
+// daemon records at the start and at the end of every turn, so that an
+// interrupted turn's edits can be rolled back before it is re-run, as its
+// tool calls are answered from the log.
+//
+// Everything goes through the git command line (Git), with hooks off for
+// warren's own commits, git's fsync on for every object and ref it writes
+// (core.fsync=all), a timeout per call, and errors that say which call
+// failed and what git said. git 2.36 or later is needed (core.fsync).
+//
+// # Layout
+//
+//   - The worktree: <home>/workspaces/<agent-id>, made by
+//     `git worktree add -b <branch> <path> <base>` in the repository.
+//   - The branch: warren/<agent path with "/" as "-">-<first 8 hex of the id>
+//     (BranchName).
+//   - Snapshots: commit objects whose tree is the worktree's whole state
+//     (every tracked and untracked file that is not ignored), chained and
+//     referenced by refs/warren/snapshots/<agent-id> so that git's garbage
+//     collection keeps them. They are built with a private index,
+//     <git common dir>/warren/index-<agent-id>, so that only files changed
+//     since the last snapshot are hashed and the agent's branch, HEAD and
+//     index are never touched.
+//
+// # Operations
+//
+//   - Create makes the worktree (or adopts the one a crash left: the same
+//     directory, linked to the repository, on the branch) and copies the
+//     listed ignored files into it, each resolved inside the repository
+//     (no "..", no link leading out), at most CopyMax bytes each.
+//   - Snapshot records the state and returns the commit.
+//   - Restore puts a snapshot back: changed files rewritten, files created
+//     since removed, ignored files left alone. It first records the
+//     current state in the private index (so git knows which files are
+//     there) and then reads the snapshot's tree into it, updating the
+//     worktree (`git read-tree -u --reset`). It is idempotent: a crash in
+//     the middle is recovered by restoring again.
+//   - Close commits what is left on the branch ("warren: work left by
+//     <path>"), removes the worktree directory and keeps the branch.
+//   - Merge commits a child's leftovers to its branch and merges the branch
+//     into the parent's worktree (--no-ff); on a conflict it aborts, leaves
+//     the parent as it was, and returns the conflicting paths.
+//   - Check and Repair compare the worktree with what the log says (the
+//     directory exists, is a linked worktree of the repository, on the
+//     branch) and repair it from the branch: a missing directory is made
+//     again, a directory that is no worktree is moved aside (never
+//     deleted) and made again, a branch renamed inside the worktree gets
+//     its name back.
+//
+// Nothing here removes a branch, and only Close removes a worktree.
+package workspace

@@ -1,0 +1,139 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/warren-dev/warren/internal/textcut"
+)
+
+// ErrGit marks a git call that failed (its error names the call and says
+// what git said); ErrOldGit a git older than MinGitVersion.
+var (
+	ErrGit    = errors.New("git failed")
+	ErrOldGit = errors.New("git is too old")
+)
+
+// MinGitVersion is the oldest git this package works with: core.fsync
+// came in 2.36.
+const MinGitVersion = "2.36"
+
+// DefaultTimeout bounds one git call.
+const DefaultTimeout = 2 * time.Minute
+
+// Git runs the git command line. The zero value runs "git" from PATH with
+// DefaultTimeout.
+type Git struct {
+	// Bin is the git executable ("" = "git" from PATH).
+	Bin string
+	// Timeout bounds one call (0 = DefaultTimeout).
+	Timeout time.Duration
+}
+
+// settings are given to every call: fsync everything git writes (the
+// log says a snapshot exists only once git made it durable), no hooks
+// (warren's own commits run nobody's code), no signing, no prompt, no
+// automatic garbage collection in the middle of an operation, and an
+// identity for warren's commits in repositories that have none.
+var settings = []string{
+	"-c", "core.fsync=all", "-c", "core.fsyncMethod=fsync",
+	"-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false",
+	"-c", "gc.auto=0", "-c", "maintenance.auto=false",
+	"-c", "user.name=warren", "-c", "user.email=warren@localhost",
+	"-c", "advice.detachedHead=false", "-c", "init.defaultBranch=main",
+}
+
+// scrubbed are the variables of the daemon's environment a call must not
+// inherit: they would point git at another repository or index.
+var scrubbed = []string{"GIT_DIR=", "GIT_WORK_TREE=", "GIT_INDEX_FILE=", "GIT_COMMON_DIR=", "GIT_OBJECT_DIRECTORY=",
+	"GIT_NAMESPACE=", "GIT_CEILING_DIRECTORIES=", "GIT_CONFIG_PARAMETERS=", "GIT_CONFIG_COUNT="}
+
+// run runs git in dir with extra environment variables and returns its
+// standard output.
+func (g Git) run(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	bin := g.Bin
+	if bin == "" {
+		bin = "git"
+	}
+	timeout := g.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(append([]string(nil), settings...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(gitEnv(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		what := strings.TrimSpace(errb.String())
+		if what == "" {
+			what = strings.TrimSpace(out.String())
+		}
+		if ctx.Err() == context.DeadlineExceeded {
+			what = fmt.Sprintf("no answer within %s", timeout)
+		}
+		return out.String(), fmt.Errorf("%w: git %s (in %s): %v: %s", ErrGit, strings.Join(args, " "), dir, err,
+			textcut.Cut(what, 2000, "…"))
+	}
+	return out.String(), nil
+}
+
+// gitEnv is the daemon's environment without what would redirect git,
+// with prompts off.
+func gitEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		drop := false
+		for _, p := range scrubbed {
+			if strings.HasPrefix(kv, p) {
+				drop = true
+				break
+			}
+		}
+		if !drop {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+}
+
+// line is out's first line, trimmed.
+func line(out string) string {
+	s, _, _ := strings.Cut(out, "\n")
+	return strings.TrimSpace(s)
+}
+
+var versionRE = regexp.MustCompile(`git version (\d+)\.(\d+)`)
+
+// CheckVersion checks that the installed git is MinGitVersion or later
+// and returns its version; the error says what to install.
+func (g Git) CheckVersion(ctx context.Context) (string, error) {
+	out, err := g.run(ctx, "", nil, "version")
+	if err != nil {
+		return "", fmt.Errorf("workspaces need git %s or later on the daemon's PATH: %w", MinGitVersion, err)
+	}
+	m := versionRE.FindStringSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("%w: cannot read the version in %q; workspaces need git %s or later", ErrOldGit, line(out), MinGitVersion)
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	if major < 2 || (major == 2 && minor < 36) {
+		return line(out), fmt.Errorf("%w: %s; workspaces need git %s or later (core.fsync): upgrade git", ErrOldGit, line(out), MinGitVersion)
+	}
+	return line(out), nil
+}
