@@ -68,6 +68,9 @@ type agent struct {
 	// released: this daemon may no longer write for the agent (its log
 	// was fenced or its lease lost); no turn starts again.
 	released error
+	// wsFault: the agent's workspace could not be repaired at recovery;
+	// it runs no turn (never anywhere but its workspace) until it is.
+	wsFault error
 }
 
 // ckptState is an agent's checkpoint bookkeeping.
@@ -133,6 +136,13 @@ func (a *agent) MarkCorrupt(err error) {
 	if a.corrupt == nil {
 		a.corrupt = err
 	}
+	a.stateMu.Unlock()
+}
+
+// SetWorkspaceFault records that the agent's workspace cannot be used.
+func (a *agent) SetWorkspaceFault(err error) {
+	a.stateMu.Lock()
+	a.wsFault = err
 	a.stateMu.Unlock()
 }
 

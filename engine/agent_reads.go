@@ -68,6 +68,9 @@ func (a *agent) degradedLocked() string {
 	if a.Log == nil {
 		return ""
 	}
+	if a.wsFault != nil {
+		return "its workspace cannot be used: " + a.wsFault.Error()
+	}
 	return degradedText(a.Log.Degraded(), a.released, a.owed.Describe())
 }
 
@@ -269,6 +272,28 @@ func (a *agent) PendingFirst(n int, b int64) []inbox.Message {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
 	return a.p.Pending.PeekFirst(n, b)
+}
+
+// OpenWorkspace is the agent's workspace, when it has one not closed.
+func (a *agent) OpenWorkspace() (fold.Workspace, bool) {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	w := a.p.Workspace
+	if w == nil || w.Closed {
+		return fold.Workspace{}, false
+	}
+	return *w, true
+}
+
+// RunStartCommit is the workspace snapshot at the start of run runID
+// ("" when it has none).
+func (a *agent) RunStartCommit(runID string) string {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if r := a.p.RunFor(runID); r != nil {
+		return r.StartCommit
+	}
+	return ""
 }
 
 // Recorded is what the log records of run runID: its tool calls and how

@@ -69,7 +69,7 @@ func (c *Core) autoResume(agents []*agent) []InterruptedRun {
 		case run.AutoResumes >= maxAutoResumes:
 			r.Left = "re-run 3 times by the resume policy and interrupted again each time"
 		default:
-			if _, err := c.startRerun(a, run, schema.ByAuto); err != nil {
+			if _, err := c.startRerun(a, run, schema.ByAuto, false); err != nil {
 				r.Left = err.Error()
 			} else {
 				r.Rerun = true
@@ -143,7 +143,7 @@ func (c *Core) ResumeTree(ctx context.Context, agentID string, all bool) ([]Inte
 			continue
 		}
 		r := InterruptedRun{AgentID: a.ID(), Path: c.Path(a.ID()), RunID: run.RunID, Reason: run.Reason}
-		if _, err := c.startRerun(a, run, schema.ByOperator); err != nil {
+		if _, err := c.startRerun(a, run, schema.ByOperator, false); err != nil {
 			r.Left = err.Error()
 		} else {
 			r.Rerun = true

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/warren-dev/warren/workspace"
 	"context"
 	"errors"
 	"fmt"
@@ -81,6 +82,9 @@ type CoreOptions struct {
 	// (a busy agent's snapshot is written about once per delay); 0 or
 	// negative means no wait (config.DefaultSessionSaveDelay is the daemon's).
 	SessionSaveDelay time.Duration
+	// Git runs the git command line for agents' workspaces (the zero
+	// value: git from PATH).
+	Git workspace.Git
 	// Getenv reads provider key variables (default os.Getenv).
 	Getenv func(string) string
 	// CheckpointEvery is how many entries an agent's log grows by before

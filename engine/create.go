@@ -43,6 +43,9 @@ type CreateSpec struct {
 	// in agent.created, so that recovery knows it); false for an agent
 	// the operator creates.
 	Bootstrap bool
+	// Workspace, when set, gives the agent a workspace (workspaces.go),
+	// which becomes its Cwd.
+	Workspace *WorkspaceRequest
 }
 
 // CreateAgent creates an agent durably: its provider session, its log with
@@ -70,12 +73,24 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 		}
 	}()
 
-	// The provider session first: its handle goes into session.created.
+	// The workspace first (the agent's process starts in it), then the
+	// provider session: its handle goes into session.created.
+	var ws *schema.WorkspaceData
+	if spec.Workspace != nil {
+		if ws, err = c.makeWorkspace(ctx, id, &spec); err != nil {
+			return "", err
+		}
+		defer func() {
+			if !created && ws != nil {
+				c.dropWorkspace(ctx, id, ws)
+			}
+		}()
+	}
 	s, err := c.sessions.Create(ctx, prov, id, spec)
 	if err != nil {
 		return "", err
 	}
-	a, err := c.logCreation(ctx, id, spec, s)
+	a, err := c.logCreation(ctx, id, spec, s, ws)
 	if err != nil {
 		return "", err
 	}
@@ -150,7 +165,7 @@ func (c *Core) reserveCreate(id string, spec CreateSpec) (exists bool, err error
 // session.created in one batch, then gives the agent its session.json
 // snapshot. On failure it abandons the provider session, removes what it
 // wrote and drops its claim on the id.
-func (c *Core) logCreation(ctx context.Context, id string, spec CreateSpec, s newSession) (*agent, error) {
+func (c *Core) logCreation(ctx context.Context, id string, spec CreateSpec, s newSession, ws *schema.WorkspaceData) (*agent, error) {
 	handle := s.Handle()
 	var a *agent
 	lg, err := c.openLog(ctx, id, &a)
@@ -171,7 +186,7 @@ func (c *Core) logCreation(ctx context.Context, id string, spec CreateSpec, s ne
 	// into its projection as they commit.
 	a = newAgent(id, lg, newProjection())
 	a.CountIn(&c.pending)
-	if _, err := lg.AppendBatch(createdRecords(id, spec, handle, c.now())); err != nil {
+	if _, err := lg.AppendBatch(createdRecords(id, spec, handle, c.now(), ws)); err != nil {
 		s.Abandon()
 		_ = lg.Close()
 		c.removeOrphanDir(id)
@@ -186,8 +201,9 @@ func (c *Core) logCreation(ctx context.Context, id string, spec CreateSpec, s ne
 
 // createdRecords are the first entries of agent id's log, written in one
 // write: agent.created (created at now) and session.created with the
-// provider session's handle.
-func createdRecords(id string, spec CreateSpec, handle string, now time.Time) []eventlog.Record {
+// provider session's handle, and workspace.created for an agent with a
+// workspace (ws).
+func createdRecords(id string, spec CreateSpec, handle string, now time.Time, ws *schema.WorkspaceData) []eventlog.Record {
 	var parent *string
 	if spec.ParentID != "" {
 		parent = &spec.ParentID
@@ -196,12 +212,16 @@ func createdRecords(id string, spec CreateSpec, handle string, now time.Time) []
 	if md == nil {
 		md = map[string]string{}
 	}
-	return []eventlog.Record{
+	recs := []eventlog.Record{
 		{Event: schema.AgentCreated, Data: schema.AgentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
 			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md,
-			CreatedAt: now.UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd, Bootstrap: spec.Bootstrap}},
+			CreatedAt: now.UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd, Bootstrap: spec.Bootstrap, Workspace: ws}},
 		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: handle}},
 	}
+	if ws != nil {
+		recs = append(recs, eventlog.Record{Event: schema.WorkspaceCreated, Data: *ws})
+	}
+	return recs
 }
 
 // openLog opens an agent's log with the projection and the event bus wired

@@ -116,7 +116,7 @@ func TestCreateOrdersItsSteps(t *testing.T) {
 // session.created with the handle; CreateAgent writes exactly them.
 func TestCreatedRecordsAreTheFirstTwoEntries(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	recs := createdRecords("a1", CreateSpec{Name: "kid", ParentID: "p1", Instructions: "i", Provider: "prov", Model: "m", Cwd: "/w"}, "h1", t0)
+	recs := createdRecords("a1", CreateSpec{Name: "kid", ParentID: "p1", Instructions: "i", Provider: "prov", Model: "m", Cwd: "/w"}, "h1", t0, nil)
 	b, err := json.Marshal(recs)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestCreatedRecordsAreTheFirstTwoEntries(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("records:\n %s\nwant\n %s", b, want)
 	}
-	recs = createdRecords("a2", CreateSpec{Name: "r", Metadata: map[string]string{"k": "v"}}, "", t0)
+	recs = createdRecords("a2", CreateSpec{Name: "r", Metadata: map[string]string{"k": "v"}}, "", t0, nil)
 	d, _ := json.Marshal(recs[0].Data)
 	if want := `{"agent_id":"a2","name":"r","parent_id":null,"instructions":"","provider":"","model":"","metadata":{"k":"v"},"created_at":"2026-03-01T12:00:00Z"}`; string(d) != want {
 		t.Errorf("root's agent.created = %s, want %s", d, want)
@@ -143,7 +143,7 @@ func TestCreatedRecordsAreTheFirstTwoEntries(t *testing.T) {
 	lp.mu.Lock()
 	handle := lp.created[0]
 	lp.mu.Unlock()
-	wantRecs := createdRecords(spec.ID, spec, handle, clockStart)
+	wantRecs := createdRecords(spec.ID, spec, handle, clockStart, nil)
 	if len(es) != 2 {
 		t.Fatalf("the new log holds %s", eventNames(es))
 	}

@@ -122,6 +122,7 @@ func (c *Core) Recover(ctx context.Context) (RecoveryReport, error) {
 		"corrupt", rep.Corrupt, "quarantined", rep.Quarantined, "interrupted", rep.Interrupted, "pending", rep.Pending,
 		"from_checkpoints", rep.Resumed)
 	c.finish(ctx, placed, existing)
+	c.repairWorkspaces(ctx, agentsOf(placed))
 	c.resumeAfterStart(agentsOf(placed))
 	c.WakeAll()
 	c.startScrub(placed)

@@ -40,6 +40,23 @@ func (c *Core) Resume(ctx context.Context, agentID, presented, response string) 
 	return c.resume(ctx, agentID, resumeRequest{Presented: presented, Response: response})
 }
 
+// ResumeOptions is a resume as agent.resume asks it: a token (the client
+// string with the secret) or a token id with the response, or neither (a
+// re-run); KeepWorkspace skips restoring the run's workspace before it is
+// re-run, and the re-run's prompt says its files may have changed.
+type ResumeOptions struct {
+	Token, TokenID, Response string
+	KeepWorkspace            bool
+}
+
+// ResumeWith is Resume (or ResumeByID, with TokenID) with options.
+func (c *Core) ResumeWith(ctx context.Context, agentID string, o ResumeOptions) (TurnResult, error) {
+	if o.TokenID != "" {
+		return c.resume(ctx, agentID, resumeRequest{TokenID: o.TokenID, Response: o.Response, KeepWorkspace: o.KeepWorkspace})
+	}
+	return c.resume(ctx, agentID, resumeRequest{Presented: o.Token, Response: o.Response, KeepWorkspace: o.KeepWorkspace})
+}
+
 // ResumeByID answers an agent's wait by its public token id, as the
 // operator may (SPEC 4): the socket's owner check is the authority.
 func (c *Core) ResumeByID(ctx context.Context, agentID, tokenID, response string) (TurnResult, error) {
@@ -54,6 +71,7 @@ func (c *Core) ResumeByID(ctx context.Context, agentID, tokenID, response string
 // may), and the Response; with neither it re-runs an interrupted run.
 type resumeRequest struct {
 	Presented, TokenID, Response string
+	KeepWorkspace                bool
 }
 
 func (c *Core) resume(ctx context.Context, agentID string, req resumeRequest) (TurnResult, error) {
@@ -63,7 +81,7 @@ func (c *Core) resume(ctx context.Context, agentID string, req resumeRequest) (T
 	}
 	run := a.WaitState().Run
 	if req.Presented == "" && req.TokenID == "" {
-		return c.rerun(ctx, a, run, schema.ByOperator)
+		return c.rerun(ctx, a, run, schema.ByOperator, req.KeepWorkspace)
 	}
 	runID := run.RunID
 	if run.Wait == nil || run.Ended {
@@ -90,15 +108,24 @@ func (c *Core) resume(ctx context.Context, agentID string, req resumeRequest) (T
 	if repeat {
 		return c.repeatResume(ctx, a, tok.ID, runID, run)
 	}
-	res := <-c.startRun(a, run, schema.StateWaiting)
+	res := <-c.startRun(a, run, schema.StateWaiting, req.KeepWorkspace)
 	a.Resumes().Finish(tok.ID, res)
 	return res, nil
 }
 
+// keptFilesNote ends the prompt of a re-run whose workspace was not
+// restored (keep_workspace).
+const keptFilesNote = "\n\n(This turn is re-run on the files of your workspace as the interrupted attempt left them: some may already have been changed.)"
+
 // startRun runs the claimed agent's turn of run again; from is the status
-// it leaves ("waiting", or "" for an interrupted run).
-func (c *Core) startRun(a *agent, run fold.Run, from string) <-chan TurnResult {
-	return c.startTurn(a, TurnRequest{Prompt: run.Prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
+// it leaves ("waiting", or "" for an interrupted run); kept says its
+// workspace was not restored first.
+func (c *Core) startRun(a *agent, run fold.Run, from string, kept bool) <-chan TurnResult {
+	prompt := run.Prompt
+	if _, ok := a.OpenWorkspace(); ok && kept {
+		prompt += keptFilesNote
+	}
+	return c.startTurn(a, TurnRequest{Prompt: prompt, MessageIDs: run.MessageIDs, Provider: run.Provider,
 		Model: run.Model, RunID: run.RunID, Turn: run.Turn, From: from})
 }
 
@@ -134,7 +161,7 @@ func unwinding(s waitState, runID string) bool {
 // ErrTokenRejected; an error of the agent's steps is returned as the
 // service wrapped it.
 func (c *Core) consume(a *agent, req resumeRequest, runID string) (token.Token, bool, error) {
-	commit := func(t token.Token) error { return commitResume(a, t, req.Response) }
+	commit := func(t token.Token) error { return c.commitResume(a, t, req.Response, req.KeepWorkspace) }
 	var (
 		tok    token.Token
 		repeat bool
@@ -151,11 +178,18 @@ func (c *Core) consume(a *agent, req resumeRequest, runID string) (token.Token, 
 	return tok, repeat, err
 }
 
-// commitResume claims the agent and logs token.consumed and run.resumed
-// in one write; the resume's result is then shared with its repeats.
-func commitResume(a *agent, t token.Token, response string) error {
+// commitResume claims the agent, puts its workspace back to the run's
+// start (unless keep) and logs token.consumed and run.resumed in one
+// write; the resume's result is then shared with its repeats.
+func (c *Core) commitResume(a *agent, t token.Token, response string, keep bool) error {
 	if err := a.Claim(); err != nil {
 		return err
+	}
+	if !keep {
+		if err := c.restoreRun(c.ctx, a, t.RunID); err != nil {
+			a.Unclaim()
+			return err
+		}
 	}
 	_, err := a.AppendBatch([]eventlog.Record{
 		{Event: schema.TokenConsumed, Data: schema.TokenData{TokenID: t.ID, RunID: t.RunID}},
@@ -182,7 +216,7 @@ func (c *Core) repeatResume(ctx context.Context, a *agent, tokenID, runID string
 		return TurnResult{Response: lr.Result, RunID: runID, Status: session.StatusIdle}, nil
 	}
 	if run.RunID == runID && interrupted(run) && run.Reason != schema.ReasonWaitTimeout {
-		return c.rerun(ctx, a, run, schema.ByOperator)
+		return c.rerun(ctx, a, run, schema.ByOperator, false)
 	}
 	return TurnResult{}, failf(ErrTokenRejected, "token rejected: %s was consumed, and its run ended without a result", tokenID)
 }
@@ -197,8 +231,8 @@ func interrupted(run fold.Run) bool { return run.RunID != "" && !run.Ended && ru
 // await_input answered with the timeout), logged as by (the operator, or
 // the resume policy). If ctx ends first, the run goes on and the result
 // says it is running.
-func (c *Core) rerun(ctx context.Context, a *agent, run fold.Run, by string) (TurnResult, error) {
-	done, err := c.startRerun(a, run, by)
+func (c *Core) rerun(ctx context.Context, a *agent, run fold.Run, by string, keep bool) (TurnResult, error) {
+	done, err := c.startRerun(a, run, by, keep)
 	if err != nil {
 		return TurnResult{}, err
 	}
@@ -210,9 +244,10 @@ func (c *Core) rerun(ctx context.Context, a *agent, run fold.Run, by string) (Tu
 	}
 }
 
-// startRerun claims a, logs run.resumed and starts the re-run of its
+// startRerun claims a, puts its workspace back to the run's start
+// (unless keep), logs run.resumed and starts the re-run of its
 // interrupted run; the channel yields the turn's result.
-func (c *Core) startRerun(a *agent, run fold.Run, by string) (<-chan TurnResult, error) {
+func (c *Core) startRerun(a *agent, run fold.Run, by string, keep bool) (<-chan TurnResult, error) {
 	if !interrupted(run) {
 		return nil, failf(ErrWrongState,
 			"agent %s has no interrupted run to resume; to answer a wait pass --token and a response", a.Name())
@@ -220,12 +255,18 @@ func (c *Core) startRerun(a *agent, run fold.Run, by string) (<-chan TurnResult,
 	if err := a.Claim(); err != nil {
 		return nil, err
 	}
+	if !keep {
+		if err := c.restoreRun(c.ctx, a, run.RunID); err != nil {
+			c.release(a)
+			return nil, err
+		}
+	}
 	timedOut := run.Reason == schema.ReasonWaitTimeout
 	if _, err := a.Append(schema.RunResumed, schema.RunResumedData{RunID: run.RunID, By: by, TimedOut: timedOut}); err != nil {
 		c.release(a)
 		return nil, logFailure(fmt.Errorf("logging run.resumed: %w", err))
 	}
-	return c.startRun(a, run, ""), nil
+	return c.startRun(a, run, "", keep), nil
 }
 
 // Cancel cancels an agent's running turn (and returns once it ended), or

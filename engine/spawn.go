@@ -92,8 +92,15 @@ func childSpec(parentID string, in inherited, id string, v tools.SpawnAgent) Cre
 	if v.Model != "" {
 		model = v.Model
 	}
-	return CreateSpec{ID: id, Name: v.Name, ParentID: parentID, Instructions: v.Instructions,
+	spec := CreateSpec{ID: id, Name: v.Name, ParentID: parentID, Instructions: v.Instructions,
 		Provider: prov, Model: model, Metadata: v.Metadata, Cwd: in.Cwd, Bootstrap: true}
+	if v.Workspace != "none" {
+		// Resolved when the child is made (after the turn that spawns it
+		// has ended and recorded its workspace): nothing when the parent
+		// has no workspace.
+		spec.Workspace = &WorkspaceRequest{FromParent: true}
+	}
+	return spec
 }
 
 // redo redoes the lifecycle effects of a call of a that a re-run turn

@@ -352,7 +352,8 @@ func TestChildSpecInherits(t *testing.T) {
 		{tools.SpawnAgent{Name: "k", Provider: "codex", Model: "o3"}, "codex", "o3"},
 	} {
 		got := childSpec("p1", in, "c1", tc.v)
-		want := CreateSpec{ID: "c1", Name: "k", ParentID: "p1", Provider: tc.prov, Model: tc.model, Cwd: "/w", Bootstrap: true}
+		want := CreateSpec{ID: "c1", Name: "k", ParentID: "p1", Provider: tc.prov, Model: tc.model, Cwd: "/w", Bootstrap: true,
+			Workspace: &WorkspaceRequest{FromParent: true}}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("childSpec(%+v) = %+v, want %+v", tc.v, got, want)
 		}
@@ -492,7 +493,8 @@ func TestRedoRedoesASpawnOrACompletion(t *testing.T) {
 	if again := <-kidIDs; again != kid {
 		t.Fatalf("the re-run's spawn_agent answered %s, want the recorded %s", again, kid)
 	}
-	want := CreateSpec{ID: kid, Name: "kid", ParentID: boss, Instructions: "go", Provider: "inproc", Model: "spawner", Cwd: "/w/boss", Bootstrap: true}
+	want := CreateSpec{ID: kid, Name: "kid", ParentID: boss, Instructions: "go", Provider: "inproc", Model: "spawner", Cwd: "/w/boss", Bootstrap: true,
+		Workspace: &WorkspaceRequest{FromParent: true}}
 	if q := queued(p); len(q) != 1 || !reflect.DeepEqual(q[0], want) {
 		t.Fatalf("queued %+v, want %+v", q, want)
 	}
@@ -524,14 +526,15 @@ func TestChildOfInheritsFromALiveParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := h.c.childOf(lead, "c1", tools.SpawnAgent{Name: "kid", Instructions: "go"})
-	if want := (CreateSpec{ID: "c1", Name: "kid", ParentID: lead, Instructions: "go", Provider: "inproc", Model: "echo", Cwd: "/w/lead", Bootstrap: true}); !reflect.DeepEqual(got, want) {
+	if want := (CreateSpec{ID: "c1", Name: "kid", ParentID: lead, Instructions: "go", Provider: "inproc", Model: "echo", Cwd: "/w/lead", Bootstrap: true,
+		Workspace: &WorkspaceRequest{FromParent: true}}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("from a live parent: %+v, want %+v", got, want)
 	}
 	if err := h.c.Terminate(context.Background(), lead); err != nil {
 		t.Fatal(err)
 	}
 	got = h.c.childOf(lead, "c1", tools.SpawnAgent{Name: "kid", Model: "m"})
-	if want := (CreateSpec{ID: "c1", Name: "kid", ParentID: lead, Model: "m", Bootstrap: true}); !reflect.DeepEqual(got, want) {
+	if want := (CreateSpec{ID: "c1", Name: "kid", ParentID: lead, Model: "m", Bootstrap: true, Workspace: &WorkspaceRequest{FromParent: true}}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("from a gone parent: %+v, want %+v", got, want)
 	}
 }

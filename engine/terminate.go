@@ -136,6 +136,10 @@ func (c *Core) terminate(ctx context.Context, a *agent) error {
 	if err := c.flushOwed(a); err != nil {
 		return fmt.Errorf("terminating %s: %w", id, err)
 	}
+	// Its work is kept on its branch before it goes (SPEC 12).
+	if err := c.closeWorkspace(ctx, a); err != nil {
+		return err
+	}
 	from := a.State()
 	ended, err := appendOwed(a.Log, c.noticesFor(a, from, schema.StateTerminated, id), eventlog.Record{Event: schema.AgentTerminated,
 		Data: schema.AgentTerminatedData{AgentID: id}})

@@ -163,6 +163,14 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 	})
 	c.notify(a)
 
+	// The workspace's state before the provider changes it (a re-run's
+	// start is the run's: restored before its run.resumed).
+	if a.RunStartCommit(t.RunID) == "" {
+		if err := c.snapshotTurn(ctx, a, t.RunID, t.Turn, schema.SnapshotStart); err != nil {
+			outcome = c.endTurn(ctx, a, t, "", 0, provider.Usage{}, err, &res)
+			return res
+		}
+	}
 	var usage provider.Usage
 	response, attempts, err := c.attempts(ctx, a, req, t, &usage)
 	outcome = c.endTurn(ctx, a, t, response, attempts, usage, err, &res)
@@ -176,6 +184,13 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 func (c *Core) endTurn(ctx context.Context, a *agent, t turnPlan, response string, attempts int,
 	usage provider.Usage, err error, res *TurnResult) turnOutcome {
 	runID, turn := t.RunID, t.Turn
+	if !errors.Is(err, provider.ErrRunSuspended) && !(c.stopping() && !errors.Is(context.Cause(ctx), errOperatorCancel) && ctx.Err() != nil) {
+		// The workspace's state at the turn's end, before the end is
+		// logged; a failure to record it is logged and ends nothing.
+		if serr := c.snapshotTurn(context.WithoutCancel(ctx), a, runID, turn, schema.SnapshotEnd); serr != nil {
+			c.log.Error("recording a workspace at a turn's end", "agent", a.ID(), "run", runID, "err", serr)
+		}
+	}
 	// The notices of busy -> idle go in the end's write.
 	var ended eventlog.Entry
 	idle := func(event string, data any) error {

@@ -16,33 +16,36 @@ import (
 
 // projectionFolds maps each event the projection reads to its fold.
 var projectionFolds = map[string]func(*State, eventlog.Entry) error{
-	schema.AgentCreated:     (*State).foldAgentCreated,
-	schema.AgentTerminated:  (*State).foldAgentTerminated,
-	schema.AgentClaimed:     (*State).foldAgentClaimed,
-	schema.SessionCreated:   (*State).foldSessionCreated,
-	schema.ContextReset:     (*State).foldContextReset,
-	schema.SessionRestored:  (*State).foldSessionRestored,
-	schema.SuspendResult:    (*State).foldSuspendResult,
-	schema.TurnStart:        (*State).foldTurnStart,
-	schema.TurnComplete:     (*State).foldTurnComplete,
-	schema.TurnFailed:       (*State).foldTurnFailed,
-	schema.TurnCancelled:    (*State).foldTurnCancelled,
-	schema.RunInterrupted:   (*State).foldRunInterrupted,
-	schema.RunWaiting:       (*State).foldRunWaiting,
-	schema.TokenConsumed:    (*State).foldTokenState,
-	schema.TokenRevoked:     (*State).foldTokenState,
-	schema.TokenExpired:     (*State).foldTokenState,
-	schema.RunResumed:       (*State).foldRunResumed,
-	schema.ToolCall:         (*State).foldToolCall,
-	schema.MessageEnqueued:  (*State).foldMsgEnqueued,
-	schema.MessageDelivered: (*State).foldMsgDelivered,
-	schema.MetadataUpdated:  (*State).foldMetadataUpdated,
-	schema.ToolGate:         (*State).foldToolGate,
-	schema.ToolSubscribe:    (*State).foldToolSubscribe,
-	schema.ToolUnsubscribe:  (*State).foldToolUnsubscribe,
-	schema.ReminderSched:    (*State).foldReminderSched,
-	schema.ReminderCancel:   (*State).foldReminderCancel,
-	schema.NoticesOwed:      (*State).foldNoticesOwed,
+	schema.AgentCreated:      (*State).foldAgentCreated,
+	schema.AgentTerminated:   (*State).foldAgentTerminated,
+	schema.AgentClaimed:      (*State).foldAgentClaimed,
+	schema.SessionCreated:    (*State).foldSessionCreated,
+	schema.ContextReset:      (*State).foldContextReset,
+	schema.SessionRestored:   (*State).foldSessionRestored,
+	schema.SuspendResult:     (*State).foldSuspendResult,
+	schema.TurnStart:         (*State).foldTurnStart,
+	schema.TurnComplete:      (*State).foldTurnComplete,
+	schema.TurnFailed:        (*State).foldTurnFailed,
+	schema.TurnCancelled:     (*State).foldTurnCancelled,
+	schema.RunInterrupted:    (*State).foldRunInterrupted,
+	schema.RunWaiting:        (*State).foldRunWaiting,
+	schema.TokenConsumed:     (*State).foldTokenState,
+	schema.TokenRevoked:      (*State).foldTokenState,
+	schema.TokenExpired:      (*State).foldTokenState,
+	schema.RunResumed:        (*State).foldRunResumed,
+	schema.ToolCall:          (*State).foldToolCall,
+	schema.MessageEnqueued:   (*State).foldMsgEnqueued,
+	schema.MessageDelivered:  (*State).foldMsgDelivered,
+	schema.MetadataUpdated:   (*State).foldMetadataUpdated,
+	schema.ToolGate:          (*State).foldToolGate,
+	schema.ToolSubscribe:     (*State).foldToolSubscribe,
+	schema.ToolUnsubscribe:   (*State).foldToolUnsubscribe,
+	schema.ReminderSched:     (*State).foldReminderSched,
+	schema.ReminderCancel:    (*State).foldReminderCancel,
+	schema.NoticesOwed:       (*State).foldNoticesOwed,
+	schema.WorkspaceCreated:  (*State).foldWorkspaceCreated,
+	schema.WorkspaceSnapshot: (*State).foldWorkspaceSnapshot,
+	schema.WorkspaceClosed:   (*State).foldWorkspaceClosed,
 }
 
 func (p *State) foldAgentCreated(e eventlog.Entry) error {
@@ -493,5 +496,46 @@ func (p *State) foldReminderCancel(e eventlog.Entry) error {
 		return err
 	}
 	delete(p.Reminders, d.ReminderID)
+	return nil
+}
+
+func (p *State) foldWorkspaceCreated(e eventlog.Entry) error {
+	var d schema.WorkspaceData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	p.Workspace = &Workspace{Repo: d.Repo, Path: d.Path, Branch: d.Branch, Base: d.Base}
+	return nil
+}
+
+// foldWorkspaceSnapshot keeps the start snapshot of the run it names and
+// the latest end snapshot.
+func (p *State) foldWorkspaceSnapshot(e eventlog.Entry) error {
+	var d schema.WorkspaceSnapshotData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	if p.Workspace == nil {
+		return nil
+	}
+	switch d.At {
+	case schema.SnapshotStart:
+		if r := p.RunFor(d.RunID); r != nil {
+			r.StartCommit = d.Commit
+		}
+	case schema.SnapshotEnd:
+		p.Workspace.LastEnd = d.Commit
+	}
+	return nil
+}
+
+func (p *State) foldWorkspaceClosed(e eventlog.Entry) error {
+	var d schema.WorkspaceClosedData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	if p.Workspace != nil {
+		p.Workspace.Closed, p.Workspace.Head = true, d.Commit
+	}
 	return nil
 }

@@ -143,6 +143,9 @@ type Run struct {
 	// AutoResumes counts the run.resumed the resume policy logged for
 	// the run (by "auto"): at 3 it is left for the operator.
 	AutoResumes int `json:",omitempty"`
+	// StartCommit is the workspace snapshot taken at the run's start (""
+	// without a workspace): a re-run restores it first.
+	StartCommit string `json:",omitempty"`
 	// InterruptSeq is the seq of the run's latest run.interrupted (it
 	// names the interruption: a start's notice about it is sent once).
 	InterruptSeq uint64 `json:",omitempty"`
@@ -232,10 +235,24 @@ type State struct {
 	// LastResume is the latest wait answered with a token, so that a
 	// repeated resume is answered the same way after a restart.
 	LastResume *Resume
+	// Workspace is the agent's workspace (nil: none).
+	Workspace *Workspace `json:",omitempty"`
 	// Notices are the notices the latest transition that subscriptions
 	// matched owes (notices.owed), so recovery can deliver those a crash
 	// kept from their subscribers.
 	Notices *Notices `json:",omitempty"`
+}
+
+// Workspace is an agent's workspace as its log records it.
+type Workspace struct {
+	Repo, Path, Branch, Base string
+	// LastEnd is the snapshot of the latest turn's end ("" before any):
+	// what a child spawned now branches from.
+	LastEnd string `json:",omitempty"`
+	// Closed: workspace.closed (the directory is gone, the branch kept);
+	// Head is the branch head it recorded.
+	Closed bool   `json:",omitempty"`
+	Head   string `json:",omitempty"`
 }
 
 // Notices is a notices.owed entry (the transition from -> to that key

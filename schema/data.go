@@ -25,6 +25,9 @@ type AgentCreatedData struct {
 	// logs written before it existed: no restart starts a bootstrap turn
 	// on such an agent.
 	Bootstrap bool `json:"bootstrap,omitempty"`
+	// Workspace is the agent's workspace, when it has one (SPEC 12);
+	// workspace.created follows in the same write.
+	Workspace *WorkspaceData `json:"workspace,omitempty"`
 }
 
 type AgentTerminatedData struct {
@@ -218,3 +221,43 @@ func (u Usage) Add(v Usage) Usage {
 
 // IsZero reports whether nothing was reported.
 func (u Usage) IsZero() bool { return u == Usage{} }
+
+// WorkspaceData is an agent's workspace (workspace.created, and
+// agent.created's workspace).
+type WorkspaceData struct {
+	Repo   string `json:"repo"`
+	Path   string `json:"path"`
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
+}
+
+type WorkspaceSnapshotData struct {
+	RunID  string `json:"run_id"`
+	Turn   int    `json:"turn"`
+	At     string `json:"at"`
+	Commit string `json:"commit"`
+}
+
+type WorkspaceRestoredData struct {
+	RunID  string `json:"run_id,omitempty"`
+	Commit string `json:"commit"`
+	Reason string `json:"reason"`
+}
+
+type WorkspaceRepairedData struct {
+	Path string `json:"path"`
+	What string `json:"what"`
+}
+
+type WorkspaceMergedData struct {
+	ChildID   string   `json:"child_id"`
+	Branch    string   `json:"branch"`
+	Commit    string   `json:"commit,omitempty"`
+	Conflicts []string `json:"conflicts,omitempty"`
+}
+
+type WorkspaceClosedData struct {
+	Branch  string `json:"branch"`
+	Commit  string `json:"commit"`
+	Removed bool   `json:"removed"`
+}

@@ -16,7 +16,9 @@
 //	event               log          data
 //	agent.created       new agent's  agent_id, name, parent_id (hex or null), instructions,
 //	                                 provider, model, metadata (object), cwd, created_at,
-//	                                 bootstrap (true: spawned, owes one bootstrap turn)
+//	                                 bootstrap (true: spawned, owes one bootstrap turn),
+//	                                 workspace (its workspace, when it has one: repo, path,
+//	                                 branch, base; workspace.created follows in the same write)
 //	agent.terminated    own          agent_id
 //	agent.claimed       own          node, epoch, boot_id: a node of a cluster took the agent
 //	                                 over (store/jetstream); none in a local home
@@ -30,9 +32,11 @@
 //	turn.retry          own          run_id, turn, attempt, error, delay_ms
 //	turn.failed         own          run_id, turn, error, attempts
 //	turn.cancelled      own          run_id, turn
-//	run.interrupted     own          run_id, reason (process_restart or wait_timeout)
+//	run.interrupted     own          run_id, reason (process_restart, shutdown, wait_timeout or
+//	                                 takeover)
 //	run.waiting         own          run_id, wait_kind, prompt, token_id, deadline, secret_hash, turn
-//	run.resumed         own          run_id, token_id ("" for an interrupted run), response
+//	run.resumed         own          run_id, token_id ("" for an interrupted run), response, by
+//	                                 (operator or auto), timed_out (a timed-out wait re-run)
 //	token.minted        own          token_id, run_id
 //	token.consumed      own          token_id, run_id
 //	token.revoked       own          token_id, run_id, reason (cancelled, new_message or terminated)
@@ -49,6 +53,12 @@
 //	tool.unsubscribe    own          subscription_id, reason
 //	reminder.scheduled  own          reminder_id, reason, due, every_ms
 //	reminder.cancelled  own          reminder_id
+//	workspace.created   own          repo, path, branch, base (written with agent.created)
+//	workspace.snapshot  own          run_id, turn, at (start or end), commit
+//	workspace.restored  own          run_id, commit, reason (rerun or operator)
+//	workspace.repaired  own          path, what
+//	workspace.merged    the parent's child_id, branch, commit, or conflicts (paths)
+//	workspace.closed    own          branch, commit (the branch head kept), removed
 //	notices.owed        own          from, to, key, subscriptions ([{subscription_id, subscriber}]):
 //	                                 written with a state transition that subscriptions match,
 //	                                 in the same write; recovery delivers the notices a crash

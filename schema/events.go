@@ -34,6 +34,25 @@ const (
 	ReminderSched    = "reminder.scheduled"
 	ReminderCancel   = "reminder.cancelled"
 	NoticesOwed      = "notices.owed"
+
+	WorkspaceCreated  = "workspace.created"
+	WorkspaceSnapshot = "workspace.snapshot"
+	WorkspaceRestored = "workspace.restored"
+	WorkspaceRepaired = "workspace.repaired"
+	WorkspaceMerged   = "workspace.merged"
+	WorkspaceClosed   = "workspace.closed"
+)
+
+// When a workspace.snapshot is taken (its at).
+const (
+	SnapshotStart = "start"
+	SnapshotEnd   = "end"
+)
+
+// Why a workspace was restored (workspace.restored's reason).
+const (
+	RestoreRerun    = "rerun"
+	RestoreOperator = "operator"
 )
 
 // Reasons of run.interrupted.

@@ -37,6 +37,9 @@ type SpawnAgent struct {
 	Metadata     map[string]string // nil when not given
 	Provider     string
 	Model        string
+	// Workspace is "none" for a child without a workspace of its own
+	// ("" = one branched from the parent's, when the parent has one).
+	Workspace string
 }
 
 // InspectAgent is a parsed inspect_agent call.

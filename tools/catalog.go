@@ -222,6 +222,8 @@ var catalog = []Spec{
 				Description: "Optional string key/value labels for the child."},
 			{Name: "provider", Type: TypeString, Description: "Provider for the child (default: yours)."},
 			{Name: "model", Type: TypeString, Description: "Model for the child (default: yours)."},
+			{Name: "workspace", Type: TypeString, Enum: []string{"none"},
+				Description: `"none": no workspace of its own. Left out, a child of an agent with a workspace gets one, branched from yours as this turn ends.`},
 		},
 	},
 	{

@@ -148,6 +148,10 @@ func parseSpawnAgent(a *argReader) Call {
 	c.Metadata = a.stringMap("metadata")
 	c.Provider = a.str("provider")
 	c.Model = a.str("model")
+	c.Workspace = a.str("workspace")
+	if a.err == nil && c.Workspace != "" && c.Workspace != "none" {
+		a.fail("workspace", ErrInvalidParam, "parameter %q: %q is not \"none\" (leave it out for a workspace of the child's own)", "workspace", c.Workspace)
+	}
 	return c
 }
 

@@ -48,5 +48,7 @@
 //     deleted) and made again, a branch renamed inside the worktree gets
 //     its name back.
 //
-// Nothing here removes a branch, and only Close removes a worktree.
+// Nothing here removes a branch or a worktree but Close (the worktree,
+// keeping the branch) and Discard (both, for an agent whose creation
+// failed after git made them: they hold nothing of anyone's work).
 package workspace

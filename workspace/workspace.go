@@ -395,3 +395,22 @@ func (g Git) Changed(ctx context.Context, w Workspace, from, to string) ([]strin
 func (g Git) Diff(ctx context.Context, w Workspace, from, to string) (string, error) {
 	return g.run(ctx, w.Repo, nil, "diff", "--no-color", from, to)
 }
+
+// Discard removes a worktree Create just made for an agent that was
+// never created (its creation failed after git made it): the directory
+// and the branch, which hold nothing of any agent's work. It is the only
+// call here that deletes a branch; the engine makes it only then.
+func (g Git) Discard(ctx context.Context, w Workspace) error {
+	if _, err := os.Lstat(w.Path); err == nil {
+		if _, err := g.run(ctx, w.Repo, nil, "worktree", "remove", "--force", "--end-of-options", w.Path); err != nil {
+			return err
+		}
+	}
+	if g.branchExists(ctx, w) {
+		if _, err := g.run(ctx, w.Repo, nil, "branch", "-D", "--end-of-options", w.Branch); err != nil {
+			return err
+		}
+	}
+	_, _ = g.run(ctx, w.Repo, nil, "update-ref", "-d", SnapshotRef(w.AgentID))
+	return nil
+}

@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	fold "github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/workspace"
+)
+
+// Workspaces (SPEC 12): an agent may own a git worktree of a repository
+// (package workspace), which is its working directory and where its
+// agent process runs. The engine binds the worktree's state to the log:
+//
+//   - Create: the worktree is made before the provider session (an agent
+//     CLI starts in it), and agent.created (naming it), session.created and
+//     workspace.created are one write; a creation that fails after git
+//     made the worktree removes it again (nothing of an agent's work is in
+//     it yet).
+//   - Every turn: after turn.start and before the provider is called, a
+//     start snapshot (workspace.snapshot, start); before the turn's end is
+//     logged, an end snapshot (end). A turn whose start snapshot fails
+//     fails: it never runs on files the log could not roll back.
+//   - A re-run (an interrupted run, a resumed wait) first restores its
+//     start snapshot and logs workspace.restored (rerun), unless the
+//     operator asked to keep the files (keep_workspace).
+//   - Terminate: what is left is committed to the branch, the directory
+//     removed, the branch kept (workspace.closed), before agent.terminated.
+//   - Recovery: each open workspace is checked and repaired from the
+//     branch (workspace.repaired); one that cannot be repaired keeps its
+//     agent from running anywhere (its error says what fixes it).
+//   - A child spawned by an agent with a workspace gets one of its own,
+//     branched from the parent's latest end snapshot (never its live
+//     files), unless spawn_agent says workspace "none".
+
+// WorkspaceRequest asks for an agent's workspace (CreateSpec.Workspace).
+type WorkspaceRequest struct {
+	// Repo is a directory inside the repository ("" = the agent's cwd).
+	Repo string
+	// Base names the commit the branch starts at ("" = the repository's
+	// HEAD).
+	Base string
+	// Copy lists ignored files to copy in (workspace.CopyFiles).
+	Copy []string
+	// FromParent: the workspace is branched from the parent's latest end
+	// snapshot (a spawned child); none when the parent has none.
+	FromParent bool
+}
+
+// workspacesDir is where the worktrees are: <home>/workspaces.
+func (c *Core) workspacesDir() string { return filepath.Join(c.opts.Home, "workspaces") }
+
+// wsOf is the package workspace's view of agent id's workspace w.
+func wsOf(id string, w fold.Workspace) workspace.Workspace {
+	return workspace.Workspace{AgentID: id, Repo: w.Repo, Path: w.Path, Branch: w.Branch, Base: w.Base}
+}
+
+// makeWorkspace makes the worktree a new agent asked for and makes it
+// the agent's cwd; the data goes into agent.created and workspace.created
+// (nil, and nothing made, for a child whose parent has no workspace).
+func (c *Core) makeWorkspace(ctx context.Context, id string, spec *CreateSpec) (*schema.WorkspaceData, error) {
+	req := spec.Workspace
+	if req.FromParent {
+		p, ok := c.agent(spec.ParentID)
+		var w fold.Workspace
+		if ok {
+			w, ok = p.OpenWorkspace()
+		}
+		if !ok {
+			spec.Workspace = nil
+			return nil, nil
+		}
+		req = childWorkspace(w, req.Copy)
+	}
+	g := c.opts.Git
+	if _, err := g.CheckVersion(ctx); err != nil {
+		return nil, failf(ErrInvalid, "%w", err)
+	}
+	dir := req.Repo
+	if dir == "" {
+		dir = spec.Cwd
+	}
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		dir = wd
+	}
+	repo, base, err := g.Resolve(ctx, dir, req.Base)
+	if err != nil {
+		return nil, failf(ErrInvalid, "workspace: %w", err)
+	}
+	path := spec.Name
+	if spec.ParentID != "" {
+		path = c.Path(spec.ParentID) + "/" + spec.Name
+	}
+	w := workspace.Workspace{AgentID: id, Repo: repo, Path: filepath.Join(c.workspacesDir(), id), Branch: workspace.BranchName(path, id), Base: base}
+	if err := os.MkdirAll(c.workspacesDir(), 0o700); err != nil {
+		return nil, err
+	}
+	if err := g.Create(ctx, w, req.Copy); err != nil {
+		if errors.Is(err, workspace.ErrBadCopy) {
+			return nil, failf(ErrInvalid, "workspace: %w", err)
+		}
+		return nil, fmt.Errorf("making the workspace of %s: %w", spec.Name, err)
+	}
+	spec.Cwd = w.Path
+	return &schema.WorkspaceData{Repo: w.Repo, Path: w.Path, Branch: w.Branch, Base: w.Base}, nil
+}
+
+// dropWorkspace undoes makeWorkspace for a creation that failed: the
+// worktree and its branch go (the agent never ran in them).
+func (c *Core) dropWorkspace(ctx context.Context, id string, d *schema.WorkspaceData) {
+	w := workspace.Workspace{AgentID: id, Repo: d.Repo, Path: d.Path, Branch: d.Branch, Base: d.Base}
+	if err := c.opts.Git.Discard(ctx, w); err != nil {
+		c.log.Warn("removing the workspace of a creation that failed", "agent", id, "path", d.Path, "err", err)
+	}
+}
+
+// snapshotTurn records a's workspace at a turn's start or end
+// (workspace.snapshot); nothing for an agent without an open workspace.
+func (c *Core) snapshotTurn(ctx context.Context, a *agent, runID string, turn int, at string) error {
+	w, ok := a.OpenWorkspace()
+	if !ok {
+		return nil
+	}
+	commit, err := c.opts.Git.Snapshot(ctx, wsOf(a.ID(), w), fmt.Sprintf("warren: %s of run %s turn %d", at, runID, turn))
+	if err != nil {
+		return fmt.Errorf("the %s snapshot of the workspace of %s: %w", at, a.Name(), err)
+	}
+	_, err = a.Append(schema.WorkspaceSnapshot, schema.WorkspaceSnapshotData{RunID: runID, Turn: turn, At: at, Commit: commit})
+	return err
+}
+
+// restoreRun puts back the start snapshot of run runID of a before it is
+// re-run (workspace.restored, rerun); nothing without one.
+func (c *Core) restoreRun(ctx context.Context, a *agent, runID string) error {
+	w, ok := a.OpenWorkspace()
+	commit := a.RunStartCommit(runID)
+	if !ok || commit == "" {
+		return nil
+	}
+	if err := c.opts.Git.Restore(ctx, wsOf(a.ID(), w), commit); err != nil {
+		return fmt.Errorf("restoring the workspace of %s to the start of run %s: %w", a.Name(), runID, err)
+	}
+	_, err := a.Append(schema.WorkspaceRestored, schema.WorkspaceRestoredData{RunID: runID, Commit: commit, Reason: schema.RestoreRerun})
+	return err
+}
+
+// closeWorkspace commits what is left in a's workspace to its branch,
+// removes the directory and keeps the branch (workspace.closed), before
+// a is terminated.
+func (c *Core) closeWorkspace(ctx context.Context, a *agent) error {
+	w, ok := a.OpenWorkspace()
+	if !ok {
+		return nil
+	}
+	head, err := c.opts.Git.Close(ctx, wsOf(a.ID(), w), c.Path(a.ID()))
+	if err != nil {
+		return failf(ErrWrongState, "closing the workspace of %s (its work is kept: nothing was removed): %w", a.Name(), err)
+	}
+	_, err = a.Append(schema.WorkspaceClosed, schema.WorkspaceClosedData{Branch: w.Branch, Commit: head, Removed: true})
+	return err
+}
+
+// repairWorkspaces checks the open workspace of each agent against its
+// log and repairs it from its branch (workspace.repaired); an agent whose
+// workspace cannot be repaired runs nowhere until it is (its status says
+// why).
+func (c *Core) repairWorkspaces(ctx context.Context, agents []*agent) {
+	for _, a := range agents {
+		w, ok := a.OpenWorkspace()
+		if !ok {
+			continue
+		}
+		what, err := c.opts.Git.Repair(ctx, wsOf(a.ID(), w), c.now())
+		if err != nil {
+			c.log.Error("an agent's workspace cannot be repaired; the agent runs no turn until it is", "agent", a.ID(), "err", err)
+			a.SetWorkspaceFault(err)
+			continue
+		}
+		if what == "" {
+			continue
+		}
+		c.log.Warn("repaired an agent's workspace", "agent", a.ID(), "what", what)
+		if _, err := a.Append(schema.WorkspaceRepaired, schema.WorkspaceRepairedData{Path: w.Path, What: what}); err != nil {
+			c.log.Error("logging workspace.repaired", "agent", a.ID(), "err", err)
+		}
+	}
+}
+
+// childWorkspace is the workspace request of a child of an agent whose
+// workspace is parent: the parent's repository, at its latest end
+// snapshot (its base before any), never its live files.
+func childWorkspace(parent fold.Workspace, copies []string) *WorkspaceRequest {
+	base := parent.LastEnd
+	if base == "" {
+		base = parent.Base
+	}
+	return &WorkspaceRequest{Repo: parent.Repo, Base: base, Copy: copies}
+}
