@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"github.com/warren-dev/warren/workspace"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/workspace"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
