@@ -43,11 +43,16 @@ const (
 	ResumeManual = "manual"
 )
 
-// ResumePolicy is the resume policy of provider entry name: its own
-// "resume", else the file's, else its type's default: manual for acp
-// (an agent CLI's own edits and commands would run twice), auto for the
-// others (their tool calls are answered from the log).
-func (c Config) ResumePolicy(name string) string {
+// ResumePolicy is the resume policy of provider entry name for an agent
+// without a workspace (ResumePolicyFor).
+func (c Config) ResumePolicy(name string) string { return c.ResumePolicyFor(name, false) }
+
+// ResumePolicyFor is the resume policy of an agent of provider entry
+// name: the entry's own "resume", else the file's, else the default:
+// manual for an acp agent without a workspace (an agent CLI's own edits
+// and commands would run twice), auto for the others (their tool calls
+// are answered from the log; a workspace is restored first).
+func (c Config) ResumePolicyFor(name string, workspace bool) string {
 	p := c.Providers[name]
 	if s, ok := p.Settings["resume"].(string); ok {
 		return s
@@ -55,10 +60,26 @@ func (c Config) ResumePolicy(name string) string {
 	if c.Resume != "" {
 		return c.Resume
 	}
-	if p.Type(name) == "acp" {
+	if p.Type(name) == "acp" && !workspace {
 		return ResumeManual
 	}
 	return ResumeAuto
+}
+
+// WantsWorkspace reports whether entry name gives every agent a
+// workspace ("workspace": "worktree"), and the ignored files to copy
+// into each ("copy").
+func (c Config) WantsWorkspace(name string) (bool, []string) {
+	p := c.Providers[name]
+	var copies []string
+	if list, ok := p.Settings["copy"].([]any); ok {
+		for _, x := range list {
+			if s, ok := x.(string); ok {
+				copies = append(copies, s)
+			}
+		}
+	}
+	return p.Settings["workspace"] == "worktree", copies
 }
 
 // ProviderConfig is one provider's settings. It never holds an API key, only

@@ -70,6 +70,20 @@ func checkTyped(key, name string, settings map[string]any) error {
 	if err := checkACP(key, name, typ, settings); err != nil {
 		return err
 	}
+	if v, ok := settings["workspace"]; ok && v != "worktree" && v != "none" {
+		return fmt.Errorf("%w: %q must be \"worktree\" (every agent of the entry gets a workspace) or \"none\", got %v", ErrInvalid, key+".workspace", v)
+	}
+	if v, ok := settings["copy"]; ok {
+		list, isList := v.([]any)
+		for _, x := range list {
+			if _, isStr := x.(string); !isStr {
+				isList = false
+			}
+		}
+		if !isList {
+			return fmt.Errorf("%w: %q must be a list of paths relative to the repository (ignored files a new worktree gets a copy of)", ErrInvalid, key+".copy")
+		}
+	}
 	if v, ok := settings["headers"]; ok {
 		m, isObj := v.(map[string]any)
 		if !isObj {

@@ -65,6 +65,9 @@ var methods = map[string]methodFunc{
 	"daemon.status":    (*handler).status,
 	"daemon.providers": (*handler).providers,
 	"daemon.shutdown":  (*handler).shutdownM,
+	"workspace.log":     (*handler).workspaceLog,
+	"workspace.restore": (*handler).workspaceRestore,
+	"workspace.merge":   (*handler).workspaceMerge,
 }
 
 // Handle implements server.Handler.
@@ -155,6 +158,15 @@ func optStrings(p protocol.Params, keys ...string) ([]string, error) {
 	return out, nil
 }
 
+// refAny is ref where a terminated agent resolves too.
+func (h *handler) refAny(p protocol.Params, key string) (string, error) {
+	ref, err := p.String(key)
+	if err != nil {
+		return "", err
+	}
+	return h.c.ResolveAny(ref)
+}
+
 func (h *handler) ref(p protocol.Params, key string) (string, error) {
 	ref, err := p.String(key)
 	if err != nil {
@@ -194,12 +206,62 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 			return nil, err
 		}
 	}
+	ws, err := workspaceParam(p)
+	if err != nil {
+		return nil, err
+	}
 	id, err := h.c.CreateAgent(ctx, engine.CreateSpec{Name: name, ParentID: parent, Instructions: instr,
-		Provider: prov, Model: model, Metadata: md, Cwd: cwd})
+		Provider: prov, Model: model, Metadata: md, Cwd: cwd, Workspace: ws})
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"agent_id": id, "name": name}, nil
+}
+
+// workspaceParam reads agent.create's workspace: true, or {repo?, base?,
+// copy?} (SPEC 12); nil when absent or false.
+func workspaceParam(p protocol.Params) (*engine.WorkspaceRequest, error) {
+	if !p.Has("workspace") {
+		return nil, nil
+	}
+	if b, err := p.OptBool("workspace", false); err == nil {
+		if !b {
+			return nil, nil
+		}
+		return &engine.WorkspaceRequest{}, nil
+	}
+	m, err := p.OptMap("workspace")
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "param workspace: expected true or {repo?, base?, copy?}")
+	}
+	w := &engine.WorkspaceRequest{}
+	sub := protocol.Params(m)
+	for k := range m {
+		if k != "repo" && k != "base" && k != "copy" {
+			return nil, protocol.Errorf(protocol.CodeInvalid, "param workspace.%s: unknown (the keys are repo, base and copy)", k)
+		}
+	}
+	if w.Repo, err = sub.OptString("repo", ""); err != nil {
+		return nil, err
+	}
+	if w.Repo != "" && !filepath.IsAbs(w.Repo) {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "param workspace.repo: %q must be an absolute path", w.Repo)
+	}
+	if w.Base, err = sub.OptString("base", ""); err != nil {
+		return nil, err
+	}
+	if list, ok := m["copy"].([]any); ok {
+		for _, x := range list {
+			s, isStr := x.(string)
+			if !isStr {
+				return nil, protocol.Errorf(protocol.CodeInvalid, "param workspace.copy: a list of paths relative to the repository")
+			}
+			w.Copy = append(w.Copy, s)
+		}
+	} else if m["copy"] != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "param workspace.copy: a list of paths relative to the repository")
+	}
+	return w, nil
 }
 
 // list answers agent.list: the agents in tree order; with all, then the
@@ -516,14 +578,17 @@ func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream
 	if tok == "" && tokID == "" && p.Has("response") {
 		return nil, protocol.Errorf(protocol.CodeInvalid, "a response needs the wait's token (param token) or its token_id (listed by waits.list)")
 	}
-	var res engine.TurnResult
-	if p.Has("token_id") {
-		// The peer passed the socket's owner check (server/peer.go): a
-		// local operator may name the wait by its public id (SPEC 4).
-		res, err = h.c.ResumeByID(ctx, id, tokID, resp)
-	} else {
-		res, err = h.c.Resume(ctx, id, tok, resp)
+	keep, err := p.OptBool("keep_workspace", false)
+	if err != nil {
+		return nil, err
 	}
+	if p.Has("token_id") && tokID == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "an empty token_id names no wait; list the pending waits with warren waits")
+	}
+	// With token_id the peer passed the socket's owner check
+	// (server/peer.go): a local operator may name the wait by its public
+	// id (SPEC 4).
+	res, err := h.c.ResumeWith(ctx, id, engine.ResumeOptions{Token: tok, TokenID: tokID, Response: resp, KeepWorkspace: keep})
 	if err != nil {
 		return nil, err
 	}
@@ -730,4 +795,54 @@ func pageLimit(v int64) (int, error) {
 		return 0, fmt.Errorf("limit must be from 1 to %d", engine.MaxPageLimit)
 	}
 	return int(v), nil
+}
+
+// workspaceLog answers workspace.log: the agent's workspace and its
+// snapshots (SPEC 8.1), oldest first.
+func (h *handler) workspaceLog(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	v, err := h.c.WorkspaceLog(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	snaps := make([]any, len(v.Snapshots))
+	for i, s := range v.Snapshots {
+		snaps[i] = map[string]any{"run_id": s.RunID, "turn": s.Turn, "at": s.At, "commit": s.Commit,
+			"ts": s.TS.UTC().Format(time.RFC3339Nano), "files_changed": s.FilesChanged}
+	}
+	return map[string]any{"snapshots": snaps, "repo": v.Repo, "path": v.Path, "branch": v.Branch, "base": v.Base, "closed": v.Closed}, nil
+}
+
+// workspaceRestore answers workspace.restore: one of the agent's
+// snapshots back in its worktree (the agent at rest).
+func (h *handler) workspaceRestore(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.ref(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	commit, err := p.String("commit")
+	if err != nil {
+		return nil, err
+	}
+	if err := h.c.RestoreWorkspace(ctx, id, commit); err != nil {
+		return nil, err
+	}
+	return map[string]any{"agent_id": id, "commit": commit}, nil
+}
+
+// workspaceMerge answers workspace.merge: the child's branch merged into
+// its parent's worktree; conflicts are code 2 naming the paths.
+func (h *handler) workspaceMerge(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
+	id, err := h.refAny(p, "agent_id")
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.c.MergeChild(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"agent_id": id, "branch": res.Branch, "commit": res.Commit}, nil
 }

@@ -285,6 +285,16 @@ func (a *agent) OpenWorkspace() (fold.Workspace, bool) {
 	return *w, true
 }
 
+// Workspace is the agent's workspace, open or closed.
+func (a *agent) Workspace() (fold.Workspace, bool) {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if a.p.Workspace == nil {
+		return fold.Workspace{}, false
+	}
+	return *a.p.Workspace, true
+}
+
 // RunStartCommit is the workspace snapshot at the start of run runID
 // ("" when it has none).
 func (a *agent) RunStartCommit(runID string) string {

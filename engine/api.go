@@ -14,6 +14,10 @@ import (
 // Corrupt agents (not in the tree) resolve by id or name (roster.Resolve).
 func (c *Core) Resolve(ref string) (string, error) { return c.agents.Resolve(ref) }
 
+// ResolveAny is Resolve, where a terminated agent resolves too (a child
+// whose branch is merged after it completed).
+func (c *Core) ResolveAny(ref string) (string, error) { return c.agents.ResolveAny(ref) }
+
 // Send runs a turn with a user message and returns when it ends (or ctx is
 // done; the turn goes on). A live wait is revoked: the message starts a new
 // run.

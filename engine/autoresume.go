@@ -64,7 +64,7 @@ func (c *Core) autoResume(agents []*agent) []InterruptedRun {
 		switch {
 		case c.opts.NoWake:
 			r.Left = "this daemon runs no automatic turns"
-		case cfg.ResumePolicy(run.Provider) != config.ResumeAuto:
+		case cfg.ResumePolicyFor(run.Provider, hasWorkspace(a)) != config.ResumeAuto:
 			r.Left = "the resume policy of " + run.Provider + " is manual"
 		case run.AutoResumes >= maxAutoResumes:
 			r.Left = "re-run 3 times by the resume policy and interrupted again each time"
@@ -82,6 +82,12 @@ func (c *Core) autoResume(agents []*agent) []InterruptedRun {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// hasWorkspace reports whether a has an open workspace.
+func hasWorkspace(a *agent) bool {
+	_, ok := a.OpenWorkspace()
+	return ok
 }
 
 // resumeAfterStart runs autoResume over the agents a recovery (or a

@@ -83,8 +83,11 @@ type CoreOptions struct {
 	// negative means no wait (config.DefaultSessionSaveDelay is the daemon's).
 	SessionSaveDelay time.Duration
 	// Git runs the git command line for agents' workspaces (the zero
-	// value: git from PATH).
-	Git workspace.Git
+	// value: git from PATH); WorkspacesDir is where their worktrees go
+	// ("" = <Home>/workspaces; tests on an in-memory home name a real
+	// directory).
+	Git           workspace.Git
+	WorkspacesDir string
 	// Getenv reads provider key variables (default os.Getenv).
 	Getenv func(string) string
 	// CheckpointEvery is how many entries an agent's log grows by before

@@ -121,6 +121,16 @@ func (c *Core) checkCreate(spec *CreateSpec) (provider.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	if wants, copies := c.config().WantsWorkspace(spec.Provider); wants || spec.Workspace != nil {
+		// The entry's workspace setting: every agent of it gets one.
+		if spec.Workspace == nil {
+			spec.Workspace = &WorkspaceRequest{FromParent: spec.ParentID != "", Always: true}
+		}
+		if len(spec.Workspace.Copy) == 0 {
+			spec.Workspace.Copy = copies
+		}
+		spec.Workspace.Always = spec.Workspace.Always || wants
+	}
 	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
 		return nil, err
 	}

@@ -120,6 +120,21 @@ func (r *goneRegistry) Find(ref string, treePath func(id string) string) string 
 	return found
 }
 
+// Child is the id of parentID's terminated child named name ("" when
+// none, or several).
+func (r *goneRegistry) Child(parentID, name string) string {
+	found := ""
+	for id, g := range r.m {
+		if g.parentID == parentID && g.name == name {
+			if found != "" {
+				return ""
+			}
+			found = id
+		}
+	}
+	return found
+}
+
 // Unread lists the ids whose info is not known yet.
 func (r *goneRegistry) Unread() []string {
 	var unread []string

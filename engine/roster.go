@@ -187,6 +187,14 @@ func (r *roster) Forget(id, name, parentID string) {
 	r.mu.Unlock()
 }
 
+// GoneChild is the id of parentID's terminated child named name ("" when
+// none, or several).
+func (r *roster) GoneChild(parentID, name string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gone.Child(parentID, name)
+}
+
 // GonePath is the path a terminated agent had ("lead/w1"), or "" when the
 // roster does not remember the id.
 func (r *roster) GonePath(id string) string {

@@ -40,18 +40,36 @@ func (r *roster) Resolve(ref string) (string, error) {
 			return a.ID(), nil
 		}
 	}
-	r.mu.Lock()
-	gone := r.gone.Find(ref, r.tree.Path)
-	path := ""
-	if gone != "" {
-		path = r.gone.Path(gone, r.tree.Path)
-	}
-	r.mu.Unlock()
+	gone, path := r.findGone(ref)
 	if gone != "" {
 		return "", failf(ErrNotFound, "agent %s (%s) is terminated: it takes no messages or turns; create a new agent "+
 			"(warren agent list --all shows the terminated ones)", path, gone)
 	}
 	return "", notFound(ref)
+}
+
+// findGone is the id and path of the terminated agent ref names ("" when
+// none).
+func (r *roster) findGone(ref string) (id, path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id = r.gone.Find(ref, r.tree.Path); id != "" {
+		path = r.gone.Path(id, r.tree.Path)
+	}
+	return id, path
+}
+
+// ResolveAny is Resolve, where a reference to a terminated agent gives its
+// id too.
+func (r *roster) ResolveAny(ref string) (string, error) {
+	id, err := r.Resolve(ref)
+	if err == nil || !errors.Is(err, ErrNotFound) {
+		return id, err
+	}
+	if gone, _ := r.findGone(ref); gone != "" {
+		return gone, nil
+	}
+	return "", err
 }
 
 // Ordered returns the agents served in agent.list's order (Order):

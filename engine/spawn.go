@@ -123,6 +123,18 @@ func (c *Core) redo(a *agent, tool string, args map[string]any, result json.RawM
 		}
 	case "complete":
 		c.complete(a)
+	case "merge_child":
+		// The re-run's restore took the merge back out of the worktree:
+		// merge again (the child's branch is what it was).
+		parsed, err := tools.Parse(tool, args)
+		if v, ok := parsed.(tools.MergeChild); err == nil && ok {
+			x := toolExec{c: c, ctx: c.ctx, self: a.ID()}
+			if id, e := x.childAnyState(v.AgentName); e == "" {
+				if _, err := c.MergeChild(c.ctx, id); err != nil {
+					c.log.Warn("merging a child again for a re-run", "agent", a.ID(), "child", id, "err", err)
+				}
+			}
+		}
 	}
 }
 

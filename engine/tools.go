@@ -245,6 +245,8 @@ func (c *Core) execTool(ctx context.Context, self string, call tools.Call, pos c
 		return x.permit(v)
 	case tools.AwaitInput:
 		return x.awaitInput(v)
+	case tools.MergeChild:
+		return x.mergeChild(v)
 	}
 	return toolFailed("tool %T is not implemented", call), nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"github.com/warren-dev/warren/inbox"
 	"maps"
@@ -93,6 +94,36 @@ func (x toolExec) poke(v tools.Poke) (toolOutcome, error) {
 		x.c.poke(a)
 	}
 	return toolDone(tools.PokeResult(ch.ID)), nil
+}
+
+// mergeChild merges a child's branch (a live child, or one that
+// completed) into the caller's workspace.
+func (x toolExec) mergeChild(v tools.MergeChild) (toolOutcome, error) {
+	id, e := x.childAnyState(v.AgentName)
+	if e != "" {
+		return toolFailed("%s", e), nil
+	}
+	res, err := x.c.MergeChild(x.ctx, id)
+	if err != nil {
+		var de *domainError
+		if errors.As(err, &de) {
+			return toolFailed("%v", err), nil // a refusal or conflicts: the agent reads them
+		}
+		return toolOutcome{}, err
+	}
+	return toolDone(map[string]any{"merged": v.AgentName, "branch": res.Branch, "commit": res.Commit}), nil
+}
+
+// childAnyState resolves a child of the caller by name, live or
+// terminated; the reason when there is none.
+func (x toolExec) childAnyState(name string) (string, string) {
+	if id, err := x.c.tree.ChildByName(x.self, name); err == nil {
+		return id, ""
+	}
+	if id := x.c.agents.GoneChild(x.self, name); id != "" {
+		return id, ""
+	}
+	return "", fmt.Sprintf("no child agent named %q", name)
 }
 
 func (x toolExec) listChildren() (toolOutcome, error) {

@@ -2,10 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/schema"
@@ -47,12 +50,18 @@ type WorkspaceRequest struct {
 	// Copy lists ignored files to copy in (workspace.CopyFiles).
 	Copy []string
 	// FromParent: the workspace is branched from the parent's latest end
-	// snapshot (a spawned child); none when the parent has none.
-	FromParent bool
+	// snapshot (a spawned child); when the parent has none: one from the
+	// agent's cwd with Always (its provider entry wants one), else none.
+	FromParent, Always bool
 }
 
 // workspacesDir is where the worktrees are: <home>/workspaces.
-func (c *Core) workspacesDir() string { return filepath.Join(c.opts.Home, "workspaces") }
+func (c *Core) workspacesDir() string {
+	if c.opts.WorkspacesDir != "" {
+		return c.opts.WorkspacesDir
+	}
+	return filepath.Join(c.opts.Home, "workspaces")
+}
 
 // wsOf is the package workspace's view of agent id's workspace w.
 func wsOf(id string, w fold.Workspace) workspace.Workspace {
@@ -70,11 +79,13 @@ func (c *Core) makeWorkspace(ctx context.Context, id string, spec *CreateSpec) (
 		if ok {
 			w, ok = p.OpenWorkspace()
 		}
-		if !ok {
+		switch {
+		case ok:
+			req = childWorkspace(w, req.Copy)
+		case !req.Always:
 			spec.Workspace = nil
 			return nil, nil
 		}
-		req = childWorkspace(w, req.Copy)
 	}
 	g := c.opts.Git
 	if _, err := g.CheckVersion(ctx); err != nil {
@@ -203,4 +214,174 @@ func childWorkspace(parent fold.Workspace, copies []string) *WorkspaceRequest {
 		base = parent.Base
 	}
 	return &WorkspaceRequest{Repo: parent.Repo, Base: base, Copy: copies}
+}
+
+// SnapshotView is one workspace snapshot as workspace.log shows it.
+type SnapshotView struct {
+	RunID  string
+	Turn   int
+	At     string // start or end
+	Commit string
+	TS     time.Time
+	// FilesChanged counts the paths that differ from the snapshot
+	// before it (-1 when git could not say).
+	FilesChanged int
+}
+
+// WorkspaceLogView is an agent's workspace and its snapshots (the latest
+// limit, oldest first).
+type WorkspaceLogView struct {
+	Repo, Path, Branch, Base string
+	Closed                   bool
+	Snapshots                []SnapshotView
+}
+
+// maxSnapshotsShown bounds WorkspaceLog's snapshots.
+const maxSnapshotsShown = 200
+
+// WorkspaceLog lists agent agentID's workspace snapshots, from its log.
+func (c *Core) WorkspaceLog(ctx context.Context, agentID string) (WorkspaceLogView, error) {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return WorkspaceLogView{}, notFound(agentID)
+	}
+	w, ok := a.Workspace()
+	if !ok {
+		return WorkspaceLogView{}, failf(ErrInvalid, "agent %s has no workspace", a.Name())
+	}
+	out := WorkspaceLogView{Repo: w.Repo, Path: w.Path, Branch: w.Branch, Base: w.Base, Closed: w.Closed}
+	es, err := c.Log(ctx, a.ID(), 0)
+	if err != nil {
+		return out, err
+	}
+	for _, e := range es {
+		if e.Event != schema.WorkspaceSnapshot {
+			continue
+		}
+		var d schema.WorkspaceSnapshotData
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			continue
+		}
+		out.Snapshots = append(out.Snapshots, SnapshotView{RunID: d.RunID, Turn: d.Turn, At: d.At, Commit: d.Commit, TS: e.TS})
+	}
+	if n := len(out.Snapshots); n > maxSnapshotsShown {
+		out.Snapshots = out.Snapshots[n-maxSnapshotsShown:]
+	}
+	prev := w.Base
+	ws := wsOf(a.ID(), w)
+	for i := range out.Snapshots {
+		s := &out.Snapshots[i]
+		s.FilesChanged = -1
+		if paths, err := c.opts.Git.Changed(ctx, ws, prev, s.Commit); err == nil {
+			s.FilesChanged = len(paths)
+		}
+		prev = s.Commit
+	}
+	return out, nil
+}
+
+// RestoreWorkspace puts one of agent agentID's snapshots back in its
+// workspace (the agent must be at rest: it is claimed meanwhile), logged
+// as workspace.restored (operator).
+func (c *Core) RestoreWorkspace(ctx context.Context, agentID, commit string) error {
+	a, ok := c.agent(agentID)
+	if !ok {
+		return notFound(agentID)
+	}
+	w, ok := a.OpenWorkspace()
+	if !ok {
+		return failf(ErrInvalid, "agent %s has no open workspace", a.Name())
+	}
+	view, err := c.WorkspaceLog(ctx, agentID)
+	if err != nil {
+		return err
+	}
+	known := false
+	for _, s := range view.Snapshots {
+		known = known || s.Commit == commit
+	}
+	if !known {
+		return failf(ErrInvalid, "%q is none of the snapshots of %s (warren workspace log %s lists them)", commit, a.Name(), c.Path(a.ID()))
+	}
+	if err := a.Claim(); err != nil {
+		return err
+	}
+	defer c.release(a)
+	if err := c.opts.Git.Restore(ctx, wsOf(a.ID(), w), commit); err != nil {
+		return fmt.Errorf("restoring the workspace of %s: %w", a.Name(), err)
+	}
+	_, err = a.Append(schema.WorkspaceRestored, schema.WorkspaceRestoredData{Commit: commit, Reason: schema.RestoreOperator})
+	return err
+}
+
+// MergeResult is what a merge of a child's branch did.
+type MergeResult struct {
+	Branch, Commit string
+	Conflicts      []string
+}
+
+// MergeChild merges child childID's branch into its parent's worktree
+// (the child's uncommitted work committed to its branch first), logged as
+// workspace.merged in the parent's log; on conflicts the merge is aborted,
+// the parent's worktree left as it was, and the error (ErrInvalid) names
+// the paths.
+func (c *Core) MergeChild(ctx context.Context, childID string) (MergeResult, error) {
+	name, parentID, cw, err := c.childWorkspaceOf(ctx, childID)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	p, ok := c.agent(parentID)
+	if !ok {
+		return MergeResult{}, failf(ErrInvalid, "agent %s has no parent to merge into", name)
+	}
+	pw, ok := p.OpenWorkspace()
+	if !ok {
+		return MergeResult{}, failf(ErrInvalid, "the parent %s of %s has no open workspace to merge into", p.Name(), name)
+	}
+	commit, conflicts, err := c.opts.Git.Merge(ctx, wsOf(p.ID(), pw), wsOf(childID, cw), c.displayName(childID))
+	res := MergeResult{Branch: cw.Branch, Commit: commit, Conflicts: conflicts}
+	if err != nil && len(conflicts) == 0 {
+		return res, fmt.Errorf("merging %s into %s: %w", name, p.Name(), err)
+	}
+	if _, lerr := p.Append(schema.WorkspaceMerged, schema.WorkspaceMergedData{ChildID: childID, Branch: cw.Branch,
+		Commit: commit, Conflicts: conflicts}); lerr != nil {
+		return res, lerr
+	}
+	if len(conflicts) > 0 {
+		return res, failf(ErrInvalid, "merging %s into %s stopped on conflicts in %s; the merge was aborted and %s's worktree is as it was",
+			name, p.Name(), strings.Join(conflicts, ", "), p.Name())
+	}
+	return res, nil
+}
+
+// childWorkspaceOf is the name, parent and workspace of agent id, live
+// or terminated (a child that completed has closed its workspace: its
+// branch is what is merged).
+func (c *Core) childWorkspaceOf(ctx context.Context, id string) (name, parentID string, w fold.Workspace, err error) {
+	if a, ok := c.agent(id); ok {
+		w, ok := a.Workspace()
+		if !ok {
+			return "", "", w, failf(ErrInvalid, "agent %s has no workspace to merge", a.Name())
+		}
+		parent, _ := c.tree.Parent(id)
+		return a.Name(), parent, w, nil
+	}
+	if !c.agents.Known(id) {
+		return "", "", w, notFound(id)
+	}
+	// Terminated: its log says where its branch is.
+	es, err := c.Log(ctx, id, 0)
+	if err != nil {
+		return "", "", w, err
+	}
+	p := fold.New()
+	for _, e := range es {
+		if err := p.Apply(e); err != nil {
+			return "", "", w, err
+		}
+	}
+	if p.Workspace == nil {
+		return "", "", w, failf(ErrInvalid, "agent %s had no workspace to merge", p.Name)
+	}
+	return p.Name, p.ParentID, *p.Workspace, nil
 }

@@ -170,3 +170,11 @@ func (PermitTurn) Tool() string { return ToolPermitTurn }
 
 // Tool implements Call.
 func (AwaitInput) Tool() string { return ToolAwaitInput }
+
+// MergeChild is a parsed merge_child call.
+type MergeChild struct {
+	AgentName string
+}
+
+// Tool implements Call.
+func (MergeChild) Tool() string { return ToolMergeChild }

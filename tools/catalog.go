@@ -26,6 +26,7 @@ const (
 	ToolUngate           = "ungate"
 	ToolPermitTurn       = "permit_turn"
 	ToolAwaitInput       = "await_input"
+	ToolMergeChild       = "merge_child"
 )
 
 // Parameter types.
@@ -319,5 +320,11 @@ var catalog = []Spec{
 			{Name: "prompt", Type: TypeString, Required: true, Description: "The question or request shown to the operator."},
 			{Name: "timeout", Type: TypeNumber, Required: true, extra: positive, Description: "Seconds to wait (> 0)."},
 		},
+	},
+	{
+		Name: ToolMergeChild,
+		Description: "Merge a child's work into your workspace: its uncommitted changes are committed to its branch, then the branch " +
+			"is merged into yours (a merge commit). On conflicts the merge is aborted, your files stay as they were, and the result names the paths.",
+		Params: []Param{agentNameParam("Name of one of your direct children (it may have completed already).")},
 	},
 }

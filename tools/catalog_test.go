@@ -14,6 +14,7 @@ var specTools = []string{
 	"complete", "poke", "remind_me", "cancel_reminder", "list_children",
 	"set_agent_metadata", "subscribe", "unsubscribe", "gate", "ungate",
 	"permit_turn", "await_input",
+	"merge_child", // SPEC 12
 }
 
 // minimal holds valid arguments (required parameters only) per tool.
@@ -35,6 +36,7 @@ var minimal = map[string]A{
 	"ungate":             {"agent_name": "w"},
 	"permit_turn":        {"agent_name": "w"},
 	"await_input":        {"kind": "approval", "prompt": "p", "timeout": 1},
+	"merge_child":        {"agent_name": "w"},
 }
 
 func TestCatalogMatchesSpec(t *testing.T) {
@@ -87,7 +89,7 @@ func TestSubstratParamNames(t *testing.T) {
 		"send_message":       {"recipient", "text"},
 		"broadcast":          {"text"},
 		"check_inbox":        {"sender", "kind"},
-		"spawn_agent":        {"name", "instructions", "metadata", "provider", "model"},
+		"spawn_agent":        {"name", "instructions", "metadata", "provider", "model", "workspace"},
 		"inspect_agent":      {"name"},
 		"complete":           {"result"},
 		"poke":               {"agent_name"},

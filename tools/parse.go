@@ -117,6 +117,8 @@ func parseArgs(name string, a *argReader) Call {
 		return Ungate{AgentName: a.nonEmpty("agent_name")}
 	case ToolPermitTurn:
 		return PermitTurn{AgentName: a.nonEmpty("agent_name")}
+	case ToolMergeChild:
+		return MergeChild{AgentName: a.nonEmpty("agent_name")}
 	case ToolAwaitInput:
 		return parseAwaitInput(a)
 	}

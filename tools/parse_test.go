@@ -115,7 +115,8 @@ func TestParseErrors(t *testing.T) {
 		{ToolSpawnAgent, A{"name": "w", "instructions": "i", "metadata": A{"k": long}}, ErrTooLong, "metadata", `the value of key "k" is 21 bytes`},
 		{ToolSpawnAgent, A{"name": "w", "instructions": "i", "metadata": A{long: "v"}}, ErrTooLong, "metadata", "key"},
 		{ToolSpawnAgent, A{"name": "w", "instructions": "i", "model": 4}, ErrInvalidParam, "model", "must be a string"},
-		{ToolSpawnAgent, A{"name": "w", "instructions": "i", "workspace": "ws"}, ErrUnknownParam, "workspace", "spawn_agent takes name, instructions, metadata, provider, model"},
+		{ToolSpawnAgent, A{"name": "w", "instructions": "i", "cwd": "/tmp"}, ErrUnknownParam, "cwd", "spawn_agent takes name, instructions, metadata, provider, model, workspace"},
+		{ToolSpawnAgent, A{"name": "w", "instructions": "i", "workspace": "ws"}, ErrInvalidParam, "workspace", `is not "none"`},
 		// inspect_agent
 		{ToolInspectAgent, A{}, ErrMissingParam, "name", `"name"`},
 		{ToolInspectAgent, A{"agent_name": "w"}, ErrUnknownParam, "agent_name", "inspect_agent takes name"},

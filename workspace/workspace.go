@@ -256,7 +256,12 @@ func (g Git) Snapshot(ctx context.Context, w Workspace, message string) (string,
 		return "", err
 	}
 	ref := SnapshotRef(w.AgentID)
-	args := []string{"commit-tree", line(tree), "-m", message}
+	// The branch head goes with the files: a restore puts both back.
+	head, err := g.run(ctx, w.Path, nil, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"commit-tree", line(tree), "-m", message + "\n\n" + headTrailer + line(head)}
 	prev, perr := g.run(ctx, w.Path, nil, "rev-parse", "-q", "--verify", ref)
 	if perr == nil {
 		args = append(args, "-p", line(prev))
@@ -275,10 +280,44 @@ func (g Git) Snapshot(ctx context.Context, w Workspace, message string) (string,
 	return line(commit), nil
 }
 
-// Restore puts snapshot commit back in w's worktree: changed files are
-// rewritten, files created since are removed, ignored files are left
-// alone. It is idempotent.
+// headTrailer starts the line of a snapshot's message that names the
+// branch head when it was taken.
+const headTrailer = "warren-head: "
+
+// InterruptedRef keeps the branch head an interrupted attempt left when a
+// restore moves the branch back (its commits are not lost).
+func InterruptedRef(agentID string) string { return "refs/warren/interrupted/" + agentID }
+
+// Restore puts snapshot commit back in w's worktree: the branch goes back
+// to the head it had then (the head it leaves is kept under
+// InterruptedRef), changed files are rewritten, files created since are
+// removed, ignored files are left alone, and the index follows the head.
+// It is idempotent.
 func (g Git) Restore(ctx context.Context, w Workspace, commit string) error {
+	if _, err := g.Repair(ctx, w, time.Now()); err != nil {
+		return err
+	}
+	msg, err := g.run(ctx, w.Path, nil, "log", "-1", "--format=%B", commit)
+	if err != nil {
+		return err
+	}
+	if at := strings.Index(msg, headTrailer); at >= 0 {
+		want := line(msg[at+len(headTrailer):])
+		cur, err := g.run(ctx, w.Path, nil, "rev-parse", "--verify", "HEAD")
+		if err != nil {
+			return err
+		}
+		if line(cur) != want {
+			if _, err := g.run(ctx, w.Path, nil, "update-ref", "-m", "warren: the head an interrupted attempt left",
+				InterruptedRef(w.AgentID), line(cur)); err != nil {
+				return err
+			}
+			if _, err := g.run(ctx, w.Path, nil, "update-ref", "-m", "warren: back to the snapshot "+commit,
+				"refs/heads/"+w.Branch, want); err != nil {
+				return err
+			}
+		}
+	}
 	idx, err := g.indexPath(ctx, w)
 	if err != nil {
 		return err
@@ -290,7 +329,10 @@ func (g Git) Restore(ctx context.Context, w Workspace, commit string) error {
 	if _, err := g.run(ctx, w.Path, env, "add", "-A", "--", "."); err != nil {
 		return err
 	}
-	_, err = g.run(ctx, w.Path, env, "read-tree", "-u", "--reset", commit+"^{tree}")
+	if _, err = g.run(ctx, w.Path, env, "read-tree", "-u", "--reset", commit+"^{tree}"); err != nil {
+		return err
+	}
+	_, err = g.run(ctx, w.Path, nil, "reset", "-q")
 	return err
 }
 

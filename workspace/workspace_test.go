@@ -319,3 +319,37 @@ func TestCopyStaysInside(t *testing.T) {
 		t.Fatal(".env was not copied")
 	}
 }
+
+// TestRestoreMovesTheBranchBack: an attempt that committed in its
+// worktree is rolled back to the head of the snapshot; its commit is kept
+// under InterruptedRef, and the index follows the head.
+func TestRestoreMovesTheBranchBack(t *testing.T) {
+	g := Git{}
+	repo := newRepo(t)
+	w := newWorkspace(t, g, repo)
+	ctx := context.Background()
+	head := git(t, w.Path, "rev-parse", "HEAD")
+	start, err := g.Snapshot(ctx, w, "start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.Path, "feature.go"), "package a // feature\n")
+	git(t, w.Path, "add", "feature.go")
+	git(t, w.Path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "the interrupted attempt's commit")
+	attempt := git(t, w.Path, "rev-parse", "HEAD")
+	if err := g.Restore(ctx, w, start); err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, w.Path, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("the branch is at %s after the restore, want %s", got, head)
+	}
+	if got := git(t, repo, "rev-parse", InterruptedRef(w.AgentID)); got != attempt {
+		t.Fatal("the interrupted attempt's commit is not kept")
+	}
+	if st := git(t, w.Path, "status", "--porcelain"); st != "" {
+		t.Fatalf("the worktree after the restore: %q, want clean", st)
+	}
+	if _, err := os.Stat(filepath.Join(w.Path, "feature.go")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the attempt's file is still there")
+	}
+}

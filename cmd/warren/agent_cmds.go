@@ -18,20 +18,23 @@ import (
 )
 
 func newAgentCreateCmd(c *cli) *cobra.Command {
-	var instr, instrFile, prov, model, parent string
+	var instr, instrFile, prov, model, parent, workspace string
 	meta := kvFlag{}
 	cmd := &cobra.Command{
-		Use:   "create NAME [--instructions T | --instructions-file F] [--provider P] [--model M] [--parent REF] [--metadata k=v ...]",
+		Use:   "create NAME [--instructions T | --instructions-file F] [--provider P] [--model M] [--parent REF] [--metadata k=v ...] [--workspace[=REPO]]",
 		Short: "create an agent (a root, or a child of --parent)",
 		Example: indent(`warren agent create lead --provider openai --model gpt-4o-mini --instructions "You lead a small team."
 warren agent create w1 --parent lead --provider inproc --model echo --metadata role=worker
 warren agent create bot --provider scripted --model ./bots/bot.py
-warren agent create reviewer --instructions-file prompts/reviewer.md`),
+warren agent create reviewer --instructions-file prompts/reviewer.md
+warren agent create coder --provider claude --workspace   # a worktree of the repository here, on a branch of its own`),
 		Args: usage.Args(1, 1, "NAME"),
 	}
 	f := cmd.Flags()
 	f.StringVar(&instr, "instructions", "", "the agent's instructions (system prompt)")
 	f.StringVar(&instrFile, "instructions-file", "", "read the instructions from this file (- for standard input)")
+	f.StringVar(&workspace, "workspace", "", "give the agent a git worktree of REPO (no value: the repository here) on a branch of its own, as its working directory")
+	f.Lookup("workspace").NoOptDefVal = "."
 	f.StringVar(&prov, "provider", "", "provider name (default: the daemon's)")
 	f.StringVar(&model, "model", "", "model (default: the provider's); for scripted, the script's path")
 	f.StringVar(&parent, "parent", "", "parent agent reference (default: a root agent)")
@@ -61,6 +64,13 @@ warren agent create reviewer --instructions-file prompts/reviewer.md`),
 		setIf(params, "provider", prov)
 		setIf(params, "model", scriptModel(prov, model))
 		setIf(params, "parent", parent)
+		if workspace != "" {
+			repo, err := filepath.Abs(workspace)
+			if err != nil {
+				return err
+			}
+			params["workspace"] = map[string]any{"repo": repo}
+		}
 		if len(meta) > 0 {
 			m := make(map[string]any, len(meta))
 			for k, v := range meta {

@@ -95,7 +95,7 @@ func (c *cli) sendInterrupted(ctx context.Context, ref string) error {
 
 func newAgentResumeCmd(c *cli) *cobra.Command {
 	var token, tokenID, file string
-	var all, recursive bool
+	var all, recursive, keepWorkspace bool
 	cmd := &cobra.Command{
 		Use:   "resume REF [--token T | --token-id ID] [RESPONSE | - | --file PATH] | --all | REF --recursive",
 		Short: "answer a waiting run (by token or token id), or re-run interrupted runs",
@@ -122,6 +122,7 @@ warren agent resume --all`),
 	f.StringVar(&file, "file", "", "read the response from this file")
 	f.BoolVar(&all, "all", false, "re-run every interrupted run in the tree")
 	f.BoolVar(&recursive, "recursive", false, "re-run every interrupted run in REF's subtree")
+	f.BoolVar(&keepWorkspace, "keep-workspace", false, "re-run on the workspace's files as the interrupted attempt left them (not restored to the run's start)")
 	cmd.RunE = c.runE(func(ctx context.Context, cmd *cobra.Command, pos []string) error {
 		if all || recursive {
 			return c.resumeTree(ctx, cmd, pos, all, token != "" || tokenID != "" || file != "")
@@ -137,6 +138,9 @@ warren agent resume --all`),
 			return exit.Usagef(cmd.UseLine(), "--token and --token-id need a RESPONSE to hand to the agent")
 		}
 		params := map[string]any{"agent_id": pos[0]}
+		if keepWorkspace {
+			params["keep_workspace"] = true
+		}
 		setIf(params, "token", token)
 		setIf(params, "token_id", tokenID)
 		if hasResp {

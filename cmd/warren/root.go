@@ -34,9 +34,13 @@ func register(root, daemonCmd, agentCmd *cobra.Command, c *cli) {
 		newAgentResetCmd(c),
 		newAgentResumeCmd(c),
 	)
+	workspaceCmd := group("workspace", "agents' git worktrees: snapshots, diffs, restores, merges",
+		"warren workspace log lead/w1\nwarren workspace diff lead/w1 --turn 2\nwarren workspace merge lead/w1")
+	workspaceCmd.AddCommand(newWorkspaceCmds(c)...)
 	root.AddCommand(
 		daemonCmd,
 		agentCmd,
+		workspaceCmd,
 		newWaitsCmd(c),
 		newProvidersCmd(c),
 		newInboxCmd(c),

@@ -163,3 +163,30 @@ func Status(w io.Writer, home string, st map[string]any) {
 	fmt.Fprintln(w)
 	table(w, []string{"POOL", "SLOTS", "LIVE", "HELD"}, rows)
 }
+
+// WorkspaceLog renders a workspace.log result: the worktree and branch,
+// then a table of its snapshots.
+func WorkspaceLog(w io.Writer, res map[string]any, now time.Time) {
+	state := "open"
+	if reply.Bool(res, "closed") {
+		state = "closed (its branch keeps the work)"
+	}
+	fmt.Fprintf(w, "workspace %s\nbranch    %s (from %s, in %s)\nstate     %s\n", reply.Str(res, "path"), reply.Str(res, "branch"),
+		Cut(reply.Str(res, "base"), 12), reply.Str(res, "repo"), state)
+	snaps := reply.List(res, "snapshots")
+	if len(snaps) == 0 {
+		fmt.Fprintln(w, "no snapshots yet (no turn ran in it)")
+		return
+	}
+	rows := make([][]string, 0, len(snaps))
+	for _, s := range snaps {
+		changed := strconv.FormatInt(reply.Num(s, "files_changed"), 10)
+		if reply.Num(s, "files_changed") < 0 {
+			changed = "-"
+		}
+		rows = append(rows, []string{strconv.FormatInt(reply.Num(s, "turn"), 10), reply.Str(s, "at"), Cut(reply.Str(s, "commit"), 12),
+			changed, ago(now, reply.Str(s, "ts")), Cut(reply.Str(s, "run_id"), 12)})
+	}
+	fmt.Fprintln(w)
+	table(w, []string{"TURN", "AT", "COMMIT", "FILES", "WHEN", "RUN"}, rows)
+}

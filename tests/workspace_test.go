@@ -1,0 +1,129 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// coderScript appends a line to notes.md in its working directory (its
+// workspace), then waits on the FIFO the message names, then answers.
+const coderScript = `import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from warren_script import read_turn, done
+while True:
+    msg = read_turn()
+    with open("notes.md", "a") as f:
+        f.write("a line from the agent\n")
+    with open(msg.split()[-1]) as f:
+        f.read()
+    done("appended")
+`
+
+// gitRepo makes a repository under dir with notes.md committed.
+func gitRepo(t *testing.T, dir string) string {
+	t.Helper()
+	repo := filepath.Join(dir, "repo")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, repo, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "notes.md"), []byte("# notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, repo, "add", "notes.md")
+	runGit(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "notes")
+	return repo
+}
+
+func runGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestWorkspaceReRunEditsOnce is issue 33's headline: a scripted agent
+// with a workspace appends a line to a tracked file, then blocks; kill
+// -9; the start re-runs the run by itself, restoring the workspace to the
+// run's start first, and the file holds the line exactly once. Then the
+// agent is terminated: its work is committed to its branch, the
+// directory removed, the branch kept.
+func TestWorkspaceReRunEditsOnce(t *testing.T) {
+	t.Parallel()
+	d := startTestDaemon(t, modeBinary)
+	writeScripts(t, d.dir) // the helper library beside the script
+	script := filepath.Join(d.dir, "coder")
+	if err := os.WriteFile(script, []byte("#!"+procPython+"\n"+coderScript), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	repo := gitRepo(t, d.dir)
+	res := d.callN("agent.create", map[string]any{"name": "coder", "provider": "scripted", "model": script,
+		"workspace": map[string]any{"repo": repo}})
+	id := res["agent_id"].(string)
+	ws := filepath.Join(d.Home, "workspaces", id)
+	if got := runGit(t, ws, "symbolic-ref", "--short", "HEAD"); got != "warren/coder-"+id[:8] {
+		t.Fatalf("the workspace is on %s", got)
+	}
+	fifo := filepath.Join(d.dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": id, "message": "append " + fifo}) }()
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // the script appended and waits
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(ws, "notes.md")); strings.Count(got, "a line from the agent") != 1 {
+		t.Fatalf("notes.md mid-turn: %q", got)
+	}
+	d.Kill()
+	w.Close()
+	d.Start()
+	// The re-run restored the start snapshot, appended again and waits.
+	w, err = os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write([]byte("go on"))
+	w.Close()
+	waitEvent(t, d, id, "turn.complete", func(ev string, _ map[string]any) bool { return ev == "turn.complete" })
+	if got := readFile(t, filepath.Join(ws, "notes.md")); got != "# notes\na line from the agent\n" {
+		t.Fatalf("notes.md after the re-run: %q, want the line exactly once", got)
+	}
+	log := readLog(t, d, id)
+	for _, want := range []string{`"event":"workspace.created"`, `"at":"start"`, `"at":"end"`, `"reason":"rerun"`, `"by":"auto"`} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("the log lacks %s:\n%s", want, log)
+		}
+	}
+
+	runCLI(t, d.Home, "agent", "terminate", "coder").want(t, 0, "terminate coder")
+	if _, err := os.Stat(ws); !os.IsNotExist(err) {
+		t.Fatal("the workspace directory is still there after the termination")
+	}
+	branch := "warren/coder-" + id[:8]
+	if got := runGit(t, repo, "show", branch+":notes.md"); got != "# notes\na line from the agent" {
+		t.Fatalf("the branch holds notes.md = %q", got)
+	}
+	if !strings.Contains(readLog(t, d, id), `"event":"workspace.closed"`) {
+		t.Fatal("no workspace.closed")
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
