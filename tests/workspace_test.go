@@ -77,7 +77,9 @@ func TestWorkspaceReRunEditsOnce(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": id, "message": "append " + fifo}) }()
+	go func() {
+		_, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": id, "message": "append " + fifo})
+	}()
 	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // the script appended and waits
 	if err != nil {
 		t.Fatal(err)
