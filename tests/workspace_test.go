@@ -129,3 +129,130 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// leadScript: "team" writes lead.txt in the lead's workspace and spawns
+// w1 and w2 in one turn; a spawned child writes <its id>.txt in its own
+// workspace.
+const leadScript = `import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from warren_script import read_turn, call_tool, done
+while True:
+    msg = read_turn()
+    if msg.startswith("team"):
+        with open("lead.txt", "w") as f:
+            f.write("the lead's plan\n")
+        call_tool("spawn_agent", name="w1", instructions="work")
+        call_tool("spawn_agent", name="w2", instructions="work")
+        done("spawned")
+    else:
+        with open(os.environ["WARREN_AGENT_ID"] + ".txt", "w") as f:
+            f.write("mine\n")
+        done("worked")
+`
+
+// TestParallelSpawnsBranchFromTheParentsSnapshot: children spawned in one
+// turn each get a worktree on a branch of their own, from the parent's
+// snapshot at the end of that turn (so they have the file the turn
+// wrote), never from each other's work; the parent merges both.
+func TestParallelSpawnsBranchFromTheParentsSnapshot(t *testing.T) {
+	t.Parallel()
+	d := startTestDaemon(t, modeBinary)
+	writeScripts(t, d.dir)
+	script := filepath.Join(d.dir, "lead")
+	if err := os.WriteFile(script, []byte("#!"+procPython+"\n"+leadScript), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	repo := gitRepo(t, d.dir)
+	lead := d.createAgent("lead", "scripted", script, "")
+	_ = lead
+	res := d.callN("agent.create", map[string]any{"name": "boss", "provider": "scripted", "model": script,
+		"workspace": map[string]any{"repo": repo}})
+	boss := res["agent_id"].(string)
+	if r := d.callN("agent.send", map[string]any{"agent_id": boss, "message": "team"}); r["response"] != "spawned" {
+		t.Fatalf("send: %v", r)
+	}
+	var kids []string
+	for _, name := range []string{"boss/w1", "boss/w2"} {
+		ins := d.callN("agent.inspect", map[string]any{"agent_id": name})
+		kids = append(kids, ins["agent_id"].(string))
+	}
+	for i, kid := range kids {
+		waitEvent(t, d, kid, "the bootstrap turn", func(ev string, _ map[string]any) bool { return ev == "turn.complete" })
+		ws := filepath.Join(d.Home, "workspaces", kid)
+		if got := readFile(t, filepath.Join(ws, "lead.txt")); got != "the lead's plan\n" {
+			t.Fatalf("child %d lacks the parent's file from the turn that spawned it: %q", i+1, got)
+		}
+		other := kids[1-i]
+		if _, err := os.Stat(filepath.Join(ws, other+".txt")); !os.IsNotExist(err) {
+			t.Fatalf("child %d's worktree has its sibling's work", i+1)
+		}
+		if got := runGit(t, ws, "symbolic-ref", "--short", "HEAD"); got != "warren/boss-w"+string(rune('1'+i))+"-"+kid[:8] {
+			t.Fatalf("child %d is on %s", i+1, got)
+		}
+	}
+	bossWS := filepath.Join(d.Home, "workspaces", boss)
+	for _, name := range []string{"boss/w1", "boss/w2"} {
+		runCLI(t, d.Home, "workspace", "merge", name).want(t, 0, "workspace merge "+name)
+	}
+	for _, kid := range kids {
+		if got := readFile(t, filepath.Join(bossWS, kid+".txt")); got != "mine\n" {
+			t.Fatalf("after the merges the lead's worktree lacks %s.txt", kid)
+		}
+	}
+	if n := strings.Count(readLog(t, d, boss), `"event":"workspace.merged"`); n != 2 {
+		t.Fatalf("%d workspace.merged in the lead's log, want 2", n)
+	}
+}
+
+// TestWorkspaceRepairedAtStart: a worktree directory deleted while the
+// daemon was down, and a branch renamed inside one, are repaired at the
+// next start (workspace.repaired) from the branch, committed and
+// uncommitted work kept.
+func TestWorkspaceRepairedAtStart(t *testing.T) {
+	t.Parallel()
+	d := startTestDaemon(t, modeBinary)
+	writeScripts(t, d.dir)
+	repo := gitRepo(t, d.dir)
+	mk := func(name string) (string, string) {
+		res := d.callN("agent.create", map[string]any{"name": name, "provider": "inproc", "model": "echo",
+			"workspace": map[string]any{"repo": repo}})
+		id := res["agent_id"].(string)
+		return id, filepath.Join(d.Home, "workspaces", id)
+	}
+	gone, goneWS := mk("gone")
+	renamed, renamedWS := mk("renamed")
+	// committed work in one, uncommitted in the other
+	if err := os.WriteFile(filepath.Join(goneWS, "done.txt"), []byte("committed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, goneWS, "add", "done.txt")
+	runGit(t, goneWS, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "done")
+	if err := os.WriteFile(filepath.Join(renamedWS, "wip.txt"), []byte("uncommitted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(goneWS); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, renamedWS, "branch", "-m", "my-own-name")
+	d.Start()
+	if got := readFile(t, filepath.Join(goneWS, "done.txt")); got != "committed\n" {
+		t.Fatalf("the deleted worktree was not made again from its branch: %q", got)
+	}
+	if got := runGit(t, renamedWS, "symbolic-ref", "--short", "HEAD"); got != "warren/renamed-"+renamed[:8] {
+		t.Fatalf("the renamed branch is %s", got)
+	}
+	if got := readFile(t, filepath.Join(renamedWS, "wip.txt")); got != "uncommitted\n" {
+		t.Fatal("the uncommitted work was lost")
+	}
+	for _, id := range []string{gone, renamed} {
+		if !strings.Contains(readLog(t, d, id), `"event":"workspace.repaired"`) {
+			t.Fatalf("no workspace.repaired in the log of %s", id)
+		}
+		if r := d.callN("agent.send", map[string]any{"agent_id": id, "message": "still there?"}); !strings.Contains(str(r["response"]), "still there?") {
+			t.Fatalf("a turn after the repair: %v", r)
+		}
+	}
+}

@@ -16,9 +16,11 @@
 //   - The branch: warren/<agent path with "/" as "-">-<first 8 hex of the id>
 //     (BranchName).
 //   - Snapshots: commit objects whose tree is the worktree's whole state
-//     (every tracked and untracked file that is not ignored), chained and
+//     (every tracked and untracked file that is not ignored), whose first
+//     parent is the branch head (a child branched from one shares the
+//     branch's history) and second the previous snapshot, the chain
 //     referenced by refs/warren/snapshots/<agent-id> so that git's garbage
-//     collection keeps them. They are built with a private index,
+//     collection keeps them all. They are built with a private index,
 //     <git common dir>/warren/index-<agent-id>, so that only files changed
 //     since the last snapshot are hashed and the agent's branch, HEAD and
 //     index are never touched.
@@ -38,9 +40,10 @@
 //     the middle is recovered by restoring again.
 //   - Close commits what is left on the branch ("warren: work left by
 //     <path>"), removes the worktree directory and keeps the branch.
-//   - Merge commits a child's leftovers to its branch and merges the branch
-//     into the parent's worktree (--no-ff); on a conflict it aborts, leaves
-//     the parent as it was, and returns the conflicting paths.
+//   - Merge commits a child's leftovers to its branch, and the parent's to
+//     its own, and merges the child's branch into the parent's worktree
+//     (--no-ff); on a conflict it aborts, leaves the parent as it was, and
+//     returns the conflicting paths.
 //   - Check and Repair compare the worktree with what the log says (the
 //     directory exists, is a linked worktree of the repository, on the
 //     branch) and repair it from the branch: a missing directory is made

@@ -261,9 +261,13 @@ func (g Git) Snapshot(ctx context.Context, w Workspace, message string) (string,
 	if err != nil {
 		return "", err
 	}
-	args := []string{"commit-tree", line(tree), "-m", message + "\n\n" + headTrailer + line(head)}
+	// Its first parent is the branch head (a child branched from it
+	// shares the branch's history, so its work merges back), its second
+	// the previous snapshot (the chain keeps every snapshot from git's
+	// garbage collection).
+	args := []string{"commit-tree", line(tree), "-m", message + "\n\n" + headTrailer + line(head), "-p", line(head)}
 	prev, perr := g.run(ctx, w.Path, nil, "rev-parse", "-q", "--verify", ref)
-	if perr == nil {
+	if perr == nil && line(prev) != line(head) {
 		args = append(args, "-p", line(prev))
 	}
 	commit, err := g.run(ctx, w.Path, nil, args...)
@@ -386,6 +390,11 @@ func (g Git) Merge(ctx context.Context, parent, child Workspace, childPath strin
 		if _, err := g.commitLeftovers(ctx, child, "warren: work of "+childPath); err != nil {
 			return "", nil, err
 		}
+	}
+	// The parent's own uncommitted work is committed first: a merge into
+	// a dirty worktree would refuse (or mix) it.
+	if _, err := g.commitLeftovers(ctx, parent, "warren: work before merging "+childPath); err != nil {
+		return "", nil, err
 	}
 	_, merr := g.run(ctx, parent.Path, nil, "merge", "--no-ff", "--no-edit", "-m", "warren: merge "+childPath+" ("+child.Branch+")",
 		"--end-of-options", child.Branch)

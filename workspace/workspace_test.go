@@ -147,8 +147,11 @@ func TestCreateSnapshotRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if parent := git(t, repo, "rev-parse", second+"^"); parent != start {
-		t.Fatalf("snapshots are not chained: %s's parent is %s", second, parent)
+	if parent := git(t, repo, "rev-parse", second+"^2"); parent != start {
+		t.Fatalf("snapshots are not chained: %s's second parent is %s", second, parent)
+	}
+	if parent := git(t, repo, "rev-parse", second+"^1"); parent != head {
+		t.Fatalf("a snapshot's first parent is %s, not the branch head %s", parent, head)
 	}
 	if got := git(t, repo, "rev-parse", SnapshotRef(w.AgentID)); got != second {
 		t.Fatal("the snapshot ref does not name the latest snapshot")
