@@ -1,9 +1,11 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -255,4 +257,127 @@ func TestWorkspaceRepairedAtStart(t *testing.T) {
 			t.Fatalf("a turn after the repair: %v", r)
 		}
 	}
+}
+
+// gitWrapper stands in for git on the daemon's PATH: it counts the calls
+// and, at call $KILL_AT, kills the daemon (its parent) with SIGKILL,
+// before the call runs or, with KILL_MODE=after, once it has.
+const gitWrapper = `#!/bin/sh
+n=$(cat "$GIT_COUNTER" 2>/dev/null || echo 0)
+n=$((n+1))
+echo $n > "$GIT_COUNTER"
+if [ "$n" = "$KILL_AT" ]; then
+  if [ "$KILL_MODE" = after ]; then "$REAL_GIT" "$@"; fi
+  kill -9 $PPID
+  exit 1
+fi
+exec "$REAL_GIT" "$@"
+`
+
+// appendScript appends a line to notes.md in its workspace and answers.
+const appendScript = `import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from warren_script import read_turn, done
+while True:
+    read_turn()
+    with open("notes.md", "a") as f:
+        f.write("a line from the agent\n")
+    done("appended")
+`
+
+// TestKillAtEveryGitCall kills the daemon at each git call of a
+// workspace's life (its creation, a turn's snapshots, the re-run's
+// restore), before the call and after it, restarts it, lets the resume
+// policy finish what was interrupted, and checks guarantee 11.8: the main
+// checkout is untouched, a workspace that exists is on its branch, and
+// the file holds the agent's line at most once, exactly once when the
+// turn completed.
+func TestKillAtEveryGitCall(t *testing.T) {
+	t.Parallel()
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scenario := func(t *testing.T, killAt int, mode string) (calls int) {
+		d := newTestDaemon(t, modeBinary)
+		writeScripts(t, d.dir)
+		script := filepath.Join(d.dir, "appender")
+		if err := os.WriteFile(script, []byte("#!"+procPython+"\n"+appendScript), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(d.dir, "bin")
+		if err := os.MkdirAll(bin, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bin, "git"), []byte(gitWrapper), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		counter := filepath.Join(d.dir, "git-calls")
+		env := func(at int) string {
+			return "export PATH=" + bin + ":$PATH GIT_COUNTER=" + counter + " REAL_GIT=" + realGit +
+				" KILL_MODE=" + mode + " KILL_AT=" + strconv.Itoa(at)
+		}
+		repo := gitRepo(t, d.dir)
+		head := runGit(t, repo, "rev-parse", "HEAD")
+		d.shell = env(killAt)
+		d.Start()
+		cl := d.Client()
+		res, err := cl.Call(procCtx(t), "agent.create", map[string]any{"name": "coder", "provider": "scripted", "model": script,
+			"workspace": map[string]any{"repo": repo}})
+		id, _ := res["agent_id"].(string)
+		if err == nil {
+			_, _ = cl.Call(procCtx(t), "agent.send", map[string]any{"agent_id": id, "message": "append"})
+		}
+		b, _ := os.ReadFile(counter)
+		calls, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		d.stopQuietly()
+		d.shell = env(0)
+		d.Start()
+		if id == "" {
+			// Unacknowledged: find the agent if its creation got into the log.
+			if l, err := d.Client().Call(procCtx(t), "agent.list", nil); err == nil {
+				for _, a := range l["agents"].([]any) {
+					id, _ = a.(map[string]any)["agent_id"].(string)
+				}
+			}
+		}
+		if runGit(t, repo, "rev-parse", "HEAD") != head || runGit(t, repo, "status", "--porcelain") != "" ||
+			readFile(t, filepath.Join(repo, "notes.md")) != "# notes\n" {
+			t.Fatalf("kill at git call %d (%s): the main checkout changed", killAt, mode)
+		}
+		if id == "" {
+			return calls
+		}
+		log := readLog(t, d, id)
+		if strings.Contains(log, `"event":"turn.start"`) {
+			waitEvent(t, d, id, "the turn's completion", func(ev string, _ map[string]any) bool { return ev == "turn.complete" })
+			log = readLog(t, d, id)
+		}
+		ws := filepath.Join(d.Home, "workspaces", id)
+		if got := runGit(t, ws, "symbolic-ref", "--short", "HEAD"); got != "warren/coder-"+id[:8] {
+			t.Fatalf("kill at git call %d (%s): the workspace is on %s", killAt, mode, got)
+		}
+		n := strings.Count(readFile(t, filepath.Join(ws, "notes.md")), "a line from the agent")
+		completed := strings.Contains(log, `"event":"turn.complete"`)
+		if n > 1 || (completed && n != 1) {
+			t.Fatalf("kill at git call %d (%s): notes.md holds the line %d times (turn completed: %v)\n%s", killAt, mode, n, completed, log)
+		}
+		return calls
+	}
+	total := scenario(t, 0, "before")
+	if total < 8 {
+		t.Fatalf("the scenario made %d git calls; too few to mean anything", total)
+	}
+	step := 1
+	if os.Getenv("WARREN_LONG") != "1" {
+		step = 3 // the quick profile: every third call
+	}
+	tried := 0
+	for k := 1; k <= total; k += step {
+		for _, mode := range []string{"before", "after"} {
+			t.Run(fmt.Sprintf("call%d-%s", k, mode), func(t *testing.T) { scenario(t, k, mode) })
+			tried++
+		}
+	}
+	t.Logf("%d git calls in the scenario; killed at %d points", total, tried)
 }
