@@ -140,7 +140,7 @@ func (c *Core) snapshotTurn(ctx context.Context, a *agent, runID string, turn in
 	if !ok {
 		return nil
 	}
-	commit, err := c.opts.Git.Snapshot(ctx, wsOf(a.ID(), w), fmt.Sprintf("warren: %s of run %s turn %d", at, runID, turn))
+	commit, err := c.opts.Git.Snapshot(ctx, wsOf(a.ID(), w), fmt.Sprintf("warren: %s of run %s turn %d", at, runID, turn), w.Last)
 	if err != nil {
 		return fmt.Errorf("the %s snapshot of the workspace of %s: %w", at, a.Name(), err)
 	}

@@ -518,6 +518,7 @@ func (p *State) foldWorkspaceSnapshot(e eventlog.Entry) error {
 	if p.Workspace == nil {
 		return nil
 	}
+	p.Workspace.Last = d.Commit
 	switch d.At {
 	case schema.SnapshotStart:
 		if r := p.RunFor(d.RunID); r != nil {

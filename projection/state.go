@@ -247,8 +247,10 @@ type State struct {
 type Workspace struct {
 	Repo, Path, Branch, Base string
 	// LastEnd is the snapshot of the latest turn's end ("" before any):
-	// what a child spawned now branches from.
+	// what a child spawned now branches from. Last is the latest snapshot,
+	// start or end: the next one's parent in the chain.
 	LastEnd string `json:",omitempty"`
+	Last    string `json:",omitempty"`
 	// Closed: workspace.closed (the directory is gone, the branch kept);
 	// Head is the branch head it recorded.
 	Closed bool   `json:",omitempty"`

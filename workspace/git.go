@@ -60,6 +60,18 @@ var scrubbed = []string{"GIT_DIR=", "GIT_WORK_TREE=", "GIT_INDEX_FILE=", "GIT_CO
 // run runs git in dir with extra environment variables and returns its
 // standard output.
 func (g Git) run(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	return g.runWith(ctx, dir, env, "", args...)
+}
+
+// runStdin is run with stdin as git's standard input (and no extra
+// environment).
+func (g Git) runStdin(ctx context.Context, dir, stdin string, args ...string) (string, error) {
+	return g.runWith(ctx, dir, nil, stdin, args...)
+}
+
+// runWith runs git in dir with extra environment variables and stdin as
+// its standard input, and returns its standard output.
+func (g Git) runWith(ctx context.Context, dir string, env []string, stdin string, args ...string) (string, error) {
 	bin := g.Bin
 	if bin == "" {
 		bin = "git"
@@ -70,13 +82,25 @@ func (g Git) run(ctx context.Context, dir string, env []string, args ...string) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append(append([]string(nil), settings...), args...)...)
+	argv := append([]string(nil), settings...)
+	for _, e := range env {
+		if strings.HasPrefix(e, "GIT_INDEX_FILE=") {
+			// A private index is a cache (losing it costs hashing the files
+			// again): objects and refs are made durable, it is not; and it
+			// keeps the untracked-file cache that makes `add -A` fast.
+			argv = append(argv, "-c", "core.fsync=committed", "-c", "core.untrackedCache=true")
+		}
+	}
+	cmd := exec.CommandContext(ctx, bin, append(argv, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(gitEnv(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
 	err := cmd.Run()
 	if err != nil {
 		what := strings.TrimSpace(errb.String())

@@ -225,11 +225,14 @@ func (g Git) backOnBranch(ctx context.Context, w Workspace, prob error) (string,
 }
 
 // indexPath is w's private index, in the repository's common git
-// directory (made when missing).
+// directory (made when missing): <repo>/.git when that is a directory,
+// else what git says.
 func (g Git) indexPath(ctx context.Context, w Workspace) (string, error) {
-	common, err := g.commonDir(ctx, w.Repo)
-	if err != nil {
-		return "", err
+	common := filepath.Join(w.Repo, ".git")
+	if fi, err := os.Lstat(common); err != nil || !fi.IsDir() {
+		if common, err = g.commonDir(ctx, w.Repo); err != nil {
+			return "", err
+		}
 	}
 	dir := filepath.Join(common, "warren")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -239,10 +242,14 @@ func (g Git) indexPath(ctx context.Context, w Workspace) (string, error) {
 }
 
 // Snapshot records w's whole state (every tracked and untracked file that
-// is not ignored) as a commit on SnapshotRef, the previous snapshot its
-// parent, and returns it; git made it durable (core.fsync) when it
-// returns. The agent's branch, HEAD and index are not touched.
-func (g Git) Snapshot(ctx context.Context, w Workspace, message string) (string, error) {
+// is not ignored) as a commit on SnapshotRef and returns it; git made it
+// durable (core.fsync) when it returns. Its first parent is the branch
+// head (a restore puts that back too, and a child branched from it shares
+// the branch's history, so its work merges back); its second is prev, the
+// previous snapshot ("" for none), so that the chain keeps every snapshot
+// from git's garbage collection. The agent's branch, HEAD and index are
+// not touched. Four git calls.
+func (g Git) Snapshot(ctx context.Context, w Workspace, message, prev string) (string, error) {
 	idx, err := g.indexPath(ctx, w)
 	if err != nil {
 		return "", err
@@ -255,71 +262,39 @@ func (g Git) Snapshot(ctx context.Context, w Workspace, message string) (string,
 	if err != nil {
 		return "", err
 	}
-	ref := SnapshotRef(w.AgentID)
-	// The branch head goes with the files: a restore puts both back.
-	head, err := g.run(ctx, w.Path, nil, "rev-parse", "--verify", "HEAD")
-	if err != nil {
-		return "", err
-	}
-	// Its first parent is the branch head (a child branched from it
-	// shares the branch's history, so its work merges back), its second
-	// the previous snapshot (the chain keeps every snapshot from git's
-	// garbage collection).
-	args := []string{"commit-tree", line(tree), "-m", message + "\n\n" + headTrailer + line(head), "-p", line(head)}
-	prev, perr := g.run(ctx, w.Path, nil, "rev-parse", "-q", "--verify", ref)
-	if perr == nil && line(prev) != line(head) {
-		args = append(args, "-p", line(prev))
+	args := []string{"commit-tree", line(tree), "-m", message, "-p", "HEAD"}
+	if prev != "" {
+		args = append(args, "-p", prev)
 	}
 	commit, err := g.run(ctx, w.Path, nil, args...)
 	if err != nil {
 		return "", err
 	}
-	upd := []string{"update-ref", "-m", message, ref, line(commit)}
-	if perr == nil {
-		upd = append(upd, line(prev))
-	}
-	if _, err := g.run(ctx, w.Path, nil, upd...); err != nil {
+	if _, err := g.run(ctx, w.Path, nil, "update-ref", "-m", message, SnapshotRef(w.AgentID), line(commit)); err != nil {
 		return "", err
 	}
 	return line(commit), nil
 }
-
-// headTrailer starts the line of a snapshot's message that names the
-// branch head when it was taken.
-const headTrailer = "warren-head: "
 
 // InterruptedRef keeps the branch head an interrupted attempt left when a
 // restore moves the branch back (its commits are not lost).
 func InterruptedRef(agentID string) string { return "refs/warren/interrupted/" + agentID }
 
 // Restore puts snapshot commit back in w's worktree: the branch goes back
-// to the head it had then (the head it leaves is kept under
-// InterruptedRef), changed files are rewritten, files created since are
-// removed, ignored files are left alone, and the index follows the head.
-// It is idempotent.
+// to the head it had then, the snapshot's first parent (the head it
+// leaves is kept under InterruptedRef), changed files are rewritten,
+// files created since are removed, ignored files are left alone, and the
+// index follows the head. It is idempotent.
 func (g Git) Restore(ctx context.Context, w Workspace, commit string) error {
-	if _, err := g.Repair(ctx, w, time.Now()); err != nil {
-		return err
-	}
-	msg, err := g.run(ctx, w.Path, nil, "log", "-1", "--format=%B", commit)
+	heads, err := g.run(ctx, w.Path, nil, "rev-parse", "HEAD", commit+"^1")
 	if err != nil {
 		return err
 	}
-	if at := strings.Index(msg, headTrailer); at >= 0 {
-		want := line(msg[at+len(headTrailer):])
-		cur, err := g.run(ctx, w.Path, nil, "rev-parse", "--verify", "HEAD")
-		if err != nil {
+	cur, want, _ := strings.Cut(strings.TrimSpace(heads), "\n")
+	if want = strings.TrimSpace(want); want != "" && cur != want {
+		moves := fmt.Sprintf("update %s %s\nupdate refs/heads/%s %s\n", InterruptedRef(w.AgentID), cur, w.Branch, want)
+		if _, err := g.runStdin(ctx, w.Path, moves, "update-ref", "-m", "warren: back to the snapshot "+commit, "--stdin"); err != nil {
 			return err
-		}
-		if line(cur) != want {
-			if _, err := g.run(ctx, w.Path, nil, "update-ref", "-m", "warren: the head an interrupted attempt left",
-				InterruptedRef(w.AgentID), line(cur)); err != nil {
-				return err
-			}
-			if _, err := g.run(ctx, w.Path, nil, "update-ref", "-m", "warren: back to the snapshot "+commit,
-				"refs/heads/"+w.Branch, want); err != nil {
-				return err
-			}
 		}
 	}
 	idx, err := g.indexPath(ctx, w)

@@ -114,7 +114,7 @@ func TestCreateSnapshotRestore(t *testing.T) {
 	}
 	head := git(t, w.Path, "rev-parse", "HEAD")
 	write(t, filepath.Join(w.Path, "notes.txt"), "untracked\n")
-	start, err := g.Snapshot(ctx, w, "start")
+	start, err := g.Snapshot(ctx, w, "start", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestCreateSnapshotRestore(t *testing.T) {
 			t.Fatal("the restore touched ignored files")
 		}
 	}
-	second, err := g.Snapshot(ctx, w, "end")
+	second, err := g.Snapshot(ctx, w, "end", start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestRestoreMovesTheBranchBack(t *testing.T) {
 	w := newWorkspace(t, g, repo)
 	ctx := context.Background()
 	head := git(t, w.Path, "rev-parse", "HEAD")
-	start, err := g.Snapshot(ctx, w, "start")
+	start, err := g.Snapshot(ctx, w, "start", "")
 	if err != nil {
 		t.Fatal(err)
 	}
