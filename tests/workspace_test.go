@@ -259,6 +259,76 @@ func TestWorkspaceRepairedAtStart(t *testing.T) {
 	}
 }
 
+// TestSquashMergedWorkspaceClosesWithNothingLost: the peers' pitfall 4
+// and a terminate with uncommitted work. The agent commits on its branch;
+// the user squash-merges the branch into main (its commits unreachable
+// from main, the case where other tools call a worktree "not clean" or
+// delete the branch); the agent then leaves a changed, a new and a
+// deleted file uncommitted. Terminating it commits all of that to its
+// branch, removes the directory, keeps the branch (the agent's commit in
+// its history) and leaves the main checkout as the user left it.
+func TestSquashMergedWorkspaceClosesWithNothingLost(t *testing.T) {
+	t.Parallel()
+	d := startTestDaemon(t, modeBinary)
+	repo := gitRepo(t, d.dir)
+	res := d.callN("agent.create", map[string]any{"name": "sq", "provider": "inproc", "model": "echo",
+		"workspace": map[string]any{"repo": repo}})
+	id := res["agent_id"].(string)
+	ws, branch := filepath.Join(d.Home, "workspaces", id), "warren/sq-"+id[:8]
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("feature.txt", "v1\n")
+	runGit(t, ws, "add", "feature.txt")
+	runGit(t, ws, "-c", "user.name=agent", "-c", "user.email=a@a", "commit", "-q", "-m", "the agent's feature")
+	agentCommit := runGit(t, ws, "rev-parse", "HEAD")
+
+	runGit(t, repo, "merge", "--squash", branch)
+	runGit(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "squashed feature")
+	mainHead := runGit(t, repo, "rev-parse", "HEAD")
+
+	write("feature.txt", "v2\n")
+	write("late.txt", "uncommitted\n")
+	if err := os.Remove(filepath.Join(ws, "notes.md")); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, d.Home, "agent", "terminate", "sq").want(t, 0, "terminate sq")
+
+	if _, err := os.Stat(ws); !os.IsNotExist(err) {
+		t.Fatalf("the workspace directory is still there: %v", err)
+	}
+	if got := runGit(t, repo, "show", branch+":feature.txt"); got != "v2" {
+		t.Fatalf("the branch's feature.txt = %q, want the uncommitted v2", got)
+	}
+	if got := runGit(t, repo, "show", branch+":late.txt"); got != "uncommitted" {
+		t.Fatalf("the branch's late.txt = %q", got)
+	}
+	if got := runGit(t, repo, "ls-tree", "--name-only", branch); strings.Contains(got, "notes.md") {
+		t.Fatalf("the deletion was not committed: the branch holds %q", got)
+	}
+	cmd := exec.Command("git", "merge-base", "--is-ancestor", agentCommit, branch)
+	cmd.Dir = repo
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the agent's own commit is not in its branch's history any more: %v", err)
+	}
+	if got := runGit(t, repo, "rev-parse", "HEAD"); got != mainHead {
+		t.Fatalf("main moved: %s, was %s", got, mainHead)
+	}
+	if got := runGit(t, repo, "status", "--porcelain"); got != "" {
+		t.Fatalf("the main checkout is not as the user left it: %q", got)
+	}
+	if got := runGit(t, repo, "worktree", "list", "--porcelain"); strings.Contains(got, ws) {
+		t.Fatalf("git still lists the removed worktree:\n%s", got)
+	}
+	want := fmt.Sprintf(`"event":"workspace.closed","data":{"branch":%q,"commit":%q,"removed":true}`, branch, runGit(t, repo, "rev-parse", branch))
+	if log := readLog(t, d, id); strings.Count(log, `"event":"workspace.closed"`) != 1 || !strings.Contains(log, want) {
+		t.Fatalf("the log lacks exactly one %s:\n%s", want, log)
+	}
+}
+
 // gitWrapper stands in for git on the daemon's PATH: it counts the calls
 // and, at call $KILL_AT, kills the daemon (its parent) with SIGKILL,
 // before the call runs or, with KILL_MODE=after, once it has.

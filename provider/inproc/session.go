@@ -58,6 +58,7 @@ func (s *session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 		AgentID:      s.spec.AgentID,
 		Model:        s.spec.Model,
 		Instructions: s.spec.Instructions,
+		Cwd:          s.spec.Cwd,
 		Handle:       s.handle,
 		ctx:          ctx,
 		tio:          tio,

@@ -24,10 +24,11 @@ type Turn struct {
 	// empty for a fresh session. It is shared with the session: read it,
 	// do not modify it.
 	History []provider.Turn
-	// AgentID, Model and Instructions come from the session's spec.
+	// AgentID, Model, Instructions and Cwd come from the session's spec.
 	AgentID      string
 	Model        string
 	Instructions string
+	Cwd          string
 	// Handle is the session's handle.
 	Handle string
 
