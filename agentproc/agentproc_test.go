@@ -276,6 +276,17 @@ func TestForgedRecordKillsNothing(t *testing.T) {
 // the leader's record (with marker) and the member's pid.
 func orphanedGroup(t *testing.T, marker string, env ...string) (Record, int) {
 	t.Helper()
+	leader, member, sh := startGroup(t, marker, env...)
+	if err := sh.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return leader, member
+}
+
+// startGroup starts orphanedGroup's group and returns, with the leader's
+// record and the member's pid, the leader's command, not yet waited for.
+func startGroup(t *testing.T, marker string, env ...string) (Record, int, *exec.Cmd) {
+	t.Helper()
 	sh := exec.Command("sh", "-c", "sleep 600 & echo $!")
 	sh.Env = append(os.Environ(), env...)
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -299,10 +310,7 @@ func orphanedGroup(t *testing.T, marker string, env ...string) (Record, int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(member, syscall.SIGKILL) })
-	if err := sh.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	return leader, member
+	return leader, member, sh
 }
 
 // TestLeftoverGroupWithMarkedMemberIsKilled: the leader of a recorded
@@ -314,6 +322,29 @@ func TestLeftoverGroupWithMarkedMemberIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader, member := orphanedGroup(t, marker, EnvMarker+"="+marker)
+	killed, what, err := KillLeftover(leader)
+	if !killed || err != nil {
+		t.Fatalf("killed=%v what=%q err=%v", killed, what, err)
+	}
+	waitGone(t, member)
+}
+
+// TestLeftoverGroupWithAZombieLeaderIsKilled: the recorded leader has
+// exited but is not reaped yet (a zombie: its stat readable, its
+// environment not), as a leader killed with the daemon often is when the
+// next daemon starts; a marked member of its group still runs: the group
+// is killed, not refused for want of the leader's marker.
+func TestLeftoverGroupWithAZombieLeaderIsKilled(t *testing.T) {
+	marker, err := NewMarker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, member, sh := startGroup(t, marker, EnvMarker+"="+marker)
+	defer func() { _ = sh.Wait() }()
+	waitGone(t, leader.Pid) // a zombie: exited, not waited for
+	if st, err := readStat(leader.Pid); err != nil || st.state != 'Z' {
+		t.Fatalf("the leader is not a zombie: %+v, %v", st, err)
+	}
 	killed, what, err := KillLeftover(leader)
 	if !killed || err != nil {
 		t.Fatalf("killed=%v what=%q err=%v", killed, what, err)

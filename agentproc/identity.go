@@ -13,6 +13,7 @@ import (
 
 // procStat holds the fields of /proc/<pid>/stat the package uses.
 type procStat struct {
+	state     byte // R, S, D, Z (a zombie: exited, not yet reaped), ...
 	pgrp      int
 	startTime uint64
 }
@@ -42,7 +43,7 @@ func readStat(pid int) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: starttime %q: %w", pid, f[19], err)
 	}
-	return procStat{pgrp: pgrp, startTime: st}, nil
+	return procStat{state: f[0][0], pgrp: pgrp, startTime: st}, nil
 }
 
 // BootID returns the kernel's boot id (changes at every boot).
@@ -182,24 +183,18 @@ func KillLeftover(r Record) (killed bool, what string, err error) {
 		return false, "recorded in an earlier boot", nil
 	}
 	st, err := readStat(r.Pid)
-	switch {
-	case err == nil && st.startTime != r.StartTime:
+	if err == nil && st.startTime != r.StartTime {
 		return false, "the pid now names another process", nil
-	case err == nil:
-		if err := r.provenOurs(r.Pid); err != nil {
-			return false, "", err
+	}
+	if err == nil && st.state != 'Z' {
+		proof := r.provenOurs(r.Pid)
+		if proof == nil {
+			return killLiveLeader(r, st)
 		}
-		if st.pgrp != r.Pgid {
-			// It left its group (setsid): it alone is known to be ours.
-			if err := syscall.Kill(r.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				return false, "", fmt.Errorf("killing process %d: %w", r.Pid, err)
-			}
-			return true, "the recorded process was still running, outside its group", nil
+		if !r.leaderDied() {
+			return false, "", proof
 		}
-		if err := syscall.Kill(-r.Pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return false, "", fmt.Errorf("killing process group %d: %w", r.Pgid, err)
-		}
-		return true, "the recorded process was still running", nil
+		// The leader exited while it was read: its group decides, below.
 	}
 	members, err := GroupMembers(r.Pgid, r.StartTime)
 	if err != nil {
@@ -223,6 +218,32 @@ func KillLeftover(r Record) (killed bool, what string, err error) {
 		return false, "", fmt.Errorf("killing process group %d: %w", r.Pgid, err)
 	}
 	return true, fmt.Sprintf("%d processes of its group outlived it", len(members)), nil
+}
+
+// killLiveLeader kills the recorded leader, proven ours and running, with
+// its group (or alone, when it left the group).
+func killLiveLeader(r Record, st procStat) (bool, string, error) {
+	if st.pgrp != r.Pgid {
+		// It left its group (setsid): it alone is known to be ours.
+		if err := syscall.Kill(r.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return false, "", fmt.Errorf("killing process %d: %w", r.Pid, err)
+		}
+		return true, "the recorded process was still running, outside its group", nil
+	}
+	if err := syscall.Kill(-r.Pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return false, "", fmt.Errorf("killing process group %d: %w", r.Pgid, err)
+	}
+	return true, "the recorded process was still running", nil
+}
+
+// leaderDied says whether the recorded leader, whose marker could not be
+// proven, has exited meanwhile (gone, or a zombie whose environment
+// cannot be read): its group's members then decide, as for a leader found
+// gone. A leader killed with the daemon (its parent-death signal) is
+// often caught exiting at the next start.
+func (r Record) leaderDied() bool {
+	st, err := readStat(r.Pid)
+	return err != nil || st.state == 'Z' || st.startTime != r.StartTime
 }
 
 // provenOurs checks that pid carries the record's marker; the error wraps
