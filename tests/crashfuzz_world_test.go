@@ -190,6 +190,12 @@ type cfWorld struct {
 	strict bool
 	// wake serves with wake turns on (see newWorldWake).
 	wake bool
+	// wsDir, when set, is where agents' workspaces go (a real directory:
+	// git is a real subprocess on the real disk).
+	wsDir string
+	// crashAfterEdit: the workspace program arms a crash after its edits
+	// (once).
+	crashAfterEdit bool
 	// stats
 	steps, crashes, recoveryCrashes int
 	cov                             map[string]int // how often interesting paths ran
@@ -229,7 +235,7 @@ func (w *cfWorld) newCoreWake(fsys faultfs.FS, wake bool) (*engine.Core, error) 
 		FS: fsys, Home: cfHome, Providers: map[string]provider.Provider{"inproc": w.prov},
 		DefaultProvider: "inproc", DefaultModel: cfModel, Config: cfg, Logger: hclog.NewNullLogger(),
 		Clock: w.clock, NoWake: !wake, BootID: fmt.Sprintf("boot%04d", w.boots),
-		PendingIdle: -1,
+		PendingIdle: -1, WorkspacesDir: w.wsDir,
 		// The daemon's settings (config/engine.go), as its boot passes them.
 		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
 		MaxOpenLogs: config.DefaultMaxOpenLogs,
