@@ -250,19 +250,9 @@ func (c *Core) WorkspaceLog(ctx context.Context, agentID string) (WorkspaceLogVi
 		return WorkspaceLogView{}, failf(ErrInvalid, "agent %s has no workspace", a.Name())
 	}
 	out := WorkspaceLogView{Repo: w.Repo, Path: w.Path, Branch: w.Branch, Base: w.Base, Closed: w.Closed}
-	es, err := c.Log(ctx, a.ID(), 0)
-	if err != nil {
+	var err error
+	if out.Snapshots, err = c.snapshotsOf(ctx, a); err != nil {
 		return out, err
-	}
-	for _, e := range es {
-		if e.Event != schema.WorkspaceSnapshot {
-			continue
-		}
-		var d schema.WorkspaceSnapshotData
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			continue
-		}
-		out.Snapshots = append(out.Snapshots, SnapshotView{RunID: d.RunID, Turn: d.Turn, At: d.At, Commit: d.Commit, TS: e.TS})
 	}
 	if n := len(out.Snapshots); n > maxSnapshotsShown {
 		out.Snapshots = out.Snapshots[n-maxSnapshotsShown:]
@@ -280,6 +270,26 @@ func (c *Core) WorkspaceLog(ctx context.Context, agentID string) (WorkspaceLogVi
 	return out, nil
 }
 
+// snapshotsOf lists every workspace.snapshot in a's log, oldest first.
+func (c *Core) snapshotsOf(ctx context.Context, a *agent) ([]SnapshotView, error) {
+	es, err := c.Log(ctx, a.ID(), 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []SnapshotView
+	for _, e := range es {
+		if e.Event != schema.WorkspaceSnapshot {
+			continue
+		}
+		var d schema.WorkspaceSnapshotData
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			continue
+		}
+		out = append(out, SnapshotView{RunID: d.RunID, Turn: d.Turn, At: d.At, Commit: d.Commit, TS: e.TS})
+	}
+	return out, nil
+}
+
 // RestoreWorkspace puts one of agent agentID's snapshots back in its
 // workspace (the agent must be at rest: it is claimed meanwhile), logged
 // as workspace.restored (operator).
@@ -292,16 +302,12 @@ func (c *Core) RestoreWorkspace(ctx context.Context, agentID, commit string) err
 	if !ok {
 		return failf(ErrInvalid, "agent %s has no open workspace", a.Name())
 	}
-	view, err := c.WorkspaceLog(ctx, agentID)
+	snaps, err := c.snapshotsOf(ctx, a)
 	if err != nil {
 		return err
 	}
-	known := false
-	for _, s := range view.Snapshots {
-		known = known || s.Commit == commit
-	}
-	if !known {
-		return failf(ErrInvalid, "%q is none of the snapshots of %s (warren workspace log %s lists them)", commit, a.Name(), c.Path(a.ID()))
+	if commit, err = snapshotNamed(snaps, commit); err != nil {
+		return failf(ErrInvalid, "%v of %s (warren workspace log %s lists them)", err, a.Name(), c.Path(a.ID()))
 	}
 	if err := a.Claim(); err != nil {
 		return err
@@ -312,6 +318,28 @@ func (c *Core) RestoreWorkspace(ctx context.Context, agentID, commit string) err
 	}
 	_, err = a.Append(schema.WorkspaceRestored, schema.WorkspaceRestoredData{Commit: commit, Reason: schema.RestoreOperator})
 	return err
+}
+
+// snapshotNamed finds the snapshot commit ref names: the whole hash, or
+// a prefix of at least 7 hex digits that names one commit of snaps.
+func snapshotNamed(snaps []SnapshotView, ref string) (string, error) {
+	ref = strings.ToLower(strings.TrimSpace(ref))
+	if len(ref) < 7 || strings.Trim(ref, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("%q is not a snapshot commit (its hash, or 7 or more of its first hex digits)", ref)
+	}
+	found := ""
+	for _, s := range snaps {
+		if strings.HasPrefix(s.Commit, ref) {
+			if found != "" && found != s.Commit {
+				return "", fmt.Errorf("%q names more than one snapshot (%s and %s): give more digits", ref, found, s.Commit)
+			}
+			found = s.Commit
+		}
+	}
+	if found == "" {
+		return "", fmt.Errorf("%q is none of the snapshots", ref)
+	}
+	return found, nil
 }
 
 // MergeResult is what a merge of a child's branch did.

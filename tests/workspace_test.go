@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -326,6 +327,87 @@ func TestSquashMergedWorkspaceClosesWithNothingLost(t *testing.T) {
 	want := fmt.Sprintf(`"event":"workspace.closed","data":{"branch":%q,"commit":%q,"removed":true}`, branch, runGit(t, repo, "rev-parse", branch))
 	if log := readLog(t, d, id); strings.Count(log, `"event":"workspace.closed"`) != 1 || !strings.Contains(log, want) {
 		t.Fatalf("the log lacks exactly one %s:\n%s", want, log)
+	}
+}
+
+// TestOperatorRestoresAndReviewsAWorkspace: `warren workspace log`
+// lists an agent's snapshots, `diff` shows the workspace's change since
+// its base and a turn's own, and `restore` (by a hash prefix, as the log
+// prints it) puts a snapshot back: the changed file rewritten, the file
+// created since removed, the ignored file left alone; workspace.restored
+// (operator) is logged. A prefix that is too short or names no snapshot
+// is refused, saying why.
+func TestOperatorRestoresAndReviewsAWorkspace(t *testing.T) {
+	t.Parallel()
+	d := startTestDaemon(t, modeBinary)
+	repo := gitRepo(t, d.dir)
+	if err := os.WriteFile(filepath.Join(repo, ".gitignore"), []byte("*.log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, repo, "add", ".gitignore")
+	runGit(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "ignore logs")
+	res := d.callN("agent.create", map[string]any{"name": "rv", "provider": "inproc", "model": "echo",
+		"workspace": map[string]any{"repo": repo}})
+	id := res["agent_id"].(string)
+	ws := filepath.Join(d.Home, "workspaces", id)
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.callN("agent.send", map[string]any{"agent_id": id, "message": "one"})
+	write("notes.md", "# notes\nafter turn one\n")
+	write("new.txt", "new\n")
+	write("build.log", "ignored\n")
+	d.callN("agent.send", map[string]any{"agent_id": id, "message": "two"})
+
+	var log struct {
+		Snapshots []struct {
+			Turn   int    `json:"turn"`
+			At     string `json:"at"`
+			Commit string `json:"commit"`
+			Files  int    `json:"files_changed"`
+		} `json:"snapshots"`
+	}
+	out := runCLI(t, d.Home, "--json", "workspace", "log", "rv").want(t, 0, "workspace log --json")
+	if err := json.Unmarshal([]byte(out.stdout), &log); err != nil {
+		t.Fatalf("workspace log --json: %v: %s", err, out.stdout)
+	}
+	if len(log.Snapshots) != 4 || log.Snapshots[1].At != "end" || log.Snapshots[2].Turn != 2 || log.Snapshots[2].Files != 2 {
+		t.Fatalf("the snapshots: %+v, want turns 1 and 2 at start and end, turn 2's start with the 2 files changed between the turns", log.Snapshots)
+	}
+	text := runCLI(t, d.Home, "workspace", "log", "rv").want(t, 0, "workspace log").stdout
+	if !strings.Contains(text, log.Snapshots[3].Commit[:11]) || !strings.Contains(text, "warren/rv-"+id[:8]) {
+		t.Fatalf("workspace log prints:\n%s", text)
+	}
+	diff := runCLI(t, d.Home, "workspace", "diff", "rv").want(t, 0, "workspace diff").stdout
+	if !strings.Contains(diff, "+after turn one") || !strings.Contains(diff, "+++ b/new.txt") || strings.Contains(diff, "build.log") {
+		t.Fatalf("workspace diff (since the base):\n%s", diff)
+	}
+	if turn := runCLI(t, d.Home, "workspace", "diff", "rv", "--turn", "2").want(t, 0, "workspace diff --turn 2").stdout; turn != "" {
+		t.Fatalf("turn 2 (echo) changed nothing, but its diff is:\n%s", turn)
+	}
+
+	for _, bad := range []string{"abc", "0000000000", "not-hex!"} {
+		r := runCLI(t, d.Home, "workspace", "restore", "rv", bad)
+		if r.code == 0 || !strings.Contains(r.stderr, "snapshot") {
+			t.Fatalf("restore %q: exit %d, %s", bad, r.code, r.stderr)
+		}
+	}
+	runCLI(t, d.Home, "workspace", "restore", "rv", log.Snapshots[1].Commit[:11]).want(t, 0, "workspace restore")
+	if got := readFile(t, filepath.Join(ws, "notes.md")); got != "# notes\n" {
+		t.Fatalf("notes.md after the restore: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "new.txt")); !os.IsNotExist(err) {
+		t.Fatalf("new.txt, created after the snapshot, is still there: %v", err)
+	}
+	if got := readFile(t, filepath.Join(ws, "build.log")); got != "ignored\n" {
+		t.Fatalf("the ignored file: %q", got)
+	}
+	want := fmt.Sprintf(`"commit":%q,"reason":"operator"`, log.Snapshots[1].Commit)
+	if !strings.Contains(readLog(t, d, id), want) {
+		t.Fatalf("the log lacks workspace.restored with %s", want)
 	}
 }
 

@@ -102,6 +102,15 @@ func (g Git) runWith(ctx context.Context, dir string, env []string, stdin string
 		cmd.Stdin = strings.NewReader(stdin)
 	}
 	err := cmd.Run()
+	if err != nil && cmd.Process == nil {
+		// git never started: say why in words (exec's "fork/exec
+		// /usr/bin/git: no such file or directory" also means a missing
+		// working directory).
+		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
+			return "", fmt.Errorf("%w: git %s: the directory %s does not exist", ErrGit, strings.Join(args, " "), dir)
+		}
+		return "", fmt.Errorf("%w: git %s (in %s) could not start: %v (is git installed and on the daemon's PATH?)", ErrGit, strings.Join(args, " "), dir, err)
+	}
 	if err != nil {
 		what := strings.TrimSpace(errb.String())
 		if what == "" {

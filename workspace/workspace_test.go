@@ -88,6 +88,19 @@ func TestVersionCheck(t *testing.T) {
 	}
 }
 
+// TestGitThatCannotStartSaysWhy: a missing directory and a missing git
+// are told apart (exec reports both as "no such file or directory").
+func TestGitThatCannotStartSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	missing := filepath.Join(t.TempDir(), "nowhere")
+	if _, _, err := (Git{}).Resolve(ctx, missing, ""); err == nil || !strings.Contains(err.Error(), "the directory "+missing+" does not exist") {
+		t.Fatalf("a missing directory: %v", err)
+	}
+	if _, _, err := (Git{Bin: "/nonexistent/git"}).Resolve(ctx, t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "is git installed") {
+		t.Fatalf("a missing git: %v", err)
+	}
+}
+
 func TestBranchName(t *testing.T) {
 	for in, want := range map[string]string{"lead/w1": "warren/lead-w1-01234567", "a b/c..d": "warren/a_b-c..d-01234567", "": "warren/agent-01234567"} {
 		if got := BranchName(in, "0123456789abcdef"); got != want {
