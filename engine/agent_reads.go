@@ -69,7 +69,7 @@ func (a *agent) degradedLocked() string {
 		return ""
 	}
 	if a.wsFault != nil {
-		return "its workspace cannot be used: " + a.wsFault.Error()
+		return "its workspace cannot be used: " + a.wsFault.Error() + " (fix that, then restart the daemon: the start checks and repairs workspaces)"
 	}
 	return degradedText(a.Log.Degraded(), a.released, a.owed.Describe())
 }

@@ -30,7 +30,7 @@ func (a *agent) Claim() error {
 	case a.busy:
 		return failf(ErrWrongState, "agent %s (%s) is mid-turn; wait for it or cancel it (warren agent cancel)", a.p.Name, a.id)
 	case a.wsFault != nil:
-		return failf(ErrWrongState, "agent %s (%s) runs nowhere but its workspace, which is broken: %v", a.p.Name, a.id, a.wsFault)
+		return failf(ErrWrongState, "agent %s (%s) runs nowhere but its workspace, which is broken: %v (fix that, then restart the daemon: the start checks and repairs workspaces)", a.p.Name, a.id, a.wsFault)
 	}
 	a.busy, a.claims = true, a.claims+1
 	return nil

@@ -184,9 +184,22 @@ func (c *Core) closeWorkspace(ctx context.Context, a *agent) error {
 // workspace cannot be repaired runs nowhere until it is (its status says
 // why).
 func (c *Core) repairWorkspaces(ctx context.Context, agents []*agent) {
+	checked, gitErr := false, error(nil)
 	for _, a := range agents {
 		w, ok := a.OpenWorkspace()
 		if !ok {
+			continue
+		}
+		if !checked { // the start checks git's version once, if any workspace needs it
+			checked = true
+			version, err := c.opts.Git.CheckVersion(ctx)
+			if gitErr = err; err == nil {
+				c.log.Info("workspaces: git found", "version", version)
+			}
+		}
+		if gitErr != nil {
+			c.log.Error("an agent's workspace cannot be checked; the agent runs no turn until git is fixed", "agent", a.ID(), "err", gitErr)
+			a.SetWorkspaceFault(gitErr)
 			continue
 		}
 		what, err := c.opts.Git.Repair(ctx, wsOf(a.ID(), w), c.now())

@@ -411,6 +411,53 @@ func TestOperatorRestoresAndReviewsAWorkspace(t *testing.T) {
 	}
 }
 
+// TestAnOldGitAtStartStopsOnlyWorkspaceAgents: started with a git older
+// than 2.36 on its PATH, the daemon checks the version once, keeps every
+// agent with a workspace from running (its status and the refusal say
+// what is wrong and what to do; its worktree is untouched) and serves the
+// others.
+func TestAnOldGitAtStartStopsOnlyWorkspaceAgents(t *testing.T) {
+	t.Parallel()
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newTestDaemon(t, modeBinary)
+	repo := gitRepo(t, d.dir)
+	d.Start()
+	res := d.callN("agent.create", map[string]any{"name": "ws", "provider": "inproc", "model": "echo",
+		"workspace": map[string]any{"repo": repo}})
+	ws := res["agent_id"].(string)
+	plain := d.createAgent("plain", "inproc", "echo", "")
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(d.dir, "oldbin")
+	if err := os.MkdirAll(bin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := "#!/bin/sh\nif [ \"$*\" != \"${*%version}\" ]; then echo 'git version 2.30.2'; exit 0; fi\nexec " + realGit + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(old), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d.shell = "export PATH=" + bin + ":$PATH"
+	d.Start()
+	st := agentStatus(t, d, ws)
+	if why := str(st["degraded"]); !strings.Contains(why, "2.30.2") || !strings.Contains(why, "2.36") || !strings.Contains(why, "restart the daemon") {
+		t.Fatalf("the workspace agent's status: %v, want it degraded naming the old git, the version needed and the restart", st)
+	}
+	_, err = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": ws, "message": "hi"})
+	if err == nil || !strings.Contains(err.Error(), "upgrade git") {
+		t.Fatalf("a send to the workspace agent: %v, want a refusal saying to upgrade git", err)
+	}
+	if r := d.callN("agent.send", map[string]any{"agent_id": plain, "message": "hi"}); r["response"] != "echo: hi" {
+		t.Fatalf("the agent without a workspace: %v", r)
+	}
+	if _, err := os.Stat(filepath.Join(d.Home, "workspaces", ws, "notes.md")); err != nil {
+		t.Fatalf("the worktree was touched: %v", err)
+	}
+}
+
 // gitWrapper stands in for git on the daemon's PATH: it counts the calls
 // and, at call $KILL_AT, kills the daemon (its parent) with SIGKILL,
 // before the call runs or, with KILL_MODE=after, once it has.

@@ -6,8 +6,10 @@
 //
 // Everything goes through the git command line (Git), with hooks off for
 // warren's own commits, git's fsync on for every object and ref it writes
-// (core.fsync=all), a timeout per call, and errors that say which call
-// failed and what git said. git 2.36 or later is needed (core.fsync).
+// (core.fsync=all; core.fsync=committed for the calls on a private index,
+// which is a cache: losing it costs hashing the files again), a timeout
+// per call, and errors that say which call failed and what git said. git
+// 2.36 or later is needed (core.fsync).
 //
 // # Layout
 //

@@ -106,7 +106,7 @@ func (g Git) runWith(ctx context.Context, dir string, env []string, stdin string
 		// git never started: say why in words (exec's "fork/exec
 		// /usr/bin/git: no such file or directory" also means a missing
 		// working directory).
-		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
+		if fi, serr := os.Stat(dir); dir != "" && (serr != nil || !fi.IsDir()) {
 			return "", fmt.Errorf("%w: git %s: the directory %s does not exist", ErrGit, strings.Join(args, " "), dir)
 		}
 		return "", fmt.Errorf("%w: git %s (in %s) could not start: %v (is git installed and on the daemon's PATH?)", ErrGit, strings.Join(args, " "), dir, err)
