@@ -13,7 +13,7 @@ import (
 
 // benchRepo makes a repository of n small committed files and a
 // workspace of it, with a first snapshot taken (the private index warm).
-func benchRepo(b *testing.B, n int) (Git, Workspace) {
+func benchRepo(b testing.TB, n int) (Git, Workspace) {
 	b.Helper()
 	dir := b.TempDir()
 	repo := filepath.Join(dir, "repo")
@@ -46,7 +46,7 @@ func benchRepo(b *testing.B, n int) (Git, Workspace) {
 	return g, w
 }
 
-func gitB(b *testing.B, dir string, args ...string) {
+func gitB(b testing.TB, dir string, args ...string) {
 	b.Helper()
 	if _, err := (Git{}).run(context.Background(), dir, nil, args...); err != nil {
 		b.Fatal(err)
@@ -62,7 +62,7 @@ func selfCPU() time.Duration {
 }
 
 // change rewrites 10 of w's files (round k).
-func change(b *testing.B, w Workspace, k int) {
+func change(b testing.TB, w Workspace, k int) {
 	for i := 0; i < 10; i++ {
 		j := (k*10 + i) * 97 % 10000
 		p := filepath.Join(w.Path, fmt.Sprintf("d%02d", j%100), fmt.Sprintf("f%05d.txt", j))
