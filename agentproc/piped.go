@@ -11,10 +11,14 @@ import (
 )
 
 // Launch is the record a caller keeps of one process start (provider.Launch
-// satisfies it): Started before the process gets any input, Ended once it
-// has been reaped or its start failed, Stderr a copy of what it writes to
-// stderr (nil: none).
+// satisfies it): Command first, Started before the process gets any
+// input, Ended once it has been reaped or its start failed, Stderr a copy
+// of what it writes to stderr (nil: none).
 type Launch interface {
+	// Command is the command line that starts argv in dir with env: argv
+	// itself, or argv wrapped (a sandbox). An error means it cannot be
+	// started; one wrapping exec.ErrNotFound, that argv[0] is missing.
+	Command(argv []string, dir string, env []string) ([]string, error)
 	Started(pid int) error
 	Ended()
 	Stderr() io.Writer
@@ -84,6 +88,14 @@ func (s *Spawner) StartPiped(c Command) (*Piped, error) {
 			c.Launch.Ended()
 		}
 	}
+	argv := c.Argv
+	if c.Launch != nil {
+		var err error
+		if argv, err = c.Launch.Command(c.Argv, c.Dir, c.Env); err != nil {
+			ended()
+			return nil, err
+		}
+	}
 	var ends [6]*os.File // stdin r, w; stdout r, w; stderr r, w
 	for i := 0; i < len(ends); i += 2 {
 		r, w, err := os.Pipe()
@@ -95,7 +107,7 @@ func (s *Spawner) StartPiped(c Command) (*Piped, error) {
 		ends[i], ends[i+1] = r, w
 	}
 	inR, inW, outR, outW, errR, errW := ends[0], ends[1], ends[2], ends[3], ends[4], ends[5]
-	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = c.Env
 	cmd.Dir = c.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW

@@ -27,6 +27,8 @@ type fakeLaunch struct {
 
 func newFakeLaunch() *fakeLaunch { return &fakeLaunch{ended: make(chan struct{})} }
 
+func (l *fakeLaunch) Command(argv []string, _ string, _ []string) ([]string, error) { return argv, nil }
+
 func (l *fakeLaunch) Started(pid int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

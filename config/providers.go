@@ -70,19 +70,11 @@ func checkTyped(key, name string, settings map[string]any) error {
 	if err := checkACP(key, name, typ, settings); err != nil {
 		return err
 	}
-	if v, ok := settings["workspace"]; ok && v != "worktree" && v != "none" {
-		return fmt.Errorf("%w: %q must be \"worktree\" (every agent of the entry gets a workspace) or \"none\", got %v", ErrInvalid, key+".workspace", v)
+	if err := checkWorkspace(key, settings); err != nil {
+		return err
 	}
-	if v, ok := settings["copy"]; ok {
-		list, isList := v.([]any)
-		for _, x := range list {
-			if _, isStr := x.(string); !isStr {
-				isList = false
-			}
-		}
-		if !isList {
-			return fmt.Errorf("%w: %q must be a list of paths relative to the repository (ignored files a new worktree gets a copy of)", ErrInvalid, key+".copy")
-		}
+	if err := checkSandbox(key, settings); err != nil {
+		return err
 	}
 	if v, ok := settings["headers"]; ok {
 		m, isObj := v.(map[string]any)
@@ -231,4 +223,23 @@ func (p ProviderConfig) Mode() string {
 func (p ProviderConfig) Permissions() string {
 	s, _ := p.Settings["permissions"].(string)
 	return s
+}
+
+// checkWorkspace validates an entry's "workspace" and "copy" settings.
+func checkWorkspace(key string, settings map[string]any) error {
+	if v, ok := settings["workspace"]; ok && v != "worktree" && v != "none" {
+		return fmt.Errorf("%w: %q must be \"worktree\" (every agent of the entry gets a workspace) or \"none\", got %v", ErrInvalid, key+".workspace", v)
+	}
+	if v, ok := settings["copy"]; ok {
+		list, isList := v.([]any)
+		for _, x := range list {
+			if _, isStr := x.(string); !isStr {
+				isList = false
+			}
+		}
+		if !isList {
+			return fmt.Errorf("%w: %q must be a list of paths relative to the repository (ignored files a new worktree gets a copy of)", ErrInvalid, key+".copy")
+		}
+	}
+	return nil
 }

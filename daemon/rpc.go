@@ -210,8 +210,12 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 	if err != nil {
 		return nil, err
 	}
+	sandboxed, err := p.OptBool("sandbox", false)
+	if err != nil {
+		return nil, err
+	}
 	id, err := h.c.CreateAgent(ctx, engine.CreateSpec{Name: name, ParentID: parent, Instructions: instr,
-		Provider: prov, Model: model, Metadata: md, Cwd: cwd, Workspace: ws})
+		Provider: prov, Model: model, Metadata: md, Cwd: cwd, Workspace: ws, Sandbox: sandboxed})
 	if err != nil {
 		return nil, err
 	}

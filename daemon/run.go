@@ -150,18 +150,24 @@ func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg c
 	}
 	bootID := inbox.NewID()
 	maxOpenLogs := fileLimit(logger)
-	st, closeStore, err := openStore(ctx, opts, fsys, home, logger, bootID, maxOpenLogs)
+	st, closeSt, err := openStore(ctx, opts, fsys, home, logger, bootID, maxOpenLogs)
 	if err != nil {
 		return nil, nil, err
+	}
+	socks := newAgentSockets(context.WithoutCancel(ctx), home, logger)
+	closeStore = func() {
+		socks.closeAll()
+		closeSt()
 	}
 	core, err = engine.NewCore(context.WithoutCancel(ctx), engine.CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
 		Logger: logger, SocketPath: homedir.SocketPath(home), PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID,
 		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
-		MaxOpenLogs: maxOpenLogs, TakeoverEvery: config.DefaultTakeoverEvery})
+		MaxOpenLogs: maxOpenLogs, TakeoverEvery: config.DefaultTakeoverEvery, AgentSocket: socks.acquire})
 	if err != nil {
 		closeStore()
 		return nil, nil, err
 	}
+	socks.setCore(core)
 	logger.Info("recovering", "home", home, "boot_id", core.BootID())
 	start := time.Now()
 	// A daemon standing by for a cluster's USER inbox (engine/takeover.go) stops

@@ -68,9 +68,10 @@ type agent struct {
 	// released: this daemon may no longer write for the agent (its log
 	// was fenced or its lease lost); no turn starts again.
 	released error
-	// wsFault: the agent's workspace could not be repaired at recovery;
-	// it runs no turn (never anywhere but its workspace) until it is.
-	wsFault error
+	// blocked: the agent cannot run (its workspace could not be repaired
+	// at recovery, or its sandbox cannot be made): its status says why and
+	// it takes no turn, never outside its workspace or sandbox.
+	blocked error
 }
 
 // ckptState is an agent's checkpoint bookkeeping.
@@ -139,10 +140,13 @@ func (a *agent) MarkCorrupt(err error) {
 	a.stateMu.Unlock()
 }
 
-// SetWorkspaceFault records that the agent's workspace cannot be used.
-func (a *agent) SetWorkspaceFault(err error) {
+// Block records why the agent cannot run until the daemon restarts: its
+// workspace could not be repaired, or its sandbox cannot be made.
+func (a *agent) Block(err error) {
 	a.stateMu.Lock()
-	a.wsFault = err
+	if a.blocked == nil {
+		a.blocked = err
+	}
 	a.stateMu.Unlock()
 }
 

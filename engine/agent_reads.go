@@ -68,8 +68,8 @@ func (a *agent) degradedLocked() string {
 	if a.Log == nil {
 		return ""
 	}
-	if a.wsFault != nil {
-		return "its workspace cannot be used: " + a.wsFault.Error() + " (fix that, then restart the daemon: the start checks and repairs workspaces)"
+	if a.blocked != nil {
+		return a.blocked.Error() + " (fix that, then restart the daemon: the start checks workspaces and sandboxes again)"
 	}
 	return degradedText(a.Log.Degraded(), a.released, a.owed.Describe())
 }
@@ -339,6 +339,7 @@ func (a *agent) Metadata(key string) (string, bool) {
 // instructions and working directory.
 type reopenSettings struct {
 	Handle, Provider, Model, Instructions, Cwd string
+	Sandbox                                    *schema.SandboxData
 }
 
 // ReopenSettings reads what bringing back the agent's provider session
@@ -347,7 +348,7 @@ func (a *agent) ReopenSettings() reopenSettings {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
 	return reopenSettings{Handle: a.p.Handle, Provider: a.p.SessProvider, Model: a.p.SessModel, Instructions: a.p.Instructions,
-		Cwd: a.p.Cwd}
+		Cwd: a.p.Cwd, Sandbox: a.p.Sandbox}
 }
 
 // agentLook is what the lifecycle's operations read of an agent, in one

@@ -29,8 +29,8 @@ func (a *agent) Claim() error {
 		return failf(ErrUnavailable, "agent %s (%s) is no longer run by this daemon: %v", a.p.Name, a.id, a.released)
 	case a.busy:
 		return failf(ErrWrongState, "agent %s (%s) is mid-turn; wait for it or cancel it (warren agent cancel)", a.p.Name, a.id)
-	case a.wsFault != nil:
-		return failf(ErrWrongState, "agent %s (%s) runs nowhere but its workspace, which is broken: %v (fix that, then restart the daemon: the start checks and repairs workspaces)", a.p.Name, a.id, a.wsFault)
+	case a.blocked != nil:
+		return failf(ErrWrongState, "agent %s (%s) cannot run: %v (fix that, then restart the daemon: the start checks workspaces and sandboxes again)", a.p.Name, a.id, a.blocked)
 	}
 	a.busy, a.claims = true, a.claims+1
 	return nil
@@ -59,7 +59,7 @@ func (a *agent) TakeWake(clearHold bool, max int, bytes int64) ([]inbox.Message,
 	// A log that refuses appends wakes the agent when it heals.
 	if a.held || a.busy || a.p.Terminated || a.corrupt != nil || a.released != nil || a.p.Pending.Len() == 0 ||
 		(a.Log != nil && a.Log.Degraded() != nil) ||
-		(a.p.Gated && !a.permit) || a.hasLiveWait() || a.hasInterruptedRun() || a.completing || a.wsFault != nil {
+		(a.p.Gated && !a.permit) || a.hasLiveWait() || a.hasInterruptedRun() || a.completing || a.blocked != nil {
 		return nil, false
 	}
 	msgs := a.p.Pending.PeekFirst(max, bytes)

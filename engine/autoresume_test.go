@@ -90,6 +90,11 @@ func startWorker(t *testing.T, h *harness, started <-chan struct{}) (lead, worke
 		t.Fatalf("send_message: %v", res)
 	}
 	<-started
+	// The worker's "half done" wakes the lead: let that turn end, so a
+	// crash or stop that follows finds only the worker's run open.
+	h.until("the lead's wake turn ended", func() bool {
+		return h.count(lead, schema.TurnComplete) >= 1 && h.statusOf(lead) == "idle"
+	})
 	return lead, worker, msgID
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/warren-dev/warren/multiplexer"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/registry"
+	"github.com/warren-dev/warren/sandbox"
 	"github.com/warren-dev/warren/schedule"
 	"github.com/warren-dev/warren/stderrlog"
 	"github.com/warren-dev/warren/store"
@@ -88,6 +89,14 @@ type CoreOptions struct {
 	// directory).
 	Git           workspace.Git
 	WorkspacesDir string
+	// Bwrap is the bubblewrap binary sandboxed agents run under ("" =
+	// bwrap from PATH). AgentSocket starts (or shares) the socket of a
+	// sandboxed agent, <home>/agents/<id>/agent.sock, serving tool.call
+	// for that agent only, and returns its path and the function that
+	// gives it back; nil: this core cannot run sandboxed agents (the
+	// daemon sets it).
+	Bwrap       string
+	AgentSocket func(agentID string) (path string, release func(), err error)
 	// Getenv reads provider key variables (default os.Getenv).
 	Getenv func(string) string
 	// CheckpointEvery is how many entries an agent's log grows by before
@@ -165,6 +174,8 @@ type Core struct {
 	// launches gives each agent process its credential, its durable
 	// record and its stderr.log (package launch).
 	launches *launch.Launches
+	// sandboxes checks that bwrap works (once; sandboxes.go).
+	sandboxes *sandbox.Checker
 	// changed fires when live state changes outside the logs (turn ends,
 	// terminations), for waiters such as tests and the demo.
 	changed bus.Signal
@@ -259,6 +270,7 @@ func NewCore(ctx context.Context, opts CoreOptions) (*Core, error) {
 		Delay: opts.SessionSaveDelay, Off: c.clustered(), After: c.sched.After, Stopping: c.stopping, Logger: c.log})
 	c.snaps = &snapshotWriter{Save: c.store.Save, Delay: c.saveDelay, Now: c.now, Logger: c.log}
 	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
+	c.sandboxes = &sandbox.Checker{Bin: opts.Bwrap}
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)
 	c.sessions = newLiveSessions(c, muxConfig(opts.Config))

@@ -46,13 +46,19 @@ type CreateSpec struct {
 	// Workspace, when set, gives the agent a workspace (workspaces.go),
 	// which becomes its Cwd.
 	Workspace *WorkspaceRequest
+	// Sandbox asks for a sandbox (sandboxes.go); an agent whose provider
+	// entry has one, or whose parent is sandboxed, gets one anyway.
+	Sandbox bool
+
+	// sandbox is the resolved sandbox (logged in agent.created).
+	sandbox *schema.SandboxData
 }
 
 // CreateAgent creates an agent durably: its provider session, its log with
 // agent.created and session.created in one write, and session.json. The
 // agent exists (and survives any crash) once it returns nil.
 func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error) {
-	prov, err := c.checkCreate(&spec)
+	prov, err := c.checkCreate(ctx, &spec)
 	if err != nil {
 		return "", err
 	}
@@ -86,6 +92,16 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 			}
 		}()
 	}
+	if spec.sandbox != nil {
+		if err := c.makePrivateHome(id, spec.Provider); err != nil {
+			return "", err
+		}
+		defer func() {
+			if !created {
+				c.dropPrivateHome(id)
+			}
+		}()
+	}
 	s, err := c.sessions.Create(ctx, prov, id, spec)
 	if err != nil {
 		return "", err
@@ -107,7 +123,7 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 // checkCreate fills in spec's provider and model defaults and checks the
 // spec: a known provider serving the model, a valid name, instructions
 // and metadata within the limits, a live parent.
-func (c *Core) checkCreate(spec *CreateSpec) (provider.Provider, error) {
+func (c *Core) checkCreate(ctx context.Context, spec *CreateSpec) (provider.Provider, error) {
 	if spec.Provider == "" {
 		if c.opts.DefaultProvider == "" {
 			return nil, failf(ErrInvalid, "no provider named and no default provider configured: name one")
@@ -132,6 +148,9 @@ func (c *Core) checkCreate(spec *CreateSpec) (provider.Provider, error) {
 		spec.Workspace.Always = spec.Workspace.Always || wants
 	}
 	if err := c.checkModel(spec.Provider, &spec.Model); err != nil {
+		return nil, err
+	}
+	if err := c.resolveSandbox(ctx, spec); err != nil {
 		return nil, err
 	}
 	if err := checkServed(prov, spec.Provider, spec.Model); err != nil {
@@ -225,7 +244,8 @@ func createdRecords(id string, spec CreateSpec, handle string, now time.Time, ws
 	recs := []eventlog.Record{
 		{Event: schema.AgentCreated, Data: schema.AgentCreatedData{AgentID: id, Name: spec.Name, ParentID: parent,
 			Instructions: spec.Instructions, Provider: spec.Provider, Model: spec.Model, Metadata: md,
-			CreatedAt: now.UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd, Bootstrap: spec.Bootstrap, Workspace: ws}},
+			CreatedAt: now.UTC().Format(time.RFC3339Nano), Cwd: spec.Cwd, Bootstrap: spec.Bootstrap, Workspace: ws,
+			Sandbox: spec.sandbox}},
 		{Event: schema.SessionCreated, Data: schema.SessionCreatedData{Provider: spec.Provider, Model: spec.Model, Handle: handle}},
 	}
 	if ws != nil {
@@ -277,7 +297,7 @@ func (c *Core) openLogReplay(ctx context.Context, id string, target **agent, res
 // providerSpec is the provider spec of agent id's session (package
 // agentspec): its system prompt, identity, process environment and
 // history mode.
-func (c *Core) providerSpec(provName, id, model, instructions, cwd string) provider.Spec {
+func (c *Core) providerSpec(provName, id, model, instructions, cwd string, sb *schema.SandboxData) provider.Spec {
 	entry := c.config().Providers[provName]
 	var mode string
 	var modeSet bool
@@ -285,9 +305,14 @@ func (c *Core) providerSpec(provName, id, model, instructions, cwd string) provi
 		mode, modeSet = a.Metadata(agentspec.HistoryModeKey)
 	}
 	env := agentspec.Env{Environ: c.opts.Environ, Extra: c.opts.Env, PythonPath: c.opts.PythonPath, SocketPath: c.opts.SocketPath}
+	procEnv := agentspec.ProcessEnv(entry, env, id)
+	lsb := c.launchSandbox(id, sb)
+	if lsb != nil {
+		procEnv = provider.MergeEnv(procEnv, c.sandboxEnv(id))
+	}
 	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd,
 		System: agentspec.SystemPrompt(c.tree, id, instructions),
-		Env:    agentspec.ProcessEnv(entry, env, id), Launcher: c.launches.For(id),
+		Env:    procEnv, Launcher: c.launches.For(id, lsb),
 		Identity: agentspec.Identity(c.tree, id), HistoryMode: agentspec.HistoryMode(mode, modeSet, entry)}
 }
 

@@ -123,6 +123,7 @@ func (c *Core) Recover(ctx context.Context) (RecoveryReport, error) {
 		"from_checkpoints", rep.Resumed)
 	c.finish(ctx, placed, existing)
 	c.repairWorkspaces(ctx, agentsOf(placed))
+	c.checkSandboxes(ctx, agentsOf(placed))
 	c.resumeAfterStart(agentsOf(placed))
 	c.WakeAll()
 	c.startScrub(placed)

@@ -94,7 +94,7 @@ func wrapSlotErr(err error) error {
 // Abandon.
 func (s *liveSessions) Create(ctx context.Context, prov provider.Provider, id string, spec CreateSpec) (newSession, error) {
 	lease, err := s.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*liveSession, error) {
-		ps := s.c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd)
+		ps := s.c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, spec.sandbox)
 		if v, ok := spec.Metadata[agentspec.HistoryModeKey]; ok {
 			ps.HistoryMode = v // the agent is not listed yet: its metadata is here
 		}
@@ -182,7 +182,7 @@ func (s *liveSessions) open(ctx context.Context, a *agent, provName, model strin
 	if sess != nil && req.Same && sess.Provider == provName && sess.Model == model {
 		req.Blob = sess.ProviderState
 	}
-	req.Spec = s.c.providerSpec(provName, a.ID(), model, set.Instructions, set.Cwd)
+	req.Spec = s.c.providerSpec(provName, a.ID(), model, set.Instructions, set.Cwd, set.Sandbox)
 	ps, inject, err := s.reopen(ctx, req, a)
 	if err != nil {
 		return nil, err

@@ -199,13 +199,13 @@ func (c *Core) repairWorkspaces(ctx context.Context, agents []*agent) {
 		}
 		if gitErr != nil {
 			c.log.Error("an agent's workspace cannot be checked; the agent runs no turn until git is fixed", "agent", a.ID(), "err", gitErr)
-			a.SetWorkspaceFault(gitErr)
+			a.Block(fmt.Errorf("its workspace cannot be checked: %w", gitErr))
 			continue
 		}
 		what, err := c.opts.Git.Repair(ctx, wsOf(a.ID(), w), c.now())
 		if err != nil {
 			c.log.Error("an agent's workspace cannot be repaired; the agent runs no turn until it is", "agent", a.ID(), "err", err)
-			a.SetWorkspaceFault(err)
+			a.Block(fmt.Errorf("its workspace cannot be used: %w", err))
 			continue
 		}
 		if what == "" {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/warren-dev/warren/agentproc"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/sandbox"
 	"github.com/warren-dev/warren/stderrlog"
 )
 
@@ -88,8 +89,29 @@ func New(records agentproc.Records, stderr *stderrlog.Logs, log hclog.Logger) *L
 	return &Launches{creds: newCredStore(), records: records, stderr: stderr, log: log}
 }
 
-// For is the provider.Launcher of one agent's sessions.
-func (l *Launches) For(agentID string) provider.Launcher { return procLauncher{l: l, agentID: agentID} }
+// For is the provider.Launcher of one agent's sessions; sb, when set,
+// confines every process of the agent (nil: none).
+func (l *Launches) For(agentID string, sb *Sandbox) provider.Launcher {
+	return procLauncher{l: l, agentID: agentID, sb: sb}
+}
+
+// Sandbox is how an agent's processes are confined (package sandbox).
+type Sandbox struct {
+	// Bwrap is the bubblewrap binary.
+	Bwrap string
+	Spec  sandbox.Spec
+	// Home is the agent's private home.
+	Home string
+	// OperatorHome is the daemon user's home: never bound as a runtime
+	// prefix (sandbox.Runtime).
+	OperatorHome string
+	// ReadOnly lists warren's own files the processes need (the Python
+	// helper library, the warren binary the MCP bridge runs).
+	ReadOnly []string
+	// Socket starts (or shares) the agent's own socket and returns its
+	// path and the function that gives it back once the process ended.
+	Socket func() (path string, release func(), err error)
+}
 
 // AgentOf returns the agent a live credential acts as; false when it is
 // unknown or revoked.
@@ -99,6 +121,7 @@ func (l *Launches) AgentOf(credential string) (string, bool) { return l.creds.ag
 type procLauncher struct {
 	l       *Launches
 	agentID string
+	sb      *Sandbox
 }
 
 func (l procLauncher) Prepare() (provider.Launch, error) {
@@ -110,8 +133,15 @@ func (l procLauncher) Prepare() (provider.Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &procLaunch{l: l.l, agentID: l.agentID, secret: secret, key: key, marker: marker,
-		stderr: l.l.stderr.Acquire(l.agentID)}, nil
+	p := &procLaunch{l: l.l, agentID: l.agentID, secret: secret, key: key, marker: marker, sb: l.sb}
+	if l.sb != nil && l.sb.Socket != nil {
+		if p.socket, p.release, err = l.sb.Socket(); err != nil {
+			l.l.creds.revoke(key)
+			return nil, fmt.Errorf("the agent's own socket: %w", err)
+		}
+	}
+	p.stderr = l.l.stderr.Acquire(l.agentID)
+	return p, nil
 }
 
 // procLaunch is the daemon's part in one agent process.
@@ -122,6 +152,9 @@ type procLaunch struct {
 	key     [32]byte
 	marker  string // agentproc.EnvMarker's value: proves a process is this launch's
 	stderr  *stderrlog.Log
+	sb      *Sandbox
+	socket  string // the agent's own socket (sandboxed agents)
+	release func() // gives the socket back (nil: none)
 
 	mu    sync.Mutex
 	rec   *agentproc.Record
@@ -132,6 +165,41 @@ type procLaunch struct {
 // which lets the next daemon tell it from an unrelated process.
 func (p *procLaunch) Env() []string {
 	return []string{provider.EnvCredential + "=" + p.secret, agentproc.EnvMarker + "=" + p.marker}
+}
+
+// Command is argv, or, for a sandboxed agent, argv confined in the
+// sandbox: argv[0] looked up in env's PATH first (a missing one wraps
+// exec.ErrNotFound, as an unconfined start would), and the program's
+// runtime bound read-only (sandbox.Runtime). An agent with neither a
+// workspace nor a cwd works in its private home.
+func (p *procLaunch) Command(argv []string, dir string, env []string) ([]string, error) {
+	if p.sb == nil || len(argv) == 0 {
+		return argv, nil
+	}
+	path := envValue(env, "PATH")
+	argv = append([]string(nil), argv...)
+	if !strings.Contains(argv[0], "/") {
+		lp, err := sandbox.LookPath(argv[0], path)
+		if err != nil {
+			return nil, err
+		}
+		argv[0] = lp
+	}
+	ro := append(append([]string(nil), p.sb.ReadOnly...), sandbox.Runtime(argv, path, p.sb.OperatorHome)...)
+	work := dir
+	if work == "" {
+		work = p.sb.Home // an agent with neither workspace nor cwd works in its private home
+	}
+	return sandbox.Command(p.sb.Bwrap, p.sb.Spec, sandbox.View{Work: work, Home: p.sb.Home, Socket: p.socket, ReadOnly: ro}, argv)
+}
+
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // Stderr is the agent's stderr.log (package stderrlog), shared by its processes.
@@ -164,6 +232,9 @@ func (p *procLaunch) Ended() {
 	p.mu.Unlock()
 	if first {
 		p.l.stderr.Release(p.stderr)
+		if p.release != nil {
+			p.release()
+		}
 	}
 	if rec != nil {
 		if err := p.l.records.Remove(*rec); err != nil {

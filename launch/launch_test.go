@@ -25,7 +25,7 @@ func TestLaunchIssuesRecordsAndRevokes(t *testing.T) {
 	}
 	recs := agentproc.Records{FS: fsys, Dir: "/home/procs"}
 	l := New(recs, stderrlog.New(fsys, func(id string) string { return "/home/agents/" + id }, hclog.NewNullLogger()), hclog.NewNullLogger())
-	ln, err := l.For("a").Prepare()
+	ln, err := l.For("a", nil).Prepare()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,7 @@ func (p *State) foldAgentCreated(e eventlog.Entry) error {
 		p.ParentID = *d.ParentID
 	}
 	p.Provider, p.Model, p.PrefRef = d.Provider, d.Model, refOf(e)
+	p.Sandbox = d.Sandbox
 	for k, v := range d.Metadata {
 		p.Metadata[k] = v
 	}

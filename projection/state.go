@@ -237,6 +237,8 @@ type State struct {
 	LastResume *Resume
 	// Workspace is the agent's workspace (nil: none).
 	Workspace *Workspace `json:",omitempty"`
+	// Sandbox is the agent's sandbox, from agent.created (nil: none).
+	Sandbox *schema.SandboxData `json:",omitempty"`
 	// Notices are the notices the latest transition that subscriptions
 	// matched owes (notices.owed), so recovery can deliver those a crash
 	// kept from their subscribers.

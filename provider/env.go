@@ -90,6 +90,10 @@ type Launcher interface {
 type Launch interface {
 	// Env is the environment only this process gets (its credential).
 	Env() []string
+	// Command is the command line that starts argv in dir with env: argv
+	// itself, or argv confined in the agent's sandbox. An error wrapping
+	// exec.ErrNotFound says argv[0] is missing.
+	Command(argv []string, dir string, env []string) ([]string, error)
 	// Started records the process (the leader of its own process group). An
 	// error means it cannot be tracked: the provider kills it and fails.
 	Started(pid int) error

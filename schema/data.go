@@ -28,6 +28,18 @@ type AgentCreatedData struct {
 	// Workspace is the agent's workspace, when it has one (SPEC 12);
 	// workspace.created follows in the same write.
 	Workspace *WorkspaceData `json:"workspace,omitempty"`
+	// Sandbox is the agent's sandbox, when it has one (SPEC 12): every
+	// process of the agent runs confined. It is fixed at creation: a later
+	// edit of config.json does not take it away.
+	Sandbox *SandboxData `json:"sandbox,omitempty"`
+}
+
+// SandboxData is an agent's sandbox (bubblewrap).
+type SandboxData struct {
+	Type    string   `json:"type"`
+	Network bool     `json:"network"`
+	BindRO  []string `json:"bind_ro,omitempty"`
+	BindRW  []string `json:"bind_rw,omitempty"`
 }
 
 type AgentTerminatedData struct {

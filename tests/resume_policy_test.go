@@ -244,20 +244,22 @@ func TestCrashLoopStopsAfterThreeReRuns(t *testing.T) {
 	d := startTestDaemon(t, modeBinary)
 	script := writeScripts(t, d.dir)
 	id := d.createAgent("busy", "scripted", script, "")
+	// The write end stays open until the daemon is killed: closed before,
+	// the script would read its end of file and finish the turn first.
 	w, _ := blockScriptedTurn(t, d, "busy")
-	w.Close()
 	fifo := filepath.Join(d.dir, "fifo-busy")
 	for i := 0; i < 3; i++ {
 		d.Kill()
+		w.Close()
 		d.Start()
 		// The re-run opened the FIFO again: it runs; kill it there.
-		wr, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-		if err != nil {
+		var err error
+		if w, err = os.OpenFile(fifo, os.O_WRONLY, 0); err != nil {
 			t.Fatal(err)
 		}
-		wr.Close()
 	}
 	d.Kill()
+	w.Close()
 	d.Start()
 	c := eventCounts(t, d, id)
 	if c["run.resumed"] != 3 || c["run.interrupted"] != 4 || c["turn.complete"] != 0 {

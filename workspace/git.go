@@ -96,12 +96,26 @@ func (g Git) runWith(ctx context.Context, dir string, env []string, stdin string
 	cmd.Env = append(gitEnv(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
-	err := cmd.Run()
+	pipe, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	var out bytes.Buffer
+	if err == nil {
+		// Read git's output to its end before waiting for it: the wait
+		// then finds git exiting instead of blocking a thread in wait4
+		// for the whole call, which costs the Go runtime about 0.6 CPU-ms
+		// (its monitor polls a blocked thread every 20 µs at first).
+		_, rerr := out.ReadFrom(pipe)
+		if err = cmd.Wait(); err == nil && rerr != nil {
+			err = fmt.Errorf("reading its output: %w", rerr)
+		}
+	}
 	if err != nil && cmd.Process == nil {
 		// git never started: say why in words (exec's "fork/exec
 		// /usr/bin/git: no such file or directory" also means a missing

@@ -19,15 +19,17 @@ import (
 
 func newAgentCreateCmd(c *cli) *cobra.Command {
 	var instr, instrFile, prov, model, parent, workspace string
+	var sandboxed bool
 	meta := kvFlag{}
 	cmd := &cobra.Command{
-		Use:   "create NAME [--instructions T | --instructions-file F] [--provider P] [--model M] [--parent REF] [--metadata k=v ...] [--workspace[=REPO]]",
+		Use:   "create NAME [--instructions T | --instructions-file F] [--provider P] [--model M] [--parent REF] [--metadata k=v ...] [--workspace[=REPO]] [--sandbox]",
 		Short: "create an agent (a root, or a child of --parent)",
 		Example: indent(`warren agent create lead --provider openai --model gpt-4o-mini --instructions "You lead a small team."
 warren agent create w1 --parent lead --provider inproc --model echo --metadata role=worker
 warren agent create bot --provider scripted --model ./bots/bot.py
 warren agent create reviewer --instructions-file prompts/reviewer.md
-warren agent create coder --provider claude --workspace   # a worktree of the repository here, on a branch of its own`),
+warren agent create coder --provider claude --workspace   # a worktree of the repository here, on a branch of its own
+warren agent create coder --provider claude --workspace --sandbox   # confined to it with bubblewrap`),
 		Args: usage.Args(1, 1, "NAME"),
 	}
 	f := cmd.Flags()
@@ -35,6 +37,7 @@ warren agent create coder --provider claude --workspace   # a worktree of the re
 	f.StringVar(&instrFile, "instructions-file", "", "read the instructions from this file (- for standard input)")
 	f.StringVar(&workspace, "workspace", "", "give the agent a git worktree of REPO (no value: the repository here) on a branch of its own, as its working directory")
 	f.Lookup("workspace").NoOptDefVal = "."
+	f.BoolVar(&sandboxed, "sandbox", false, "run the agent's processes confined with bubblewrap: its workspace (or working directory) and a private home read-write, the system read-only, nothing else of yours")
 	f.StringVar(&prov, "provider", "", "provider name (default: the daemon's)")
 	f.StringVar(&model, "model", "", "model (default: the provider's); for scripted, the script's path")
 	f.StringVar(&parent, "parent", "", "parent agent reference (default: a root agent)")
@@ -70,6 +73,9 @@ warren agent create coder --provider claude --workspace   # a worktree of the re
 				return err
 			}
 			params["workspace"] = map[string]any{"repo": repo}
+		}
+		if sandboxed {
+			params["sandbox"] = true
 		}
 		if len(meta) > 0 {
 			m := make(map[string]any, len(meta))

@@ -150,7 +150,9 @@ type fakeLaunch struct {
 // one).
 func (f *fakeLaunch) Stderr() io.Writer { return &f.l.stderr }
 
-func (f *fakeLaunch) Env() []string { return []string{provider.EnvCredential + "=" + f.cred} }
+func (f *fakeLaunch) Env() []string                                                 { return []string{provider.EnvCredential + "=" + f.cred} }
+func (f *fakeLaunch) Command(argv []string, _ string, _ []string) ([]string, error) { return argv, nil }
+
 func (f *fakeLaunch) Started(pid int) error {
 	f.l.mu.Lock()
 	f.l.started = append(f.l.started, pid)

@@ -146,12 +146,13 @@ type launch struct {
 	stderr strings.Builder
 }
 
-func (l *launch) Env() []string                     { return nil }
-func (l *launch) Started(int) error                 { return nil }
-func (l *launch) Ended()                            {}
-func (l *launch) Stderr() io.Writer                 { return lockedWriter{l} }
-func (l *launch) text() string                      { l.mu.Lock(); defer l.mu.Unlock(); return l.stderr.String() }
-func (l *launch) Prepare() (provider.Launch, error) { return l, nil }
+func (l *launch) Env() []string                                                 { return nil }
+func (l *launch) Command(argv []string, _ string, _ []string) ([]string, error) { return argv, nil }
+func (l *launch) Started(int) error                                             { return nil }
+func (l *launch) Ended()                                                        {}
+func (l *launch) Stderr() io.Writer                                             { return lockedWriter{l} }
+func (l *launch) text() string                                                  { l.mu.Lock(); defer l.mu.Unlock(); return l.stderr.String() }
+func (l *launch) Prepare() (provider.Launch, error)                             { return l, nil }
 
 type lockedWriter struct{ l *launch }
 

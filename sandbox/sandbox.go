@@ -1,0 +1,144 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrSandbox marks a sandbox that cannot be set up (bwrap missing, user
+// namespaces off, a bind that is not an absolute path).
+var ErrSandbox = errors.New("sandbox")
+
+// Spec is an agent's sandbox as its log records it (agent.created).
+type Spec struct {
+	// Network: the agent keeps the host's network (agent CLIs must reach
+	// their model); false unshares it.
+	Network bool `json:"network"`
+	// BindRO and BindRW add host paths, read-only and read-write.
+	BindRO []string `json:"bind_ro,omitempty"`
+	BindRW []string `json:"bind_rw,omitempty"`
+}
+
+// Validate checks the spec's paths: absolute, clean, not the root.
+func (s Spec) Validate() error {
+	for _, list := range [][]string{s.BindRO, s.BindRW} {
+		for _, p := range list {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+				return fmt.Errorf("%w: bind path %q must be an absolute, clean path other than /", ErrSandbox, p)
+			}
+		}
+	}
+	return nil
+}
+
+// View is what one process of the agent sees besides the system.
+type View struct {
+	// Work is the agent's workspace, or its cwd without one (read-write,
+	// the process's working directory).
+	Work string
+	// Home is the agent's private home (read-write; HOME points there).
+	Home string
+	// Socket is the agent's own socket, bound at its path.
+	Socket string
+	// ReadOnly lists what the process runs on: its program and runtime
+	// (Runtime), warren's helper library and binary.
+	ReadOnly []string
+}
+
+// Command returns argv wrapped in bwrap (the binary at bwrap) for spec
+// and view.
+func Command(bwrap string, spec Spec, v View, argv []string) ([]string, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	for _, p := range []string{v.Work, v.Home} {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("%w: %q is not an absolute path", ErrSandbox, p)
+		}
+	}
+	args := append([]string{bwrap}, systemBinds()...)
+	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	for _, p := range append(append([]string(nil), v.ReadOnly...), spec.BindRO...) {
+		args = append(args, "--ro-bind-try", p, p)
+	}
+	args = append(args, gitBinds(v.Work)...)
+	for _, p := range append([]string{v.Work, v.Home}, spec.BindRW...) {
+		args = append(args, "--bind", p, p)
+	}
+	if v.Socket != "" {
+		args = append(args, "--bind", v.Socket, v.Socket)
+	}
+	args = append(args, "--chdir", v.Work,
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+	if !spec.Network {
+		args = append(args, "--unshare-net")
+	}
+	args = append(args, "--die-with-parent", "--new-session", "--")
+	return append(args, argv...), nil
+}
+
+// systemBinds are the read-only binds of the system: /usr and /etc, and
+// /bin, /sbin, /lib* as the host has them (directories bound, links into
+// /usr kept as links).
+func systemBinds() []string {
+	args := []string{"--ro-bind", "/usr", "/usr", "--ro-bind-try", "/etc", "/etc"}
+	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(p); err == nil {
+				args = append(args, "--symlink", target, p)
+			}
+		case fi.IsDir():
+			args = append(args, "--ro-bind", p, p)
+		}
+	}
+	// systemd-resolved's resolv.conf lives under /run: without it there
+	// is no DNS inside.
+	if target, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !strings.HasPrefix(target, "/etc/") {
+		args = append(args, "--ro-bind-try", filepath.Dir(target), filepath.Dir(target))
+	}
+	return args
+}
+
+// gitBinds are the binds of a linked worktree's repository: its git
+// directory read-only, then what a commit in this worktree writes
+// read-write. Nothing for a directory that is not a linked worktree.
+func gitBinds(work string) []string {
+	common, admin, ok := gitDirs(work)
+	if !ok {
+		return nil
+	}
+	args := []string{"--ro-bind", common, common}
+	for _, sub := range []string{"objects", "refs", "logs"} {
+		args = append(args, "--bind-try", filepath.Join(common, sub), filepath.Join(common, sub))
+	}
+	return append(args, "--bind", admin, admin)
+}
+
+// gitDirs reads a linked worktree's .git file ("gitdir: <admin dir>") and
+// the admin directory's commondir: the repository's git directory and
+// this worktree's own directory inside it.
+func gitDirs(work string) (common, admin string, ok bool) {
+	b, err := os.ReadFile(filepath.Join(work, ".git"))
+	if err != nil {
+		return "", "", false
+	}
+	admin, found := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !found || !filepath.IsAbs(admin) {
+		return "", "", false
+	}
+	c, err := os.ReadFile(filepath.Join(admin, "commondir"))
+	if err != nil {
+		return "", "", false
+	}
+	common = strings.TrimSpace(string(c))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(admin, common)
+	}
+	return filepath.Clean(common), filepath.Clean(admin), true
+}
