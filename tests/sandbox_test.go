@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -33,6 +34,7 @@ import (
 //	own                its own tool.call through its socket (own_tool),
 //	                   writes in its cwd, /tmp and HOME (own_write:...),
 //	                   a git commit in its cwd (own_commit)
+//	spawn              a name: spawn_agent a child by that name (spawn)
 //	cred               the answer is this process's credential (for the
 //	                   unsandboxed agent whose credential the probe tries)
 const probeScript = `import glob, json, os, socket, subprocess, sys
@@ -97,6 +99,9 @@ while True:
     if msg == "cred":
         done(os.environ.get("WARREN_AGENT_CREDENTIAL", ""))
         continue
+    if not msg.startswith("probe "):
+        done("not a probe")  # a spawned child's first turn
+        continue
     spec = json.loads(msg[len("probe "):])
     out = {}
     for p in spec.get("read", []):
@@ -117,6 +122,8 @@ while True:
         out["method"] = attempt(lambda: raw({}, method="agent.list"))
     if spec.get("sleeper"):
         out["sleeper"] = attempt(lambda: subprocess.run(["setsid", "sh", "-c", "sleep %s &" % spec["sleeper"]], check=True))
+    if spec.get("spawn"):
+        out["spawn"] = attempt(lambda: call_tool_socket("spawn_agent", name=spec["spawn"], instructions="a child"))
     if spec.get("own"):
         out["own_tool"] = attempt(lambda: call_tool_socket("send_message", recipient="USER", text="sent from inside"))
         for p in ["own.txt", "/tmp/own.txt", os.path.join(os.environ["HOME"], "own.txt")]:
@@ -252,6 +259,32 @@ func TestSandboxEscapes(t *testing.T) {
 	if open["glob"] == "0 matches" {
 		t.Error("unsandboxed glob found no logs (the check must be able to fail)")
 	}
+}
+
+// TestSandboxChildAndBetweenTurns: a child a sandboxed agent spawns is
+// sandboxed too (logged in its agent.created), and the agent's socket
+// serves no tool call between its turns (code 2), as the main socket
+// does for a credential.
+func TestSandboxChildAndBetweenTurns(t *testing.T) {
+	t.Parallel()
+	f := newSandboxFixture(t, nil)
+	boxed := f.create("boxed", true)
+	created := watchCreated(t, f.d, "kid")
+	if got := f.probe(t, boxed, map[string]any{"spawn": "kid"}); got["spawn"] != "ok" {
+		t.Fatalf("spawn_agent from inside: %v", got)
+	}
+	select {
+	case data := <-created:
+		if sb, _ := data["sandbox"].(map[string]any); sb["type"] != "bwrap" || sb["network"] != true {
+			t.Errorf("the child's agent.created: %v, want a sandbox with the network", data)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the child was never created")
+	}
+	sock := filepath.Join(f.d.Home, "agents", boxed, "agent.sock")
+	_, err := protocol.CallJSON(procCtx(t), sock, "tool.call", map[string]any{"tool": "send_message",
+		"arguments": map[string]any{"recipient": "USER", "text": "between turns"}})
+	wantCode(t, "a tool call through the agent socket between turns", err, protocol.CodeInvalid)
 }
 
 // TestSandboxNetworkOff: an entry with "network": false unshares the
@@ -423,4 +456,36 @@ func TestSandboxNeedsBwrap(t *testing.T) {
 	if got := d.callN("agent.send", map[string]any{"agent_id": id, "message": "cred"}); got["response"] == "" {
 		t.Fatalf("with bwrap back the agent does not run: %v", got)
 	}
+}
+
+// watchCreated subscribes to every agent's events and sends the data of
+// the agent.created of the agent named name once it is logged.
+func watchCreated(t *testing.T, d *testDaemon, name string) <-chan map[string]any {
+	t.Helper()
+	ready, out := make(chan struct{}), make(chan map[string]any, 1)
+	cl, err := protocol.Dial(procCtx(t), d.Sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	errDone := errors.New("done")
+	go func() {
+		_ = cl.Stream(procCtx(t), "events.subscribe", map[string]any{"ready": true}, func(f protocol.Frame) error {
+			data, _ := f.Event["data"].(map[string]any)
+			switch {
+			case f.Event["event"] == "subscribed":
+				close(ready)
+			case f.Event["event"] == "agent.created" && data["name"] == name:
+				out <- data
+				return errDone
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-ready:
+	case <-time.After(time.Minute):
+		t.Fatal("events.subscribe never became ready")
+	}
+	return out
 }
