@@ -35,6 +35,8 @@ type Config struct {
 	// for every entry that sets none; "" leaves each entry's type its
 	// default (ResumePolicy).
 	Resume string
+	// Notify lists the notification sinks ("notify", SPEC 14; notify.go).
+	Notify []NotifySink
 }
 
 // The resume policies (SPEC 4, "Resuming interrupted work").

@@ -65,6 +65,13 @@
 //     permission requests (allow, deny or ask; default ask); timeout_s
 //     bounds one turn; env and env_pass as above. command, mode and
 //     permissions are refused on entries of other types.
+//   - notify: a list of notification sinks (SPEC 14, package notify):
+//     {"type": "command", "argv": [...]} or {"type": "webhook", "url":
+//     "https://...", "headers": {...}, "secret_env": "NAME",
+//     "secret_header": "Authorization"}, each with an optional "name" (the
+//     default: the type and a hash of its argv or URL). A header value that
+//     looks like a key, an Authorization header and a URL with user info
+//     are refused: secrets come from the variable secret_env names.
 //
 // Names of pools and providers use letters, digits, '_', '-' and '.', at
 // most 64 characters. The file may be at most 1 MiB. An empty file means the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/notify"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/server"
@@ -33,7 +34,8 @@ type handler struct {
 	version  string
 	pid      int
 	shutdown func()
-	cfg      *configState // an invalid config.json, until fixed (nil in tests)
+	cfg      *configState     // an invalid config.json, until fixed (nil in tests)
+	notifier *notify.Notifier // nil: no notification sinks
 	// drain is how long the stop lets running turns finish (daemon.shutdown's
 	// drain_s, in nanoseconds); draining is set while it does, and new
 	// sends, creates and resumes are refused (code 6) meanwhile.
@@ -63,6 +65,8 @@ var methods = map[string]methodFunc{
 	"waits.list":        (*handler).waitsList,
 	"events.subscribe":  (*handler).subscribe,
 	"daemon.status":     (*handler).status,
+	"notify.test":       (*handler).notifyTest,
+	"notify.log":        (*handler).notifyLog,
 	"daemon.providers":  (*handler).providers,
 	"daemon.shutdown":   (*handler).shutdownM,
 	"workspace.log":     (*handler).workspaceLog,
@@ -685,6 +689,9 @@ func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, 
 	}
 	if h.draining.Load() {
 		st["draining"] = true
+	}
+	if h.notifier != nil {
+		st["notify"] = notifyStatus(h.notifier.Stats())
 	}
 	return st, nil
 }

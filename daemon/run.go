@@ -24,6 +24,7 @@ import (
 	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/notify"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/server"
@@ -97,7 +98,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer closeStore()
-	return serve(ctx, opts, core, home, cfgPath, cfgState, logger)
+	return serve(ctx, opts, core, home, cfgPath, cfgState, newNotifier(fsys, home, cfg, core, logger), logger)
 }
 
 // claimHome checks the home and the socket path, takes the home's lock and
@@ -202,11 +203,11 @@ func warnNearMemoryLimit(logger hclog.Logger) {
 // serve listens on the socket and serves until ctx is done, daemon.shutdown
 // is called or the server fails, watching config.json meanwhile; then it
 // closes the socket and the Core.
-func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath string, cfgState *configState, logger hclog.Logger) error {
+func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath string, cfgState *configState, n *notify.Notifier, logger hclog.Logger) error {
 	sock := homedir.SocketPath(home)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	h := &handler{c: core, home: home, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop, cfg: cfgState}
+	h := &handler{c: core, home: home, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop, cfg: cfgState, notifier: n}
 	// daemon.status and daemon.shutdown stay reachable when every
 	// connection slot is taken (server.Config.ControlMethods).
 	srv := server.New(server.Config{SocketPath: sock, StreamingMethods: streamingMethods,
@@ -226,6 +227,15 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 		interval = 30 * time.Second
 	}
 	core.SweepEvery(interval)
+	notified := make(chan struct{})
+	go func() {
+		defer close(notified)
+		if n != nil {
+			if err := n.Run(runCtx); err != nil {
+				logger.Error("notifications stopped", "err", err)
+			}
+		}
+	}()
 	// The server outlives runCtx by the drain: requests in flight go on
 	// while running turns finish.
 	srvCtx, srvStop := context.WithCancel(context.WithoutCancel(ctx))
@@ -258,6 +268,7 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 	if err := srv.Shutdown(sctx); err != nil {
 		logger.Warn("closing the socket", "err", err)
 	}
+	<-notified // it reads the Core's logs
 	if err := core.Close(sctx); err != nil {
 		logger.Error("closing the core", "err", err)
 		runErr = errors.Join(runErr, err)

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"io"
 
 	"github.com/warren-dev/warren/bus"
 	"github.com/warren-dev/warren/eventlog"
@@ -205,3 +207,29 @@ func (c *Core) StopWaiting() { c.cancel() }
 
 // Providers lists the provider entries (daemon.providers), sorted by name.
 func (c *Core) Providers() []registry.Info { return c.providers.Entries() }
+
+// ReadEntries calls fn for each entry of log id (an agent's, or the USER
+// inbox's, "USER") from fromSeq on, up to its end now; fn's error stops
+// it.
+func (c *Core) ReadEntries(ctx context.Context, id string, fromSeq uint64, fn func(eventlog.Entry) error) error {
+	r, err := c.st.Read(ctx, id, fromSeq, 0)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+}
+
+// IsRoot reports whether agent id is a root (it reports to USER).
+func (c *Core) IsRoot(id string) bool { return c.tree.IsRoot(id) }

@@ -177,7 +177,7 @@ func e2ePath(elem ...string) string {
 	return filepath.Join(append([]string{dir}, elem...)...)
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)

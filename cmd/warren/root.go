@@ -42,6 +42,7 @@ func register(root, daemonCmd, agentCmd *cobra.Command, c *cli) {
 		agentCmd,
 		workspaceCmd,
 		newWaitsCmd(c),
+		newNotifyCmd(c),
 		newProvidersCmd(c),
 		newInboxCmd(c),
 		newLogsCmd(c),
@@ -69,6 +70,7 @@ const rootLong = `warren: a durable multi-agent orchestration daemon and its cli
   warren agent reset REF                  start the agent on a fresh context (the log keeps its history)
   warren agent resume REF [--token T | --token-id ID] [RESPONSE|-]
   warren waits                            every pending wait in the tree, with its token id
+  warren notify test | log                notifications (config.json "notify"): send a sample, what was delivered
   warren inbox                            drain the messages root agents sent to you
   warren logs REF [-f]                    read an agent's log file (works while the daemon is down)
   warren events [-f] [--since SEQ] [REF]  logged events through the daemon; -f follows live ones until Ctrl-C
