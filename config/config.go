@@ -37,6 +37,8 @@ type Config struct {
 	Resume string
 	// Notify lists the notification sinks ("notify", SPEC 14; notify.go).
 	Notify []NotifySink
+	// HTTP is where the web console listens ("http", SPEC 14; http.go).
+	HTTP HTTP
 }
 
 // The resume policies (SPEC 4, "Resuming interrupted work").

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/warren-dev/warren/console"
 	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/notify"
@@ -36,6 +37,9 @@ type handler struct {
 	shutdown func()
 	cfg      *configState     // an invalid config.json, until fixed (nil in tests)
 	notifier *notify.Notifier // nil: no notification sinks
+	// console is the web console (nil: off) and consoleURL its address.
+	console    *console.Console
+	consoleURL string
 	// drain is how long the stop lets running turns finish (daemon.shutdown's
 	// drain_s, in nanoseconds); draining is set while it does, and new
 	// sends, creates and resumes are refused (code 6) meanwhile.
@@ -67,6 +71,8 @@ var methods = map[string]methodFunc{
 	"daemon.status":     (*handler).status,
 	"notify.test":       (*handler).notifyTest,
 	"notify.log":        (*handler).notifyLog,
+	"console.pair":      (*handler).consolePair,
+	"console.revoke":    (*handler).consoleRevoke,
 	"daemon.providers":  (*handler).providers,
 	"daemon.shutdown":   (*handler).shutdownM,
 	"workspace.log":     (*handler).workspaceLog,
@@ -689,6 +695,9 @@ func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, 
 	}
 	if h.draining.Load() {
 		st["draining"] = true
+	}
+	if h.console != nil {
+		st["console"] = map[string]any{"url": h.consoleURL}
 	}
 	if h.notifier != nil {
 		st["notify"] = notifyStatus(h.notifier.Stats())

@@ -38,6 +38,9 @@ type Options struct {
 	LogLevel string
 	// MaxSlots, when > 0, sets the size of the "default" pool.
 	MaxSlots int
+	// HTTP, when set, is the web console's listen address (--http), over
+	// config.json's http.listen.
+	HTTP string
 	Version  string
 	// Providers builds the provider registry once the config is loaded
 	// (required; the binary passes builtins.Providers). The HTTP and acp
@@ -93,12 +96,15 @@ func Run(ctx context.Context, opts Options) error {
 		cfg = config.Default()
 	}
 	cfg = withFlags(cfg, opts)
+	if err := cfg.HTTP.Check(); err != nil {
+		return err // a console that would listen unprotected: refused at the start
+	}
 	core, closeStore, err := boot(ctx, opts, fsys, home, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	return serve(ctx, opts, core, home, cfgPath, cfgState, newNotifier(fsys, home, cfg, core, logger), logger)
+	return serve(ctx, opts, core, home, cfgPath, cfgState, serveExtras{notifier: newNotifier(fsys, home, cfg, core, logger), web: cfg.HTTP}, logger)
 }
 
 // claimHome checks the home and the socket path, takes the home's lock and
@@ -203,7 +209,14 @@ func warnNearMemoryLimit(logger hclog.Logger) {
 // serve listens on the socket and serves until ctx is done, daemon.shutdown
 // is called or the server fails, watching config.json meanwhile; then it
 // closes the socket and the Core.
-func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath string, cfgState *configState, n *notify.Notifier, logger hclog.Logger) error {
+// serveExtras are the operator's surfaces beside the socket (SPEC 14).
+type serveExtras struct {
+	notifier *notify.Notifier // nil: no sinks
+	web      config.HTTP
+}
+
+func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath string, cfgState *configState, ex serveExtras, logger hclog.Logger) error {
+	n := ex.notifier
 	sock := homedir.SocketPath(home)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -215,6 +228,12 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 	if err := srv.Listen(); err != nil {
 		_ = core.Close(context.Background())
 		return err
+	}
+	stopWeb, err := startWeb(h, home, ex.web, logger)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		_ = core.Close(context.Background())
+		return fmt.Errorf("the web console: %w", err)
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -268,6 +287,7 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 	if err := srv.Shutdown(sctx); err != nil {
 		logger.Warn("closing the socket", "err", err)
 	}
+	stopWeb()
 	<-notified // it reads the Core's logs
 	if err := core.Close(sctx); err != nil {
 		logger.Error("closing the core", "err", err)
@@ -335,6 +355,9 @@ func readPid(home string) int {
 // read from the file: flags win over the file (SPEC 10), at start and on
 // every reload. The config's pool map is copied, not changed.
 func withFlags(c config.Config, opts Options) config.Config {
+	if opts.HTTP != "" {
+		c.HTTP.Listen = opts.HTTP
+	}
 	if opts.MaxSlots > 0 {
 		pools := make(map[string]int, len(c.Pools)+1)
 		for k, v := range c.Pools {

@@ -24,10 +24,10 @@ import (
 func newDaemonStartCmd(c *cli) *cobra.Command {
 	var fg bool
 	var maxSlots int
-	var level string
+	var level, httpAddr string
 	var cl daemon.ClusterOptions
 	cmd := &cobra.Command{
-		Use:   "start [--foreground] [--max-slots N] [--log-level L] [--cluster nats://... | --cluster-embedded [--routes nats://...]]",
+		Use:   "start [--foreground] [--max-slots N] [--log-level L] [--http ADDR] [--cluster nats://... | --cluster-embedded [--routes nats://...]]",
 		Short: "start the daemon (in the background unless --foreground)",
 		Long: `Start the daemon of the home. In the background (the default) it waits until
 the daemon serves, printing progress while recovery runs, and shows the last
@@ -48,6 +48,7 @@ nothing of NATS runs.`,
 	f.BoolVar(&fg, "foreground", false, "run the daemon in this process")
 	f.IntVar(&maxSlots, "max-slots", 0, "slots of the default pool (0: config or built-in default)")
 	f.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn, error")
+	f.StringVar(&httpAddr, "http", "", "serve the web console on this address (host:port; 127.0.0.1:7777), over config.json's http.listen")
 	f.StringVar(&cl.URL, "cluster", "", "keep the logs in the NATS JetStream cluster at this URL (nats://host:port[,...])")
 	f.BoolVar(&cl.Embedded, "cluster-embedded", false, "run a NATS JetStream server in the daemon (data under <home>/nats)")
 	f.StringSliceVar(&cl.Routes, "routes", nil, "with --cluster-embedded: the other servers' cluster addresses (nats://host:port)")
@@ -78,24 +79,29 @@ nothing of NATS runs.`,
 			return &exit.Error{Code: exit.DaemonErr, Err: err, Msg: err.Error()}
 		}
 		if fg {
-			return runForeground(ctx, c, maxSlots, level, cl)
+			return runForeground(ctx, c, daemon.Options{MaxSlots: maxSlots, LogLevel: level, HTTP: httpAddr, Cluster: cl})
 		}
 		args := []string{"daemon", "start", "--foreground", "--home", c.home, "--log-level", level}
 		if maxSlots > 0 {
 			args = append(args, "--max-slots", strconv.Itoa(maxSlots))
+		}
+		if httpAddr != "" {
+			args = append(args, "--http", httpAddr)
 		}
 		return c.daemonCtl().Start(ctx, append(args, clusterArgs(cl)...))
 	})
 	return cmd
 }
 
-func runForeground(ctx context.Context, c *cli, maxSlots int, level string, cl daemon.ClusterOptions) error {
+// runForeground runs the daemon in this process with the flags' options
+// (MaxSlots, LogLevel, HTTP, Cluster).
+func runForeground(ctx context.Context, c *cli, o daemon.Options) error {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(daemon.DefaultMemoryLimit)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name:   "warren",
-		Level:  hclog.LevelFromString(level),
+		Level:  hclog.LevelFromString(o.LogLevel),
 		Output: c.stderr,
 	})
 	// The agent CLIs `warren agents install` put under the home come first
@@ -106,17 +112,10 @@ func runForeground(ctx context.Context, c *cli, maxSlots int, level string, cl d
 			return fmt.Errorf("setting PATH: %w", err)
 		}
 	}
-	err := daemon.Run(ctx, daemon.Options{
-		Home:     c.home,
-		Logger:   logger,
-		LogLevel: level,
-		MaxSlots: maxSlots,
-		Version:  version,
-		// The registry and the default provider are the binary's policy.
-		Providers:       builtins.Providers,
-		DefaultProvider: builtins.DefaultProvider,
-		Cluster:         cl,
-	})
+	o.Home, o.Logger, o.Version = c.home, logger, version
+	// The registry and the default provider are the binary's policy.
+	o.Providers, o.DefaultProvider = builtins.Providers, builtins.DefaultProvider
+	err := daemon.Run(ctx, o)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
