@@ -40,8 +40,8 @@ type Options struct {
 	MaxSlots int
 	// HTTP, when set, is the web console's listen address (--http), over
 	// config.json's http.listen.
-	HTTP string
-	Version  string
+	HTTP    string
+	Version string
 	// Providers builds the provider registry once the config is loaded
 	// (required; the binary passes builtins.Providers). The HTTP and acp
 	// entries of config.json are served besides it.

@@ -102,7 +102,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	t.Logf("turn.complete to the page: p50 %v, max %v", lag[len(lag)/2], lag[len(lag)-1])
 
 	// A wait, answered from the page; a second tab answers it too.
-	go func() { _, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": lead, "message": "ask deploy to production?"}) }()
+	go func() {
+		_, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": lead, "message": "ask deploy to production?"})
+	}()
 	must("the wait's card", chromedp.WaitVisible(chromedp.CSS(`.wait textarea`)))
 	shot(t, ctx, "console.png")
 	attr, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`.wait`), "data-token"))
