@@ -131,6 +131,20 @@ func Status(w io.Writer, home string, st map[string]any) {
 	if msg := reply.Str(st, "config_error"); msg != "" {
 		fmt.Fprintf(w, "config    INVALID: %s\n", msg)
 	}
+	if c := reply.Obj(st, "console"); c != nil {
+		fmt.Fprintf(w, "console   %s (pair a browser: warren console)\n", reply.Str(c, "url"))
+	}
+	if n := reply.Obj(st, "notify"); n != nil {
+		fmt.Fprintf(w, "notify    %d sink(s), %d delivered, %d pending\n", len(reply.List(n, "sinks")), reply.Num(n, "delivered"), reply.Num(n, "pending"))
+		for _, s := range reply.List(n, "sinks") {
+			if e := reply.Str(s, "last_error"); e != "" {
+				fmt.Fprintf(w, "          %s failing: %s\n", reply.Str(s, "name"), Cut(e, 200))
+			}
+			if d := reply.Num(s, "dropped"); d > 0 {
+				fmt.Fprintf(w, "          %s dropped %d (delivered again at the next start)\n", reply.Str(s, "name"), d)
+			}
+		}
+	}
 	if n := reply.Num(st, "degraded"); n > 0 {
 		what := "agents whose logs refuse"
 		if n == 1 {
