@@ -44,6 +44,7 @@ func register(root, daemonCmd, agentCmd *cobra.Command, c *cli) {
 		newWaitsCmd(c),
 		newNotifyCmd(c),
 		newConsoleCmd(c),
+		newTopCmd(c),
 		newProvidersCmd(c),
 		newInboxCmd(c),
 		newLogsCmd(c),
@@ -73,6 +74,7 @@ const rootLong = `warren: a durable multi-agent orchestration daemon and its cli
   warren waits                            every pending wait in the tree, with its token id
   warren notify test | log                notifications (config.json "notify"): send a sample, what was delivered
   warren console [--revoke]               pair a browser (or a phone, by QR code) with the web console
+  warren top                              a live view of the team; keys answer waits, resume, cancel, follow
   warren inbox                            drain the messages root agents sent to you
   warren logs REF [-f]                    read an agent's log file (works while the daemon is down)
   warren events [-f] [--since SEQ] [REF]  logged events through the daemon; -f follows live ones until Ctrl-C
