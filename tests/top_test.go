@@ -39,7 +39,9 @@ func (x *tmux) run(args ...string) string {
 	return string(out)
 }
 
-func (x *tmux) keys(keys ...string) { x.run(append([]string{"send-keys", "-t", x.session}, keys...)...) }
+func (x *tmux) keys(keys ...string) {
+	x.run(append([]string{"send-keys", "-t", x.session}, keys...)...)
+}
 
 func (x *tmux) screen() string { return x.run("capture-pane", "-p", "-t", x.session) }
 
@@ -75,7 +77,9 @@ func TestTopUnderTmux(t *testing.T) {
 	script := writeScripts(t, d.dir)
 	lead := d.createAgent("lead", "scripted", script, "")
 	w1 := d.createAgent("w1", "scripted", script, lead)
-	go func() { _, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": lead, "message": "ask ship the release?"}) }()
+	go func() {
+		_, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": lead, "message": "ask ship the release?"})
+	}()
 
 	x := newTmux(t, procBinary, "--home", d.Home, "top")
 	x.until("the team and its wait", "live", "lead", "w1", "1 waiting for you", "ship the release?")
@@ -102,7 +106,9 @@ func TestTopUnderTmux(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": w1, "message": "fifo " + fifo}) }()
+	go func() {
+		_, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": w1, "message": "fifo " + fifo})
+	}()
 	x.until("w1 running", "running")
 	x.keys("Down", "c")
 	waitEvent(t, d, w1, "turn.cancelled", func(ev string, _ map[string]any) bool { return ev == "turn.cancelled" })
@@ -110,7 +116,9 @@ func TestTopUnderTmux(t *testing.T) {
 
 	// Kill -9 mid-turn; under manual the run is left interrupted; top
 	// reconnects and resumes it.
-	go func() { _, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": w1, "message": "fifo " + fifo}) }()
+	go func() {
+		_, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": w1, "message": "fifo " + fifo})
+	}()
 	waitEvent(t, d, w1, "the second turn.start", func(ev string, data map[string]any) bool {
 		return ev == "turn.start" && strings.Contains(mustJSON(t, data), "fifo") && strings.Count(readLog(t, d, w1), `"event":"turn.start"`) == 2
 	})
