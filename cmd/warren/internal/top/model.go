@@ -9,6 +9,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/schema"
 )
 
 // The view's modes.
@@ -170,7 +172,7 @@ func (m *model) event(ev eventMsg) tea.Cmd {
 	case "subscribed":
 		m.live = true
 		return m.refresh()
-	case "turn.delta":
+	case protocol.EventTurnDelta:
 		if id == m.follow {
 			m.delta += reply.Str(ev, "text")
 		}
@@ -280,17 +282,17 @@ func describe(ev map[string]any) string {
 	name := reply.Str(ev, "event")
 	text := ""
 	switch name {
-	case "turn.start":
+	case schema.TurnStart:
 		text = reply.Str(d, "prompt")
-	case "turn.complete":
+	case schema.TurnComplete:
 		text = reply.Str(d, "response")
-	case "turn.failed":
+	case schema.TurnFailed:
 		text = reply.Str(d, "error")
-	case "tool.call":
+	case schema.ToolCall:
 		text = reply.Str(d, "tool")
-	case "run.waiting":
+	case schema.RunWaiting:
 		text = reply.Str(d, "wait_kind") + ": " + reply.Str(d, "prompt")
-	case "message.enqueued":
+	case schema.MessageEnqueued:
 		text = reply.Str(d, "payload")
 	}
 	return strings.TrimSpace(name + " " + oneLine(text, 120))
