@@ -21,7 +21,7 @@ import (
 const Name = "checkpoint.json"
 
 // Version is the format version this code reads and writes.
-const Version = 3
+const Version = 4
 
 // checkpointHead is the first line of checkpoint.json; the state (JSON)
 // and the enqueued ids (hex) follow on a line each, and Sum covers both.

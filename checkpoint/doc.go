@@ -31,7 +31,8 @@
 // Version 3 added the lines that witness a state's facts (the
 // projection's PrefRef, SessRef, GateRef, Run.StartRef and Run.EndRef)
 // and the count of messages taken (Taken); a version-2 checkpoint is
-// ignored and its log folded once.
+// ignored and its log folded once. Version 4 added the agent's spend
+// (Spent: usage.step and completed turns, SPEC 13).
 //
 // A checkpoint is an optimisation and never the authority: it is written
 // without fsync (a temp file and a rename, Write), and anything that does

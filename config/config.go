@@ -39,6 +39,8 @@ type Config struct {
 	Notify []NotifySink
 	// HTTP is where the web console listens ("http", SPEC 14; http.go).
 	HTTP HTTP
+	// Prices are the models' prices ("prices", SPEC 13; prices.go).
+	Prices map[string]Price
 }
 
 // The resume policies (SPEC 4, "Resuming interrupted work").

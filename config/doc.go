@@ -72,6 +72,12 @@
 //     default: the type and a hash of its argv or URL). A header value that
 //     looks like a key, an Authorization header and a URL with user info
 //     are refused: secrets come from the variable secret_env names.
+//   - http: {"listen": "127.0.0.1:7777", "tls_cert", "tls_key",
+//     "plain_http"}: the web console (SPEC 14); an address other than
+//     loopback needs TLS or plain_http (HTTP.Check).
+//   - prices: "provider/model" or "model" -> {"input_per_mtok",
+//     "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok"},
+//     dollars per million tokens, every one required (SPEC 13).
 //
 // Names of pools and providers use letters, digits, '_', '-' and '.', at
 // most 64 characters. The file may be at most 1 MiB. An empty file means the

@@ -16,7 +16,7 @@ import (
 )
 
 // topKeys are the keys config.json may have.
-var topKeys = []string{"pools", "provider_pools", "max_retries", "retry_base_delay_ms", "turn_timeout_s", "providers", "limits", "resume", "notify", "http"}
+var topKeys = []string{"pools", "provider_pools", "max_retries", "retry_base_delay_ms", "turn_timeout_s", "providers", "limits", "resume", "notify", "http", "prices"}
 
 // providerKeys are the keys a provider entry may have (SPEC 10; env_pass,
 // context_budget and history are warren's).
@@ -46,7 +46,7 @@ func Parse(data []byte) (Config, error) {
 	// both maps are merged, so the order of keys in the file does not
 	// matter.
 	for _, step := range [...]func(*Config, map[string]json.RawMessage) error{
-		parsePools, parseProviderPools, checkProviderPools, parseRetryAndTimeout, parseLimitsKey, parseResume, parseProviders, parseNotify, parseHTTP,
+		parsePools, parseProviderPools, checkProviderPools, parseRetryAndTimeout, parseLimitsKey, parseResume, parseProviders, parseNotify, parseHTTP, parsePrices,
 	} {
 		if err := step(&cfg, top); err != nil {
 			return Config{}, err

@@ -59,7 +59,7 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newTest(t *testing.T) (*Console, *fakeHandler, *httptest.Server, *clock, *faultfs.Mem) {
+func newTest(t testing.TB) (*Console, *fakeHandler, *httptest.Server, *clock, *faultfs.Mem) {
 	t.Helper()
 	fsys := faultfs.NewMem()
 	if err := fsys.MkdirAll("/h", 0o700); err != nil {

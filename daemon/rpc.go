@@ -353,7 +353,9 @@ func (h *handler) inspect(ctx context.Context, p protocol.Params, _ server.Strea
 	if err != nil {
 		return nil, err
 	}
-	return detailMap(d), nil
+	m := detailMap(d)
+	m["subtree_spent"] = spentMap(h.c.SubtreeSpent(d.ID))
+	return m, nil
 }
 
 func turnResultMap(agentID string, res engine.TurnResult) (map[string]any, error) {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	fold "github.com/warren-dev/warren/projection"
 	"time"
 
 	"github.com/warren-dev/warren/engine"
@@ -36,6 +37,9 @@ func listMap(v engine.AgentView) map[string]any {
 	}
 	if !v.Usage.IsZero() {
 		m["usage"] = v.Usage
+	}
+	if v.Spent.Steps > 0 || v.Spent.Turns > 0 {
+		m["spent"] = spentMap(v.Spent)
 	}
 	setTime(m, "created_at", v.CreatedAt)
 	setTime(m, "last_turn_at", v.LastTurnAt)
@@ -149,4 +153,14 @@ func turnWaitMap(w *engine.WaitInfo) map[string]any {
 	}
 	return map[string]any{"kind": w.Kind, "prompt": w.Prompt, "token_id": w.TokenID,
 		"deadline": w.Deadline.UTC().Format(time.RFC3339Nano)}
+}
+
+// spentMap is an agent's (or subtree's) spend as agent.list and
+// agent.inspect show it (SPEC 13).
+func spentMap(s fold.Spent) map[string]any {
+	m := map[string]any{"tokens": s.Tokens, "usd": s.USD, "turns": int64(s.Turns), "requests": int64(s.Steps)}
+	if s.Unpriced > 0 {
+		m["unpriced_requests"] = int64(s.Unpriced)
+	}
+	return m
 }

@@ -366,3 +366,10 @@ type agentLook struct {
 
 // inherited is what a spawned child takes from its parent.
 type inherited struct{ Provider, Model, Cwd string }
+
+// Spent is what the agent's own requests and turns cost (SPEC 13).
+func (a *agent) Spent() fold.Spent {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	return a.p.Spent
+}

@@ -35,13 +35,14 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 			req.OnChunk(s)
 		}
 	}
+	onUsage := c.usageLogger(a, t, usage)
 	out := policy.Run(ctx, func() retry.Try {
 		prompt := req.Prompt
 		if inject := sess.Inject(); inject != nil {
 			prompt = history.Block(*inject, req.Prompt, history.BlockOptions{})
 		}
 		resp, timedOut, drainFailed, err := c.sendOnce(ctx, a, sess, prompt, t, policy.Timeout,
-			provider.TurnIO{OnChunk: onChunk, OnUsage: func(u provider.Usage) { *usage = usage.Add(u) }})
+			provider.TurnIO{OnChunk: onChunk, OnUsage: onUsage})
 		if err == nil {
 			sess.Injected()
 		}

@@ -131,8 +131,10 @@ func TestCompleteTurnStepsInOrder(t *testing.T) {
 	}
 	h.until("the lead's wake turn took the message", func() bool { return h.count(lead, schema.TurnComplete) == 2 })
 	h.quiet()
-	want := []string{schema.AgentCreated, schema.SessionCreated, schema.TurnStart, schema.MessageEnqueued, schema.ToolCall,
-		schema.TurnComplete, schema.TurnStart, schema.TurnComplete}
+	// Each model request the provider reported is a usage.step, logged as
+	// it is reported (SPEC 13).
+	want := []string{schema.AgentCreated, schema.SessionCreated, schema.TurnStart, schema.MessageEnqueued, schema.UsageStep, schema.UsageStep,
+		schema.ToolCall, schema.TurnComplete, schema.TurnStart, schema.TurnComplete}
 	if got := h.events(lead); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("the lead's log %v; want %v", got, want)
 	}

@@ -16,7 +16,7 @@ func buildView(s agentSnapshot, bootID string, now time.Time) AgentView {
 	v := AgentView{ID: s.ID, Name: s.Name, Path: s.Path, ParentID: s.ParentID,
 		Status:   viewStatus(s.Session, s.Facts, s.Busy, bootID, now),
 		Provider: s.Provider, Model: s.Model, Pending: s.Pending, Wait: s.Wait, LastError: s.LastError,
-		Degraded: s.Degraded, Usage: s.Usage, CreatedAt: s.CreatedAt, LastTurnAt: s.LastTurnAt}
+		Degraded: s.Degraded, Usage: s.Usage, Spent: s.Spent, CreatedAt: s.CreatedAt, LastTurnAt: s.LastTurnAt}
 	if v.Path == "" {
 		v.Path = s.Name
 	}

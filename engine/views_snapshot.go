@@ -19,6 +19,7 @@ type agentSnapshot struct {
 	Provider, Model, LastError string
 	Pending                    int
 	Usage                      provider.Usage
+	Spent                      fold.Spent
 	// CreatedAt is when the agent was created; LastTurnAt when its latest
 	// run started (zero: none).
 	CreatedAt, LastTurnAt time.Time
@@ -60,7 +61,7 @@ type viewFlags struct {
 // The caller guards p (the engine holds the agent's lock).
 func takeSnapshot(p *fold.State, f viewFlags) agentSnapshot {
 	s := agentSnapshot{ID: f.ID, Name: p.Name, ParentID: p.ParentID, Path: f.Path, Provider: p.Provider, Model: p.Model,
-		LastError: p.LastError, Pending: p.Pending.Len(), Usage: p.Usage, CreatedAt: p.CreatedTS,
+		LastError: p.LastError, Pending: p.Pending.Len(), Usage: p.Usage, Spent: p.Spent, CreatedAt: p.CreatedTS,
 		Session: f.Session, Facts: viewFacts(p, f.Corrupt != nil), Busy: f.Busy, Degraded: f.Degraded, Corrupt: f.Corrupt,
 		Unopened: f.Unopened}
 	if r := p.Run; r != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	fold "github.com/warren-dev/warren/projection"
 	"time"
 
 	"github.com/warren-dev/warren/provider"
@@ -43,6 +44,9 @@ type AgentView struct {
 	// it has not logged yet ("" when neither).
 	Degraded string
 	Usage    provider.Usage
+	// Spent is what the agent's own requests and turns cost (SPEC 13; the
+	// zero value for a terminated agent).
+	Spent fold.Spent
 	// CreatedAt is when the agent was created; LastTurnAt when its latest
 	// turn started (zero: none yet).
 	CreatedAt, LastTurnAt time.Time

@@ -46,6 +46,7 @@ var projectionFolds = map[string]func(*State, eventlog.Entry) error{
 	schema.WorkspaceCreated:  (*State).foldWorkspaceCreated,
 	schema.WorkspaceSnapshot: (*State).foldWorkspaceSnapshot,
 	schema.WorkspaceClosed:   (*State).foldWorkspaceClosed,
+	schema.UsageStep:         (*State).foldUsageStep,
 }
 
 func (p *State) foldAgentCreated(e eventlog.Entry) error {
@@ -215,6 +216,7 @@ func (p *State) foldTurnComplete(e eventlog.Entry) error {
 	if d.Usage != nil {
 		p.Usage = p.Usage.Add(*d.Usage)
 	}
+	p.Spent.Turns++
 	if lr := p.LastResume; lr != nil && lr.RunID == string(d.RunID) {
 		resp := d.ResponseText
 		if !d.Decoded && d.Response != nil && !setString(&resp, d.Response, "") {
@@ -538,6 +540,21 @@ func (p *State) foldWorkspaceClosed(e eventlog.Entry) error {
 	}
 	if p.Workspace != nil {
 		p.Workspace.Closed, p.Workspace.Head = true, d.Commit
+	}
+	return nil
+}
+
+func (p *State) foldUsageStep(e eventlog.Entry) error {
+	var d schema.UsageStepData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	p.Spent.Tokens += int64(d.InputTokens) + int64(d.OutputTokens)
+	p.Spent.Steps++
+	if d.USD != nil {
+		p.Spent.USD += *d.USD
+	} else {
+		p.Spent.Unpriced++
 	}
 	return nil
 }

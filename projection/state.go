@@ -215,7 +215,10 @@ type State struct {
 	Taken     int
 	LastError string
 	// Usage is the token usage of the agent's completed turns.
-	Usage   provider.Usage
+	Usage provider.Usage
+	// Spent is what the agent's own model requests and turns cost
+	// (usage.step entries and completed turns; SPEC 13).
+	Spent   Spent
 	LastSeq uint64
 	// LastOff is the byte offset of the line of LastSeq (-1: unknown).
 	LastOff int64
@@ -348,3 +351,19 @@ func (p *State) Replaying() bool { return p.lazy != nil }
 // instead of the fast decoders; tests use it to hold the fast decoders to
 // encoding/json on whole logs.
 func (p *State) DecodeWithJSON() { p.slow = true }
+
+// Spent is an agent's spend (SPEC 13): the tokens (input plus output) and
+// dollars of its usage.step entries, how many of them had no price, and
+// its completed turns.
+type Spent struct {
+	Tokens   int64   `json:"tokens"`
+	USD      float64 `json:"usd"`
+	Unpriced int     `json:"unpriced,omitempty"`
+	Steps    int     `json:"steps"`
+	Turns    int     `json:"turns"`
+}
+
+// Add returns the sum of two spends.
+func (s Spent) Add(o Spent) Spent {
+	return Spent{Tokens: s.Tokens + o.Tokens, USD: s.USD + o.USD, Unpriced: s.Unpriced + o.Unpriced, Steps: s.Steps + o.Steps, Turns: s.Turns + o.Turns}
+}

@@ -223,12 +223,16 @@ type Usage struct {
 	// CachedInputTokens is the part of InputTokens the provider read from
 	// its prompt cache (0 when it does not say).
 	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
+	// CacheWriteInputTokens is the part of InputTokens the provider wrote
+	// to its prompt cache (Anthropic's cache_creation_input_tokens).
+	CacheWriteInputTokens int `json:"cache_write_input_tokens,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
-		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens}
+		CacheWriteInputTokens: u.CacheWriteInputTokens + v.CacheWriteInputTokens,
+		CachedInputTokens:     u.CachedInputTokens + v.CachedInputTokens}
 }
 
 // IsZero reports whether nothing was reported.
@@ -272,4 +276,18 @@ type WorkspaceClosedData struct {
 	Branch  string `json:"branch"`
 	Commit  string `json:"commit"`
 	Removed bool   `json:"removed"`
+}
+
+// UsageStepData is one model request's usage (SPEC 13), logged when its
+// response has been read. InputTokens includes the cache's reads and
+// writes; USD is nil when the config has no price for the model.
+type UsageStepData struct {
+	RunID            string   `json:"run_id"`
+	Turn             int      `json:"turn"`
+	Step             int      `json:"step"`
+	InputTokens      int      `json:"input_tokens"`
+	OutputTokens     int      `json:"output_tokens"`
+	CacheReadTokens  int      `json:"cache_read_tokens"`
+	CacheWriteTokens int      `json:"cache_write_tokens"`
+	USD              *float64 `json:"usd"`
 }

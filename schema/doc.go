@@ -59,6 +59,8 @@
 //	workspace.repaired  own          path, what
 //	workspace.merged    the parent's child_id, branch, commit, or conflicts (paths)
 //	workspace.closed    own          branch, commit (the branch head kept), removed
+//	usage.step          own          run_id, turn, step, input_tokens, output_tokens, cache_read_tokens,
+//	                                 cache_write_tokens, usd (null without a price): one model request
 //	notices.owed        own          from, to, key, subscriptions ([{subscription_id, subscriber}]):
 //	                                 written with a state transition that subscriptions match,
 //	                                 in the same write; recovery delivers the notices a crash

@@ -34,6 +34,7 @@ const (
 	ReminderSched    = "reminder.scheduled"
 	ReminderCancel   = "reminder.cancelled"
 	NoticesOwed      = "notices.owed"
+	UsageStep        = "usage.step"
 
 	WorkspaceCreated  = "workspace.created"
 	WorkspaceSnapshot = "workspace.snapshot"

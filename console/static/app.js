@@ -26,13 +26,25 @@ function el(tag, attrs, ...kids) {
   return n;
 }
 
-function tokens(a) { return a.usage ? (a.usage.input_tokens || 0) + (a.usage.output_tokens || 0) : 0; }
+// spend is an agent's own spend (agent.list's spent, SPEC 13): tokens,
+// dollars, and whether every request had a price.
+function spend(a) {
+  const s = a.spent || {};
+  return { tokens: s.tokens || 0, usd: s.usd || 0, priced: (s.requests || 0) > 0 && !s.unpriced_requests };
+}
 
-function subtreeTokens(a) {
-  let sum = 0;
-  for (const b of state.agents) if (b.path === a.path || b.path.startsWith(a.path + "/")) sum += tokens(b);
+function subtreeSpend(a) {
+  const sum = { tokens: 0, usd: 0, priced: true };
+  for (const b of state.agents) {
+    if (b.path !== a.path && !b.path.startsWith(a.path + "/")) continue;
+    const s = spend(b);
+    sum.tokens += s.tokens; sum.usd += s.usd;
+    if (!s.priced && s.tokens > 0) sum.priced = false;
+  }
   return sum;
 }
+
+function spendText(s) { return s.tokens + " tok" + (s.priced && s.usd > 0 ? " · $" + s.usd.toFixed(4) : ""); }
 
 // indent sets a cell's indentation through the CSSOM (the page's CSP
 // allows no inline style attribute).
@@ -53,13 +65,13 @@ function renderTree() {
     if (a.status === "running" || a.status === "waiting") {
       actions.append(el("button", { class: "cancel", onclick: (e) => { e.stopPropagation(); act("agent.cancel", { agent_id: a.agent_id }); } }, "Cancel"));
     }
-    const sub = subtreeTokens(a), own = tokens(a);
+    const sub = subtreeSpend(a), own = spend(a);
     const row = el("tr", { class: "agent" + (state.selected === a.agent_id ? " selected" : ""), "data-agent": a.path, onclick: () => select(a) },
       indent(el("td", {}, a.name), depth),
       el("td", {}, el("span", { class: "status " + statusClass(a.status) }, a.status),
         a.last_error ? el("span", { class: "note" }, a.last_error) : null),
       el("td", { class: "wide" }, (a.provider || "") + " " + (a.model || "")),
-      el("td", {}, String(own), sub !== own ? el("span", { class: "sub" }, " (" + sub + " in all)") : null),
+      el("td", { class: "spend" }, spendText(own), sub.tokens !== own.tokens ? el("span", { class: "sub" }, " (" + spendText(sub) + " in all)") : null),
       actions);
     body.append(row);
   }

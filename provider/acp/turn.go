@@ -103,7 +103,7 @@ func (s *Session) finish(m *message, t *turnState, io provider.TurnIO) (string, 
 	}
 	if res.Usage != nil && io.OnUsage != nil {
 		io.OnUsage(provider.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
-			CachedInputTokens: res.Usage.CachedReadTokens})
+			CachedInputTokens: res.Usage.CachedReadTokens, CacheWriteInputTokens: res.Usage.CachedWriteTokens})
 	}
 	if err := s.modelFailure(t); err != nil {
 		return "", err

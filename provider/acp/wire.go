@@ -123,7 +123,8 @@ type promptResult struct {
 	Usage      *struct {
 		InputTokens      int `json:"inputTokens"`
 		OutputTokens     int `json:"outputTokens"`
-		CachedReadTokens int `json:"cachedReadTokens"`
+		CachedReadTokens  int `json:"cachedReadTokens"`
+		CachedWriteTokens int `json:"cachedWriteTokens"`
 	} `json:"usage"`
 }
 

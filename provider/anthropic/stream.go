@@ -222,6 +222,7 @@ func (st *stepReader) finish() {
 	st.step.Usage.InputTokens = in.InputTokens + in.CacheReadInputTokens + in.CacheCreationInputTokens
 	st.step.Usage.OutputTokens = in.OutputTokens
 	st.step.Usage.CachedInputTokens = in.CacheReadInputTokens
+	st.step.Usage.CacheWriteInputTokens = in.CacheCreationInputTokens
 }
 
 var (

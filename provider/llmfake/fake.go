@@ -66,7 +66,10 @@ type Reply struct {
 	Calls []Call
 	// Usage reported at the end (zero: computed from the sizes).
 	InputTokens, OutputTokens, CachedTokens int
-	NoUsage                                 bool
+	// CacheWriteTokens: Anthropic's cache_creation_input_tokens (part of
+	// InputTokens, as CachedTokens is).
+	CacheWriteTokens int
+	NoUsage          bool
 
 	// Quirks.
 	WholeArgs    bool // OpenAI: each call's arguments in one chunk (Ollama)

@@ -105,7 +105,8 @@ func anthropicEvents(rep Reply, req Request) []string {
 	in, out, cached := usageOf(rep, req)
 	add("message_start", map[string]any{"message": map[string]any{"id": "msg_fake", "type": "message", "role": "assistant",
 		"model": model(req), "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": in - cached, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached}}})
+		"usage": map[string]any{"input_tokens": in - cached - rep.CacheWriteTokens, "output_tokens": 1,
+			"cache_creation_input_tokens": rep.CacheWriteTokens, "cache_read_input_tokens": cached}}})
 	idx := 0
 	if rep.Text != "" {
 		add("content_block_start", map[string]any{"index": idx, "content_block": map[string]any{"type": "text", "text": ""}})

@@ -36,7 +36,7 @@ func AgentList(w io.Writer, agents []map[string]any, v ListView, now time.Time, 
 		header = append(header, "ENDED")
 	}
 	if v.Wide {
-		header = append(header, "PROVIDER", "MODEL", "LAST TURN", "TOKENS (IN/OUT/CACHED)")
+		header = append(header, "PROVIDER", "MODEL", "LAST TURN", "TOKENS (IN/OUT/CACHED)", "SPENT")
 	}
 	rows := make([][]string, 0, len(agents))
 	for _, a := range agents {
@@ -46,7 +46,7 @@ func AgentList(w io.Writer, agents []map[string]any, v ListView, now time.Time, 
 		}
 		if v.Wide {
 			row = append(row, Dash(reply.Str(a, "provider")), Dash(reply.Str(a, "model")),
-				agoCell(now, reply.Str(a, "last_turn_at")), Dash(usageText(reply.Obj(a, "usage"))))
+				agoCell(now, reply.Str(a, "last_turn_at")), Dash(usageText(reply.Obj(a, "usage"))), Dash(SpentText(reply.Obj(a, "spent"))))
 		}
 		rows = append(rows, row)
 	}
@@ -213,4 +213,21 @@ func renderChildren(w io.Writer, kids []*treeNode, prefix string) {
 		fmt.Fprintln(w, prefix+branch+k.label)
 		renderChildren(w, k.children, prefix+next)
 	}
+}
+
+// SpentText is an agent's spend (agent.list's spent): dollars when every
+// request was priced, else tokens, and turns ("" when none).
+func SpentText(s map[string]any) string {
+	if s == nil {
+		return ""
+	}
+	turns := reply.Num(s, "turns")
+	if reply.Num(s, "unpriced_requests") == 0 && reply.Num(s, "requests") > 0 {
+		usd, _ := s["usd"].(float64)
+		return fmt.Sprintf("$%.4f, %d turns", usd, turns)
+	}
+	if reply.Num(s, "requests") > 0 {
+		return fmt.Sprintf("%d tokens, %d turns", reply.Num(s, "tokens"), turns)
+	}
+	return fmt.Sprintf("%d turns", turns)
 }

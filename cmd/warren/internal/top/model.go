@@ -8,6 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/schema"
@@ -45,7 +46,8 @@ type model struct {
 
 type agent struct {
 	id, path, name, status, provider, model, lastErr string
-	pending, tokens                                  int64
+	pending                                          int64
+	spent                                            string
 	depth                                            int
 }
 
@@ -95,12 +97,11 @@ func (m *model) refresh() tea.Cmd {
 		}
 		r := refreshed{waits: map[string]wait{}}
 		for _, a := range reply.List(list, "agents") {
-			u := reply.Obj(a, "usage")
 			path := reply.Str(a, "path")
 			r.agents = append(r.agents, agent{id: reply.Str(a, "agent_id"), path: path, name: reply.Str(a, "name"),
 				status: reply.Str(a, "status"), provider: reply.Str(a, "provider"), model: reply.Str(a, "model"),
 				lastErr: reply.Str(a, "last_error"), pending: reply.Num(a, "pending"),
-				tokens: reply.Num(u, "input_tokens") + reply.Num(u, "output_tokens"), depth: strings.Count(path, "/")})
+				spent: render.SpentText(reply.Obj(a, "spent")), depth: strings.Count(path, "/")})
 		}
 		sort.Slice(r.agents, func(i, j int) bool { return r.agents[i].path < r.agents[j].path })
 		for _, w := range reply.List(ws, "waits") {
@@ -316,7 +317,7 @@ func (m *model) View() string {
 	if m.mode == modeFollow {
 		return m.followView(&b)
 	}
-	fmt.Fprintf(&b, "  %-28s %-22s %-22s %8s %5s  %s\n", "AGENT", "STATUS", "MODEL", "TOKENS", "PEND", "LATEST")
+	fmt.Fprintf(&b, "  %-28s %-22s %-22s %-20s %5s  %s\n", "AGENT", "STATUS", "MODEL", "SPENT", "PEND", "LATEST")
 	for i, a := range m.agents {
 		cur := " "
 		if i == m.sel {
@@ -327,8 +328,8 @@ func (m *model) View() string {
 		if a.lastErr != "" {
 			status += " (last turn failed)"
 		}
-		fmt.Fprintf(&b, "%s %-28s %-22s %-22s %8d %5d  %s\n", cur, name, oneLine(status, 22),
-			oneLine(a.provider+" "+a.model, 22), a.tokens, a.pending, oneLine(m.last[a.id], max(10, m.width-96)))
+		fmt.Fprintf(&b, "%s %-28s %-22s %-22s %-20s %5d  %s\n", cur, name, oneLine(status, 22),
+			oneLine(a.provider+" "+a.model, 22), oneLine(a.spent, 20), a.pending, oneLine(m.last[a.id], max(10, m.width-108)))
 	}
 	if len(m.waits) > 0 {
 		b.WriteString("\nWAITING FOR YOU\n")
