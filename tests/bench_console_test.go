@@ -83,7 +83,7 @@ func BenchmarkConsoleStream(b *testing.B) {
 	b.StopTimer()
 	res.Body.Close()
 	streamed := <-got
-	added := float64((cpuB-cpuA).Microseconds()) / float64(evB)
+	added := float64((cpuB - cpuA).Microseconds()) / float64(evB)
 	b.ReportMetric(float64(cpuA.Microseconds())/float64(evA), "cpu-µs/event-without")
 	b.ReportMetric(float64(cpuB.Microseconds())/float64(evB), "cpu-µs/event-with")
 	b.ReportMetric(added, "added-cpu-µs/event")

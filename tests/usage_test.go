@@ -98,7 +98,9 @@ func TestUsageStepsAndSpend(t *testing.T) {
 	}
 
 	// A kill -9 between the two requests of a turn.
-	go func() { _, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": lead, "message": "work, then crash"}) }()
+	go func() {
+		_, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": lead, "message": "work, then crash"})
+	}()
 	<-stall
 	waitUntil(t, "the first request's usage.step", func() bool { return len(usageSteps(t, d, lead)) == 3 })
 	d.Kill()

@@ -121,8 +121,8 @@ type promptParams struct {
 type promptResult struct {
 	StopReason string `json:"stopReason"`
 	Usage      *struct {
-		InputTokens      int `json:"inputTokens"`
-		OutputTokens     int `json:"outputTokens"`
+		InputTokens       int `json:"inputTokens"`
+		OutputTokens      int `json:"outputTokens"`
 		CachedReadTokens  int `json:"cachedReadTokens"`
 		CachedWriteTokens int `json:"cachedWriteTokens"`
 	} `json:"usage"`
