@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/warren-dev/warren/schema"
 	"io"
 	"io/fs"
 	"os"
@@ -41,6 +42,9 @@ type Config struct {
 	HTTP HTTP
 	// Prices are the models' prices ("prices", SPEC 13; prices.go).
 	Prices map[string]Price
+	// Budget is the default budget of new root agents ("budget", SPEC 13;
+	// budget.go; nil: none).
+	Budget *schema.BudgetSetData
 }
 
 // The resume policies (SPEC 4, "Resuming interrupted work").

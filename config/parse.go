@@ -16,12 +16,12 @@ import (
 )
 
 // topKeys are the keys config.json may have.
-var topKeys = []string{"pools", "provider_pools", "max_retries", "retry_base_delay_ms", "turn_timeout_s", "providers", "limits", "resume", "notify", "http", "prices"}
+var topKeys = []string{"pools", "provider_pools", "max_retries", "retry_base_delay_ms", "turn_timeout_s", "providers", "limits", "resume", "notify", "http", "prices", "budget"}
 
 // providerKeys are the keys a provider entry may have (SPEC 10; env_pass,
 // context_budget and history are warren's).
 var providerKeys = []string{"type", "base_url", "api_key_env", "env_pass", "env", "model", "max_tokens", "timeout_s",
-	"context_budget", "headers", "command", "mode", "permissions", "history", "resume", "workspace", "copy", "sandbox"}
+	"context_budget", "headers", "command", "mode", "permissions", "history", "resume", "workspace", "copy", "sandbox", "budget"}
 
 // Parse parses the content of config.json and merges it over Default():
 // every key is optional; pools and provider_pools entries are added to (or
@@ -46,7 +46,7 @@ func Parse(data []byte) (Config, error) {
 	// both maps are merged, so the order of keys in the file does not
 	// matter.
 	for _, step := range [...]func(*Config, map[string]json.RawMessage) error{
-		parsePools, parseProviderPools, checkProviderPools, parseRetryAndTimeout, parseLimitsKey, parseResume, parseProviders, parseNotify, parseHTTP, parsePrices,
+		parsePools, parseProviderPools, checkProviderPools, parseRetryAndTimeout, parseLimitsKey, parseResume, parseProviders, parseNotify, parseHTTP, parsePrices, parseBudgetKey,
 	} {
 		if err := step(&cfg, top); err != nil {
 			return Config{}, err

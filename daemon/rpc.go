@@ -72,6 +72,7 @@ var methods = map[string]methodFunc{
 	"notify.test":       (*handler).notifyTest,
 	"notify.log":        (*handler).notifyLog,
 	"console.pair":      (*handler).consolePair,
+	"agent.budget":      (*handler).agentBudget,
 	"console.revoke":    (*handler).consoleRevoke,
 	"daemon.providers":  (*handler).providers,
 	"daemon.shutdown":   (*handler).shutdownM,
@@ -224,8 +225,16 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 	if err != nil {
 		return nil, err
 	}
+	ch, err := budgetParams(p, "budget")
+	if err != nil {
+		return nil, err
+	}
+	var budget *schema.BudgetSetData
+	if ch != nil {
+		budget = &schema.BudgetSetData{Tokens: ch.Tokens, USD: ch.USD, Turns: ch.Turns, By: schema.ByOperator}
+	}
 	id, err := h.c.CreateAgent(ctx, engine.CreateSpec{Name: name, ParentID: parent, Instructions: instr,
-		Provider: prov, Model: model, Metadata: md, Cwd: cwd, Workspace: ws, Sandbox: sandboxed})
+		Provider: prov, Model: model, Metadata: md, Cwd: cwd, Workspace: ws, Sandbox: sandboxed, Budget: budget})
 	if err != nil {
 		return nil, err
 	}
@@ -355,6 +364,10 @@ func (h *handler) inspect(ctx context.Context, p protocol.Params, _ server.Strea
 	}
 	m := detailMap(d)
 	m["subtree_spent"] = spentMap(h.c.SubtreeSpent(d.ID))
+	if b, left, ok := h.c.BudgetOf(d.ID); ok {
+		m["budget"] = budgetMap(b)
+		m["remaining"] = left
+	}
 	return m, nil
 }
 

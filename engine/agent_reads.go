@@ -373,3 +373,25 @@ func (a *agent) Spent() fold.Spent {
 	defer a.stateMu.Unlock()
 	return a.p.Spent
 }
+
+// BudgetSet is the agent's budget (a copy; nil: none).
+func (a *agent) BudgetSet() *schema.BudgetSetData {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if a.p.Budget == nil {
+		return nil
+	}
+	b := *a.p.Budget
+	return &b
+}
+
+// ProviderModel is the agent's provider entry and model (its latest
+// turn's, else its session's).
+func (a *agent) ProviderModel() (string, string) {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if a.p.Provider != "" {
+		return a.p.Provider, a.p.Model
+	}
+	return a.p.SessProvider, a.p.SessModel
+}

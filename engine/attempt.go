@@ -20,6 +20,10 @@ import (
 // credential; the calls are in the log before the attempt ends. Before a
 // retry, turn.retry is logged and the client told.
 func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPlan, usage *provider.Usage) (string, int, error) {
+	// A spent budget suspends the run before its turn (budgets.go).
+	if err := c.budgetGate(a, t); err != nil {
+		return "", 0, err
+	}
 	sess, err := c.sessions.Acquire(ctx, a, t.Provider, t.Model)
 	if err != nil {
 		return "", 0, err
@@ -42,7 +46,7 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 			prompt = history.Block(*inject, req.Prompt, history.BlockOptions{})
 		}
 		resp, timedOut, drainFailed, err := c.sendOnce(ctx, a, sess, prompt, t, policy.Timeout,
-			provider.TurnIO{OnChunk: onChunk, OnUsage: onUsage})
+			provider.TurnIO{OnChunk: onChunk, OnUsage: onUsage, BeforeRequest: func() error { return c.budgetGate(a, t) }})
 		if err == nil {
 			sess.Injected()
 		}

@@ -176,6 +176,9 @@ type Core struct {
 	launches *launch.Launches
 	// sandboxes checks that bwrap works (once; sandboxes.go).
 	sandboxes *sandbox.Checker
+	// grants are spawn_agent budgets accepted and not yet created (the
+	// deferred spawns of running turns), by parent (budgets.go).
+	grants inflightGrants
 	// changed fires when live state changes outside the logs (turn ends,
 	// terminations), for waiters such as tests and the demo.
 	changed bus.Signal

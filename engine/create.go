@@ -49,6 +49,10 @@ type CreateSpec struct {
 	// Sandbox asks for a sandbox (sandboxes.go); an agent whose provider
 	// entry has one, or whose parent is sandboxed, gets one anyway.
 	Sandbox bool
+	// Budget is the agent's budget (budgets.go; nil: none, or for a root
+	// the config's default). By is the operator, or the parent granting
+	// it (spawn_agent: checked against the parent's remaining).
+	Budget *schema.BudgetSetData
 
 	// sandbox is the resolved sandbox (logged in agent.created).
 	sandbox *schema.SandboxData
@@ -153,6 +157,12 @@ func (c *Core) checkCreate(ctx context.Context, spec *CreateSpec) (provider.Prov
 	if err := c.resolveSandbox(ctx, spec); err != nil {
 		return nil, err
 	}
+	if spec.Budget == nil && spec.ParentID == "" {
+		spec.Budget = c.config().DefaultBudget(spec.Provider)
+	}
+	if err := c.checkBudgetFor(spec.Provider, spec.Model, spec.Budget); err != nil {
+		return nil, err
+	}
 	if err := checkServed(prov, spec.Provider, spec.Model); err != nil {
 		return nil, err
 	}
@@ -250,6 +260,13 @@ func createdRecords(id string, spec CreateSpec, handle string, now time.Time, ws
 	}
 	if ws != nil {
 		recs = append(recs, eventlog.Record{Event: schema.WorkspaceCreated, Data: *ws})
+	}
+	if spec.Budget != nil {
+		b := *spec.Budget
+		if b.By == "" {
+			b.By = schema.ByOperator
+		}
+		recs = append(recs, eventlog.Record{Event: schema.BudgetSet, Data: b})
 	}
 	return recs
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"github.com/warren-dev/warren/schema"
 
 	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/inbox"
@@ -35,6 +36,7 @@ func (c *Core) deferSpawn(parent *agent, spec CreateSpec) bool {
 // spawn creates a child of parent and starts its bootstrap turn; a
 // failure is told to the parent.
 func (c *Core) spawn(parent *agent, spec CreateSpec) {
+	defer c.grants.done(parent.ID(), spec.ID)
 	parent.Spawned(spec.ID)
 	if _, ok := c.agent(spec.ID); ok {
 		return // created already (a re-run turn spawned it again)
@@ -94,6 +96,9 @@ func childSpec(parentID string, in inherited, id string, v tools.SpawnAgent) Cre
 	}
 	spec := CreateSpec{ID: id, Name: v.Name, ParentID: parentID, Instructions: v.Instructions,
 		Provider: prov, Model: model, Metadata: v.Metadata, Cwd: in.Cwd, Bootstrap: true}
+	if b := v.Budget; b != nil {
+		spec.Budget = &schema.BudgetSetData{Tokens: b.Tokens, USD: b.USD, Turns: b.Turns, By: parentID}
+	}
 	if v.Workspace != "none" {
 		// Resolved when the child is made (after the turn that spawns it
 		// has ended and recorded its workspace): nothing when the parent
@@ -212,6 +217,7 @@ func (c *Core) checkChild(spec *CreateSpec) error {
 // createChild creates a child now (its parent runs no turn) and starts
 // its bootstrap turn, unless NoWake.
 func (c *Core) createChild(spec CreateSpec) error {
+	defer c.grants.done(spec.ParentID, spec.ID)
 	if _, err := c.CreateAgent(c.ctx, spec); err != nil {
 		return err
 	}

@@ -47,6 +47,9 @@ func (x toolExec) spawn(v tools.SpawnAgent) (toolOutcome, error) {
 	if err := x.c.checkChild(&spec); err != nil {
 		return toolFailed("%v", err), nil
 	}
+	if why := x.c.grant(x.self, &spec); why != "" {
+		return toolFailed("%s", why), nil
+	}
 	if x.pos.RunID == "" {
 		// Outside a turn (the tool.call method) the child is created before
 		// the call is answered: the acknowledgement means it exists.

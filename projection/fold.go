@@ -47,6 +47,7 @@ var projectionFolds = map[string]func(*State, eventlog.Entry) error{
 	schema.WorkspaceSnapshot: (*State).foldWorkspaceSnapshot,
 	schema.WorkspaceClosed:   (*State).foldWorkspaceClosed,
 	schema.UsageStep:         (*State).foldUsageStep,
+	schema.BudgetSet:         (*State).foldBudgetSet,
 }
 
 func (p *State) foldAgentCreated(e eventlog.Entry) error {
@@ -556,5 +557,14 @@ func (p *State) foldUsageStep(e eventlog.Entry) error {
 	} else {
 		p.Spent.Unpriced++
 	}
+	return nil
+}
+
+func (p *State) foldBudgetSet(e eventlog.Entry) error {
+	var d schema.BudgetSetData
+	if err := decode(e, &d); err != nil {
+		return err
+	}
+	p.Budget = &d
 	return nil
 }

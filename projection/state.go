@@ -218,7 +218,9 @@ type State struct {
 	Usage provider.Usage
 	// Spent is what the agent's own model requests and turns cost
 	// (usage.step entries and completed turns; SPEC 13).
-	Spent   Spent
+	Spent Spent
+	// Budget is the agent's budget, from its latest budget.set (nil: none).
+	Budget  *schema.BudgetSetData `json:",omitempty"`
 	LastSeq uint64
 	// LastOff is the byte offset of the line of LastSeq (-1: unknown).
 	LastOff int64

@@ -130,6 +130,10 @@ type TurnIO struct {
 	// OnUsage, when set, receives the token usage of each model request of
 	// the turn, as the provider reports it.
 	OnUsage func(Usage)
+	// BeforeRequest, when set, is called before each model request of the
+	// turn (providers that make the requests themselves); an error ends the
+	// turn with it (ErrRunSuspended: a budget is spent, SPEC 13).
+	BeforeRequest func() error
 }
 
 // Usage is the token usage a provider reports (schema.Usage: it is logged

@@ -291,3 +291,13 @@ type UsageStepData struct {
 	CacheWriteTokens int      `json:"cache_write_tokens"`
 	USD              *float64 `json:"usd"`
 }
+
+// BudgetSetData is an agent's budget after a change (SPEC 13): the totals
+// in force, never an increment; a nil limit is unlimited. By is ByOperator
+// or the id of the parent that granted it (spawn_agent's budget).
+type BudgetSetData struct {
+	Tokens *int64   `json:"tokens"`
+	USD    *float64 `json:"usd"`
+	Turns  *int64   `json:"turns"`
+	By     string   `json:"by"`
+}

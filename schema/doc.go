@@ -59,6 +59,8 @@
 //	workspace.repaired  own          path, what
 //	workspace.merged    the parent's child_id, branch, commit, or conflicts (paths)
 //	workspace.closed    own          branch, commit (the branch head kept), removed
+//	budget.set          own          tokens, usd, turns (each null = unlimited): the totals in force after
+//	                                 the change, by (operator, or the granting parent's id)
 //	usage.step          own          run_id, turn, step, input_tokens, output_tokens, cache_read_tokens,
 //	                                 cache_write_tokens, usd (null without a price): one model request
 //	notices.owed        own          from, to, key, subscriptions ([{subscription_id, subscriber}]):

@@ -35,6 +35,7 @@ const (
 	ReminderCancel   = "reminder.cancelled"
 	NoticesOwed      = "notices.owed"
 	UsageStep        = "usage.step"
+	BudgetSet        = "budget.set"
 
 	WorkspaceCreated  = "workspace.created"
 	WorkspaceSnapshot = "workspace.snapshot"
@@ -55,6 +56,10 @@ const (
 	RestoreRerun    = "rerun"
 	RestoreOperator = "operator"
 )
+
+// WaitBudget is the wait_kind of a run suspended because a budget is
+// spent (SPEC 13).
+const WaitBudget = "budget"
 
 // Reasons of run.interrupted.
 const (

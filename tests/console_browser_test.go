@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/warren-dev/warren/provider/llmfake"
 )
 
 // browser starts headless Chromium (Debian's chromium package, which
@@ -58,10 +60,17 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // transcript take a turn as it is logged; answer its approval wait from
 // the page and see the run finish; a second tab that was answering the
 // same wait gets the first answer's outcome, and the log has one
-// token.consumed. It also measures the lag from a turn's end (agent.send
+// token.consumed. A model's text (the fake OpenAI server's) streams into
+// the transcript and the page's Cancel ends that turn. It also measures the lag from a turn's end (agent.send
 // returned) to the page showing it.
 func TestConsoleInABrowser(t *testing.T) {
+	oa := llmfake.New(llmfake.OpenAI)
+	defer oa.Close()
+	oa.Respond(func(llmfake.Request) llmfake.Reply {
+		return llmfake.Reply{Text: "Drafting the release notes now, section by section", Chunk: 4, Stall: true, StallAfter: 6}
+	})
 	d := newTestDaemon(t, modeBinary)
+	llmHome(t, d, oa, nil, nil)
 	d.args = []string{"--http", "127.0.0.1:0"}
 	d.Start()
 	script := writeScripts(t, d.dir)
@@ -100,6 +109,18 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	slices.Sort(lag)
 	t.Logf("turn.complete to the page: p50 %v, max %v", lag[len(lag)/2], lag[len(lag)-1])
+
+	// A model's text streams into the transcript; Cancel ends the turn.
+	writer := d.createAgent("writer", "openai", "", "")
+	must("the writer's row", chromedp.WaitVisible(chromedp.CSS(`tr[data-agent="writer"]`)),
+		chromedp.Click(chromedp.CSS(`tr[data-agent="writer"]`)))
+	go func() {
+		_, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": writer, "message": "write the notes"})
+	}()
+	must("the streamed text", chromedp.WaitVisible(`//div[contains(@class,"live-text") and contains(., "Drafting the")]`))
+	must("cancelling from the page", chromedp.Click(chromedp.CSS(`tr[data-agent="writer"] button.cancel`)))
+	waitEvent(t, d, writer, "turn.cancelled", func(ev string, _ map[string]any) bool { return ev == "turn.cancelled" })
+	must("back to the lead", chromedp.Click(chromedp.CSS(`tr[data-agent="lead"]`)), chromedp.WaitVisible(chromedp.CSS(`#transcript .entry`)))
 
 	// A wait, answered from the page; a second tab answers it too.
 	go func() {

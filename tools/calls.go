@@ -40,6 +40,15 @@ type SpawnAgent struct {
 	// Workspace is "none" for a child without a workspace of its own
 	// ("" = one branched from the parent's, when the parent has one).
 	Workspace string
+	// Budget is the envelope the parent grants (nil: none).
+	Budget *Budget
+}
+
+// Budget is a spawn_agent grant: each limit given (nil: not given).
+type Budget struct {
+	Tokens *int64
+	USD    *float64
+	Turns  *int64
 }
 
 // InspectAgent is a parsed inspect_agent call.

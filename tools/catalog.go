@@ -225,6 +225,8 @@ var catalog = []Spec{
 			{Name: "model", Type: TypeString, Description: "Model for the child (default: yours)."},
 			{Name: "workspace", Type: TypeString, Enum: []string{"none"},
 				Description: `"none": no workspace of its own. Left out, a child of an agent with a workspace gets one, branched from yours as this turn ends.`},
+			{Name: "budget", Type: TypeObject,
+				Description: `An envelope for the child and its subtree, reserved from your own remaining budget: {"tokens": N, "usd": X, "turns": N}, any of them. A grant larger than what you have left is refused.`},
 		},
 	},
 	{

@@ -89,7 +89,7 @@ func TestSubstratParamNames(t *testing.T) {
 		"send_message":       {"recipient", "text"},
 		"broadcast":          {"text"},
 		"check_inbox":        {"sender", "kind"},
-		"spawn_agent":        {"name", "instructions", "metadata", "provider", "model", "workspace"},
+		"spawn_agent":        {"name", "instructions", "metadata", "provider", "model", "workspace", "budget"}, // workspace, budget: warren's
 		"inspect_agent":      {"name"},
 		"complete":           {"result"},
 		"poke":               {"agent_name"},

@@ -33,6 +33,7 @@ func register(root, daemonCmd, agentCmd *cobra.Command, c *cli) {
 		newAgentCancelCmd(c),
 		newAgentResetCmd(c),
 		newAgentResumeCmd(c),
+		newAgentBudgetCmd(c),
 	)
 	workspaceCmd := group("workspace", "agents' git worktrees: snapshots, diffs, restores, merges",
 		"warren workspace log lead/w1\nwarren workspace diff lead/w1 --turn 2\nwarren workspace merge lead/w1")
@@ -71,6 +72,7 @@ const rootLong = `warren: a durable multi-agent orchestration daemon and its cli
   warren agent terminate [--recursive] | cancel REF
   warren agent reset REF                  start the agent on a fresh context (the log keeps its history)
   warren agent resume REF [--token T | --token-id ID] [RESPONSE|-]
+  warren agent budget REF [--tokens N] [--usd X] [--turns N] [--add]   a subtree's budget
   warren waits                            every pending wait in the tree, with its token id
   warren notify test | log                notifications (config.json "notify"): send a sample, what was delivered
   warren console [--revoke]               pair a browser (or a phone, by QR code) with the web console

@@ -30,21 +30,25 @@ function el(tag, attrs, ...kids) {
 // dollars, and whether every request had a price.
 function spend(a) {
   const s = a.spent || {};
-  return { tokens: s.tokens || 0, usd: s.usd || 0, priced: (s.requests || 0) > 0 && !s.unpriced_requests };
+  return { tokens: s.tokens || 0, usd: s.usd || 0, turns: s.turns || 0, priced: (s.requests || 0) > 0 && !s.unpriced_requests };
 }
 
 function subtreeSpend(a) {
-  const sum = { tokens: 0, usd: 0, priced: true };
+  const sum = { tokens: 0, usd: 0, turns: 0, priced: true };
   for (const b of state.agents) {
     if (b.path !== a.path && !b.path.startsWith(a.path + "/")) continue;
     const s = spend(b);
-    sum.tokens += s.tokens; sum.usd += s.usd;
+    sum.tokens += s.tokens; sum.usd += s.usd; sum.turns += s.turns;
     if (!s.priced && s.tokens > 0) sum.priced = false;
   }
   return sum;
 }
 
-function spendText(s) { return s.tokens + " tok" + (s.priced && s.usd > 0 ? " · $" + s.usd.toFixed(4) : ""); }
+function spendText(s) {
+  const turns = s.turns + (s.turns === 1 ? " turn" : " turns");
+  if (!s.tokens) return turns;
+  return s.tokens + " tok" + (s.priced && s.usd > 0 ? " · $" + s.usd.toFixed(4) : "") + ", " + turns;
+}
 
 // indent sets a cell's indentation through the CSSOM (the page's CSP
 // allows no inline style attribute).
@@ -71,7 +75,7 @@ function renderTree() {
       el("td", {}, el("span", { class: "status " + statusClass(a.status) }, a.status),
         a.last_error ? el("span", { class: "note" }, a.last_error) : null),
       el("td", { class: "wide" }, (a.provider || "") + " " + (a.model || "")),
-      el("td", { class: "spend" }, spendText(own), sub.tokens !== own.tokens ? el("span", { class: "sub" }, " (" + spendText(sub) + " in all)") : null),
+      el("td", { class: "spend" }, spendText(own), sub.turns !== own.turns ? el("span", { class: "sub" }, " (" + spendText(sub) + " in all)") : null),
       actions);
     body.append(row);
   }

@@ -40,6 +40,11 @@ func (s *session) Send(ctx context.Context, prompt string, tio provider.TurnIO) 
 			return "", provider.Permanent(fmt.Errorf("%w: after %d steps the turn's own messages (the model's text, tool calls and tool results, sent again with every step) are %d bytes, over the per-turn budget of %d bytes (limits.turn_transcript_bytes); the turn fails before sending them: raise limits.turn_transcript_bytes in config.json, or have the agent work in smaller steps (read parts of files, keep large results in files)",
 				ErrTurnTooLarge, step-1, n, st.TurnBytes))
 		}
+		if tio.BeforeRequest != nil {
+			if err := tio.BeforeRequest(); err != nil {
+				return "", err
+			}
+		}
 		bufs, size := s.body(pending)
 		res, err := s.post(ctx, st, bufs, size, onText)
 		if err != nil {
