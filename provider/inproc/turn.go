@@ -173,3 +173,25 @@ func (t *Turn) finish() (calls []provider.ToolCall, suspendErr error, chunked bo
 	}
 	return t.calls, t.suspendErr, t.chunked
 }
+
+// Request stands for one model request of the turn, as an HTTP provider
+// makes them: it passes TurnIO.BeforeRequest (whose error, a spent budget
+// among them, the program should return) and then reports u through
+// TurnIO.OnUsage.
+func (t *Turn) Request(u provider.Usage) error {
+	t.mu.Lock()
+	over := t.over
+	t.mu.Unlock()
+	if over {
+		return ErrTurnOver
+	}
+	if t.tio.BeforeRequest != nil {
+		if err := t.tio.BeforeRequest(); err != nil {
+			return err
+		}
+	}
+	if t.tio.OnUsage != nil && !u.IsZero() {
+		t.tio.OnUsage(u)
+	}
+	return nil
+}
