@@ -2,12 +2,16 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/schema"
@@ -94,5 +98,95 @@ func TestBudgetWaitResumesOnRaise(t *testing.T) {
 	}
 	if a, _ := h.c.agent(id); a.Spent().Tokens != 1500 {
 		t.Fatalf("spent %d tokens, want 1500", a.Spent().Tokens)
+	}
+}
+
+// budgetHome is a harness with agent "spender" (budget: 500 tokens) whose
+// turn makes three requests of 200 tokens with a tool call between the
+// first two.
+func budgetHome(t *testing.T) (*harness, string) {
+	h := newHarness(t)
+	h.prov.Register("spender", func(_ context.Context, t *inproc.Turn) (string, error) {
+		for i := range 3 {
+			if err := t.Request(provider.Usage{InputTokens: 150, OutputTokens: 50}); err != nil {
+				return "", err
+			}
+			if i == 0 {
+				if _, err := t.Call("list_children", map[string]any{}); err != nil {
+					return "", err
+				}
+			}
+		}
+		return "spent", nil
+	})
+	limit := int64(500)
+	id, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "spender", Provider: "inproc", Model: "spender",
+		Budget: &schema.BudgetSetData{Tokens: &limit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, id
+}
+
+// checkSpend is guarantee 11.9 on agent id: the spend the engine counts
+// is the sum of the usage.step entries and the completed turns in its
+// log, and it passed the budget by at most one request (one agent runs).
+func checkSpend(t *testing.T, h *harness, id string) {
+	t.Helper()
+	var tokens int64
+	steps := 0
+	for _, e := range h.entries(id) {
+		if e.Event == schema.UsageStep {
+			var d schema.UsageStepData
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			tokens += int64(d.InputTokens + d.OutputTokens)
+			steps++
+		}
+	}
+	a, _ := h.c.agent(id)
+	s := a.Spent()
+	if s.Tokens != tokens || s.Steps != steps || s.Turns != h.count(id, schema.TurnComplete) {
+		t.Fatalf("the counted spend %+v; the log has %d tokens in %d steps and %d turns", s, tokens, steps, h.count(id, schema.TurnComplete))
+	}
+	if s.Tokens > 500+200 {
+		t.Fatalf("spent %d tokens against a budget of 500: more than one request over", s.Tokens)
+	}
+}
+
+// TestBudgetCrashAtEveryOp: a turn that makes requests against a budget
+// (its third request overshoots by one, as 11.9 allows) is crashed at
+// every file operation; after each start the counted spend equals the
+// logged steps, and once the run is re-run (its requests made again) it
+// still does, the budget passed by at most one request.
+func TestBudgetCrashAtEveryOp(t *testing.T) {
+	h, id := budgetHome(t)
+	before := h.fs.MutatingOps()
+	h.send(id, "go")
+	n := h.fs.MutatingOps() - before
+	checkSpend(t, h, id)
+	modes := []faultfs.RebootOptions{{Mode: faultfs.ProcessCrash}, {Mode: faultfs.PowerLoss, Tail: faultfs.TailGarbage}}
+	for k := 1; k <= n+1; k++ {
+		for mi, mode := range modes {
+			t.Run(fmt.Sprintf("k=%d/mode=%d", k, mi), func(t *testing.T) {
+				h, id := budgetHome(t)
+				h.fs.CrashAt(k)
+				h.send(id, "go")
+				h.fs.Crash()
+				h.c.Abandon()
+				mode.Rand = rand.New(rand.NewPCG(uint64(k), uint64(mi)))
+				h.fs.Reboot(mode)
+				h.start()
+				checkSpend(t, h, id)
+				if len(h.c.Interrupted()) > 0 {
+					if _, err := h.c.Resume(context.Background(), id, "", ""); err != nil {
+						t.Fatalf("re-running: %v", err)
+					}
+					h.quiet()
+				}
+				checkSpend(t, h, id)
+			})
+		}
 	}
 }
