@@ -319,8 +319,16 @@ func (h *handler) list(ctx context.Context, p protocol.Params, _ server.Stream) 
 	goneAfter, gone := strings.CutPrefix(after, goneCursor)
 	if !gone {
 		views, next := h.c.ListPage(after, limit, keep)
+		sums := h.c.SubtreeSpends()
 		for _, v := range views {
-			out = append(out, listMap(v))
+			m := listMap(v)
+			if s, ok := sums[v.ID]; ok && s != v.Spent {
+				m["subtree_spent"] = spentMap(s)
+			}
+			if b, left, ok := h.c.BudgetOf(v.ID); ok {
+				m["budget"], m["remaining"] = budgetMap(b), left
+			}
+			out = append(out, m)
 		}
 		if next != "" {
 			return map[string]any{"agents": out, "next": next}, nil

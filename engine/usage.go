@@ -52,3 +52,20 @@ func (c *Core) SubtreeSpent(id string) fold.Spent {
 	}
 	return sum
 }
+
+// SubtreeSpends is every loaded agent's subtree spend, summed in one pass
+// over the tree (agent.list).
+func (c *Core) SubtreeSpends() map[string]fold.Spent {
+	out := map[string]fold.Spent{}
+	walk := c.tree.Walk() // preorder: a child after its parent
+	for i := len(walk) - 1; i >= 0; i-- {
+		id := walk[i]
+		if a, ok := c.agent(id); ok {
+			out[id] = out[id].Add(a.Spent())
+		}
+		if p, ok := c.tree.Parent(id); ok && p != "" {
+			out[p] = out[p].Add(out[id])
+		}
+	}
+	return out
+}

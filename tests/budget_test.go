@@ -70,6 +70,11 @@ func TestBudgetsDownTheTree(t *testing.T) {
 		t.Fatalf("the lead's remaining: %v, want 1000", got)
 	}
 
+	out := runCLI(t, d.Home, "agent", "list", "--wide").want(t, 0, "agent list --wide").stdout
+	if !strings.Contains(out, "BUDGET LEFT") || !strings.Contains(out, "1000 tokens") || !strings.Contains(out, "(2000 tokens, 4 turns)") {
+		t.Fatalf("agent list --wide:\n%s", out)
+	}
+
 	d.Kill()
 	d.Start()
 	waits = d.callN("waits.list", nil)["waits"].([]any)

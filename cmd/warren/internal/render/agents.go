@@ -36,7 +36,7 @@ func AgentList(w io.Writer, agents []map[string]any, v ListView, now time.Time, 
 		header = append(header, "ENDED")
 	}
 	if v.Wide {
-		header = append(header, "PROVIDER", "MODEL", "LAST TURN", "TOKENS (IN/OUT/CACHED)", "SPENT")
+		header = append(header, "PROVIDER", "MODEL", "LAST TURN", "TOKENS (IN/OUT/CACHED)", "SPENT (SUBTREE)", "BUDGET LEFT")
 	}
 	rows := make([][]string, 0, len(agents))
 	for _, a := range agents {
@@ -46,7 +46,7 @@ func AgentList(w io.Writer, agents []map[string]any, v ListView, now time.Time, 
 		}
 		if v.Wide {
 			row = append(row, Dash(reply.Str(a, "provider")), Dash(reply.Str(a, "model")),
-				agoCell(now, reply.Str(a, "last_turn_at")), Dash(usageText(reply.Obj(a, "usage"))), Dash(SpentText(reply.Obj(a, "spent"))))
+				agoCell(now, reply.Str(a, "last_turn_at")), Dash(usageText(reply.Obj(a, "usage"))), Dash(spentCell(a)), Dash(leftText(reply.Obj(a, "remaining"))))
 		}
 		rows = append(rows, row)
 	}
@@ -230,4 +230,31 @@ func SpentText(s map[string]any) string {
 		return fmt.Sprintf("%d tokens, %d turns", reply.Num(s, "tokens"), turns)
 	}
 	return fmt.Sprintf("%d turns", turns)
+}
+
+// spentCell is an agent's spend and, when it differs, its subtree's.
+func spentCell(a map[string]any) string {
+	own := SpentText(reply.Obj(a, "spent"))
+	if sub := reply.Obj(a, "subtree_spent"); sub != nil {
+		return strings.TrimSpace(own + " (" + SpentText(sub) + ")")
+	}
+	return own
+}
+
+// leftText is what remains of an agent's budget ("" without one).
+func leftText(r map[string]any) string {
+	if r == nil {
+		return ""
+	}
+	var parts []string
+	if v, ok := r["tokens"]; ok && v != nil {
+		parts = append(parts, fmt.Sprintf("%d tokens", reply.Num(r, "tokens")))
+	}
+	if v, ok := r["usd"].(float64); ok {
+		parts = append(parts, fmt.Sprintf("$%.4f", v))
+	}
+	if v, ok := r["turns"]; ok && v != nil {
+		parts = append(parts, fmt.Sprintf("%d turns", reply.Num(r, "turns")))
+	}
+	return strings.Join(parts, ", ")
 }
