@@ -190,3 +190,36 @@ func TestBudgetCrashAtEveryOp(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultBudgetAndCancel: the config's budget is every new root's
+// (a provider entry's wins), a child gets none by default; a run waiting
+// on a spent budget ends with agent.cancel, nothing more charged.
+func TestDefaultBudgetAndCancel(t *testing.T) {
+	two := int64(2)
+	h := newHarness(t, func(h *harness) {
+		h.cfg.Budget = &schema.BudgetSetData{Turns: &two, By: schema.ByOperator}
+	})
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "echo")
+	if b, _, ok := h.c.BudgetOf(root); !ok || b.Turns == nil || *b.Turns != 2 {
+		t.Fatalf("the root's budget: %+v", b)
+	}
+	if _, _, ok := h.c.BudgetOf(kid); ok {
+		t.Fatal("a child got the roots' default budget")
+	}
+	h.send(root, "one")
+	h.send(root, "two")
+	res := h.send(root, "three")
+	if res.Status != session.StatusSuspended || res.Wait == nil || res.Wait.Kind != schema.WaitBudget {
+		t.Fatalf("the third turn of a two-turn budget: %+v", res)
+	}
+	if err := h.c.Cancel(context.Background(), root); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if ws := h.c.Waits(); len(ws) != 0 {
+		t.Fatalf("waits after the cancel: %+v", ws)
+	}
+	if a, _ := h.c.agent(root); a.Spent().Turns != 2 {
+		t.Fatalf("turns spent %d, want 2", a.Spent().Turns)
+	}
+}
