@@ -135,6 +135,13 @@ func testE2ESandbox(t *testing.T, a e2eAgent) {
 	if !strings.Contains(readLog(t, d, id), "E2E from inside the sandbox") {
 		t.Error("warren's send_message through the bridge is not in the agent's log")
 	}
+	// What the CLI reports of its model requests (SPEC 13: usage.step
+	// where an agent reports usage, turns only where it does not).
+	steps := usageSteps(t, d, id)
+	t.Logf("%s reported usage: %v", a.name, steps)
+	if len(steps) == 0 || num(steps[0]["input_tokens"]) <= 0 {
+		t.Errorf("%s reported no usage in its session/prompt result: its turns would be counted, not its tokens", a.name)
+	}
 	priv := filepath.Join(d.Home, "agents", id, "home")
 	if entries, err := os.ReadDir(priv); err != nil || len(entries) == 0 {
 		t.Errorf("the CLI kept nothing in its private home (%v): its session cannot be there", err)
