@@ -163,7 +163,7 @@ func (a *agent) Inherit() inherited {
 func (a *agent) GoneInfo(ended time.Time) *goneInfo {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
-	in := &goneInfo{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage}
+	in := &goneInfo{Provider: a.p.Provider, Model: a.p.Model, CreatedAt: a.p.CreatedTS, TerminatedAt: ended, Usage: a.p.Usage, Spent: a.p.Spent}
 	if a.p.Run != nil {
 		in.LastTurnAt = a.p.Run.StartedAt
 	}

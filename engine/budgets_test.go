@@ -223,3 +223,33 @@ func TestDefaultBudgetAndCancel(t *testing.T) {
 		t.Fatalf("turns spent %d, want 2", a.Spent().Turns)
 	}
 }
+
+// TestTerminatedSpendStaysInTheEnvelope: what a terminated child spent
+// still counts in its ancestors' subtree spend (a team cannot escape its
+// budget by ending its children), after a restart too.
+func TestTerminatedSpendStaysInTheEnvelope(t *testing.T) {
+	h := newHarness(t)
+	h.prov.Register("spend400", func(_ context.Context, t *inproc.Turn) (string, error) {
+		return "ok", t.Request(provider.Usage{InputTokens: 300, OutputTokens: 100})
+	})
+	limit := int64(1000)
+	root, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "root", Provider: "inproc", Model: "echo", Budget: &schema.BudgetSetData{Tokens: &limit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := h.create("kid", root, "spend400")
+	h.send(kid, "go")
+	if err := h.c.Terminate(context.Background(), kid); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.c.SubtreeSpent(root).Tokens; got != 400 {
+		t.Fatalf("the root's subtree spend after the child's termination: %d, want 400", got)
+	}
+	h.restart()
+	if got := h.c.SubtreeSpent(root).Tokens; got != 400 {
+		t.Fatalf("after a restart: %d, want 400", got)
+	}
+	if _, left, _ := h.c.BudgetOf(root); left["tokens"] != int64(600) {
+		t.Fatalf("the root's remaining: %v, want 600", left)
+	}
+}

@@ -179,6 +179,8 @@ type Core struct {
 	// grants are spawn_agent budgets accepted and not yet created (the
 	// deferred spawns of running turns), by parent (budgets.go).
 	grants inflightGrants
+	// goneSums caches what terminated agents spent under each agent.
+	goneSums goneSums
 	// changed fires when live state changes outside the logs (turn ends,
 	// terminations), for waiters such as tests and the demo.
 	changed bus.Signal

@@ -51,6 +51,8 @@ type goneEntry struct {
 // empty and ready; its owner serialises every call.
 type goneRegistry struct {
 	m map[string]goneEntry
+	// gen counts the changes (budgets cache what they sum of it).
+	gen int
 }
 
 // Remember records a terminated agent (its info unknown).
@@ -59,6 +61,7 @@ func (r *goneRegistry) Remember(id, name, parentID string) {
 		r.m = make(map[string]goneEntry)
 	}
 	r.m[id] = goneEntry{name: name, parentID: parentID}
+	r.gen++
 }
 
 // SetInfo records what the list shows of a terminated agent Remember
@@ -67,6 +70,7 @@ func (r *goneRegistry) SetInfo(id string, info *goneInfo) {
 	if g, ok := r.m[id]; ok {
 		g.info = info
 		r.m[id] = g
+		r.gen++
 	}
 }
 

@@ -220,6 +220,37 @@ func (r *roster) Terminated(read func(id string) *goneInfo) []goneAgent {
 	return r.gone.All()
 }
 
+// GoneGen counts the changes of the terminated agents remembered.
+func (r *roster) GoneGen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gone.gen
+}
+
+// GoneSpends returns, with the registry's generation, each terminated
+// agent's parent and spend, their info read by read (outside the lock)
+// where it is not known yet.
+func (r *roster) GoneSpends(read func(id string) *goneInfo) (int, map[string]goneSpend) {
+	r.Terminated(read)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]goneSpend, len(r.gone.m))
+	for id, g := range r.gone.m {
+		gs := goneSpend{parentID: g.parentID}
+		if g.info != nil {
+			gs.spent = g.info.Spent
+		}
+		out[id] = gs
+	}
+	return r.gone.gen, out
+}
+
+// goneSpend is one terminated agent as budgets see it.
+type goneSpend struct {
+	parentID string
+	spent    fold.Spent
+}
+
 // SetQuarantine records the quarantined agent directories (id to path).
 func (r *roster) SetQuarantine(q map[string]string) {
 	r.mu.Lock()

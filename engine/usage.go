@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"maps"
+	"sync"
+
 	"github.com/warren-dev/warren/config"
 	fold "github.com/warren-dev/warren/projection"
 	"github.com/warren-dev/warren/provider"
@@ -42,9 +45,10 @@ func priceUSD(p config.Price, u provider.Usage) float64 {
 		float64(u.CacheWriteInputTokens)*p.CacheWritePerMTok + float64(u.OutputTokens)*p.OutputPerMTok) / 1e6
 }
 
-// SubtreeSpent is what agent id and every loaded agent below it spent.
+// SubtreeSpent is what agent id and every agent below it spent, the
+// terminated ones included.
 func (c *Core) SubtreeSpent(id string) fold.Spent {
-	var sum fold.Spent
+	sum := c.goneUnder()[id]
 	for _, d := range c.tree.Subtree(id) {
 		if a, ok := c.agent(d); ok {
 			sum = sum.Add(a.Spent())
@@ -56,7 +60,7 @@ func (c *Core) SubtreeSpent(id string) fold.Spent {
 // SubtreeSpends is every loaded agent's subtree spend, summed in one pass
 // over the tree (agent.list).
 func (c *Core) SubtreeSpends() map[string]fold.Spent {
-	out := map[string]fold.Spent{}
+	out := maps.Clone(c.goneUnder())
 	walk := c.tree.Walk() // preorder: a child after its parent
 	for i := len(walk) - 1; i >= 0; i-- {
 		id := walk[i]
@@ -68,4 +72,40 @@ func (c *Core) SubtreeSpends() map[string]fold.Spent {
 		}
 	}
 	return out
+}
+
+// goneUnder is, for each agent, what the terminated agents below it
+// spent, recomputed when the registry of terminated agents changed (their
+// logs read once each, when a sum first needs them).
+func (c *Core) goneUnder() map[string]fold.Spent {
+	c.goneSums.mu.Lock()
+	defer c.goneSums.mu.Unlock()
+	if c.goneSums.m != nil && c.goneSums.gen == c.agents.GoneGen() {
+		return c.goneSums.m
+	}
+	gen, gone := c.agents.GoneSpends(func(id string) *goneInfo { return c.readGoneInfo(c.ctx, id) })
+	m := map[string]fold.Spent{}
+	for _, g := range gone {
+		for p, hops := g.parentID, 0; p != "" && hops < 1024; hops++ {
+			m[p] = m[p].Add(g.spent)
+			if pg, ok := gone[p]; ok {
+				p = pg.parentID
+				continue
+			}
+			parent, ok := c.tree.Parent(p)
+			if !ok {
+				break
+			}
+			p = parent
+		}
+	}
+	c.goneSums.m, c.goneSums.gen = m, gen
+	return m
+}
+
+// goneSums caches goneUnder.
+type goneSums struct {
+	mu  sync.Mutex
+	gen int
+	m   map[string]fold.Spent
 }

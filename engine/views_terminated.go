@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	fold "github.com/warren-dev/warren/projection"
 	"time"
 
 	"github.com/warren-dev/warren/eventlog"
@@ -16,6 +17,9 @@ type goneInfo struct {
 	Provider, Model                     string
 	CreatedAt, LastTurnAt, TerminatedAt time.Time
 	Usage                               provider.Usage
+	// Spent is what it spent (SPEC 13): it stays in its ancestors'
+	// subtree spend after its termination.
+	Spent fold.Spent
 }
 
 // goneAgent is one terminated agent. Info is nil until it is known.
@@ -42,7 +46,19 @@ func (in *goneInfo) Fold(e eventlog.Entry) {
 			in.Provider, in.Model = d.Provider, d.Model
 		}
 		in.LastTurnAt = e.TS
+	case schema.UsageStep:
+		var d schema.UsageStepData
+		if json.Unmarshal(e.Data, &d) == nil {
+			in.Spent.Tokens += int64(d.InputTokens + d.OutputTokens)
+			in.Spent.Steps++
+			if d.USD != nil {
+				in.Spent.USD += *d.USD
+			} else {
+				in.Spent.Unpriced++
+			}
+		}
 	case schema.TurnComplete:
+		in.Spent.Turns++
 		if bytes.Contains(e.Data, []byte(`"usage"`)) {
 			var d schema.TurnCompleteData
 			if json.Unmarshal(e.Data, &d) == nil && d.Usage != nil {
