@@ -44,6 +44,15 @@ function subtreeSpend(a) {
   return sum;
 }
 
+// leftText is what remains of a budget (agent.list's remaining).
+function leftText(r) {
+  const parts = [];
+  if (r.tokens != null) parts.push(r.tokens + " tok");
+  if (r.usd != null) parts.push("$" + Number(r.usd).toFixed(4));
+  if (r.turns != null) parts.push(r.turns + " turns");
+  return parts.join(", ");
+}
+
 function spendText(s) {
   const turns = s.turns + (s.turns === 1 ? " turn" : " turns");
   if (!s.tokens) return turns;
@@ -75,7 +84,8 @@ function renderTree() {
       el("td", {}, el("span", { class: "status " + statusClass(a.status) }, a.status),
         a.last_error ? el("span", { class: "note" }, a.last_error) : null),
       el("td", { class: "wide" }, (a.provider || "") + " " + (a.model || "")),
-      el("td", { class: "spend" }, spendText(own), sub.turns !== own.turns ? el("span", { class: "sub" }, " (" + spendText(sub) + " in all)") : null),
+      el("td", { class: "spend" }, spendText(own), sub.turns !== own.turns ? el("span", { class: "sub" }, " (" + spendText(sub) + " in all)") : null,
+        a.remaining ? el("span", { class: "left" }, "left: " + leftText(a.remaining)) : null),
       actions);
     body.append(row);
   }

@@ -46,7 +46,7 @@ func AgentList(w io.Writer, agents []map[string]any, v ListView, now time.Time, 
 		}
 		if v.Wide {
 			row = append(row, Dash(reply.Str(a, "provider")), Dash(reply.Str(a, "model")),
-				agoCell(now, reply.Str(a, "last_turn_at")), Dash(usageText(reply.Obj(a, "usage"))), Dash(spentCell(a)), Dash(leftText(reply.Obj(a, "remaining"))))
+				agoCell(now, reply.Str(a, "last_turn_at")), Dash(usageText(reply.Obj(a, "usage"))), Dash(spentCell(a)), Dash(LeftText(reply.Obj(a, "remaining"))))
 		}
 		rows = append(rows, row)
 	}
@@ -241,8 +241,8 @@ func spentCell(a map[string]any) string {
 	return own
 }
 
-// leftText is what remains of an agent's budget ("" without one).
-func leftText(r map[string]any) string {
+// LeftText is what remains of an agent's budget ("" without one).
+func LeftText(r map[string]any) string {
 	if r == nil {
 		return ""
 	}

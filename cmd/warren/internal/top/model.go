@@ -101,7 +101,7 @@ func (m *model) refresh() tea.Cmd {
 			r.agents = append(r.agents, agent{id: reply.Str(a, "agent_id"), path: path, name: reply.Str(a, "name"),
 				status: reply.Str(a, "status"), provider: reply.Str(a, "provider"), model: reply.Str(a, "model"),
 				lastErr: reply.Str(a, "last_error"), pending: reply.Num(a, "pending"),
-				spent: render.SpentText(reply.Obj(a, "spent")), depth: strings.Count(path, "/")})
+				spent: spentLeft(a), depth: strings.Count(path, "/")})
 		}
 		sort.Slice(r.agents, func(i, j int) bool { return r.agents[i].path < r.agents[j].path })
 		for _, w := range reply.List(ws, "waits") {
@@ -317,7 +317,7 @@ func (m *model) View() string {
 	if m.mode == modeFollow {
 		return m.followView(&b)
 	}
-	fmt.Fprintf(&b, "  %-28s %-22s %-22s %-20s %5s  %s\n", "AGENT", "STATUS", "MODEL", "SPENT", "PEND", "LATEST")
+	fmt.Fprintf(&b, "  %-28s %-22s %-22s %-32s %5s  %s\n", "AGENT", "STATUS", "MODEL", "SPENT", "PEND", "LATEST")
 	for i, a := range m.agents {
 		cur := " "
 		if i == m.sel {
@@ -328,8 +328,8 @@ func (m *model) View() string {
 		if a.lastErr != "" {
 			status += " (last turn failed)"
 		}
-		fmt.Fprintf(&b, "%s %-28s %-22s %-22s %-20s %5d  %s\n", cur, name, oneLine(status, 22),
-			oneLine(a.provider+" "+a.model, 22), oneLine(a.spent, 20), a.pending, oneLine(m.last[a.id], max(10, m.width-108)))
+		fmt.Fprintf(&b, "%s %-28s %-22s %-22s %-32s %5d  %s\n", cur, name, oneLine(status, 22),
+			oneLine(a.provider+" "+a.model, 22), oneLine(a.spent, 32), a.pending, oneLine(m.last[a.id], max(10, m.width-120)))
 	}
 	if len(m.waits) > 0 {
 		b.WriteString("\nWAITING FOR YOU\n")
@@ -366,4 +366,13 @@ func (m *model) followView(b *strings.Builder) string {
 		b.WriteString("  … " + oneLine(m.delta, max(20, m.width-6)) + "\n")
 	}
 	return b.String()
+}
+
+// spentLeft is an agent's spend and, with a budget, what remains of it.
+func spentLeft(a map[string]any) string {
+	s := render.SpentText(reply.Obj(a, "spent"))
+	if left := render.LeftText(reply.Obj(a, "remaining")); left != "" {
+		s = strings.TrimSpace(s + " / left " + left)
+	}
+	return s
 }
