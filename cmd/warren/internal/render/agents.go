@@ -221,15 +221,18 @@ func SpentText(s map[string]any) string {
 	if s == nil {
 		return ""
 	}
-	turns := reply.Num(s, "turns")
+	turns := fmt.Sprintf("%d turns", reply.Num(s, "turns"))
+	if reply.Num(s, "turns") == 1 {
+		turns = "1 turn"
+	}
 	if reply.Num(s, "unpriced_requests") == 0 && reply.Num(s, "requests") > 0 {
 		usd, _ := s["usd"].(float64)
-		return fmt.Sprintf("$%.4f, %d turns", usd, turns)
+		return fmt.Sprintf("$%.4f, %s", usd, turns)
 	}
 	if reply.Num(s, "requests") > 0 {
-		return fmt.Sprintf("%d tokens, %d turns", reply.Num(s, "tokens"), turns)
+		return fmt.Sprintf("%d tokens, %s", reply.Num(s, "tokens"), turns)
 	}
-	return fmt.Sprintf("%d turns", turns)
+	return turns
 }
 
 // spentCell is an agent's spend and, when it differs, its subtree's.
