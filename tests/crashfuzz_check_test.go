@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/warren-dev/warren/schema"
 	"path"
 	"reflect"
 	"sort"
@@ -374,4 +375,35 @@ func mentions(logs map[string][]cfEntry, ids []string) string {
 		}
 	}
 	return b.String()
+}
+
+// checkSpend is guarantee 11.9's second half: after any crash, the spend
+// the core counts for each agent is the sum of the usage.step entries and
+// completed turns in its log.
+func checkSpend(c *engine.Core, fsys faultfs.FS) error {
+	for _, v := range c.List() {
+		es, err := eventlog.ReadAll(fsys, agentLogPath(v.ID))
+		if err != nil {
+			return fmt.Errorf("reading %s's log: %w", v.ID, err)
+		}
+		var tokens int64
+		steps, turns := 0, 0
+		for _, e := range es {
+			switch e.Event {
+			case schema.UsageStep:
+				var d schema.UsageStepData
+				if err := json.Unmarshal(e.Data, &d); err != nil {
+					return fmt.Errorf("%s: usage.step %d: %w", v.ID, e.Seq, err)
+				}
+				tokens += int64(d.InputTokens + d.OutputTokens)
+				steps++
+			case schema.TurnComplete:
+				turns++
+			}
+		}
+		if v.Spent.Tokens != tokens || v.Spent.Steps != steps || v.Spent.Turns != turns {
+			return fmt.Errorf("11.9: agent %s counts %+v; its log has %d tokens in %d usage.step entries and %d turns", v.Path, v.Spent, tokens, steps, turns)
+		}
+	}
+	return nil
 }

@@ -134,6 +134,11 @@ func cfProgram(ctx context.Context, t *inproc.Turn) (string, error) {
 		}
 		return fmt.Sprintf("answer: %v", r["response"]), nil
 	}
+	// One model request per echo turn: its usage.step makes the spend
+	// the oracle checks against the logs (11.9, checkSpend).
+	if err := t.Request(provider.Usage{InputTokens: 10, OutputTokens: len(t.Prompt)}); err != nil {
+		return "", err
+	}
 	return "echo: " + t.Prompt, nil
 }
 
@@ -415,6 +420,9 @@ func (w *cfWorld) crashRecover(plan cfCrash) error {
 	}
 	if d := diffSnaps(ref, got); compare && d != "" {
 		return w.failf("test instance differs from the reference after recovery:\n%s", d)
+	}
+	if err := checkSpend(w.core, w.mem); err != nil {
+		return w.failf("%v", err)
 	}
 	if !w.wake {
 		return nil
