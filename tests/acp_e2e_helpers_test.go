@@ -44,6 +44,9 @@ type e2eAgent struct {
 	persisted func(dir, handle string) bool
 	// restoreBug explains a known failure of the agent's native restore.
 	restoreBug string
+	// noUsage: the agent reports no token usage over ACP (its turns are
+	// counted, not its tokens; SPEC 13).
+	noUsage bool
 	// sameMinuteLoad: the agent's session/load fails when it runs in the
 	// same UTC minute as the session's creation (gemini-cli 0.61.0; see
 	// restoreBug), and warren falls back to the history.
@@ -82,7 +85,7 @@ stream_max_retries = 0
 			return map[string]string{"CODEX_HOME": home, "HOME": dir}
 		}},
 	{name: "gemini", pkg: "@google/gemini-cli", bin: "gemini", api: llmfake.Gemini, model: "mock-model",
-		sameMinuteLoad: true,
+		sameMinuteLoad: true, noUsage: true,
 		restoreBug: "gemini-cli 0.61.0's session/load (GeminiAgent.loadSession) first builds the session's config, whose " +
 			"initialize starts a ChatRecordingService for the loaded id as a new session: it names its file " +
 			"session-<UTC minute>-<id8>.jsonl, which in the minute the session was created is the session's own file, and " +

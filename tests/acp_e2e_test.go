@@ -95,6 +95,13 @@ func testE2EACPAgent(t *testing.T, a e2eAgent) {
 		t.Fatalf("session.created %v: want one, with the ACP session id as handle", created)
 	}
 
+	// SPEC 13: what the agent reports of its model requests over ACP (the
+	// turn's total in session/prompt's result: one usage.step per turn).
+	steps := usageSteps(t, d, worker)
+	t.Logf("%s usage.step entries after turn 1: %v", a.name, steps)
+	if reported := len(steps) > 0 && num(steps[0]["input_tokens"]) > 0; reported == a.noUsage {
+		t.Errorf("%s: usage reported %v, expected %v (e2eAgent.noUsage)", a.name, reported, !a.noUsage)
+	}
 	phase("turn 1")
 	// 2. kill -9, restart, native restore.
 	if a.persisted != nil {
