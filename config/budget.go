@@ -23,6 +23,17 @@ func (c Config) DefaultBudget(prov string) *schema.BudgetSetData {
 	return &b
 }
 
+// ReportsUsage says whether the agents of provider entry prov report
+// their token usage (SPEC 13): the entry's "usage" setting, else false for
+// the built-in gemini entry (Gemini CLI reports none over ACP), else true.
+// An entry that reports none can have a turns budget only.
+func (c Config) ReportsUsage(prov string) bool {
+	if v, ok := c.Providers[prov].Settings["usage"].(bool); ok {
+		return v
+	}
+	return prov != "gemini"
+}
+
 // parseBudgetKey reads the file's "budget".
 func parseBudgetKey(cfg *Config, top map[string]json.RawMessage) error {
 	raw, ok := top["budget"]
@@ -41,8 +52,13 @@ func parseBudgetKey(cfg *Config, top map[string]json.RawMessage) error {
 	return nil
 }
 
-// checkBudgetSetting validates a provider entry's "budget".
+// checkBudgetSetting validates a provider entry's "budget" and "usage".
 func checkBudgetSetting(key string, settings map[string]any) error {
+	if v, ok := settings["usage"]; ok {
+		if _, isBool := v.(bool); !isBool {
+			return fmt.Errorf("%w: %q must be true or false (whether the entry's agents report token usage), got %v", ErrInvalid, key+".usage", v)
+		}
+	}
 	v, ok := settings["budget"]
 	if !ok {
 		return nil

@@ -45,6 +45,9 @@ func (c *Core) checkBudgetFor(prov, model string, b *schema.BudgetSetData) error
 	if (b.Tokens != nil && *b.Tokens < 0) || (b.USD != nil && *b.USD < 0) || (b.Turns != nil && *b.Turns < 0) {
 		return failf(ErrInvalid, "a budget's limits must be 0 or more")
 	}
+	if (b.Tokens != nil || b.USD != nil) && !c.config().ReportsUsage(prov) {
+		return failf(ErrInvalid, "the agents of %s report no token usage (its \"usage\" setting, or Gemini CLI's ACP): give it a turns budget only", prov)
+	}
 	if b.USD != nil {
 		if _, ok := c.config().PriceOf(prov, model); !ok {
 			return failf(ErrInvalid, "a dollar budget needs a price for %s/%s: add \"prices\": {\"%s/%s\": {\"input_per_mtok\": ..., \"output_per_mtok\": ..., \"cache_read_per_mtok\": ..., \"cache_write_per_mtok\": ...}} to config.json (a price is never guessed), or budget tokens or turns",

@@ -253,3 +253,19 @@ func TestTerminatedSpendStaysInTheEnvelope(t *testing.T) {
 		t.Fatalf("the root's remaining: %v, want 600", left)
 	}
 }
+
+// TestNoUsageTurnsOnly: an entry whose agents report no token usage
+// ("usage": false) can have a turns budget only.
+func TestNoUsageTurnsOnly(t *testing.T) {
+	h := newHarness(t, func(h *harness) {
+		h.cfg.Providers = map[string]config.ProviderConfig{"inproc": {Settings: map[string]any{"usage": false}}}
+	})
+	n := int64(10)
+	_, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "a", Provider: "inproc", Model: "echo", Budget: &schema.BudgetSetData{Tokens: &n}})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "turns budget only") {
+		t.Fatalf("a token budget on an entry without usage: %v", err)
+	}
+	if _, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "b", Provider: "inproc", Model: "echo", Budget: &schema.BudgetSetData{Turns: &n}}); err != nil {
+		t.Fatalf("a turns budget: %v", err)
+	}
+}
