@@ -138,8 +138,19 @@ func (c *Core) prepareRecovery() error {
 	if err := c.fs.MkdirAll(c.agentsDir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", c.agentsDir, err)
 	}
-	if err := c.fs.SyncDir(c.opts.Home); err != nil {
-		return fmt.Errorf("syncing %s: %w", c.opts.Home, err)
+	// The home and its ancestors, once per start: a new agent's log then
+	// fsyncs only the directories it adds (eventlog, issue 38). Past the
+	// home's parent a refusal (a read-only or special filesystem) is
+	// ignored.
+	for dir, i := c.opts.Home, 0; ; i++ {
+		if err := c.fs.SyncDir(dir); err != nil && i <= 1 {
+			return fmt.Errorf("syncing %s: %w", dir, err)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
 	}
 	c.launches.KillLeftovers()
 	c.bus.SetSecret(c.liveSecret)

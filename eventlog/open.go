@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -252,25 +253,29 @@ func missingDirs(fsys faultfs.FS, dir string) ([]string, error) {
 	}
 }
 
-// syncAncestors fsyncs the log's directory and each ancestor up to the
-// root. A failure is fatal for the directories whose entries this Open
-// created (the log's directory, the directories it made, their parents);
-// for older ancestors, which may sit on a read-only or special filesystem,
-// it is logged and ignored: their entries are as durable as whoever made
-// them left them.
+// syncAncestors fsyncs the directories whose entries a new log adds: its
+// own directory (the log file's entry) and the directories this Open
+// created with their parents (l.mustSync). Older ancestors are not synced
+// again on every new log: whoever made them made them durable (the
+// daemon's home, homedir.Prepare, once per start), and syncing every
+// ancestor up to / cost each agent create four or more fsyncs (issue 38).
 func (l *Log) syncAncestors() error {
-	dir := l.dir
-	for {
-		if err := l.fsys.SyncDir(dir); err != nil {
-			if l.mustSync[dir] {
-				return fmt.Errorf("fsync directory %s: %w", dir, err)
-			}
-			l.logger.Warn("cannot fsync an existing ancestor directory of a new event log", "dir", dir, "error", err)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return nil
-		}
-		dir = parent
+	if err := l.fsys.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", l.dir, err)
 	}
+	dirs := make([]string, 0, len(l.mustSync))
+	for d := range l.mustSync {
+		if d != l.dir {
+			dirs = append(dirs, d)
+		}
+	}
+	// Deepest first: a directory's entry is made durable before its
+	// parent's, as a walk up the tree does.
+	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+	for _, d := range dirs {
+		if err := l.fsys.SyncDir(d); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", d, err)
+		}
+	}
+	return nil
 }

@@ -199,3 +199,33 @@ func TestAncestorSyncFailures(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestNewLogSyncsOnlyWhatItAdds (issue 38): a new log beside existing
+// ones fsyncs its own directory and the directory that holds it, not
+// every ancestor up to the root (the home was made durable once).
+func TestNewLogSyncsOnlyWhatItAdds(t *testing.T) {
+	m := faultfs.NewMem()
+	mustAppend(t, mustOpen(t, m, memPath), "agent.created", nil)
+	before := len(m.Ops())
+	second := "home/agents/a2/events.jsonl"
+	mustAppend(t, mustOpen(t, m, second), "agent.created", nil)
+	var syncs []string
+	for _, op := range opStrings(m.Ops()[before:]) {
+		if strings.HasPrefix(op, "syncdir ") {
+			syncs = append(syncs, op)
+		}
+	}
+	for _, op := range syncs {
+		if op != "syncdir home/agents/a2" && op != "syncdir home/agents" {
+			t.Fatalf("the second log synced %v, want its directory and agents/ only", syncs)
+		}
+	}
+	if len(syncs) < 2 {
+		t.Fatalf("the second log synced %v, want its directory and agents/", syncs)
+	}
+	m.Crash()
+	m.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
+	if es, err := ReadAll(m, second); err != nil || len(es) != 1 {
+		t.Fatalf("after power loss the second log has %d entries, %v", len(es), err)
+	}
+}
