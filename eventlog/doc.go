@@ -134,11 +134,14 @@
 //     fsync returned (a failed removal leaves it, and then the log is
 //     fsynced). So recovering ten thousand logs at rest costs no device
 //     flush each.
-//  4. If the log is new or empty, fsync its directory and every ancestor
-//     directory up to the root, so the file and any directories created
-//     for it (by this Open or by one that crashed) are durable before
-//     anything is acknowledged. A failure is fatal for the directories this
-//     Open created and their parents; for older ancestors it is logged.
+//  4. If the log is new or empty, fsync its directory and that
+//     directory's parent, and every directory this Open created and its
+//     parent, so the file and the directories made for it (by this Open or
+//     by one that crashed) are durable before anything is acknowledged; a
+//     failure is fatal. The directories above are the caller's to make
+//     durable: the daemon fsyncs its home and the home's ancestors once per
+//     start (not on every new log, which cost each create four or more
+//     fsyncs).
 //  5. If the pending file exists and is a complete group, skip the seqs the
 //     log already holds; if some continue the log, first fsync the pending
 //     file and its directory (the crash may have come before either was

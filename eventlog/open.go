@@ -253,21 +253,24 @@ func missingDirs(fsys faultfs.FS, dir string) ([]string, error) {
 	}
 }
 
-// syncAncestors fsyncs the directories whose entries a new log adds: its
-// own directory (the log file's entry) and the directories this Open
-// created with their parents (l.mustSync). Older ancestors are not synced
-// again on every new log: whoever made them made them durable (the
-// daemon's home, homedir.Prepare, once per start), and syncing every
-// ancestor up to / cost each agent create four or more fsyncs (issue 38).
+// syncAncestors fsyncs the directories whose entries a new (or empty) log
+// adds: its own directory (the log file's entry), that directory's parent
+// (an Open that crashed may have made the directory and not synced it),
+// and the directories this Open created with their parents (l.mustSync).
+// Older ancestors are not synced again on every new log: they are the
+// caller's to make durable (the daemon syncs its home and the home's
+// ancestors once per start), and syncing every ancestor up to / cost each
+// agent create four or more fsyncs (issue 38).
 func (l *Log) syncAncestors() error {
-	if err := l.fsys.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", l.dir, err)
-	}
-	dirs := make([]string, 0, len(l.mustSync))
+	// The log's directory and its parent always: an Open that crashed may
+	// have created them without making them durable.
+	must := map[string]bool{l.dir: true, filepath.Dir(l.dir): true}
 	for d := range l.mustSync {
-		if d != l.dir {
-			dirs = append(dirs, d)
-		}
+		must[d] = true
+	}
+	dirs := make([]string, 0, len(must))
+	for d := range must {
+		dirs = append(dirs, d)
 	}
 	// Deepest first: a directory's entry is made durable before its
 	// parent's, as a walk up the tree does.
