@@ -269,3 +269,43 @@ func TestNoUsageTurnsOnly(t *testing.T) {
 		t.Fatalf("a turns budget: %v", err)
 	}
 }
+
+// TestGrantInATurn: spawn_agent's budget from a running turn: grants held
+// until the children exist, so two in one turn cannot both take the same
+// remaining; the child's envelope is logged by its parent's id.
+func TestGrantInATurn(t *testing.T) {
+	h := newHarness(t)
+	var results []map[string]any
+	h.prov.Register("granter", func(_ context.Context, t *inproc.Turn) (string, error) {
+		for _, name := range []string{"w1", "w2"} {
+			r, err := t.Call("spawn_agent", map[string]any{"name": name, "instructions": "work", "budget": map[string]any{"tokens": 600}})
+			if err != nil {
+				return "", err
+			}
+			results = append(results, r)
+		}
+		return "granted", nil
+	})
+	limit := int64(1000)
+	lead, err := h.c.CreateAgent(context.Background(), CreateSpec{Name: "lead", Provider: "inproc", Model: "granter", Budget: &schema.BudgetSetData{Tokens: &limit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := h.send(lead, "grant"); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if results[0]["error"] != nil || !strings.Contains(fmt.Sprint(results[1]["error"]), "more than the 400 left") {
+		t.Fatalf("the two grants: %v", results)
+	}
+	h.quiet()
+	kids := h.c.tree.Children(lead)
+	if len(kids) != 1 {
+		t.Fatalf("children %v, want w1 only", kids)
+	}
+	if b, _, ok := h.c.BudgetOf(kids[0]); !ok || b.By != lead || *b.Tokens != 600 {
+		t.Fatalf("w1's budget: %+v", b)
+	}
+	if _, left, _ := h.c.BudgetOf(lead); left["tokens"] != int64(400) {
+		t.Fatalf("the lead's remaining: %v", left)
+	}
+}
