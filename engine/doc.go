@@ -30,6 +30,10 @@
 //	snapshots.go       session.json behind the log; ckptwrite.go: checkpoints;
 //	                   owed.go: a run end that could not be logged
 //	views*.go          what the API shows (agent.list, inspect, waits)
+//	workspaces.go      an agent's git worktree, snapshots and restores
+//	sandboxes.go       who runs under bubblewrap, the private home
+//	usage.go           usage.step per model request, spend per subtree;
+//	                   budgets.go: budgets, grants and the budget wait
 //	user.go, gone.go, logpage.go, agentauth.go, calldoor.go, degraded.go,
 //	providers.go, store.go, errors.go
 //
