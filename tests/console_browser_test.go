@@ -3,11 +3,13 @@ package tests
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,8 +72,15 @@ func TestConsoleInABrowser(t *testing.T) {
 		return llmfake.Reply{Text: "Drafting the release notes now, section by section", Chunk: 4, Stall: true, StallAfter: 6}
 	})
 	d := newTestDaemon(t, modeBinary)
-	llmHome(t, d, oa, nil, nil)
-	d.args = []string{"--http", "127.0.0.1:0"}
+	llmHome(t, d, oa, nil, map[string]any{"resume": "manual"}) // an interrupted run waits for the page's Resume
+	// A fixed port: the page reconnects to it after the restart below.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	d.args = []string{"--http", addr}
 	d.Start()
 	script := writeScripts(t, d.dir)
 	lead := d.createAgent("lead", "scripted", script, "")
@@ -161,6 +170,34 @@ func TestConsoleInABrowser(t *testing.T) {
 	if !strings.Contains(readLog(t, d, lead), token) {
 		t.Fatalf("the card's token id %s is not the wait's", token)
 	}
+
+	// A run interrupted by a kill -9 (resume policy manual): the page,
+	// reconnected by itself, offers Resume, and it re-runs the run.
+	fifo := filepath.Join(d.dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w1 := d.callN("agent.inspect", map[string]any{"agent_id": "lead/w1"})["agent_id"].(string)
+	go func() {
+		_, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": w1, "message": "fifo " + fifo})
+	}()
+	must("w1 running", chromedp.WaitVisible(`//tr[@data-agent="lead/w1"]//span[contains(@class,"status") and contains(., "running")]`))
+	d.Kill()
+	d.Start()
+	must("the Resume button after the restart", chromedp.WaitVisible(chromedp.CSS(`tr[data-agent="lead/w1"] button.resume`)),
+		chromedp.Click(chromedp.CSS(`tr[data-agent="lead/w1"] button.resume`)))
+	waitEvent(t, d, w1, "run.resumed by the operator", func(ev string, data map[string]any) bool {
+		return ev == "run.resumed" && data["by"] == "operator"
+	})
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.Write([]byte("go on"))
+	f.Close()
+	waitEvent(t, d, w1, "the resumed run's turn.complete", func(ev string, data map[string]any) bool {
+		return ev == "turn.complete" && strings.Contains(mustJSON(t, data), "fifo: go on")
+	})
 
 	// The same page on a phone's screen.
 	if os.Getenv("WARREN_SCREENSHOTS") == "1" {
