@@ -30,8 +30,21 @@ func Write(fsys faultfs.FS, path string, data []byte, perm fs.FileMode) error {
 	return write(fsys, path, data, perm, randomHex)
 }
 
+// WriteCache replaces path with data atomically but not durably: a temp
+// file renamed into place, no fsync. For a file the caller can rebuild
+// (a cache): after a power loss it may hold the old content, none, or (on
+// a file system without rename ordering) be empty, and the reader must
+// treat anything invalid as missing.
+func WriteCache(fsys faultfs.FS, path string, data []byte, perm fs.FileMode) error {
+	return writeOpts(fsys, path, data, perm, randomHex, false)
+}
+
 // write is Write with the temp suffix source injectable for tests.
 func write(fsys faultfs.FS, path string, data []byte, perm fs.FileMode, suffix func() (string, error)) error {
+	return writeOpts(fsys, path, data, perm, suffix, true)
+}
+
+func writeOpts(fsys faultfs.FS, path string, data []byte, perm fs.FileMode, suffix func() (string, error), durable bool) error {
 	dir, base := filepath.Dir(path), filepath.Base(path)
 	f, tmp, err := createTemp(fsys, dir, base, perm, suffix)
 	if err != nil {
@@ -47,8 +60,10 @@ func write(fsys faultfs.FS, path string, data []byte, perm fs.FileMode, suffix f
 			return fail("write", err)
 		}
 	}
-	if err := f.Sync(); err != nil {
-		return fail("fsync", err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fail("fsync", err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		_ = fsys.Remove(tmp)
@@ -57,6 +72,9 @@ func write(fsys faultfs.FS, path string, data []byte, perm fs.FileMode, suffix f
 	if err := fsys.Rename(tmp, path); err != nil {
 		_ = fsys.Remove(tmp)
 		return fmt.Errorf("atomicfile: write %s: rename temp into place: %w", path, err)
+	}
+	if !durable {
+		return nil
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("atomicfile: write %s: new content is in place but may not survive a power loss: fsync directory %s: %w", path, dir, err)

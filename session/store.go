@@ -32,9 +32,10 @@ func (st *Store) Path(id string) string {
 	return path.Join(st.dir, id, FileName)
 }
 
-// Save validates s and atomically replaces its session.json (mode 0600).
-// The agent directory (and any missing parent) is created durably if
-// missing.
+// Save validates s and atomically replaces its session.json (mode 0600):
+// durably when it holds a provider's state blob, else as a cache (no
+// fsync: the log can rebuild it). The agent directory (and any missing
+// parent) is created durably if missing.
 func (st *Store) Save(s *Session) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("session: refusing to save: %w", err)
@@ -49,7 +50,15 @@ func (st *Store) Save(s *Session) error {
 		return err
 	}
 	p := st.Path(s.ID)
-	if err := atomicfile.Write(st.fsys, p, data, 0o600); err != nil {
+	write := atomicfile.Write
+	if len(s.ProviderState) == 0 {
+		// Everything in it is in the log too (recovery rebuilds an
+		// unreadable or missing session.json from it): not worth two
+		// fsyncs per save (issue 38). A provider's state blob is not in
+		// the log, so a snapshot with one is written durably.
+		write = atomicfile.WriteCache
+	}
+	if err := write(st.fsys, p, data, 0o600); err != nil {
 		return fmt.Errorf("session: save %s: %w", p, err)
 	}
 	return nil
