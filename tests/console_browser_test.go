@@ -56,6 +56,18 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
+// click clicks sel, again if the page replaced the node in between (it
+// re-renders its lists as events come).
+func click(ctx context.Context, sel string) error {
+	var err error
+	for range 5 {
+		if err = chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel))); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
 // TestConsoleInABrowser is issue 35's browser proof, in headless Chromium
 // against a real daemon and a scripted team: pair by the one-time link;
 // see the tree grow live as the lead spawns a worker; watch the lead's
@@ -107,7 +119,10 @@ func TestConsoleInABrowser(t *testing.T) {
 	must("the spawned worker's row", chromedp.WaitVisible(chromedp.CSS(`tr[data-agent="lead/w1"]`)))
 
 	// The transcript follows the log.
-	must("opening the transcript", chromedp.Click(chromedp.CSS(`tr[data-agent="lead"]`)), chromedp.WaitVisible(chromedp.CSS(`#transcript .entry`)))
+	if err := click(ctx, `tr[data-agent="lead"]`); err != nil {
+		t.Fatalf("opening the transcript: %v", err)
+	}
+	must("the transcript", chromedp.WaitVisible(chromedp.CSS(`#transcript .entry`)))
 	var lag []time.Duration
 	for i := range 10 {
 		msg := fmt.Sprintf("hello-%d", i)
@@ -121,15 +136,21 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	// A model's text streams into the transcript; Cancel ends the turn.
 	writer := d.createAgent("writer", "openai", "", "")
-	must("the writer's row", chromedp.WaitVisible(chromedp.CSS(`tr[data-agent="writer"]`)),
-		chromedp.Click(chromedp.CSS(`tr[data-agent="writer"]`)))
+	if err := click(ctx, `tr[data-agent="writer"]`); err != nil {
+		t.Fatalf("the writer's row: %v", err)
+	}
 	go func() {
 		_, _ = d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": writer, "message": "write the notes"})
 	}()
 	must("the streamed text", chromedp.WaitVisible(`//div[contains(@class,"live-text") and contains(., "Drafting the")]`))
-	must("cancelling from the page", chromedp.Click(chromedp.CSS(`tr[data-agent="writer"] button.cancel`)))
+	if err := click(ctx, `tr[data-agent="writer"] button.cancel`); err != nil {
+		t.Fatalf("cancelling from the page: %v", err)
+	}
 	waitEvent(t, d, writer, "turn.cancelled", func(ev string, _ map[string]any) bool { return ev == "turn.cancelled" })
-	must("back to the lead", chromedp.Click(chromedp.CSS(`tr[data-agent="lead"]`)), chromedp.WaitVisible(chromedp.CSS(`#transcript .entry`)))
+	if err := click(ctx, `tr[data-agent="lead"]`); err != nil {
+		t.Fatalf("back to the lead: %v", err)
+	}
+	must("the lead's transcript", chromedp.WaitVisible(chromedp.CSS(`#transcript .entry`)))
 
 	// A wait, answered from the page; a second tab answers it too.
 	go func() {
@@ -153,8 +174,17 @@ func TestConsoleInABrowser(t *testing.T) {
 	waitEvent(t, d, lead, "the answered run's turn.complete", func(ev string, data map[string]any) bool {
 		return ev == "turn.complete" && strings.Contains(mustJSON(t, data), "answer: ship it")
 	})
-	if err := chromedp.Do(tab2, chromedp.Click(chromedp.CSS(`.wait button.answer`)),
-		chromedp.WaitVisible(`//div[contains(@class,"outcome") and contains(., "already answered")]`)); err != nil {
+	// The second tab's card stays (its text was typed) and is marked
+	// ended once its page has seen the run go on; the page re-renders its
+	// list on every event, so a click may find the node replaced: try
+	// again then.
+	if err := chromedp.Do(tab2, chromedp.WaitVisible(chromedp.CSS(`.wait.ended button.answer`))); err != nil {
+		t.Fatalf("the second tab's card: %v", err)
+	}
+	if err := click(tab2, `.wait.ended button.answer`); err != nil {
+		t.Fatalf("the second answer's click: %v", err)
+	}
+	if err := chromedp.Do(tab2, chromedp.WaitVisible(`//div[contains(@class,"outcome") and contains(., "already answered")]`)); err != nil {
 		t.Fatalf("the second answer: %v", err)
 	}
 	second, err := chromedp.Run(tab2, chromedp.Text(chromedp.CSS(`.wait .outcome`)))
@@ -184,8 +214,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	must("w1 running", chromedp.WaitVisible(`//tr[@data-agent="lead/w1"]//span[contains(@class,"status") and contains(., "running")]`))
 	d.Kill()
 	d.Start()
-	must("the Resume button after the restart", chromedp.WaitVisible(chromedp.CSS(`tr[data-agent="lead/w1"] button.resume`)),
-		chromedp.Click(chromedp.CSS(`tr[data-agent="lead/w1"] button.resume`)))
+	if err := click(ctx, `tr[data-agent="lead/w1"] button.resume`); err != nil {
+		t.Fatalf("the Resume button after the restart: %v", err)
+	}
 	waitEvent(t, d, w1, "run.resumed by the operator", func(ev string, data map[string]any) bool {
 		return ev == "run.resumed" && data["by"] == "operator"
 	})

@@ -91,11 +91,18 @@ function renderTree() {
   }
 }
 
+let waitsShown = null; // the token ids the cards show
+
 function renderWaits() {
   const box = document.getElementById("waits");
   const count = document.getElementById("wait-count");
   count.textContent = state.waits.length;
   count.className = "count" + (state.waits.length ? " some" : "");
+  // Leave the cards alone while the waits are the same: someone may be
+  // typing into one.
+  const shown = state.waits.map((w) => w.token_id).join(",");
+  if (shown === waitsShown) return;
+  waitsShown = shown;
   const keep = {};
   for (const card of box.querySelectorAll(".wait")) keep[card.dataset.token] = card;
   box.replaceChildren();
