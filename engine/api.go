@@ -212,7 +212,17 @@ func (c *Core) Providers() []registry.Info { return c.providers.Entries() }
 // inbox's, "USER") from fromSeq on, up to its end now; fn's error stops
 // it.
 func (c *Core) ReadEntries(ctx context.Context, id string, fromSeq uint64, fn func(eventlog.Entry) error) error {
-	r, err := c.st.Read(ctx, id, fromSeq, 0)
+	return c.readEach(ctx, id, fromSeq, 0, fn)
+}
+
+// errStopRead ends readEach early without an error.
+var errStopRead = errors.New("stop reading")
+
+// readEach calls fn for each entry of log id from fromSeq on (the store
+// starts its search at hint), up to the log's end now; fn's error stops
+// it (errStopRead: with no error).
+func (c *Core) readEach(ctx context.Context, id string, fromSeq uint64, hint int64, fn func(eventlog.Entry) error) error {
+	r, err := c.st.Read(ctx, id, fromSeq, hint)
 	if err != nil {
 		return err
 	}
@@ -226,6 +236,9 @@ func (c *Core) ReadEntries(ctx context.Context, id string, fromSeq uint64, fn fu
 			return err
 		}
 		if err := fn(e); err != nil {
+			if errors.Is(err, errStopRead) {
+				return nil
+			}
 			return err
 		}
 	}

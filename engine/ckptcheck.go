@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -86,29 +85,18 @@ func (c *Core) foldLines(ctx context.Context, id string, upTo uint64) (*fold.Sta
 // foldMore folds the lines of agent id's log after p's last one into p,
 // up to line upTo (0: to the end).
 func (c *Core) foldMore(ctx context.Context, id string, p *fold.State, upTo uint64) error {
-	r, err := c.st.Read(ctx, id, p.LastSeq+1, max(p.LastOff, 0))
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	for {
-		e, err := r.Next()
-		if errors.Is(err, io.EOF) {
+	return c.readEach(ctx, id, p.LastSeq+1, max(p.LastOff, 0), func(e eventlog.Entry) error {
+		switch {
+		case e.Seq <= p.LastSeq:
 			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if e.Seq <= p.LastSeq {
-			continue
-		}
-		if upTo > 0 && e.Seq > upTo {
-			return nil
+		case upTo > 0 && e.Seq > upTo:
+			return errStopRead
 		}
 		if err := p.Apply(e); err != nil {
 			return fmt.Errorf("%s: %w", c.logPath(id), err)
 		}
-	}
+		return nil
+	})
 }
 
 // scrubState folds again the prefix a checkpoint let recovery skip and

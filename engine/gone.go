@@ -2,10 +2,10 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"io"
 	"slices"
 	"strings"
+
+	"github.com/warren-dev/warren/eventlog"
 )
 
 // What the daemon remembers of its terminated agents, so that a message
@@ -22,22 +22,14 @@ import (
 // logged. It takes no lock.
 func (c *Core) readGoneInfo(ctx context.Context, id string) *goneInfo {
 	info := &goneInfo{}
-	r, err := c.st.Read(ctx, id, 0, 0)
+	err := c.readEach(ctx, id, 0, 0, func(e eventlog.Entry) error {
+		info.Fold(e)
+		return nil
+	})
 	if err != nil {
 		c.log.Warn("reading a terminated agent's log for agent.list", "agent", id, "err", err)
-		return info
 	}
-	defer r.Close()
-	for {
-		e, err := r.Next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				c.log.Warn("reading a terminated agent's log for agent.list", "agent", id, "err", err)
-			}
-			return info
-		}
-		info.Fold(e)
-	}
+	return info
 }
 
 // goneEntry is one terminated agent in the registry.

@@ -3,9 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
-	"github.com/warren-dev/warren/tree"
 	"path/filepath"
 	"time"
+
+	"github.com/warren-dev/warren/tree"
 
 	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/eventlog"
@@ -54,27 +55,21 @@ type UserMessage struct {
 // inbox, oldest first: all of them, or as many as one reply carries (at
 // most maxDrain, about pageBytes of text); the rest stay for the next call.
 func (c *Core) DrainUserInbox(ctx context.Context) ([]UserMessage, error) {
-	if err := c.user.Damage(); err != nil {
-		return nil, failf(ErrWrongState, "%w", err)
-	}
-	msgs, err := c.user.Drain(maxDrain, pageBytes, c.filler(ctx), c.displayName)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]UserMessage, len(msgs))
-	for i, m := range msgs {
-		out[i] = UserMessage(m)
-	}
-	return out, nil
+	return c.userPage(ctx, c.user.Drain)
 }
 
 // PeekUserInbox is DrainUserInbox leaving the messages in the inbox
 // (inbox.list's peek).
 func (c *Core) PeekUserInbox(ctx context.Context) ([]UserMessage, error) {
+	return c.userPage(ctx, c.user.Show)
+}
+
+// userPage reads one page of the USER inbox with read (Drain or Show).
+func (c *Core) userPage(ctx context.Context, read func(int, int64, userinbox.Fill, func(string) string) ([]userinbox.Message, error)) ([]UserMessage, error) {
 	if err := c.user.Damage(); err != nil {
 		return nil, failf(ErrWrongState, "%w", err)
 	}
-	msgs, err := c.user.Show(maxDrain, pageBytes, c.filler(ctx), c.displayName)
+	msgs, err := read(maxDrain, pageBytes, c.filler(ctx), c.displayName)
 	if err != nil {
 		return nil, err
 	}
