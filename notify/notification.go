@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/internal/textcut"
 	"github.com/warren-dev/warren/schema"
 )
 
@@ -58,7 +58,7 @@ func classify(logID string, e eventlog.Entry, names Names, home string) (Notific
 		if err != nil || m.Sender == userLog || m.Sender == "SYSTEM" || !names.IsRoot(m.Sender) {
 			return n, false
 		}
-		n.Kind, n.AgentID, n.Path, n.Text = KindMessage, m.Sender, names.Path(m.Sender), cut(m.Payload)
+		n.Kind, n.AgentID, n.Path, n.Text = KindMessage, m.Sender, names.Path(m.Sender), textcut.Line(m.Payload, maxText)
 		return n, true
 	}
 	ref := n.Path
@@ -71,14 +71,14 @@ func classify(logID string, e eventlog.Entry, names Names, home string) (Notific
 		if json.Unmarshal(e.Data, &d) != nil {
 			return n, false
 		}
-		n.Text, n.WaitKind, n.TokenID = cut(d.Prompt), d.WaitKind, d.TokenID
+		n.Text, n.WaitKind, n.TokenID = textcut.Line(d.Prompt, maxText), d.WaitKind, d.TokenID
 		n.Command = fmt.Sprintf("warren agent resume %s --token-id %s RESPONSE%s", ref, d.TokenID, home)
 	case schema.TurnFailed:
 		var d schema.TurnFailedData
 		if json.Unmarshal(e.Data, &d) != nil {
 			return n, false
 		}
-		n.Text = cut(d.Error)
+		n.Text = textcut.Line(d.Error, maxText)
 		n.Command = fmt.Sprintf("warren logs %s%s", ref, home)
 	case schema.RunInterrupted:
 		var d schema.RunInterruptedData
@@ -91,16 +91,6 @@ func classify(logID string, e eventlog.Entry, names Names, home string) (Notific
 		return n, false
 	}
 	return n, true
-}
-
-// cut shortens s to maxText characters on one line.
-func cut(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= maxText {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:maxText-1]) + "…"
 }
 
 // HomeArg is the " --home H" a command needs for home H, shell-quoted

@@ -55,10 +55,9 @@ type Notifier struct {
 
 	mu   sync.Mutex
 	st   state
-	seen map[string]bool              // made this run and not yet acknowledged by every sink
-	high map[string]uint64            // the highest seq observed of each log
-	owed map[string]map[uint64]int    // log -> seq -> sinks that have not acknowledged it
-	last map[string]map[string]string // sink -> the last error, for Stats
+	high map[string]uint64         // the highest seq observed of each log
+	owed map[string]map[uint64]int // log -> seq -> sinks that have not acknowledged it (made this run)
+	last map[string]string         // sink -> its last error, for Stats
 
 	delivered atomic.Int64
 }
@@ -79,7 +78,7 @@ func New(o Options) *Notifier {
 		o.QueueLen = 1024
 	}
 	n := &Notifier{opts: o, rec: record{fsys: o.FS, path: filepath.Join(o.Home, "notify.jsonl")},
-		seen: map[string]bool{}, high: map[string]uint64{}, owed: map[string]map[uint64]int{}, last: map[string]map[string]string{}}
+		high: map[string]uint64{}, owed: map[string]map[uint64]int{}, last: map[string]string{}}
 	for _, s := range o.Sinks {
 		n.workers = append(n.workers, &worker{sink: s, q: make(chan Notification, o.QueueLen)})
 	}
@@ -168,7 +167,8 @@ func (n *Notifier) observe(log string, e eventlog.Entry) {
 		n.high[log] = e.Seq
 	}
 	nt, ok := classify(log, e, n.opts.Source, n.opts.HomeArg)
-	if !ok || n.seen[nt.ID] || e.TS.Before(n.st.since) {
+	_, owing := n.owed[log][e.Seq]
+	if !ok || owing || e.TS.Before(n.st.since) {
 		n.mu.Unlock()
 		return
 	}
@@ -179,7 +179,6 @@ func (n *Notifier) observe(log string, e eventlog.Entry) {
 		}
 	}
 	if len(to) > 0 {
-		n.seen[nt.ID] = true
 		if n.owed[log] == nil {
 			n.owed[log] = map[uint64]int{}
 		}
@@ -224,13 +223,10 @@ func (n *Notifier) send(ctx context.Context, sink Sink, nt Notification) bool {
 	for {
 		err := sink.Send(ctx, nt)
 		n.mu.Lock()
-		if n.last[sink.Name()] == nil {
-			n.last[sink.Name()] = map[string]string{}
-		}
 		if err != nil {
-			n.last[sink.Name()]["error"] = err.Error()
+			n.last[sink.Name()] = err.Error()
 		} else {
-			delete(n.last[sink.Name()], "error")
+			delete(n.last, sink.Name())
 		}
 		n.mu.Unlock()
 		if err == nil {
@@ -264,7 +260,6 @@ func (n *Notifier) acked(sink string, nt Notification) {
 	n.st.acks[nt.ID][sink] = true
 	if n.owed[log][seq]--; n.owed[log][seq] <= 0 {
 		delete(n.owed[log], seq)
-		delete(n.seen, nt.ID)
 	}
 }
 
@@ -351,7 +346,7 @@ func (n *Notifier) Stats() Stats {
 	}
 	for _, w := range n.workers {
 		s.Sinks = append(s.Sinks, SinkStats{Name: w.sink.Name(), Queued: len(w.q), Dropped: w.dropped.Load(),
-			LastError: n.last[w.sink.Name()]["error"]})
+			LastError: n.last[w.sink.Name()]})
 	}
 	return s
 }

@@ -46,10 +46,7 @@ func NewSinks(cfg []config.NotifySink, getenv func(string) string, env []string)
 			h.Set("Content-Type", "application/json")
 			w := &webhookSink{name: c.Name, url: c.URL, header: h, client: &http.Client{Timeout: sendTimeout,
 				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-			if c.SecretEnv != "" {
-				w.secretHeader, w.secret = c.SecretHeader, func() string { return getenv(c.SecretEnv) }
-				w.secretEnv = c.SecretEnv
-			}
+			w.secretEnv, w.secretHeader, w.getenv = c.SecretEnv, c.SecretHeader, getenv
 			out = append(out, w)
 		}
 	}
@@ -89,12 +86,13 @@ func (s *commandSink) Send(ctx context.Context, n Notification) error {
 
 // webhookSink POSTs the notification; a 2xx status acknowledges it.
 type webhookSink struct {
-	name, url    string
-	header       http.Header
-	secretHeader string
-	secretEnv    string
-	secret       func() string
-	client       *http.Client
+	name, url string
+	header    http.Header
+	// secretEnv ("" = none) names the variable whose value (read by
+	// getenv at each send) goes in the header secretHeader.
+	secretEnv, secretHeader string
+	getenv                  func(string) string
+	client                  *http.Client
 }
 
 func (s *webhookSink) Name() string { return s.name }
@@ -109,8 +107,8 @@ func (s *webhookSink) Send(ctx context.Context, n Notification) error {
 		return fmt.Errorf("%w %s: %v", ErrSink, s.name, err)
 	}
 	req.Header = s.header.Clone()
-	if s.secret != nil {
-		v := s.secret()
+	if s.secretEnv != "" {
+		v := s.getenv(s.secretEnv)
 		if v == "" {
 			return fmt.Errorf("%w %s: the variable %s (its secret_env) is not set in the daemon's environment", ErrSink, s.name, s.secretEnv)
 		}

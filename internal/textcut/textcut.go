@@ -4,7 +4,10 @@
 // reject invalid text), and is marked as cut.
 package textcut
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Prefix is the longest prefix of s of at most n bytes that does not end
 // inside a UTF-8 sequence (an invalid byte counts as one rune).
@@ -39,4 +42,15 @@ func Cut(s string, n int, mark string) string {
 		return s
 	}
 	return Prefix(s, n) + mark
+}
+
+// Line is s on one line (runs of white space made one space) and at most n
+// runes long, its end replaced by "…" when it was cut.
+func Line(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(0, n-1)]) + "…"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
+	"github.com/warren-dev/warren/internal/textcut"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/schema"
 )
@@ -296,15 +297,7 @@ func describe(ev map[string]any) string {
 	case schema.MessageEnqueued:
 		text = reply.Str(d, "payload")
 	}
-	return strings.TrimSpace(name + " " + oneLine(text, 120))
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
+	return strings.TrimSpace(name + " " + textcut.Line(text, 120))
 }
 
 func (m *model) View() string {
@@ -323,19 +316,19 @@ func (m *model) View() string {
 		if i == m.sel {
 			cur = ">"
 		}
-		name := strings.Repeat("  ", a.depth) + oneLine(a.name, 28-2*a.depth)
+		name := strings.Repeat("  ", a.depth) + textcut.Line(a.name, 28-2*a.depth)
 		status := a.status
 		if a.lastErr != "" {
 			status += " (last turn failed)"
 		}
-		fmt.Fprintf(&b, "%s %-28s %-22s %-22s %-32s %5d  %s\n", cur, name, oneLine(status, 22),
-			oneLine(a.provider+" "+a.model, 22), oneLine(a.spent, 32), a.pending, oneLine(m.last[a.id], max(10, m.width-120)))
+		fmt.Fprintf(&b, "%s %-28s %-22s %-22s %-32s %5d  %s\n", cur, name, textcut.Line(status, 22),
+			textcut.Line(a.provider+" "+a.model, 22), textcut.Line(a.spent, 32), a.pending, textcut.Line(m.last[a.id], max(10, m.width-120)))
 	}
 	if len(m.waits) > 0 {
 		b.WriteString("\nWAITING FOR YOU\n")
 		for _, a := range m.agents {
 			if w, ok := m.waits[a.id]; ok {
-				fmt.Fprintf(&b, "  %-28s %-10s %s\n", a.path, w.kind, oneLine(w.prompt, max(20, m.width-44)))
+				fmt.Fprintf(&b, "  %-28s %-10s %s\n", a.path, w.kind, textcut.Line(w.prompt, max(20, m.width-44)))
 			}
 		}
 	}
@@ -360,10 +353,10 @@ func (m *model) followView(b *strings.Builder) string {
 		lines = lines[len(lines)-room:]
 	}
 	for _, l := range lines {
-		b.WriteString("  " + oneLine(l, max(20, m.width-4)) + "\n")
+		b.WriteString("  " + textcut.Line(l, max(20, m.width-4)) + "\n")
 	}
 	if m.delta != "" {
-		b.WriteString("  … " + oneLine(m.delta, max(20, m.width-6)) + "\n")
+		b.WriteString("  … " + textcut.Line(m.delta, max(20, m.width-6)) + "\n")
 	}
 	return b.String()
 }
