@@ -103,21 +103,22 @@ func mergeLimit[T int64 | float64](cur, v *T, add bool) *T {
 // resumeBudgetWaits resumes the runs of id's subtree that wait on a
 // budget and are no longer blocked.
 func (c *Core) resumeBudgetWaits(id string) {
-	under := map[string]bool{}
 	for _, d := range c.tree.Subtree(id) {
-		under[d] = true
-	}
-	for _, w := range c.Waits() {
-		if w.Kind != schema.WaitBudget || !under[w.AgentID] {
+		a, ok := c.agent(d)
+		if !ok {
 			continue
 		}
-		a, ok := c.agent(w.AgentID)
-		if why, _ := c.budgetSpent(a); !ok || why != "" {
+		ws := a.WaitState()
+		if w := ws.Run.Wait; !ws.LiveWait || w == nil || w.Kind != schema.WaitBudget {
 			continue
 		}
+		if why, _ := c.budgetSpent(a); why != "" {
+			continue
+		}
+		tokenID := ws.Run.Wait.TokenID
 		go func() {
-			if _, err := c.ResumeWith(c.ctx, w.AgentID, ResumeOptions{TokenID: w.TokenID, Response: "budget raised"}); err != nil {
-				c.log.Warn("resuming a run after its budget was raised", "agent", w.AgentID, "err", err)
+			if _, err := c.ResumeWith(c.ctx, d, ResumeOptions{TokenID: tokenID, Response: "budget raised"}); err != nil {
+				c.log.Warn("resuming a run after its budget was raised", "agent", d, "err", err)
 			}
 		}()
 	}

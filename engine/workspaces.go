@@ -410,16 +410,11 @@ func (c *Core) childWorkspaceOf(ctx context.Context, id string) (name, parentID 
 	if !c.agents.Known(id) {
 		return "", "", w, notFound(id)
 	}
-	// Terminated: its log says where its branch is.
-	es, err := c.Log(ctx, id, 0)
-	if err != nil {
-		return "", "", w, err
-	}
+	// Terminated: its log says where its branch is (read from the store:
+	// a terminated agent is no longer loaded, so LogPage does not serve it).
 	p := fold.New()
-	for _, e := range es {
-		if err := p.Apply(e); err != nil {
-			return "", "", w, err
-		}
+	if err := c.ReadEntries(ctx, id, 0, p.Apply); err != nil {
+		return "", "", w, err
 	}
 	if p.Workspace == nil {
 		return "", "", w, failf(ErrInvalid, "agent %s had no workspace to merge", p.Name)
