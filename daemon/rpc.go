@@ -325,7 +325,7 @@ func (h *handler) list(ctx context.Context, p protocol.Params, _ server.Stream) 
 			if s, ok := sums[v.ID]; ok && s != v.Spent {
 				m["subtree_spent"] = spentMap(s)
 			}
-			if b, left, ok := h.c.BudgetOf(v.ID); ok {
+			if b, left, ok := h.c.BudgetLeft(v.ID, sums[v.ID]); ok {
 				m["budget"], m["remaining"] = budgetMap(b), left
 			}
 			out = append(out, m)
@@ -371,8 +371,9 @@ func (h *handler) inspect(ctx context.Context, p protocol.Params, _ server.Strea
 		return nil, err
 	}
 	m := detailMap(d)
-	m["subtree_spent"] = spentMap(h.c.SubtreeSpent(d.ID))
-	if b, left, ok := h.c.BudgetOf(d.ID); ok {
+	sub := h.c.SubtreeSpent(d.ID)
+	m["subtree_spent"] = spentMap(sub)
+	if b, left, ok := h.c.BudgetLeft(d.ID, sub); ok {
 		m["budget"] = budgetMap(b)
 		m["remaining"] = left
 	}

@@ -155,7 +155,7 @@ func (c *Core) budgetSpent(a *agent) (why, whose string) {
 // overBudget says whether agent n's budget b is spent: its subtree's
 // spend plus what it granted its children and they have not spent yet.
 func (c *Core) overBudget(n string, b *schema.BudgetSetData) string {
-	used := c.SubtreeSpent(n).Add(c.reserved(n)).Add(c.grants.sum(n))
+	used := c.committed(n, c.SubtreeSpent(n), c.grants.sum(n))
 	name := c.refOf(n)
 	switch {
 	case b.Tokens != nil && used.Tokens >= *b.Tokens:
@@ -219,7 +219,7 @@ func (c *Core) grantable(parent string, g *schema.BudgetSetData, inflight fold.S
 	if b == nil {
 		return ""
 	}
-	used := c.SubtreeSpent(parent).Add(c.reserved(parent)).Add(inflight)
+	used := c.committed(parent, c.SubtreeSpent(parent), inflight)
 	switch {
 	case b.Tokens != nil && g.Tokens != nil && *g.Tokens > *b.Tokens-used.Tokens:
 		return fmt.Sprintf("a grant of %d tokens is more than the %d left of your budget", *g.Tokens, max(0, *b.Tokens-used.Tokens))
@@ -249,17 +249,15 @@ func (c *Core) grant(parent string, spec *CreateSpec) string {
 	if c.grants.m[parent] == nil {
 		c.grants.m[parent] = map[string]fold.Spent{}
 	}
-	g := fold.Spent{}
-	if b := spec.Budget; b != nil {
-		if b.Tokens != nil {
-			g.Tokens = *b.Tokens
-		}
-		if b.USD != nil {
-			g.USD = *b.USD
-		}
-		if b.Turns != nil {
-			g.Turns = int(*b.Turns)
-		}
+	g, b := fold.Spent{}, spec.Budget
+	if b.Tokens != nil {
+		g.Tokens = *b.Tokens
+	}
+	if b.USD != nil {
+		g.USD = *b.USD
+	}
+	if b.Turns != nil {
+		g.Turns = int(*b.Turns)
 	}
 	c.grants.m[parent][spec.ID] = g
 	return ""
@@ -295,10 +293,23 @@ func (g *inflightGrants) of(parent string) fold.Spent {
 	return s
 }
 
-// BudgetOf is agent id's budget and what remains of it (its subtree's
-// spend, what it granted and its children have not spent, and what its
-// running turns are spawning, taken off); false when it has none.
+// committed is what counts against agent n's budget: its subtree's spend,
+// what it granted its children and they have not spent, and what its
+// running turns are granting (inflight).
+func (c *Core) committed(n string, subtree, inflight fold.Spent) fold.Spent {
+	return subtree.Add(c.reserved(n)).Add(inflight)
+}
+
+// BudgetOf is agent id's budget and what remains of it (BudgetLeft with
+// its subtree's spend); false when it has none.
 func (c *Core) BudgetOf(id string) (*schema.BudgetSetData, map[string]any, bool) {
+	return c.BudgetLeft(id, c.SubtreeSpent(id))
+}
+
+// BudgetLeft is agent id's budget and what remains of it, given its
+// subtree's spend (SubtreeSpent, or agent.list's SubtreeSpends); false when
+// it has none.
+func (c *Core) BudgetLeft(id string, subtree fold.Spent) (*schema.BudgetSetData, map[string]any, bool) {
 	a, ok := c.agent(id)
 	if !ok {
 		return nil, nil, false
@@ -307,7 +318,7 @@ func (c *Core) BudgetOf(id string) (*schema.BudgetSetData, map[string]any, bool)
 	if b == nil {
 		return nil, nil, false
 	}
-	used := c.SubtreeSpent(id).Add(c.reserved(id)).Add(c.grants.sum(id))
+	used := c.committed(id, subtree, c.grants.sum(id))
 	left := map[string]any{"tokens": nil, "usd": nil, "turns": nil}
 	if b.Tokens != nil {
 		left["tokens"] = max(0, *b.Tokens-used.Tokens)

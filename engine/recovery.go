@@ -122,9 +122,7 @@ func (c *Core) Recover(ctx context.Context) (RecoveryReport, error) {
 		"corrupt", rep.Corrupt, "quarantined", rep.Quarantined, "interrupted", rep.Interrupted, "pending", rep.Pending,
 		"from_checkpoints", rep.Resumed)
 	c.finish(ctx, placed, existing)
-	c.repairWorkspaces(ctx, agentsOf(placed))
-	c.checkSandboxes(ctx, agentsOf(placed))
-	c.resumeAfterStart(agentsOf(placed))
+	c.afterStart(ctx, agentsOf(placed))
 	c.WakeAll()
 	c.startScrub(placed)
 	c.startTakeover()
@@ -515,3 +513,12 @@ func (c *Core) stopping() bool { return c.agents.Closed() }
 
 // Quarantined is the number of agent directories the quarantine holds.
 func (c *Core) Quarantined() int { return c.agents.Quarantined() }
+
+// afterStart is what a start and a takeover do once the agents they placed
+// are loaded: repair their workspaces, check their sandboxes, then re-run
+// their interrupted runs under the resume policy.
+func (c *Core) afterStart(ctx context.Context, agents []*agent) {
+	c.repairWorkspaces(ctx, agents)
+	c.checkSandboxes(ctx, agents)
+	c.resumeAfterStart(agents)
+}

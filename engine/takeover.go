@@ -113,9 +113,7 @@ func (c *Core) Takeover(ctx context.Context) (RecoveryReport, error) {
 	c.adoptPlaced(ctx, placed)
 	c.arm(placed, &rep)
 	c.finish(ctx, placed, existing)
-	c.repairWorkspaces(ctx, agentsOf(placed))
-	c.checkSandboxes(ctx, agentsOf(placed))
-	c.resumeAfterStart(agentsOf(placed))
+	c.afterStart(ctx, agentsOf(placed))
 	for _, l := range placed {
 		c.wake(l.Agent)
 	}

@@ -49,13 +49,7 @@ func (in *goneInfo) Fold(e eventlog.Entry) {
 	case schema.UsageStep:
 		var d schema.UsageStepData
 		if json.Unmarshal(e.Data, &d) == nil {
-			in.Spent.Tokens += int64(d.InputTokens + d.OutputTokens)
-			in.Spent.Steps++
-			if d.USD != nil {
-				in.Spent.USD += *d.USD
-			} else {
-				in.Spent.Unpriced++
-			}
+			in.Spent.AddStep(d)
 		}
 	case schema.TurnComplete:
 		in.Spent.Turns++

@@ -259,7 +259,7 @@ func missingDirs(fsys faultfs.FS, dir string) ([]string, error) {
 // and the directories this Open created with their parents (l.mustSync).
 // Older ancestors are not synced again on every new log: they are the
 // caller's to make durable (the daemon syncs its home and the home's
-// ancestors once per start), and syncing every ancestor up to / cost each
+// ancestors once per start, in recovery), and syncing every ancestor up to / cost each
 // agent create four or more fsyncs (issue 38).
 func (l *Log) syncAncestors() error {
 	// The log's directory and its parent always: an Open that crashed may

@@ -7,7 +7,6 @@ package homedir
 import (
 	"errors"
 	"fmt"
-	"github.com/warren-dev/warren/faultfs"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -48,9 +47,6 @@ func Prepare(home string) error {
 		return homeStatErr(home, err)
 	}
 	if err := checkOwnDir(home, "home", st, uid); err != nil {
-		return err
-	}
-	if err := syncHome(home); err != nil {
 		return err
 	}
 	if err := checkParents(home, uid); err != nil {
@@ -191,22 +187,3 @@ func LockPath(home string) string { return filepath.Join(home, "daemon.lock") }
 
 // PidPath is the running daemon's pid file.
 func PidPath(home string) string { return filepath.Join(home, "daemon.pid") }
-
-// syncHome makes the home's own directory entry durable, once per start:
-// the home and every ancestor up to the root are fsynced (an ancestor that
-// refuses, on a read-only or special filesystem, is left as it is; the
-// home's parent must not refuse). The event logs then fsync only the
-// directories a new log adds (eventlog: "Directories").
-func syncHome(home string) error {
-	fsys := faultfs.OS{}
-	for dir, i := home, 0; ; i++ {
-		if err := fsys.SyncDir(dir); err != nil && i <= 1 {
-			return fmt.Errorf("fsync %s (making the home durable): %w", dir, err)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return nil
-		}
-		dir = parent
-	}
-}

@@ -550,13 +550,7 @@ func (p *State) foldUsageStep(e eventlog.Entry) error {
 	if err := decode(e, &d); err != nil {
 		return err
 	}
-	p.Spent.Tokens += int64(d.InputTokens) + int64(d.OutputTokens)
-	p.Spent.Steps++
-	if d.USD != nil {
-		p.Spent.USD += *d.USD
-	} else {
-		p.Spent.Unpriced++
-	}
+	p.Spent.AddStep(d)
 	return nil
 }
 

@@ -365,6 +365,17 @@ type Spent struct {
 	Turns    int     `json:"turns"`
 }
 
+// AddStep counts one model request (a usage.step).
+func (s *Spent) AddStep(d schema.UsageStepData) {
+	s.Tokens += int64(d.InputTokens) + int64(d.OutputTokens)
+	s.Steps++
+	if d.USD != nil {
+		s.USD += *d.USD
+	} else {
+		s.Unpriced++
+	}
+}
+
 // Add returns the sum of two spends.
 func (s Spent) Add(o Spent) Spent {
 	return Spent{Tokens: s.Tokens + o.Tokens, USD: s.USD + o.USD, Unpriced: s.Unpriced + o.Unpriced, Steps: s.Steps + o.Steps, Turns: s.Turns + o.Turns}
