@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 
 	"github.com/warren-dev/warren/schema"
 )
@@ -12,7 +11,7 @@ import (
 // the entry's "budget", else the file's (nil: none; SPEC 13).
 func (c Config) DefaultBudget(prov string) *schema.BudgetSetData {
 	if m, ok := c.Providers[prov].Settings["budget"].(map[string]any); ok {
-		if b, err := budgetOf(m); err == nil {
+		if b, err := schema.ParseBudget(m); err == nil {
 			return b
 		}
 	}
@@ -44,7 +43,7 @@ func parseBudgetKey(cfg *Config, top map[string]json.RawMessage) error {
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return fmt.Errorf(`%w: "budget" must be an object such as {"tokens": 2000000, "usd": 20, "turns": 500}, got %s`, ErrInvalid, preview(raw))
 	}
-	b, err := budgetOf(m)
+	b, err := schema.ParseBudget(m)
 	if err != nil {
 		return fmt.Errorf("%w: \"budget\": %v", ErrInvalid, err)
 	}
@@ -67,47 +66,8 @@ func checkBudgetSetting(key string, settings map[string]any) error {
 	if !isObj {
 		return fmt.Errorf("%w: %q must be an object such as {\"tokens\": 2000000}, got %v", ErrInvalid, key+".budget", v)
 	}
-	if _, err := budgetOf(m); err != nil {
+	if _, err := schema.ParseBudget(m); err != nil {
 		return fmt.Errorf("%w: %q: %v", ErrInvalid, key+".budget", err)
 	}
 	return nil
-}
-
-// budgetOf reads {tokens?, usd?, turns?}: whole numbers of tokens and
-// turns, dollars, each 0 or more.
-func budgetOf(m map[string]any) (*schema.BudgetSetData, error) {
-	b := &schema.BudgetSetData{By: schema.ByOperator}
-	for k, v := range m {
-		f, err := number(v)
-		if err != nil || f < 0 || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("%s must be a number of 0 or more, got %v", k, v)
-		}
-		switch k {
-		case "tokens", "turns":
-			if f != math.Trunc(f) {
-				return nil, fmt.Errorf("%s must be a whole number, got %v", k, v)
-			}
-			n := int64(f)
-			if k == "tokens" {
-				b.Tokens = &n
-			} else {
-				b.Turns = &n
-			}
-		case "usd":
-			b.USD = &f
-		default:
-			return nil, fmt.Errorf("unknown key %q; the keys are tokens, usd, turns", k)
-		}
-	}
-	return b, nil
-}
-
-func number(v any) (float64, error) {
-	switch n := v.(type) {
-	case json.Number:
-		return n.Float64()
-	case float64:
-		return n, nil
-	}
-	return 0, fmt.Errorf("not a number")
 }

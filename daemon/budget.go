@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
-	"math"
 
 	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/protocol"
@@ -35,66 +33,33 @@ func (h *handler) agentBudget(ctx context.Context, p protocol.Params, _ server.S
 	return map[string]any{"agent_id": id, "budget": budgetMap(&b)}, nil
 }
 
-// budgetParams reads tokens, usd and turns: of the object param name, or
-// of p itself with name "" (nil when none is given).
+// budgetParams reads a budget (schema.ParseBudget): the object param
+// name, or with name "" the tokens, usd and turns params of p itself; nil
+// when none is given.
 func budgetParams(p protocol.Params, name string) (*engine.BudgetChange, error) {
-	src := map[string]any(p)
-	prefix := ""
+	m := map[string]any{}
+	where := "param "
 	if name != "" {
-		m, err := p.OptMap(name)
-		if err != nil || m == nil {
+		obj, err := p.OptMap(name)
+		if err != nil || obj == nil {
 			return nil, err
 		}
-		src, prefix = m, name+"."
-		for k := range m {
-			if k != "tokens" && k != "usd" && k != "turns" {
-				return nil, protocol.Errorf(protocol.CodeInvalid, "param %s%s: unknown; a budget has tokens, usd and turns", prefix, k)
+		m, where = obj, "param "+name+": "
+	} else {
+		for _, k := range []string{"tokens", "usd", "turns"} {
+			if v, ok := p[k]; ok && v != nil {
+				m[k] = v
 			}
 		}
-	}
-	var ch engine.BudgetChange
-	for _, k := range []string{"tokens", "usd", "turns"} {
-		v, ok := src[k]
-		if !ok || v == nil {
-			continue
-		}
-		f, isNum := number(v)
-		if !isNum || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > 1e15 {
-			return nil, protocol.Errorf(protocol.CodeInvalid, "param %s%s: must be a number of 0 or more", prefix, k)
-		}
-		if k == "usd" {
-			ch.USD = &f
-			continue
-		}
-		if f != math.Trunc(f) {
-			return nil, protocol.Errorf(protocol.CodeInvalid, "param %s%s: must be a whole number", prefix, k)
-		}
-		n := int64(f)
-		if k == "tokens" {
-			ch.Tokens = &n
-		} else {
-			ch.Turns = &n
+		if len(m) == 0 {
+			return nil, nil
 		}
 	}
-	if ch.Tokens == nil && ch.USD == nil && ch.Turns == nil {
-		return nil, nil
+	b, err := schema.ParseBudget(m)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "%s%v", where, err)
 	}
-	return &ch, nil
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
+	return &engine.BudgetChange{Tokens: b.Tokens, USD: b.USD, Turns: b.Turns}, nil
 }
 
 // budgetMap is a budget as the replies show it (null: unlimited).

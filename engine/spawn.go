@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"github.com/warren-dev/warren/schema"
 
 	"github.com/warren-dev/warren/engine/internal/notice"
 	"github.com/warren-dev/warren/inbox"
@@ -96,8 +95,10 @@ func childSpec(parentID string, in inherited, id string, v tools.SpawnAgent) Cre
 	}
 	spec := CreateSpec{ID: id, Name: v.Name, ParentID: parentID, Instructions: v.Instructions,
 		Provider: prov, Model: model, Metadata: v.Metadata, Cwd: in.Cwd, Bootstrap: true}
-	if b := v.Budget; b != nil {
-		spec.Budget = &schema.BudgetSetData{Tokens: b.Tokens, USD: b.USD, Turns: b.Turns, By: parentID}
+	if v.Budget != nil {
+		b := *v.Budget
+		b.By = parentID
+		spec.Budget = &b
 	}
 	if v.Workspace != "none" {
 		// Resolved when the child is made (after the turn that spawns it

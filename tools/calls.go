@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"github.com/warren-dev/warren/schema"
 	"time"
 
 	"github.com/warren-dev/warren/inbox"
@@ -40,15 +41,9 @@ type SpawnAgent struct {
 	// Workspace is "none" for a child without a workspace of its own
 	// ("" = one branched from the parent's, when the parent has one).
 	Workspace string
-	// Budget is the envelope the parent grants (nil: none).
-	Budget *Budget
-}
-
-// Budget is a spawn_agent grant: each limit given (nil: not given).
-type Budget struct {
-	Tokens *int64
-	USD    *float64
-	Turns  *int64
+	// Budget is the envelope the parent grants (nil: none; By is set by
+	// the engine to the parent).
+	Budget *schema.BudgetSetData
 }
 
 // InspectAgent is a parsed inspect_agent call.

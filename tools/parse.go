@@ -461,9 +461,8 @@ func clip(s string) string { return textcut.Cut(s, 64, "...") }
 // closest returns the candidate within edit distance 2 of s.
 func closest(s string, candidates []string) string { return suggest.Closest(s, candidates, 2) }
 
-// budget reads a budget object {tokens?, usd?, turns?}: tokens and turns
-// whole numbers, usd dollars, each 0 or more.
-func (a *argReader) budget(name string) *Budget {
+// budget reads a budget object (schema.ParseBudget).
+func (a *argReader) budget(name string) *schema.BudgetSetData {
 	v, ok := a.value(name)
 	if !ok {
 		return nil
@@ -473,34 +472,9 @@ func (a *argReader) budget(name string) *Budget {
 		a.wrongType(name, `an object such as {"tokens": 200000}`, v)
 		return nil
 	}
-	b := &Budget{}
-	for k, raw := range m {
-		f, isNum := toFloat(raw)
-		if !isNum || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-			a.fail(name, ErrInvalidParam, "parameter %q: %s must be a number of 0 or more, got %s", name, clip(k), describe(raw))
-			return nil
-		}
-		switch k {
-		case "tokens", "turns":
-			if f != math.Trunc(f) || f > 1e15 {
-				a.fail(name, ErrInvalidParam, "parameter %q: %s must be a whole number", name, k)
-				return nil
-			}
-			n := int64(f)
-			if k == "tokens" {
-				b.Tokens = &n
-			} else {
-				b.Turns = &n
-			}
-		case "usd":
-			b.USD = &f
-		default:
-			a.fail(name, ErrInvalidParam, "parameter %q: unknown key %q; the keys are tokens, usd, turns", name, clip(k))
-			return nil
-		}
-	}
-	if b.Tokens == nil && b.USD == nil && b.Turns == nil {
-		a.fail(name, ErrInvalidParam, "parameter %q: give tokens, usd or turns", name)
+	b, err := schema.ParseBudget(m)
+	if err != nil {
+		a.fail(name, ErrInvalidParam, "parameter %q: %v", name, err)
 		return nil
 	}
 	return b
