@@ -72,7 +72,7 @@ func (c *Core) resolveSandbox(ctx context.Context, spec *CreateSpec) error {
 
 // privateHome is agent id's private home.
 func (c *Core) privateHome(id string) string {
-	return filepath.Join(c.opts.Home, "agents", id, "home")
+	return filepath.Join(c.agentDir(id), "home")
 }
 
 // makePrivateHome makes agent id's private home and copies the seed_home
@@ -197,7 +197,7 @@ func (c *Core) launchSandbox(id string, sb *schema.SandboxData) *launch.Sandbox 
 // environment: its private home, a private /tmp and its own socket.
 func (c *Core) sandboxEnv(id string) []string {
 	return []string{"HOME=" + c.privateHome(id), "TMPDIR=/tmp",
-		provider.EnvSocket + "=" + filepath.Join(c.opts.Home, "agents", id, "agent.sock")}
+		provider.EnvSocket + "=" + filepath.Join(c.agentDir(id), "agent.sock")}
 }
 
 // warrenBinary is the warren executable agents run as their MCP bridge.

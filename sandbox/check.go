@@ -16,8 +16,7 @@ type Checker struct {
 	Bin string
 
 	mu   sync.Mutex
-	done bool
-	path string
+	path string // set by the first successful Check
 }
 
 // Path is the bwrap binary a successful Check found ("" before one).
@@ -33,7 +32,7 @@ func (c *Checker) Path() string {
 func (c *Checker) Check(ctx context.Context) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done {
+	if c.path != "" {
 		return c.path, nil
 	}
 	bin := c.Bin
@@ -53,6 +52,6 @@ func (c *Checker) Check(ctx context.Context) (string, error) {
 			"and on Ubuntu 24.04 or later kernel.apparmor_restrict_unprivileged_userns=0 (or an AppArmor profile for bwrap); "+
 			"inside a container, the container must allow them", ErrSandbox, path, err, strings.TrimSpace(string(out)))
 	}
-	c.done, c.path = true, path
+	c.path = path
 	return path, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/client"
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
 	"github.com/warren-dev/warren/internal/textcut"
@@ -27,7 +28,7 @@ const maxFollow = 200
 
 type model struct {
 	ctx context.Context
-	d   Daemon
+	d   *client.Client
 
 	agents []agent
 	waits  map[string]wait   // agent id -> its wait
@@ -73,7 +74,7 @@ type (
 	}
 )
 
-func newModel(ctx context.Context, d Daemon) *model {
+func newModel(ctx context.Context, d *client.Client) *model {
 	return &model{ctx: ctx, d: d, waits: map[string]wait{}, last: map[string]string{}, width: 100, height: 30}
 }
 

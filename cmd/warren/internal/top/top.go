@@ -13,17 +13,12 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/client"
 	"github.com/warren-dev/warren/protocol"
 )
 
-// Daemon is the client top uses (client.Client).
-type Daemon interface {
-	Call(ctx context.Context, method string, params map[string]any) (map[string]any, error)
-	Dial(ctx context.Context) (*protocol.Client, error)
-}
-
 // Run shows the view until the user quits (q or Ctrl-C) or ctx ends.
-func Run(ctx context.Context, d Daemon, in io.Reader, out io.Writer) error {
+func Run(ctx context.Context, d *client.Client, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := newModel(ctx, d)
@@ -38,7 +33,7 @@ func Run(ctx context.Context, d Daemon, in io.Reader, out io.Writer) error {
 
 // follow feeds every logged event (and streamed text) to the program,
 // subscribing again while the daemon is away.
-func follow(ctx context.Context, d Daemon, p *tea.Program) {
+func follow(ctx context.Context, d *client.Client, p *tea.Program) {
 	for ctx.Err() == nil {
 		cl, err := d.Dial(ctx)
 		if err == nil {
