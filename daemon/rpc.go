@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/warren-dev/warren/homedir"
 	"os"
 	"path/filepath"
 	"slices"
@@ -239,52 +238,6 @@ func (h *handler) create(ctx context.Context, p protocol.Params, _ server.Stream
 		return nil, err
 	}
 	return map[string]any{"agent_id": id, "name": name}, nil
-}
-
-// workspaceParam reads agent.create's workspace: true, or {repo?, base?,
-// copy?} (SPEC 12); nil when absent or false.
-func workspaceParam(p protocol.Params) (*engine.WorkspaceRequest, error) {
-	if !p.Has("workspace") {
-		return nil, nil
-	}
-	if b, err := p.OptBool("workspace", false); err == nil {
-		if !b {
-			return nil, nil
-		}
-		return &engine.WorkspaceRequest{}, nil
-	}
-	m, err := p.OptMap("workspace")
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "param workspace: expected true or {repo?, base?, copy?}")
-	}
-	w := &engine.WorkspaceRequest{}
-	sub := protocol.Params(m)
-	for k := range m {
-		if k != "repo" && k != "base" && k != "copy" {
-			return nil, protocol.Errorf(protocol.CodeInvalid, "param workspace.%s: unknown (the keys are repo, base and copy)", k)
-		}
-	}
-	if w.Repo, err = sub.OptString("repo", ""); err != nil {
-		return nil, err
-	}
-	if w.Repo != "" && !filepath.IsAbs(w.Repo) {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "param workspace.repo: %q must be an absolute path", w.Repo)
-	}
-	if w.Base, err = sub.OptString("base", ""); err != nil {
-		return nil, err
-	}
-	if list, ok := m["copy"].([]any); ok {
-		for _, x := range list {
-			s, isStr := x.(string)
-			if !isStr {
-				return nil, protocol.Errorf(protocol.CodeInvalid, "param workspace.copy: a list of paths relative to the repository")
-			}
-			w.Copy = append(w.Copy, s)
-		}
-	} else if m["copy"] != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "param workspace.copy: a list of paths relative to the repository")
-	}
-	return w, nil
 }
 
 // list answers agent.list: the agents in tree order; with all, then the
@@ -562,112 +515,6 @@ func (h *handler) inboxList(ctx context.Context, p protocol.Params, _ server.Str
 	return res, nil
 }
 
-func (h *handler) cancel(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
-	id, err := h.ref(p, "agent_id")
-	if err != nil {
-		return nil, err
-	}
-	if err := h.c.Cancel(ctx, id); err != nil {
-		return nil, err
-	}
-	status, ok := h.c.Status(id)
-	if !ok {
-		status = "idle"
-	}
-	return map[string]any{"agent_id": id, "status": status}, nil
-}
-
-// reset starts an agent on a fresh context (the log keeps its history).
-func (h *handler) reset(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
-	id, err := h.ref(p, "agent_id")
-	if err != nil {
-		return nil, err
-	}
-	if err := h.c.Reset(id); err != nil {
-		return nil, err
-	}
-	return map[string]any{"agent_id": id, "status": "reset"}, nil
-}
-
-func (h *handler) resume(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
-	all, err := p.OptBool("all", false)
-	if err != nil {
-		return nil, err
-	}
-	recursive, err := p.OptBool("recursive", false)
-	if err != nil {
-		return nil, err
-	}
-	if all || recursive {
-		return h.resumeTree(ctx, p, all)
-	}
-	id, err := h.ref(p, "agent_id")
-	if err != nil {
-		return nil, err
-	}
-	opt, err := optStrings(p, "token", "response", "token_id")
-	if err != nil {
-		return nil, err
-	}
-	tok, resp, tokID := opt[0], opt[1], opt[2]
-	if tok != "" && tokID != "" {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "give the wait's token or its token_id, not both")
-	}
-	if tok == "" && tokID == "" && p.Has("response") {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "a response needs the wait's token (param token) or its token_id (listed by waits.list)")
-	}
-	keep, err := p.OptBool("keep_workspace", false)
-	if err != nil {
-		return nil, err
-	}
-	if p.Has("token_id") && tokID == "" {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "an empty token_id names no wait; list the pending waits with warren waits")
-	}
-	// With token_id the peer passed the socket's owner check
-	// (server/peer.go): a local operator may name the wait by its public
-	// id (SPEC 4).
-	res, err := h.c.ResumeWith(ctx, id, engine.ResumeOptions{Token: tok, TokenID: tokID, Response: resp, KeepWorkspace: keep})
-	if err != nil {
-		return nil, err
-	}
-	return turnResultMap(id, res)
-}
-
-// resumeTree answers agent.resume with recursive (the agent's subtree)
-// or all (the whole tree; agent_id may be left out): every interrupted
-// run in it is re-run; it returns at once with what was started and what
-// could not be, with why.
-func (h *handler) resumeTree(ctx context.Context, p protocol.Params, all bool) (any, error) {
-	if p.Has("token") || p.Has("token_id") || p.Has("response") {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "recursive and all re-run interrupted runs; they take no token, token_id or response (answer a wait alone)")
-	}
-	id := ""
-	if !all || p.Has("agent_id") {
-		var err error
-		if id, err = h.ref(p, "agent_id"); err != nil {
-			return nil, err
-		}
-	}
-	runs, err := h.c.ResumeTree(ctx, id, all && id == "")
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"runs": interruptedList(runs)}, nil
-}
-
-// interruptedList is runs as the wire shows them.
-func interruptedList(runs []engine.InterruptedRun) []any {
-	out := make([]any, len(runs))
-	for i, r := range runs {
-		m := map[string]any{"agent_id": r.AgentID, "path": r.Path, "run_id": r.RunID, "reason": r.Reason, "rerun": r.Rerun}
-		if r.Left != "" {
-			m["left"] = r.Left
-		}
-		out[i] = m
-	}
-	return out
-}
-
 func entryMap(agentID string, e eventlog.Entry) map[string]any {
 	var data any
 	if err := json.Unmarshal(e.Data, &data); err != nil {
@@ -701,69 +548,6 @@ func (h *handler) agentLog(ctx context.Context, p protocol.Params, _ server.Stre
 		next = e.Seq
 	}
 	return map[string]any{"events": out, "next_seq": int64(next), "more": more}, nil
-}
-
-func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, error) {
-	st := map[string]any{"pid": h.pid, "boot_id": h.c.BootID(), "version": h.version, "home": h.home,
-		"uptime_s": int64(time.Since(h.started).Seconds()), "agents": h.c.AgentCount(), "pools": poolsMap(h.c.PoolStats()),
-		"degraded": h.c.DegradedCount(), "open_logs": h.c.OpenLogs(),
-		"quarantined": h.c.Quarantined()}
-	if err := h.c.UserInboxDegraded(); err != nil {
-		st["user_inbox_degraded"] = err.Error()
-	}
-	if msg := h.cfg.message(); msg != "" {
-		st["config_error"] = msg
-	}
-	if runs := h.c.Interrupted(); len(runs) > 0 {
-		st["interrupted"] = interruptedList(runs)
-	}
-	if h.draining.Load() {
-		st["draining"] = true
-	}
-	if h.console != nil {
-		st["console"] = map[string]any{"url": h.consoleURL}
-	}
-	if h.notifier != nil {
-		st["notify"] = notifyStatus(h.notifier.Stats())
-	}
-	return st, nil
-}
-
-// providers lists the provider entries (never a key: only whether the
-// entry's key variable is set).
-func (h *handler) providers(context.Context, protocol.Params, server.Stream) (any, error) {
-	return map[string]any{"providers": h.c.Providers()}, nil
-}
-
-// maxDrainS bounds daemon.shutdown's drain_s (a day).
-const maxDrainS = 24 * 3600
-
-// shutdownM stops the daemon, after letting running turns finish for up
-// to drain_s seconds (SPEC 9). With a `home` param it stops only if that is
-// the home this daemon serves (the same directory), so a client that
-// reached it through a socket linked into another home stops nothing.
-func (h *handler) shutdownM(_ context.Context, p protocol.Params, _ server.Stream) (any, error) {
-	want, err := p.OptString("home", "")
-	if err != nil {
-		return nil, err
-	}
-	drainS, err := p.OptInt("drain_s", 0)
-	if err != nil {
-		return nil, err
-	}
-	if drainS < 0 || drainS > maxDrainS {
-		return nil, protocol.Errorf(protocol.CodeInvalid, "param drain_s: must be 0 to %d seconds, got %d", maxDrainS, drainS)
-	}
-	if want != "" && !homedir.Same(want, h.home) {
-		return nil, protocol.Errorf(protocol.CodeInvalid,
-			"this daemon (pid %d) serves the home %s, not %s; it was not stopped. Its socket was reached through another home's path: remove that link",
-			h.pid, h.home, want)
-	}
-	h.drain.Store(int64(drainS) * int64(time.Second))
-	if h.shutdown != nil {
-		go h.shutdown()
-	}
-	return map[string]any{"status": "shutting_down", "drain_s": drainS}, nil
 }
 
 // pageParams reads the paging params of agent.log and agent.inspect:
@@ -839,54 +623,4 @@ func pageLimit(v int64) (int, error) {
 		return 0, fmt.Errorf("limit must be from 1 to %d", engine.MaxPageLimit)
 	}
 	return int(v), nil
-}
-
-// workspaceLog answers workspace.log: the agent's workspace and its
-// snapshots (SPEC 8.1), oldest first.
-func (h *handler) workspaceLog(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
-	id, err := h.ref(p, "agent_id")
-	if err != nil {
-		return nil, err
-	}
-	v, err := h.c.WorkspaceLog(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	snaps := make([]any, len(v.Snapshots))
-	for i, s := range v.Snapshots {
-		snaps[i] = map[string]any{"run_id": s.RunID, "turn": s.Turn, "at": s.At, "commit": s.Commit,
-			"ts": s.TS.UTC().Format(time.RFC3339Nano), "files_changed": s.FilesChanged}
-	}
-	return map[string]any{"snapshots": snaps, "repo": v.Repo, "path": v.Path, "branch": v.Branch, "base": v.Base, "closed": v.Closed}, nil
-}
-
-// workspaceRestore answers workspace.restore: one of the agent's
-// snapshots back in its worktree (the agent at rest).
-func (h *handler) workspaceRestore(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
-	id, err := h.ref(p, "agent_id")
-	if err != nil {
-		return nil, err
-	}
-	commit, err := p.String("commit")
-	if err != nil {
-		return nil, err
-	}
-	if err := h.c.RestoreWorkspace(ctx, id, commit); err != nil {
-		return nil, err
-	}
-	return map[string]any{"agent_id": id, "commit": commit}, nil
-}
-
-// workspaceMerge answers workspace.merge: the child's branch merged into
-// its parent's worktree; conflicts are code 2 naming the paths.
-func (h *handler) workspaceMerge(ctx context.Context, p protocol.Params, _ server.Stream) (any, error) {
-	id, err := h.refAny(p, "agent_id")
-	if err != nil {
-		return nil, err
-	}
-	res, err := h.c.MergeChild(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"agent_id": id, "branch": res.Branch, "commit": res.Commit}, nil
 }
