@@ -233,32 +233,42 @@ func TestCrashfuzzExhaustive(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s without a crash: %v", wl.name, err)
 		}
-		runs, crashed := 0, 0
-		for k := 1; k <= n; k++ {
-			for _, mode := range modes {
-				for _, recK := range recKs {
-					plan := mode
-					plan.K, plan.RecK, plan.RecPL = k, recK, true
-					hit, err := runCrashPoint(wl, plan)
-					if err != nil {
-						t.Fatalf("workload %q, crash at op %d of %d%s:\n%v", wl.name, k, n, plan, err)
-					}
-					runs++
-					if hit {
-						crashed++
-					}
-				}
-			}
-		}
 		// Background work (session.json snapshots) may end after the
 		// workload returns, so the last few points may not crash.
-		t.Logf("workload %q: %d mutating ops, %d runs, %d of them crashed", wl.name, n, runs, crashed)
-		if crashed < runs/2 {
-			t.Fatalf("workload %q: only %d of %d runs crashed; the crash points are not reached", wl.name, crashed, runs)
-		}
+		runs := crashSweep(t, wl.name, n, modes, recKs, func(plan cfCrash) (bool, error) { return runCrashPoint(wl, plan) })
 		total += runs
 	}
 	t.Logf("%d crash runs in all", total)
+}
+
+// crashSweep runs a workload of n mutating ops crashed at each op, in
+// each mode, with each crash point of recovery (run reports whether the
+// crash hit), failing on an error or when fewer than half the runs
+// crashed (the crash points were not reached); it returns the runs.
+func crashSweep(t *testing.T, name string, n int, modes []cfCrash, recKs []int, run func(cfCrash) (bool, error)) int {
+	t.Helper()
+	runs, crashed := 0, 0
+	for k := 1; k <= n; k++ {
+		for _, mode := range modes {
+			for _, recK := range recKs {
+				plan := mode
+				plan.K, plan.RecK, plan.RecPL = k, recK, true
+				hit, err := run(plan)
+				if err != nil {
+					t.Fatalf("workload %q, crash at op %d of %d%s:\n%v", name, k, n, plan, err)
+				}
+				runs++
+				if hit {
+					crashed++
+				}
+			}
+		}
+	}
+	t.Logf("workload %q: %d mutating ops, %d runs, %d of them crashed", name, n, runs, crashed)
+	if crashed < runs/2 {
+		t.Fatalf("workload %q: only %d of %d runs crashed; the crash points are not reached", name, crashed, runs)
+	}
+	return runs
 }
 
 // runCrashPoint runs one crash point; it reports whether the crash hit.

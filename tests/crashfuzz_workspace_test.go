@@ -160,27 +160,7 @@ func TestCrashfuzzWorkspace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s without a crash: %v", wl.name, err)
 		}
-		runs, crashed := 0, 0
-		for k := 1; k <= n; k++ {
-			for _, mode := range modes {
-				for _, recK := range recKs {
-					plan := mode
-					plan.K, plan.RecK, plan.RecPL = k, recK, true
-					hit, err := runWsCrashPoint(t, wl, plan)
-					if err != nil {
-						t.Fatalf("workload %q, crash at op %d of %d%s:\n%v", wl.name, k, n, plan, err)
-					}
-					runs++
-					if hit {
-						crashed++
-					}
-				}
-			}
-		}
-		t.Logf("workload %q: %d mutating ops, %d runs, %d of them crashed", wl.name, n, runs, crashed)
-		if crashed < runs/2 {
-			t.Fatalf("workload %q: only %d of %d runs crashed; the crash points are not reached", wl.name, crashed, runs)
-		}
+		crashSweep(t, wl.name, n, modes, recKs, func(plan cfCrash) (bool, error) { return runWsCrashPoint(t, wl, plan) })
 	}
 }
 
