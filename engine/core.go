@@ -181,6 +181,8 @@ type Core struct {
 	grants inflightGrants
 	// goneSums caches what terminated agents spent under each agent.
 	goneSums goneSums
+	// gitChecked: git's version passed its check (workspaces.go).
+	gitChecked atomic.Bool
 	// changed fires when live state changes outside the logs (turn ends,
 	// terminations), for waiters such as tests and the demo.
 	changed bus.Signal

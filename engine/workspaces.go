@@ -88,7 +88,7 @@ func (c *Core) makeWorkspace(ctx context.Context, id string, spec *CreateSpec) (
 		}
 	}
 	g := c.opts.Git
-	if _, err := g.CheckVersion(ctx); err != nil {
+	if err := c.checkGit(ctx); err != nil {
 		return nil, failf(ErrInvalid, "%w", err)
 	}
 	dir := req.Repo
@@ -192,10 +192,7 @@ func (c *Core) repairWorkspaces(ctx context.Context, agents []*agent) {
 		}
 		if !checked { // the start checks git's version once, if any workspace needs it
 			checked = true
-			version, err := c.opts.Git.CheckVersion(ctx)
-			if gitErr = err; err == nil {
-				c.log.Info("workspaces: git found", "version", version)
-			}
+			gitErr = c.checkGit(ctx)
 		}
 		if gitErr != nil {
 			c.log.Error("an agent's workspace cannot be checked; the agent runs no turn until git is fixed", "agent", a.ID(), "err", gitErr)
@@ -420,4 +417,20 @@ func (c *Core) childWorkspaceOf(ctx context.Context, id string) (name, parentID 
 		return "", "", w, failf(ErrInvalid, "agent %s had no workspace to merge", p.Name)
 	}
 	return p.Name, p.ParentID, *p.Workspace, nil
+}
+
+// checkGit checks git's version (workspace.Git.CheckVersion) until it
+// passes once: then it is not run again on each create (git is not
+// swapped under a running daemon; a start checks it again).
+func (c *Core) checkGit(ctx context.Context) error {
+	if c.gitChecked.Load() {
+		return nil
+	}
+	version, err := c.opts.Git.CheckVersion(ctx)
+	if err != nil {
+		return err
+	}
+	c.log.Info("workspaces: git found", "version", version)
+	c.gitChecked.Store(true)
+	return nil
 }
