@@ -277,6 +277,9 @@ func TestGrantInATurn(t *testing.T) {
 	h := newHarness(t)
 	var results []map[string]any
 	h.prov.Register("granter", func(_ context.Context, t *inproc.Turn) (string, error) {
+		if t.Instructions == "work" {
+			return "worked", nil // w1 inherits this model; it only answers
+		}
 		for _, name := range []string{"w1", "w2"} {
 			r, err := t.Call("spawn_agent", map[string]any{"name": name, "instructions": "work", "budget": map[string]any{"tokens": 600}})
 			if err != nil {
