@@ -38,7 +38,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		if err := validRoutes(co.Routes); err != nil {
 			return nil, nil, err
 		}
-		eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Port: co.Port,
+		eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Host: co.Host, Advertise: co.Advertise, Port: co.Port,
 			Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync}
 		if eo.Port == 0 {
 			eo.Port = 4222

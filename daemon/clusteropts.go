@@ -25,6 +25,8 @@ type ClusterOptions struct {
 	// Routes are the other servers' cluster URLs (nats://host:port).
 	Embedded    bool
 	Name        string // the embedded server's name (default: the host's)
+	Host        string // listen address of the embedded server (default 127.0.0.1)
+	Advertise   string // host:port the other servers route to (default: the listener's)
 	Port        int    // client port of the embedded server (0: 4222)
 	ClusterPort int    // route port of the embedded server (0: 6222)
 	Routes      []string
@@ -37,6 +39,13 @@ type ClusterOptions struct {
 	// store's default, jetstream.DefaultOwnerTTL).
 	OwnerTTL time.Duration
 }
+
+// MinOwnerTTL is the shortest --owner-ttl a daemon takes: a lease is
+// renewed every third of it, and a renewal may take a second to answer.
+// A TTL shorter than a NATS leader election (up to about 9 s) loses no
+// lease (a renewal rides the election out), but pauses the agents'
+// turns and tools from the lease's expiry to the next renewal.
+const MinOwnerTTL = 3 * time.Second
 
 func (o ClusterOptions) enabled() bool { return o.URL != "" || o.Embedded }
 

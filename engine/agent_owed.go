@@ -42,9 +42,18 @@ func (a *agent) OwedErr() error {
 // records with gives (the notices its busy -> idle owes: noticesFor) in the
 // same write, then calls written; concurrent callers write it once
 // (owed.End.Flush).
-func (a *agent) WriteOwed(with func() []eventlog.Record, written func(runID, event string)) error {
-	return a.owed.Flush(func(event string, data any) error {
+func (a *agent) WriteOwed(with func() []eventlog.Record, written func(runID, event string, logged bool)) error {
+	return a.owed.Flush(a.RunOpen, func(event string, data any) error {
 		_, err := appendOwed(a.Log, with(), eventlog.Record{Event: event, Data: data})
 		return err
 	}, written)
+}
+
+// RunOpen reports whether the log holds run runID open (started, not
+// ended).
+func (a *agent) RunOpen(runID string) bool {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	r := a.p.OpenRun()
+	return r != nil && r.RunID == runID
 }

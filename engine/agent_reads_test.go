@@ -127,6 +127,7 @@ func TestOwedEnd(t *testing.T) {
 	if a.Owed() || a.Degraded() != "" {
 		t.Fatal("owed from the start")
 	}
+	startRun(t, a, "r1")
 	a.Owe("r1", schema.TurnCancelled, schema.TurnCancelledData{RunID: "r1"}, errors.New("disk full"))
 	if !a.Owed() || !strings.Contains(a.Degraded(), "turn.cancelled") {
 		t.Fatalf("owed: %v, degraded %q", a.Owed(), a.Degraded())
@@ -143,8 +144,8 @@ func TestOwedEnd(t *testing.T) {
 		return []eventlog.Record{{Event: schema.NoticesOwed, Data: schema.NoticesOwedData{From: "busy", To: "idle",
 			Key: a.TransitionKey(), Subscriptions: []schema.NoticeOwed{{SubscriptionID: "s1", Subscriber: "w"}}}}}
 	}
-	noErr(t, a.WriteOwed(owes, func(runID, event string) { written++ }))
-	noErr(t, a.WriteOwed(owes, func(runID, event string) { written++ }))
+	noErr(t, a.WriteOwed(owes, func(runID, event string, logged bool) { written++ }))
+	noErr(t, a.WriteOwed(owes, func(runID, event string, logged bool) { written++ }))
 	if lg.seq != before+2 || written != 1 || a.Owed() || a.OwedErr() != nil {
 		t.Fatalf("wrote %d entries (want the end and its notices), %d aftermaths; owed %v (%v)", lg.seq-before, written, a.Owed(), a.OwedErr())
 	}

@@ -22,7 +22,7 @@ import (
 // and adds more history after them. Automatic checkpoints are off (every
 // 10,000 entries), so the test decides when they are written.
 func ckptHome(t *testing.T) (*harness, []*agent) {
-	h := newHarness(t, func(h *harness) { h.noWake, h.ckptEvery = true, 10000 })
+	h := newHarness(t, func(h *harness) { h.noWake, h.ckptEvery, h.saveDelay = true, 10000, time.Hour }) // no background checkpoint races the ones the test writes
 	root := h.create("root", "", "echo")
 	child := h.create("child", root, "echo")
 	ctx := context.Background()

@@ -39,8 +39,12 @@ func (c *Core) logHealed(id string) {
 func (c *Core) flushOwed(a *agent) error {
 	return a.WriteOwed(func() []eventlog.Record {
 		return c.noticesFor(a, schema.StateBusy, schema.StateIdle, a.TransitionKey())
-	}, func(runID, event string) {
-		c.log.Info("logged the end of a run after the log recovered", "agent", a.ID(), "run", runID, "event", event)
+	}, func(runID, event string, logged bool) {
+		if logged {
+			c.log.Info("logged the end of a run after the log recovered", "agent", a.ID(), "run", runID, "event", event)
+		} else {
+			c.log.Info("the log recovered with the run already ended (or never started): nothing more to log", "agent", a.ID(), "run", runID)
+		}
 		c.saveSession(a, func(s *session.Session) {
 			s.State = session.StateIdle
 			s.Run = nil

@@ -55,18 +55,28 @@ func (o *owedEnd) Owed() (runID, event string, cause error, ok bool) {
 // Flush's lock (so that a concurrent Flush, which finds nothing owed, does
 // not return before the aftermath of the write is done). A failed write
 // leaves the end owed; the error says which.
-func (o *owedEnd) Flush(write func(event string, data any) error, after func(runID, event string)) error {
+//
+// A run that open reports ended (or never started) gets nothing written:
+// a cluster's log can store an append whose answer was lost (its
+// turn.start, or the very end that is owed), and hands it over when it
+// heals, before OnHeal flushes; the end is then already in the log.
+func (o *owedEnd) Flush(open func(runID string) bool, write func(event string, data any) error, after func(runID, event string, written bool)) error {
 	o.flush.Lock()
 	defer o.flush.Unlock()
 	e := o.e.Load()
 	if e == nil {
 		return nil
 	}
+	if !open(e.runID) {
+		o.e.CompareAndSwap(e, nil)
+		after(e.runID, e.event, false)
+		return nil
+	}
 	if err := write(e.event, e.data); err != nil {
 		return fmt.Errorf("the end of run %s (%s) is still not logged: %w", e.runID, e.event, err)
 	}
 	o.e.CompareAndSwap(e, nil) // an end owed meanwhile stays owed
-	after(e.runID, e.event)
+	after(e.runID, e.event, true)
 	return nil
 }
 

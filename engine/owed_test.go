@@ -2,24 +2,45 @@ package engine
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 )
+
+// open says every run is open in the log.
+func open(string) bool { return true }
+
+// An end owed for a run the log holds ended, or never started (an append
+// a cluster stored although its answer was lost, handed over when the
+// log healed), is dropped unwritten, and the aftermath still runs.
+func TestFlushSkipsARunNotOpen(t *testing.T) {
+	var o owedEnd
+	o.Owe("r1", "turn.failed", 7, errors.New("nats: timeout"))
+	var after []string
+	err := o.Flush(func(run string) bool { return run != "r1" }, func(string, any) error { t.Fatal("written for an ended run"); return nil },
+		func(run, event string, logged bool) { after = append(after, run, event, strconv.FormatBool(logged)) })
+	if err != nil || strings.Join(after, " ") != "r1 turn.failed false" {
+		t.Fatalf("flush: %v, aftermath %v", err, after)
+	}
+	if _, _, _, ok := o.Owed(); ok {
+		t.Fatal("still owed")
+	}
+}
 
 // An owed end is written once, by the first flush whose write succeeds;
 // a failed write keeps it owed; concurrent flushes return after the
 // writer's aftermath.
 func TestFlushWritesOnce(t *testing.T) {
 	var o owedEnd
-	if err := o.Flush(func(string, any) error { t.Fatal("nothing owed, yet written"); return nil }, nil); err != nil {
+	if err := o.Flush(open, func(string, any) error { t.Fatal("nothing owed, yet written"); return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	o.Owe("r1", "turn.failed", 7, errors.New("ENOSPC"))
 	if d := o.Describe(); !strings.Contains(d, "run r1") || !strings.Contains(d, "turn.failed") || !strings.Contains(d, "ENOSPC") {
 		t.Fatalf("Describe: %q", d)
 	}
-	err := o.Flush(func(string, any) error { return errors.New("still full") }, func(string, string) { t.Fatal("aftermath of a failed write") })
+	err := o.Flush(open, func(string, any) error { return errors.New("still full") }, func(string, string, bool) { t.Fatal("aftermath of a failed write") })
 	if err == nil || !strings.Contains(err.Error(), "run r1 (turn.failed) is still not logged") {
 		t.Fatalf("failed write: %v", err)
 	}
@@ -33,7 +54,7 @@ func TestFlushWritesOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := o.Flush(func(ev string, data any) error {
+			err := o.Flush(open, func(ev string, data any) error {
 				if ev != "turn.failed" || data != 7 {
 					t.Errorf("wrote %s %v", ev, data)
 				}
@@ -41,7 +62,7 @@ func TestFlushWritesOnce(t *testing.T) {
 				writes++
 				mu.Unlock()
 				return nil
-			}, func(string, string) { mu.Lock(); afters++; mu.Unlock() })
+			}, func(string, string, bool) { mu.Lock(); afters++; mu.Unlock() })
 			if err != nil {
 				t.Error(err)
 			}
@@ -67,7 +88,7 @@ func TestConcurrentFlushWaitsForTheAftermath(t *testing.T) {
 	var mu sync.Mutex
 	done := false
 	go func() {
-		_ = o.Flush(func(string, any) error { return nil }, func(string, string) {
+		_ = o.Flush(open, func(string, any) error { return nil }, func(string, string, bool) {
 			close(inAfter)
 			<-release
 			mu.Lock()
@@ -86,7 +107,7 @@ func TestConcurrentFlushWaitsForTheAftermath(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = o.Flush(func(string, any) error { t.Error("written twice"); return nil }, func(string, string) {})
+			_ = o.Flush(open, func(string, any) error { t.Error("written twice"); return nil }, func(string, string, bool) {})
 			mu.Lock()
 			defer mu.Unlock()
 			if !done {

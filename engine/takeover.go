@@ -184,3 +184,37 @@ func (c *Core) adoptPlaced(ctx context.Context, placed []*loaded) {
 		}
 	}
 }
+
+// leasePoll is how often a paused agent's lease is looked at again.
+const leasePoll = 100 * time.Millisecond
+
+// awaitLease holds a side effect (a turn's start, a tool's execution)
+// while the agent's lease is past its expiry unrenewed: the owners bucket
+// is electing a leader, and the renewal goes on (store/jetstream, lease.go).
+// It returns once the lease is renewed, or with an error when the lease is
+// lost (the agent is released) or ctx ends. Appends need no such wait:
+// the log's fence refuses them once another daemon claims.
+func (c *Core) awaitLease(ctx context.Context, id string) error {
+	if !c.clustered() {
+		return nil
+	}
+	for n := 0; ; n++ {
+		paused, lost := c.claims.Expired(id, time.Now())
+		switch {
+		case lost:
+			return failf(ErrUnavailable, "agent %s: its lease was lost; another daemon may run it", id)
+		case !paused:
+			if n > 0 {
+				c.log.Info("the lease is renewed; the agent goes on", "agent", id)
+			}
+			return nil
+		case n == 0:
+			c.log.Warn("the agent's lease ran out unrenewed (the cluster is electing a leader); its turns and tools wait for the renewal", "agent", id)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(leasePoll): // a renewal has no signal of its own
+		}
+	}
+}

@@ -145,6 +145,9 @@ func (c *Core) callTool(ctx context.Context, self *agent, tool string, args map[
 	if parsed, perr := c.parseTool(tool, args); perr != nil {
 		out = toolFailed("%v", perr)
 	} else {
+		if err := c.awaitLease(ctx, self.ID()); err != nil {
+			return nil, fmt.Errorf("tool %s for agent %s: %w", tool, self.ID(), err)
+		}
 		var err error
 		out, err = c.execTool(ctx, self.ID(), parsed, pos)
 		// Room the call's messages hold and do not use is given back.

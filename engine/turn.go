@@ -143,6 +143,11 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 		outcome = outcomeNone
 		return res
 	}
+	if err := c.awaitLease(ctx, a.ID()); err != nil {
+		res.Err = err
+		outcome = outcomeNone
+		return res
+	}
 	// The end of an earlier run that could not be logged goes first.
 	if err := c.flushOwed(a); err != nil {
 		res.Err = logFailure(fmt.Errorf("agent %s cannot start a turn: %w", a.ID(), err))
@@ -152,6 +157,11 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 	if _, err := appendOwed(a.Log, c.noticesFor(a, from, schema.StateBusy, transitionKey(t.RunID, t.Turn)), eventlog.Record{Event: schema.TurnStart,
 		Data: schema.TurnStartData{RunID: t.RunID, Turn: t.Turn, BootID: c.bootID, Prompt: req.Prompt, Provider: t.Provider,
 			Model: t.Model, MessageIDs: nonNil(req.MessageIDs)}}); err != nil {
+		// A cluster's log may have stored it all the same (an answer
+		// lost in an election): then the run it opened is ended when
+		// the log heals (an owed end is written only for a run the log
+		// holds open).
+		a.Owe(t.RunID, schema.TurnFailed, schema.TurnFailedData{RunID: t.RunID, Turn: t.Turn, Error: "turn.start could not be confirmed: " + err.Error()}, err)
 		res.Err = logFailure(fmt.Errorf("logging turn.start for agent %s: %w", a.ID(), err))
 		outcome = outcomeNone
 		return res

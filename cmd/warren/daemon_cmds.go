@@ -53,6 +53,8 @@ nothing of NATS runs.`,
 	f.BoolVar(&cl.Embedded, "cluster-embedded", false, "run a NATS JetStream server in the daemon (data under <home>/nats)")
 	f.StringSliceVar(&cl.Routes, "routes", nil, "with --cluster-embedded: the other servers' cluster addresses (nats://host:port)")
 	f.StringVar(&cl.Name, "node", "", "this daemon's node name in the cluster (default: the home's directory name)")
+	f.StringVar(&cl.Host, "nats-host", "", "with --cluster-embedded: the address the NATS server listens on, for clients and routes (default 127.0.0.1; this machine's address for a cluster across machines)")
+	f.StringVar(&cl.Advertise, "nats-advertise", "", "with --cluster-embedded: the host:port the other servers route to (default: the listener's; for NAT or 0.0.0.0)")
 	f.IntVar(&cl.Port, "nats-port", 0, "with --cluster-embedded: the NATS client port (0: 4222)")
 	f.IntVar(&cl.ClusterPort, "nats-cluster-port", 0, "with --cluster-embedded and --routes: the route port (0: 6222)")
 	f.IntVar(&cl.Replicas, "replicas", 0, "with a cluster: replicas of a new stream (0: 1, or 3 with --routes); an existing stream keeps its own")
@@ -74,6 +76,12 @@ nothing of NATS runs.`,
 		}
 		if cl.UnsafeLazyFsync && cl.URL == "" && !cl.Embedded {
 			return exit.Usagef(cmd.UseLine(), "--unsafe-lazy-fsync needs --cluster or --cluster-embedded")
+		}
+		if (cl.Host != "" || cl.Advertise != "") && !cl.Embedded {
+			return exit.Usagef(cmd.UseLine(), "--nats-host and --nats-advertise need --cluster-embedded")
+		}
+		if cl.OwnerTTL != 0 && cl.OwnerTTL < daemon.MinOwnerTTL {
+			return exit.Usagef(cmd.UseLine(), "--owner-ttl %s is too short: a lease is renewed every third of it, and one renewal may take a second to answer; use at least %s (the default 10s lets a NATS leader election, up to about 9 s, pass without pausing any agent)", cl.OwnerTTL, daemon.MinOwnerTTL)
 		}
 		if err := daemon.CheckCluster(cl); err != nil {
 			return &exit.Error{Code: exit.DaemonErr, Err: err, Msg: err.Error()}
@@ -180,6 +188,12 @@ func clusterArgs(cl daemon.ClusterOptions) []string {
 	}
 	if cl.Name != "" {
 		a = append(a, "--node", cl.Name)
+	}
+	if cl.Host != "" {
+		a = append(a, "--nats-host", cl.Host)
+	}
+	if cl.Advertise != "" {
+		a = append(a, "--nats-advertise", cl.Advertise)
 	}
 	if cl.Port != 0 {
 		a = append(a, "--nats-port", strconv.Itoa(cl.Port))

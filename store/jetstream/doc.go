@@ -95,10 +95,19 @@
 // fails with an error wrapping store.ErrFenced and eventlog.ErrPoisoned,
 // and so does every later append on the handle. Any other failure
 // (timeout, lost connection, leader change, an API error) leaves the
-// outcome unknown: the entries may be stored. The handle is then poisoned
-// for good too (eventlog.ErrPoisoned, not ErrFenced; Degraded reports it);
-// opening the log again replays what the stream holds, including such
-// entries, and is the only way on. OnHeal is never called.
+// outcome unknown: the entries may be stored. An append the servers did
+// not answer (no responders while the stream elects a leader, a timeout,
+// the connection moving) is sent again as it is, same ids and fence, with
+// the backoff of unavailable.go (about 17 s, an election's length): what
+// a lost attempt stored is then found by the duplicate check or by the
+// fence's refusal, so nothing is written twice. When the retries run out,
+// or the answer cannot be read, the handle is poisoned (eventlog.ErrPoisoned,
+// not ErrFenced; Degraded reports it) and heals in the background
+// (heal.go): once the leader answers, a log still ending with the
+// handle's last entry heals as it is; one ending with the lost append's
+// very messages has them handed to OnAppend, late, and heals past them;
+// anything else fences the handle for good. OnHeal is called when it
+// heals.
 //
 // # Ownership (bucket warren-owners)
 //

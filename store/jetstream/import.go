@@ -35,7 +35,7 @@ func (l *Log) Import(lines [][]byte) error {
 	}
 	for len(lines) > 0 {
 		n := min(importChunk, len(lines))
-		ack, err := l.publish(lines[:n])
+		ack, err := l.send(l.messages(lines[:n], l.lastSeq+1, l.lastSSeq))
 		if err != nil {
 			l.setPoison(err)
 			return err

@@ -111,63 +111,89 @@ func (l *lease) renew() {
 	}
 }
 
-// renewOnce writes the key on the revision last written. A refusal (the
-// key changed: another claim) fails at once. Other failures (a timeout,
-// no responders while the bucket elects a leader) are retried while the
-// lease still has a sixth of its TTL to run by this daemon's clock, which
-// starts counting before the server stored the last write.
+// renewOnce writes the key on the revision last written. It is lost only
+// when a read shows another claim (or the key gone and claimed by someone
+// else since): while the bucket does not answer (an election, a server
+// going away) it keeps trying, past the lease's expiry if need be. Nobody
+// can claim the key meanwhile (a claim needs the same bucket's leader),
+// and the log's fence keeps a late append safe whatever the lease thinks;
+// the holder pauses its side effects while Expires is past (store.Lease).
+// A key that lapsed with nobody claiming it is created again.
 func (l *lease) renewOnce() error {
 	ttl := l.s.o.OwnerTTL
 	l.mu.Lock()
-	rev, expires := l.rev, l.expires
+	rev := l.rev
 	l.mu.Unlock()
-	giveUp := expires.Add(-ttl / 6)
 	first := l.s.o.Now()
-	for {
+	for n := 1; ; n++ {
 		start := l.s.o.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), ttl/6)
+		ctx, cancel := context.WithTimeout(context.Background(), min(ttl/6, attemptTimeout))
 		nrev, err := l.s.owners.Update(ctx, l.id, l.value, rev)
 		cancel()
 		if err == nil {
-			l.mu.Lock()
-			l.rev = nrev
-			l.expires = start.Add(ttl)
-			l.mu.Unlock()
+			l.renewed(nrev, start)
 			return nil
 		}
-		if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) {
+		if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
 			// An attempt whose answer was lost (a timeout here, or the
 			// client's own retry after "no responders") may have been
 			// stored: then the key holds this lease's value at a later
 			// revision, written after the first attempt began.
 			switch nrev, who := l.lastWrite(rev); who {
 			case writeMine:
-				l.mu.Lock()
-				l.rev = nrev
-				l.expires = first.Add(ttl)
-				l.mu.Unlock()
+				l.renewed(nrev, first)
 				return nil
 			case writeOther:
 				return fmt.Errorf("the claim of %s changed since revision %d: %w", l.id, rev, err)
+			case writeGone:
+				if nrev, err := l.recreate(); err == nil {
+					l.s.o.Logger.Info("the lease lapsed unclaimed during an outage; taken again", "agent", l.id, "epoch", l.epoch)
+					l.renewed(nrev, start)
+					return nil
+				} else if errors.Is(err, jetstream.ErrKeyExists) {
+					return fmt.Errorf("the claim of %s lapsed and another daemon took it: %w", l.id, err)
+				}
 			}
-			// writeUnknown: the read lags the write; try again.
+			// writeUnknown: the read lags the write, or failed; try again.
 		}
-		if l.s.o.Now().After(giveUp) {
-			return fmt.Errorf("no renewal of %s before its lease runs out: %w", l.id, err)
+		if l.s.nc.IsClosed() {
+			return fmt.Errorf("no renewal of %s: the connection to the cluster is closed: %w", l.id, err)
+		}
+		if n == 3 {
+			l.s.o.Logger.Warn("the owners bucket does not answer; the lease is kept and renewed when it does", "agent", l.id, "err", err)
 		}
 		select {
 		case <-l.stop:
 			return nil
-		case <-time.After(ttl / 30): // retry soon: the bucket may be electing a leader
+		case <-time.After(min(retryDelay(n), ttl/3)): // the bucket may be electing a leader; it gives no signal
 		}
 	}
+}
+
+// renewed records a write of the key at rev, started at start.
+func (l *lease) renewed(rev uint64, start time.Time) {
+	l.mu.Lock()
+	l.rev = rev
+	l.expires = start.Add(l.s.o.OwnerTTL)
+	l.mu.Unlock()
+}
+
+// recreate claims the key again after it lapsed with nobody else
+// claiming it: a kv.Create, which fails if another daemon got there
+// first. The epoch stays the first claim's: no other claim wrote the
+// log since (a claim needs the key, and nobody held it).
+func (l *lease) recreate() (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(l.s.o.OwnerTTL/6, attemptTimeout))
+	defer cancel()
+	return l.s.owners.Create(ctx, l.id, l.value)
 }
 
 // Who wrote the owners key last, as lastWrite tells.
 const (
 	writeUnknown = iota // the read failed, or lags (shows rev or older)
 	writeMine           // this lease's value at a later revision
-	writeOther          // another value, or the key is gone: another claim
+	writeOther          // another value: another claim
+	writeGone           // no key: lapsed, or released by a claim that came and went
 )
 
 // lastWrite reads the key after a renewal on rev was refused. One daemon
@@ -180,7 +206,7 @@ func (l *lease) lastWrite(rev uint64) (uint64, int) {
 	e, err := l.s.owners.Get(ctx, l.id)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
-		return 0, writeOther
+		return 0, writeGone
 	case err != nil || e.Revision() <= rev:
 		return 0, writeUnknown
 	case !bytes.Equal(e.Value(), l.value):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -51,9 +52,24 @@ func TestLease(t *testing.T) {
 	if lb.Epoch() <= la.Epoch() {
 		t.Fatalf("epoch %d after %d", lb.Epoch(), la.Epoch())
 	}
+	// A key gone with nobody claiming it (lapsed while the bucket did not
+	// answer) is taken again by the next renewal: the lease goes on.
+	if err := b.owners.Purge(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := json.Marshal(ownerValue{Node: "b", BootID: "b"})
+	waitFor(t, 5*ttl, "the key written again by its holder", func() bool {
+		e, err := b.owners.Get(ctx, id)
+		return err == nil && string(e.Value()) == string(mine)
+	})
+	select {
+	case <-lb.Lost():
+		t.Fatal("a lease whose key lapsed unclaimed was given up")
+	default:
+	}
 	// The key changing behind the holder's back (another claim) closes
 	// Lost at the next renewal.
-	if err := b.owners.Purge(ctx, id); err != nil {
+	if _, err := b.owners.Put(ctx, id, []byte(`{"node":"c","boot_id":"c"}`)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -154,4 +170,51 @@ func TestOwnAdoptsItsOwnLostClaim(t *testing.T) {
 	if _, err := other.Own(ctx, id); !errors.Is(err, store.ErrOwned) {
 		t.Fatalf("another boot's claim after the adoption: %v, want ErrOwned", err)
 	}
+}
+
+// A lease rides out a time its bucket does not answer at all (the server
+// down past the TTL, as in a long election): Expires passes, so its
+// holder pauses, but Lost stays open, and once the server is back the
+// next renewal writes the key again (on its revision, or created again
+// if it lapsed meanwhile with nobody claiming it).
+func TestLeaseRidesOutAnOutage(t *testing.T) {
+	dir, port := t.TempDir(), freePort(t)
+	srv := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
+	ctx := context.Background()
+	const ttl = 1500 * time.Millisecond
+	s, err := New(ctx, Options{Conn: connect(t, srv.ClientURL()), Node: "a", BootID: "a", OwnerTTL: ttl, Embedded: srvs(srv), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Own(ctx, storetest.NewID(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	waitFor(t, 10*ttl, "the lease past its expiry", func() bool { return time.Now().After(l.Expires()) })
+	select {
+	case <-l.Lost():
+		t.Fatal("the lease was given up while its bucket did not answer")
+	default:
+	}
+	srv2 := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
+	s.o.Embedded = srvs(srv2)
+	waitFor(t, 30*time.Second, "a renewal after the server came back", func() bool { return l.Expires().After(time.Now()) })
+	select {
+	case <-l.Lost():
+		t.Fatal("the lease was lost although nobody claimed its key")
+	default:
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }

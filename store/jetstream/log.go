@@ -40,6 +40,7 @@ type Log struct {
 	subj     string
 	epoch    uint64
 	onAppend func([]eventlog.Entry)
+	onHeal   func()
 
 	// wmu orders appends: it is held across the publish and OnAppend.
 	// mu guards the fields below and is only held briefly, so that
@@ -51,7 +52,7 @@ type Log struct {
 	mu       sync.Mutex
 	lastSeq  uint64 // warren seq of the last entry
 	lastSSeq uint64 // its stream seq: the fence of the next append
-	poison   error  // set for good by a failed or fenced append
+	poison   error  // set by a failed append (until heal) or a fenced one (for good)
 	closed   bool
 
 	resumed  *eventlog.Resume // entries OpenLog skipped, for VerifyPrefix
@@ -91,7 +92,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 				return nil, unavailable(err)
 			}
 		}
-		l.onAppend = o.OnAppend
+		l.onAppend, l.onHeal = o.OnAppend, o.OnHeal
 		return l, nil
 	}
 	var start uint64
@@ -117,7 +118,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 			return nil, unavailable(err) // a timed-out claim may have landed: its retry under the same lease finds it (lastIsClaim)
 		}
 	}
-	l.onAppend = o.OnAppend
+	l.onAppend, l.onHeal = o.OnAppend, o.OnHeal
 	return l, nil
 }
 
@@ -234,9 +235,13 @@ func (l *Log) commit(recs []eventlog.Record) ([]eventlog.Entry, error) {
 		}
 		lines[i] = line
 	}
-	ack, err := l.publish(lines)
+	msgs := l.messages(lines, l.lastSeq+1, l.lastSSeq)
+	ack, err := l.send(msgs)
 	if err != nil {
 		l.setPoison(err)
+		if !errors.Is(err, store.ErrFenced) {
+			go l.heal(msgs) // heal.go
+		}
 		return nil, err
 	}
 	es := make([]eventlog.Entry, len(lines))
@@ -287,14 +292,6 @@ func (l *Log) msgID(seq uint64) string {
 	return l.id + "." + strconv.FormatUint(l.epoch, 10) + "." + strconv.FormatUint(seq, 10)
 }
 
-// publish sends lines (seqs lastSeq+1...) fenced on lastSSeq, as one
-// atomic batch when there are several, and returns the stream seq of the
-// last. Errors are final for the handle.
-func (l *Log) publish(lines [][]byte) (uint64, error) {
-	msgs := l.messages(lines, l.lastSeq+1, l.lastSSeq)
-	return l.send(msgs)
-}
-
 // messages builds the messages of lines, the first fenced on fence.
 func (l *Log) messages(lines [][]byte, seq0, fence uint64) []*nats.Msg {
 	batch := ""
@@ -329,11 +326,25 @@ func (l *Log) send(msgs []*nats.Msg) (uint64, error) {
 	var resp *nats.Msg
 	var a pubAck
 	deadline := time.Now().Add(l.s.o.Timeout)
+	unanswered := 0
 	for backoff := time.Millisecond; ; backoff *= 2 {
 		var err error
 		resp, err = l.sendOnce(msgs)
 		if err != nil {
-			return 0, l.failed(err)
+			// Unanswered (no leader for a moment, a timeout, the
+			// connection moving): sent again as it is, under the same
+			// ids and fence, through an election. Whatever the lost
+			// attempt stored is found by the duplicate check or the
+			// fence's refusal below, so nothing is written twice.
+			unanswered++
+			if !isUnavailable(err) || unanswered >= retryAttempts || l.s.nc.IsClosed() {
+				return 0, l.failed(err)
+			}
+			l.s.o.Logger.Warn("an append was not answered; sending it again", "log", l.subj, "seq", l.lastSeq+1, "attempt", unanswered, "err", err)
+			time.Sleep(retryDelay(unanswered)) // an election gives a client no signal
+			deadline = time.Now().Add(l.s.o.Timeout)
+			l.newBatchID(msgs)
+			continue
 		}
 		a = pubAck{}
 		if err := json.Unmarshal(resp.Data, &a); err != nil {
@@ -343,12 +354,7 @@ func (l *Log) send(msgs []*nats.Msg) (uint64, error) {
 			break
 		}
 		time.Sleep(min(backoff, 50*time.Millisecond)) // the server gives no signal when the subject is free
-		if len(msgs) > 1 {
-			id := nuid.Next()
-			for _, m := range msgs {
-				m.Header.Set(hdrBatchID, id)
-			}
-		}
+		l.newBatchID(msgs)
 	}
 	if a.Error != nil {
 		if a.Error.ErrCode == errCodeWrongLastSeq {
@@ -378,15 +384,27 @@ func (l *Log) send(msgs []*nats.Msg) (uint64, error) {
 	return a.Seq, nil
 }
 
+// newBatchID gives a batch of several messages a new batch id before it
+// is sent again (a batch id names one attempt).
+func (l *Log) newBatchID(msgs []*nats.Msg) {
+	if len(msgs) > 1 {
+		id := nuid.Next()
+		for _, m := range msgs {
+			m.Header.Set(hdrBatchID, id)
+		}
+	}
+}
+
 // sendOnce publishes msgs, the last one as a request, and returns the
-// answer.
+// answer. One attempt waits at most attemptTimeout: a request lost in an
+// election is sent again sooner than the store's whole Timeout.
 func (l *Log) sendOnce(msgs []*nats.Msg) (*nats.Msg, error) {
 	for _, m := range msgs[:len(msgs)-1] {
 		if err := l.s.nc.PublishMsg(m); err != nil {
 			return nil, err
 		}
 	}
-	return l.s.nc.RequestMsg(msgs[len(msgs)-1], l.s.o.Timeout)
+	return l.s.nc.RequestMsg(msgs[len(msgs)-1], min(l.s.o.Timeout, attemptTimeout))
 }
 
 // ownTail reports whether the subject ends with msgs, ids and lines
@@ -437,12 +455,12 @@ func (l *Log) checkDuplicate(msgs []*nats.Msg, last uint64) error {
 	return nil
 }
 
-// failed wraps an append failure whose outcome is unknown (timeout, lost
-// connection, leader change): the entries may or may not be stored, so
-// the handle refuses appends until the log is opened again, which reads
-// what the stream holds.
+// failed wraps an append failure whose outcome is unknown (the servers
+// did not answer through the retries, or answered what the handle cannot
+// read): the entries may or may not be stored, so the handle refuses
+// appends until heal has read what the stream holds.
 func (l *Log) failed(err error) error {
-	return fmt.Errorf("store/jetstream: append to %s at seq %d: %w; open the log again (OpenLog replays what the stream holds): %w",
+	return fmt.Errorf("store/jetstream: append to %s at seq %d: %w; the log accepts appends again once the cluster answers what it stored: %w",
 		l.subj, l.lastSeq+1, err, eventlog.ErrPoisoned)
 }
 

@@ -115,6 +115,25 @@ func (s *Set) Own(id string, limit time.Duration) (store.Lease, error) {
 	return l, nil
 }
 
+// Expired reports whether the claim on id is past its expiry at now
+// without a renewal (paused), or lost. An id not held, or held for good
+// (the local store), is neither.
+func (s *Set) Expired(id string, now time.Time) (paused, lost bool) {
+	s.mu.Lock()
+	h, ok := s.m[id]
+	s.mu.Unlock()
+	if !ok {
+		return false, false
+	}
+	select {
+	case <-h.lease.Lost():
+		return false, true
+	default:
+	}
+	exp := h.lease.Expires()
+	return !exp.IsZero() && now.After(exp), false
+}
+
 // Holds reports whether the Set holds a claim on id (lost or not).
 func (s *Set) Holds(id string) bool {
 	s.mu.Lock()

@@ -16,9 +16,15 @@ type Options struct {
 	Name string
 	// Dir holds JetStream's files.
 	Dir string
-	// Host and Port are the client listener; Port -1 picks a free one.
+	// Host and Port are the client listener, Host the route listener too
+	// (default 127.0.0.1: give the machine's address, or 0.0.0.0, for a
+	// cluster across machines); Port -1 picks a free one.
 	Host string
 	Port int
+	// Advertise is the host:port the other servers are told to route to
+	// (default: the listener's), for a server behind NAT or listening on
+	// 0.0.0.0.
+	Advertise string
 	// ClusterName, ClusterPort (-1: a free one) and Routes make the server
 	// one node of a cluster; leave ClusterName empty for a single node.
 	ClusterName string
@@ -55,7 +61,7 @@ func Start(o Options) (*server.Server, error) {
 		NoLog:      true,
 	}
 	if o.ClusterName != "" {
-		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: o.Host, Port: o.ClusterPort}
+		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: o.Host, Port: o.ClusterPort, Advertise: o.Advertise}
 		for _, r := range o.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
