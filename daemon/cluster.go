@@ -76,10 +76,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 	if replicas == 0 && len(co.Routes) > 0 {
 		replicas = 3
 	}
-	node := co.Name
-	if node == "" {
-		node = filepath.Base(home)
-	}
+	node := nodeName(co, home)
 	st, err := newClusterStore(ctx, jetstream.Options{Conn: nc, Replicas: replicas, Node: node, BootID: bootID,
 		Embedded: embedded, OwnerTTL: co.OwnerTTL, UnsafeLazyFsync: co.UnsafeLazyFsync, Logger: logger.Named("jetstream")}, logger)
 	if err != nil {

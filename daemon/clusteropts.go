@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -45,7 +46,16 @@ type ClusterOptions struct {
 // A TTL shorter than a NATS leader election (up to about 9 s) loses no
 // lease (a renewal rides the election out), but pauses the agents'
 // turns and tools from the lease's expiry to the next renewal.
-const MinOwnerTTL = 3 * time.Second
+const MinOwnerTTL = 2 * time.Second
+
+// nodeName is the daemon's node name in a cluster: --node, or the home's
+// directory name.
+func nodeName(o ClusterOptions, home string) string {
+	if o.Name != "" {
+		return o.Name
+	}
+	return filepath.Base(home)
+}
 
 func (o ClusterOptions) enabled() bool { return o.URL != "" || o.Embedded }
 

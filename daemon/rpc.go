@@ -36,6 +36,9 @@ type handler struct {
 	shutdown func()
 	cfg      *configState     // an invalid config.json, until fixed (nil in tests)
 	notifier *notify.Notifier // nil: no notification sinks
+	// front is the socket's handler for the daemon's life (front.go): the
+	// cluster block of daemon.status reads the node and the store from it.
+	front *front
 	// console is the web console (nil: off) and consoleURL its address.
 	console    *console.Console
 	consoleURL string

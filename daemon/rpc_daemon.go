@@ -9,7 +9,7 @@ import (
 	"github.com/warren-dev/warren/server"
 )
 
-func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, error) {
+func (h *handler) status(ctx context.Context, _ protocol.Params, _ server.Stream) (any, error) {
 	st := map[string]any{"pid": h.pid, "boot_id": h.c.BootID(), "version": h.version, "home": h.home,
 		"uptime_s": int64(time.Since(h.started).Seconds()), "agents": h.c.AgentCount(), "pools": poolsMap(h.c.PoolStats()),
 		"degraded": h.c.DegradedCount(), "open_logs": h.c.OpenLogs(),
@@ -31,6 +31,11 @@ func (h *handler) status(context.Context, protocol.Params, server.Stream) (any, 
 	}
 	if h.notifier != nil {
 		st["notify"] = notifyStatus(h.notifier.Stats())
+	}
+	if h.front != nil {
+		if cl := h.front.cluster(ctx, "active"); cl != nil {
+			st["cluster"] = cl
+		}
 	}
 	return st, nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/server"
+	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
 )
 
@@ -71,7 +72,10 @@ var ErrAlreadyRunning = errors.New("already running")
 
 // Run runs a daemon until ctx is done or daemon.shutdown is called: the
 // home's checks (homedir.Prepare), lock, the socket path's check, pid file,
-// recovery, then the socket (replacing a stale one).
+// the store, the socket (replacing a stale one; front.go answers it while
+// the Core recovers or stands by), then recovery and service. On a cluster
+// a daemon whose USER lease is lost to another daemon stops serving and
+// stands by again, with a new Core, until it can claim the inbox back.
 func Run(ctx context.Context, opts Options) error {
 	logger := opts.Logger
 	if logger == nil {
@@ -99,12 +103,52 @@ func Run(ctx context.Context, opts Options) error {
 	if err := cfg.HTTP.Check(); err != nil {
 		return err // a console that would listen unprotected: refused at the start
 	}
-	core, closeStore, err := boot(ctx, opts, fsys, home, cfg, logger)
+	b, err := newBooter(ctx, opts, fsys, home, cfg, logger)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	return serve(ctx, opts, core, home, cfgPath, cfgState, serveExtras{notifier: newNotifier(fsys, home, cfg, core, logger), web: cfg.HTTP}, logger)
+	defer b.closeStore()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	f := newFront(home, opts.Version, b, stop)
+	sock := homedir.SocketPath(home)
+	// daemon.status and daemon.shutdown stay reachable when every
+	// connection slot is taken (server.Config.ControlMethods).
+	srv := server.New(server.Config{SocketPath: sock, StreamingMethods: streamingMethods,
+		ControlMethods: map[string]bool{"daemon.status": true, "daemon.shutdown": true}}, f, logger.Named("server"))
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	// The server outlives runCtx by the drain: requests in flight go on
+	// while running turns finish.
+	srvCtx, srvStop := context.WithCancel(context.WithoutCancel(ctx))
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(srvCtx) }()
+	defer func() {
+		srvStop()
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			logger.Warn("closing the socket", "err", err)
+		}
+		_ = os.Remove(sock)
+		logger.Info("stopped")
+	}()
+	for {
+		core, err := b.recover(runCtx, f)
+		if err != nil {
+			if runCtx.Err() != nil && core == nil {
+				return nil // stopped while standing by
+			}
+			return err
+		}
+		err = serve(runCtx, opts, core, home, cfgPath, cfgState, serveExtras{notifier: newNotifier(fsys, home, cfg, core, logger), web: cfg.HTTP,
+			front: f, serveErr: serveErr, srvStop: srvStop}, logger)
+		b.closeCore()
+		if !errors.Is(err, errStandBy) {
+			return err
+		}
+	}
 }
 
 // claimHome checks the home and the socket path, takes the home's lock and
@@ -137,45 +181,70 @@ func claimHome(home string) (release func(), err error) {
 	}, nil
 }
 
-// boot builds the provider registry, the store and the Core, and recovers
-// the agents. closeStore is for after the Core is closed.
-func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg config.Config, logger hclog.Logger) (
-	core *engine.Core, closeStore func(), err error) {
+// booter makes the daemon's Cores: the provider registry and the store
+// are built once; a Core, with its agent sockets, for each time the
+// daemon serves (once, unless a cluster's USER inbox is lost and claimed
+// back).
+type booter struct {
+	opts      Options
+	fsys      faultfs.FS
+	home      string
+	cfg       config.Config
+	logger    hclog.Logger
+	provs     map[string]provider.Provider
+	pyDir     string
+	st        store.Store
+	closeSt   func()
+	maxOpen   int
+	socks     *agentSockets
+	node      string // the cluster node's name ("" on the local store)
+	closeSock func()
+}
+
+// newBooter builds the provider registry and opens the store.
+func newBooter(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg config.Config, logger hclog.Logger) (*booter, error) {
 	if opts.Providers == nil {
-		return nil, nil, errors.New("daemon.Options.Providers is nil: pass a provider registry (builtins.Providers)")
+		return nil, errors.New("daemon.Options.Providers is nil: pass a provider registry (builtins.Providers)")
 	}
 	// Scripted agents import warren_script (and substrat_script) from here.
 	// Only the last component is created: a symbolic link there is not
 	// followed, and installing the helpers refuses it (scripted.WriteHelpers).
 	pyDir := filepath.Join(home, "python")
 	if err := os.Mkdir(pyDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, nil, fmt.Errorf("creating %s: %w", pyDir, err)
+		return nil, fmt.Errorf("creating %s: %w", pyDir, err)
 	}
 	provs, err := opts.Providers(registry.Env{Config: cfg, Logger: logger, PythonDir: pyDir})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	bootID := inbox.NewID()
-	maxOpenLogs := fileLimit(logger)
-	st, closeSt, err := openStore(ctx, opts, fsys, home, logger, bootID, maxOpenLogs)
+	b := &booter{opts: opts, fsys: fsys, home: home, cfg: cfg, logger: logger, provs: provs, pyDir: pyDir, maxOpen: fileLimit(logger)}
+	b.st, b.closeSt, err = openStore(ctx, opts, fsys, home, logger, inbox.NewID(), b.maxOpen)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	socks := newAgentSockets(context.WithoutCancel(ctx), home, logger)
-	closeStore = func() {
-		socks.closeAll()
-		closeSt()
+	if opts.Cluster.enabled() {
+		b.node = nodeName(opts.Cluster, home)
 	}
-	core, err = engine.NewCore(context.WithoutCancel(ctx), engine.CoreOptions{FS: fsys, Home: home, Providers: provs, Config: cfg,
-		Logger: logger, SocketPath: homedir.SocketPath(home), PythonPath: pyDir, DefaultProvider: opts.DefaultProvider, Store: st, BootID: bootID,
+	return b, nil
+}
+
+// recover makes a Core on the store and recovers the agents into it; f
+// answers the socket meanwhile (recovering, or standing by). A Core is
+// returned with the error when recovery failed after it was made.
+func (b *booter) recover(ctx context.Context, f *front) (*engine.Core, error) {
+	socks := newAgentSockets(context.WithoutCancel(ctx), b.home, b.logger)
+	core, err := engine.NewCore(context.WithoutCancel(ctx), engine.CoreOptions{FS: b.fsys, Home: b.home, Providers: b.provs, Config: b.cfg,
+		Logger: b.logger, SocketPath: homedir.SocketPath(b.home), PythonPath: b.pyDir, DefaultProvider: b.opts.DefaultProvider, Store: b.st, BootID: inbox.NewID(),
 		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
-		MaxOpenLogs: maxOpenLogs, TakeoverEvery: config.DefaultTakeoverEvery, AgentSocket: socks.acquire})
+		MaxOpenLogs: b.maxOpen, TakeoverEvery: config.DefaultTakeoverEvery, AgentSocket: socks.acquire})
 	if err != nil {
-		closeStore()
-		return nil, nil, err
+		socks.closeAll()
+		return nil, err
 	}
 	socks.setCore(core)
-	logger.Info("recovering", "home", home, "boot_id", core.BootID())
+	b.socks = socks
+	f.recovering(core)
+	b.logger.Info("recovering", "home", b.home, "boot_id", core.BootID())
 	start := time.Now()
 	// A daemon standing by for a cluster's USER inbox (engine/takeover.go) stops
 	// waiting when asked to stop.
@@ -184,13 +253,31 @@ func boot(ctx context.Context, opts Options, fsys faultfs.FS, home string, cfg c
 	stopWaiting()
 	if err != nil {
 		_ = core.Close(context.Background())
-		closeStore()
-		return nil, nil, fmt.Errorf("recovery: %w", err)
+		b.closeCore()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return core, fmt.Errorf("recovery: %w", err)
 	}
-	logger.Info("recovered", "agents", rep.Agents, "interrupted", rep.Interrupted, "corrupt", rep.Corrupt, "quarantined", rep.Quarantined,
+	b.logger.Info("recovered", "agents", rep.Agents, "interrupted", rep.Interrupted, "corrupt", rep.Corrupt, "quarantined", rep.Quarantined,
 		"pending", rep.Pending, "from_checkpoints", rep.Resumed, "took", time.Since(start))
-	warnNearMemoryLimit(logger)
-	return core, closeStore, nil
+	warnNearMemoryLimit(b.logger)
+	return core, nil
+}
+
+// closeCore closes the agent sockets of the Core that served last (the
+// Core itself is closed by serve).
+func (b *booter) closeCore() {
+	if b.socks != nil {
+		b.socks.closeAll()
+		b.socks = nil
+	}
+}
+
+// closeStore closes the store, once every Core is closed.
+func (b *booter) closeStore() {
+	b.closeCore()
+	b.closeSt()
 }
 
 // warnNearMemoryLimit says so when the recovered state already takes most
@@ -206,32 +293,32 @@ func warnNearMemoryLimit(logger hclog.Logger) {
 	}
 }
 
-// serve listens on the socket and serves until ctx is done, daemon.shutdown
-// is called or the server fails, watching config.json meanwhile; then it
-// closes the socket and the Core.
-// serveExtras are the operator's surfaces beside the socket (SPEC 14).
+// serveExtras are what serve works with beside the Core: the operator's
+// surfaces (SPEC 14), and the socket Run listens on.
 type serveExtras struct {
 	notifier *notify.Notifier // nil: no sinks
 	web      config.HTTP
+	front    *front
+	serveErr <-chan error // the socket server's end
+	srvStop  func()       // stops the socket server (after a drain)
 }
 
+// errStandBy ends serve when the Core lost the USER inbox to another
+// daemon of the cluster: Run stands by again.
+var errStandBy = errors.New("the USER inbox was claimed by another daemon; standing by")
+
+// serve hands the socket to core's handler and serves until ctx is done,
+// daemon.shutdown is called, the server fails or the USER lease is lost
+// (errStandBy), watching config.json meanwhile; then it closes the Core.
 func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath string, cfgState *configState, ex serveExtras, logger hclog.Logger) error {
 	n := ex.notifier
 	sock := homedir.SocketPath(home)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	h := &handler{c: core, home: home, started: time.Now(), version: opts.Version, pid: os.Getpid(), shutdown: stop, cfg: cfgState, notifier: n}
-	// daemon.status and daemon.shutdown stay reachable when every
-	// connection slot is taken (server.Config.ControlMethods).
-	srv := server.New(server.Config{SocketPath: sock, StreamingMethods: streamingMethods,
-		ControlMethods: map[string]bool{"daemon.status": true, "daemon.shutdown": true}}, h, logger.Named("server"))
-	if err := srv.Listen(); err != nil {
-		_ = core.Close(context.Background())
-		return err
-	}
+	f := ex.front
+	h := &handler{c: core, home: home, started: f.started, version: opts.Version, pid: os.Getpid(), shutdown: stop, cfg: cfgState, notifier: n, front: f}
 	stopWeb, err := startWeb(h, home, ex.web, logger)
 	if err != nil {
-		_ = srv.Shutdown(context.Background())
 		_ = core.Close(context.Background())
 		return fmt.Errorf("the web console: %w", err)
 	}
@@ -255,12 +342,7 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 			}
 		}
 	}()
-	// The server outlives runCtx by the drain: requests in flight go on
-	// while running turns finish.
-	srvCtx, srvStop := context.WithCancel(context.WithoutCancel(ctx))
-	defer srvStop()
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(srvCtx) }()
+	f.serving(h)
 	logger.Info("serving", "socket", sock, "pid", os.Getpid())
 	if opts.Ready != nil {
 		opts.Ready(sock)
@@ -268,10 +350,14 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 	var runErr error
 	select {
 	case <-runCtx.Done():
-	case runErr = <-serveErr:
+	case runErr = <-ex.serveErr:
+		stop()
+	case <-core.UserLost():
+		logger.Warn("another daemon claimed this cluster's USER inbox: this daemon stops serving and stands by")
+		runErr = errStandBy
 		stop()
 	}
-	if d := time.Duration(h.drain.Load()); d > 0 {
+	if d := time.Duration(h.drain.Load()); d > 0 && runErr == nil {
 		// The socket keeps answering: reads are served, new work is
 		// refused (handler.draining); running turns may finish.
 		h.draining.Store(true)
@@ -280,22 +366,22 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 		core.Drain(dctx)
 		dcancel()
 	}
-	srvStop()
+	f.recovering(nil) // new requests: refused with code 6 until the next Core serves, or the socket closes
+	if !errors.Is(runErr, errStandBy) {
+		ex.srvStop()
+	}
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		logger.Warn("closing the socket", "err", err)
-	}
 	stopWeb()
 	<-notified // it reads the Core's logs
 	if err := core.Close(sctx); err != nil {
 		logger.Error("closing the core", "err", err)
-		runErr = errors.Join(runErr, err)
+		if !errors.Is(runErr, errStandBy) {
+			runErr = errors.Join(runErr, err)
+		}
 	}
 	wg.Wait()
-	_ = os.Remove(sock)
-	logger.Info("stopped")
 	return runErr
 }
 

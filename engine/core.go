@@ -144,6 +144,12 @@ type Core struct {
 
 	agentsDir string
 
+	// standby is set while Recover stands by for a cluster's USER inbox;
+	// userLost is closed (once) when the USER lease is lost (user.go).
+	standby      atomic.Bool
+	userLost     chan struct{}
+	userLostOnce sync.Once
+
 	// agents is the table of agents (roster.go), under its own lock.
 	agents *roster
 	tree   *tree.Tree
@@ -245,6 +251,7 @@ func NewCore(ctx context.Context, opts CoreOptions) (*Core, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := &Core{
+		userLost:  make(chan struct{}),
 		opts:      opts,
 		fs:        opts.FS,
 		log:       opts.Logger,

@@ -40,6 +40,7 @@ func (c *Core) leaseLost(id string) {
 func (c *Core) releaseAgent(id string, cause error) {
 	if id == tree.User {
 		c.log.Error("this daemon may no longer write the USER inbox", "err", cause)
+		c.userLostOnce.Do(func() { close(c.userLost) })
 		return
 	}
 	a, ok := c.agent(id)

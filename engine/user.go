@@ -23,7 +23,7 @@ import (
 // daemon.status shows it; every agent is served as usual.
 func (c *Core) openUserInbox(ctx context.Context) error {
 	sb := claims.Standby{Clustered: c.clustered(), Limit: claimTimeout, Every: c.opts.TakeoverEvery, Clock: c.opts.Clock,
-		Pause: func() error { return c.opts.Sleep(c.ctx, time.Second) }}
+		Pause: func() error { return c.opts.Sleep(c.ctx, time.Second) }, Waiting: c.standby.Store}
 	return c.claims.Open(store.UserID, sb, func(lease store.Lease) error {
 		u, err := userinbox.Open(ctx, c.st, userinbox.Options{Lease: lease, Totals: &c.pending, Logger: c.log,
 			Cluster: c.clustered(),
@@ -40,6 +40,15 @@ func (c *Core) openUserInbox(ctx context.Context) error {
 		return err
 	})
 }
+
+// StandingBy reports whether the Core stands by for the USER inbox,
+// which another daemon of the cluster holds (Recover waits meanwhile).
+func (c *Core) StandingBy() bool { return c.standby.Load() }
+
+// UserLost is closed when this Core may no longer write the USER inbox
+// (its lease was lost to another daemon's claim): the daemon stops
+// serving and stands by (daemon/run.go).
+func (c *Core) UserLost() <-chan struct{} { return c.userLost }
 
 // maxDrain bounds the messages one inbox.list returns.
 const maxDrain = 1000

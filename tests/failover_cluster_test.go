@@ -135,9 +135,23 @@ func TestThreeEmbeddedDaemonsFailover(t *testing.T) {
 	}
 }
 
+// role asks d's socket for daemon.status and returns its cluster role
+// ("active", "standby"), or "" when it does not answer.
+func role(d *testDaemon) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := protocol.CallJSON(ctx, d.Sock, "daemon.status", nil)
+	if err != nil {
+		return ""
+	}
+	cl, _ := st["cluster"].(map[string]any)
+	r, _ := cl["role"].(string)
+	return r
+}
+
 // serving polls the daemons' sockets until one other than skip answers
-// daemon.status (a standby has no socket; nothing signals "serving" but
-// the socket), failing if a daemon exits meanwhile.
+// daemon.status as the active node (nothing signals "serving" but the
+// socket), failing if a daemon exits meanwhile.
 func serving(t *testing.T, ds []*testDaemon, exits []chan struct{}, skip int, limit time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(limit)
@@ -154,10 +168,7 @@ func serving(t *testing.T, ds []*testDaemon, exits []chan struct{}, skip int, li
 			if _, err := os.Stat(d.Sock); err != nil {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := protocol.CallJSON(ctx, d.Sock, "daemon.status", nil)
-			cancel()
-			if err == nil {
+			if role(d) == "active" {
 				return i
 			}
 		}

@@ -230,10 +230,10 @@ func (d *testDaemon) waitReady(exited chan struct{}) error {
 	deadline := time.Now().Add(wait)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := protocol.CallJSON(ctx, d.Sock, "daemon.status", nil)
+		st, err := protocol.CallJSON(ctx, d.Sock, "daemon.status", nil)
 		cancel()
-		if err == nil {
-			return nil
+		if cl, _ := st["cluster"].(map[string]any); err == nil && cl["role"] != "standby" {
+			return nil // serving (a cluster daemon standing by answers too)
 		}
 		select {
 		case <-exited:

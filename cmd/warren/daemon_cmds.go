@@ -81,7 +81,7 @@ nothing of NATS runs.`,
 			return exit.Usagef(cmd.UseLine(), "--nats-host and --nats-advertise need --cluster-embedded")
 		}
 		if cl.OwnerTTL != 0 && cl.OwnerTTL < daemon.MinOwnerTTL {
-			return exit.Usagef(cmd.UseLine(), "--owner-ttl %s is too short: a lease is renewed every third of it, and one renewal may take a second to answer; use at least %s (the default 10s lets a NATS leader election, up to about 9 s, pass without pausing any agent)", cl.OwnerTTL, daemon.MinOwnerTTL)
+			return exit.Usagef(cmd.UseLine(), "--owner-ttl %s is too short: a lease is renewed every third of it, and a renewal must have time to be answered; use at least %s (the default 10s lets a NATS leader election, up to about 9 s, pass without pausing any agent)", cl.OwnerTTL, daemon.MinOwnerTTL)
 		}
 		if err := daemon.CheckCluster(cl); err != nil {
 			return &exit.Error{Code: exit.DaemonErr, Err: err, Msg: err.Error()}

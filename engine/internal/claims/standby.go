@@ -21,6 +21,9 @@ type Standby struct {
 	// Pause waits between an open that failed and the next claim (Open);
 	// its error ends the standby.
 	Pause func() error
+	// Waiting, when set, is told true when the claim is found held by
+	// another daemon (the daemon stands by) and false once it is claimed.
+	Waiting func(bool)
 }
 
 // StandBy claims id (the USER inbox) within sb.Limit per attempt. On a
@@ -32,6 +35,9 @@ func (s *Set) StandBy(id string, sb Standby) (store.Lease, error) {
 	for tries := 0; ; tries++ {
 		l, err := s.Own(id, sb.Limit)
 		if err == nil || !sb.Clustered {
+			if logged && sb.Waiting != nil {
+				sb.Waiting(false)
+			}
 			return l, err
 		}
 		switch {
@@ -43,6 +49,9 @@ func (s *Set) StandBy(id string, sb Standby) (store.Lease, error) {
 			}
 		case !logged:
 			logged = true
+			if sb.Waiting != nil {
+				sb.Waiting(true)
+			}
 			s.opts.Logger.Info("standing by: another daemon runs this cluster's USER inbox; its agents are taken over when its lease lapses", "detail", err)
 		}
 		if err := schedule.Sleep(s.opts.Ctx, sb.Clock, sb.Every); err != nil {

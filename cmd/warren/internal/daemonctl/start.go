@@ -105,6 +105,17 @@ func (d *Ctl) started(st map[string]any) error {
 	if d.JSON {
 		return reply.JSON(d.Stdout, st)
 	}
+	if c := reply.Obj(st, "cluster"); reply.Str(c, "role") == "standby" {
+		active := reply.Str(c, "active_node")
+		if active == "" {
+			active = "another node"
+		} else {
+			active = "node " + active
+		}
+		fmt.Fprintf(d.Stdout, "daemon started (pid %d) as a standby: node %s stands by while %s runs the cluster's agents, and takes over if it stops (warren daemon status, warren daemon stop work on it)\n",
+			reply.Num(st, "pid"), reply.Str(c, "node"), active)
+		return nil
+	}
 	fmt.Fprintf(d.Stdout, "daemon started (pid %d)\n", reply.Num(st, "pid"))
 	if runs := reply.List(st, "interrupted"); len(runs) > 0 {
 		fmt.Fprintf(d.Stdout, "it found %d interrupted run(s):\n", len(runs))

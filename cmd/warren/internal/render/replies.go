@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/warren-dev/warren/cmd/warren/internal/reply"
@@ -120,6 +121,29 @@ func Interrupted(w io.Writer, runs []map[string]any, none string) {
 }
 
 // Status renders a daemon.status result of the daemon of home.
+// Cluster prints daemon.status's cluster block: this node, its role, the
+// active node and the servers of the log.
+func Cluster(w io.Writer, c map[string]any) {
+	active := reply.Str(c, "active_node")
+	if active == "" {
+		active = "unknown (no daemon holds the USER inbox, or the cluster did not answer)"
+	}
+	fmt.Fprintf(w, "cluster   node %s, %s; active node %s\n", reply.Str(c, "node"), reply.Str(c, "role"), active)
+	var peers []string
+	raw, _ := c["peers"].([]any)
+	for _, p := range raw {
+		if s, ok := p.(string); ok {
+			peers = append(peers, s)
+		}
+	}
+	if len(peers) > 0 {
+		fmt.Fprintf(w, "          log servers %s (leader first)\n", strings.Join(peers, ", "))
+	}
+	if e := reply.Str(c, "error"); e != "" {
+		fmt.Fprintf(w, "          the cluster did not answer: %s\n", Cut(e, 200))
+	}
+}
+
 func Status(w io.Writer, home string, st map[string]any) {
 	up := time.Duration(reply.Num(st, "uptime_s")) * time.Second
 	fmt.Fprintf(w, "running   pid %d\n", reply.Num(st, "pid"))
@@ -128,6 +152,9 @@ func Status(w io.Writer, home string, st map[string]any) {
 	fmt.Fprintf(w, "version   %s\n", reply.Str(st, "version"))
 	fmt.Fprintf(w, "uptime    %s\n", up)
 	fmt.Fprintf(w, "agents    %d\n", reply.Num(st, "agents"))
+	if c := reply.Obj(st, "cluster"); c != nil {
+		Cluster(w, c)
+	}
 	if msg := reply.Str(st, "config_error"); msg != "" {
 		fmt.Fprintf(w, "config    INVALID: %s\n", msg)
 	}

@@ -1,0 +1,142 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/warren-dev/warren/engine"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/server"
+	"github.com/warren-dev/warren/store"
+)
+
+// front answers the socket for the daemon's whole life (SPEC 9). While a
+// Core recovers, requests get code 6 ("recovering"); while it stands by
+// for a cluster's USER inbox, daemon.status answers with role "standby"
+// and the active node, daemon.shutdown stops the daemon, and every other
+// request gets code 6 naming the active node; once the Core serves,
+// every request goes to its handler. The socket is listened on before
+// recovery, so that a standby can be seen and stopped with the CLI.
+type front struct {
+	home, version string
+	pid           int
+	started       time.Time
+	node          string      // the cluster node's name ("" on the local store)
+	view          clusterView // nil on the local store
+	stop          func()      // ends the daemon (daemon.shutdown before a Core serves)
+
+	core atomic.Pointer[engine.Core] // the Core recovering or standing by
+	h    atomic.Pointer[handler]     // its handler once it serves
+}
+
+// clusterView is what daemon.status reads of a cluster store
+// (store/jetstream): who holds a lease, and the servers of the log.
+type clusterView interface {
+	Holder(ctx context.Context, id string) (string, error)
+	Peers(ctx context.Context) ([]string, error)
+}
+
+func newFront(home, version string, b *booter, stop func()) *front {
+	f := &front{home: home, version: version, pid: os.Getpid(), started: time.Now(), node: b.node, stop: stop}
+	if v, ok := b.st.(clusterView); ok && b.node != "" {
+		f.view = v
+	}
+	return f
+}
+
+// recovering routes requests to the front itself while c recovers or
+// stands by (nil: between two Cores, or stopping).
+func (f *front) recovering(c *engine.Core) {
+	f.h.Store(nil)
+	f.core.Store(c)
+}
+
+// serving hands every request to h.
+func (f *front) serving(h *handler) { f.h.Store(h) }
+
+// Handle answers a request (server.Handler).
+func (f *front) Handle(ctx context.Context, req *protocol.Request, out server.Stream) (any, error) {
+	if h := f.h.Load(); h != nil {
+		return h.Handle(ctx, req, out)
+	}
+	c := f.core.Load()
+	standby := c != nil && c.StandingBy()
+	switch req.Method {
+	case "daemon.shutdown":
+		h := &handler{home: f.home, pid: f.pid, shutdown: f.stop}
+		res, err := h.shutdownM(ctx, req.Params, out)
+		if err != nil {
+			return nil, toRPCError(err)
+		}
+		return res, nil
+	case "daemon.status":
+		if standby {
+			return f.standbyStatus(ctx, c), nil
+		}
+	}
+	if standby {
+		active := f.activeNode(ctx)
+		if active == "" {
+			active = "another node"
+		} else {
+			active = "node " + active
+		}
+		return nil, protocol.Errorf(protocol.CodeUnavailable,
+			"this daemon (node %s) stands by: %s runs this cluster's agents; send this to that node's daemon, or wait: this one takes over if that one stops", f.node, active)
+	}
+	return nil, protocol.Errorf(protocol.CodeUnavailable, "the daemon is recovering its agents; try again in a moment")
+}
+
+// standbyStatus is daemon.status of a daemon standing by.
+func (f *front) standbyStatus(ctx context.Context, c *engine.Core) map[string]any {
+	return map[string]any{"pid": f.pid, "boot_id": c.BootID(), "version": f.version, "home": f.home,
+		"uptime_s": int64(time.Since(f.started).Seconds()), "agents": 0, "pools": map[string]any{},
+		"cluster": f.cluster(ctx, "standby")}
+}
+
+// clusterTimeout bounds daemon.status's reads of the cluster.
+const clusterTimeout = 2 * time.Second
+
+// cluster is daemon.status's cluster block (SPEC 8.1): this node, its
+// role, the servers holding the log stream, and the node that holds the
+// USER inbox (the active one). nil on the local store.
+func (f *front) cluster(ctx context.Context, role string) map[string]any {
+	if f.view == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
+	defer cancel()
+	peers, err := f.view.Peers(ctx)
+	block := map[string]any{"node": f.node, "role": role, "peers": nonNilStrings(peers), "active_node": f.activeNodeCtx(ctx)}
+	if err != nil {
+		block["error"] = err.Error()
+	}
+	return block
+}
+
+// activeNode names the node holding the USER inbox ("" when unknown).
+func (f *front) activeNode(ctx context.Context) string {
+	if f.view == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
+	defer cancel()
+	return f.activeNodeCtx(ctx)
+}
+
+func (f *front) activeNodeCtx(ctx context.Context) string {
+	n, err := f.view.Holder(ctx, store.UserID)
+	if err != nil {
+		return ""
+	}
+	return n
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
