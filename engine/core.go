@@ -283,7 +283,11 @@ func NewCore(ctx context.Context, opts CoreOptions) (*Core, error) {
 	c.ckpts = newCkptWriter(ckptOptions{FS: opts.FS, Dir: c.agentDir, LogPath: c.logPath, Every: opts.CheckpointEvery,
 		Delay: opts.SessionSaveDelay, Off: c.clustered(), After: c.sched.After, Stopping: c.stopping, Logger: c.log})
 	c.snaps = &snapshotWriter{Save: c.store.Save, Delay: c.saveDelay, Now: c.now, Logger: c.log}
-	c.claims = claims.New(claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log})
+	co := claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log}
+	if hv, ok := c.st.(holderView); ok {
+		co.Holder, co.Grace = hv.Holder, leaseGrace
+	}
+	c.claims = claims.New(co)
 	c.sandboxes = &sandbox.Checker{Bin: opts.Bwrap}
 	c.launches = launch.New(agentproc.Records{FS: opts.FS, Dir: filepath.Join(opts.Home, "procs")},
 		stderrlog.New(opts.FS, c.agentDir, opts.Logger), c.log)

@@ -39,6 +39,16 @@ import (
 // instead of waiting out the store's request timeout.
 const claimTimeout = 750 * time.Millisecond
 
+// leaseGrace is how long a lease this daemon found held must stay lapsed
+// before it claims the id (package claims, grace.go): longer than a
+// holder's retry interval while its owners bucket elects a leader.
+const leaseGrace = 2 * time.Second
+
+// holderView is a store that names a lease's holder (store/jetstream).
+type holderView interface {
+	Holder(ctx context.Context, id string) (string, error)
+}
+
 // takeoverTimer names the periodic takeover scan under the empty owner.
 const takeoverTimer = "takeover"
 

@@ -165,10 +165,16 @@ func (l *lease) renewOnce() error {
 		select {
 		case <-l.stop:
 			return nil
-		case <-time.After(min(retryDelay(n), ttl/3)): // the bucket may be electing a leader; it gives no signal
+		case <-time.After(min(retryDelay(n), ttl/3, renewRetryMax)): // the bucket may be electing a leader; it gives no signal
 		}
 	}
 }
+
+// renewRetryMax bounds the wait between two renewal attempts while the
+// bucket does not answer: well under the grace a standby gives a lapsed
+// lease it saw held (engine/internal/claims, grace.go), so that once the
+// bucket answers again the holder writes its key back first.
+const renewRetryMax = 400 * time.Millisecond
 
 // renewed records a write of the key at rev, started at start.
 func (l *lease) renewed(rev uint64, start time.Time) {

@@ -48,6 +48,13 @@ type Options struct {
 	// Lost is told, once per lease, that the claim on id was lost.
 	Lost   func(id string)
 	Logger hclog.Logger
+	// Holder, when set, names the node holding id's lease ("" when it
+	// lapsed): an id this Set found held by another daemon is claimed
+	// only once it has stayed lapsed for Grace (grace.go).
+	Holder func(ctx context.Context, id string) (string, error)
+	Grace  time.Duration
+	// Now is the clock of the grace (default time.Now).
+	Now func() time.Time
 }
 
 // Set is the claims a daemon holds, by agent id.
@@ -55,6 +62,9 @@ type Set struct {
 	opts Options
 	mu   sync.Mutex
 	m    map[string]held
+	// seenHeld are the ids a claim found held by another daemon, with
+	// when their lease was first seen lapsed since (zero: not yet).
+	seenHeld map[string]time.Time
 }
 
 // held is a claim the Set holds: its lease and the end of its watch.
@@ -71,7 +81,10 @@ func New(opts Options) *Set {
 	if opts.Lost == nil {
 		opts.Lost = func(string) {}
 	}
-	return &Set{opts: opts}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Set{opts: opts, seenHeld: map[string]time.Time{}}
 }
 
 // Own claims id, reusing a claim the Set holds that is not lost; limit
@@ -94,10 +107,17 @@ func (s *Set) Own(id string, limit time.Duration) (store.Lease, error) {
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
+	if err := s.inGrace(ctx, id); err != nil {
+		return nil, err
+	}
 	l, err := s.opts.Owner.Own(ctx, id)
+	if errors.Is(err, store.ErrOwned) {
+		s.seenHeld[id] = time.Time{}
+	}
 	if err != nil {
 		return nil, err
 	}
+	delete(s.seenHeld, id)
 	if s.m == nil {
 		s.m = map[string]held{}
 	}
