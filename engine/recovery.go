@@ -84,10 +84,13 @@ func (c *Core) Recover(ctx context.Context) (RecoveryReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	ids, elsewhere := c.claimable(ctx, ids)
-	live, existing, ended := c.classify(ctx, c.loadAllRefusing(ctx, ids, refused, true), &rep)
-	for _, id := range elsewhere {
-		existing[id] = true // another daemon runs it: its spawn is not redone
+	all := ids
+	ids, _ = c.claimable(ctx, ids)
+	live, existing, ended := c.classify(ctx, c.loadedOrLater(ctx, c.loadAllRefusing(ctx, ids, refused, true)), &rep)
+	for _, id := range all {
+		// Another daemon runs it, or the next takeover scan loads it:
+		// its spawn is not redone.
+		existing[id] = true
 	}
 	c.loadQuarantine()
 	placed := c.place(live, &rep)

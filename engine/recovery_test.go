@@ -414,3 +414,35 @@ func TestDamagedParentKeepsItsChildrenServed(t *testing.T) {
 		t.Fatalf("the healthy child is not served: %+v", res)
 	}
 }
+
+// TestToolCallOnCorruptAgent: an operator's tool.call for an agent whose
+// log could not be opened (its last line damaged) is an error that says
+// so, never a panic (issue 37: a nil log in the call's logging).
+func TestToolCallOnCorruptAgent(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.noWake = true })
+	bad := h.create("bad", "", "echo")
+	h.create("good", "", "echo")
+	h.send(bad, "one")
+	h.stop()
+	path := h.c.logPath(bad)
+	lines := bytes.SplitAfter(h.read(path), []byte("\n"))
+	lines[2] = bytes.Replace(lines[2], []byte(`"turn"`), []byte(`"tUrn"`), 1) // a middle line, CRC now wrong
+	h.rewrite(path, bytes.Join(lines, nil))
+	// No checkpoint: recovery folds the log, fails, and the agent has no
+	// open log at all.
+	if err := h.fs.Remove(path[:strings.LastIndex(path, "/")] + "/checkpoint.json"); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	<-h.c.scrubbed
+	if s := h.statusOf(bad); s != "corrupt" {
+		t.Fatalf("the damaged agent is %s, want corrupt", s)
+	}
+	for _, tool := range []string{"send_message", "list_agents"} {
+		args := map[string]any{"recipient": "good", "text": "from a corrupt agent"}
+		_, err := h.c.CallTool(context.Background(), bad, tool, args)
+		if err == nil || !strings.Contains(err.Error(), "repair") {
+			t.Fatalf("%s as the corrupt agent: %v, want an error naming the repair", tool, err)
+		}
+	}
+}

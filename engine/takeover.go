@@ -150,13 +150,20 @@ func (c *Core) startTakeover() {
 	c.sched.Arm("", takeoverTimer, c.now().Add(c.opts.TakeoverEvery), tick)
 }
 
-// loadedOrLater drops from a takeover the agents whose log the cluster
-// did not serve (their lease is given up; the next scan tries again).
+// loadedOrLater drops from a recovery or a takeover on a cluster store
+// the agents whose log the cluster did not serve, or whose claim the log's
+// fence refused (an earlier owner's append landed between the read of the
+// log's end and the claim): their lease is given up and the next scan
+// tries again on the new end. Neither is damage; listing them corrupt
+// would keep them from the scan until a restart.
 func (c *Core) loadedOrLater(ctx context.Context, all []*loaded) []*loaded {
+	if !c.clustered() {
+		return all
+	}
 	kept := all[:0]
 	for _, l := range all {
-		if l.Err != nil && errors.Is(l.Err, store.ErrUnavailable) {
-			c.log.Warn("the cluster did not serve an agent's log; the next takeover scan tries again", "agent", l.ID, "err", l.Err)
+		if l.Err != nil && (errors.Is(l.Err, store.ErrUnavailable) || errors.Is(l.Err, store.ErrFenced)) {
+			c.log.Warn("the cluster did not serve an agent's log, or another owner wrote it last; the next takeover scan tries again", "agent", l.ID, "err", l.Err)
 			c.claims.Drop(ctx, l.ID)
 			continue
 		}

@@ -148,6 +148,16 @@ func (l *Log) write(p []byte) error {
 
 func (l *Log) open() error {
 	f, err := faultfs.OpenNoFollow(l.owner.fs, l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		// An agent whose log is on a cluster store has no local
+		// directory until something of this daemon's own is kept in it
+		// (it was taken over from another daemon): the directory is
+		// made, never synced (a diagnostic, not state).
+		if merr := l.owner.fs.MkdirAll(filepath.Dir(l.path), 0o700); merr != nil {
+			return fmt.Errorf("%w (and making its directory: %w)", err, merr)
+		}
+		f, err = faultfs.OpenNoFollow(l.owner.fs, l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	}
 	if err != nil {
 		return err
 	}

@@ -73,3 +73,23 @@ func TestStderrLogDoesNotFollowASymlink(t *testing.T) {
 		t.Fatalf("stderr.log should still be the link: %v", err)
 	}
 }
+
+// An agent taken over from another daemon of a cluster has no directory
+// in this home yet: its stderr is kept all the same (issue 37: it was
+// dropped, "no such file or directory").
+func TestStderrOfAnAgentWithoutADirectory(t *testing.T) {
+	home := t.TempDir()
+	logs := New(faultfs.OS{}, func(id string) string { return filepath.Join(home, "agents", id) }, hclog.NewNullLogger())
+	if err := os.Mkdir(filepath.Join(home, "agents"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l := logs.Acquire("taken")
+	if _, err := l.Write([]byte("Traceback: boom\n")); err != nil {
+		t.Fatal(err)
+	}
+	logs.Release(l)
+	b, err := os.ReadFile(filepath.Join(home, "agents", "taken", Name))
+	if err != nil || string(b) != "Traceback: boom\n" {
+		t.Fatalf("stderr.log = %q, %v", b, err)
+	}
+}
