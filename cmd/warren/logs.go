@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/warren-dev/warren/cmd/warren/internal/client"
 	"github.com/warren-dev/warren/cmd/warren/internal/exit"
 	"github.com/warren-dev/warren/cmd/warren/internal/offline"
 	"github.com/warren-dev/warren/cmd/warren/internal/render"
@@ -48,6 +51,15 @@ processes wrote to stderr, kept (1 MiB, then rotated once) in
 				return exit.Usagef(cc.UseLine(), "--stderr cannot follow (-f): use tail -F on %s in the agent's directory", stderrlog.Name)
 			}
 			path, err := offline.LogPath(c.home, pos[0])
+			if err != nil && (offline.ClusterHome(c.home) || c.daemonIsClustered(ctx)) {
+				// A cluster home keeps no log files: the daemon names
+				// the agent; its stderr is kept here all the same.
+				res, ierr := c.daemon().Call(ctx, "agent.inspect", map[string]any{"agent_id": pos[0], "limit": 1})
+				if ierr != nil {
+					return c.daemon().Lost(ctx, &client.CallError{Method: "agent.inspect", Err: ierr})
+				}
+				path, err = filepath.Join(c.home, "agents", reply.Str(res, "agent_id"), "events.jsonl"), nil
+			}
 			if err != nil {
 				return err
 			}
@@ -61,6 +73,11 @@ processes wrote to stderr, kept (1 MiB, then rotated once) in
 func (c *cli) logs(ctx context.Context, ref string, follow bool) error {
 	path, err := offline.LogPath(c.home, ref)
 	if err != nil {
+		if offline.ClusterHome(c.home) || c.daemonIsClustered(ctx) {
+			// The logs of a cluster home are in NATS JetStream: read
+			// through the daemon, which reads the store.
+			return c.logsFromDaemon(ctx, ref, follow)
+		}
 		return err
 	}
 	if follow {
@@ -131,4 +148,64 @@ func (c *cli) refuseWhileRunning(ctx context.Context, ref string) error {
 		"the daemon is running: it holds the agent's log open and would not see a repair until it restarts. "+
 			"Stop it, repair, start it again: warren daemon stop%s && warren repair %s%s && warren daemon start%s",
 		home, render.ShellQuote(ref), home, home)
+}
+
+// logsFromDaemon prints ref's log as the daemon reads it from a cluster
+// store (agent.log, page by page), in the same form as from a file; -f
+// then follows the daemon's events. A standby answers with the active
+// node's name.
+func (c *cli) logsFromDaemon(ctx context.Context, ref string, follow bool) error {
+	d := c.daemon()
+	var next int64
+	n := 0
+	for {
+		page, err := d.Call(ctx, "agent.log", map[string]any{"agent_id": ref, "since_seq": next})
+		if err != nil {
+			return d.Lost(ctx, &client.CallError{Method: "agent.log", Err: err})
+		}
+		for _, ev := range reply.List(page, "events") {
+			e, err := entryOf(ev)
+			if err != nil {
+				return err
+			}
+			if err := c.printEntry(e); err != nil {
+				return err
+			}
+			n++
+		}
+		if more, _ := page["more"].(bool); !more {
+			next = reply.Num(page, "next_seq")
+			break
+		}
+		next = reply.Num(page, "next_seq")
+	}
+	if follow {
+		return c.events().Follow(ctx, ref, int(next), false)
+	}
+	if n == 0 && !c.json {
+		fmt.Fprintln(c.stdout, "no events")
+	}
+	return nil
+}
+
+// daemonIsClustered reports whether the home's daemon answers with a
+// cluster block (its logs are in NATS JetStream, --cluster URL).
+func (c *cli) daemonIsClustered(ctx context.Context) bool {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := c.daemon().Call(dctx, "daemon.status", nil)
+	return err == nil && reply.Obj(st, "cluster") != nil
+}
+
+// entryOf is the log entry an agent.log event map describes.
+func entryOf(ev map[string]any) (eventlog.Entry, error) {
+	ts, err := time.Parse(time.RFC3339Nano, reply.Str(ev, "ts"))
+	if err != nil {
+		return eventlog.Entry{}, fmt.Errorf("the daemon sent an entry with ts %q: %w", reply.Str(ev, "ts"), err)
+	}
+	data, err := json.Marshal(reply.Plain(ev["data"]))
+	if err != nil {
+		return eventlog.Entry{}, err
+	}
+	return eventlog.Entry{Seq: uint64(reply.Num(ev, "seq")), TS: ts, Event: reply.Str(ev, "event"), Data: data}, nil
 }

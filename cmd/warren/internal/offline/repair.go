@@ -33,3 +33,10 @@ func RefuseClusterRepair(home, cluster string, missing error) error {
 		"the daemon lists such an agent as corrupt. Keep a copy of what is readable with `warren export REF --cluster URL`; "+
 		"there is no repair of a cluster log yet", errClusterRepair, why)
 }
+
+// ClusterHome reports whether home's daemon runs (or ran) an embedded
+// NATS server (<home>/nats), which keeps its logs.
+func ClusterHome(home string) bool {
+	st, err := os.Stat(filepath.Join(home, "nats"))
+	return err == nil && st.IsDir()
+}
