@@ -33,12 +33,21 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 	}
 	var embedded []*server.Server
 	url := co.URL
+	var tlsFiles *natsembed.TLSFiles
+	connOpts := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}
+	if co.TLSCert != "" || co.TLSKey != "" || co.TLSCA != "" {
+		tlsFiles = &natsembed.TLSFiles{Cert: co.TLSCert, Key: co.TLSKey, CA: co.TLSCA}
+		if err := tlsFiles.Check(); err != nil {
+			return nil, nil, fmt.Errorf("--nats-tls-cert, --nats-tls-key, --nats-tls-ca: %w", err)
+		}
+		connOpts = append(connOpts, tlsFiles.ClientOptions()...)
+	}
 	var stopServer func()
 	if co.Embedded {
 		if err := validRoutes(co.Routes); err != nil {
 			return nil, nil, err
 		}
-		eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Host: co.Host, Advertise: co.Advertise, Port: co.Port,
+		eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Host: co.Host, Advertise: co.Advertise, Port: co.Port, TLS: tlsFiles,
 			Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync}
 		if eo.Port == 0 {
 			eo.Port = 4222
@@ -66,7 +75,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		}
 		return nil, nil, err
 	}
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := nats.Connect(url, connOpts...)
 	if err != nil {
 		return fail(fmt.Errorf("connecting to the NATS cluster %s: %w", url, err))
 	}

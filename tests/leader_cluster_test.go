@@ -2,8 +2,18 @@ package tests
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -345,4 +355,124 @@ func TestPausedDaemonStandsBy(t *testing.T) {
 	if !strings.Contains(str(res["response"]), "after the pause") {
 		t.Fatalf("send after the pause: %v", res)
 	}
+}
+
+// TestThreeMachinesOnLoopback is the README's three-machine cluster as
+// far as one machine allows: three daemons, each with its server on its
+// own address (127.0.0.1, .2, .3: the whole of 127/8 is loopback on
+// Linux), all on the same client and route ports, routed by address, as
+// three machines would be, with NATS's mutual TLS on clients and routes
+// (a CA and one certificate per node, made here). One serves, two stand
+// by naming it, the team answers, and a client without a certificate is
+// refused.
+func TestThreeMachinesOnLoopback(t *testing.T) {
+	ports := freePorts(t, 2)
+	client, route := strconv.Itoa(ports[0]), strconv.Itoa(ports[1])
+	hosts := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
+	certs := makeCerts(t, hosts)
+	ds := make([]*testDaemon, 3)
+	exits := make([]chan struct{}, 3)
+	for i, h := range hosts {
+		var others []string
+		for j, o := range hosts {
+			if j != i {
+				others = append(others, "nats://"+o+":"+route)
+			}
+		}
+		d := newTestDaemon(t, modeBinary)
+		d.args = []string{"--cluster-embedded", "--node", fmt.Sprintf("m%d", i+1), "--nats-host", h, "--nats-port", client,
+			"--nats-cluster-port", route, "--routes", strings.Join(others, ","),
+			"--nats-tls-cert", certs.cert[i], "--nats-tls-key", certs.key[i], "--nats-tls-ca", certs.ca}
+		ds[i] = d
+		ex, err := d.launch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		exits[i] = ex
+	}
+	active := serving(t, ds, exits, -1, 3*time.Minute)
+	a := ds[active]
+	if nc, err := nats.Connect("nats://127.0.0.2:"+client, nats.Timeout(5*time.Second)); err == nil {
+		nc.Close()
+		t.Fatal("a client without a certificate was let in")
+	}
+	script := writeScripts(t, a.dir)
+	bot := a.createAgent("bot", "scripted", script, "")
+	if res := a.callN("agent.send", map[string]any{"agent_id": bot, "message": "across machines"}); !strings.Contains(str(res["response"]), "across machines") {
+		t.Fatalf("send: %v", res)
+	}
+	for i, d := range ds {
+		if i == active {
+			continue
+		}
+		deadline := time.Now().Add(time.Minute)
+		for role(d) != "standby" {
+			if time.Now().After(deadline) {
+				t.Fatalf("m%d's role is %q, want standby\n%s", i+1, role(d), d.Output())
+			}
+			time.Sleep(100 * time.Millisecond) // no event for "standing by"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := protocol.CallJSON(ctx, d.Sock, "daemon.status", nil)
+		cancel()
+		cl, _ := st["cluster"].(map[string]any)
+		if err != nil || str(cl["active_node"]) != fmt.Sprintf("m%d", active+1) || len(cl["peers"].([]any)) != 3 {
+			t.Fatalf("m%d's cluster block: %v (%v), want the active node m%d and three log servers", i+1, cl, err, active+1)
+		}
+	}
+}
+
+// testCerts are PEM files: a CA, and a certificate and key per node.
+type testCerts struct {
+	ca        string
+	cert, key []string
+}
+
+// makeCerts makes a CA and, for each host, a certificate for that
+// address, good for server and client use (a NATS node is both).
+func makeCerts(t *testing.T, hosts []string) testCerts {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "warren test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	out := testCerts{ca: writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", caDER)}
+	for i, h := range hosts {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: h},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			IPAddresses: []net.IP{net.ParseIP(h)}, KeyUsage: x509.KeyUsageDigitalSignature,
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.cert = append(out.cert, writePEM(t, filepath.Join(dir, fmt.Sprintf("n%d.pem", i)), "CERTIFICATE", der))
+		out.key = append(out.key, writePEM(t, filepath.Join(dir, fmt.Sprintf("n%d-key.pem", i)), "EC PRIVATE KEY", kder))
+	}
+	return out
+}
+
+func writePEM(t *testing.T, path, kind string, der []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

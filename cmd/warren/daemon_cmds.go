@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"context"
 	"errors"
 	"fmt"
@@ -56,6 +57,9 @@ nothing of NATS runs.`,
 	f.StringVar(&cl.Host, "nats-host", "", "with --cluster-embedded: the address the NATS server listens on, for clients and routes (default 127.0.0.1; this machine's address for a cluster across machines)")
 	f.StringVar(&cl.Advertise, "nats-advertise", "", "with --cluster-embedded: the host:port the other servers route to (default: the listener's; for NAT or 0.0.0.0)")
 	f.IntVar(&cl.Port, "nats-port", 0, "with --cluster-embedded: the NATS client port (0: 4222)")
+	f.StringVar(&cl.TLSCert, "nats-tls-cert", "", "with a cluster: this node's TLS certificate (PEM; for its addresses, server and client use): mutual TLS on the embedded server's clients and routes and on the daemon's connection")
+	f.StringVar(&cl.TLSKey, "nats-tls-key", "", "with a cluster: the key of --nats-tls-cert (PEM)")
+	f.StringVar(&cl.TLSCA, "nats-tls-ca", "", "with a cluster: the CA that signed every node's certificate (PEM)")
 	f.IntVar(&cl.ClusterPort, "nats-cluster-port", 0, "with --cluster-embedded and --routes: the route port (0: 6222)")
 	f.IntVar(&cl.Replicas, "replicas", 0, "with a cluster: replicas of a new stream (0: 1, or 3 with --routes); an existing stream keeps its own")
 	f.DurationVar(&cl.OwnerTTL, "owner-ttl", 0, "with a cluster: how long an agent's claim outlives a daemon that stopped renewing it (0: 10s)")
@@ -77,11 +81,23 @@ nothing of NATS runs.`,
 		if cl.UnsafeLazyFsync && cl.URL == "" && !cl.Embedded {
 			return exit.Usagef(cmd.UseLine(), "--unsafe-lazy-fsync needs --cluster or --cluster-embedded")
 		}
+		if (cl.TLSCert != "" || cl.TLSKey != "" || cl.TLSCA != "") && !cl.Embedded && cl.URL == "" {
+			return exit.Usagef(cmd.UseLine(), "--nats-tls-cert, --nats-tls-key and --nats-tls-ca need --cluster or --cluster-embedded")
+		}
 		if (cl.Host != "" || cl.Advertise != "") && !cl.Embedded {
 			return exit.Usagef(cmd.UseLine(), "--nats-host and --nats-advertise need --cluster-embedded")
 		}
 		if cl.OwnerTTL != 0 && cl.OwnerTTL < daemon.MinOwnerTTL {
 			return exit.Usagef(cmd.UseLine(), "--owner-ttl %s is too short: a lease is renewed every third of it, and a renewal must have time to be answered; use at least %s (the default 10s lets a NATS leader election, up to about 9 s, pass without pausing any agent)", cl.OwnerTTL, daemon.MinOwnerTTL)
+		}
+		for _, p := range []*string{&cl.TLSCert, &cl.TLSKey, &cl.TLSCA} {
+			if *p != "" {
+				abs, err := filepath.Abs(*p)
+				if err != nil {
+					return exit.Usagef(cmd.UseLine(), "TLS file %q: %v", *p, err)
+				}
+				*p = abs // the daemon may run from another directory
+			}
 		}
 		if err := daemon.CheckCluster(cl); err != nil {
 			return &exit.Error{Code: exit.DaemonErr, Err: err, Msg: err.Error()}
@@ -197,6 +213,11 @@ func clusterArgs(cl daemon.ClusterOptions) []string {
 	}
 	if cl.Port != 0 {
 		a = append(a, "--nats-port", strconv.Itoa(cl.Port))
+	}
+	for flag, v := range map[string]string{"--nats-tls-cert": cl.TLSCert, "--nats-tls-key": cl.TLSKey, "--nats-tls-ca": cl.TLSCA} {
+		if v != "" {
+			a = append(a, flag, v)
+		}
 	}
 	if cl.ClusterPort != 0 {
 		a = append(a, "--nats-cluster-port", strconv.Itoa(cl.ClusterPort))

@@ -25,6 +25,9 @@ type Options struct {
 	// (default: the listener's), for a server behind NAT or listening on
 	// 0.0.0.0.
 	Advertise string
+	// TLS, when set, is NATS's own TLS on the client listener and the
+	// routes, both ways verified against TLS.CA (mutual TLS).
+	TLS *TLSFiles
 	// ClusterName, ClusterPort (-1: a free one) and Routes make the server
 	// one node of a cluster; leave ClusterName empty for a single node.
 	ClusterName string
@@ -68,6 +71,11 @@ func Start(o Options) (*server.Server, error) {
 				return nil, fmt.Errorf("natsembed: route %q: %w", r, err)
 			}
 			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	if o.TLS != nil {
+		if err := o.TLS.apply(opts); err != nil {
+			return nil, err
 		}
 	}
 	s, err := server.NewServer(opts)
