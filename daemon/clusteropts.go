@@ -24,17 +24,17 @@ type ClusterOptions struct {
 	URL string
 	// Embedded runs a NATS server in the daemon, data under <home>/nats;
 	// Routes are the other servers' cluster URLs (nats://host:port).
-	Embedded    bool
-	Name        string // the embedded server's name (default: the host's)
-	Host        string // listen address of the embedded server (default 127.0.0.1)
-	Advertise   string // host:port the other servers route to (default: the listener's)
-	Port        int    // client port of the embedded server (0: 4222)
+	Embedded  bool
+	Name      string // the embedded server's name (default: the host's)
+	Host      string // listen address of the embedded server (default 127.0.0.1)
+	Advertise string // host:port the other servers route to (default: the listener's)
+	Port      int    // client port of the embedded server (0: 4222)
 	// TLSCert, TLSKey and TLSCA turn on NATS's TLS: mutual TLS on the
 	// embedded server's client listener and routes, and on this daemon's
 	// own connection (with --cluster too). All three, or none.
 	TLSCert, TLSKey, TLSCA string
-	ClusterPort int    // route port of the embedded server (0: 6222)
-	Routes      []string
+	ClusterPort            int // route port of the embedded server (0: 6222)
+	Routes                 []string
 	// UnsafeLazyFsync accepts servers that do not fsync every write.
 	UnsafeLazyFsync bool
 	// Replicas of the stream (0: 3 with routes, else an existing stream's

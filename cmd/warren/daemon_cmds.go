@@ -1,11 +1,11 @@
 package main
 
 import (
-	"path/filepath"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
