@@ -224,10 +224,7 @@ func (s *Set) Claimable(ctx context.Context, ids []string, limit time.Duration, 
 		}
 		took[id] = true
 	}
-	parents := make(map[string]string, len(took))
-	for id := range took {
-		parents[id] = parentOf(id)
-	}
+	parents := parentsOf(took, parentOf)
 	for changed := true; changed; {
 		changed = false
 		for id := range took {
@@ -247,4 +244,30 @@ func (s *Set) Claimable(ctx context.Context, ids []string, limit time.Duration, 
 		}
 	}
 	return take, elsewhere
+}
+
+// parentLookups bounds the parent lookups in flight: each is a request to
+// the cluster (a log's first entry), answered in a few milliseconds.
+const parentLookups = 16
+
+// parentsOf looks up the parent of every id in ids, concurrently.
+func parentsOf(ids map[string]bool, parentOf func(id string) string) map[string]string {
+	parents := make(map[string]string, len(ids))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parentLookups)
+	for id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			p := parentOf(id)
+			<-sem
+			mu.Lock()
+			parents[id] = p
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return parents
 }
