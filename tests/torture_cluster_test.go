@@ -145,6 +145,7 @@ func freePorts(t *testing.T, n int) []int {
 
 // clusterTorture is the state of one cluster torture run.
 type clusterTorture struct {
+	probe   string // the probe agent of service rounds
 	t       *testing.T
 	d       *testDaemon
 	helpers []*natsHelper
@@ -221,13 +222,17 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 		agents, msgs, turns := led.counts()
 		return agents == 0 || msgs == 0 || turns == 0
 	}
-	kills := 0
+	kills, served := 0, 0
+	alive := false // the daemon lived through the last round (a leader kill only)
 	for round := 0; round < rounds || (tooLittle() && round < 3*rounds); round++ {
 		if testing.Verbose() {
 			t.Logf("round %d at %v", round, time.Since(began).Round(time.Millisecond))
 		}
-		ct.start(round)
-		ct.waitTakenOver(round, led)
+		if !alive {
+			ct.start(round)
+			ct.waitTakenOver(round, led)
+		}
+		alive = false
 		tStart := time.Since(began)
 		verifyAfterRestart(t, d, led, round)
 		tVerify := time.Since(began)
@@ -237,8 +242,21 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 			t.Logf("round %d: started %v verified %v load done %v", round, tStart.Round(time.Millisecond), tVerify.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 		}
 		if nodes > 1 && round%2 == 1 {
+			service := round%4 == 1
+			if service {
+				ct.leaderToHelper(round)
+			}
 			if ct.killLeader(round, load) {
 				leaderKills++
+				if service {
+					// A service round: the daemon is not killed; it
+					// must go on serving by itself (issue 37).
+					load.stop()
+					ct.assertServed(round, script)
+					served++
+					alive = true
+					continue
+				}
 			}
 		}
 		d.Kill()
@@ -250,8 +268,8 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 	ct.waitTakenOver(kills, led)
 	verifyAfterRestart(t, d, led, kills)
 	agents, msgs, turns := led.counts()
-	t.Logf("%d daemon kills, %d leader kills of a NATS helper; acknowledged: %d agents, %d messages, %d turns",
-		kills, leaderKills, agents, msgs, turns)
+	t.Logf("%d daemon kills, %d leader kills of a NATS helper (%d with the daemon left running and serving); acknowledged: %d agents, %d messages, %d turns",
+		kills, leaderKills, served, agents, msgs, turns)
 	if agents == 0 || msgs == 0 || turns == 0 {
 		t.Fatalf("the load did too little to prove anything: %d agents, %d messages, %d turns", agents, msgs, turns)
 	}
@@ -303,6 +321,60 @@ func (ct *clusterTorture) waitTakenOver(round int, led *ledger) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond) // polling agent.list: no event says "taken over"
+	}
+}
+
+// leaderToHelper moves the log stream's leader to a helper server (a
+// stepdown naming it), so that the round's leader kill kills a server the
+// daemon does not run.
+func (ct *clusterTorture) leaderToHelper(round int) {
+	ct.t.Helper()
+	want := ct.helpers[0].opts.Name
+	nc, err := nats.Connect(ct.urls)
+	if err != nil {
+		ct.t.Fatal(err)
+	}
+	defer nc.Close()
+	body := []byte(`{"placement":{"preferred":"` + want + `"}}`)
+	for try := 0; ct.streamLeader() != want; try++ {
+		if try == 40 {
+			ct.t.Fatalf("round %d: the stream leader stays %q; wanted %s", round, ct.streamLeader(), want)
+		}
+		_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+jetstream.StreamName, body, 5*time.Second)
+		time.Sleep(250 * time.Millisecond) // the election settles; no event for it
+	}
+}
+
+// assertServed checks that the daemon, left running through a leader
+// kill, serves: a probe turn is answered within a minute and, within 20
+// s, no agent is listed degraded or corrupt.
+func (ct *clusterTorture) assertServed(round int, script string) {
+	ct.t.Helper()
+	if ct.probe == "" {
+		ct.probe = ct.d.createAgent("probe", "scripted", script, "")
+	}
+	took := probe(ct.t, ct.d, ct.probe, time.Now(), time.Minute)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var bad []string
+		list, err := ct.d.Client().Call(procCtx(ct.t), "agent.list", nil)
+		if err != nil {
+			ct.t.Fatalf("round %d: agent.list after a leader kill: %v", round, err)
+		}
+		for _, a := range list["agents"].([]any) {
+			m := a.(map[string]any)
+			if m["status"] == "corrupt" || str(m["degraded"]) != "" {
+				bad = append(bad, fmt.Sprintf("%s %s %s", str(m["path"]), str(m["status"]), str(m["degraded"])))
+			}
+		}
+		if len(bad) == 0 {
+			ct.t.Logf("round %d: the daemon served a probe %.2f s after the leader kill; nothing degraded", round, took.Seconds())
+			return
+		}
+		if time.Now().After(deadline) {
+			ct.t.Fatalf("round %d: 20 s after a leader kill, still degraded or corrupt: %v", round, bad)
+		}
+		time.Sleep(200 * time.Millisecond) // agent.list has no wait
 	}
 }
 
