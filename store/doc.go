@@ -33,10 +33,11 @@
 // whose Epoch names the claim. A log opened with LogOptions.Lease writes
 // under that claim; once another daemon claims the agent, the old
 // handle's appends fail with an error wrapping ErrFenced (and
-// eventlog.ErrPoisoned) and keep failing: the handle is poisoned for good,
-// like one whose fsync failed, and the agent must be released. A lease
-// whose renewal fails closes Lost: the holder stops the agent's turns
-// before another daemon's claim can fence it. The local store's lease is
+// eventlog.ErrPoisoned) and keep failing: the handle is poisoned for good
+// and the agent must be released. A lease closes Lost when another claim
+// took its id: the holder stops the agent's turns. A lease whose servers
+// do not answer is kept and renewed when they do; past Expires the holder
+// pauses the agent's side effects (the fence keeps appends safe). The local store's lease is
 // the home flock: one daemon owns every agent, its epoch is constant and
 // Lost never closes.
 package store

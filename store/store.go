@@ -150,10 +150,13 @@ type Lease interface {
 	ID() string
 	// Epoch names the claim: greater for every later claim of the id.
 	Epoch() uint64
-	// Lost is closed when the claim can no longer be trusted (a renewal
-	// failed or was refused): stop the agent's turns and release it.
+	// Lost is closed when the claim can no longer be trusted (another
+	// claim took the id, or the store is closed): stop the agent's turns
+	// and release it.
 	Lost() <-chan struct{}
-	// Expires is when the claim lapses unless renewed (zero: never).
+	// Expires is when the claim lapses unless renewed (zero: never). A
+	// holder pauses the agent's side effects while it is past and Lost is
+	// open (the servers did not answer the renewal yet).
 	Expires() time.Time
 	// Release gives the claim up (another daemon may claim at once).
 	Release(ctx context.Context) error

@@ -126,10 +126,15 @@
 // later, the fence keeps it safe. The revision a claim returns is its
 // epoch (revisions grow across the bucket, so a later claim has a greater
 // epoch). The lease renews with kv.Update(key, value, last revision) every
-// TTL/3; a failed renewal closes Lost and stops, except that a refusal
-// after an attempt whose answer was lost is checked: if the key holds this
-// lease's value at a later revision, that attempt was stored and the
-// lease goes on. Release deletes the key on its last revision.
+// TTL/3 (lease.go). A renewal the bucket does not answer is tried again
+// (every 400 ms at most) for as long as it takes, past the expiry if need
+// be; the lease closes Lost only when a read shows another claim (or the
+// connection is closed for good). A refusal after an attempt whose answer
+// was lost is checked: if the key holds this lease's value at a later
+// revision, that attempt was stored and the lease goes on; a key gone
+// (lapsed during the outage, nobody claiming it) is created again. Release
+// deletes the key on its last revision. Holder reads who holds a key;
+// Peers lists the log stream's servers (cluster.go, for daemon.status).
 //
 // OpenLog needs the lease (LogOptions.Lease). After replaying, if the
 // log is not empty and its last entry is not this epoch's claim, it

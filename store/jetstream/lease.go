@@ -38,9 +38,9 @@ type lease struct {
 // Own claims id: a kv.Create of its key, which succeeds only when the key
 // is absent, deleted or expired (or lapsed by its last write's time, or
 // this boot's own claim whose answer was lost: see below). The claim's
-// revision is the epoch. The
-// lease renews itself every OwnerTTL/3 with a kv.Update on the revision it
-// last wrote; a failed renewal closes Lost and stops renewing.
+// revision is the epoch. The lease renews itself every OwnerTTL/3 with a
+// kv.Update on the revision it last wrote (renewOnce: through an outage
+// of the bucket; Lost closes only when another claim took the key).
 func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
