@@ -2,10 +2,17 @@ package daemon
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
+	"sort"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/engine"
 	"github.com/warren-dev/warren/protocol"
 	"github.com/warren-dev/warren/server"
@@ -29,13 +36,44 @@ type front struct {
 
 	core atomic.Pointer[engine.Core] // the Core recovering or standing by
 	h    atomic.Pointer[handler]     // its handler once it serves
+	// configHash is the hash of the provider entries in force (nodeInfo).
+	configHash atomic.Pointer[string]
+}
+
+// nodeInfo is what a daemon records of itself in the cluster
+// (store/jetstream's nodes bucket): the hash of its provider entries, so
+// that daemon.status shows whether the nodes run agents alike.
+type nodeInfo struct {
+	ConfigHash string    `json:"config_hash"`
+	Updated    time.Time `json:"updated"`
+}
+
+// configChanged records the hash of cfg's provider entries, here and in
+// the cluster (a failure is logged: the status then shows the old hash).
+func (f *front) configChanged(ctx context.Context, cfg config.Config, logger hclog.Logger) {
+	b, _ := json.Marshal(cfg.Providers) // map keys sorted: the same entries hash alike
+	sum := sha256.Sum256(b)
+	h := hex.EncodeToString(sum[:6])
+	f.configHash.Store(&h)
+	if f.view == nil {
+		return
+	}
+	info, _ := json.Marshal(nodeInfo{ConfigHash: h, Updated: time.Now().UTC()})
+	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
+	defer cancel()
+	if err := f.view.PutNode(ctx, f.node, info); err != nil {
+		logger.Warn("recording this node's config hash in the cluster", "err", err)
+	}
 }
 
 // clusterView is what daemon.status reads of a cluster store
-// (store/jetstream): who holds a lease, and the servers of the log.
+// (store/jetstream): who holds a lease, the servers of the log, and what
+// each node recorded of itself.
 type clusterView interface {
 	Holder(ctx context.Context, id string) (string, error)
 	Peers(ctx context.Context) ([]string, error)
+	PutNode(ctx context.Context, node string, info []byte) error
+	Nodes(ctx context.Context) (map[string][]byte, error)
 }
 
 func newFront(home, version string, b *booter, stop func()) *front {
@@ -113,7 +151,28 @@ func (f *front) cluster(ctx context.Context, role string) map[string]any {
 	if err != nil {
 		block["error"] = err.Error()
 	}
+	if h := f.configHash.Load(); h != nil {
+		block["config_hash"] = *h
+		block["config_differs"] = f.differing(ctx, *h)
+	}
 	return block
+}
+
+// differing names the other nodes whose provider entries hash otherwise.
+func (f *front) differing(ctx context.Context, mine string) []string {
+	nodes, err := f.view.Nodes(ctx)
+	out := []string{}
+	if err != nil {
+		return out
+	}
+	for name, b := range nodes {
+		var ni nodeInfo
+		if name != f.node && json.Unmarshal(b, &ni) == nil && ni.ConfigHash != mine {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // activeNode names the node holding the USER inbox ("" when unknown).

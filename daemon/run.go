@@ -111,6 +111,7 @@ func Run(ctx context.Context, opts Options) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	f := newFront(home, opts.Version, b, stop)
+	f.configChanged(ctx, cfg, logger)
 	sock := homedir.SocketPath(home)
 	// daemon.status and daemon.shutdown stay reachable when every
 	// connection slot is taken (server.Config.ControlMethods).
@@ -326,7 +327,7 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		watchConfig(runCtx, opts, core, cfgPath, cfgState, logger)
+		watchConfig(runCtx, opts, core, cfgPath, cfgState, logger, func(c config.Config) { f.configChanged(runCtx, c, logger) })
 	}()
 	interval := opts.SweepInterval
 	if interval <= 0 {
@@ -387,7 +388,7 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 
 // watchConfig applies each valid change of config.json to the Core and
 // records an invalid file for daemon.status, until ctx is done.
-func watchConfig(ctx context.Context, opts Options, core *engine.Core, cfgPath string, cfgState *configState, logger hclog.Logger) {
+func watchConfig(ctx context.Context, opts Options, core *engine.Core, cfgPath string, cfgState *configState, logger hclog.Logger, changed func(config.Config)) {
 	err := config.WatchWith(ctx, cfgPath, config.WatchOptions{Logger: logger.Named("config"),
 		OnValid: func() {
 			cfgState.set(nil)
@@ -396,6 +397,7 @@ func watchConfig(ctx context.Context, opts Options, core *engine.Core, cfgPath s
 		OnChange: func(c config.Config) {
 			c = withFlags(c, opts)
 			core.ApplyConfig(c)
+			changed(c)
 			logger.Info("config.json reloaded", "pools", fmt.Sprint(c.Pools), "max_retries", c.MaxRetries)
 		},
 		OnError: func(err error) {

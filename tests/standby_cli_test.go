@@ -28,6 +28,13 @@ func TestStandbyWithTheCLI(t *testing.T) {
 		t.Fatalf("first daemon: %q", start.stdout)
 	}
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	// B's provider entries differ from A's: each status says so.
+	if err := os.MkdirAll(homeB, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(homeB, "config.json"), []byte(`{"providers":{"scripted":{"env":{"ONLY_ON_B":"1"}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// B joins A's server as a client: it cannot ask the system account
 	// whether the server fsyncs (A's embedded server does).
 	start = runCLI(t, homeB, "daemon", "start", "--cluster", url, "--node", "nb", "--unsafe-lazy-fsync").want(t, 0, "start a standby")
@@ -36,8 +43,8 @@ func TestStandbyWithTheCLI(t *testing.T) {
 	}
 	st := runCLI(t, homeB, "daemon", "status", "--json").want(t, 0, "status of the standby").json(t)
 	cl, _ := st["cluster"].(map[string]any)
-	if cl["role"] != "standby" || cl["node"] != "nb" || cl["active_node"] != "na" {
-		t.Fatalf("standby status cluster block: %v", st["cluster"])
+	if cl["role"] != "standby" || cl["node"] != "nb" || cl["active_node"] != "na" || fmt.Sprint(cl["config_differs"]) != "[na]" {
+		t.Fatalf("standby status cluster block: %v (want role standby, active na, config differing from na's)", st["cluster"])
 	}
 	if out := runCLI(t, homeB, "daemon", "status").want(t, 0, "status").stdout; !strings.Contains(out, "node nb, standby; active node na") {
 		t.Fatalf("daemon status of the standby:\n%s", out)
@@ -60,7 +67,7 @@ func TestStandbyWithTheCLI(t *testing.T) {
 	// The active node: a cluster home has no log files; warren logs reads
 	// the store through the daemon.
 	st = runCLI(t, homeA, "daemon", "status", "--json").want(t, 0, "status of the active node").json(t)
-	if cl, _ := st["cluster"].(map[string]any); cl["role"] != "active" || cl["node"] != "na" || cl["active_node"] != "na" {
+	if cl, _ := st["cluster"].(map[string]any); cl["role"] != "active" || cl["node"] != "na" || cl["active_node"] != "na" || fmt.Sprint(cl["config_differs"]) != "[nb]" {
 		t.Fatalf("active status cluster block: %v", st["cluster"])
 	}
 	script := filepath.Join(homeA, "noisy")

@@ -2,8 +2,11 @@ package jetstream
 
 import (
 	"context"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,4 +89,89 @@ func benchStore(b *testing.B, s store.Store, writers int) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(per*writers)/time.Since(start).Seconds(), "appends/s")
+}
+
+// BenchmarkLeasesAtRest measures what leases cost while nothing happens:
+// N agents claimed with the default TTL (renewed every third of it),
+// then the process's CPU time (the store's renewals and the embedded
+// servers, all in this process) over 10 s of wall time, as CPU-seconds
+// per second (1.0 is one core busy):
+//
+//	go test ./store/jetstream -run '^$' -bench LeasesAtRest -benchtime 1x
+//	WARREN_BENCH_LEASES=1000,10000 ... (the default: 1000)
+func BenchmarkLeasesAtRest(b *testing.B) {
+	counts := []int{1000}
+	if v := os.Getenv("WARREN_BENCH_LEASES"); v != "" {
+		counts = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n <= 0 {
+				b.Fatalf("WARREN_BENCH_LEASES=%q: a list of counts", v)
+			}
+			counts = append(counts, n)
+		}
+	}
+	for _, n := range counts {
+		b.Run("R1/leases="+itoa(n), func(b *testing.B) {
+			srv := embed(b, natsembed.Options{Name: "n1"})
+			s, err := New(context.Background(), Options{Conn: connect(b, srv.ClientURL()), Node: "n1", BootID: "b1", Embedded: srvs(srv), OwnerTTL: DefaultOwnerTTL})
+			if err != nil {
+				b.Fatal(err)
+			}
+			leasesAtRest(b, s, n)
+		})
+		b.Run("R3/leases="+itoa(n), func(b *testing.B) {
+			srvs, urls := startCluster(b)
+			leasesAtRest(b, clusterStore(b, urls, srvs, DefaultOwnerTTL), n)
+		})
+	}
+}
+
+func leasesAtRest(b *testing.B, s *Store, n int) {
+	ctx := context.Background()
+	leases := make([]store.Lease, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range leases {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			l, err := s.Own(ctx, storetest.NewID(b))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			leases[i] = l
+		}()
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+	b.ResetTimer()
+	const rest = 10 * time.Second
+	before := cpuTime(b)
+	time.Sleep(rest) // the measurement is of doing nothing for this long
+	used := cpuTime(b) - before
+	b.ReportMetric(used.Seconds()/rest.Seconds(), "cpu-s/s")
+	b.StopTimer()
+	for _, l := range leases {
+		select {
+		case <-l.Lost():
+			b.Errorf("a lease at rest was lost")
+		default:
+		}
+		_ = l.Release(ctx)
+	}
+}
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

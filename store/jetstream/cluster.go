@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,3 +60,40 @@ func (s *Store) Peers(ctx context.Context) ([]string, error) {
 	sort.Strings(rest)
 	return append(peers, rest...), nil
 }
+
+// PutNode records what node tells the other daemons (daemon.status: the
+// hash of its provider entries), replacing what it told before.
+func (s *Store) PutNode(ctx context.Context, node string, info []byte) error {
+	if node == "" {
+		return errors.New("store/jetstream: a node needs a name")
+	}
+	if _, err := s.nodes.Put(ctx, nodeKey(node), info); err != nil {
+		return unavailable(fmt.Errorf("store/jetstream: recording node %s: %w", node, err))
+	}
+	return nil
+}
+
+// Nodes returns what every node recorded with PutNode, by node name.
+func (s *Store) Nodes(ctx context.Context) (map[string][]byte, error) {
+	keys, err := s.nodes.ListKeys(ctx)
+	if err != nil {
+		return nil, unavailable(fmt.Errorf("store/jetstream: listing the nodes: %w", err))
+	}
+	out := map[string][]byte{}
+	for k := range keys.Keys() {
+		name, err := base64.RawURLEncoding.DecodeString(k)
+		if err != nil {
+			continue // not a key PutNode wrote
+		}
+		e, err := s.nodes.Get(ctx, k)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		out[string(name)] = e.Value()
+	}
+	return out, nil
+}
+
+// nodeKey is node's key in the nodes bucket: any name, in the characters
+// a key may hold.
+func nodeKey(node string) string { return base64.RawURLEncoding.EncodeToString([]byte(node)) }

@@ -22,6 +22,7 @@ const (
 	OwnersBucket  = "warren-owners"
 	SessionBucket = "warren-sessions"
 	BlobBucket    = "warren-session-blobs"
+	NodesBucket   = "warren-nodes"
 )
 
 // DefaultOwnerTTL is the default Options.OwnerTTL.
@@ -73,6 +74,7 @@ type Store struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	owners jetstream.KeyValue
+	nodes  jetstream.KeyValue
 	snaps  *snapshots
 }
 
@@ -147,6 +149,15 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", OwnersBucket, err)
+	}
+	s.nodes, err = retried(s, ctx, "create bucket "+NodesBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: NodesBucket, Description: "warren daemons: one key per node, what it tells the others (cluster.go)",
+			History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", NodesBucket, err)
 	}
 	kv, err := retried(s, ctx, "create bucket "+SessionBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{

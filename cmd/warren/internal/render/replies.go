@@ -139,6 +139,20 @@ func Cluster(w io.Writer, c map[string]any) {
 	if len(peers) > 0 {
 		fmt.Fprintf(w, "          log servers %s (leader first)\n", strings.Join(peers, ", "))
 	}
+	if h := reply.Str(c, "config_hash"); h != "" {
+		var differ []string
+		raw, _ := c["config_differs"].([]any)
+		for _, d := range raw {
+			if s, ok := d.(string); ok {
+				differ = append(differ, s)
+			}
+		}
+		if len(differ) == 0 {
+			fmt.Fprintf(w, "          provider entries %s, as on every node that recorded its own\n", h)
+		} else {
+			fmt.Fprintf(w, "          provider entries %s; DIFFERENT on %s (a takeover runs the agents with the taking node's config.json)\n", h, strings.Join(differ, ", "))
+		}
+	}
 	if e := reply.Str(c, "error"); e != "" {
 		fmt.Fprintf(w, "          the cluster did not answer: %s\n", Cut(e, 200))
 	}
