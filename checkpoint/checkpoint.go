@@ -90,6 +90,12 @@ func Write(fsys faultfs.FS, dir string, state []byte, r eventlog.Resume) error {
 	return writeUnsynced(fsys, filepath.Join(dir, Name), Encode(state, r))
 }
 
+// WriteData replaces the checkpoint in an agent directory with data (an
+// Encode), unsynced like Write.
+func WriteData(fsys faultfs.FS, dir string, data []byte) error {
+	return writeUnsynced(fsys, filepath.Join(dir, Name), data)
+}
+
 // Encode is the checkpoint file of state at line r.
 func Encode(state []byte, r eventlog.Resume) []byte {
 	head, _ := json.Marshal(header{Version: Version, Seq: r.Seq, Off: r.Off, CRC: hex32(r.CRC), Len: r.Len,

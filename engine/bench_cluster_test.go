@@ -217,37 +217,76 @@ func BenchmarkRecoveryJetStream(b *testing.B) {
 	srv.WaitForShutdown()
 	b.Logf("filled the stream in %v", time.Since(t0).Round(time.Millisecond))
 	_, st = benchOneServer(b, jsDir, false)
-	b.Run(fmt.Sprintf("agents=%d/events=%d/jetstream-R1", spec.Agents, spec.EventsPerAgent), func(b *testing.B) {
-		var total time.Duration
-		for i := 0; i < b.N; i++ {
-			home := filepath.Join(dir, fmt.Sprintf("home%d", i)) // checkpoints stay local: none
-			start := time.Now()
-			c, err := NewCore(context.Background(), withDefaults(CoreOptions{
-				FS: faultfs.OS{}, Home: home, Store: st, DefaultProvider: "inproc", DefaultModel: "echo",
-				Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
-				Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: -1,
-			}))
-			if err != nil {
-				b.Fatal(err)
+	// fold: no checkpoint (every log folded from its first entry);
+	// clean-stop: the checkpoints a Close wrote (in the store's bucket);
+	// kill: the checkpoints a daemon killed after its recovery left.
+	for _, mode := range []string{"fold", "clean-stop", "kill"} {
+		b.Run(fmt.Sprintf("agents=%d/events=%d/jetstream-R1/%s", spec.Agents, spec.EventsPerAgent, mode), func(b *testing.B) {
+			var total time.Duration
+			resumed := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				home := filepath.Join(dir, fmt.Sprintf("%s%d", mode, i))
+				every := config.DefaultCheckpointEvery
+				switch mode {
+				case "fold":
+					every = -1
+				case "clean-stop":
+					c := benchRecoverCore(b, st, home+"-before", every)
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+					_ = c.Close(ctx) // writes every checkpoint
+					cancel()
+				case "kill":
+					c := benchRecoverCore(b, st, home+"-before", every)
+					<-c.scrubbed // recovery's checkpoint pass is done
+					c.Abandon()
+				}
+				b.StartTimer()
+				start := time.Now()
+				c := benchRecoverCore(b, st, home, every)
+				total += time.Since(start)
+				b.StopTimer()
+				if c.report.Agents != spec.Agents || c.report.Pending != hs.Pending {
+					b.Fatalf("recovery report %+v; want %d agents, %d pending", c.report, spec.Agents, hs.Pending)
+				}
+				resumed = c.report.Resumed
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				_ = c.Close(ctx) // releases the claims for the next iteration
+				cancel()
+				b.StartTimer()
 			}
-			rep, err := c.Recover(context.Background())
-			d := time.Since(start)
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if rep.Agents != spec.Agents || rep.Corrupt != 0 || rep.Pending != hs.Pending {
-				b.Fatalf("recovery report %+v; want %d agents, none corrupt, %d pending", rep, spec.Agents, hs.Pending)
-			}
-			total += d
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			_ = c.Close(ctx) // releases the claims for the next iteration
-			cancel()
-			b.StartTimer()
-		}
-		b.ReportMetric(total.Seconds()/float64(b.N), "s/recovery")
-		b.ReportMetric(float64(hs.Events)/(total.Seconds()/float64(b.N)), "events/s")
-	})
+			b.ReportMetric(total.Seconds()/float64(b.N), "s/recovery")
+			b.ReportMetric(float64(hs.Events)/(total.Seconds()/float64(b.N)), "events/s")
+			b.ReportMetric(float64(resumed), "from-checkpoints")
+		})
+	}
+}
+
+// benchRecoverCore makes a Core on st and recovers it, checking the
+// report against the generated home's figures.
+func benchRecoverCore(b *testing.B, st store.Store, home string, every int) *recoveredCore {
+	c, err := NewCore(context.Background(), withDefaults(CoreOptions{
+		FS: faultfs.OS{}, Home: home, Store: st, DefaultProvider: "inproc", DefaultModel: "echo",
+		Providers: map[string]provider.Provider{"inproc": inproc.New("inproc", inproc.Options{NativeResume: true})},
+		Config:    config.Default(), NoWake: true, Logger: hclog.NewNullLogger(), CheckpointEvery: every,
+	}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rep, err := c.Recover(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if rep.Corrupt != 0 {
+		b.Fatalf("recovery report %+v: none may be corrupt", rep)
+	}
+	return &recoveredCore{Core: c, report: rep}
+}
+
+// recoveredCore is a recovered Core with its report.
+type recoveredCore struct {
+	*Core
+	report RecoveryReport
 }
 
 // importHome copies every log of the home at dir into st unchanged

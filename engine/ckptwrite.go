@@ -1,16 +1,13 @@
 package engine
 
 import (
-	"errors"
-	"io/fs"
-	"path/filepath"
+	"context"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/checkpoint"
-	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/store"
 )
 
 // When and how the engine writes each agent's
@@ -37,9 +34,10 @@ import (
 
 // ckptOptions configures a ckptWriter.
 type ckptOptions struct {
-	FS faultfs.FS
-	// Dir is an agent's directory; LogPath its log file.
-	Dir, LogPath func(id string) string
+	// Store is where checkpoints go (ckptstore.go); Ctx bounds its
+	// requests (the Core's).
+	Store store.Checkpoints
+	Ctx   context.Context
 	// Every is CoreOptions.CheckpointEvery: how many entries a busy
 	// agent's log grows by before Soon is asked (the record decides,
 	// ApplyCommitted); 0 or negative turns Soon and All off.
@@ -47,8 +45,6 @@ type ckptOptions struct {
 	// Delay is how long after Soon the write happens
 	// (CoreOptions.SessionSaveDelay; 0 or negative: at once).
 	Delay time.Duration
-	// Off: no checkpoint is written (a cluster store).
-	Off bool
 	// After runs f after d as work the engine's Close cancels or waits
 	// for; false when the engine is closing (f will not run).
 	After func(d time.Duration, f func()) bool
@@ -71,9 +67,6 @@ func newCkptWriter(o ckptOptions) *ckptWriter {
 // Write writes a's checkpoint, at its log's end, when the log has grown
 // by at least min entries since the last one.
 func (w *ckptWriter) Write(a *agent, min uint64) {
-	if w.o.Off {
-		return
-	}
 	a.Ckpt.Mu.Lock()
 	defer a.Ckpt.Mu.Unlock()
 	seq, off, state, due, err := a.CheckpointState(min)
@@ -86,12 +79,12 @@ func (w *ckptWriter) Write(a *agent, min uint64) {
 	}
 	w.slots <- struct{}{}
 	defer func() { <-w.slots }()
-	r, err := eventlog.ResumeAt(w.o.FS, w.o.LogPath(a.ID()), seq, off)
+	r, err := w.o.Store.ResumeAt(w.o.Ctx, a.ID(), seq, off)
 	if err != nil {
 		w.o.Logger.Warn("no checkpoint: its line does not check out", "agent", a.ID(), "seq", seq, "err", err)
 		return
 	}
-	if err := checkpoint.Write(w.o.FS, w.o.Dir(a.ID()), state, r); err != nil {
+	if err := w.o.Store.Save(w.o.Ctx, a.ID(), checkpoint.Encode(state, r)); err != nil {
 		w.o.Logger.Warn("writing a checkpoint", "agent", a.ID(), "err", err)
 		return
 	}
@@ -110,7 +103,7 @@ func (w *ckptWriter) Write(a *agent, min uint64) {
 // then leaves to fold, in any log, what it grew by in the last delay and,
 // in the logs of the turns running, fewer than Every entries more.
 func (w *ckptWriter) Soon(a *agent) {
-	if w.o.Every <= 0 || w.o.Off || !a.Ckpt.Armed.CompareAndSwap(false, true) {
+	if w.o.Every <= 0 || !a.Ckpt.Armed.CompareAndSwap(false, true) {
 		return
 	}
 	armed := w.o.After(max(w.o.Delay, 0), func() {
@@ -139,8 +132,7 @@ func (w *ckptWriter) All(agents []*agent, min uint64, untilStop bool) {
 
 // Remove removes an agent's checkpoint (its log failed a check).
 func (w *ckptWriter) Remove(id string) {
-	err := w.o.FS.Remove(filepath.Join(w.o.Dir(id), checkpoint.Name))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := w.o.Store.Remove(w.o.Ctx, id); err != nil {
 		w.o.Logger.Warn("removing a checkpoint", "agent", id, "err", err)
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -34,12 +35,15 @@ func (t *timers) after(d time.Duration, f func()) bool {
 }
 
 func writer(t *testing.T, tm *timers, o ckptOptions) *ckptWriter {
+	return writerOn(t, tm, o, faultfs.NewMem())
+}
+
+// writerOn is a writer whose checkpoints are files on mem.
+func writerOn(t *testing.T, tm *timers, o ckptOptions, mem faultfs.FS) *ckptWriter {
 	t.Helper()
-	if o.FS == nil {
-		o.FS = faultfs.NewMem()
-	}
-	o.Dir = func(id string) string { return filepath.Join("/home/agents", id) }
-	o.LogPath = func(id string) string { return filepath.Join("/home/agents", id, "events.jsonl") }
+	o.Store = fileCheckpoints{fs: mem, dir: func(id string) string { return filepath.Join("/home/agents", id) },
+		logPath: func(id string) string { return filepath.Join("/home/agents", id, "events.jsonl") }}
+	o.Ctx = context.Background()
 	o.After, o.Logger = tm.after, hclog.NewNullLogger()
 	return newCkptWriter(o)
 }
@@ -75,7 +79,7 @@ func TestSoonNegativeDelayIsAtOnce(t *testing.T) {
 }
 
 func TestSoonArmsNothingWhenOffOrClosing(t *testing.T) {
-	for name, o := range map[string]ckptOptions{"every 0": {Every: 0}, "every -1": {Every: -1}, "cluster store": {Every: 8, Off: true}} {
+	for name, o := range map[string]ckptOptions{"every 0": {Every: 0}, "every -1": {Every: -1}} {
 		tm := &timers{}
 		a := newAgent(id, nil, fold.New())
 		writer(t, tm, o).Soon(a)
@@ -110,7 +114,7 @@ func TestAllStopsWhenCloseBegins(t *testing.T) {
 
 func TestRemove(t *testing.T) {
 	mem := faultfs.NewMem()
-	w := writer(t, &timers{}, ckptOptions{FS: mem})
+	w := writerOn(t, &timers{}, ckptOptions{}, mem)
 	dir := filepath.Join("/home/agents", id)
 	if err := mem.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)

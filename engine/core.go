@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/warren-dev/warren/workspace"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/warren-dev/warren/workspace"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -203,6 +204,8 @@ type Core struct {
 	snaps *snapshotWriter
 	// ckpts writes the agents' checkpoints (ckptwrite.go).
 	ckpts *ckptWriter
+	// ckstore is where checkpoints live (ckptstore.go).
+	ckstore store.Checkpoints
 	// scrubbed is closed when the checkpoints and the scrub that follow
 	// recovery are done (or stopped by Close).
 	scrubbed  chan struct{}
@@ -280,8 +283,11 @@ func NewCore(ctx context.Context, opts CoreOptions) (*Core, error) {
 			Now: c.now, Files: eventlog.NewFiles(opts.MaxOpenLogs), PendingIdle: opts.PendingIdle, HealBackoff: opts.LogHealBackoff})
 	}
 	c.store = c.st.Snapshots()
-	c.ckpts = newCkptWriter(ckptOptions{FS: opts.FS, Dir: c.agentDir, LogPath: c.logPath, Every: opts.CheckpointEvery,
-		Delay: opts.SessionSaveDelay, Off: c.clustered(), After: c.sched.After, Stopping: c.stopping, Logger: c.log})
+	c.ckstore = c.checkpointsOf(c.st)
+	// Checkpoints are written by Close too, after the Core's context is
+	// cancelled: their requests outlive it (each bounded by the store).
+	c.ckpts = newCkptWriter(ckptOptions{Store: c.ckstore, Ctx: context.WithoutCancel(ctx), Every: opts.CheckpointEvery,
+		Delay: opts.SessionSaveDelay, After: c.sched.After, Stopping: c.stopping, Logger: c.log})
 	c.snaps = &snapshotWriter{Save: c.store.Save, Delay: c.saveDelay, Now: c.now, Logger: c.log}
 	co := claims.Options{Owner: c.st, Ctx: ctx, Lost: c.leaseLost, Logger: c.log}
 	if hv, ok := c.st.(holderView); ok {

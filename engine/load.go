@@ -134,7 +134,12 @@ func (c *Core) adopt(l *loaded) {
 // pass, starting from the agent's checkpoint when it has a valid one.
 func (c *Core) load(ctx context.Context, id string) *loaded {
 	if c.opts.CheckpointEvery > 0 {
-		p, r, err := checkpoint.Read(c.fs, c.agentDir(id))
+		data, err := c.ckstore.Load(ctx, id)
+		var p *fold.State
+		var r eventlog.Resume
+		if err == nil {
+			p, r, err = checkpoint.Decode(data)
+		}
 		if err == nil {
 			sum, err := c.checkCheckpoint(ctx, id, p, r)
 			if err != nil {

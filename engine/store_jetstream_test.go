@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,52 @@ func TestCoreOnJetStreamRecoversAsLocal(t *testing.T) {
 	}
 	if len(jsNames["root"]) < 6 {
 		t.Fatalf("the root's log is too short to have run its turns: %v", jsNames["root"])
+	}
+}
+
+// TestClusterRecoveryResumesFromCheckpoints: on a cluster store the
+// checkpoints live in the store's bucket (as files do on the local one):
+// after a clean stop every agent is recovered from its checkpoint, the
+// state equals a full fold, and a damaged checkpoint is refused with the
+// log's help (the agent folded from its first entry).
+func TestClusterRecoveryResumesFromCheckpoints(t *testing.T) {
+	h := newHarness(t, jetstreamStore(t))
+	root := h.create("root", "", "echo")
+	kid := h.create("kid", root, "echo")
+	for i := range 3 {
+		h.send(root, fmt.Sprintf("hello %d", i))
+		h.send(kid, fmt.Sprintf("hi %d", i))
+	}
+	h.quiet()
+	before := map[string]string{}
+	for _, id := range []string{root, kid} {
+		before[id] = h.statusOf(id) + fmt.Sprint(h.c.tree.Children(id))
+	}
+	h.restart()
+	if h.report.Resumed != 2 || h.report.Agents != 2 {
+		t.Fatalf("recovery after a clean stop: %+v, want both agents resumed from their checkpoints", h.report)
+	}
+	for _, id := range []string{root, kid} {
+		if got := h.statusOf(id) + fmt.Sprint(h.c.tree.Children(id)); got != before[id] {
+			t.Fatalf("agent %s after recovery from a checkpoint: %s, want %s", id, got, before[id])
+		}
+	}
+	// A checkpoint naming the wrong line is refused: the agent is folded.
+	<-h.c.scrubbed // recovery's own checkpoint pass is over
+	data, err := h.c.ckstore.Load(context.Background(), kid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []byte(strings.Replace(string(data), `"seq":`, `"seq":1`, 1))
+	if err := h.c.ckstore.Save(context.Background(), kid, bad); err != nil {
+		t.Fatal(err)
+	}
+	h.c.ckpts.o.Every = -1 // Close writes none: the damaged one stays
+	h.restart()
+	if h.report.Resumed != 1 || h.report.Agents != 2 {
+		t.Fatalf("recovery with a damaged checkpoint: %+v, want one agent resumed, the other folded", h.report)
+	}
+	if res := h.send(kid, "after"); res.Err != nil || !strings.Contains(res.Response, "after") {
+		t.Fatalf("a turn after the fold: %+v", res)
 	}
 }

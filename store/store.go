@@ -144,6 +144,26 @@ type Snapshots interface {
 	Remove(id string) error
 }
 
+// Checkpoints keeps one checkpoint per agent id: the daemon's fold of
+// the agent's log at one of its entries (package checkpoint's bytes), a
+// cache never trusted over the log (the daemon checks it against the
+// log's lines before use, and folds the whole log on any doubt). The
+// local store keeps them as files the daemon writes itself; a cluster
+// store offers its own (store/jetstream: Checkpoints).
+type Checkpoints interface {
+	// Load returns id's checkpoint; a missing one is an error wrapping
+	// ErrNotFound and fs.ErrNotExist.
+	Load(ctx context.Context, id string) ([]byte, error)
+	// Save replaces id's checkpoint (not necessarily durably: losing one
+	// costs a full fold).
+	Save(ctx context.Context, id string, data []byte) error
+	// Remove deletes id's checkpoint; a missing one is not an error.
+	Remove(ctx context.Context, id string) error
+	// ResumeAt is the resume point at entry seq of id's log, found at
+	// position hint off (the Off the store gave the entry).
+	ResumeAt(ctx context.Context, id string, seq uint64, off int64) (eventlog.Resume, error)
+}
+
 // Lease is a claim on one id.
 type Lease interface {
 	// ID is the claimed agent id (or UserID).

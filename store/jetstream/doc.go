@@ -166,6 +166,21 @@
 // reads may be served by a lagging replica (nats.go reads KV directly): a
 // snapshot is a cache of the log, which stays the authority.
 //
+// # Checkpoints (bucket warren-checkpoints)
+//
+// KV key: the agent id; value: package checkpoint's bytes (a header line,
+// then the projection), as store/local's checkpoint.json holds them, with
+// the resume point's Off a stream seq. A checkpoint is a cache: the daemon
+// checks it against the log's lines (witnesses read from the leader, the
+// resume entry's CRC at OpenLog) before use, and folds the whole log on
+// any doubt. One larger than a message is not kept (checkpoints.go).
+//
+// # Nodes (bucket warren-nodes)
+//
+// KV key: the node name, base64url; value: what that daemon tells the
+// others, {"config_hash":"...","updated":"..."} (daemon.status shows
+// which nodes run other provider entries).
+//
 // # What is not proven here
 //
 // faultfs cannot reach inside nats-server, which writes through os: the

@@ -23,6 +23,7 @@ const (
 	SessionBucket = "warren-sessions"
 	BlobBucket    = "warren-session-blobs"
 	NodesBucket   = "warren-nodes"
+	CkptBucket    = "warren-checkpoints"
 )
 
 // DefaultOwnerTTL is the default Options.OwnerTTL.
@@ -75,6 +76,7 @@ type Store struct {
 	js     jetstream.JetStream
 	owners jetstream.KeyValue
 	nodes  jetstream.KeyValue
+	ckpts  jetstream.KeyValue
 	snaps  *snapshots
 }
 
@@ -158,6 +160,15 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", NodesBucket, err)
+	}
+	s.ckpts, err = retried(s, ctx, "create bucket "+CkptBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: CkptBucket, Description: "warren checkpoints: each agent's fold at one of its entries, checked against the log before use",
+			History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", CkptBucket, err)
 	}
 	kv, err := retried(s, ctx, "create bucket "+SessionBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
