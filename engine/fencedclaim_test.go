@@ -57,6 +57,7 @@ func (s *lateAppender) appendForeign(ctx context.Context, id string) {
 		s.t.Fatal(err)
 	}
 	var last uint64
+	var lastOff int64
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
@@ -65,7 +66,7 @@ func (s *lateAppender) appendForeign(ctx context.Context, id string) {
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		last = e.Seq
+		last, lastOff = e.Seq, e.Off
 	}
 	r.Close()
 	v := "late"
@@ -76,8 +77,14 @@ func (s *lateAppender) appendForeign(ctx context.Context, id string) {
 	m := nats.NewMsg(jetstream.Subject(id))
 	m.Data = line
 	m.Header.Set("Nats-Msg-Id", id+".1."+strconv.FormatUint(last+1, 10))
-	if _, err := s.nc.RequestMsg(m, 5*time.Second); err != nil {
+	// Fenced on the end it knew, as the earlier owner's append was.
+	m.Header.Set("Nats-Expected-Last-Subject-Sequence", strconv.FormatInt(lastOff, 10))
+	ack, err := s.nc.RequestMsg(m, 5*time.Second)
+	if err != nil {
 		s.t.Fatal(err)
+	}
+	if strings.Contains(string(ack.Data), `"error"`) {
+		s.t.Fatalf("the late append did not land where the test needs it: %s", ack.Data)
 	}
 }
 
@@ -91,6 +98,10 @@ func TestFencedClaimIsRetried(t *testing.T) {
 	boots := 0
 	var victim string
 	h := newHarness(t, func(h *harness) {
+		// No checkpoint: recovery replays the log, so the late append
+		// lands during the replay, between the read of the end and the
+		// claim.
+		h.ckptEvery = -1
 		h.store = func(faultfs.FS) store.Store {
 			boots++
 			st := openEmbeddedStore(t, srv, nc, "")
