@@ -187,19 +187,18 @@ func claimHome(home string) (release func(), err error) {
 // daemon serves (once, unless a cluster's USER inbox is lost and claimed
 // back).
 type booter struct {
-	opts      Options
-	fsys      faultfs.FS
-	home      string
-	cfg       config.Config
-	logger    hclog.Logger
-	provs     map[string]provider.Provider
-	pyDir     string
-	st        store.Store
-	closeSt   func()
-	maxOpen   int
-	socks     *agentSockets
-	node      string // the cluster node's name ("" on the local store)
-	closeSock func()
+	opts    Options
+	fsys    faultfs.FS
+	home    string
+	cfg     config.Config
+	logger  hclog.Logger
+	provs   map[string]provider.Provider
+	pyDir   string
+	st      store.Store
+	closeSt func()
+	maxOpen int
+	socks   *agentSockets
+	node    string // the cluster node's name ("" on the local store)
 }
 
 // newBooter builds the provider registry and opens the store.

@@ -217,11 +217,27 @@ func BenchmarkRecoveryJetStream(b *testing.B) {
 	srv.WaitForShutdown()
 	b.Logf("filled the stream in %v", time.Since(t0).Round(time.Millisecond))
 	_, st = benchOneServer(b, jsDir, false)
-	// fold: no checkpoint (every log folded from its first entry);
-	// clean-stop: the checkpoints a Close wrote (in the store's bucket);
-	// kill: the checkpoints a daemon killed after its recovery left.
+	benchRecoveryModes(b, st, "R1", dir, spec, hs)
+	if os.Getenv("WARREN_BENCH_JS_R3") == "1" {
+		// Three sync-always servers in this process, filled through
+		// migrate's path (each chunk replicated and fsynced: minutes).
+		t0 = time.Now()
+		st3 := benchJetStream(b, 3)
+		if err := importHome(st3, gen); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("filled the R3 stream in %v", time.Since(t0).Round(time.Millisecond))
+		benchRecoveryModes(b, st3, "R3", filepath.Join(dir, "r3"), spec, hs)
+	}
+}
+
+// benchRecoveryModes times the recovery of the logs in st in three
+// cases. fold: no checkpoint (every log folded from its first entry);
+// clean-stop: the checkpoints a Close wrote (in the store's bucket);
+// kill: the checkpoints a daemon killed after its recovery left.
+func benchRecoveryModes(b *testing.B, st store.Store, replicas, dir string, spec homeSpec, hs homeStats) {
 	for _, mode := range []string{"fold", "clean-stop", "kill"} {
-		b.Run(fmt.Sprintf("agents=%d/events=%d/jetstream-R1/%s", spec.Agents, spec.EventsPerAgent, mode), func(b *testing.B) {
+		b.Run(fmt.Sprintf("agents=%d/events=%d/jetstream-%s/%s", spec.Agents, spec.EventsPerAgent, replicas, mode), func(b *testing.B) {
 			var total time.Duration
 			resumed := 0
 			for i := 0; i < b.N; i++ {

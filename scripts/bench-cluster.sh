@@ -8,6 +8,8 @@
 #   scripts/bench-cluster.sh                 # recovery of 1,000 x 1,000 (minutes)
 #   AGENTS=100 EVENTS=100 scripts/bench-cluster.sh   # a quick run
 #   APPENDS=2000 TURNS=300 scripts/bench-cluster.sh  # iterations (defaults)
+#   R3=1 scripts/bench-cluster.sh            # recovery from three servers too (fills for minutes)
+#   LEASES=1000,10000 scripts/bench-cluster.sh       # lease CPU at rest (default 1000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 agents="${AGENTS:-1000}"
@@ -21,8 +23,10 @@ echo "load average at start: $(load)   ($(nproc) cores, $(date -u +%FT%TZ))"
 go test -run '^$' -bench 'RawWriteFsync$' -benchtime "${appends}x" ./eventlog/ >"$tmp/raw" 2>&1 || { cat "$tmp/raw"; exit 1; }
 go test -run '^$' -bench 'Append$' -benchtime "${appends}x" -timeout 30m ./store/jetstream/ >"$tmp/append" 2>&1 || { cat "$tmp/append"; exit 1; }
 go test -run '^$' -bench 'StoreTurn$' -benchtime "${turns}x" -timeout 30m ./engine/ >"$tmp/turn" 2>&1 || { cat "$tmp/turn"; exit 1; }
-WARREN_BENCH_JS_AGENTS="$agents" WARREN_BENCH_JS_EVENTS="$events" \
+WARREN_BENCH_JS_AGENTS="$agents" WARREN_BENCH_JS_EVENTS="$events" WARREN_BENCH_JS_R3="${R3:-0}" \
   go test -run '^$' -bench 'RecoveryJetStream$' -benchtime 1x -timeout 2h -v ./engine/ >"$tmp/recovery" 2>&1 || { cat "$tmp/recovery"; exit 1; }
+WARREN_BENCH_LEASES="${LEASES:-1000}" \
+  go test -run '^$' -bench 'LeasesAtRest$' -benchtime 1x -timeout 2h ./store/jetstream/ >"$tmp/leases" 2>&1 || { cat "$tmp/leases"; exit 1; }
 echo "load average at end:   $(load)"
 echo
 # metric FILE BENCH-PREFIX UNIT: the value before UNIT on the line of BENCH-PREFIX
@@ -40,4 +44,19 @@ for s in local jetstream-R1 jetstream-R3; do
   fmt "turn through the daemon, $s" "p50 $(metric "$tmp/turn" "BenchmarkStoreTurn/$s-" p50-ms) ms, p99 $(metric "$tmp/turn" "BenchmarkStoreTurn/$s-" p99-ms) ms, $(metric "$tmp/turn" "BenchmarkStoreTurn/$s-" turns/s)/s"
 done
 fill=$(grep -o 'filled the stream in [^ ]*' "$tmp/recovery" | awk '{print $5}')
-fmt "recovery, $agents agents x $events events, R1" "$(metric "$tmp/recovery" BenchmarkRecoveryJetStream/ s/recovery) s (stream filled in $fill, not fsynced)"
+for r in R1 R3; do
+  for m in fold clean-stop kill; do
+    v=$(metric "$tmp/recovery" "BenchmarkRecoveryJetStream/agents=$agents/events=$events/jetstream-$r/$m-" s/recovery)
+    [ -n "$v" ] && fmt "recovery, $agents x $events events, $r, $m" "$v s"
+  done
+done
+echo "(the R1 stream filled in $fill without fsync, then served sync-always)"
+for n in ${LEASES:-1000}; do
+  n=${n//,/ }
+  for k in $n; do
+    for r in R1 R3; do
+      v=$(metric "$tmp/leases" "BenchmarkLeasesAtRest/$r/leases=$k-" cpu-s/s)
+      [ -n "$v" ] && fmt "leases at rest, $k agents, $r" "$v CPU-s/s"
+    done
+  done
+done

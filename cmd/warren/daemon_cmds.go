@@ -72,32 +72,8 @@ nothing of NATS runs.`,
 		if hclog.LevelFromString(level) == hclog.NoLevel {
 			return exit.Usagef(cmd.UseLine(), "unknown --log-level %q (use trace, debug, info, warn or error)", level)
 		}
-		if cl.URL != "" && cl.Embedded {
-			return exit.Usagef(cmd.UseLine(), "--cluster and --cluster-embedded exclude each other: join an external cluster or run the server in the daemon")
-		}
-		if len(cl.Routes) > 0 && !cl.Embedded {
-			return exit.Usagef(cmd.UseLine(), "--routes needs --cluster-embedded")
-		}
-		if cl.UnsafeLazyFsync && cl.URL == "" && !cl.Embedded {
-			return exit.Usagef(cmd.UseLine(), "--unsafe-lazy-fsync needs --cluster or --cluster-embedded")
-		}
-		if (cl.TLSCert != "" || cl.TLSKey != "" || cl.TLSCA != "") && !cl.Embedded && cl.URL == "" {
-			return exit.Usagef(cmd.UseLine(), "--nats-tls-cert, --nats-tls-key and --nats-tls-ca need --cluster or --cluster-embedded")
-		}
-		if (cl.Host != "" || cl.Advertise != "") && !cl.Embedded {
-			return exit.Usagef(cmd.UseLine(), "--nats-host and --nats-advertise need --cluster-embedded")
-		}
-		if cl.OwnerTTL != 0 && cl.OwnerTTL < daemon.MinOwnerTTL {
-			return exit.Usagef(cmd.UseLine(), "--owner-ttl %s is too short: a lease is renewed every third of it, and a renewal must have time to be answered; use at least %s (the default 10s lets a NATS leader election, up to about 9 s, pass without pausing any agent)", cl.OwnerTTL, daemon.MinOwnerTTL)
-		}
-		for _, p := range []*string{&cl.TLSCert, &cl.TLSKey, &cl.TLSCA} {
-			if *p != "" {
-				abs, err := filepath.Abs(*p)
-				if err != nil {
-					return exit.Usagef(cmd.UseLine(), "TLS file %q: %v", *p, err)
-				}
-				*p = abs // the daemon may run from another directory
-			}
+		if msg := checkClusterFlags(&cl); msg != "" {
+			return exit.Usagef(cmd.UseLine(), "%s", msg)
 		}
 		if err := daemon.CheckCluster(cl); err != nil {
 			return &exit.Error{Code: exit.DaemonErr, Err: err, Msg: err.Error()}
@@ -232,4 +208,34 @@ func clusterArgs(cl daemon.ClusterOptions) []string {
 		a = append(a, "--unsafe-lazy-fsync")
 	}
 	return a
+}
+
+// checkClusterFlags says what is wrong with the cluster flags ("" when
+// nothing) and makes the TLS files' paths absolute (the daemon may run
+// from another directory).
+func checkClusterFlags(cl *daemon.ClusterOptions) string {
+	switch {
+	case cl.URL != "" && cl.Embedded:
+		return "--cluster and --cluster-embedded exclude each other: join an external cluster or run the server in the daemon"
+	case len(cl.Routes) > 0 && !cl.Embedded:
+		return "--routes needs --cluster-embedded"
+	case cl.UnsafeLazyFsync && cl.URL == "" && !cl.Embedded:
+		return "--unsafe-lazy-fsync needs --cluster or --cluster-embedded"
+	case (cl.TLSCert != "" || cl.TLSKey != "" || cl.TLSCA != "") && !cl.Embedded && cl.URL == "":
+		return "--nats-tls-cert, --nats-tls-key and --nats-tls-ca need --cluster or --cluster-embedded"
+	case (cl.Host != "" || cl.Advertise != "") && !cl.Embedded:
+		return "--nats-host and --nats-advertise need --cluster-embedded"
+	case cl.OwnerTTL != 0 && cl.OwnerTTL < daemon.MinOwnerTTL:
+		return fmt.Sprintf("--owner-ttl %s is too short: a lease is renewed every third of it, and a renewal must have time to be answered; use at least %s (the default 10s lets a NATS leader election, up to about 9 s, pass without pausing any agent)", cl.OwnerTTL, daemon.MinOwnerTTL)
+	}
+	for _, p := range []*string{&cl.TLSCert, &cl.TLSKey, &cl.TLSCA} {
+		if *p != "" {
+			abs, err := filepath.Abs(*p)
+			if err != nil {
+				return fmt.Sprintf("TLS file %q: %v", *p, err)
+			}
+			*p = abs
+		}
+	}
+	return ""
 }

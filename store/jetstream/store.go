@@ -143,41 +143,18 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: create stream %s: %w", StreamName, err)
 	}
-	s.owners, err = retried(s, ctx, "create bucket "+OwnersBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: OwnersBucket, Description: "warren agent leases: value {node,boot_id}, revision = epoch",
-			TTL: o.OwnerTTL, History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", OwnersBucket, err)
+	if s.owners, err = s.bucket(ctx, OwnersBucket, "warren agent leases: value {node,boot_id}, revision = epoch", o.OwnerTTL); err != nil {
+		return nil, err
 	}
-	s.nodes, err = retried(s, ctx, "create bucket "+NodesBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: NodesBucket, Description: "warren daemons: one key per node, what it tells the others (cluster.go)",
-			History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", NodesBucket, err)
+	if s.nodes, err = s.bucket(ctx, NodesBucket, "warren daemons: one key per node, what it tells the others (cluster.go)", 0); err != nil {
+		return nil, err
 	}
-	s.ckpts, err = retried(s, ctx, "create bucket "+CkptBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: CkptBucket, Description: "warren checkpoints: each agent's fold at one of its entries, checked against the log before use",
-			History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", CkptBucket, err)
+	if s.ckpts, err = s.bucket(ctx, CkptBucket, "warren checkpoints: each agent's fold at one of its entries, checked against the log before use", 0); err != nil {
+		return nil, err
 	}
-	kv, err := retried(s, ctx, "create bucket "+SessionBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: SessionBucket, Description: "warren session snapshots (session.json)",
-			History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
-		})
-	})
+	kv, err := s.bucket(ctx, SessionBucket, "warren session snapshots (session.json)", 0)
 	if err != nil {
-		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", SessionBucket, err)
+		return nil, err
 	}
 	obj, err := retried(s, ctx, "create object store "+BlobBucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
 		return js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
@@ -190,6 +167,20 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	}
 	s.snaps = &snapshots{kv: kv, obj: obj, inlineMax: int(o.Conn.MaxPayload()) - 64<<10, timeout: o.Timeout}
 	return s, nil
+}
+
+// bucket creates (or updates) a KV bucket of the store: history 1, file
+// storage, the store's replicas, keys lapsing after ttl (0: never).
+func (s *Store) bucket(ctx context.Context, name, desc string, ttl time.Duration) (jetstream.KeyValue, error) {
+	kv, err := retried(s, ctx, "create bucket "+name, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: name, Description: desc, TTL: ttl, History: 1, Storage: jetstream.FileStorage, Replicas: s.o.Replicas,
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store/jetstream: create bucket %s: %w", name, err)
+	}
+	return kv, nil
 }
 
 // checkSync returns nil when every server fsyncs each JetStream write.
