@@ -84,10 +84,10 @@ func (c *Core) Recover(ctx context.Context) (RecoveryReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	all := ids
-	ids, _ = c.claimable(ctx, ids)
-	live, existing, ended := c.classify(ctx, c.loadedOrLater(ctx, c.loadAllRefusing(ctx, ids, refused, true)), &rep)
-	for _, id := range all {
+	ids, elsewhere := c.claimable(ctx, ids)
+	kept, later := c.loadedOrLater(ctx, c.loadAllRefusing(ctx, ids, refused, true))
+	live, existing, ended := c.classify(ctx, kept, &rep)
+	for _, id := range append(elsewhere, later...) {
 		// Another daemon runs it, or the next takeover scan loads it:
 		// its spawn is not redone.
 		existing[id] = true

@@ -108,7 +108,8 @@ func (c *Core) Takeover(ctx context.Context) (RecoveryReport, error) {
 	if len(take) == 0 {
 		return rep, nil
 	}
-	live, existing, _ := c.classify(ctx, c.loadedOrLater(ctx, c.loadAll(ctx, take, false)), &rep)
+	kept, _ := c.loadedOrLater(ctx, c.loadAll(ctx, take, false))
+	live, existing, _ := c.classify(ctx, kept, &rep)
 	for _, id := range ids {
 		existing[id] = true // a spawn whose child exists anywhere is not redone
 	}
@@ -156,20 +157,20 @@ func (c *Core) startTakeover() {
 // log's end and the claim): their lease is given up and the next scan
 // tries again on the new end. Neither is damage; listing them corrupt
 // would keep them from the scan until a restart.
-func (c *Core) loadedOrLater(ctx context.Context, all []*loaded) []*loaded {
+func (c *Core) loadedOrLater(ctx context.Context, all []*loaded) (kept []*loaded, later []string) {
 	if !c.clustered() {
-		return all
+		return all, nil
 	}
-	kept := all[:0]
 	for _, l := range all {
 		if l.Err != nil && (errors.Is(l.Err, store.ErrUnavailable) || errors.Is(l.Err, store.ErrFenced)) {
 			c.log.Warn("the cluster did not serve an agent's log, or another owner wrote it last; the next takeover scan tries again", "agent", l.ID, "err", l.Err)
 			c.claims.Drop(ctx, l.ID)
+			later = append(later, l.ID)
 			continue
 		}
 		kept = append(kept, l)
 	}
-	return kept
+	return kept, later
 }
 
 // adoptPlaced indexes the subscriptions to and from the agents just
