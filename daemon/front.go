@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,12 @@ type front struct {
 
 	core atomic.Pointer[engine.Core] // the Core recovering or standing by
 	h    atomic.Pointer[handler]     // its handler once it serves
+	// inflight counts the requests handed to h, and gen is their
+	// context's end: a Core is closed only after they return (stopServing).
+	inflight inflight
+	genMu    sync.Mutex
+	gen      context.Context
+	genStop  context.CancelFunc
 	// configHash is the hash of the provider entries in force (nodeInfo).
 	configHash atomic.Pointer[string]
 }
@@ -70,7 +77,7 @@ func (f *front) configChanged(ctx context.Context, cfg config.Config, logger hcl
 // (store/jetstream): who holds a lease, the servers of the log, and what
 // each node recorded of itself.
 type clusterView interface {
-	Holder(ctx context.Context, id string) (string, error)
+	Holder(ctx context.Context, id string) (node string, released bool, err error)
 	Peers(ctx context.Context) ([]string, error)
 	PutNode(ctx context.Context, node string, info []byte) error
 	Nodes(ctx context.Context) (map[string][]byte, error)
@@ -85,20 +92,49 @@ func newFront(home, version string, b *booter, stop func()) *front {
 }
 
 // recovering routes requests to the front itself while c recovers or
-// stands by (nil: between two Cores, or stopping).
+// stands by.
 func (f *front) recovering(c *engine.Core) {
 	f.h.Store(nil)
 	f.core.Store(c)
 }
 
 // serving hands every request to h.
-func (f *front) serving(h *handler) { f.h.Store(h) }
+func (f *front) serving(h *handler) {
+	f.genMu.Lock()
+	f.gen, f.genStop = context.WithCancel(context.Background())
+	f.genMu.Unlock()
+	f.h.Store(h)
+}
+
+// stopServing takes the socket back from the serving handler: new
+// requests get code 6, those in flight are cancelled, and it returns once
+// they have returned (or after wait), so that the Core can be closed.
+func (f *front) stopServing(wait time.Duration) {
+	f.recovering(nil)
+	f.genMu.Lock()
+	if f.genStop != nil {
+		f.genStop()
+	}
+	f.genMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	f.inflight.wait(ctx)
+}
 
 // Handle answers a request (server.Handler).
 func (f *front) Handle(ctx context.Context, req *protocol.Request, out server.Stream) (any, error) {
+	f.inflight.add() // before h is read: stopServing waits for what it finds
 	if h := f.h.Load(); h != nil {
+		defer f.inflight.done()
+		f.genMu.Lock()
+		gen := f.gen
+		f.genMu.Unlock()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(gen, cancel)()
 		return h.Handle(ctx, req, out)
 	}
+	f.inflight.done()
 	c := f.core.Load()
 	standby := c != nil && c.StandingBy()
 	switch req.Method {
@@ -186,7 +222,7 @@ func (f *front) activeNode(ctx context.Context) string {
 }
 
 func (f *front) activeNodeCtx(ctx context.Context) string {
-	n, err := f.view.Holder(ctx, store.UserID)
+	n, _, err := f.view.Holder(ctx, store.UserID)
 	if err != nil {
 		return ""
 	}
@@ -198,4 +234,44 @@ func nonNilStrings(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// inflight counts requests in flight; wait returns when there are none.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+func (i *inflight) add() {
+	i.mu.Lock()
+	if i.n == 0 {
+		i.idle = make(chan struct{})
+	}
+	i.n++
+	i.mu.Unlock()
+}
+
+func (i *inflight) done() {
+	i.mu.Lock()
+	i.n--
+	if i.n == 0 {
+		close(i.idle)
+	}
+	i.mu.Unlock()
+}
+
+// wait returns when no request is in flight, or when ctx ends.
+func (i *inflight) wait(ctx context.Context) {
+	i.mu.Lock()
+	if i.n == 0 {
+		i.mu.Unlock()
+		return
+	}
+	idle := i.idle
+	i.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
 }

@@ -135,14 +135,28 @@ func Run(ctx context.Context, opts Options) error {
 		_ = os.Remove(sock)
 		logger.Info("stopped")
 	}()
-	for {
+	served := false
+	for wait := time.Second; ; {
 		core, err := b.recover(runCtx, f)
 		if err != nil {
 			if runCtx.Err() != nil && core == nil {
 				return nil // stopped while standing by
 			}
+			if served && errors.Is(err, store.ErrUnavailable) {
+				// Standing by again after losing the USER inbox, with a
+				// cluster that does not answer yet: try again.
+				logger.Warn("recovery could not reach the cluster; standing by again", "err", err, "retry_in", wait)
+				select {
+				case <-runCtx.Done():
+					return nil
+				case <-time.After(wait): // the cluster gives no signal when it answers again
+				}
+				wait = min(2*wait, 30*time.Second)
+				continue
+			}
 			return err
 		}
+		served, wait = true, time.Second
 		err = serve(runCtx, opts, core, home, cfgPath, cfgState, serveExtras{notifier: newNotifier(fsys, home, cfg, core, logger), web: cfg.HTTP,
 			front: f, serveErr: serveErr, srvStop: srvStop}, logger)
 		b.closeCore()
@@ -366,11 +380,14 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 		core.Drain(dctx)
 		dcancel()
 	}
-	f.recovering(nil) // new requests: refused with code 6 until the next Core serves, or the socket closes
 	if !errors.Is(runErr, errStandBy) {
 		ex.srvStop()
 	}
 	logger.Info("shutting down")
+	// New requests get code 6 until the next Core serves (or the socket
+	// closes); those in flight are cancelled and waited for: the Core is
+	// closed under no request.
+	f.stopServing(30 * time.Second)
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stopWeb()

@@ -13,6 +13,15 @@ func (a *agent) Owe(runID, event string, data any, cause error) {
 	a.owed.Owe(runID, event, data, cause)
 }
 
+// OweUnconfirmed records the end of run runID whose turn.start failed:
+// owed only if the log turns out to hold the start (owed.go).
+func (a *agent) OweUnconfirmed(runID, event string, data any, cause error) {
+	a.owed.OweUnconfirmed(runID, event, data, cause)
+}
+
+// logDegraded reports whether the agent's log refuses appends.
+func (a *agent) logDegraded() bool { return a.Log != nil && a.Log.Degraded() != nil }
+
 // Owed reports whether the end of the agent's run is owed.
 func (a *agent) Owed() bool {
 	a.stateMu.Lock()
@@ -43,14 +52,14 @@ func (a *agent) OwedErr() error {
 // same write, then calls written; concurrent callers write it once
 // (owed.End.Flush).
 func (a *agent) WriteOwed(with func() []eventlog.Record, written func(runID, event string, logged bool)) error {
-	return a.owed.Flush(a.RunOpen, func(event string, data any) error {
+	return a.owed.Flush(a.RunOpen, a.logDegraded, func(event string, data any) error {
 		_, err := appendOwed(a.Log, with(), eventlog.Record{Event: event, Data: data})
 		return err
 	}, written)
 }
 
-// RunOpen reports whether the log holds run runID open (started, not
-// ended).
+// RunOpen reports whether the agent's fold holds run runID open
+// (started, not ended).
 func (a *agent) RunOpen(runID string) bool {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()

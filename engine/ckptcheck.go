@@ -150,7 +150,7 @@ func (c *Core) refold(ctx context.Context, a *agent) error {
 		return err
 	}
 	c.agreeWith(a, old, p)
-	c.ckpts.Write(a, 0)
+	_ = c.ckpts.Write(a, 0) // logged by Write
 	c.changed.Fire()
 	c.wake(a)
 	return nil

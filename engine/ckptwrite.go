@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -66,29 +67,32 @@ func newCkptWriter(o ckptOptions) *ckptWriter {
 
 // Write writes a's checkpoint, at its log's end, when the log has grown
 // by at least min entries since the last one.
-func (w *ckptWriter) Write(a *agent, min uint64) {
+// The error, logged here, is returned for All: a store that does not
+// answer (store.ErrUnavailable) stops it.
+func (w *ckptWriter) Write(a *agent, min uint64) error {
 	a.Ckpt.Mu.Lock()
 	defer a.Ckpt.Mu.Unlock()
 	seq, off, state, due, err := a.CheckpointState(min)
 	if !due {
-		return
+		return nil
 	}
 	if err != nil {
 		w.o.Logger.Debug("no checkpoint for now", "agent", a.ID(), "err", err)
-		return
+		return nil
 	}
 	w.slots <- struct{}{}
 	defer func() { <-w.slots }()
 	r, err := w.o.Store.ResumeAt(w.o.Ctx, a.ID(), seq, off)
 	if err != nil {
 		w.o.Logger.Warn("no checkpoint: its line does not check out", "agent", a.ID(), "seq", seq, "err", err)
-		return
+		return err
 	}
 	if err := w.o.Store.Save(w.o.Ctx, a.ID(), checkpoint.Encode(state, r)); err != nil {
 		w.o.Logger.Warn("writing a checkpoint", "agent", a.ID(), "err", err)
-		return
+		return err
 	}
 	a.Ckpt.Seq.Store(seq)
+	return nil
 }
 
 // Soon has a's checkpoint written, at its log's end then, once Delay has
@@ -108,7 +112,7 @@ func (w *ckptWriter) Soon(a *agent) {
 	}
 	armed := w.o.After(max(w.o.Delay, 0), func() {
 		a.Ckpt.Armed.Store(false)
-		w.Write(a, 1)
+		_ = w.Write(a, 1) // logged by Write
 	})
 	if !armed { // the engine is closing: Close writes the checkpoints
 		a.Ckpt.Armed.Store(false)
@@ -126,7 +130,13 @@ func (w *ckptWriter) All(agents []*agent, min uint64, untilStop bool) {
 		if untilStop && w.o.Stopping() {
 			return
 		}
-		w.Write(a, min)
+		if err := w.Write(a, min); errors.Is(err, store.ErrUnavailable) {
+			// A cluster that does not answer: the next checkpoints would
+			// each wait out the store's timeout (a stop would take
+			// minutes); recovery folds what they would have saved.
+			w.o.Logger.Warn("the store does not answer; the other checkpoints are left for later", "err", err)
+			return
+		}
 	}
 }
 

@@ -33,6 +33,15 @@ func (c *Core) logHealed(id string) {
 	})
 }
 
+// flushIfHealed writes an end owed just now at once when the log has
+// healed already: a cluster's log can heal (and run OnHeal) between the
+// failed append and the Owe that records its end.
+func (c *Core) flushIfHealed(a *agent) {
+	if a.Log != nil && a.Log.Degraded() == nil {
+		c.logHealed(a.ID())
+	}
+}
+
 // flushOwed writes the agent's owed run end, if any; then the agent is
 // idle in the log as it already is in fact. Concurrent callers write it
 // once.

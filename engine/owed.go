@@ -32,12 +32,23 @@ type owedEntry struct {
 	runID, event string
 	data         any
 	cause        error
+	// unconfirmed: the run's turn.start failed too; the end is owed only
+	// if the log turns out to hold the start (a cluster's log can store
+	// an append whose answer was lost, and hands it over when it heals).
+	unconfirmed bool
 }
 
 // Owe records that the end of run runID (event with data) could not be
 // logged, because of cause.
 func (o *owedEnd) Owe(runID, event string, data any, cause error) {
 	o.e.Store(&owedEntry{runID: runID, event: event, data: data, cause: cause})
+}
+
+// OweUnconfirmed records the end of run runID whose turn.start could not
+// be logged: written only if the log, once it takes appends again, holds
+// the run open.
+func (o *owedEnd) OweUnconfirmed(runID, event string, data any, cause error) {
+	o.e.Store(&owedEntry{runID: runID, event: event, data: data, cause: cause, unconfirmed: true})
 }
 
 // Owed reports whether a run end is owed, and which: its run, event and
@@ -57,19 +68,27 @@ func (o *owedEnd) Owed() (runID, event string, cause error, ok bool) {
 // leaves the end owed; the error says which.
 //
 // A run that open reports ended (or never started) gets nothing written:
-// a cluster's log can store an append whose answer was lost (its
-// turn.start, or the very end that is owed), and hands it over when it
-// heals, before OnHeal flushes; the end is then already in the log.
-func (o *owedEnd) Flush(open func(runID string) bool, write func(event string, data any) error, after func(runID, event string, written bool)) error {
+// a cluster's log can store an append whose answer was lost (the very end
+// that is owed), and hands it over when it heals, before OnHeal flushes;
+// the end is then already in the log, and after runs (logged false). An
+// unconfirmed end (its turn.start failed) waits while the log is degraded
+// (the fold cannot say yet whether the start was stored), and is dropped
+// without aftermath when the healed log does not hold the run.
+func (o *owedEnd) Flush(open func(runID string) bool, degraded func() bool, write func(event string, data any) error, after func(runID, event string, written bool)) error {
 	o.flush.Lock()
 	defer o.flush.Unlock()
 	e := o.e.Load()
 	if e == nil {
 		return nil
 	}
+	if e.unconfirmed && degraded() {
+		return fmt.Errorf("the start of run %s is not known to be logged (%v): the log takes appends again first", e.runID, e.cause)
+	}
 	if !open(e.runID) {
 		o.e.CompareAndSwap(e, nil)
-		after(e.runID, e.event, false)
+		if !e.unconfirmed {
+			after(e.runID, e.event, false)
+		}
 		return nil
 	}
 	if err := write(e.event, e.data); err != nil {

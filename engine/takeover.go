@@ -46,7 +46,7 @@ const leaseGrace = 2 * time.Second
 
 // holderView is a store that names a lease's holder (store/jetstream).
 type holderView interface {
-	Holder(ctx context.Context, id string) (string, error)
+	Holder(ctx context.Context, id string) (node string, released bool, err error)
 }
 
 // takeoverTimer names the periodic takeover scan under the empty owner.

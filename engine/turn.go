@@ -11,6 +11,7 @@ import (
 	"github.com/warren-dev/warren/registry"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
+	"github.com/warren-dev/warren/store"
 )
 
 // A turn of an agent (SPEC 7), from the claim's end to the next wake, on
@@ -159,9 +160,12 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 			Model: t.Model, MessageIDs: nonNil(req.MessageIDs)}}); err != nil {
 		// A cluster's log may have stored it all the same (an answer
 		// lost in an election): then the run it opened is ended when
-		// the log heals (an owed end is written only for a run the log
-		// holds open).
-		a.Owe(t.RunID, schema.TurnFailed, schema.TurnFailedData{RunID: t.RunID, Turn: t.Turn, Error: "turn.start could not be confirmed: " + err.Error()}, err)
+		// the log heals (an unconfirmed end is written only for a run
+		// the healed log holds open).
+		if errors.Is(err, store.ErrUnknownOutcome) {
+			a.OweUnconfirmed(t.RunID, schema.TurnFailed, schema.TurnFailedData{RunID: t.RunID, Turn: t.Turn, Error: "turn.start could not be confirmed: " + err.Error()}, err)
+			c.flushIfHealed(a)
+		}
 		res.Err = logFailure(fmt.Errorf("logging turn.start for agent %s: %w", a.ID(), err))
 		outcome = outcomeNone
 		return res
@@ -219,6 +223,7 @@ func (c *Core) endTurn(ctx context.Context, a *agent, t turnPlan, response strin
 			// log takes it.
 			a.Owe(runID, schema.TurnFailed, schema.TurnFailedData{RunID: runID, Turn: turn, Attempts: attempts,
 				Error: "the turn's result could not be logged: " + lerr.Error()}, lerr)
+			c.flushIfHealed(a)
 			res.Err = logFailure(fmt.Errorf("logging turn.complete for agent %s: %w", a.ID(), lerr))
 			return outcomeNone
 		}
@@ -243,6 +248,7 @@ func (c *Core) endTurn(ctx context.Context, a *agent, t turnPlan, response strin
 		if lerr := idle(schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}); lerr != nil {
 			c.log.Error("logging turn.cancelled", "agent", a.ID(), "err", lerr)
 			a.Owe(runID, schema.TurnCancelled, schema.TurnCancelledData{RunID: runID, Turn: turn}, lerr)
+			c.flushIfHealed(a)
 			outcome = outcomeNone
 		}
 		res.Status = session.StatusIdle
@@ -254,6 +260,7 @@ func (c *Core) endTurn(ctx context.Context, a *agent, t turnPlan, response strin
 		if lerr := idle(schema.TurnFailed, failed); lerr != nil {
 			c.log.Error("logging turn.failed", "agent", a.ID(), "err", lerr)
 			a.Owe(runID, schema.TurnFailed, failed, lerr)
+			c.flushIfHealed(a)
 			outcome = outcomeNone
 		}
 		res.Status = session.StatusIdle

@@ -32,6 +32,13 @@ var (
 	// the store's own retries: the data is not in question; try again
 	// later. The local store never returns it.
 	ErrUnavailable = errors.New("the cluster did not answer")
+	// ErrUnknownOutcome reports an append that failed in a way that
+	// leaves it unknown whether its entries were stored (a cluster's
+	// answer lost in an election): the handle refuses appends until it
+	// has read what the store holds, and hands the entries to OnAppend
+	// if they were (store/jetstream). The local store never returns it:
+	// its failed appends are never stored.
+	ErrUnknownOutcome = errors.New("the append may or may not be stored")
 	// ErrCorrupt is eventlog.ErrCorrupt: a line failing its CRC, content
 	// or seq order, whatever store served it.
 	ErrCorrupt = eventlog.ErrCorrupt

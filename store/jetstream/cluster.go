@@ -12,26 +12,31 @@ import (
 )
 
 // Holder returns the node that holds id's lease ("" when none does: the
-// key is absent, deleted or lapsed), read from the owners bucket's leader.
-func (s *Store) Holder(ctx context.Context, id string) (string, error) {
+// key is absent, deleted or lapsed), read from the owners bucket's
+// leader; released is true when its holder gave it up (Release deleted
+// the key), rather than letting it lapse.
+func (s *Store) Holder(ctx context.Context, id string) (node string, released bool, err error) {
 	if err := checkID(id); err != nil {
-		return "", err
+		return "", false, err
 	}
 	e, err := s.leaderGetFrom(ctx, "KV_"+OwnersBucket, msgGetRequest{LastFor: "$KV." + OwnersBucket + "." + id})
 	if err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return "", nil
+			return "", false, nil
 		}
-		return "", unavailable(fmt.Errorf("store/jetstream: reading the holder of %s: %w", id, err))
+		return "", false, unavailable(fmt.Errorf("store/jetstream: reading the holder of %s: %w", id, err))
 	}
-	if e.Header.Get("KV-Operation") != "" || s.o.Now().Sub(e.Time) > s.o.OwnerTTL {
-		return "", nil
+	if e.Header.Get("KV-Operation") != "" {
+		return "", true, nil
+	}
+	if s.o.Now().Sub(e.Time) > s.o.OwnerTTL {
+		return "", false, nil
 	}
 	var ov ownerValue
 	if err := json.Unmarshal(e.Data, &ov); err != nil {
-		return "", fmt.Errorf("store/jetstream: the owners key of %s holds %.100q: %w", id, e.Data, err)
+		return "", false, fmt.Errorf("store/jetstream: the owners key of %s holds %.100q: %w", id, e.Data, err)
 	}
-	return ov.Node, nil
+	return ov.Node, false, nil
 }
 
 // Peers returns the names of the servers that hold the log stream (its

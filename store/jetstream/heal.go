@@ -53,7 +53,7 @@ func (l *Log) healOnce(lost []*nats.Msg) (healed, done bool) {
 	l.mu.Lock()
 	closed, fence, poison := l.closed, l.lastSSeq, l.poison
 	l.mu.Unlock()
-	if closed || poison == nil || errors.Is(poison, store.ErrFenced) {
+	if closed || poison == nil || errors.Is(poison, store.ErrFenced) || l.s.nc.IsClosed() {
 		return false, true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), min(l.s.o.Timeout, attemptTimeout))
@@ -66,7 +66,11 @@ func (l *Log) healOnce(lost []*nats.Msg) (healed, done bool) {
 		l.setPoison(nil)
 		return true, true
 	}
-	if ack, ok := l.ownTail(lost); ok {
+	ack, ok, err := l.ownTail(lost)
+	if err != nil {
+		return false, false // not answered yet
+	}
+	if ok {
 		es := make([]eventlog.Entry, len(lost))
 		first := ack - uint64(len(lost)-1)
 		for i, m := range lost {
@@ -78,10 +82,12 @@ func (l *Log) healOnce(lost []*nats.Msg) (healed, done bool) {
 			es[i] = e
 		}
 		l.advance(uint64(len(lost)), ack)
-		l.setPoison(nil)
+		// The caller's fold gets them before the handle says it is
+		// healthy: nothing may act on a healthy log with a stale fold.
 		if l.onAppend != nil {
 			l.onAppend(es)
 		}
+		l.setPoison(nil)
 		return true, true
 	}
 	l.setPoison(fmt.Errorf("store/jetstream: %s holds an entry after seq %d that this handle did not write: %w; this daemon must release the agent: %w",

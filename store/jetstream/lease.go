@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -184,13 +186,26 @@ func (l *lease) renewed(rev uint64, start time.Time) {
 	l.mu.Unlock()
 }
 
-// recreate claims the key again after it lapsed with nobody else
-// claiming it: a kv.Create, which fails if another daemon got there
-// first. The epoch stays the first claim's: no other claim wrote the
-// log since (a claim needs the key, and nobody held it).
+// recreate claims the key again after it lapsed: a kv.Create, which
+// fails if another daemon got there first. The epoch stays the first
+// claim's, so the log must show that no other claim wrote it since: its
+// last message was written under this lease's epoch (or there is none).
+// A claim that came and went (another daemon took the key, wrote, and
+// released it) has left its own entries last: the lease is lost then.
 func (l *lease) recreate() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), min(l.s.o.OwnerTTL/6, attemptTimeout))
 	defer cancel()
+	last, err := l.s.lastOf(ctx, Subject(l.id))
+	if err != nil {
+		return 0, err
+	}
+	if last != nil {
+		id := last.Header.Get(hdrMsgID)
+		parts := strings.Split(id, ".")
+		if len(parts) != 3 || parts[1] != strconv.FormatUint(l.epoch, 10) {
+			return 0, fmt.Errorf("the log of %s was written under another claim (%q) while the lease had lapsed: %w", l.id, id, jetstream.ErrKeyExists)
+		}
+	}
 	return l.s.owners.Create(ctx, l.id, l.value)
 }
 

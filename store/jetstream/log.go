@@ -89,6 +89,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 			// even empty, or an earlier owner's first append to it would
 			// pass the fence ("no entry yet") after this claim.
 			if err := l.claim(o); err != nil {
+				_ = l.Close() // ends a heal the failed claim started
 				return nil, unavailable(err)
 			}
 		}
@@ -115,6 +116,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 	}
 	if !lastIsClaim(last.Data, l.epoch) {
 		if err := l.claim(o); err != nil {
+			_ = l.Close()                // ends a heal the failed claim started
 			return nil, unavailable(err) // a timed-out claim may have landed: its retry under the same lease finds it (lastIsClaim)
 		}
 	}
@@ -361,8 +363,12 @@ func (l *Log) send(msgs []*nats.Msg) (uint64, error) {
 			// A standalone server checks the fence before dedup (a
 			// clustered one after): our own earlier send of these very
 			// messages also lands here. Only then is it a success.
-			if seq, ok := l.ownTail(msgs); ok {
+			seq, ok, err := l.ownTail(msgs)
+			if ok {
 				return seq, nil
+			}
+			if err != nil {
+				return 0, l.failed(fmt.Errorf("refused as %s, and the log's end could not be read back: %w", a.Error.Description, err))
 			}
 			return 0, fmt.Errorf("store/jetstream: append to %s at seq %d refused (%s): %w; this daemon must release the agent: %w",
 				l.subj, l.lastSeq+1, a.Error.Description, store.ErrFenced, eventlog.ErrPoisoned)
@@ -408,25 +414,33 @@ func (l *Log) sendOnce(msgs []*nats.Msg) (*nats.Msg, error) {
 }
 
 // ownTail reports whether the subject ends with msgs, ids and lines
-// alike (this claim's earlier send of them), and the stream seq of the last.
-func (l *Log) ownTail(msgs []*nats.Msg) (uint64, bool) {
+// alike (this claim's earlier send of them), and the stream seq of the
+// last. An error means the servers did not answer the reads: it is not
+// known whether the subject ends so.
+func (l *Log) ownTail(msgs []*nats.Msg) (uint64, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.s.o.Timeout)
 	defer cancel()
 	last, err := l.s.lastOf(ctx, l.subj)
-	if err != nil || last == nil || last.Header.Get(hdrMsgID) != msgs[len(msgs)-1].Header.Get(hdrMsgID) {
-		return 0, false
+	if err != nil {
+		return 0, false, err
+	}
+	if last == nil || last.Header.Get(hdrMsgID) != msgs[len(msgs)-1].Header.Get(hdrMsgID) {
+		return 0, false, nil
 	}
 	if len(msgs) > uint64Len(last.Sequence) {
-		return 0, false
+		return 0, false, nil
 	}
 	first := last.Sequence - uint64(len(msgs)-1)
 	for i, m := range msgs {
 		got, err := l.s.leaderGet(ctx, msgGetRequest{Seq: first + uint64(i)})
-		if err != nil || got.Subject != l.subj || got.Header.Get(hdrMsgID) != m.Header.Get(hdrMsgID) || !bytes.Equal(got.Data, m.Data) {
-			return 0, false
+		if err != nil {
+			return 0, false, err
+		}
+		if got.Subject != l.subj || got.Header.Get(hdrMsgID) != m.Header.Get(hdrMsgID) || !bytes.Equal(got.Data, m.Data) {
+			return 0, false, nil
 		}
 	}
-	return last.Sequence, true
+	return last.Sequence, true, nil
 }
 
 func uint64Len(n uint64) int {
@@ -460,8 +474,8 @@ func (l *Log) checkDuplicate(msgs []*nats.Msg, last uint64) error {
 // read): the entries may or may not be stored, so the handle refuses
 // appends until heal has read what the stream holds.
 func (l *Log) failed(err error) error {
-	return fmt.Errorf("store/jetstream: append to %s at seq %d: %w; the log accepts appends again once the cluster answers what it stored: %w",
-		l.subj, l.lastSeq+1, err, eventlog.ErrPoisoned)
+	return fmt.Errorf("store/jetstream: append to %s at seq %d: %w; the log accepts appends again once the cluster answers what it stored (%w): %w",
+		l.subj, l.lastSeq+1, err, store.ErrUnknownOutcome, eventlog.ErrPoisoned)
 }
 
 // LastSeq is the seq of the last entry.

@@ -49,9 +49,10 @@ type Options struct {
 	Lost   func(id string)
 	Logger hclog.Logger
 	// Holder, when set, names the node holding id's lease ("" when it
-	// lapsed): an id this Set found held by another daemon is claimed
-	// only once it has stayed lapsed for Grace (grace.go).
-	Holder func(ctx context.Context, id string) (string, error)
+	// lapsed; released when its holder gave it up): an id this Set found
+	// held by another daemon is claimed only once it has stayed lapsed
+	// for Grace, or at once when it was released (grace.go).
+	Holder func(ctx context.Context, id string) (node string, released bool, err error)
 	Grace  time.Duration
 	// Now is the clock of the grace (default time.Now).
 	Now func() time.Time

@@ -18,7 +18,8 @@ import (
 // second, writes it back first and keeps its agents; a dead holder's
 // agents move Grace later. An id never found held (a new agent, the
 // agents of a daemon that died before this one started) is claimed at
-// once. Safety never rests on this: the log's fence does.
+// once, and so is one its holder released (a clean stop deletes its keys).
+// Safety never rests on this: the log's fence does.
 
 // inGrace returns an error wrapping store.ErrOwned while id, found held
 // before, has not stayed lapsed for Grace. The caller holds s.mu.
@@ -27,9 +28,12 @@ func (s *Set) inGrace(ctx context.Context, id string) error {
 	if !seen || s.opts.Holder == nil || s.opts.Grace <= 0 {
 		return nil
 	}
-	node, err := s.opts.Holder(ctx, id)
+	node, released, err := s.opts.Holder(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading who holds %s: %w", id, err)
+	}
+	if released {
+		return nil // given up by its holder (a clean stop): claimed at once
 	}
 	if node != "" {
 		s.seenHeld[id] = time.Time{}

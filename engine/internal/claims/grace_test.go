@@ -16,8 +16,9 @@ func TestLapsedLeaseGrace(t *testing.T) {
 	o := newOwner("a")
 	now := time.Unix(1000, 0)
 	holder := map[string]string{"a": "n1"}
+	released := map[string]bool{}
 	s := New(Options{Owner: o, Ctx: context.Background(), Grace: 2 * time.Second, Now: func() time.Time { return now },
-		Holder: func(_ context.Context, id string) (string, error) { return holder[id], nil }})
+		Holder: func(_ context.Context, id string) (string, bool, error) { return holder[id], released[id], nil }})
 	if _, err := s.Own("fresh", 0); err != nil {
 		t.Fatalf("an id never found held: %v", err)
 	}
@@ -50,5 +51,16 @@ func TestLapsedLeaseGrace(t *testing.T) {
 	now = now.Add(2 * time.Second)
 	if _, err := s.Own("a", 0); err != nil {
 		t.Fatalf("lapsed past the grace: %v", err)
+	}
+	// An id found held whose holder then released it (a clean stop) is
+	// claimed at once.
+	o.others["b"], holder["b"] = true, "n1"
+	if _, err := s.Own("b", 0); !errors.Is(err, store.ErrOwned) {
+		t.Fatalf("a held id: %v", err)
+	}
+	delete(o.others, "b")
+	holder["b"], released["b"] = "", true
+	if _, err := s.Own("b", 0); err != nil {
+		t.Fatalf("a released id: %v, want claimed at once", err)
 	}
 }
