@@ -160,7 +160,7 @@ func (f *front) Handle(ctx context.Context, req *protocol.Request, out server.St
 		return nil, protocol.Errorf(protocol.CodeUnavailable,
 			"this daemon (node %s) stands by: %s runs this cluster's agents; send this to that node's daemon, or wait: this one takes over if that one stops", f.node, active)
 	}
-	return nil, protocol.Errorf(protocol.CodeUnavailable, "the daemon is recovering its agents; try again in a moment")
+	return nil, protocol.Errorf(protocol.CodeUnavailable, "the daemon is recovering its agents (or stopping); try again in a moment")
 }
 
 // standbyStatus is daemon.status of a daemon standing by.

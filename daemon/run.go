@@ -158,7 +158,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		served, wait = true, time.Second
 		err = serve(runCtx, opts, core, home, cfgPath, cfgState, serveExtras{notifier: newNotifier(fsys, home, cfg, core, logger), web: cfg.HTTP,
-			front: f, serveErr: serveErr, srvStop: srvStop}, logger)
+			front: f, serveErr: serveErr, srvStop: srvStop, srvShutdown: srv.Shutdown}, logger)
 		b.closeCore()
 		if !errors.Is(err, errStandBy) {
 			return err
@@ -310,11 +310,12 @@ func warnNearMemoryLimit(logger hclog.Logger) {
 // serveExtras are what serve works with beside the Core: the operator's
 // surfaces (SPEC 14), and the socket Run listens on.
 type serveExtras struct {
-	notifier *notify.Notifier // nil: no sinks
-	web      config.HTTP
-	front    *front
-	serveErr <-chan error // the socket server's end
-	srvStop  func()       // stops the socket server (after a drain)
+	notifier    *notify.Notifier // nil: no sinks
+	web         config.HTTP
+	front       *front
+	serveErr    <-chan error                // the socket server's end
+	srvStop     func()                      // cancels the socket's requests (after a drain)
+	srvShutdown func(context.Context) error // closes the socket, waiting for its requests
 }
 
 // errStandBy ends serve when the Core lost the USER inbox to another
@@ -380,16 +381,21 @@ func serve(ctx context.Context, opts Options, core *engine.Core, home, cfgPath s
 		core.Drain(dctx)
 		dcancel()
 	}
-	if !errors.Is(runErr, errStandBy) {
-		ex.srvStop()
-	}
 	logger.Info("shutting down")
-	// New requests get code 6 until the next Core serves (or the socket
-	// closes); those in flight are cancelled and waited for: the Core is
-	// closed under no request.
-	f.stopServing(30 * time.Second)
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if !errors.Is(runErr, errStandBy) {
+		// A stop: the socket closes first (clients in flight see the
+		// daemon go), and its requests are waited for.
+		ex.srvStop()
+		if err := ex.srvShutdown(sctx); err != nil {
+			logger.Warn("closing the socket", "err", err)
+		}
+	}
+	// Standing by: new requests get code 6 until the next Core serves;
+	// those in flight are cancelled and waited for. Either way the Core
+	// is closed under no request.
+	f.stopServing(30 * time.Second)
 	stopWeb()
 	<-notified // it reads the Core's logs
 	if err := core.Close(sctx); err != nil {
