@@ -27,7 +27,8 @@
 //	                   how one that is not live comes back
 //	recovery.go        recovery at start as plain steps; load.go: one agent
 //	                   read back; takeover.go: the cluster's takeover scan
-//	snapshots.go       session.json behind the log; ckptwrite.go: checkpoints;
+//	snapshots.go       session.json behind the log; ckptwrite.go: checkpoints,
+//	                   ckptstore.go: where they live (files, or the cluster's);
 //	                   owed.go: a run end that could not be logged
 //	views*.go          what the API shows (agent.list, inspect, waits)
 //	workspaces.go      an agent's git worktree, snapshots and restores
@@ -41,7 +42,7 @@
 // without it: placement (recovery's classification and order of the
 // agents read back, as pure functions), notice (SYSTEM's texts), retry (a
 // turn's attempt loop and its backoff) and claims (the store leases this
-// daemon holds, with their watches).
+// daemon holds, with their watches and the grace a lapsed one gets).
 //
 // # State and the projection
 //
@@ -56,7 +57,9 @@
 // what the crash-recovery fuzzer checks.
 //
 // An entry whose append failed is not applied, so the state in memory never
-// runs ahead of the log. A log that refuses appends after a failure
+// runs ahead of the log. (On a cluster store an append whose answer was
+// lost may have been stored: the log hands such entries over when it
+// heals, late, and they are applied then; store.ErrUnknownOutcome, owed.go.) A log that refuses appends after a failure
 // (ENOSPC, EROFS, EMFILE, a failed fsync) reopens itself when the cause is
 // gone (eventlog: "Faults and healing"); meanwhile its agent is degraded
 // (agent.list, agent.inspect, daemon.status), operations that need the log
