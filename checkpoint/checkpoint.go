@@ -40,18 +40,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func hex32(v uint32) string { return fmt.Sprintf("%08x", v) }
 
-// Read reads the checkpoint in an agent directory: the projection at its
-// line and the resume point of the log after it, or an error (no file,
-// damaged, another version, a state that does not match its line).
-func Read(fsys faultfs.FS, dir string) (*projection.State, eventlog.Resume, error) {
-	data, err := faultfs.ReadFile(fsys, filepath.Join(dir, Name))
-	if err != nil {
-		return nil, eventlog.Resume{}, err
-	}
-	return Decode(data)
-}
-
-// Decode decodes a checkpoint file's bytes (see Read).
+// Decode decodes a checkpoint's bytes: the projection at its line and
+// the resume point of the log after it, or an error (damaged, another
+// version, a state that does not match its line).
 func Decode(data []byte) (*projection.State, eventlog.Resume, error) {
 	var r eventlog.Resume
 	headLine, body, ok := bytes.Cut(data, []byte{'\n'})
@@ -82,16 +73,9 @@ func Decode(data []byte) (*projection.State, eventlog.Resume, error) {
 	return p, eventlog.Resume{Seq: doc.Seq, Off: doc.Off, CRC: uint32(crc), Len: doc.Len}, nil
 }
 
-// Write replaces the checkpoint in an agent directory with state (the
-// projection's EncodeState) at line r of the log. It is not synced: a
-// checkpoint is an optimisation, and one lost or torn by a crash costs a
-// full fold (its checksum shows the damage).
-func Write(fsys faultfs.FS, dir string, state []byte, r eventlog.Resume) error {
-	return writeUnsynced(fsys, filepath.Join(dir, Name), Encode(state, r))
-}
-
 // WriteData replaces the checkpoint in an agent directory with data (an
-// Encode), unsynced like Write.
+// Encode). It is not synced: a checkpoint is an optimisation, and one lost
+// or torn by a crash costs a full fold (its checksum shows the damage).
 func WriteData(fsys faultfs.FS, dir string, data []byte) error {
 	return writeUnsynced(fsys, filepath.Join(dir, Name), data)
 }

@@ -40,10 +40,14 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	}
 	p, state := foldedState(t)
 	r := eventlog.Resume{Seq: p.LastSeq, Off: p.LastOff, CRC: 0xdeadbeef, Len: 123}
-	if err := Write(fsys, "/a", state, r); err != nil {
+	if err := WriteData(fsys, "/a", Encode(state, r)); err != nil {
 		t.Fatal(err)
 	}
-	got, gr, err := Read(fsys, "/a")
+	data, err := faultfs.ReadFile(fsys, "/a/"+Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gr, err := Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}

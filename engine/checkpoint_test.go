@@ -13,6 +13,7 @@ import (
 
 	"github.com/warren-dev/warren/checkpoint"
 	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
 )
@@ -202,7 +203,7 @@ func (h *harness) wantCheckpointAtLogEnd(id, when string) {
 	if ckpt == 0 || ckpt != last {
 		h.t.Fatalf("%s: checkpoint at seq %d, log ends at %d; want the checkpoint at the log's end", when, ckpt, last)
 	}
-	_, r, err := checkpoint.Read(h.c.fs, h.c.agentDir(id))
+	r, err := readCheckpoint(h.c.fs, h.c.agentDir(id))
 	if err != nil || r.Seq != last {
 		h.t.Fatalf("%s: checkpoint on disk: seq %d, %v; want seq %d", when, r.Seq, err, last)
 	}
@@ -226,7 +227,7 @@ func TestLongLastLineDamagedInsideIsFoundByTheScrub(t *testing.T) {
 	h.fs.Crash()
 	h.c.Abandon()
 	h.fs.Reboot(faultfs.RebootOptions{Mode: faultfs.ProcessCrash})
-	_, r, err := checkpoint.Read(h.fs, h.c.agentDir(kid))
+	r, err := readCheckpoint(h.fs, h.c.agentDir(kid))
 	if err != nil || r.Len < 100<<10 {
 		t.Fatalf("the gated agent's checkpoint: %+v, %v; want it at the long message's line, its length recorded", r, err)
 	}
@@ -275,8 +276,18 @@ func TestCheckpointWithoutLengthIsRewritten(t *testing.T) {
 		t.Fatalf("%d agents recovered from their checkpoint, want 1 (one without a length still serves)", h.report.Resumed)
 	}
 	<-h.c.scrubbed
-	_, r, err := checkpoint.Read(h.fs, h.c.agentDir(root))
+	r, err := readCheckpoint(h.fs, h.c.agentDir(root))
 	if err != nil || r.Len == 0 {
 		t.Fatalf("the checkpoint after recovery: %+v, %v; want it written again with its line's length", r, err)
 	}
+}
+
+// readCheckpoint reads the resume point of the checkpoint file in dir.
+func readCheckpoint(fsys faultfs.FS, dir string) (eventlog.Resume, error) {
+	data, err := faultfs.ReadFile(fsys, filepath.Join(dir, checkpoint.Name))
+	if err != nil {
+		return eventlog.Resume{}, err
+	}
+	_, r, err := checkpoint.Decode(data)
+	return r, err
 }
