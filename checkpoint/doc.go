@@ -35,9 +35,10 @@
 // (Spent: usage.step and completed turns, SPEC 13).
 //
 // A checkpoint is an optimisation and never the authority: it is written
-// without fsync (a temp file and a rename, WriteData; on a cluster, a key of the store), and anything that does
-// not check out (Decode, or no checkpoint at all: a bad sum, another version, a state that
-// does not match its line; then the daemon's checks of the state against
-// the lines it came from, projection/verify.go) makes recovery fold the
+// without fsync (a temp file and a rename, WriteData; on a cluster, a key
+// of the store), and anything that does not check out (no checkpoint, or
+// one Decode refuses: a bad sum, another version, a state that does not
+// match its line; then the daemon's checks of the state against the lines
+// it came from, projection/verify.go) makes recovery fold the
 // whole log instead.
 package checkpoint
