@@ -67,20 +67,27 @@ func (c *checkpoints) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// ResumeAt reads the message at stream seq off from the stream's leader
-// and checks that it is entry seq of id's log.
 func (c *checkpoints) ResumeAt(ctx context.Context, id string, seq uint64, off int64) (eventlog.Resume, error) {
-	subj := Subject(id)
+	return c.s.resumeAt(ctx, Subject(id), seq, off)
+}
+
+// resumeAt reads the message at stream seq off from the stream's leader,
+// checks that it is entry seq of subj's log, and returns its resume point
+// (a checkpoint's line, or one OpenLog is asked to resume at).
+func (s *Store) resumeAt(ctx context.Context, subj string, seq uint64, off int64) (eventlog.Resume, error) {
 	if off <= 0 {
-		return eventlog.Resume{}, fmt.Errorf("store/jetstream: %s seq %d: no stream position", subj, seq)
+		return eventlog.Resume{}, fmt.Errorf("store/jetstream: %s seq %d: no stream position: %w", subj, seq, eventlog.ErrResumeMismatch)
 	}
-	m, err := c.s.leaderGet(ctx, msgGetRequest{Seq: uint64(off)})
-	if err != nil {
+	m, err := s.leaderGet(ctx, msgGetRequest{Seq: uint64(off)})
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return eventlog.Resume{}, unavailable(fmt.Errorf("store/jetstream: %s seq %d at stream seq %d: %w", subj, seq, off, err))
 	}
+	if err != nil || m.Subject != subj {
+		return eventlog.Resume{}, fmt.Errorf("store/jetstream: %s seq %d: no entry of the log at stream seq %d: %w", subj, seq, off, eventlog.ErrResumeMismatch)
+	}
 	e, err := decode(subj, m.Sequence, m.Data)
-	if err != nil || m.Subject != subj || e.Seq != seq {
-		return eventlog.Resume{}, fmt.Errorf("store/jetstream: stream seq %d is not entry %d of %s: %w", off, seq, subj, eventlog.ErrResumeMismatch)
+	if err != nil || e.Seq != seq {
+		return eventlog.Resume{}, fmt.Errorf("store/jetstream: %s seq %d: stream seq %d holds another line: %w", subj, seq, off, eventlog.ErrResumeMismatch)
 	}
 	return eventlog.Resume{Seq: seq, Off: off, CRC: record.LineCRC(m.Data), Len: int64(len(m.Data))}, nil
 }

@@ -19,7 +19,7 @@ func (s *Store) Holder(ctx context.Context, id string) (node string, released bo
 	if err := checkID(id); err != nil {
 		return "", false, err
 	}
-	e, err := s.leaderGetFrom(ctx, "KV_"+OwnersBucket, msgGetRequest{LastFor: "$KV." + OwnersBucket + "." + id})
+	e, err := s.ownerKey(ctx, id)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return "", false, nil

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -57,7 +55,7 @@ func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 		// revision would make the update below fail although the lease
 		// has lapsed (the long three-node torture saw a restarted daemon
 		// refused so).
-		e, gerr := s.leaderGetFrom(ctx, "KV_"+OwnersBucket, msgGetRequest{LastFor: "$KV." + OwnersBucket + "." + id})
+		e, gerr := s.ownerKey(ctx, id)
 		if gerr == nil {
 			var ov ownerValue
 			if json.Unmarshal(e.Data, &ov) == nil {
@@ -201,12 +199,18 @@ func (l *lease) recreate() (uint64, error) {
 	}
 	if last != nil {
 		id := last.Header.Get(hdrMsgID)
-		parts := strings.Split(id, ".")
-		if len(parts) != 3 || parts[1] != strconv.FormatUint(l.epoch, 10) {
+		if epoch, ok := msgIDEpoch(id); !ok || epoch != l.epoch {
 			return 0, fmt.Errorf("the log of %s was written under another claim (%q) while the lease had lapsed: %w", l.id, id, jetstream.ErrKeyExists)
 		}
 	}
 	return l.s.owners.Create(ctx, l.id, l.value)
+}
+
+// ownerKey is the last write of id's key in the owners bucket, read from
+// the bucket's stream leader (a KV Get may be answered by a lagging
+// replica): jetstream.ErrMsgNotFound when there is none.
+func (s *Store) ownerKey(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
+	return s.leaderGetFrom(ctx, "KV_"+OwnersBucket, msgGetRequest{LastFor: "$KV." + OwnersBucket + "." + id})
 }
 
 // Who wrote the owners key last, as lastWrite tells.

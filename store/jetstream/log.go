@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -186,13 +187,16 @@ func lastIsClaim(line []byte, epoch uint64) bool {
 }
 
 // checkResume checks that the message at r.Off is r's line.
+// Any failure to read it is a mismatch: the caller folds the whole log.
 func (s *Store) checkResume(ctx context.Context, subj string, r *eventlog.Resume) error {
-	m, err := s.leaderGet(ctx, msgGetRequest{Seq: uint64(r.Off)})
-	if err != nil || m.Subject != subj {
-		return fmt.Errorf("store/jetstream: resume %s at seq %d: no entry of the log at stream seq %d: %w", subj, r.Seq, r.Off, eventlog.ErrResumeMismatch)
+	got, err := s.resumeAt(ctx, subj, r.Seq, r.Off)
+	if err != nil && !errors.Is(err, eventlog.ErrResumeMismatch) {
+		return fmt.Errorf("%w: %w", err, eventlog.ErrResumeMismatch)
 	}
-	e, err := decode(subj, m.Sequence, m.Data)
-	if err != nil || e.Seq != r.Seq || record.LineCRC(m.Data) != r.CRC {
+	if err != nil {
+		return err
+	}
+	if got.CRC != r.CRC {
 		return fmt.Errorf("store/jetstream: resume %s at seq %d: stream seq %d holds another line: %w", subj, r.Seq, r.Off, eventlog.ErrResumeMismatch)
 	}
 	return nil
@@ -292,6 +296,16 @@ func (l *Log) advance(n, ack uint64) {
 // msgID is the dedup id of seq under this log's claim.
 func (l *Log) msgID(seq uint64) string {
 	return l.id + "." + strconv.FormatUint(l.epoch, 10) + "." + strconv.FormatUint(seq, 10)
+}
+
+// msgIDEpoch is the epoch a msgID names (ok false for another form).
+func msgIDEpoch(id string) (epoch uint64, ok bool) {
+	parts := strings.Split(id, ".")
+	if len(parts) != 3 {
+		return 0, false
+	}
+	e, err := strconv.ParseUint(parts[1], 10, 64)
+	return e, err == nil
 }
 
 // messages builds the messages of lines, the first fenced on fence.
