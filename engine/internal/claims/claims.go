@@ -66,6 +66,9 @@ type Set struct {
 	// seenHeld are the ids a claim found held by another daemon, with
 	// when their lease was first seen lapsed since (zero: not yet).
 	seenHeld map[string]time.Time
+	// leases mirrors m's leases for Expired, which a turn and a tool call
+	// ask without waiting on mu (held across claim requests to the store).
+	leases sync.Map // id -> store.Lease
 }
 
 // held is a claim the Set holds: its lease and the end of its watch.
@@ -124,6 +127,7 @@ func (s *Set) Own(id string, limit time.Duration) (store.Lease, error) {
 	}
 	wctx, stop := context.WithCancel(s.opts.Ctx)
 	s.m[id] = held{lease: l, stop: stop}
+	s.leases.Store(id, l)
 	if lost := l.Lost(); lost != nil {
 		go func() {
 			select {
@@ -140,18 +144,17 @@ func (s *Set) Own(id string, limit time.Duration) (store.Lease, error) {
 // without a renewal (paused), or lost. An id not held, or held for good
 // (the local store), is neither.
 func (s *Set) Expired(id string, now time.Time) (paused, lost bool) {
-	s.mu.Lock()
-	h, ok := s.m[id]
-	s.mu.Unlock()
+	v, ok := s.leases.Load(id)
 	if !ok {
 		return false, false
 	}
+	l := v.(store.Lease)
 	select {
-	case <-h.lease.Lost():
+	case <-l.Lost():
 		return false, true
 	default:
 	}
-	exp := h.lease.Expires()
+	exp := l.Expires()
 	return !exp.IsZero() && now.After(exp), false
 }
 
@@ -169,6 +172,7 @@ func (s *Set) Drop(ctx context.Context, id string) {
 	s.mu.Lock()
 	h, ok := s.m[id]
 	delete(s.m, id)
+	s.leases.Delete(id)
 	s.mu.Unlock()
 	if !ok {
 		return
@@ -187,6 +191,7 @@ func (s *Set) ReleaseAll(ctx context.Context) {
 	s.mu.Lock()
 	m := s.m
 	s.m = nil
+	s.leases.Clear()
 	s.mu.Unlock()
 	for id, h := range m {
 		h.stop()
