@@ -129,24 +129,11 @@ func Cluster(w io.Writer, c map[string]any) {
 		active = "unknown (no daemon holds the USER inbox, or the cluster did not answer)"
 	}
 	fmt.Fprintf(w, "cluster   node %s, %s; active node %s\n", reply.Str(c, "node"), reply.Str(c, "role"), active)
-	var peers []string
-	raw, _ := c["peers"].([]any)
-	for _, p := range raw {
-		if s, ok := p.(string); ok {
-			peers = append(peers, s)
-		}
-	}
-	if len(peers) > 0 {
+	if peers := reply.Strs(c, "peers"); len(peers) > 0 {
 		fmt.Fprintf(w, "          log servers %s (leader first)\n", strings.Join(peers, ", "))
 	}
 	if h := reply.Str(c, "config_hash"); h != "" {
-		var differ []string
-		raw, _ := c["config_differs"].([]any)
-		for _, d := range raw {
-			if s, ok := d.(string); ok {
-				differ = append(differ, s)
-			}
-		}
+		differ := reply.Strs(c, "config_differs")
 		if len(differ) == 0 {
 			fmt.Fprintf(w, "          provider entries %s, as on every node that recorded its own\n", h)
 		} else {

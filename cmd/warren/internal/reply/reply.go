@@ -128,6 +128,19 @@ func List(m map[string]any, k string) []map[string]any {
 	return out
 }
 
+// Strs returns m[k] as a list of strings (entries that are not strings
+// skipped).
+func Strs(m map[string]any, k string) []string {
+	raw, _ := m[k].([]any)
+	out := make([]string, 0, len(raw))
+	for _, x := range raw {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Frame is a stream frame as --json prints it: {"event": ...} or
 // {"chunk": ...}.
 func Frame(fr protocol.Frame) map[string]any {
