@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,40 +23,10 @@ import (
 // on the first "JetStream temporarily unavailable" of the leader election,
 // taking the quorum with it.)
 func TestThreeEmbeddedDaemonsFailover(t *testing.T) {
-	const nodes = 3
-	ports := freePorts(t, 2*nodes) // client ports, then route ports
-	var routes []string
-	for i := range nodes {
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[nodes+i]))
-	}
-	ds := make([]*testDaemon, nodes)
-	exits := make([]chan struct{}, nodes)
-	for i := range ds {
-		d := newTestDaemon(t, modeBinary)
-		var others []string
-		for j, r := range routes {
-			if j != i {
-				others = append(others, r)
-			}
-		}
-		d.args = []string{"--cluster-embedded", "--node", fmt.Sprintf("n%d", i+1), "--nats-port", strconv.Itoa(ports[i]),
-			"--nats-cluster-port", strconv.Itoa(ports[nodes+i]), "--routes", strings.Join(others, ","), "--owner-ttl", "3s"}
-		ds[i] = d
-	}
-	for i, d := range ds {
-		ex, err := d.launch()
-		if err != nil {
-			t.Fatal(err)
-		}
-		exits[i] = ex
-	}
-	active := serving(t, ds, exits, -1, 3*time.Minute)
-	a := ds[active]
-	script := writeScripts(t, a.dir)
-	lead := a.createAgent("lead", "scripted", script, "")
-	if res := a.callN("agent.send", map[string]any{"agent_id": lead, "message": "spawn w1 echo"}); !strings.Contains(str(res["response"]), "spawned: ") {
-		t.Fatalf("spawn: %v", res)
-	}
+	c := startCluster3(t, "--owner-ttl", "3s")
+	ds, exits := c.ds, c.exits
+	active, a, _, lead := c.activeAgent("lead")
+	spawnW1(t, a, lead)
 	fifo := filepath.Join(a.dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

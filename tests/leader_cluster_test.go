@@ -89,6 +89,24 @@ func startCluster3(t *testing.T, extra ...string) *cluster3 {
 	return c
 }
 
+// activeAgent waits for the active daemon and creates a scripted agent
+// name on it (the test agent script of helpers_proc_test.go).
+func (c *cluster3) activeAgent(name string) (active int, a *testDaemon, script, id string) {
+	c.t.Helper()
+	active = serving(c.t, c.ds, c.exits, -1, 3*time.Minute)
+	a = c.ds[active]
+	script = writeScripts(c.t, a.dir)
+	return active, a, script, a.createAgent(name, "scripted", script, "")
+}
+
+// spawnW1 has agent lead spawn a child w1 (echo) and checks it did.
+func spawnW1(t *testing.T, a *testDaemon, lead string) {
+	t.Helper()
+	if res := a.callN("agent.send", map[string]any{"agent_id": lead, "message": "spawn w1 echo"}); !strings.Contains(str(res["response"]), "spawned: ") {
+		t.Fatalf("spawn: %v", res)
+	}
+}
+
 // leader names the server leading stream ("" when it cannot be read).
 func (c *cluster3) leader(stream string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -198,13 +216,7 @@ func (c *cluster3) healthy(d *testDaemon, limit time.Duration) {
 			if err != nil {
 				bad = append(bad, "agent.list: "+err.Error())
 			}
-			agents, _ := list["agents"].([]any)
-			for _, a := range agents {
-				m := a.(map[string]any)
-				if s := str(m["status"]); s == "corrupt" || str(m["degraded"]) != "" {
-					bad = append(bad, fmt.Sprintf("%s is %s %s", str(m["path"]), s, str(m["degraded"])))
-				}
-			}
+			bad = append(bad, unwell(list)...)
 		}
 		if len(bad) == 0 {
 			return
@@ -216,6 +228,20 @@ func (c *cluster3) healthy(d *testDaemon, limit time.Duration) {
 	}
 }
 
+// unwell lists the agents of an agent.list reply that are corrupt or
+// degraded.
+func unwell(list map[string]any) []string {
+	var bad []string
+	agents, _ := list["agents"].([]any)
+	for _, a := range agents {
+		m := a.(map[string]any)
+		if s := str(m["status"]); s == "corrupt" || str(m["degraded"]) != "" {
+			bad = append(bad, fmt.Sprintf("%s is %s %s", str(m["path"]), s, str(m["degraded"])))
+		}
+	}
+	return bad
+}
+
 // TestLeaderStepdownKeepsTheTeamServed: graceful stepdowns of the log
 // stream's leader and of the owners bucket's, no process killed (a
 // rolling NATS upgrade does this), with a short TTL: the serving daemon
@@ -224,10 +250,7 @@ func (c *cluster3) healthy(d *testDaemon, limit time.Duration) {
 // the election poisoned the log handle for good.)
 func TestLeaderStepdownKeepsTheTeamServed(t *testing.T) {
 	c := startCluster3(t, "--owner-ttl", "3s")
-	active := serving(t, c.ds, c.exits, -1, 3*time.Minute)
-	a := c.ds[active]
-	script := writeScripts(t, a.dir)
-	agent := a.createAgent("probe", "scripted", script, "")
+	active, a, script, agent := c.activeAgent("probe")
 	a.createAgent("bystander", "scripted", script, "")
 	c.current()
 	for round := range 4 {
@@ -261,10 +284,7 @@ func TestLeaderStepdownKeepsTheTeamServed(t *testing.T) {
 // leader, once the killed node is back.
 func TestLeaderKillKeepsTheTeamServed(t *testing.T) {
 	c := startCluster3(t, "--owner-ttl", "3s")
-	active := serving(t, c.ds, c.exits, -1, 3*time.Minute)
-	a := c.ds[active]
-	script := writeScripts(t, a.dir)
-	agent := a.createAgent("probe", "scripted", script, "")
+	active, a, _, agent := c.activeAgent("probe")
 	c.current()
 	for round, stream := range []string{jetstream.StreamName, ownersStream} {
 		victim := (active + 1 + round) % 3
@@ -302,13 +322,8 @@ func TestLeaderKillKeepsTheTeamServed(t *testing.T) {
 // and nothing is listed corrupt.
 func TestPausedDaemonStandsBy(t *testing.T) {
 	c := startCluster3(t, "--owner-ttl", "3s")
-	active := serving(t, c.ds, c.exits, -1, 3*time.Minute)
-	a := c.ds[active]
-	script := writeScripts(t, a.dir)
-	lead := a.createAgent("lead", "scripted", script, "")
-	if res := a.callN("agent.send", map[string]any{"agent_id": lead, "message": "spawn w1 echo"}); !strings.Contains(str(res["response"]), "spawned: ") {
-		t.Fatalf("spawn: %v", res)
-	}
+	active, a, _, lead := c.activeAgent("lead")
+	spawnW1(t, a, lead)
 	c.current()
 	a.Signal(syscall.SIGSTOP)
 	next := serving(t, c.ds, c.exits, active, 2*time.Minute)

@@ -356,17 +356,11 @@ func (ct *clusterTorture) assertServed(round int, script string) {
 	took := probe(ct.t, ct.d, ct.probe, time.Now(), time.Minute)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var bad []string
 		list, err := ct.d.Client().Call(procCtx(ct.t), "agent.list", nil)
 		if err != nil {
 			ct.t.Fatalf("round %d: agent.list after a leader kill: %v", round, err)
 		}
-		for _, a := range list["agents"].([]any) {
-			m := a.(map[string]any)
-			if m["status"] == "corrupt" || str(m["degraded"]) != "" {
-				bad = append(bad, fmt.Sprintf("%s %s %s", str(m["path"]), str(m["status"]), str(m["degraded"])))
-			}
-		}
+		bad := unwell(list)
 		if len(bad) == 0 {
 			ct.t.Logf("round %d: the daemon served a probe %.2f s after the leader kill; nothing degraded", round, took.Seconds())
 			return
