@@ -73,8 +73,9 @@ func CheckCluster(o ClusterOptions) error {
 }
 
 // openLocalStore is the store of a daemon without a cluster: the home,
-// with at most maxOpenLogs event logs holding open files (fileLimit).
+// with at most maxOpenLogs event logs holding open files (fileLimit), and
+// the fsyncs of logs written at the same moment shared (eventlog.Syncer).
 func openLocalStore(fsys faultfs.FS, home string, logger hclog.Logger, maxOpenLogs int) store.Store {
 	return local.New(local.Options{FS: fsys, Home: home, Logger: logger.Named("eventlog"),
-		Files: eventlog.NewFiles(maxOpenLogs)})
+		Files: eventlog.NewFiles(maxOpenLogs), Syncer: eventlog.NewSyncer(fsys)})
 }

@@ -67,7 +67,8 @@ func isTmpfs(dir string) bool {
 	return int64(st.Type) == tmpfsMagic
 }
 
-// countingFS wraps a faultfs.FS and counts File.Sync and SyncDir calls.
+// countingFS wraps a faultfs.FS and counts File.Sync, SyncDir and SyncFS
+// calls.
 type countingFS struct {
 	faultfs.FS
 	syncs    atomic.Int64
@@ -113,7 +114,7 @@ func reportKinds(b *testing.B, before, after map[string]int64, n int, unit strin
 	}
 }
 
-// Fsyncs is the number of file and directory syncs so far.
+// Fsyncs is the number of file, directory and filesystem syncs so far.
 func (c *countingFS) Fsyncs() int64 { return c.syncs.Load() + c.dirSyncs.Load() }
 
 func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (faultfs.File, error) {
@@ -122,6 +123,13 @@ func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (faultfs.
 		return nil, err
 	}
 	return &countingFile{File: f, c: c, kind: syncKind(name)}, nil
+}
+
+// SyncFS counts as one flush, of kind "syncfs".
+func (c *countingFS) SyncFS(name string) error {
+	c.dirSyncs.Add(1)
+	c.count("syncfs")
+	return c.FS.SyncFS(name)
 }
 
 func (c *countingFS) SyncDir(name string) error {

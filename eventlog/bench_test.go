@@ -68,19 +68,26 @@ func BenchmarkRawWriteFsync(b *testing.B) {
 // benchAppends runs b.N durable appends spread over writers goroutines on
 // nlogs logs (writer w uses log w % nlogs), and reports appends/s next to
 // the raw write+fsync rate measured on the same disk in the same run.
-func benchAppends(b *testing.B, writers, nlogs int) { benchAppendsFiles(b, writers, nlogs, nil, false) }
+func benchAppends(b *testing.B, writers, nlogs int) {
+	benchAppendsOpts(b, writers, nlogs, Options{}, false)
+}
 
-// benchAppendsFiles is benchAppends with the logs sharing files (nil: no
-// cap); with spread, every append goes to the next log in turn instead of
-// the writer's own.
-func benchAppendsFiles(b *testing.B, writers, nlogs int, files *Files, spread bool) {
+// benchAppendsSyncer is benchAppends with the logs sharing a Syncer.
+func benchAppendsSyncer(b *testing.B, writers, nlogs int) {
+	benchAppendsOpts(b, writers, nlogs, Options{Syncer: NewSyncer(faultfs.OS{})}, false)
+}
+
+// benchAppendsOpts is benchAppends with the logs opened with opts (Files,
+// Syncer); with spread, every append goes to the next log in turn instead
+// of the writer's own.
+func benchAppendsOpts(b *testing.B, writers, nlogs int, opts Options, spread bool) {
 	dir := benchDir(b)
 	// The disk's rate drifts; measure it just before and just after the
 	// appends, on the same filesystem, and use the mean.
 	rawBefore := rawFsyncRate(b, dir, 0, 500*time.Millisecond)
 	logs := make([]*Log, nlogs)
 	var groups atomic.Int64
-	opts := Options{OnAppend: func([]Entry) { groups.Add(1) }, Files: files}
+	opts.OnAppend = func([]Entry) { groups.Add(1) }
 	for i := range logs {
 		l, err := Open(faultfs.OS{}, filepath.Join(dir, "agents", strconv.Itoa(i), "events.jsonl"), opts)
 		if err != nil {
@@ -112,6 +119,10 @@ func benchAppendsFiles(b *testing.B, writers, nlogs int, files *Files, spread bo
 	wg.Wait()
 	reportVsRaw(b, dir, rawBefore, time.Since(start))
 	b.ReportMetric(float64(b.N)/float64(groups.Load()), "entries/group")
+	if opts.Syncer != nil {
+		flushes, asked := opts.Syncer.Stats()
+		b.ReportMetric(float64(asked)/float64(flushes), "fsyncs/flush")
+	}
 }
 
 // reportVsRaw stops the timer and reports b.N appends in elapsed next to
@@ -129,17 +140,23 @@ func BenchmarkAppend1Writer(b *testing.B)           { benchAppends(b, 1, 1) }
 func BenchmarkAppend64WritersOneLog(b *testing.B)   { benchAppends(b, 64, 1) }
 func BenchmarkAppend64WritersOn64Logs(b *testing.B) { benchAppends(b, 64, 64) }
 
+// The same three through a Syncer, as the daemon runs them: the fsyncs of
+// different logs share flushes.
+func BenchmarkAppend1WriterSyncer(b *testing.B)           { benchAppendsSyncer(b, 1, 1) }
+func BenchmarkAppend64WritersOneLogSyncer(b *testing.B)   { benchAppendsSyncer(b, 64, 1) }
+func BenchmarkAppend64WritersOn64LogsSyncer(b *testing.B) { benchAppendsSyncer(b, 64, 64) }
+
 // The handle cap (Files): under it (no reopen, only the LRU bookkeeping),
 // and one writer going round 256 logs with room for 16, so that every
 // append closes another log's handles and reopens its own.
 func BenchmarkAppend64WritersOn64LogsCap512(b *testing.B) {
-	benchAppendsFiles(b, 64, 64, NewFiles(512), false)
+	benchAppendsOpts(b, 64, 64, Options{Files: NewFiles(512)}, false)
 }
 func BenchmarkAppendRoundRobin256LogsCap16(b *testing.B) {
-	benchAppendsFiles(b, 1, 256, NewFiles(16), true)
+	benchAppendsOpts(b, 1, 256, Options{Files: NewFiles(16)}, true)
 }
 func BenchmarkAppendRoundRobin256LogsNoCap(b *testing.B) {
-	benchAppendsFiles(b, 1, 256, nil, true)
+	benchAppendsOpts(b, 1, 256, Options{}, true)
 }
 
 // BenchmarkLiteralSpecWritePath is the write path as SPEC 3 words it, for
@@ -207,3 +224,7 @@ func BenchmarkAppendAfterIdle(b *testing.B) {
 	}
 	reportVsRaw(b, dir, rawBefore, time.Since(start))
 }
+
+// A small team: 4 agents on 4 logs, without and with a Syncer.
+func BenchmarkAppend4WritersOn4Logs(b *testing.B)       { benchAppends(b, 4, 4) }
+func BenchmarkAppend4WritersOn4LogsSyncer(b *testing.B) { benchAppendsSyncer(b, 4, 4) }

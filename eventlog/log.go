@@ -59,6 +59,9 @@ type Options struct {
 	OnHeal func()
 	// Files, if set, caps the logs holding open handles (see Files).
 	Files *Files
+	// Syncer, if set, shares the write protocol's fsyncs with the other
+	// logs using it (see Syncer). Nil means an fsync per file.
+	Syncer *Syncer
 	// MustExist makes Open fail with an error wrapping fs.ErrNotExist
 	// instead of creating a missing log (or its directory). Recovery uses
 	// it so that it never creates an empty log beside a snapshot.
@@ -82,7 +85,9 @@ type Log struct {
 	borrow      bool // Options.ReplayBorrows
 	files       *Files
 	elem        *list.Element // in files' LRU while handles are open; guarded by files.mu
-	maxLine     int           // MaxLineBytes; smaller in tests
+	syncer      *Syncer
+	dev         uint64 // the log's filesystem (faultfs.Device), for syncer
+	maxLine     int    // MaxLineBytes; smaller in tests
 	// mustSync holds the directories whose fsync Open cannot do without.
 	mustSync map[string]bool
 	// The lines Open skipped by resuming (see VerifyPrefix).
@@ -129,6 +134,10 @@ type Log struct {
 	// when it is absent); pfDurable says its directory entry was fsynced.
 	pf        faultfs.File
 	pfDurable bool
+	// deferred holds the directories a new log's Open left to the first
+	// group's flush, deepest first (with a Syncer; see doc.go step 4); nil
+	// once they and the log file are durable.
+	deferred []string
 }
 
 // maxJoinYields bounds how often a promoted leader yields to let callers
@@ -404,13 +413,23 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", l.path, err)
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := l.syncFile(l.f); err != nil {
 		return false, fmt.Errorf("fsync %s: %w", l.path, err)
 	}
 	l.nextSeq = seq
 	l.size += int64(len(buf))
 	l.logTouched = false
 	return true, nil
+}
+
+// syncFile is the write protocol's fsync of f (the log or its pending
+// file): through the Syncer when the log has one. Called by the leader.
+func (l *Log) syncFile(f faultfs.File) error {
+	if l.syncer == nil {
+		return f.Sync()
+	}
+	_, err := l.syncer.sync(l.dev, l.dir, f, false)
+	return err
 }
 
 // VerifyPrefix checks, once, the lines an Open with Options.Resume skipped

@@ -14,6 +14,7 @@ import (
 // flight at a crash or whose append returned an error (maybe durable).
 // Batches must be recovered all or none.
 type model struct {
+	path    string // the log's; memPath unless set
 	next    int
 	acked   map[int]bool
 	maybe   map[int]bool
@@ -21,7 +22,7 @@ type model struct {
 }
 
 func newModel() *model {
-	return &model{next: 1, acked: map[int]bool{}, maybe: map[int]bool{}}
+	return &model{path: memPath, next: 1, acked: map[int]bool{}, maybe: map[int]bool{}}
 }
 
 // append appends one entry sequentially and records the outcome.
@@ -94,7 +95,7 @@ func (m *model) check(t testing.TB, fsys faultfs.FS) []int {
 // leaves the bytes unchanged, and that a power loss right after recovery
 // changes nothing. Entries found become acked (they are durable now).
 func (m *model) checkErr(fsys faultfs.FS) ([]int, error) {
-	l, err := Open(fsys, memPath, Options{})
+	l, err := Open(fsys, m.path, Options{})
 	if err != nil {
 		return nil, fmt.Errorf("Open after crash: %w", err)
 	}
@@ -103,21 +104,21 @@ func (m *model) checkErr(fsys faultfs.FS) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	before, err := faultfs.ReadFile(fsys, memPath)
+	before, err := faultfs.ReadFile(fsys, m.path)
 	if err != nil {
 		return nil, err
 	}
-	if l, err = Open(fsys, memPath, Options{}); err != nil {
+	if l, err = Open(fsys, m.path, Options{}); err != nil {
 		return nil, fmt.Errorf("second Open: %w", err)
 	}
 	l.Close()
-	if after, _ := faultfs.ReadFile(fsys, memPath); string(after) != string(before) {
+	if after, _ := faultfs.ReadFile(fsys, m.path); string(after) != string(before) {
 		return nil, errors.New("opening twice gave different bytes than once")
 	}
 	if mem, ok := fsys.(*faultfs.Mem); ok {
 		mem.Crash()
 		mem.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
-		if after, _ := faultfs.ReadFile(fsys, memPath); string(after) != string(before) {
+		if after, _ := faultfs.ReadFile(fsys, m.path); string(after) != string(before) {
 			return nil, fmt.Errorf("recovered log was not durable: power loss changed it from %d to %d bytes", len(before), len(after))
 		}
 	}
@@ -126,7 +127,7 @@ func (m *model) checkErr(fsys faultfs.FS) ([]int, error) {
 
 // verify checks the invariants on the log as it is and settles the model.
 func (m *model) verify(fsys faultfs.FS) ([]int, error) {
-	ids, err := recovered(fsys, memPath)
+	ids, err := recovered(fsys, m.path)
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,7 @@ func Open(fsys faultfs.FS, path string, opts Options) (_ *Log, err error) {
 	l.mu.Lock()
 	l.f = f
 	l.size = fi.Size()
+	l.dev = faultfs.Device(fi)
 	l.mustSync = nil // only Open's directory syncs use it
 	l.nextSeq = l.lastSeq + 1
 	if opts.Resume != nil {
@@ -112,6 +113,7 @@ func newLog(fsys faultfs.FS, path string, opts Options) *Log {
 		replay:      opts.Replay,
 		borrow:      opts.ReplayBorrows,
 		files:       opts.Files,
+		syncer:      opts.Syncer,
 		healBase:    opts.HealBackoff,
 		maxLine:     MaxLineBytes,
 		pendingIdle: opts.PendingIdle,
@@ -192,6 +194,13 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 		break
 	}
 	l.lastSeq = sc.LastSeq()
+	if l.deferSyncs(isNew, sc, scanErr) {
+		// A new or empty log, nothing to cut or replay: its first group's
+		// flush makes the file and its directories durable (doc.go, step
+		// 4), before anything is acknowledged.
+		l.deferred = l.ancestorDirs()
+		return nil
+	}
 	if sc.Torn().Bytes > 0 || scanErr != nil {
 		if err := l.repairTail(f, sc, scanErr); err != nil {
 			return err
@@ -219,6 +228,19 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 		}
 	}
 	return l.replayPending(f, sc.GoodEnd())
+}
+
+// deferSyncs reports whether Open may leave a new (or empty) log's fsyncs
+// to its first group: only with a Syncer that flushes whole filesystems
+// (one SyncFS then covers the log, its directories and the pending file),
+// and only when there is nothing to cut and no pending file to replay.
+func (l *Log) deferSyncs(isNew bool, sc *record.Scanner, scanErr error) bool {
+	if l.syncer == nil || !l.syncer.wholeFlushes() || !(isNew || sc.GoodEnd() == 0) ||
+		sc.Torn().Bytes > 0 || scanErr != nil {
+		return false
+	}
+	_, err := l.fsys.Stat(l.pendingPath)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // mayHoldUnsynced reports whether a recovered log may hold lines no fsync
@@ -262,6 +284,18 @@ func missingDirs(fsys faultfs.FS, dir string) ([]string, error) {
 // ancestors once per start, in recovery), and syncing every ancestor up to / cost each
 // agent create four or more fsyncs (issue 38).
 func (l *Log) syncAncestors() error {
+	for _, d := range l.ancestorDirs() {
+		if err := l.fsys.SyncDir(d); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// ancestorDirs are the directories syncAncestors syncs, deepest first: a
+// directory's entry is made durable before its parent's, as a walk up the
+// tree does.
+func (l *Log) ancestorDirs() []string {
 	// The log's directory and its parent always: an Open that crashed may
 	// have created them without making them durable.
 	must := map[string]bool{l.dir: true, filepath.Dir(l.dir): true}
@@ -272,13 +306,6 @@ func (l *Log) syncAncestors() error {
 	for d := range must {
 		dirs = append(dirs, d)
 	}
-	// Deepest first: a directory's entry is made durable before its
-	// parent's, as a walk up the tree does.
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
-	for _, d := range dirs {
-		if err := l.fsys.SyncDir(d); err != nil {
-			return fmt.Errorf("fsync directory %s: %w", d, err)
-		}
-	}
-	return nil
+	return dirs
 }

@@ -40,14 +40,46 @@ func (l *Log) writePending(buf []byte) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", l.pendingPath, err)
 	}
-	if err := l.pf.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", l.pendingPath, err)
+	whole := !l.pfDurable || l.deferred != nil
+	all := false
+	if l.syncer == nil {
+		if err := l.pf.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", l.pendingPath, err)
+		}
+	} else {
+		var err error
+		if all, err = l.syncer.sync(l.dev, l.dir, l.pf, whole); err != nil {
+			return fmt.Errorf("fsync %s: %w", l.pendingPath, err)
+		}
+	}
+	if whole && !all {
+		if err := l.syncEntries(); err != nil {
+			return err
+		}
+	}
+	l.pfDurable, l.deferred = true, nil
+	return nil
+}
+
+// syncEntries is what a SyncFS would have done for the first group after
+// the pending file's creation, one fsync at a time: the log file and the
+// directories its Open deferred (a new log's), then the pending file's
+// directory entry.
+func (l *Log) syncEntries() error {
+	if l.deferred != nil {
+		if err := l.f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", l.path, err)
+		}
+		for _, d := range l.deferred {
+			if err := l.fsys.SyncDir(d); err != nil {
+				return fmt.Errorf("fsync directory %s: %w", d, err)
+			}
+		}
 	}
 	if !l.pfDurable {
 		if err := l.fsys.SyncDir(l.dir); err != nil {
 			return fmt.Errorf("fsync directory %s: %w", l.dir, err)
 		}
-		l.pfDurable = true
 	}
 	return nil
 }

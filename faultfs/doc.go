@@ -17,6 +17,8 @@
 //   - SyncDir (or File.Sync on a File opened on a directory) copies children
 //     to syncedChildren. Creates, renames, removes and mkdirs are durable only
 //     after SyncDir on the parent (both parents for a rename).
+//   - SyncFS (syncfs(2): the Mem is one filesystem) does both for every
+//     file and directory in the Mem at once.
 //   - Reboot(RebootOptions{Mode: PowerLoss}) rebuilds the tree from synced
 //     entries and synced data. Tail decides what survives of data appended
 //     past the synced length: nothing (TailNone), a random prefix
@@ -36,8 +38,8 @@
 // # Crashes
 //
 // Mutating operations are counted: OpenFile with O_CREATE or O_TRUNC, Write,
-// Sync, Truncate (File or FS), Rename, Remove, MkdirAll (one per call) and
-// SyncDir. Mem.Ops returns the trace, Mem.MutatingOps its length.
+// Sync, Truncate (File or FS), Rename, Remove, MkdirAll (one per call),
+// SyncDir and SyncFS. Mem.Ops returns the trace, Mem.MutatingOps its length.
 // Mem.CrashAt(k) crashes at the k-th mutating operation from now: that
 // operation has no effect (except that a Write in flight may land in part,
 // per the Tail mode at Reboot) and returns an error wrapping ErrCrashed, and
@@ -50,7 +52,8 @@
 // (or every one from the Nth, with Sticky) with an error such as
 // syscall.EIO or syscall.ENOSPC. A ShortWrite rule writes half the buffer and
 // returns n < len(p) with the error. A failed Sync follows fsyncgate: the
-// file's unsynced data is dropped and the next Sync succeeds, so code that
+// file's unsynced data is dropped and the next Sync succeeds (a failed
+// SyncFS drops every file's unsynced data), so code that
 // retries a failed fsync and then acknowledges loses data, as on Linux. A
 // Rule with Crash crashes the filesystem at the matching operation instead,
 // for crash points named by kind and path rather than by index.

@@ -31,7 +31,8 @@ type File interface {
 // Durability rules (the OS implementation has them, the crashable memory
 // implementation enforces them): file data is durable after File.Sync; a
 // create, rename, remove or mkdir is durable only after SyncDir on its parent
-// directory.
+// directory. SyncFS on any path of a filesystem does both for everything on
+// it.
 type FS interface {
 	// OpenFile opens a file with os.O_* flags (O_RDONLY, O_WRONLY, O_RDWR,
 	// O_APPEND, O_CREATE, O_EXCL, O_TRUNC).
@@ -51,4 +52,10 @@ type FS interface {
 	// SyncDir makes the directory's entries (creates, renames, removes in it)
 	// durable.
 	SyncDir(name string) error
+	// SyncFS makes everything on the filesystem holding name durable: every
+	// file's data and every directory's entries, as if each were synced
+	// (syncfs(2)). Where the platform cannot report a failure of it, it
+	// returns an error wrapping errors.ErrUnsupported and syncs nothing;
+	// callers then sync file by file.
+	SyncFS(name string) error
 }

@@ -1,6 +1,7 @@
 package faultfs
 
 import (
+	"bytes"
 	"io/fs"
 	"maps"
 	"os"
@@ -323,5 +324,41 @@ func (m *Mem) SyncDir(name string) error {
 		return pathErr(OpSyncDir, p, syscall.ENOTDIR)
 	}
 	d.syncedChildren = maps.Clone(d.children)
+	return nil
+}
+
+// SyncFS makes everything in the Mem durable (it is one filesystem):
+// every file's data and every directory's entries, as syncfs(2) does. name
+// must exist. A failing SyncFS follows fsyncgate for every file: data not
+// yet synced is dropped (reverts to what was last synced), and directories
+// are left as they were.
+func (m *Mem) SyncFS(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := cleanName(name)
+	r, err := m.begin(Op{Kind: OpSyncFS, Path: p})
+	if err != nil {
+		return err
+	}
+	if _, err := m.lookup(OpSyncFS, name); err != nil {
+		return err
+	}
+	if r != nil {
+		m.root.walkTree(func(n *node) {
+			if !n.dir && n.link == "" && !bytes.Equal(n.data, n.synced) {
+				n.data = slices.Clone(n.synced)
+				n.mtime = m.now()
+			}
+		})
+		return pathErr(OpSyncFS, p, r.err())
+	}
+	m.root.walkTree(func(n *node) {
+		switch {
+		case n.dir:
+			n.syncedChildren = maps.Clone(n.children)
+		case n.link == "":
+			n.sync()
+		}
+	})
 	return nil
 }

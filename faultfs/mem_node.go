@@ -141,3 +141,12 @@ func (m *Mem) lookup(op OpKind, name string) (*node, error) {
 	}
 	return n, nil
 }
+
+// walkTree calls fn on n and on every node below it, in no fixed order.
+// Links are visited, not followed.
+func (n *node) walkTree(fn func(*node)) {
+	fn(n)
+	for _, c := range n.children {
+		c.walkTree(fn)
+	}
+}

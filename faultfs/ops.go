@@ -41,6 +41,8 @@ const (
 	OpMkdir
 	// OpSyncDir is FS.SyncDir, or File.Sync on a file opened on a directory.
 	OpSyncDir
+	// OpSyncFS is FS.SyncFS.
+	OpSyncFS
 
 	// OpOpen is OpenFile without O_CREATE or O_TRUNC (not mutating).
 	OpOpen
@@ -55,7 +57,7 @@ const (
 var opNames = [...]string{
 	OpAny: "any", OpCreate: "create", OpWrite: "write", OpSync: "sync",
 	OpRename: "rename", OpRemove: "remove", OpTruncate: "truncate",
-	OpMkdir: "mkdir", OpSyncDir: "syncdir", OpOpen: "open", OpRead: "read",
+	OpMkdir: "mkdir", OpSyncDir: "syncdir", OpSyncFS: "syncfs", OpOpen: "open", OpRead: "read",
 	OpReadDir: "readdir", OpStat: "stat",
 }
 
@@ -69,7 +71,7 @@ func (k OpKind) String() string {
 
 // Mutating reports whether operations of this kind change the filesystem
 // (and so count in Mem.MutatingOps).
-func (k OpKind) Mutating() bool { return k >= OpCreate && k <= OpSyncDir }
+func (k OpKind) Mutating() bool { return k >= OpCreate && k <= OpSyncFS }
 
 // Op is one entry of the mutating-operation trace. Path is the path the
 // caller passed (cleaned with path.Clean); for a File operation it is the

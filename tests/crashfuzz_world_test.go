@@ -24,10 +24,12 @@ import (
 
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/engine"
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/schedule"
+	"github.com/warren-dev/warren/store/local"
 )
 
 const (
@@ -236,8 +238,12 @@ func (w *cfWorld) newCoreWake(fsys faultfs.FS, wake bool) (*engine.Core, error) 
 	w.boots++
 	cfg := config.Default()
 	cfg.RetryBaseDelay = time.Millisecond
+	// The daemon's store (daemon.openLocalStore): the logs share their
+	// fsyncs through a Syncer.
+	st := local.New(local.Options{FS: fsys, Home: cfHome, Logger: hclog.NewNullLogger(), Now: w.clock.Now,
+		Files: eventlog.NewFiles(config.DefaultMaxOpenLogs), PendingIdle: -1, Syncer: eventlog.NewSyncer(fsys)})
 	return engine.NewCore(context.Background(), engine.CoreOptions{
-		FS: fsys, Home: cfHome, Providers: map[string]provider.Provider{"inproc": w.prov},
+		Store: st, FS: fsys, Home: cfHome, Providers: map[string]provider.Provider{"inproc": w.prov},
 		DefaultProvider: "inproc", DefaultModel: cfModel, Config: cfg, Logger: hclog.NewNullLogger(),
 		Clock: w.clock, NoWake: !wake, BootID: fmt.Sprintf("boot%04d", w.boots),
 		PendingIdle: -1, WorkspacesDir: w.wsDir,

@@ -28,6 +28,11 @@ type Options struct {
 	Files       *eventlog.Files
 	PendingIdle time.Duration
 	HealBackoff time.Duration
+	// Syncer, if set, is shared by every log of the store (see
+	// eventlog.Syncer): the daemon sets it, so that the fsyncs of agents
+	// writing at the same moment are one flush of the home's filesystem.
+	// Nil: each log fsyncs its own files.
+	Syncer *eventlog.Syncer
 }
 
 // Store is the file store of one home.
@@ -108,6 +113,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 		HealBackoff:   s.o.HealBackoff,
 		OnHeal:        o.OnHeal,
 		Files:         s.o.Files,
+		Syncer:        s.o.Syncer,
 		MustExist:     o.MustExist,
 	})
 	if err != nil {

@@ -1,0 +1,308 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/warren-dev/warren/faultfs"
+)
+
+// syncerPaths are the logs the Syncer tests share a Syncer between.
+func syncerPaths(n int) []string {
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("home/agents/s%d/events.jsonl", i)
+	}
+	return paths
+}
+
+// TestSyncerCrashAcrossLogs cuts power at every mutating op while
+// concurrent writers append to four logs sharing a Syncer, and checks each
+// log against its own model: acked ⊆ recovered ⊆ acked ∪ in flight, as a
+// gap-free prefix, batches all or none. A shared flush (SyncFS) standing
+// in for the fsyncs of several logs must make each of them durable exactly
+// as its own fsync would.
+func TestSyncerCrashAcrossLogs(t *testing.T) {
+	paths := syncerPaths(4)
+	reps := 1
+	if longRun() {
+		reps = 10
+	}
+	run := func(m *faultfs.Mem) ([]*model, *Syncer) {
+		sy := NewSyncer(m)
+		mods := make([]*model, len(paths))
+		var wg sync.WaitGroup
+		for i, p := range paths {
+			mods[i] = newModel()
+			mods[i].path = p
+			l, err := Open(m, p, Options{PendingIdle: -1, Syncer: sy})
+			if err != nil {
+				continue // the crash came during the Opens
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer l.Close()
+				mods[i].group(l, 2, 3, i == 0)
+			}()
+		}
+		wg.Wait()
+		return mods, sy
+	}
+	m := faultfs.NewMem()
+	homeExists(t, m)
+	base := m.MutatingOps()
+	_, sy := run(m)
+	total := m.MutatingOps() - base
+	shared := 0
+	for rep := 0; rep < reps; rep++ {
+		for k := 1; k <= total+1; k++ {
+			for _, r := range []rebootMode{allReboots[0], allReboots[3], allReboots[4]} {
+				m := faultfs.NewMem()
+				homeExists(t, m)
+				m.CrashAt(k)
+				mods, _ := run(m)
+				for _, o := range m.Ops() {
+					if o.Kind == faultfs.OpSyncFS {
+						shared++
+						break
+					}
+				}
+				m.Crash()
+				m.Reboot(r.opts(uint64(rep*1000 + k)))
+				for i, mod := range mods {
+					t.Run(fmt.Sprintf("rep=%d/k=%d/%s/log=%d", rep, k, r.name, i), func(t *testing.T) { mod.check(t, m) })
+				}
+			}
+		}
+	}
+	flushes, asked := sy.Stats()
+	t.Logf("uncrashed run: %d ops, %d flushes for %d fsyncs; %d crashed runs used a shared flush", total, flushes, asked, shared)
+	if shared == 0 {
+		t.Fatal("no run shared a flush between logs: the test did not exercise SyncFS")
+	}
+}
+
+// homeExists makes home/agents and its ancestors, durably, before the
+// crash is armed: the daemon's home exists, and every start fsyncs it and
+// its ancestors (only a log's own directory and its parent are the log's
+// to make durable).
+func homeExists(t testing.TB, m *faultfs.Mem) {
+	t.Helper()
+	if err := m.MkdirAll("home/agents", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"home", "/"} {
+		if err := m.SyncDir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// gateFS holds the first flush (a SyncFS, or a Sync of a file whose name
+// ends in hold) until release is closed, signalling held when it starts
+// waiting; it can also refuse SyncFS as an old kernel does.
+type gateFS struct {
+	faultfs.FS
+	hold        string
+	held        chan struct{}
+	release     chan struct{}
+	once        sync.Once
+	unsupported bool
+	syncfs      int
+	mu          sync.Mutex
+}
+
+func (g *gateFS) OpenFile(name string, flag int, perm fs.FileMode) (faultfs.File, error) {
+	f, err := g.FS.OpenFile(name, flag, perm)
+	if err != nil || g.hold == "" || !strings.HasSuffix(name, g.hold) {
+		return f, err
+	}
+	return &gateFile{File: f, g: g}, nil
+}
+
+func (g *gateFS) SyncFS(name string) error {
+	g.mu.Lock()
+	g.syncfs++
+	g.mu.Unlock()
+	g.gate()
+	if g.unsupported {
+		return fmt.Errorf("test: %w", errors.ErrUnsupported)
+	}
+	return g.FS.SyncFS(name)
+}
+
+type gateFile struct {
+	faultfs.File
+	g *gateFS
+}
+
+func (f *gateFile) Sync() error {
+	f.g.gate()
+	return f.File.Sync()
+}
+
+// gate holds the first caller until release.
+func (g *gateFS) gate() {
+	if g.held == nil {
+		return
+	}
+	g.once.Do(func() {
+		close(g.held)
+		<-g.release
+	})
+}
+
+// queued is the number of fsyncs waiting for the next flush of the lane
+// of dev.
+func (s *Syncer) queued(dev uint64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ln := s.lanes[dev]; ln != nil && ln.next != nil {
+		return len(ln.next.files)
+	}
+	return 0
+}
+
+// sharedRound holds a flush of the first log's pending file, lets one
+// append on each of the other logs queue behind it, then releases it. It
+// returns the appends' errors, the logs and the Syncer.
+func sharedRound(t *testing.T, g *gateFS, n int) ([]error, []*Log, *Syncer) {
+	t.Helper()
+	sy := NewSyncer(g)
+	paths := syncerPaths(n)
+	g.hold, g.held, g.release = "s0/events.pending", make(chan struct{}), make(chan struct{})
+	logs := make([]*Log, n)
+	for i, p := range paths {
+		logs[i] = mustOpenOpts(t, g, p, Options{PendingIdle: -1, HealBackoff: -1, Syncer: sy})
+		t.Cleanup(func() { logs[i].Close() })
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	appendOn := func(i int) {
+		defer wg.Done()
+		_, errs[i] = logs[i].Append("test.event", map[string]any{"id": i})
+	}
+	wg.Add(1)
+	go appendOn(0)
+	<-g.held
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go appendOn(i)
+	}
+	for sy.queued(0) < n-1 {
+		<-syncerTick() // the appends are on their way into the round
+	}
+	close(g.release)
+	wg.Wait()
+	return errs, logs, sy
+}
+
+// syncerTick yields to the goroutines being waited for.
+func syncerTick() <-chan struct{} {
+	c := make(chan struct{})
+	go close(c)
+	return c
+}
+
+func mustOpenOpts(t testing.TB, fsys faultfs.FS, path string, o Options) *Log {
+	t.Helper()
+	l, err := Open(fsys, path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestSyncerSharesOneFlush: the fsyncs three logs ask for while a fourth
+// log's flush runs are done by one SyncFS, and each entry is durable after
+// a power loss.
+func TestSyncerSharesOneFlush(t *testing.T) {
+	m := faultfs.NewMem()
+	g := &gateFS{FS: m}
+	errs, logs, sy := sharedRound(t, g, 4)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("append on log %d: %v", i, err)
+		}
+	}
+	if g.syncfs < 1 {
+		t.Fatal("no SyncFS: the queued fsyncs were not shared")
+	}
+	flushes, asked := sy.Stats()
+	if asked != 8 || flushes >= asked {
+		t.Fatalf("%d flushes for %d fsyncs; want 8 fsyncs (pending and log of 4 appends) in fewer flushes", flushes, asked)
+	}
+	for _, l := range logs {
+		l.Close()
+	}
+	m.Crash()
+	m.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
+	for i, p := range syncerPaths(4) {
+		es, err := ReadAll(m, p)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("log %d after power loss: %d entries, %v; want the acknowledged one", i, len(es), err)
+		}
+	}
+}
+
+// TestSyncerFailedFlushFailsEveryLog: a SyncFS that fails fails every
+// fsync it stood for; none of those appends is acknowledged, each log is
+// poisoned, and the next append reopens it and goes on.
+func TestSyncerFailedFlushFailsEveryLog(t *testing.T) {
+	m := faultfs.NewMem()
+	// The first SyncFS is log 0's (held while the others queue); the
+	// second stands for the three queued logs.
+	m.Inject(faultfs.Rule{Kind: faultfs.OpSyncFS, Nth: 2})
+	g := &gateFS{FS: m}
+	errs, logs, _ := sharedRound(t, g, 4)
+	for i := 1; i < 4; i++ {
+		if !errors.Is(errs[i], faultfs.ErrInjected) || !errors.Is(errs[i], ErrPoisoned) {
+			t.Fatalf("append on log %d: %v; want the injected SyncFS failure, poisoned", i, errs[i])
+		}
+	}
+	for i, l := range logs {
+		if _, err := l.Append("test.event", map[string]any{"id": 10 + i}); err != nil {
+			t.Fatalf("append on log %d after the failed flush: %v", i, err)
+		}
+	}
+	for _, l := range logs {
+		l.Close()
+	}
+	m.Crash()
+	m.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
+	for i, p := range syncerPaths(4) {
+		es, err := ReadAll(m, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := es[len(es)-1]
+		if !strings.Contains(string(last.Data), fmt.Sprint(10+i)) {
+			t.Fatalf("log %d after power loss ends with %s; want the append made after the heal", i, last.Data)
+		}
+	}
+}
+
+// TestSyncerFileByFile: where SyncFS is unsupported, a round's files are
+// synced one by one, every append succeeds, and SyncFS is not asked again.
+func TestSyncerFileByFile(t *testing.T) {
+	m := faultfs.NewMem()
+	g := &gateFS{FS: m, unsupported: true}
+	errs, _, sy := sharedRound(t, g, 4)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("append on log %d: %v", i, err)
+		}
+	}
+	flushes, asked := sy.Stats()
+	if flushes != asked {
+		t.Fatalf("%d flushes for %d fsyncs; want one per file", flushes, asked)
+	}
+	if g.syncfs != 1 {
+		t.Fatalf("SyncFS asked %d times; want once, then file by file", g.syncfs)
+	}
+}
