@@ -9,6 +9,7 @@ package engine
 //	go test -run '^$' -bench 'BenchmarkRecovery' -benchtime 5x -timeout 30m ./engine/
 //
 // WARREN_BENCH_HOME=<dir> keeps the generated home there for later runs;
+// WARREN_BENCH_RECOVERY_AGENTS=10000 sizes the home (rounded up to 100s);
 // WARREN_BENCH_HEAPPROFILE=<file> writes a heap profile taken right after
 // the first recovery (go tool pprof -sample_index=inuse_space).
 //
@@ -27,6 +28,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,6 +94,9 @@ func (s homeSpec) bigShare(i int) int {
 
 func BenchmarkRecovery(b *testing.B) {
 	spec := homeSpec{Agents: 1000, EventsPerAgent: 1000, GroupSize: 100}
+	if n, err := strconv.Atoi(os.Getenv("WARREN_BENCH_RECOVERY_AGENTS")); err == nil && n > 0 {
+		spec.Agents = (n + spec.GroupSize - 1) / spec.GroupSize * spec.GroupSize
+	}
 	home, st := benchHome(b, os.Getenv("WARREN_BENCH_HOME"), spec)
 	// Folding every log from its start (no checkpoints: the first start
 	// after an upgrade), and from the checkpoints a clean stop leaves.

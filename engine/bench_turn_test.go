@@ -21,36 +21,46 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/local"
 )
 
 func BenchmarkTurn(b *testing.B) {
 	for _, agents := range []int{1, 64} {
 		for _, pool := range []int{4, 64} {
 			b.Run(fmt.Sprintf("agents=%d/pool=%d", agents, pool), func(b *testing.B) {
-				benchTurns(b, agents, pool, false, 0)
+				benchTurns(b, agents, pool, false, 0, false)
 			})
 		}
+	}
+	// On the daemon's store: the logs' fsyncs shared through a Syncer.
+	for _, agents := range []int{1, 64} {
+		b.Run(fmt.Sprintf("store=daemon/agents=%d/pool=%d", agents, agents), func(b *testing.B) {
+			benchTurns(b, agents, agents, false, 0, true)
+		})
 	}
 	// One slot, two agents taking turns: every turn evicts the other
 	// agent's session (suspend.result, session.json) and restores its own.
 	b.Run("evict_restore/agents=2/pool=1", func(b *testing.B) {
-		benchTurns(b, 2, 1, true, 0)
+		benchTurns(b, 2, 1, true, 0, false)
 	})
 	// The same with logs that already hold 5,000 events each: a restore
 	// costs more when the log is longer if it reads the whole log.
 	b.Run("evict_restore/agents=2/pool=1/log=5000", func(b *testing.B) {
-		benchTurns(b, 2, 1, true, 5000)
+		benchTurns(b, 2, 1, true, 5000, false)
 	})
 }
 
 // benchTurns runs b.N turns spread over agents. Concurrent: one sender
 // goroutine per agent. Alternate: one sender, agents in round robin.
 // preload > 0 starts from a generated home whose agents (one root and its
-// children) already have that many events each.
-func benchTurns(b *testing.B, agents, pool int, alternate bool, preload int) {
+// children) already have that many events each. daemonStore runs the core
+// on the store the daemon opens (a Syncer shared by the logs).
+func benchTurns(b *testing.B, agents, pool int, alternate bool, preload int, daemonStore bool) {
 	dir := benchDir(b)
 	fsyncMed, _ := fsyncP50(b, dir, 300)
 	cfs := newCountingFS(faultfs.OS{})
@@ -64,7 +74,11 @@ func benchTurns(b *testing.B, agents, pool int, alternate bool, preload int) {
 			ids = append(ids, genAgentID(i))
 		}
 	}
-	c := benchCore(b, dir+"/home", cfs, prov, pool, true)
+	var st store.Store
+	if daemonStore {
+		st = local.New(local.Options{FS: cfs, Home: dir + "/home", Files: eventlog.NewFiles(4096), Syncer: eventlog.NewSyncer(cfs)})
+	}
+	c := benchCoreOn(b, dir+"/home", cfs, st, prov, pool, true)
 	if preload == 0 {
 		ids = benchAgents(b, c, agents, "a", "", "echo")
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/store"
 )
 
 // tmpfsMagic is Linux's TMPFS_MAGIC (statfs f_type).
@@ -204,12 +205,19 @@ func cpuTime() time.Duration {
 // FS) with the inproc provider; pool sets the "default" pool size.
 func benchCore(b testing.TB, home string, fsys faultfs.FS, prov *inproc.Provider, pool int, noWake bool) *Core {
 	b.Helper()
+	return benchCoreOn(b, home, fsys, nil, prov, pool, noWake)
+}
+
+// benchCoreOn is benchCore on st (nil: the engine's own local store, whose
+// logs fsync file by file).
+func benchCoreOn(b testing.TB, home string, fsys faultfs.FS, st store.Store, prov *inproc.Provider, pool int, noWake bool) *Core {
+	b.Helper()
 	cfg := config.Default()
 	if pool > 0 {
 		cfg.Pools["default"] = pool
 	}
 	c, err := NewCore(context.Background(), withDefaults(CoreOptions{
-		FS: fsys, Home: home, Providers: map[string]provider.Provider{"inproc": prov},
+		FS: fsys, Home: home, Store: st, Providers: map[string]provider.Provider{"inproc": prov},
 		DefaultProvider: "inproc", DefaultModel: "echo", Config: cfg, NoWake: noWake,
 		Logger: hclog.NewNullLogger(),
 	}))

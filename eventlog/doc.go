@@ -141,7 +141,15 @@
 //     failure is fatal. The directories above are the caller's to make
 //     durable: the daemon fsyncs its home and the home's ancestors once per
 //     start (not on every new log, which cost each create four or more
-//     fsyncs).
+//     fsyncs). With a Syncer (below) that flushes whole filesystems, a new
+//     or empty log with nothing to cut and no pending file skips steps 3
+//     and 4 and lists those directories instead: its first group's
+//     pending-file flush is then a syncfs, which makes the log file, those
+//     directories and the pending file durable at once, before the log is
+//     written and before anything is acknowledged. A crash before that
+//     flush leaves an empty log or none, which nothing acknowledged
+//     depends on. A create is so two flushes: that syncfs and the log's
+//     fsync (engine TestFsyncsPerOperation).
 //  5. If the pending file exists and is a complete group, skip the seqs the
 //     log already holds; if some continue the log, first fsync the pending
 //     file and its directory (the crash may have come before either was
@@ -227,7 +235,10 @@
 // file, step 3's log) through a Syncer shared by every log of a home (the
 // daemon's store always uses one). The fsyncs asked for while a flush
 // runs are done together by the next flush: one syncfs(2) of the
-// filesystem when there are several, a plain fsync when there is one. The
+// filesystem when there are several, a plain fsync when there is one (a
+// syncfs even then for the first group after the pending file's creation:
+// it stands for the file's fsync and its directory's, and for a new log's
+// deferred syncs, in one flush). The
 // protocol is unchanged, step for step: syncfs makes every file and
 // directory of the filesystem durable, a superset of each fsync it stands
 // for, and it starts after each caller's write returned. A failed syncfs
