@@ -29,7 +29,8 @@ const ClusterSupport = true
 func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, bootID string, maxOpenLogs int) (store.Store, func(), error) {
 	co := opts.Cluster
 	if !co.enabled() {
-		return openLocalStore(fsys, home, logger, maxOpenLogs), func() {}, nil
+		st, closeSt := openLocalStore(fsys, home, logger, maxOpenLogs)
+		return st, closeSt, nil
 	}
 	var embedded []*server.Server
 	url := co.URL

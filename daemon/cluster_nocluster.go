@@ -21,5 +21,6 @@ func openStore(_ context.Context, opts Options, fsys faultfs.FS, home string, lo
 	if opts.Cluster.enabled() {
 		return nil, nil, ErrNoCluster
 	}
-	return openLocalStore(fsys, home, logger, maxOpenLogs), func() {}, nil
+	st, closeSt := openLocalStore(fsys, home, logger, maxOpenLogs)
+	return st, closeSt, nil
 }

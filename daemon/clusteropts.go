@@ -74,8 +74,16 @@ func CheckCluster(o ClusterOptions) error {
 
 // openLocalStore is the store of a daemon without a cluster: the home,
 // with at most maxOpenLogs event logs holding open files (fileLimit), and
-// the fsyncs of logs written at the same moment shared (eventlog.Syncer).
-func openLocalStore(fsys faultfs.FS, home string, logger hclog.Logger, maxOpenLogs int) store.Store {
-	return local.New(local.Options{FS: fsys, Home: home, Logger: logger.Named("eventlog"),
-		Files: eventlog.NewFiles(maxOpenLogs), Syncer: eventlog.NewSyncer(fsys)})
+// the fsyncs of logs written at the same moment shared (eventlog.Syncer);
+// the function returned closes the Syncer's handles, once every Core is
+// closed.
+func openLocalStore(fsys faultfs.FS, home string, logger hclog.Logger, maxOpenLogs int) (store.Store, func()) {
+	syncer := eventlog.NewSyncer(fsys)
+	st := local.New(local.Options{FS: fsys, Home: home, Logger: logger.Named("eventlog"),
+		Files: eventlog.NewFiles(maxOpenLogs), Syncer: syncer})
+	return st, func() {
+		if err := syncer.Close(); err != nil {
+			logger.Warn("closing the event logs' filesystem handles", "error", err)
+		}
+	}
 }

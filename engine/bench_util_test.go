@@ -126,11 +126,25 @@ func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (faultfs.
 	return &countingFile{File: f, c: c, kind: syncKind(name)}, nil
 }
 
-// SyncFS counts as one flush, of kind "syncfs".
-func (c *countingFS) SyncFS(name string) error {
-	c.dirSyncs.Add(1)
-	c.count("syncfs")
-	return c.FS.SyncFS(name)
+// OpenFS wraps the filesystem handle: each Sync (a syncfs) counts as one
+// flush, of kind "syncfs".
+func (c *countingFS) OpenFS(name string) (faultfs.FileSystem, error) {
+	h, err := c.FS.OpenFS(name)
+	if err != nil {
+		return nil, err
+	}
+	return countingFileSystem{FileSystem: h, c: c}, nil
+}
+
+type countingFileSystem struct {
+	faultfs.FileSystem
+	c *countingFS
+}
+
+func (h countingFileSystem) Sync() error {
+	h.c.dirSyncs.Add(1)
+	h.c.count("syncfs")
+	return h.FileSystem.Sync()
 }
 
 func (c *countingFS) SyncDir(name string) error {

@@ -242,9 +242,16 @@
 // protocol is unchanged, step for step: syncfs makes every file and
 // directory of the filesystem durable, a superset of each fsync it stands
 // for, and it starts after each caller's write returned. A failed syncfs
-// fails, and poisons, every log it stood for. Where syncfs cannot report a
-// writeback error (not Linux, or Linux before 5.8), the Syncer fsyncs file
-// by file.
+// fails, and poisons, every log it stood for, and also every log that
+// wrote before it and syncs after it (the Syncer counts a filesystem's
+// failed flushes, and a log notes the count before each write): a syncfs
+// writes back, and so may drop, every log's unsynced data, and the kernel
+// reports its failure once. Each filesystem keeps one handle open for its
+// flushes, so that a writeback failure between two flushes is reported to
+// the next. Where syncfs cannot be trusted to flush everything and report
+// a failure (not Linux, Linux before 5.8, a filesystem other than ext4,
+// xfs, btrfs or tmpfs: FUSE never flushes on syncfs), the Syncer fsyncs
+// file by file.
 //
 // Why: each log is its own group, so 64 agents writing to 64 logs got
 // about 2x the raw fsync rate, against about 20x for 64 writers on one

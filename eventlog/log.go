@@ -406,6 +406,7 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	}
 	buf = buf[:lines]
 	l.logTouched = true
+	mark := l.syncMark()
 	n, err := l.f.Write(buf)
 	if err == nil && n != len(buf) {
 		err = fmt.Errorf("wrote %d of %d bytes: %w", n, len(buf), io.ErrShortWrite)
@@ -413,7 +414,7 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", l.path, err)
 	}
-	if err := l.syncFile(l.f); err != nil {
+	if err := l.syncFile(l.f, mark); err != nil {
 		return false, fmt.Errorf("fsync %s: %w", l.path, err)
 	}
 	l.nextSeq = seq
@@ -422,13 +423,23 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	return true, nil
 }
 
+// syncMark is what the Syncer needs noted before a write that syncFile
+// will sync (Syncer.mark); 0 without a Syncer. Called by the leader.
+func (l *Log) syncMark() uint64 {
+	if l.syncer == nil {
+		return 0
+	}
+	return l.syncer.mark(l.dev, l.dir)
+}
+
 // syncFile is the write protocol's fsync of f (the log or its pending
-// file): through the Syncer when the log has one. Called by the leader.
-func (l *Log) syncFile(f faultfs.File) error {
+// file), written after mark was taken: through the Syncer when the log has
+// one. Called by the leader.
+func (l *Log) syncFile(f faultfs.File, mark uint64) error {
 	if l.syncer == nil {
 		return f.Sync()
 	}
-	_, err := l.syncer.sync(l.dev, l.dir, f, false)
+	_, err := l.syncer.sync(l.dev, l.dir, f, false, mark)
 	return err
 }
 

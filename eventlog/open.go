@@ -194,7 +194,7 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 		break
 	}
 	l.lastSeq = sc.LastSeq()
-	if l.deferSyncs(isNew, sc, scanErr) {
+	if l.deferSyncs(f, isNew, sc, scanErr) {
 		// A new or empty log, nothing to cut or replay: its first group's
 		// flush makes the file and its directories durable (doc.go, step
 		// 4), before anything is acknowledged.
@@ -234,12 +234,15 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 // to its first group: only with a Syncer that flushes whole filesystems
 // (one SyncFS then covers the log, its directories and the pending file),
 // and only when there is nothing to cut and no pending file to replay.
-func (l *Log) deferSyncs(isNew bool, sc *record.Scanner, scanErr error) bool {
-	if l.syncer == nil || !l.syncer.wholeFlushes() || !(isNew || sc.GoodEnd() == 0) ||
-		sc.Torn().Bytes > 0 || scanErr != nil {
+func (l *Log) deferSyncs(f faultfs.File, isNew bool, sc *record.Scanner, scanErr error) bool {
+	if l.syncer == nil || !(isNew || sc.GoodEnd() == 0) || sc.Torn().Bytes > 0 || scanErr != nil {
 		return false
 	}
-	_, err := l.fsys.Stat(l.pendingPath)
+	fi, err := f.Stat()
+	if err != nil || !l.syncer.wholeFlushes(faultfs.Device(fi), l.dir) {
+		return false
+	}
+	_, err = l.fsys.Stat(l.pendingPath)
 	return errors.Is(err, fs.ErrNotExist)
 }
 

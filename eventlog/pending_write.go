@@ -33,6 +33,7 @@ func (l *Log) writePending(buf []byte) error {
 		}
 		l.pf, l.pfDurable = pf, false
 	}
+	mark := l.syncMark()
 	n, err := l.pf.WriteAt(buf, 0)
 	if err == nil && n != len(buf) {
 		err = fmt.Errorf("wrote %d of %d bytes: %w", n, len(buf), io.ErrShortWrite)
@@ -48,7 +49,7 @@ func (l *Log) writePending(buf []byte) error {
 		}
 	} else {
 		var err error
-		if all, err = l.syncer.sync(l.dev, l.dir, l.pf, whole); err != nil {
+		if all, err = l.syncer.sync(l.dev, l.dir, l.pf, whole, mark); err != nil {
 			return fmt.Errorf("fsync %s: %w", l.pendingPath, err)
 		}
 	}

@@ -31,8 +31,8 @@ type File interface {
 // Durability rules (the OS implementation has them, the crashable memory
 // implementation enforces them): file data is durable after File.Sync; a
 // create, rename, remove or mkdir is durable only after SyncDir on its parent
-// directory. SyncFS on any path of a filesystem does both for everything on
-// it.
+// directory. FileSystem.Sync (FS.OpenFS) does both for everything on the
+// filesystem.
 type FS interface {
 	// OpenFile opens a file with os.O_* flags (O_RDONLY, O_WRONLY, O_RDWR,
 	// O_APPEND, O_CREATE, O_EXCL, O_TRUNC).
@@ -52,10 +52,20 @@ type FS interface {
 	// SyncDir makes the directory's entries (creates, renames, removes in it)
 	// durable.
 	SyncDir(name string) error
-	// SyncFS makes everything on the filesystem holding name durable: every
-	// file's data and every directory's entries, as if each were synced
-	// (syncfs(2)). Where the platform cannot report a failure of it, it
-	// returns an error wrapping errors.ErrUnsupported and syncs nothing;
-	// callers then sync file by file.
-	SyncFS(name string) error
+	// OpenFS opens the filesystem holding name for whole-filesystem
+	// flushes (syncfs(2)); see FileSystem. Where a flush could succeed
+	// without making everything durable, or without reporting a failed
+	// writeback, it returns an error wrapping errors.ErrUnsupported, and
+	// callers sync file by file.
+	OpenFS(name string) (FileSystem, error)
+}
+
+// FileSystem is a filesystem opened by FS.OpenFS. Sync makes every file's
+// data and every directory's entries on it durable, as if each were
+// synced, and fails if any writeback on the filesystem failed since the
+// FileSystem was opened or since the last Sync that reported a failure
+// (each failure is reported once, as Linux's errseq does for syncfs).
+type FileSystem interface {
+	Sync() error
+	Close() error
 }

@@ -18,6 +18,9 @@ type Mem struct {
 	trace    []Op
 	rules    []*ruleState
 	inflight *inflightWrite // the write torn by the last crash, if any
+	// wbFailures counts failed writebacks (failed File.Sync and
+	// FileSystem.Sync calls): a FileSystem reports each once.
+	wbFailures int
 }
 
 // inflightWrite records a write that a crash interrupted, so that Reboot can

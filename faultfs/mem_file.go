@@ -178,8 +178,14 @@ func (f *memFile) Sync() error {
 			// never reach the disk, and the next fsync reports success.
 			f.n.data = slices.Clone(f.n.synced)
 			f.n.mtime = f.m.now()
+			f.m.wbFailures++
 		}
 		return pathErr(kind, f.trace, r.err())
+	}
+	if f.n.lostWrite {
+		// A failed FileSystem.Sync dropped this file's unsynced data.
+		f.n.lostWrite = false
+		return pathErr(kind, f.trace, syscall.EIO)
 	}
 	if f.n.dir {
 		f.n.syncedChildren = maps.Clone(f.n.children)

@@ -327,20 +327,44 @@ func (m *Mem) SyncDir(name string) error {
 	return nil
 }
 
-// SyncFS makes everything in the Mem durable (it is one filesystem):
-// every file's data and every directory's entries, as syncfs(2) does. name
-// must exist. A failing SyncFS follows fsyncgate for every file: data not
-// yet synced is dropped (reverts to what was last synced), and directories
-// are left as they were.
-func (m *Mem) SyncFS(name string) error {
+// OpenFS opens the Mem (it is one filesystem) for whole-filesystem
+// flushes; name must exist. See memFileSystem.
+func (m *Mem) OpenFS(name string) (FileSystem, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := cleanName(name)
-	r, err := m.begin(Op{Kind: OpSyncFS, Path: p})
-	if err != nil {
-		return err
+	if m.crashed {
+		return nil, pathErr(OpOpen, cleanName(name), ErrCrashed)
 	}
-	if _, err := m.lookup(OpSyncFS, name); err != nil {
+	if _, err := m.lookup(OpOpen, name); err != nil {
+		return nil, err
+	}
+	return &memFileSystem{m: m, name: cleanName(name), gen: m.gen, seen: m.wbFailures}, nil
+}
+
+// memFileSystem is a Mem opened by OpenFS. Its Sync makes everything in
+// the Mem durable, as syncfs(2) does: every file's data and every
+// directory's entries. It reports, once, a writeback failure anywhere in
+// the Mem since it was opened or last reported one (a failed File.Sync or
+// another handle's failed Sync), as Linux's errseq does. A failing Sync
+// (a Rule on OpSyncFS) follows fsyncgate for every file: data not yet
+// synced is dropped, and the next File.Sync of each such file reports the
+// loss once; directories are left as they were.
+type memFileSystem struct {
+	m    *Mem
+	name string
+	gen  uint64
+	seen int // m.wbFailures when last reported
+}
+
+func (h *memFileSystem) Sync() error {
+	m := h.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h.gen != m.gen && !m.crashed {
+		return pathErr(OpSyncFS, h.name, ErrCrashed) // opened before a Reboot
+	}
+	r, err := m.begin(Op{Kind: OpSyncFS, Path: h.name})
+	if err != nil {
 		return err
 	}
 	if r != nil {
@@ -348,9 +372,16 @@ func (m *Mem) SyncFS(name string) error {
 			if !n.dir && n.link == "" && !bytes.Equal(n.data, n.synced) {
 				n.data = slices.Clone(n.synced)
 				n.mtime = m.now()
+				n.lostWrite = true
 			}
 		})
-		return pathErr(OpSyncFS, p, r.err())
+		m.wbFailures++
+		h.seen = m.wbFailures
+		return pathErr(OpSyncFS, h.name, r.err())
+	}
+	if h.seen != m.wbFailures {
+		h.seen = m.wbFailures
+		return pathErr(OpSyncFS, h.name, syscall.EIO)
 	}
 	m.root.walkTree(func(n *node) {
 		switch {
@@ -362,3 +393,5 @@ func (m *Mem) SyncFS(name string) error {
 	})
 	return nil
 }
+
+func (h *memFileSystem) Close() error { return nil }

@@ -27,6 +27,9 @@ type node struct {
 
 	data   []byte
 	synced []byte
+	// lostWrite: a failed FileSystem.Sync dropped unsynced data; the next
+	// File.Sync reports it (once).
+	lostWrite bool
 
 	children       map[string]*node
 	syncedChildren map[string]*node

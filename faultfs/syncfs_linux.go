@@ -12,33 +12,60 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SyncFS opens name and calls syncfs(2) on it: one flush of the whole
-// filesystem holding name, instead of an fsync per file. Linux reports a
-// writeback error to syncfs only since 5.8; on an older kernel a failed
-// writeback would look like success, so SyncFS refuses there
-// (errors.ErrUnsupported) and callers sync file by file.
-func (OS) SyncFS(name string) (err error) {
+// trustedSyncfs reports whether a filesystem (statfs f_type) writes
+// everything back on syncfs, waits for it and reports a failed writeback:
+// ext4, xfs, btrfs, tmpfs. Others are left to per-file fsync: FUSE (sshfs,
+// virtiofs before Linux 5.15) never asks its server to flush on syncfs,
+// and overlayfs passes the failures of the filesystem beneath on only in
+// recent kernels.
+func trustedSyncfs(fsType int64) bool {
+	switch fsType {
+	case 0xEF53, 0x58465342, 0x9123683E, 0x01021994:
+		return true
+	}
+	return false
+}
+
+// OpenFS opens name (a directory, typically) and keeps it open: its Sync
+// is syncfs(2) on that descriptor, one flush of the whole filesystem, and
+// reports every writeback failure on the filesystem since the open, once.
+// It refuses, with errors.ErrUnsupported, a kernel before 5.8 (whose syncfs
+// reports no writeback failure) and a filesystem trustedSyncfs does not
+// name.
+func (OS) OpenFS(name string) (FileSystem, error) {
 	if !syncfsReportsErrors() {
-		return fmt.Errorf("faultfs: syncfs on this kernel does not report writeback errors (Linux 5.8 or later does): %w", errors.ErrUnsupported)
+		return nil, fmt.Errorf("faultfs: syncfs on this kernel does not report writeback errors (Linux 5.8 or later does): %w", errors.ErrUnsupported)
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return fmt.Errorf("faultfs: open for syncfs: %w", err)
+		return nil, fmt.Errorf("faultfs: open for syncfs: %w", err)
 	}
-	defer func() {
-		if cerr := f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("faultfs: close after syncfs: %w", cerr)
-		}
-	}()
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		return &os.PathError{Op: "syncfs", Path: name, Err: err}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		_ = f.Close()
+		return nil, &os.PathError{Op: "statfs", Path: name, Err: err}
+	}
+	if !trustedSyncfs(int64(st.Type)) { //nolint:unconvert // Type's width differs by platform
+		_ = f.Close()
+		return nil, fmt.Errorf("faultfs: %s is on a filesystem (type %#x) whose syncfs warren does not trust: %w", name, st.Type, errors.ErrUnsupported)
+	}
+	return osFileSystem{f}, nil
+}
+
+type osFileSystem struct{ f *os.File }
+
+// Sync is syncfs(2).
+func (o osFileSystem) Sync() error {
+	if err := unix.Syncfs(int(o.f.Fd())); err != nil {
+		return &os.PathError{Op: "syncfs", Path: o.f.Name(), Err: err}
 	}
 	return nil
 }
 
+func (o osFileSystem) Close() error { return o.f.Close() }
+
 // syncfsReportsErrors reports whether the running kernel is Linux 5.8 or
-// later. It asks uname each time: a microsecond beside the flush it
-// guards, and no state to keep.
+// later.
 func syncfsReportsErrors() bool {
 	var u unix.Utsname
 	if unix.Uname(&u) != nil {

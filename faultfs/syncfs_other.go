@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// SyncFS is not available here: callers sync file by file.
-func (OS) SyncFS(name string) error {
-	return fmt.Errorf("faultfs: syncfs is Linux only: %w", errors.ErrUnsupported)
+// OpenFS is not available here: callers sync file by file.
+func (OS) OpenFS(name string) (FileSystem, error) {
+	return nil, fmt.Errorf("faultfs: syncfs is Linux only: %w", errors.ErrUnsupported)
 }

@@ -32,7 +32,11 @@ func TestMemSyncFSMakesEverythingDurable(t *testing.T) {
 	}
 	memWrite(t, m, "home/agents/a1/events.jsonl", "one\n")
 	memWrite(t, m, "home/user.jsonl", "two\n")
-	if err := m.SyncFS("home/agents/a1"); err != nil {
+	h, err := m.OpenFS("home/agents/a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	memWrite(t, m, "home/later", "three\n")
@@ -52,8 +56,9 @@ func TestMemSyncFSMakesEverythingDurable(t *testing.T) {
 	}
 }
 
-// TestMemSyncFSFailure: a failing SyncFS follows fsyncgate for every file
-// (unsynced data dropped) and makes nothing durable.
+// TestMemSyncFSFailure: a failing FileSystem.Sync follows fsyncgate for
+// every file (unsynced data dropped), makes nothing durable, and the file
+// whose data it dropped reports the loss to its own next Sync, once.
 func TestMemSyncFSFailure(t *testing.T) {
 	m := NewMem()
 	if err := m.MkdirAll("home", 0o755); err != nil {
@@ -70,17 +75,59 @@ func TestMemSyncFSFailure(t *testing.T) {
 	if err := m.SyncDir("home"); err != nil {
 		t.Fatal(err)
 	}
+	h, err := m.OpenFS("home")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.WriteAt([]byte("new"), 0); err != nil {
 		t.Fatal(err)
 	}
 	m.Inject(Rule{Kind: OpSyncFS})
-	if err := m.SyncFS("home"); !errors.Is(err, ErrInjected) {
-		t.Fatalf("SyncFS: %v; want the injected failure", err)
+	if err := h.Sync(); !errors.Is(err, ErrInjected) {
+		t.Fatalf("Sync: %v; want the injected failure", err)
 	}
 	if got, _ := ReadFile(m, "home/a"); string(got) != "old" {
-		t.Fatalf("after the failed SyncFS reads see %q; want the dropped write gone (%q)", got, "old")
+		t.Fatalf("after the failed Sync reads see %q; want the dropped write gone (%q)", got, "old")
 	}
-	if err := m.SyncFS("missing"); err == nil {
-		t.Fatal("SyncFS of a missing path succeeded")
+	if err := f.Sync(); err == nil {
+		t.Fatal("the file whose write was dropped fsynced without an error")
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("the loss was reported twice: %v", err)
+	}
+	if err := h.Sync(); err != nil {
+		t.Fatalf("the handle that reported the failure reports it again: %v", err)
+	}
+	if _, err := m.OpenFS("missing"); err == nil {
+		t.Fatal("OpenFS of a missing path succeeded")
+	}
+}
+
+// TestMemFileSystemReportsEarlierFailures: a failed File.Sync is reported
+// to the next FileSystem.Sync of a handle opened before it, once, as
+// Linux's errseq reports writeback failures to syncfs.
+func TestMemFileSystemReportsEarlierFailures(t *testing.T) {
+	m := NewMem()
+	if err := m.MkdirAll("home", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, err := m.OpenFS("home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	memWrite(t, m, "home/a", "x")
+	f, err := m.OpenFile("home/a", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Inject(Rule{Kind: OpSync})
+	if err := f.Sync(); err == nil {
+		t.Fatal("the injected fsync failure was not reported")
+	}
+	if err := h.Sync(); err == nil {
+		t.Fatal("the filesystem's flush did not report the earlier writeback failure")
+	}
+	if err := h.Sync(); err != nil {
+		t.Fatalf("reported twice: %v", err)
 	}
 }

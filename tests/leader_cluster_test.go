@@ -282,8 +282,15 @@ func TestLeaderStepdownKeepsTheTeamServed(t *testing.T) {
 // load; the serving daemon answers a probe turn again without a restart
 // and no agent stays degraded. Then the same for the owners bucket's
 // leader, once the killed node is back.
+//
+// The daemons run with the default --owner-ttl (10s), which the issue names
+// for this case: no lease may be lost. With 3s, a killed node's elections
+// on a loaded 2-core machine (CI beside other work) once outlasted the TTL
+// and its grace, and a standby legitimately took the team over: failover,
+// which TestPausedDaemonStandsBy and the torture cover, not this test's
+// subject.
 func TestLeaderKillKeepsTheTeamServed(t *testing.T) {
-	c := startCluster3(t, "--owner-ttl", "3s")
+	c := startCluster3(t)
 	active, a, _, agent := c.activeAgent("probe")
 	c.current()
 	for round, stream := range []string{jetstream.StreamName, ownersStream} {

@@ -31,7 +31,8 @@ type Options struct {
 	// Syncer, if set, is shared by every log of the store (see
 	// eventlog.Syncer): the daemon sets it, so that the fsyncs of agents
 	// writing at the same moment are one flush of the home's filesystem.
-	// Nil: each log fsyncs its own files.
+	// Nil: each log fsyncs its own files. The caller closes it once the
+	// store's logs are closed.
 	Syncer *eventlog.Syncer
 }
 
