@@ -255,7 +255,7 @@
 //
 // Why: each log is its own group, so 64 agents writing to 64 logs got
 // about 2x the raw fsync rate, against about 20x for 64 writers on one
-// log; through a Syncer they get about 5x (BenchmarkAppend64WritersOn64Logs
+// log; through a Syncer they get 5.3-5.5x (BenchmarkAppend64WritersOn64Logs
 // against ...Syncer). The ceiling of this protocol is two flushes per
 // append (the pending file's, then the log's); a syncfs writing back 30-60
 // files costs about four raw fsyncs here, so 64 closed-loop writers top
