@@ -17,8 +17,10 @@
 //   - SyncDir (or File.Sync on a File opened on a directory) copies children
 //     to syncedChildren. Creates, renames, removes and mkdirs are durable only
 //     after SyncDir on the parent (both parents for a rename).
-//   - SyncFS (syncfs(2): the Mem is one filesystem) does both for every
-//     file and directory in the Mem at once.
+//   - FileSystem.Sync (OpenFS; syncfs(2): the Mem is one filesystem) does
+//     both for every file and directory in the Mem at once. It reports a
+//     writeback failure since the handle was opened (a failed File.Sync,
+//     another handle's failed Sync) once, as Linux's errseq does.
 //   - Reboot(RebootOptions{Mode: PowerLoss}) rebuilds the tree from synced
 //     entries and synced data. Tail decides what survives of data appended
 //     past the synced length: nothing (TailNone), a random prefix
@@ -39,7 +41,7 @@
 //
 // Mutating operations are counted: OpenFile with O_CREATE or O_TRUNC, Write,
 // Sync, Truncate (File or FS), Rename, Remove, MkdirAll (one per call),
-// SyncDir and SyncFS. Mem.Ops returns the trace, Mem.MutatingOps its length.
+// SyncDir and FileSystem.Sync (kind OpSyncFS). Mem.Ops returns the trace, Mem.MutatingOps its length.
 // Mem.CrashAt(k) crashes at the k-th mutating operation from now: that
 // operation has no effect (except that a Write in flight may land in part,
 // per the Tail mode at Reboot) and returns an error wrapping ErrCrashed, and
@@ -53,7 +55,8 @@
 // syscall.EIO or syscall.ENOSPC. A ShortWrite rule writes half the buffer and
 // returns n < len(p) with the error. A failed Sync follows fsyncgate: the
 // file's unsynced data is dropped and the next Sync succeeds (a failed
-// SyncFS drops every file's unsynced data), so code that
+// FileSystem.Sync drops every file's unsynced data, and each such file's
+// next Sync reports the loss once), so code that
 // retries a failed fsync and then acknowledges loses data, as on Linux. A
 // Rule with Crash crashes the filesystem at the matching operation instead,
 // for crash points named by kind and path rather than by index.

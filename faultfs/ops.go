@@ -41,7 +41,7 @@ const (
 	OpMkdir
 	// OpSyncDir is FS.SyncDir, or File.Sync on a file opened on a directory.
 	OpSyncDir
-	// OpSyncFS is FS.SyncFS.
+	// OpSyncFS is FileSystem.Sync (FS.OpenFS): a whole-filesystem flush.
 	OpSyncFS
 
 	// OpOpen is OpenFile without O_CREATE or O_TRUNC (not mutating).
