@@ -68,7 +68,7 @@ func isTmpfs(dir string) bool {
 	return int64(st.Type) == tmpfsMagic
 }
 
-// countingFS wraps a faultfs.FS and counts File.Sync, SyncDir and SyncFS
+// countingFS wraps a faultfs.FS and counts File.Sync, SyncDir and FileSystem.Sync
 // calls.
 type countingFS struct {
 	faultfs.FS

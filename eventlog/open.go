@@ -232,7 +232,7 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 
 // deferSyncs reports whether Open may leave a new (or empty) log's fsyncs
 // to its first group: only with a Syncer that flushes whole filesystems
-// (one SyncFS then covers the log, its directories and the pending file),
+// (one syncfs then covers the log, its directories and the pending file),
 // and only when there is nothing to cut and no pending file to replay.
 func (l *Log) deferSyncs(f faultfs.File, isNew bool, sc *record.Scanner, scanErr error) bool {
 	if l.syncer == nil || !(isNew || sc.GoodEnd() == 0) || sc.Torn().Bytes > 0 || scanErr != nil {

@@ -62,7 +62,7 @@ func (l *Log) writePending(buf []byte) error {
 	return nil
 }
 
-// syncEntries is what a SyncFS would have done for the first group after
+// syncEntries is what a syncfs would have done for the first group after
 // the pending file's creation, one fsync at a time: the log file and the
 // directories its Open deferred (a new log's), then the pending file's
 // directory entry.

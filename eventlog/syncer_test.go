@@ -24,7 +24,7 @@ func syncerPaths(n int) []string {
 // TestSyncerCrashAcrossLogs cuts power at every mutating op while
 // concurrent writers append to four logs sharing a Syncer, and checks each
 // log against its own model: acked ⊆ recovered ⊆ acked ∪ in flight, as a
-// gap-free prefix, batches all or none. A shared flush (SyncFS) standing
+// gap-free prefix, batches all or none. A shared flush (syncfs) standing
 // in for the fsyncs of several logs must make each of them durable exactly
 // as its own fsync would.
 func TestSyncerCrashAcrossLogs(t *testing.T) {
@@ -265,7 +265,7 @@ func mustOpenOpts(t testing.TB, fsys faultfs.FS, path string, o Options) *Log {
 }
 
 // TestSyncerSharesOneFlush: the fsyncs three logs ask for while a fourth
-// log's flush runs are done by one SyncFS, and each entry is durable after
+// log's flush runs are done by one syncfs, and each entry is durable after
 // a power loss.
 func TestSyncerSharesOneFlush(t *testing.T) {
 	m := faultfs.NewMem()
@@ -298,14 +298,14 @@ func TestSyncerSharesOneFlush(t *testing.T) {
 // poisoned, and a later append reopens it and goes on.
 func TestSyncerFailedFlushFailsEveryLog(t *testing.T) {
 	m := faultfs.NewMem()
-	// The first SyncFS is log 0's (held while the others queue); the
+	// The first syncfs is log 0's (held while the others queue); the
 	// second stands for the three queued logs.
 	m.Inject(faultfs.Rule{Kind: faultfs.OpSyncFS, Nth: 2})
 	g := &gateFS{FS: m}
 	errs, logs, _ := sharedRound(t, g, 4)
 	for i := 1; i < 4; i++ {
 		if !errors.Is(errs[i], faultfs.ErrInjected) || !errors.Is(errs[i], ErrPoisoned) {
-			t.Fatalf("append on log %d: %v; want the injected SyncFS failure, poisoned", i, errs[i])
+			t.Fatalf("append on log %d: %v; want the injected syncfs failure, poisoned", i, errs[i])
 		}
 	}
 	for i, l := range logs {

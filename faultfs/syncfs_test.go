@@ -23,7 +23,7 @@ func memWrite(t *testing.T, m *Mem, name, data string) {
 }
 
 // TestMemSyncFSMakesEverythingDurable: files and directories created and
-// written without any fsync survive a power loss after one SyncFS; what
+// written without any fsync survive a power loss after one FileSystem.Sync; what
 // came after it does not.
 func TestMemSyncFSMakesEverythingDurable(t *testing.T) {
 	m := NewMem()
