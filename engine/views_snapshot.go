@@ -86,7 +86,10 @@ func viewFacts(p *fold.State, corrupt bool) session.Facts {
 	f.EarlierClaim = r.ClaimEpoch < p.ClaimEpoch
 	f.Interrupted, f.InterruptReason = r.Interrupted, r.Reason
 	if w := r.Wait; w != nil {
-		f.Waiting = w.TokenState != string(schema.TokConsumed)
+		// Waiting until a run.resumed ends the wait: one that consumes
+		// the token, or one after the wait timed out (r.TimedOut, which
+		// the next run.waiting clears).
+		f.Waiting = w.TokenState != string(schema.TokConsumed) && !r.TimedOut
 		f.WaitDeadline = w.Deadline
 		switch schema.TokenState(w.TokenState) {
 		case schema.TokLive:
