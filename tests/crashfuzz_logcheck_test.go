@@ -47,6 +47,11 @@ type logFacts struct {
 	// waiting on a live token) and the resume policy has re-run it fewer
 	// than 3 times: at rest under auto, a run lost (SPEC 11.7).
 	stranded string
+	// heldBoot is the boot whose turn failed last, when the latest turn
+	// ended in turn.failed and no message was enqueued since: a failed
+	// turn holds its messages until a new message, a poke or a restart
+	// (docs/DECISIONS.md), so in that boot the agent rests with them.
+	heldBoot string
 }
 
 // checkLog checks one log's own invariants and folds its facts.
@@ -75,6 +80,7 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 	tokConsumed := map[string]int{}
 	// the latest run
 	var cur string
+	startBoot := "" // boot_id of the latest turn.start
 	open := false
 	wait := "" // state of the latest run's wait: "", live, consumed, revoked, expired
 	interrupts := 0
@@ -115,6 +121,7 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 		case "agent.terminated":
 			f.terminated = true
 		case "message.enqueued":
+			f.heldBoot = "" // a new message retries a held agent
 			id := field(e, "message_id")
 			if !seenEnq[id] {
 				seenEnq[id] = true
@@ -138,6 +145,7 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 			}
 			gone[id] = true
 		case "turn.start":
+			f.heldBoot, startBoot = "", field(e, "boot_id")
 			r := field(e, "run_id")
 			if completed[r] {
 				for _, id := range fieldList(e, "message_ids") {
@@ -162,6 +170,9 @@ func checkLog(p string, es []cfEntry) (logFacts, []string) {
 		case "turn.complete", "turn.failed", "turn.cancelled":
 			if field(e, "run_id") == cur {
 				open, wait = false, ""
+			}
+			if e.Event == "turn.failed" {
+				f.heldBoot = startBoot
 			}
 		case "run.interrupted":
 			if field(e, "run_id") == cur {

@@ -206,6 +206,7 @@ type cfWorld struct {
 	// stats
 	steps, crashes, recoveryCrashes int
 	cov                             map[string]int // how often interesting paths ran
+	bootOf                          map[*engine.Core]string
 }
 
 func newWorld() (*cfWorld, error) { return newWorldWake(false) }
@@ -218,7 +219,7 @@ func newWorldWake(wake bool) (*cfWorld, error) {
 	prov.Register(cfModel, cfProgram)
 	w := &cfWorld{mem: faultfs.NewMem(), prov: prov, oracle: newOracle(),
 		clock: &cfClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}, wake: wake,
-		cov: map[string]int{}}
+		cov: map[string]int{}, bootOf: map[*engine.Core]string{}}
 	c, err := w.newCoreWake(w.mem, wake)
 	if err != nil {
 		return nil, err
@@ -242,10 +243,11 @@ func (w *cfWorld) newCoreWake(fsys faultfs.FS, wake bool) (*engine.Core, error) 
 	// fsyncs through a Syncer.
 	st := local.New(local.Options{FS: fsys, Home: cfHome, Logger: hclog.NewNullLogger(), Now: w.clock.Now,
 		Files: eventlog.NewFiles(config.DefaultMaxOpenLogs), PendingIdle: -1, Syncer: eventlog.NewSyncer(fsys)})
-	return engine.NewCore(context.Background(), engine.CoreOptions{
+	boot := fmt.Sprintf("boot%04d", w.boots)
+	c, err := engine.NewCore(context.Background(), engine.CoreOptions{
 		Store: st, FS: fsys, Home: cfHome, Providers: map[string]provider.Provider{"inproc": w.prov},
 		DefaultProvider: "inproc", DefaultModel: cfModel, Config: cfg, Logger: hclog.NewNullLogger(),
-		Clock: w.clock, NoWake: !wake, BootID: fmt.Sprintf("boot%04d", w.boots),
+		Clock: w.clock, NoWake: !wake, BootID: boot,
 		PendingIdle: -1, WorkspacesDir: w.wsDir,
 		// The daemon's settings (config/engine.go), as its boot passes them.
 		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
@@ -253,7 +255,14 @@ func (w *cfWorld) newCoreWake(fsys faultfs.FS, wake bool) (*engine.Core, error) 
 		Sleep:       func(ctx context.Context, d time.Duration) error { return nil },
 		Jitter:      func() float64 { return 0.5 },
 	})
+	if err == nil {
+		w.bootOf[c] = boot
+	}
+	return c, err
 }
+
+// bootID is the boot id of the core serving the world.
+func (w *cfWorld) bootID() string { return w.bootOf[w.core] }
 
 // close shuts the current core down (end of a sequence).
 func (w *cfWorld) close() {
