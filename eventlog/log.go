@@ -414,7 +414,7 @@ func (l *Log) writeGroup(group []*waiter) (acked bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", l.path, err)
 	}
-	if err := l.syncFile(l.f, mark); err != nil {
+	if _, err := l.syncFile(l.f, mark, false); err != nil {
 		return false, fmt.Errorf("fsync %s: %w", l.path, err)
 	}
 	l.nextSeq = seq
@@ -434,13 +434,14 @@ func (l *Log) syncMark() uint64 {
 
 // syncFile is the write protocol's fsync of f (the log or its pending
 // file), written after mark was taken: through the Syncer when the log has
-// one. Called by the leader.
-func (l *Log) syncFile(f faultfs.File, mark uint64) error {
+// one. With whole the caller needs the directory entries it made durable
+// too; all reports that the flush did that (a syncfs), so that otherwise
+// the caller syncs them itself. Called by the leader.
+func (l *Log) syncFile(f faultfs.File, mark uint64, whole bool) (all bool, err error) {
 	if l.syncer == nil {
-		return f.Sync()
+		return false, f.Sync()
 	}
-	_, err := l.syncer.sync(l.dev, l.dir, f, false, mark)
-	return err
+	return l.syncer.sync(l.dev, l.dir, f, whole, mark)
 }
 
 // VerifyPrefix checks, once, the lines an Open with Options.Resume skipped

@@ -42,16 +42,9 @@ func (l *Log) writePending(buf []byte) error {
 		return fmt.Errorf("write %s: %w", l.pendingPath, err)
 	}
 	whole := !l.pfDurable || l.deferred != nil
-	all := false
-	if l.syncer == nil {
-		if err := l.pf.Sync(); err != nil {
-			return fmt.Errorf("fsync %s: %w", l.pendingPath, err)
-		}
-	} else {
-		var err error
-		if all, err = l.syncer.sync(l.dev, l.dir, l.pf, whole, mark); err != nil {
-			return fmt.Errorf("fsync %s: %w", l.pendingPath, err)
-		}
+	all, err := l.syncFile(l.pf, mark, whole)
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", l.pendingPath, err)
 	}
 	if whole && !all {
 		if err := l.syncEntries(); err != nil {
