@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/store"
-	"github.com/warren-dev/warren/store/local"
 )
 
 // BenchmarkCreate is agent creates per second from 1 and 8 concurrent
@@ -41,7 +39,7 @@ func benchCreates(b *testing.B, clients int, shared bool) {
 	cfs := newCountingFS(faultfs.OS{})
 	var st store.Store
 	if shared {
-		st = local.New(local.Options{FS: cfs, Home: dir + "/home", Files: eventlog.NewFiles(4096), Syncer: eventlog.NewSyncer(cfs)})
+		st = daemonStore(cfs, dir+"/home")
 	}
 	c := benchCoreOn(b, dir+"/home", cfs, st, inproc.New("inproc", inproc.Options{NativeResume: true}), 1<<20, true)
 	ctx := context.Background()

@@ -21,12 +21,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
-	"github.com/warren-dev/warren/store/local"
 )
 
 func BenchmarkTurn(b *testing.B) {
@@ -58,9 +56,9 @@ func BenchmarkTurn(b *testing.B) {
 // benchTurns runs b.N turns spread over agents. Concurrent: one sender
 // goroutine per agent. Alternate: one sender, agents in round robin.
 // preload > 0 starts from a generated home whose agents (one root and its
-// children) already have that many events each. daemonStore runs the core
+// children) already have that many events each. shared runs the core
 // on the store the daemon opens (a Syncer shared by the logs).
-func benchTurns(b *testing.B, agents, pool int, alternate bool, preload int, daemonStore bool) {
+func benchTurns(b *testing.B, agents, pool int, alternate bool, preload int, shared bool) {
 	dir := benchDir(b)
 	fsyncMed, _ := fsyncP50(b, dir, 300)
 	cfs := newCountingFS(faultfs.OS{})
@@ -75,8 +73,8 @@ func benchTurns(b *testing.B, agents, pool int, alternate bool, preload int, dae
 		}
 	}
 	var st store.Store
-	if daemonStore {
-		st = local.New(local.Options{FS: cfs, Home: dir + "/home", Files: eventlog.NewFiles(4096), Syncer: eventlog.NewSyncer(cfs)})
+	if shared {
+		st = daemonStore(cfs, dir+"/home")
 	}
 	c := benchCoreOn(b, dir+"/home", cfs, st, prov, pool, true)
 	if preload == 0 {

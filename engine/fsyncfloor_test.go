@@ -10,12 +10,16 @@ import (
 	"github.com/warren-dev/warren/store/local"
 )
 
-// withDaemonStore runs the harness on the store the daemon opens
-// (daemon.openLocalStore): logs sharing their fsyncs through a Syncer.
+// withDaemonStore runs the harness on the store the daemon opens.
 func withDaemonStore(h *harness) {
-	h.store = func(fsys faultfs.FS) store.Store {
-		return local.New(local.Options{FS: fsys, Home: "/home", Files: eventlog.NewFiles(100), Syncer: eventlog.NewSyncer(fsys)})
-	}
+	h.store = func(fsys faultfs.FS) store.Store { return daemonStore(fsys, "/home") }
+}
+
+// daemonStore is the store the daemon opens (daemon.openLocalStore; the
+// engine cannot import daemon): the home's logs sharing their fsyncs
+// through a Syncer.
+func daemonStore(fsys faultfs.FS, home string) store.Store {
+	return local.New(local.Options{FS: fsys, Home: home, Files: eventlog.NewFiles(4096), Syncer: eventlog.NewSyncer(fsys)})
 }
 
 // flushes counts the device flushes (fsync of a file or a directory, and

@@ -22,7 +22,13 @@ func tempLog(t testing.TB) (faultfs.FS, string) {
 // the test calls Heal.
 func mustOpen(t testing.TB, fsys faultfs.FS, path string) *Log {
 	t.Helper()
-	l, err := Open(fsys, path, Options{PendingIdle: -1, HealBackoff: time.Hour})
+	return mustOpenOpts(t, fsys, path, Options{PendingIdle: -1, HealBackoff: time.Hour})
+}
+
+// mustOpenOpts opens path with o or fails the test.
+func mustOpenOpts(t testing.TB, fsys faultfs.FS, path string, o Options) *Log {
+	t.Helper()
+	l, err := Open(fsys, path, o)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}

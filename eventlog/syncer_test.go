@@ -255,15 +255,6 @@ func syncerTick() <-chan struct{} {
 	return c
 }
 
-func mustOpenOpts(t testing.TB, fsys faultfs.FS, path string, o Options) *Log {
-	t.Helper()
-	l, err := Open(fsys, path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 // TestSyncerSharesOneFlush: the fsyncs three logs ask for while a fourth
 // log's flush runs are done by one syncfs, and each entry is durable after
 // a power loss.
@@ -280,11 +271,7 @@ func TestSyncerSharesOneFlush(t *testing.T) {
 	if asked != 8 || flushes >= asked {
 		t.Fatalf("%d flushes for %d fsyncs; want 8 fsyncs (pending and log of 4 appends) in fewer flushes", flushes, asked)
 	}
-	for _, l := range logs {
-		l.Close()
-	}
-	m.Crash()
-	m.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
+	cutPower(m, logs...)
 	for i, p := range syncerPaths(4) {
 		es, err := ReadAll(m, p)
 		if err != nil || len(es) != 1 {
@@ -320,11 +307,7 @@ func TestSyncerFailedFlushFailsEveryLog(t *testing.T) {
 			t.Fatalf("append on log %d after the failed flush: %v", i, err)
 		}
 	}
-	for _, l := range logs {
-		l.Close()
-	}
-	m.Crash()
-	m.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
+	cutPower(m, logs...)
 	for i, p := range syncerPaths(4) {
 		es, err := ReadAll(m, p)
 		if err != nil {
@@ -425,10 +408,19 @@ func TestSyncerFailedFlushFailsALogOutsideItsRound(t *testing.T) {
 	if err := <-errA; err == nil {
 		t.Fatal("A acknowledged a group that the failed syncfs dropped")
 	}
-	m.Crash()
-	m.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
+	cutPower(m)
 	es, err := ReadAll(m, paths[0])
 	if err != nil || len(es) != 1 {
 		t.Fatalf("A after power loss: %d entries, %v; want the one acknowledged", len(es), err)
 	}
+}
+
+// cutPower closes logs (removing their pending files, as a clean close
+// does) and then cuts the power: only what was made durable remains.
+func cutPower(m *faultfs.Mem, logs ...*Log) {
+	for _, l := range logs {
+		l.Close()
+	}
+	m.Crash()
+	m.Reboot(faultfs.RebootOptions{Mode: faultfs.PowerLoss})
 }
