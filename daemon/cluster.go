@@ -15,7 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/warren-dev/warren/faultfs"
-	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/remote"
 	"github.com/warren-dev/warren/store/jetstream"
 	"github.com/warren-dev/warren/store/jetstream/natsembed"
 )
@@ -26,11 +27,11 @@ const ClusterSupport = true
 
 // openStore returns the store the daemon runs on and a function that
 // closes it (and what it started).
-func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, bootID string, maxOpenLogs int) (store.Store, func(), error) {
+func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, bootID string, maxOpenLogs int) (storeParts, error) {
 	co := opts.Cluster
 	if !co.enabled() {
 		st, closeSt := openLocalStore(fsys, home, logger, maxOpenLogs)
-		return st, closeSt, nil
+		return storeParts{st: st, close: closeSt}, nil
 	}
 	var embedded []*server.Server
 	url := co.URL
@@ -39,14 +40,14 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 	if co.TLSCert != "" || co.TLSKey != "" || co.TLSCA != "" {
 		tlsFiles = &natsembed.TLSFiles{Cert: co.TLSCert, Key: co.TLSKey, CA: co.TLSCA}
 		if err := tlsFiles.Check(); err != nil {
-			return nil, nil, fmt.Errorf("--nats-tls-cert, --nats-tls-key, --nats-tls-ca: %w", err)
+			return storeParts{}, fmt.Errorf("--nats-tls-cert, --nats-tls-key, --nats-tls-ca: %w", err)
 		}
 		connOpts = append(connOpts, tlsFiles.ClientOptions()...)
 	}
 	var stopServer func()
 	if co.Embedded {
 		if err := validRoutes(co.Routes); err != nil {
-			return nil, nil, err
+			return storeParts{}, err
 		}
 		eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Host: co.Host, Advertise: co.Advertise, Port: co.Port, TLS: tlsFiles,
 			Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync}
@@ -62,7 +63,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		}
 		srv, err := natsembed.Start(eo)
 		if err != nil {
-			return nil, nil, fmt.Errorf("starting the embedded NATS server (--cluster-embedded): %w", err)
+			return storeParts{}, fmt.Errorf("starting the embedded NATS server (--cluster-embedded): %w", err)
 		}
 		embedded = []*server.Server{srv}
 		stopServer = func() { srv.Shutdown(); srv.WaitForShutdown() }
@@ -70,11 +71,11 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 			url = srv.ClientURL()
 		}
 	}
-	fail := func(err error) (store.Store, func(), error) {
+	fail := func(err error) (storeParts, error) {
 		if stopServer != nil {
 			stopServer()
 		}
-		return nil, nil, err
+		return storeParts{}, err
 	}
 	nc, err := nats.Connect(url, connOpts...)
 	if err != nil {
@@ -93,13 +94,40 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		nc.Close()
 		return fail(err)
 	}
-	return st, func() {
+	workers, err := remote.NewDirectory(ctx, remote.DirectoryOptions{Conn: nc, Replicas: replicas, Daemon: bootID, Logger: logger.Named("workers")})
+	if err != nil {
+		_ = st.Close()
+		nc.Close()
+		return fail(err)
+	}
+	return storeParts{st: st, close: func() {
+		workers.Close()
 		_ = st.Close()
 		nc.Close()
 		if stopServer != nil {
 			stopServer()
 		}
-	}, nil
+	}, place: func(name string, local provider.Provider) provider.Provider {
+		return workers.Wrap(name, local, nil)
+	}, workers: func() []map[string]any { return workerList(workers.Workers()) }}, nil
+}
+
+// workerList is the workers block of daemon.status: each live worker's
+// id, boot, labels and pools (size, and the daemon's sessions there).
+func workerList(ws []remote.Worker) []map[string]any {
+	out := make([]map[string]any, 0, len(ws))
+	for _, w := range ws {
+		pools := map[string]any{}
+		for name, p := range w.Pools {
+			pools[name] = map[string]any{"size": p.Size, "placed": w.Placed[name]}
+		}
+		labels := w.Labels
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		out = append(out, map[string]any{"id": w.ID, "boot": w.Boot, "labels": labels, "pools": pools})
+	}
+	return out
 }
 
 func validRoutes(routes []string) error {

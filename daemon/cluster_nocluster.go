@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/faultfs"
-	"github.com/warren-dev/warren/store"
 )
 
 // ClusterSupport says whether this binary links the NATS server and
@@ -17,10 +16,10 @@ const ClusterSupport = false
 
 // openStore returns the home's store; cluster options are refused, this
 // binary having no NATS code.
-func openStore(_ context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, _ string, maxOpenLogs int) (store.Store, func(), error) {
+func openStore(_ context.Context, opts Options, fsys faultfs.FS, home string, logger hclog.Logger, _ string, maxOpenLogs int) (storeParts, error) {
 	if opts.Cluster.enabled() {
-		return nil, nil, ErrNoCluster
+		return storeParts{}, ErrNoCluster
 	}
 	st, closeSt := openLocalStore(fsys, home, logger, maxOpenLogs)
-	return st, closeSt, nil
+	return storeParts{st: st, close: closeSt}, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/local"
 )
@@ -51,6 +52,18 @@ type ClusterOptions struct {
 // lease (a renewal rides the election out), but pauses the agents'
 // turns and tools from the lease's expiry to the next renewal.
 const MinOwnerTTL = 2 * time.Second
+
+// storeParts is what openStore opens: the store, the function that
+// closes it (and what it started), and the placement of sessions on
+// remote workers (nil without a cluster: engine.CoreOptions.Place).
+type storeParts struct {
+	st    store.Store
+	close func()
+	place func(name string, local provider.Provider) provider.Provider
+	// workers lists the remote workers for daemon.status (nil without a
+	// cluster).
+	workers func() []map[string]any
+}
 
 // nodeName is the daemon's node name in a cluster: --node, or the home's
 // directory name.

@@ -33,7 +33,9 @@ type front struct {
 	started       time.Time
 	node          string      // the cluster node's name ("" on the local store)
 	view          clusterView // nil on the local store
-	stop          func()      // ends the daemon (daemon.shutdown before a Core serves)
+	// workers lists the remote workers (nil on the local store).
+	workers func() []map[string]any
+	stop             func()      // ends the daemon (daemon.shutdown before a Core serves)
 
 	core atomic.Pointer[engine.Core] // the Core recovering or standing by
 	h    atomic.Pointer[handler]     // its handler once it serves
@@ -84,7 +86,7 @@ type clusterView interface {
 }
 
 func newFront(home, version string, b *booter, stop func()) *front {
-	f := &front{home: home, version: version, pid: os.Getpid(), started: time.Now(), node: b.node, stop: stop}
+	f := &front{home: home, version: version, pid: os.Getpid(), started: time.Now(), node: b.node, stop: stop, workers: b.workers}
 	if v, ok := b.st.(clusterView); ok && b.node != "" {
 		f.view = v
 	}
@@ -186,6 +188,9 @@ func (f *front) cluster(ctx context.Context, role string) map[string]any {
 	block := map[string]any{"node": f.node, "role": role, "peers": nonNilStrings(peers), "active_node": f.activeNodeCtx(ctx)}
 	if err != nil {
 		block["error"] = err.Error()
+	}
+	if f.workers != nil && role == "active" {
+		block["workers"] = f.workers()
 	}
 	if h := f.configHash.Load(); h != nil {
 		block["config_hash"] = *h

@@ -210,6 +210,8 @@ type booter struct {
 	pyDir   string
 	st      store.Store
 	closeSt func()
+	place   func(name string, local provider.Provider) provider.Provider
+	workers func() []map[string]any
 	maxOpen int
 	socks   *agentSockets
 	node    string // the cluster node's name ("" on the local store)
@@ -232,10 +234,11 @@ func newBooter(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		return nil, err
 	}
 	b := &booter{opts: opts, fsys: fsys, home: home, cfg: cfg, logger: logger, provs: provs, pyDir: pyDir, maxOpen: fileLimit(logger)}
-	b.st, b.closeSt, err = openStore(ctx, opts, fsys, home, logger, inbox.NewID(), b.maxOpen)
+	parts, err := openStore(ctx, opts, fsys, home, logger, inbox.NewID(), b.maxOpen)
 	if err != nil {
 		return nil, err
 	}
+	b.st, b.closeSt, b.place, b.workers = parts.st, parts.close, parts.place, parts.workers
 	if opts.Cluster.enabled() {
 		b.node = nodeName(opts.Cluster, home)
 	}
@@ -247,7 +250,7 @@ func newBooter(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 // returned with the error when recovery failed after it was made.
 func (b *booter) recover(ctx context.Context, f *front) (*engine.Core, error) {
 	socks := newAgentSockets(context.WithoutCancel(ctx), b.home, b.logger)
-	core, err := engine.NewCore(context.WithoutCancel(ctx), engine.CoreOptions{FS: b.fsys, Home: b.home, Providers: b.provs, Config: b.cfg,
+	core, err := engine.NewCore(context.WithoutCancel(ctx), engine.CoreOptions{FS: b.fsys, Home: b.home, Providers: b.provs, Place: b.place, Config: b.cfg,
 		Logger: b.logger, SocketPath: homedir.SocketPath(b.home), PythonPath: b.pyDir, DefaultProvider: b.opts.DefaultProvider, Store: b.st, BootID: inbox.NewID(),
 		CheckpointEvery: config.DefaultCheckpointEvery, SessionSaveDelay: config.DefaultSessionSaveDelay,
 		MaxOpenLogs: b.maxOpen, TakeoverEvery: config.DefaultTakeoverEvery, AgentSocket: socks.acquire})

@@ -29,7 +29,11 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 		return "", 0, err
 	}
 	discard := false
-	defer func() { sess.End(discard) }()
+	defer func() {
+		if sess.lease != nil {
+			sess.End(discard)
+		}
+	}()
 	policy := c.retryPolicy()
 	delivered := false
 	onChunk := func(s string) {
@@ -41,6 +45,18 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 	}
 	onUsage := c.usageLogger(a, t, usage)
 	out := policy.Run(ctx, func() retry.Try {
+		// A session whose worker is gone (provider.Lost) is opened again,
+		// on another worker or locally, restored from the log.
+		if sess.lease == nil || sess.Lost() {
+			if sess.lease != nil {
+				c.log.Warn("provider session lost; opening it again", "agent", a.ID())
+				sess.End(true)
+				sess = turnSession{}
+			}
+			if sess, err = c.sessions.Acquire(ctx, a, t.Provider, t.Model); err != nil {
+				return retry.Try{Err: err}
+			}
+		}
 		prompt := req.Prompt
 		if inject := sess.Inject(); inject != nil {
 			prompt = history.Block(*inject, req.Prompt, history.BlockOptions{})

@@ -334,9 +334,13 @@ func (c *Core) providerSpec(provName, id, model, instructions, cwd string, sb *s
 }
 
 // provider looks a provider up by name; an unknown one is code 2 naming the
-// known providers.
+// known providers. With remote workers (CoreOptions.Place) its sessions
+// open on a worker when one has a free slot.
 func (c *Core) provider(name string) (provider.Provider, error) {
 	if p, ok := c.providers.Lookup(name); ok {
+		if c.opts.Place != nil {
+			return c.opts.Place(name, p), nil
+		}
 		return p, nil
 	}
 	return nil, failf(ErrInvalid, "unknown provider %q (known: %s)", name, strings.Join(c.providers.Names(), ", "))

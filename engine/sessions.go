@@ -152,6 +152,12 @@ type turnSession struct {
 func (t turnSession) Inject() *history.History { return t.lease.Value().Inject }
 func (t turnSession) Injected()                { t.lease.Value().Inject = nil }
 
+// Lost reports that the session is gone for good (provider.Lost).
+func (t turnSession) Lost() bool {
+	l, ok := t.lease.Value().Sess.(provider.Lost)
+	return ok && l.Lost()
+}
+
 func (t turnSession) Send(ctx context.Context, prompt string, io provider.TurnIO) (string, error) {
 	return t.lease.Value().Sess.Send(ctx, prompt, io)
 }

@@ -147,6 +147,14 @@ type RestoredBy interface {
 	RestoredBy() string
 }
 
+// Lost is implemented by sessions that can tell they are gone for good
+// (a remote worker that stopped answering: provider/remote). The daemon
+// then discards the session and opens the agent's session again,
+// restored from its log, before it retries the turn.
+type Lost interface {
+	Lost() bool
+}
+
 // ToolCaller runs an agent tool for the session's agent. A tool-level
 // failure is a normal result of the form {"error": "..."}; a Go error means
 // the call could not be made at all. An error wrapping ErrRunSuspended means

@@ -56,6 +56,7 @@ func register(root, daemonCmd, agentCmd *cobra.Command, c *cli) {
 		newDemoCmd(c),
 		newMCPBridgeCmd(c),
 		newAgentsCmd(c),
+		newWorkerCmd(c),
 		newVersionCmd(c),
 	)
 }
@@ -78,6 +79,7 @@ const rootLong = `warren: a durable multi-agent orchestration daemon and its cli
   warren console [--revoke]               pair a browser (or a phone, by QR code) with the web console
   warren top                              a live view of the team; keys answer waits, resume, cancel, follow
   warren inbox                            drain the messages root agents sent to you
+  warren worker --join URL --pools P=N    run agent sessions for a cluster's daemon on this machine
   warren logs REF [-f]                    read an agent's log file (works while the daemon is down)
   warren events [-f] [--since SEQ] [REF]  logged events through the daemon; -f follows live ones until Ctrl-C
   warren repair REF                       keep a copy of a corrupt log, cut it to its last good entry

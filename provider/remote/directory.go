@@ -1,0 +1,289 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/warren-dev/warren/provider"
+)
+
+// Directory is the daemon's view of its workers: the bucket watched, each
+// worker's last registration and when it reached the daemon, the
+// sessions the daemon placed on each, and the attempt router. Safe for
+// concurrent use.
+type Directory struct {
+	nc     *nats.Conn
+	log    hclog.Logger
+	now    func() time.Time
+	daemon string
+	router *router
+
+	mu      sync.Mutex
+	workers map[string]*workerState
+	// last is the worker that last held each agent's session.
+	last   map[string]string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// workerState is one worker as the daemon last saw it.
+type workerState struct {
+	reg  Registration
+	seen time.Time
+	// placed counts the daemon's sessions on this boot, by pool.
+	placed map[string]int
+	// lost is closed when this boot is gone (a new boot, or no put for
+	// LiveFor).
+	lost chan struct{}
+}
+
+// DirectoryOptions configure a Directory.
+type DirectoryOptions struct {
+	Conn *nats.Conn
+	// Replicas of the bucket (0: an existing bucket's, else 1).
+	Replicas int
+	// Daemon is the daemon's boot id, sent with every open: a worker
+	// stops the sessions an earlier daemon opened (doc.go).
+	Daemon string
+	Logger hclog.Logger
+}
+
+// NewDirectory creates or binds the bucket, subscribes the attempt router
+// and starts watching the workers until Close.
+func NewDirectory(ctx context.Context, o DirectoryOptions) (*Directory, error) {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	js, err := jetstream.New(o.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	cfg := jetstream.KeyValueConfig{Bucket: Bucket, History: 1, TTL: BucketTTL, Replicas: max(o.Replicas, 1),
+		Description: "warren workers' registrations (provider/remote)"}
+	var kv jetstream.KeyValue
+	if o.Replicas == 0 {
+		// Zero keeps an existing bucket's replicas (as for the stream).
+		kv, err = js.KeyValue(ctx, Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
+		}
+	} else {
+		kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workers: creating the bucket %s: %w", Bucket, err)
+	}
+	d := &Directory{nc: o.Conn, log: o.Logger, now: time.Now, daemon: o.Daemon, workers: map[string]*workerState{}, last: map[string]string{},
+		done: make(chan struct{})}
+	d.router, err = newRouter(o.Conn, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.cancel = cancel
+	w, err := kv.WatchAll(wctx)
+	if err != nil {
+		cancel()
+		d.router.close()
+		return nil, fmt.Errorf("workers: watching %s: %w", Bucket, err)
+	}
+	go d.watch(wctx, w)
+	return d, nil
+}
+
+// Close stops watching and routing.
+func (d *Directory) Close() {
+	d.cancel()
+	<-d.done
+	d.router.close()
+}
+
+// watch applies the bucket's puts and sweeps the workers that went quiet.
+func (d *Directory) watch(ctx context.Context, w jetstream.KeyWatcher) {
+	defer close(d.done)
+	defer func() { _ = w.Stop() }()
+	sweep := time.NewTicker(LiveFor / 10)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				d.put(e.Key(), e.Value())
+			}
+		case <-sweep.C:
+			d.sweep()
+		}
+	}
+}
+
+// put records a registration (a bad one is logged and ignored).
+func (d *Directory) put(key string, value []byte) {
+	var reg Registration
+	if err := json.Unmarshal(value, &reg); err != nil {
+		d.log.Warn("ignoring a worker registration that is not JSON", "key", key, "err", err)
+		return
+	}
+	if err := reg.Check(key); err != nil {
+		d.log.Warn("ignoring a bad worker registration", "key", key, "err", err)
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ws := d.workers[key]
+	if ws != nil && ws.reg.Boot != reg.Boot {
+		d.loseLocked(key, ws, "a new boot")
+		ws = nil
+	}
+	if ws == nil {
+		ws = &workerState{placed: map[string]int{}, lost: make(chan struct{})}
+		d.workers[key] = ws
+		d.log.Info("worker joined", "worker", key, "boot", reg.Boot, "pools", reg.Pools, "labels", reg.Labels)
+	}
+	ws.reg, ws.seen = reg, d.now()
+}
+
+// sweep loses the workers whose last put is older than LiveFor.
+func (d *Directory) sweep() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	for id, ws := range d.workers {
+		if now.Sub(ws.seen) > LiveFor {
+			d.loseLocked(id, ws, fmt.Sprintf("no heartbeat for %s", now.Sub(ws.seen).Round(time.Millisecond)))
+		}
+	}
+}
+
+func (d *Directory) loseLocked(id string, ws *workerState, why string) {
+	close(ws.lost)
+	delete(d.workers, id)
+	d.log.Warn("worker lost", "worker", id, "boot", ws.reg.Boot, "why", why, "sessions", ws.placed)
+}
+
+// Worker is one live worker as Workers lists it.
+type Worker struct {
+	ID     string
+	Boot   string
+	Pools  map[string]PoolState
+	Labels map[string]string
+	// Placed counts the daemon's sessions on it, by pool.
+	Placed map[string]int
+}
+
+// Workers lists the live workers, by id.
+func (d *Directory) Workers() []Worker {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Worker, 0, len(d.workers))
+	for id, ws := range d.workers {
+		placed := make(map[string]int, len(ws.placed))
+		for p, n := range ws.placed {
+			placed[p] = n
+		}
+		out = append(out, Worker{ID: id, Boot: ws.reg.Boot, Pools: ws.reg.Pools, Labels: ws.reg.Labels, Placed: placed})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Dropped counts the worker messages the router dropped: traffic of
+// attempts the daemon gave up on, or never made.
+func (d *Directory) Dropped() int64 { return d.router.dropped.Load() }
+
+// slot is a reserved place for one session on a worker's pool.
+type slot struct {
+	worker, boot, pool string
+	lost               <-chan struct{}
+}
+
+// place reserves a slot of pool for agent on a live worker whose labels
+// include labels, preferring the worker that last held the agent's
+// session, then the one with the most free slots; skip lists workers
+// already tried. ok is false when none has a free slot.
+func (d *Directory) place(pool, agent string, labels map[string]string, skip map[string]bool) (slot, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	best, bestFree := "", 0
+	for id, ws := range d.workers {
+		p, ok := ws.reg.Pools[pool]
+		if !ok || skip[id] || !hasLabels(ws.reg.Labels, labels) {
+			continue
+		}
+		free := p.Size - ws.placed[pool]
+		if free <= 0 {
+			continue
+		}
+		if id == d.last[agent] {
+			best = id
+			break
+		}
+		if free > bestFree || (free == bestFree && id < best) {
+			best, bestFree = id, free
+		}
+	}
+	if best == "" {
+		return slot{}, false
+	}
+	ws := d.workers[best]
+	ws.placed[pool]++
+	d.last[agent] = best
+	return slot{worker: best, boot: ws.reg.Boot, pool: pool, lost: ws.lost}, true
+}
+
+// release gives a slot back (nothing when its boot is gone).
+func (d *Directory) release(s slot) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ws := d.workers[s.worker]; ws != nil && ws.reg.Boot == s.boot && ws.placed[s.pool] > 0 {
+		ws.placed[s.pool]--
+	}
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Wrap returns the provider of entry name: its sessions go to a worker
+// with a free slot in pool name (and labels), else to local, the
+// daemon's own provider.
+func (d *Directory) Wrap(name string, local provider.Provider, labels map[string]string) provider.Provider {
+	return &Provider{d: d, name: name, local: local, labels: labels}
+}
+
+// request sends v to a worker's op and decodes the answer into out.
+func (d *Directory) request(ctx context.Context, s slot, op string, v, out any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	msg, err := d.nc.RequestWithContext(ctx, WorkerSubject(s.worker, op), body)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(msg.Data, out); err != nil {
+		return fmt.Errorf("worker %s answered %s with bad JSON: %w", s.worker, op, err)
+	}
+	return nil
+}
+
+// errLost is wrapped by the errors of a session whose worker is gone.
+var errLost = errors.New("worker lost")

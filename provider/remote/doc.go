@@ -1,0 +1,56 @@
+// Package remote runs provider sessions on remote workers (`warren
+// worker`, package worker): the daemon keeps every log, the fold and the
+// tools; a worker only starts the agent processes. It is the daemon's side
+// of the worker protocol (Directory, Provider, Session, the attempt
+// router) and the protocol's message types (wire.go), which the worker
+// imports.
+//
+// # Registration
+//
+// A worker puts its Registration, JSON, under its id in the JetStream
+// key-value bucket "warren-workers" (Bucket) about every second
+// (HeartbeatEvery); the bucket keeps a key for 30 s after its last put.
+// The daemon watches the bucket and counts a worker live while its last
+// put reached the daemon less than LiveFor (5 s) ago, on the daemon's own
+// clock (no clock comparison between machines). A new Boot is a new
+// process: every session the daemon placed on the old one is lost.
+//
+// # Subjects
+//
+//	warren.worker.<id>.<op>    a worker's NATS micro service "warren-worker",
+//	                           ops open, send, cancel, suspend, stop
+//	warren.attempt.<a>.<kind>  an attempt's traffic to the daemon: chunk,
+//	                           usage (published), tool, gate (requests)
+//
+// Every message a worker sends to the daemon carries the header
+// "Warren-Worker: <id>". An attempt id is 128 random bits, made by the
+// daemon for one Send and known only to it and the worker it chose.
+//
+// # A turn
+//
+// Session.Send makes an attempt id, registers it with the daemon's
+// router, and requests warren.worker.<id>.send {session, attempt, prompt}.
+// The worker runs the turn on its provider session and answers when it
+// ends: {response} or {error}. Meanwhile it publishes the turn's chunks
+// (each with a sequence number) and usage, and requests each tool call and
+// budget gate on the attempt's subjects; the router hands them to the
+// attempt's TurnIO, so a tool runs at the daemon and is logged (tool.call)
+// before its answer goes back, exactly as for a local process.
+//
+// An attempt ends when its answer arrives, when its context ends (the
+// daemon then publishes cancel {attempt} to the worker), or when its
+// worker is lost (no heartbeat for LiveFor, a new boot, no responders).
+// A lost worker's Send returns a transient error and the session reports
+// Lost: the engine opens the agent's session again, on another worker or
+// locally, restored from the log, and retries. Anything a finished
+// attempt's worker sends later (a chunk, a tool call, a gate) is dropped
+// and logged by the router, and a tool call or gate is answered with
+// {"error": {"kind": "abandoned"}}: it never runs.
+//
+// # Errors
+//
+// A WireError's kind carries what the engine distinguishes: "transient"
+// (retry_after_ms), "permanent", "suspended" (provider.ErrRunSuspended),
+// "cannot_restore" (provider.ErrCannotRestore), "canceled",
+// "abandoned", "pool_full".
+package remote

@@ -1,0 +1,216 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/warren-dev/warren/provider"
+)
+
+// Provider places the sessions of one provider entry on workers, and on
+// the daemon's own provider when no worker has a free slot.
+type Provider struct {
+	d      *Directory
+	name   string
+	local  provider.Provider
+	labels map[string]string
+}
+
+// Name is the local provider's.
+func (p *Provider) Name() string { return p.local.Name() }
+
+// Capabilities are the local provider's: a worker runs the same binary's
+// provider for the entry.
+func (p *Provider) Capabilities() provider.Capabilities { return p.local.Capabilities() }
+
+// CheckModel is the local provider's, when it has one.
+func (p *Provider) CheckModel(model string) error {
+	if mc, ok := p.local.(provider.ModelChecker); ok {
+		return mc.CheckModel(model)
+	}
+	return nil
+}
+
+// Create opens a new session on a worker, else locally.
+func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Session, error) {
+	s, err := p.open(ctx, OpenRequest{Spec: SpecOf(spec)})
+	if s != nil || err != nil {
+		return s, err
+	}
+	return p.local.Create(ctx, spec)
+}
+
+// Restore restores a session on a worker, else locally.
+func (p *Provider) Restore(ctx context.Context, spec provider.Spec, blob []byte, handle string) (provider.Session, error) {
+	s, err := p.open(ctx, OpenRequest{Restore: true, Blob: blob, Handle: handle, Spec: SpecOf(spec)})
+	if s != nil || err != nil {
+		return s, err
+	}
+	return p.local.Restore(ctx, spec, blob, handle)
+}
+
+// openTimeout bounds an open on one worker (an agent CLI can take
+// seconds to start).
+const openTimeout = 2 * time.Minute
+
+// open tries the workers with a free slot, one after another: nil, nil
+// when none could take the session (run it locally). A worker that
+// answers with an error other than a full pool ends the search with it.
+func (p *Provider) open(ctx context.Context, req OpenRequest) (*Session, error) {
+	req.Provider, req.Daemon = p.name, p.d.daemon
+	tried := map[string]bool{}
+	for {
+		sl, ok := p.d.place(p.name, req.Spec.AgentID, p.labels, tried)
+		if !ok {
+			return nil, nil
+		}
+		tried[sl.worker] = true
+		req.Session = NewAttemptID()
+		var rep OpenReply
+		octx, cancel := context.WithTimeout(ctx, openTimeout)
+		err := p.d.request(octx, sl, OpOpen, req, &rep)
+		cancel()
+		if err == nil && rep.Error == nil {
+			p.d.log.Debug("session placed", "agent", req.Spec.AgentID, "worker", sl.worker, "pool", sl.pool, "restore", req.Restore)
+			return &Session{d: p.d, slot: sl, id: req.Session, handle: rep.Handle, restoredBy: rep.RestoredBy}, nil
+		}
+		p.d.release(sl)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			// Unreachable: try another worker (its heartbeat will tell).
+			p.d.log.Warn("worker did not answer an open; trying another", "worker", sl.worker, "agent", req.Spec.AgentID, "err", err)
+			continue
+		}
+		if rep.Error.Kind == KindPoolFull {
+			continue
+		}
+		return nil, fmt.Errorf("worker %s: %w", sl.worker, rep.Error.Err())
+	}
+}
+
+// Session is a provider session on a worker.
+type Session struct {
+	d          *Directory
+	slot       slot
+	id         string
+	handle     string
+	restoredBy string
+	lost       atomic.Bool
+	stopOnce   sync.Once
+}
+
+// Handle is the worker provider's native handle.
+func (s *Session) Handle() string { return s.handle }
+
+// RestoredBy says how the worker's provider restored the session.
+func (s *Session) RestoredBy() string { return s.restoredBy }
+
+// Worker is the id of the worker holding the session.
+func (s *Session) Worker() string { return s.slot.worker }
+
+// Lost reports that the session's worker is gone (provider.Lost): the
+// engine opens the session again before it retries.
+func (s *Session) Lost() bool {
+	if s.lost.Load() {
+		return true
+	}
+	select {
+	case <-s.slot.lost:
+		s.lost.Store(true)
+		return true
+	default:
+		return false
+	}
+}
+
+// Send runs one attempt on the worker (doc.go, A turn).
+func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (string, error) {
+	if s.Lost() {
+		return "", provider.Transient(fmt.Errorf("%w: %s", errLost, s.slot.worker), 0)
+	}
+	att := NewAttemptID()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.slot.lost:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	end := s.d.router.add(rctx, att, s.slot.worker, io)
+	var rep SendReply
+	err := s.d.request(rctx, s.slot, OpSend, SendRequest{Session: s.id, Attempt: att, Prompt: prompt}, &rep)
+	if err != nil {
+		s.abandon(att)
+	}
+	end(rep.Chunks, rep.Usages) // no call of the attempt runs after this
+	switch {
+	case err == nil:
+		return rep.Response, rep.Error.Err()
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("turn on worker %s: %w", s.slot.worker, ctx.Err())
+	case s.Lost() || errors.Is(err, nats.ErrNoResponders):
+		s.lost.Store(true)
+		return "", provider.Transient(fmt.Errorf("%w: %s mid-turn: %v", errLost, s.slot.worker, err), 0)
+	default:
+		// The connection failed: the worker may still run the attempt,
+		// which is abandoned; the session is opened again elsewhere.
+		s.lost.Store(true)
+		return "", provider.Transient(fmt.Errorf("turn on worker %s: %w", s.slot.worker, err), 0)
+	}
+}
+
+// abandon tells the worker to stop an attempt the daemon gave up on (best
+// effort: its late traffic is dropped by the router either way).
+func (s *Session) abandon(att string) {
+	body, _ := json.Marshal(CancelRequest{Attempt: att})
+	_ = s.d.nc.Publish(WorkerSubject(s.slot.worker, OpCancel), body)
+}
+
+// Suspend asks the worker for the session's blob.
+func (s *Session) Suspend(ctx context.Context) ([]byte, error) {
+	if s.Lost() {
+		return nil, fmt.Errorf("%w: %s", errLost, s.slot.worker)
+	}
+	var rep SuspendReply
+	if err := s.d.request(ctx, s.slot, OpSuspend, SessionRequest{Session: s.id}, &rep); err != nil {
+		return nil, fmt.Errorf("suspending the session on worker %s: %w", s.slot.worker, err)
+	}
+	return rep.Blob, rep.Error.Err()
+}
+
+// stopTimeout bounds the stop of a session on its worker.
+const stopTimeout = 5 * time.Second
+
+// Stop stops the session on its worker and frees its slot.
+func (s *Session) Stop() error {
+	var err error
+	s.stopOnce.Do(func() {
+		defer s.d.release(s.slot)
+		if s.Lost() {
+			return
+		}
+		// provider.Session.Stop takes no context: the stop is bounded here.
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		var rep struct {
+			Error *WireError `json:"error,omitempty"`
+		}
+		if rerr := s.d.request(ctx, s.slot, OpStop, SessionRequest{Session: s.id}, &rep); rerr != nil {
+			err = fmt.Errorf("stopping the session on worker %s: %w", s.slot.worker, rerr)
+			return
+		}
+		err = rep.Error.Err()
+	})
+	return err
+}

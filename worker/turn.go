@@ -1,0 +1,89 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/remote"
+)
+
+// turn is one attempt's traffic to the daemon: the provider's TurnIO.
+type turn struct {
+	w       *Worker
+	attempt string
+
+	mu     sync.Mutex
+	chunks int
+	usages int
+}
+
+// counts is what the turn published.
+func (t *turn) counts() (chunks, usages int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.chunks, t.usages
+}
+
+func (t *turn) msg(kind string, v any) *nats.Msg {
+	body, _ := json.Marshal(v)
+	m := nats.NewMsg(remote.AttemptSubject(t.attempt, kind))
+	m.Header.Set(remote.HeaderWorker, t.w.o.ID)
+	m.Data = body
+	return m
+}
+
+// chunk publishes a piece of text, numbered.
+func (t *turn) chunk(text string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_ = t.w.o.Conn.PublishMsg(t.msg(remote.KindChunk, remote.Chunk{Seq: t.chunks, Text: text}))
+	t.chunks++
+}
+
+// usage publishes a model request's usage.
+func (t *turn) usage(u provider.Usage) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_ = t.w.o.Conn.PublishMsg(t.msg(remote.KindUsage, u))
+	t.usages++
+}
+
+// CallTool runs a tool at the daemon (provider.ToolCaller). A call the
+// daemon could not be asked (the connection, no responders) is an error:
+// the provider ends the turn, as for a local process that lost its daemon.
+func (t *turn) CallTool(ctx context.Context, tool string, args map[string]any) (map[string]any, error) {
+	rep, err := t.request(ctx, remote.KindTool, remote.ToolRequest{Tool: tool, Args: args})
+	if err != nil {
+		return nil, err
+	}
+	if rep.Error != nil {
+		return nil, rep.Error.Err()
+	}
+	return rep.Result, nil
+}
+
+// gate asks the daemon whether the next model request may go (budgets).
+func (t *turn) gate(ctx context.Context) error {
+	rep, err := t.request(ctx, remote.KindGate, struct{}{})
+	if err != nil {
+		return err
+	}
+	return rep.Error.Err()
+}
+
+func (t *turn) request(ctx context.Context, kind string, v any) (remote.ToolReply, error) {
+	m, err := t.w.o.Conn.RequestMsgWithContext(ctx, t.msg(kind, v))
+	if err != nil {
+		return remote.ToolReply{}, provider.Transient(fmt.Errorf("asking the daemon (%s): %w", kind, err), 0)
+	}
+	var rep remote.ToolReply
+	if err := json.Unmarshal(m.Data, &rep); err != nil {
+		return remote.ToolReply{}, fmt.Errorf("the daemon answered %s with bad JSON: %w", kind, err)
+	}
+	return rep, nil
+}

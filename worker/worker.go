@@ -1,0 +1,390 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/warren-dev/warren/agentspec"
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/remote"
+)
+
+// Options configure a Worker.
+type Options struct {
+	// ID names the worker (remote.CheckWorkerID).
+	ID   string
+	Conn *nats.Conn
+	// Pools are the provider entries served and their sizes.
+	Pools  map[string]int
+	Labels map[string]string
+	// Lookup resolves a provider entry name (the worker's registry).
+	Lookup func(name string) (provider.Provider, bool)
+	// Config is the worker's config in force (its provider entries).
+	Config func() config.Config
+	// Env is the base of the agents' process environment (PythonPath:
+	// the scripted helper library; no socket).
+	Env agentspec.Env
+	// Dir holds the directories of agents whose own is not on this
+	// machine.
+	Dir    string
+	Logger hclog.Logger
+}
+
+// Worker serves sessions for a daemon.
+type Worker struct {
+	o    Options
+	boot string
+	log  hclog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	attempts map[string]context.CancelFunc
+	live     map[string]int
+	daemon   string // the daemon boot that opened the sessions
+	wg       sync.WaitGroup
+}
+
+// session is one provider session the worker holds.
+type session struct {
+	pool   string
+	daemon string
+	sess   provider.Session
+	mu     sync.Mutex // one operation at a time
+}
+
+// New checks o and returns a worker.
+func New(o Options) (*Worker, error) {
+	if err := remote.CheckWorkerID(o.ID); err != nil {
+		return nil, err
+	}
+	if len(o.Pools) == 0 {
+		return nil, errors.New("a worker needs at least one pool (--pools scripted=4)")
+	}
+	for name, n := range o.Pools {
+		if n < 1 {
+			return nil, fmt.Errorf("pool %q: size %d; give each pool at least 1 slot", name, n)
+		}
+		if _, ok := o.Lookup(name); !ok {
+			return nil, fmt.Errorf("pool %q: no provider entry of that name on this worker (add it to the worker's config.json)", name)
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Worker{o: o, boot: inbox.NewID(), log: o.Logger, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
+		live: map[string]int{}}, nil
+}
+
+// Boot is this process's boot id.
+func (w *Worker) Boot() string { return w.boot }
+
+// Run registers and serves until ctx ends, then stops every session.
+func (w *Worker) Run(ctx context.Context) error {
+	kv, err := w.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	svc, err := micro.AddService(w.o.Conn, micro.Config{Name: remote.ServiceName, Version: "1.0.0",
+		Description: "warren worker " + w.o.ID})
+	if err != nil {
+		return fmt.Errorf("starting the worker service: %w", err)
+	}
+	defer func() { _ = svc.Stop() }()
+	g := svc.AddGroup(remote.WorkerGroup(w.o.ID))
+	for op, h := range map[string]func(context.Context, micro.Request){
+		remote.OpOpen: w.open, remote.OpSend: w.send, remote.OpCancel: w.cancel, remote.OpSuspend: w.suspend, remote.OpStop: w.stop,
+	} {
+		if err := g.AddEndpoint(op, micro.HandlerFunc(func(r micro.Request) {
+			// Each request runs on its own goroutine: a turn takes
+			// minutes, and the endpoint serves one message at a time.
+			w.wg.Add(1)
+			go func() { defer w.wg.Done(); h(ctx, r) }()
+		})); err != nil {
+			return fmt.Errorf("starting the worker service's %s endpoint: %w", op, err)
+		}
+	}
+	w.log.Info("worker serving", "worker", w.o.ID, "boot", w.boot, "pools", w.o.Pools, "labels", w.o.Labels)
+	w.heartbeat(ctx, kv)
+	_ = svc.Stop()
+	w.stopAll()
+	w.wg.Wait()
+	return nil
+}
+
+// bucket binds the registration bucket, creating it (one replica) when
+// no daemon has yet; it waits while JetStream does not answer.
+func (w *Worker) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	js, err := jetstream.New(w.o.Conn)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		kv, err := js.KeyValue(ctx, remote.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: remote.Bucket, History: 1, TTL: remote.BucketTTL})
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				continue
+			}
+		}
+		if err == nil {
+			return kv, nil
+		}
+		w.log.Warn("waiting for JetStream to bind the workers' bucket", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(remote.HeartbeatEvery): // JetStream has no event a client can wait for
+		}
+	}
+}
+
+// heartbeat puts the registration every HeartbeatEvery until ctx ends.
+func (w *Worker) heartbeat(ctx context.Context, kv jetstream.KeyValue) {
+	t := time.NewTicker(remote.HeartbeatEvery)
+	defer t.Stop()
+	for beat := uint64(0); ; beat++ {
+		body, _ := json.Marshal(w.registration(beat))
+		pctx, cancel := context.WithTimeout(ctx, remote.HeartbeatEvery)
+		if _, err := kv.Put(pctx, w.o.ID, body); err != nil && ctx.Err() == nil {
+			w.log.Warn("heartbeat not stored", "err", err)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			// Say goodbye: the daemon loses this boot at once.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remote.HeartbeatEvery)
+			_ = kv.Delete(dctx, w.o.ID)
+			cancel()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (w *Worker) registration(beat uint64) remote.Registration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pools := make(map[string]remote.PoolState, len(w.o.Pools))
+	for name, n := range w.o.Pools {
+		pools[name] = remote.PoolState{Size: n, Live: w.live[name]}
+	}
+	return remote.Registration{Worker: w.o.ID, Boot: w.boot, Pools: pools, Labels: maps.Clone(w.o.Labels), Beat: beat}
+}
+
+// open creates or restores a session.
+func (w *Worker) open(ctx context.Context, r micro.Request) {
+	var req remote.OpenRequest
+	if err := json.Unmarshal(r.Data(), &req); err != nil || req.Session == "" || req.Spec.AgentID == "" {
+		respond(r, remote.OpenReply{Error: &remote.WireError{Kind: remote.KindPermanent, Message: fmt.Sprintf("bad open request: %v", err)}})
+		return
+	}
+	prov, ok := w.o.Lookup(req.Provider)
+	if _, pool := w.o.Pools[req.Provider]; !ok || !pool {
+		respond(r, remote.OpenReply{Error: &remote.WireError{Kind: remote.KindPoolFull, Message: "this worker has no pool " + req.Provider}})
+		return
+	}
+	if err := w.reserve(req.Provider, req.Daemon); err != nil {
+		respond(r, remote.OpenReply{Error: remote.Wire(err)})
+		return
+	}
+	spec := req.Spec.Provider()
+	spec.Env = agentspec.ProcessEnv(w.o.Config().Providers[req.Provider], w.o.Env, spec.AgentID)
+	if spec.Cwd == "" || !isDir(spec.Cwd) {
+		spec.Cwd = filepath.Join(w.o.Dir, "agents", spec.AgentID)
+		if err := os.MkdirAll(spec.Cwd, 0o700); err != nil {
+			w.unreserve(req.Provider)
+			respond(r, remote.OpenReply{Error: remote.Wire(err)})
+			return
+		}
+	}
+	var sess provider.Session
+	var err error
+	if req.Restore {
+		sess, err = prov.Restore(ctx, spec, req.Blob, req.Handle)
+	} else {
+		sess, err = prov.Create(ctx, spec)
+	}
+	if err != nil {
+		w.unreserve(req.Provider)
+		respond(r, remote.OpenReply{Error: remote.Wire(err)})
+		return
+	}
+	w.mu.Lock()
+	w.sessions[req.Session] = &session{pool: req.Provider, daemon: req.Daemon, sess: sess}
+	w.mu.Unlock()
+	rep := remote.OpenReply{Handle: sess.Handle()}
+	if rb, ok := sess.(provider.RestoredBy); ok {
+		rep.RestoredBy = rb.RestoredBy()
+	}
+	w.log.Debug("session opened", "session", req.Session, "agent", spec.AgentID, "pool", req.Provider, "restore", req.Restore)
+	respond(r, rep)
+}
+
+// reserve takes a slot of pool for daemon, after stopping the sessions
+// an earlier daemon opened (doc.go).
+func (w *Worker) reserve(pool, daemon string) error {
+	var stale []*session
+	w.mu.Lock()
+	if daemon != w.daemon {
+		for id, s := range w.sessions {
+			if s.daemon != daemon {
+				stale = append(stale, s)
+				delete(w.sessions, id)
+				w.live[s.pool]--
+			}
+		}
+		w.daemon = daemon
+		for _, c := range w.attempts {
+			c()
+		}
+	}
+	if w.live[pool] >= w.o.Pools[pool] {
+		w.mu.Unlock()
+		stopSessions(stale)
+		return fmt.Errorf("%w: %s has %d of %d slots in use", remote.ErrPoolFull, pool, w.live[pool], w.o.Pools[pool])
+	}
+	w.live[pool]++
+	w.mu.Unlock()
+	if len(stale) > 0 {
+		w.log.Info("stopping the sessions of an earlier daemon", "sessions", len(stale), "daemon", daemon)
+	}
+	stopSessions(stale)
+	return nil
+}
+
+func (w *Worker) unreserve(pool string) {
+	w.mu.Lock()
+	w.live[pool]--
+	w.mu.Unlock()
+}
+
+func stopSessions(ss []*session) {
+	for _, s := range ss {
+		_ = s.sess.Stop()
+	}
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// lookup returns a session by id.
+func (w *Worker) lookup(id string) (*session, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s, ok := w.sessions[id]
+	return s, ok
+}
+
+// send runs one attempt.
+func (w *Worker) send(ctx context.Context, r micro.Request) {
+	var req remote.SendRequest
+	if err := json.Unmarshal(r.Data(), &req); err != nil || req.Attempt == "" {
+		respond(r, remote.SendReply{Error: &remote.WireError{Kind: remote.KindPermanent, Message: fmt.Sprintf("bad send request: %v", err)}})
+		return
+	}
+	s, ok := w.lookup(req.Session)
+	if !ok {
+		respond(r, remote.SendReply{Error: &remote.WireError{Kind: remote.KindTransient,
+			Message: "worker " + w.o.ID + " holds no session " + req.Session + " (it restarted?)"}})
+		return
+	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.mu.Lock()
+	w.attempts[req.Attempt] = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.attempts, req.Attempt)
+		w.mu.Unlock()
+	}()
+	t := &turn{w: w, attempt: req.Attempt}
+	s.mu.Lock()
+	resp, err := s.sess.Send(actx, req.Prompt, provider.TurnIO{Tools: t, OnChunk: t.chunk, OnUsage: t.usage, BeforeRequest: func() error { return t.gate(actx) }})
+	s.mu.Unlock()
+	chunks, usages := t.counts()
+	respond(r, remote.SendReply{Response: resp, Error: remote.Wire(err), Chunks: chunks, Usages: usages})
+}
+
+// cancel cancels an attempt.
+func (w *Worker) cancel(_ context.Context, r micro.Request) {
+	var req remote.CancelRequest
+	if json.Unmarshal(r.Data(), &req) != nil {
+		return
+	}
+	w.mu.Lock()
+	c := w.attempts[req.Attempt]
+	w.mu.Unlock()
+	if c != nil {
+		w.log.Info("attempt cancelled by the daemon", "attempt", req.Attempt)
+		c()
+	}
+}
+
+// suspend returns a session's blob.
+func (w *Worker) suspend(ctx context.Context, r micro.Request) {
+	var req remote.SessionRequest
+	_ = json.Unmarshal(r.Data(), &req)
+	s, ok := w.lookup(req.Session)
+	if !ok {
+		respond(r, remote.SuspendReply{Error: &remote.WireError{Kind: remote.KindPermanent, Message: "no session " + req.Session}})
+		return
+	}
+	s.mu.Lock()
+	blob, err := s.sess.Suspend(ctx)
+	s.mu.Unlock()
+	respond(r, remote.SuspendReply{Blob: blob, Error: remote.Wire(err)})
+}
+
+// stop stops a session and frees its slot.
+func (w *Worker) stop(_ context.Context, r micro.Request) {
+	var req remote.SessionRequest
+	_ = json.Unmarshal(r.Data(), &req)
+	w.mu.Lock()
+	s, ok := w.sessions[req.Session]
+	if ok {
+		delete(w.sessions, req.Session)
+		w.live[s.pool]--
+	}
+	w.mu.Unlock()
+	var err error
+	if ok {
+		err = s.sess.Stop()
+	}
+	respond(r, remote.SuspendReply{Error: remote.Wire(err)})
+}
+
+// stopAll stops every session (the worker is stopping).
+func (w *Worker) stopAll() {
+	w.mu.Lock()
+	var all []*session
+	for id, s := range w.sessions {
+		all = append(all, s)
+		delete(w.sessions, id)
+	}
+	for _, c := range w.attempts {
+		c()
+	}
+	w.mu.Unlock()
+	stopSessions(all)
+}
+
+func respond(r micro.Request, v any) {
+	_ = r.RespondJSON(v)
+}
