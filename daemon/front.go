@@ -35,7 +35,7 @@ type front struct {
 	view          clusterView // nil on the local store
 	// workers lists the remote workers (nil on the local store).
 	workers func() []map[string]any
-	stop             func()      // ends the daemon (daemon.shutdown before a Core serves)
+	stop    func() // ends the daemon (daemon.shutdown before a Core serves)
 
 	core atomic.Pointer[engine.Core] // the Core recovering or standing by
 	h    atomic.Pointer[handler]     // its handler once it serves

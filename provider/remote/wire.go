@@ -113,9 +113,9 @@ type OpenRequest struct {
 	// Daemon is the daemon's boot id (doc.go).
 	Daemon  string `json:"daemon"`
 	Restore bool   `json:"restore,omitempty"`
-	Blob     []byte `json:"blob,omitempty"`
-	Handle   string `json:"handle,omitempty"`
-	Spec     Spec   `json:"spec"`
+	Blob    []byte `json:"blob,omitempty"`
+	Handle  string `json:"handle,omitempty"`
+	Spec    Spec   `json:"spec"`
 }
 
 // Spec is provider.Spec without what only the daemon's machine has (the
