@@ -244,6 +244,18 @@ func (d *Directory) place(pool, agent string, labels map[string]string, skip map
 	return slot{worker: best, boot: ws.reg.Boot, pool: pool, lost: ws.lost}, true
 }
 
+// serves reports whether a live worker has pool.
+func (d *Directory) serves(pool string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, ws := range d.workers {
+		if _, ok := ws.reg.Pools[pool]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // release gives a slot back (nothing when its boot is gone).
 func (d *Directory) release(s slot) {
 	d.mu.Lock()
@@ -269,14 +281,31 @@ func (d *Directory) Wrap(name string, local provider.Provider, labels map[string
 	return &Provider{d: d, name: name, local: local, labels: labels}
 }
 
-// request sends v to a worker's op and decodes the answer into out.
+// request sends v to a worker's op and decodes the answer into out. It
+// ends with an error wrapping errLost as soon as the slot's worker is
+// lost: a worker killed after the request reached it never answers.
 func (d *Directory) request(ctx context.Context, s slot, op string, v, out any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	msg, err := d.nc.RequestWithContext(ctx, WorkerSubject(s.worker, op), body)
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-s.lost:
+			cancel(fmt.Errorf("%w: %s", errLost, s.worker))
+		case <-rctx.Done():
+		}
+	}()
+	msg, err := d.nc.RequestWithContext(rctx, WorkerSubject(s.worker, op), body)
 	if err != nil {
+		if cause := context.Cause(rctx); errors.Is(cause, errLost) {
+			return fmt.Errorf("%s: %w", op, cause)
+		}
+		if errors.Is(err, nats.ErrNoResponders) {
+			return fmt.Errorf("%s: %w: %s does not answer (%v)", op, errLost, s.worker, err)
+		}
 		return err
 	}
 	if err := json.Unmarshal(msg.Data, out); err != nil {

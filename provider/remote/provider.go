@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/warren-dev/warren/provider"
 )
 
@@ -44,6 +42,7 @@ func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Ses
 	if s != nil || err != nil {
 		return s, err
 	}
+	p.localNote(spec.AgentID)
 	return p.local.Create(ctx, spec)
 }
 
@@ -53,7 +52,16 @@ func (p *Provider) Restore(ctx context.Context, spec provider.Spec, blob []byte,
 	if s != nil || err != nil {
 		return s, err
 	}
+	p.localNote(spec.AgentID)
 	return p.local.Restore(ctx, spec, blob, handle)
+}
+
+// localNote logs a session opened locally while some worker serves its
+// pool (all of them full or unreachable).
+func (p *Provider) localNote(agent string) {
+	if p.d.serves(p.name) {
+		p.d.log.Info("no worker with a free slot answered; opening the session locally", "agent", agent, "pool", p.name)
+	}
 }
 
 // openTimeout bounds an open on one worker (an agent CLI can take
@@ -78,7 +86,7 @@ func (p *Provider) open(ctx context.Context, req OpenRequest) (*Session, error) 
 		err := p.d.request(octx, sl, OpOpen, req, &rep)
 		cancel()
 		if err == nil && rep.Error == nil {
-			p.d.log.Debug("session placed", "agent", req.Spec.AgentID, "worker", sl.worker, "pool", sl.pool, "restore", req.Restore)
+			p.d.log.Info("session placed", "agent", req.Spec.AgentID, "worker", sl.worker, "pool", sl.pool, "restore", req.Restore)
 			return &Session{d: p.d, slot: sl, id: req.Session, handle: rep.Handle, restoredBy: rep.RestoredBy}, nil
 		}
 		p.d.release(sl)
@@ -138,19 +146,15 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 		return "", provider.Transient(fmt.Errorf("%w: %s", errLost, s.slot.worker), 0)
 	}
 	att := NewAttemptID()
-	rctx, cancel := context.WithCancel(ctx)
+	// The attempt's tool calls run under a context that ends with it
+	// (a lost worker included).
+	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-s.slot.lost:
-			cancel()
-		case <-rctx.Done():
-		}
-	}()
-	end := s.d.router.add(rctx, att, s.slot.worker, io)
+	end := s.d.router.add(actx, att, s.slot.worker, io)
 	var rep SendReply
-	err := s.d.request(rctx, s.slot, OpSend, SendRequest{Session: s.id, Attempt: att, Prompt: prompt}, &rep)
+	err := s.d.request(actx, s.slot, OpSend, SendRequest{Session: s.id, Attempt: att, Prompt: prompt}, &rep)
 	if err != nil {
+		cancel()
 		s.abandon(att)
 	}
 	end(rep.Chunks, rep.Usages) // no call of the attempt runs after this
@@ -159,9 +163,9 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 		return rep.Response, rep.Error.Err()
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("turn on worker %s: %w", s.slot.worker, ctx.Err())
-	case s.Lost() || errors.Is(err, nats.ErrNoResponders):
+	case errors.Is(err, errLost):
 		s.lost.Store(true)
-		return "", provider.Transient(fmt.Errorf("%w: %s mid-turn: %v", errLost, s.slot.worker, err), 0)
+		return "", provider.Transient(fmt.Errorf("turn on worker %s: %w", s.slot.worker, err), 0)
 	default:
 		// The connection failed: the worker may still run the attempt,
 		// which is abandoned; the session is opened again elsewhere.
