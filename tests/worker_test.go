@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 // workerFleet is a daemon on an embedded NATS server and the `warren
