@@ -67,9 +67,24 @@ func startWorkerFleet(t *testing.T, n, size int, cfg string) *workerFleet {
 // start starts (or restarts) worker id.
 func (f *workerFleet) start(id string, size int) *workerProc {
 	f.t.Helper()
+	return f.startWith(id, size, f.url, "")
+}
+
+// startWith starts worker id joining at url, with cfg as its
+// config.json ("": none).
+func (f *workerFleet) startWith(id string, size int, url, cfg string) *workerProc {
+	f.t.Helper()
 	home := filepath.Join(f.d.dir, "worker-home-"+id)
+	if cfg != "" {
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			f.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(cfg), 0o600); err != nil {
+			f.t.Fatal(err)
+		}
+	}
 	out := &lockedBuffer{}
-	cmd := exec.Command(procBinary, "worker", "--join", f.url, "--pools", fmt.Sprintf("scripted=%d", size), "--id", id,
+	cmd := exec.Command(procBinary, "worker", "--join", url, "--pools", fmt.Sprintf("scripted=%d", size), "--id", id,
 		"--home", home, "--log-level", "debug")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,238 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// stallProxy forwards TCP connections to target. Stalled, it holds
+// what it has read and stops reading (a partition: the peers' TCP
+// buffers fill and nothing arrives); with a delay, each read is held that
+// long before it is written on.
+type stallProxy struct {
+	ln     net.Listener
+	target string
+
+	mu      sync.Mutex
+	changed *sync.Cond
+	stalled bool
+	delay   time.Duration
+	conns   []net.Conn
+}
+
+func newStallProxy(t *testing.T, target string) *stallProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallProxy{ln: ln, target: target}
+	p.changed = sync.NewCond(&p.mu)
+	t.Cleanup(p.close)
+	go p.serve()
+	return p
+}
+
+func (p *stallProxy) url() string { return "nats://" + p.ln.Addr().String() }
+
+func (p *stallProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, u)
+		p.mu.Unlock()
+		go p.pipe(c, u)
+		go p.pipe(u, c)
+	}
+}
+
+// pipe copies src to dst, holding each read while stalled and for the
+// delay.
+func (p *stallProxy) pipe(src, dst net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.stalled {
+				p.changed.Wait()
+			}
+			delay := p.delay
+			p.mu.Unlock()
+			if delay > 0 {
+				time.Sleep(delay) // the delay being modelled, not a synchronization
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				_ = dst.Close()
+			}
+			return
+		}
+	}
+}
+
+func (p *stallProxy) set(stalled bool, delay time.Duration) {
+	p.mu.Lock()
+	p.stalled, p.delay = stalled, delay
+	p.changed.Broadcast()
+	p.mu.Unlock()
+}
+
+func (p *stallProxy) close() {
+	_ = p.ln.Close()
+	p.set(false, 0)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// gateScript blocks a "gate <fifo>" turn on the FIFO when it runs on
+// worker w2 (WORKER comes from the worker's config.json), then sends
+// "late-<worker>" to USER; elsewhere it sends at once.
+const gateScript = `import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from warren_script import read_turn, call_tool, done
+
+me = os.environ.get("WORKER", "local")
+while True:
+    msg = read_turn()
+    words = msg.split(" ")
+    if words[0] == "gate":
+        if me == "w2":
+            with open(words[1]) as f:
+                f.read()
+        try:
+            r = call_tool("send_message", recipient="USER", text="late-" + me)
+            done("gated on " + me + ": " + str(r.get("message_id", r.get("error"))))
+        except RuntimeError as e:
+            done("refused on " + me + ": " + str(e))
+    else:
+        done("on " + me + ": " + msg)
+`
+
+// TestWorkerPartition cuts one worker off from NATS mid-turn through a
+// TCP proxy (stalled: a partition), then delays its traffic by 5 s, then
+// restores it. The daemon loses the worker, re-runs the turn on the
+// other one, and drops (and logs) what the abandoned attempt sends once
+// its traffic flows again: its tool call never runs. The agent goes on
+// on the other worker; the cut worker rejoins.
+func TestWorkerPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process worker test")
+	}
+	f := startWorkerFleet(t, 0, 4, `{"max_retries": 5, "retry_base_delay_ms": 50}`)
+	d := f.d
+	script := filepath.Join(d.dir, "gate")
+	if err := os.WriteFile(script, []byte("#!"+procPython+"\n"+gateScript), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	proxy := newStallProxy(t, strings.TrimPrefix(f.url, "nats://"))
+	envCfg := func(id string) string {
+		return fmt.Sprintf(`{"providers": {"scripted": {"env": {"WORKER": %q}}}}`, id)
+	}
+	f.startWith("w2", 4, proxy.url(), envCfg("w2"))
+	f.waitListed("w2")
+	id := d.createAgent("a", "scripted", script, "") // placed on w2, the only worker
+	f.startWith("w1", 4, f.url, envCfg("w1"))
+	f.waitListed("w1")
+	if r := d.callN("agent.send", map[string]any{"agent_id": id, "message": "hello"}); str(r["response"]) != "on w2: hello" {
+		t.Fatalf("first turn: %v, want it on w2", r)
+	}
+
+	fifo := filepath.Join(d.dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		res map[string]any
+		err error
+	}
+	sent := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := d.Client().Call(ctx, "agent.send", map[string]any{"agent_id": id, "message": "gate " + fifo})
+		sent <- result{res, err}
+	}()
+	waitEvents(t, d, id, "turn.start", 2) // the gate turn runs on w2, blocked on the FIFO
+
+	proxy.set(true, 0) // the partition
+	cut := time.Now()
+	var r result
+	select {
+	case r = <-sent:
+	case <-time.After(time.Minute):
+		t.Fatalf("the gated turn was not re-run elsewhere within a minute of the partition\n%s", tailString(d.Output(), 6000))
+	}
+	if r.err != nil || !strings.HasPrefix(str(r.res["response"]), "gated on w1: ") {
+		t.Fatalf("the gated turn after the partition: %v %v, want it completed on w1", r.res, r.err)
+	}
+	t.Logf("partition to the turn answered on w1: %.1f s", time.Since(cut).Seconds())
+
+	// Release the abandoned attempt on w2: its tool call goes into the
+	// partition, then reaches the daemon 5 s late.
+	fw, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write([]byte("go"))
+	fw.Close()
+	proxy.set(false, 5*time.Second)
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(d.Output(), "dropping late worker traffic") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no late traffic of the abandoned attempt dropped within a minute\n%s", tailString(d.Output(), 6000))
+		}
+		time.Sleep(50 * time.Millisecond) // polling the daemon's log: it is the observable
+	}
+	proxy.set(false, 0)
+	f.waitListed("w2", "") // it rejoins
+
+	inbox := map[string]int{}
+	for _, m := range d.callN("inbox.list", nil)["messages"].([]any) {
+		inbox[str(m.(map[string]any)["text"])]++
+	}
+	if inbox["late-w1"] != 1 || inbox["late-w2"] != 0 {
+		t.Fatalf("USER inbox %v: want late-w1 once, and nothing from the abandoned attempt on w2", inbox)
+	}
+	calls := 0
+	for _, e := range agentLog(t, d, id) {
+		if str(e["event"]) == "tool.call" {
+			calls++
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("%d tool.call entries, want 1 (the abandoned attempt's call must not run)", calls)
+	}
+	if r := d.callN("agent.send", map[string]any{"agent_id": id, "message": "after"}); !strings.HasPrefix(str(r["response"]), "on w") {
+		t.Fatalf("a turn after the partition healed: %v", r)
+	}
+	for _, line := range strings.Split(d.Output(), "\n") {
+		if strings.Contains(line, "dropping late worker traffic") {
+			t.Logf("daemon: %s", line[strings.Index(line, "dropping"):])
+		}
+	}
+}
