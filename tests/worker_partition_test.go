@@ -236,3 +236,76 @@ func TestWorkerPartition(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonFailoverWithWorkers kills the serving daemon of a
+// three-daemon cluster with SIGKILL while two workers serve its team. A
+// standby takes over, sees the workers (their registrations are in the
+// cluster, and a worker whose NATS server died reconnects to another),
+// and serves every agent again on a worker: never locally.
+func TestDaemonFailoverWithWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	c := startCluster3(t, "--owner-ttl", "3s")
+	active := serving(t, c.ds, c.exits, -1, 3*time.Minute)
+	a := c.ds[active]
+	var urls []string
+	for i := range 3 {
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i]))
+	}
+	f := &workerFleet{t: t, d: a, url: strings.Join(urls, ","), workers: map[string]*workerProc{}}
+	t.Cleanup(f.stopAll)
+	script := filepath.Join(a.dir, "gate")
+	if err := os.WriteFile(script, []byte("#!"+procPython+"\n"+gateScript), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"w1", "w2"} {
+		f.startWith(w, 8, f.url, fmt.Sprintf(`{"providers": {"scripted": {"env": {"WORKER": %q}}}}`, w))
+	}
+	f.waitListed("w1")
+	f.waitListed("w2")
+	var ids []string
+	for i := range 6 {
+		id := a.createAgent(fmt.Sprintf("a%d", i), "scripted", script, "")
+		if r := a.callN("agent.send", map[string]any{"agent_id": id, "message": "hello"}); !strings.HasPrefix(str(r["response"]), "on w") {
+			t.Fatalf("agent a%d before the failover: %v, want it on a worker", i, r)
+		}
+		ids = append(ids, id)
+	}
+
+	killed := time.Now()
+	a.Kill()
+	next := serving(t, c.ds, c.exits, active, 2*time.Minute)
+	b := c.ds[next]
+	t.Logf("n%d active %.1f s after the kill", next+1, time.Since(killed).Seconds())
+	f.d = b
+	f.waitListed("w1")
+	f.waitListed("w2")
+	t.Logf("workers listed %.1f s after the kill", time.Since(killed).Seconds())
+	for i, id := range ids {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			r, err := b.Client().Call(ctx, "agent.send", map[string]any{"agent_id": id, "message": "after"})
+			cancel()
+			if err == nil {
+				if !strings.HasPrefix(str(r["response"]), "on w") {
+					t.Fatalf("agent a%d after the failover: %v, want it on a worker", i, r)
+				}
+				t.Logf("a%d served %.1f s after the kill", i, time.Since(killed).Seconds())
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("agent a%d not served within a minute of the takeover: %v\n%s", i, err, tailString(b.Output(), 6000))
+			}
+			time.Sleep(100 * time.Millisecond) // an agent not yet taken over (the takeover scan runs every 250 ms)
+		}
+	}
+	t.Logf("n%d killed; n%d served all 6 agents on the workers %.1f s later", active+1, next+1, time.Since(killed).Seconds())
+	if os.Getenv("WARREN_WORKER_DEBUG") != "" {
+		t.Logf("new daemon:\n%s", b.Output())
+	}
+	if strings.Contains(b.Output(), "opening the session locally") {
+		t.Fatalf("the new daemon opened a session locally while the workers had room:\n%s", tailString(b.Output(), 6000))
+	}
+}

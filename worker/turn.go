@@ -15,6 +15,7 @@ import (
 // turn is one attempt's traffic to the daemon: the provider's TurnIO.
 type turn struct {
 	w       *Worker
+	daemon  string
 	attempt string
 
 	mu     sync.Mutex
@@ -31,7 +32,7 @@ func (t *turn) counts() (chunks, usages int) {
 
 func (t *turn) msg(kind string, v any) *nats.Msg {
 	body, _ := json.Marshal(v)
-	m := nats.NewMsg(remote.AttemptSubject(t.attempt, kind))
+	m := nats.NewMsg(remote.AttemptSubject(t.daemon, t.attempt, kind))
 	m.Header.Set(remote.HeaderWorker, t.w.o.ID)
 	m.Data = body
 	return m

@@ -25,7 +25,7 @@ import (
 
 // Options configure a Worker.
 type Options struct {
-	// ID names the worker (remote.CheckWorkerID).
+	// ID names the worker (remote.CheckID).
 	ID   string
 	Conn *nats.Conn
 	// Pools are the provider entries served and their sizes.
@@ -68,7 +68,7 @@ type session struct {
 
 // New checks o and returns a worker.
 func New(o Options) (*Worker, error) {
-	if err := remote.CheckWorkerID(o.ID); err != nil {
+	if err := remote.CheckID(o.ID); err != nil {
 		return nil, err
 	}
 	if len(o.Pools) == 0 {
@@ -158,6 +158,11 @@ func (w *Worker) heartbeat(ctx context.Context, kv jetstream.KeyValue) {
 	defer t.Stop()
 	for beat := uint64(0); ; beat++ {
 		body, _ := json.Marshal(w.registration(beat))
+		// Core NATS first: it tells the daemon this worker lives even
+		// while the bucket's stream elects a leader.
+		if err := w.o.Conn.Publish(remote.BeatSubject, body); err != nil && ctx.Err() == nil {
+			w.log.Warn("heartbeat not published", "err", err)
+		}
 		pctx, cancel := context.WithTimeout(ctx, remote.HeartbeatEvery)
 		if _, err := kv.Put(pctx, w.o.ID, body); err != nil && ctx.Err() == nil {
 			w.log.Warn("heartbeat not stored", "err", err)
@@ -166,6 +171,11 @@ func (w *Worker) heartbeat(ctx context.Context, kv jetstream.KeyValue) {
 		select {
 		case <-ctx.Done():
 			// Say goodbye: the daemon loses this boot at once.
+			bye := w.registration(beat + 1)
+			bye.Leaving = true
+			body, _ := json.Marshal(bye)
+			_ = w.o.Conn.Publish(remote.BeatSubject, body)
+			_ = w.o.Conn.Flush()
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remote.HeartbeatEvery)
 			_ = kv.Delete(dctx, w.o.ID)
 			cancel()
@@ -294,7 +304,7 @@ func (w *Worker) lookup(id string) (*session, bool) {
 // send runs one attempt.
 func (w *Worker) send(ctx context.Context, r micro.Request) {
 	var req remote.SendRequest
-	if err := json.Unmarshal(r.Data(), &req); err != nil || req.Attempt == "" {
+	if err := json.Unmarshal(r.Data(), &req); err != nil || remote.CheckID(req.Attempt) != nil || remote.CheckID(req.Daemon) != nil {
 		respond(r, remote.SendReply{Error: &remote.WireError{Kind: remote.KindPermanent, Message: fmt.Sprintf("bad send request: %v", err)}})
 		return
 	}
@@ -314,7 +324,7 @@ func (w *Worker) send(ctx context.Context, r micro.Request) {
 		delete(w.attempts, req.Attempt)
 		w.mu.Unlock()
 	}()
-	t := &turn{w: w, attempt: req.Attempt}
+	t := &turn{w: w, daemon: req.Daemon, attempt: req.Attempt}
 	s.mu.Lock()
 	resp, err := s.sess.Send(actx, req.Prompt, provider.TurnIO{Tools: t, OnChunk: t.chunk, OnUsage: t.usage, BeforeRequest: func() error { return t.gate(actx) }})
 	s.mu.Unlock()

@@ -85,7 +85,7 @@ log, never run twice. See docs/WORKERS.md.`,
 			}
 			id = strings.NewReplacer(".", "-").Replace(id)
 		}
-		if err := remote.CheckWorkerID(id); err != nil {
+		if err := remote.CheckID(id); err != nil {
 			return exit.Usagef(cmd.UseLine(), "--id: %v", err)
 		}
 		if hclog.LevelFromString(level) == hclog.NoLevel {

@@ -26,6 +26,7 @@ type Directory struct {
 	now    func() time.Time
 	daemon string
 	router *router
+	beats  *nats.Subscription
 
 	mu      sync.Mutex
 	workers map[string]*workerState
@@ -57,8 +58,11 @@ type DirectoryOptions struct {
 	Logger hclog.Logger
 }
 
-// NewDirectory creates or binds the bucket, subscribes the attempt router
-// and starts watching the workers until Close.
+// NewDirectory subscribes the attempt router and starts watching the
+// workers until Close. The bucket is bound (or created) in the
+// background, retried while JetStream cannot serve yet (a cluster that
+// is still forming): until then no worker is known and sessions open
+// locally.
 func NewDirectory(ctx context.Context, o DirectoryOptions) (*Directory, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
@@ -67,36 +71,25 @@ func NewDirectory(ctx context.Context, o DirectoryOptions) (*Directory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
-	cfg := jetstream.KeyValueConfig{Bucket: Bucket, History: 1, TTL: BucketTTL, Replicas: max(o.Replicas, 1),
-		Description: "warren workers' registrations (provider/remote)"}
-	var kv jetstream.KeyValue
-	if o.Replicas == 0 {
-		// Zero keeps an existing bucket's replicas (as for the stream).
-		kv, err = js.KeyValue(ctx, Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
-		}
-	} else {
-		kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("workers: creating the bucket %s: %w", Bucket, err)
-	}
 	d := &Directory{nc: o.Conn, log: o.Logger, now: time.Now, daemon: o.Daemon, workers: map[string]*workerState{}, last: map[string]string{},
 		done: make(chan struct{})}
-	d.router, err = newRouter(o.Conn, o.Logger)
+	d.router, err = newRouter(o.Conn, o.Daemon, o.Logger)
 	if err != nil {
 		return nil, err
 	}
+	d.beats, err = o.Conn.Subscribe(BeatSubject, func(m *nats.Msg) {
+		var reg Registration
+		if json.Unmarshal(m.Data, &reg) == nil {
+			d.put(reg.Worker, m.Data)
+		}
+	})
+	if err != nil {
+		d.router.close()
+		return nil, fmt.Errorf("workers: subscribing to %s: %w", BeatSubject, err)
+	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.cancel = cancel
-	w, err := kv.WatchAll(wctx)
-	if err != nil {
-		cancel()
-		d.router.close()
-		return nil, fmt.Errorf("workers: watching %s: %w", Bucket, err)
-	}
-	go d.watch(wctx, w)
+	go d.run(wctx, js, o.Replicas)
 	return d, nil
 }
 
@@ -104,12 +97,57 @@ func NewDirectory(ctx context.Context, o DirectoryOptions) (*Directory, error) {
 func (d *Directory) Close() {
 	d.cancel()
 	<-d.done
+	_ = d.beats.Unsubscribe()
 	d.router.close()
 }
 
-// watch applies the bucket's puts and sweeps the workers that went quiet.
-func (d *Directory) watch(ctx context.Context, w jetstream.KeyWatcher) {
+// bindRetry is the pause between two tries to bind the bucket.
+const bindRetry = time.Second
+
+// run binds the bucket and watches it, binding again if the watch ends,
+// until ctx ends.
+func (d *Directory) run(ctx context.Context, js jetstream.JetStream, replicas int) {
 	defer close(d.done)
+	var noted time.Time
+	for ctx.Err() == nil {
+		kv, err := bind(ctx, js, replicas)
+		var w jetstream.KeyWatcher
+		if err == nil {
+			w, err = kv.WatchAll(ctx)
+		}
+		if err != nil {
+			if ctx.Err() == nil && time.Since(noted) > 10*bindRetry {
+				d.log.Info("workers: waiting for JetStream to bind the bucket "+Bucket, "err", err)
+				noted = time.Now()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(bindRetry): // JetStream has no event a client can wait for
+			}
+			continue
+		}
+		d.watch(ctx, w)
+	}
+}
+
+// bind creates or binds the bucket; replicas 0 keeps an existing
+// bucket's (as for the stream), else 1 for a new one.
+func bind(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	cfg := jetstream.KeyValueConfig{Bucket: Bucket, History: 1, TTL: BucketTTL, Replicas: max(replicas, 1),
+		Description: "warren workers' registrations (provider/remote)"}
+	if replicas > 0 {
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
+	}
+	kv, err := js.KeyValue(ctx, Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return js.CreateKeyValue(ctx, cfg)
+	}
+	return kv, err
+}
+
+// watch applies the bucket's puts and sweeps the workers that went
+// quiet, until ctx ends or the watch does.
+func (d *Directory) watch(ctx context.Context, w jetstream.KeyWatcher) {
 	defer func() { _ = w.Stop() }()
 	sweep := time.NewTicker(LiveFor / 10)
 	defer sweep.Stop()
@@ -147,6 +185,12 @@ func (d *Directory) put(key string, value []byte) {
 	if ws != nil && ws.reg.Boot != reg.Boot {
 		d.loseLocked(key, ws, "a new boot")
 		ws = nil
+	}
+	if reg.Leaving {
+		if ws != nil {
+			d.loseLocked(key, ws, "it stopped")
+		}
+		return
 	}
 	if ws == nil {
 		ws = &workerState{placed: map[string]int{}, lost: make(chan struct{})}

@@ -152,7 +152,7 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 	defer cancel()
 	end := s.d.router.add(actx, att, s.slot.worker, io)
 	var rep SendReply
-	err := s.d.request(actx, s.slot, OpSend, SendRequest{Session: s.id, Attempt: att, Prompt: prompt}, &rep)
+	err := s.d.request(actx, s.slot, OpSend, SendRequest{Session: s.id, Daemon: s.d.daemon, Attempt: att, Prompt: prompt}, &rep)
 	if err != nil {
 		cancel()
 		s.abandon(att)

@@ -43,11 +43,11 @@ type attempt struct {
 	more chan struct{}
 }
 
-func newRouter(nc *nats.Conn, log hclog.Logger) (*router, error) {
+func newRouter(nc *nats.Conn, daemon string, log hclog.Logger) (*router, error) {
 	r := &router{nc: nc, log: log, attempts: map[string]*attempt{}}
-	sub, err := nc.Subscribe(attemptWildcard, r.handle)
+	sub, err := nc.Subscribe(attemptWildcard(daemon), r.handle)
 	if err != nil {
-		return nil, fmt.Errorf("workers: subscribing to %s: %w", attemptWildcard, err)
+		return nil, fmt.Errorf("workers: subscribing to %s: %w", attemptWildcard(daemon), err)
 	}
 	r.sub = sub
 	return r, nil
@@ -84,10 +84,10 @@ func (r *router) add(ctx context.Context, id, worker string, io provider.TurnIO)
 // keep their order; calls run on their own goroutines).
 func (r *router) handle(m *nats.Msg) {
 	parts := strings.Split(m.Subject, ".")
-	if len(parts) != 4 {
+	if len(parts) != 5 {
 		return
 	}
-	id, kind := parts[2], parts[3]
+	id, kind := parts[3], parts[4]
 	from := m.Header.Get(HeaderWorker)
 	r.mu.Lock()
 	a := r.attempts[id]

@@ -46,19 +46,27 @@ func WorkerSubject(worker, op string) string { return "warren.worker." + worker 
 // WorkerGroup is the subject prefix of a worker's service.
 func WorkerGroup(worker string) string { return "warren.worker." + worker }
 
-// AttemptSubject is the subject of an attempt's traffic of one kind.
-func AttemptSubject(attempt, kind string) string { return "warren.attempt." + attempt + "." + kind }
+// AttemptSubject is the subject of an attempt's traffic of one kind to
+// the daemon whose boot id is daemon.
+func AttemptSubject(daemon, attempt, kind string) string {
+	return "warren.attempt." + daemon + "." + attempt + "." + kind
+}
 
-// attemptWildcard is what the daemon's router subscribes to.
-const attemptWildcard = "warren.attempt.*.*"
+// attemptWildcard is what a daemon's router subscribes to: its own
+// attempts only (a cluster's standbys subscribe to theirs).
+func attemptWildcard(daemon string) string { return "warren.attempt." + daemon + ".*.*" }
+
+// BeatSubject carries each worker's registration on core NATS, beside
+// the bucket: liveness must not depend on a JetStream leader (doc.go).
+const BeatSubject = "warren.workers.beat"
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// CheckWorkerID refuses a worker id that cannot be a subject token and a
-// bucket key.
-func CheckWorkerID(id string) error {
+// CheckID refuses an id (a worker's, a daemon's boot, an attempt's)
+// that cannot be one subject token and a bucket key.
+func CheckID(id string) error {
 	if !idPattern.MatchString(id) {
-		return fmt.Errorf("worker id %q: use 1-64 letters, digits, '-' or '_'", id)
+		return fmt.Errorf("id %q: use 1-64 letters, digits, '-' or '_'", id)
 	}
 	return nil
 }
@@ -76,8 +84,11 @@ type Registration struct {
 	Boot   string               `json:"boot"`
 	Pools  map[string]PoolState `json:"pools"`
 	Labels map[string]string    `json:"labels,omitempty"`
-	// Beat counts the worker's puts since its boot.
+	// Beat counts the worker's heartbeats since its boot.
 	Beat uint64 `json:"beat"`
+	// Leaving is the last heartbeat of a worker that stops: the daemon
+	// loses its boot at once.
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // PoolState is one pool of a worker: its size and its live sessions.
@@ -91,7 +102,7 @@ func (r Registration) Check(key string) error {
 	if r.Worker != key {
 		return fmt.Errorf("registration under %q names worker %q", key, r.Worker)
 	}
-	if err := CheckWorkerID(r.Worker); err != nil {
+	if err := CheckID(r.Worker); err != nil {
 		return err
 	}
 	if r.Boot == "" {
@@ -186,6 +197,8 @@ type OpenReply struct {
 // SendRequest runs one attempt of a turn.
 type SendRequest struct {
 	Session string `json:"session"`
+	// Daemon is the daemon's boot id: the attempt's subjects name it.
+	Daemon  string `json:"daemon"`
 	Attempt string `json:"attempt"`
 	Prompt  string `json:"prompt"`
 }
