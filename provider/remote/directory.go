@@ -30,6 +30,9 @@ type Directory struct {
 
 	mu      sync.Mutex
 	workers map[string]*workerState
+	marks   map[string]*mark
+	// changed is closed and replaced when a worker joins or is lost.
+	changed chan struct{}
 	// last is the worker that last held each agent's session.
 	last   map[string]string
 	cancel context.CancelFunc
@@ -71,8 +74,8 @@ func NewDirectory(ctx context.Context, o DirectoryOptions) (*Directory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
-	d := &Directory{nc: o.Conn, log: o.Logger, now: time.Now, daemon: o.Daemon, workers: map[string]*workerState{}, last: map[string]string{},
-		done: make(chan struct{})}
+	d := &Directory{nc: o.Conn, log: o.Logger, now: time.Now, daemon: o.Daemon, workers: map[string]*workerState{}, marks: map[string]*mark{}, last: map[string]string{},
+		changed: make(chan struct{}), done: make(chan struct{})}
 	d.router, err = newRouter(o.Conn, o.Daemon, o.Logger)
 	if err != nil {
 		return nil, err
@@ -181,12 +184,32 @@ func (d *Directory) put(key string, value []byte) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ws := d.workers[key]
-	if ws != nil && ws.reg.Boot != reg.Boot {
-		d.loseLocked(key, ws, "a new boot")
-		ws = nil
+	// A registration reaches the daemon twice (core NATS and the
+	// bucket's watch), in either order: only a beat newer than any seen
+	// of a boot counts, and a boot that left or was replaced never comes
+	// back.
+	m := d.marks[key]
+	if m == nil {
+		m = &mark{dead: map[string]bool{}}
+		d.marks[key] = m
 	}
+	if m.dead[reg.Boot] || (reg.Boot == m.boot && reg.Beat <= m.beat && m.boot != "") {
+		return
+	}
+	ws := d.workers[key]
+	if reg.Boot != m.boot {
+		if m.boot != "" {
+			m.bury(m.boot)
+		}
+		m.boot = reg.Boot
+		if ws != nil {
+			d.loseLocked(key, ws, "a new boot")
+			ws = nil
+		}
+	}
+	m.beat = reg.Beat
 	if reg.Leaving {
+		m.bury(reg.Boot)
 		if ws != nil {
 			d.loseLocked(key, ws, "it stopped")
 		}
@@ -195,9 +218,33 @@ func (d *Directory) put(key string, value []byte) {
 	if ws == nil {
 		ws = &workerState{placed: map[string]int{}, lost: make(chan struct{})}
 		d.workers[key] = ws
+		d.changedLocked()
 		d.log.Info("worker joined", "worker", key, "boot", reg.Boot, "pools", reg.Pools, "labels", reg.Labels)
 	}
 	ws.reg, ws.seen = reg, d.now()
+}
+
+// mark is what the directory remembers of a worker id's boots.
+type mark struct {
+	boot  string // the latest boot seen
+	beat  uint64 // its latest beat
+	dead  map[string]bool
+	order []string // dead boots, oldest first (at most maxDead)
+}
+
+// maxDead bounds the dead boots remembered per worker id.
+const maxDead = 16
+
+func (m *mark) bury(boot string) {
+	if m.dead[boot] {
+		return
+	}
+	m.dead[boot] = true
+	m.order = append(m.order, boot)
+	if len(m.order) > maxDead {
+		delete(m.dead, m.order[0])
+		m.order = m.order[1:]
+	}
 }
 
 // sweep loses the workers whose last put is older than LiveFor.
@@ -215,7 +262,30 @@ func (d *Directory) sweep() {
 func (d *Directory) loseLocked(id string, ws *workerState, why string) {
 	close(ws.lost)
 	delete(d.workers, id)
+	d.changedLocked()
 	d.log.Warn("worker lost", "worker", id, "boot", ws.reg.Boot, "why", why, "sessions", ws.placed)
+}
+
+func (d *Directory) changedLocked() {
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
+
+// Wait waits until ok holds of the live workers, or ctx ends.
+func (d *Directory) Wait(ctx context.Context, ok func([]Worker) bool) error {
+	for {
+		d.mu.Lock()
+		ch := d.changed
+		d.mu.Unlock()
+		if ok(d.Workers()) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Worker is one live worker as Workers lists it.

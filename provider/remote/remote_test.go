@@ -1,0 +1,307 @@
+package remote_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/inproc"
+	"github.com/warren-dev/warren/provider/remote"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
+	"github.com/warren-dev/warren/worker"
+)
+
+// world is a NATS server, a daemon's Directory and its local inproc
+// provider, and workers in this process.
+type world struct {
+	t      *testing.T
+	url    string
+	dir    *remote.Directory
+	local  *inproc.Provider
+	remote *inproc.Provider // the workers' provider (shared: one process)
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	srv, err := natsembed.Start(natsembed.Options{Name: "n1", Dir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	w := &world{t: t, url: srv.ClientURL(), local: inproc.New("inproc", inproc.Options{}), remote: inproc.New("inproc", inproc.Options{})}
+	nc := w.conn()
+	w.dir, err = remote.NewDirectory(t.Context(), remote.DirectoryOptions{Conn: nc, Daemon: "daemon1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.dir.Close)
+	for _, p := range []*inproc.Provider{w.local, w.remote} {
+		p.Register("echo", inproc.Echo)
+		p.Register("tooly", func(ctx context.Context, tn *inproc.Turn) (string, error) {
+			tn.Chunk("thinking ")
+			if err := tn.Request(provider.Usage{InputTokens: 10, OutputTokens: 2}); err != nil {
+				return "", err
+			}
+			res, err := tn.Call("ping", map[string]any{"n": 1})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("pong %v (history %d)", res["pong"], len(tn.History)), nil
+		})
+		p.Register("block", func(ctx context.Context, tn *inproc.Turn) (string, error) {
+			tn.Chunk("started")
+			<-ctx.Done()
+			return "", ctx.Err()
+		})
+	}
+	return w
+}
+
+func (w *world) conn() *nats.Conn {
+	nc, err := nats.Connect(w.url)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(nc.Close)
+	return nc
+}
+
+// startWorker runs a worker with pool inproc=size until the returned
+// stop; it returns once the directory lists it.
+func (w *world) startWorker(id string, size int, labels map[string]string) (stop func()) {
+	w.t.Helper()
+	wk, err := worker.New(worker.Options{ID: id, Conn: w.conn(), Pools: map[string]int{"inproc": size}, Labels: labels,
+		Lookup: func(name string) (provider.Provider, bool) { return w.remote, name == "inproc" },
+		Config: config.Default, Dir: w.t.TempDir()})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- wk.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(w.t.Context(), 30*time.Second)
+	defer wcancel()
+	if err := w.dir.Wait(wctx, func(ws []remote.Worker) bool { return has(ws, id, wk.Boot()) }); err != nil {
+		w.t.Fatalf("worker %s not listed: %v", id, err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				w.t.Errorf("worker %s: %v", id, err)
+			}
+		})
+	}
+	w.t.Cleanup(stop)
+	return stop
+}
+
+func has(ws []remote.Worker, id, boot string) bool {
+	for _, x := range ws {
+		if x.ID == id && x.Boot == boot {
+			return true
+		}
+	}
+	return false
+}
+
+// tools answers "ping" and counts the calls.
+type tools struct {
+	mu    sync.Mutex
+	calls []map[string]any
+	err   error
+}
+
+func (tl *tools) CallTool(_ context.Context, tool string, args map[string]any) (map[string]any, error) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.calls = append(tl.calls, args)
+	if tl.err != nil {
+		return nil, tl.err
+	}
+	return map[string]any{"pong": fmt.Sprint(tool, len(tl.calls))}, nil
+}
+
+func spec(agent, model string) provider.Spec {
+	return provider.Spec{AgentID: agent, Model: model, Instructions: "test"}
+}
+
+// TestSendThroughAWorker: a session placed on a worker streams its
+// chunks and usage, runs its tool call at the daemon, suspends, and is
+// restored (on the worker again) with its history.
+func TestSendThroughAWorker(t *testing.T) {
+	w := newWorld(t)
+	w.startWorker("w1", 2, nil)
+	p := w.dir.Wrap("inproc", w.local, nil)
+	s, err := p.Create(t.Context(), spec("a1", "tooly"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, ok := s.(*remote.Session)
+	if !ok || rs.Worker() != "w1" {
+		t.Fatalf("session %T is not on w1", s)
+	}
+	var chunks []string
+	var usage []provider.Usage
+	tl := &tools{}
+	gates := 0
+	resp, err := s.Send(t.Context(), "go", provider.TurnIO{Tools: tl, OnChunk: func(c string) { chunks = append(chunks, c) },
+		OnUsage: func(u provider.Usage) { usage = append(usage, u) }, BeforeRequest: func() error { gates++; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp != "pong ping1 (history 0)" || strings.Join(chunks, "|") != "thinking " || len(tl.calls) != 1 || tl.calls[0]["n"] != float64(1) ||
+		len(usage) != 1 || usage[0].InputTokens != 10 || gates != 1 {
+		t.Fatalf("response %q, chunks %q, calls %v, usage %v, gates %d", resp, chunks, tl.calls, usage, gates)
+	}
+	if w.local.Sends() != 0 || w.remote.Sends() != 1 {
+		t.Fatalf("sends: local %d, worker %d; want the turn on the worker", w.local.Sends(), w.remote.Sends())
+	}
+	blob, err := s.Suspend(t.Context())
+	if err != nil || len(blob) == 0 {
+		t.Fatalf("suspend: %q %v", blob, err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	hist := []provider.Turn{{Message: "go", Calls: []provider.ToolCall{{ID: "c1", Tool: "ping", Args: map[string]any{"n": 1}, Result: map[string]any{"pong": "ping1"}}}, Response: resp}}
+	sp := spec("a1", "tooly")
+	sp.History = hist
+	s2, err := p.Restore(t.Context(), sp, blob, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs, ok := s2.(*remote.Session); !ok || rs.Worker() != "w1" {
+		t.Fatalf("restored session %T is not on w1", s2)
+	}
+	if resp, err := s2.Send(t.Context(), "again", provider.TurnIO{Tools: tl}); err != nil || resp != "pong ping2 (history 1)" {
+		t.Fatalf("after restore: %q %v", resp, err)
+	}
+	_ = s2.Stop()
+}
+
+// TestLocalWhenNoWorkerHasRoom: a pool's slots are the worker's size;
+// past it, and for labels no worker has, sessions open locally.
+func TestLocalWhenNoWorkerHasRoom(t *testing.T) {
+	w := newWorld(t)
+	w.startWorker("w1", 1, map[string]string{"zone": "lab"})
+	p := w.dir.Wrap("inproc", w.local, nil)
+	s1, err := p.Create(t.Context(), spec("a1", "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s1.(*remote.Session); !ok {
+		t.Fatalf("first session %T: want it on the worker", s1)
+	}
+	s2, err := p.Create(t.Context(), spec("a2", "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s2.(*remote.Session); ok {
+		t.Fatal("second session on the worker: its one slot is taken")
+	}
+	if err := s1.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := p.Create(t.Context(), spec("a3", "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s3.(*remote.Session); !ok {
+		t.Fatal("a stopped session's slot was not given back")
+	}
+	other := w.dir.Wrap("inproc", w.local, map[string]string{"zone": "prod"})
+	s4, err := other.Create(t.Context(), spec("a4", "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s4.(*remote.Session); ok {
+		t.Fatal("a session asking for zone=prod was placed on a zone=lab worker")
+	}
+	if ws := w.dir.Workers(); len(ws) != 1 || ws[0].Placed["inproc"] != 1 {
+		t.Fatalf("workers %+v: want w1 with one placed session", ws)
+	}
+}
+
+// TestLostWorkerMidTurn: a worker that stops mid-turn ends the attempt
+// with a transient error and the session reports Lost; a new session
+// prefers another worker.
+func TestLostWorkerMidTurn(t *testing.T) {
+	w := newWorld(t)
+	stop := w.startWorker("w1", 2, nil)
+	p := w.dir.Wrap("inproc", w.local, nil)
+	s, err := p.Create(t.Context(), spec("a1", "block"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 1)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Send(t.Context(), "go", provider.TurnIO{OnChunk: func(string) { started <- struct{}{} }})
+		errc <- err
+	}()
+	<-started
+	stop()
+	err = <-errc
+	if transient, _ := provider.IsTransient(err); !transient || !s.(provider.Lost).Lost() {
+		t.Fatalf("send on a stopped worker: %v (transient %v, lost %v); want a transient error and a lost session", err, transient, s.(provider.Lost).Lost())
+	}
+	if ws := w.dir.Workers(); len(ws) != 0 {
+		t.Fatalf("workers after the stop: %+v", ws)
+	}
+	_ = s.Stop()
+}
+
+// TestRunSuspendedCrossesTheWire: a tool call that suspends the run ends
+// the turn on the worker, and Send returns provider.ErrRunSuspended.
+func TestRunSuspendedCrossesTheWire(t *testing.T) {
+	w := newWorld(t)
+	w.startWorker("w1", 2, nil)
+	p := w.dir.Wrap("inproc", w.local, nil)
+	s, err := p.Create(t.Context(), spec("a1", "tooly"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	_, err = s.Send(t.Context(), "go", provider.TurnIO{Tools: &tools{err: fmt.Errorf("waiting: %w", provider.ErrRunSuspended)}})
+	if !errors.Is(err, provider.ErrRunSuspended) {
+		t.Fatalf("send: %v; want it to wrap ErrRunSuspended", err)
+	}
+}
+
+// TestLateTrafficDropped: what arrives for an attempt the daemon does
+// not run is dropped, counted, and a request among it is answered
+// "abandoned" (its tool never runs).
+func TestLateTrafficDropped(t *testing.T) {
+	w := newWorld(t)
+	nc := w.conn()
+	att := remote.NewAttemptID()
+	chunk := nats.NewMsg(remote.AttemptSubject("daemon1", att, remote.KindChunk))
+	chunk.Header.Set(remote.HeaderWorker, "w9")
+	chunk.Data = []byte(`{"seq":0,"text":"late"}`)
+	if err := nc.PublishMsg(chunk); err != nil {
+		t.Fatal(err)
+	}
+	call := nats.NewMsg(remote.AttemptSubject("daemon1", att, remote.KindTool))
+	call.Header.Set(remote.HeaderWorker, "w9")
+	call.Data = []byte(`{"tool":"send_message","args":{}}`)
+	m, err := nc.RequestMsgWithContext(t.Context(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(m.Data), `"kind":"abandoned"`) {
+		t.Fatalf("late tool call answered %s; want abandoned", m.Data)
+	}
+	if n := w.dir.Dropped(); n != 2 {
+		t.Fatalf("dropped %d messages, want 2 (the chunk, the call)", n)
+	}
+}
