@@ -125,7 +125,7 @@ func (h *natsHelper) kill() {
 	<-h.done
 }
 
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	var ls []net.Listener

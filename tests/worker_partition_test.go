@@ -253,7 +253,7 @@ func TestDaemonFailoverWithWorkers(t *testing.T) {
 	for i := range 3 {
 		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i]))
 	}
-	f := &workerFleet{t: t, d: a, url: strings.Join(urls, ","), workers: map[string]*workerProc{}}
+	f := &workerFleet{t: t, d: a, url: strings.Join(urls, ","), pool: "scripted", workers: map[string]*workerProc{}}
 	t.Cleanup(f.stopAll)
 	script := filepath.Join(a.dir, "gate")
 	if err := os.WriteFile(script, []byte("#!"+procPython+"\n"+gateScript), 0o700); err != nil {

@@ -18,10 +18,11 @@ import (
 // workerFleet is a daemon on an embedded NATS server and the `warren
 // worker` processes that serve it, all on loopback.
 type workerFleet struct {
-	t      *testing.T
+	t      testing.TB
 	d      *testDaemon
 	url    string
 	script string
+	pool   string // the provider entry the workers serve
 
 	mu      sync.Mutex
 	workers map[string]*workerProc
@@ -39,7 +40,13 @@ type workerProc struct {
 // startWorkerFleet starts the daemon with cfg as its config.json, then n
 // workers with pools scripted=size, and waits until the daemon lists
 // them.
-func startWorkerFleet(t *testing.T, n, size int, cfg string) *workerFleet {
+func startWorkerFleet(t testing.TB, n, size int, cfg string) *workerFleet {
+	t.Helper()
+	return startFleetOf(t, "scripted", n, size, cfg)
+}
+
+// startFleetOf is startWorkerFleet with workers serving pool.
+func startFleetOf(t testing.TB, pool string, n, size int, cfg string) *workerFleet {
 	t.Helper()
 	d := newTestDaemon(t, modeBinary)
 	port := freePorts(t, 1)[0]
@@ -53,7 +60,8 @@ func startWorkerFleet(t *testing.T, n, size int, cfg string) *workerFleet {
 		}
 	}
 	d.Start()
-	f := &workerFleet{t: t, d: d, url: fmt.Sprintf("nats://127.0.0.1:%d", port), script: writeScripts(t, d.dir), workers: map[string]*workerProc{}}
+	f := &workerFleet{t: t, d: d, url: fmt.Sprintf("nats://127.0.0.1:%d", port), script: writeScripts(t, d.dir), pool: pool,
+		workers: map[string]*workerProc{}}
 	t.Cleanup(f.stopAll)
 	for i := range n {
 		f.start(fmt.Sprintf("w%d", i+1), size)
@@ -84,7 +92,7 @@ func (f *workerFleet) startWith(id string, size int, url, cfg string) *workerPro
 		}
 	}
 	out := &lockedBuffer{}
-	cmd := exec.Command(procBinary, "worker", "--join", url, "--pools", fmt.Sprintf("scripted=%d", size), "--id", id,
+	cmd := exec.Command(procBinary, "worker", "--join", url, "--pools", fmt.Sprintf("%s=%d", f.pool, size), "--id", id,
 		"--home", home, "--log-level", "debug")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -100,11 +108,19 @@ func (f *workerFleet) startWith(id string, size int, url, cfg string) *workerPro
 
 // kill9 kills worker id with SIGKILL and waits for its exit.
 func (f *workerFleet) kill9(id string) {
+	f.signal(id, syscall.SIGKILL)
 	f.mu.Lock()
 	w := f.workers[id]
 	f.mu.Unlock()
-	_ = w.cmd.Process.Signal(syscall.SIGKILL)
 	<-w.exited
+}
+
+// signal sends sig to worker id.
+func (f *workerFleet) signal(id string, sig syscall.Signal) {
+	f.mu.Lock()
+	w := f.workers[id]
+	f.mu.Unlock()
+	_ = w.cmd.Process.Signal(sig)
 }
 
 func (f *workerFleet) stopAll() {

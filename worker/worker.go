@@ -105,6 +105,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer func() { _ = svc.Stop() }()
 	g := svc.AddGroup(remote.WorkerGroup(w.o.ID))
+	// A ping is answered on the endpoint's own goroutine: at once.
+	if err := g.AddEndpoint(remote.OpPing, micro.HandlerFunc(func(r micro.Request) {
+		respond(r, remote.PingReply{Boot: w.boot})
+	})); err != nil {
+		return fmt.Errorf("starting the worker service's ping endpoint: %w", err)
+	}
 	for op, h := range map[string]func(context.Context, micro.Request){
 		remote.OpOpen: w.open, remote.OpSend: w.send, remote.OpCancel: w.cancel, remote.OpSuspend: w.suspend, remote.OpStop: w.stop,
 	} {

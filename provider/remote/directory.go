@@ -406,10 +406,20 @@ func (d *Directory) request(ctx context.Context, s slot, op string, v, out any) 
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
-		select {
-		case <-s.lost:
-			cancel(fmt.Errorf("%w: %s", errLost, s.worker))
-		case <-rctx.Done():
+		probe := time.NewTicker(ProbeEvery)
+		defer probe.Stop()
+		for {
+			select {
+			case <-s.lost:
+				cancel(fmt.Errorf("%w: %s", errLost, s.worker))
+				return
+			case <-rctx.Done():
+				return
+			case <-probe.C:
+				if why := d.probe(rctx, s); why != "" {
+					d.lose(s, why)
+				}
+			}
 		}
 	}()
 	msg, err := d.nc.RequestWithContext(rctx, WorkerSubject(s.worker, op), body)
@@ -426,6 +436,38 @@ func (d *Directory) request(ctx context.Context, s slot, op string, v, out any) 
 		return fmt.Errorf("worker %s answered %s with bad JSON: %w", s.worker, op, err)
 	}
 	return nil
+}
+
+// ProbeEvery is how often a pending request probes its worker: a
+// worker killed after the request reached it never answers, but its
+// subscriptions are gone the moment its connection closes.
+const ProbeEvery = 250 * time.Millisecond
+
+// probe pings the slot's worker: a reason it is lost ("" when it
+// answered as the same boot, or did not answer in time: a frozen worker
+// is the heartbeats' to judge).
+func (d *Directory) probe(ctx context.Context, s slot) string {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	m, err := d.nc.RequestWithContext(pctx, WorkerSubject(s.worker, OpPing), nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return "no responders (its connection closed)"
+	}
+	var rep PingReply
+	if err == nil && json.Unmarshal(m.Data, &rep) == nil && rep.Boot != s.boot {
+		return "another boot answers"
+	}
+	return ""
+}
+
+// lose loses the slot's boot, if it is still the live one.
+func (d *Directory) lose(s slot, why string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ws := d.workers[s.worker]; ws != nil && ws.reg.Boot == s.boot {
+		d.marks[s.worker].bury(s.boot)
+		d.loseLocked(s.worker, ws, why)
+	}
 }
 
 // errLost is wrapped by the errors of a session whose worker is gone.

@@ -17,14 +17,33 @@
 //
 // # Subjects
 //
-//	warren.worker.<id>.<op>    a worker's NATS micro service "warren-worker",
-//	                           ops open, send, cancel, suspend, stop
-//	warren.attempt.<a>.<kind>  an attempt's traffic to the daemon: chunk,
-//	                           usage (published), tool, gate (requests)
+//	warren.workers.beat            every worker's registration, each beat
+//	                               (core NATS: liveness never waits for a
+//	                               JetStream leader)
+//	warren.worker.<id>.<op>        a worker's NATS micro service
+//	                               "warren-worker": open, send, cancel,
+//	                               suspend, stop, ping
+//	warren.attempt.<d>.<a>.<kind>  attempt a's traffic to the daemon whose
+//	                               boot id is d: chunk, usage (published),
+//	                               tool, gate (requests)
 //
 // Every message a worker sends to the daemon carries the header
 // "Warren-Worker: <id>". An attempt id is 128 random bits, made by the
-// daemon for one Send and known only to it and the worker it chose.
+// daemon for one Send and known only to it and the worker it chose; a
+// daemon subscribes to its own boot's attempts only, so a cluster's
+// standbys never see (or answer) the active daemon's traffic.
+//
+// A registration reaches the daemon twice, by core NATS and by the
+// bucket's watch, in either order: only a beat newer than any seen of its
+// boot counts, a boot that left (Leaving) or was replaced by a new one
+// never comes back, and a boot lost to silence comes back with its next
+// beat (a healed partition) with none of its sessions.
+//
+// While a request to a worker is pending, the daemon pings it every
+// ProbeEvery (250 ms). No responder means its connection closed (a kill
+// -9: the server drops its subscriptions at once), and the boot is lost
+// then; a ping that is not answered in time is left to the heartbeats (a
+// frozen process or a vanished machine is lost after LiveFor).
 //
 // # A turn
 //

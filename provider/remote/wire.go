@@ -30,6 +30,9 @@ const (
 	OpCancel  = "cancel"
 	OpSuspend = "suspend"
 	OpStop    = "stop"
+	// OpPing answers {"boot": ...} at once: the daemon probes a worker
+	// while a request to it is pending (doc.go).
+	OpPing = "ping"
 )
 
 // Attempt traffic kinds.
@@ -223,6 +226,11 @@ type SessionRequest struct {
 type SuspendReply struct {
 	Blob  []byte     `json:"blob,omitempty"`
 	Error *WireError `json:"error,omitempty"`
+}
+
+// PingReply answers a ping.
+type PingReply struct {
+	Boot string `json:"boot"`
 }
 
 // CancelRequest cancels an attempt (published; no answer).
