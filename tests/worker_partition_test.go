@@ -254,6 +254,11 @@ func TestDaemonFailoverWithWorkers(t *testing.T) {
 		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i]))
 	}
 	f := &workerFleet{t: t, d: a, url: strings.Join(urls, ","), pool: "scripted", workers: map[string]*workerProc{}}
+	for _, d := range c.ds {
+		if d != a {
+			f.others = append(f.others, d.Home)
+		}
+	}
 	t.Cleanup(f.stopAll)
 	script := filepath.Join(a.dir, "gate")
 	if err := os.WriteFile(script, []byte("#!"+procPython+"\n"+gateScript), 0o700); err != nil {

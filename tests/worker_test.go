@@ -24,8 +24,13 @@ type workerFleet struct {
 	script string
 	pool   string // the provider entry the workers serve
 
+	// others are more daemon homes that must know the workers' keys (a
+	// cluster's other nodes).
+	others []string
+
 	mu      sync.Mutex
 	workers map[string]*workerProc
+	tokens  map[string]string // worker id -> token file
 }
 
 // workerProc is one `warren worker` process.
@@ -93,7 +98,7 @@ func (f *workerFleet) startWith(id string, size int, url, cfg string) *workerPro
 	}
 	out := &lockedBuffer{}
 	cmd := exec.Command(procBinary, "worker", "--join", url, "--pools", fmt.Sprintf("%s=%d", f.pool, size), "--id", id,
-		"--home", home, "--log-level", "debug")
+		"--home", home, "--log-level", "debug", "--token-file", f.token(id))
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		f.t.Fatal(err)
@@ -104,6 +109,39 @@ func (f *workerFleet) startWith(id string, size int, url, cfg string) *workerPro
 	f.workers[id] = w
 	f.mu.Unlock()
 	return w
+}
+
+// token is the file holding worker id's token, issued once with `warren
+// worker token` in the daemon's home (and its key copied to the others).
+func (f *workerFleet) token(id string) string {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tokens == nil {
+		f.tokens = map[string]string{}
+	}
+	if path, ok := f.tokens[id]; ok {
+		return path
+	}
+	out, err := exec.Command(procBinary, "--home", f.d.Home, "worker", "token", id).Output()
+	if err != nil {
+		f.t.Fatalf("warren worker token %s: %v", id, err)
+	}
+	path := filepath.Join(f.d.dir, id+".token")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	keys, err := os.ReadFile(filepath.Join(f.d.Home, "workers.json"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, h := range f.others {
+		if err := os.WriteFile(filepath.Join(h, "workers.json"), keys, 0o600); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.tokens[id] = path
+	return path
 }
 
 // kill9 kills worker id with SIGKILL and waits for its exit.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,7 +27,10 @@ import (
 // Options configure a Worker.
 type Options struct {
 	// ID names the worker (remote.CheckID).
-	ID   string
+	ID string
+	// Key signs the worker's beats (remote.ParseToken of the token
+	// `warren worker token ID` made).
+	Key  ed25519.PrivateKey
 	Conn *nats.Conn
 	// Pools are the provider entries served and their sizes.
 	Pools  map[string]int
@@ -70,6 +74,9 @@ type session struct {
 func New(o Options) (*Worker, error) {
 	if err := remote.CheckID(o.ID); err != nil {
 		return nil, err
+	}
+	if len(o.Key) != ed25519.PrivateKeySize {
+		return nil, errors.New("a worker needs its token (make one with `warren worker token " + o.ID + "` on the daemon's machine)")
 	}
 	if len(o.Pools) == 0 {
 		return nil, errors.New("a worker needs at least one pool (--pools scripted=4)")
@@ -163,7 +170,7 @@ func (w *Worker) heartbeat(ctx context.Context, kv jetstream.KeyValue) {
 	t := time.NewTicker(remote.HeartbeatEvery)
 	defer t.Stop()
 	for beat := uint64(0); ; beat++ {
-		body, _ := json.Marshal(w.registration(beat))
+		body, _ := remote.Sign(w.o.Key, w.registration(beat))
 		// Core NATS first: it tells the daemon this worker lives even
 		// while the bucket's stream elects a leader.
 		if err := w.o.Conn.Publish(remote.BeatSubject, body); err != nil && ctx.Err() == nil {
@@ -179,7 +186,7 @@ func (w *Worker) heartbeat(ctx context.Context, kv jetstream.KeyValue) {
 			// Say goodbye: the daemon loses this boot at once.
 			bye := w.registration(beat + 1)
 			bye.Leaving = true
-			body, _ := json.Marshal(bye)
+			body, _ := remote.Sign(w.o.Key, bye)
 			_ = w.o.Conn.Publish(remote.BeatSubject, body)
 			_ = w.o.Conn.Flush()
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remote.HeartbeatEvery)

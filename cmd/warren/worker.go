@@ -29,7 +29,7 @@ import (
 )
 
 func newWorkerCmd(c *cli) *cobra.Command {
-	var join, pools, labels, id, level string
+	var join, pools, labels, id, level, tokenFile string
 	var tls natsembed.TLSFiles
 	cmd := &cobra.Command{
 		Use:   "worker --join nats://HOST:PORT --pools ENTRY=N[,...] [--labels k=v,...] [--id NAME]",
@@ -56,6 +56,7 @@ log, never run twice. See docs/WORKERS.md.`,
 	f.StringVar(&labels, "labels", "", "labels placement can ask for (k=v,...)")
 	f.StringVar(&id, "id", "", "this worker's id (default: the host name)")
 	f.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn, error")
+	f.StringVar(&tokenFile, "token-file", "", "the file holding this worker's token (`warren worker token ID` on the daemon's machine); default: $WARREN_WORKER_TOKEN")
 	f.StringVar(&tls.Cert, "nats-tls-cert", "", "this worker's TLS client certificate (PEM), for a cluster with TLS")
 	f.StringVar(&tls.Key, "nats-tls-key", "", "the key of --nats-tls-cert (PEM)")
 	f.StringVar(&tls.CA, "nats-tls-ca", "", "the CA of the cluster's certificates (PEM)")
@@ -91,7 +92,50 @@ log, never run twice. See docs/WORKERS.md.`,
 		if hclog.LevelFromString(level) == hclog.NoLevel {
 			return exit.Usagef(cmd.UseLine(), "unknown --log-level %q (use trace, debug, info, warn or error)", level)
 		}
-		return runWorker(ctx, c, worker.Options{ID: id, Pools: sizes, Labels: ls}, join, tls, level)
+		token := os.Getenv("WARREN_WORKER_TOKEN")
+		if tokenFile != "" {
+			data, err := os.ReadFile(tokenFile)
+			if err != nil {
+				return exit.Usagef(cmd.UseLine(), "--token-file: %v", err)
+			}
+			token = string(data)
+		}
+		if token == "" {
+			return exit.Usagef(cmd.UseLine(), "no token: run `warren worker token %s` on the daemon's machine and pass it with --token-file (or $WARREN_WORKER_TOKEN)", id)
+		}
+		key, err := remote.ParseToken(token)
+		if err != nil {
+			return exit.Usagef(cmd.UseLine(), "%v", err)
+		}
+		return runWorker(ctx, c, worker.Options{ID: id, Key: key, Pools: sizes, Labels: ls}, join, tls, level)
+	})
+	cmd.AddCommand(newWorkerTokenCmd(c))
+	return cmd
+}
+
+func newWorkerTokenCmd(c *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token ID",
+		Short: "issue the token worker ID joins with (on the daemon's machine; replaces an earlier one)",
+		Long: `Make a key pair for worker ID, record its public key in the home's
+workers.json, and print the token, once. Give the token to the worker
+(--token-file or $WARREN_WORKER_TOKEN): the daemon places sessions only on a
+worker whose heartbeats are signed with its token's key. Issuing it again
+replaces the key: the old token stops working. In a cluster, copy
+workers.json to every node, as config.json.`,
+		Example: indent("warren worker token w1 > w1.token\nscp w1.token gpu-box: && ssh gpu-box warren worker --id w1 --token-file w1.token --join nats://10.0.0.5:4222 --pools claude=4"),
+		Args:    usage.Args(1, 1),
+	}
+	cmd.RunE = c.runE(func(_ context.Context, _ *cobra.Command, args []string) error {
+		if err := os.MkdirAll(c.home, 0o700); err != nil {
+			return err
+		}
+		token, err := remote.IssueToken(faultfs.OS{}, filepath.Join(c.home, remote.KeysFile), args[0])
+		if err != nil {
+			return &exit.Error{Code: exit.Usage, Err: err, Msg: err.Error()}
+		}
+		fmt.Fprintln(c.stdout, token)
+		return nil
 	})
 	return cmd
 }

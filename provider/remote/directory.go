@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,8 +29,15 @@ type Directory struct {
 	router *router
 	beats  *nats.Subscription
 
+	keys func() (map[string]ed25519.PublicKey, error)
+
 	mu      sync.Mutex
 	workers map[string]*workerState
+	// known caches the keys, read again (at most every keysReload) when
+	// a beat does not verify; refused is the last reason logged per id.
+	known   map[string]ed25519.PublicKey
+	loaded  time.Time
+	refused map[string]string
 	marks   map[string]*mark
 	// changed is closed and replaced when a worker joins or is lost.
 	changed chan struct{}
@@ -58,6 +66,9 @@ type DirectoryOptions struct {
 	// Daemon is the daemon's boot id, sent with every open: a worker
 	// stops the sessions an earlier daemon opened (doc.go).
 	Daemon string
+	// Keys reads the workers' public keys (the home's KeysFile): only a
+	// worker whose beats are signed with its key gets sessions.
+	Keys func() (map[string]ed25519.PublicKey, error)
 	Logger hclog.Logger
 }
 
@@ -74,18 +85,16 @@ func NewDirectory(ctx context.Context, o DirectoryOptions) (*Directory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
-	d := &Directory{nc: o.Conn, log: o.Logger, now: time.Now, daemon: o.Daemon, workers: map[string]*workerState{}, marks: map[string]*mark{}, last: map[string]string{},
+	if o.Keys == nil {
+		return nil, errors.New("workers: no keys: DirectoryOptions.Keys is required")
+	}
+	d := &Directory{keys: o.Keys, refused: map[string]string{}, nc: o.Conn, log: o.Logger, now: time.Now, daemon: o.Daemon, workers: map[string]*workerState{}, marks: map[string]*mark{}, last: map[string]string{},
 		changed: make(chan struct{}), done: make(chan struct{})}
 	d.router, err = newRouter(o.Conn, o.Daemon, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	d.beats, err = o.Conn.Subscribe(BeatSubject, func(m *nats.Msg) {
-		var reg Registration
-		if json.Unmarshal(m.Data, &reg) == nil {
-			d.put(reg.Worker, m.Data)
-		}
-	})
+	d.beats, err = o.Conn.Subscribe(BeatSubject, func(m *nats.Msg) { d.put("", m.Data) })
 	if err != nil {
 		d.router.close()
 		return nil, fmt.Errorf("workers: subscribing to %s: %w", BeatSubject, err)
@@ -173,13 +182,25 @@ func (d *Directory) watch(ctx context.Context, w jetstream.KeyWatcher) {
 
 // put records a registration (a bad one is logged and ignored).
 func (d *Directory) put(key string, value []byte) {
-	var reg Registration
-	if err := json.Unmarshal(value, &reg); err != nil {
-		d.log.Warn("ignoring a worker registration that is not JSON", "key", key, "err", err)
+	var sg Signed
+	if err := json.Unmarshal(value, &sg); err != nil || len(sg.Reg) == 0 {
+		d.refuse(key, "its registration is not a signed beat")
 		return
 	}
+	var reg Registration
+	if err := json.Unmarshal(sg.Reg, &reg); err != nil {
+		d.refuse(key, "its registration is not JSON")
+		return
+	}
+	if key == "" {
+		key = reg.Worker
+	}
 	if err := reg.Check(key); err != nil {
-		d.log.Warn("ignoring a bad worker registration", "key", key, "err", err)
+		d.refuse(key, err.Error())
+		return
+	}
+	if why := d.verify(key, sg); why != "" {
+		d.refuse(key, why)
 		return
 	}
 	d.mu.Lock()
@@ -222,6 +243,48 @@ func (d *Directory) put(key string, value []byte) {
 		d.log.Info("worker joined", "worker", key, "boot", reg.Boot, "pools", reg.Pools, "labels", reg.Labels)
 	}
 	ws.reg, ws.seen = reg, d.now()
+}
+
+// keysReload bounds how often the keys file is read again.
+const keysReload = time.Second
+
+// verify checks a beat's signature with worker id's key: "" when it
+// holds, else why not.
+func (d *Directory) verify(id string, sg Signed) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ok := func() bool {
+		k, has := d.known[id]
+		return has && ed25519.Verify(k, sg.Reg, sg.Sig)
+	}
+	if ok() {
+		return ""
+	}
+	if d.now().Sub(d.loaded) >= keysReload {
+		keys, err := d.keys()
+		d.loaded = d.now()
+		if err != nil {
+			return "the keys file cannot be read: " + err.Error()
+		}
+		d.known = keys
+		if ok() {
+			return ""
+		}
+	}
+	if _, has := d.known[id]; !has {
+		return "no token was issued for it: run `warren worker token " + id + "` on the daemon's machine and start the worker with it"
+	}
+	return "its beat is not signed with the key of its token (a stale token? issue it again)"
+}
+
+// refuse logs, once per reason, a worker whose beats are not used.
+func (d *Directory) refuse(id, why string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.refused[id] != why {
+		d.refused[id] = why
+		d.log.Warn("ignoring a worker", "worker", id, "why", why)
+	}
 }
 
 // mark is what the directory remembers of a worker id's boots.

@@ -2,8 +2,11 @@ package remote_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +26,8 @@ import (
 // provider, and workers in this process.
 type world struct {
 	t      *testing.T
+	keysMu sync.Mutex
+	keys   map[string]ed25519.PublicKey
 	url    string
 	dir    *remote.Directory
 	local  *inproc.Provider
@@ -36,9 +41,14 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	w := &world{t: t, url: srv.ClientURL(), local: inproc.New("inproc", inproc.Options{}), remote: inproc.New("inproc", inproc.Options{})}
+	w := &world{t: t, url: srv.ClientURL(), local: inproc.New("inproc", inproc.Options{}), remote: inproc.New("inproc", inproc.Options{}),
+		keys: map[string]ed25519.PublicKey{}}
 	nc := w.conn()
-	w.dir, err = remote.NewDirectory(t.Context(), remote.DirectoryOptions{Conn: nc, Daemon: "daemon1"})
+	w.dir, err = remote.NewDirectory(t.Context(), remote.DirectoryOptions{Conn: nc, Daemon: "daemon1", Keys: func() (map[string]ed25519.PublicKey, error) {
+		w.keysMu.Lock()
+		defer w.keysMu.Unlock()
+		return maps.Clone(w.keys), nil
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +88,14 @@ func (w *world) conn() *nats.Conn {
 // stop; it returns once the directory lists it.
 func (w *world) startWorker(id string, size int, labels map[string]string) (stop func()) {
 	w.t.Helper()
-	wk, err := worker.New(worker.Options{ID: id, Conn: w.conn(), Pools: map[string]int{"inproc": size}, Labels: labels,
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.keysMu.Lock()
+	w.keys[id] = pub
+	w.keysMu.Unlock()
+	wk, err := worker.New(worker.Options{ID: id, Key: priv, Conn: w.conn(), Pools: map[string]int{"inproc": size}, Labels: labels,
 		Lookup: func(name string) (provider.Provider, bool) { return w.remote, name == "inproc" },
 		Config: config.Default, Dir: w.t.TempDir()})
 	if err != nil {
@@ -303,5 +320,40 @@ func TestLateTrafficDropped(t *testing.T) {
 	}
 	if n := w.dir.Dropped(); n != 2 {
 		t.Fatalf("dropped %d messages, want 2 (the chunk, the call)", n)
+	}
+}
+
+// TestWorkerWithoutItsKeyGetsNothing: a worker whose beats are not signed
+// with the key issued for its id is never listed, so never placed on.
+func TestWorkerWithoutItsKeyGetsNothing(t *testing.T) {
+	w := newWorld(t)
+	w.startWorker("w1", 2, nil) // known, signed
+	_, stranger, _ := ed25519.GenerateKey(rand.Reader)
+	for _, id := range []string{"w1", "w2"} { // w1's id with another key; w2 with none issued
+		wk, err := worker.New(worker.Options{ID: id, Key: stranger, Conn: w.conn(), Pools: map[string]int{"inproc": 2},
+			Lookup: func(string) (provider.Provider, bool) { return w.remote, true }, Config: config.Default, Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- wk.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+	// The forged w1 beats must not replace the real boot, nor w2 join:
+	// several beats of each pass while the real w1 stays the only one.
+	nc := w.conn()
+	sub, err := nc.SubscribeSync(remote.BeatSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := w.dir.Workers()[0].Boot
+	for range 9 {
+		if _, err := sub.NextMsg(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ws := w.dir.Workers(); len(ws) != 1 || ws[0].ID != "w1" || ws[0].Boot != real {
+		t.Fatalf("workers %+v: want only the signed w1 (boot %s)", ws, real)
 	}
 }
