@@ -57,6 +57,10 @@
 //     starts like a well-known key (sk-, ghp_, AKIA, ...) and the names the
 //     daemon sets itself (WARREN_SOCKET, WARREN_AGENT_ID,
 //     WARREN_AGENT_CREDENTIAL, WARREN_AGENT_PROCESS) are refused.
+//   - providers.NAME.worker: {"labels": {"gpu": "1"}}, the labels a remote
+//     worker (`warren worker --labels`) must carry to run the entry's
+//     sessions; keys and values are 1-64 letters, digits, '_', '.', '-'.
+//     Without it any worker serving the entry's pool may.
 //   - providers.NAME of type acp (an agent CLI over the Agent Client
 //     Protocol): command, the agent's argv (a non-empty list of strings,
 //     required unless the name is a built-in acp entry; an argument that

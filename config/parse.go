@@ -21,7 +21,7 @@ var topKeys = []string{"pools", "provider_pools", "max_retries", "retry_base_del
 // providerKeys are the keys a provider entry may have (SPEC 10; env_pass,
 // context_budget and history are warren's).
 var providerKeys = []string{"type", "base_url", "api_key_env", "env_pass", "env", "model", "max_tokens", "timeout_s",
-	"context_budget", "headers", "command", "mode", "permissions", "history", "resume", "workspace", "copy", "sandbox", "budget", "usage"}
+	"context_budget", "headers", "command", "mode", "permissions", "history", "resume", "workspace", "copy", "sandbox", "budget", "usage", "worker"}
 
 // Parse parses the content of config.json and merges it over Default():
 // every key is optional; pools and provider_pools entries are added to (or

@@ -76,6 +76,9 @@ func checkTyped(key, name string, settings map[string]any) error {
 	if err := checkSandbox(key, settings); err != nil {
 		return err
 	}
+	if err := checkWorker(key, settings); err != nil {
+		return err
+	}
 	if err := checkBudgetSetting(key, settings); err != nil {
 		return err
 	}

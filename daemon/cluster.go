@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/warren-dev/warren/faultfs"
-	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/remote"
 	"github.com/warren-dev/warren/store/jetstream"
 	"github.com/warren-dev/warren/store/jetstream/natsembed"
@@ -110,9 +109,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		if stopServer != nil {
 			stopServer()
 		}
-	}, place: func(name string, local provider.Provider) provider.Provider {
-		return workers.Wrap(name, local, nil)
-	}, workers: func() []map[string]any { return workerList(workers.Workers()) }}, nil
+	}, place: workers.Wrap, workers: func() []map[string]any { return workerList(workers.Workers()) }}, nil
 }
 
 // workerList is the workers block of daemon.status: each live worker's

@@ -59,7 +59,7 @@ const MinOwnerTTL = 2 * time.Second
 type storeParts struct {
 	st    store.Store
 	close func()
-	place func(name string, local provider.Provider) provider.Provider
+	place func(name string, local provider.Provider, labels map[string]string) provider.Provider
 	// workers lists the remote workers for daemon.status (nil without a
 	// cluster).
 	workers func() []map[string]any

@@ -210,7 +210,7 @@ type booter struct {
 	pyDir   string
 	st      store.Store
 	closeSt func()
-	place   func(name string, local provider.Provider) provider.Provider
+	place   func(name string, local provider.Provider, labels map[string]string) provider.Provider
 	workers func() []map[string]any
 	maxOpen int
 	socks   *agentSockets

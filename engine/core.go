@@ -41,9 +41,10 @@ type CoreOptions struct {
 	Home      string
 	Providers map[string]provider.Provider
 	// Place, when set, may put the sessions of provider entry name on a
-	// remote worker: it returns the provider that opens them (a worker's
-	// when one has a free slot, else local; provider/remote).
-	Place func(name string, local provider.Provider) provider.Provider
+	// remote worker carrying labels (the entry's "worker" setting): it
+	// returns the provider that opens them (a worker's when one has a
+	// free slot, else local; provider/remote).
+	Place func(name string, local provider.Provider, labels map[string]string) provider.Provider
 	// DefaultProvider and DefaultModel apply to agent.create without them;
 	// with no DefaultProvider such a create is refused (the binary passes
 	// builtins.DefaultProvider).

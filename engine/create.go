@@ -339,7 +339,7 @@ func (c *Core) providerSpec(provName, id, model, instructions, cwd string, sb *s
 func (c *Core) provider(name string) (provider.Provider, error) {
 	if p, ok := c.providers.Lookup(name); ok {
 		if c.opts.Place != nil {
-			return c.opts.Place(name, p), nil
+			return c.opts.Place(name, p, c.config().WorkerLabels(name)), nil
 		}
 		return p, nil
 	}
