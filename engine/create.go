@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -330,7 +331,24 @@ func (c *Core) providerSpec(provName, id, model, instructions, cwd string, sb *s
 	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd,
 		System: agentspec.SystemPrompt(c.tree, id, instructions),
 		Env:    procEnv, Launcher: c.launches.For(id, lsb),
-		Identity: agentspec.Identity(c.tree, id), HistoryMode: agentspec.HistoryMode(mode, modeSet, entry)}
+		Identity: agentspec.Identity(c.tree, id), HistoryMode: agentspec.HistoryMode(mode, modeSet, entry),
+		Local: c.mustRunHere(entry.Type(provName), cwd, lsb != nil)}
+}
+
+// mustRunHere says why a session must run on the daemon's machine, not
+// on a remote worker ("" when it may): a sandbox and a workspace are
+// built here, and an acp agent reaches warren's tools through the
+// daemon's socket.
+func (c *Core) mustRunHere(typ, cwd string, sandboxed bool) string {
+	switch {
+	case sandboxed:
+		return "its sandbox"
+	case cwd != "" && strings.HasPrefix(cwd, c.workspacesDir()+string(filepath.Separator)):
+		return "its workspace"
+	case typ == "acp":
+		return "an acp agent (its tools go through the daemon's socket)"
+	}
+	return ""
 }
 
 // provider looks a provider up by name; an unknown one is code 2 naming the

@@ -87,6 +87,10 @@ type Spec struct {
 	// Identity names the agent in its tree (the scripted provider gives
 	// it to each program on its first turn).
 	Identity Identity
+	// Local says why the session must run on the daemon's machine (its
+	// sandbox, its workspace, an acp agent's tools through the daemon's
+	// socket); "" when a remote worker may run it (provider/remote).
+	Local string
 }
 
 // History modes (Spec.HistoryMode).

@@ -38,30 +38,35 @@ func (p *Provider) CheckModel(model string) error {
 
 // Create opens a new session on a worker, else locally.
 func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Session, error) {
-	s, err := p.open(ctx, OpenRequest{Spec: SpecOf(spec)})
+	s, err := p.open(ctx, OpenRequest{Spec: SpecOf(spec)}, spec.Local)
 	if s != nil || err != nil {
 		return s, err
 	}
-	p.localNote(spec.AgentID)
+	p.localNote(spec.AgentID, spec.Local)
 	return p.local.Create(ctx, spec)
 }
 
 // Restore restores a session on a worker, else locally.
 func (p *Provider) Restore(ctx context.Context, spec provider.Spec, blob []byte, handle string) (provider.Session, error) {
-	s, err := p.open(ctx, OpenRequest{Restore: true, Blob: blob, Handle: handle, Spec: SpecOf(spec)})
+	s, err := p.open(ctx, OpenRequest{Restore: true, Blob: blob, Handle: handle, Spec: SpecOf(spec)}, spec.Local)
 	if s != nil || err != nil {
 		return s, err
 	}
-	p.localNote(spec.AgentID)
+	p.localNote(spec.AgentID, spec.Local)
 	return p.local.Restore(ctx, spec, blob, handle)
 }
 
 // localNote logs a session opened locally while some worker serves its
-// pool (all of them full or unreachable).
-func (p *Provider) localNote(agent string) {
-	if p.d.serves(p.name) {
-		p.d.log.Info("no worker with a free slot answered; opening the session locally", "agent", agent, "pool", p.name)
+// pool (all of them full or unreachable, or the session must run here).
+func (p *Provider) localNote(agent, local string) {
+	if !p.d.serves(p.name) {
+		return
 	}
+	if local != "" {
+		p.d.log.Debug("the session runs on the daemon's machine", "agent", agent, "pool", p.name, "why", local)
+		return
+	}
+	p.d.log.Info("no worker with a free slot answered; opening the session locally", "agent", agent, "pool", p.name)
 }
 
 // openTimeout bounds an open on one worker (an agent CLI can take
@@ -71,7 +76,10 @@ const openTimeout = 2 * time.Minute
 // open tries the workers with a free slot, one after another: nil, nil
 // when none could take the session (run it locally). A worker that
 // answers with an error other than a full pool ends the search with it.
-func (p *Provider) open(ctx context.Context, req OpenRequest) (*Session, error) {
+func (p *Provider) open(ctx context.Context, req OpenRequest, local string) (*Session, error) {
+	if local != "" {
+		return nil, nil
+	}
 	req.Provider, req.Daemon = p.name, p.d.daemon
 	tried := map[string]bool{}
 	for {
