@@ -94,7 +94,9 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		nc.Close()
 		return fail(err)
 	}
-	keys := func() (map[string]ed25519.PublicKey, error) { return remote.LoadKeys(fsys, filepath.Join(home, remote.KeysFile)) }
+	keys := func() (map[string]ed25519.PublicKey, error) {
+		return remote.LoadKeys(fsys, filepath.Join(home, remote.KeysFile))
+	}
 	workers, err := remote.NewDirectory(ctx, remote.DirectoryOptions{Conn: nc, Replicas: replicas, Daemon: bootID, Keys: keys,
 		Logger: logger.Named("workers")})
 	if err != nil {

@@ -50,17 +50,25 @@ type Options struct {
 
 // Worker serves sessions for a daemon.
 type Worker struct {
-	o    Options
-	boot string
-	log  hclog.Logger
+	o       Options
+	boot    string
+	started int64
+	log     hclog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*session
 	attempts map[string]context.CancelFunc
 	live     map[string]int
 	daemon   string // the daemon boot that opened the sessions
-	wg       sync.WaitGroup
+	// cancelled holds attempts cancelled before their send arrived
+	// (bounded: maxCancelled).
+	cancelled map[string]bool
+	closing   bool // Run is stopping: no new request is started
+	wg        sync.WaitGroup
 }
+
+// maxCancelled bounds the early cancels remembered.
+const maxCancelled = 1024
 
 // session is one provider session the worker holds.
 type session struct {
@@ -92,7 +100,7 @@ func New(o Options) (*Worker, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Worker{o: o, boot: inbox.NewID(), log: o.Logger, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
+	return &Worker{o: o, boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, log: o.Logger, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
 		live: map[string]int{}}, nil
 }
 
@@ -124,7 +132,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		if err := g.AddEndpoint(op, micro.HandlerFunc(func(r micro.Request) {
 			// Each request runs on its own goroutine: a turn takes
 			// minutes, and the endpoint serves one message at a time.
+			w.mu.Lock()
+			if w.closing {
+				w.mu.Unlock()
+				respond(r, remote.SendReply{Error: &remote.WireError{Kind: remote.KindLost, Message: "worker " + w.o.ID + " is stopping"}})
+				return
+			}
 			w.wg.Add(1)
+			w.mu.Unlock()
 			go func() { defer w.wg.Done(); h(ctx, r) }()
 		})); err != nil {
 			return fmt.Errorf("starting the worker service's %s endpoint: %w", op, err)
@@ -132,9 +147,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker serving", "worker", w.o.ID, "boot", w.boot, "pools", w.o.Pools, "labels", w.o.Labels)
 	w.heartbeat(ctx, kv)
+	w.mu.Lock()
+	w.closing = true
+	w.mu.Unlock()
 	_ = svc.Stop()
 	w.stopAll()
 	w.wg.Wait()
+	w.stopAll() // what an open in progress made meanwhile
 	return nil
 }
 
@@ -205,13 +224,14 @@ func (w *Worker) registration(beat uint64) remote.Registration {
 	for name, n := range w.o.Pools {
 		pools[name] = remote.PoolState{Size: n, Live: w.live[name]}
 	}
-	return remote.Registration{Worker: w.o.ID, Boot: w.boot, Pools: pools, Labels: maps.Clone(w.o.Labels), Beat: beat}
+	return remote.Registration{Worker: w.o.ID, Boot: w.boot, Started: w.started, Pools: pools, Labels: maps.Clone(w.o.Labels), Beat: beat}
 }
 
 // open creates or restores a session.
 func (w *Worker) open(ctx context.Context, r micro.Request) {
 	var req remote.OpenRequest
-	if err := json.Unmarshal(r.Data(), &req); err != nil || req.Session == "" || req.Spec.AgentID == "" {
+	if err := json.Unmarshal(r.Data(), &req); err != nil || remote.CheckID(req.Session) != nil || remote.CheckID(req.Spec.AgentID) != nil ||
+		remote.CheckID(req.Daemon) != nil {
 		respond(r, remote.OpenReply{Error: &remote.WireError{Kind: remote.KindPermanent, Message: fmt.Sprintf("bad open request: %v", err)}})
 		return
 	}
@@ -247,8 +267,16 @@ func (w *Worker) open(ctx context.Context, r micro.Request) {
 		return
 	}
 	w.mu.Lock()
-	w.sessions[req.Session] = &session{pool: req.Provider, daemon: req.Daemon, sess: sess}
+	closing := w.closing
+	if !closing {
+		w.sessions[req.Session] = &session{pool: req.Provider, daemon: req.Daemon, sess: sess}
+	}
 	w.mu.Unlock()
+	if closing {
+		_ = sess.Stop()
+		respond(r, remote.OpenReply{Error: &remote.WireError{Kind: remote.KindLost, Message: "worker " + w.o.ID + " is stopping"}})
+		return
+	}
 	rep := remote.OpenReply{Handle: sess.Handle()}
 	if rb, ok := sess.(provider.RestoredBy); ok {
 		rep.RestoredBy = rb.RestoredBy()
@@ -275,10 +303,10 @@ func (w *Worker) reserve(pool, daemon string) error {
 			c()
 		}
 	}
-	if w.live[pool] >= w.o.Pools[pool] {
+	if live := w.live[pool]; live >= w.o.Pools[pool] {
 		w.mu.Unlock()
 		stopSessions(stale)
-		return fmt.Errorf("%w: %s has %d of %d slots in use", remote.ErrPoolFull, pool, w.live[pool], w.o.Pools[pool])
+		return fmt.Errorf("%w: %s has %d of %d slots in use", remote.ErrPoolFull, pool, live, w.o.Pools[pool])
 	}
 	w.live[pool]++
 	w.mu.Unlock()
@@ -323,14 +351,18 @@ func (w *Worker) send(ctx context.Context, r micro.Request) {
 	}
 	s, ok := w.lookup(req.Session)
 	if !ok {
-		respond(r, remote.SendReply{Error: &remote.WireError{Kind: remote.KindTransient,
-			Message: "worker " + w.o.ID + " holds no session " + req.Session + " (it restarted?)"}})
+		respond(r, remote.SendReply{Error: &remote.WireError{Kind: remote.KindLost,
+			Message: "worker " + w.o.ID + " holds no session " + req.Session + " (it restarted, or a later daemon opened one)"}})
 		return
 	}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w.mu.Lock()
 	w.attempts[req.Attempt] = cancel
+	if w.cancelled[req.Attempt] {
+		delete(w.cancelled, req.Attempt)
+		cancel() // its cancel arrived first
+	}
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
@@ -353,6 +385,12 @@ func (w *Worker) cancel(_ context.Context, r micro.Request) {
 	}
 	w.mu.Lock()
 	c := w.attempts[req.Attempt]
+	if c == nil && remote.CheckID(req.Attempt) == nil {
+		if len(w.cancelled) >= maxCancelled {
+			clear(w.cancelled)
+		}
+		w.cancelled[req.Attempt] = true
+	}
 	w.mu.Unlock()
 	if c != nil {
 		w.log.Info("attempt cancelled by the daemon", "attempt", req.Attempt)

@@ -32,7 +32,7 @@ func newWorkerCmd(c *cli) *cobra.Command {
 	var join, pools, labels, id, level, tokenFile string
 	var tls natsembed.TLSFiles
 	cmd := &cobra.Command{
-		Use:   "worker --join nats://HOST:PORT --pools ENTRY=N[,...] [--labels k=v,...] [--id NAME]",
+		Use:   "worker --join nats://HOST:PORT --pools ENTRY=N[,...] --token-file FILE [--id NAME] [--labels k=v,...]",
 		Short: "run agent sessions for a cluster's daemon on this machine",
 		Long: `Run agent processes for the active daemon of a cluster on this machine: the
 daemon keeps every log, the fold and the tools; the worker starts the agents'
@@ -41,18 +41,20 @@ cluster (a daemon's --cluster-embedded server, or --cluster's URL); --pools
 names the provider entries this worker serves and how many sessions of each
 it holds at once. Provider entries are read from this home's config.json
 (env_pass and env apply on this machine). Agents whose working directory is
-not on this machine run in <home>/worker-<id>/agents/<agent id>.
+not on this machine run in <home>/worker-<id>/agents/<agent id>. The
+token (--token-file, or $WARREN_WORKER_TOKEN) comes from
+` + "`warren worker token ID`" + ` on the daemon's machine.
 
 When a worker stops answering (a kill, a lost network), the daemon opens its
 agents' sessions again on another worker, or locally, restored from their
 logs, and retries the turn; tool calls already made are answered from the
 log, never run twice. See docs/WORKERS.md.`,
-		Example: indent("warren worker --join nats://10.0.0.5:4222 --pools scripted=16,claude=4\nwarren worker --join nats://127.0.0.1:4222 --pools scripted=4 --id w1 --labels zone=lab"),
+		Example: indent("warren worker --join nats://10.0.0.5:4222 --id w1 --token-file w1.token --pools scripted=16,openai=8\nwarren worker --join nats://127.0.0.1:4222 --id w1 --token-file w1.token --pools scripted=4 --labels zone=lab"),
 		Args:    usage.Args(0, 0),
 	}
 	f := cmd.Flags()
 	f.StringVar(&join, "join", "", "a NATS server of the cluster (nats://host:port[,...])")
-	f.StringVar(&pools, "pools", "", "provider entries served and their sizes (scripted=16,claude=4)")
+	f.StringVar(&pools, "pools", "", "provider entries served and their sizes (scripted=16,openai=8)")
 	f.StringVar(&labels, "labels", "", "labels placement can ask for (k=v,...)")
 	f.StringVar(&id, "id", "", "this worker's id (default: the host name)")
 	f.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn, error")
@@ -123,7 +125,7 @@ workers.json, and print the token, once. Give the token to the worker
 worker whose heartbeats are signed with its token's key. Issuing it again
 replaces the key: the old token stops working. In a cluster, copy
 workers.json to every node, as config.json.`,
-		Example: indent("warren worker token w1 > w1.token\nscp w1.token gpu-box: && ssh gpu-box warren worker --id w1 --token-file w1.token --join nats://10.0.0.5:4222 --pools claude=4"),
+		Example: indent("warren worker token w1 > w1.token\nscp w1.token gpu-box: && ssh gpu-box warren worker --id w1 --token-file w1.token --join nats://10.0.0.5:4222 --pools scripted=16"),
 		Args:    usage.Args(1, 1),
 	}
 	cmd.RunE = c.runE(func(_ context.Context, _ *cobra.Command, args []string) error {

@@ -68,7 +68,7 @@ type DirectoryOptions struct {
 	Daemon string
 	// Keys reads the workers' public keys (the home's KeysFile): only a
 	// worker whose beats are signed with its key gets sessions.
-	Keys func() (map[string]ed25519.PublicKey, error)
+	Keys   func() (map[string]ed25519.PublicKey, error)
 	Logger hclog.Logger
 }
 
@@ -206,15 +206,25 @@ func (d *Directory) put(key string, value []byte) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// A registration reaches the daemon twice (core NATS and the
-	// bucket's watch), in either order: only a beat newer than any seen
-	// of a boot counts, and a boot that left or was replaced never comes
-	// back.
+	// bucket's watch), in either order, and the bucket may still hold an
+	// earlier boot's: a boot started before the one in force is stale,
+	// only a beat newer than any seen of a boot counts, and a boot that
+	// left or was replaced never comes back.
 	m := d.marks[key]
 	if m == nil {
+		if len(d.marks) >= maxMarks {
+			clear(d.marks) // forged ids cannot grow it without bound
+		}
 		m = &mark{dead: map[string]bool{}}
 		d.marks[key] = m
 	}
-	if m.dead[reg.Boot] || (reg.Boot == m.boot && reg.Beat <= m.beat && m.boot != "") {
+	switch {
+	case m.dead[reg.Boot]:
+		return
+	case m.boot != "" && reg.Boot == m.boot && reg.Beat <= m.beat:
+		return
+	case m.boot != "" && reg.Boot != m.boot && reg.Started <= m.started:
+		m.bury(reg.Boot) // an earlier boot's late beat
 		return
 	}
 	ws := d.workers[key]
@@ -222,7 +232,7 @@ func (d *Directory) put(key string, value []byte) {
 		if m.boot != "" {
 			m.bury(m.boot)
 		}
-		m.boot = reg.Boot
+		m.boot, m.started = reg.Boot, reg.Started
 		if ws != nil {
 			d.loseLocked(key, ws, "a new boot")
 			ws = nil
@@ -244,6 +254,9 @@ func (d *Directory) put(key string, value []byte) {
 	}
 	ws.reg, ws.seen = reg, d.now()
 }
+
+// maxMarks bounds the worker ids the directory remembers.
+const maxMarks = 4096
 
 // keysReload bounds how often the keys file is read again.
 const keysReload = time.Second
@@ -281,6 +294,9 @@ func (d *Directory) verify(id string, sg Signed) string {
 func (d *Directory) refuse(id, why string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if len(d.refused) >= maxMarks {
+		clear(d.refused)
+	}
 	if d.refused[id] != why {
 		d.refused[id] = why
 		d.log.Warn("ignoring a worker", "worker", id, "why", why)
@@ -289,10 +305,11 @@ func (d *Directory) refuse(id, why string) {
 
 // mark is what the directory remembers of a worker id's boots.
 type mark struct {
-	boot  string // the latest boot seen
-	beat  uint64 // its latest beat
-	dead  map[string]bool
-	order []string // dead boots, oldest first (at most maxDead)
+	boot    string // the latest boot seen
+	started int64  // its start (Registration.Started)
+	beat    uint64 // its latest beat
+	dead    map[string]bool
+	order   []string // dead boots, oldest first (at most maxDead)
 }
 
 // maxDead bounds the dead boots remembered per worker id.
@@ -385,6 +402,9 @@ func (d *Directory) Dropped() int64 { return d.router.dropped.Load() }
 type slot struct {
 	worker, boot, pool string
 	lost               <-chan struct{}
+	// state is the worker as placed on: a boot lost and back (a healed
+	// partition) is a new state, whose counts the old slots leave alone.
+	state *workerState
 }
 
 // place reserves a slot of pool for agent on a live worker whose labels
@@ -418,7 +438,7 @@ func (d *Directory) place(pool, agent string, labels map[string]string, skip map
 	ws := d.workers[best]
 	ws.placed[pool]++
 	d.last[agent] = best
-	return slot{worker: best, boot: ws.reg.Boot, pool: pool, lost: ws.lost}, true
+	return slot{worker: best, boot: ws.reg.Boot, pool: pool, lost: ws.lost, state: ws}, true
 }
 
 // serves reports whether a live worker has pool.
@@ -433,12 +453,12 @@ func (d *Directory) serves(pool string) bool {
 	return false
 }
 
-// release gives a slot back (nothing when its boot is gone).
+// release gives a slot back (to the state it was taken from).
 func (d *Directory) release(s slot) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if ws := d.workers[s.worker]; ws != nil && ws.reg.Boot == s.boot && ws.placed[s.pool] > 0 {
-		ws.placed[s.pool]--
+	if s.state != nil && s.state.placed[s.pool] > 0 {
+		s.state.placed[s.pool]--
 	}
 }
 
@@ -523,14 +543,38 @@ func (d *Directory) probe(ctx context.Context, s slot) string {
 	return ""
 }
 
-// lose loses the slot's boot, if it is still the live one.
+// lose loses the slot's worker state, if it is still the live one. The
+// boot is not buried: a worker only reconnecting (its server restarted)
+// comes back with its next beat, with none of its sessions.
 func (d *Directory) lose(s slot, why string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if ws := d.workers[s.worker]; ws != nil && ws.reg.Boot == s.boot {
-		d.marks[s.worker].bury(s.boot)
+	if ws := d.workers[s.worker]; ws != nil && ws == s.state {
 		d.loseLocked(s.worker, ws, why)
 	}
+}
+
+// stopTimeout bounds the stop of a session on its worker.
+const stopTimeout = 5 * time.Second
+
+// stopRemote asks the slot's worker to stop session id.
+func (d *Directory) stopRemote(s slot, id string) error {
+	// provider.Session.Stop takes no context: the stop is bounded here.
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	body, err := json.Marshal(SessionRequest{Session: id})
+	if err != nil {
+		return err
+	}
+	m, err := d.nc.RequestWithContext(ctx, WorkerSubject(s.worker, OpStop), body)
+	if err != nil {
+		return fmt.Errorf("stopping the session on worker %s: %w", s.worker, err)
+	}
+	var rep SuspendReply
+	if err := json.Unmarshal(m.Data, &rep); err != nil {
+		return fmt.Errorf("worker %s answered stop with bad JSON: %w", s.worker, err)
+	}
+	return rep.Error.Err()
 }
 
 // errLost is wrapped by the errors of a session whose worker is gone.

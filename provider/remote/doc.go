@@ -66,10 +66,23 @@
 // and logged by the router, and a tool call or gate is answered with
 // {"error": {"kind": "abandoned"}}: it never runs.
 //
+// # Authority
+//
+// `warren worker token ID` makes an ed25519 key pair, records the public
+// key under ID in the home's workers.json (KeysFile:
+// {"workers": {"<id>": "<base64url public key>"}}, mode 0600), and prints
+// the token "wwt1_<base64url seed>" once. A worker publishes Signed
+// beats: its registration's JSON and the signature of exactly those
+// bytes. The directory lists (and places sessions on) only workers whose
+// beats verify with the key of their id; a refused worker is logged once
+// per reason. The requests the daemon sends workers are not signed: NATS
+// access is authority over workers (docs/WORKERS.md).
+//
 // # Errors
 //
 // A WireError's kind carries what the engine distinguishes: "transient"
 // (retry_after_ms), "permanent", "suspended" (provider.ErrRunSuspended),
 // "cannot_restore" (provider.ErrCannotRestore), "canceled",
-// "abandoned", "pool_full".
+// "abandoned", "pool_full", "lost" (the worker does not hold the session:
+// the daemon opens it again elsewhere).
 package remote

@@ -98,6 +98,10 @@ func (p *Provider) open(ctx context.Context, req OpenRequest, local string) (*Se
 			return &Session{d: p.d, slot: sl, id: req.Session, handle: rep.Handle, restoredBy: rep.RestoredBy}, nil
 		}
 		p.d.release(sl)
+		if err != nil {
+			// The worker may have opened it after all: stop it there.
+			go p.d.stopRemote(sl, req.Session)
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -168,6 +172,9 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 	end(rep.Chunks, rep.Usages) // no call of the attempt runs after this
 	switch {
 	case err == nil:
+		if rep.Error != nil && rep.Error.Kind == KindLost {
+			s.lost.Store(true)
+		}
 		return rep.Response, rep.Error.Err()
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("turn on worker %s: %w", s.slot.worker, ctx.Err())
@@ -201,28 +208,18 @@ func (s *Session) Suspend(ctx context.Context) ([]byte, error) {
 	return rep.Blob, rep.Error.Err()
 }
 
-// stopTimeout bounds the stop of a session on its worker.
-const stopTimeout = 5 * time.Second
-
-// Stop stops the session on its worker and frees its slot.
+// Stop stops the session on its worker and frees its slot. A lost
+// session's stop is still sent, in the background: a worker that was only
+// cut off (a healed partition) holds it yet.
 func (s *Session) Stop() error {
 	var err error
 	s.stopOnce.Do(func() {
 		defer s.d.release(s.slot)
 		if s.Lost() {
+			go s.d.stopRemote(s.slot, s.id)
 			return
 		}
-		// provider.Session.Stop takes no context: the stop is bounded here.
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		var rep struct {
-			Error *WireError `json:"error,omitempty"`
-		}
-		if rerr := s.d.request(ctx, s.slot, OpStop, SessionRequest{Session: s.id}, &rep); rerr != nil {
-			err = fmt.Errorf("stopping the session on worker %s: %w", s.slot.worker, rerr)
-			return
-		}
-		err = rep.Error.Err()
+		err = s.d.stopRemote(s.slot, s.id)
 	})
 	return err
 }

@@ -18,6 +18,11 @@ import (
 // router hands the traffic of live attempts to their TurnIO, and drops
 // (and logs) the rest: what a worker sends for an attempt the daemon
 // gave up on, or for one it never made.
+//
+// The subscription's handler never waits on an attempt: each attempt's
+// chunks and usage go, in order, through its own delivery goroutine (a
+// usage report is a log append, a chunk may be a client's stream), and
+// each tool call or gate runs on a goroutine of its own.
 type router struct {
 	nc  *nats.Conn
 	log hclog.Logger
@@ -25,8 +30,14 @@ type router struct {
 
 	mu       sync.Mutex
 	attempts map[string]*attempt
-	dropped  atomic.Int64
+	// logged holds attempts whose dropped traffic was logged (once each;
+	// cleared past maxLogged).
+	logged  map[string]bool
+	dropped atomic.Int64
 }
+
+// maxLogged bounds router.logged.
+const maxLogged = 4096
 
 // attempt is one live Send.
 type attempt struct {
@@ -34,17 +45,22 @@ type attempt struct {
 	ctx    context.Context
 	io     provider.TurnIO
 
-	mu     sync.Mutex
-	ended  bool
-	calls  sync.WaitGroup
-	chunks int // the next chunk's sequence number
-	usages int
-	// more is signalled on each chunk or usage delivered.
+	mu sync.Mutex
+	// answered: the worker's answer arrived; no call begins after it.
+	// ended: the attempt is over; nothing is delivered after it.
+	answered, ended bool
+	calls           sync.WaitGroup
+	queue           []func() // deliveries waiting for the delivery goroutine
+	kick            chan struct{}
+	delivered       chan struct{} // closed when the delivery goroutine ends
+	chunks          int           // the next chunk's sequence number
+	usages          int           // usage reports delivered
+	// more is signalled after each delivery.
 	more chan struct{}
 }
 
 func newRouter(nc *nats.Conn, daemon string, log hclog.Logger) (*router, error) {
-	r := &router{nc: nc, log: log, attempts: map[string]*attempt{}}
+	r := &router{nc: nc, log: log, attempts: map[string]*attempt{}, logged: map[string]bool{}}
 	sub, err := nc.Subscribe(attemptWildcard(daemon), r.handle)
 	if err != nil {
 		return nil, fmt.Errorf("workers: subscribing to %s: %w", attemptWildcard(daemon), err)
@@ -60,28 +76,37 @@ func (r *router) close() { _ = r.sub.Unsubscribe() }
 const tailWait = 2 * time.Second
 
 // add routes attempt id's traffic from worker to io until end is
-// called. end first waits (up to tailWait) until the chunks and usages
-// the answer counts are delivered, then for the attempt's calls in
-// progress, and drops every later message of the attempt.
+// called. end stops new calls at once, waits (up to tailWait) until the
+// chunks and usages the answer counts are delivered, then for the
+// attempt's calls in progress; every later message of the attempt is
+// dropped.
 func (r *router) add(ctx context.Context, id, worker string, io provider.TurnIO) (end func(chunks, usages int)) {
-	a := &attempt{worker: worker, ctx: ctx, io: io, more: make(chan struct{}, 1)}
+	a := &attempt{worker: worker, ctx: ctx, io: io, kick: make(chan struct{}, 1), more: make(chan struct{}, 1), delivered: make(chan struct{})}
+	go a.deliver()
 	r.mu.Lock()
 	r.attempts[id] = a
 	r.mu.Unlock()
 	return func(chunks, usages int) {
-		a.waitTail(chunks, usages)
+		a.mu.Lock()
+		a.answered = true
+		a.mu.Unlock()
+		if !a.waitTail(chunks, usages) {
+			r.log.Warn("an attempt's answer came without all its chunks or usage within the wait; the rest is dropped",
+				"attempt", id, "worker", worker, "chunks", chunks, "usages", usages)
+		}
 		r.mu.Lock()
 		delete(r.attempts, id)
 		r.mu.Unlock()
 		a.mu.Lock()
 		a.ended = true
 		a.mu.Unlock()
+		a.signalKick()
+		<-a.delivered
 		a.calls.Wait()
 	}
 }
 
-// handle is the subscription's handler (one message at a time: chunks
-// keep their order; calls run on their own goroutines).
+// handle is the subscription's handler.
 func (r *router) handle(m *nats.Msg) {
 	parts := strings.Split(m.Subject, ".")
 	if len(parts) != 5 {
@@ -100,39 +125,24 @@ func (r *router) handle(m *nats.Msg) {
 	case KindChunk:
 		var c Chunk
 		if err := json.Unmarshal(m.Data, &c); err != nil {
-			r.log.Warn("dropping a bad chunk", "attempt", id, "worker", from, "err", err)
+			r.drop(m, id, kind, from, "not a chunk")
 			return
 		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if a.ended || c.Seq != a.chunks {
-			r.log.Debug("dropping a chunk out of order", "attempt", id, "worker", from, "seq", c.Seq, "want", a.chunks)
-			return
+		if !a.enqueue(func() { a.chunk(c, r.log, id) }) {
+			r.drop(m, id, kind, from, "the attempt ended")
 		}
-		a.chunks++
-		if a.io.OnChunk != nil {
-			a.io.OnChunk(c.Text)
-		}
-		a.signal()
 	case KindUsage:
 		var u provider.Usage
 		if err := json.Unmarshal(m.Data, &u); err != nil {
-			r.log.Warn("dropping bad usage", "attempt", id, "worker", from, "err", err)
+			r.drop(m, id, kind, from, "not a usage report")
 			return
 		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if a.ended {
-			return
+		if !a.enqueue(func() { a.usage(u) }) {
+			r.drop(m, id, kind, from, "the attempt ended")
 		}
-		a.usages++
-		if a.io.OnUsage != nil {
-			a.io.OnUsage(u)
-		}
-		a.signal()
 	case KindTool, KindGate:
 		if !a.begin() {
-			r.drop(m, id, kind, from, "the attempt ended")
+			r.drop(m, id, kind, from, "the attempt was answered")
 			return
 		}
 		go func() {
@@ -144,16 +154,83 @@ func (r *router) handle(m *nats.Msg) {
 	}
 }
 
-// signal wakes waitTail (a.mu held).
-func (a *attempt) signal() {
+// enqueue hands f to the delivery goroutine, unless the attempt ended.
+func (a *attempt) enqueue(f func()) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended {
+		return false
+	}
+	a.queue = append(a.queue, f)
+	a.signalKick()
+	return true
+}
+
+func (a *attempt) signalKick() {
 	select {
-	case a.more <- struct{}{}:
+	case a.kick <- struct{}{}:
 	default:
 	}
 }
 
-// waitTail waits until chunks and usages are delivered, or tailWait.
-func (a *attempt) waitTail(chunks, usages int) {
+// deliver runs the queued deliveries in order until the attempt ends.
+func (a *attempt) deliver() {
+	defer close(a.delivered)
+	for range a.kick {
+		for {
+			a.mu.Lock()
+			if len(a.queue) == 0 {
+				ended := a.ended
+				a.mu.Unlock()
+				if ended {
+					return
+				}
+				break
+			}
+			f := a.queue[0]
+			a.queue = a.queue[1:]
+			a.mu.Unlock()
+			f()
+			select {
+			case a.more <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// chunk delivers a chunk. A gap (a chunk lost on the way, e.g. to a
+// slow subscription) is logged and skipped; a repeat is dropped.
+func (a *attempt) chunk(c Chunk, log hclog.Logger, id string) {
+	a.mu.Lock()
+	next := a.chunks
+	if c.Seq < next {
+		a.mu.Unlock()
+		return
+	}
+	a.chunks = c.Seq + 1
+	a.mu.Unlock()
+	if c.Seq > next {
+		log.Warn("chunks of an attempt were lost on the way", "attempt", id, "from", next, "to", c.Seq-1)
+	}
+	if a.io.OnChunk != nil {
+		a.io.OnChunk(c.Text)
+	}
+}
+
+// usage delivers a usage report.
+func (a *attempt) usage(u provider.Usage) {
+	if a.io.OnUsage != nil {
+		a.io.OnUsage(u)
+	}
+	a.mu.Lock()
+	a.usages++
+	a.mu.Unlock()
+}
+
+// waitTail waits until chunks and usages are delivered, or tailWait:
+// false when it gave up.
+func (a *attempt) waitTail(chunks, usages int) bool {
 	timeout := time.NewTimer(tailWait)
 	defer timeout.Stop()
 	for {
@@ -161,21 +238,21 @@ func (a *attempt) waitTail(chunks, usages int) {
 		done := a.chunks >= chunks && a.usages >= usages
 		a.mu.Unlock()
 		if done {
-			return
+			return true
 		}
 		select {
 		case <-a.more:
 		case <-timeout.C:
-			return
+			return false
 		}
 	}
 }
 
-// begin counts a call in, unless the attempt ended.
+// begin counts a call in, unless the attempt was answered.
 func (a *attempt) begin() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.ended {
+	if a.answered || a.ended {
 		return false
 	}
 	a.calls.Add(1)
@@ -201,11 +278,24 @@ func (a *attempt) call(kind string, data []byte) ToolReply {
 	return ToolReply{Result: res, Error: Wire(err)}
 }
 
-// drop logs a message nobody takes, and answers a request with
-// "abandoned".
+// drop counts a message nobody takes, logs it (once per attempt), and
+// answers a request with "abandoned".
 func (r *router) drop(m *nats.Msg, id, kind, from, why string) {
 	r.dropped.Add(1)
-	r.log.Warn("dropping late worker traffic", "attempt", id, "kind", kind, "worker", from, "why", why)
+	r.mu.Lock()
+	first := !r.logged[id]
+	if first {
+		if len(r.logged) >= maxLogged {
+			clear(r.logged)
+		}
+		r.logged[id] = true
+	}
+	r.mu.Unlock()
+	if first {
+		r.log.Warn("dropping late worker traffic", "attempt", id, "kind", kind, "worker", from, "why", why)
+	} else {
+		r.log.Debug("dropping late worker traffic", "attempt", id, "kind", kind, "worker", from, "why", why)
+	}
 	if m.Reply != "" {
 		r.respond(m, ToolReply{Error: &WireError{Kind: KindAbandoned, Message: "attempt " + id + ": " + why}})
 	}

@@ -83,10 +83,13 @@ func NewAttemptID() string {
 
 // Registration is a worker's entry in the bucket.
 type Registration struct {
-	Worker string               `json:"worker"`
-	Boot   string               `json:"boot"`
-	Pools  map[string]PoolState `json:"pools"`
-	Labels map[string]string    `json:"labels,omitempty"`
+	Worker string `json:"worker"`
+	Boot   string `json:"boot"`
+	// Started is when this boot started (Unix nanoseconds, the worker's
+	// clock): of two boots of one worker the later start is in force.
+	Started int64                `json:"started"`
+	Pools   map[string]PoolState `json:"pools"`
+	Labels  map[string]string    `json:"labels,omitempty"`
 	// Beat counts the worker's heartbeats since its boot.
 	Beat uint64 `json:"beat"`
 	// Leaving is the last heartbeat of a worker that stops: the daemon
@@ -273,7 +276,12 @@ const (
 	KindCanceled      = "canceled"
 	KindAbandoned     = "abandoned"
 	KindPoolFull      = "pool_full"
+	// KindLost: the worker does not hold the session (it restarted).
+	KindLost = "lost"
 )
+
+// maxRetryAfterMS bounds a worker's requested retry delay (an hour).
+const maxRetryAfterMS = 3600 * 1000
 
 // ErrAbandoned is wrapped by the error a worker's tool call gets when the
 // daemon has given its attempt up.
@@ -319,7 +327,9 @@ func (w *WireError) Err() error {
 	case KindCannotRestore:
 		return fmt.Errorf("%w: %v", provider.ErrCannotRestore, msg)
 	case KindTransient:
-		return provider.Transient(msg, time.Duration(w.RetryAfterMS)*time.Millisecond)
+		return provider.Transient(msg, time.Duration(min(max(w.RetryAfterMS, 0), maxRetryAfterMS))*time.Millisecond)
+	case KindLost:
+		return provider.Transient(fmt.Errorf("%w: %v", errLost, msg), 0)
 	case KindAbandoned:
 		return fmt.Errorf("%w: %v", ErrAbandoned, msg)
 	case KindPoolFull:
