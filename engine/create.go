@@ -11,7 +11,9 @@ import (
 	"github.com/warren-dev/warren/agentspec"
 	"github.com/warren-dev/warren/engine/internal/claims"
 	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/launch"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/sandbox"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
 	"github.com/warren-dev/warren/store"
@@ -332,17 +334,24 @@ func (c *Core) providerSpec(provName, id, model, instructions, cwd string, sb *s
 		System: agentspec.SystemPrompt(c.tree, id, instructions),
 		Env:    procEnv, Launcher: c.launches.For(id, lsb),
 		Identity: agentspec.Identity(c.tree, id), HistoryMode: agentspec.HistoryMode(mode, modeSet, entry),
-		Local: c.mustRunHere(entry.Type(provName), cwd, lsb != nil)}
+		Local: c.mustRunHere(entry.Type(provName), cwd), Sandbox: sandboxSpec(lsb)}
+}
+
+// sandboxSpec is the sandbox of a launch (nil: none).
+func sandboxSpec(lsb *launch.Sandbox) *sandbox.Spec {
+	if lsb == nil {
+		return nil
+	}
+	sp := lsb.Spec
+	return &sp
 }
 
 // mustRunHere says why a session must run on the daemon's machine, not
-// on a remote worker ("" when it may): a sandbox and a workspace are
-// built here, and an acp agent reaches warren's tools through the
-// daemon's socket.
-func (c *Core) mustRunHere(typ, cwd string, sandboxed bool) string {
+// on a remote worker ("" when it may): a workspace is built here, and an
+// acp agent reaches warren's tools through the daemon's socket. (A
+// sandbox is built by the worker: Spec.Sandbox.)
+func (c *Core) mustRunHere(typ, cwd string) string {
 	switch {
-	case sandboxed:
-		return "its sandbox"
 	case cwd != "" && strings.HasPrefix(cwd, c.workspacesDir()+string(filepath.Separator)):
 		return "its workspace"
 	case typ == "acp":

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/warren-dev/warren/sandbox"
 	"github.com/warren-dev/warren/schema"
 )
 
@@ -88,9 +89,13 @@ type Spec struct {
 	// it to each program on its first turn).
 	Identity Identity
 	// Local says why the session must run on the daemon's machine (its
-	// sandbox, its workspace, an acp agent's tools through the daemon's
-	// socket); "" when a remote worker may run it (provider/remote).
+	// workspace, an acp agent's tools through the daemon's socket); ""
+	// when a remote worker may run it (provider/remote).
 	Local string
+	// Sandbox is the sandbox the agent runs in (nil: none). Launcher
+	// applies it on the daemon's machine; a remote worker builds its own
+	// from it, with the bind paths on the worker's machine.
+	Sandbox *sandbox.Spec
 }
 
 // History modes (Spec.HistoryMode).

@@ -73,7 +73,7 @@ def read(p):
         f.read()
 
 def write(p):
-    with open(p, "w") as f:
+    with open(os.path.expandvars(p), "w") as f:
         f.write("escaped\n")
 
 def unix(p):

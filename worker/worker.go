@@ -17,11 +17,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/warren-dev/warren/agentproc"
 	"github.com/warren-dev/warren/agentspec"
 	"github.com/warren-dev/warren/config"
+	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/inbox"
+	"github.com/warren-dev/warren/launch"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/remote"
+	"github.com/warren-dev/warren/sandbox"
+	"github.com/warren-dev/warren/stderrlog"
 )
 
 // Options configure a Worker.
@@ -60,6 +65,10 @@ type Worker struct {
 	attempts map[string]context.CancelFunc
 	live     map[string]int
 	daemon   string // the daemon boot that opened the sessions
+	// launches records the agents' processes (<dir>/procs) and keeps
+	// their stderr (<dir>/agents/<id>/stderr.log); sandboxes checks bwrap.
+	launches  *launch.Launches
+	sandboxes *sandbox.Checker
 	// cancelled holds attempts cancelled before their send arrived
 	// (bounded: maxCancelled).
 	cancelled map[string]bool
@@ -100,7 +109,10 @@ func New(o Options) (*Worker, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Worker{o: o, boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, log: o.Logger, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
+	agentDir := func(id string) string { return filepath.Join(o.Dir, "agents", id) }
+	launches := launch.New(agentproc.Records{FS: faultfs.OS{}, Dir: filepath.Join(o.Dir, "procs")}, stderrlog.New(faultfs.OS{}, agentDir, o.Logger), o.Logger)
+	return &Worker{o: o, boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, log: o.Logger,
+		launches: launches, sandboxes: &sandbox.Checker{}, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
 		live: map[string]int{}}, nil
 }
 
@@ -109,6 +121,8 @@ func (w *Worker) Boot() string { return w.boot }
 
 // Run registers and serves until ctx ends, then stops every session.
 func (w *Worker) Run(ctx context.Context) error {
+	// Processes an earlier run of this worker left (a kill -9) go first.
+	w.launches.KillLeftovers()
 	kv, err := w.bucket(ctx)
 	if err != nil {
 		return err
@@ -254,6 +268,11 @@ func (w *Worker) open(ctx context.Context, r micro.Request) {
 			return
 		}
 	}
+	if err := w.launcher(ctx, &spec); err != nil {
+		w.unreserve(req.Provider)
+		respond(r, remote.OpenReply{Error: remote.Wire(err)})
+		return
+	}
 	var sess provider.Session
 	var err error
 	if req.Restore {
@@ -283,6 +302,36 @@ func (w *Worker) open(ctx context.Context, r micro.Request) {
 	}
 	w.log.Debug("session opened", "session", req.Session, "agent", spec.AgentID, "pool", req.Provider, "restore", req.Restore)
 	respond(r, rep)
+}
+
+// launcher gives spec the worker's part in each of its processes: the
+// process records and stderr log, and for a sandboxed agent bubblewrap
+// with a private home under the agent's directory (never run without
+// it: an error when bwrap does not work here).
+func (w *Worker) launcher(ctx context.Context, spec *provider.Spec) error {
+	if spec.Sandbox == nil {
+		spec.Launcher = w.launches.For(spec.AgentID, nil)
+		return nil
+	}
+	if err := spec.Sandbox.Validate(); err != nil {
+		return provider.Permanent(fmt.Errorf("the agent's sandbox: %w", err))
+	}
+	bwrap, err := w.sandboxes.Check(ctx)
+	if err != nil {
+		return provider.Permanent(fmt.Errorf("worker %s: %w", w.o.ID, err))
+	}
+	home := filepath.Join(w.o.Dir, "agents", spec.AgentID, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("the agent's private home: %w", err)
+	}
+	opHome, _ := os.UserHomeDir()
+	var ro []string
+	if w.o.Env.PythonPath != "" {
+		ro = append(ro, w.o.Env.PythonPath)
+	}
+	spec.Launcher = w.launches.For(spec.AgentID, &launch.Sandbox{Bwrap: bwrap, Spec: *spec.Sandbox, Home: home, OperatorHome: opHome, ReadOnly: ro})
+	spec.Env = provider.MergeEnv(spec.Env, []string{"HOME=" + home, "TMPDIR=/tmp"})
+	return nil
 }
 
 // reserve takes a slot of pool for daemon, after stopping the sessions

@@ -359,18 +359,18 @@ func TestWorkerWithoutItsKeyGetsNothing(t *testing.T) {
 }
 
 // TestLocalSessionsStayHere: a spec that must run on the daemon's machine
-// (a sandbox, a workspace, an acp agent) is never placed on a worker.
+// (a workspace, an acp agent) is never placed on a worker.
 func TestLocalSessionsStayHere(t *testing.T) {
 	w := newWorld(t)
 	w.startWorker("w1", 4, nil)
 	p := w.dir.Wrap("inproc", w.local, nil)
 	sp := spec("a1", "echo")
-	sp.Local = "its sandbox"
+	sp.Local = "its workspace"
 	s, err := p.Create(t.Context(), sp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := s.(*remote.Session); ok {
-		t.Fatal("a sandboxed session was placed on a worker")
+		t.Fatal("a session with a workspace was placed on a worker")
 	}
 }

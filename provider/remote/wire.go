@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/sandbox"
 )
 
 // The protocol's names and timings (doc.go).
@@ -147,6 +148,8 @@ type Spec struct {
 	History      []Turn            `json:"history,omitempty"`
 	HistoryMode  string            `json:"history_mode,omitempty"`
 	Identity     provider.Identity `json:"identity"`
+	// Sandbox: the worker runs the agent in bubblewrap (never without).
+	Sandbox *sandbox.Spec `json:"sandbox,omitempty"`
 }
 
 // Turn is provider.Turn with its calls' ids.
@@ -168,7 +171,7 @@ type ToolCall struct {
 // SpecOf is the wire form of s.
 func SpecOf(s provider.Spec) Spec {
 	w := Spec{AgentID: s.AgentID, Model: s.Model, Instructions: s.Instructions, Cwd: s.Cwd, System: s.System,
-		HistoryMode: s.HistoryMode, Identity: s.Identity}
+		HistoryMode: s.HistoryMode, Identity: s.Identity, Sandbox: s.Sandbox}
 	for _, t := range s.History {
 		wt := Turn{Message: t.Message, Response: t.Response, Calls: make([]ToolCall, 0, len(t.Calls))}
 		for _, c := range t.Calls {
@@ -182,7 +185,7 @@ func SpecOf(s provider.Spec) Spec {
 // Provider is the provider.Spec of w (without Env and Launcher).
 func (w Spec) Provider() provider.Spec {
 	s := provider.Spec{AgentID: w.AgentID, Model: w.Model, Instructions: w.Instructions, Cwd: w.Cwd, System: w.System,
-		HistoryMode: w.HistoryMode, Identity: w.Identity}
+		HistoryMode: w.HistoryMode, Identity: w.Identity, Sandbox: w.Sandbox}
 	for _, t := range w.History {
 		pt := provider.Turn{Message: t.Message, Response: t.Response, Calls: make([]provider.ToolCall, 0, len(t.Calls))}
 		for _, c := range t.Calls {

@@ -1,0 +1,92 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSandboxedAgentOnAWorker runs the sandbox escape probe (issue 34)
+// in an agent whose entry asks for a sandbox without network, placed on
+// a worker: the worker builds the sandbox on its machine. Reads of the
+// operator's files, the daemon's home and the worker's own token, writes
+// outside the agent's directory, the daemon's socket and the network are
+// all denied; writes in its work directory and its private home (under
+// the worker's directory) work.
+func TestSandboxedAgentOnAWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process worker test")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Fatal("bwrap is not installed (Debian package bubblewrap): the sandbox tests need it; .ci/run installs it")
+	}
+	f := startWorkerFleet(t, 1, 4, `{"providers": {"scripted": {"sandbox": {"type": "bwrap", "network": false}}}}`)
+	d := f.d
+	probe := filepath.Join(d.dir, "probe")
+	writeFile(t, probe, "#!"+procPython+"\n"+probeScript)
+	if err := os.Chmod(probe, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(d.dir, "work")
+	outside := filepath.Join(d.dir, "outside")
+	for _, dir := range []string{work, outside} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(outside, "secret.txt")
+	planted := filepath.Join(d.dir, "worker-home-w1", "planted.txt")
+	writeFile(t, secret, "the operator's secret\n")
+	id := d.callN("agent.create", map[string]any{"name": "boxed", "provider": "scripted", "model": probe, "cwd": work})["agent_id"].(string)
+	if !strings.Contains(d.Output(), "session placed: agent="+id+" worker=w1") {
+		t.Fatalf("the sandboxed agent was not placed on w1:\n%s", tailString(d.Output(), 4000))
+	}
+	res := d.callN("agent.send", map[string]any{"agent_id": id, "message": "probe " + mustJSON(t, map[string]any{
+		"read": []string{secret, filepath.Join(d.Home, "workers.json"), f.token("w1"),
+			filepath.Join(d.Home, "agents", id, "events.jsonl")},
+		"write": []string{filepath.Join(outside, "planted.txt"), "/etc/warren-escape", "/usr/warren-escape",
+			planted, "own.txt", "/tmp/own.txt", "$HOME/own.txt"},
+		"glob": filepath.Join(d.Home, "agents", "*", "events.jsonl"),
+		"unix": []string{filepath.Join(d.Home, "daemon.sock")},
+		"tcp":  strings.TrimPrefix(f.url, "nats://"),
+	})})
+	got := map[string]string{}
+	if err := json.Unmarshal([]byte(str(res["response"])), &got); err != nil {
+		t.Fatalf("the probe answered %v: %v", res, err)
+	}
+	t.Logf("inside, on the worker: %v", got)
+	for k, v := range got {
+		want := "denied"
+		switch {
+		case k == "write:own.txt" || k == "write:/tmp/own.txt" || k == "write:$HOME/own.txt":
+			want = "ok"
+		case k == "glob":
+			want = "0 matches"
+		case k == "write:"+planted:
+			continue // under /tmp, which is private inside: checked on the host below
+		}
+		if !strings.HasPrefix(v, want) {
+			t.Errorf("sandboxed on the worker, %s: %s, want %s", k, v, want)
+		}
+	}
+	if len(got) != 4+7+1+1+1 {
+		t.Errorf("the probe answered %d checks, want 14: %v", len(got), got)
+	}
+	for _, p := range []string{filepath.Join(outside, "planted.txt"), planted} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("the sandboxed agent planted %s outside its directory", p)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "own.txt")); err != nil || string(b) != "escaped\n" {
+		t.Errorf("own.txt in the work directory: %q, %v", b, err)
+	}
+	// Its private home is the worker's, under the worker's directory:
+	// the sandbox was built there.
+	if _, err := os.Stat(filepath.Join(d.dir, "worker-home-w1", "worker-w1", "agents", id, "home", "own.txt")); err != nil {
+		entries, _ := filepath.Glob(filepath.Join(d.dir, "worker-home-w1", "worker-w1", "agents", id, "home", "*"))
+		t.Errorf("the worker's private home for the agent does not hold what it wrote there: %v (%v)", err, entries)
+	}
+}
