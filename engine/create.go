@@ -334,7 +334,7 @@ func (c *Core) providerSpec(provName, id, model, instructions, cwd string, sb *s
 		System: agentspec.SystemPrompt(c.tree, id, instructions),
 		Env:    procEnv, Launcher: c.launches.For(id, lsb),
 		Identity: agentspec.Identity(c.tree, id), HistoryMode: agentspec.HistoryMode(mode, modeSet, entry),
-		Local: c.mustRunHere(entry.Type(provName), cwd), Sandbox: sandboxSpec(lsb)}
+		Local: c.mustRunHere(cwd), Sandbox: sandboxSpec(lsb)}
 }
 
 // sandboxSpec is the sandbox of a launch (nil: none).
@@ -347,15 +347,12 @@ func sandboxSpec(lsb *launch.Sandbox) *sandbox.Spec {
 }
 
 // mustRunHere says why a session must run on the daemon's machine, not
-// on a remote worker ("" when it may): a workspace is built here, and an
-// acp agent reaches warren's tools through the daemon's socket. (A
-// sandbox is built by the worker: Spec.Sandbox.)
-func (c *Core) mustRunHere(typ, cwd string) string {
-	switch {
-	case cwd != "" && strings.HasPrefix(cwd, c.workspacesDir()+string(filepath.Separator)):
+// on a remote worker ("" when it may): a workspace is built here. (A
+// worker builds a sandbox itself from Spec.Sandbox, and serves an acp
+// agent's bridge a socket of its own.)
+func (c *Core) mustRunHere(cwd string) string {
+	if cwd != "" && strings.HasPrefix(cwd, c.workspacesDir()+string(filepath.Separator)) {
 		return "its workspace"
-	case typ == "acp":
-		return "an acp agent (its tools go through the daemon's socket)"
 	}
 	return ""
 }

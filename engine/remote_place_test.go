@@ -5,22 +5,22 @@ import (
 	"testing"
 )
 
-// TestMustRunHere: sessions with a workspace or an acp agent stay on the
-// daemon's machine; others (sandboxed or not) may go to a worker.
+// TestMustRunHere: sessions with a workspace stay on the daemon's
+// machine; others may go to a worker.
 func TestMustRunHere(t *testing.T) {
 	c := &Core{opts: CoreOptions{Home: "/h"}}
 	ws := filepath.Join(c.workspacesDir(), "a1")
 	for _, tc := range []struct {
-		typ, cwd string
-		local    bool
+		cwd   string
+		local bool
 	}{
-		{"scripted", "/src", false},
-		{"scripted", ws, true},
-		{"acp", "", true},
-		{"openai", c.workspacesDir() + "-other", false},
+		{"/src", false},
+		{"", false},
+		{ws, true},
+		{c.workspacesDir() + "-other", false},
 	} {
-		if got := c.mustRunHere(tc.typ, tc.cwd); (got != "") != tc.local {
-			t.Errorf("mustRunHere(%q, %q) = %q, want local %v", tc.typ, tc.cwd, got, tc.local)
+		if got := c.mustRunHere(tc.cwd); (got != "") != tc.local {
+			t.Errorf("mustRunHere(%q) = %q, want local %v", tc.cwd, got, tc.local)
 		}
 	}
 }

@@ -69,6 +69,9 @@ type Worker struct {
 	// their stderr (<dir>/agents/<id>/stderr.log); sandboxes checks bwrap.
 	launches  *launch.Launches
 	sandboxes *sandbox.Checker
+	sockets   *sockets
+	// turns is each agent's running turn (its socket's calls join it).
+	turns map[string]*turn
 	// cancelled holds attempts cancelled before their send arrived
 	// (bounded: maxCancelled).
 	cancelled map[string]bool
@@ -83,8 +86,18 @@ const maxCancelled = 1024
 type session struct {
 	pool   string
 	daemon string
+	agent  string
 	sess   provider.Session
-	mu     sync.Mutex // one operation at a time
+	// release gives back the agent's socket (sockets.acquire).
+	release func()
+	mu      sync.Mutex // one operation at a time
+}
+
+// stop stops the provider session and gives its socket back.
+func (s *session) stop() error {
+	err := s.sess.Stop()
+	s.release()
+	return err
 }
 
 // New checks o and returns a worker.
@@ -111,9 +124,11 @@ func New(o Options) (*Worker, error) {
 	}
 	agentDir := func(id string) string { return filepath.Join(o.Dir, "agents", id) }
 	launches := launch.New(agentproc.Records{FS: faultfs.OS{}, Dir: filepath.Join(o.Dir, "procs")}, stderrlog.New(faultfs.OS{}, agentDir, o.Logger), o.Logger)
-	return &Worker{o: o, boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, log: o.Logger,
-		launches: launches, sandboxes: &sandbox.Checker{}, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
-		live: map[string]int{}}, nil
+	w := &Worker{o: o, boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, log: o.Logger,
+		launches: launches, sandboxes: &sandbox.Checker{}, turns: map[string]*turn{}, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
+		live: map[string]int{}}
+	w.sockets = newSockets(w, o.Logger)
+	return w, nil
 }
 
 // Boot is this process's boot id.
@@ -168,6 +183,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.stopAll()
 	w.wg.Wait()
 	w.stopAll() // what an open in progress made meanwhile
+	w.sockets.closeAll()
 	return nil
 }
 
@@ -268,31 +284,40 @@ func (w *Worker) open(ctx context.Context, r micro.Request) {
 			return
 		}
 	}
-	if err := w.launcher(ctx, &spec); err != nil {
+	sock, release, err := w.sockets.acquire(ctx, spec.AgentID)
+	if err != nil {
+		w.unreserve(req.Provider)
+		respond(r, remote.OpenReply{Error: remote.Wire(err)})
+		return
+	}
+	spec.Env = provider.MergeEnv(spec.Env, []string{provider.EnvSocket + "=" + sock})
+	if err := w.launcher(ctx, &spec, sock); err != nil {
+		release()
 		w.unreserve(req.Provider)
 		respond(r, remote.OpenReply{Error: remote.Wire(err)})
 		return
 	}
 	var sess provider.Session
-	var err error
 	if req.Restore {
 		sess, err = prov.Restore(ctx, spec, req.Blob, req.Handle)
 	} else {
 		sess, err = prov.Create(ctx, spec)
 	}
 	if err != nil {
+		release()
 		w.unreserve(req.Provider)
 		respond(r, remote.OpenReply{Error: remote.Wire(err)})
 		return
 	}
+	ws := &session{pool: req.Provider, daemon: req.Daemon, agent: spec.AgentID, sess: sess, release: release}
 	w.mu.Lock()
 	closing := w.closing
 	if !closing {
-		w.sessions[req.Session] = &session{pool: req.Provider, daemon: req.Daemon, sess: sess}
+		w.sessions[req.Session] = ws
 	}
 	w.mu.Unlock()
 	if closing {
-		_ = sess.Stop()
+		_ = ws.stop()
 		respond(r, remote.OpenReply{Error: &remote.WireError{Kind: remote.KindLost, Message: "worker " + w.o.ID + " is stopping"}})
 		return
 	}
@@ -306,9 +331,10 @@ func (w *Worker) open(ctx context.Context, r micro.Request) {
 
 // launcher gives spec the worker's part in each of its processes: the
 // process records and stderr log, and for a sandboxed agent bubblewrap
-// with a private home under the agent's directory (never run without
-// it: an error when bwrap does not work here).
-func (w *Worker) launcher(ctx context.Context, spec *provider.Spec) error {
+// with a private home under the agent's directory and its socket sock
+// bound in (never run without it: an error when bwrap does not work
+// here).
+func (w *Worker) launcher(ctx context.Context, spec *provider.Spec, sock string) error {
 	if spec.Sandbox == nil {
 		spec.Launcher = w.launches.For(spec.AgentID, nil)
 		return nil
@@ -329,7 +355,8 @@ func (w *Worker) launcher(ctx context.Context, spec *provider.Spec) error {
 	if w.o.Env.PythonPath != "" {
 		ro = append(ro, w.o.Env.PythonPath)
 	}
-	spec.Launcher = w.launches.For(spec.AgentID, &launch.Sandbox{Bwrap: bwrap, Spec: *spec.Sandbox, Home: home, OperatorHome: opHome, ReadOnly: ro})
+	spec.Launcher = w.launches.For(spec.AgentID, &launch.Sandbox{Bwrap: bwrap, Spec: *spec.Sandbox, Home: home, OperatorHome: opHome, ReadOnly: ro,
+		Socket: func() (string, func(), error) { return sock, func() {}, nil }})
 	spec.Env = provider.MergeEnv(spec.Env, []string{"HOME=" + home, "TMPDIR=/tmp"})
 	return nil
 }
@@ -374,7 +401,7 @@ func (w *Worker) unreserve(pool string) {
 
 func stopSessions(ss []*session) {
 	for _, s := range ss {
-		_ = s.sess.Stop()
+		_ = s.stop()
 	}
 }
 
@@ -420,10 +447,30 @@ func (w *Worker) send(ctx context.Context, r micro.Request) {
 	}()
 	t := &turn{w: w, daemon: req.Daemon, attempt: req.Attempt}
 	s.mu.Lock()
+	w.setTurn(s.agent, t)
 	resp, err := s.sess.Send(actx, req.Prompt, provider.TurnIO{Tools: t, OnChunk: t.chunk, OnUsage: t.usage, BeforeRequest: func() error { return t.gate(actx) }})
+	w.setTurn(s.agent, nil)
 	s.mu.Unlock()
 	chunks, usages := t.counts()
 	respond(r, remote.SendReply{Response: resp, Error: remote.Wire(err), Chunks: chunks, Usages: usages})
+}
+
+// setTurn records agent's running turn (nil: none).
+func (w *Worker) setTurn(agent string, t *turn) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t == nil {
+		delete(w.turns, agent)
+		return
+	}
+	w.turns[agent] = t
+}
+
+// turnOf is agent's running turn (nil between turns).
+func (w *Worker) turnOf(agent string) *turn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.turns[agent]
 }
 
 // cancel cancels an attempt.
@@ -475,7 +522,7 @@ func (w *Worker) stop(_ context.Context, r micro.Request) {
 	w.mu.Unlock()
 	var err error
 	if ok {
-		err = s.sess.Stop()
+		err = s.stop()
 	}
 	respond(r, remote.SuspendReply{Error: remote.Wire(err)})
 }

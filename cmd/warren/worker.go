@@ -49,12 +49,12 @@ When a worker stops answering (a kill, a lost network), the daemon opens its
 agents' sessions again on another worker, or locally, restored from their
 logs, and retries the turn; tool calls already made are answered from the
 log, never run twice. See docs/WORKERS.md.`,
-		Example: indent("warren worker --join nats://10.0.0.5:4222 --id w1 --token-file w1.token --pools scripted=16,openai=8\nwarren worker --join nats://127.0.0.1:4222 --id w1 --token-file w1.token --pools scripted=4 --labels zone=lab"),
+		Example: indent("warren worker --join nats://10.0.0.5:4222 --id w1 --token-file w1.token --pools claude=4,scripted=16\nwarren worker --join nats://127.0.0.1:4222 --id w1 --token-file w1.token --pools scripted=4 --labels zone=lab"),
 		Args:    usage.Args(0, 0),
 	}
 	f := cmd.Flags()
 	f.StringVar(&join, "join", "", "a NATS server of the cluster (nats://host:port[,...])")
-	f.StringVar(&pools, "pools", "", "provider entries served and their sizes (scripted=16,openai=8)")
+	f.StringVar(&pools, "pools", "", "provider entries served and their sizes (claude=4,scripted=16)")
 	f.StringVar(&labels, "labels", "", "labels placement can ask for (k=v,...)")
 	f.StringVar(&id, "id", "", "this worker's id (default: the host name)")
 	f.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn, error")

@@ -1,0 +1,67 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestACPAgentOnAWorker: an acp agent (the fake agent CLI) runs on a
+// worker; its `warren mcp-bridge` reaches warren's tools through the
+// worker's socket for that agent, and the call runs at the daemon as a
+// call of the agent's running turn: logged, and delivered.
+func TestACPAgentOnAWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process worker test")
+	}
+	dir := t.TempDir()
+	bin := fakeACPAgent(t, dir)
+	state := filepath.Join(dir, "acpstate")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"providers": map[string]any{"fake": map[string]any{"type": "acp", "command": []string{bin},
+		"env": map[string]string{"FAKEACP_STATE": state}}}})
+	f := startFleetOf(t, "fake", 0, 4, string(cfg))
+	f.startWith("w1", 4, f.url, string(cfg))
+	f.waitListed("w1")
+	d := f.d
+	id := d.createAgent("a", "fake", "", "")
+	if !strings.Contains(d.Output(), "session placed: agent="+id+" worker=w1") {
+		t.Fatalf("the acp agent was not placed on w1:\n%s", tailString(d.Output(), 4000))
+	}
+	res := d.callN("agent.send", map[string]any{"agent_id": id,
+		"message": `@tool send_message {"recipient":"USER","text":"hello from a worker over ACP"}`})
+	if r := str(res["response"]); !strings.Contains(r, "tool send_message ->") || !strings.Contains(r, "message_id") {
+		t.Fatalf("turn = %v, want the bridge's send_message result", res)
+	}
+	runID, callRun := "", "<none>"
+	for _, e := range agentLog(t, d, id) {
+		data, _ := e["data"].(map[string]any)
+		switch str(e["event"]) {
+		case "turn.start":
+			runID = str(data["run_id"])
+		case "tool.call":
+			if data["tool"] == "send_message" {
+				callRun = str(data["run_id"])
+			}
+		}
+	}
+	if runID == "" || callRun != runID {
+		t.Fatalf("the bridge's call is in run %q, the turn is run %q: want the call logged in the turn", callRun, runID)
+	}
+	found := false
+	for _, m := range d.callN("inbox.list", nil)["messages"].([]any) {
+		found = found || str(m.(map[string]any)["text"]) == "hello from a worker over ACP"
+	}
+	if !found {
+		t.Fatal("the message the acp agent sent from the worker is not in the USER inbox")
+	}
+	// The call went through the worker's socket for the agent (the
+	// daemon knows no credential of a worker's process).
+	if _, err := os.Stat(filepath.Join(d.dir, "worker-home-w1", "worker-w1", "agents", id, "agent.sock")); err != nil {
+		t.Fatalf("the worker serves no socket for the agent: %v", err)
+	}
+}
