@@ -315,10 +315,7 @@ func TestWorkerKill9MidTurn(t *testing.T) {
 
 	// The ledger: each acknowledged text once in the USER inbox, nothing
 	// else there.
-	inbox := map[string]int{}
-	for _, m := range d.callN("inbox.list", nil)["messages"].([]any) {
-		inbox[str(m.(map[string]any)["text"])]++
-	}
+	inbox := userInboxTexts(d)
 	total, retries := 0, 0
 	for _, id := range ids {
 		for _, text := range acked[id] {
@@ -375,4 +372,19 @@ func tailString(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
+}
+
+// userInboxTexts drains the USER inbox (a reply carries a page; the rest
+// is "remaining") and counts each text.
+func userInboxTexts(d *testDaemon) map[string]int {
+	out := map[string]int{}
+	for {
+		res := d.callN("inbox.list", nil)
+		for _, m := range res["messages"].([]any) {
+			out[str(m.(map[string]any)["text"])]++
+		}
+		if res["remaining"] == nil {
+			return out
+		}
+	}
 }
