@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -491,6 +492,7 @@ func (d *Directory) request(ctx context.Context, s slot, op string, v, out any) 
 	go func() {
 		probe := time.NewTicker(ProbeEvery)
 		defer probe.Stop()
+		var probing atomic.Bool // one probe at a time; none holds up the loss
 		for {
 			select {
 			case <-s.lost:
@@ -499,9 +501,15 @@ func (d *Directory) request(ctx context.Context, s slot, op string, v, out any) 
 			case <-rctx.Done():
 				return
 			case <-probe.C:
-				if why := d.probe(rctx, s); why != "" {
-					d.lose(s, why)
+				if !probing.CompareAndSwap(false, true) {
+					continue
 				}
+				go func() {
+					defer probing.Store(false)
+					if why := d.probe(rctx, s); why != "" {
+						d.lose(s, why)
+					}
+				}()
 			}
 		}
 	}()
