@@ -59,6 +59,18 @@ func TestACPAgentOnAWorker(t *testing.T) {
 	if !found {
 		t.Fatal("the message the acp agent sent from the worker is not in the USER inbox")
 	}
+	// await_input through the bridge suspends the run, as locally; the
+	// answer re-runs it (on the worker) and the call returns it.
+	res = d.callN("agent.send", map[string]any{"agent_id": id,
+		"message": `@tool await_input {"kind":"approval","prompt":"go on?","timeout":3600}`})
+	token, _ := res["token"].(string)
+	if res["status"] != "suspended" || token == "" {
+		t.Fatalf("turn: %v, want it suspended on the bridge's await_input", res)
+	}
+	res = d.callN("agent.resume", map[string]any{"agent_id": id, "token": token, "response": "yes"})
+	if r := str(res["response"]); !strings.Contains(r, "tool await_input ->") || !strings.Contains(r, "yes") {
+		t.Fatalf("the re-run after the answer: %v, want await_input to return the operator's yes", res)
+	}
 	// The call went through the worker's socket for the agent (the
 	// daemon knows no credential of a worker's process).
 	if _, err := os.Stat(filepath.Join(d.dir, "worker-home-w1", "worker-w1", "agents", id, "agent.sock")); err != nil {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/server"
 )
 
@@ -145,6 +147,9 @@ func (h agentHandler) Handle(ctx context.Context, req *protocol.Request, _ serve
 		return nil, protocol.Errorf(protocol.CodeInvalid, "agent %s runs no turn on worker %s: a tool call through its socket is part of a running turn", h.id, h.w.o.ID)
 	}
 	res, err := t.CallTool(ctx, tool, args)
+	if errors.Is(err, provider.ErrRunSuspended) {
+		t.suspend(err) // the attempt ends, answered "suspended"
+	}
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalid, "tool %s: %v", tool, err)
 	}

@@ -18,9 +18,33 @@ type turn struct {
 	daemon  string
 	attempt string
 
-	mu     sync.Mutex
-	chunks int
-	usages int
+	// cancel ends the attempt on the worker (a call through the agent's
+	// socket that suspended the run).
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	chunks    int
+	usages    int
+	suspended error // the error of the socket call that suspended the run
+}
+
+// suspend ends the attempt because a call through the agent's socket
+// suspended the run: its answer is that error, as the daemon's own door
+// does for a local process (engine/calldoor.go).
+func (t *turn) suspend(err error) {
+	t.mu.Lock()
+	if t.suspended == nil {
+		t.suspended = err
+	}
+	t.mu.Unlock()
+	t.cancel()
+}
+
+// suspendedBy is the error of the call that suspended the run, if any.
+func (t *turn) suspendedBy() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.suspended
 }
 
 // counts is what the turn published.

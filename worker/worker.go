@@ -445,12 +445,15 @@ func (w *Worker) send(ctx context.Context, r micro.Request) {
 		delete(w.attempts, req.Attempt)
 		w.mu.Unlock()
 	}()
-	t := &turn{w: w, daemon: req.Daemon, attempt: req.Attempt}
+	t := &turn{w: w, daemon: req.Daemon, attempt: req.Attempt, cancel: cancel}
 	s.mu.Lock()
 	w.setTurn(s.agent, t)
 	resp, err := s.sess.Send(actx, req.Prompt, provider.TurnIO{Tools: t, OnChunk: t.chunk, OnUsage: t.usage, BeforeRequest: func() error { return t.gate(actx) }})
 	w.setTurn(s.agent, nil)
 	s.mu.Unlock()
+	if serr := t.suspendedBy(); serr != nil {
+		resp, err = "", serr
+	}
 	chunks, usages := t.counts()
 	respond(r, remote.SendReply{Response: resp, Error: remote.Wire(err), Chunks: chunks, Usages: usages})
 }
