@@ -4,7 +4,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net/url"
@@ -94,9 +93,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		nc.Close()
 		return fail(err)
 	}
-	keys := func() (map[string]ed25519.PublicKey, error) {
-		return remote.LoadKeys(fsys, filepath.Join(home, remote.KeysFile))
-	}
+	keys := func() (remote.Keys, error) { return remote.LoadKeys(fsys, filepath.Join(home, remote.KeysFile)) }
 	workers, err := remote.NewDirectory(ctx, remote.DirectoryOptions{Conn: nc, Replicas: replicas, Daemon: bootID, Keys: keys,
 		Logger: logger.Named("workers")})
 	if err != nil {

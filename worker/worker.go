@@ -33,6 +33,9 @@ import (
 type Options struct {
 	// ID names the worker (remote.CheckID).
 	ID string
+	// DaemonKey checks every request: only the daemon that issued the
+	// worker's token commands it (remote.ParseToken).
+	DaemonKey ed25519.PublicKey
 	// Key signs the worker's beats (remote.ParseToken of the token
 	// `warren worker token ID` made).
 	Key  ed25519.PrivateKey
@@ -75,7 +78,12 @@ type Worker struct {
 	// cancelled holds attempts cancelled before their send arrived
 	// (bounded: maxCancelled).
 	cancelled map[string]bool
-	closing   bool // Run is stopping: no new request is started
+	// seen holds the session and attempt ids of recent opens and sends (a
+	// replayed request is refused), oldest first in seenOrder.
+	seen      map[string]bool
+	seenOrder []string
+	refused   string // the last refusal logged
+	closing   bool   // Run is stopping: no new request is started
 	wg        sync.WaitGroup
 }
 
@@ -105,8 +113,8 @@ func New(o Options) (*Worker, error) {
 	if err := remote.CheckID(o.ID); err != nil {
 		return nil, err
 	}
-	if len(o.Key) != ed25519.PrivateKeySize {
-		return nil, errors.New("a worker needs its token (make one with `warren worker token " + o.ID + "` on the daemon's machine)")
+	if len(o.Key) != ed25519.PrivateKeySize || len(o.DaemonKey) != ed25519.PublicKeySize {
+		return nil, errors.New("a worker needs its token, with its key and the daemon's (make one with `warren worker token " + o.ID + "` on the daemon's machine)")
 	}
 	if len(o.Pools) == 0 {
 		return nil, errors.New("a worker needs at least one pool (--pools scripted=4)")
@@ -124,7 +132,7 @@ func New(o Options) (*Worker, error) {
 	}
 	agentDir := func(id string) string { return filepath.Join(o.Dir, "agents", id) }
 	launches := launch.New(agentproc.Records{FS: faultfs.OS{}, Dir: filepath.Join(o.Dir, "procs")}, stderrlog.New(faultfs.OS{}, agentDir, o.Logger), o.Logger)
-	w := &Worker{o: o, boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, log: o.Logger,
+	w := &Worker{o: o, boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
 		launches: launches, sandboxes: &sandbox.Checker{}, turns: map[string]*turn{}, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
 		live: map[string]int{}}
 	w.sockets = newSockets(w, o.Logger)
@@ -155,10 +163,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	})); err != nil {
 		return fmt.Errorf("starting the worker service's ping endpoint: %w", err)
 	}
-	for op, h := range map[string]func(context.Context, micro.Request){
+	for op, h := range map[string]func(context.Context, micro.Request, []byte){
 		remote.OpOpen: w.open, remote.OpSend: w.send, remote.OpCancel: w.cancel, remote.OpSuspend: w.suspend, remote.OpStop: w.stop,
 	} {
 		if err := g.AddEndpoint(op, micro.HandlerFunc(func(r micro.Request) {
+			data, err := remote.OpenSigned(w.o.DaemonKey, w.o.ID, time.Now(), r.Data())
+			if err == nil {
+				err = w.fresh(op, data)
+			}
+			if err != nil {
+				w.refuse(op, err)
+				if r.Reply() != "" {
+					respond(r, remote.SendReply{Error: &remote.WireError{Kind: remote.KindRefused, Message: "worker " + w.o.ID + " refused the request: " + err.Error()}})
+				}
+				return
+			}
 			// Each request runs on its own goroutine: a turn takes
 			// minutes, and the endpoint serves one message at a time.
 			w.mu.Lock()
@@ -169,7 +188,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			w.wg.Add(1)
 			w.mu.Unlock()
-			go func() { defer w.wg.Done(); h(ctx, r) }()
+			go func() { defer w.wg.Done(); h(ctx, r, data) }()
 		})); err != nil {
 			return fmt.Errorf("starting the worker service's %s endpoint: %w", op, err)
 		}
@@ -258,9 +277,9 @@ func (w *Worker) registration(beat uint64) remote.Registration {
 }
 
 // open creates or restores a session.
-func (w *Worker) open(ctx context.Context, r micro.Request) {
+func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 	var req remote.OpenRequest
-	if err := json.Unmarshal(r.Data(), &req); err != nil || remote.CheckID(req.Session) != nil || remote.CheckID(req.Spec.AgentID) != nil ||
+	if err := json.Unmarshal(data, &req); err != nil || remote.CheckID(req.Session) != nil || remote.CheckID(req.Spec.AgentID) != nil ||
 		remote.CheckID(req.Daemon) != nil {
 		respond(r, remote.OpenReply{Error: &remote.WireError{Kind: remote.KindPermanent, Message: fmt.Sprintf("bad open request: %v", err)}})
 		return
@@ -419,9 +438,9 @@ func (w *Worker) lookup(id string) (*session, bool) {
 }
 
 // send runs one attempt.
-func (w *Worker) send(ctx context.Context, r micro.Request) {
+func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 	var req remote.SendRequest
-	if err := json.Unmarshal(r.Data(), &req); err != nil || remote.CheckID(req.Attempt) != nil || remote.CheckID(req.Daemon) != nil {
+	if err := json.Unmarshal(data, &req); err != nil || remote.CheckID(req.Attempt) != nil || remote.CheckID(req.Daemon) != nil {
 		respond(r, remote.SendReply{Error: &remote.WireError{Kind: remote.KindPermanent, Message: fmt.Sprintf("bad send request: %v", err)}})
 		return
 	}
@@ -458,6 +477,47 @@ func (w *Worker) send(ctx context.Context, r micro.Request) {
 	respond(r, remote.SendReply{Response: resp, Error: remote.Wire(err), Chunks: chunks, Usages: usages})
 }
 
+// maxSeen bounds the ids remembered against replays: more than a
+// request window's opens and sends.
+const maxSeen = 1 << 16
+
+// fresh refuses an open or a send whose session or attempt id was seen
+// (a replay within the request window); others pass.
+func (w *Worker) fresh(op string, data []byte) error {
+	if op != remote.OpOpen && op != remote.OpSend {
+		return nil
+	}
+	var ids struct {
+		Session string `json:"session"`
+		Attempt string `json:"attempt"`
+	}
+	_ = json.Unmarshal(data, &ids)
+	key := op + ":" + ids.Session + ":" + ids.Attempt
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen[key] {
+		return fmt.Errorf("%s %s%s was seen already (a replay)", op, ids.Session, ids.Attempt)
+	}
+	w.seen[key] = true
+	w.seenOrder = append(w.seenOrder, key)
+	if len(w.seenOrder) > maxSeen {
+		delete(w.seen, w.seenOrder[0])
+		w.seenOrder = w.seenOrder[1:]
+	}
+	return nil
+}
+
+// refuse logs a refused request (once per reason in a row).
+func (w *Worker) refuse(op string, err error) {
+	w.mu.Lock()
+	again := w.refused == err.Error()
+	w.refused = err.Error()
+	w.mu.Unlock()
+	if !again {
+		w.log.Warn("refusing a request", "op", op, "err", err)
+	}
+}
+
 // setTurn records agent's running turn (nil: none).
 func (w *Worker) setTurn(agent string, t *turn) {
 	w.mu.Lock()
@@ -477,9 +537,9 @@ func (w *Worker) turnOf(agent string) *turn {
 }
 
 // cancel cancels an attempt.
-func (w *Worker) cancel(_ context.Context, r micro.Request) {
+func (w *Worker) cancel(_ context.Context, r micro.Request, data []byte) {
 	var req remote.CancelRequest
-	if json.Unmarshal(r.Data(), &req) != nil {
+	if json.Unmarshal(data, &req) != nil {
 		return
 	}
 	w.mu.Lock()
@@ -498,9 +558,9 @@ func (w *Worker) cancel(_ context.Context, r micro.Request) {
 }
 
 // suspend returns a session's blob.
-func (w *Worker) suspend(ctx context.Context, r micro.Request) {
+func (w *Worker) suspend(ctx context.Context, r micro.Request, data []byte) {
 	var req remote.SessionRequest
-	_ = json.Unmarshal(r.Data(), &req)
+	_ = json.Unmarshal(data, &req)
 	s, ok := w.lookup(req.Session)
 	if !ok {
 		respond(r, remote.SuspendReply{Error: &remote.WireError{Kind: remote.KindPermanent, Message: "no session " + req.Session}})
@@ -513,9 +573,9 @@ func (w *Worker) suspend(ctx context.Context, r micro.Request) {
 }
 
 // stop stops a session and frees its slot.
-func (w *Worker) stop(_ context.Context, r micro.Request) {
+func (w *Worker) stop(_ context.Context, r micro.Request, data []byte) {
 	var req remote.SessionRequest
-	_ = json.Unmarshal(r.Data(), &req)
+	_ = json.Unmarshal(data, &req)
 	w.mu.Lock()
 	s, ok := w.sessions[req.Session]
 	if ok {

@@ -105,11 +105,11 @@ log, never run twice. See docs/WORKERS.md.`,
 		if token == "" {
 			return exit.Usagef(cmd.UseLine(), "no token: run `warren worker token %s` on the daemon's machine and pass it with --token-file (or $WARREN_WORKER_TOKEN)", id)
 		}
-		key, err := remote.ParseToken(token)
+		key, daemonKey, err := remote.ParseToken(token)
 		if err != nil {
 			return exit.Usagef(cmd.UseLine(), "%v", err)
 		}
-		return runWorker(ctx, c, worker.Options{ID: id, Key: key, Pools: sizes, Labels: ls}, join, tls, level)
+		return runWorker(ctx, c, worker.Options{ID: id, Key: key, DaemonKey: daemonKey, Pools: sizes, Labels: ls}, join, tls, level)
 	})
 	cmd.AddCommand(newWorkerTokenCmd(c))
 	return cmd

@@ -30,13 +30,14 @@ type Directory struct {
 	router *router
 	beats  *nats.Subscription
 
-	keys func() (map[string]ed25519.PublicKey, error)
+	keys func() (Keys, error)
 
 	mu      sync.Mutex
 	workers map[string]*workerState
 	// known caches the keys, read again (at most every keysReload) when
 	// a beat does not verify; refused is the last reason logged per id.
 	known   map[string]ed25519.PublicKey
+	signer  ed25519.PrivateKey // the daemon's key (Keys.Daemon)
 	loaded  time.Time
 	refused map[string]string
 	marks   map[string]*mark
@@ -67,9 +68,10 @@ type DirectoryOptions struct {
 	// Daemon is the daemon's boot id, sent with every open: a worker
 	// stops the sessions an earlier daemon opened (doc.go).
 	Daemon string
-	// Keys reads the workers' public keys (the home's KeysFile): only a
-	// worker whose beats are signed with its key gets sessions.
-	Keys   func() (map[string]ed25519.PublicKey, error)
+	// Keys reads the home's KeysFile: only a worker whose beats are
+	// signed with its key gets sessions, and every request to a worker is
+	// signed with the daemon's key.
+	Keys   func() (Keys, error)
 	Logger hclog.Logger
 }
 
@@ -280,7 +282,7 @@ func (d *Directory) verify(id string, sg Signed) string {
 		if err != nil {
 			return "the keys file cannot be read: " + err.Error()
 		}
-		d.known = keys
+		d.known, d.signer = keys.Workers, keys.Daemon
 		if ok() {
 			return ""
 		}
@@ -483,7 +485,7 @@ func (d *Directory) Wrap(name string, local provider.Provider, labels map[string
 // ends with an error wrapping errLost as soon as the slot's worker is
 // lost: a worker killed after the request reached it never answers.
 func (d *Directory) request(ctx context.Context, s slot, op string, v, out any) error {
-	body, err := json.Marshal(v)
+	body, err := d.signed(s.worker, v)
 	if err != nil {
 		return err
 	}
@@ -562,6 +564,21 @@ func (d *Directory) lose(s slot, why string) {
 	}
 }
 
+// signed is v as a request to worker, signed with the daemon's key.
+func (d *Directory) signed(worker string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	key := d.signer
+	d.mu.Unlock()
+	if key == nil {
+		return nil, errors.New("the daemon has no key to sign requests with (issue a worker token first)")
+	}
+	return SignRequest(key, worker, d.now(), body)
+}
+
 // stopTimeout bounds the stop of a session on its worker.
 const stopTimeout = 5 * time.Second
 
@@ -570,7 +587,7 @@ func (d *Directory) stopRemote(s slot, id string) error {
 	// provider.Session.Stop takes no context: the stop is bounded here.
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	body, err := json.Marshal(SessionRequest{Session: id})
+	body, err := d.signed(s.worker, SessionRequest{Session: id})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ func bareDirectory(t *testing.T) (*Directory, ed25519.PrivateKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Directory{keys: func() (map[string]ed25519.PublicKey, error) { return map[string]ed25519.PublicKey{"w1": pub}, nil },
+	d := &Directory{keys: func() (Keys, error) { return Keys{Workers: map[string]ed25519.PublicKey{"w1": pub}}, nil },
 		refused: map[string]string{}, log: hclog.NewNullLogger(), now: time.Now, workers: map[string]*workerState{},
 		marks: map[string]*mark{}, last: map[string]string{}, changed: make(chan struct{})}
 	return d, priv

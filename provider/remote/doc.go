@@ -75,8 +75,19 @@
 // beats: its registration's JSON and the signature of exactly those
 // bytes. The directory lists (and places sessions on) only workers whose
 // beats verify with the key of their id; a refused worker is logged once
-// per reason. The requests the daemon sends workers are not signed: NATS
-// access is authority over workers (docs/WORKERS.md).
+// per reason.
+//
+// The first token also makes the daemon's own key pair (its seed in
+// workers.json as "daemon"), and every token carries the daemon's public
+// key: "wwt1_<base64url(worker seed || daemon public key)>". Every
+// request to a worker (open, send, cancel, suspend, stop; not ping) is a
+// SignedRequest: the request's JSON, the worker's id and the time, signed
+// with the daemon's key. A worker obeys only requests for itself, signed
+// by the daemon of its token, made within RequestWindow (2 min) of its
+// clock, and whose open's session id or send's attempt id it has not
+// seen (no replay); it answers others "refused", which the daemon treats
+// as a worker it cannot use. Traffic is still readable by any client of
+// the NATS servers (docs/WORKERS.md).
 //
 // # Errors
 //
@@ -84,5 +95,5 @@
 // (retry_after_ms), "permanent", "suspended" (provider.ErrRunSuspended),
 // "cannot_restore" (provider.ErrCannotRestore), "canceled",
 // "abandoned", "pool_full", "lost" (the worker does not hold the session:
-// the daemon opens it again elsewhere).
+// the daemon opens it again elsewhere), "refused" (as lost).
 package remote

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/warren-dev/warren/atomicfile"
 	"github.com/warren-dev/warren/faultfs"
@@ -23,51 +24,71 @@ const KeysFile = "workers.json"
 // TokenPrefix starts every worker token.
 const TokenPrefix = "wwt1_"
 
-// keysDoc is KeysFile's format: {"workers": {"<id>": "<public key>"}},
-// each key base64url (no padding) of the 32-byte ed25519 public key.
+// keysDoc is KeysFile's format: {"daemon": "<seed>", "workers": {"<id>":
+// "<public key>"}}, base64url without padding: the daemon's ed25519 seed
+// (it signs every request to a worker) and each worker's 32-byte public
+// key.
 type keysDoc struct {
+	Daemon  string            `json:"daemon,omitempty"`
 	Workers map[string]string `json:"workers"`
+}
+
+// Keys is what KeysFile holds.
+type Keys struct {
+	// Daemon signs the daemon's requests to workers (nil before the first
+	// token is issued).
+	Daemon ed25519.PrivateKey
+	// Workers is each worker's public key, by id.
+	Workers map[string]ed25519.PublicKey
 }
 
 // maxKeysFile bounds KeysFile's size.
 const maxKeysFile = 1 << 20
 
-// LoadKeys reads a keys file: worker id to public key (none when the
-// file does not exist).
-func LoadKeys(fsys faultfs.FS, path string) (map[string]ed25519.PublicKey, error) {
+// LoadKeys reads a keys file (empty when it does not exist).
+func LoadKeys(fsys faultfs.FS, path string) (Keys, error) {
+	out := Keys{Workers: map[string]ed25519.PublicKey{}}
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]ed25519.PublicKey{}, nil
+		return out, nil
 	}
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxKeysFile+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return out, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if len(data) > maxKeysFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxKeysFile)
+		return out, fmt.Errorf("%s is larger than %d bytes", path, maxKeysFile)
 	}
 	var doc keysDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s is not a workers key file (%v): remove it and issue the tokens again with `warren worker token NAME`", path, err)
+		return out, fmt.Errorf("%s is not a workers key file (%v): remove it and issue the tokens again with `warren worker token NAME`", path, err)
 	}
-	out := make(map[string]ed25519.PublicKey, len(doc.Workers))
+	if doc.Daemon != "" {
+		seed, err := base64.RawURLEncoding.DecodeString(doc.Daemon)
+		if err != nil || len(seed) != ed25519.SeedSize {
+			return out, fmt.Errorf("%s: the daemon's key is damaged: remove the file and issue the tokens again", path)
+		}
+		out.Daemon = ed25519.NewKeyFromSeed(seed)
+	}
 	for id, k := range doc.Workers {
 		raw, err := base64.RawURLEncoding.DecodeString(k)
 		if err != nil || len(raw) != ed25519.PublicKeySize || CheckID(id) != nil {
-			return nil, fmt.Errorf("%s: worker %q has a bad key: issue its token again with `warren worker token %s`", path, id, id)
+			return out, fmt.Errorf("%s: worker %q has a bad key: issue its token again with `warren worker token %s`", path, id, id)
 		}
-		out[id] = ed25519.PublicKey(raw)
+		out.Workers[id] = ed25519.PublicKey(raw)
 	}
 	return out, nil
 }
 
 // IssueToken makes a key pair for worker id, records its public key in
 // the keys file at path (replacing an earlier one: the old token stops
-// working) and returns the token, which only the worker keeps.
+// working; the daemon's own key is made with the first token) and
+// returns the token, which only the worker keeps: its private key and
+// the daemon's public key, which the worker checks every request with.
 func IssueToken(fsys faultfs.FS, path, id string) (string, error) {
 	if err := CheckID(id); err != nil {
 		return "", err
@@ -76,12 +97,17 @@ func IssueToken(fsys faultfs.FS, path, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if keys.Daemon == nil {
+		if _, keys.Daemon, err = ed25519.GenerateKey(rand.Reader); err != nil {
+			return "", err
+		}
+	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return "", err
 	}
-	doc := keysDoc{Workers: map[string]string{}}
-	for k, v := range keys {
+	doc := keysDoc{Daemon: base64.RawURLEncoding.EncodeToString(keys.Daemon.Seed()), Workers: map[string]string{}}
+	for k, v := range keys.Workers {
 		doc.Workers[k] = base64.RawURLEncoding.EncodeToString(v)
 	}
 	doc.Workers[id] = base64.RawURLEncoding.EncodeToString(pub)
@@ -92,17 +118,62 @@ func IssueToken(fsys faultfs.FS, path, id string) (string, error) {
 	if err := atomicfile.Write(fsys, path, append(data, '\n'), 0o600); err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
-	return TokenPrefix + base64.RawURLEncoding.EncodeToString(priv.Seed()), nil
+	daemonPub := keys.Daemon.Public().(ed25519.PublicKey)
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(append(priv.Seed(), daemonPub...)), nil
 }
 
-// ParseToken reads a worker token into its private key.
-func ParseToken(token string) (ed25519.PrivateKey, error) {
+// ParseToken reads a worker token: the worker's private key and the
+// daemon's public key.
+func ParseToken(token string) (ed25519.PrivateKey, ed25519.PublicKey, error) {
 	rest, ok := strings.CutPrefix(strings.TrimSpace(token), TokenPrefix)
-	seed, err := base64.RawURLEncoding.DecodeString(rest)
-	if !ok || err != nil || len(seed) != ed25519.SeedSize {
-		return nil, errors.New("not a worker token (it starts with " + TokenPrefix + "; make one with `warren worker token NAME` on the daemon's machine)")
+	raw, err := base64.RawURLEncoding.DecodeString(rest)
+	if !ok || err != nil || len(raw) != ed25519.SeedSize+ed25519.PublicKeySize {
+		return nil, nil, errors.New("not a worker token (it starts with " + TokenPrefix + "; make one with `warren worker token NAME` on the daemon's machine)")
 	}
-	return ed25519.NewKeyFromSeed(seed), nil
+	return ed25519.NewKeyFromSeed(raw[:ed25519.SeedSize]), ed25519.PublicKey(raw[ed25519.SeedSize:]), nil
+}
+
+// SignedRequest is what the daemon sends a worker: the request's JSON,
+// the worker it is for and when it was made (Unix milliseconds), signed
+// with the daemon's key over "<worker>\n<at>\n<req>".
+type SignedRequest struct {
+	Req    json.RawMessage `json:"req"`
+	Worker string          `json:"worker"`
+	At     int64           `json:"at"`
+	Sig    []byte          `json:"sig"`
+}
+
+// RequestWindow is how far a request's time may be from the worker's
+// clock.
+const RequestWindow = 2 * time.Minute
+
+func requestBytes(worker string, at int64, req []byte) []byte {
+	return append([]byte(fmt.Sprintf("%s\n%d\n", worker, at)), req...)
+}
+
+// SignRequest wraps req for worker, signed with key at time now.
+func SignRequest(key ed25519.PrivateKey, worker string, now time.Time, req []byte) ([]byte, error) {
+	at := now.UnixMilli()
+	return json.Marshal(SignedRequest{Req: req, Worker: worker, At: at, Sig: ed25519.Sign(key, requestBytes(worker, at, req))})
+}
+
+// OpenSigned checks a signed request for worker with the daemon's public
+// key at time now, and returns the request's JSON.
+func OpenSigned(daemon ed25519.PublicKey, worker string, now time.Time, data []byte) (json.RawMessage, error) {
+	var sr SignedRequest
+	if err := json.Unmarshal(data, &sr); err != nil || len(sr.Req) == 0 {
+		return nil, errors.New("the request is not signed (an old daemon, or not a daemon)")
+	}
+	if sr.Worker != worker {
+		return nil, fmt.Errorf("the request is for worker %q", sr.Worker)
+	}
+	if d := now.Sub(time.UnixMilli(sr.At)); d > RequestWindow || d < -RequestWindow {
+		return nil, fmt.Errorf("the request was made %s from this worker's clock (more than %s: a replay, or clocks apart)", d.Round(time.Second), RequestWindow)
+	}
+	if !ed25519.Verify(daemon, requestBytes(sr.Worker, sr.At, sr.Req), sr.Sig) {
+		return nil, errors.New("the request is not signed by the daemon that issued this worker's token")
+	}
+	return sr.Req, nil
 }
 
 // Signed is what a worker publishes each beat: its registration's JSON

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -110,7 +109,11 @@ func (p *Provider) open(ctx context.Context, req OpenRequest, local string) (*Se
 			p.d.log.Warn("worker did not answer an open; trying another", "worker", sl.worker, "agent", req.Spec.AgentID, "err", err)
 			continue
 		}
-		if rep.Error.Kind == KindPoolFull {
+		switch rep.Error.Kind {
+		case KindPoolFull:
+			continue
+		case KindRefused:
+			p.d.log.Warn("a worker refused an open; trying another", "worker", sl.worker, "err", rep.Error.Message)
 			continue
 		}
 		return nil, fmt.Errorf("worker %s: %w", sl.worker, rep.Error.Err())
@@ -172,7 +175,7 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 	end(rep.Chunks, rep.Usages) // no call of the attempt runs after this
 	switch {
 	case err == nil:
-		if rep.Error != nil && rep.Error.Kind == KindLost {
+		if rep.Error != nil && (rep.Error.Kind == KindLost || rep.Error.Kind == KindRefused) {
 			s.lost.Store(true)
 		}
 		return rep.Response, rep.Error.Err()
@@ -192,8 +195,9 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 // abandon tells the worker to stop an attempt the daemon gave up on (best
 // effort: its late traffic is dropped by the router either way).
 func (s *Session) abandon(att string) {
-	body, _ := json.Marshal(CancelRequest{Attempt: att})
-	_ = s.d.nc.Publish(WorkerSubject(s.slot.worker, OpCancel), body)
+	if body, err := s.d.signed(s.slot.worker, CancelRequest{Attempt: att}); err == nil {
+		_ = s.d.nc.Publish(WorkerSubject(s.slot.worker, OpCancel), body)
+	}
 }
 
 // Suspend asks the worker for the session's blob.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -28,6 +29,7 @@ type world struct {
 	t      *testing.T
 	keysMu sync.Mutex
 	keys   map[string]ed25519.PublicKey
+	daemon ed25519.PrivateKey // the daemon's key (Keys.Daemon)
 	url    string
 	dir    *remote.Directory
 	local  *inproc.Provider
@@ -41,13 +43,17 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	_, daemonKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := &world{t: t, url: srv.ClientURL(), local: inproc.New("inproc", inproc.Options{}), remote: inproc.New("inproc", inproc.Options{}),
-		keys: map[string]ed25519.PublicKey{}}
+		keys: map[string]ed25519.PublicKey{}, daemon: daemonKey}
 	nc := w.conn()
-	w.dir, err = remote.NewDirectory(t.Context(), remote.DirectoryOptions{Conn: nc, Daemon: "daemon1", Keys: func() (map[string]ed25519.PublicKey, error) {
+	w.dir, err = remote.NewDirectory(t.Context(), remote.DirectoryOptions{Conn: nc, Daemon: "daemon1", Keys: func() (remote.Keys, error) {
 		w.keysMu.Lock()
 		defer w.keysMu.Unlock()
-		return maps.Clone(w.keys), nil
+		return remote.Keys{Daemon: w.daemon, Workers: maps.Clone(w.keys)}, nil
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +101,7 @@ func (w *world) startWorker(id string, size int, labels map[string]string) (stop
 	w.keysMu.Lock()
 	w.keys[id] = pub
 	w.keysMu.Unlock()
-	wk, err := worker.New(worker.Options{ID: id, Key: priv, Conn: w.conn(), Pools: map[string]int{"inproc": size}, Labels: labels,
+	wk, err := worker.New(worker.Options{ID: id, Key: priv, DaemonKey: w.daemon.Public().(ed25519.PublicKey), Conn: w.conn(), Pools: map[string]int{"inproc": size}, Labels: labels,
 		Lookup: func(name string) (provider.Provider, bool) { return w.remote, name == "inproc" },
 		Config: config.Default, Dir: w.t.TempDir()})
 	if err != nil {
@@ -330,7 +336,7 @@ func TestWorkerWithoutItsKeyGetsNothing(t *testing.T) {
 	w.startWorker("w1", 2, nil) // known, signed
 	_, stranger, _ := ed25519.GenerateKey(rand.Reader)
 	for _, id := range []string{"w1", "w2"} { // w1's id with another key; w2 with none issued
-		wk, err := worker.New(worker.Options{ID: id, Key: stranger, Conn: w.conn(), Pools: map[string]int{"inproc": 2},
+		wk, err := worker.New(worker.Options{ID: id, Key: stranger, DaemonKey: w.daemon.Public().(ed25519.PublicKey), Conn: w.conn(), Pools: map[string]int{"inproc": 2},
 			Lookup: func(string) (provider.Provider, bool) { return w.remote, true }, Config: config.Default, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
@@ -372,5 +378,56 @@ func TestLocalSessionsStayHere(t *testing.T) {
 	}
 	if _, ok := s.(*remote.Session); ok {
 		t.Fatal("a session with a workspace was placed on a worker")
+	}
+}
+
+// TestWorkerObeysOnlyItsDaemon: a request to a worker that is not signed
+// by the daemon of its token, is for another worker, is too old, or
+// replays an open, is refused.
+func TestWorkerObeysOnlyItsDaemon(t *testing.T) {
+	w := newWorld(t)
+	w.startWorker("w1", 2, nil)
+	p := w.dir.Wrap("inproc", w.local, nil)
+	s, err := p.Create(t.Context(), spec("a1", "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	nc := w.conn()
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	open := func(key ed25519.PrivateKey, worker string, at time.Time, req any) string {
+		body, _ := json.Marshal(req)
+		signed, err := remote.SignRequest(key, worker, at, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := nc.RequestWithContext(t.Context(), remote.WorkerSubject("w1", remote.OpOpen), signed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(m.Data)
+	}
+	req := func(session string) remote.OpenRequest {
+		return remote.OpenRequest{Session: session, Provider: "inproc", Daemon: "daemon1", Spec: remote.SpecOf(spec("a9", "echo"))}
+	}
+	for name, got := range map[string]string{
+		"another key":    open(other, "w1", time.Now(), req("s1")),
+		"another worker": open(w.daemon, "w2", time.Now(), req("s2")),
+		"too old":        open(w.daemon, "w1", time.Now().Add(-10*time.Minute), req("s3")),
+	} {
+		if !strings.Contains(got, `"kind":"refused"`) {
+			t.Errorf("%s: answered %s, want refused", name, got)
+		}
+	}
+	if got := open(w.daemon, "w1", time.Now(), req("s4")); strings.Contains(got, "error") {
+		t.Fatalf("a signed open: %s", got)
+	}
+	if got := open(w.daemon, "w1", time.Now(), req("s4")); !strings.Contains(got, `"kind":"refused"`) {
+		t.Fatalf("the same open again (a replay): %s, want refused", got)
+	}
+	// Unsigned: not even parsed as a request.
+	m, err := nc.RequestWithContext(t.Context(), remote.WorkerSubject("w1", remote.OpStop), []byte(`{"session":"s4"}`))
+	if err != nil || !strings.Contains(string(m.Data), `"kind":"refused"`) {
+		t.Fatalf("an unsigned stop: %s %v, want refused", m.Data, err)
 	}
 }

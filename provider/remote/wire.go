@@ -281,6 +281,9 @@ const (
 	KindPoolFull      = "pool_full"
 	// KindLost: the worker does not hold the session (it restarted).
 	KindLost = "lost"
+	// KindRefused: the worker refused the request (not signed by the
+	// daemon of its token, a replay, clocks more than RequestWindow apart).
+	KindRefused = "refused"
 )
 
 // maxRetryAfterMS bounds a worker's requested retry delay (an hour).
@@ -331,7 +334,7 @@ func (w *WireError) Err() error {
 		return fmt.Errorf("%w: %v", provider.ErrCannotRestore, msg)
 	case KindTransient:
 		return provider.Transient(msg, time.Duration(min(max(w.RetryAfterMS, 0), maxRetryAfterMS))*time.Millisecond)
-	case KindLost:
+	case KindLost, KindRefused:
 		return provider.Transient(fmt.Errorf("%w: %v", errLost, msg), 0)
 	case KindAbandoned:
 		return fmt.Errorf("%w: %v", ErrAbandoned, msg)
