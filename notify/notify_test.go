@@ -227,7 +227,9 @@ func TestAHangingSinkHoldsNothing(t *testing.T) {
 	pastSince(t, fsys)
 	good, hung := newSink("good"), newSink("hung")
 	hung.hang = true
-	n, stop := run(t, fsys, src, Options{QueueLen: 2}, good, hung)
+	// hung first: a notification is offered to the sinks' queues in this
+	// order, so once good has it, hung's queue has taken or dropped it.
+	n, stop := run(t, fsys, src, Options{QueueLen: 2}, hung, good)
 	for i := range 6 {
 		src.wait("a1", fmt.Sprint("t", i))
 		good.next(t)
