@@ -100,3 +100,33 @@ func TestComparePathsNaturally(t *testing.T) {
 		t.Errorf("sorted = %q, want %q", strings.Join(got, " "), want)
 	}
 }
+
+// TestClusterShowsWorkers: the active node's status lists each worker's
+// pools (placed of size) and labels, sorted; an empty list says none; a
+// standby's block (no "workers") prints no line.
+func TestClusterShowsWorkers(t *testing.T) {
+	var st map[string]any
+	if err := json.Unmarshal([]byte(`{"node":"n1","role":"active","active_node":"n1","workers":[
+		{"id":"gpu1","boot":"b","labels":{"zone":"lab","gpu":"1"},"pools":{"scripted":{"size":16,"placed":3},"claude":{"size":4,"placed":1}}},
+		{"id":"w2","boot":"c","labels":{},"pools":{"scripted":{"size":2,"placed":0}}}]}`), &st); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	Cluster(&b, st)
+	want := "cluster   node n1, active; active node n1\n" +
+		"workers   gpu1: claude 1/4, scripted 3/16 [gpu=1,zone=lab]\n" +
+		"          w2: scripted 0/2\n"
+	if b.String() != want {
+		t.Errorf("cluster =\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	Cluster(&b, map[string]any{"node": "n1", "role": "active", "active_node": "n1", "workers": []any{}})
+	if !strings.Contains(b.String(), "workers   none") {
+		t.Errorf("no workers: %q", b.String())
+	}
+	b.Reset()
+	Cluster(&b, map[string]any{"node": "n2", "role": "standby", "active_node": "n1"})
+	if strings.Contains(b.String(), "workers") {
+		t.Errorf("a standby's block printed workers: %q", b.String())
+	}
+}

@@ -120,9 +120,9 @@ func Interrupted(w io.Writer, runs []map[string]any, none string) {
 	}
 }
 
-// Status renders a daemon.status result of the daemon of home.
 // Cluster prints daemon.status's cluster block: this node, its role, the
-// active node and the servers of the log.
+// active node, the servers of the log and, on the active node, the
+// remote workers.
 func Cluster(w io.Writer, c map[string]any) {
 	active := reply.Str(c, "active_node")
 	if active == "" {
@@ -143,8 +143,49 @@ func Cluster(w io.Writer, c map[string]any) {
 	if e := reply.Str(c, "error"); e != "" {
 		fmt.Fprintf(w, "          the cluster did not answer: %s\n", Cut(e, 200))
 	}
+	if _, listed := c["workers"]; listed {
+		Workers(w, reply.List(c, "workers"))
+	}
 }
 
+// Workers prints the remote workers: each one's pools (the daemon's
+// sessions there of the pool's size) and labels.
+func Workers(w io.Writer, ws []map[string]any) {
+	if len(ws) == 0 {
+		fmt.Fprintln(w, "workers   none (warren worker --join ...; see docs/WORKERS.md)")
+		return
+	}
+	for i, wk := range ws {
+		pools := reply.Obj(wk, "pools")
+		names := make([]string, 0, len(pools))
+		for name := range pools {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		parts := make([]string, 0, len(names))
+		for _, name := range names {
+			p, _ := pools[name].(map[string]any)
+			parts = append(parts, fmt.Sprintf("%s %d/%d", name, reply.Num(p, "placed"), reply.Num(p, "size")))
+		}
+		labels := reply.Obj(wk, "labels")
+		keys := make([]string, 0, len(labels))
+		for k := range labels {
+			keys = append(keys, k+"="+reply.Str(labels, k))
+		}
+		sort.Strings(keys)
+		head := "          "
+		if i == 0 {
+			head = "workers   "
+		}
+		line := fmt.Sprintf("%s%s: %s", head, reply.Str(wk, "id"), strings.Join(parts, ", "))
+		if len(keys) > 0 {
+			line += " [" + strings.Join(keys, ",") + "]"
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// Status renders a daemon.status result of the daemon of home.
 func Status(w io.Writer, home string, st map[string]any) {
 	up := time.Duration(reply.Num(st, "uptime_s")) * time.Second
 	fmt.Fprintf(w, "running   pid %d\n", reply.Num(st, "pid"))
