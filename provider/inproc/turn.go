@@ -190,6 +190,14 @@ func (t *Turn) Request(u provider.Usage) error {
 			return err
 		}
 	}
+	// The usage is reported under the lock finish takes, as Chunk does: a
+	// cancelled turn's Send returns after finish, and nothing of the turn
+	// reaches its TurnIO after that.
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.over {
+		return ErrTurnOver
+	}
 	if t.tio.OnUsage != nil && !u.IsZero() {
 		t.tio.OnUsage(u)
 	}
