@@ -474,7 +474,12 @@ func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 		resp, err = "", serr
 	}
 	chunks, usages := t.counts()
-	respond(r, remote.SendReply{Response: resp, Error: remote.Wire(err), Chunks: chunks, Usages: usages})
+	wire := remote.Wire(err)
+	if err != nil && ctx.Err() != nil {
+		// The worker is stopping: its sessions go with it.
+		wire = &remote.WireError{Kind: remote.KindLost, Message: "worker " + w.o.ID + " is stopping: " + err.Error()}
+	}
+	respond(r, remote.SendReply{Response: resp, Error: wire, Chunks: chunks, Usages: usages})
 }
 
 // maxSeen bounds the ids remembered against replays: more than a
