@@ -238,10 +238,12 @@ func TestWorkerKill9MidTurn(t *testing.T) {
 	}
 	t.Logf("seed %d (WARREN_SEED)", seed)
 	rng := rand.New(rand.NewSource(seed))
-	// Ten slots a worker: two workers hold the team while the third
-	// restarts. Retries are quick and many, since a kill is followed by
-	// a retry at once.
-	f := startWorkerFleet(t, 3, 10, `{"max_retries": 10, "retry_base_delay_ms": 50}`)
+	// Sixteen slots a worker: two workers hold the team while the third
+	// restarts, with room to spare for the moments the daemon's count and
+	// a worker's differ (a lost session's stop still on its way, an open
+	// the daemon gave up that the worker finished). Retries are quick and
+	// many, since a kill is followed by a retry at once.
+	f := startWorkerFleet(t, 3, 16, `{"max_retries": 10, "retry_base_delay_ms": 50}`)
 	d := f.d
 	ids := make([]string, agents)
 	for i := range ids {
@@ -298,7 +300,7 @@ func TestWorkerKill9MidTurn(t *testing.T) {
 		id := fmt.Sprintf("w%d", rng.Intn(3)+1)
 		boot := f.listed()[id]
 		f.kill9(id)
-		f.start(id, 10)
+		f.start(id, 16)
 		f.waitListed(id, boot)
 		waitAcks(10)
 		if k%5 == 4 {
