@@ -94,7 +94,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		return fail(err)
 	}
 	keys := func() (remote.Keys, error) { return remote.LoadKeys(fsys, filepath.Join(home, remote.KeysFile)) }
-	workers, err := remote.NewDirectory(ctx, remote.DirectoryOptions{Conn: nc, Replicas: replicas, Daemon: bootID, Keys: keys,
+	workers, err := remote.NewDirectory(ctx, remote.DirectoryOptions{Conn: nc, Daemon: bootID, Keys: keys,
 		Logger: logger.Named("workers")})
 	if err != nil {
 		_ = st.Close()

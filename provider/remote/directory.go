@@ -63,8 +63,6 @@ type workerState struct {
 // DirectoryOptions configure a Directory.
 type DirectoryOptions struct {
 	Conn *nats.Conn
-	// Replicas of the bucket (0: an existing bucket's, else 1).
-	Replicas int
 	// Daemon is the daemon's boot id, sent with every open: a worker
 	// stops the sessions an earlier daemon opened (doc.go).
 	Daemon string
@@ -75,11 +73,11 @@ type DirectoryOptions struct {
 	Logger hclog.Logger
 }
 
-// NewDirectory subscribes the attempt router and starts watching the
-// workers until Close. The bucket is bound (or created) in the
-// background, retried while JetStream cannot serve yet (a cluster that
-// is still forming): until then no worker is known and sessions open
-// locally.
+// NewDirectory subscribes the attempt router and the beats, and starts
+// watching the bucket until Close. The bucket is bound in the background
+// once a worker made it, retried while JetStream cannot serve yet (a
+// cluster that is still forming); the beats on core NATS tell the
+// workers meanwhile.
 func NewDirectory(ctx context.Context, o DirectoryOptions) (*Directory, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
@@ -104,7 +102,7 @@ func NewDirectory(ctx context.Context, o DirectoryOptions) (*Directory, error) {
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.cancel = cancel
-	go d.run(wctx, js, o.Replicas)
+	go d.run(wctx, js)
 	return d, nil
 }
 
@@ -120,18 +118,21 @@ func (d *Directory) Close() {
 const bindRetry = time.Second
 
 // run binds the bucket and watches it, binding again if the watch ends,
-// until ctx ends.
-func (d *Directory) run(ctx context.Context, js jetstream.JetStream, replicas int) {
+// until ctx ends. The daemon never creates the bucket: the first worker
+// does (worker.bucket), so a cluster without workers runs no stream for
+// them. Until then, and while JetStream cannot serve, the beats on core
+// NATS are all the directory knows.
+func (d *Directory) run(ctx context.Context, js jetstream.JetStream) {
 	defer close(d.done)
 	var noted time.Time
 	for ctx.Err() == nil {
-		kv, err := bind(ctx, js, replicas)
+		kv, err := js.KeyValue(ctx, Bucket)
 		var w jetstream.KeyWatcher
 		if err == nil {
 			w, err = kv.WatchAll(ctx)
 		}
 		if err != nil {
-			if ctx.Err() == nil && time.Since(noted) > 10*bindRetry {
+			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrBucketNotFound) && time.Since(noted) > 10*bindRetry {
 				d.log.Info("workers: waiting for JetStream to bind the bucket "+Bucket, "err", err)
 				noted = time.Now()
 			}
@@ -143,21 +144,6 @@ func (d *Directory) run(ctx context.Context, js jetstream.JetStream, replicas in
 		}
 		d.watch(ctx, w)
 	}
-}
-
-// bind creates or binds the bucket; replicas 0 keeps an existing
-// bucket's (as for the stream), else 1 for a new one.
-func bind(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	cfg := jetstream.KeyValueConfig{Bucket: Bucket, History: 1, TTL: BucketTTL, Replicas: max(replicas, 1),
-		Description: "warren workers' registrations (provider/remote)"}
-	if replicas > 0 {
-		return js.CreateOrUpdateKeyValue(ctx, cfg)
-	}
-	kv, err := js.KeyValue(ctx, Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return js.CreateKeyValue(ctx, cfg)
-	}
-	return kv, err
 }
 
 // watch applies the bucket's puts and sweeps the workers that went

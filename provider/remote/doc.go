@@ -10,6 +10,8 @@
 // A worker puts its Registration, JSON, under its id in the JetStream
 // key-value bucket "warren-workers" (Bucket) about every second
 // (HeartbeatEvery); the bucket keeps a key for 30 s after its last put.
+// The first worker creates the bucket (one replica); the daemon only binds
+// it, so a cluster without workers runs no stream for them.
 // The daemon watches the bucket and counts a worker live while its last
 // put reached the daemon less than LiveFor (5 s) ago, on the daemon's own
 // clock (no clock comparison between machines). A new Boot is a new
