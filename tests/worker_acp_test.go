@@ -14,7 +14,7 @@ import (
 // call of the agent's running turn: logged, and delivered.
 func TestACPAgentOnAWorker(t *testing.T) {
 	if testing.Short() {
-		t.Skip("multi-process worker test")
+		t.Skip("-short: this test starts a daemon and warren worker processes; run without -short")
 	}
 	dir := t.TempDir()
 	bin := fakeACPAgent(t, dir)

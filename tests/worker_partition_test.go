@@ -141,7 +141,7 @@ while True:
 // on the other worker; the cut worker rejoins.
 func TestWorkerPartition(t *testing.T) {
 	if testing.Short() {
-		t.Skip("multi-process worker test")
+		t.Skip("-short: this test starts a daemon and warren worker processes; run without -short")
 	}
 	f := startWorkerFleet(t, 0, 4, `{"max_retries": 5, "retry_base_delay_ms": 50}`)
 	d := f.d
@@ -244,7 +244,7 @@ func TestWorkerPartition(t *testing.T) {
 // and serves every agent again on a worker: never locally.
 func TestDaemonFailoverWithWorkers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("multi-process cluster test")
+		t.Skip("-short: this test starts three cluster daemons and warren worker processes; run without -short")
 	}
 	c := startCluster3(t, "--owner-ttl", "3s")
 	active := serving(t, c.ds, c.exits, -1, 3*time.Minute)

@@ -18,7 +18,7 @@ import (
 // the worker's directory) work.
 func TestSandboxedAgentOnAWorker(t *testing.T) {
 	if testing.Short() {
-		t.Skip("multi-process worker test")
+		t.Skip("-short: this test starts a daemon and warren worker processes; run without -short")
 	}
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bwrap is not installed (Debian package bubblewrap): the sandbox tests need it; .ci/run installs it")

@@ -226,7 +226,7 @@ func agentLog(t *testing.T, d *testDaemon, id string) []map[string]any {
 // inbox).
 func TestWorkerKill9MidTurn(t *testing.T) {
 	if testing.Short() {
-		t.Skip("multi-process worker test")
+		t.Skip("-short: this test starts a daemon and warren worker processes; run without -short")
 	}
 	kills, agents := 20, 20
 	if os.Getenv("WARREN_LONG") != "" {
