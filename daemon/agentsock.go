@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -23,25 +22,18 @@ import (
 // it. The socket is made when the agent's first process is prepared and
 // closed when its last one has ended (engine.CoreOptions.AgentSocket).
 
-// agentSockets are the sandboxed agents' own sockets of one daemon.
+// agentSockets are the sandboxed agents' own sockets of one daemon: a
+// server.Pool keyed by agent, bound to the core that serves their calls.
 type agentSockets struct {
-	ctx  context.Context // the daemon's: the servers stop with it
 	home string
-	log  hclog.Logger
+	pool *server.Pool
 
-	mu    sync.Mutex
-	core  *engine.Core // set once the core exists (before recovery)
-	socks map[string]*agentSocket
-}
-
-type agentSocket struct {
-	srv  *server.Server
-	refs int
-	done chan struct{} // closed when Serve returned
+	mu   sync.Mutex
+	core *engine.Core // set once the core exists (before recovery)
 }
 
 func newAgentSockets(ctx context.Context, home string, log hclog.Logger) *agentSockets {
-	return &agentSockets{ctx: ctx, home: home, log: log, socks: map[string]*agentSocket{}}
+	return &agentSockets{home: home, pool: server.NewPool(ctx, log.Named("agent-socket"))}
 }
 
 // setCore binds the sockets to the core that serves their calls.
@@ -56,64 +48,20 @@ func (s *agentSockets) setCore(c *engine.Core) {
 func (s *agentSockets) acquire(id string) (string, func(), error) {
 	path := filepath.Join(s.home, "agents", id, "agent.sock")
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.core == nil {
+	core := s.core
+	s.mu.Unlock()
+	if core == nil {
 		return "", nil, fmt.Errorf("the daemon is not ready to serve agent sockets")
 	}
-	if as, ok := s.socks[id]; ok {
-		as.refs++
-		return path, func() { s.release(id, as) }, nil
+	release, err := s.pool.Acquire(id, path, func() server.Handler { return agentHandler{c: core, id: id} })
+	if err != nil {
+		return "", nil, err
 	}
-	srv := server.New(server.Config{SocketPath: path, MaxConns: 16, MaxPending: 16},
-		agentHandler{c: s.core, id: id}, s.log.Named("agent-socket").With("agent", id))
-	if err := srv.Listen(); err != nil {
-		return "", nil, fmt.Errorf("listening on %s: %w (a shorter home path helps when it is too long)", path, err)
-	}
-	as := &agentSocket{srv: srv, refs: 1, done: make(chan struct{})}
-	go func() {
-		defer close(as.done)
-		if err := srv.Serve(s.ctx); err != nil {
-			s.log.Warn("an agent socket stopped", "agent", id, "err", err)
-		}
-	}()
-	s.socks[id] = as
-	return path, func() { s.release(id, as) }, nil
-}
-
-// release gives back one use of agent id's socket; the last one closes
-// it.
-func (s *agentSockets) release(id string, as *agentSocket) {
-	s.mu.Lock()
-	as.refs--
-	last := as.refs == 0 && s.socks[id] == as
-	if last {
-		delete(s.socks, id)
-	}
-	s.mu.Unlock()
-	if last {
-		s.stop(as)
-	}
-}
-
-func (s *agentSockets) stop(as *agentSocket) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := as.srv.Shutdown(ctx); err != nil {
-		s.log.Warn("closing an agent socket", "err", err)
-	}
-	<-as.done
+	return path, release, nil
 }
 
 // closeAll closes every agent socket (the daemon stops).
-func (s *agentSockets) closeAll() {
-	s.mu.Lock()
-	all := s.socks
-	s.socks = map[string]*agentSocket{}
-	s.mu.Unlock()
-	for _, as := range all {
-		s.stop(as)
-	}
-}
+func (s *agentSockets) closeAll() { s.pool.CloseAll() }
 
 // agentHandler serves one sandboxed agent's socket.
 type agentHandler struct {

@@ -3,11 +3,8 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -24,85 +21,31 @@ import (
 // running attempt (`warren mcp-bridge` of an acp agent, or a scripted
 // program's call_tool_socket). Between turns: code 2.
 type sockets struct {
-	w   *Worker
-	log hclog.Logger
-
-	mu    sync.Mutex
-	socks map[string]*agentSocket
-}
-
-type agentSocket struct {
-	srv  *server.Server
-	refs int
-	done chan struct{}
+	w    *Worker
+	pool *server.Pool
 }
 
 func newSockets(w *Worker, log hclog.Logger) *sockets {
-	return &sockets{w: w, log: log, socks: map[string]*agentSocket{}}
+	return &sockets{w: w, pool: server.NewPool(context.Background(), log.Named("agent-socket"))}
 }
 
 // acquire starts agent id's socket, or shares it, and returns its path
 // and the function that gives it back.
-func (s *sockets) acquire(ctx context.Context, id string) (string, func(), error) {
+func (s *sockets) acquire(_ context.Context, id string) (string, func(), error) {
 	dir := filepath.Join(s.w.o.Dir, "agents", id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, err
 	}
 	path := filepath.Join(dir, "agent.sock")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if as, ok := s.socks[id]; ok {
-		as.refs++
-		return path, func() { s.release(id, as) }, nil
+	release, err := s.pool.Acquire(id, path, func() server.Handler { return agentHandler{w: s.w, id: id} })
+	if err != nil {
+		return "", nil, err
 	}
-	srv := server.New(server.Config{SocketPath: path, MaxConns: 16, MaxPending: 16}, agentHandler{w: s.w, id: id},
-		s.log.Named("agent-socket").With("agent", id))
-	if err := srv.Listen(); err != nil {
-		return "", nil, fmt.Errorf("listening on %s: %w (a shorter --home helps when it is too long)", path, err)
-	}
-	as := &agentSocket{srv: srv, refs: 1, done: make(chan struct{})}
-	go func() {
-		defer close(as.done)
-		if err := srv.Serve(context.WithoutCancel(ctx)); err != nil {
-			s.log.Warn("an agent socket stopped", "agent", id, "err", err)
-		}
-	}()
-	s.socks[id] = as
-	return path, func() { s.release(id, as) }, nil
-}
-
-func (s *sockets) release(id string, as *agentSocket) {
-	s.mu.Lock()
-	as.refs--
-	last := as.refs == 0 && s.socks[id] == as
-	if last {
-		delete(s.socks, id)
-	}
-	s.mu.Unlock()
-	if last {
-		stopSocket(as, s.log)
-	}
-}
-
-func stopSocket(as *agentSocket, log hclog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := as.srv.Shutdown(ctx); err != nil {
-		log.Warn("closing an agent socket", "err", err)
-	}
-	<-as.done
+	return path, release, nil
 }
 
 // closeAll closes every socket (the worker stops).
-func (s *sockets) closeAll() {
-	s.mu.Lock()
-	all := s.socks
-	s.socks = map[string]*agentSocket{}
-	s.mu.Unlock()
-	for _, as := range all {
-		stopSocket(as, s.log)
-	}
-}
+func (s *sockets) closeAll() { s.pool.CloseAll() }
 
 // agentHandler serves one agent's socket on the worker.
 type agentHandler struct {
