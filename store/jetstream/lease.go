@@ -47,49 +47,83 @@ func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 	}
 	v, _ := json.Marshal(ownerValue{Node: s.o.Node, BootID: s.o.BootID})
 	start := s.o.Now()
-	rev, err := s.owners.Create(ctx, id, v)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		holder := "another daemon"
-		// The key's last write as the bucket's leader holds it: a KV Get
-		// may be answered by a lagging replica (direct get), whose older
-		// revision would make the update below fail although the lease
-		// has lapsed (the long three-node torture saw a restarted daemon
-		// refused so).
-		e, gerr := s.ownerKey(ctx, id)
-		if gerr == nil {
-			var ov ownerValue
-			if json.Unmarshal(e.Data, &ov) == nil {
-				holder = fmt.Sprintf("node %q (boot %s)", ov.Node, ov.BootID)
-			}
-			deleted := e.Header.Get("KV-Operation") != ""
-			// This boot's own value is a claim of this Store whose answer
-			// was lost (an earlier Own timed out after the create was
-			// stored): only this boot writes it, and its caller asks for
-			// one lease per id at a time. It is taken over like a lapsed
-			// one, so that a lost answer does not block the id for a TTL.
-			mine := !deleted && bytes.Equal(e.Data, v)
-			if s.o.Now().Sub(e.Time) > s.o.OwnerTTL || deleted || mine {
-				// Lapsed, but not removed yet (the server's MaxAge sweep
-				// runs late), deleted since the create was refused, or
-				// ours: replace it on its revision. A renewal racing with
-				// this fails on the same revision, so one wins.
-				rev, err = s.owners.Update(ctx, id, v, e.Sequence)
-			}
-		}
-		if err != nil {
-			if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) {
-				return nil, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
-			}
-			return nil, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
-		}
-	}
+	// A claim the servers do not answer (the owners bucket electing a
+	// leader) is tried again, as appends are: a create whose answer was
+	// lost is found by the next attempt as this boot's own value (mine,
+	// below) and taken on its revision, so a retry never claims twice.
+	rev, err := retried(s, ctx, "claim "+id, func(ctx context.Context) (uint64, error) {
+		return s.claim(ctx, id, v)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
+		return nil, err
 	}
 	l := &lease{s: s, id: id, epoch: rev, rev: rev, value: v, expires: start.Add(s.o.OwnerTTL),
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renew()
 	return l, nil
+}
+
+// claim is one attempt of Own's write: a kv.Create of id's key, or, when
+// the key exists, an Update on its revision if it has lapsed, was deleted,
+// or holds this boot's own value. A read or write the servers did not
+// answer is returned as it is, for Own to retry.
+func (s *Store) claim(ctx context.Context, id string, v []byte) (uint64, error) {
+	rev, err := s.owners.Create(ctx, id, v)
+	if err == nil {
+		return rev, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
+	}
+	holder := "another daemon"
+	// The key's last write as the bucket's leader holds it: a KV Get may
+	// be answered by a lagging replica (direct get), whose older revision
+	// would make the update below fail although the lease has lapsed (the
+	// long three-node torture saw a restarted daemon refused so).
+	e, err := s.ownerKey(ctx, id)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		// Removed since the create was refused (the bucket's MaxAge
+		// sweep): the create is tried again, once.
+		if rev, err = s.owners.Create(ctx, id, v); err == nil {
+			return rev, nil
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
+		}
+		return 0, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
+	}
+	if err != nil {
+		if isUnavailable(err) {
+			return 0, fmt.Errorf("store/jetstream: claim %s: reading its key: %w", id, err)
+		}
+		return 0, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal (its key could not be read: %v)", id, holder, store.ErrOwned, s.o.OwnerTTL, err)
+	}
+	var ov ownerValue
+	if json.Unmarshal(e.Data, &ov) == nil {
+		holder = fmt.Sprintf("node %q (boot %s)", ov.Node, ov.BootID)
+	}
+	deleted := e.Header.Get("KV-Operation") != ""
+	// This boot's own value is a claim of this Store whose answer was lost
+	// (an earlier attempt or Own timed out after the create was stored):
+	// only this boot writes it, and its caller asks for one lease per id
+	// at a time. It is taken over like a lapsed one, so that a lost answer
+	// does not block the id for a TTL.
+	mine := !deleted && bytes.Equal(e.Data, v)
+	if s.o.Now().Sub(e.Time) <= s.o.OwnerTTL && !deleted && !mine {
+		return 0, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
+	}
+	// Lapsed, but not removed yet (the server's MaxAge sweep runs late),
+	// deleted since the create was refused, or ours: replace it on its
+	// revision. A renewal racing with this fails on the same revision, so
+	// one wins.
+	rev, err = s.owners.Update(ctx, id, v, e.Sequence)
+	if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) {
+		return 0, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
+	}
+	return rev, nil
 }
 
 func (l *lease) renew() {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/storetest"
@@ -217,4 +218,54 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestClaimRidesOutAnOutage: a claim the owners bucket does not answer (its
+// server down, as in a leader election) is sent again until the servers
+// answer, and then succeeds, instead of failing the create that asked for
+// it (CI once saw "claim ...: nats: no response from stream" right after a
+// kill -9 of the stream leader).
+func TestClaimRidesOutAnOutage(t *testing.T) {
+	dir, port := t.TempDir(), freePort(t)
+	srv := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
+	ctx := context.Background()
+	retry := &signalWriter{want: "the cluster did not answer; trying again", seen: make(chan struct{})}
+	logger := hclog.New(&hclog.LoggerOptions{Output: retry, Level: hclog.Warn})
+	s, err := New(ctx, Options{Conn: connect(t, srv.ClientURL()), Node: "a", BootID: "a", OwnerTTL: 3 * time.Second,
+		Embedded: srvs(srv), Timeout: time.Second, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	id := storetest.NewID(t)
+	type result struct {
+		l   store.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := s.Own(ctx, id)
+		got <- result{l, err}
+	}()
+	select {
+	case <-retry.seen:
+	case r := <-got:
+		t.Fatalf("the claim returned while its server was down: %v, %v", r.l, r.err)
+	}
+	srv2 := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
+	s.o.Embedded = srvs(srv2)
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("the claim failed although the server came back: %v", r.err)
+	}
+	defer r.l.Release(ctx)
+	// The lease is the key's only claim: another daemon is refused.
+	other, err := New(ctx, Options{Conn: connect(t, srv2.ClientURL()), Node: "b", BootID: "b", OwnerTTL: 3 * time.Second, Embedded: srvs(srv2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Own(ctx, id); !errors.Is(err, store.ErrOwned) {
+		t.Fatalf("a second daemon's claim of a held key: %v; want store.ErrOwned", err)
+	}
 }
