@@ -124,6 +124,13 @@ type procLauncher struct {
 	sb      *Sandbox
 }
 
+// StderrLog is the agent's stderr.log, for the output of its processes on
+// a worker (provider.StderrLogger).
+func (l procLauncher) StderrLog() (io.Writer, func()) {
+	lg := l.l.stderr.Acquire(l.agentID)
+	return lg, func() { l.l.stderr.Release(lg) }
+}
+
 func (l procLauncher) Prepare() (provider.Launch, error) {
 	marker, err := agentproc.NewMarker()
 	if err != nil {

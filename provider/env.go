@@ -86,6 +86,13 @@ type Launcher interface {
 	Prepare() (Launch, error)
 }
 
+// StderrLogger is a Launcher that also gives the agent's stderr log
+// without starting a process: the remote provider keeps there what a
+// worker's processes of the agent write to stderr. release gives it back.
+type StderrLogger interface {
+	StderrLog() (w io.Writer, release func())
+}
+
 // Launch is the daemon's part in one process.
 type Launch interface {
 	// Env is the environment only this process gets (its credential).

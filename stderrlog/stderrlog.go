@@ -41,7 +41,12 @@ type Logs struct {
 	// Cap is the size at which a stderr.log is rotated (New: DefaultCap);
 	// set it before the first Acquire.
 	Cap int64
-	log hclog.Logger
+	// Copy, when set (before the first Acquire), is also given every
+	// write, in order, under the log's lock, whether the file took it or
+	// not: a warren worker sends its agents' stderr to their daemon so.
+	// It must not block, and must not keep p.
+	Copy func(agentID string, p []byte)
+	log  hclog.Logger
 
 	mu sync.Mutex
 	m  map[string]*Log
@@ -104,6 +109,9 @@ var _ io.Writer = (*Log)(nil)
 func (l *Log) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.owner.Copy != nil {
+		l.owner.Copy(l.agentID, p)
+	}
 	if err := l.write(p); err != nil {
 		if !l.failed {
 			l.owner.log.Warn("cannot keep an agent process's stderr; dropping it until writes succeed",

@@ -93,3 +93,28 @@ func TestStderrOfAnAgentWithoutADirectory(t *testing.T) {
 		t.Fatalf("stderr.log = %q, %v", b, err)
 	}
 }
+
+// TestCopyGetsEveryWriteInOrder: Copy sees each write whole, in order,
+// with its agent, also when the file cannot take it (no directory) and
+// when the cap cuts what the file keeps.
+func TestCopyGetsEveryWriteInOrder(t *testing.T) {
+	fsys := faultfs.NewMem()
+	if err := fsys.MkdirAll("/home/agents/a", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	logs := newTestStderrLogs(fsys, 4)
+	var got []string
+	logs.Copy = func(id string, p []byte) { got = append(got, id+":"+string(p)) }
+	a, b := logs.Acquire("a"), logs.Acquire("b") // b has no directory
+	for _, w := range []struct {
+		l *Log
+		s string
+	}{{a, "one"}, {b, "two"}, {a, "three33"}} {
+		if _, err := w.l.Write([]byte(w.s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "a:one b:two a:three33"; strings.Join(got, " ") != want {
+		t.Fatalf("Copy got %q, want %q", strings.Join(got, " "), want)
+	}
+}

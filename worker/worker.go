@@ -85,6 +85,10 @@ type Worker struct {
 	refused   string // the last refusal logged
 	closing   bool   // Run is stopping: no new request is started
 	wg        sync.WaitGroup
+
+	// fwd is where each agent's stderr is sent (stderr.go).
+	fwdMu sync.Mutex
+	fwd   map[string]string
 }
 
 // maxCancelled bounds the early cancels remembered.
@@ -131,11 +135,13 @@ func New(o Options) (*Worker, error) {
 		o.Logger = hclog.NewNullLogger()
 	}
 	agentDir := func(id string) string { return filepath.Join(o.Dir, "agents", id) }
-	launches := launch.New(agentproc.Records{FS: faultfs.OS{}, Dir: filepath.Join(o.Dir, "procs")}, stderrlog.New(faultfs.OS{}, agentDir, o.Logger), o.Logger)
-	w := &Worker{o: o, boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
+	stderr := stderrlog.New(faultfs.OS{}, agentDir, o.Logger)
+	launches := launch.New(agentproc.Records{FS: faultfs.OS{}, Dir: filepath.Join(o.Dir, "procs")}, stderr, o.Logger)
+	w := &Worker{o: o, fwd: map[string]string{}, boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
 		launches: launches, sandboxes: &sandbox.Checker{}, turns: map[string]*turn{}, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
 		live: map[string]int{}}
 	w.sockets = newSockets(w, o.Logger)
+	stderr.Copy = w.copyStderr
 	return w, nil
 }
 
@@ -309,6 +315,10 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 		respond(r, remote.OpenReply{Error: remote.Wire(err)})
 		return
 	}
+	subject := remote.StderrSubject(req.Daemon, req.Session)
+	w.forward(spec.AgentID, subject)
+	releaseSocket := release
+	release = func() { w.unforward(spec.AgentID, subject); releaseSocket() }
 	spec.Env = provider.MergeEnv(spec.Env, []string{provider.EnvSocket + "=" + sock})
 	if err := w.launcher(ctx, &spec, sock); err != nil {
 		release()

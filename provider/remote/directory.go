@@ -28,6 +28,7 @@ type Directory struct {
 	now    func() time.Time
 	daemon string
 	router *router
+	stderr *stderrSink
 	beats  *nats.Subscription
 
 	keys func() (Keys, error)
@@ -95,9 +96,14 @@ func NewDirectory(ctx context.Context, o DirectoryOptions) (*Directory, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.stderr, err = newStderrSink(o.Conn, o.Daemon); err != nil {
+		d.router.close()
+		return nil, err
+	}
 	d.beats, err = o.Conn.Subscribe(BeatSubject, func(m *nats.Msg) { d.put("", m.Data) })
 	if err != nil {
 		d.router.close()
+		d.stderr.close()
 		return nil, fmt.Errorf("workers: subscribing to %s: %w", BeatSubject, err)
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -112,6 +118,7 @@ func (d *Directory) Close() {
 	<-d.done
 	_ = d.beats.Unsubscribe()
 	d.router.close()
+	d.stderr.close()
 }
 
 // bindRetry is the pause between two tries to bind the bucket.

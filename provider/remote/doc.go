@@ -28,6 +28,11 @@
 //	warren.attempt.<d>.<a>.<kind>  attempt a's traffic to the daemon whose
 //	                               boot id is d: chunk, usage (published),
 //	                               tool, gate (requests)
+//	warren.stderr.<d>.<s>          what session s's processes write to
+//	                               stderr, for the daemon d that opened
+//	                               it (published, at most StderrChunkMax
+//	                               bytes each; kept in the agent's
+//	                               stderr.log, best effort)
 //
 // Every message a worker sends to the daemon carries the header
 // "Warren-Worker: <id>". An attempt id is 128 random bits, made by the

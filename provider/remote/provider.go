@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +38,7 @@ func (p *Provider) CheckModel(model string) error {
 
 // Create opens a new session on a worker, else locally.
 func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Session, error) {
-	s, err := p.open(ctx, OpenRequest{Spec: SpecOf(spec)}, spec.Local)
+	s, err := p.open(ctx, OpenRequest{Spec: SpecOf(spec)}, spec)
 	if s != nil || err != nil {
 		return s, err
 	}
@@ -47,7 +48,7 @@ func (p *Provider) Create(ctx context.Context, spec provider.Spec) (provider.Ses
 
 // Restore restores a session on a worker, else locally.
 func (p *Provider) Restore(ctx context.Context, spec provider.Spec, blob []byte, handle string) (provider.Session, error) {
-	s, err := p.open(ctx, OpenRequest{Restore: true, Blob: blob, Handle: handle, Spec: SpecOf(spec)}, spec.Local)
+	s, err := p.open(ctx, OpenRequest{Restore: true, Blob: blob, Handle: handle, Spec: SpecOf(spec)}, spec)
 	if s != nil || err != nil {
 		return s, err
 	}
@@ -75,8 +76,10 @@ const openTimeout = 2 * time.Minute
 // open tries the workers with a free slot, one after another: nil, nil
 // when none could take the session (run it locally). A worker that
 // answers with an error other than a full pool ends the search with it.
-func (p *Provider) open(ctx context.Context, req OpenRequest, local string) (*Session, error) {
-	if local != "" {
+// The session's stderr, which its worker sends, goes to the agent's
+// stderr log (spec.Launcher's, a provider.StderrLogger).
+func (p *Provider) open(ctx context.Context, req OpenRequest, spec provider.Spec) (*Session, error) {
+	if spec.Local != "" {
 		return nil, nil
 	}
 	req.Provider, req.Daemon = p.name, p.d.daemon
@@ -94,7 +97,13 @@ func (p *Provider) open(ctx context.Context, req OpenRequest, local string) (*Se
 		cancel()
 		if err == nil && rep.Error == nil {
 			p.d.log.Info("session placed", "agent", req.Spec.AgentID, "worker", sl.worker, "pool", sl.pool, "restore", req.Restore)
-			return &Session{d: p.d, slot: sl, id: req.Session, handle: rep.Handle, restoredBy: rep.RestoredBy}, nil
+			s := &Session{d: p.d, slot: sl, id: req.Session, handle: rep.Handle, restoredBy: rep.RestoredBy}
+			if sl, ok := spec.Launcher.(provider.StderrLogger); ok {
+				var w io.Writer
+				w, s.releaseStderr = sl.StderrLog()
+				p.d.stderr.add(s.id, w)
+			}
+			return s, nil
 		}
 		p.d.release(sl)
 		if err != nil {
@@ -129,6 +138,8 @@ type Session struct {
 	restoredBy string
 	lost       atomic.Bool
 	stopOnce   sync.Once
+	// releaseStderr gives the agent's stderr log back (nil: none).
+	releaseStderr func()
 }
 
 // Handle is the worker provider's native handle.
@@ -200,6 +211,15 @@ func (s *Session) abandon(att string) {
 	}
 }
 
+// endStderr stops keeping the session's stderr (what its worker sends
+// later is dropped).
+func (s *Session) endStderr() {
+	s.d.stderr.remove(s.id)
+	if s.releaseStderr != nil {
+		s.releaseStderr()
+	}
+}
+
 // Suspend asks the worker for the session's blob.
 func (s *Session) Suspend(ctx context.Context) ([]byte, error) {
 	if s.Lost() {
@@ -219,6 +239,7 @@ func (s *Session) Stop() error {
 	var err error
 	s.stopOnce.Do(func() {
 		defer s.d.release(s.slot)
+		defer s.endStderr()
 		if s.Lost() {
 			go s.d.stopRemote(s.slot, s.id)
 			return

@@ -60,6 +60,18 @@ func AttemptSubject(daemon, attempt, kind string) string {
 // attempts only (a cluster's standbys subscribe to theirs).
 func attemptWildcard(daemon string) string { return "warren.attempt." + daemon + ".*.*" }
 
+// StderrSubject carries what the processes of a session write to stderr,
+// from its worker to the daemon (boot id daemon) that opened it, in
+// chunks of at most StderrChunkMax bytes, in order; the daemon keeps them
+// in the agent's stderr.log. Best effort, as the file is (doc.go).
+func StderrSubject(daemon, session string) string { return "warren.stderr." + daemon + "." + session }
+
+// stderrWildcard is what a daemon subscribes to for its sessions' stderr.
+func stderrWildcard(daemon string) string { return "warren.stderr." + daemon + ".*" }
+
+// StderrChunkMax bounds one stderr message.
+const StderrChunkMax = 16 << 10
+
 // BeatSubject carries each worker's registration on core NATS, beside
 // the bucket: liveness must not depend on a JetStream leader (doc.go).
 const BeatSubject = "warren.workers.beat"
