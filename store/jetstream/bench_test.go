@@ -92,10 +92,13 @@ func benchStore(b *testing.B, s store.Store, writers int) {
 }
 
 // BenchmarkLeasesAtRest measures what leases cost while nothing happens:
-// N agents claimed with the default TTL (renewed every third of it),
-// then the process's CPU time (the store's renewals and the embedded
-// servers, all in this process) over 10 s of wall time, as CPU-seconds
-// per second (1.0 is one core busy):
+// N agents claimed with the default TTL, then the process's CPU time (the
+// store's renewals and the embedded servers, all in this process) over
+// 10 s of wall time, as CPU-seconds per second (1.0 is one core busy).
+// "daemon" is how a daemon claims: the USER inbox first, on which every
+// agent claim then rests (one renewal per TTL/3 in all); "keys" claims
+// each agent with a key of its own, renewed every TTL/3 (a Store that
+// holds no USER lease; every daemon did before):
 //
 //	go test ./store/jetstream -run '^$' -bench LeasesAtRest -benchtime 1x
 //	WARREN_BENCH_LEASES=1000,10000 ... (the default: 1000)
@@ -112,23 +115,32 @@ func BenchmarkLeasesAtRest(b *testing.B) {
 		}
 	}
 	for _, n := range counts {
-		b.Run("R1/leases="+itoa(n), func(b *testing.B) {
-			srv := embed(b, natsembed.Options{Name: "n1"})
-			s, err := New(context.Background(), Options{Conn: connect(b, srv.ClientURL()), Node: "n1", BootID: "b1", Embedded: srvs(srv), OwnerTTL: DefaultOwnerTTL})
-			if err != nil {
-				b.Fatal(err)
-			}
-			leasesAtRest(b, s, n)
-		})
-		b.Run("R3/leases="+itoa(n), func(b *testing.B) {
-			srvs, urls := startCluster(b)
-			leasesAtRest(b, clusterStore(b, urls, srvs, DefaultOwnerTTL), n)
-		})
+		for _, mode := range []string{"daemon", "keys"} {
+			b.Run("R1/"+mode+"/leases="+itoa(n), func(b *testing.B) {
+				srv := embed(b, natsembed.Options{Name: "n1"})
+				s, err := New(context.Background(), Options{Conn: connect(b, srv.ClientURL()), Node: "n1", BootID: "b1", Embedded: srvs(srv), OwnerTTL: DefaultOwnerTTL})
+				if err != nil {
+					b.Fatal(err)
+				}
+				leasesAtRest(b, s, n, mode == "daemon")
+			})
+			b.Run("R3/"+mode+"/leases="+itoa(n), func(b *testing.B) {
+				srvs, urls := startCluster(b)
+				leasesAtRest(b, clusterStore(b, urls, srvs, DefaultOwnerTTL), n, mode == "daemon")
+			})
+		}
 	}
 }
 
-func leasesAtRest(b *testing.B, s *Store, n int) {
+func leasesAtRest(b *testing.B, s *Store, n int, daemon bool) {
 	ctx := context.Background()
+	if daemon {
+		u, err := s.Own(ctx, store.UserID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer u.Release(ctx)
+	}
 	leases := make([]store.Lease, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)

@@ -136,6 +136,20 @@
 // deletes the key on its last revision. Holder reads who holds a key;
 // Peers lists the log stream's servers (cluster.go, for daemon.status).
 //
+// A daemon has one key: USER. Once a Store holds the USER inbox's lease,
+// Own of an agent writes nothing: the agent's claim is that lease (its
+// epoch, its expiry, its loss; Release gives up nothing). A daemon runs
+// the cluster's agents only while it holds the USER inbox, and another
+// daemon claims them only after claiming the USER inbox, which needs this
+// lease lapsed (the TTL since its last renewal, and the claims package's
+// grace), so a key per agent adds no exclusion the USER key does not give,
+// while costing one replicated write per agent per TTL/3 at rest. The new
+// owner's epoch (its USER claim's revision) is greater than every epoch in
+// the logs, and its first open of each log appends its agent.claimed,
+// which fences the old owner's appends (below). A Store that has not
+// claimed USER (tests, tools) claims an agent with a key of its own, as
+// above.
+//
 // OpenLog needs the lease (LogOptions.Lease). After replaying, if the
 // log is not empty and its last entry is not this epoch's claim, it
 // appends, fenced on the last entry,

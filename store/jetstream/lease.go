@@ -41,9 +41,19 @@ type lease struct {
 // revision is the epoch. The lease renews itself every OwnerTTL/3 with a
 // kv.Update on the revision it last wrote (renewOnce: through an outage
 // of the bucket; Lost closes only when another claim took the key).
+//
+// Once this Store holds the USER inbox's lease, an agent's claim is not a
+// key of its own: it rests on that lease (agentLease), as the daemon's
+// ownership of the cluster's agents does, so that agents at rest cost no
+// renewals (doc.go, "Ownership").
 func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
+	}
+	if id != store.UserID {
+		if u := s.userLease(); u != nil {
+			return u.agent(id)
+		}
 	}
 	v, _ := json.Marshal(ownerValue{Node: s.o.Node, BootID: s.o.BootID})
 	start := s.o.Now()
@@ -60,8 +70,56 @@ func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 	l := &lease{s: s, id: id, epoch: rev, rev: rev, value: v, expires: start.Add(s.o.OwnerTTL),
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renew()
+	if id == store.UserID {
+		s.userMu.Lock()
+		s.user = l
+		s.userMu.Unlock()
+	}
 	return l, nil
 }
+
+// userLease is the USER inbox's lease this Store claimed last (nil: none
+// yet).
+func (s *Store) userLease() *lease {
+	s.userMu.Lock()
+	defer s.userMu.Unlock()
+	return s.user
+}
+
+// agent is the claim of agent id that rests on l, the USER inbox's lease:
+// its epoch, expiry and loss are l's. It is refused once l was lost or
+// released: the daemon no longer runs the cluster's agents then.
+func (l *lease) agent(id string) (store.Lease, error) {
+	select {
+	case <-l.lost:
+		return nil, fmt.Errorf("store/jetstream: %s: this daemon's claim on the USER inbox, which its agents' claims rest on, was lost: %w", id, store.ErrOwned)
+	default:
+	}
+	l.mu.Lock()
+	released := l.released
+	l.mu.Unlock()
+	if released {
+		return nil, fmt.Errorf("store/jetstream: %s: this daemon gave up the USER inbox, which its agents' claims rest on: %w", id, store.ErrOwned)
+	}
+	return agentLease{id: id, user: l}, nil
+}
+
+// agentLease is an agent's claim resting on the daemon's USER lease: no
+// key, no renewal. Another daemon can claim the agent only after claiming
+// the USER inbox, which needs this daemon's USER lease lapsed; it then
+// appends its own agent.claimed, with a greater epoch, to the agent's log
+// before writing it, and the fence refuses this daemon's appends from then
+// on.
+type agentLease struct {
+	id   string
+	user *lease
+}
+
+func (a agentLease) ID() string                    { return a.id }
+func (a agentLease) Epoch() uint64                 { return a.user.epoch }
+func (a agentLease) Lost() <-chan struct{}         { return a.user.lost }
+func (a agentLease) Expires() time.Time            { return a.user.Expires() }
+func (a agentLease) Release(context.Context) error { return nil } // nothing of its own to give up
 
 // claim is one attempt of Own's write: a kv.Create of id's key, or, when
 // the key exists, an Update on its revision if it has lapsed, was deleted,

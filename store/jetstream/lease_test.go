@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/storetest"
@@ -267,5 +270,92 @@ func TestClaimRidesOutAnOutage(t *testing.T) {
 	}
 	if _, err := other.Own(ctx, id); !errors.Is(err, store.ErrOwned) {
 		t.Fatalf("a second daemon's claim of a held key: %v; want store.ErrOwned", err)
+	}
+}
+
+// TestAgentClaimsRestOnTheUserLease: once a Store holds the USER inbox's
+// lease, its agent claims are that lease (its epoch, expiry and loss),
+// with no key and no renewal of their own. Another daemon claims the
+// agents only after it claimed the USER inbox, at a greater epoch; its
+// first open of an agent's log appends its claim, which fences the first
+// daemon's appends; and the first daemon's agent claims are lost with its
+// USER lease.
+func TestAgentClaimsRestOnTheUserLease(t *testing.T) {
+	srv := embed(t, natsembed.Options{Name: "n1"})
+	ctx := context.Background()
+	const ttl = 1500 * time.Millisecond
+	mk := func(node string) *Store {
+		s, err := New(ctx, Options{Conn: connect(t, srv.ClientURL()), Node: node, BootID: node, OwnerTTL: ttl, Embedded: srvs(srv)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := mk("a"), mk("b")
+	ua, err := a.Own(ctx, store.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := storetest.NewID(t)
+	la, err := a.Own(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if la.Epoch() != ua.Epoch() || la.Lost() != ua.Lost() || la.Expires() != ua.Expires() {
+		t.Fatalf("the agent's claim (epoch %d) is not the USER lease's (epoch %d)", la.Epoch(), ua.Epoch())
+	}
+	if _, err := a.ownerKey(ctx, id); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("the agent's claim wrote a key of its own: %v", err)
+	}
+	lg, err := a.OpenLog(ctx, id, store.LogOptions{Lease: la})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	if _, err := lg.Append(schema.AgentCreated, schema.AgentCreatedData{AgentID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Own(ctx, store.UserID); !errors.Is(err, store.ErrOwned) {
+		t.Fatalf("another daemon's claim of the USER inbox while it is held: %v, want ErrOwned", err)
+	}
+
+	// b takes the USER inbox over (a's lease lapsed: here its key goes
+	// behind its back), then the agent.
+	if err := a.owners.Purge(ctx, store.UserID); err != nil {
+		t.Fatal(err)
+	}
+	ub, err := b.Own(ctx, store.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ub.Release(ctx)
+	lb, err := b.Own(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb.Epoch() <= la.Epoch() {
+		t.Fatalf("the new owner's epoch %d is not greater than %d", lb.Epoch(), la.Epoch())
+	}
+	var replayed []eventlog.Entry
+	lg2, err := b.OpenLog(ctx, id, store.LogOptions{Lease: lb, Replay: func(e eventlog.Entry) error { replayed = append(replayed, e); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg2.Close()
+	if n := len(replayed); n != 2 || !lastIsClaim(encodeEntry(t, replayed[1]), lb.Epoch()) {
+		t.Fatalf("the new owner's open replayed %d entries; want agent.created and its claim", n)
+	}
+	if _, err := lg.Append("late", nil); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("the first daemon's append after the takeover: %v, want ErrFenced", err)
+	}
+	// a's next renewal finds b's claim: its USER lease, and with it the
+	// agent's claim, is lost, and a claims no more agents.
+	select {
+	case <-la.Lost():
+	case <-time.After(5 * ttl):
+		t.Fatal("the agent's claim was not lost with the USER lease")
+	}
+	if _, err := a.Own(ctx, storetest.NewID(t)); !errors.Is(err, store.ErrOwned) {
+		t.Fatalf("a claim after the USER lease was lost: %v, want ErrOwned", err)
 	}
 }

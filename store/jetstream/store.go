@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -75,6 +76,10 @@ type Store struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	owners jetstream.KeyValue
+	// user is the USER inbox's lease this Store claimed last (lease.go):
+	// the claim every agent claim of this Store rests on once it is set.
+	userMu sync.Mutex
+	user   *lease
 	nodes  jetstream.KeyValue
 	ckpts  jetstream.KeyValue
 	snaps  *snapshots
