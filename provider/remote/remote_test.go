@@ -278,8 +278,12 @@ func TestLostWorkerMidTurn(t *testing.T) {
 	if transient, _ := provider.IsTransient(err); !transient || !s.(provider.Lost).Lost() {
 		t.Fatalf("send on a stopped worker: %v (transient %v, lost %v); want a transient error and a lost session", err, transient, s.(provider.Lost).Lost())
 	}
-	if ws := w.dir.Workers(); len(ws) != 0 {
-		t.Fatalf("workers after the stop: %+v", ws)
+	// The worker's leaving beat may reach the directory after the
+	// attempt's "lost" answer: wait for it (bounded).
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := w.dir.Wait(ctx, func(ws []remote.Worker) bool { return len(ws) == 0 }); err != nil {
+		t.Fatalf("workers after the stop: %+v (%v)", w.dir.Workers(), err)
 	}
 	_ = s.Stop()
 }
