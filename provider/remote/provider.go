@@ -91,20 +91,24 @@ func (p *Provider) open(ctx context.Context, req OpenRequest, spec provider.Spec
 		}
 		tried[sl.worker] = true
 		req.Session = NewAttemptID()
+		s := &Session{d: p.d, slot: sl, id: req.Session}
+		// The stderr route is set before the open: the agent's process
+		// may write before the worker answers.
+		if lg, ok := spec.Launcher.(provider.StderrLogger); ok {
+			var w io.Writer
+			w, s.releaseStderr = lg.StderrLog()
+			p.d.stderr.add(s.id, w)
+		}
 		var rep OpenReply
 		octx, cancel := context.WithTimeout(ctx, openTimeout)
 		err := p.d.request(octx, sl, OpOpen, req, &rep)
 		cancel()
 		if err == nil && rep.Error == nil {
 			p.d.log.Info("session placed", "agent", req.Spec.AgentID, "worker", sl.worker, "pool", sl.pool, "restore", req.Restore)
-			s := &Session{d: p.d, slot: sl, id: req.Session, handle: rep.Handle, restoredBy: rep.RestoredBy}
-			if sl, ok := spec.Launcher.(provider.StderrLogger); ok {
-				var w io.Writer
-				w, s.releaseStderr = sl.StderrLog()
-				p.d.stderr.add(s.id, w)
-			}
+			s.handle, s.restoredBy = rep.Handle, rep.RestoredBy
 			return s, nil
 		}
+		s.endStderr()
 		p.d.release(sl)
 		if err != nil {
 			// The worker may have opened it after all: stop it there.
