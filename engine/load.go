@@ -118,16 +118,17 @@ func (c *Core) loadAllRefusing(ctx context.Context, ids []string, refused map[st
 }
 
 // loadWorkers is how many loads run at once: 2 x GOMAXPROCS on the local
-// store, whose loads read files and fold (CPU and the page cache); 32 on
-// a cluster store, whose loads mostly wait for the servers' answers (a
-// checkpoint, its witnesses, the log's end, the tail, the claim: each a
-// round trip). Measured on 1,000 x 1,000 from R1 after a clean stop:
-// 1.32 s with 4, see docs/CLUSTER.md for 32.
+// store, whose loads read files and fold (CPU and the page cache); at
+// least 32 on a cluster store, whose loads mostly wait for the servers'
+// answers (a checkpoint, its witnesses, the log's end, the tail, the
+// claim: each a round trip). Measured on 1,000 x 1,000 from R1 after a
+// clean stop on 2 cores: 1.32 s with 4, 0.91 s with 32 (docs/CLUSTER.md).
 func (c *Core) loadWorkers() int {
+	n := runtime.GOMAXPROCS(0) * 2
 	if c.clustered() {
-		return 32
+		return max(n, 32)
 	}
-	return runtime.GOMAXPROCS(0) * 2
+	return n
 }
 
 // adopt makes the record of an agent whose log opened, with the

@@ -86,9 +86,11 @@ type Worker struct {
 	closing   bool   // Run is stopping: no new request is started
 	wg        sync.WaitGroup
 
-	// fwd is where each agent's stderr is sent (stderr.go).
-	fwdMu sync.Mutex
-	fwd   map[string]string
+	// fwd is where each agent's stderr is sent, stderr its queue
+	// (stderr.go).
+	fwdMu  sync.Mutex
+	fwd    map[string]string
+	stderr *stderrOut
 }
 
 // maxCancelled bounds the early cancels remembered.
@@ -135,13 +137,13 @@ func New(o Options) (*Worker, error) {
 		o.Logger = hclog.NewNullLogger()
 	}
 	agentDir := func(id string) string { return filepath.Join(o.Dir, "agents", id) }
-	stderr := stderrlog.New(faultfs.OS{}, agentDir, o.Logger)
-	launches := launch.New(agentproc.Records{FS: faultfs.OS{}, Dir: filepath.Join(o.Dir, "procs")}, stderr, o.Logger)
-	w := &Worker{o: o, fwd: map[string]string{}, boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
+	logs := stderrlog.New(faultfs.OS{}, agentDir, o.Logger)
+	launches := launch.New(agentproc.Records{FS: faultfs.OS{}, Dir: filepath.Join(o.Dir, "procs")}, logs, o.Logger)
+	w := &Worker{o: o, fwd: map[string]string{}, stderr: newStderrOut(), boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
 		launches: launches, sandboxes: &sandbox.Checker{}, turns: map[string]*turn{}, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
 		live: map[string]int{}}
 	w.sockets = newSockets(w, o.Logger)
-	stderr.Copy = w.copyStderr
+	logs.Copy = w.copyStderr
 	return w, nil
 }
 
@@ -199,6 +201,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			return fmt.Errorf("starting the worker service's %s endpoint: %w", op, err)
 		}
 	}
+	stopStderr := make(chan struct{})
+	defer close(stopStderr)
+	go w.sendStderr(stopStderr)
 	w.log.Info("worker serving", "worker", w.o.ID, "boot", w.boot, "pools", w.o.Pools, "labels", w.o.Labels)
 	w.heartbeat(ctx, kv)
 	w.mu.Lock()

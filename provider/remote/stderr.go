@@ -32,13 +32,14 @@ func newStderrSink(nc *nats.Conn, daemon string) (*stderrSink, error) {
 
 // handle writes one message to its session's log. The subscription's
 // messages come one at a time, in the order the worker sent them.
+// The write is made under s.mu, so that once remove returns nothing more
+// is written to the session's log (its owner may release it then).
 func (s *stderrSink) handle(m *nats.Msg) {
 	session := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	s.mu.Lock()
-	w := s.m[session]
-	s.mu.Unlock()
-	if w != nil && len(m.Data) <= StderrChunkMax {
-		_, _ = w.Write(m.Data) // a stderr log's writes never fail
+	defer s.mu.Unlock()
+	if w := s.m[session]; w != nil && len(m.Data) <= StderrChunkMax {
+		_, _ = w.Write(m.Data) // a stderr log's writes never fail, nor block on anything but its file
 	}
 }
 

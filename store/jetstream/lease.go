@@ -88,7 +88,8 @@ func (s *Store) userLease() *lease {
 
 // agent is the claim of agent id that rests on l, the USER inbox's lease:
 // its epoch, expiry and loss are l's. It is refused once l was lost or
-// released: the daemon no longer runs the cluster's agents then.
+// released (the daemon no longer runs the cluster's agents then), and
+// while l is past its expiry unrenewed.
 func (l *lease) agent(id string) (store.Lease, error) {
 	select {
 	case <-l.lost:
@@ -96,10 +97,16 @@ func (l *lease) agent(id string) (store.Lease, error) {
 	default:
 	}
 	l.mu.Lock()
-	released := l.released
+	released, expires := l.released, l.expires
 	l.mu.Unlock()
 	if released {
 		return nil, fmt.Errorf("store/jetstream: %s: this daemon gave up the USER inbox, which its agents' claims rest on: %w", id, store.ErrOwned)
+	}
+	// Past its expiry unrenewed (an election, or this daemon was paused
+	// or cut off and another may hold the inbox by now): no new claim
+	// until a renewal says the inbox is still this daemon's.
+	if now := l.s.o.Now(); now.After(expires) {
+		return nil, fmt.Errorf("store/jetstream: %s: this daemon's claim on the USER inbox has not been renewed since it expired %s ago; try again once the cluster answers: %w", id, now.Sub(expires).Round(time.Millisecond), store.ErrUnavailable)
 	}
 	return agentLease{id: id, user: l}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/schema"
@@ -275,33 +276,27 @@ func TestClaimRidesOutAnOutage(t *testing.T) {
 
 // TestAgentClaimsRestOnTheUserLease: once a Store holds the USER inbox's
 // lease, its agent claims are that lease (its epoch, expiry and loss),
-// with no key and no renewal of their own. Another daemon claims the
-// agents only after it claimed the USER inbox, at a greater epoch; its
-// first open of an agent's log appends its claim, which fences the first
-// daemon's appends; and the first daemon's agent claims are lost with its
-// USER lease.
+// with no key and no renewal of their own. When its holder stops renewing
+// (paused), another daemon claims the USER inbox once it lapsed, at a
+// greater epoch; the paused holder claims no agent past its expiry; and
+// the new holder's first open of an agent's log appends its claim, which
+// fences the old holder's appends.
 func TestAgentClaimsRestOnTheUserLease(t *testing.T) {
 	srv := embed(t, natsembed.Options{Name: "n1"})
 	ctx := context.Background()
 	const ttl = 1500 * time.Millisecond
-	mk := func(node string) *Store {
-		s, err := New(ctx, Options{Conn: connect(t, srv.ClientURL()), Node: node, BootID: node, OwnerTTL: ttl, Embedded: srvs(srv)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	a, b := mk("a"), mk("b")
+	a, b := ttlStore(t, srv, "a", ttl), ttlStore(t, srv, "b", ttl)
 	ua, err := a.Own(ctx, store.UserID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := storetest.NewID(t)
+	before := ua.Expires()
 	la, err := a.Own(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if la.Epoch() != ua.Epoch() || la.Lost() != ua.Lost() || la.Expires() != ua.Expires() {
+	if la.Epoch() != ua.Epoch() || la.Lost() != ua.Lost() || la.Expires().Before(before) || la.Expires().After(ua.Expires()) {
 		t.Fatalf("the agent's claim (epoch %d) is not the USER lease's (epoch %d)", la.Epoch(), ua.Epoch())
 	}
 	if _, err := a.ownerKey(ctx, id); !errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -319,16 +314,16 @@ func TestAgentClaimsRestOnTheUserLease(t *testing.T) {
 		t.Fatalf("another daemon's claim of the USER inbox while it is held: %v, want ErrOwned", err)
 	}
 
-	// b takes the USER inbox over (a's lease lapsed: here its key goes
-	// behind its back), then the agent.
-	if err := a.owners.Purge(ctx, store.UserID); err != nil {
-		t.Fatal(err)
-	}
-	ub, err := b.Own(ctx, store.UserID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pause(ua)
+	var ub store.Lease
+	waitFor(t, 10*ttl, "b's claim of the lapsed USER inbox", func() bool {
+		ub, err = b.Own(ctx, store.UserID)
+		return err == nil
+	})
 	defer ub.Release(ctx)
+	if _, err := a.Own(ctx, storetest.NewID(t)); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a claim by the paused holder past its expiry: %v, want ErrUnavailable", err)
+	}
 	lb, err := b.Own(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -348,14 +343,60 @@ func TestAgentClaimsRestOnTheUserLease(t *testing.T) {
 	if _, err := lg.Append("late", nil); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("the first daemon's append after the takeover: %v, want ErrFenced", err)
 	}
-	// a's next renewal finds b's claim: its USER lease, and with it the
-	// agent's claim, is lost, and a claims no more agents.
-	select {
-	case <-la.Lost():
-	case <-time.After(5 * ttl):
-		t.Fatal("the agent's claim was not lost with the USER lease")
+}
+
+// TestStaleHolderCannotTakeANewOwnersAgent: an agent the new USER holder
+// created has no agent.claimed yet (an empty log gets none), but its
+// messages name the new holder's epoch: the old holder, resumed with its
+// claim not yet found lost, cannot open the log (its claim would fence
+// the new owner's handle), and the new owner goes on writing.
+func TestStaleHolderCannotTakeANewOwnersAgent(t *testing.T) {
+	srv := embed(t, natsembed.Options{Name: "n1"})
+	ctx := context.Background()
+	const ttl = 1500 * time.Millisecond
+	a, b := ttlStore(t, srv, "a", ttl), ttlStore(t, srv, "b", ttl)
+	ua, err := a.Own(ctx, store.UserID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := a.Own(ctx, storetest.NewID(t)); !errors.Is(err, store.ErrOwned) {
-		t.Fatalf("a claim after the USER lease was lost: %v, want ErrOwned", err)
+	pause(ua)
+	var ub store.Lease
+	waitFor(t, 10*ttl, "b's claim of the lapsed USER inbox", func() bool {
+		ub, err = b.Own(ctx, store.UserID)
+		return err == nil
+	})
+	defer ub.Release(ctx)
+	id := storetest.NewID(t)
+	lb, lgb := ownedLog(t, b, id)
+	defer lgb.Close()
+	if _, err := lgb.Append(schema.AgentCreated, schema.AgentCreatedData{AgentID: id}); err != nil {
+		t.Fatal(err)
 	}
+	// The old holder's claim as it was before its lease expired.
+	stale := agentLease{id: id, user: ua.(*lease)}
+	if _, err := a.OpenLog(ctx, id, store.LogOptions{Lease: stale}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("the old holder's open of the new owner's agent: %v, want ErrFenced", err)
+	}
+	if _, err := lgb.Append("next", nil); err != nil {
+		t.Fatalf("the new owner (epoch %d) can no longer write its agent: %v", lb.Epoch(), err)
+	}
+}
+
+// ttlStore is a Store of node on srv with owner TTL ttl.
+func ttlStore(t *testing.T, srv *server.Server, node string, ttl time.Duration) *Store {
+	t.Helper()
+	s, err := New(context.Background(), Options{Conn: connect(t, srv.ClientURL()), Node: node, BootID: node, OwnerTTL: ttl, Embedded: srvs(srv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// pause stops l's renewals, as a paused daemon's stop (it is not
+// released: its key lapses after the TTL).
+func pause(l store.Lease) {
+	ll := l.(*lease)
+	close(ll.stop)
+	<-ll.done
+	ll.stop = make(chan struct{}) // for Release, which closes it
 }

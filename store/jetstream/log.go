@@ -78,6 +78,14 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 	if err != nil {
 		return nil, err
 	}
+	// Every message names the epoch it was written under (msgID): a log
+	// last written under a later claim is another daemon's, even one
+	// without an agent.claimed yet (an agent a newer USER holder created).
+	if last != nil {
+		if e, ok := msgIDEpoch(last.Header.Get(hdrMsgID)); ok && e > l.epoch {
+			return nil, fmt.Errorf("store/jetstream: %s was last written under claim %d, after this lease's %d: %w (%w)", l.subj, e, l.epoch, store.ErrFenced, eventlog.ErrPoisoned)
+		}
+	}
 	if last == nil {
 		if o.MustExist {
 			return nil, fmt.Errorf("store/jetstream: log %s: %w: %w", l.subj, store.ErrNotFound, fs.ErrNotExist)
