@@ -147,8 +147,8 @@
 // owner's epoch (its USER claim's revision) is greater than every epoch in
 // the logs, and its first open of each log appends its agent.claimed,
 // which fences the old owner's appends (below). A Store whose USER lease
-// is past its expiry unrenewed claims no agent (store.ErrUnavailable),
-// and OpenLog refuses a log whose last message was written under a
+// is past its expiry unrenewed claims no agent: the claim waits for the
+// renewal (20 s at most, then store.ErrUnavailable), and OpenLog refuses a log whose last message was written under a
 // greater epoch than its lease's (each message id names its epoch), so
 // an old owner resuming before it learns the inbox was taken cannot take
 // back an agent the new owner created. A Store that has not claimed USER

@@ -52,7 +52,7 @@ func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 	}
 	if id != store.UserID {
 		if u := s.userLease(); u != nil {
-			return u.agent(id)
+			return u.agent(ctx, id)
 		}
 	}
 	v, _ := json.Marshal(ownerValue{Node: s.o.Node, BootID: s.o.BootID})
@@ -88,28 +88,40 @@ func (s *Store) userLease() *lease {
 
 // agent is the claim of agent id that rests on l, the USER inbox's lease:
 // its epoch, expiry and loss are l's. It is refused once l was lost or
-// released (the daemon no longer runs the cluster's agents then), and
-// while l is past its expiry unrenewed.
-func (l *lease) agent(id string) (store.Lease, error) {
-	select {
-	case <-l.lost:
-		return nil, fmt.Errorf("store/jetstream: %s: this daemon's claim on the USER inbox, which its agents' claims rest on, was lost: %w", id, store.ErrOwned)
-	default:
+// released (the daemon no longer runs the cluster's agents then). While l
+// is past its expiry unrenewed (an election; or this daemon was paused or
+// cut off, and another may hold the inbox by now), it waits for the next
+// renewal, as appends wait out an election, for claimWait at most.
+func (l *lease) agent(ctx context.Context, id string) (store.Lease, error) {
+	var deadline time.Time
+	for {
+		select {
+		case <-l.lost:
+			return nil, fmt.Errorf("store/jetstream: %s: this daemon's claim on the USER inbox, which its agents' claims rest on, was lost: %w", id, store.ErrOwned)
+		default:
+		}
+		l.mu.Lock()
+		released, expires := l.released, l.expires
+		l.mu.Unlock()
+		if released {
+			return nil, fmt.Errorf("store/jetstream: %s: this daemon gave up the USER inbox, which its agents' claims rest on: %w", id, store.ErrOwned)
+		}
+		now := l.s.o.Now()
+		if !now.After(expires) {
+			return agentLease{id: id, user: l}, nil
+		}
+		if deadline.IsZero() {
+			deadline = now.Add(claimWait)
+		}
+		if now.After(deadline) || sleepCtx(ctx, 100*time.Millisecond) != nil {
+			return nil, fmt.Errorf("store/jetstream: %s: this daemon's claim on the USER inbox has not been renewed since it expired %s ago; try again once the cluster answers: %w", id, now.Sub(expires).Round(time.Millisecond), store.ErrUnavailable)
+		}
 	}
-	l.mu.Lock()
-	released, expires := l.released, l.expires
-	l.mu.Unlock()
-	if released {
-		return nil, fmt.Errorf("store/jetstream: %s: this daemon gave up the USER inbox, which its agents' claims rest on: %w", id, store.ErrOwned)
-	}
-	// Past its expiry unrenewed (an election, or this daemon was paused
-	// or cut off and another may hold the inbox by now): no new claim
-	// until a renewal says the inbox is still this daemon's.
-	if now := l.s.o.Now(); now.After(expires) {
-		return nil, fmt.Errorf("store/jetstream: %s: this daemon's claim on the USER inbox has not been renewed since it expired %s ago; try again once the cluster answers: %w", id, now.Sub(expires).Round(time.Millisecond), store.ErrUnavailable)
-	}
-	return agentLease{id: id, user: l}, nil
 }
+
+// claimWait bounds how long an agent claim waits for the USER lease's
+// renewal: about as long as the store retries an unanswered append.
+const claimWait = 20 * time.Second
 
 // agentLease is an agent's claim resting on the daemon's USER lease: no
 // key, no renewal. Another daemon can claim the agent only after claiming

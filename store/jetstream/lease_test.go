@@ -321,8 +321,10 @@ func TestAgentClaimsRestOnTheUserLease(t *testing.T) {
 		return err == nil
 	})
 	defer ub.Release(ctx)
-	if _, err := a.Own(ctx, storetest.NewID(t)); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("a claim by the paused holder past its expiry: %v, want ErrUnavailable", err)
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := a.Own(wctx, storetest.NewID(t)); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a claim by the paused holder past its expiry: %v, want ErrUnavailable once it gave up waiting for a renewal", err)
 	}
 	lb, err := b.Own(ctx, id)
 	if err != nil {
@@ -399,4 +401,37 @@ func pause(l store.Lease) {
 	close(ll.stop)
 	<-ll.done
 	ll.stop = make(chan struct{}) // for Release, which closes it
+}
+
+// TestAgentClaimWaitsForTheUserRenewal: an agent claim asked while the
+// USER lease is past its expiry because its bucket does not answer (an
+// election; here the server is down) waits for the renewal and then
+// succeeds, as an append waits out an election.
+func TestAgentClaimWaitsForTheUserRenewal(t *testing.T) {
+	dir, port := t.TempDir(), freePort(t)
+	srv := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
+	ctx := context.Background()
+	const ttl = 1500 * time.Millisecond
+	s, err := New(ctx, Options{Conn: connect(t, srv.ClientURL()), Node: "a", BootID: "a", OwnerTTL: ttl, Embedded: srvs(srv), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.Own(ctx, store.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Release(ctx)
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	waitFor(t, 10*ttl, "the USER lease past its expiry", func() bool { return time.Now().After(u.Expires()) })
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.Own(ctx, storetest.NewID(t))
+		got <- err
+	}()
+	srv2 := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
+	s.o.Embedded = srvs(srv2)
+	if err := <-got; err != nil {
+		t.Fatalf("an agent claim while the USER lease awaited its renewal: %v, want it to wait and succeed", err)
+	}
 }
