@@ -12,8 +12,9 @@ import (
 )
 
 // Takeover on a cluster store (docs/DECISIONS.md, "Failover between
-// daemons"). Every agent's log is written under a lease (Store.Own) that
-// its daemon renews; when that daemon dies its leases lapse after the
+// daemons"). Every agent's log is written under a claim (Store.Own); on
+// store/jetstream a daemon's agent claims rest on its USER inbox's lease,
+// which it renews, and when that daemon dies the lease lapses after the
 // owner TTL. Another daemon notices by polling, every TakeoverEvery on the
 // core's clock:
 //
