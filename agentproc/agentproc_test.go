@@ -310,7 +310,37 @@ func startGroup(t *testing.T, marker string, env ...string) (Record, int, *exec.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(member, syscall.SIGKILL) })
+	// $! is printed right after the fork: wait until the member runs
+	// sleep with its environment (a read of /proc/<pid>/environ in the
+	// middle of its exec may show neither; CI saw such a read once).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(member) + "/environ")
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(member) + "/cmdline")
+		if strings.HasPrefix(string(cmdline), "sleep\x00") && hasAll(string(b), env) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the group's member %d did not run sleep with its environment within 10 s", member)
+		}
+		time.Sleep(time.Millisecond) // nothing signals the end of another process's exec
+	}
 	return leader, member, sh
+}
+
+// hasAll reports whether the NUL-separated environment environ holds
+// every entry of env.
+func hasAll(environ string, env []string) bool {
+	have := map[string]bool{}
+	for _, kv := range strings.Split(environ, "\x00") {
+		have[kv] = true
+	}
+	for _, kv := range env {
+		if !have[kv] {
+			return false
+		}
+	}
+	return true
 }
 
 // TestLeftoverGroupWithMarkedMemberIsKilled: the leader of a recorded
