@@ -106,6 +106,13 @@ func NewDirectory(ctx context.Context, o DirectoryOptions) (*Directory, error) {
 		d.stderr.close()
 		return nil, fmt.Errorf("workers: subscribing to %s: %w", BeatSubject, err)
 	}
+	// The subscriptions reach the server with the connection's next
+	// flush: wait for it, so that they are in place when NewDirectory
+	// returns (best effort: a connection being made again subscribes when
+	// it is back).
+	if err := o.Conn.FlushTimeout(5 * time.Second); err != nil {
+		o.Logger.Debug("workers: the subscriptions are not confirmed yet", "err", err)
+	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.cancel = cancel
 	go d.run(wctx, js)
