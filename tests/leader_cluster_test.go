@@ -48,22 +48,28 @@ const ownersStream = "KV_" + jetstream.OwnersBucket
 
 func startCluster3(t *testing.T, extra ...string) *cluster3 {
 	t.Helper()
-	const nodes = 3
-	c := &cluster3{t: t, ports: freePorts(t, 2*nodes), ds: make([]*testDaemon, nodes), exits: make([]chan struct{}, nodes)}
-	var routes []string
-	for i := range nodes {
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", c.ports[nodes+i]))
-	}
-	for i := range c.ds {
-		d := newTestDaemon(t, modeBinary)
+	return launchCluster3(t, func(c *cluster3, i int) []string {
 		var others []string
-		for j, r := range routes {
+		for j := range c.ds {
 			if j != i {
-				others = append(others, r)
+				others = append(others, fmt.Sprintf("nats://127.0.0.1:%d", c.ports[len(c.ds)+j]))
 			}
 		}
-		d.args = append([]string{"--cluster-embedded", "--node", fmt.Sprintf("n%d", i+1), "--nats-port", strconv.Itoa(c.ports[i]),
-			"--nats-cluster-port", strconv.Itoa(c.ports[nodes+i]), "--routes", strings.Join(others, ",")}, extra...)
+		return []string{"--routes", strings.Join(others, ",")}
+	}, extra...)
+}
+
+// launchCluster3 starts three embedded daemons, node i's routing flags
+// given by routing(c, i) (c.ports is set), and connects the test to
+// their servers.
+func launchCluster3(t *testing.T, routing func(c *cluster3, i int) []string, extra ...string) *cluster3 {
+	t.Helper()
+	const nodes = 3
+	c := &cluster3{t: t, ports: freePorts(t, 2*nodes), ds: make([]*testDaemon, nodes), exits: make([]chan struct{}, nodes)}
+	for i := range c.ds {
+		d := newTestDaemon(t, modeBinary)
+		d.args = append(append([]string{"--cluster-embedded", "--node", fmt.Sprintf("n%d", i+1), "--nats-port", strconv.Itoa(c.ports[i]),
+			"--nats-cluster-port", strconv.Itoa(c.ports[nodes+i])}, routing(c, i)...), extra...)
 		c.ds[i] = d
 	}
 	for i, d := range c.ds {

@@ -6,14 +6,10 @@ import (
 	"maps"
 	"net"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/warren-dev/warren/protocol"
 )
@@ -152,45 +148,22 @@ func (p *routeProxy) close() {
 // through proxies[i] (its configured routes and its advertised address).
 func startCluster3Proxied(t *testing.T, extra ...string) (*cluster3, []*routeProxy) {
 	t.Helper()
-	const nodes = 3
-	c := &cluster3{t: t, ports: freePorts(t, 2*nodes), ds: make([]*testDaemon, nodes), exits: make([]chan struct{}, nodes)}
-	proxies := make([]*routeProxy, nodes)
-	for i := range nodes {
-		proxies[i] = newRouteProxy(t, fmt.Sprintf("n%d", i+1), fmt.Sprintf("127.0.0.1:%d", c.ports[nodes+i]))
-	}
-	for i := range c.ds {
-		d := newTestDaemon(t, modeBinary)
+	var proxies []*routeProxy
+	c := launchCluster3(t, func(c *cluster3, i int) []string {
+		nodes := len(c.ds)
+		if proxies == nil {
+			for j := range nodes {
+				proxies = append(proxies, newRouteProxy(t, fmt.Sprintf("n%d", j+1), fmt.Sprintf("127.0.0.1:%d", c.ports[nodes+j])))
+			}
+		}
 		var others []string
 		for j := range nodes {
 			if j != i {
 				others = append(others, "nats://"+proxies[j].addr())
 			}
 		}
-		d.args = append([]string{"--cluster-embedded", "--node", fmt.Sprintf("n%d", i+1), "--nats-port", strconv.Itoa(c.ports[i]),
-			"--nats-cluster-port", strconv.Itoa(c.ports[nodes+i]), "--nats-advertise", proxies[i].addr(),
-			"--routes", strings.Join(others, ",")}, extra...)
-		c.ds[i] = d
-	}
-	for i, d := range c.ds {
-		ex, err := d.launch()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.exits[i] = ex
-	}
-	var urls []string
-	for i := range nodes {
-		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i]))
-	}
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.RetryOnFailedConnect(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	c.nc = nc
-	if c.js, err = natsjs.New(nc); err != nil {
-		t.Fatal(err)
-	}
+		return []string{"--nats-advertise", proxies[i].addr(), "--routes", strings.Join(others, ",")}
+	}, extra...)
 	return c, proxies
 }
 

@@ -165,7 +165,7 @@ func (s *Store) claim(ctx context.Context, id string, v []byte) (uint64, error) 
 			return rev, nil
 		}
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			return 0, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
+			return 0, s.held(id, holder)
 		}
 		return 0, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
 	}
@@ -173,7 +173,7 @@ func (s *Store) claim(ctx context.Context, id string, v []byte) (uint64, error) 
 		if isUnavailable(err) {
 			return 0, fmt.Errorf("store/jetstream: claim %s: reading its key: %w", id, err)
 		}
-		return 0, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal (its key could not be read: %v)", id, holder, store.ErrOwned, s.o.OwnerTTL, err)
+		return 0, fmt.Errorf("%w (its key could not be read: %v)", s.held(id, holder), err)
 	}
 	var ov ownerValue
 	if json.Unmarshal(e.Data, &ov) == nil {
@@ -187,7 +187,7 @@ func (s *Store) claim(ctx context.Context, id string, v []byte) (uint64, error) 
 	// does not block the id for a TTL.
 	mine := !deleted && bytes.Equal(e.Data, v)
 	if s.o.Now().Sub(e.Time) <= s.o.OwnerTTL && !deleted && !mine {
-		return 0, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
+		return 0, s.held(id, holder)
 	}
 	// Lapsed, but not removed yet (the server's MaxAge sweep runs late),
 	// deleted since the create was refused, or ours: replace it on its
@@ -195,12 +195,17 @@ func (s *Store) claim(ctx context.Context, id string, v []byte) (uint64, error) 
 	// one wins.
 	rev, err = s.owners.Update(ctx, id, v, e.Sequence)
 	if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) {
-		return 0, fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
+		return 0, s.held(id, holder)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
 	}
 	return rev, nil
+}
+
+// held is the refusal of a claim of id while holder's lease stands.
+func (s *Store) held(id, holder string) error {
+	return fmt.Errorf("store/jetstream: %s is held by %s: %w; its lease lapses %s after its last renewal", id, holder, store.ErrOwned, s.o.OwnerTTL)
 }
 
 func (l *lease) renew() {

@@ -183,8 +183,8 @@ func TestOwnAdoptsItsOwnLostClaim(t *testing.T) {
 // next renewal writes the key again (on its revision, or created again
 // if it lapsed meanwhile with nobody claiming it).
 func TestLeaseRidesOutAnOutage(t *testing.T) {
-	dir, port := t.TempDir(), freePort(t)
-	srv := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
+	rs := startRestartable(t)
+	srv := rs.srv
 	ctx := context.Background()
 	const ttl = 1500 * time.Millisecond
 	s, err := New(ctx, Options{Conn: connect(t, srv.ClientURL()), Node: "a", BootID: "a", OwnerTTL: ttl, Embedded: srvs(srv), Timeout: time.Second})
@@ -196,16 +196,14 @@ func TestLeaseRidesOutAnOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	srv.Shutdown()
-	srv.WaitForShutdown()
+	rs.stop()
 	waitFor(t, 10*ttl, "the lease past its expiry", func() bool { return time.Now().After(l.Expires()) })
 	select {
 	case <-l.Lost():
 		t.Fatal("the lease was given up while its bucket did not answer")
 	default:
 	}
-	srv2 := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
-	s.o.Embedded = srvs(srv2)
+	rs.restart(t, s)
 	waitFor(t, 30*time.Second, "a renewal after the server came back", func() bool { return l.Expires().After(time.Now()) })
 	select {
 	case <-l.Lost():
@@ -230,8 +228,8 @@ func freePort(t *testing.T) int {
 // it (CI once saw "claim ...: nats: no response from stream" right after a
 // kill -9 of the stream leader).
 func TestClaimRidesOutAnOutage(t *testing.T) {
-	dir, port := t.TempDir(), freePort(t)
-	srv := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
+	rs := startRestartable(t)
+	srv := rs.srv
 	ctx := context.Background()
 	retry := &signalWriter{want: "the cluster did not answer; trying again", seen: make(chan struct{})}
 	logger := hclog.New(&hclog.LoggerOptions{Output: retry, Level: hclog.Warn})
@@ -240,8 +238,7 @@ func TestClaimRidesOutAnOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Shutdown()
-	srv.WaitForShutdown()
+	rs.stop()
 	id := storetest.NewID(t)
 	type result struct {
 		l   store.Lease
@@ -257,15 +254,14 @@ func TestClaimRidesOutAnOutage(t *testing.T) {
 	case r := <-got:
 		t.Fatalf("the claim returned while its server was down: %v, %v", r.l, r.err)
 	}
-	srv2 := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
-	s.o.Embedded = srvs(srv2)
+	rs.restart(t, s)
 	r := <-got
 	if r.err != nil {
 		t.Fatalf("the claim failed although the server came back: %v", r.err)
 	}
 	defer r.l.Release(ctx)
 	// The lease is the key's only claim: another daemon is refused.
-	other, err := New(ctx, Options{Conn: connect(t, srv2.ClientURL()), Node: "b", BootID: "b", OwnerTTL: 3 * time.Second, Embedded: srvs(srv2)})
+	other, err := New(ctx, Options{Conn: connect(t, rs.srv.ClientURL()), Node: "b", BootID: "b", OwnerTTL: 3 * time.Second, Embedded: srvs(rs.srv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,12 +310,7 @@ func TestAgentClaimsRestOnTheUserLease(t *testing.T) {
 		t.Fatalf("another daemon's claim of the USER inbox while it is held: %v, want ErrOwned", err)
 	}
 
-	pause(ua)
-	var ub store.Lease
-	waitFor(t, 10*ttl, "b's claim of the lapsed USER inbox", func() bool {
-		ub, err = b.Own(ctx, store.UserID)
-		return err == nil
-	})
+	ub := takeUserOver(t, b, ua, ttl)
 	defer ub.Release(ctx)
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
@@ -361,12 +352,7 @@ func TestStaleHolderCannotTakeANewOwnersAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pause(ua)
-	var ub store.Lease
-	waitFor(t, 10*ttl, "b's claim of the lapsed USER inbox", func() bool {
-		ub, err = b.Own(ctx, store.UserID)
-		return err == nil
-	})
+	ub := takeUserOver(t, b, ua, ttl)
 	defer ub.Release(ctx)
 	id := storetest.NewID(t)
 	lb, lgb := ownedLog(t, b, id)
@@ -382,6 +368,47 @@ func TestStaleHolderCannotTakeANewOwnersAgent(t *testing.T) {
 	if _, err := lgb.Append("next", nil); err != nil {
 		t.Fatalf("the new owner (epoch %d) can no longer write its agent: %v", lb.Epoch(), err)
 	}
+}
+
+// takeUserOver pauses ua, the USER lease of another Store, and has b
+// claim the USER inbox once it lapsed.
+func takeUserOver(t *testing.T, b *Store, ua store.Lease, ttl time.Duration) store.Lease {
+	t.Helper()
+	pause(ua)
+	var ub store.Lease
+	waitFor(t, 10*ttl, "b's claim of the lapsed USER inbox", func() bool {
+		var err error
+		ub, err = b.Own(context.Background(), store.UserID)
+		return err == nil
+	})
+	return ub
+}
+
+// restartableServer is an embedded server a test stops and starts again
+// on the same directory and port: an outage of the cluster.
+type restartableServer struct {
+	dir  string
+	port int
+	srv  *server.Server
+}
+
+func startRestartable(t *testing.T) *restartableServer {
+	t.Helper()
+	r := &restartableServer{dir: t.TempDir(), port: freePort(t)}
+	r.srv = embed(t, natsembed.Options{Name: "n1", Dir: r.dir, Port: r.port})
+	return r
+}
+
+func (r *restartableServer) stop() {
+	r.srv.Shutdown()
+	r.srv.WaitForShutdown()
+}
+
+// restart starts the server again and tells s (its Embedded servers).
+func (r *restartableServer) restart(t *testing.T, s *Store) {
+	t.Helper()
+	r.srv = embed(t, natsembed.Options{Name: "n1", Dir: r.dir, Port: r.port})
+	s.o.Embedded = srvs(r.srv)
 }
 
 // ttlStore is a Store of node on srv with owner TTL ttl.
@@ -408,8 +435,8 @@ func pause(l store.Lease) {
 // election; here the server is down) waits for the renewal and then
 // succeeds, as an append waits out an election.
 func TestAgentClaimWaitsForTheUserRenewal(t *testing.T) {
-	dir, port := t.TempDir(), freePort(t)
-	srv := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
+	rs := startRestartable(t)
+	srv := rs.srv
 	ctx := context.Background()
 	const ttl = 1500 * time.Millisecond
 	s, err := New(ctx, Options{Conn: connect(t, srv.ClientURL()), Node: "a", BootID: "a", OwnerTTL: ttl, Embedded: srvs(srv), Timeout: time.Second})
@@ -421,16 +448,14 @@ func TestAgentClaimWaitsForTheUserRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer u.Release(ctx)
-	srv.Shutdown()
-	srv.WaitForShutdown()
+	rs.stop()
 	waitFor(t, 10*ttl, "the USER lease past its expiry", func() bool { return time.Now().After(u.Expires()) })
 	got := make(chan error, 1)
 	go func() {
 		_, err := s.Own(ctx, storetest.NewID(t))
 		got <- err
 	}()
-	srv2 := embed(t, natsembed.Options{Name: "n1", Dir: dir, Port: port})
-	s.o.Embedded = srvs(srv2)
+	rs.restart(t, s)
 	if err := <-got; err != nil {
 		t.Fatalf("an agent claim while the USER lease awaited its renewal: %v, want it to wait and succeed", err)
 	}
