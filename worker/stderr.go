@@ -1,8 +1,6 @@
 package worker
 
 import (
-	"sync/atomic"
-
 	"github.com/warren-dev/warren/provider/remote"
 )
 
@@ -25,14 +23,6 @@ type stderrChunk struct {
 	subject string
 	data    []byte
 }
-
-// stderrOut is the queue and what it dropped.
-type stderrOut struct {
-	q       chan stderrChunk
-	dropped atomic.Int64
-}
-
-func newStderrOut() *stderrOut { return &stderrOut{q: make(chan stderrChunk, stderrQueue)} }
 
 // forward sends agent's stderr to subject (its session's) from now on.
 func (w *Worker) forward(agent, subject string) {
@@ -64,9 +54,9 @@ func (w *Worker) copyStderr(agent string, p []byte) {
 	for len(p) > 0 {
 		n := min(len(p), remote.StderrChunkMax)
 		select {
-		case w.stderr.q <- stderrChunk{subject: subject, data: append([]byte(nil), p[:n]...)}:
+		case w.stderrQ <- stderrChunk{subject: subject, data: append([]byte(nil), p[:n]...)}:
 		default:
-			w.stderr.dropped.Add(1)
+			w.stderrDropped.Add(1)
 		}
 		p = p[n:]
 	}
@@ -80,10 +70,10 @@ func (w *Worker) sendStderr(stop <-chan struct{}) {
 		select {
 		case <-stop:
 			return
-		case c := <-w.stderr.q:
+		case c := <-w.stderrQ:
 			_ = w.o.Conn.Publish(c.subject, c.data)
 		}
-		if d := w.stderr.dropped.Load(); d > reported {
+		if d := w.stderrDropped.Load(); d > reported {
 			w.log.Warn("agents' stderr came faster than it could be sent to the daemon; chunks dropped (they are in the worker's stderr.log files)", "dropped", d-reported)
 			reported = d
 		}

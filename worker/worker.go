@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -86,11 +87,12 @@ type Worker struct {
 	closing   bool   // Run is stopping: no new request is started
 	wg        sync.WaitGroup
 
-	// fwd is where each agent's stderr is sent, stderr its queue
-	// (stderr.go).
-	fwdMu  sync.Mutex
-	fwd    map[string]string
-	stderr *stderrOut
+	// fwd is where each agent's stderr is sent; stderrQ queues it and
+	// stderrDropped counts what a full queue dropped (stderr.go).
+	fwdMu         sync.Mutex
+	fwd           map[string]string
+	stderrQ       chan stderrChunk
+	stderrDropped atomic.Int64
 }
 
 // maxCancelled bounds the early cancels remembered.
@@ -139,7 +141,7 @@ func New(o Options) (*Worker, error) {
 	agentDir := func(id string) string { return filepath.Join(o.Dir, "agents", id) }
 	logs := stderrlog.New(faultfs.OS{}, agentDir, o.Logger)
 	launches := launch.New(agentproc.Records{FS: faultfs.OS{}, Dir: filepath.Join(o.Dir, "procs")}, logs, o.Logger)
-	w := &Worker{o: o, fwd: map[string]string{}, stderr: newStderrOut(), boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
+	w := &Worker{o: o, fwd: map[string]string{}, stderrQ: make(chan stderrChunk, stderrQueue), boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
 		launches: launches, sandboxes: &sandbox.Checker{}, turns: map[string]*turn{}, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
 		live: map[string]int{}}
 	w.sockets = newSockets(w, o.Logger)
