@@ -4,6 +4,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net/url"
@@ -43,13 +44,20 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		}
 		connOpts = append(connOpts, tlsFiles.ClientOptions()...)
 	}
+	keysPath := filepath.Join(home, remote.KeysFile)
+	keys := func() (remote.Keys, error) { return remote.LoadKeys(fsys, keysPath) }
+	var key ed25519.PrivateKey // the daemon's NATS user (natsUsers), when it has one
 	var stopServer func()
 	if co.Embedded {
 		if err := validRoutes(co.Routes); err != nil {
 			return storeParts{}, err
 		}
+		var err error
+		if key, err = remote.DaemonKey(fsys, keysPath); err != nil {
+			return storeParts{}, fmt.Errorf("the daemon's key for its NATS server: %w", err)
+		}
 		eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Host: co.Host, Advertise: co.Advertise, Port: co.Port, TLS: tlsFiles,
-			Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync}
+			Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync, Users: natsUsers(key, keys, logger.Named("nats"))}
 		if eo.Port == 0 {
 			eo.Port = 4222
 		}
@@ -76,7 +84,14 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		}
 		return storeParts{}, err
 	}
-	nc, err := nats.Connect(url, connOpts...)
+	if key == nil { // --cluster URL: the home's key, if it has one (a node's workers.json)
+		k, err := keys()
+		if err != nil {
+			return fail(err)
+		}
+		key = k.Daemon
+	}
+	nc, err := natsembed.Connect(url, key, connOpts...)
 	if err != nil {
 		return fail(fmt.Errorf("connecting to the NATS cluster %s: %w", url, err))
 	}
@@ -93,7 +108,6 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		nc.Close()
 		return fail(err)
 	}
-	keys := func() (remote.Keys, error) { return remote.LoadKeys(fsys, filepath.Join(home, remote.KeysFile)) }
 	workers, err := remote.NewDirectory(ctx, remote.DirectoryOptions{Conn: nc, Daemon: bootID, Keys: keys,
 		Logger: logger.Named("workers")})
 	if err != nil {

@@ -72,6 +72,11 @@ func launchCluster3(t *testing.T, routing func(c *cluster3, i int) []string, ext
 			"--nats-cluster-port", strconv.Itoa(c.ports[nodes+i])}, routing(c, i)...), extra...)
 		c.ds[i] = d
 	}
+	var homes []string
+	for _, d := range c.ds {
+		homes = append(homes, d.Home)
+	}
+	key := sharedDaemonKey(t, homes...)
 	for i, d := range c.ds {
 		ex, err := d.launch()
 		if err != nil {
@@ -83,12 +88,10 @@ func launchCluster3(t *testing.T, routing func(c *cluster3, i int) []string, ext
 	for i := range nodes {
 		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i]))
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.RetryOnFailedConnect(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := connectAsDaemon(t, key, strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.RetryOnFailedConnect(true))
 	t.Cleanup(nc.Close)
 	c.nc = nc
+	var err error
 	if c.js, err = natsjs.New(nc); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ package tests
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,12 +70,14 @@ const (
 
 // runNATSHelper runs one sync-always NATS server until killed.
 func runNATSHelper(spec string) int {
-	var o natsembed.Options
-	if err := json.Unmarshal([]byte(spec), &o); err != nil {
+	var hs helperSpec
+	if err := json.Unmarshal([]byte(spec), &hs); err != nil {
 		fmt.Println("bad spec:", err)
 		return 2
 	}
+	o := hs.Options
 	o.StartTimeout = procReadyDeadline
+	o.Users = daemonOnly(hs.Daemon)
 	srv, err := natsembed.Start(o)
 	if err != nil {
 		fmt.Println("embed:", err)
@@ -85,17 +88,26 @@ func runNATSHelper(spec string) int {
 	return 0
 }
 
+// helperSpec is what a helper process is given: its server's options,
+// and the daemon's public key, the one user its server lets in (as every
+// node of a daemon's cluster does).
+type helperSpec struct {
+	Options natsembed.Options
+	Daemon  ed25519.PublicKey
+}
+
 // natsHelper is a NATS server process of the test.
 type natsHelper struct {
-	t    *testing.T
-	opts natsembed.Options
-	cmd  *exec.Cmd
-	done chan struct{}
+	t      *testing.T
+	opts   natsembed.Options
+	daemon ed25519.PublicKey
+	cmd    *exec.Cmd
+	done   chan struct{}
 }
 
 func (h *natsHelper) start() {
 	h.t.Helper()
-	spec, _ := json.Marshal(h.opts)
+	spec, _ := json.Marshal(helperSpec{Options: h.opts, Daemon: h.daemon})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), natsHelperEnv+"="+string(spec))
 	out, err := cmd.StdoutPipe()
@@ -149,7 +161,8 @@ type clusterTorture struct {
 	t       *testing.T
 	d       *testDaemon
 	helpers []*natsHelper
-	urls    string // every server's client URL
+	urls    string             // every server's client URL
+	key     ed25519.PrivateKey // the daemon's, which the servers let in
 	reader  *jetstream.Store
 	js      natsjs.JetStream
 	killed  time.Time // the last kill -9 of the daemon
@@ -183,7 +196,7 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 	d.args = []string{"--cluster-embedded", "--node", "n1", "--nats-port", strconv.Itoa(ports[0]),
 		"--owner-ttl", tortureOwnerTTL.String()}
 	d.readyWait = 3 * time.Minute
-	ct := &clusterTorture{t: t, d: d}
+	ct := &clusterTorture{t: t, d: d, key: sharedDaemonKey(t, d.Home)}
 	urls := []string{fmt.Sprintf("nats://127.0.0.1:%d", ports[0])}
 	if nodes > 1 {
 		var routes []string
@@ -193,7 +206,7 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 		d.args = append(d.args, "--nats-cluster-port", strconv.Itoa(ports[nodes]), "--routes", strings.Join(routes[1:], ","))
 		for i := 1; i < nodes; i++ {
 			h := &natsHelper{t: t, opts: natsembed.Options{Name: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(d.dir, fmt.Sprintf("nats%d", i+1)),
-				Port: ports[i], ClusterName: "warren", ClusterPort: ports[nodes+i], Routes: routes}}
+				Port: ports[i], ClusterName: "warren", ClusterPort: ports[nodes+i], Routes: routes}, daemon: ct.key.Public().(ed25519.PublicKey)}
 			h.start()
 			t.Cleanup(h.kill)
 			ct.helpers = append(ct.helpers, h)
@@ -330,10 +343,7 @@ func (ct *clusterTorture) waitTakenOver(round int, led *ledger) {
 func (ct *clusterTorture) leaderToHelper(round int) {
 	ct.t.Helper()
 	want := ct.helpers[0].opts.Name
-	nc, err := nats.Connect(ct.urls)
-	if err != nil {
-		ct.t.Fatal(err)
-	}
+	nc := connectAsDaemon(ct.t, ct.key, ct.urls)
 	defer nc.Close()
 	body := []byte(`{"placement":{"preferred":"` + want + `"}}`)
 	for try := 0; ct.streamLeader() != want; try++ {
@@ -375,11 +385,9 @@ func (ct *clusterTorture) assertServed(round int, script string) {
 // streamLeader names the server leading the log stream ("" if none).
 func (ct *clusterTorture) streamLeader() string {
 	if ct.js == nil {
-		nc, err := nats.Connect(ct.urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-		if err != nil {
-			ct.t.Fatal(err)
-		}
+		nc := connectAsDaemon(ct.t, ct.key, ct.urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 		ct.t.Cleanup(nc.Close)
+		var err error
 		if ct.js, err = natsjs.New(nc); err != nil {
 			ct.t.Fatal(err)
 		}
@@ -461,10 +469,7 @@ func (ct *clusterTorture) readLogs(round int) map[string][]eventlog.Entry {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A connection of its own each time (see the file comment).
-	nc, err := nats.Connect(ct.urls)
-	if err != nil {
-		ct.t.Fatal(err)
-	}
+	nc := connectAsDaemon(ct.t, ct.key, ct.urls)
 	defer nc.Close()
 	// A reader: zero Replicas and OwnerTTL keep the daemon's settings. The
 	// servers are sync-always (Embed), but a plain client cannot read that

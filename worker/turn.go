@@ -56,8 +56,7 @@ func (t *turn) counts() (chunks, usages int) {
 
 func (t *turn) msg(kind string, v any) *nats.Msg {
 	body, _ := json.Marshal(v)
-	m := nats.NewMsg(remote.AttemptSubject(t.daemon, t.attempt, kind))
-	m.Header.Set(remote.HeaderWorker, t.w.o.ID)
+	m := nats.NewMsg(remote.AttemptSubject(t.daemon, t.w.o.ID, t.attempt, kind))
 	m.Data = body
 	return m
 }

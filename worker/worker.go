@@ -322,7 +322,7 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 		respond(r, remote.OpenReply{Error: remote.Wire(err)})
 		return
 	}
-	subject := remote.StderrSubject(req.Daemon, req.Session)
+	subject := remote.StderrSubject(req.Daemon, w.o.ID, req.Session)
 	w.forward(spec.AgentID, subject)
 	releaseSocket := release
 	release = func() { w.unforward(spec.AgentID, subject); releaseSocket() }

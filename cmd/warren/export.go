@@ -82,7 +82,7 @@ func (c *cli) exportSource(ctx context.Context, ref, cluster string) (store.Stor
 	if ref != store.UserID && !offline.IsAgentID(ref) {
 		return nil, "", nil, fmt.Errorf("%w: with --cluster, give the agent's id (32 hex characters), not %q", offline.ErrUnknownAgent, ref)
 	}
-	st, done, err := logcopy.OpenReader(ctx, cluster)
+	st, done, err := logcopy.OpenReader(ctx, c.home, cluster)
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -160,14 +160,15 @@ func runWorker(ctx context.Context, c *cli, o worker.Options, join string, tls n
 		return err
 	}
 	reg := registry.New(registry.Options{Static: static, Config: func() config.Config { return cfg }, Logger: logger})
-	connOpts := []nats.Option{nats.Name("warren worker " + o.ID), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}
+	connOpts := []nats.Option{nats.Name("warren worker " + o.ID), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond),
+		nats.CustomInboxPrefix(remote.InboxPrefix(o.ID))}
 	if tls.Cert != "" || tls.Key != "" || tls.CA != "" {
 		if err := tls.Check(); err != nil {
 			return &exit.Error{Code: exit.Usage, Err: err, Msg: "--nats-tls-cert, --nats-tls-key, --nats-tls-ca: " + err.Error()}
 		}
 		connOpts = append(connOpts, tls.ClientOptions()...)
 	}
-	nc, err := nats.Connect(join, connOpts...)
+	nc, err := natsembed.Connect(join, o.Key, connOpts...)
 	if err != nil {
 		return &exit.Error{Code: exit.DaemonErr, Err: err, Msg: fmt.Sprintf("connecting to %s: %v", join, err)}
 	}

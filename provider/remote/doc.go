@@ -25,20 +25,24 @@
 //	warren.worker.<id>.<op>        a worker's NATS micro service
 //	                               "warren-worker": open, send, cancel,
 //	                               suspend, stop, ping
-//	warren.attempt.<d>.<a>.<kind>  attempt a's traffic to the daemon whose
-//	                               boot id is d: chunk, usage (published),
-//	                               tool, gate (requests)
-//	warren.stderr.<d>.<s>          what session s's processes write to
-//	                               stderr, for the daemon d that opened
-//	                               it (published, at most StderrChunkMax
-//	                               bytes each; kept in the agent's
-//	                               stderr.log, best effort)
+//	warren.attempt.<d>.<w>.<a>.<kind>
+//	                               attempt a's traffic from worker w to
+//	                               the daemon whose boot id is d: chunk,
+//	                               usage (published), tool, gate
+//	                               (requests)
+//	warren.stderr.<d>.<w>.<s>      what session s's processes write to
+//	                               stderr, from worker w, for the daemon
+//	                               d that opened it (published, at most
+//	                               StderrChunkMax bytes each; kept in the
+//	                               agent's stderr.log, best effort)
+//	_INBOX.worker.<w>.>            worker w's reply subjects (InboxPrefix)
 //
-// Every message a worker sends to the daemon carries the header
-// "Warren-Worker: <id>". An attempt id is 128 random bits, made by the
-// daemon for one Send and known only to it and the worker it chose; a
-// daemon subscribes to its own boot's attempts only, so a cluster's
-// standbys never see (or answer) the active daemon's traffic.
+// The sender of an attempt's traffic and of a session's stderr is the
+// worker the subject names: the daemon drops what names another worker
+// than the attempt's or the session's. An attempt id is 128 random bits,
+// made by the daemon for one Send and known only to it and the worker it
+// chose; a daemon subscribes to its own boot's attempts only, so a
+// cluster's standbys never see (or answer) the active daemon's traffic.
 //
 // A registration reaches the daemon twice, by core NATS and by the
 // bucket's watch, in either order: only a beat newer than any seen of its
@@ -93,8 +97,18 @@
 // by the daemon of its token, made within RequestWindow (2 min) of its
 // clock, and whose open's session id or send's attempt id it has not
 // seen (no replay); it answers others "refused", which the daemon treats
-// as a worker it cannot use. Traffic is still readable by any client of
-// the NATS servers (docs/WORKERS.md).
+// as a worker it cannot use.
+//
+// The same keys are the NATS users of a daemon's embedded server
+// (natsembed.Users; daemon/natsusers.go): a daemon makes its key at its
+// first start with its own server (DaemonKey), signs in with it, and
+// lets in only that key (every permission) and each worker's, held to
+// WorkerSubjects: its beats and bucket key, its service, its attempts'
+// traffic and stderr, its inbox, and answers to the requests made to it.
+// A worker signs in with its token's key and uses InboxPrefix. Against
+// servers that ask for no key (an external cluster), both connect
+// without one, and any client of those servers can read and send
+// everything (docs/WORKERS.md).
 //
 // # Errors
 //

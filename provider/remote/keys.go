@@ -84,11 +84,31 @@ func LoadKeys(fsys faultfs.FS, path string) (Keys, error) {
 	return out, nil
 }
 
+// DaemonKey returns the daemon's key from the keys file at path, and
+// makes it (writing the file) when there is none yet: a daemon that runs
+// its own NATS server signs in to it with this key (natsembed.Users), from
+// its first start, so that issuing the first token changes nothing for a
+// running daemon.
+func DaemonKey(fsys faultfs.FS, path string) (ed25519.PrivateKey, error) {
+	keys, err := LoadKeys(fsys, path)
+	if err != nil || keys.Daemon != nil {
+		return keys.Daemon, err
+	}
+	if _, keys.Daemon, err = ed25519.GenerateKey(rand.Reader); err != nil {
+		return nil, err
+	}
+	if err := writeKeys(fsys, path, keys); err != nil {
+		return nil, err
+	}
+	return keys.Daemon, nil
+}
+
 // IssueToken makes a key pair for worker id, records its public key in
 // the keys file at path (replacing an earlier one: the old token stops
-// working; the daemon's own key is made with the first token) and
-// returns the token, which only the worker keeps: its private key and
-// the daemon's public key, which the worker checks every request with.
+// working; the daemon's own key is made with the first token unless the
+// daemon made it at its start) and returns the token, which only the
+// worker keeps: its private key and the daemon's public key, which the
+// worker checks every request with.
 func IssueToken(fsys faultfs.FS, path, id string) (string, error) {
 	if err := CheckID(id); err != nil {
 		return "", err
@@ -106,20 +126,28 @@ func IssueToken(fsys faultfs.FS, path, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	keys.Workers[id] = pub
+	if err := writeKeys(fsys, path, keys); err != nil {
+		return "", err
+	}
+	daemonPub := keys.Daemon.Public().(ed25519.PublicKey)
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(append(priv.Seed(), daemonPub...)), nil
+}
+
+// writeKeys replaces the keys file at path with keys.
+func writeKeys(fsys faultfs.FS, path string, keys Keys) error {
 	doc := keysDoc{Daemon: base64.RawURLEncoding.EncodeToString(keys.Daemon.Seed()), Workers: map[string]string{}}
 	for k, v := range keys.Workers {
 		doc.Workers[k] = base64.RawURLEncoding.EncodeToString(v)
 	}
-	doc.Workers[id] = base64.RawURLEncoding.EncodeToString(pub)
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := atomicfile.Write(fsys, path, append(data, '\n'), 0o600); err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	daemonPub := keys.Daemon.Public().(ed25519.PublicKey)
-	return TokenPrefix + base64.RawURLEncoding.EncodeToString(append(priv.Seed(), daemonPub...)), nil
+	return nil
 }
 
 // ParseToken reads a worker token: the worker's private key and the

@@ -97,7 +97,7 @@ func (p *Provider) open(ctx context.Context, req OpenRequest, spec provider.Spec
 		if lg, ok := spec.Launcher.(provider.StderrLogger); ok {
 			var w io.Writer
 			w, s.releaseStderr = lg.StderrLog()
-			p.d.stderr.add(s.id, w)
+			p.d.stderr.add(s.id, sl.worker, w)
 		}
 		var rep OpenReply
 		octx, cancel := context.WithTimeout(ctx, openTimeout)

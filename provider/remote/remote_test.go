@@ -312,14 +312,12 @@ func TestLateTrafficDropped(t *testing.T) {
 	w := newWorld(t)
 	nc := w.conn()
 	att := remote.NewAttemptID()
-	chunk := nats.NewMsg(remote.AttemptSubject("daemon1", att, remote.KindChunk))
-	chunk.Header.Set(remote.HeaderWorker, "w9")
+	chunk := nats.NewMsg(remote.AttemptSubject("daemon1", "w9", att, remote.KindChunk))
 	chunk.Data = []byte(`{"seq":0,"text":"late"}`)
 	if err := nc.PublishMsg(chunk); err != nil {
 		t.Fatal(err)
 	}
-	call := nats.NewMsg(remote.AttemptSubject("daemon1", att, remote.KindTool))
-	call.Header.Set(remote.HeaderWorker, "w9")
+	call := nats.NewMsg(remote.AttemptSubject("daemon1", "w9", att, remote.KindTool))
 	call.Data = []byte(`{"tool":"send_message","args":{}}`)
 	m, err := nc.RequestMsgWithContext(t.Context(), call)
 	if err != nil {

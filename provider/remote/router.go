@@ -109,11 +109,10 @@ func (r *router) add(ctx context.Context, id, worker string, io provider.TurnIO)
 // handle is the subscription's handler.
 func (r *router) handle(m *nats.Msg) {
 	parts := strings.Split(m.Subject, ".")
-	if len(parts) != 5 {
+	if len(parts) != 6 {
 		return
 	}
-	id, kind := parts[3], parts[4]
-	from := m.Header.Get(HeaderWorker)
+	from, id, kind := parts[3], parts[4], parts[5]
 	r.mu.Lock()
 	a := r.attempts[id]
 	r.mu.Unlock()

@@ -17,7 +17,6 @@ import (
 const (
 	Bucket         = "warren-workers"
 	ServiceName    = "warren-worker"
-	HeaderWorker   = "Warren-Worker"
 	HeartbeatEvery = time.Second
 	LiveFor        = 5 * time.Second
 	// BucketTTL is how long the bucket keeps a key after its last put.
@@ -50,24 +49,59 @@ func WorkerSubject(worker, op string) string { return "warren.worker." + worker 
 // WorkerGroup is the subject prefix of a worker's service.
 func WorkerGroup(worker string) string { return "warren.worker." + worker }
 
-// AttemptSubject is the subject of an attempt's traffic of one kind to
-// the daemon whose boot id is daemon.
-func AttemptSubject(daemon, attempt, kind string) string {
-	return "warren.attempt." + daemon + "." + attempt + "." + kind
+// AttemptSubject is the subject of an attempt's traffic of one kind,
+// from the worker it was sent to, to the daemon whose boot id is daemon.
+// The worker's id is in the subject so that the servers can hold a
+// worker to its own (WorkerSubjects): the router takes the sender from
+// the subject and drops what a worker sends for another's attempt.
+func AttemptSubject(daemon, worker, attempt, kind string) string {
+	return "warren.attempt." + daemon + "." + worker + "." + attempt + "." + kind
 }
 
 // attemptWildcard is what a daemon's router subscribes to: its own
 // attempts only (a cluster's standbys subscribe to theirs).
-func attemptWildcard(daemon string) string { return "warren.attempt." + daemon + ".*.*" }
+func attemptWildcard(daemon string) string { return "warren.attempt." + daemon + ".*.*.*" }
 
 // StderrSubject carries what the processes of a session write to stderr,
 // from its worker to the daemon (boot id daemon) that opened it, in
 // chunks of at most StderrChunkMax bytes, in order; the daemon keeps them
 // in the agent's stderr.log. Best effort, as the file is (doc.go).
-func StderrSubject(daemon, session string) string { return "warren.stderr." + daemon + "." + session }
+func StderrSubject(daemon, worker, session string) string {
+	return "warren.stderr." + daemon + "." + worker + "." + session
+}
 
 // stderrWildcard is what a daemon subscribes to for its sessions' stderr.
-func stderrWildcard(daemon string) string { return "warren.stderr." + daemon + ".*" }
+func stderrWildcard(daemon string) string { return "warren.stderr." + daemon + ".*.*" }
+
+// InboxPrefix is the prefix of a worker's reply subjects (nats.go's
+// CustomInboxPrefix), which the servers let it subscribe to
+// (WorkerSubjects) in place of every client's _INBOX.>.
+func InboxPrefix(worker string) string { return "_INBOX.worker." + worker }
+
+// WorkerSubjects are the subjects a worker may publish to and subscribe
+// to, as an nkey user of a daemon's embedded server (doc.go,
+// Authority): its beats and its key of the bucket, its own service, its
+// attempts' traffic and its sessions' stderr, its own inbox. It may
+// answer a request made to it (the servers' response permission), and
+// nothing else: not the logs' stream, not another worker's subjects,
+// not the daemon's inbox.
+func WorkerSubjects(worker string) (publish, subscribe []string) {
+	publish = []string{
+		BeatSubject,
+		"$KV." + Bucket + "." + worker,
+		"$JS.API.INFO", // the account's totals, which making the bucket asks for
+		"$JS.API.STREAM.INFO.KV_" + Bucket,
+		"$JS.API.STREAM.CREATE.KV_" + Bucket,
+		"warren.attempt.*." + worker + ".*.*",
+		"warren.stderr.*." + worker + ".*",
+	}
+	subscribe = []string{
+		WorkerGroup(worker) + ".>",
+		"$SRV.>", // the micro service's discovery (PING, INFO, STATS)
+		InboxPrefix(worker) + ".>",
+	}
+	return publish, subscribe
+}
 
 // StderrChunkMax bounds one stderr message.
 const StderrChunkMax = 16 << 10

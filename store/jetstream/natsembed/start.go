@@ -40,6 +40,10 @@ type Options struct {
 	// StartTimeout bounds the wait for the server to accept clients
 	// (default 10 s).
 	StartTimeout time.Duration
+	// Users, when set, is who may connect as a client and with which
+	// permissions (auth.go): every client must sign in with an nkey.
+	// Nil lets any client in with every permission.
+	Users Users `json:"-"`
 }
 
 // Embed starts a NATS server with JetStream in this process, with
@@ -72,6 +76,10 @@ func Start(o Options) (*server.Server, error) {
 			}
 			opts.Routes = append(opts.Routes, u)
 		}
+	}
+	if o.Users != nil {
+		opts.CustomClientAuthentication = nkeyAuth{users: o.Users}
+		opts.AlwaysEnableNonce = true
 	}
 	if o.TLS != nil {
 		if err := o.TLS.apply(opts); err != nil {

@@ -6,12 +6,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-
-	"github.com/nats-io/nats.go"
+	"path/filepath"
 
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider/remote"
 	"github.com/warren-dev/warren/store"
 	"github.com/warren-dev/warren/store/jetstream"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/local"
 )
 
@@ -19,9 +20,15 @@ import (
 // that links the NATS client (a -tags nocluster build has nocluster.go).
 
 // openClusterStore connects to the NATS cluster at url and opens the
-// store there (node names the claims it takes; "" for a reader).
-func openClusterStore(ctx context.Context, url, node string, lazy bool) (*jetstream.Store, func(), error) {
-	nc, err := nats.Connect(url)
+// store there (node names the claims it takes; "" for a reader). It signs
+// in with the daemon's key in home's workers.json when there is one: a
+// daemon's embedded servers let in no one else (docs/WORKERS.md).
+func openClusterStore(ctx context.Context, home, url, node string, lazy bool) (*jetstream.Store, func(), error) {
+	keys, err := remote.LoadKeys(faultfs.OS{}, filepath.Join(home, remote.KeysFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := natsembed.Connect(url, keys.Daemon)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to %s: %w", url, err)
 	}
@@ -36,8 +43,8 @@ func openClusterStore(ctx context.Context, url, node string, lazy bool) (*jetstr
 // OpenReader opens the store of the NATS cluster at url to read logs. A
 // reader writes no entry: the servers' fsync setting does not matter (a
 // plain user cannot read it), so it is not required.
-func OpenReader(ctx context.Context, url string) (store.Store, func(), error) {
-	st, done, err := openClusterStore(ctx, url, "", true)
+func OpenReader(ctx context.Context, home, url string) (store.Store, func(), error) {
+	st, done, err := openClusterStore(ctx, home, url, "", true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -46,7 +53,7 @@ func OpenReader(ctx context.Context, url string) (store.Store, func(), error) {
 
 // Migrate copies the stopped home into the cluster at url, verified.
 func Migrate(ctx context.Context, home, url string, lazy bool) (logs, entries int, err error) {
-	js, done, err := openClusterStore(ctx, url, "warren-migrate", lazy)
+	js, done, err := openClusterStore(ctx, home, url, "warren-migrate", lazy)
 	if err != nil {
 		return 0, 0, err
 	}

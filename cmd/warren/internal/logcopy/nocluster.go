@@ -13,7 +13,7 @@ import (
 // side of export and migrate refuses.
 
 // OpenReader refuses: this build has no cluster support.
-func OpenReader(context.Context, string) (store.Store, func(), error) {
+func OpenReader(context.Context, string, string) (store.Store, func(), error) {
 	return nil, nil, daemon.ErrNoCluster
 }
 

@@ -1,0 +1,240 @@
+//go:build !nocluster
+
+package daemon
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider/remote"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
+)
+
+// natsWorld is an embedded server with the daemon's users (natsUsers):
+// the daemon's key made at its start, and tokens issued after.
+type natsWorld struct {
+	t      *testing.T
+	url    string
+	keys   string // the workers.json
+	daemon ed25519.PrivateKey
+}
+
+func newNatsWorld(t *testing.T) *natsWorld {
+	t.Helper()
+	w := &natsWorld{t: t, keys: filepath.Join(t.TempDir(), remote.KeysFile)}
+	var err error
+	if w.daemon, err = remote.DaemonKey(faultfs.OS{}, w.keys); err != nil {
+		t.Fatal(err)
+	}
+	keys := func() (remote.Keys, error) { return remote.LoadKeys(faultfs.OS{}, w.keys) }
+	srv, err := natsembed.Start(natsembed.Options{Name: "n1", Dir: t.TempDir(), Port: -1, UnsafeLazyFsync: true,
+		Users: natsUsers(w.daemon, keys, hclog.NewNullLogger())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	w.url = srv.ClientURL()
+	return w
+}
+
+// worker issues id's token now (the server is running) and returns its
+// key.
+func (w *natsWorld) worker(id string) ed25519.PrivateKey {
+	w.t.Helper()
+	tok, err := remote.IssueToken(faultfs.OS{}, w.keys, id)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	key, _, err := remote.ParseToken(tok)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return key
+}
+
+// violations collects a connection's asynchronous errors (the servers
+// report a permissions violation that way).
+type violations struct {
+	mu   sync.Mutex
+	errs []string
+	more chan struct{} // a new error (buffered, one)
+}
+
+func newViolations() *violations { return &violations{more: make(chan struct{}, 1)} }
+
+func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	v.mu.Lock()
+	v.errs = append(v.errs, err.Error())
+	v.mu.Unlock()
+	select {
+	case v.more <- struct{}{}:
+	default:
+	}
+}
+
+// saw reports whether a permissions violation naming subj was reported.
+func (v *violations) saw(subj string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, e := range v.errs {
+		if strings.Contains(strings.ToLower(e), "permissions violation") && strings.Contains(e, subj) {
+			return true
+		}
+	}
+	return false
+}
+
+// wait waits until a violation naming subj is reported, or ctx ends.
+func (v *violations) wait(ctx context.Context, subj string) error {
+	for !v.saw(subj) {
+		select {
+		case <-v.more:
+		case <-ctx.Done():
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			return fmt.Errorf("no permissions violation reported for %s; reported: %v", subj, v.errs)
+		}
+	}
+	return nil
+}
+
+func (w *natsWorld) connect(key ed25519.PrivateKey, v *violations, opts ...nats.Option) *nats.Conn {
+	w.t.Helper()
+	if v != nil {
+		opts = append(opts, nats.ErrorHandler(v.handler))
+	}
+	nc, err := natsembed.Connect(w.url, key, opts...)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(nc.Close)
+	return nc
+}
+
+// TestEmbeddedServerLetsInOnlyItsUsers: a client without a key, or with
+// a key neither the daemon's nor a worker's, is refused; the daemon's
+// key and a token issued while the server runs are let in.
+func TestEmbeddedServerLetsInOnlyItsUsers(t *testing.T) {
+	w := newNatsWorld(t)
+	if nc, err := nats.Connect(w.url); err == nil {
+		nc.Close()
+		t.Fatal("a client without a key was let in")
+	} else if !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("a client without a key: %v; want an authorization error", err)
+	}
+	_, stranger, _ := ed25519.GenerateKey(rand.Reader)
+	if nc, err := natsembed.Connect(w.url, stranger); err == nil {
+		nc.Close()
+		t.Fatal("a client with an unknown key was let in")
+	} else if !strings.Contains(err.Error(), "workers.json") {
+		t.Fatalf("the refusal of an unknown key does not say what to do: %v", err)
+	}
+	w.connect(w.daemon, nil)
+	w.connect(w.worker("w1"), nil)
+}
+
+// TestWorkerHeldToItsOwnSubjects: a worker's key serves its own
+// subjects (its beats and bucket key, its service and the answers to the
+// requests made to it, its attempts' traffic, its inbox) and nothing
+// else: not the logs' stream, not another worker's service or attempts,
+// not the daemon's inbox.
+func TestWorkerHeldToItsOwnSubjects(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := newNatsWorld(t)
+	d := w.connect(w.daemon, nil)
+	djs, err := jetstream.New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := djs.CreateStream(ctx, jetstream.StreamConfig{Name: "WARREN", Subjects: []string{"warren.log.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	v := newViolations()
+	wk := w.connect(w.worker("w1"), v, nats.CustomInboxPrefix(remote.InboxPrefix("w1")))
+
+	// What a worker does, allowed: the bucket, its key, a beat.
+	js, err := jetstream.New(wk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: remote.Bucket, History: 1, TTL: remote.BucketTTL})
+	if err != nil {
+		t.Fatalf("creating the workers' bucket: %v (%v)", err, v.errs)
+	}
+	if _, err := kv.Put(ctx, "w1", []byte("{}")); err != nil {
+		t.Fatalf("putting its own key: %v", err)
+	}
+	// Refused: the servers drop the publish, so the put gets no answer.
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer pcancel()
+	if _, err := kv.Put(pctx, "w2", []byte("{}")); err == nil {
+		t.Fatal("a worker put another worker's key")
+	}
+	if err := v.wait(ctx, "$KV."+remote.Bucket+".w2"); err != nil {
+		t.Fatal(err)
+	}
+	// Its service answers the daemon; the daemon answers its tool call.
+	if _, err := wk.Subscribe(remote.WorkerSubject("w1", remote.OpPing), func(m *nats.Msg) { _ = m.Respond([]byte("pong")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := wk.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := d.Request(remote.WorkerSubject("w1", remote.OpPing), nil, 5*time.Second); err != nil || string(m.Data) != "pong" {
+		t.Fatalf("the daemon's request to the worker: %v, %v", m, err)
+	}
+	tool := remote.AttemptSubject("boot1", "w1", "a1", remote.KindTool)
+	if _, err := d.Subscribe(tool, func(m *nats.Msg) { _ = m.Respond([]byte("ok")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := wk.Request(tool, nil, 5*time.Second); err != nil || string(m.Data) != "ok" {
+		t.Fatalf("the worker's tool call: %v, %v", m, err)
+	}
+
+	// What it may not do.
+	for _, subj := range []string{"warren.log.a1", remote.AttemptSubject("boot1", "w2", "a1", remote.KindChunk), "$JS.API.STREAM.DELETE.WARREN",
+		remote.WorkerSubject("w2", remote.OpOpen)} {
+		if err := wk.Publish(subj, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, subj := range []string{"_INBOX.>", remote.WorkerSubject("w2", remote.OpOpen), "warren.attempt.>", "warren.log.>"} {
+		if _, err := wk.Subscribe(subj, func(*nats.Msg) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wk.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"warren.log.a1", "$JS.API.STREAM.DELETE.WARREN", remote.WorkerSubject("w2", remote.OpOpen), "_INBOX.>", "warren.attempt.>",
+		remote.AttemptSubject("boot1", "w2", "a1", remote.KindChunk)}
+	for _, subj := range want {
+		if err := v.wait(ctx, subj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := djs.Stream(ctx, "WARREN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.CachedInfo().State.Msgs; n != 0 {
+		t.Fatalf("the logs' stream holds %d messages a worker published", n)
+	}
+}

@@ -1,0 +1,103 @@
+package natsembed
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+)
+
+// Users decides who may connect to an embedded server as a client
+// (Options.Users): every client presents an nkey user's public key
+// ("U...") and signs the server's nonce with it; Users gets the key of a
+// client whose signature verifies and returns the name the server knows
+// it by and its permissions (nil: every subject), or false to refuse it.
+// It is asked at each connection, so a key added or removed applies from
+// the next one; a connection already made keeps what it was given.
+type Users func(nkey string) (name string, perms *server.Permissions, ok bool)
+
+// nkeyAuth is the server's check of a client against Users
+// (server.Options.CustomClientAuthentication). Routes are not clients:
+// they are checked by TLS, as before.
+type nkeyAuth struct{ users Users }
+
+func (a nkeyAuth) Check(c server.ClientAuthentication) bool {
+	o := c.GetOpts()
+	if o == nil || o.Nkey == "" || o.Sig == "" {
+		return false
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(o.Sig)
+	if err != nil {
+		if sig, err = base64.StdEncoding.DecodeString(o.Sig); err != nil {
+			return false
+		}
+	}
+	pub, err := nkeys.FromPublicKey(o.Nkey)
+	if err != nil || pub.Verify(c.GetNonce(), sig) != nil {
+		return false
+	}
+	name, perms, ok := a.users(o.Nkey)
+	if !ok {
+		return false
+	}
+	c.RegisterUser(&server.User{Username: name, Permissions: perms})
+	return true
+}
+
+// NkeyOf is the nkey user public key ("U...") of an ed25519 public key:
+// a warren key (a daemon's or a worker's, package remote) is an nkey
+// user's key as it is.
+func NkeyOf(pub ed25519.PublicKey) string {
+	s, err := nkeys.Encode(nkeys.PrefixByteUser, pub)
+	if err != nil { // only for a key that is not 32 bytes
+		return ""
+	}
+	return string(s)
+}
+
+// ClientKey is the nats.go option that connects as the nkey user of key.
+func ClientKey(key ed25519.PrivateKey) (nats.Option, error) {
+	kp, err := nkeys.FromRawSeed(nkeys.PrefixByteUser, key.Seed())
+	if err != nil {
+		return nil, fmt.Errorf("natsembed: the key is not an nkey seed: %w", err)
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	return nats.Nkey(pub, kp.Sign), nil
+}
+
+// Connect connects to url as the nkey user of key, or without a key when
+// key is nil or the server asks for none (a server that runs without
+// users: an external one, or one of an earlier warren). A server that
+// refuses the key is an error that says what to do.
+func Connect(url string, key ed25519.PrivateKey, opts ...nats.Option) (*nats.Conn, error) {
+	nc, err := connect(url, key, opts)
+	if errors.Is(err, nats.ErrAuthorization) {
+		if key == nil {
+			return nil, fmt.Errorf("%w (the servers let in only signed-in keys: use the home of a node of the cluster, whose workers.json holds the daemon's key)", err)
+		}
+		return nil, fmt.Errorf("%w (the servers do not know this key: a daemon's key is in its home's workers.json, which every node of a cluster shares; a worker's is its token, made by `warren worker token` on the daemon's home)", err)
+	}
+	return nc, err
+}
+
+func connect(url string, key ed25519.PrivateKey, opts []nats.Option) (*nats.Conn, error) {
+	if key == nil {
+		return nats.Connect(url, opts...)
+	}
+	ko, err := ClientKey(key)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(url, append(opts[:len(opts):len(opts)], ko)...)
+	if errors.Is(err, nats.ErrNkeysNotSupported) {
+		return nats.Connect(url, opts...)
+	}
+	return nc, err
+}
