@@ -35,6 +35,20 @@ func TestStandbyWithTheCLI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(homeB, "config.json"), []byte(`{"providers":{"scripted":{"env":{"ONLY_ON_B":"1"}}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A's server lets in only A's key: without it B is refused, saying
+	// what to do; with A's workers.json copied (as docs/CLUSTER.md says)
+	// B joins.
+	nokey := runCLI(t, homeB, "daemon", "start", "--cluster", url, "--node", "nb", "--unsafe-lazy-fsync")
+	if nokey.code == 0 || !strings.Contains(nokey.stderr, "workers.json") {
+		t.Fatalf("a standby without the cluster's key: exit %d, %q; want a refusal naming workers.json", nokey.code, nokey.stderr)
+	}
+	keys, err := os.ReadFile(filepath.Join(homeA, "workers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(homeB, "workers.json"), keys, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// B joins A's server as a client: it cannot ask the system account
 	// whether the server fsyncs (A's embedded server does).
 	start = runCLI(t, homeB, "daemon", "start", "--cluster", url, "--node", "nb", "--unsafe-lazy-fsync").want(t, 0, "start a standby")

@@ -331,6 +331,65 @@ func TestLateTrafficDropped(t *testing.T) {
 	}
 }
 
+// TestTrafficNamingAnotherWorkerDropped: on a live attempt, a chunk or
+// a tool call whose subject names another worker than the attempt's is
+// dropped (the servers let a worker publish only under its own id, so
+// the subject is the sender), and the call is answered "abandoned".
+func TestTrafficNamingAnotherWorkerDropped(t *testing.T) {
+	w := newWorld(t)
+	w.startWorker("w1", 2, nil)
+	nc := w.conn()
+	attempts := make(chan string, 4)
+	if _, err := nc.Subscribe("warren.attempt.daemon1.w1.*.chunk", func(m *nats.Msg) { attempts <- strings.Split(m.Subject, ".")[4] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	p := w.dir.Wrap("inproc", w.local, nil)
+	s, err := p.Create(t.Context(), spec("a1", "block"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	ctx, cancel := context.WithCancel(t.Context())
+	var mu sync.Mutex
+	var got []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = s.Send(ctx, "go", provider.TurnIO{OnChunk: func(c string) { mu.Lock(); got = append(got, c); mu.Unlock() }})
+	}()
+	att := <-attempts
+	before := w.dir.Dropped()
+	chunk := nats.NewMsg(remote.AttemptSubject("daemon1", "w2", att, remote.KindChunk))
+	chunk.Data = []byte(`{"seq":1,"text":"forged"}`)
+	if err := nc.PublishMsg(chunk); err != nil {
+		t.Fatal(err)
+	}
+	call := nats.NewMsg(remote.AttemptSubject("daemon1", "w2", att, remote.KindTool))
+	call.Data = []byte(`{"tool":"send_message","args":{}}`)
+	m, err := nc.RequestMsgWithContext(t.Context(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(m.Data), `"kind":"abandoned"`) {
+		t.Fatalf("a tool call naming another worker was answered %s; want abandoned", m.Data)
+	}
+	cancel()
+	<-done
+	if n := w.dir.Dropped() - before; n != 2 {
+		t.Fatalf("dropped %d messages, want 2 (the forged chunk, the forged call)", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, c := range got {
+		if strings.Contains(c, "forged") {
+			t.Fatalf("a chunk naming another worker reached the turn: %q", got)
+		}
+	}
+}
+
 // TestWorkerWithoutItsKeyGetsNothing: a worker whose beats are not signed
 // with the key issued for its id is never listed, so never placed on.
 func TestWorkerWithoutItsKeyGetsNothing(t *testing.T) {
