@@ -36,7 +36,7 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 	var embedded []*server.Server
 	url := co.URL
 	var tlsFiles *natsembed.TLSFiles
-	connOpts := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}
+	connOpts := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond), nats.IgnoreAuthErrorAbort()}
 	if co.TLSCert != "" || co.TLSKey != "" || co.TLSCA != "" {
 		tlsFiles = &natsembed.TLSFiles{Cert: co.TLSCert, Key: co.TLSKey, CA: co.TLSCA}
 		if err := tlsFiles.Check(); err != nil {
@@ -57,7 +57,8 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 			return storeParts{}, fmt.Errorf("the daemon's key for its NATS server: %w", err)
 		}
 		eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Host: co.Host, Advertise: co.Advertise, Port: co.Port, TLS: tlsFiles,
-			Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync, Users: natsUsers(key, keys, logger.Named("nats"))}
+			Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync, Users: natsUsers(key, keys, logger.Named("nats")),
+			RouteSecret: natsembed.RoutePassword(key), Logger: logger.Named("nats")}
 		if eo.Port == 0 {
 			eo.Port = 4222
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -97,6 +98,13 @@ func (v *violations) saw(subj string) bool {
 	return false
 }
 
+// all is every error reported so far.
+func (v *violations) all() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.errs)
+}
+
 // wait waits until a violation naming subj is reported, or ctx ends.
 func (v *violations) wait(ctx context.Context, subj string) error {
 	for !v.saw(subj) {
@@ -166,17 +174,34 @@ func TestWorkerHeldToItsOwnSubjects(t *testing.T) {
 	v := newViolations()
 	wk := w.connect(w.worker("w1"), v, nats.CustomInboxPrefix(remote.InboxPrefix("w1")))
 
-	// What a worker does, allowed: the bucket, its key, a beat.
+	// What a worker does, allowed: bind the bucket the daemon made, put
+	// its key.
+	if _, err := djs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: remote.Bucket, History: 1, TTL: remote.BucketTTL}); err != nil {
+		t.Fatal(err)
+	}
 	js, err := jetstream.New(wk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: remote.Bucket, History: 1, TTL: remote.BucketTTL})
+	kv, err := js.KeyValue(ctx, remote.Bucket)
 	if err != nil {
-		t.Fatalf("creating the workers' bucket: %v (%v)", err, v.errs)
+		t.Fatalf("binding the workers' bucket: %v (%v)", err, v.all())
 	}
 	if _, err := kv.Put(ctx, "w1", []byte("{}")); err != nil {
 		t.Fatalf("putting its own key: %v", err)
+	}
+	// A put whose reply subject is a JetStream request: the stream's
+	// acknowledgement must not act as one.
+	trick := nats.NewMsg("$KV." + remote.Bucket + ".w1")
+	trick.Reply, trick.Data = "$JS.API.STREAM.DELETE.WARREN", []byte("{}")
+	if err := wk.PublishMsg(trick); err != nil {
+		t.Fatal(err)
+	}
+	if err := wk.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "w1", []byte("{}")); err != nil { // after the trick's ack, in the stream's order
+		t.Fatal(err)
 	}
 	// Refused: the servers drop the publish, so the put gets no answer.
 	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
@@ -210,7 +235,7 @@ func TestWorkerHeldToItsOwnSubjects(t *testing.T) {
 
 	// What it may not do.
 	for _, subj := range []string{"warren.log.a1", remote.AttemptSubject("boot1", "w2", "a1", remote.KindChunk), "$JS.API.STREAM.DELETE.WARREN",
-		remote.WorkerSubject("w2", remote.OpOpen)} {
+		remote.WorkerSubject("w2", remote.OpPing), "$JS.API.STREAM.CREATE.KV_" + remote.Bucket} {
 		if err := wk.Publish(subj, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -223,8 +248,10 @@ func TestWorkerHeldToItsOwnSubjects(t *testing.T) {
 	if err := wk.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"warren.log.a1", "$JS.API.STREAM.DELETE.WARREN", remote.WorkerSubject("w2", remote.OpOpen), "_INBOX.>", "warren.attempt.>",
-		remote.AttemptSubject("boot1", "w2", "a1", remote.KindChunk)}
+	want := []string{"Publish to \"warren.log.a1\"", "Publish to \"$JS.API.STREAM.DELETE.WARREN\"", "Publish to \"" + remote.WorkerSubject("w2", remote.OpPing) + "\"",
+		"Publish to \"$JS.API.STREAM.CREATE.KV_" + remote.Bucket + "\"", "Publish to \"" + remote.AttemptSubject("boot1", "w2", "a1", remote.KindChunk) + "\"",
+		"Subscription to \"_INBOX.>\"", "Subscription to \"" + remote.WorkerSubject("w2", remote.OpOpen) + "\"", "Subscription to \"warren.attempt.>\"",
+		"Subscription to \"warren.log.>\""}
 	for _, subj := range want {
 		if err := v.wait(ctx, subj); err != nil {
 			t.Fatal(err)

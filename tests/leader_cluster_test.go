@@ -403,6 +403,11 @@ func TestThreeMachinesOnLoopback(t *testing.T) {
 	certs := makeCerts(t, hosts)
 	ds := make([]*testDaemon, 3)
 	exits := make([]chan struct{}, 3)
+	for i := range ds {
+		ds[i] = newTestDaemon(t, modeBinary)
+	}
+	// The README's step: every node gets the first one's workers.json.
+	sharedDaemonKey(t, ds[0].Home, ds[1].Home, ds[2].Home)
 	for i, h := range hosts {
 		var others []string
 		for j, o := range hosts {
@@ -410,11 +415,10 @@ func TestThreeMachinesOnLoopback(t *testing.T) {
 				others = append(others, "nats://"+o+":"+route)
 			}
 		}
-		d := newTestDaemon(t, modeBinary)
+		d := ds[i]
 		d.args = []string{"--cluster-embedded", "--node", fmt.Sprintf("m%d", i+1), "--nats-host", h, "--nats-port", client,
 			"--nats-cluster-port", route, "--routes", strings.Join(others, ","),
 			"--nats-tls-cert", certs.cert[i], "--nats-tls-key", certs.key[i], "--nats-tls-ca", certs.ca}
-		ds[i] = d
 		ex, err := d.launch()
 		if err != nil {
 			t.Fatal(err)

@@ -206,7 +206,8 @@ func tortureCluster(t *testing.T, seed int64, rounds, nodes int) {
 		d.args = append(d.args, "--nats-cluster-port", strconv.Itoa(ports[nodes]), "--routes", strings.Join(routes[1:], ","))
 		for i := 1; i < nodes; i++ {
 			h := &natsHelper{t: t, opts: natsembed.Options{Name: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(d.dir, fmt.Sprintf("nats%d", i+1)),
-				Port: ports[i], ClusterName: "warren", ClusterPort: ports[nodes+i], Routes: routes}, daemon: ct.key.Public().(ed25519.PublicKey)}
+				Port: ports[i], ClusterName: "warren", ClusterPort: ports[nodes+i], Routes: routes, RouteSecret: natsembed.RoutePassword(ct.key)},
+				daemon: ct.key.Public().(ed25519.PublicKey)}
 			h.start()
 			t.Cleanup(h.kill)
 			ct.helpers = append(ct.helpers, h)

@@ -135,6 +135,11 @@ func New(o Options) (*Worker, error) {
 			return nil, fmt.Errorf("pool %q: no provider entry of that name on this worker (add it to the worker's config.json)", name)
 		}
 	}
+	if o.Conn == nil || o.Conn.Opts.InboxPrefix != remote.InboxPrefix(o.ID) {
+		// The daemon answers a worker's calls only on its own inbox, which
+		// is all the servers let it subscribe to (remote.WorkerSubjects).
+		return nil, fmt.Errorf("worker: connect with nats.CustomInboxPrefix(%q)", remote.InboxPrefix(o.ID))
+	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -156,7 +161,7 @@ func (w *Worker) Boot() string { return w.boot }
 func (w *Worker) Run(ctx context.Context) error {
 	// Processes an earlier run of this worker left (a kill -9) go first.
 	w.launches.KillLeftovers()
-	kv, err := w.bucket(ctx)
+	js, err := jetstream.New(w.o.Conn)
 	if err != nil {
 		return err
 	}
@@ -207,7 +212,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer close(stopStderr)
 	go w.sendStderr(stopStderr)
 	w.log.Info("worker serving", "worker", w.o.ID, "boot", w.boot, "pools", w.o.Pools, "labels", w.o.Labels)
-	w.heartbeat(ctx, kv)
+	w.heartbeat(ctx, js)
 	w.mu.Lock()
 	w.closing = true
 	w.mu.Unlock()
@@ -219,37 +224,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// bucket binds the registration bucket, creating it (one replica) when
-// no daemon has yet; it waits while JetStream does not answer.
-func (w *Worker) bucket(ctx context.Context) (jetstream.KeyValue, error) {
-	js, err := jetstream.New(w.o.Conn)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		kv, err := js.KeyValue(ctx, remote.Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: remote.Bucket, History: 1, TTL: remote.BucketTTL})
-			if errors.Is(err, jetstream.ErrBucketExists) {
-				continue
-			}
-		}
-		if err == nil {
-			return kv, nil
-		}
-		w.log.Warn("waiting for JetStream to bind the workers' bucket", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(remote.HeartbeatEvery): // JetStream has no event a client can wait for
-		}
-	}
-}
-
-// heartbeat puts the registration every HeartbeatEvery until ctx ends.
-func (w *Worker) heartbeat(ctx context.Context, kv jetstream.KeyValue) {
+// heartbeat publishes the registration every HeartbeatEvery until ctx
+// ends, on core NATS and into the bucket. The daemon makes the bucket
+// once it has verified one of these beats (a worker may not make
+// streams): until then, and while JetStream does not answer, the beats
+// on core NATS are all it sends.
+func (w *Worker) heartbeat(ctx context.Context, js jetstream.JetStream) {
 	t := time.NewTicker(remote.HeartbeatEvery)
 	defer t.Stop()
+	var kv jetstream.KeyValue
 	for beat := uint64(0); ; beat++ {
 		body, _ := remote.Sign(w.o.Key, w.registration(beat))
 		// Core NATS first: it tells the daemon this worker lives even
@@ -258,8 +241,16 @@ func (w *Worker) heartbeat(ctx context.Context, kv jetstream.KeyValue) {
 			w.log.Warn("heartbeat not published", "err", err)
 		}
 		pctx, cancel := context.WithTimeout(ctx, remote.HeartbeatEvery)
-		if _, err := kv.Put(pctx, w.o.ID, body); err != nil && ctx.Err() == nil {
-			w.log.Warn("heartbeat not stored", "err", err)
+		if kv == nil {
+			var err error
+			if kv, err = js.KeyValue(pctx, remote.Bucket); err != nil && beat%30 == 29 {
+				w.log.Warn("the workers' bucket is not bound yet (the daemon makes it once it has seen this worker's beats)", "err", err)
+			}
+		}
+		if kv != nil {
+			if _, err := kv.Put(pctx, w.o.ID, body); err != nil && ctx.Err() == nil {
+				w.log.Warn("heartbeat not stored", "err", err)
+			}
 		}
 		cancel()
 		select {
@@ -270,9 +261,11 @@ func (w *Worker) heartbeat(ctx context.Context, kv jetstream.KeyValue) {
 			body, _ := remote.Sign(w.o.Key, bye)
 			_ = w.o.Conn.Publish(remote.BeatSubject, body)
 			_ = w.o.Conn.Flush()
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remote.HeartbeatEvery)
-			_ = kv.Delete(dctx, w.o.ID)
-			cancel()
+			if kv != nil {
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remote.HeartbeatEvery)
+				_ = kv.Delete(dctx, w.o.ID)
+				cancel()
+			}
 			return
 		case <-t.C:
 		}

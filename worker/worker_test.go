@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/provider/remote"
 )
 
 // TestNewRefusesBadOptions: a worker says what is wrong with its id or
@@ -30,12 +33,14 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{Options{ID: "w1", Pools: map[string]int{"scripted": 1}, Lookup: lookup}, "token"},
 		{Options{ID: "w1", Key: key, DaemonKey: daemonPub, Pools: map[string]int{"scripted": 0}, Lookup: lookup}, "at least 1 slot"},
 		{Options{ID: "w1", Key: key, DaemonKey: daemonPub, Pools: map[string]int{"claude": 2}, Lookup: lookup}, "no provider entry"},
+		{Options{ID: "w1", Key: key, DaemonKey: daemonPub, Pools: map[string]int{"scripted": 2}, Lookup: lookup, Conn: &nats.Conn{}}, "CustomInboxPrefix"},
 	} {
 		if _, err := New(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v): %v, want an error about %q", c.o, err, c.want)
 		}
 	}
-	if _, err := New(Options{ID: "w1", Key: key, DaemonKey: daemonPub, Pools: map[string]int{"scripted": 2}, Lookup: lookup}); err != nil {
+	conn := &nats.Conn{Opts: nats.Options{InboxPrefix: remote.InboxPrefix("w1")}}
+	if _, err := New(Options{ID: "w1", Key: key, DaemonKey: daemonPub, Pools: map[string]int{"scripted": 2}, Lookup: lookup, Conn: conn}); err != nil {
 		t.Fatal(err)
 	}
 }

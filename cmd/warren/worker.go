@@ -160,8 +160,17 @@ func runWorker(ctx context.Context, c *cli, o worker.Options, join string, tls n
 		return err
 	}
 	reg := registry.New(registry.Options{Static: static, Config: func() config.Config { return cfg }, Logger: logger})
+	// The connection is made again forever, through refusals too (a node
+	// whose workers.json lacks this worker's key may refuse it while
+	// others let it in); should it close all the same, the worker exits
+	// with an error, so that whatever supervises it starts it again.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	connOpts := []nats.Option{nats.Name("warren worker " + o.ID), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond),
-		nats.CustomInboxPrefix(remote.InboxPrefix(o.ID))}
+		nats.CustomInboxPrefix(remote.InboxPrefix(o.ID)), nats.IgnoreAuthErrorAbort(),
+		nats.ClosedHandler(func(nc *nats.Conn) {
+			cancel(fmt.Errorf("the connection to NATS closed (%v): exiting so that the worker is started again", nc.LastError()))
+		})}
 	if tls.Cert != "" || tls.Key != "" || tls.CA != "" {
 		if err := tls.Check(); err != nil {
 			return &exit.Error{Code: exit.Usage, Err: err, Msg: "--nats-tls-cert, --nats-tls-key, --nats-tls-ca: " + err.Error()}
@@ -181,6 +190,9 @@ func runWorker(ctx context.Context, c *cli, o worker.Options, join string, tls n
 	}
 	if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
+	}
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return &exit.Error{Code: exit.DaemonErr, Err: err, Msg: err.Error()}
 	}
 	return nil
 }

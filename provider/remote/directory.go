@@ -32,6 +32,9 @@ type Directory struct {
 	beats  *nats.Subscription
 
 	keys func() (Keys, error)
+	// verified is set by the first beat that verifies: the bucket is
+	// made then (run).
+	verified atomic.Bool
 
 	mu      sync.Mutex
 	workers map[string]*workerState
@@ -132,8 +135,10 @@ func (d *Directory) Close() {
 const bindRetry = time.Second
 
 // run binds the bucket and watches it, binding again if the watch ends,
-// until ctx ends. The daemon never creates the bucket: the first worker
-// does (worker.bucket), so a cluster without workers runs no stream for
+// until ctx ends. The daemon makes the bucket, with its own settings,
+// once a worker's beat has verified (a worker may not: a stream's
+// settings are the request's body, which the servers' permissions cannot
+// hold to anything), so a cluster without workers runs no stream for
 // them. Until then, and while JetStream cannot serve, the beats on core
 // NATS are all the directory knows.
 func (d *Directory) run(ctx context.Context, js jetstream.JetStream) {
@@ -141,6 +146,12 @@ func (d *Directory) run(ctx context.Context, js jetstream.JetStream) {
 	var noted time.Time
 	for ctx.Err() == nil {
 		kv, err := js.KeyValue(ctx, Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) && d.verified.Load() {
+			kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, History: 1, TTL: BucketTTL})
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				continue
+			}
+		}
 		var w jetstream.KeyWatcher
 		if err == nil {
 			w, err = kv.WatchAll(ctx)
@@ -206,6 +217,7 @@ func (d *Directory) put(key string, value []byte) {
 		d.refuse(key, why)
 		return
 	}
+	d.verified.Store(true)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// A registration reaches the daemon twice (core NATS and the

@@ -10,8 +10,10 @@
 // A worker puts its Registration, JSON, under its id in the JetStream
 // key-value bucket "warren-workers" (Bucket) about every second
 // (HeartbeatEvery); the bucket keeps a key for 30 s after its last put.
-// The first worker creates the bucket (one replica); the daemon only binds
-// it, so a cluster without workers runs no stream for them.
+// The daemon makes the bucket (one replica) once a worker's beat on core
+// NATS has verified, so a cluster without workers runs no stream for
+// them; a worker only binds it (it may not make streams: a stream's
+// settings are a request's body, which no permission can check).
 // The daemon watches the bucket and counts a worker live while its last
 // put reached the daemon less than LiveFor (5 s) ago, on the daemon's own
 // clock (no clock comparison between machines). A new Boot is a new
@@ -88,8 +90,9 @@
 // beats verify with the key of their id; a refused worker is logged once
 // per reason.
 //
-// The first token also makes the daemon's own key pair (its seed in
-// workers.json as "daemon"), and every token carries the daemon's public
+// The daemon's own key pair (its seed in workers.json as "daemon") is
+// made by its first start with an embedded server, or by the first
+// token, whichever comes first, and every token carries the daemon's public
 // key: "wwt1_<base64url(worker seed || daemon public key)>". Every
 // request to a worker (open, send, cancel, suspend, stop; not ping) is a
 // SignedRequest: the request's JSON, the worker's id and the time, signed
@@ -105,6 +108,12 @@
 // lets in only that key (every permission) and each worker's, held to
 // WorkerSubjects: its beats and bucket key, its service, its attempts'
 // traffic and stderr, its inbox, and answers to the requests made to it.
+// The daemon answers a worker's call only on that worker's inbox: it may
+// publish anywhere, so an answer to the reply subject a worker chose
+// would be a publish the worker may not make (a stream's delete). Routes
+// between a cluster's servers sign in with a password made from the
+// daemon's key (natsembed.RoutePassword), so a server without the key
+// cannot join.
 // A worker signs in with its token's key and uses InboxPrefix. Against
 // servers that ask for no key (an external cluster), both connect
 // without one, and any client of those servers can read and send

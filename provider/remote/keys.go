@@ -35,8 +35,9 @@ type keysDoc struct {
 
 // Keys is what KeysFile holds.
 type Keys struct {
-	// Daemon signs the daemon's requests to workers (nil before the first
-	// token is issued).
+	// Daemon signs the daemon's requests to workers and signs it in to
+	// its NATS servers (nil before the daemon's first start with an
+	// embedded server or the first token).
 	Daemon ed25519.PrivateKey
 	// Workers is each worker's public key, by id.
 	Workers map[string]ed25519.PublicKey

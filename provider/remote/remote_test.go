@@ -81,8 +81,8 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-func (w *world) conn() *nats.Conn {
-	nc, err := nats.Connect(w.url)
+func (w *world) conn(opts ...nats.Option) *nats.Conn {
+	nc, err := nats.Connect(w.url, opts...)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func (w *world) startWorker(id string, size int, labels map[string]string) (stop
 	w.keysMu.Lock()
 	w.keys[id] = pub
 	w.keysMu.Unlock()
-	wk, err := worker.New(worker.Options{ID: id, Key: priv, DaemonKey: w.daemon.Public().(ed25519.PublicKey), Conn: w.conn(), Pools: map[string]int{"inproc": size}, Labels: labels,
+	wk, err := worker.New(worker.Options{ID: id, Key: priv, DaemonKey: w.daemon.Public().(ed25519.PublicKey), Conn: w.conn(nats.CustomInboxPrefix(remote.InboxPrefix(id))), Pools: map[string]int{"inproc": size}, Labels: labels,
 		Lookup: func(name string) (provider.Provider, bool) { return w.remote, name == "inproc" },
 		Config: config.Default, Dir: w.t.TempDir()})
 	if err != nil {
@@ -310,7 +310,7 @@ func TestRunSuspendedCrossesTheWire(t *testing.T) {
 // "abandoned" (its tool never runs).
 func TestLateTrafficDropped(t *testing.T) {
 	w := newWorld(t)
-	nc := w.conn()
+	nc := w.conn(nats.CustomInboxPrefix(remote.InboxPrefix("w9")))
 	att := remote.NewAttemptID()
 	chunk := nats.NewMsg(remote.AttemptSubject("daemon1", "w9", att, remote.KindChunk))
 	chunk.Data = []byte(`{"seq":0,"text":"late"}`)
@@ -334,13 +334,20 @@ func TestLateTrafficDropped(t *testing.T) {
 // TestTrafficNamingAnotherWorkerDropped: on a live attempt, a chunk or
 // a tool call whose subject names another worker than the attempt's is
 // dropped (the servers let a worker publish only under its own id, so
-// the subject is the sender), and the call is answered "abandoned".
+// the subject is the sender), and the call is answered "abandoned"; a
+// call whose reply subject is not its worker's inbox is dropped
+// unanswered (the daemon, which may publish anywhere, would otherwise
+// publish where the worker may not).
 func TestTrafficNamingAnotherWorkerDropped(t *testing.T) {
 	w := newWorld(t)
 	w.startWorker("w1", 2, nil)
-	nc := w.conn()
+	nc := w.conn(nats.CustomInboxPrefix(remote.InboxPrefix("w2")))
 	attempts := make(chan string, 4)
 	if _, err := nc.Subscribe("warren.attempt.daemon1.w1.*.chunk", func(m *nats.Msg) { attempts <- strings.Split(m.Subject, ".")[4] }); err != nil {
+		t.Fatal(err)
+	}
+	stolen, err := nc.SubscribeSync("steal.me")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {
@@ -355,10 +362,11 @@ func TestTrafficNamingAnotherWorkerDropped(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var mu sync.Mutex
 	var got []string
+	tl := &tools{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = s.Send(ctx, "go", provider.TurnIO{OnChunk: func(c string) { mu.Lock(); got = append(got, c); mu.Unlock() }})
+		_, _ = s.Send(ctx, "go", provider.TurnIO{Tools: tl, OnChunk: func(c string) { mu.Lock(); got = append(got, c); mu.Unlock() }})
 	}()
 	att := <-attempts
 	before := w.dir.Dropped()
@@ -367,8 +375,14 @@ func TestTrafficNamingAnotherWorkerDropped(t *testing.T) {
 	if err := nc.PublishMsg(chunk); err != nil {
 		t.Fatal(err)
 	}
+	// The attempt's own worker's subject, with a reply elsewhere.
+	aside := nats.NewMsg(remote.AttemptSubject("daemon1", "w1", att, remote.KindTool))
+	aside.Reply, aside.Data = "steal.me", []byte(`{"tool":"ping","args":{}}`)
+	if err := nc.PublishMsg(aside); err != nil {
+		t.Fatal(err)
+	}
 	call := nats.NewMsg(remote.AttemptSubject("daemon1", "w2", att, remote.KindTool))
-	call.Data = []byte(`{"tool":"send_message","args":{}}`)
+	call.Data = []byte(`{"tool":"ping","args":{}}`)
 	m, err := nc.RequestMsgWithContext(t.Context(), call)
 	if err != nil {
 		t.Fatal(err)
@@ -376,10 +390,25 @@ func TestTrafficNamingAnotherWorkerDropped(t *testing.T) {
 	if !strings.Contains(string(m.Data), `"kind":"abandoned"`) {
 		t.Fatalf("a tool call naming another worker was answered %s; want abandoned", m.Data)
 	}
+	// The router handles its messages in order and the daemon's
+	// connection publishes in order: an answer to steal.me would have
+	// come before the one just received.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := stolen.Pending(); n != 0 {
+		t.Fatalf("the daemon answered on a reply subject that is not the worker's inbox (%d messages)", n)
+	}
 	cancel()
 	<-done
-	if n := w.dir.Dropped() - before; n != 2 {
-		t.Fatalf("dropped %d messages, want 2 (the forged chunk, the forged call)", n)
+	if n := w.dir.Dropped() - before; n != 3 {
+		t.Fatalf("dropped %d messages, want 3 (the forged chunk, the call with a stray reply, the forged call)", n)
+	}
+	tl.mu.Lock()
+	calls := len(tl.calls)
+	tl.mu.Unlock()
+	if calls != 0 {
+		t.Fatalf("%d forged tool calls ran", calls)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -397,7 +426,7 @@ func TestWorkerWithoutItsKeyGetsNothing(t *testing.T) {
 	w.startWorker("w1", 2, nil) // known, signed
 	_, stranger, _ := ed25519.GenerateKey(rand.Reader)
 	for _, id := range []string{"w1", "w2"} { // w1's id with another key; w2 with none issued
-		wk, err := worker.New(worker.Options{ID: id, Key: stranger, DaemonKey: w.daemon.Public().(ed25519.PublicKey), Conn: w.conn(), Pools: map[string]int{"inproc": 2},
+		wk, err := worker.New(worker.Options{ID: id, Key: stranger, DaemonKey: w.daemon.Public().(ed25519.PublicKey), Conn: w.conn(nats.CustomInboxPrefix(remote.InboxPrefix(id))), Pools: map[string]int{"inproc": 2},
 			Lookup: func(string) (provider.Provider, bool) { return w.remote, true }, Config: config.Default, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)

@@ -113,6 +113,15 @@ func (r *router) handle(m *nats.Msg) {
 		return
 	}
 	from, id, kind := parts[3], parts[4], parts[5]
+	if m.Reply != "" && !strings.HasPrefix(m.Reply, InboxPrefix(from)+".") {
+		// The daemon publishes with every permission: an answer to any
+		// other subject than the sender's own inbox would be a publish
+		// the worker may not make itself (a stream's delete, another
+		// worker's inbox). Dropped unanswered.
+		m.Reply = ""
+		r.drop(m, id, kind, from, "its reply subject is not the worker's inbox")
+		return
+	}
 	r.mu.Lock()
 	a := r.attempts[id]
 	r.mu.Unlock()

@@ -89,15 +89,15 @@ func WorkerSubjects(worker string) (publish, subscribe []string) {
 	publish = []string{
 		BeatSubject,
 		"$KV." + Bucket + "." + worker,
-		"$JS.API.INFO", // the account's totals, which making the bucket asks for
-		"$JS.API.STREAM.INFO.KV_" + Bucket,
-		"$JS.API.STREAM.CREATE.KV_" + Bucket,
+		"$JS.API.STREAM.INFO.KV_" + Bucket, // binding the bucket (the daemon makes it)
 		"warren.attempt.*." + worker + ".*.*",
 		"warren.stderr.*." + worker + ".*",
 	}
 	subscribe = []string{
 		WorkerGroup(worker) + ".>",
-		"$SRV.>", // the micro service's discovery (PING, INFO, STATS)
+		// The micro service's discovery: PING, INFO and STATS, of every
+		// service, of this one, of this instance.
+		"$SRV.*", "$SRV.*." + ServiceName, "$SRV.*." + ServiceName + ".*",
 		InboxPrefix(worker) + ".>",
 	}
 	return publish, subscribe

@@ -2,6 +2,8 @@ package natsembed
 
 import (
 	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -46,6 +48,16 @@ func (a nkeyAuth) Check(c server.ClientAuthentication) bool {
 	}
 	c.RegisterUser(&server.User{Username: name, Permissions: perms})
 	return true
+}
+
+// RoutePassword is the password of the routes between the servers of
+// the daemons that share key (Options.RouteSecret): a server without the
+// key cannot join their cluster, whatever its TLS certificate (a
+// worker's is signed by the same CA).
+func RoutePassword(key ed25519.PrivateKey) string {
+	m := hmac.New(sha256.New, key.Seed())
+	m.Write([]byte("warren NATS routes"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // NkeyOf is the nkey user public key ("U...") of an ed25519 public key:

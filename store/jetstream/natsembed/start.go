@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -40,11 +41,24 @@ type Options struct {
 	// StartTimeout bounds the wait for the server to accept clients
 	// (default 10 s).
 	StartTimeout time.Duration
+	// RouteSecret, when set, is the password every route must present
+	// (user "warren"), and the one this server presents on the routes it
+	// makes: the servers of one cluster share it; a server without it
+	// cannot join. Without it any server that reaches the route port (and
+	// passes TLS) joins, and may read and write everything.
+	RouteSecret string `json:",omitempty"`
+	// Logger, when set, gets the server's warnings and errors (a route
+	// or a client refused, a route that cannot be made), each kind at
+	// most once per minute; its notices go at debug level.
+	Logger hclog.Logger `json:"-"`
 	// Users, when set, is who may connect as a client and with which
 	// permissions (auth.go): every client must sign in with an nkey.
 	// Nil lets any client in with every permission.
 	Users Users `json:"-"`
 }
+
+// routeUser is the user a route signs in as (Options.RouteSecret).
+const routeUser = "warren"
 
 // Embed starts a NATS server with JetStream in this process, with
 // sync_interval "always" (SyncAlways) unless o.UnsafeLazyFsync. It returns
@@ -69,10 +83,16 @@ func Start(o Options) (*server.Server, error) {
 	}
 	if o.ClusterName != "" {
 		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: o.Host, Port: o.ClusterPort, Advertise: o.Advertise}
+		if o.RouteSecret != "" {
+			opts.Cluster.Username, opts.Cluster.Password = routeUser, o.RouteSecret
+		}
 		for _, r := range o.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
 				return nil, fmt.Errorf("natsembed: route %q: %w", r, err)
+			}
+			if o.RouteSecret != "" {
+				u.User = url.UserPassword(routeUser, o.RouteSecret)
 			}
 			opts.Routes = append(opts.Routes, u)
 		}
@@ -89,6 +109,9 @@ func Start(o Options) (*server.Server, error) {
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("natsembed: embedded server: %w", err)
+	}
+	if o.Logger != nil {
+		s.SetLoggerV2(newServerLog(o.Logger), false, false, false)
 	}
 	go s.Start()
 	wait := o.StartTimeout
