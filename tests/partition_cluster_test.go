@@ -167,6 +167,58 @@ func startCluster3Proxied(t *testing.T, extra ...string) (*cluster3, []*routePro
 	return c, proxies
 }
 
+// settled waits until exactly one daemon is active and the others stand
+// by naming it, and returns it; it fails with every daemon's log past
+// limit.
+func (c *cluster3) settled(limit time.Duration) int {
+	c.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		active, named := -1, 0
+		for i, d := range c.ds {
+			switch role(d) {
+			case "active":
+				if active >= 0 {
+					active = -2 // two at once: wait (a lease is about to be found lost)
+				} else if active == -1 {
+					active = i
+				}
+			}
+		}
+		if active >= 0 {
+			want := fmt.Sprintf("n%d", active+1)
+			for i, d := range c.ds {
+				if i != active && activeNode(d) == want {
+					named++
+				}
+			}
+			if named == len(c.ds)-1 {
+				return active
+			}
+		}
+		if time.Now().After(deadline) {
+			var out strings.Builder
+			for i, d := range c.ds {
+				fmt.Fprintf(&out, "--- n%d (role %q):\n%s\n", i+1, role(d), d.Output())
+			}
+			c.t.Fatalf("no single active daemon named by the others within %v\n%s", limit, out.String())
+		}
+		time.Sleep(200 * time.Millisecond) // no event says "stood by"
+	}
+}
+
+// activeNode is the active node a daemon names in daemon.status.
+func activeNode(d *testDaemon) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := protocol.CallJSON(ctx, d.Sock, "daemon.status", nil)
+	if err != nil {
+		return ""
+	}
+	cl, _ := st["cluster"].(map[string]any)
+	return str(cl["active_node"])
+}
+
 // cut stalls (true) or restores (false) every route of node n, both ways.
 func cut(proxies []*routeProxy, n int, stalled bool) {
 	for _, p := range proxies {
@@ -181,8 +233,10 @@ func cut(proxies []*routeProxy, n int, stalled bool) {
 // turn (it cannot tell a partition from an election: its turns pause past
 // its leases' expiry and its appends go unanswered). When the routes come
 // back, the old daemon finds the other claim and stands by, naming the
-// new active node: one daemon serves, the team is whole, nothing corrupt,
-// and what was acknowledged before the cut is there.
+// new active node: one daemon serves (on a loaded machine the heal's
+// re-election may outlast the new holder's short lease, and the old one
+// may claim the team again: still one), the team is whole, nothing
+// corrupt, and what was acknowledged before the cut is there.
 func TestServingDaemonPartitioned(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: three daemons with embedded NATS servers behind route proxies; run without -short")
@@ -217,23 +271,18 @@ func TestServingDaemonPartitioned(t *testing.T) {
 
 	cut(proxies, active, false)
 	healed := time.Now()
-	deadline := healed.Add(2 * time.Minute)
-	for role(a) != "standby" {
-		if time.Now().After(deadline) {
-			t.Fatalf("two minutes after the routes came back, the cut-off daemon's role is %q, want standby\n%s", role(a), a.Output())
-		}
-		time.Sleep(200 * time.Millisecond) // no event says "stood by"
+	final := c.settled(2 * time.Minute)
+	if !strings.Contains(a.Output(), "stops serving and stands by") {
+		t.Fatalf("the cut-off daemon never found the other claim and stood by:\n%s", a.Output())
 	}
-	t.Logf("n%d stood by %.1f s after the routes came back", active+1, time.Since(healed).Seconds())
-	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := protocol.CallJSON(ctx, a.Sock, "daemon.status", nil)
-	if err != nil {
-		t.Fatal(err)
+	t.Logf("n%d stood by; n%d serves %.1f s after the routes came back", active+1, final+1, time.Since(healed).Seconds())
+	if final != next {
+		// The re-election the heal causes can outlast a 3 s lease on a
+		// loaded machine; the old daemon may then claim the inbox
+		// again, and the new one stands by: still one daemon serving.
+		t.Logf("n%d's lease lapsed after the heal and n%d claimed the team again", next+1, final+1)
 	}
-	if cl, _ := st["cluster"].(map[string]any); str(cl["active_node"]) != fmt.Sprintf("n%d", next+1) {
-		t.Fatalf("the old daemon names %v as the active node, want n%d", cl, next+1)
-	}
+	b = c.ds[final]
 	c.healthy(b, time.Minute)
 
 	// What was acknowledged before the cut is in the lead's log.
