@@ -3,6 +3,7 @@ package tests
 import (
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,8 +34,13 @@ func TestEmbeddedServerLetsInOnlyKeys(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "keyed") {
 		t.Fatalf("warren export --cluster from the daemon's home: %v\n%s", err, out)
 	}
-	out, err = exec.Command(procBinary, "--home", t.TempDir(), "export", bot, "--cluster", f.url).CombinedOutput()
+	other := t.TempDir()
+	out, err = exec.Command(procBinary, "--home", other, "export", bot, "--cluster", f.url).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "workers.json") {
 		t.Fatalf("warren export --cluster from a home without the key: %v; want a refusal that names workers.json\n%s", err, out)
+	}
+	out, err = exec.Command(procBinary, "--home", other, "export", bot, "--cluster", f.url, "--keys", filepath.Join(f.d.Home, "workers.json")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "keyed") {
+		t.Fatalf("warren export --cluster --keys with the daemon's workers.json: %v\n%s", err, out)
 	}
 }

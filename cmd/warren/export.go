@@ -19,7 +19,7 @@ import (
 )
 
 func newExportCmd(c *cli) *cobra.Command {
-	var out, cluster string
+	var out, cluster, keys string
 	cmd := &cobra.Command{
 		Use:   "export REF [--out FILE] [--cluster nats://...]",
 		Short: "write an agent's log as its events.jsonl (from the home or a cluster)",
@@ -33,9 +33,10 @@ cluster (--cluster) REF must be the agent's id.`,
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "write to this file (atomically) instead of stdout")
 	f.StringVar(&cluster, "cluster", "", "read from the NATS JetStream cluster at this URL instead of the home")
+	f.StringVar(&keys, "keys", "", "with --cluster: the workers.json of a node, whose daemon key signs in to its servers (default: the home's)")
 	f.Bool("unsafe-lazy-fsync", false, "accepted and not needed: export only reads, so the servers' fsync setting is not checked")
 	cmd.RunE = c.runE(func(ctx context.Context, _ *cobra.Command, pos []string) error {
-		st, id, done, err := c.exportSource(ctx, pos[0], cluster)
+		st, id, done, err := c.exportSource(ctx, pos[0], cluster, keys)
 		if err != nil {
 			return err
 		}
@@ -67,7 +68,7 @@ cluster (--cluster) REF must be the agent's id.`,
 }
 
 // exportSource opens the store REF's log is in and resolves REF to an id.
-func (c *cli) exportSource(ctx context.Context, ref, cluster string) (store.Store, string, func(), error) {
+func (c *cli) exportSource(ctx context.Context, ref, cluster, keys string) (store.Store, string, func(), error) {
 	if cluster == "" {
 		id := ref
 		if ref != store.UserID {
@@ -82,7 +83,7 @@ func (c *cli) exportSource(ctx context.Context, ref, cluster string) (store.Stor
 	if ref != store.UserID && !offline.IsAgentID(ref) {
 		return nil, "", nil, fmt.Errorf("%w: with --cluster, give the agent's id (32 hex characters), not %q", offline.ErrUnknownAgent, ref)
 	}
-	st, done, err := logcopy.OpenReader(ctx, c.home, cluster)
+	st, done, err := logcopy.OpenReader(ctx, logcopy.KeysFile(c.home, keys), cluster)
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -71,7 +71,7 @@ func LoadKeys(fsys faultfs.FS, path string) (Keys, error) {
 	if doc.Daemon != "" {
 		seed, err := base64.RawURLEncoding.DecodeString(doc.Daemon)
 		if err != nil || len(seed) != ed25519.SeedSize {
-			return out, fmt.Errorf("%s: the daemon's key is damaged: remove the file and issue the tokens again", path)
+			return out, fmt.Errorf("%s: the daemon's key is damaged: copy the file from another node of the cluster, or remove it and issue the tokens again (every node then needs the new file)", path)
 		}
 		out.Daemon = ed25519.NewKeyFromSeed(seed)
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -85,31 +87,44 @@ func ClientKey(key ed25519.PrivateKey) (nats.Option, error) {
 }
 
 // Connect connects to url as the nkey user of key, or without a key when
-// key is nil or the server asks for none (a server that runs without
-// users: an external one, or one of an earlier warren). A server that
-// refuses the key is an error that says what to do.
+// key is nil, the URL carries a user of its own, or the server asks for
+// none (a server that runs without users: an external one, or one of an
+// earlier warren). A server that refuses the key is an error that says
+// what to do.
 func Connect(url string, key ed25519.PrivateKey, opts ...nats.Option) (*nats.Conn, error) {
 	nc, err := connect(url, key, opts)
 	if errors.Is(err, nats.ErrAuthorization) {
 		if key == nil {
-			return nil, fmt.Errorf("%w (the servers let in only signed-in keys: use the home of a node of the cluster, whose workers.json holds the daemon's key)", err)
+			return nil, fmt.Errorf("%w (the servers let in only signed-in keys: the daemon's is in a node's workers.json; warren export and migrate take it with --keys)", err)
 		}
 		return nil, fmt.Errorf("%w (the servers do not know this key: a daemon's key is in its home's workers.json, which every node of a cluster shares; a worker's is its token, made by `warren worker token` on the daemon's home)", err)
 	}
 	return nc, err
 }
 
-func connect(url string, key ed25519.PrivateKey, opts []nats.Option) (*nats.Conn, error) {
-	if key == nil {
-		return nats.Connect(url, opts...)
+func connect(urls string, key ed25519.PrivateKey, opts []nats.Option) (*nats.Conn, error) {
+	if key == nil || hasUser(urls) {
+		return nats.Connect(urls, opts...)
 	}
 	ko, err := ClientKey(key)
 	if err != nil {
 		return nil, err
 	}
-	nc, err := nats.Connect(url, append(opts[:len(opts):len(opts)], ko)...)
+	nc, err := nats.Connect(urls, append(opts[:len(opts):len(opts)], ko)...)
 	if errors.Is(err, nats.ErrNkeysNotSupported) {
-		return nats.Connect(url, opts...)
+		return nats.Connect(urls, opts...)
 	}
 	return nc, err
+}
+
+// hasUser reports whether one of urls (comma-separated) carries a user
+// (nats://user:pass@host): the operator's credentials for servers of
+// their own, which an nkey would override.
+func hasUser(urls string) bool {
+	for _, u := range strings.Split(urls, ",") {
+		if p, err := url.Parse(strings.TrimSpace(u)); err == nil && p.User != nil {
+			return true
+		}
+	}
+	return false
 }

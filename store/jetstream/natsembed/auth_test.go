@@ -94,3 +94,21 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 		}
 	})
 }
+
+// TestServerLogOncePerKind: a client refused again and again (a new
+// connection id each time) is logged once a minute, not once a try;
+// another kind of message is logged too.
+func TestServerLogOncePerKind(t *testing.T) {
+	var buf bytes.Buffer
+	l := newServerLog(hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Warn}))
+	for i := range 50 {
+		l.Errorf("%s - %s", fmt.Sprintf("127.0.0.1:%d - cid:%d", 40000+i, i), "authentication error")
+	}
+	l.Warnf("route %s refused", "nats://127.0.0.1:6222")
+	if n := strings.Count(buf.String(), "authentication error"); n != 1 {
+		t.Fatalf("50 refusals logged %d times, want once:\n%s", n, buf.String())
+	}
+	if !strings.Contains(buf.String(), "route nats://127.0.0.1:6222 refused") {
+		t.Fatalf("another kind of message was not logged:\n%s", buf.String())
+	}
+}

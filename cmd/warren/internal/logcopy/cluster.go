@@ -21,10 +21,11 @@ import (
 
 // openClusterStore connects to the NATS cluster at url and opens the
 // store there (node names the claims it takes; "" for a reader). It signs
-// in with the daemon's key in home's workers.json when there is one: a
-// daemon's embedded servers let in no one else (docs/WORKERS.md).
-func openClusterStore(ctx context.Context, home, url, node string, lazy bool) (*jetstream.Store, func(), error) {
-	keys, err := remote.LoadKeys(faultfs.OS{}, filepath.Join(home, remote.KeysFile))
+// in with the daemon's key in the keys file (a node's workers.json) when
+// it holds one: a daemon's embedded servers let in no one else
+// (docs/WORKERS.md).
+func openClusterStore(ctx context.Context, keysFile, url, node string, lazy bool) (*jetstream.Store, func(), error) {
+	keys, err := remote.LoadKeys(faultfs.OS{}, keysFile)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -40,20 +41,30 @@ func openClusterStore(ctx context.Context, home, url, node string, lazy bool) (*
 	return st, func() { _ = st.Close(); nc.Close() }, nil
 }
 
+// KeysFile is the keys file export and migrate sign in with: keys, or
+// else the home's workers.json.
+func KeysFile(home, keys string) string {
+	if keys != "" {
+		return keys
+	}
+	return filepath.Join(home, remote.KeysFile)
+}
+
 // OpenReader opens the store of the NATS cluster at url to read logs. A
 // reader writes no entry: the servers' fsync setting does not matter (a
 // plain user cannot read it), so it is not required.
-func OpenReader(ctx context.Context, home, url string) (store.Store, func(), error) {
-	st, done, err := openClusterStore(ctx, home, url, "", true)
+func OpenReader(ctx context.Context, keysFile, url string) (store.Store, func(), error) {
+	st, done, err := openClusterStore(ctx, keysFile, url, "", true)
 	if err != nil {
 		return nil, nil, err
 	}
 	return st, done, nil
 }
 
-// Migrate copies the stopped home into the cluster at url, verified.
-func Migrate(ctx context.Context, home, url string, lazy bool) (logs, entries int, err error) {
-	js, done, err := openClusterStore(ctx, home, url, "warren-migrate", lazy)
+// Migrate copies the stopped home into the cluster at url, verified,
+// signing in with the keys file's daemon key.
+func Migrate(ctx context.Context, home, keysFile, url string, lazy bool) (logs, entries int, err error) {
+	js, done, err := openClusterStore(ctx, keysFile, url, "warren-migrate", lazy)
 	if err != nil {
 		return 0, 0, err
 	}
