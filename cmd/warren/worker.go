@@ -122,9 +122,11 @@ func newWorkerTokenCmd(c *cli) *cobra.Command {
 		Long: `Make a key pair for worker ID, record its public key in the home's
 workers.json, and print the token, once. Give the token to the worker
 (--token-file or $WARREN_WORKER_TOKEN): the daemon places sessions only on a
-worker whose heartbeats are signed with its token's key. Issuing it again
-replaces the key: the old token stops working. In a cluster, copy
-workers.json to every node, as config.json.`,
+worker whose heartbeats are signed with its token's key. The key is also
+the worker's NATS user on the daemon's embedded servers, which let it use
+only its own subjects. Issuing it again replaces the key: the old token
+stops working. In a cluster, copy workers.json to every node, as
+config.json.`,
 		Example: indent("warren worker token w1 > w1.token\nscp w1.token gpu-box: && ssh gpu-box warren worker --id w1 --token-file w1.token --join nats://10.0.0.5:4222 --pools scripted=16"),
 		Args:    usage.Args(1, 1),
 	}

@@ -26,7 +26,7 @@ type Users func(nkey string) (name string, perms *server.Permissions, ok bool)
 
 // nkeyAuth is the server's check of a client against Users
 // (server.Options.CustomClientAuthentication). Routes are not clients:
-// they are checked by TLS, as before.
+// they sign in with Options.RouteSecret (and TLS, when it is on).
 type nkeyAuth struct{ users Users }
 
 func (a nkeyAuth) Check(c server.ClientAuthentication) bool {
