@@ -106,7 +106,11 @@ func TestThreeEmbeddedDaemonsFailover(t *testing.T) {
 
 // role asks d's socket for daemon.status and returns its cluster role
 // ("active", "standby"), or "" when it does not answer.
-func role(d *testDaemon) string {
+func role(d *testDaemon) string { return clusterField(d, "role") }
+
+// clusterField is one field of the cluster block of d's daemon.status
+// ("" when it does not answer).
+func clusterField(d *testDaemon, key string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := protocol.CallJSON(ctx, d.Sock, "daemon.status", nil)
@@ -114,7 +118,7 @@ func role(d *testDaemon) string {
 		return ""
 	}
 	cl, _ := st["cluster"].(map[string]any)
-	r, _ := cl["role"].(string)
+	r, _ := cl[key].(string)
 	return r
 }
 

@@ -188,7 +188,7 @@ func (c *cluster3) settled(limit time.Duration) int {
 		if active >= 0 {
 			want := fmt.Sprintf("n%d", active+1)
 			for i, d := range c.ds {
-				if i != active && activeNode(d) == want {
+				if i != active && clusterField(d, "active_node") == want {
 					named++
 				}
 			}
@@ -205,18 +205,6 @@ func (c *cluster3) settled(limit time.Duration) int {
 		}
 		time.Sleep(200 * time.Millisecond) // no event says "stood by"
 	}
-}
-
-// activeNode is the active node a daemon names in daemon.status.
-func activeNode(d *testDaemon) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := protocol.CallJSON(ctx, d.Sock, "daemon.status", nil)
-	if err != nil {
-		return ""
-	}
-	cl, _ := st["cluster"].(map[string]any)
-	return str(cl["active_node"])
 }
 
 // cut stalls (true) or restores (false) every route of node n, both ways.

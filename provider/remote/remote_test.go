@@ -311,24 +311,30 @@ func TestRunSuspendedCrossesTheWire(t *testing.T) {
 func TestLateTrafficDropped(t *testing.T) {
 	w := newWorld(t)
 	nc := w.conn(nats.CustomInboxPrefix(remote.InboxPrefix("w9")))
-	att := remote.NewAttemptID()
-	chunk := nats.NewMsg(remote.AttemptSubject("daemon1", "w9", att, remote.KindChunk))
-	chunk.Data = []byte(`{"seq":0,"text":"late"}`)
-	if err := nc.PublishMsg(chunk); err != nil {
-		t.Fatal(err)
-	}
-	call := nats.NewMsg(remote.AttemptSubject("daemon1", "w9", att, remote.KindTool))
-	call.Data = []byte(`{"tool":"send_message","args":{}}`)
-	m, err := nc.RequestMsgWithContext(t.Context(), call)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(m.Data), `"kind":"abandoned"`) {
-		t.Fatalf("late tool call answered %s; want abandoned", m.Data)
+	if answer := sendAs(t, nc, "w9", remote.NewAttemptID(), "late"); !strings.Contains(answer, `"kind":"abandoned"`) {
+		t.Fatalf("late tool call answered %s; want abandoned", answer)
 	}
 	if n := w.dir.Dropped(); n != 2 {
 		t.Fatalf("dropped %d messages, want 2 (the chunk, the call)", n)
 	}
+}
+
+// sendAs publishes, as worker on attempt att of daemon1, a chunk of text
+// and then a tool call, and returns the call's answer.
+func sendAs(t *testing.T, nc *nats.Conn, worker, att, text string) string {
+	t.Helper()
+	chunk := nats.NewMsg(remote.AttemptSubject("daemon1", worker, att, remote.KindChunk))
+	chunk.Data = []byte(`{"seq":1,"text":"` + text + `"}`)
+	if err := nc.PublishMsg(chunk); err != nil {
+		t.Fatal(err)
+	}
+	call := nats.NewMsg(remote.AttemptSubject("daemon1", worker, att, remote.KindTool))
+	call.Data = []byte(`{"tool":"ping","args":{}}`)
+	m, err := nc.RequestMsgWithContext(t.Context(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(m.Data)
 }
 
 // TestTrafficNamingAnotherWorkerDropped: on a live attempt, a chunk or
@@ -370,25 +376,14 @@ func TestTrafficNamingAnotherWorkerDropped(t *testing.T) {
 	}()
 	att := <-attempts
 	before := w.dir.Dropped()
-	chunk := nats.NewMsg(remote.AttemptSubject("daemon1", "w2", att, remote.KindChunk))
-	chunk.Data = []byte(`{"seq":1,"text":"forged"}`)
-	if err := nc.PublishMsg(chunk); err != nil {
-		t.Fatal(err)
-	}
 	// The attempt's own worker's subject, with a reply elsewhere.
 	aside := nats.NewMsg(remote.AttemptSubject("daemon1", "w1", att, remote.KindTool))
 	aside.Reply, aside.Data = "steal.me", []byte(`{"tool":"ping","args":{}}`)
 	if err := nc.PublishMsg(aside); err != nil {
 		t.Fatal(err)
 	}
-	call := nats.NewMsg(remote.AttemptSubject("daemon1", "w2", att, remote.KindTool))
-	call.Data = []byte(`{"tool":"ping","args":{}}`)
-	m, err := nc.RequestMsgWithContext(t.Context(), call)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(m.Data), `"kind":"abandoned"`) {
-		t.Fatalf("a tool call naming another worker was answered %s; want abandoned", m.Data)
+	if answer := sendAs(t, nc, "w2", att, "forged"); !strings.Contains(answer, `"kind":"abandoned"`) {
+		t.Fatalf("a tool call naming another worker was answered %s; want abandoned", answer)
 	}
 	// The router handles its messages in order and the daemon's
 	// connection publishes in order: an answer to steal.me would have
