@@ -49,31 +49,11 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 	var key ed25519.PrivateKey // the daemon's NATS user (natsUsers), when it has one
 	var stopServer func()
 	if co.Embedded {
-		if err := validRoutes(co.Routes); err != nil {
+		srv, k, err := startEmbedded(co, fsys, home, keys, tlsFiles, logger)
+		if err != nil {
 			return storeParts{}, err
 		}
-		var err error
-		if key, err = remote.DaemonKey(fsys, keysPath); err != nil {
-			return storeParts{}, fmt.Errorf("the daemon's key for its NATS server: %w", err)
-		}
-		eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Host: co.Host, Advertise: co.Advertise, Port: co.Port, TLS: tlsFiles,
-			Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync, Users: natsUsers(key, keys, logger.Named("nats")),
-			RouteSecret: natsembed.RoutePassword(key), Logger: logger.Named("nats")}
-		if eo.Port == 0 {
-			eo.Port = 4222
-		}
-		if len(co.Routes) > 0 {
-			eo.ClusterName = "warren"
-			eo.ClusterPort = co.ClusterPort
-			if eo.ClusterPort == 0 {
-				eo.ClusterPort = 6222
-			}
-		}
-		srv, err := natsembed.Start(eo)
-		if err != nil {
-			return storeParts{}, fmt.Errorf("starting the embedded NATS server (--cluster-embedded): %w", err)
-		}
-		embedded = []*server.Server{srv}
+		key, embedded = k, []*server.Server{srv}
 		stopServer = func() { srv.Shutdown(); srv.WaitForShutdown() }
 		if url == "" {
 			url = srv.ClientURL()
@@ -124,6 +104,45 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 			stopServer()
 		}
 	}, place: workers.Wrap, workers: func() []map[string]any { return workerList(workers.Workers()) }}, nil
+}
+
+// startEmbedded starts the daemon's own NATS server
+// (--cluster-embedded) with the daemon's key, made at its first start
+// (remote.DaemonKey): the server lets in that key and the workers'
+// (natsUsers), and routes with a password made from it.
+func startEmbedded(co ClusterOptions, fsys faultfs.FS, home string, keys func() (remote.Keys, error), tlsFiles *natsembed.TLSFiles, logger hclog.Logger) (*server.Server, ed25519.PrivateKey, error) {
+	if err := validRoutes(co.Routes); err != nil {
+		return nil, nil, err
+	}
+	keysPath := filepath.Join(home, remote.KeysFile)
+	key, made, err := remote.DaemonKey(fsys, keysPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the daemon's key for its NATS server: %w", err)
+	}
+	if made && len(co.Routes) > 0 {
+		// The servers of a cluster route to each other only with the
+		// same key (natsembed.RoutePassword).
+		logger.Warn("made this node's cluster key; every node needs the same one: if other nodes already run, stop this daemon, copy workers.json from one of them and start it again; if this is the first node, copy this file to the others before their first start",
+			"file", keysPath)
+	}
+	eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Host: co.Host, Advertise: co.Advertise, Port: co.Port, TLS: tlsFiles,
+		Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync, Users: natsUsers(key, keys, logger.Named("nats")),
+		RouteSecret: natsembed.RoutePassword(key), Logger: logger.Named("nats")}
+	if eo.Port == 0 {
+		eo.Port = 4222
+	}
+	if len(co.Routes) > 0 {
+		eo.ClusterName = "warren"
+		eo.ClusterPort = co.ClusterPort
+		if eo.ClusterPort == 0 {
+			eo.ClusterPort = 6222
+		}
+	}
+	srv, err := natsembed.Start(eo)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the embedded NATS server (--cluster-embedded): %w", err)
+	}
+	return srv, key, nil
 }
 
 // workerList is the workers block of daemon.status: each live worker's

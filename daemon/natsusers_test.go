@@ -37,7 +37,7 @@ func newNatsWorld(t *testing.T) *natsWorld {
 	t.Helper()
 	w := &natsWorld{t: t, keys: filepath.Join(t.TempDir(), remote.KeysFile)}
 	var err error
-	if w.daemon, err = remote.DaemonKey(faultfs.OS{}, w.keys); err != nil {
+	if w.daemon, _, err = remote.DaemonKey(faultfs.OS{}, w.keys); err != nil {
 		t.Fatal(err)
 	}
 	keys := func() (remote.Keys, error) { return remote.LoadKeys(faultfs.OS{}, w.keys) }

@@ -30,7 +30,7 @@ func sharedDaemonKey(t testing.TB, homes ...string) ed25519.PrivateKey {
 		}
 	}
 	first := filepath.Join(homes[0], remote.KeysFile)
-	key, err := remote.DaemonKey(faultfs.OS{}, first)
+	key, _, err := remote.DaemonKey(faultfs.OS{}, first)
 	if err != nil {
 		t.Fatal(err)
 	}

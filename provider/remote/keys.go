@@ -86,22 +86,22 @@ func LoadKeys(fsys faultfs.FS, path string) (Keys, error) {
 }
 
 // DaemonKey returns the daemon's key from the keys file at path, and
-// makes it (writing the file) when there is none yet: a daemon that runs
-// its own NATS server signs in to it with this key (natsembed.Users), from
-// its first start, so that issuing the first token changes nothing for a
-// running daemon.
-func DaemonKey(fsys faultfs.FS, path string) (ed25519.PrivateKey, error) {
+// makes it (writing the file, made true) when there is none yet: a daemon
+// that runs its own NATS server signs in to it with this key
+// (natsembed.Users), from its first start, so that issuing the first
+// token changes nothing for a running daemon.
+func DaemonKey(fsys faultfs.FS, path string) (key ed25519.PrivateKey, made bool, err error) {
 	keys, err := LoadKeys(fsys, path)
 	if err != nil || keys.Daemon != nil {
-		return keys.Daemon, err
+		return keys.Daemon, false, err
 	}
 	if _, keys.Daemon, err = ed25519.GenerateKey(rand.Reader); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := writeKeys(fsys, path, keys); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return keys.Daemon, nil
+	return keys.Daemon, true, nil
 }
 
 // IssueToken makes a key pair for worker id, records its public key in
