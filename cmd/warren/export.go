@@ -83,7 +83,7 @@ func (c *cli) exportSource(ctx context.Context, ref, cluster, keys string) (stor
 	if ref != store.UserID && !offline.IsAgentID(ref) {
 		return nil, "", nil, fmt.Errorf("%w: with --cluster, give the agent's id (32 hex characters), not %q", offline.ErrUnknownAgent, ref)
 	}
-	st, done, err := logcopy.OpenReader(ctx, logcopy.KeysFile(c.home, keys), cluster)
+	st, done, err := logcopy.OpenReader(ctx, c.home, keys, cluster)
 	if err != nil {
 		return nil, "", nil, err
 	}

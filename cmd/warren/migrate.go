@@ -41,7 +41,7 @@ embedded servers let in only its key: give a node's workers.json with --keys.`,
 			_ = cl.Close()
 			return &exit.Error{Code: exit.DaemonErr, Msg: "the daemon is running: stop it first (warren daemon stop), so that nothing is appended after the copy"}
 		}
-		n, entries, err := logcopy.Migrate(ctx, c.home, logcopy.KeysFile(c.home, keys), to, lazy)
+		n, entries, err := logcopy.Migrate(ctx, c.home, keys, to, lazy)
 		if err != nil {
 			return err
 		}

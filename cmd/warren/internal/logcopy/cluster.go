@@ -21,10 +21,13 @@ import (
 
 // openClusterStore connects to the NATS cluster at url and opens the
 // store there (node names the claims it takes; "" for a reader). It signs
-// in with the daemon's key in the keys file (a node's workers.json) when
-// it holds one: a daemon's embedded servers let in no one else
-// (docs/WORKERS.md).
-func openClusterStore(ctx context.Context, keysFile, url, node string, lazy bool) (*jetstream.Store, func(), error) {
+// in with the daemon's key in keysFile (a node's workers.json; "": the
+// home's) when it holds one: a daemon's embedded servers let in no one
+// else (docs/WORKERS.md).
+func openClusterStore(ctx context.Context, home, keysFile, url, node string, lazy bool) (*jetstream.Store, func(), error) {
+	if keysFile == "" {
+		keysFile = filepath.Join(home, remote.KeysFile)
+	}
 	keys, err := remote.LoadKeys(faultfs.OS{}, keysFile)
 	if err != nil {
 		return nil, nil, err
@@ -41,20 +44,12 @@ func openClusterStore(ctx context.Context, keysFile, url, node string, lazy bool
 	return st, func() { _ = st.Close(); nc.Close() }, nil
 }
 
-// KeysFile is the keys file export and migrate sign in with: keys, or
-// else the home's workers.json.
-func KeysFile(home, keys string) string {
-	if keys != "" {
-		return keys
-	}
-	return filepath.Join(home, remote.KeysFile)
-}
-
-// OpenReader opens the store of the NATS cluster at url to read logs. A
+// OpenReader opens the store of the NATS cluster at url to read logs,
+// signing in with the daemon's key in keysFile ("": home's). A
 // reader writes no entry: the servers' fsync setting does not matter (a
 // plain user cannot read it), so it is not required.
-func OpenReader(ctx context.Context, keysFile, url string) (store.Store, func(), error) {
-	st, done, err := openClusterStore(ctx, keysFile, url, "", true)
+func OpenReader(ctx context.Context, home, keysFile, url string) (store.Store, func(), error) {
+	st, done, err := openClusterStore(ctx, home, keysFile, url, "", true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -62,9 +57,9 @@ func OpenReader(ctx context.Context, keysFile, url string) (store.Store, func(),
 }
 
 // Migrate copies the stopped home into the cluster at url, verified,
-// signing in with the keys file's daemon key.
+// signing in with the daemon's key in keysFile ("": the home's).
 func Migrate(ctx context.Context, home, keysFile, url string, lazy bool) (logs, entries int, err error) {
-	js, done, err := openClusterStore(ctx, keysFile, url, "warren-migrate", lazy)
+	js, done, err := openClusterStore(ctx, home, keysFile, url, "warren-migrate", lazy)
 	if err != nil {
 		return 0, 0, err
 	}

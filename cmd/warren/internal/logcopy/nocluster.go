@@ -4,7 +4,6 @@ package logcopy
 
 import (
 	"context"
-	"path/filepath"
 
 	"github.com/warren-dev/warren/daemon"
 	"github.com/warren-dev/warren/store"
@@ -14,16 +13,8 @@ import (
 // side of export and migrate refuses.
 
 // OpenReader refuses: this build has no cluster support.
-func OpenReader(context.Context, string, string) (store.Store, func(), error) {
+func OpenReader(context.Context, string, string, string) (store.Store, func(), error) {
 	return nil, nil, daemon.ErrNoCluster
-}
-
-// KeysFile is the keys file export and migrate would sign in with.
-func KeysFile(home, keys string) string {
-	if keys != "" {
-		return keys
-	}
-	return filepath.Join(home, "workers.json")
 }
 
 // Migrate refuses: this build has no cluster support.
