@@ -17,7 +17,7 @@ import (
 // (which signs in with the home's key) work.
 func TestEmbeddedServerLetsInOnlyKeys(t *testing.T) {
 	if testing.Short() {
-		t.Skip("process test: runs the daemon, a worker and the CLI as processes (run without -short)")
+		t.Skip("-short: this test starts a daemon, a warren worker process and the CLI; run without -short")
 	}
 	f := startWorkerFleet(t, 1, 2, "")
 	if nc, err := nats.Connect(f.url); err == nil {
