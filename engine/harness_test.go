@@ -66,13 +66,17 @@ type harness struct {
 	// store, if set, makes CoreOptions.Store (on the harness's filesystem).
 	store func(faultfs.FS) store.Store
 	// logger, if set, is CoreOptions.Logger (to read what the core logs);
-	// nil: a null logger.
+	// nil: a logger writing to tap.
 	logger hclog.Logger
+	// tap is where the default logger writes: nowhere (or stderr with
+	// WARREN_TEST_LOG) until a test captures it (captureLog). The core's
+	// logger is never replaced while it runs; only its output moves.
+	tap *logTap
 }
 
 func newHarness(t *testing.T, setup ...func(h *harness)) *harness {
 	t.Helper()
-	h := &harness{t: t, fs: faultfs.NewMem(), prov: inproc.New("inproc", inproc.Options{NativeResume: true}), cfg: config.Default()}
+	h := &harness{t: t, fs: faultfs.NewMem(), prov: inproc.New("inproc", inproc.Options{NativeResume: true}), cfg: config.Default(), tap: &logTap{}}
 	h.cfg.RetryBaseDelay = time.Millisecond
 	// Interrupted runs wait for the test (agent.resume), as most tests of
 	// interruptions expect; the resume policy's own tests set auto
@@ -119,10 +123,12 @@ func (h *harness) start() {
 	}
 	logger := h.logger
 	if logger == nil {
-		logger = hclog.NewNullLogger()
+		level := hclog.Off
 		if os.Getenv("WARREN_TEST_LOG") != "" {
-			logger = hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Debug})
+			h.tap.set(os.Stderr)
+			level = hclog.Debug
 		}
+		logger = hclog.New(&hclog.LoggerOptions{Output: h.tap, Level: level})
 	}
 	c, err := NewCore(context.Background(), withDefaults(CoreOptions{
 		Store:           st,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
@@ -350,13 +351,36 @@ func (l *logBuf) String() string {
 	return l.b.String()
 }
 
-// captureLog gives the harness's core a logger writing to the returned
-// buffer (the operator's log of what it did). Called while the core is
-// quiet, before the actions whose logging is read.
+// captureLog turns the harness core's logging on, at every level, into the
+// returned buffer (the operator's log of what it did), from the actions
+// after the call. The core's logger stays the one it was given, so its
+// background work (the scrub after a recovery) may log at the same time.
 func captureLog(h *harness) *logBuf {
 	lb := &logBuf{}
-	h.c.log = hclog.New(&hclog.LoggerOptions{Output: lb, Level: hclog.Trace})
+	h.tap.set(lb)
+	h.c.log.SetLevel(hclog.Trace)
 	return lb
+}
+
+// logTap is the harness's log output, moved under a lock.
+type logTap struct {
+	mu sync.Mutex
+	to io.Writer // nil: nowhere
+}
+
+func (t *logTap) set(w io.Writer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.to = w
+}
+
+func (t *logTap) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.to == nil {
+		return len(p), nil
+	}
+	return t.to.Write(p)
 }
 
 // savedSession is agent id's session.json once the snapshot writes in
