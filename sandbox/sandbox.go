@@ -107,7 +107,12 @@ func systemBinds() []string {
 
 // gitBinds are the binds of a linked worktree's repository: its git
 // directory read-only, then what a commit in this worktree writes
-// read-write. Nothing for a directory that is not a linked worktree.
+// read-write, except the files of the worktree's own directory that say
+// which repository it belongs to (commondir, gitdir) and its own config
+// (config.worktree), which stay read-only: the daemon's git calls on the
+// worktree run outside the sandbox (package workspace holds them to the
+// logged repository as well). Nothing for a directory that is not a
+// linked worktree.
 func gitBinds(work string) []string {
 	common, admin, ok := gitDirs(work)
 	if !ok {
@@ -117,7 +122,11 @@ func gitBinds(work string) []string {
 	for _, sub := range []string{"objects", "refs", "logs"} {
 		args = append(args, "--bind-try", filepath.Join(common, sub), filepath.Join(common, sub))
 	}
-	return append(args, "--bind", admin, admin)
+	args = append(args, "--bind", admin, admin)
+	for _, f := range []string{"commondir", "gitdir", "config.worktree"} {
+		args = append(args, "--ro-bind-try", filepath.Join(admin, f), filepath.Join(admin, f))
+	}
+	return args
 }
 
 // gitDirs reads a linked worktree's .git file ("gitdir: <admin dir>") and

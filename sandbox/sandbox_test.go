@@ -75,7 +75,8 @@ func TestCommandRefusesBadPaths(t *testing.T) {
 
 // TestGitBindsOfALinkedWorktree: a linked worktree's repository is bound
 // read-only, its objects, refs and logs and the worktree's own admin
-// directory read-write (a commit works; a hook cannot be planted).
+// directory read-write (a commit works; a hook cannot be planted), but
+// for the admin directory's files that name the repository.
 func TestGitBindsOfALinkedWorktree(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("git is not installed")
@@ -105,8 +106,19 @@ func TestGitBindsOfALinkedWorktree(t *testing.T) {
 	if got := binds(args, "--bind-try"); !slices.Equal(got, want) {
 		t.Errorf("read-write: %v, want %v", got, want)
 	}
-	if got := binds(args, "--bind"); !slices.Equal(got, []string{filepath.Join(common, "worktrees", "wt")}) {
+	admin := filepath.Join(common, "worktrees", "wt")
+	if got := binds(args, "--bind"); !slices.Equal(got, []string{admin}) {
 		t.Errorf("the worktree's admin directory: %v", got)
+	}
+	// Which repository the worktree belongs to stays read-only (the
+	// daemon's git calls run outside the sandbox), bound after the
+	// directory that holds them.
+	want = []string{filepath.Join(admin, "commondir"), filepath.Join(admin, "gitdir"), filepath.Join(admin, "config.worktree")}
+	if got := binds(args, "--ro-bind-try"); !slices.Equal(got, want) {
+		t.Errorf("read-only in the admin directory: %v, want %v", got, want)
+	}
+	if i, j := slices.Index(args, admin), slices.Index(args, want[0]); i < 0 || j < i {
+		t.Errorf("the read-only files must be bound after their directory: %v", args)
 	}
 	if got := gitBinds(repo); got != nil {
 		t.Errorf("the main checkout is not a linked worktree, got %v", got)

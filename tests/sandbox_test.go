@@ -37,6 +37,12 @@ import (
 //	spawn              a name: spawn_agent a child by that name (spawn)
 //	cred               the answer is this process's credential (for the
 //	                   unsandboxed agent whose credential the probe tries)
+//	gitdir             a path: point the worktree's repository elsewhere,
+//	                   through the commondir of the repository's directory
+//	                   for the worktree (gitdir_commondir), then through
+//	                   the worktree's .git file, at a git directory made in
+//	                   the worktree whose config runs "touch PATH" whenever
+//	                   git looks at the files (gitdir_file)
 const probeScript = `import glob, json, os, socket, subprocess, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from warren_script import read_turn, call_tool_socket, done
@@ -87,6 +93,20 @@ def tcp(addr):
     s = socket.create_connection((host, int(port)), timeout=5)
     s.close()
 
+def commondir():
+    with open(".git") as f:
+        admin = f.read().split("gitdir: ", 1)[1].strip()
+    with open(os.path.join(admin, "commondir"), "w") as f:
+        f.write("/tmp\n")
+
+def evil_gitdir(marker):
+    ev = os.path.abspath(".evil")
+    subprocess.run(["git", "init", "-q", "--bare", ev], check=True, capture_output=True)
+    with open(os.path.join(ev, "config"), "a") as f:
+        f.write('[core]\n\tbare = false\n\tfsmonitor = "touch %s; false"\n' % marker)
+    with open(".git", "w") as f:
+        f.write("gitdir: %s\n" % ev)
+
 def commit():
     with open("committed.txt", "w") as f:
         f.write("from inside\n")
@@ -122,6 +142,9 @@ while True:
         out["method"] = attempt(lambda: raw({}, method="agent.list"))
     if spec.get("sleeper"):
         out["sleeper"] = attempt(lambda: subprocess.run(["setsid", "sh", "-c", "sleep %s &" % spec["sleeper"]], check=True))
+    if spec.get("gitdir"):
+        out["gitdir_commondir"] = attempt(commondir)
+        out["gitdir_file"] = attempt(lambda: evil_gitdir(spec["gitdir"]))
     if spec.get("spawn"):
         out["spawn"] = attempt(lambda: call_tool_socket("spawn_agent", name=spec["spawn"], instructions="a child"))
     if spec.get("own"):
@@ -258,6 +281,44 @@ func TestSandboxEscapes(t *testing.T) {
 	}
 	if open["glob"] == "0 matches" {
 		t.Error("unsandboxed glob found no logs (the check must be able to fail)")
+	}
+}
+
+// TestSandboxedAgentCannotRedirectTheDaemonsGit: the daemon snapshots a
+// sandboxed agent's worktree with git, outside the sandbox. The agent
+// cannot rewrite which repository the worktree belongs to (commondir is
+// read-only inside), and what it can rewrite, its worktree's .git file,
+// is not followed: the git directory it made, whose config runs a
+// command (core.fsmonitor), never runs it for the daemon, and the turn's
+// end snapshot is taken of the real repository.
+func TestSandboxedAgentCannotRedirectTheDaemonsGit(t *testing.T) {
+	t.Parallel()
+	f := newSandboxFixture(t, nil)
+	boxed := f.create("boxed", true)
+	marker := filepath.Join(f.d.dir, "fsmonitor-ran")
+	got := f.probe(t, boxed, map[string]any{"gitdir": marker})
+	if !strings.HasPrefix(got["gitdir_commondir"], "denied") {
+		t.Errorf("rewriting the worktree's commondir from inside: %s, want denied", got["gitdir_commondir"])
+	}
+	if got["gitdir_file"] != "ok" {
+		t.Fatalf("the agent could not set its trap in its own worktree (the check below would prove nothing): %s", got["gitdir_file"])
+	}
+	// The turn's end snapshot ran after the probe answered and before the
+	// send returned.
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatal("the daemon's git ran a command configured by a git directory the sandboxed agent made")
+	}
+	var end string
+	for _, d := range eventsNamed(t, f.d, boxed, "workspace.snapshot") {
+		if d["at"] == "end" {
+			end, _ = d["commit"].(string)
+		}
+	}
+	if end == "" {
+		t.Fatal("the turn's end snapshot was not logged")
+	}
+	if runGit(t, f.repo, "rev-parse", "refs/warren/snapshots/"+boxed) != end {
+		t.Errorf("the end snapshot %s is not the real repository's snapshot ref", end)
 	}
 }
 

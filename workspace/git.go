@@ -41,12 +41,14 @@ type Git struct {
 
 // settings are given to every call: fsync everything git writes (the
 // log says a snapshot exists only once git made it durable), no hooks
-// (warren's own commits run nobody's code), no signing, no prompt, no
+// and no file-system monitor (warren's own calls run nobody's code: the
+// repository's own config is further held to the logged one, see pin),
+// no signing, no prompt, no
 // automatic garbage collection in the middle of an operation, and an
 // identity for warren's commits in repositories that have none.
 var settings = []string{
 	"-c", "core.fsync=all", "-c", "core.fsyncMethod=fsync",
-	"-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false",
+	"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false",
 	"-c", "gc.auto=0", "-c", "maintenance.auto=false",
 	"-c", "user.name=warren", "-c", "user.email=warren@localhost",
 	"-c", "advice.detachedHead=false", "-c", "init.defaultBranch=main",
@@ -61,12 +63,6 @@ var scrubbed = []string{"GIT_DIR=", "GIT_WORK_TREE=", "GIT_INDEX_FILE=", "GIT_CO
 // standard output.
 func (g Git) run(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	return g.runWith(ctx, dir, env, "", args...)
-}
-
-// runStdin is run with stdin as git's standard input (and no extra
-// environment).
-func (g Git) runStdin(ctx context.Context, dir, stdin string, args ...string) (string, error) {
-	return g.runWith(ctx, dir, nil, stdin, args...)
 }
 
 // runWith runs git in dir with extra environment variables and stdin as

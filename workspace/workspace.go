@@ -73,7 +73,11 @@ func (g Git) Resolve(ctx context.Context, dir, base string) (repo, commit string
 func (g Git) Create(ctx context.Context, w Workspace, copies []string) error {
 	switch err := g.Check(ctx, w); {
 	case err == nil:
-		if _, err := g.run(ctx, w.Path, nil, "reset", "--hard", "-q"); err != nil {
+		env, err := g.pin(ctx, w)
+		if err != nil {
+			return err
+		}
+		if _, err := g.run(ctx, w.Path, env, "reset", "--hard", "-q"); err != nil {
 			return err
 		}
 	case errors.Is(err, errMissing) && g.branchExists(ctx, w):
@@ -122,18 +126,23 @@ func (g Git) Check(ctx context.Context, w Workspace) error {
 	case !fi.IsDir():
 		return fmt.Errorf("%w: %s is not a directory", errNotWorktree, w.Path)
 	}
-	want, err := g.commonDir(ctx, w.Repo)
+	common, err := g.common(ctx, w)
 	if err != nil {
 		return fmt.Errorf("the repository %s: %w", w.Repo, err)
 	}
-	got, err := g.commonDir(ctx, w.Path)
-	if err != nil || got != want {
-		return fmt.Errorf("%w: %s (its git directory is %q, the repository's %q)", errNotWorktree, w.Path, got, want)
+	admin, err := adminDir(common, w.Path)
+	if err != nil {
+		return err
 	}
-	if top, err := g.run(ctx, w.Path, nil, "rev-parse", "--show-toplevel"); err != nil || line(top) != w.Path {
-		return fmt.Errorf("%w: %s is inside another worktree (%s)", errNotWorktree, w.Path, line(top))
+	// The worktree's .git file is read as data, never followed: it must
+	// name the directory the repository keeps for this worktree.
+	b, err := os.ReadFile(filepath.Join(w.Path, ".git"))
+	got, _ := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if err != nil || !samePath(got, admin) {
+		return fmt.Errorf("%w: %s (its .git names %q, the repository's worktree directory is %q)", errNotWorktree, w.Path, got, admin)
 	}
-	head, err := g.run(ctx, w.Path, nil, "symbolic-ref", "-q", "HEAD")
+	env := pinned(common, admin, w.Path)
+	head, err := g.run(ctx, w.Path, env, "symbolic-ref", "-q", "HEAD")
 	if err != nil {
 		return fmt.Errorf("%w: %s has a detached HEAD, not refs/heads/%s", errOffBranch, w.Path, w.Branch)
 	}
@@ -203,36 +212,122 @@ func (g Git) fromBranch(ctx context.Context, w Workspace) error {
 // (which git refuses when that would lose changes: then the error says
 // so).
 func (g Git) backOnBranch(ctx context.Context, w Workspace, prob error) (string, error) {
-	head, herr := g.run(ctx, w.Path, nil, "symbolic-ref", "-q", "--short", "HEAD")
+	env, err := g.pin(ctx, w)
+	if err != nil {
+		return "", err
+	}
+	head, herr := g.run(ctx, w.Path, env, "symbolic-ref", "-q", "--short", "HEAD")
 	if herr == nil && !g.branchExists(ctx, w) {
 		cur := line(head)
-		if _, err := g.run(ctx, w.Path, nil, "branch", "-m", "--end-of-options", cur, w.Branch); err != nil {
+		if _, err := g.run(ctx, w.Path, env, "branch", "-m", "--end-of-options", cur, w.Branch); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%v; renamed branch %s back to %s", prob, cur, w.Branch), nil
 	}
 	if !g.branchExists(ctx, w) {
-		if _, err := g.run(ctx, w.Path, nil, "switch", "-c", w.Branch); err != nil {
+		if _, err := g.run(ctx, w.Path, env, "switch", "-c", w.Branch); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%v; made branch %s at its HEAD", prob, w.Branch), nil
 	}
-	if _, err := g.run(ctx, w.Path, nil, "switch", w.Branch); err != nil {
+	if _, err := g.run(ctx, w.Path, env, "switch", w.Branch); err != nil {
 		return "", fmt.Errorf("%v, and switching it back failed (commit or stash its changes: git -C %s stash, then restart the daemon): %w",
 			prob, w.Path, err)
 	}
 	return fmt.Sprintf("%v; switched it back to %s", prob, w.Branch), nil
 }
 
-// indexPath is w's private index, in the repository's common git
-// directory (made when missing): <repo>/.git when that is a directory,
-// else what git says.
-func (g Git) indexPath(ctx context.Context, w Workspace) (string, error) {
+// common is the common git directory of w's repository, found from the
+// repository (never from the worktree): <repo>/.git when that is a
+// directory, else what git says.
+func (g Git) common(ctx context.Context, w Workspace) (string, error) {
 	common := filepath.Join(w.Repo, ".git")
-	if fi, err := os.Lstat(common); err != nil || !fi.IsDir() {
-		if common, err = g.commonDir(ctx, w.Repo); err != nil {
-			return "", err
+	if fi, err := os.Lstat(common); err == nil && fi.IsDir() {
+		return common, nil
+	}
+	return g.commonDir(ctx, w.Repo)
+}
+
+// pin is the environment that holds a git call on w's worktree to the
+// repository its log names (the repository's common directory and the
+// directory it keeps for this worktree), whatever the worktree's .git
+// file says. A sandboxed agent can rewrite that file, and a git run
+// outside the sandbox on a repository the agent made would run what that
+// repository configures (core.fsmonitor, say) as the daemon. An error
+// wraps errNotWorktree when the repository has no worktree at w.Path.
+func (g Git) pin(ctx context.Context, w Workspace) ([]string, error) {
+	common, err := g.common(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := adminDir(common, w.Path)
+	if err != nil {
+		return nil, err
+	}
+	return pinned(common, admin, w.Path), nil
+}
+
+// pinned is pin's environment for a known common and admin directory.
+func pinned(common, admin, path string) []string {
+	return []string{"GIT_DIR=" + admin, "GIT_COMMON_DIR=" + common, "GIT_WORK_TREE=" + path}
+}
+
+// adminDir is the directory the repository whose common directory is
+// common keeps for its linked worktree at path: the one under worktrees/
+// whose gitdir file names path's .git (git names it after the path's
+// last element unless that was taken). Its commondir file must name
+// common: git reads the refs through it whatever GIT_COMMON_DIR says.
+func adminDir(common, path string) (string, error) {
+	want := filepath.Join(path, ".git")
+	names := []string{filepath.Base(path)}
+	if all, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
+		for _, e := range all {
+			names = append(names, e.Name())
 		}
+	}
+	for _, n := range names {
+		dir := filepath.Join(common, "worktrees", n)
+		b, err := os.ReadFile(filepath.Join(dir, "gitdir"))
+		if err != nil || !samePath(strings.TrimSpace(string(b)), want) {
+			continue
+		}
+		c, err := os.ReadFile(filepath.Join(dir, "commondir"))
+		named := strings.TrimSpace(string(c))
+		if named != "" && !filepath.IsAbs(named) {
+			named = filepath.Join(dir, named)
+		}
+		if err != nil || !samePath(named, common) {
+			return "", fmt.Errorf("%w: %s (the repository's directory for it, %s, names %q as its repository, not %s)",
+				errNotWorktree, path, dir, named, common)
+		}
+		return dir, nil
+	}
+	return "", fmt.Errorf("%w: %s (the repository %s keeps no worktree there)", errNotWorktree, path, common)
+}
+
+// samePath reports whether a and b name the same file (the same string
+// once cleaned, or the same file through links).
+func samePath(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// indexPath is w's private index, in the repository's common git
+// directory (made when missing).
+func (g Git) indexPath(ctx context.Context, w Workspace) (string, error) {
+	common, err := g.common(ctx, w)
+	if err != nil {
+		return "", err
 	}
 	dir := filepath.Join(common, "warren")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -250,11 +345,15 @@ func (g Git) indexPath(ctx context.Context, w Workspace) (string, error) {
 // from git's garbage collection. The agent's branch, HEAD and index are
 // not touched. Four git calls.
 func (g Git) Snapshot(ctx context.Context, w Workspace, message, prev string) (string, error) {
+	pin, err := g.pin(ctx, w)
+	if err != nil {
+		return "", err
+	}
 	idx, err := g.indexPath(ctx, w)
 	if err != nil {
 		return "", err
 	}
-	env := []string{"GIT_INDEX_FILE=" + idx}
+	env := append([]string{"GIT_INDEX_FILE=" + idx}, pin...)
 	if _, err := g.run(ctx, w.Path, env, "add", "-A", "--", "."); err != nil {
 		return "", err
 	}
@@ -266,11 +365,11 @@ func (g Git) Snapshot(ctx context.Context, w Workspace, message, prev string) (s
 	if prev != "" {
 		args = append(args, "-p", prev)
 	}
-	commit, err := g.run(ctx, w.Path, nil, args...)
+	commit, err := g.run(ctx, w.Path, pin, args...)
 	if err != nil {
 		return "", err
 	}
-	if _, err := g.run(ctx, w.Path, nil, "update-ref", "-m", message, SnapshotRef(w.AgentID), line(commit)); err != nil {
+	if _, err := g.run(ctx, w.Path, pin, "update-ref", "-m", message, SnapshotRef(w.AgentID), line(commit)); err != nil {
 		return "", err
 	}
 	return line(commit), nil
@@ -286,14 +385,18 @@ func InterruptedRef(agentID string) string { return "refs/warren/interrupted/" +
 // files created since are removed, ignored files are left alone, and the
 // index follows the head. It is idempotent.
 func (g Git) Restore(ctx context.Context, w Workspace, commit string) error {
-	heads, err := g.run(ctx, w.Path, nil, "rev-parse", "HEAD", commit+"^1")
+	pin, err := g.pin(ctx, w)
+	if err != nil {
+		return err
+	}
+	heads, err := g.run(ctx, w.Path, pin, "rev-parse", "HEAD", commit+"^1")
 	if err != nil {
 		return err
 	}
 	cur, want, _ := strings.Cut(strings.TrimSpace(heads), "\n")
 	if want = strings.TrimSpace(want); want != "" && cur != want {
 		moves := fmt.Sprintf("update %s %s\nupdate refs/heads/%s %s\n", InterruptedRef(w.AgentID), cur, w.Branch, want)
-		if _, err := g.runStdin(ctx, w.Path, moves, "update-ref", "-m", "warren: back to the snapshot "+commit, "--stdin"); err != nil {
+		if _, err := g.runWith(ctx, w.Path, pin, moves, "update-ref", "-m", "warren: back to the snapshot "+commit, "--stdin"); err != nil {
 			return err
 		}
 	}
@@ -301,7 +404,7 @@ func (g Git) Restore(ctx context.Context, w Workspace, commit string) error {
 	if err != nil {
 		return err
 	}
-	env := []string{"GIT_INDEX_FILE=" + idx}
+	env := append([]string{"GIT_INDEX_FILE=" + idx}, pin...)
 	// The private index learns what is there now, so that git knows
 	// which files to remove; then the snapshot is read into it, and the
 	// worktree follows.
@@ -311,20 +414,24 @@ func (g Git) Restore(ctx context.Context, w Workspace, commit string) error {
 	if _, err = g.run(ctx, w.Path, env, "read-tree", "-u", "--reset", commit+"^{tree}"); err != nil {
 		return err
 	}
-	_, err = g.run(ctx, w.Path, nil, "reset", "-q")
+	_, err = g.run(ctx, w.Path, pin, "reset", "-q")
 	return err
 }
 
 // commitLeftovers commits what is not committed in w's worktree to its
 // branch, with message; false when there was nothing.
 func (g Git) commitLeftovers(ctx context.Context, w Workspace, message string) (bool, error) {
-	if _, err := g.run(ctx, w.Path, nil, "add", "-A", "--", "."); err != nil {
+	env, err := g.pin(ctx, w)
+	if err != nil {
 		return false, err
 	}
-	if _, err := g.run(ctx, w.Path, nil, "diff", "--cached", "--quiet"); err == nil {
+	if _, err := g.run(ctx, w.Path, env, "add", "-A", "--", "."); err != nil {
+		return false, err
+	}
+	if _, err := g.run(ctx, w.Path, env, "diff", "--cached", "--quiet"); err == nil {
 		return false, nil
 	}
-	_, err := g.run(ctx, w.Path, nil, "commit", "-q", "--no-verify", "-m", message)
+	_, err = g.run(ctx, w.Path, env, "commit", "-q", "--no-verify", "-m", message)
 	return err == nil, err
 }
 
@@ -371,17 +478,21 @@ func (g Git) Merge(ctx context.Context, parent, child Workspace, childPath strin
 	if _, err := g.commitLeftovers(ctx, parent, "warren: work before merging "+childPath); err != nil {
 		return "", nil, err
 	}
-	_, merr := g.run(ctx, parent.Path, nil, "merge", "--no-ff", "--no-edit", "-m", "warren: merge "+childPath+" ("+child.Branch+")",
+	env, err := g.pin(ctx, parent)
+	if err != nil {
+		return "", nil, err
+	}
+	_, merr := g.run(ctx, parent.Path, env, "merge", "--no-ff", "--no-edit", "-m", "warren: merge "+childPath+" ("+child.Branch+")",
 		"--end-of-options", child.Branch)
 	if merr != nil {
-		out, _ := g.run(ctx, parent.Path, nil, "diff", "--name-only", "--diff-filter=U")
+		out, _ := g.run(ctx, parent.Path, env, "diff", "--name-only", "--diff-filter=U")
 		for _, p := range strings.Split(strings.TrimSpace(out), "\n") {
 			if p != "" {
 				conflicts = append(conflicts, p)
 			}
 		}
-		if _, err := g.run(ctx, parent.Path, nil, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
-			if _, err := g.run(ctx, parent.Path, nil, "merge", "--abort"); err != nil {
+		if _, err := g.run(ctx, parent.Path, env, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+			if _, err := g.run(ctx, parent.Path, env, "merge", "--abort"); err != nil {
 				return "", conflicts, fmt.Errorf("aborting the merge of %s: %w (after %v)", child.Branch, err, merr)
 			}
 		}
@@ -390,7 +501,7 @@ func (g Git) Merge(ctx context.Context, parent, child Workspace, childPath strin
 		}
 		return "", nil, merr
 	}
-	out, err := g.run(ctx, parent.Path, nil, "rev-parse", "HEAD")
+	out, err := g.run(ctx, parent.Path, env, "rev-parse", "HEAD")
 	if err != nil {
 		return "", nil, err
 	}

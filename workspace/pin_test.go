@@ -1,0 +1,120 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// evilGitDir makes, inside dir (a worktree the agent can write), a git
+// directory whose config runs a command that writes marker whenever git
+// looks at a worktree with it (core.fsmonitor), and returns it.
+func evilGitDir(t *testing.T, repo, dir, marker string) string {
+	t.Helper()
+	evil := filepath.Join(dir, ".evil")
+	git(t, dir, "init", "-q", "--bare", evil)
+	// Objects of the real repository, so that its commits resolve.
+	if err := os.WriteFile(filepath.Join(evil, "objects", "info", "alternates"),
+		[]byte(filepath.Join(repo, ".git", "objects")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "[core]\n\tbare = false\n\tfsmonitor = \"touch " + marker + "; false\"\n"
+	f, err := os.OpenFile(filepath.Join(evil, "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return evil
+}
+
+// TestGitIsHeldToTheLoggedRepository: an agent in a sandbox can write its
+// worktree, its .git file included, and the directory the repository
+// keeps for its worktree. Pointed at a git directory of the agent's
+// making, whose config runs a command (core.fsmonitor), the daemon's git
+// calls (run outside the sandbox) would run it as the daemon. They never
+// follow the worktree's .git file or that directory's commondir: the
+// command never runs, the snapshot is of the real repository, and Check
+// says the worktree is not the repository's (Repair then moves it aside,
+// keeping it).
+func TestGitIsHeldToTheLoggedRepository(t *testing.T) {
+	g := Git{}
+	ctx := context.Background()
+	t.Run(".git file", func(t *testing.T) {
+		repo := newRepo(t)
+		w := newWorkspace(t, g, repo)
+		marker := filepath.Join(t.TempDir(), "ran")
+		evil := evilGitDir(t, repo, w.Path, marker)
+		write(t, filepath.Join(w.Path, "work.txt"), "the agent's work\n")
+		write(t, filepath.Join(w.Path, ".git"), "gitdir: "+evil+"\n")
+
+		snap, err := g.Snapshot(ctx, w, "end", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the agent's git directory ran its command (core.fsmonitor) for the daemon's snapshot")
+		}
+		if got := git(t, repo, "rev-parse", SnapshotRef(w.AgentID)); got != snap {
+			t.Fatalf("the snapshot %s is not on the real repository's ref (%s)", snap, got)
+		}
+		if got := git(t, repo, "show", snap+":work.txt"); got != "the agent's work" {
+			t.Fatalf("the snapshot holds %q", got)
+		}
+		if err := g.Restore(ctx, w, snap); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the agent's git directory ran its command for the daemon's restore")
+		}
+		err = g.Check(ctx, w)
+		if !errors.Is(err, errNotWorktree) || !strings.Contains(err.Error(), evil) {
+			t.Fatalf("Check of a worktree whose .git names the agent's directory: %v", err)
+		}
+		what, err := g.Repair(ctx, w, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
+		if err != nil || !strings.Contains(what, "moved it to") || g.Check(ctx, w) != nil {
+			t.Fatalf("repair: %q %v", what, err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the agent's git directory ran its command for the daemon's check or repair")
+		}
+	})
+	t.Run("commondir", func(t *testing.T) {
+		repo := newRepo(t)
+		w := newWorkspace(t, g, repo)
+		marker := filepath.Join(t.TempDir(), "ran")
+		evil := evilGitDir(t, repo, w.Path, marker)
+		admin, err := adminDir(filepath.Join(repo, ".git"), w.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(admin, "commondir"), evil+"\n")
+		write(t, filepath.Join(w.Path, "work.txt"), "more\n")
+		// git reads the refs through commondir whatever the environment
+		// says, so the calls refuse such a worktree.
+		if _, err := g.Snapshot(ctx, w, "end", ""); !errors.Is(err, errNotWorktree) || !strings.Contains(err.Error(), evil) {
+			t.Fatalf("a snapshot through a commondir naming the agent's directory: %v", err)
+		}
+		if err := g.Check(ctx, w); !errors.Is(err, errNotWorktree) {
+			t.Fatalf("Check: %v", err)
+		}
+		what, err := g.Repair(ctx, w, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
+		if err != nil || !strings.Contains(what, "moved it to") || g.Check(ctx, w) != nil {
+			t.Fatalf("repair: %q %v", what, err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the agent's common directory ran its command")
+		}
+		if got := read(t, filepath.Join(w.Path+".moved-20261130T000000Z", "work.txt")); got != "more\n" {
+			t.Fatalf("the work moved aside: %q", got)
+		}
+	})
+}
