@@ -110,8 +110,9 @@ func (p *stallProxy) close() {
 }
 
 // gateScript blocks a "gate <fifo>" turn on the FIFO when it runs on
-// worker w2 (WORKER comes from the worker's config.json), then sends
-// "late-<worker>" to USER; elsewhere it sends at once.
+// worker w2 (WORKER comes from the worker's config.json), saying so first
+// in the file <fifo>.open, then sends "late-<worker>" to USER; elsewhere
+// it sends at once.
 const gateScript = `import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from warren_script import read_turn, call_tool, done
@@ -122,6 +123,7 @@ while True:
     words = msg.split(" ")
     if words[0] == "gate":
         if me == "w2":
+            open(words[1] + ".open", "w").close()
             with open(words[1]) as f:
                 f.read()
         try:
@@ -177,7 +179,18 @@ func TestWorkerPartition(t *testing.T) {
 		res, err := d.Client().Call(ctx, "agent.send", map[string]any{"agent_id": id, "message": "gate " + fifo})
 		sent <- result{res, err}
 	}()
-	waitEvents(t, d, id, "turn.start", 2) // the gate turn runs on w2, blocked on the FIFO
+	// The gate turn runs on w2, blocked on the FIFO. (Its turn.start is
+	// not enough: the turn may still be on its way to the worker, and
+	// would then never reach the FIFO.)
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, err := os.Stat(fifo + ".open"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gate turn did not reach its FIFO on w2 within a minute\n%s", tailString(d.Output(), 6000))
+		}
+		time.Sleep(20 * time.Millisecond) // the script's file is the only sign that it reached the FIFO
+	}
 
 	proxy.set(true, 0) // the partition
 	cut := time.Now()
@@ -194,9 +207,9 @@ func TestWorkerPartition(t *testing.T) {
 
 	// Release the abandoned attempt on w2: its tool call goes into the
 	// partition, then reaches the daemon 5 s late.
-	fw, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	fw, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0) // never blocks: fails when no one reads
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the abandoned attempt's program on w2 no longer waits on the FIFO: %v", err)
 	}
 	_, _ = fw.Write([]byte("go"))
 	fw.Close()
