@@ -3,14 +3,20 @@ package config
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/warren-dev/warren/workspace"
 )
 
 // labelPattern is what a worker label's key and value may hold.
 var labelPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // checkWorker validates an entry's "worker" setting: {"labels": {"k":
-// "v", ...}}, the labels a remote worker must carry to run the entry's
-// sessions (provider/remote).
+// "v", ...}, "remote": "URL"}, the labels a remote worker must carry to
+// run the entry's sessions (provider/remote), and the agents' remote: a
+// git repository the daemon and every worker can reach, through which
+// an agent's workspace moves to the worker running its turn (package
+// workspace). Without a remote, the sessions of agents with a workspace
+// run on the daemon's machine.
 func checkWorker(key string, settings map[string]any) error {
 	v, ok := settings["worker"]
 	if !ok {
@@ -22,9 +28,21 @@ func checkWorker(key string, settings map[string]any) error {
 		return fmt.Errorf("%w: %q must be an object such as {\"labels\": {\"gpu\": \"1\"}}, got %v", ErrInvalid, k, v)
 	}
 	for name := range m {
-		if name != "labels" {
-			return fmt.Errorf("%w: unknown key %q; the one key of a worker setting is \"labels\"", ErrInvalid, k+"."+name)
+		if name != "labels" && name != "remote" {
+			return fmt.Errorf("%w: unknown key %q; a worker setting has \"labels\" and \"remote\"", ErrInvalid, k+"."+name)
 		}
+	}
+	if r, has := m["remote"]; has {
+		s, isStr := r.(string)
+		if !isStr {
+			return fmt.Errorf("%w: %q must be a string, got %v", ErrInvalid, k+".remote", r)
+		}
+		if err := workspace.CheckRemote(s); err != nil {
+			return fmt.Errorf("%w: %q: %v", ErrInvalid, k+".remote", err)
+		}
+	}
+	if _, has := m["labels"]; !has {
+		return nil
 	}
 	labels, isObj := m["labels"].(map[string]any)
 	if !isObj {
@@ -37,6 +55,14 @@ func checkWorker(key string, settings map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// WorkerRemote is the agents' remote of entry name ("" when it has none:
+// its agents' workspaces stay on the daemon's machine).
+func (c Config) WorkerRemote(name string) string {
+	w, _ := c.Providers[name].Settings["worker"].(map[string]any)
+	r, _ := w["remote"].(string)
+	return r
 }
 
 // WorkerLabels are the labels entry name's sessions need on a remote

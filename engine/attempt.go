@@ -19,7 +19,7 @@ import (
 // timeout, with the attempt's tools open to calls made with the agent's
 // credential; the calls are in the log before the attempt ends. Before a
 // retry, turn.retry is logged and the client told.
-func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPlan, usage *provider.Usage) (string, int, error) {
+func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPlan, usage *provider.Usage, home *handed) (string, int, error) {
 	// A spent budget suspends the run before its turn (budgets.go).
 	if err := c.budgetGate(a, t); err != nil {
 		return "", 0, err
@@ -44,7 +44,9 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 		}
 	}
 	onUsage := c.usageLogger(a, t, usage)
+	attempt := 0
 	out := policy.Run(ctx, func() retry.Try {
+		attempt++
 		// A session whose worker is gone (provider.Lost) is opened again,
 		// on another worker or locally, restored from the log.
 		if sess.lease == nil || sess.Lost() {
@@ -61,10 +63,25 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 		if inject := sess.Inject(); inject != nil {
 			prompt = history.Block(*inject, req.Prompt, history.BlockOptions{})
 		}
-		resp, timedOut, drainFailed, err := c.sendOnce(ctx, a, sess, prompt, t, policy.Timeout,
-			provider.TurnIO{OnChunk: onChunk, OnUsage: onUsage, BeforeRequest: func() error { return c.budgetGate(a, t) }})
+		io := provider.TurnIO{OnChunk: onChunk, OnUsage: onUsage, BeforeRequest: func() error { return c.budgetGate(a, t) }}
+		worker, away := sess.Away()
+		if away {
+			hand, err := c.handOut(ctx, a, t, attempt)
+			if err != nil {
+				return retry.Try{Err: err}
+			}
+			io.Workspace = hand
+		}
+		resp, timedOut, drainFailed, err := c.sendOnce(ctx, a, sess, prompt, t, policy.Timeout, io)
 		if err == nil {
 			sess.Injected()
+		}
+		if err == nil && away {
+			// The attempt's edits come home before the turn ends; if they
+			// cannot, the turn is tried again from the daemon's worktree.
+			if *home, err = c.bringHome(ctx, a, t, io.Workspace, worker); err != nil {
+				err = provider.Transient(err, 0)
+			}
 		}
 		return retry.Try{Response: resp, Err: err, TimedOut: timedOut, DrainFailed: drainFailed}
 	}, func() bool { return delivered }, func(attempt int, err error, delay time.Duration) error {

@@ -59,6 +59,8 @@ type CreateSpec struct {
 
 	// sandbox is the resolved sandbox (logged in agent.created).
 	sandbox *schema.SandboxData
+	// made is the workspace made for the agent (nil: none).
+	made *schema.WorkspaceData
 }
 
 // CreateAgent creates an agent durably: its provider session, its log with
@@ -93,6 +95,7 @@ func (c *Core) CreateAgent(ctx context.Context, spec CreateSpec) (string, error)
 		if ws, err = c.makeWorkspace(ctx, id, &spec); err != nil {
 			return "", err
 		}
+		spec.made = ws
 		defer func() {
 			if !created && ws != nil {
 				c.dropWorkspace(ctx, id, ws)
@@ -316,8 +319,8 @@ func (c *Core) openLogReplay(ctx context.Context, id string, target **agent, res
 
 // providerSpec is the provider spec of agent id's session (package
 // agentspec): its system prompt, identity, process environment and
-// history mode.
-func (c *Core) providerSpec(provName, id, model, instructions, cwd string, sb *schema.SandboxData) provider.Spec {
+// history mode (made: the workspace of an agent being created).
+func (c *Core) providerSpec(provName, id, model, instructions, cwd string, sb *schema.SandboxData, made *schema.WorkspaceData) provider.Spec {
 	entry := c.config().Providers[provName]
 	var mode string
 	var modeSet bool
@@ -330,11 +333,16 @@ func (c *Core) providerSpec(provName, id, model, instructions, cwd string, sb *s
 	if lsb != nil {
 		procEnv = provider.MergeEnv(procEnv, c.sandboxEnv(id))
 	}
-	return provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd,
+	ps := provider.Spec{AgentID: id, Model: model, Instructions: instructions, Cwd: cwd,
 		System: agentspec.SystemPrompt(c.tree, id, instructions),
 		Env:    procEnv, Launcher: c.launches.For(id, lsb),
 		Identity: agentspec.Identity(c.tree, id), HistoryMode: agentspec.HistoryMode(mode, modeSet, entry),
 		Local: c.mustRunHere(cwd), Sandbox: sandboxSpec(lsb)}
+	if remote := c.config().WorkerRemote(provName); ps.Local != "" && remote != "" {
+		// The workspace moves to the worker through the agents' remote.
+		ps.Local, ps.Workspace = "", c.awaySpec(id, remote, made)
+	}
+	return ps
 }
 
 // sandboxSpec is the sandbox of a launch (nil: none).
@@ -347,7 +355,8 @@ func sandboxSpec(lsb *launch.Sandbox) *sandbox.Spec {
 }
 
 // mustRunHere says why a session must run on the daemon's machine, not
-// on a remote worker ("" when it may): a workspace is built here. (A
+// on a remote worker ("" when it may): a workspace is built here, and
+// moves to a worker only through an agents' remote (providerSpec). (A
 // worker builds a sandbox itself from Spec.Sandbox, and serves an acp
 // agent's bridge a socket of its own.)
 func (c *Core) mustRunHere(cwd string) string {

@@ -31,7 +31,8 @@
 //	                   ckptstore.go: where they live (files, or the cluster's);
 //	                   owed.go: a run end that could not be logged
 //	views*.go          what the API shows (agent.list, inspect, waits)
-//	workspaces.go      an agent's git worktree, snapshots and restores
+//	workspaces.go      an agent's git worktree, snapshots and restores;
+//	                   workspaces_away.go: the worktree lent to a worker
 //	sandboxes.go       who runs under bubblewrap, the private home
 //	usage.go           usage.step per model request, spend per subtree;
 //	                   budgets.go: budgets, grants and the budget wait

@@ -94,7 +94,7 @@ func wrapSlotErr(err error) error {
 // Abandon.
 func (s *liveSessions) Create(ctx context.Context, prov provider.Provider, id string, spec CreateSpec) (newSession, error) {
 	lease, err := s.mux.Acquire(ctx, id, spec.Provider, func(ctx context.Context) (*liveSession, error) {
-		ps := s.c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, spec.sandbox)
+		ps := s.c.providerSpec(spec.Provider, id, spec.Model, spec.Instructions, spec.Cwd, spec.sandbox, spec.made)
 		if v, ok := spec.Metadata[agentspec.HistoryModeKey]; ok {
 			ps.HistoryMode = v // the agent is not listed yet: its metadata is here
 		}
@@ -152,6 +152,19 @@ type turnSession struct {
 func (t turnSession) Inject() *history.History { return t.lease.Value().Inject }
 func (t turnSession) Injected()                { t.lease.Value().Inject = nil }
 
+// Away reports that the session runs away from the agent's workspace
+// (provider.WorkspaceAway), on the worker it names.
+func (t turnSession) Away() (worker string, ok bool) {
+	s := t.lease.Value().Sess
+	if wa, is := s.(provider.WorkspaceAway); !is || !wa.WorkspaceAway() {
+		return "", false
+	}
+	if w, is := s.(interface{ Worker() string }); is {
+		worker = w.Worker()
+	}
+	return worker, true
+}
+
 // Lost reports that the session is gone for good (provider.Lost).
 func (t turnSession) Lost() bool {
 	l, ok := t.lease.Value().Sess.(provider.Lost)
@@ -188,7 +201,7 @@ func (s *liveSessions) open(ctx context.Context, a *agent, provName, model strin
 	if sess != nil && req.Same && sess.Provider == provName && sess.Model == model {
 		req.Blob = sess.ProviderState
 	}
-	req.Spec = s.c.providerSpec(provName, a.ID(), model, set.Instructions, set.Cwd, set.Sandbox)
+	req.Spec = s.c.providerSpec(provName, a.ID(), model, set.Instructions, set.Cwd, set.Sandbox, nil)
 	ps, inject, err := s.reopen(ctx, req, a)
 	if err != nil {
 		return nil, err
@@ -241,6 +254,13 @@ func (s *liveSessions) history(ctx context.Context, id string) (history.History,
 func (s *liveSessions) evict(ctx context.Context, id string, lv *liveSession) error {
 	defer func() { _ = lv.Sess.Stop() }()
 	blob, err := lv.Sess.Suspend(ctx)
+	if l, ok := lv.Sess.(provider.Lost); err != nil && ok && l.Lost() {
+		// Its worker is gone, and the session's state with it: there is
+		// nothing to save, and the next open restores the agent from its
+		// log (its handle or its history), as after a lost worker.
+		s.c.log.Warn("the session's worker is gone; nothing of it to save", "agent", id, "err", err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("suspending the session of agent %s: %w", id, err)
 	}

@@ -180,13 +180,13 @@ func (c *Core) runTurn(a *agent, req TurnRequest) (res TurnResult) {
 	// The workspace's state before the provider changes it (a re-run's
 	// start is the run's: restored before its run.resumed).
 	if a.RunStartCommit(t.RunID) == "" {
-		if err := c.snapshotTurn(ctx, a, t.RunID, t.Turn, schema.SnapshotStart); err != nil {
+		if err := c.snapshotTurn(ctx, a, t.RunID, t.Turn, schema.SnapshotStart, handed{}); err != nil {
 			outcome = c.endTurn(ctx, a, t, "", 0, provider.Usage{}, err, &res)
 			return res
 		}
 	}
 	var usage provider.Usage
-	response, attempts, err := c.attempts(ctx, a, req, t, &usage)
+	response, attempts, err := c.attempts(ctx, a, req, t, &usage, &t.handed)
 	outcome = c.endTurn(ctx, a, t, response, attempts, usage, err, &res)
 	return res
 }
@@ -201,7 +201,7 @@ func (c *Core) endTurn(ctx context.Context, a *agent, t turnPlan, response strin
 	if !errors.Is(err, provider.ErrRunSuspended) && !(c.stopping() && !errors.Is(context.Cause(ctx), errOperatorCancel) && ctx.Err() != nil) {
 		// The workspace's state at the turn's end, before the end is
 		// logged; a failure to record it is logged and ends nothing.
-		if serr := c.snapshotTurn(context.WithoutCancel(ctx), a, runID, turn, schema.SnapshotEnd); serr != nil {
+		if serr := c.snapshotTurn(context.WithoutCancel(ctx), a, runID, turn, schema.SnapshotEnd, t.handed); serr != nil {
 			c.log.Error("recording a workspace at a turn's end", "agent", a.ID(), "run", runID, "err", serr)
 		}
 	}
@@ -333,6 +333,9 @@ type turnPlan struct {
 	Provider, Model string
 	// Rerun: the turn re-runs an earlier run (a resume).
 	Rerun bool
+	// handed is the end snapshot the attempt that answered took on a
+	// worker, brought home (workspaces_away.go).
+	handed handed
 }
 
 // chooseTurn picks a turn's provider and model (the request's, else the

@@ -135,17 +135,27 @@ func (c *Core) dropWorkspace(ctx context.Context, id string, d *schema.Workspace
 
 // snapshotTurn records a's workspace at a turn's start or end
 // (workspace.snapshot); nothing for an agent without an open workspace.
-func (c *Core) snapshotTurn(ctx context.Context, a *agent, runID string, turn int, at string) error {
+// An end snapshot a worker took and the daemon brought home (from) is
+// logged as it is.
+func (c *Core) snapshotTurn(ctx context.Context, a *agent, runID string, turn int, at string, from handed) error {
 	w, ok := a.OpenWorkspace()
 	if !ok {
 		return nil
 	}
-	commit, err := c.opts.Git.Snapshot(ctx, wsOf(a.ID(), w), fmt.Sprintf("warren: %s of run %s turn %d", at, runID, turn), w.Last)
-	if err != nil {
-		return fmt.Errorf("the %s snapshot of the workspace of %s: %w", at, a.Name(), err)
+	commit := from.Commit
+	if commit == "" {
+		var err error
+		if commit, err = c.opts.Git.Snapshot(ctx, wsOf(a.ID(), w), snapshotMessage(at, runID, turn), w.Last); err != nil {
+			return fmt.Errorf("the %s snapshot of the workspace of %s: %w", at, a.Name(), err)
+		}
 	}
-	_, err = a.Append(schema.WorkspaceSnapshot, schema.WorkspaceSnapshotData{RunID: runID, Turn: turn, At: at, Commit: commit})
+	_, err := a.Append(schema.WorkspaceSnapshot, schema.WorkspaceSnapshotData{RunID: runID, Turn: turn, At: at, Commit: commit, Worker: from.Worker})
 	return err
+}
+
+// snapshotMessage is the message of the snapshot at at of a turn.
+func snapshotMessage(at, runID string, turn int) string {
+	return fmt.Sprintf("warren: %s of run %s turn %d", at, runID, turn)
 }
 
 // restoreRun puts back the start snapshot of run runID of a before it is

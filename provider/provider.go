@@ -96,6 +96,42 @@ type Spec struct {
 	// applies it on the daemon's machine; a remote worker builds its own
 	// from it, with the bind paths on the worker's machine.
 	Sandbox *sandbox.Spec
+	// Workspace, when set, lets a remote worker run the session of an
+	// agent whose workspace (Cwd) is on the daemon's machine: the worker
+	// keeps a copy of it, which each attempt takes up and hands back
+	// through the agents' remote (TurnIO.Workspace, package workspace).
+	// Local sessions ignore it.
+	Workspace *WorkspaceSpec
+}
+
+// WorkspaceSpec is where an agent's workspace moves to run on a worker.
+type WorkspaceSpec struct {
+	// Remote is the agents' remote: a git URL the daemon and the worker
+	// reach.
+	Remote string
+	// Lease hands the workspace as it is now to a session being opened
+	// on a worker (its Lease and Branch), which takes it up before the
+	// agent's process starts.
+	Lease func(ctx context.Context) (WorkspaceHand, error)
+}
+
+// WorkspaceHand is an attempt's hold on the agent's workspace, when the
+// session runs away from it (WorkspaceAway): before the attempt the
+// session's copy takes up Lease, a commit of the workspace on the agents'
+// remote; after an attempt that succeeded it records its copy as a
+// snapshot whose message is Message, hands it back on the remote and sets
+// Snapshot to it.
+type WorkspaceHand struct {
+	Lease, Branch, Message string
+	// Snapshot is set by the session: the end snapshot it handed back.
+	Snapshot string
+}
+
+// WorkspaceAway is implemented by sessions that may run away from the
+// agent's workspace (provider/remote): true when this one does, and each
+// attempt then needs a TurnIO.Workspace.
+type WorkspaceAway interface {
+	WorkspaceAway() bool
 }
 
 // History modes (Spec.HistoryMode).
@@ -143,6 +179,9 @@ type TurnIO struct {
 	// turn (providers that make the requests themselves); an error ends the
 	// turn with it (ErrRunSuspended: a budget is spent, SPEC 13).
 	BeforeRequest func() error
+	// Workspace, when set, is the attempt's hold on the agent's workspace
+	// (a session that runs away from it: WorkspaceAway).
+	Workspace *WorkspaceHand
 }
 
 // Usage is the token usage a provider reports (schema.Usage: it is logged

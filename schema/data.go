@@ -252,6 +252,9 @@ type WorkspaceSnapshotData struct {
 	Turn   int    `json:"turn"`
 	At     string `json:"at"`
 	Commit string `json:"commit"`
+	// Worker is the remote worker that took the snapshot of its copy and
+	// handed it back ("" for one taken on the daemon's machine).
+	Worker string `json:"worker,omitempty"`
 }
 
 type WorkspaceRestoredData struct {

@@ -54,7 +54,7 @@
 //	reminder.scheduled  own          reminder_id, reason, due, every_ms
 //	reminder.cancelled  own          reminder_id
 //	workspace.created   own          repo, path, branch, base (written with agent.created)
-//	workspace.snapshot  own          run_id, turn, at (start or end), commit
+//	workspace.snapshot  own          run_id, turn, at (start or end), commit, worker?
 //	workspace.restored  own          run_id, commit, reason (rerun or operator)
 //	workspace.repaired  own          path, what
 //	workspace.merged    the parent's child_id, branch, commit, or conflicts (paths)

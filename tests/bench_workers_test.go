@@ -179,3 +179,36 @@ func percentile(ds []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkWorkspaceTurn: one agent with a workspace (workScript, which
+// appends two lines to a file each turn), its session on a worker with
+// the workspace moving through an agents' remote on this disk
+// (workspace=worker), or on the daemon's machine in its worktree
+// (workspace=local, a worker listed but the entry without a remote): a
+// turn's latency through the socket, p50 and p99.
+//
+//	go test -run '^$' -bench 'WorkspaceTurn' -benchtime 200x ./tests/
+func BenchmarkWorkspaceTurn(b *testing.B) {
+	for _, away := range []bool{false, true} {
+		name := "workspace=local"
+		if away {
+			name = "workspace=worker"
+		}
+		b.Run(name, func(b *testing.B) {
+			f := newAwayFleet(b, 1, away)
+			f.create(b)
+			ds := make([]time.Duration, 0, b.N)
+			for i := 0; b.Loop(); i++ {
+				t0 := time.Now()
+				res, err := f.d.Client().Call(context.Background(), "agent.send", map[string]any{"agent_id": f.agent, "message": "t" + strconv.Itoa(i)})
+				ds = append(ds, time.Since(t0))
+				if onWorker := strings.HasPrefix(str(res["response"]), f.workers["w1"].home); err != nil || onWorker != away {
+					b.Fatalf("turn %d: %v %v (on the worker: %v, want %v)", i, res, err, onWorker, away)
+				}
+			}
+			slices.Sort(ds)
+			b.ReportMetric(ms(percentile(ds, 50)), "p50_ms")
+			b.ReportMetric(ms(percentile(ds, 99)), "p99_ms")
+		})
+	}
+}

@@ -31,6 +31,8 @@ type workerFleet struct {
 	mu      sync.Mutex
 	workers map[string]*workerProc
 	tokens  map[string]string // worker id -> token file
+	// env is what a worker's process environment adds, by worker id.
+	env map[string][]string
 }
 
 // workerProc is one `warren worker` process.
@@ -100,6 +102,11 @@ func (f *workerFleet) startWith(id string, size int, url, cfg string) *workerPro
 	cmd := exec.Command(procBinary, "worker", "--join", url, "--pools", fmt.Sprintf("%s=%d", f.pool, size), "--id", id,
 		"--home", home, "--log-level", "debug", "--token-file", f.token(id))
 	cmd.Stdout, cmd.Stderr = out, out
+	f.mu.Lock()
+	if extra := f.env[id]; extra != nil {
+		cmd.Env = append(os.Environ(), extra...)
+	}
+	f.mu.Unlock()
 	if err := cmd.Start(); err != nil {
 		f.t.Fatal(err)
 	}

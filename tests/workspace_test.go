@@ -27,7 +27,7 @@ while True:
 `
 
 // gitRepo makes a repository under dir with notes.md committed.
-func gitRepo(t *testing.T, dir string) string {
+func gitRepo(t testing.TB, dir string) string {
 	t.Helper()
 	repo := filepath.Join(dir, "repo")
 	if err := os.MkdirAll(repo, 0o755); err != nil {
@@ -42,7 +42,7 @@ func gitRepo(t *testing.T, dir string) string {
 	return repo
 }
 
-func runGit(t *testing.T, dir string, args ...string) string {
+func runGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir

@@ -12,7 +12,9 @@
 // env_pass and env apply on the worker's machine), and starts agent
 // processes exactly as the daemon does: the environment allow-list,
 // process groups. An agent whose working directory does not exist on the
-// worker's machine runs in <dir>/agents/<agent id>.
+// worker's machine runs in <dir>/agents/<agent id>; an agent whose open
+// hands over its workspace runs in the worker's copy of it,
+// <dir>/workspaces/<agent id> (workspace.go).
 //
 // Each send runs one attempt: chunks and usage are published to the
 // attempt's subjects, each tool call and budget gate is a request to the

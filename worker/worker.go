@@ -28,6 +28,7 @@ import (
 	"github.com/warren-dev/warren/provider/remote"
 	"github.com/warren-dev/warren/sandbox"
 	"github.com/warren-dev/warren/stderrlog"
+	"github.com/warren-dev/warren/workspace"
 )
 
 // Options configure a Worker.
@@ -52,8 +53,10 @@ type Options struct {
 	// the scripted helper library; no socket).
 	Env agentspec.Env
 	// Dir holds the directories of agents whose own is not on this
-	// machine.
-	Dir    string
+	// machine, and the copies of agents' workspaces (workspace.go).
+	Dir string
+	// Git runs git for the workspaces (the zero value: git from PATH).
+	Git    workspace.Git
 	Logger hclog.Logger
 }
 
@@ -106,7 +109,10 @@ type session struct {
 	sess   provider.Session
 	// release gives back the agent's socket (sockets.acquire).
 	release func()
-	mu      sync.Mutex // one operation at a time
+	// away is the copy of the agent's workspace the session runs in
+	// (nil: none).
+	away *away
+	mu   sync.Mutex // one operation at a time
 }
 
 // stop stops the provider session and gives its socket back.
@@ -301,6 +307,16 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 	}
 	spec := req.Spec.Provider()
 	spec.Env = agentspec.ProcessEnv(w.o.Config().Providers[req.Provider], w.o.Env, spec.AgentID)
+	var aw *away
+	if req.Spec.Workspace != nil {
+		var err error
+		if aw, err = w.openAway(ctx, spec.AgentID, req.Spec.Workspace); err != nil {
+			w.unreserve(req.Provider)
+			respond(r, remote.OpenReply{Error: &remote.WireError{Kind: remote.KindRefused, Message: err.Error()}})
+			return
+		}
+		spec.Cwd = aw.ws.Path
+	}
 	if spec.Cwd == "" || !isDir(spec.Cwd) {
 		spec.Cwd = filepath.Join(w.o.Dir, "agents", spec.AgentID)
 		if err := os.MkdirAll(spec.Cwd, 0o700); err != nil {
@@ -338,7 +354,7 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 		respond(r, remote.OpenReply{Error: remote.Wire(err)})
 		return
 	}
-	ws := &session{pool: req.Provider, daemon: req.Daemon, agent: spec.AgentID, sess: sess, release: release}
+	ws := &session{pool: req.Provider, daemon: req.Daemon, agent: spec.AgentID, sess: sess, release: release, away: aw}
 	w.mu.Lock()
 	closing := w.closing
 	if !closing {
@@ -476,12 +492,10 @@ func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 	}()
 	t := &turn{w: w, daemon: req.Daemon, attempt: req.Attempt, cancel: cancel}
 	s.mu.Lock()
-	w.setTurn(s.agent, t)
-	resp, err := s.sess.Send(actx, req.Prompt, provider.TurnIO{Tools: t, OnChunk: t.chunk, OnUsage: t.usage, BeforeRequest: func() error { return t.gate(actx) }})
-	w.setTurn(s.agent, nil)
+	resp, snapshot, err := w.runTurn(actx, s, t, &req)
 	s.mu.Unlock()
 	if serr := t.suspendedBy(); serr != nil {
-		resp, err = "", serr
+		resp, snapshot, err = "", "", serr
 	}
 	chunks, usages := t.counts()
 	wire := remote.Wire(err)
@@ -489,7 +503,34 @@ func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 		// The worker is stopping: its sessions go with it.
 		wire = &remote.WireError{Kind: remote.KindLost, Message: "worker " + w.o.ID + " is stopping: " + err.Error()}
 	}
-	respond(r, remote.SendReply{Response: resp, Error: wire, Chunks: chunks, Usages: usages})
+	respond(r, remote.SendReply{Response: resp, Error: wire, Chunks: chunks, Usages: usages, Snapshot: snapshot})
+}
+
+// runTurn runs attempt t of session s: in the copy of the agent's
+// workspace when the attempt hands one over (taken up first, handed back
+// after a turn that succeeded: snapshot).
+func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.SendRequest) (resp, snapshot string, err error) {
+	if h := req.Workspace; h != nil {
+		if s.away == nil {
+			return "", "", fmt.Errorf("the attempt hands over a workspace; session %s was opened without one", req.Session)
+		}
+		if err := s.away.take(ctx, h); err != nil {
+			// Tried again on a new lease (the daemon's worktree is as it was).
+			return "", "", provider.Transient(fmt.Errorf("taking up the workspace on worker %s: %w", w.o.ID, err), 0)
+		}
+	}
+	w.setTurn(s.agent, t)
+	resp, err = s.sess.Send(ctx, req.Prompt, provider.TurnIO{Tools: t, OnChunk: t.chunk, OnUsage: t.usage, BeforeRequest: func() error { return t.gate(ctx) }})
+	w.setTurn(s.agent, nil)
+	if err != nil || req.Workspace == nil || t.suspendedBy() != nil {
+		return resp, "", err
+	}
+	if snapshot, err = s.away.give(ctx, req.Workspace); err != nil {
+		// Not handed back, so not done: the turn runs again on a new lease,
+		// from the daemon's worktree as it was.
+		return "", "", provider.Transient(fmt.Errorf("handing the workspace back from worker %s: %w", w.o.ID, err), 0)
+	}
+	return resp, snapshot, nil
 }
 
 // maxSeen bounds the ids remembered against replays: more than a

@@ -56,4 +56,43 @@
 // Nothing here removes a branch or a worktree but Close (the worktree,
 // keeping the branch) and Discard (both, for an agent whose creation
 // failed after git made them: they hold nothing of anyone's work).
+//
+// # Held to the logged repository
+//
+// A sandboxed agent can write its worktree, its .git file included, and
+// the directory the repository keeps for the worktree. So every call on
+// a worktree names the repository's directories itself (GIT_DIR,
+// GIT_COMMON_DIR and GIT_WORK_TREE: pin), found from the logged
+// repository and never from the worktree, after checking that the
+// worktree's directory in the repository names the repository (git reads
+// refs through its commondir whatever the environment says); Check reads
+// the .git file as data. Otherwise a git directory the agent made, whose
+// config runs a command (core.fsmonitor), would run it as the daemon.
+//
+// # Workspaces on workers
+//
+// An agent's workspace moves to the worker running one attempt of its
+// turn, and back, through the agents' remote (remote.go):
+//
+//   - Lease (the daemon): a commit of the worktree's whole state, parents
+//     the branch head and the latest snapshot (the chain goes on through
+//     it), its message naming the attempt, pushed (forced) to
+//     IncomingRef, refs/warren/incoming/<agent-id>.
+//   - Adopt (the worker): its copy is a linked worktree of a bare
+//     repository of its own (Workspace.Repo, outside the worktree), made
+//     when missing and repaired when broken; the lease is fetched (to
+//     refs/warren/lease/<agent-id>), refused when the remote no longer
+//     holds it (ErrLeaseLost), and restored: the branch at its first
+//     parent, the files as it has them.
+//   - Hand (the worker, after an attempt that succeeded): a snapshot of
+//     the copy whose previous one is the lease, pushed to IncomingRef with
+//     a lease on the lease (--force-with-lease) and the branch, in one
+//     atomic push; ErrLeaseLost when another attempt holds the workspace.
+//   - Take (the daemon): IncomingRef fetched into the repository, checked
+//     to hold the worker's snapshot, made SnapshotRef, and restored into
+//     the worktree.
+//
+// Lease, Adopt and Take are idempotent; a Hand cut short leaves the
+// remote at the lease or at its own snapshot, which only a Take of the
+// commit the worker reported brings home.
 package workspace

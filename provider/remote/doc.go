@@ -63,7 +63,18 @@
 // Session.Send makes an attempt id, registers it with the daemon's
 // router, and requests warren.worker.<id>.send {session, attempt, prompt}.
 // The worker runs the turn on its provider session and answers when it
-// ends: {response} or {error}. Meanwhile it publishes the turn's chunks
+// ends: {response} or {error}.
+//
+// A session of an agent with a workspace whose entry names an agents'
+// remote carries its workspace (package workspace, "Workspaces on
+// workers"): the open's spec has {workspace: {remote, lease, branch}},
+// which the worker takes up before it starts the agent (the agent's cwd
+// is then its copy, not the daemon's path), and each send has
+// {workspace: {remote, lease, branch, message}}: the worker takes up that
+// attempt's lease before the turn and, when the turn succeeded, hands its
+// copy back and answers {response, snapshot}. A take-up or hand-back that
+// fails is a transient error: the daemon tries the turn again on a new
+// lease. Meanwhile it publishes the turn's chunks
 // (each with a sequence number) and usage, and requests each tool call and
 // budget gate on the attempt's subjects; the router hands them to the
 // attempt's TurnIO, so a tool runs at the daemon and is logged (tool.call)

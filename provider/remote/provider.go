@@ -90,6 +90,16 @@ func (p *Provider) open(ctx context.Context, req OpenRequest, spec provider.Spec
 			return nil, nil
 		}
 		tried[sl.worker] = true
+		if spec.Workspace != nil && req.Spec.Workspace == nil {
+			// The workspace is handed over once, to whichever worker opens.
+			hand, err := spec.Workspace.Lease(ctx)
+			if err != nil {
+				p.d.release(sl)
+				p.d.log.Warn("the workspace could not be handed to a worker; opening the session locally", "agent", req.Spec.AgentID, "err", err)
+				return nil, nil
+			}
+			req.Spec.Workspace = &Hand{Remote: spec.Workspace.Remote, Lease: hand.Lease, Branch: hand.Branch}
+		}
 		req.Session = NewAttemptID()
 		s := &Session{d: p.d, slot: sl, id: req.Session}
 		// The stderr route is set before the open: the agent's process
@@ -106,6 +116,9 @@ func (p *Provider) open(ctx context.Context, req OpenRequest, spec provider.Spec
 		if err == nil && rep.Error == nil {
 			p.d.log.Info("session placed", "agent", req.Spec.AgentID, "worker", sl.worker, "pool", sl.pool, "restore", req.Restore)
 			s.handle, s.restoredBy = rep.Handle, rep.RestoredBy
+			if ws := req.Spec.Workspace; ws != nil {
+				s.remote, s.branch = ws.Remote, ws.Branch
+			}
 			return s, nil
 		}
 		s.endStderr()
@@ -144,7 +157,15 @@ type Session struct {
 	stopOnce   sync.Once
 	// releaseStderr gives the agent's stderr log back (nil: none).
 	releaseStderr func()
+	// remote and branch: the session runs in the worker's copy of the
+	// agent's workspace, moved through the agents' remote ("": none).
+	remote, branch string
 }
+
+// WorkspaceAway reports that the session runs in the worker's copy of
+// the agent's workspace (provider.WorkspaceAway): each attempt hands it
+// over (provider.TurnIO.Workspace).
+func (s *Session) WorkspaceAway() bool { return s.remote != "" }
 
 // Handle is the worker provider's native handle.
 func (s *Session) Handle() string { return s.handle }
@@ -181,8 +202,12 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	end := s.d.router.add(actx, att, s.slot.worker, io)
+	req := SendRequest{Session: s.id, Daemon: s.d.daemon, Attempt: att, Prompt: prompt}
+	if h := io.Workspace; h != nil {
+		req.Workspace = &Hand{Remote: s.remote, Lease: h.Lease, Branch: h.Branch, Message: h.Message}
+	}
 	var rep SendReply
-	err := s.d.request(actx, s.slot, OpSend, SendRequest{Session: s.id, Daemon: s.d.daemon, Attempt: att, Prompt: prompt}, &rep)
+	err := s.d.request(actx, s.slot, OpSend, req, &rep)
 	if err != nil {
 		cancel()
 		s.abandon(att)
@@ -192,6 +217,9 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 	case err == nil:
 		if rep.Error != nil && (rep.Error.Kind == KindLost || rep.Error.Kind == KindRefused) {
 			s.lost.Store(true)
+		}
+		if io.Workspace != nil && rep.Error == nil {
+			io.Workspace.Snapshot = rep.Snapshot
 		}
 		return rep.Response, rep.Error.Err()
 	case ctx.Err() != nil:
@@ -231,6 +259,9 @@ func (s *Session) Suspend(ctx context.Context) ([]byte, error) {
 	}
 	var rep SuspendReply
 	if err := s.d.request(ctx, s.slot, OpSuspend, SessionRequest{Session: s.id}, &rep); err != nil {
+		if errors.Is(err, errLost) {
+			s.lost.Store(true)
+		}
 		return nil, fmt.Errorf("suspending the session on worker %s: %w", s.slot.worker, err)
 	}
 	return rep.Blob, rep.Error.Err()

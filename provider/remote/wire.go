@@ -196,6 +196,20 @@ type Spec struct {
 	Identity     provider.Identity `json:"identity"`
 	// Sandbox: the worker runs the agent in bubblewrap (never without).
 	Sandbox *sandbox.Spec `json:"sandbox,omitempty"`
+	// Workspace: the agent runs in the worker's copy of its workspace,
+	// which takes up Lease (package workspace) before the agent starts;
+	// Cwd is then the daemon's and not used.
+	Workspace *Hand `json:"workspace,omitempty"`
+}
+
+// Hand is a hold on an agent's workspace: the agents' remote, the lease
+// commit the daemon pushed there, the agent's branch, and for an
+// attempt the message of the end snapshot the worker hands back.
+type Hand struct {
+	Remote  string `json:"remote"`
+	Lease   string `json:"lease"`
+	Branch  string `json:"branch"`
+	Message string `json:"message,omitempty"`
 }
 
 // Turn is provider.Turn with its calls' ids.
@@ -256,6 +270,9 @@ type SendRequest struct {
 	Daemon  string `json:"daemon"`
 	Attempt string `json:"attempt"`
 	Prompt  string `json:"prompt"`
+	// Workspace: the attempt takes up the lease first and, when the turn
+	// succeeds, hands its copy back (SendReply.Snapshot).
+	Workspace *Hand `json:"workspace,omitempty"`
 }
 
 // SendReply answers a SendRequest when the turn ends.
@@ -267,6 +284,9 @@ type SendReply struct {
 	// reach it on another subscription than the answer).
 	Chunks int `json:"chunks"`
 	Usages int `json:"usages"`
+	// Snapshot is the end snapshot the worker handed back on the agents'
+	// remote (SendRequest.Workspace).
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // SessionRequest names a session (suspend, stop).

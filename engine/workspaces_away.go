@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	fold "github.com/warren-dev/warren/projection"
+	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/workspace"
+)
+
+// A workspace away: an agent whose provider entry names an agents'
+// remote ("worker": {"remote": URL}) may run on a remote worker with its
+// workspace. The daemon's worktree stays the workspace between turns:
+// every other operation (snapshots at a turn's start, restores, merges,
+// closing, repair) runs on it as for a local agent. For each attempt on a
+// worker, the daemon hands the worktree as it is to the attempt (a lease
+// commit pushed to the remote), the worker's copy takes it up, the agent
+// works there, and after an attempt that succeeded the worker records its
+// copy as the turn's end snapshot and hands it back on the remote, with a
+// lease on the lease; the daemon brings it home into its worktree and
+// logs it (workspace.snapshot with the worker). A later lease (a retry on
+// another worker) makes an earlier attempt's hand-back fail, and its late
+// answer is dropped: an attempt's edits reach the daemon once or never.
+// What a lost worker loses is its attempt's edits, which a re-run would
+// roll back anyway (package workspace, doc.go).
+
+// awaySpec is what providerSpec gives a session of agent id that may open
+// on a worker with its workspace: the agents' remote, and the lease that
+// hands the workspace to the worker at the open (made: the workspace of
+// an agent being created, not listed yet).
+func (c *Core) awaySpec(id, remote string, made *schema.WorkspaceData) *provider.WorkspaceSpec {
+	return &provider.WorkspaceSpec{Remote: remote, Lease: func(ctx context.Context) (provider.WorkspaceHand, error) {
+		w, last, err := c.workspaceNow(id, made)
+		if err != nil {
+			return provider.WorkspaceHand{}, err
+		}
+		lease, err := c.opts.Git.Lease(ctx, w, remote, last, "the open of agent "+id+" on a worker")
+		if err != nil {
+			return provider.WorkspaceHand{}, err
+		}
+		return provider.WorkspaceHand{Lease: lease, Branch: w.Branch}, nil
+	}}
+}
+
+// workspaceNow is agent id's open workspace and its latest snapshot ("":
+// none), or made for an agent being created.
+func (c *Core) workspaceNow(id string, made *schema.WorkspaceData) (workspace.Workspace, string, error) {
+	if a, ok := c.agent(id); ok {
+		w, ok := a.OpenWorkspace()
+		if !ok {
+			return workspace.Workspace{}, "", fmt.Errorf("agent %s has no open workspace to hand to a worker", id)
+		}
+		return wsOf(id, w), w.Last, nil
+	}
+	if made == nil {
+		return workspace.Workspace{}, "", fmt.Errorf("agent %s has no workspace to hand to a worker", id)
+	}
+	return wsOf(id, fold.Workspace{Repo: made.Repo, Path: made.Path, Branch: made.Branch, Base: made.Base}), "", nil
+}
+
+// handOut hands a's workspace to one attempt of turn t on a worker: the
+// attempt's TurnIO.Workspace.
+func (c *Core) handOut(ctx context.Context, a *agent, t turnPlan, attempt int) (*provider.WorkspaceHand, error) {
+	remote := c.config().WorkerRemote(t.Provider)
+	w, last, err := c.workspaceNow(a.ID(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if remote == "" {
+		return nil, fmt.Errorf("the session of %s runs on a worker, but provider %q names no agents' remote (\"worker\": {\"remote\": ...})",
+			a.Name(), t.Provider)
+	}
+	lease, err := c.opts.Git.Lease(ctx, w, remote, last, fmt.Sprintf("attempt %d of run %s turn %d", attempt, t.RunID, t.Turn))
+	if err != nil {
+		return nil, err
+	}
+	return &provider.WorkspaceHand{Lease: lease, Branch: w.Branch, Message: snapshotMessage(schema.SnapshotEnd, t.RunID, t.Turn)}, nil
+}
+
+// bringHome brings the end snapshot an attempt on worker handed back into
+// a's worktree; the turn's end logs it (snapshotTurn).
+func (c *Core) bringHome(ctx context.Context, a *agent, t turnPlan, hand *provider.WorkspaceHand, worker string) (handed, error) {
+	if hand.Snapshot == "" {
+		return handed{}, fmt.Errorf("worker %s answered the turn of %s without handing its workspace back", worker, a.Name())
+	}
+	w, _, err := c.workspaceNow(a.ID(), nil)
+	if err != nil {
+		return handed{}, err
+	}
+	if err := c.opts.Git.Take(ctx, w, c.config().WorkerRemote(t.Provider), hand.Snapshot); err != nil {
+		return handed{}, fmt.Errorf("bringing the workspace of %s home from worker %s: %w", a.Name(), worker, err)
+	}
+	return handed{Commit: hand.Snapshot, Worker: worker}, nil
+}
+
+// handed is a turn's end snapshot that a worker took and the daemon
+// brought home ("" Commit: none).
+type handed struct {
+	Commit, Worker string
+}

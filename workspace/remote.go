@@ -1,0 +1,164 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// IncomingRef is the ref of the agents' remote through which agent id's
+// workspace moves between the daemon and the worker running one attempt
+// of its turn (doc.go, "Workspaces on workers").
+func IncomingRef(agentID string) string { return "refs/warren/incoming/" + agentID }
+
+// CheckRemote refuses an agents' remote that git could take for an
+// option, or that holds a space or a control character.
+func CheckRemote(remote string) error {
+	if remote == "" || len(remote) > 1024 || strings.HasPrefix(remote, "-") ||
+		strings.ContainsFunc(remote, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("the agents' remote %q must be a git URL or an absolute path the daemon and every worker reach "+
+			"(such as \"ssh://git@host/team/agents.git\" or \"/srv/git/agents.git\")", remote)
+	}
+	return nil
+}
+
+// leaseRef is where a worker's repository keeps the lease it fetched.
+func leaseRef(agentID string) string { return "refs/warren/lease/" + agentID }
+
+// ErrLeaseLost marks an attempt whose hand was taken back: the remote's
+// IncomingRef no longer holds the lease it was given (the daemon handed
+// the workspace to a later attempt).
+var ErrLeaseLost = errors.New("the workspace was handed to another attempt")
+
+// Lease hands w's worktree, as it is now, to one attempt on a worker: a
+// commit of its whole state (as Snapshot records it), whose parents are
+// the branch head and last (the latest snapshot, so that the chain keeps
+// every snapshot), with a message naming tag, pushed to remote's
+// IncomingRef. The push is forced: the daemon, the log's one writer,
+// decides who holds the workspace. It returns the lease.
+func (g Git) Lease(ctx context.Context, w Workspace, remote, last, tag string) (string, error) {
+	pin, err := g.pin(ctx, w)
+	if err != nil {
+		return "", err
+	}
+	idx, err := g.indexPath(ctx, w)
+	if err != nil {
+		return "", err
+	}
+	env := append([]string{"GIT_INDEX_FILE=" + idx}, pin...)
+	if _, err := g.run(ctx, w.Path, env, "add", "-A", "--", "."); err != nil {
+		return "", err
+	}
+	tree, err := g.run(ctx, w.Path, env, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"commit-tree", line(tree), "-m", "warren: handed to " + tag, "-p", "HEAD"}
+	if last != "" {
+		args = append(args, "-p", last)
+	}
+	out, err := g.run(ctx, w.Path, pin, args...)
+	if err != nil {
+		return "", err
+	}
+	lease := line(out)
+	if _, err := g.run(ctx, w.Repo, nil, "push", "--quiet", "--force", "--end-of-options", remote, lease+":"+IncomingRef(w.AgentID)); err != nil {
+		return "", fmt.Errorf("handing the workspace of %s to the agents' remote %s: %w", w.AgentID, remote, err)
+	}
+	return lease, nil
+}
+
+// Adopt puts the worker's copy of an agent's workspace, w (Repo: a bare
+// repository of the worker's, made when missing; Path: its linked
+// worktree), at lease: fetched from remote's IncomingRef (ErrLeaseLost
+// when that holds another commit), the worktree made or repaired, the
+// branch at the lease's first parent and the files as the lease has
+// them. It is idempotent: an adoption cut anywhere is finished by
+// adopting again.
+func (g Git) Adopt(ctx context.Context, w Workspace, remote, lease string) error {
+	if _, err := os.Stat(filepath.Join(w.Repo, "HEAD")); err != nil {
+		if err := os.MkdirAll(filepath.Dir(w.Repo), 0o700); err != nil {
+			return err
+		}
+		if _, err := g.run(ctx, filepath.Dir(w.Repo), nil, "init", "-q", "--bare", "--", w.Repo); err != nil {
+			return err
+		}
+	}
+	if _, err := g.run(ctx, w.Repo, nil, "fetch", "--quiet", "--no-tags", "--end-of-options", remote,
+		"+"+IncomingRef(w.AgentID)+":"+leaseRef(w.AgentID)); err != nil {
+		return fmt.Errorf("fetching the workspace of %s from the agents' remote %s: %w", w.AgentID, remote, err)
+	}
+	out, err := g.run(ctx, w.Repo, nil, "rev-parse", leaseRef(w.AgentID), lease+"^1")
+	if err != nil {
+		return err
+	}
+	got, head, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	if got != lease {
+		return fmt.Errorf("%w: the agents' remote holds %s for %s, not the lease %s", ErrLeaseLost, got, w.AgentID, lease)
+	}
+	if !g.branchExists(ctx, w) {
+		if _, err := g.run(ctx, w.Repo, nil, "update-ref", "refs/heads/"+w.Branch, head); err != nil {
+			return err
+		}
+	}
+	if _, err := g.Repair(ctx, w, time.Now()); err != nil {
+		return err
+	}
+	return g.Restore(ctx, w, lease)
+}
+
+// Hand records the worker's copy w after an attempt (a snapshot whose
+// previous one is lease) and pushes it to remote's IncomingRef, with a
+// lease on lease, and w's branch, in one atomic push; ErrLeaseLost when
+// the remote no longer holds lease. It returns the snapshot.
+func (g Git) Hand(ctx context.Context, w Workspace, remote, message, lease string) (string, error) {
+	commit, err := g.Snapshot(ctx, w, message, lease)
+	if err != nil {
+		return "", err
+	}
+	ref := IncomingRef(w.AgentID)
+	_, perr := g.run(ctx, w.Repo, nil, "push", "--quiet", "--atomic", "--force-with-lease="+ref+":"+lease, "--end-of-options", remote,
+		commit+":"+ref, "+refs/heads/"+w.Branch+":refs/heads/"+w.Branch)
+	if perr == nil {
+		return commit, nil
+	}
+	out, err := g.run(ctx, w.Repo, nil, "ls-remote", "--end-of-options", remote, ref)
+	if err != nil {
+		return "", perr
+	}
+	switch held, _, _ := strings.Cut(strings.TrimSpace(out), "\t"); held {
+	case commit:
+		return commit, nil
+	case lease:
+		return "", perr
+	default:
+		return "", fmt.Errorf("%w: the agents' remote holds %s for %s, not the lease %s", ErrLeaseLost, held, w.AgentID, lease)
+	}
+}
+
+// Take brings commit, a worker's snapshot of w handed on remote's
+// IncomingRef, into the daemon's worktree w: fetched, checked to be what
+// the remote holds, made the head of SnapshotRef's chain, and restored
+// (the branch at its first parent, the files as it has them). It is
+// idempotent.
+func (g Git) Take(ctx context.Context, w Workspace, remote, commit string) error {
+	ref := IncomingRef(w.AgentID)
+	if _, err := g.run(ctx, w.Repo, nil, "fetch", "--quiet", "--no-tags", "--end-of-options", remote, "+"+ref+":"+ref); err != nil {
+		return fmt.Errorf("fetching the workspace of %s from the agents' remote %s: %w", w.AgentID, remote, err)
+	}
+	out, err := g.run(ctx, w.Repo, nil, "rev-parse", "--verify", ref)
+	if err != nil {
+		return err
+	}
+	if got := line(out); got != commit {
+		return fmt.Errorf("%w: the agents' remote holds %s for %s, not the snapshot %s its worker reported", ErrLeaseLost, got, w.AgentID, commit)
+	}
+	if _, err := g.run(ctx, w.Repo, nil, "update-ref", "-m", "warren: snapshot taken from a worker", SnapshotRef(w.AgentID), commit); err != nil {
+		return err
+	}
+	return g.Restore(ctx, w, commit)
+}
