@@ -64,11 +64,15 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 			prompt = history.Block(*inject, req.Prompt, history.BlockOptions{})
 		}
 		io := provider.TurnIO{OnChunk: onChunk, OnUsage: onUsage, BeforeRequest: func() error { return c.budgetGate(a, t) }}
-		worker, away := sess.Away()
+		worker, remote, away := sess.Away()
 		if away {
-			hand, err := c.handOut(ctx, a, t, attempt)
+			hand, err := c.handOut(ctx, a, t, attempt, remote)
 			if err != nil {
-				return retry.Try{Err: err}
+				// The session is given up: its next open hands the
+				// workspace over again, or runs it here.
+				sess.End(true)
+				sess = turnSession{}
+				return retry.Try{Err: provider.Transient(err, 0)}
 			}
 			io.Workspace = hand
 		}
@@ -79,7 +83,7 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 		if err == nil && away {
 			// The attempt's edits come home before the turn ends; if they
 			// cannot, the turn is tried again from the daemon's worktree.
-			if *home, err = c.bringHome(ctx, a, t, io.Workspace, worker); err != nil {
+			if *home, err = c.bringHome(ctx, a, io.Workspace, worker, remote); err != nil {
 				err = provider.Transient(err, 0)
 			}
 		}

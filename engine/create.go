@@ -329,7 +329,7 @@ func (c *Core) providerSpec(provName, id, model, instructions, cwd string, sb *s
 	}
 	env := agentspec.Env{Environ: c.opts.Environ, Extra: c.opts.Env, PythonPath: c.opts.PythonPath, SocketPath: c.opts.SocketPath}
 	procEnv := agentspec.ProcessEnv(entry, env, id)
-	lsb := c.launchSandbox(id, sb)
+	lsb := c.launchSandbox(id, sb, made)
 	if lsb != nil {
 		procEnv = provider.MergeEnv(procEnv, c.sandboxEnv(id))
 	}

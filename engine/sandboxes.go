@@ -170,7 +170,7 @@ func copySeed(root *os.Root, rel, dst string, left *int64) error {
 
 // launchSandbox is how agent id's processes are confined (nil: sb is nil,
 // the agent has no sandbox).
-func (c *Core) launchSandbox(id string, sb *schema.SandboxData) *launch.Sandbox {
+func (c *Core) launchSandbox(id string, sb *schema.SandboxData, made *schema.WorkspaceData) *launch.Sandbox {
 	if sb == nil {
 		return nil
 	}
@@ -190,7 +190,29 @@ func (c *Core) launchSandbox(id string, sb *schema.SandboxData) *launch.Sandbox 
 				return "", nil, fmt.Errorf("%w: bwrap has not been found working since the daemon started: a sandboxed agent does not run without it", sandbox.ErrSandbox)
 			}
 			return c.opts.AgentSocket(id)
-		}}
+		},
+		GitDirs: c.sandboxGitDirs(id, made)}
+}
+
+// sandboxGitDirs finds, at each start of a sandboxed process of agent id,
+// its workspace's repository directories from the repository the log
+// names (made: the workspace of an agent being created); nil for an agent
+// without a workspace.
+func (c *Core) sandboxGitDirs(id string, made *schema.WorkspaceData) func() (*sandbox.GitDirs, error) {
+	if _, _, err := c.workspaceNow(id, made); err != nil {
+		return nil
+	}
+	return func() (*sandbox.GitDirs, error) {
+		w, _, err := c.workspaceNow(id, made)
+		if err != nil {
+			return nil, err
+		}
+		common, admin, err := c.opts.Git.Dirs(c.ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		return &sandbox.GitDirs{Common: common, Admin: admin}, nil
+	}
 }
 
 // sandboxEnv is what a sandboxed agent's processes get in their

@@ -153,16 +153,18 @@ func (t turnSession) Inject() *history.History { return t.lease.Value().Inject }
 func (t turnSession) Injected()                { t.lease.Value().Inject = nil }
 
 // Away reports that the session runs away from the agent's workspace
-// (provider.WorkspaceAway), on the worker it names.
-func (t turnSession) Away() (worker string, ok bool) {
+// (provider.WorkspaceAway), on the worker it names, its copy moving
+// through the agents' remote.
+func (t turnSession) Away() (worker, remote string, ok bool) {
 	s := t.lease.Value().Sess
-	if wa, is := s.(provider.WorkspaceAway); !is || !wa.WorkspaceAway() {
-		return "", false
+	wa, is := s.(provider.WorkspaceAway)
+	if !is || wa.AwayRemote() == "" {
+		return "", "", false
 	}
 	if w, is := s.(interface{ Worker() string }); is {
 		worker = w.Worker()
 	}
-	return worker, true
+	return worker, wa.AwayRemote(), true
 }
 
 // Lost reports that the session is gone for good (provider.Lost).

@@ -60,17 +60,13 @@ func (c *Core) workspaceNow(id string, made *schema.WorkspaceData) (workspace.Wo
 	return wsOf(id, fold.Workspace{Repo: made.Repo, Path: made.Path, Branch: made.Branch, Base: made.Base}), "", nil
 }
 
-// handOut hands a's workspace to one attempt of turn t on a worker: the
-// attempt's TurnIO.Workspace.
-func (c *Core) handOut(ctx context.Context, a *agent, t turnPlan, attempt int) (*provider.WorkspaceHand, error) {
-	remote := c.config().WorkerRemote(t.Provider)
+// handOut hands a's workspace to one attempt of turn t on a worker,
+// through the remote its session was opened with: the attempt's
+// TurnIO.Workspace.
+func (c *Core) handOut(ctx context.Context, a *agent, t turnPlan, attempt int, remote string) (*provider.WorkspaceHand, error) {
 	w, last, err := c.workspaceNow(a.ID(), nil)
 	if err != nil {
 		return nil, err
-	}
-	if remote == "" {
-		return nil, fmt.Errorf("the session of %s runs on a worker, but provider %q names no agents' remote (\"worker\": {\"remote\": ...})",
-			a.Name(), t.Provider)
 	}
 	lease, err := c.opts.Git.Lease(ctx, w, remote, last, fmt.Sprintf("attempt %d of run %s turn %d", attempt, t.RunID, t.Turn))
 	if err != nil {
@@ -79,9 +75,11 @@ func (c *Core) handOut(ctx context.Context, a *agent, t turnPlan, attempt int) (
 	return &provider.WorkspaceHand{Lease: lease, Branch: w.Branch, Message: snapshotMessage(schema.SnapshotEnd, t.RunID, t.Turn)}, nil
 }
 
-// bringHome brings the end snapshot an attempt on worker handed back into
-// a's worktree; the turn's end logs it (snapshotTurn).
-func (c *Core) bringHome(ctx context.Context, a *agent, t turnPlan, hand *provider.WorkspaceHand, worker string) (handed, error) {
+// bringHome brings the end snapshot an attempt on worker handed back on
+// remote into a's worktree; the turn's end logs it (snapshotTurn). It is
+// not cut short by the turn's end (a cancel): a failed one leaves the
+// worktree as the attempt found it (workspace.Git.Take).
+func (c *Core) bringHome(ctx context.Context, a *agent, hand *provider.WorkspaceHand, worker, remote string) (handed, error) {
 	if hand.Snapshot == "" {
 		return handed{}, fmt.Errorf("worker %s answered the turn of %s without handing its workspace back", worker, a.Name())
 	}
@@ -89,7 +87,7 @@ func (c *Core) bringHome(ctx context.Context, a *agent, t turnPlan, hand *provid
 	if err != nil {
 		return handed{}, err
 	}
-	if err := c.opts.Git.Take(ctx, w, c.config().WorkerRemote(t.Provider), hand.Snapshot); err != nil {
+	if err := c.opts.Git.Take(context.WithoutCancel(ctx), w, remote, hand.Snapshot, hand.Lease); err != nil {
 		return handed{}, fmt.Errorf("bringing the workspace of %s home from worker %s: %w", a.Name(), worker, err)
 	}
 	return handed{Commit: hand.Snapshot, Worker: worker}, nil

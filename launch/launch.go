@@ -111,6 +111,10 @@ type Sandbox struct {
 	// Socket starts (or shares) the agent's own socket and returns its
 	// path and the function that gives it back once the process ended.
 	Socket func() (path string, release func(), err error)
+	// GitDirs, for an agent with a workspace, finds its repository's
+	// directories (sandbox.GitDirs) at each start, from the repository
+	// the log names; nil for an agent without one.
+	GitDirs func() (*sandbox.GitDirs, error)
 }
 
 // AgentOf returns the agent a live credential acts as; false when it is
@@ -197,7 +201,15 @@ func (p *procLaunch) Command(argv []string, dir string, env []string) ([]string,
 	if work == "" {
 		work = p.sb.Home // an agent with neither workspace nor cwd works in its private home
 	}
-	return sandbox.Command(p.sb.Bwrap, p.sb.Spec, sandbox.View{Work: work, Home: p.sb.Home, Socket: p.socket, ReadOnly: ro}, argv)
+	v := sandbox.View{Work: work, Home: p.sb.Home, Socket: p.socket, ReadOnly: ro}
+	if p.sb.GitDirs != nil {
+		d, err := p.sb.GitDirs()
+		if err != nil {
+			return nil, fmt.Errorf("%w: the workspace's repository: %v", sandbox.ErrSandbox, err)
+		}
+		v.Git = d
+	}
+	return sandbox.Command(p.sb.Bwrap, p.sb.Spec, v, argv)
 }
 
 func envValue(env []string, name string) string {

@@ -128,10 +128,11 @@ type WorkspaceHand struct {
 }
 
 // WorkspaceAway is implemented by sessions that may run away from the
-// agent's workspace (provider/remote): true when this one does, and each
-// attempt then needs a TurnIO.Workspace.
+// agent's workspace (provider/remote): the agents' remote the session's
+// copy of the workspace moves through ("" when it runs in the agent's
+// workspace); each attempt then needs a TurnIO.Workspace.
 type WorkspaceAway interface {
-	WorkspaceAway() bool
+	AwayRemote() string
 }
 
 // History modes (Spec.HistoryMode).

@@ -46,6 +46,9 @@ type View struct {
 	// ReadOnly lists what the process runs on: its program and runtime
 	// (Runtime), warren's helper library and binary.
 	ReadOnly []string
+	// Git, when Work is a linked worktree of a repository, are that
+	// repository's directories (nil: none).
+	Git *GitDirs
 }
 
 // Command returns argv wrapped in bwrap (the binary at bwrap) for spec
@@ -64,7 +67,7 @@ func Command(bwrap string, spec Spec, v View, argv []string) ([]string, error) {
 	for _, p := range append(append([]string(nil), v.ReadOnly...), spec.BindRO...) {
 		args = append(args, "--ro-bind-try", p, p)
 	}
-	args = append(args, gitBinds(v.Work)...)
+	args = append(args, gitBinds(v.Git)...)
 	for _, p := range append([]string{v.Work, v.Home}, spec.BindRW...) {
 		args = append(args, "--bind", p, p)
 	}
@@ -105,49 +108,37 @@ func systemBinds() []string {
 	return args
 }
 
+// GitDirs are the directories of the repository whose linked worktree an
+// agent works in: its common git directory and the directory it keeps
+// for the worktree (package workspace's Dirs finds them from the
+// repository the log names).
+type GitDirs struct {
+	Common, Admin string
+}
+
 // gitBinds are the binds of a linked worktree's repository: its git
 // directory read-only, then what a commit in this worktree writes
-// read-write, except the files of the worktree's own directory that say
-// which repository it belongs to (commondir, gitdir) and its own config
+// read-write, except objects/info (alternates: another repository's
+// objects) and the files of the worktree's own directory that say which
+// repository it belongs to (commondir, gitdir) and its own config
 // (config.worktree), which stay read-only: the daemon's git calls on the
-// worktree run outside the sandbox (package workspace holds them to the
-// logged repository as well). Nothing for a directory that is not a
-// linked worktree.
-func gitBinds(work string) []string {
-	common, admin, ok := gitDirs(work)
-	if !ok {
+// worktree run outside the sandbox. The directories come from the
+// caller, never from the worktree's .git file, which the agent writes:
+// read from there they would bind whatever directory it names. Nothing
+// without them (git does not work inside).
+func gitBinds(d *GitDirs) []string {
+	if d == nil {
 		return nil
 	}
+	common, admin := d.Common, d.Admin
 	args := []string{"--ro-bind", common, common}
 	for _, sub := range []string{"objects", "refs", "logs"} {
 		args = append(args, "--bind-try", filepath.Join(common, sub), filepath.Join(common, sub))
 	}
+	args = append(args, "--ro-bind-try", filepath.Join(common, "objects", "info"), filepath.Join(common, "objects", "info"))
 	args = append(args, "--bind", admin, admin)
 	for _, f := range []string{"commondir", "gitdir", "config.worktree"} {
 		args = append(args, "--ro-bind-try", filepath.Join(admin, f), filepath.Join(admin, f))
 	}
 	return args
-}
-
-// gitDirs reads a linked worktree's .git file ("gitdir: <admin dir>") and
-// the admin directory's commondir: the repository's git directory and
-// this worktree's own directory inside it.
-func gitDirs(work string) (common, admin string, ok bool) {
-	b, err := os.ReadFile(filepath.Join(work, ".git"))
-	if err != nil {
-		return "", "", false
-	}
-	admin, found := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-	if !found || !filepath.IsAbs(admin) {
-		return "", "", false
-	}
-	c, err := os.ReadFile(filepath.Join(admin, "commondir"))
-	if err != nil {
-		return "", "", false
-	}
-	common = strings.TrimSpace(string(c))
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(admin, common)
-	}
-	return filepath.Clean(common), filepath.Clean(admin), true
 }

@@ -73,32 +73,16 @@ func TestCommandRefusesBadPaths(t *testing.T) {
 	}
 }
 
-// TestGitBindsOfALinkedWorktree: a linked worktree's repository is bound
-// read-only, its objects, refs and logs and the worktree's own admin
-// directory read-write (a commit works; a hook cannot be planted), but
-// for the admin directory's files that name the repository.
+// TestGitBindsOfALinkedWorktree: the repository whose directories the
+// caller gives is bound read-only, its objects, refs and logs and the
+// worktree's own admin directory read-write (a commit works; a hook
+// cannot be planted), but for objects/info (alternates) and the admin
+// directory's files that name the repository or configure the worktree,
+// read-only again over them. Nothing is bound without directories: the
+// worktree's .git file, which the agent writes, is never read.
 func TestGitBindsOfALinkedWorktree(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatal("git is not installed")
-	}
-	dir := t.TempDir()
-	repo, wt := filepath.Join(dir, "repo"), filepath.Join(dir, "wt")
-	git := func(d string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		cmd.Dir = d
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	if err := os.Mkdir(repo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git(repo, "init", "-q", "-b", "main")
-	git(repo, "commit", "-q", "--allow-empty", "-m", "root")
-	git(repo, "worktree", "add", "-q", "-b", "w", wt)
-	common := filepath.Join(repo, ".git")
-	args := gitBinds(wt)
+	common, admin := "/r/.git", "/r/.git/worktrees/wt"
+	args := gitBinds(&GitDirs{Common: common, Admin: admin})
 	if !slices.Equal(binds(args, "--ro-bind"), []string{common}) {
 		t.Errorf("read-only: %v, want the git directory", binds(args, "--ro-bind"))
 	}
@@ -106,25 +90,23 @@ func TestGitBindsOfALinkedWorktree(t *testing.T) {
 	if got := binds(args, "--bind-try"); !slices.Equal(got, want) {
 		t.Errorf("read-write: %v, want %v", got, want)
 	}
-	admin := filepath.Join(common, "worktrees", "wt")
 	if got := binds(args, "--bind"); !slices.Equal(got, []string{admin}) {
 		t.Errorf("the worktree's admin directory: %v", got)
 	}
-	// Which repository the worktree belongs to stays read-only (the
-	// daemon's git calls run outside the sandbox), bound after the
-	// directory that holds them.
-	want = []string{filepath.Join(admin, "commondir"), filepath.Join(admin, "gitdir"), filepath.Join(admin, "config.worktree")}
+	want = []string{filepath.Join(common, "objects", "info"), filepath.Join(admin, "commondir"), filepath.Join(admin, "gitdir"),
+		filepath.Join(admin, "config.worktree")}
 	if got := binds(args, "--ro-bind-try"); !slices.Equal(got, want) {
-		t.Errorf("read-only in the admin directory: %v, want %v", got, want)
+		t.Errorf("read-only again: %v, want %v", got, want)
 	}
-	if i, j := slices.Index(args, admin), slices.Index(args, want[0]); i < 0 || j < i {
-		t.Errorf("the read-only files must be bound after their directory: %v", args)
+	// Each read-only bind comes after the read-write one it covers.
+	if i, j := slices.Index(args, filepath.Join(common, "objects")), slices.Index(args, want[0]); i < 0 || j < i {
+		t.Errorf("objects/info must be bound after objects: %v", args)
 	}
-	if got := gitBinds(repo); got != nil {
-		t.Errorf("the main checkout is not a linked worktree, got %v", got)
+	if i, j := slices.Index(args, admin), slices.Index(args, want[1]); i < 0 || j < i {
+		t.Errorf("the admin directory's files must be bound after it: %v", args)
 	}
-	if got := gitBinds(dir); got != nil {
-		t.Errorf("a plain directory, got %v", got)
+	if got := gitBinds(nil); got != nil {
+		t.Errorf("no directories, got %v", got)
 	}
 }
 

@@ -37,12 +37,22 @@ import (
 //	spawn              a name: spawn_agent a child by that name (spawn)
 //	cred               the answer is this process's credential (for the
 //	                   unsandboxed agent whose credential the probe tries)
-//	gitdir             a path: point the worktree's repository elsewhere,
-//	                   through the commondir of the repository's directory
-//	                   for the worktree (gitdir_commondir), then through
-//	                   the worktree's .git file, at a git directory made in
-//	                   the worktree whose config runs "touch PATH" whenever
-//	                   git looks at the files (gitdir_file)
+//	gitdir             {"marker"} or {"outside"}: point the worktree's
+//	                   repository elsewhere, through the commondir of the
+//	                   repository's directory for the worktree
+//	                   (gitdir_commondir), then through the worktree's .git
+//	                   file (gitdir_file), at a git directory made in the
+//	                   worktree: with MARKER, a working copy of the real
+//	                   repository (its objects, its HEAD) whose config runs
+//	                   "touch MARKER" whenever git reads a file (a clean
+//	                   filter every file gets from .gitattributes), and a
+//	                   new file; with OUTSIDE, one whose commondir names
+//	                   OUTSIDE. Also plant a per-worktree config
+//	                   (gitdir_config_worktree) and alternates to another
+//	                   repository's objects (gitdir_alternates) in the real
+//	                   repository.
+//	exit               after answering, the program exits (the next turn
+//	                   starts it again, in a new sandbox)
 const probeScript = `import glob, json, os, socket, subprocess, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from warren_script import read_turn, call_tool_socket, done
@@ -99,13 +109,31 @@ def commondir():
     with open(os.path.join(admin, "commondir"), "w") as f:
         f.write("/tmp\n")
 
-def evil_gitdir(marker):
+def real_dirs():
+    with open(".git") as f:
+        admin = f.read().split("gitdir: ", 1)[1].strip()
+    with open(os.path.join(admin, "commondir")) as f:
+        common = os.path.join(admin, f.read().strip())
+    return admin, common
+
+def plant(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+def evil_gitdir(g, common):
+    head = subprocess.run(["git", "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
     ev = os.path.abspath(".evil")
     subprocess.run(["git", "init", "-q", "--bare", ev], check=True, capture_output=True)
-    with open(os.path.join(ev, "config"), "a") as f:
-        f.write('[core]\n\tbare = false\n\tfsmonitor = "touch %s; false"\n' % marker)
-    with open(".git", "w") as f:
-        f.write("gitdir: %s\n" % ev)
+    if g.get("marker"):
+        with open(os.path.join(ev, "config"), "a") as f:
+            f.write('[core]\n\tbare = false\n[filter "x"]\n\tclean = "touch %s; cat"\n' % g["marker"])
+        plant(os.path.join(ev, "objects", "info", "alternates"), os.path.join(common, "objects") + "\n")
+        plant(os.path.join(ev, "HEAD"), head + "\n")
+        plant(".gitattributes", "* filter=x\n")
+        plant("trap.txt", "a new file for the filter\n")
+    else:
+        plant(os.path.join(ev, "commondir"), g["outside"] + "\n")
+    plant(".git", "gitdir: %s\n" % ev)
 
 def commit():
     with open("committed.txt", "w") as f:
@@ -143,8 +171,13 @@ while True:
     if spec.get("sleeper"):
         out["sleeper"] = attempt(lambda: subprocess.run(["setsid", "sh", "-c", "sleep %s &" % spec["sleeper"]], check=True))
     if spec.get("gitdir"):
+        g = spec["gitdir"]
+        admin, common = real_dirs()
+        out["gitdir_config_worktree"] = attempt(lambda: plant(os.path.join(admin, "config.worktree"),
+            '[filter "x"]\n\tclean = "touch %s; cat"\n' % g["marker"]))
+        out["gitdir_alternates"] = attempt(lambda: plant(os.path.join(common, "objects", "info", "alternates"), "/tmp\n"))
         out["gitdir_commondir"] = attempt(commondir)
-        out["gitdir_file"] = attempt(lambda: evil_gitdir(spec["gitdir"]))
+        out["gitdir_file"] = attempt(lambda: evil_gitdir(g, common))
     if spec.get("spawn"):
         out["spawn"] = attempt(lambda: call_tool_socket("spawn_agent", name=spec["spawn"], instructions="a child"))
     if spec.get("own"):
@@ -153,6 +186,8 @@ while True:
             out["own_write:" + p] = attempt(lambda: write(p))
         out["own_commit"] = attempt(commit)
     done(json.dumps(out))
+    if spec.get("exit"):
+        sys.exit(0)
 `
 
 // sandboxFixture is a daemon whose agents run probeScript, each with a
@@ -285,31 +320,49 @@ func TestSandboxEscapes(t *testing.T) {
 }
 
 // TestSandboxedAgentCannotRedirectTheDaemonsGit: the daemon snapshots a
-// sandboxed agent's worktree with git, outside the sandbox. The agent
-// cannot rewrite which repository the worktree belongs to (commondir is
-// read-only inside), and what it can rewrite, its worktree's .git file,
-// is not followed: the git directory it made, whose config runs a
-// command (core.fsmonitor), never runs it for the daemon, and the turn's
-// end snapshot is taken of the real repository.
+// sandboxed agent's worktree with git, outside the sandbox, and builds
+// each new sandbox of the agent around its repository. The agent cannot
+// rewrite which repository the worktree belongs to (commondir), give the
+// worktree a config of its own (config.worktree) or the repository
+// another's objects (alternates): each is read-only inside. What it can
+// rewrite, its worktree's .git file, is never followed. Pointed at a
+// working copy of the repository whose config runs a command on every
+// file git reads (a clean filter), the command never runs for the daemon
+// and the turn's end snapshot is the real repository's; pointed at a git
+// directory whose commondir names a directory of the operator's, the
+// agent's next sandbox (its program exits and starts again) does not bind
+// that directory.
 func TestSandboxedAgentCannotRedirectTheDaemonsGit(t *testing.T) {
 	t.Parallel()
 	f := newSandboxFixture(t, nil)
-	boxed := f.create("boxed", true)
-	marker := filepath.Join(f.d.dir, "fsmonitor-ran")
-	got := f.probe(t, boxed, map[string]any{"gitdir": marker})
-	if !strings.HasPrefix(got["gitdir_commondir"], "denied") {
-		t.Errorf("rewriting the worktree's commondir from inside: %s, want denied", got["gitdir_commondir"])
+	create := func(name string) string {
+		// History as context: a program started again does not re-run the
+		// probe that made it exit.
+		return f.d.callN("agent.create", map[string]any{"name": name, "provider": "scripted", "model": f.script,
+			"workspace": map[string]any{"repo": f.repo}, "sandbox": true, "metadata": map[string]any{"history": "context"}})["agent_id"].(string)
 	}
-	if got["gitdir_file"] != "ok" {
-		t.Fatalf("the agent could not set its trap in its own worktree (the check below would prove nothing): %s", got["gitdir_file"])
+	planted := func(got map[string]string) {
+		t.Helper()
+		for _, k := range []string{"gitdir_commondir", "gitdir_config_worktree", "gitdir_alternates"} {
+			if !strings.HasPrefix(got[k], "denied") {
+				t.Errorf("%s from inside: %s, want denied", k, got[k])
+			}
+		}
+		if got["gitdir_file"] != "ok" {
+			t.Fatalf("the agent could not set its trap in its own worktree (the checks would prove nothing): %s", got["gitdir_file"])
+		}
 	}
-	// The turn's end snapshot ran after the probe answered and before the
-	// send returned.
+
+	// The filter: the turn's end snapshot runs after the probe answered
+	// and before the send returns.
+	trapper := create("trapper")
+	marker := filepath.Join(f.d.dir, "filter-ran")
+	planted(f.probe(t, trapper, map[string]any{"gitdir": map[string]any{"marker": marker}}))
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
 		t.Fatal("the daemon's git ran a command configured by a git directory the sandboxed agent made")
 	}
 	var end string
-	for _, d := range eventsNamed(t, f.d, boxed, "workspace.snapshot") {
+	for _, d := range eventsNamed(t, f.d, trapper, "workspace.snapshot") {
 		if d["at"] == "end" {
 			end, _ = d["commit"].(string)
 		}
@@ -317,8 +370,26 @@ func TestSandboxedAgentCannotRedirectTheDaemonsGit(t *testing.T) {
 	if end == "" {
 		t.Fatal("the turn's end snapshot was not logged")
 	}
-	if runGit(t, f.repo, "rev-parse", "refs/warren/snapshots/"+boxed) != end {
+	if runGit(t, f.repo, "rev-parse", "refs/warren/snapshots/"+trapper) != end {
 		t.Errorf("the end snapshot %s is not the real repository's snapshot ref", end)
+	}
+	if got := runGit(t, f.repo, "show", end+":trap.txt"); got != "a new file for the filter" {
+		t.Errorf("the end snapshot holds trap.txt as %q", got)
+	}
+
+	// The binds: the program starts again in a new sandbox, built while
+	// the .git file names the agent's directory, whose commondir names
+	// outside.
+	binder := create("binder")
+	outside := filepath.Join(f.d.dir, "outside")
+	if err := os.Mkdir(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(outside, "secret.txt")
+	writeFile(t, secret, "the operator's secret\n")
+	planted(f.probe(t, binder, map[string]any{"gitdir": map[string]any{"outside": outside}, "exit": true}))
+	if got := f.probe(t, binder, map[string]any{"read": []string{secret}}); !strings.HasPrefix(got["read:"+secret], "denied") {
+		t.Errorf("after redirecting its .git, the agent reads %s: %s, want denied", secret, got["read:"+secret])
 	}
 }
 

@@ -241,9 +241,12 @@ func TestWorkspaceWorkerKilledAtEveryGitCall(t *testing.T) {
 		f.start("w1", 4)
 		f.waitListed("w1")
 		f.create(t)
-		f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "one"})
+		first := str(f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "one"})["response"])
 		b, _ := os.ReadFile(counter)
 		calls, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if home := filepath.Join(f.d.Home, "workspaces", f.agent); killAt > 0 && first != home {
+			t.Fatalf("kill at call %d %s: the first turn ran in %s, want the daemon's worktree %s (the worker was killed)", killAt, mode, first, home)
+		}
 
 		f.kill9("w1")
 		f.mu.Lock()

@@ -90,6 +90,10 @@ type Worker struct {
 	closing   bool   // Run is stopping: no new request is started
 	wg        sync.WaitGroup
 
+	// copies holds a lock per agent for its copy of the workspace
+	// (workspace.go).
+	copies copyLocks
+
 	// fwd is where each agent's stderr is sent; stderrQ queues it and
 	// stderrDropped counts what a full queue dropped (stderr.go).
 	fwdMu         sync.Mutex
@@ -309,6 +313,10 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 	spec.Env = agentspec.ProcessEnv(w.o.Config().Providers[req.Provider], w.o.Env, spec.AgentID)
 	var aw *away
 	if req.Spec.Workspace != nil {
+		// The daemon opens one session of an agent at a time: one this
+		// worker still holds is stale (its worker was given up), and would
+		// work in the same copy.
+		w.stopAgent(spec.AgentID)
 		var err error
 		if aw, err = w.openAway(ctx, spec.AgentID, req.Spec.Workspace); err != nil {
 			w.unreserve(req.Provider)
@@ -336,7 +344,7 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 	releaseSocket := release
 	release = func() { w.unforward(spec.AgentID, subject); releaseSocket() }
 	spec.Env = provider.MergeEnv(spec.Env, []string{provider.EnvSocket + "=" + sock})
-	if err := w.launcher(ctx, &spec, sock); err != nil {
+	if err := w.launcher(ctx, &spec, sock, aw); err != nil {
 		release()
 		w.unreserve(req.Provider)
 		respond(r, remote.OpenReply{Error: remote.Wire(err)})
@@ -367,6 +375,9 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 		return
 	}
 	rep := remote.OpenReply{Handle: sess.Handle()}
+	if aw != nil {
+		rep.Workspace = req.Spec.Workspace.Lease // taken up
+	}
 	if rb, ok := sess.(provider.RestoredBy); ok {
 		rep.RestoredBy = rb.RestoredBy()
 	}
@@ -379,7 +390,7 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 // with a private home under the agent's directory and its socket sock
 // bound in (never run without it: an error when bwrap does not work
 // here).
-func (w *Worker) launcher(ctx context.Context, spec *provider.Spec, sock string) error {
+func (w *Worker) launcher(ctx context.Context, spec *provider.Spec, sock string, aw *away) error {
 	if spec.Sandbox == nil {
 		spec.Launcher = w.launches.For(spec.AgentID, nil)
 		return nil
@@ -400,8 +411,18 @@ func (w *Worker) launcher(ctx context.Context, spec *provider.Spec, sock string)
 	if w.o.Env.PythonPath != "" {
 		ro = append(ro, w.o.Env.PythonPath)
 	}
-	spec.Launcher = w.launches.For(spec.AgentID, &launch.Sandbox{Bwrap: bwrap, Spec: *spec.Sandbox, Home: home, OperatorHome: opHome, ReadOnly: ro,
-		Socket: func() (string, func(), error) { return sock, func() {}, nil }})
+	lsb := &launch.Sandbox{Bwrap: bwrap, Spec: *spec.Sandbox, Home: home, OperatorHome: opHome, ReadOnly: ro,
+		Socket: func() (string, func(), error) { return sock, func() {}, nil }}
+	if aw != nil {
+		lsb.GitDirs = func() (*sandbox.GitDirs, error) {
+			common, admin, err := aw.git.Dirs(ctx, aw.ws)
+			if err != nil {
+				return nil, err
+			}
+			return &sandbox.GitDirs{Common: common, Admin: admin}, nil
+		}
+	}
+	spec.Launcher = w.launches.For(spec.AgentID, lsb)
 	spec.Env = provider.MergeEnv(spec.Env, []string{"HOME=" + home, "TMPDIR=/tmp"})
 	return nil
 }
@@ -514,6 +535,9 @@ func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.S
 		if s.away == nil {
 			return "", "", fmt.Errorf("the attempt hands over a workspace; session %s was opened without one", req.Session)
 		}
+		l := w.copies.of(s.agent)
+		l.Lock()
+		defer l.Unlock()
 		if err := s.away.take(ctx, h); err != nil {
 			// Tried again on a new lease (the daemon's worktree is as it was).
 			return "", "", provider.Transient(fmt.Errorf("taking up the workspace on worker %s: %w", w.o.ID, err), 0)
@@ -626,6 +650,25 @@ func (w *Worker) suspend(ctx context.Context, r micro.Request, data []byte) {
 	blob, err := s.sess.Suspend(ctx)
 	s.mu.Unlock()
 	respond(r, remote.SuspendReply{Blob: blob, Error: remote.Wire(err)})
+}
+
+// stopAgent stops the sessions of agent id this worker holds and frees
+// their slots.
+func (w *Worker) stopAgent(id string) {
+	var stale []*session
+	w.mu.Lock()
+	for sid, s := range w.sessions {
+		if s.agent == id {
+			stale = append(stale, s)
+			delete(w.sessions, sid)
+			w.live[s.pool]--
+		}
+	}
+	w.mu.Unlock()
+	if len(stale) > 0 {
+		w.log.Info("stopping a stale session of an agent opened again", "agent", id, "sessions", len(stale))
+	}
+	stopSessions(stale)
 }
 
 // stop stops a session and frees its slot.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/warren-dev/warren/provider/remote"
 	"github.com/warren-dev/warren/workspace"
@@ -28,6 +29,9 @@ type away struct {
 // openAway takes up the workspace an open hands over, before the agent's
 // process starts in it.
 func (w *Worker) openAway(ctx context.Context, agentID string, h *remote.Hand) (*away, error) {
+	l := w.copies.of(agentID)
+	l.Lock()
+	defer l.Unlock()
 	if err := checkHand(h); err != nil {
 		return nil, err
 	}
@@ -58,6 +62,27 @@ func (aw *away) take(ctx context.Context, h *remote.Hand) error {
 // snapshot.
 func (aw *away) give(ctx context.Context, h *remote.Hand) (string, error) {
 	return aw.git.Hand(ctx, aw.ws, aw.remote, h.Message, h.Lease)
+}
+
+// copyLocks holds one lock per agent: an open's take-up and an attempt's
+// take-up, turn and hand-back are one at a time on the agent's copy.
+type copyLocks struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+func (c *copyLocks) of(agent string) *sync.Mutex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.locks == nil {
+		c.locks = map[string]*sync.Mutex{}
+	}
+	l, ok := c.locks[agent]
+	if !ok {
+		l = &sync.Mutex{}
+		c.locks[agent] = l
+	}
+	return l
 }
 
 var (

@@ -89,10 +89,18 @@
 //     a lease on the lease (--force-with-lease) and the branch, in one
 //     atomic push; ErrLeaseLost when another attempt holds the workspace.
 //   - Take (the daemon): IncomingRef fetched into the repository, checked
-//     to hold the worker's snapshot, made SnapshotRef, and restored into
-//     the worktree.
+//     to hold the worker's snapshot and that snapshot to follow the lease,
+//     the worktree's branch checked to be where the lease left it
+//     (ErrMovedMeanwhile: a merge into it meanwhile, which the snapshot
+//     would undo), made SnapshotRef, and restored into the worktree; a
+//     restore that fails restores the lease.
 //
 // Lease, Adopt and Take are idempotent; a Hand cut short leaves the
 // remote at the lease or at its own snapshot, which only a Take of the
-// commit the worker reported brings home.
+// commit the worker reported brings home. Adopt forces a copy that is off
+// its branch or no worktree back (it holds nothing the remote does not).
+//
+// Dirs gives package sandbox the repository's directories of a worktree,
+// found as pin finds them, and makes the files it binds read-only over
+// them exist.
 package workspace

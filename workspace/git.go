@@ -43,12 +43,14 @@ type Git struct {
 // log says a snapshot exists only once git made it durable), no hooks
 // and no file-system monitor (warren's own calls run nobody's code: the
 // repository's own config is further held to the logged one, see pin),
-// no signing, no prompt, no
+// no ext:: transport (a remote that is a command), worktrees that name
+// their paths absolutely (pin compares them), no signing, no prompt, no
 // automatic garbage collection in the middle of an operation, and an
 // identity for warren's commits in repositories that have none.
 var settings = []string{
 	"-c", "core.fsync=all", "-c", "core.fsyncMethod=fsync",
-	"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false",
+	"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never",
+	"-c", "worktree.useRelativePaths=false", "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false",
 	"-c", "gc.auto=0", "-c", "maintenance.auto=false",
 	"-c", "user.name=warren", "-c", "user.email=warren@localhost",
 	"-c", "advice.detachedHead=false", "-c", "init.defaultBranch=main",
@@ -57,7 +59,8 @@ var settings = []string{
 // scrubbed are the variables of the daemon's environment a call must not
 // inherit: they would point git at another repository or index.
 var scrubbed = []string{"GIT_DIR=", "GIT_WORK_TREE=", "GIT_INDEX_FILE=", "GIT_COMMON_DIR=", "GIT_OBJECT_DIRECTORY=",
-	"GIT_NAMESPACE=", "GIT_CEILING_DIRECTORIES=", "GIT_CONFIG_PARAMETERS=", "GIT_CONFIG_COUNT="}
+	"GIT_NAMESPACE=", "GIT_CEILING_DIRECTORIES=", "GIT_CONFIG_PARAMETERS=", "GIT_CONFIG_COUNT=",
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES=", "GIT_REPLACE_REF_BASE=", "GIT_GRAFT_FILE="}
 
 // run runs git in dir with extra environment variables and returns its
 // standard output.
@@ -151,7 +154,9 @@ func gitEnv() []string {
 			out = append(out, kv)
 		}
 	}
-	return append(out, "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	// Replace refs (refs/replace/*), which an agent can write, never
+	// change what warren's calls read.
+	return append(out, "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C", "GIT_NO_REPLACE_OBJECTS=1")
 }
 
 // line is out's first line, trimmed.

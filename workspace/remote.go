@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +26,14 @@ func CheckRemote(remote string) error {
 			"(such as \"ssh://git@host/team/agents.git\" or \"/srv/git/agents.git\")", remote)
 	}
 	return nil
+}
+
+// nonce is 64 random bits in hex: a lease commit's message holds one, so
+// that no two leases are the same commit.
+func nonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
 }
 
 // leaseRef is where a worker's repository keeps the lease it fetched.
@@ -57,7 +67,7 @@ func (g Git) Lease(ctx context.Context, w Workspace, remote, last, tag string) (
 	if err != nil {
 		return "", err
 	}
-	args := []string{"commit-tree", line(tree), "-m", "warren: handed to " + tag, "-p", "HEAD"}
+	args := []string{"commit-tree", line(tree), "-m", "warren: handed to " + tag + " (" + nonce() + ")", "-p", "HEAD"}
 	if last != "" {
 		args = append(args, "-p", last)
 	}
@@ -105,6 +115,23 @@ func (g Git) Adopt(ctx context.Context, w Workspace, remote, lease string) error
 			return err
 		}
 	}
+	// The copy holds nothing the remote does not (an attempt that left it
+	// changed was handed back or given up): what is wrong is forced right.
+	switch err := g.Check(ctx, w); {
+	case err == nil, errors.Is(err, errMissing):
+	case errors.Is(err, errOffBranch):
+		env, err := g.pin(ctx, w)
+		if err != nil {
+			return err
+		}
+		if _, err := g.run(ctx, w.Path, env, "switch", "-q", "-f", w.Branch); err != nil {
+			return err
+		}
+	default:
+		if rerr := os.RemoveAll(w.Path); rerr != nil {
+			return fmt.Errorf("removing the copy %s (%v): %w", w.Path, err, rerr)
+		}
+	}
 	if _, err := g.Repair(ctx, w, time.Now()); err != nil {
 		return err
 	}
@@ -140,25 +167,47 @@ func (g Git) Hand(ctx context.Context, w Workspace, remote, message, lease strin
 	}
 }
 
+// ErrMovedMeanwhile marks a hand-back the daemon's worktree cannot take:
+// its branch moved while the attempt ran (a merge into it).
+var ErrMovedMeanwhile = errors.New("the workspace's branch moved while the attempt ran")
+
 // Take brings commit, a worker's snapshot of w handed on remote's
-// IncomingRef, into the daemon's worktree w: fetched, checked to be what
-// the remote holds, made the head of SnapshotRef's chain, and restored
-// (the branch at its first parent, the files as it has them). It is
+// IncomingRef for lease, into the daemon's worktree w: fetched, checked
+// to be what the remote holds and the snapshot that follows lease, checked
+// that w's branch is where the lease left it (ErrMovedMeanwhile: a merge
+// into it while the attempt ran, which the snapshot does not hold), made
+// the head of SnapshotRef's chain, and restored (the branch at its first
+// parent, the files as it has them). A restore that fails puts the lease
+// back, so that w's files and branch are as the attempt found them. It is
 // idempotent.
-func (g Git) Take(ctx context.Context, w Workspace, remote, commit string) error {
+func (g Git) Take(ctx context.Context, w Workspace, remote, commit, lease string) error {
 	ref := IncomingRef(w.AgentID)
 	if _, err := g.run(ctx, w.Repo, nil, "fetch", "--quiet", "--no-tags", "--end-of-options", remote, "+"+ref+":"+ref); err != nil {
 		return fmt.Errorf("fetching the workspace of %s from the agents' remote %s: %w", w.AgentID, remote, err)
 	}
-	out, err := g.run(ctx, w.Repo, nil, "rev-parse", "--verify", ref)
+	out, err := g.run(ctx, w.Repo, nil, "rev-parse", ref, commit+"^2", lease+"^1", commit+"^1", "refs/heads/"+w.Branch)
 	if err != nil {
 		return err
 	}
-	if got := line(out); got != commit {
-		return fmt.Errorf("%w: the agents' remote holds %s for %s, not the snapshot %s its worker reported", ErrLeaseLost, got, w.AgentID, commit)
+	got := strings.Fields(out)
+	switch {
+	case len(got) != 5:
+		return fmt.Errorf("%w: git rev-parse answered %q", ErrGit, out)
+	case got[0] != commit:
+		return fmt.Errorf("%w: the agents' remote holds %s for %s, not the snapshot %s its worker reported", ErrLeaseLost, got[0], w.AgentID, commit)
+	case got[1] != lease:
+		return fmt.Errorf("%w: the snapshot %s of %s does not follow the lease %s", ErrLeaseLost, commit, w.AgentID, lease)
+	case got[4] != got[2] && got[4] != got[3]: // not where the lease left it, nor (taken already) where the snapshot does
+		return fmt.Errorf("%w: %s is at %s, the lease was handed at %s", ErrMovedMeanwhile, w.Branch, got[4], got[2])
 	}
 	if _, err := g.run(ctx, w.Repo, nil, "update-ref", "-m", "warren: snapshot taken from a worker", SnapshotRef(w.AgentID), commit); err != nil {
 		return err
 	}
-	return g.Restore(ctx, w, commit)
+	if err := g.Restore(ctx, w, commit); err != nil {
+		if rerr := g.Restore(ctx, w, lease); rerr != nil {
+			return fmt.Errorf("%w (and putting the lease back: %v)", err, rerr)
+		}
+		return err
+	}
+	return nil
 }

@@ -75,10 +75,10 @@ func TestWorkspaceMovesThroughTheRemote(t *testing.T) {
 	if got := git(t, h.remote, "rev-parse", "refs/heads/"+h.w.Branch); got != workerHead {
 		t.Errorf("the remote's branch is %s, want the worker's head %s", got, workerHead)
 	}
-	if err := g.Take(ctx, h.w, h.remote, end); err != nil {
+	if err := g.Take(ctx, h.w, h.remote, end, lease); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Take(ctx, h.w, h.remote, end); err != nil {
+	if err := g.Take(ctx, h.w, h.remote, end, lease); err != nil {
 		t.Fatalf("taking again: %v", err)
 	}
 	for f, want := range map[string]string{"wip.txt": "changed on the worker\n", "new.txt": "made on the worker\n", "src/b.go": "package a // committed\n"} {
@@ -115,7 +115,7 @@ func TestWorkspaceMovesThroughTheRemote(t *testing.T) {
 	if got := git(t, h.remote, "rev-parse", IncomingRef(h.w.AgentID)); got != lease2 {
 		t.Errorf("the remote holds %s, want the later lease %s", got, lease2)
 	}
-	if err := g.Take(ctx, h.w, h.remote, end); !errors.Is(err, ErrLeaseLost) {
+	if err := g.Take(ctx, h.w, h.remote, end, lease); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("taking a snapshot the remote no longer holds: %v", err)
 	}
 }
@@ -154,13 +154,16 @@ exec %[4]q "$@"
 	return Git{Bin: bin}, calls
 }
 
-// TestHandOffCutAtEveryGitCall cuts each side of a hand-off at each git
-// call, before the call and after it, and goes on as warren does: the
-// daemon's Lease and Take and the worker's Adopt are done again; a cut
-// Hand fails the attempt, and the daemon hands the workspace to a new
-// one. Every way through ends with the worker's work in the daemon's
-// worktree, once, and the remote never holds a snapshot of an attempt
-// whose lease was handed on.
+// TestHandOffCutAtEveryGitCall cuts each step of a hand-off at each of
+// its git calls, before the call and after it (the call then ran, but
+// its caller sees it fail), and goes on as warren does: a failed step
+// fails the attempt (a transient failure: the daemon's Lease, the
+// worker's take-up and hand-back, and the daemon's bring-home, which puts
+// the lease back), and the next attempt starts again from the daemon's
+// worktree on a new lease. The agent appends a line to a file in each
+// attempt. Every way through ends with that line in the daemon's worktree
+// once, and the remote and the daemon's snapshot ref at the snapshot of
+// the attempt that succeeded.
 func TestHandOffCutAtEveryGitCall(t *testing.T) {
 	g := Git{}
 	ctx := context.Background()
@@ -168,62 +171,147 @@ func TestHandOffCutAtEveryGitCall(t *testing.T) {
 		for _, mode := range []string{"before", "after"} {
 			for at := 1; ; at++ {
 				h := newHandOff(t, g)
+				write(t, filepath.Join(h.w.Path, "notes.md"), "# start\n")
 				start, err := g.Snapshot(ctx, h.w, "start", "")
 				if err != nil {
 					t.Fatal(err)
 				}
 				cut, calls := cutGit(t, at, mode)
+				cutOnce := map[string]bool{step: true}
 				use := func(s string) Git {
-					if s == step {
+					if cutOnce[s] {
+						delete(cutOnce, s)
 						return cut
 					}
 					return g
 				}
-				lease, err := use("lease").Lease(ctx, h.w, h.remote, start, "attempt 1")
-				if err != nil {
-					lease, err = g.Lease(ctx, h.w, h.remote, start, "attempt 1 again")
+				var end string
+				failed := 0
+				for attempt := 1; end == "" && attempt <= 3; attempt++ {
+					lease, err := use("lease").Lease(ctx, h.w, h.remote, start, fmt.Sprintf("attempt %d", attempt))
+					if err != nil {
+						failed++
+						continue
+					}
+					if err := use("adopt").Adopt(ctx, h.ww, h.remote, lease); err != nil {
+						failed++
+						continue
+					}
+					f, err := os.OpenFile(filepath.Join(h.ww.Path, "notes.md"), os.O_APPEND|os.O_WRONLY, 0)
+					if err != nil {
+						t.Fatalf("%s cut at %d %s: the copy: %v", step, at, mode, err)
+					}
+					_, _ = f.WriteString("a line from the worker\n")
+					f.Close()
+					snap, err := use("hand").Hand(ctx, h.ww, h.remote, "end", lease)
+					if err != nil {
+						failed++
+						continue
+					}
+					if err := use("take").Take(ctx, h.w, h.remote, snap, lease); err != nil {
+						failed++
+						continue
+					}
+					end = snap
 				}
-				if err != nil {
-					t.Fatalf("%s cut at %d %s: the lease again: %v", step, at, mode, err)
+				what := fmt.Sprintf("%s cut at call %d %s", step, at, mode)
+				if end == "" {
+					t.Fatalf("%s: no attempt of three succeeded", what)
 				}
-				if err := use("adopt").Adopt(ctx, h.ww, h.remote, lease); err != nil {
-					if err := g.Adopt(ctx, h.ww, h.remote, lease); err != nil {
-						t.Fatalf("%s cut at %d %s: adopting again: %v", step, at, mode, err)
-					}
-				}
-				write(t, filepath.Join(h.ww.Path, "notes.md"), "one line from the worker\n")
-				end, err := use("hand").Hand(ctx, h.ww, h.remote, "end", lease)
-				if err != nil {
-					// The attempt failed: a new one on a fresh lease.
-					if lease, err = g.Lease(ctx, h.w, h.remote, start, "attempt 2"); err != nil {
-						t.Fatal(err)
-					}
-					if err := g.Adopt(ctx, h.ww, h.remote, lease); err != nil {
-						t.Fatalf("%s cut at %d %s: adopting the new lease: %v", step, at, mode, err)
-					}
-					if got := read(t, filepath.Join(h.ww.Path, "notes.md")); got != "<open "+filepath.Join(h.ww.Path, "notes.md")+": no such file or directory>" {
-						t.Fatalf("%s cut at %d %s: the new attempt starts with the failed one's notes.md: %q", step, at, mode, got)
-					}
-					write(t, filepath.Join(h.ww.Path, "notes.md"), "one line from the worker\n")
-					if end, err = g.Hand(ctx, h.ww, h.remote, "end", lease); err != nil {
-						t.Fatalf("%s cut at %d %s: the new attempt's hand: %v", step, at, mode, err)
-					}
-				}
-				if err := use("take").Take(ctx, h.w, h.remote, end); err != nil {
-					if err := g.Take(ctx, h.w, h.remote, end); err != nil {
-						t.Fatalf("%s cut at %d %s: taking again: %v", step, at, mode, err)
-					}
-				}
-				if got := read(t, filepath.Join(h.w.Path, "notes.md")); got != "one line from the worker\n" {
-					t.Fatalf("%s cut at %d %s: the daemon's notes.md: %q", step, at, mode, got)
+				if got := read(t, filepath.Join(h.w.Path, "notes.md")); got != "# start\na line from the worker\n" {
+					t.Fatalf("%s (%d attempts failed): the daemon's notes.md: %q", what, failed, got)
 				}
 				if err := g.Check(ctx, h.w); err != nil {
-					t.Fatalf("%s cut at %d %s: %v", step, at, mode, err)
+					t.Fatalf("%s: %v", what, err)
+				}
+				if got := git(t, h.remote, "rev-parse", IncomingRef(h.w.AgentID)); got != end {
+					t.Errorf("%s: the remote holds %s, not the snapshot taken (%s)", what, got, end)
+				}
+				if got := git(t, h.w.Repo, "rev-parse", SnapshotRef(h.w.AgentID)); got != end {
+					t.Errorf("%s: the daemon's snapshot ref is %s, not the snapshot taken (%s)", what, got, end)
 				}
 				if calls() < at {
 					break // the step made fewer calls: every one was cut
 				}
+				if failed > 1 {
+					t.Errorf("%s: %d attempts failed, want at most the cut one (some cuts are absorbed)", what, failed)
+				}
 			}
 		}
+	}
+}
+
+// TestTakeRefusesABranchThatMoved: a merge into the daemon's worktree
+// while the attempt ran on the worker (merge_child, run at the daemon) is
+// not undone by bringing the attempt home: the take is refused
+// (ErrMovedMeanwhile), the worktree keeps the merge, and the next lease
+// holds it.
+func TestTakeRefusesABranchThatMoved(t *testing.T) {
+	g := Git{}
+	ctx := context.Background()
+	h := newHandOff(t, g)
+	lease, err := g.Lease(ctx, h.w, h.remote, "", "attempt 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Adopt(ctx, h.ww, h.remote, lease); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(h.ww.Path, "worker.txt"), "from the worker\n")
+	end, err := g.Hand(ctx, h.ww, h.remote, "end", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(h.w.Path, "merged.txt"), "merged meanwhile\n")
+	git(t, h.w.Path, "add", "merged.txt")
+	git(t, h.w.Path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "a merge meanwhile")
+	if err := g.Take(ctx, h.w, h.remote, end, lease); !errors.Is(err, ErrMovedMeanwhile) {
+		t.Fatalf("taking over a moved branch: %v", err)
+	}
+	if read(t, filepath.Join(h.w.Path, "merged.txt")) != "merged meanwhile\n" {
+		t.Fatal("the merge is gone from the daemon's worktree")
+	}
+	lease2, err := g.Lease(ctx, h.w, h.remote, "", "attempt 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Adopt(ctx, h.ww, h.remote, lease2); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, filepath.Join(h.ww.Path, "merged.txt")) != "merged meanwhile\n" || read(t, filepath.Join(h.ww.Path, "worker.txt")) == "from the worker\n" {
+		t.Fatal("the next attempt's copy is not the daemon's worktree with the merge")
+	}
+}
+
+// TestAdoptForcesACopyOffItsBranch: an agent that left its copy on
+// another branch with changes there does not wedge the worker: the next
+// take-up puts the copy back on the agent's branch, at the lease.
+func TestAdoptForcesACopyOffItsBranch(t *testing.T) {
+	g := Git{}
+	ctx := context.Background()
+	h := newHandOff(t, g)
+	lease, err := g.Lease(ctx, h.w, h.remote, "", "attempt 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Adopt(ctx, h.ww, h.remote, lease); err != nil {
+		t.Fatal(err)
+	}
+	git(t, h.ww.Path, "switch", "-q", "-c", "elsewhere")
+	write(t, filepath.Join(h.ww.Path, "README.md"), "changed off the branch\n")
+	git(t, h.ww.Path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "elsewhere")
+	write(t, filepath.Join(h.ww.Path, "README.md"), "and changed again\n")
+	lease2, err := g.Lease(ctx, h.w, h.remote, "", "attempt 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Adopt(ctx, h.ww, h.remote, lease2); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(ctx, h.ww); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(h.ww.Path, "README.md")); got != "hello\n" {
+		t.Fatalf("README.md in the copy: %q", got)
 	}
 }

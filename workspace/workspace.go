@@ -136,8 +136,8 @@ func (g Git) Check(ctx context.Context, w Workspace) error {
 	}
 	// The worktree's .git file is read as data, never followed: it must
 	// name the directory the repository keeps for this worktree.
-	b, err := os.ReadFile(filepath.Join(w.Path, ".git"))
-	got, _ := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	b, err := readSmall(filepath.Join(w.Path, ".git"))
+	got, _ := strings.CutPrefix(strings.TrimSpace(b), "gitdir: ")
 	if err != nil || !samePath(got, admin) {
 		return fmt.Errorf("%w: %s (its .git names %q, the repository's worktree directory is %q)", errNotWorktree, w.Path, got, admin)
 	}
@@ -246,80 +246,6 @@ func (g Git) common(ctx context.Context, w Workspace) (string, error) {
 		return common, nil
 	}
 	return g.commonDir(ctx, w.Repo)
-}
-
-// pin is the environment that holds a git call on w's worktree to the
-// repository its log names (the repository's common directory and the
-// directory it keeps for this worktree), whatever the worktree's .git
-// file says. A sandboxed agent can rewrite that file, and a git run
-// outside the sandbox on a repository the agent made would run what that
-// repository configures (core.fsmonitor, say) as the daemon. An error
-// wraps errNotWorktree when the repository has no worktree at w.Path.
-func (g Git) pin(ctx context.Context, w Workspace) ([]string, error) {
-	common, err := g.common(ctx, w)
-	if err != nil {
-		return nil, err
-	}
-	admin, err := adminDir(common, w.Path)
-	if err != nil {
-		return nil, err
-	}
-	return pinned(common, admin, w.Path), nil
-}
-
-// pinned is pin's environment for a known common and admin directory.
-func pinned(common, admin, path string) []string {
-	return []string{"GIT_DIR=" + admin, "GIT_COMMON_DIR=" + common, "GIT_WORK_TREE=" + path}
-}
-
-// adminDir is the directory the repository whose common directory is
-// common keeps for its linked worktree at path: the one under worktrees/
-// whose gitdir file names path's .git (git names it after the path's
-// last element unless that was taken). Its commondir file must name
-// common: git reads the refs through it whatever GIT_COMMON_DIR says.
-func adminDir(common, path string) (string, error) {
-	want := filepath.Join(path, ".git")
-	names := []string{filepath.Base(path)}
-	if all, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
-		for _, e := range all {
-			names = append(names, e.Name())
-		}
-	}
-	for _, n := range names {
-		dir := filepath.Join(common, "worktrees", n)
-		b, err := os.ReadFile(filepath.Join(dir, "gitdir"))
-		if err != nil || !samePath(strings.TrimSpace(string(b)), want) {
-			continue
-		}
-		c, err := os.ReadFile(filepath.Join(dir, "commondir"))
-		named := strings.TrimSpace(string(c))
-		if named != "" && !filepath.IsAbs(named) {
-			named = filepath.Join(dir, named)
-		}
-		if err != nil || !samePath(named, common) {
-			return "", fmt.Errorf("%w: %s (the repository's directory for it, %s, names %q as its repository, not %s)",
-				errNotWorktree, path, dir, named, common)
-		}
-		return dir, nil
-	}
-	return "", fmt.Errorf("%w: %s (the repository %s keeps no worktree there)", errNotWorktree, path, common)
-}
-
-// samePath reports whether a and b name the same file (the same string
-// once cleaned, or the same file through links).
-func samePath(a, b string) bool {
-	if a == "" || b == "" {
-		return false
-	}
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
 }
 
 // indexPath is w's private index, in the repository's common git

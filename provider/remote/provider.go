@@ -113,6 +113,11 @@ func (p *Provider) open(ctx context.Context, req OpenRequest, spec provider.Spec
 		octx, cancel := context.WithTimeout(ctx, openTimeout)
 		err := p.d.request(octx, sl, OpOpen, req, &rep)
 		cancel()
+		if err == nil && rep.Error == nil && req.Spec.Workspace != nil && rep.Workspace != req.Spec.Workspace.Lease {
+			// A worker that does not know workspaces ran the open without it.
+			rep.Error = &WireError{Kind: KindRefused, Message: "the worker did not take up the agent's workspace (is it older than the daemon?)"}
+			go p.d.stopRemote(sl, req.Session)
+		}
 		if err == nil && rep.Error == nil {
 			p.d.log.Info("session placed", "agent", req.Spec.AgentID, "worker", sl.worker, "pool", sl.pool, "restore", req.Restore)
 			s.handle, s.restoredBy = rep.Handle, rep.RestoredBy
@@ -162,10 +167,10 @@ type Session struct {
 	remote, branch string
 }
 
-// WorkspaceAway reports that the session runs in the worker's copy of
-// the agent's workspace (provider.WorkspaceAway): each attempt hands it
-// over (provider.TurnIO.Workspace).
-func (s *Session) WorkspaceAway() bool { return s.remote != "" }
+// AwayRemote is the agents' remote when the session runs in the worker's
+// copy of the agent's workspace (provider.WorkspaceAway): each attempt
+// hands it over (provider.TurnIO.Workspace).
+func (s *Session) AwayRemote() string { return s.remote }
 
 // Handle is the worker provider's native handle.
 func (s *Session) Handle() string { return s.handle }

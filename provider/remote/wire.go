@@ -258,9 +258,12 @@ func (w Spec) Provider() provider.Spec {
 
 // OpenReply answers an OpenRequest.
 type OpenReply struct {
-	Handle     string     `json:"handle,omitempty"`
-	RestoredBy string     `json:"restored_by,omitempty"`
-	Error      *WireError `json:"error,omitempty"`
+	Handle     string `json:"handle,omitempty"`
+	RestoredBy string `json:"restored_by,omitempty"`
+	// Workspace is the lease the worker took up (Spec.Workspace): the
+	// daemon refuses a worker that opened the session without it.
+	Workspace string     `json:"workspace,omitempty"`
+	Error     *WireError `json:"error,omitempty"`
 }
 
 // SendRequest runs one attempt of a turn.

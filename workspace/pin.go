@@ -1,0 +1,148 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Held to the logged repository (doc.go): what a git call on a worktree
+// is told, and what a sandbox around the worktree's agent binds, comes
+// from the repository the log names, never from files in the worktree or
+// in the directory the repository keeps for it, which the agent can
+// write.
+
+// pin is the environment that holds a git call on w's worktree to the
+// repository its log names (the repository's common directory and the
+// directory it keeps for this worktree), whatever the worktree's .git
+// file says. A sandboxed agent can rewrite that file, and a git run
+// outside the sandbox on a repository the agent made would run what that
+// repository configures (core.fsmonitor, say) as the daemon. An error
+// wraps errNotWorktree when the repository has no worktree at w.Path.
+func (g Git) pin(ctx context.Context, w Workspace) ([]string, error) {
+	common, err := g.common(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := adminDir(common, w.Path)
+	if err != nil {
+		return nil, err
+	}
+	return pinned(common, admin, w.Path), nil
+}
+
+// pinned is pin's environment for a known common and admin directory.
+func pinned(common, admin, path string) []string {
+	return []string{"GIT_DIR=" + admin, "GIT_COMMON_DIR=" + common, "GIT_WORK_TREE=" + path}
+}
+
+// adminDir is the directory the repository whose common directory is
+// common keeps for its linked worktree at path: the one under worktrees/
+// whose gitdir file names path's .git (git names it after the path's
+// last element unless that was taken). Its commondir file must name
+// common: git reads the refs through it whatever GIT_COMMON_DIR says.
+func adminDir(common, path string) (string, error) {
+	want := filepath.Join(path, ".git")
+	names := []string{filepath.Base(path)}
+	if all, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
+		for _, e := range all {
+			names = append(names, e.Name())
+		}
+	}
+	for _, n := range names {
+		dir := filepath.Join(common, "worktrees", n)
+		b, err := readSmall(filepath.Join(dir, "gitdir"))
+		if err != nil || !samePath(strings.TrimSpace(b), want) {
+			continue
+		}
+		c, err := readSmall(filepath.Join(dir, "commondir"))
+		named := strings.TrimSpace(c)
+		if named != "" && !filepath.IsAbs(named) {
+			named = filepath.Join(dir, named)
+		}
+		if err != nil || !samePath(named, common) {
+			return "", fmt.Errorf("%w: %s (the repository's directory for it, %s, names %q as its repository, not %s)",
+				errNotWorktree, path, dir, named, common)
+		}
+		return dir, nil
+	}
+	return "", fmt.Errorf("%w: %s (the repository %s keeps no worktree there)", errNotWorktree, path, common)
+}
+
+// samePath reports whether a and b name the same file (the same string
+// once cleaned, or the same file through links).
+func samePath(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// Dirs are the repository's directories of w's worktree, found as pin
+// finds them: its common directory and the directory it keeps for this
+// worktree. It makes what a sandbox binds read-only over them exist
+// (objects/info, an empty config.worktree), so that an agent cannot make
+// them (alternates to another repository's objects; a per-worktree config
+// that runs commands, read when the repository sets
+// extensions.worktreeConfig). package sandbox binds what it returns.
+func (g Git) Dirs(ctx context.Context, w Workspace) (common, admin string, err error) {
+	if common, err = g.common(ctx, w); err != nil {
+		return "", "", err
+	}
+	if admin, err = adminDir(common, w.Path); err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(filepath.Join(common, "objects", "info"), 0o755); err != nil {
+		return "", "", err
+	}
+	cfg := filepath.Join(admin, "config.worktree")
+	if held, err := readSmall(cfg); err == nil && strings.TrimSpace(held) != "" {
+		return "", "", fmt.Errorf("%s holds settings for the worktree %s; a sandboxed agent's worktree may have none "+
+			"(git runs them outside the sandbox): remove the file, then start the agent again", cfg, w.Path)
+	}
+	f, err := os.OpenFile(cfg, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return "", "", fmt.Errorf("the worktree's config.worktree in %s: %w", admin, err)
+	}
+	return common, admin, f.Close()
+}
+
+// maxSmall bounds what readSmall reads: a .git file, a gitdir or a
+// commondir holds one path.
+const maxSmall = 4096
+
+// readSmall reads a small regular file that an agent may have replaced:
+// never through a link, never blocking on a FIFO, never more than
+// maxSmall bytes.
+func readSmall(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSmall+1))
+	if err == nil && len(b) > maxSmall {
+		err = errors.New(path + " is larger than a path")
+	}
+	return string(b), err
+}
