@@ -139,8 +139,10 @@ def commit():
     with open("committed.txt", "w") as f:
         f.write("from inside\n")
     git = ["git", "-c", "user.name=agent", "-c", "user.email=agent@example.com"]
-    subprocess.run(git + ["add", "committed.txt"], check=True, capture_output=True)
-    subprocess.run(git + ["commit", "-q", "-m", "inside"], check=True, capture_output=True)
+    for args in (["add", "committed.txt"], ["commit", "-q", "-m", "inside"]):
+        p = subprocess.run(git + args, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError("git %s: %s" % (args[0], p.stderr.strip()))
 
 while True:
     msg = read_turn()

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,5 +89,78 @@ func TestSandboxedAgentOnAWorker(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(d.dir, "worker-home-w1", "worker-w1", "agents", id, "home", "own.txt")); err != nil {
 		entries, _ := filepath.Glob(filepath.Join(d.dir, "worker-home-w1", "worker-w1", "agents", id, "home", "*"))
 		t.Errorf("the worker's private home for the agent does not hold what it wrote there: %v (%v)", err, entries)
+	}
+}
+
+// TestSandboxedWorkspaceOnAWorker: a sandboxed agent with a workspace,
+// on a worker through an agents' remote. Inside the worker's sandbox the
+// agent works in the worker's copy and commits on its branch; it cannot
+// make its copy's repository configure git (config.worktree, commondir,
+// alternates are read-only) nor read the worker's token; and a git
+// directory it makes and points its .git file at, whose config runs a
+// command on every file git reads, runs it neither for the worker's git
+// (its hand-back) nor for the daemon's (the bring-home). Its commit comes
+// home on the daemon's branch.
+func TestSandboxedWorkspaceOnAWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test starts a daemon and a warren worker process; run without -short")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Fatal("bwrap is not installed (Debian package bubblewrap): the sandbox tests need it; .ci/run installs it")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	repo := gitRepo(t, dir)
+	remote := filepath.Join(dir, "agents.git")
+	runGit(t, dir, "clone", "-q", "--bare", repo, remote)
+	f := startWorkerFleet(t, 1, 4, fmt.Sprintf(`{"providers": {"scripted": {"history": "context",
+		"sandbox": {"type": "bwrap", "network": false}, "worker": {"remote": %q}}}}`, remote))
+	d := f.d
+	probe := filepath.Join(d.dir, "probe")
+	writeFile(t, probe, "#!"+procPython+"\n"+probeScript)
+	if err := os.Chmod(probe, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	id := d.callN("agent.create", map[string]any{"name": "boxed", "provider": "scripted", "model": probe,
+		"workspace": map[string]any{"repo": repo}})["agent_id"].(string)
+	if !strings.Contains(d.Output(), "session placed: agent="+id+" worker=w1") {
+		t.Fatalf("the agent was not placed on w1:\n%s", tailString(d.Output(), 4000))
+	}
+	probeOn := func(spec map[string]any) map[string]string {
+		t.Helper()
+		res := d.callN("agent.send", map[string]any{"agent_id": id, "message": "probe " + mustJSON(t, spec)})
+		got := map[string]string{}
+		if err := json.Unmarshal([]byte(str(res["response"])), &got); err != nil {
+			t.Fatalf("the probe answered %v: %v", res, err)
+		}
+		t.Logf("inside, on the worker: %v", got)
+		for k, v := range got {
+			want := "denied"
+			if strings.HasPrefix(k, "own_") || k == "gitdir_file" {
+				want = "ok"
+			}
+			if !strings.HasPrefix(v, want) {
+				t.Errorf("sandboxed on the worker, %s: %s, want %s", k, v, want)
+			}
+		}
+		return got
+	}
+	ws := filepath.Join(d.Home, "workspaces", id)
+	if got := probeOn(map[string]any{"read": []string{f.token("w1")}, "own": true}); len(got) != 1+5 {
+		t.Fatalf("the probe did not try everything: %v", got)
+	}
+	branch := runGit(t, ws, "symbolic-ref", "--short", "HEAD")
+	if got := runGit(t, repo, "show", branch+":committed.txt"); got != "from inside" {
+		t.Errorf("the commit made inside on the worker is not on the daemon's branch: %q", got)
+	}
+	marker := filepath.Join(d.dir, "filter-ran")
+	if got := probeOn(map[string]any{"gitdir": map[string]any{"marker": marker}}); len(got) != 4 {
+		t.Fatalf("the probe did not try everything: %v", got)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatal("git ran a command configured by a git directory the sandboxed agent made")
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "trap.txt")); err != nil || string(b) != "a new file for the filter\n" {
+		t.Errorf("the turn's files did not come home: trap.txt %q %v", b, err)
 	}
 }

@@ -93,11 +93,12 @@ func samePath(a, b string) bool {
 
 // Dirs are the repository's directories of w's worktree, found as pin
 // finds them: its common directory and the directory it keeps for this
-// worktree. It makes what a sandbox binds read-only over them exist
-// (objects/info, an empty config.worktree), so that an agent cannot make
-// them (alternates to another repository's objects; a per-worktree config
-// that runs commands, read when the repository sets
-// extensions.worktreeConfig). package sandbox binds what it returns.
+// worktree. It makes what a sandbox binds exist: the directories a
+// commit writes, and what is bound read-only over them (objects/info, an
+// empty config.worktree), so that an agent cannot make them (alternates
+// to another repository's objects; a per-worktree config that runs
+// commands, read when the repository sets extensions.worktreeConfig).
+// package sandbox binds what it returns.
 func (g Git) Dirs(ctx context.Context, w Workspace) (common, admin string, err error) {
 	if common, err = g.common(ctx, w); err != nil {
 		return "", "", err
@@ -105,8 +106,13 @@ func (g Git) Dirs(ctx context.Context, w Workspace) (common, admin string, err e
 	if admin, err = adminDir(common, w.Path); err != nil {
 		return "", "", err
 	}
-	if err := os.MkdirAll(filepath.Join(common, "objects", "info"), 0o755); err != nil {
-		return "", "", err
+	// What the sandbox binds read-write (a commit's objects, refs and
+	// reflogs: a bare repository has no logs until a worktree writes one)
+	// and read-only over it.
+	for _, d := range []string{filepath.Join("objects", "info"), "refs", "logs"} {
+		if err := os.MkdirAll(filepath.Join(common, d), 0o755); err != nil {
+			return "", "", err
+		}
 	}
 	cfg := filepath.Join(admin, "config.worktree")
 	if held, err := readSmall(cfg); err == nil && strings.TrimSpace(held) != "" {
