@@ -279,3 +279,32 @@ func TestWorkspaceWorkerKilledAtEveryGitCall(t *testing.T) {
 		t.Logf("%s: %d kills over the %d git calls of the open and a turn", mode, n, total)
 	}
 }
+
+// TestWorkspaceFallsBackWhenTheRemoteIsGone: the agents' remote goes away
+// between two turns of an agent on a worker. The next turn cannot hand
+// the workspace out: the daemon gives the session up, and its open again
+// finds no way to hand the workspace to a worker, so the turn runs on the
+// daemon's machine, in the worktree, with the first turn's work there.
+func TestWorkspaceFallsBackWhenTheRemoteIsGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test starts a daemon and a warren worker process; run without -short")
+	}
+	t.Parallel()
+	f := startAwayFleet(t, 1)
+	if cwd := str(f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "one"})["response"]); !strings.HasPrefix(cwd, f.workers["w1"].home) {
+		t.Fatalf("the first turn ran in %s, not on the worker", cwd)
+	}
+	if err := os.Rename(f.remote, f.remote+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(f.d.Home, "workspaces", f.agent)
+	if cwd := str(f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "two"})["response"]); cwd != home {
+		t.Fatalf("with the remote gone, the turn ran in %s, want the daemon's worktree %s", cwd, home)
+	}
+	if got, want := f.notes(t), "# notes\nbegun: one\ndone: one\nbegun: two\ndone: two\n"; got != want {
+		t.Fatalf("the daemon's worktree holds:\n%s\nwant:\n%s", got, want)
+	}
+	if out := f.d.Output(); !strings.Contains(out, "the workspace could not be handed to a worker; opening the session locally") {
+		t.Errorf("the daemon did not say why the session opened locally:\n%s", tailString(out, 3000))
+	}
+}
