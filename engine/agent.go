@@ -95,6 +95,9 @@ type runningTurn struct {
 	// tools is the ToolCaller of the attempt in progress (nil between
 	// attempts): calls made with the agent's credential join it.
 	tools *runTools
+	// awayOn is the worker whose copy of the workspace the attempt in
+	// progress works in ("": the daemon's worktree, or none).
+	awayOn string
 }
 
 // End says the turn's work is over: whoever waits for the running turn

@@ -186,6 +186,27 @@ func (a *agent) setTurnTools(runID string, t *runTools) {
 	a.stateMu.Unlock()
 }
 
+// setAway publishes (or, with "", withdraws) the worker whose copy of
+// the workspace the attempt in progress of run runID works in.
+func (a *agent) setAway(runID, worker string) {
+	a.stateMu.Lock()
+	if a.cur != nil && a.cur.runID == runID {
+		a.cur.awayOn = worker
+	}
+	a.stateMu.Unlock()
+}
+
+// AwayOn is the worker whose copy of the workspace the running turn's
+// attempt works in ("": none).
+func (a *agent) AwayOn() string {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if a.cur == nil {
+		return ""
+	}
+	return a.cur.awayOn
+}
+
 // TurnTools is the ToolCaller of the running turn's attempt (nil between
 // attempts and turns), with the agent's name.
 func (a *agent) TurnTools() (t *runTools, name string) {

@@ -76,16 +76,26 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 			}
 			io.Workspace = hand
 		}
+		if away {
+			a.setAway(t.RunID, worker)
+		}
 		resp, timedOut, drainFailed, err := c.sendOnce(ctx, a, sess, prompt, t, policy.Timeout, io)
 		if err == nil {
 			sess.Injected()
 		}
 		if err == nil && away {
-			// The attempt's edits come home before the turn ends; if they
-			// cannot, the turn is tried again from the daemon's worktree.
+			// The attempt's edits come home before the turn ends. If they
+			// cannot, the turn is tried again from the daemon's worktree, on
+			// a session opened again from the log: this one has done the
+			// turn, and remembers edits the worktree does not have.
 			if *home, err = c.bringHome(ctx, a, io.Workspace, worker, remote); err != nil {
+				sess.End(true)
+				sess = turnSession{}
 				err = provider.Transient(err, 0)
 			}
+		}
+		if away {
+			a.setAway(t.RunID, "")
 		}
 		return retry.Try{Response: resp, Err: err, TimedOut: timedOut, DrainFailed: drainFailed}
 	}, func() bool { return delivered }, func(attempt int, err error, delay time.Duration) error {

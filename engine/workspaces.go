@@ -386,6 +386,12 @@ func (c *Core) MergeChild(ctx context.Context, childID string) (MergeResult, err
 	if !ok {
 		return MergeResult{}, failf(ErrInvalid, "the parent %s of %s has no open workspace to merge into", p.Name(), name)
 	}
+	if w := p.AwayOn(); w != "" {
+		// Its files are in the worker's copy until the turn brings them
+		// home: a merge into the worktree now would be undone, or undo them.
+		return MergeResult{}, failf(ErrWrongState, "the turn of %s runs on worker %s, in a copy of its workspace: merge %s into it after the turn "+
+			"(warren workspace merge %s)", p.Name(), w, name, name)
+	}
 	commit, conflicts, err := c.opts.Git.Merge(ctx, wsOf(p.ID(), pw), wsOf(childID, cw), c.displayName(childID))
 	res := MergeResult{Branch: cw.Branch, Commit: commit, Conflicts: conflicts}
 	if err != nil && len(conflicts) == 0 {

@@ -98,9 +98,9 @@ func TestSandboxedAgentOnAWorker(t *testing.T) {
 // make its copy's repository configure git (config.worktree, commondir,
 // alternates are read-only) nor read the worker's token; and a git
 // directory it makes and points its .git file at, whose config runs a
-// command on every file git reads, runs it neither for the worker's git
-// (its hand-back) nor for the daemon's (the bring-home). Its commit comes
-// home on the daemon's branch.
+// command on every file git reads, does not run it for the worker's git
+// (its hand-back, outside the sandbox). Its commit comes home on the
+// daemon's branch.
 func TestSandboxedWorkspaceOnAWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: this test starts a daemon and a warren worker process; run without -short")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/warren-dev/warren/protocol"
 )
 
 // workScript works in its workspace: for a message "wait PATH" it
@@ -306,5 +308,57 @@ func TestWorkspaceFallsBackWhenTheRemoteIsGone(t *testing.T) {
 	}
 	if out := f.d.Output(); !strings.Contains(out, "the workspace could not be handed to a worker; opening the session locally") {
 		t.Errorf("the daemon did not say why the session opened locally:\n%s", tailString(out, 3000))
+	}
+}
+
+// TestMergeWaitsForATurnOnAWorker: while an agent's turn runs on a worker,
+// in the worker's copy of its workspace, a merge of its child into its
+// workspace is refused (code 2, naming the worker and what to do): it
+// would be undone when the turn comes home, or undo the turn. After the
+// turn it merges, and both the turn's work and the child's are there.
+func TestMergeWaitsForATurnOnAWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test starts a daemon and a warren worker process; run without -short")
+	}
+	t.Parallel()
+	f := startAwayFleet(t, 1)
+	kid := f.d.callN("agent.create", map[string]any{"name": "kid", "provider": "scripted", "model": filepath.Join(f.d.dir, "work"),
+		"parent": f.agent, "workspace": map[string]any{"repo": f.repo}})["agent_id"].(string)
+	writeFile(t, filepath.Join(f.d.Home, "workspaces", kid, "kid.txt"), "the child's work\n")
+	release := filepath.Join(f.d.dir, "release")
+	msg := "wait " + release
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": f.agent, "message": msg})
+		done <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); ; {
+		matches, _ := filepath.Glob(filepath.Join(f.workers["w1"].home, "*", "workspaces", f.agent, "notes.md"))
+		if len(matches) == 1 {
+			if b, _ := os.ReadFile(matches[0]); strings.Contains(string(b), "begun: "+msg) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn never began on the worker\ndaemon:\n%s", tailString(f.d.Output(), 4000))
+		}
+		time.Sleep(20 * time.Millisecond) // the agent's file on the worker is the only sign of its progress
+	}
+	_, err := f.d.Client().Call(procCtx(t), "workspace.merge", map[string]any{"agent_id": kid})
+	wantCode(t, "a merge into a workspace whose turn runs on a worker", err, protocol.CodeInvalid)
+	if !strings.Contains(err.Error(), "worker w1") || !strings.Contains(err.Error(), "after the turn") {
+		t.Errorf("the refusal does not say where the turn runs and what to do: %v", err)
+	}
+	writeFile(t, release, "go\n")
+	if err := <-done; err != nil {
+		t.Fatalf("the turn: %v", err)
+	}
+	f.d.callN("workspace.merge", map[string]any{"agent_id": kid})
+	ws := filepath.Join(f.d.Home, "workspaces", f.agent)
+	if b, err := os.ReadFile(filepath.Join(ws, "kid.txt")); err != nil || string(b) != "the child's work\n" {
+		t.Errorf("the child's work after the merge: %q %v", b, err)
+	}
+	if got, want := f.notes(t), "# notes\nbegun: "+msg+"\ndone: "+msg+"\n"; got != want {
+		t.Errorf("the turn's work after the merge:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -79,8 +79,8 @@ type Worker struct {
 	sockets   *sockets
 	// turns is each agent's running turn (its socket's calls join it).
 	turns map[string]*turn
-	// cancelled holds attempts cancelled before their send arrived
-	// (bounded: maxCancelled).
+	// cancelled holds attempts cancelled before their send arrived, and
+	// sessions stopped before their open ended (bounded: maxCancelled).
 	cancelled map[string]bool
 	// seen holds the session and attempt ids of recent opens and sends (a
 	// replayed request is refused), oldest first in seenOrder.
@@ -305,6 +305,12 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 		respond(r, remote.OpenReply{Error: &remote.WireError{Kind: remote.KindPoolFull, Message: "this worker has no pool " + req.Provider}})
 		return
 	}
+	if req.Spec.Workspace != nil {
+		// The daemon opens one session of an agent at a time: one this
+		// worker still holds is stale (the daemon gave it up), and would
+		// work in the same copy. (Before the reserve: it holds a slot.)
+		w.stopAgent(req.Spec.AgentID)
+	}
 	if err := w.reserve(req.Provider, req.Daemon); err != nil {
 		respond(r, remote.OpenReply{Error: remote.Wire(err)})
 		return
@@ -313,10 +319,6 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 	spec.Env = agentspec.ProcessEnv(w.o.Config().Providers[req.Provider], w.o.Env, spec.AgentID)
 	var aw *away
 	if req.Spec.Workspace != nil {
-		// The daemon opens one session of an agent at a time: one this
-		// worker still holds is stale (its worker was given up), and would
-		// work in the same copy.
-		w.stopAgent(spec.AgentID)
 		var err error
 		if aw, err = w.openAway(ctx, spec.AgentID, req.Spec.Workspace); err != nil {
 			w.unreserve(req.Provider)
@@ -363,15 +365,8 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 		return
 	}
 	ws := &session{pool: req.Provider, daemon: req.Daemon, agent: spec.AgentID, sess: sess, release: release, away: aw}
-	w.mu.Lock()
-	closing := w.closing
-	if !closing {
-		w.sessions[req.Session] = ws
-	}
-	w.mu.Unlock()
-	if closing {
-		_ = ws.stop()
-		respond(r, remote.OpenReply{Error: &remote.WireError{Kind: remote.KindLost, Message: "worker " + w.o.ID + " is stopping"}})
+	if werr := w.register(req.Session, ws); werr != nil {
+		respond(r, remote.OpenReply{Error: werr})
 		return
 	}
 	rep := remote.OpenReply{Handle: sess.Handle()}
@@ -383,6 +378,30 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 	}
 	w.log.Debug("session opened", "session", req.Session, "agent", spec.AgentID, "pool", req.Provider, "restore", req.Restore)
 	respond(r, rep)
+}
+
+// register makes ws the worker's session id, or stops it and says why
+// not: the worker is stopping, or the daemon gave the open up meanwhile
+// (its stop came before the session was registered).
+func (w *Worker) register(id string, ws *session) *remote.WireError {
+	w.mu.Lock()
+	closing := w.closing
+	givenUp := w.cancelled[id]
+	delete(w.cancelled, id)
+	if !closing && !givenUp {
+		w.sessions[id] = ws
+	}
+	w.mu.Unlock()
+	switch {
+	case givenUp:
+		w.unreserve(ws.pool)
+		_ = ws.stop()
+		return &remote.WireError{Kind: remote.KindLost, Message: "the daemon gave this open up"}
+	case closing:
+		_ = ws.stop()
+		return &remote.WireError{Kind: remote.KindLost, Message: "worker " + w.o.ID + " is stopping"}
+	}
+	return nil
 }
 
 // launcher gives spec the worker's part in each of its processes: the
@@ -680,6 +699,12 @@ func (w *Worker) stop(_ context.Context, r micro.Request, data []byte) {
 	if ok {
 		delete(w.sessions, req.Session)
 		w.live[s.pool]--
+	} else if remote.CheckID(req.Session) == nil {
+		// Perhaps an open still running: it stops at its end.
+		if len(w.cancelled) >= maxCancelled {
+			clear(w.cancelled)
+		}
+		w.cancelled[req.Session] = true
 	}
 	w.mu.Unlock()
 	var err error

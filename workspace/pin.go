@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,7 @@ func adminDir(common, path string) (string, error) {
 	for _, n := range names {
 		dir := filepath.Join(common, "worktrees", n)
 		b, err := readSmall(filepath.Join(dir, "gitdir"))
-		if err != nil || !samePath(strings.TrimSpace(b), want) {
+		if err != nil || !samePath(relativeTo(dir, strings.TrimSpace(b)), want) {
 			continue
 		}
 		c, err := readSmall(filepath.Join(dir, "commondir"))
@@ -72,6 +73,15 @@ func adminDir(common, path string) (string, error) {
 		return dir, nil
 	}
 	return "", fmt.Errorf("%w: %s (the repository %s keeps no worktree there)", errNotWorktree, path, common)
+}
+
+// relativeTo is p, or, when p is relative (a worktree made with
+// worktree.useRelativePaths), p joined to dir.
+func relativeTo(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
 }
 
 // samePath reports whether a and b name the same file (the same string
@@ -115,15 +125,31 @@ func (g Git) Dirs(ctx context.Context, w Workspace) (common, admin string, err e
 		}
 	}
 	cfg := filepath.Join(admin, "config.worktree")
-	if held, err := readSmall(cfg); err == nil && strings.TrimSpace(held) != "" {
-		return "", "", fmt.Errorf("%s holds settings for the worktree %s; a sandboxed agent's worktree may have none "+
-			"(git runs them outside the sandbox): remove the file, then start the agent again", cfg, w.Path)
+	held, err := readSmall(cfg)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		f, err := os.OpenFile(cfg, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+		if err != nil {
+			return "", "", fmt.Errorf("the worktree's config.worktree in %s: %w", admin, err)
+		}
+		return common, admin, f.Close()
+	case err != nil || strings.TrimSpace(held) != "" || links(cfg) != 1:
+		return "", "", fmt.Errorf("%s holds settings for the worktree %s, or is not a plain file of its own; a sandboxed agent's "+
+			"worktree may have none (git runs them outside the sandbox): remove the file, then start the agent again", cfg, w.Path)
 	}
-	f, err := os.OpenFile(cfg, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	return common, admin, nil
+}
+
+// links is the number of names path's file has (0: none, or unknown).
+func links(path string) uint64 {
+	fi, err := os.Lstat(path)
 	if err != nil {
-		return "", "", fmt.Errorf("the worktree's config.worktree in %s: %w", admin, err)
+		return 0
 	}
-	return common, admin, f.Close()
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 0
 }
 
 // maxSmall bounds what readSmall reads: a .git file, a gitdir or a
@@ -146,6 +172,10 @@ func readSmall(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	// What was opened is checked again: it may have been replaced since.
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxSmall+1))
 	if err == nil && len(b) > maxSmall {
 		err = errors.New(path + " is larger than a path")

@@ -171,3 +171,33 @@ func TestAgentMadeFilesNeverHang(t *testing.T) {
 		})
 	}
 }
+
+// TestRelativeWorktreePaths: a worktree whose repository records its
+// paths relative to each other (git's worktree.useRelativePaths) is still
+// the repository's worktree.
+func TestRelativeWorktreePaths(t *testing.T) {
+	g := Git{}
+	ctx := context.Background()
+	repo := newRepo(t)
+	w := newWorkspace(t, g, repo)
+	admin, err := adminDir(filepath.Join(repo, ".git"), w.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toWorktree, err := filepath.Rel(admin, filepath.Join(w.Path, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toAdmin, err := filepath.Rel(w.Path, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(admin, "gitdir"), toWorktree+"\n")
+	write(t, filepath.Join(w.Path, ".git"), "gitdir: "+toAdmin+"\n")
+	if err := g.Check(ctx, w); err != nil {
+		t.Fatalf("Check of a worktree with relative paths: %v", err)
+	}
+	if _, err := g.Snapshot(ctx, w, "end", ""); err != nil {
+		t.Fatal(err)
+	}
+}

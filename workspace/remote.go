@@ -116,7 +116,9 @@ func (g Git) Adopt(ctx context.Context, w Workspace, remote, lease string) error
 		}
 	}
 	// The copy holds nothing the remote does not (an attempt that left it
-	// changed was handed back or given up): what is wrong is forced right.
+	// changed was handed back or given up): what is wrong is forced right,
+	// in place (an agent's process may be working in it).
+	g.unwedge(ctx, w)
 	switch err := g.Check(ctx, w); {
 	case err == nil, errors.Is(err, errMissing):
 	case errors.Is(err, errOffBranch):
@@ -124,7 +126,7 @@ func (g Git) Adopt(ctx context.Context, w Workspace, remote, lease string) error
 		if err != nil {
 			return err
 		}
-		if _, err := g.run(ctx, w.Path, env, "switch", "-q", "-f", w.Branch); err != nil {
+		if _, err := g.run(ctx, w.Path, env, "checkout", "-q", "-f", w.Branch, "--"); err != nil {
 			return err
 		}
 	default:
@@ -136,6 +138,33 @@ func (g Git) Adopt(ctx context.Context, w Workspace, remote, lease string) error
 		return err
 	}
 	return g.Restore(ctx, w, lease)
+}
+
+// wedges are what a git command killed in the middle, or left for its
+// user to finish, leaves in a worktree's directory of the repository;
+// each refuses the commands a take-up runs.
+var wedges = []string{"index.lock", "HEAD.lock", "rebase-merge", "rebase-apply", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE",
+	"CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG", "BISECT_START", "BISECT_TERMS", "BISECT_NAMES", "BISECT_EXPECTED_REV",
+	"BISECT_ANCESTORS_OK", "sequencer"}
+
+// unwedge removes, from a worker's copy w, what an agent's git command
+// killed in the middle or left unfinished would make the take-up fail on:
+// the worktree's operation states and locks, and the locks of its branch
+// and private index. Nothing when w is no worktree of its repository.
+func (g Git) unwedge(ctx context.Context, w Workspace) {
+	common, err := g.common(ctx, w)
+	if err != nil {
+		return
+	}
+	admin, err := adminDir(common, w.Path)
+	if err != nil {
+		return
+	}
+	for _, name := range wedges {
+		_ = os.RemoveAll(filepath.Join(admin, name))
+	}
+	_ = os.Remove(filepath.Join(common, "refs", "heads", filepath.FromSlash(w.Branch)+".lock"))
+	_ = os.Remove(filepath.Join(common, "warren", "index-"+w.AgentID+".lock"))
 }
 
 // Hand records the worker's copy w after an attempt (a snapshot whose
@@ -179,12 +208,14 @@ var ErrMovedMeanwhile = errors.New("the workspace's branch moved while the attem
 // the head of SnapshotRef's chain, and restored (the branch at its first
 // parent, the files as it has them). A restore that fails puts the lease
 // back, so that w's files and branch are as the attempt found them. It is
-// idempotent.
+// idempotent. Only the fetch ends with ctx: once the worktree is being
+// changed, the take is finished (each call still has Git's timeout).
 func (g Git) Take(ctx context.Context, w Workspace, remote, commit, lease string) error {
 	ref := IncomingRef(w.AgentID)
 	if _, err := g.run(ctx, w.Repo, nil, "fetch", "--quiet", "--no-tags", "--end-of-options", remote, "+"+ref+":"+ref); err != nil {
 		return fmt.Errorf("fetching the workspace of %s from the agents' remote %s: %w", w.AgentID, remote, err)
 	}
+	ctx = context.WithoutCancel(ctx)
 	out, err := g.run(ctx, w.Repo, nil, "rev-parse", ref, commit+"^2", lease+"^1", commit+"^1", "refs/heads/"+w.Branch)
 	if err != nil {
 		return err

@@ -284,8 +284,9 @@ func TestTakeRefusesABranchThatMoved(t *testing.T) {
 }
 
 // TestAdoptForcesACopyOffItsBranch: an agent that left its copy on
-// another branch with changes there does not wedge the worker: the next
-// take-up puts the copy back on the agent's branch, at the lease.
+// another branch with changes there, in the middle of a rebase, with a
+// lock its killed git left, does not wedge the worker: the next take-up
+// puts the copy back on the agent's branch, at the lease.
 func TestAdoptForcesACopyOffItsBranch(t *testing.T) {
 	g := Git{}
 	ctx := context.Background()
@@ -301,6 +302,13 @@ func TestAdoptForcesACopyOffItsBranch(t *testing.T) {
 	write(t, filepath.Join(h.ww.Path, "README.md"), "changed off the branch\n")
 	git(t, h.ww.Path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "elsewhere")
 	write(t, filepath.Join(h.ww.Path, "README.md"), "and changed again\n")
+	// What an agent's git killed in the middle of a rebase leaves.
+	admin, err := adminDir(h.ww.Repo, h.ww.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(admin, "rebase-merge", "head-name"), "refs/heads/elsewhere\n")
+	write(t, filepath.Join(admin, "index.lock"), "")
 	lease2, err := g.Lease(ctx, h.w, h.remote, "", "attempt 2")
 	if err != nil {
 		t.Fatal(err)

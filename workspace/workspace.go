@@ -138,7 +138,7 @@ func (g Git) Check(ctx context.Context, w Workspace) error {
 	// name the directory the repository keeps for this worktree.
 	b, err := readSmall(filepath.Join(w.Path, ".git"))
 	got, _ := strings.CutPrefix(strings.TrimSpace(b), "gitdir: ")
-	if err != nil || !samePath(got, admin) {
+	if err != nil || !samePath(relativeTo(w.Path, got), admin) {
 		return fmt.Errorf("%w: %s (its .git names %q, the repository's worktree directory is %q)", errNotWorktree, w.Path, got, admin)
 	}
 	env := pinned(common, admin, w.Path)
@@ -321,7 +321,9 @@ func (g Git) Restore(ctx context.Context, w Workspace, commit string) error {
 	}
 	cur, want, _ := strings.Cut(strings.TrimSpace(heads), "\n")
 	if want = strings.TrimSpace(want); want != "" && cur != want {
-		moves := fmt.Sprintf("update %s %s\nupdate refs/heads/%s %s\n", InterruptedRef(w.AgentID), cur, w.Branch, want)
+		// The branch moves only from where it was read: a move meanwhile
+		// (a merge into it) fails the restore instead of being undone.
+		moves := fmt.Sprintf("update %s %s\nupdate refs/heads/%s %s %s\n", InterruptedRef(w.AgentID), cur, w.Branch, want, cur)
 		if _, err := g.runWith(ctx, w.Path, pin, moves, "update-ref", "-m", "warren: back to the snapshot "+commit, "--stdin"); err != nil {
 			return err
 		}
