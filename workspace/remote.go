@@ -51,31 +51,10 @@ var ErrLeaseLost = errors.New("the workspace was handed to another attempt")
 // IncomingRef. The push is forced: the daemon, the log's one writer,
 // decides who holds the workspace. It returns the lease.
 func (g Git) Lease(ctx context.Context, w Workspace, remote, last, tag string) (string, error) {
-	pin, err := g.pin(ctx, w)
+	lease, _, err := g.commitState(ctx, w, "warren: handed to "+tag+" ("+nonce()+")", last)
 	if err != nil {
 		return "", err
 	}
-	idx, err := g.indexPath(ctx, w)
-	if err != nil {
-		return "", err
-	}
-	env := append([]string{"GIT_INDEX_FILE=" + idx}, pin...)
-	if _, err := g.run(ctx, w.Path, env, "add", "-A", "--", "."); err != nil {
-		return "", err
-	}
-	tree, err := g.run(ctx, w.Path, env, "write-tree")
-	if err != nil {
-		return "", err
-	}
-	args := []string{"commit-tree", line(tree), "-m", "warren: handed to " + tag + " (" + nonce() + ")", "-p", "HEAD"}
-	if last != "" {
-		args = append(args, "-p", last)
-	}
-	out, err := g.run(ctx, w.Path, pin, args...)
-	if err != nil {
-		return "", err
-	}
-	lease := line(out)
 	if _, err := g.run(ctx, w.Repo, nil, "push", "--quiet", "--force", "--end-of-options", remote, lease+":"+IncomingRef(w.AgentID)); err != nil {
 		return "", fmt.Errorf("handing the workspace of %s to the agents' remote %s: %w", w.AgentID, remote, err)
 	}

@@ -28,6 +28,21 @@ func newHandOff(t *testing.T, g Git) *handOff {
 	return &handOff{w: w, ww: ww, remote: remote}
 }
 
+// handOut leases the daemon's worktree (no previous snapshot) to an
+// attempt tagged tag, and the worker's copy takes it up.
+func (h *handOff) handOut(t *testing.T, g Git, tag string) (lease string) {
+	t.Helper()
+	ctx := context.Background()
+	lease, err := g.Lease(ctx, h.w, h.remote, "", tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Adopt(ctx, h.ww, h.remote, lease); err != nil {
+		t.Fatal(err)
+	}
+	return lease
+}
+
 // TestWorkspaceMovesThroughTheRemote: the daemon hands its worktree to a
 // worker's attempt (Lease), the worker takes it up (Adopt: files, branch,
 // what the agent had not committed), the agent works there (a change, a
@@ -250,13 +265,7 @@ func TestTakeRefusesABranchThatMoved(t *testing.T) {
 	g := Git{}
 	ctx := context.Background()
 	h := newHandOff(t, g)
-	lease, err := g.Lease(ctx, h.w, h.remote, "", "attempt 1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Adopt(ctx, h.ww, h.remote, lease); err != nil {
-		t.Fatal(err)
-	}
+	lease := h.handOut(t, g, "attempt 1")
 	write(t, filepath.Join(h.ww.Path, "worker.txt"), "from the worker\n")
 	end, err := g.Hand(ctx, h.ww, h.remote, "end", lease)
 	if err != nil {
@@ -271,13 +280,7 @@ func TestTakeRefusesABranchThatMoved(t *testing.T) {
 	if read(t, filepath.Join(h.w.Path, "merged.txt")) != "merged meanwhile\n" {
 		t.Fatal("the merge is gone from the daemon's worktree")
 	}
-	lease2, err := g.Lease(ctx, h.w, h.remote, "", "attempt 2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Adopt(ctx, h.ww, h.remote, lease2); err != nil {
-		t.Fatal(err)
-	}
+	h.handOut(t, g, "attempt 2")
 	if read(t, filepath.Join(h.ww.Path, "merged.txt")) != "merged meanwhile\n" || read(t, filepath.Join(h.ww.Path, "worker.txt")) == "from the worker\n" {
 		t.Fatal("the next attempt's copy is not the daemon's worktree with the merge")
 	}
@@ -291,13 +294,7 @@ func TestAdoptForcesACopyOffItsBranch(t *testing.T) {
 	g := Git{}
 	ctx := context.Background()
 	h := newHandOff(t, g)
-	lease, err := g.Lease(ctx, h.w, h.remote, "", "attempt 1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Adopt(ctx, h.ww, h.remote, lease); err != nil {
-		t.Fatal(err)
-	}
+	h.handOut(t, g, "attempt 1")
 	git(t, h.ww.Path, "switch", "-q", "-c", "elsewhere")
 	write(t, filepath.Join(h.ww.Path, "README.md"), "changed off the branch\n")
 	git(t, h.ww.Path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "elsewhere")
@@ -309,17 +306,14 @@ func TestAdoptForcesACopyOffItsBranch(t *testing.T) {
 	}
 	write(t, filepath.Join(admin, "rebase-merge", "head-name"), "refs/heads/elsewhere\n")
 	write(t, filepath.Join(admin, "index.lock"), "")
-	lease2, err := g.Lease(ctx, h.w, h.remote, "", "attempt 2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Adopt(ctx, h.ww, h.remote, lease2); err != nil {
-		t.Fatal(err)
-	}
+	lease := h.handOut(t, g, "attempt 2")
 	if err := g.Check(ctx, h.ww); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(t, filepath.Join(h.ww.Path, "README.md")); got != "hello\n" {
 		t.Fatalf("README.md in the copy: %q", got)
+	}
+	if head, want := git(t, h.ww.Path, "rev-parse", "HEAD"), git(t, h.ww.Repo, "rev-parse", lease+"^1"); head != want {
+		t.Fatalf("the copy's branch is at %s, not at the lease's head %s", head, want)
 	}
 }

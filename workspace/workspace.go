@@ -271,34 +271,44 @@ func (g Git) indexPath(ctx context.Context, w Workspace) (string, error) {
 // from git's garbage collection. The agent's branch, HEAD and index are
 // not touched. Four git calls.
 func (g Git) Snapshot(ctx context.Context, w Workspace, message, prev string) (string, error) {
-	pin, err := g.pin(ctx, w)
+	commit, pin, err := g.commitState(ctx, w, message, prev)
 	if err != nil {
 		return "", err
+	}
+	if _, err := g.run(ctx, w.Path, pin, "update-ref", "-m", message, SnapshotRef(w.AgentID), commit); err != nil {
+		return "", err
+	}
+	return commit, nil
+}
+
+// commitState makes a commit of w's whole state, with message, whose
+// parents are the branch head and prev ("" for none), and returns it with
+// the environment that pins w's calls (pin). Three git calls.
+func (g Git) commitState(ctx context.Context, w Workspace, message, prev string) (commit string, pin []string, err error) {
+	if pin, err = g.pin(ctx, w); err != nil {
+		return "", nil, err
 	}
 	idx, err := g.indexPath(ctx, w)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	env := append([]string{"GIT_INDEX_FILE=" + idx}, pin...)
 	if _, err := g.run(ctx, w.Path, env, "add", "-A", "--", "."); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	tree, err := g.run(ctx, w.Path, env, "write-tree")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	args := []string{"commit-tree", line(tree), "-m", message, "-p", "HEAD"}
 	if prev != "" {
 		args = append(args, "-p", prev)
 	}
-	commit, err := g.run(ctx, w.Path, pin, args...)
+	out, err := g.run(ctx, w.Path, pin, args...)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	if _, err := g.run(ctx, w.Path, pin, "update-ref", "-m", message, SnapshotRef(w.AgentID), line(commit)); err != nil {
-		return "", err
-	}
-	return line(commit), nil
+	return line(out), pin, nil
 }
 
 // InterruptedRef keeps the branch head an interrupted attempt left when a
