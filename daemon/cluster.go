@@ -56,7 +56,10 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 		key, embedded = k, []*server.Server{srv}
 		stopServer = func() { srv.Shutdown(); srv.WaitForShutdown() }
 		if url == "" {
+			// The daemon's own server is in its process: no socket
+			// between them.
 			url = srv.ClientURL()
+			connOpts = append(connOpts, nats.InProcessServer(srv))
 		}
 	}
 	fail := func(err error) (storeParts, error) {
