@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/remote"
@@ -110,4 +111,116 @@ func (t *turn) request(ctx context.Context, kind string, v any) (remote.ToolRepl
 		return remote.ToolReply{}, fmt.Errorf("the daemon answered %s with bad JSON: %w", kind, err)
 	}
 	return rep, nil
+}
+
+// send runs one attempt.
+func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
+	var req remote.SendRequest
+	if err := json.Unmarshal(data, &req); err != nil || remote.CheckID(req.Attempt) != nil || remote.CheckID(req.Daemon) != nil {
+		respond(r, remote.SendReply{Error: &remote.WireError{Kind: remote.KindPermanent, Message: fmt.Sprintf("bad send request: %v", err)}})
+		return
+	}
+	s, ok := w.lookup(req.Session)
+	if !ok {
+		respond(r, remote.SendReply{Error: &remote.WireError{Kind: remote.KindLost,
+			Message: "worker " + w.o.ID + " holds no session " + req.Session + " (it restarted, or a later daemon opened one)"}})
+		return
+	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.mu.Lock()
+	w.attempts[req.Attempt] = cancel
+	if w.cancelled[req.Attempt] {
+		delete(w.cancelled, req.Attempt)
+		cancel() // its cancel arrived first
+	}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.attempts, req.Attempt)
+		w.mu.Unlock()
+	}()
+	t := &turn{w: w, daemon: req.Daemon, attempt: req.Attempt, cancel: cancel}
+	s.mu.Lock()
+	resp, snapshot, err := w.runTurn(actx, s, t, &req)
+	s.mu.Unlock()
+	if serr := t.suspendedBy(); serr != nil {
+		resp, snapshot, err = "", "", serr
+	}
+	chunks, usages := t.counts()
+	wire := remote.Wire(err)
+	if err != nil && ctx.Err() != nil {
+		// The worker is stopping: its sessions go with it.
+		wire = &remote.WireError{Kind: remote.KindLost, Message: "worker " + w.o.ID + " is stopping: " + err.Error()}
+	}
+	respond(r, remote.SendReply{Response: resp, Error: wire, Chunks: chunks, Usages: usages, Snapshot: snapshot})
+}
+
+// runTurn runs attempt t of session s: in the copy of the agent's
+// workspace when the attempt hands one over (taken up first, handed back
+// after a turn that succeeded: snapshot).
+func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.SendRequest) (resp, snapshot string, err error) {
+	if h := req.Workspace; h != nil {
+		if s.away == nil {
+			return "", "", fmt.Errorf("the attempt hands over a workspace; session %s was opened without one", req.Session)
+		}
+		l := w.copies.of(s.agent)
+		l.Lock()
+		defer l.Unlock()
+		if err := s.away.take(ctx, h); err != nil {
+			// Tried again on a new lease (the daemon's worktree is as it was).
+			return "", "", provider.Transient(fmt.Errorf("taking up the workspace on worker %s: %w", w.o.ID, err), 0)
+		}
+	}
+	w.setTurn(s.agent, t)
+	resp, err = s.sess.Send(ctx, req.Prompt, provider.TurnIO{Tools: t, OnChunk: t.chunk, OnUsage: t.usage, BeforeRequest: func() error { return t.gate(ctx) }})
+	w.setTurn(s.agent, nil)
+	if err != nil || req.Workspace == nil || t.suspendedBy() != nil {
+		return resp, "", err
+	}
+	if snapshot, err = s.away.give(ctx, req.Workspace); err != nil {
+		// Not handed back, so not done: the turn runs again on a new lease,
+		// from the daemon's worktree as it was.
+		return "", "", provider.Transient(fmt.Errorf("handing the workspace back from worker %s: %w", w.o.ID, err), 0)
+	}
+	return resp, snapshot, nil
+}
+
+// setTurn records agent's running turn (nil: none).
+func (w *Worker) setTurn(agent string, t *turn) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t == nil {
+		delete(w.turns, agent)
+		return
+	}
+	w.turns[agent] = t
+}
+
+// turnOf is agent's running turn (nil between turns).
+func (w *Worker) turnOf(agent string) *turn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.turns[agent]
+}
+
+// cancel cancels an attempt.
+func (w *Worker) cancel(_ context.Context, r micro.Request, data []byte) {
+	var req remote.CancelRequest
+	if json.Unmarshal(data, &req) != nil {
+		return
+	}
+	w.mu.Lock()
+	c := w.attempts[req.Attempt]
+	if c == nil && remote.CheckID(req.Attempt) == nil {
+		if len(w.cancelled) >= maxCancelled {
+			clear(w.cancelled)
+		}
+		w.cancelled[req.Attempt] = true
+	}
+	w.mu.Unlock()
+	if c != nil {
+		w.log.Info("attempt cancelled by the daemon", "attempt", req.Attempt)
+		c()
+	}
 }
