@@ -18,28 +18,56 @@ import (
 // in the directory the repository keeps for it, which the agent can
 // write.
 
-// pin is the environment that holds a git call on w's worktree to the
-// repository its log names (the repository's common directory and the
-// directory it keeps for this worktree), whatever the worktree's .git
-// file says. A sandboxed agent can rewrite that file, and a git run
-// outside the sandbox on a repository the agent made would run what that
-// repository configures (core.fsmonitor, say) as the daemon. An error
-// wraps errNotWorktree when the repository has no worktree at w.Path.
-func (g Git) pin(ctx context.Context, w Workspace) ([]string, error) {
+// located is where a worktree is in its repository, found from the
+// repository the log names: the repository's common directory and the
+// directory it keeps for the worktree (its admin directory).
+type located struct {
+	common, admin string
+}
+
+// locate finds where w's worktree is in its repository; an error wraps
+// errNotWorktree when the repository keeps no worktree at w.Path.
+func (g Git) locate(ctx context.Context, w Workspace) (located, error) {
 	common, err := g.common(ctx, w)
 	if err != nil {
-		return nil, err
+		return located{}, fmt.Errorf("the repository %s: %w", w.Repo, err)
 	}
 	admin, err := adminDir(common, w.Path)
 	if err != nil {
-		return nil, err
+		return located{}, err
 	}
-	return pinned(common, admin, w.Path), nil
+	return located{common: common, admin: admin}, nil
 }
 
-// pinned is pin's environment for a known common and admin directory.
-func pinned(common, admin, path string) []string {
-	return []string{"GIT_DIR=" + admin, "GIT_COMMON_DIR=" + common, "GIT_WORK_TREE=" + path}
+// env is the environment that holds a git call on the worktree at path
+// to its repository, whatever the worktree's .git file says. A sandboxed
+// agent can rewrite that file, and a git run outside the sandbox on a
+// repository the agent made would run what that repository configures
+// (core.fsmonitor, say) as the daemon.
+func (l located) env(path string) []string {
+	return []string{"GIT_DIR=" + l.admin, "GIT_COMMON_DIR=" + l.common, "GIT_WORK_TREE=" + path}
+}
+
+// indexFile is agent id's private index: a cache of what its worktree
+// held at the last snapshot, in the common directory.
+func (l located) indexFile(id string) string {
+	return filepath.Join(l.common, "warren", "index-"+id)
+}
+
+// index is indexFile, its directory made when missing.
+func (l located) index(id string) (string, error) {
+	f := l.indexFile(id)
+	return f, os.MkdirAll(filepath.Dir(f), 0o700)
+}
+
+// pin is the environment that holds a git call on w's worktree to the
+// repository its log names (located.env).
+func (g Git) pin(ctx context.Context, w Workspace) ([]string, error) {
+	l, err := g.locate(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	return l.env(w.Path), nil
 }
 
 // adminDir is the directory the repository whose common directory is
@@ -48,31 +76,33 @@ func pinned(common, admin, path string) []string {
 // last element unless that was taken). Its commondir file must name
 // common: git reads the refs through it whatever GIT_COMMON_DIR says.
 func adminDir(common, path string) (string, error) {
-	want := filepath.Join(path, ".git")
-	names := []string{filepath.Base(path)}
-	if all, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
-		for _, e := range all {
-			names = append(names, e.Name())
-		}
+	if dir, found, err := adminNamed(common, path, filepath.Base(path)); found || err != nil {
+		return dir, err
 	}
-	for _, n := range names {
-		dir := filepath.Join(common, "worktrees", n)
-		b, err := readSmall(filepath.Join(dir, "gitdir"))
-		if err != nil || !samePath(relativeTo(dir, strings.TrimSpace(b)), want) {
-			continue
+	all, _ := os.ReadDir(filepath.Join(common, "worktrees"))
+	for _, e := range all {
+		if dir, found, err := adminNamed(common, path, e.Name()); found || err != nil {
+			return dir, err
 		}
-		c, err := readSmall(filepath.Join(dir, "commondir"))
-		named := strings.TrimSpace(c)
-		if named != "" && !filepath.IsAbs(named) {
-			named = filepath.Join(dir, named)
-		}
-		if err != nil || !samePath(named, common) {
-			return "", fmt.Errorf("%w: %s (the repository's directory for it, %s, names %q as its repository, not %s)",
-				errNotWorktree, path, dir, named, common)
-		}
-		return dir, nil
 	}
 	return "", fmt.Errorf("%w: %s (the repository %s keeps no worktree there)", errNotWorktree, path, common)
+}
+
+// adminNamed is adminDir for the directory worktrees/<name>: found when
+// its gitdir names path's .git.
+func adminNamed(common, path, name string) (dir string, found bool, err error) {
+	dir = filepath.Join(common, "worktrees", name)
+	b, err := readSmall(filepath.Join(dir, "gitdir"))
+	if err != nil || !samePath(relativeTo(dir, strings.TrimSpace(b)), filepath.Join(path, ".git")) {
+		return "", false, nil
+	}
+	c, err := readSmall(filepath.Join(dir, "commondir"))
+	named := relativeTo(dir, strings.TrimSpace(c))
+	if err != nil || !samePath(named, common) {
+		return "", true, fmt.Errorf("%w: %s (the repository's directory for it, %s, names %q as its repository, not %s)",
+			errNotWorktree, path, dir, named, common)
+	}
+	return dir, true, nil
 }
 
 // relativeTo is p, or, when p is relative (a worktree made with
@@ -110,12 +140,11 @@ func samePath(a, b string) bool {
 // commands, read when the repository sets extensions.worktreeConfig).
 // package sandbox binds what it returns.
 func (g Git) Dirs(ctx context.Context, w Workspace) (common, admin string, err error) {
-	if common, err = g.common(ctx, w); err != nil {
+	l, err := g.locate(ctx, w)
+	if err != nil {
 		return "", "", err
 	}
-	if admin, err = adminDir(common, w.Path); err != nil {
-		return "", "", err
-	}
+	common, admin = l.common, l.admin
 	// What the sandbox binds read-write (a commit's objects, refs and
 	// reflogs: a bare repository has no logs until a worktree writes one)
 	// and read-only over it.

@@ -99,7 +99,7 @@ func (g Git) Adopt(ctx context.Context, w Workspace, remote, lease string) error
 	// in place (an agent's process may be working in it).
 	g.unwedge(ctx, w)
 	switch err := g.Check(ctx, w); {
-	case err == nil, errors.Is(err, errMissing):
+	case err == nil:
 	case errors.Is(err, errOffBranch):
 		env, err := g.pin(ctx, w)
 		if err != nil {
@@ -109,12 +109,14 @@ func (g Git) Adopt(ctx context.Context, w Workspace, remote, lease string) error
 			return err
 		}
 	default:
-		if rerr := os.RemoveAll(w.Path); rerr != nil {
-			return fmt.Errorf("removing the copy %s (%v): %w", w.Path, err, rerr)
+		if !errors.Is(err, errMissing) {
+			if rerr := os.RemoveAll(w.Path); rerr != nil {
+				return fmt.Errorf("removing the copy %s (%v): %w", w.Path, err, rerr)
+			}
 		}
-	}
-	if _, err := g.Repair(ctx, w, time.Now()); err != nil {
-		return err
+		if _, err := g.Repair(ctx, w, time.Now()); err != nil {
+			return err
+		}
 	}
 	return g.Restore(ctx, w, lease)
 }
@@ -131,19 +133,15 @@ var wedges = []string{"index.lock", "HEAD.lock", "rebase-merge", "rebase-apply",
 // the worktree's operation states and locks, and the locks of its branch
 // and private index. Nothing when w is no worktree of its repository.
 func (g Git) unwedge(ctx context.Context, w Workspace) {
-	common, err := g.common(ctx, w)
-	if err != nil {
-		return
-	}
-	admin, err := adminDir(common, w.Path)
+	l, err := g.locate(ctx, w)
 	if err != nil {
 		return
 	}
 	for _, name := range wedges {
-		_ = os.RemoveAll(filepath.Join(admin, name))
+		_ = os.RemoveAll(filepath.Join(l.admin, name))
 	}
-	_ = os.Remove(filepath.Join(common, "refs", "heads", filepath.FromSlash(w.Branch)+".lock"))
-	_ = os.Remove(filepath.Join(common, "warren", "index-"+w.AgentID+".lock"))
+	_ = os.Remove(filepath.Join(l.common, "refs", "heads", filepath.FromSlash(w.Branch)+".lock"))
+	_ = os.Remove(l.indexFile(w.AgentID) + ".lock")
 }
 
 // Hand records the worker's copy w after an attempt (a snapshot whose

@@ -126,11 +126,7 @@ func (g Git) Check(ctx context.Context, w Workspace) error {
 	case !fi.IsDir():
 		return fmt.Errorf("%w: %s is not a directory", errNotWorktree, w.Path)
 	}
-	common, err := g.common(ctx, w)
-	if err != nil {
-		return fmt.Errorf("the repository %s: %w", w.Repo, err)
-	}
-	admin, err := adminDir(common, w.Path)
+	l, err := g.locate(ctx, w)
 	if err != nil {
 		return err
 	}
@@ -138,11 +134,10 @@ func (g Git) Check(ctx context.Context, w Workspace) error {
 	// name the directory the repository keeps for this worktree.
 	b, err := readSmall(filepath.Join(w.Path, ".git"))
 	got, _ := strings.CutPrefix(strings.TrimSpace(b), "gitdir: ")
-	if err != nil || !samePath(relativeTo(w.Path, got), admin) {
-		return fmt.Errorf("%w: %s (its .git names %q, the repository's worktree directory is %q)", errNotWorktree, w.Path, got, admin)
+	if err != nil || !samePath(relativeTo(w.Path, got), l.admin) {
+		return fmt.Errorf("%w: %s (its .git names %q, the repository's worktree directory is %q)", errNotWorktree, w.Path, got, l.admin)
 	}
-	env := pinned(common, admin, w.Path)
-	head, err := g.run(ctx, w.Path, env, "symbolic-ref", "-q", "HEAD")
+	head, err := g.run(ctx, w.Path, l.env(w.Path), "symbolic-ref", "-q", "HEAD")
 	if err != nil {
 		return fmt.Errorf("%w: %s has a detached HEAD, not refs/heads/%s", errOffBranch, w.Path, w.Branch)
 	}
@@ -248,20 +243,6 @@ func (g Git) common(ctx context.Context, w Workspace) (string, error) {
 	return g.commonDir(ctx, w.Repo)
 }
 
-// indexPath is w's private index, in the repository's common git
-// directory (made when missing).
-func (g Git) indexPath(ctx context.Context, w Workspace) (string, error) {
-	common, err := g.common(ctx, w)
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(common, "warren")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "index-"+w.AgentID), nil
-}
-
 // Snapshot records w's whole state (every tracked and untracked file that
 // is not ignored) as a commit on SnapshotRef and returns it; git made it
 // durable (core.fsync) when it returns. Its first parent is the branch
@@ -285,10 +266,12 @@ func (g Git) Snapshot(ctx context.Context, w Workspace, message, prev string) (s
 // parents are the branch head and prev ("" for none), and returns it with
 // the environment that pins w's calls (pin). Three git calls.
 func (g Git) commitState(ctx context.Context, w Workspace, message, prev string) (commit string, pin []string, err error) {
-	if pin, err = g.pin(ctx, w); err != nil {
+	l, err := g.locate(ctx, w)
+	if err != nil {
 		return "", nil, err
 	}
-	idx, err := g.indexPath(ctx, w)
+	pin = l.env(w.Path)
+	idx, err := l.index(w.AgentID)
 	if err != nil {
 		return "", nil, err
 	}
@@ -321,10 +304,11 @@ func InterruptedRef(agentID string) string { return "refs/warren/interrupted/" +
 // files created since are removed, ignored files are left alone, and the
 // index follows the head. It is idempotent.
 func (g Git) Restore(ctx context.Context, w Workspace, commit string) error {
-	pin, err := g.pin(ctx, w)
+	l, err := g.locate(ctx, w)
 	if err != nil {
 		return err
 	}
+	pin := l.env(w.Path)
 	heads, err := g.run(ctx, w.Path, pin, "rev-parse", "HEAD", commit+"^1")
 	if err != nil {
 		return err
@@ -338,7 +322,7 @@ func (g Git) Restore(ctx context.Context, w Workspace, commit string) error {
 			return err
 		}
 	}
-	idx, err := g.indexPath(ctx, w)
+	idx, err := l.index(w.AgentID)
 	if err != nil {
 		return err
 	}
