@@ -231,7 +231,14 @@ func (f *sandboxFixture) create(name string, sandboxed bool) string {
 // probe sends agent id a probe and returns what it could do.
 func (f *sandboxFixture) probe(t *testing.T, id string, spec map[string]any) map[string]string {
 	t.Helper()
-	res := f.d.callN("agent.send", map[string]any{"agent_id": id, "message": "probe " + mustJSON(t, spec)})
+	return probeAgent(t, f.d, id, spec)
+}
+
+// probeAgent sends agent id, which runs probeScript on d, a probe and
+// returns what it could do.
+func probeAgent(t *testing.T, d *testDaemon, id string, spec map[string]any) map[string]string {
+	t.Helper()
+	res := d.callN("agent.send", map[string]any{"agent_id": id, "message": "probe " + mustJSON(t, spec)})
 	resp, _ := res["response"].(string)
 	out := map[string]string{}
 	if err := json.Unmarshal([]byte(resp), &out); err != nil {

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,7 +44,7 @@ func TestSandboxedAgentOnAWorker(t *testing.T) {
 	if !strings.Contains(d.Output(), "session placed: agent="+id+" worker=w1") {
 		t.Fatalf("the sandboxed agent was not placed on w1:\n%s", tailString(d.Output(), 4000))
 	}
-	res := d.callN("agent.send", map[string]any{"agent_id": id, "message": "probe " + mustJSON(t, map[string]any{
+	got := probeAgent(t, d, id, map[string]any{
 		"read": []string{secret, filepath.Join(d.Home, "workers.json"), f.token("w1"),
 			filepath.Join(d.Home, "agents", id, "events.jsonl")},
 		"write": []string{filepath.Join(outside, "planted.txt"), "/etc/warren-escape", "/usr/warren-escape",
@@ -53,11 +52,7 @@ func TestSandboxedAgentOnAWorker(t *testing.T) {
 		"glob": filepath.Join(d.Home, "agents", "*", "events.jsonl"),
 		"unix": []string{filepath.Join(d.Home, "daemon.sock")},
 		"tcp":  strings.TrimPrefix(f.url, "nats://"),
-	})})
-	got := map[string]string{}
-	if err := json.Unmarshal([]byte(str(res["response"])), &got); err != nil {
-		t.Fatalf("the probe answered %v: %v", res, err)
-	}
+	})
 	t.Logf("inside, on the worker: %v", got)
 	for k, v := range got {
 		want := "denied"
@@ -128,11 +123,7 @@ func TestSandboxedWorkspaceOnAWorker(t *testing.T) {
 	}
 	probeOn := func(spec map[string]any) map[string]string {
 		t.Helper()
-		res := d.callN("agent.send", map[string]any{"agent_id": id, "message": "probe " + mustJSON(t, spec)})
-		got := map[string]string{}
-		if err := json.Unmarshal([]byte(str(res["response"])), &got); err != nil {
-			t.Fatalf("the probe answered %v: %v", res, err)
-		}
+		got := probeAgent(t, d, id, spec)
 		t.Logf("inside, on the worker: %v", got)
 		for k, v := range got {
 			want := "denied"

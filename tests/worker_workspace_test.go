@@ -90,6 +90,26 @@ func (f *awayFleet) notes(t *testing.T) string {
 	return string(b)
 }
 
+// begunOn waits until the agent's turn msg has begun in a worker's copy
+// of its workspace (workScript's first line) and returns that worker.
+func (f *awayFleet) begunOn(t *testing.T, msg string) string {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		for id, w := range f.workers {
+			matches, _ := filepath.Glob(filepath.Join(w.home, "*", "workspaces", f.agent, "notes.md"))
+			for _, m := range matches {
+				if b, _ := os.ReadFile(m); strings.Contains(string(b), "begun: "+msg) {
+					return id
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn %q never began on a worker\ndaemon:\n%s", msg, tailString(f.d.Output(), 4000))
+		}
+		time.Sleep(20 * time.Millisecond) // the agent's file on the worker is the only sign of its progress
+	}
+}
+
 // endSnapshots are the agent's logged end snapshots: commit -> worker.
 func (f *awayFleet) endSnapshots(t *testing.T) (commits, workers []string) {
 	t.Helper()
@@ -172,22 +192,8 @@ func TestWorkspaceWorkerKilledMidTurn(t *testing.T) {
 		res <- r
 	}()
 	// The half turn in the worker's copy, then the worker is killed.
-	var holder string
-	deadline := time.Now().Add(time.Minute)
-	for holder == "" {
-		for id, w := range f.workers {
-			matches, _ := filepath.Glob(filepath.Join(w.home, "*", "workspaces", f.agent, "notes.md"))
-			for _, m := range matches {
-				if b, _ := os.ReadFile(m); strings.Contains(string(b), "begun: "+msg) {
-					holder = id
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the turn never began on a worker (the first ran on %s)\ndaemon:\n%s", first, tailString(f.d.Output(), 4000))
-		}
-		time.Sleep(20 * time.Millisecond) // the agent's file on the worker is the only sign of its progress
-	}
+	holder := f.begunOn(t, msg)
+	t.Logf("the first turn ran on %s, the second began on %s", first, holder)
 	f.kill9(holder)
 	writeFile(t, release, "go\n")
 	var r map[string]any
@@ -332,17 +338,8 @@ func TestMergeWaitsForATurnOnAWorker(t *testing.T) {
 		_, err := f.d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": f.agent, "message": msg})
 		done <- err
 	}()
-	for deadline := time.Now().Add(time.Minute); ; {
-		matches, _ := filepath.Glob(filepath.Join(f.workers["w1"].home, "*", "workspaces", f.agent, "notes.md"))
-		if len(matches) == 1 {
-			if b, _ := os.ReadFile(matches[0]); strings.Contains(string(b), "begun: "+msg) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the turn never began on the worker\ndaemon:\n%s", tailString(f.d.Output(), 4000))
-		}
-		time.Sleep(20 * time.Millisecond) // the agent's file on the worker is the only sign of its progress
+	if on := f.begunOn(t, msg); on != "w1" {
+		t.Fatalf("the turn began on %s, not w1", on)
 	}
 	_, err := f.d.Client().Call(procCtx(t), "workspace.merge", map[string]any{"agent_id": kid})
 	wantCode(t, "a merge into a workspace whose turn runs on a worker", err, protocol.CodeInvalid)
