@@ -61,10 +61,12 @@ type Options struct {
 
 // Worker serves sessions for a daemon.
 type Worker struct {
-	o       Options
-	boot    string
-	started int64
-	log     hclog.Logger
+	o Options
+	// requests is the request key this worker shares with its daemon.
+	requests []byte
+	boot     string
+	started  int64
+	log      hclog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -112,6 +114,10 @@ func New(o Options) (*Worker, error) {
 	if len(o.Key) != ed25519.PrivateKeySize || len(o.DaemonKey) != ed25519.PublicKeySize {
 		return nil, errors.New("a worker needs its token, with its key and the daemon's (make one with `warren worker token " + o.ID + "` on the daemon's machine)")
 	}
+	requests, err := remote.WorkerRequestKey(o.Key, o.DaemonKey)
+	if err != nil {
+		return nil, fmt.Errorf("the worker's token: %w (make one again with `warren worker token %s` on the daemon's machine)", err, o.ID)
+	}
 	if len(o.Pools) == 0 {
 		return nil, errors.New("a worker needs at least one pool (--pools scripted=4)")
 	}
@@ -134,7 +140,7 @@ func New(o Options) (*Worker, error) {
 	agentDir := func(id string) string { return filepath.Join(o.Dir, "agents", id) }
 	logs := stderrlog.New(faultfs.OS{}, agentDir, o.Logger)
 	launches := launch.New(agentproc.Records{FS: faultfs.OS{}, Dir: filepath.Join(o.Dir, "procs")}, logs, o.Logger)
-	w := &Worker{o: o, fwd: map[string]string{}, stderrQ: make(chan stderrChunk, stderrQueue), boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
+	w := &Worker{o: o, requests: requests, fwd: map[string]string{}, stderrQ: make(chan stderrChunk, stderrQueue), boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
 		launches: launches, sandboxes: &sandbox.Checker{}, turns: map[string]*turn{}, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
 		live: map[string]int{}}
 	w.sockets = newSockets(w, o.Logger)
@@ -170,7 +176,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		remote.OpOpen: w.open, remote.OpSend: w.send, remote.OpCancel: w.cancel, remote.OpSuspend: w.suspend, remote.OpStop: w.stop,
 	} {
 		if err := g.AddEndpoint(op, micro.HandlerFunc(func(r micro.Request) {
-			data, err := remote.OpenSigned(w.o.DaemonKey, w.o.ID, time.Now(), r.Data())
+			data, err := remote.CheckRequest(w.requests, w.o.ID, time.Now(), r.Data())
 			if err == nil {
 				err = w.fresh(op, data)
 			}

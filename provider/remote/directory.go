@@ -40,8 +40,11 @@ type Directory struct {
 	workers map[string]*workerState
 	// known caches the keys, read again (at most every keysReload) when
 	// a beat does not verify; refused is the last reason logged per id.
-	known   map[string]ed25519.PublicKey
-	signer  ed25519.PrivateKey // the daemon's key (Keys.Daemon)
+	known  map[string]ed25519.PublicKey
+	signer ed25519.PrivateKey // the daemon's key (Keys.Daemon)
+	// shared caches the request key made with each worker's known key;
+	// it is emptied when the keys are read again.
+	shared  map[string][]byte
 	loaded  time.Time
 	refused map[string]string
 	marks   map[string]*mark
@@ -72,7 +75,7 @@ type DirectoryOptions struct {
 	Daemon string
 	// Keys reads the home's KeysFile: only a worker whose beats are
 	// signed with its key gets sessions, and every request to a worker is
-	// signed with the daemon's key.
+	// authenticated with the key the daemon's key and the worker's make.
 	Keys   func() (Keys, error)
 	Logger hclog.Logger
 }
@@ -294,7 +297,7 @@ func (d *Directory) verify(id string, sg Signed) string {
 		if err != nil {
 			return "the keys file cannot be read: " + err.Error()
 		}
-		d.known, d.signer = keys.Workers, keys.Daemon
+		d.known, d.signer, d.shared = keys.Workers, keys.Daemon, nil
 		if ok() {
 			return ""
 		}
@@ -497,7 +500,7 @@ func (d *Directory) Wrap(name string, local provider.Provider, labels map[string
 // ends with an error wrapping errLost as soon as the slot's worker is
 // lost: a worker killed after the request reached it never answers.
 func (d *Directory) request(ctx context.Context, s slot, op string, v, out any) error {
-	body, err := d.signed(s.worker, v)
+	body, err := d.authed(s.worker, v)
 	if err != nil {
 		return err
 	}
@@ -576,19 +579,44 @@ func (d *Directory) lose(s slot, why string) {
 	}
 }
 
-// signed is v as a request to worker, signed with the daemon's key.
-func (d *Directory) signed(worker string, v any) ([]byte, error) {
+// authed is v as a request to worker, authenticated with the request
+// key the daemon shares with it.
+func (d *Directory) authed(worker string, v any) ([]byte, error) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	key := d.signer
-	d.mu.Unlock()
-	if key == nil {
-		return nil, errors.New("the daemon has no key to sign requests with (issue a worker token first)")
+	key, err := d.requestKey(worker)
+	if err != nil {
+		return nil, err
 	}
-	return SignRequest(key, worker, d.now(), body)
+	return AuthRequest(key, worker, d.now(), body)
+}
+
+// requestKey is the request key the daemon shares with worker, made
+// once per reading of the keys.
+func (d *Directory) requestKey(worker string) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if key, ok := d.shared[worker]; ok {
+		return key, nil
+	}
+	if d.signer == nil {
+		return nil, errors.New("the daemon has no key to make requests with (issue a worker token first)")
+	}
+	pub, ok := d.known[worker]
+	if !ok {
+		return nil, fmt.Errorf("worker %s has no key in %s (issue it a token with `warren worker token %s`)", worker, KeysFile, worker)
+	}
+	key, err := DaemonRequestKey(d.signer, pub)
+	if err != nil {
+		return nil, fmt.Errorf("worker %s's key: %w", worker, err)
+	}
+	if d.shared == nil {
+		d.shared = map[string][]byte{}
+	}
+	d.shared[worker] = key
+	return key, nil
 }
 
 // stopTimeout bounds the stop of a session on its worker.
@@ -599,7 +627,7 @@ func (d *Directory) stopRemote(s slot, id string) error {
 	// provider.Session.Stop takes no context: the stop is bounded here.
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	body, err := d.signed(s.worker, SessionRequest{Session: id})
+	body, err := d.authed(s.worker, SessionRequest{Session: id})
 	if err != nil {
 		return err
 	}

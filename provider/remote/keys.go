@@ -2,6 +2,7 @@ package remote
 
 import (
 	"crypto/ed25519"
+	"crypto/hmac"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -26,8 +27,8 @@ const TokenPrefix = "wwt1_"
 
 // keysDoc is KeysFile's format: {"daemon": "<seed>", "workers": {"<id>":
 // "<public key>"}}, base64url without padding: the daemon's ed25519 seed
-// (it signs every request to a worker) and each worker's 32-byte public
-// key.
+// (its request keys with the workers come from it) and each worker's
+// 32-byte public key.
 type keysDoc struct {
 	Daemon  string            `json:"daemon,omitempty"`
 	Workers map[string]string `json:"workers"`
@@ -35,9 +36,10 @@ type keysDoc struct {
 
 // Keys is what KeysFile holds.
 type Keys struct {
-	// Daemon signs the daemon's requests to workers and signs it in to
-	// its NATS servers (nil before the daemon's first start with an
-	// embedded server or the first token).
+	// Daemon authenticates the daemon's requests to workers (its request
+	// keys come from it) and signs it in to its NATS servers (nil before
+	// the daemon's first start with an embedded server or the first
+	// token).
 	Daemon ed25519.PrivateKey
 	// Workers is each worker's public key, by id.
 	Workers map[string]ed25519.PublicKey
@@ -162,14 +164,15 @@ func ParseToken(token string) (ed25519.PrivateKey, ed25519.PublicKey, error) {
 	return ed25519.NewKeyFromSeed(raw[:ed25519.SeedSize]), ed25519.PublicKey(raw[ed25519.SeedSize:]), nil
 }
 
-// SignedRequest is what the daemon sends a worker: the request's JSON,
-// the worker it is for and when it was made (Unix milliseconds), signed
-// with the daemon's key over "<worker>\n<at>\n<req>".
-type SignedRequest struct {
+// AuthedRequest is what the daemon sends a worker: the request's JSON,
+// the worker it is for and when it was made (Unix milliseconds), and the
+// HMAC-SHA256 of "<worker>\n<at>\n<req>" under the request key the
+// daemon and that worker share (DaemonRequestKey, WorkerRequestKey).
+type AuthedRequest struct {
 	Req    json.RawMessage `json:"req"`
 	Worker string          `json:"worker"`
 	At     int64           `json:"at"`
-	Sig    []byte          `json:"sig"`
+	MAC    []byte          `json:"mac"`
 }
 
 // RequestWindow is how far a request's time may be from the worker's
@@ -177,32 +180,33 @@ type SignedRequest struct {
 const RequestWindow = 2 * time.Minute
 
 func requestBytes(worker string, at int64, req []byte) []byte {
-	return append([]byte(fmt.Sprintf("%s\n%d\n", worker, at)), req...)
+	return append(fmt.Appendf(nil, "%s\n%d\n", worker, at), req...)
 }
 
-// SignRequest wraps req for worker, signed with key at time now.
-func SignRequest(key ed25519.PrivateKey, worker string, now time.Time, req []byte) ([]byte, error) {
+// AuthRequest wraps req for worker at time now, authenticated with the
+// request key the daemon shares with it.
+func AuthRequest(key []byte, worker string, now time.Time, req []byte) ([]byte, error) {
 	at := now.UnixMilli()
-	return json.Marshal(SignedRequest{Req: req, Worker: worker, At: at, Sig: ed25519.Sign(key, requestBytes(worker, at, req))})
+	return json.Marshal(AuthedRequest{Req: req, Worker: worker, At: at, MAC: requestMAC(key, requestBytes(worker, at, req))})
 }
 
-// OpenSigned checks a signed request for worker with the daemon's public
-// key at time now, and returns the request's JSON.
-func OpenSigned(daemon ed25519.PublicKey, worker string, now time.Time, data []byte) (json.RawMessage, error) {
-	var sr SignedRequest
-	if err := json.Unmarshal(data, &sr); err != nil || len(sr.Req) == 0 {
-		return nil, errors.New("the request is not signed (an old daemon, or not a daemon)")
+// CheckRequest checks a request for worker with the request key it
+// shares with its daemon, at time now, and returns the request's JSON.
+func CheckRequest(key []byte, worker string, now time.Time, data []byte) (json.RawMessage, error) {
+	var ar AuthedRequest
+	if err := json.Unmarshal(data, &ar); err != nil || len(ar.Req) == 0 {
+		return nil, errors.New("the request is not authenticated (an old daemon, or not a daemon)")
 	}
-	if sr.Worker != worker {
-		return nil, fmt.Errorf("the request is for worker %q", sr.Worker)
+	if ar.Worker != worker {
+		return nil, fmt.Errorf("the request is for worker %q", ar.Worker)
 	}
-	if d := now.Sub(time.UnixMilli(sr.At)); d > RequestWindow || d < -RequestWindow {
+	if d := now.Sub(time.UnixMilli(ar.At)); d > RequestWindow || d < -RequestWindow {
 		return nil, fmt.Errorf("the request was made %s from this worker's clock (more than %s: a replay, or clocks apart)", d.Round(time.Second), RequestWindow)
 	}
-	if !ed25519.Verify(daemon, requestBytes(sr.Worker, sr.At, sr.Req), sr.Sig) {
-		return nil, errors.New("the request is not signed by the daemon that issued this worker's token")
+	if !hmac.Equal(ar.MAC, requestMAC(key, requestBytes(ar.Worker, ar.At, ar.Req))) {
+		return nil, errors.New("the request is not from the daemon that issued this worker's token")
 	}
-	return sr.Req, nil
+	return ar.Req, nil
 }
 
 // Signed is what a worker publishes each beat: its registration's JSON

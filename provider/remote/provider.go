@@ -243,7 +243,7 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 // abandon tells the worker to stop an attempt the daemon gave up on (best
 // effort: its late traffic is dropped by the router either way).
 func (s *Session) abandon(att string) {
-	if body, err := s.d.signed(s.slot.worker, CancelRequest{Attempt: att}); err == nil {
+	if body, err := s.d.authed(s.slot.worker, CancelRequest{Attempt: att}); err == nil {
 		_ = s.d.nc.Publish(WorkerSubject(s.slot.worker, OpCancel), body)
 	}
 }

@@ -466,9 +466,10 @@ func TestLocalSessionsStayHere(t *testing.T) {
 	}
 }
 
-// TestWorkerObeysOnlyItsDaemon: a request to a worker that is not signed
-// by the daemon of its token, is for another worker, is too old, or
-// replays an open, is refused.
+// TestWorkerObeysOnlyItsDaemon: a request to a worker that is not
+// authenticated with the key its daemon and it share (made from another
+// daemon's key, or with another worker's), is for another worker, is too
+// old, or replays an open, is refused.
 func TestWorkerObeysOnlyItsDaemon(t *testing.T) {
 	w := newWorld(t)
 	w.startWorker("w1", 2, nil)
@@ -479,14 +480,24 @@ func TestWorkerObeysOnlyItsDaemon(t *testing.T) {
 	}
 	defer s.Stop()
 	nc := w.conn()
-	_, other, _ := ed25519.GenerateKey(rand.Reader)
-	open := func(key ed25519.PrivateKey, worker string, at time.Time, req any) string {
-		body, _ := json.Marshal(req)
-		signed, err := remote.SignRequest(key, worker, at, body)
+	w.keysMu.Lock()
+	w1 := w.keys["w1"]
+	w.keysMu.Unlock()
+	otherPub, other, _ := ed25519.GenerateKey(rand.Reader)
+	key := func(daemon ed25519.PrivateKey, worker ed25519.PublicKey) []byte {
+		k, err := remote.DaemonRequestKey(daemon, worker)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := nc.RequestWithContext(t.Context(), remote.WorkerSubject("w1", remote.OpOpen), signed)
+		return k
+	}
+	open := func(key []byte, worker string, at time.Time, req any) string {
+		body, _ := json.Marshal(req)
+		authed, err := remote.AuthRequest(key, worker, at, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := nc.RequestWithContext(t.Context(), remote.WorkerSubject("w1", remote.OpOpen), authed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -496,23 +507,24 @@ func TestWorkerObeysOnlyItsDaemon(t *testing.T) {
 		return remote.OpenRequest{Session: session, Provider: "inproc", Daemon: "daemon1", Spec: remote.SpecOf(spec("a9", "echo"))}
 	}
 	for name, got := range map[string]string{
-		"another key":    open(other, "w1", time.Now(), req("s1")),
-		"another worker": open(w.daemon, "w2", time.Now(), req("s2")),
-		"too old":        open(w.daemon, "w1", time.Now().Add(-10*time.Minute), req("s3")),
+		"another daemon's key": open(key(other, w1), "w1", time.Now(), req("s1")),
+		"another worker's key": open(key(w.daemon, otherPub), "w1", time.Now(), req("s5")),
+		"another worker":       open(key(w.daemon, w1), "w2", time.Now(), req("s2")),
+		"too old":              open(key(w.daemon, w1), "w1", time.Now().Add(-10*time.Minute), req("s3")),
 	} {
 		if !strings.Contains(got, `"kind":"refused"`) {
 			t.Errorf("%s: answered %s, want refused", name, got)
 		}
 	}
-	if got := open(w.daemon, "w1", time.Now(), req("s4")); strings.Contains(got, "error") {
-		t.Fatalf("a signed open: %s", got)
+	if got := open(key(w.daemon, w1), "w1", time.Now(), req("s4")); strings.Contains(got, "error") {
+		t.Fatalf("an authenticated open: %s", got)
 	}
-	if got := open(w.daemon, "w1", time.Now(), req("s4")); !strings.Contains(got, `"kind":"refused"`) {
+	if got := open(key(w.daemon, w1), "w1", time.Now(), req("s4")); !strings.Contains(got, `"kind":"refused"`) {
 		t.Fatalf("the same open again (a replay): %s, want refused", got)
 	}
-	// Unsigned: not even parsed as a request.
+	// Bare: not even parsed as a request.
 	m, err := nc.RequestWithContext(t.Context(), remote.WorkerSubject("w1", remote.OpStop), []byte(`{"session":"s4"}`))
 	if err != nil || !strings.Contains(string(m.Data), `"kind":"refused"`) {
-		t.Fatalf("an unsigned stop: %s %v, want refused", m.Data, err)
+		t.Fatalf("a bare stop: %s %v, want refused", m.Data, err)
 	}
 }

@@ -350,8 +350,8 @@ const (
 	KindPoolFull      = "pool_full"
 	// KindLost: the worker does not hold the session (it restarted).
 	KindLost = "lost"
-	// KindRefused: the worker refused the request (not signed by the
-	// daemon of its token, a replay, clocks more than RequestWindow apart).
+	// KindRefused: the worker refused the request (not from the daemon
+	// of its token, a replay, clocks more than RequestWindow apart).
 	KindRefused = "refused"
 )
 
