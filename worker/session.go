@@ -26,7 +26,8 @@ type session struct {
 	daemon string
 	agent  string
 	sess   provider.Session
-	// release gives back the agent's socket (sockets.acquire).
+	// release gives back the agent's socket (sockets.acquire) and its
+	// hold of the agent's copy of the workspace.
 	release func()
 	// away is the copy of the agent's workspace the session runs in
 	// (nil: none).
@@ -67,9 +68,13 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 	spec := req.Spec.Provider()
 	spec.Env = agentspec.ProcessEnv(w.o.Config().Providers[req.Provider], w.o.Env, spec.AgentID)
 	var aw *away
+	letCopy := func() {} // the session's hold of the agent's copy
 	if req.Spec.Workspace != nil {
+		w.copies.hold(spec.AgentID)
+		letCopy = func() { w.copies.release(spec.AgentID) }
 		var err error
 		if aw, err = w.openAway(ctx, spec.AgentID, req.Spec.Workspace); err != nil {
+			letCopy()
 			w.unreserve(req.Provider)
 			respond(r, remote.OpenReply{Error: &remote.WireError{Kind: remote.KindRefused, Message: err.Error()}})
 			return
@@ -79,6 +84,7 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 	if spec.Cwd == "" || !isDir(spec.Cwd) {
 		spec.Cwd = filepath.Join(w.o.Dir, "agents", spec.AgentID)
 		if err := os.MkdirAll(spec.Cwd, 0o700); err != nil {
+			letCopy()
 			w.unreserve(req.Provider)
 			respond(r, remote.OpenReply{Error: remote.Wire(err)})
 			return
@@ -86,6 +92,7 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 	}
 	sock, release, err := w.sockets.acquire(ctx, spec.AgentID)
 	if err != nil {
+		letCopy()
 		w.unreserve(req.Provider)
 		respond(r, remote.OpenReply{Error: remote.Wire(err)})
 		return
@@ -93,7 +100,7 @@ func (w *Worker) open(ctx context.Context, r micro.Request, data []byte) {
 	subject := remote.StderrSubject(req.Daemon, w.o.ID, req.Session)
 	w.forward(spec.AgentID, subject)
 	releaseSocket := release
-	release = func() { w.unforward(spec.AgentID, subject); releaseSocket() }
+	release = func() { w.unforward(spec.AgentID, subject); releaseSocket(); letCopy() }
 	spec.Env = provider.MergeEnv(spec.Env, []string{provider.EnvSocket + "=" + sock})
 	if err := w.launcher(ctx, &spec, sock, aw); err != nil {
 		release()

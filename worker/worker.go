@@ -91,9 +91,8 @@ type Worker struct {
 	closing   bool   // Run is stopping: no new request is started
 	wg        sync.WaitGroup
 
-	// copies holds a lock per agent for its copy of the workspace
-	// (workspace.go).
-	copies copyLocks
+	// copies are the agents' copies of their workspaces (workspace.go).
+	copies copies
 
 	// fwd is where each agent's stderr is sent; stderrQ queues it and
 	// stderrDropped counts what a full queue dropped (stderr.go).
@@ -140,7 +139,7 @@ func New(o Options) (*Worker, error) {
 	agentDir := func(id string) string { return filepath.Join(o.Dir, "agents", id) }
 	logs := stderrlog.New(faultfs.OS{}, agentDir, o.Logger)
 	launches := launch.New(agentproc.Records{FS: faultfs.OS{}, Dir: filepath.Join(o.Dir, "procs")}, logs, o.Logger)
-	w := &Worker{o: o, requests: requests, fwd: map[string]string{}, stderrQ: make(chan stderrChunk, stderrQueue), boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
+	w := &Worker{o: o, requests: requests, copies: copies{dir: filepath.Join(o.Dir, "workspaces")}, fwd: map[string]string{}, stderrQ: make(chan stderrChunk, stderrQueue), boot: inbox.NewID(), started: time.Now().UnixNano(), cancelled: map[string]bool{}, seen: map[string]bool{}, log: o.Logger,
 		launches: launches, sandboxes: &sandbox.Checker{}, turns: map[string]*turn{}, sessions: map[string]*session{}, attempts: map[string]context.CancelFunc{},
 		live: map[string]int{}}
 	w.sockets = newSockets(w, o.Logger)
@@ -155,6 +154,8 @@ func (w *Worker) Boot() string { return w.boot }
 func (w *Worker) Run(ctx context.Context) error {
 	// Processes an earlier run of this worker left (a kill -9) go first.
 	w.launches.KillLeftovers()
+	// No session is held yet: only the copies let go last are kept.
+	w.copies.sweep(idleCopies, "", w.log)
 	js, err := jetstream.New(w.o.Conn)
 	if err != nil {
 		return err
