@@ -185,8 +185,17 @@ func (c *Core) closeWorkspace(ctx context.Context, a *agent) error {
 	if err != nil {
 		return failf(ErrWrongState, "closing the workspace of %s (its work is kept: nothing was removed): %w", a.Name(), err)
 	}
-	_, err = a.Append(schema.WorkspaceClosed, schema.WorkspaceClosedData{Branch: w.Branch, Commit: head, Removed: true})
-	return err
+	if _, err = a.Append(schema.WorkspaceClosed, schema.WorkspaceClosedData{Branch: w.Branch, Commit: head, Removed: true}); err != nil {
+		return err
+	}
+	// An agent whose entry names an agents' remote may have run on
+	// workers: its incoming ref there goes with its workspace.
+	if remote := c.config().WorkerRemote(a.ReopenSettings().Provider); remote != "" {
+		if err := c.opts.Git.Forget(ctx, wsOf(a.ID(), w), remote); err != nil {
+			c.log.Warn("the workspace is closed, but its ref on the agents' remote is left (delete it by hand)", "agent", a.ID(), "ref", workspace.IncomingRef(a.ID()), "err", err)
+		}
+	}
+	return nil
 }
 
 // repairWorkspaces checks the open workspace of each agent against its

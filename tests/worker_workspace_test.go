@@ -165,6 +165,13 @@ func TestWorkspaceOnAWorker(t *testing.T) {
 	if got := runGit(t, f.repo, "rev-parse", "refs/warren/snapshots/"+f.agent); got != commits[2] {
 		t.Errorf("the daemon's snapshot ref is %s, want %s", got, commits[2])
 	}
+	// Terminated, the agent leaves no incoming ref on the remote; its
+	// branch, its work, stays.
+	f.d.callN("agent.terminate", map[string]any{"agent_id": f.agent})
+	refs := runGit(t, f.remote, "for-each-ref", "--format=%(refname)")
+	if strings.Contains(refs, "refs/warren/incoming/"+f.agent) || !strings.Contains(refs, "refs/heads/"+branch) {
+		t.Errorf("after the agent's terminate the remote holds %q; want its branch %s and no incoming ref", refs, branch)
+	}
 }
 
 // TestWorkspaceWorkerKilledMidTurn: the worker running a turn is killed

@@ -14,7 +14,9 @@
 // process groups. An agent whose working directory does not exist on the
 // worker's machine runs in <dir>/agents/<agent id>; an agent whose open
 // hands over its workspace runs in the worker's copy of it,
-// <dir>/workspaces/<agent id> (workspace.go).
+// <dir>/workspaces/<agent id> (workspace.go). The copies of agents it
+// holds no session of are a cache: the 8 let go last are kept, the
+// others removed when an open makes a copy and when the worker starts.
 //
 // Each send runs one attempt: chunks and usage are published to the
 // attempt's subjects, each tool call and budget gate is a request to the

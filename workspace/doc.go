@@ -94,6 +94,8 @@
 //     (ErrMovedMeanwhile: a merge into it meanwhile, which the snapshot
 //     would undo), made SnapshotRef, and restored into the worktree; a
 //     restore that fails restores the lease.
+//   - Forget (the daemon, when the workspace closes): IncomingRef
+//     deleted on the remote, when there; the branch there stays.
 //
 // Lease, Adopt and Take are idempotent; a Hand cut short leaves the
 // remote at the lease or at its own snapshot, which only a Take of the

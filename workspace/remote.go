@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -216,6 +217,25 @@ func (g Git) Take(ctx context.Context, w Workspace, remote, commit, lease string
 			return fmt.Errorf("%w (and putting the lease back: %v)", err, rerr)
 		}
 		return err
+	}
+	return nil
+}
+
+// Forget deletes agent w's IncomingRef on remote, when the remote has
+// it: its workspace is closed, so no attempt will take it up again. The
+// agent's branch on the remote is its work, and stays (as the daemon's
+// own branch does).
+func (g Git) Forget(ctx context.Context, w Workspace, remote string) error {
+	ref := IncomingRef(w.AgentID)
+	out, err := g.run(ctx, w.Repo, nil, "ls-remote", "--end-of-options", remote, ref)
+	if err != nil {
+		return fmt.Errorf("listing the agents' remote %s: %w", remote, err)
+	}
+	if !slices.Contains(strings.Fields(out), ref) {
+		return nil
+	}
+	if _, err := g.run(ctx, w.Repo, nil, "push", "--quiet", "--end-of-options", remote, ":"+ref); err != nil {
+		return fmt.Errorf("deleting %s on the agents' remote %s: %w", ref, remote, err)
 	}
 	return nil
 }

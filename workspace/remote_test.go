@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -315,5 +316,42 @@ func TestAdoptForcesACopyOffItsBranch(t *testing.T) {
 	}
 	if head, want := git(t, h.ww.Path, "rev-parse", "HEAD"), git(t, h.ww.Repo, "rev-parse", lease+"^1"); head != want {
 		t.Fatalf("the copy's branch is at %s, not at the lease's head %s", head, want)
+	}
+}
+
+// TestForgetDeletesTheIncomingRef: once the daemon forgets a closed
+// workspace, the remote holds no incoming ref for the agent, and the
+// branch a worker pushed stays; forgetting one the remote never had, or
+// again, is no error.
+func TestForgetDeletesTheIncomingRef(t *testing.T) {
+	g := Git{}
+	ctx := context.Background()
+	h := newHandOff(t, g)
+	lease := h.handOut(t, g, "attempt 1")
+	if _, err := g.Hand(ctx, h.ww, h.remote, "end", lease); err != nil {
+		t.Fatal(err)
+	}
+	refs := func() string {
+		return git(t, h.remote, "for-each-ref", "--format=%(refname)")
+	}
+	if !strings.Contains(refs(), IncomingRef(h.w.AgentID)) {
+		t.Fatalf("no incoming ref after a hand-out: %s", refs())
+	}
+	for i := range 2 {
+		if err := g.Forget(ctx, h.w, h.remote); err != nil {
+			t.Fatalf("forget %d: %v", i+1, err)
+		}
+		got := refs()
+		if strings.Contains(got, IncomingRef(h.w.AgentID)) || !strings.Contains(got, "refs/heads/"+h.w.Branch) {
+			t.Fatalf("after forget %d the remote holds %s; want the branch %s and no incoming ref", i+1, got, h.w.Branch)
+		}
+	}
+	other := h.w
+	other.AgentID = "never-away"
+	if err := g.Forget(ctx, other, h.remote); err != nil {
+		t.Fatalf("forgetting an agent the remote never had: %v", err)
+	}
+	if err := g.Forget(ctx, h.w, filepath.Join(t.TempDir(), "gone.git")); err == nil {
+		t.Fatal("forgetting on a remote that is not there said nothing")
 	}
 }
