@@ -288,6 +288,12 @@ func (c *Core) openLog(ctx context.Context, id string, target **agent) (store.Lo
 // log). With a replay function (recovery) a missing log is not created: the
 // error wraps fs.ErrNotExist.
 func (c *Core) openLogReplay(ctx context.Context, id string, target **agent, resume *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, error) {
+	return c.openLogReplayIn(ctx, id, target, resume, nil, replay)
+}
+
+// openLogReplayIn is openLogReplay with buf lent to the store to read
+// the log into (store.LogOptions.ReadBuffer).
+func (c *Core) openLogReplayIn(ctx context.Context, id string, target **agent, resume *eventlog.Resume, buf []byte, replay func(eventlog.Entry) error) (store.Log, error) {
 	lease, err := c.own(id)
 	if err != nil {
 		return nil, fmt.Errorf("claiming agent %s: %w", id, err)
@@ -299,6 +305,7 @@ func (c *Core) openLogReplay(ctx context.Context, id string, target **agent, res
 	opts.ReplayBorrows = replay != nil
 	opts.MustExist = replay != nil
 	opts.Resume = resume
+	opts.ReadBuffer = buf
 	opts.OnAppend = func(es []eventlog.Entry) {
 		if a := *target; a != nil {
 			due := a.ApplyCommitted(es, c.opts.CheckpointEvery, func(e eventlog.Entry, err error) {

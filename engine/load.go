@@ -93,13 +93,14 @@ func (c *Core) loadAllRefusing(ctx context.Context, ids []string, refused map[st
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			scratch := newLoadScratch()
 			for i := range work {
 				if refused[ids[i]] {
 					out[i] = &loaded{ID: ids[i], State: fold.New(), bind: new(*agent),
 						Err: fmt.Errorf("%s %w", c.agentDir(ids[i]), errRefusedDir)}
 					continue
 				}
-				out[i] = c.load(ctx, ids[i])
+				out[i] = c.loadIn(ctx, ids[i], scratch)
 			}
 		}()
 	}
@@ -144,9 +145,29 @@ func (c *Core) adopt(l *loaded) {
 	*l.bind = l.Agent
 }
 
+// loadScratch is the memory one goroutine's loads lend each log's
+// replay in turn (most of what a fold from the start allocates): the
+// buffer its lines are read into and the arena its pending messages are
+// kept in. Under the daemon's memory limit, a recovery that made them
+// anew for every log spent most of its time collecting them (issue 38).
+type loadScratch struct {
+	read []byte
+	fold fold.Scratch
+}
+
+// loadReadBuffer is the size of a loadScratch's read buffer.
+const loadReadBuffer = 64 << 10
+
+func newLoadScratch() *loadScratch {
+	return &loadScratch{read: make([]byte, loadReadBuffer)}
+}
+
 // load opens one agent's log and folds it into a projection in the same
 // pass, starting from the agent's checkpoint when it has a valid one.
-func (c *Core) load(ctx context.Context, id string) *loaded {
+func (c *Core) load(ctx context.Context, id string) *loaded { return c.loadIn(ctx, id, nil) }
+
+// loadIn is load with the replay's memory lent by s (nil: its own).
+func (c *Core) loadIn(ctx context.Context, id string, s *loadScratch) *loaded {
 	if c.opts.CheckpointEvery > 0 {
 		data, err := c.ckstore.Load(ctx, id)
 		var p *fold.State
@@ -158,7 +179,7 @@ func (c *Core) load(ctx context.Context, id string) *loaded {
 			sum, err := c.checkCheckpoint(ctx, id, p, r)
 			if err != nil {
 				c.log.Warn("checkpoint disagrees with the log or cannot be checked against it; folding the whole log", "agent", id, "err", err)
-			} else if l := c.loadFrom(ctx, id, p, &r); l != nil {
+			} else if l := c.loadFrom(ctx, id, p, &r, s); l != nil {
 				l.Checked = sum
 				return l
 			}
@@ -166,21 +187,27 @@ func (c *Core) load(ctx context.Context, id string) *loaded {
 			c.log.Warn("checkpoint unusable; folding the whole log", "agent", id, "err", err)
 		}
 	}
-	return c.loadFrom(ctx, id, nil, nil)
+	return c.loadFrom(ctx, id, nil, nil, s)
 }
 
 // loadFrom folds the log into p from the resume point r, or into a new
 // projection from the start when r is nil. It returns nil when r does not
 // match the log or a pending message it names cannot be read back (the
 // caller then folds the whole log).
-func (c *Core) loadFrom(ctx context.Context, id string, p *fold.State, r *eventlog.Resume) *loaded {
+func (c *Core) loadFrom(ctx context.Context, id string, p *fold.State, r *eventlog.Resume, s *loadScratch) *loaded {
 	l := &loaded{ID: id, State: p, Resumed: r, bind: new(*agent)}
+	var buf []byte
 	if p == nil {
 		l.State = fold.New()
-		l.State.BeginReplay()
+		if s != nil {
+			l.State.BeginReplayIn(&s.fold)
+			buf = s.read
+		} else {
+			l.State.BeginReplay()
+		}
 	}
 	var foldErr error
-	lg, err := c.openLogReplay(ctx, id, l.bind, r, func(e eventlog.Entry) error {
+	lg, err := c.openLogReplayIn(ctx, id, l.bind, r, buf, func(e eventlog.Entry) error {
 		if foldErr == nil {
 			foldErr = l.State.Apply(e)
 		}

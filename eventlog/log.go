@@ -36,6 +36,12 @@ type Options struct {
 	// that keeps data copies it), instead of a copy per line. Entries
 	// replayed from the pending file are not affected.
 	ReplayBorrows bool
+	// ReadBuffer, if it has a capacity, is the buffer Open reads the log
+	// into when it scans it from the start (a larger one is made for a
+	// longer line). It is Open's until Open returns: a caller opening
+	// many logs one after another lends each the same one instead of a
+	// new buffer per log.
+	ReadBuffer []byte
 	// Resume, if set, starts Open's scan after the line it names instead of
 	// at the start of the file (see Resume). Replay then sees only the
 	// entries after it. Open returns an error wrapping ErrResumeMismatch,
@@ -82,7 +88,8 @@ type Log struct {
 	onAppend    func([]Entry)
 	onHeal      func()
 	replay      func(Entry) error
-	borrow      bool // Options.ReplayBorrows
+	borrow      bool   // Options.ReplayBorrows
+	readBuf     []byte // Options.ReadBuffer, until recover starts its scan
 	files       *Files
 	elem        *list.Element // in files' LRU while handles are open; guarded by files.mu
 	syncer      *Syncer

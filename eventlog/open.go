@@ -112,6 +112,7 @@ func newLog(fsys faultfs.FS, path string, opts Options) *Log {
 		onHeal:      opts.OnHeal,
 		replay:      opts.Replay,
 		borrow:      opts.ReplayBorrows,
+		readBuf:     opts.ReadBuffer,
 		files:       opts.Files,
 		syncer:      opts.Syncer,
 		healBase:    opts.HealBackoff,
@@ -169,8 +170,9 @@ func (l *Log) recover(f faultfs.File, isNew bool, resume *Resume) error {
 		// Usually a short tail: a small first buffer.
 		sc = record.NewScannerAt(f, l.path, end, int(resume.Seq), resume.Seq, 4<<10)
 	} else {
-		sc = record.NewScanner(f, l.path, MaxLineBytes)
+		sc = record.NewScannerIn(f, l.path, MaxLineBytes, l.readBuf)
 	}
+	l.readBuf = nil // the caller's again once Open returns
 	sc.Borrow = l.borrow
 	var scanErr error
 	for {

@@ -120,14 +120,16 @@ func genLog(steps []step) []rec {
 
 // The fold is a function of the log: on generated valid logs, two folds
 // give the same state; replay mode (recovery) gives the state live mode
-// (the running daemon) does; and folding a prefix, encoding the state as
+// (the running daemon) does, in an arena of its own or in one a Scratch
+// lends it; and folding a prefix, encoding the state as
 // a checkpoint, decoding it and folding the rest gives the state folding
 // the whole log does, wherever the log is cut.
 func TestFoldProperties(t *testing.T) {
 	params := gopter.DefaultTestParametersWithSeed(12)
 	params.MinSuccessfulTests = 300
 	props := gopter.NewProperties(params)
-	props.Property("deterministic, replay == live, prefix+checkpoint+rest == whole", prop.ForAll(func(steps []step, cut int) string {
+	scratch := &Scratch{}
+	props.Property("deterministic, replay == live (in a scratch too), prefix+checkpoint+rest == whole", prop.ForAll(func(steps []step, cut int) string {
 		es := entries(genLog(steps))
 		live, err := foldLive(es)
 		if err != nil {
@@ -147,6 +149,23 @@ func TestFoldProperties(t *testing.T) {
 		}
 		if got := stateOf(replayed); got != want {
 			return fmt.Sprintf("replay differs from live:\nlive:   %s\nreplay: %s", want, got)
+		}
+		// In an arena borrowed from a scratch earlier replays used, and
+		// overwritten once the replay gave it back: nothing the state keeps
+		// may be in it.
+		borrowed := New()
+		borrowed.BeginReplayIn(scratch)
+		if borrowed, err = foldReplay(borrowed, es, nil); err != nil {
+			return "replay fold in a scratch: " + err.Error()
+		}
+		for _, c := range scratch.chunks {
+			c = c[:cap(c)]
+			for i := range c {
+				c[i] = '#'
+			}
+		}
+		if got := stateOf(borrowed); got != want {
+			return fmt.Sprintf("replay in a scratch differs from live once the scratch is reused:\nlive:   %s\nreplay: %s", want, got)
 		}
 		k := 1 + cut%len(es) // the prefix holds agent.created, as a checkpoint does
 		head, err := foldLive(es[:k])

@@ -22,12 +22,49 @@ type lazyInbox struct {
 	msgs  map[string]lazyMsg
 	// arena holds the bytes the replay keeps (raw messages, the results
 	// of the open run's calls) in large chunks rather than one allocation
-	// each; it goes with the replay (endReplay copies what stays).
-	arena []byte
+	// each; it goes with the replay (endReplay copies what stays). Its
+	// chunks come from scratch, when the replay has one, and go back to
+	// it when the replay ends (taken: the ones it took).
+	arena   []byte
+	scratch *Scratch
+	taken   [][]byte
 }
 
 // arenaChunk is the size of the arena's chunks.
 const arenaChunk = 64 << 10
+
+// Scratch is memory that replays borrow and give back when they end:
+// the arena chunks of one replay serve the next. A recovery folding many
+// logs gives each of its goroutines one, so that the chunks (most of
+// what a replay allocates) are made a few times rather than once per
+// log. It is not safe for concurrent use: one replay at a time.
+type Scratch struct {
+	chunks [][]byte
+}
+
+// chunk is an empty arena chunk of at least n bytes.
+func (lz *lazyInbox) chunk(n int) []byte {
+	if s := lz.scratch; s != nil && n <= arenaChunk {
+		var c []byte
+		if k := len(s.chunks); k > 0 {
+			c, s.chunks = s.chunks[k-1][:0], s.chunks[:k-1]
+		} else {
+			c = make([]byte, 0, arenaChunk)
+		}
+		lz.taken = append(lz.taken, c)
+		return c
+	}
+	return make([]byte, 0, max(arenaChunk, n))
+}
+
+// giveBack hands the chunks the replay took back to its scratch. Only
+// EndReplayMany calls it, once nothing the projection keeps is in them.
+func (lz *lazyInbox) giveBack() {
+	if lz.scratch != nil {
+		lz.scratch.chunks = append(lz.scratch.chunks, lz.taken...)
+		lz.taken, lz.arena = nil, nil
+	}
+}
 
 // keep copies b into the arena.
 func (lz *lazyInbox) keep(b []byte) json.RawMessage {
@@ -35,7 +72,7 @@ func (lz *lazyInbox) keep(b []byte) json.RawMessage {
 		return cloneRaw(b)
 	}
 	if cap(lz.arena)-len(lz.arena) < len(b) {
-		lz.arena = make([]byte, 0, max(arenaChunk, len(b)))
+		lz.arena = lz.chunk(len(b))
 	}
 	n := len(lz.arena)
 	lz.arena = append(lz.arena, b...)
@@ -80,9 +117,13 @@ func (lz *lazyInbox) add(id string, lm lazyMsg) {
 	lz.msgs[id] = lm
 }
 
-// beginReplay switches the fold to its recovery mode.
-func (p *State) BeginReplay() {
-	p.lazy = &lazyInbox{msgs: map[string]lazyMsg{}}
+// BeginReplay switches the fold to its recovery mode.
+func (p *State) BeginReplay() { p.BeginReplayIn(nil) }
+
+// BeginReplayIn is BeginReplay with the replay's arena borrowed from s
+// (nil: its own), given back by EndReplayMany.
+func (p *State) BeginReplayIn(s *Scratch) {
+	p.lazy = &lazyInbox{msgs: map[string]lazyMsg{}, scratch: s}
 }
 
 // Loader reads back the message.enqueued lines at refs: fn gets each
@@ -123,6 +164,9 @@ func (p *State) EndReplayMany(load Loader) error {
 	if lz == nil {
 		return nil
 	}
+	// What stays is copied out of the arena below (the calls' results
+	// here, the messages by their decoding), whether or not it all works.
+	defer lz.giveBack()
 	if r := p.Run; r != nil {
 		// The open run's call results outlive the replay: off the arena.
 		for i := range r.Calls {

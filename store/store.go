@@ -95,6 +95,10 @@ type LogOptions struct {
 	// valid only until Replay returns (eventlog.Options.ReplayBorrows); a
 	// store may ignore it and hand copies.
 	ReplayBorrows bool
+	// ReadBuffer is a buffer OpenLog may read the log into while it
+	// replays it, and gives back when it returns
+	// (eventlog.Options.ReadBuffer); a store may ignore it.
+	ReadBuffer []byte
 	// Resume starts the replay after the entry it names (a checkpoint:
 	// Seq, the position hint Off the store gave, the line's CRC). A
 	// mismatch fails with eventlog.ErrResumeMismatch, having changed

@@ -52,6 +52,16 @@ func NewScanner(r io.ReaderAt, path string, limit int) *Scanner {
 	return &Scanner{path: path, ls: NewLineScanner(r, 0, limit)}
 }
 
+// NewScannerIn is NewScanner reading into buf (its whole capacity; a
+// new buffer when it has none, or when a line outgrows it). buf is the
+// scanner's until the caller is done with it and every line it returned.
+func NewScannerIn(r io.ReaderAt, path string, limit int, buf []byte) *Scanner {
+	if cap(buf) == 0 || cap(buf) > limit {
+		return NewScanner(r, path, limit)
+	}
+	return &Scanner{path: path, ls: &LineScanner{r: r, limit: limit, buf: buf[:cap(buf)]}}
+}
+
 // NewScannerAt scans r from offset off, just past a good line with seq
 // lastSeq that was line number lines of the file (0 when unknown), with a
 // first buffer of size bytes (small for a short tail; 0 for the default).

@@ -58,3 +58,37 @@ func TestOverLongLineIsTornAtTailCorruptInMiddle(t *testing.T) {
 		t.Fatalf("long fragment: %v %+v", err, sc)
 	}
 }
+
+// TestScannerInALentBuffer: a scanner reading into a lent buffer, one
+// smaller than a line or larger than the log, returns the lines a
+// scanner with its own buffer does, and a torn tail alike.
+func TestScannerInALentBuffer(t *testing.T) {
+	log := append(logLines(t, 40), `{"seq":41,"ts":"2026-11-22T`...) // torn
+	want := func() []Entry {
+		var es []Entry
+		sc := NewScanner(bytes.NewReader(log), "events.jsonl", MaxLineBytes)
+		for e, err := sc.Next(); err == nil; e, err = sc.Next() {
+			es = append(es, e)
+		}
+		return es
+	}()
+	if len(want) != 40 {
+		t.Fatalf("the scanner of its own read %d lines, want 40", len(want))
+	}
+	for _, size := range []int{16, 100, 4 << 10, 1 << 20} {
+		buf := make([]byte, size)
+		sc := NewScannerIn(bytes.NewReader(log), "events.jsonl", MaxLineBytes, buf)
+		var got []Entry
+		for e, err := sc.Next(); err == nil; e, err = sc.Next() {
+			got = append(got, e)
+		}
+		if len(got) != len(want) || sc.LastSeq() != 40 || sc.Torn().Bytes == 0 {
+			t.Fatalf("buffer of %d: %d lines, last seq %d, torn %+v; want 40 lines and a torn tail", size, len(got), sc.LastSeq(), sc.Torn())
+		}
+		for i := range got {
+			if got[i].Seq != want[i].Seq || !bytes.Equal(got[i].Data, want[i].Data) || got[i].Off != want[i].Off {
+				t.Fatalf("buffer of %d, line %d: %+v, want %+v", size, i+1, got[i], want[i])
+			}
+		}
+	}
+}

@@ -109,6 +109,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 		OnAppend:      o.OnAppend,
 		Replay:        o.Replay,
 		ReplayBorrows: o.ReplayBorrows,
+		ReadBuffer:    o.ReadBuffer,
 		Resume:        o.Resume,
 		PendingIdle:   s.o.PendingIdle,
 		HealBackoff:   s.o.HealBackoff,
