@@ -157,6 +157,7 @@ func (d *Directory) run(ctx context.Context, js jetstream.JetStream) {
 		}
 		var w jetstream.KeyWatcher
 		if err == nil {
+			d.refuseRollups(ctx, js)
 			w, err = kv.WatchAll(ctx)
 		}
 		if err != nil {
@@ -171,6 +172,27 @@ func (d *Directory) run(ctx context.Context, js jetstream.JetStream) {
 			continue
 		}
 		d.watch(ctx, w)
+	}
+}
+
+// refuseRollups makes the bucket's stream refuse a rollup: a worker may
+// put its own key, and no subject permission can refuse the header
+// ("Nats-Rollup: all") that would make its put purge every other
+// worker's key. The bucket is never purged otherwise. It runs at each
+// bind; a failure is logged, and the beats on core NATS keep the workers
+// listed meanwhile.
+func (d *Directory) refuseRollups(ctx context.Context, js jetstream.JetStream) {
+	st, err := js.Stream(ctx, "KV_"+Bucket)
+	if err == nil {
+		cfg := st.CachedInfo().Config
+		if !cfg.AllowRollup {
+			return
+		}
+		cfg.AllowRollup = false
+		_, err = js.UpdateStream(ctx, cfg)
+	}
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("workers: the bucket's stream still allows rollups (a worker could empty it)", "err", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/warren-dev/warren/config"
 	"github.com/warren-dev/warren/provider"
@@ -526,5 +527,53 @@ func TestWorkerObeysOnlyItsDaemon(t *testing.T) {
 	m, err := nc.RequestWithContext(t.Context(), remote.WorkerSubject("w1", remote.OpStop), []byte(`{"session":"s4"}`))
 	if err != nil || !strings.Contains(string(m.Data), `"kind":"refused"`) {
 		t.Fatalf("a bare stop: %s %v, want refused", m.Data, err)
+	}
+}
+
+// TestBucketRefusesARollup: a put with a rollup header, which would purge
+// every other worker's key and no subject permission can refuse, is
+// refused by the workers' bucket the daemon makes; the other keys stay.
+func TestBucketRefusesARollup(t *testing.T) {
+	w := newWorld(t)
+	w.startWorker("w1", 1, nil)
+	w.startWorker("w2", 1, nil)
+	nc := w.conn()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beats, err := nc.SubscribeSync(remote.BeatSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The daemon makes the bucket after a beat verifies, then refuses
+	// rollups on it; the beats (about one a second each) pace the wait.
+	var kv jetstream.KeyValue
+	for i := 0; ; i++ {
+		if i == 30 {
+			t.Fatal("the workers' bucket was not made, with both keys and no rollups, within 30 beats")
+		}
+		if _, err := beats.NextMsg(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if kv, err = js.KeyValue(t.Context(), remote.Bucket); err != nil {
+			continue
+		}
+		st, err := js.Stream(t.Context(), "KV_"+remote.Bucket)
+		if err != nil || st.CachedInfo().Config.AllowRollup {
+			continue
+		}
+		if _, err := kv.Get(t.Context(), "w2"); err == nil {
+			break
+		}
+	}
+	m := nats.NewMsg("$KV." + remote.Bucket + ".w1")
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupAll)
+	m.Data = []byte(`{}`)
+	if _, err := js.PublishMsg(t.Context(), m); err == nil {
+		t.Fatal("a put with Nats-Rollup: all was taken")
+	}
+	if _, err := kv.Get(t.Context(), "w2"); err != nil {
+		t.Fatalf("w2's key after the refused rollup: %v", err)
 	}
 }
