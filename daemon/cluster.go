@@ -49,12 +49,11 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 	var key ed25519.PrivateKey // the daemon's NATS user (natsUsers), when it has one
 	var stopServer func()
 	if co.Embedded {
-		srv, k, err := startEmbedded(co, fsys, home, keys, tlsFiles, logger)
+		srv, k, stop, err := startEmbedded(co, fsys, home, keys, tlsFiles, logger)
 		if err != nil {
 			return storeParts{}, err
 		}
-		key, embedded = k, []*server.Server{srv}
-		stopServer = func() { srv.Shutdown(); srv.WaitForShutdown() }
+		key, embedded, stopServer = k, []*server.Server{srv}, stop
 		if url == "" {
 			// The daemon's own server is in its process: no socket
 			// between them.
@@ -112,15 +111,16 @@ func openStore(ctx context.Context, opts Options, fsys faultfs.FS, home string, 
 // startEmbedded starts the daemon's own NATS server
 // (--cluster-embedded) with the daemon's key, made at its first start
 // (remote.DaemonKey): the server lets in that key and the workers'
-// (natsUsers), and routes with a password made from it.
-func startEmbedded(co ClusterOptions, fsys faultfs.FS, home string, keys func() (remote.Keys, error), tlsFiles *natsembed.TLSFiles, logger hclog.Logger) (*server.Server, ed25519.PrivateKey, error) {
+// (natsUsers), and routes with a password made from it. stop stops it
+// and its watch of the keys (watchKeys).
+func startEmbedded(co ClusterOptions, fsys faultfs.FS, home string, keys func() (remote.Keys, error), tlsFiles *natsembed.TLSFiles, logger hclog.Logger) (srv *server.Server, key ed25519.PrivateKey, stop func(), err error) {
 	if err := validRoutes(co.Routes); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	keysPath := filepath.Join(home, remote.KeysFile)
 	key, made, err := remote.DaemonKey(fsys, keysPath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the daemon's key for its NATS server: %w", err)
+		return nil, nil, nil, fmt.Errorf("the daemon's key for its NATS server: %w", err)
 	}
 	if made && len(co.Routes) > 0 {
 		// The servers of a cluster route to each other only with the
@@ -128,8 +128,9 @@ func startEmbedded(co ClusterOptions, fsys faultfs.FS, home string, keys func() 
 		logger.Warn("made this node's cluster key; every node needs the same one: if other nodes already run, stop this daemon, copy workers.json from one of them and start it again; if this is the first node, copy this file to the others before their first start",
 			"file", keysPath)
 	}
+	users := natsUsers(key, keys, logger.Named("nats"))
 	eo := natsembed.Options{Name: co.Name, Dir: filepath.Join(home, "nats"), Host: co.Host, Advertise: co.Advertise, Port: co.Port, TLS: tlsFiles,
-		Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync, Users: natsUsers(key, keys, logger.Named("nats")),
+		Routes: co.Routes, UnsafeLazyFsync: co.UnsafeLazyFsync, Users: users,
 		RouteSecret: natsembed.RoutePassword(key), Logger: logger.Named("nats")}
 	if eo.Port == 0 {
 		eo.Port = 4222
@@ -141,11 +142,12 @@ func startEmbedded(co ClusterOptions, fsys faultfs.FS, home string, keys func() 
 			eo.ClusterPort = 6222
 		}
 	}
-	srv, err := natsembed.Start(eo)
+	srv, err = natsembed.Start(eo)
 	if err != nil {
-		return nil, nil, fmt.Errorf("starting the embedded NATS server (--cluster-embedded): %w", err)
+		return nil, nil, nil, fmt.Errorf("starting the embedded NATS server (--cluster-embedded): %w", err)
 	}
-	return srv, key, nil
+	stopWatch := watchKeys(srv, fsys, keysPath, users, logger.Named("nats"))
+	return srv, key, func() { stopWatch(); srv.Shutdown(); srv.WaitForShutdown() }, nil
 }
 
 // workerList is the workers block of daemon.status: each live worker's

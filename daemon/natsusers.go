@@ -4,11 +4,13 @@ package daemon
 
 import (
 	"crypto/ed25519"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/warren-dev/warren/faultfs"
 	"github.com/warren-dev/warren/provider/remote"
 	"github.com/warren-dev/warren/store/jetstream/natsembed"
 )
@@ -52,3 +54,47 @@ func natsUsers(boot ed25519.PrivateKey, keys func() (remote.Keys, error), log hc
 // workerAnswerFor is how long a worker may take to answer a request
 // made to it: a send is answered when its turn ends.
 const workerAnswerFor = 24 * time.Hour
+
+// keysPoll is how often watchKeys looks at the keys file.
+const keysPoll = 2 * time.Second
+
+// watchKeys drops the clients of srv whose key the keys file at path no
+// longer lets in (natsembed.DropRefused), each time the file changes
+// (looked at every keysPoll): a worker whose token was issued again, or
+// taken out, loses the permissions of its old connection then, not at
+// its next reconnection. stop ends the watch.
+func watchKeys(srv *server.Server, fsys faultfs.FS, path string, users natsembed.Users, log hclog.Logger) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	stamp := func() string {
+		fi, err := fsys.Stat(path)
+		if err != nil {
+			return ""
+		}
+		return fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
+	}
+	go func() {
+		defer close(ended)
+		last := stamp()
+		t := time.NewTicker(keysPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			now := stamp()
+			if now == last {
+				continue
+			}
+			last = now
+			n, err := natsembed.DropRefused(srv, users)
+			if err != nil {
+				log.Warn("cannot list the NATS clients to drop the ones whose key was taken out", "err", err)
+			} else if n > 0 {
+				log.Info("dropped NATS clients whose key the workers' keys no longer hold (a token issued again, or taken out)", "clients", n)
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}

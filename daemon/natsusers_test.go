@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,6 +32,8 @@ type natsWorld struct {
 	url    string
 	keys   string // the workers.json
 	daemon ed25519.PrivateKey
+	srv    *server.Server
+	users  natsembed.Users
 }
 
 func newNatsWorld(t *testing.T) *natsWorld {
@@ -41,13 +44,13 @@ func newNatsWorld(t *testing.T) *natsWorld {
 		t.Fatal(err)
 	}
 	keys := func() (remote.Keys, error) { return remote.LoadKeys(faultfs.OS{}, w.keys) }
-	srv, err := natsembed.Start(natsembed.Options{Name: "n1", Dir: t.TempDir(), Port: -1, UnsafeLazyFsync: true,
-		Users: natsUsers(w.daemon, keys, hclog.NewNullLogger())})
+	w.users = natsUsers(w.daemon, keys, hclog.NewNullLogger())
+	srv, err := natsembed.Start(natsembed.Options{Name: "n1", Dir: t.TempDir(), Port: -1, UnsafeLazyFsync: true, Users: w.users})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	w.url = srv.ClientURL()
+	w.url, w.srv = srv.ClientURL(), srv
 	return w
 }
 
@@ -263,5 +266,45 @@ func TestWorkerHeldToItsOwnSubjects(t *testing.T) {
 	}
 	if n := info.CachedInfo().State.Msgs; n != 0 {
 		t.Fatalf("the logs' stream holds %d messages a worker published", n)
+	}
+}
+
+// TestTokenIssuedAgainDropsTheOldConnection: once a worker's token is
+// issued again, the connection it made with its old key is dropped when
+// the daemon sees the keys file change (watchKeys), and it cannot sign in
+// with that key again; the daemon's connection and another worker's stay.
+func TestTokenIssuedAgainDropsTheOldConnection(t *testing.T) {
+	w := newNatsWorld(t)
+	stop := watchKeys(w.srv, faultfs.OS{}, w.keys, w.users, hclog.NewNullLogger())
+	defer stop()
+	old, other := w.worker("w1"), w.worker("w2")
+	closed := map[string]chan struct{}{}
+	connect := func(name string, key ed25519.PrivateKey) *nats.Conn {
+		ch := make(chan struct{})
+		closed[name] = ch
+		nc, err := natsembed.Connect(w.url, key, nats.NoReconnect(), nats.ClosedHandler(func(*nats.Conn) { close(ch) }))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	connect("w1", old)
+	w2 := connect("w2", other)
+	daemon := connect("daemon", w.daemon)
+	w.worker("w1") // issued again: a new key in workers.json
+	select {
+	case <-closed["w1"]:
+	case <-time.After(10 * keysPoll):
+		t.Fatalf("w1's old connection still open %s after its token was issued again", 10*keysPoll)
+	}
+	for name, nc := range map[string]*nats.Conn{"w2": w2, "daemon": daemon} {
+		if err := nc.Flush(); err != nil || nc.IsClosed() {
+			t.Errorf("%s's connection was dropped too: %v", name, err)
+		}
+	}
+	if nc, err := natsembed.Connect(w.url, old, nats.NoReconnect()); err == nil {
+		nc.Close()
+		t.Fatal("the old key signed in again")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 
@@ -21,7 +22,8 @@ import (
 // client whose signature verifies and returns the name the server knows
 // it by and its permissions (nil: every subject), or false to refuse it.
 // It is asked at each connection, so a key added or removed applies from
-// the next one; a connection already made keeps what it was given.
+// the next one; a connection already made keeps what it was given until
+// DropRefused drops it.
 type Users func(nkey string) (name string, perms *server.Permissions, ok bool)
 
 // nkeyAuth is the server's check of a client against Users
@@ -127,4 +129,30 @@ func hasUser(urls string) bool {
 		}
 	}
 	return false
+}
+
+// DropRefused disconnects the clients of srv that signed in with a key
+// users no longer lets in (a worker's token issued again, or taken out
+// of the keys): Users is asked at each connection only, so without this
+// such a connection would keep what it was given until it reconnects.
+// It returns how many it dropped.
+func DropRefused(srv *server.Server, users Users) (int, error) {
+	cz, err := srv.Connz(&server.ConnzOptions{Username: true, Limit: math.MaxInt32})
+	if err != nil {
+		return 0, err
+	}
+	dropped := 0
+	for _, ci := range cz.Conns {
+		nkey := ci.AuthorizedUser
+		if !strings.HasPrefix(nkey, "U") || len(nkey) != 56 {
+			continue // not a client that signed in with a key
+		}
+		if _, _, ok := users(nkey); ok {
+			continue
+		}
+		if err := srv.DisconnectClientByID(ci.Cid); err == nil {
+			dropped++
+		}
+	}
+	return dropped, nil
 }
