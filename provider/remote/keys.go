@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/warren-dev/warren/atomicfile"
@@ -97,6 +98,14 @@ func DaemonKey(fsys faultfs.FS, path string) (key ed25519.PrivateKey, made bool,
 	if err != nil || keys.Daemon != nil {
 		return keys.Daemon, false, err
 	}
+	unlock, err := lockKeys(fsys, path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	if keys, err = LoadKeys(fsys, path); err != nil || keys.Daemon != nil { // made meanwhile
+		return keys.Daemon, false, err
+	}
 	if _, keys.Daemon, err = ed25519.GenerateKey(rand.Reader); err != nil {
 		return nil, false, err
 	}
@@ -116,6 +125,11 @@ func IssueToken(fsys faultfs.FS, path, id string) (string, error) {
 	if err := CheckID(id); err != nil {
 		return "", err
 	}
+	unlock, err := lockKeys(fsys, path)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	keys, err := LoadKeys(fsys, path)
 	if err != nil {
 		return "", err
@@ -135,6 +149,28 @@ func IssueToken(fsys faultfs.FS, path, id string) (string, error) {
 	}
 	daemonPub := keys.Daemon.Public().(ed25519.PublicKey)
 	return TokenPrefix + base64.RawURLEncoding.EncodeToString(append(priv.Seed(), daemonPub...)), nil
+}
+
+// lockKeys takes the exclusive flock on <path>.lock, which every change
+// of the keys file holds: a token issued while the daemon makes its key
+// at its first start, or two tokens issued at once, would otherwise each
+// write the file as it read it, and one would be lost. The lock is a
+// kernel object, taken on the OS filesystem only (the crashable memory
+// one of the tests has no processes to share it with).
+func lockKeys(fsys faultfs.FS, path string) (unlock func(), err error) {
+	if _, ok := fsys.(faultfs.OS); !ok {
+		return func() {}, nil
+	}
+	lock := path + ".lock"
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the lock of the workers' keys %s: %w", lock, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("locking the workers' keys %s: %w", lock, err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
 }
 
 // writeKeys replaces the keys file at path with keys.

@@ -4,8 +4,10 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/warren-dev/warren/atomicfile"
@@ -100,6 +102,57 @@ func TestDaemonKeyCrashAtEveryOp(t *testing.T) {
 				t.Fatalf("DaemonKey finished after %d operations; want the write's several", k-1)
 			}
 			return
+		}
+	}
+}
+
+// TestKeysChangedAtOnceKeepEveryChange: the daemon's first start making
+// its key while tokens are issued, and tokens issued at once, on the
+// real filesystem: every worker's key is in the file at the end, and
+// every token carries the daemon's one key.
+func TestKeysChangedAtOnceKeepEveryChange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), KeysFile)
+	const n = 24
+	tokens := make([]string, n)
+	var daemon ed25519.PrivateKey
+	var wg sync.WaitGroup
+	errs := make(chan error, n+1)
+	wg.Add(n + 1)
+	go func() {
+		defer wg.Done()
+		k, _, err := DaemonKey(faultfs.OS{}, path)
+		daemon = k
+		errs <- err
+	}()
+	for i := range n {
+		go func() {
+			defer wg.Done()
+			tok, err := IssueToken(faultfs.OS{}, path, fmt.Sprintf("w%d", i))
+			tokens[i] = tok
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := LoadKeys(faultfs.OS{}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys.Workers) != n || !keys.Daemon.Equal(daemon) {
+		t.Fatalf("the file holds %d workers' keys (want %d) and the daemon's key the start made: %v", len(keys.Workers), n, keys.Daemon.Equal(daemon))
+	}
+	for i, tok := range tokens {
+		priv, daemonPub, err := ParseToken(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !daemonPub.Equal(daemon.Public()) || !keys.Workers[fmt.Sprintf("w%d", i)].Equal(priv.Public()) {
+			t.Fatalf("token %d does not match the file", i)
 		}
 	}
 }
