@@ -67,6 +67,16 @@ func (c *Core) resolveSandbox(ctx context.Context, spec *CreateSpec) error {
 	if _, err := c.sandboxes.Check(ctx); err != nil {
 		return failf(ErrInvalid, "a sandbox for %s: %w", spec.Name, err)
 	}
+	if spec.Workspace == nil && spec.Cwd != "" {
+		if fi, err := os.Lstat(filepath.Join(spec.Cwd, ".git")); err == nil && fi.Mode().IsRegular() {
+			// A linked worktree (or a submodule): its git directory is
+			// outside the cwd, and the sandbox binds only what the log
+			// names (a warren workspace's directories), never what a
+			// .git file the agent can write points to.
+			c.log.Warn("the sandboxed agent's cwd is a linked git worktree that is not a warren workspace: git will not work inside its sandbox (its repository is outside the cwd); give it a workspace instead (workspace.repo)",
+				"agent", spec.Name, "cwd", spec.Cwd)
+		}
+	}
 	return nil
 }
 

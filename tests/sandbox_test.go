@@ -402,6 +402,33 @@ func TestSandboxedAgentCannotRedirectTheDaemonsGit(t *testing.T) {
 	}
 }
 
+// TestSandboxedAgentInALinkedWorktreeIsWarned: a sandboxed agent whose
+// cwd is a linked git worktree that is no warren workspace (its git
+// directory is outside the cwd, and the sandbox binds only what the log
+// names) is created, and the daemon says why git will not work inside and
+// what to do; an agent in a plain directory gets no such warning.
+func TestSandboxedAgentInALinkedWorktreeIsWarned(t *testing.T) {
+	t.Parallel()
+	f := newSandboxFixture(t, nil)
+	linked := filepath.Join(f.d.dir, "linked")
+	runGit(t, f.repo, "worktree", "add", "-q", "-b", "side", linked)
+	plain := filepath.Join(f.d.dir, "plain")
+	if err := os.Mkdir(plain, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, cwd := range []string{plain, linked} {
+		f.d.callN("agent.create", map[string]any{"name": filepath.Base(cwd), "provider": "scripted", "model": f.script, "cwd": cwd, "sandbox": true})
+	}
+	// Stopped, the daemon's output is all there.
+	if err := f.d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	warnings := grepLines(f.d.Output(), "linked git worktree that is not a warren workspace")
+	if warnings == "" || strings.Contains(warnings, "\n") || !strings.Contains(warnings, "cwd="+linked) {
+		t.Fatalf("the daemon warned:\n%s\nwant one warning, for the agent in %s", warnings, linked)
+	}
+}
+
 // TestSandboxChildAndBetweenTurns: a child a sandboxed agent spawns is
 // sandboxed too (logged in its agent.created), and the agent's socket
 // serves no tool call between its turns (code 2), as the main socket
