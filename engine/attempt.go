@@ -83,16 +83,8 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 		if err == nil {
 			sess.Injected()
 		}
-		if err == nil && away {
-			// The attempt's edits come home before the turn ends. If they
-			// cannot, the turn is tried again from the daemon's worktree, on
-			// a session opened again from the log: this one has done the
-			// turn, and remembers edits the worktree does not have.
-			if *home, err = c.bringHome(ctx, a, io.Workspace, worker, remote); err != nil {
-				sess.End(true)
-				sess = turnSession{}
-				err = provider.Transient(err, 0)
-			}
+		if away && (err == nil || io.Workspace.Snapshot != "") {
+			err = c.cameHome(ctx, a, &sess, home, io.Workspace, worker, remote, err)
 		}
 		if away {
 			a.setAway(t.RunID, "")

@@ -20,7 +20,9 @@ import (
 // works there, and after an attempt that succeeded the worker records its
 // copy as the turn's end snapshot and hands it back on the remote, with a
 // lease on the lease; the daemon brings it home into its worktree and
-// logs it (workspace.snapshot with the worker). A later lease (a retry on
+// logs it (workspace.snapshot with the worker). An attempt that failed or
+// was cancelled hands back what the agent left too, so the daemon's
+// worktree holds what a local agent's would. A later lease (a retry on
 // another worker) makes an earlier attempt's hand-back fail, and its late
 // answer is dropped: an attempt's edits reach the daemon once or never.
 // What a lost worker loses is its attempt's edits, which a re-run would
@@ -91,6 +93,33 @@ func (c *Core) bringHome(ctx context.Context, a *agent, hand *provider.Workspace
 		return handed{}, fmt.Errorf("bringing the workspace of %s home from worker %s: %w", a.Name(), worker, err)
 	}
 	return handed{Commit: hand.Snapshot, Worker: worker}, nil
+}
+
+// cameHome brings home what an attempt on worker handed back (its end
+// snapshot) and returns the attempt's error: sendErr, or, after an
+// attempt that succeeded, the failure to bring its edits home. Those
+// must come home before the turn ends; if they cannot, the turn is tried
+// again from the daemon's worktree, on a session opened again from the
+// log (sess given up: it has done the turn, and remembers edits the
+// worktree does not have). After an attempt that failed or was cancelled,
+// what the agent left comes home as a local agent's stays in its
+// worktree (a re-run or the next attempt starts from it); when it
+// cannot, the worktree stays as the attempt found it.
+func (c *Core) cameHome(ctx context.Context, a *agent, sess *turnSession, home *handed, hand *provider.WorkspaceHand, worker, remote string, sendErr error) error {
+	h, err := c.bringHome(ctx, a, hand, worker, remote)
+	switch {
+	case err == nil:
+		*home = h
+		return sendErr
+	case sendErr == nil:
+		sess.End(true)
+		*sess = turnSession{}
+		return provider.Transient(err, 0)
+	default:
+		c.log.Warn("what an attempt that did not succeed left on its worker did not come home; the workspace stays as the attempt found it",
+			"agent", a.ID(), "worker", worker, "err", err)
+		return sendErr
+	}
 }
 
 // handed is a turn's end snapshot that a worker took and the daemon

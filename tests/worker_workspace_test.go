@@ -174,6 +174,51 @@ func TestWorkspaceOnAWorker(t *testing.T) {
 	}
 }
 
+// TestWorkspaceCancelledTurnOnAWorkerComesHome: a turn on a worker
+// cancelled after the agent wrote half its work: what it wrote is in the
+// daemon's worktree and in the turn's end snapshot, which the worker
+// took, as a local agent's work stays in its worktree; the next turn
+// starts from it.
+func TestWorkspaceCancelledTurnOnAWorkerComesHome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test starts a daemon and a warren worker process; run without -short")
+	}
+	t.Parallel()
+	f := startAwayFleet(t, 1)
+	f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "first"})
+	msg := "wait " + filepath.Join(f.d.dir, "never")
+	res := make(chan error, 1)
+	go func() {
+		_, err := f.d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": f.agent, "message": msg})
+		res <- err
+	}()
+	f.begunOn(t, msg)
+	f.d.callN("agent.cancel", map[string]any{"agent_id": f.agent})
+	select {
+	case err := <-res:
+		if err == nil {
+			t.Fatal("the cancelled turn answered as if it had completed")
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the cancelled turn did not end\ndaemon:\n%s", tailString(f.d.Output(), 6000))
+	}
+	want := "# notes\nbegun: first\ndone: first\nbegun: " + msg + "\n"
+	if got := f.notes(t); got != want {
+		t.Fatalf("after the cancel the daemon's worktree holds:\n%s\nwant what the agent wrote before it:\n%s", got, want)
+	}
+	commits, workers := f.endSnapshots(t)
+	if len(commits) != 2 || workers[1] != "w1" {
+		t.Fatalf("end snapshots %v taken by %v; want the cancelled turn's taken by w1", commits, workers)
+	}
+	if got := runGit(t, f.repo, "show", commits[1]+":notes.md"); got+"\n" != want {
+		t.Errorf("the cancelled turn's end snapshot holds notes.md:\n%s\nwant:\n%s", got, want)
+	}
+	f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "after"})
+	if got := f.notes(t); got != want+"begun: after\ndone: after\n" {
+		t.Fatalf("the next turn's worktree holds:\n%s", got)
+	}
+}
+
 // TestWorkspaceWorkerKilledMidTurn: the worker running a turn is killed
 // with SIGKILL after the agent wrote half its work in the worker's copy;
 // the turn is tried again on the other worker, from the daemon's

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/remote"
+	"github.com/warren-dev/warren/workspace"
 )
 
 // turn is one attempt's traffic to the daemon: the provider's TurnIO.
@@ -158,7 +160,10 @@ func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 
 // runTurn runs attempt t of session s: in the copy of the agent's
 // workspace when the attempt hands one over (taken up first, handed back
-// after a turn that succeeded: snapshot).
+// when the agent's turn ends: snapshot). After a turn that failed or was
+// cancelled the copy is handed back all the same, for at most
+// handBackFor: the daemon's worktree gets what the agent left, as a
+// local agent's keeps it; a suspended run's is not.
 func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.SendRequest) (resp, snapshot string, err error) {
 	if h := req.Workspace; h != nil {
 		if s.away == nil {
@@ -175,7 +180,17 @@ func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.S
 	w.setTurn(s.agent, t)
 	resp, err = s.sess.Send(ctx, req.Prompt, provider.TurnIO{Tools: t, OnChunk: t.chunk, OnUsage: t.usage, BeforeRequest: func() error { return t.gate(ctx) }})
 	w.setTurn(s.agent, nil)
-	if err != nil || req.Workspace == nil || t.suspendedBy() != nil {
+	if req.Workspace == nil || t.suspendedBy() != nil {
+		return resp, "", err
+	}
+	if err != nil {
+		gctx, stop := context.WithTimeout(context.WithoutCancel(ctx), handBackFor)
+		defer stop()
+		if snapshot, gerr := s.away.give(gctx, req.Workspace); gerr == nil {
+			return resp, snapshot, err
+		} else if !errors.Is(gerr, workspace.ErrLeaseLost) {
+			w.log.Warn("the copy of a workspace after a turn that did not succeed was not handed back", "agent", s.agent, "err", gerr)
+		}
 		return resp, "", err
 	}
 	if snapshot, err = s.away.give(ctx, req.Workspace); err != nil {
@@ -185,6 +200,10 @@ func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.S
 	}
 	return resp, snapshot, nil
 }
+
+// handBackFor bounds the hand-back of a copy after a turn that failed or
+// was cancelled (the daemon waits as long: remote.HandBackWait).
+const handBackFor = remote.HandBackWait
 
 // setTurn records agent's running turn (nil: none).
 func (w *Worker) setTurn(agent string, t *turn) {

@@ -84,10 +84,11 @@
 //     refs/warren/lease/<agent-id>), refused when the remote no longer
 //     holds it (ErrLeaseLost), and restored: the branch at its first
 //     parent, the files as it has them.
-//   - Hand (the worker, after an attempt that succeeded): a snapshot of
-//     the copy whose previous one is the lease, pushed to IncomingRef with
-//     a lease on the lease (--force-with-lease) and the branch, in one
-//     atomic push; ErrLeaseLost when another attempt holds the workspace.
+//   - Hand (the worker, after an attempt; not one that suspended its
+//     run): a snapshot of the copy whose previous one is the lease,
+//     pushed to IncomingRef with a lease on the lease
+//     (--force-with-lease) and the branch, in one atomic push;
+//     ErrLeaseLost when another attempt holds the workspace.
 //   - Take (the daemon): IncomingRef fetched into the repository, checked
 //     to hold the worker's snapshot and that snapshot to follow the lease,
 //     the worktree's branch checked to be where the lease left it

@@ -71,10 +71,13 @@
 // which the worker takes up before it starts the agent (the agent's cwd
 // is then its copy, not the daemon's path), and each send has
 // {workspace: {remote, lease, branch, message}}: the worker takes up that
-// attempt's lease before the turn and, when the turn succeeded, hands its
-// copy back and answers {response, snapshot}. A take-up or hand-back that
-// fails is a transient error: the daemon tries the turn again on a new
-// lease. Meanwhile it publishes the turn's chunks
+// attempt's lease before the turn and, when the agent's turn ends, hands
+// its copy back and answers {response, snapshot}: after a turn that
+// failed or was cancelled too ({error, snapshot}; the daemon waits
+// HandBackWait past its cancel for that answer), not after one that
+// suspended its run. A take-up, or the hand-back of a turn that
+// succeeded, that fails is a transient error: the daemon tries the turn
+// again on a new lease. Meanwhile it publishes the turn's chunks
 // (each with a sequence number) and usage, and requests each tool call and
 // budget gate on the attempt's subjects; the router hands them to the
 // attempt's TurnIO, so a tool runs at the daemon and is logged (tool.call)

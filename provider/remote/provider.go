@@ -211,20 +211,36 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 	if h := io.Workspace; h != nil {
 		req.Workspace = &Hand{Remote: s.remote, Lease: h.Lease, Branch: h.Branch, Message: h.Message}
 	}
+	rctx := actx
+	if io.Workspace != nil {
+		// Cancelled, the attempt's worker hands back what the agent left:
+		// its answer is awaited HandBackWait past the cancel.
+		var rcancel context.CancelFunc
+		rctx, rcancel = context.WithCancel(context.WithoutCancel(ctx))
+		defer rcancel()
+		stop := context.AfterFunc(ctx, func() {
+			s.abandon(att)
+			time.AfterFunc(HandBackWait, rcancel)
+		})
+		defer stop()
+	}
 	var rep SendReply
-	err := s.d.request(actx, s.slot, OpSend, req, &rep)
+	err := s.d.request(rctx, s.slot, OpSend, req, &rep)
 	if err != nil {
 		cancel()
 		s.abandon(att)
 	}
 	end(rep.Chunks, rep.Usages) // no call of the attempt runs after this
+	if err == nil && io.Workspace != nil {
+		io.Workspace.Snapshot = rep.Snapshot
+	}
 	switch {
+	case err == nil && rep.Error != nil && ctx.Err() != nil:
+		// The answer to the cancel (awaited for its hand-back).
+		return "", fmt.Errorf("turn on worker %s: %w", s.slot.worker, ctx.Err())
 	case err == nil:
 		if rep.Error != nil && (rep.Error.Kind == KindLost || rep.Error.Kind == KindRefused) {
 			s.lost.Store(true)
-		}
-		if io.Workspace != nil && rep.Error == nil {
-			io.Workspace.Snapshot = rep.Snapshot
 		}
 		return rep.Response, rep.Error.Err()
 	case ctx.Err() != nil:

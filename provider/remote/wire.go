@@ -273,10 +273,16 @@ type SendRequest struct {
 	Daemon  string `json:"daemon"`
 	Attempt string `json:"attempt"`
 	Prompt  string `json:"prompt"`
-	// Workspace: the attempt takes up the lease first and, when the turn
-	// succeeds, hands its copy back (SendReply.Snapshot).
+	// Workspace: the attempt takes up the lease first and, when the
+	// agent's turn ends (succeeded, failed or cancelled; not suspended),
+	// hands its copy back (SendReply.Snapshot).
 	Workspace *Hand `json:"workspace,omitempty"`
 }
+
+// HandBackWait is how long the daemon waits, after it cancels an attempt
+// that holds a workspace, for the answer that carries what the agent
+// left (SendReply.Snapshot); the worker bounds its hand-back by it too.
+const HandBackWait = 10 * time.Second
 
 // SendReply answers a SendRequest when the turn ends.
 type SendReply struct {
@@ -288,7 +294,8 @@ type SendReply struct {
 	Chunks int `json:"chunks"`
 	Usages int `json:"usages"`
 	// Snapshot is the end snapshot the worker handed back on the agents'
-	// remote (SendRequest.Workspace).
+	// remote (SendRequest.Workspace), with an Error too when the turn
+	// failed or was cancelled.
 	Snapshot string `json:"snapshot,omitempty"`
 }
 
