@@ -145,8 +145,9 @@ func (p *State) foldTurnStart(e eventlog.Entry) error {
 	case rerun:
 	case p.lazy != nil && p.Run != nil && p.Run.Ended:
 		// Replaying: nothing else holds the ended run, so its record is
-		// reused (a log has a run every few events).
-		*p.Run = Run{RunID: d.RunID, Turn: d.Turn, StartRef: refOf(e)}
+		// reused (a log has a run every few events), and an ended run's
+		// calls' array too.
+		*p.Run = Run{RunID: d.RunID, Turn: d.Turn, StartRef: refOf(e), Calls: p.lazy.spareCalls()}
 	default:
 		p.Run = &Run{RunID: d.RunID, Turn: d.Turn, StartRef: refOf(e)}
 	}
@@ -208,7 +209,10 @@ func (p *State) foldTurnComplete(e eventlog.Entry) error {
 	}
 	if r := p.runForID(d.RunID); r != nil {
 		r.Ended, r.Wait, r.EndRef = true, nil, refOf(e)
-		r.Calls = nil // answers for a re-run; an ended run is never re-run
+		// Answers for a re-run; an ended run is never re-run. Replaying,
+		// the array serves the next run (foldTurnStart).
+		p.lazy.spare(r.Calls)
+		r.Calls = nil
 		p.take(r.MessageIDs)
 		if r.Provider != "" {
 			p.Provider, p.Model, p.PrefRef = r.Provider, r.Model, r.StartRef
@@ -351,6 +355,15 @@ func (p *State) foldToolCall(e eventlog.Entry) error {
 		return err
 	}
 	sent := sentRefs(e, d)
+	if lz := p.lazy; lz != nil && len(p.Sent)+len(sent) > cap(p.Sent) && len(sent) < maxSentKept {
+		// Replaying, nothing else reads Sent: the window moves to the
+		// front of the replay's own array instead of to a new one.
+		if lz.sent == nil {
+			lz.sent = make([]SentRef, 0, 2*maxSentKept)
+		}
+		keep := p.Sent[max(0, len(p.Sent)-(maxSentKept-len(sent))):]
+		p.Sent = lz.sent[:copy(lz.sent[:cap(lz.sent)], keep)]
+	}
 	p.Sent = append(p.Sent, sent...)
 	if n := len(p.Sent) - maxSentKept; n > 0 {
 		// The window slides without a copy; append copies the live part

@@ -19,6 +19,11 @@ type IDSet struct {
 	old    []byte // sorted 16-byte ids
 	recent map[[16]byte]struct{}
 	other  map[string]struct{}
+	// replaying keeps the map and the merge's key slice from one merge to
+	// the next while recovery replays the log (a merge every few dozen
+	// messages); settle lets them go.
+	replaying bool
+	keys      [][16]byte
 }
 
 // parseID16 reads an id of 32 lowercase hex digits (recovery reads one
@@ -100,7 +105,7 @@ func (s *IDSet) merge() {
 	if len(s.recent) == 0 {
 		return
 	}
-	keys := make([][16]byte, 0, len(s.recent))
+	keys := s.keys[:0]
 	for k := range s.recent {
 		keys = append(keys, k)
 	}
@@ -115,7 +120,20 @@ func (s *IDSet) merge() {
 		out = append(out, k[:]...)
 	}
 	out = append(out, s.old[i:]...)
-	s.old, s.recent = out, nil
+	s.old = out
+	if s.replaying {
+		clear(s.recent)
+		s.keys = keys
+	} else {
+		s.recent = nil
+	}
+}
+
+// settle ends the replay's keeping: the ids go to the array, and the map
+// and the key slice go.
+func (s *IDSet) settle() {
+	s.merge()
+	s.replaying, s.recent, s.keys = false, nil, nil
 }
 
 // Len is the number of ids in the set (kept for tests, which check the

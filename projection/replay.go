@@ -28,6 +28,26 @@ type lazyInbox struct {
 	arena   []byte
 	scratch *Scratch
 	taken   [][]byte
+	// sent is the array State.Sent's window moves along while replaying.
+	sent []SentRef
+	// calls is an ended run's array of calls, for the next run's.
+	calls []Call
+}
+
+// spare keeps an ended run's calls' array for the next run (nil lz: not
+// replaying, it goes).
+func (lz *lazyInbox) spare(calls []Call) {
+	if lz != nil && cap(calls) > cap(lz.calls) {
+		clear(calls)
+		lz.calls = calls[:0]
+	}
+}
+
+// spareCalls hands the array spare kept to a new run (nil: none).
+func (lz *lazyInbox) spareCalls() []Call {
+	c := lz.calls
+	lz.calls = nil
+	return c
 }
 
 // arenaChunk is the size of the arena's chunks.
@@ -124,6 +144,7 @@ func (p *State) BeginReplay() { p.BeginReplayIn(nil) }
 // (nil: its own), given back by EndReplayMany.
 func (p *State) BeginReplayIn(s *Scratch) {
 	p.lazy = &lazyInbox{msgs: map[string]lazyMsg{}, scratch: s}
+	p.Enqueued.replaying = true
 }
 
 // Loader reads back the message.enqueued lines at refs: fn gets each
@@ -167,10 +188,14 @@ func (p *State) EndReplayMany(load Loader) error {
 	// What stays is copied out of the arena below (the calls' results
 	// here, the messages by their decoding), whether or not it all works.
 	defer lz.giveBack()
+	p.Enqueued.settle()
 	if r := p.Run; r != nil {
 		// The open run's call results outlive the replay: off the arena.
 		for i := range r.Calls {
 			r.Calls[i].Result = cloneRaw(r.Calls[i].Result)
+		}
+		if len(r.Calls) == 0 {
+			r.Calls = nil // an array spare lent it (none when live)
 		}
 	}
 	var chunk []lazyMsg
