@@ -146,7 +146,7 @@ func startEmbedded(co ClusterOptions, fsys faultfs.FS, home string, keys func() 
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("starting the embedded NATS server (--cluster-embedded): %w", err)
 	}
-	stopWatch := watchKeys(srv, fsys, keysPath, users, logger.Named("nats"))
+	stopWatch := watchKeys(srv, fsys, keysPath, key, logger.Named("nats"))
 	return srv, key, func() { stopWatch(); srv.Shutdown(); srv.WaitForShutdown() }, nil
 }
 

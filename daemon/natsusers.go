@@ -5,6 +5,7 @@ package daemon
 import (
 	"crypto/ed25519"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -62,19 +63,16 @@ const keysPoll = 2 * time.Second
 // longer lets in (natsembed.DropRefused), each time the file changes
 // (looked at every keysPoll): a worker whose token was issued again, or
 // taken out, loses the permissions of its old connection then, not at
-// its next reconnection. stop ends the watch.
-func watchKeys(srv *server.Server, fsys faultfs.FS, path string, users natsembed.Users, log hclog.Logger) (stop func()) {
+// its next reconnection. The file is read once per change, and a file
+// that cannot be read drops nobody (it is read again at the next look).
+// boot is the key the daemon started with, which stays let in. stop ends
+// the watch.
+func watchKeys(srv *server.Server, fsys faultfs.FS, path string, boot ed25519.PrivateKey, log hclog.Logger) (stop func()) {
 	done, ended := make(chan struct{}), make(chan struct{})
-	stamp := func() string {
-		fi, err := fsys.Stat(path)
-		if err != nil {
-			return ""
-		}
-		return fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
-	}
+	bootKey := natsembed.NkeyOf(boot.Public().(ed25519.PublicKey))
 	go func() {
 		defer close(ended)
-		last := stamp()
+		last := keysStamp(fsys, path)
 		t := time.NewTicker(keysPoll)
 		defer t.Stop()
 		for {
@@ -83,12 +81,24 @@ func watchKeys(srv *server.Server, fsys faultfs.FS, path string, users natsembed
 				return
 			case <-t.C:
 			}
-			now := stamp()
+			now := keysStamp(fsys, path)
 			if now == last {
 				continue
 			}
+			k, err := remote.LoadKeys(fsys, path)
+			if err != nil {
+				log.Warn("cannot read the workers' keys; no NATS client is dropped until they can be read", "err", err)
+				continue
+			}
 			last = now
-			n, err := natsembed.DropRefused(srv, users)
+			allowed := map[string]bool{bootKey: true}
+			if k.Daemon != nil {
+				allowed[natsembed.NkeyOf(k.Daemon.Public().(ed25519.PublicKey))] = true
+			}
+			for _, pub := range k.Workers {
+				allowed[natsembed.NkeyOf(pub)] = true
+			}
+			n, err := natsembed.DropRefused(srv, func(nkey string) bool { return allowed[nkey] })
 			if err != nil {
 				log.Warn("cannot list the NATS clients to drop the ones whose key was taken out", "err", err)
 			} else if n > 0 {
@@ -97,4 +107,18 @@ func watchKeys(srv *server.Server, fsys faultfs.FS, path string, users natsembed
 		}
 	}()
 	return func() { close(done); <-ended }
+}
+
+// keysStamp tells a change of the keys file: its time, size and inode (a
+// token's write replaces the file).
+func keysStamp(fsys faultfs.FS, path string) string {
+	fi, err := fsys.Stat(path)
+	if err != nil {
+		return ""
+	}
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	return fmt.Sprint(fi.ModTime().UnixNano(), fi.Size(), ino)
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,7 +34,6 @@ type natsWorld struct {
 	keys   string // the workers.json
 	daemon ed25519.PrivateKey
 	srv    *server.Server
-	users  natsembed.Users
 }
 
 func newNatsWorld(t *testing.T) *natsWorld {
@@ -44,8 +44,8 @@ func newNatsWorld(t *testing.T) *natsWorld {
 		t.Fatal(err)
 	}
 	keys := func() (remote.Keys, error) { return remote.LoadKeys(faultfs.OS{}, w.keys) }
-	w.users = natsUsers(w.daemon, keys, hclog.NewNullLogger())
-	srv, err := natsembed.Start(natsembed.Options{Name: "n1", Dir: t.TempDir(), Port: -1, UnsafeLazyFsync: true, Users: w.users})
+	srv, err := natsembed.Start(natsembed.Options{Name: "n1", Dir: t.TempDir(), Port: -1, UnsafeLazyFsync: true,
+		Users: natsUsers(w.daemon, keys, hclog.NewNullLogger())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,9 +273,12 @@ func TestWorkerHeldToItsOwnSubjects(t *testing.T) {
 // issued again, the connection it made with its old key is dropped when
 // the daemon sees the keys file change (watchKeys), and it cannot sign in
 // with that key again; the daemon's connection and another worker's stay.
+// A keys file that cannot be read drops nobody.
 func TestTokenIssuedAgainDropsTheOldConnection(t *testing.T) {
 	w := newNatsWorld(t)
-	stop := watchKeys(w.srv, faultfs.OS{}, w.keys, w.users, hclog.NewNullLogger())
+	unreadable := make(chan struct{}, 1)
+	log := hclog.New(&hclog.LoggerOptions{Output: lineSignal{"cannot read the workers' keys", unreadable}})
+	stop := watchKeys(w.srv, faultfs.OS{}, w.keys, w.daemon, log)
 	defer stop()
 	old, other := w.worker("w1"), w.worker("w2")
 	closed := map[string]chan struct{}{}
@@ -289,22 +292,60 @@ func TestTokenIssuedAgainDropsTheOldConnection(t *testing.T) {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	connect("w1", old)
+	w1 := connect("w1", old)
 	w2 := connect("w2", other)
 	daemon := connect("daemon", w.daemon)
+	alive := func(when string, conns map[string]*nats.Conn) {
+		t.Helper()
+		for name, nc := range conns {
+			if err := nc.Flush(); err != nil || nc.IsClosed() {
+				t.Errorf("%s: %s's connection was dropped: %v", when, name, err)
+			}
+		}
+	}
+	// A file that does not parse (a hand edit half saved): nobody goes.
+	good, err := os.ReadFile(w.keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w.keys, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-unreadable:
+	case <-time.After(10 * keysPoll):
+		t.Fatal("the watch did not report the unreadable keys file")
+	}
+	alive("with the keys file unreadable", map[string]*nats.Conn{"w1": w1, "w2": w2, "daemon": daemon})
+	if err := os.WriteFile(w.keys, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	w.worker("w1") // issued again: a new key in workers.json
 	select {
 	case <-closed["w1"]:
 	case <-time.After(10 * keysPoll):
 		t.Fatalf("w1's old connection still open %s after its token was issued again", 10*keysPoll)
 	}
-	for name, nc := range map[string]*nats.Conn{"w2": w2, "daemon": daemon} {
-		if err := nc.Flush(); err != nil || nc.IsClosed() {
-			t.Errorf("%s's connection was dropped too: %v", name, err)
-		}
-	}
+	alive("after w1's token was issued again", map[string]*nats.Conn{"w2": w2, "daemon": daemon})
 	if nc, err := natsembed.Connect(w.url, old, nats.NoReconnect()); err == nil {
 		nc.Close()
 		t.Fatal("the old key signed in again")
 	}
+}
+
+// lineSignal is a log output that signals (without blocking) when a line
+// holds its text.
+type lineSignal struct {
+	text string
+	ch   chan struct{}
+}
+
+func (l lineSignal) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), l.text) {
+		select {
+		case l.ch <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
 }

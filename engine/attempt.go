@@ -47,6 +47,9 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 	attempt := 0
 	out := policy.Run(ctx, func() retry.Try {
 		attempt++
+		// Only the last attempt's hand-back is the turn's end: an earlier
+		// one's is in the worktree this attempt starts from.
+		*home = handed{}
 		// A session whose worker is gone (provider.Lost) is opened again,
 		// on another worker or locally, restored from the log.
 		if sess.lease == nil || sess.Lost() {

@@ -67,17 +67,29 @@ func (c *Core) resolveSandbox(ctx context.Context, spec *CreateSpec) error {
 	if _, err := c.sandboxes.Check(ctx); err != nil {
 		return failf(ErrInvalid, "a sandbox for %s: %w", spec.Name, err)
 	}
-	if spec.Workspace == nil && spec.Cwd != "" {
-		if fi, err := os.Lstat(filepath.Join(spec.Cwd, ".git")); err == nil && fi.Mode().IsRegular() {
-			// A linked worktree (or a submodule): its git directory is
-			// outside the cwd, and the sandbox binds only what the log
-			// names (a warren workspace's directories), never what a
-			// .git file the agent can write points to.
-			c.log.Warn("the sandboxed agent's cwd is a linked git worktree that is not a warren workspace: git will not work inside its sandbox (its repository is outside the cwd); give it a workspace instead (workspace.repo)",
-				"agent", spec.Name, "cwd", spec.Cwd)
-		}
+	if spec.Workspace == nil && spec.Cwd != "" && inLinkedWorktree(spec.Cwd) {
+		// Its git directory is outside the cwd, and the sandbox binds only
+		// what the log names (a warren workspace's directories), never
+		// what a .git file the agent can write points to.
+		c.log.Warn("the sandboxed agent's cwd is in a linked git worktree that is not a warren workspace: git will not work inside its sandbox (its repository is outside the cwd); give it a workspace instead (workspace.repo)",
+			"agent", spec.Name, "cwd", spec.Cwd)
 	}
 	return nil
+}
+
+// inLinkedWorktree reports whether dir is in a linked worktree (or a
+// submodule): the nearest .git at or above it is a file.
+func inLinkedWorktree(dir string) bool {
+	for {
+		if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return fi.Mode().IsRegular()
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
 }
 
 // privateHome is agent id's private home.

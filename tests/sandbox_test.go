@@ -405,8 +405,9 @@ func TestSandboxedAgentCannotRedirectTheDaemonsGit(t *testing.T) {
 // TestSandboxedAgentInALinkedWorktreeIsWarned: a sandboxed agent whose
 // cwd is a linked git worktree that is no warren workspace (its git
 // directory is outside the cwd, and the sandbox binds only what the log
-// names) is created, and the daemon says why git will not work inside and
-// what to do; an agent in a plain directory gets no such warning.
+// names), or in a directory of one, is created, and the daemon says why
+// git will not work inside and what to do; an agent in a plain directory
+// gets no such warning.
 func TestSandboxedAgentInALinkedWorktreeIsWarned(t *testing.T) {
 	t.Parallel()
 	f := newSandboxFixture(t, nil)
@@ -416,16 +417,21 @@ func TestSandboxedAgentInALinkedWorktreeIsWarned(t *testing.T) {
 	if err := os.Mkdir(plain, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for _, cwd := range []string{plain, linked} {
+	sub := filepath.Join(linked, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, cwd := range []string{plain, linked, sub} {
 		f.d.callN("agent.create", map[string]any{"name": filepath.Base(cwd), "provider": "scripted", "model": f.script, "cwd": cwd, "sandbox": true})
 	}
 	// Stopped, the daemon's output is all there.
 	if err := f.d.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	warnings := grepLines(f.d.Output(), "linked git worktree that is not a warren workspace")
-	if warnings == "" || strings.Contains(warnings, "\n") || !strings.Contains(warnings, "cwd="+linked) {
-		t.Fatalf("the daemon warned:\n%s\nwant one warning, for the agent in %s", warnings, linked)
+	warnings := grepLines(f.d.Output(), "in a linked git worktree that is not a warren workspace")
+	lines := strings.Split(warnings, "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], "cwd="+linked) || !strings.HasSuffix(lines[1], "cwd="+sub) {
+		t.Fatalf("the daemon warned:\n%s\nwant one warning for the agent in %s and one for the agent in %s", warnings, linked, sub)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -28,8 +29,39 @@ type turn struct {
 	mu        sync.Mutex
 	chunks    int
 	usages    int
-	suspended error // the error of the socket call that suspended the run
+	suspended error     // the error of the socket call that suspended the run
+	cancelled time.Time // when the daemon's cancel arrived (zero: none)
 }
+
+// daemonCancel is the daemon's cancel of the attempt: noted (the hand-back
+// must end before the daemon stops waiting for it), then the attempt's
+// context ends.
+func (t *turn) daemonCancel() {
+	t.mu.Lock()
+	if t.cancelled.IsZero() {
+		t.cancelled = time.Now()
+	}
+	t.mu.Unlock()
+	t.cancel()
+}
+
+// handBackBy is when a hand-back of the attempt must end: handBackFor
+// from now, and no later than the daemon waits for it after its cancel
+// (less handBackMargin for the answer's way back).
+func (t *turn) handBackBy() time.Time {
+	by := time.Now().Add(handBackFor)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.cancelled.IsZero() {
+		if c := t.cancelled.Add(remote.HandBackWait - handBackMargin); c.Before(by) {
+			by = c
+		}
+	}
+	return by
+}
+
+// handBackMargin is what handBackBy leaves the answer after a cancel.
+const handBackMargin = time.Second
 
 // suspend ends the attempt because a call through the agent's socket
 // suspended the run: its answer is that error, as the daemon's own door
@@ -130,11 +162,12 @@ func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 	}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	t := &turn{w: w, daemon: req.Daemon, attempt: req.Attempt, cancel: cancel}
 	w.mu.Lock()
-	w.attempts[req.Attempt] = cancel
+	w.attempts[req.Attempt] = t.daemonCancel
 	if w.cancelled[req.Attempt] {
 		delete(w.cancelled, req.Attempt)
-		cancel() // its cancel arrived first
+		t.daemonCancel() // its cancel arrived first
 	}
 	w.mu.Unlock()
 	defer func() {
@@ -142,7 +175,6 @@ func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 		delete(w.attempts, req.Attempt)
 		w.mu.Unlock()
 	}()
-	t := &turn{w: w, daemon: req.Daemon, attempt: req.Attempt, cancel: cancel}
 	s.mu.Lock()
 	resp, snapshot, err := w.runTurn(actx, s, t, &req)
 	s.mu.Unlock()
@@ -183,9 +215,14 @@ func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.S
 	if req.Workspace == nil || t.suspendedBy() != nil {
 		return resp, "", err
 	}
+	// Handed back under a context of its own: a cancel that arrives
+	// meanwhile does not cut it short, the daemon's wait for it does.
+	gctx, stop := context.WithDeadline(context.WithoutCancel(ctx), t.handBackBy())
+	defer stop()
 	if err != nil {
-		gctx, stop := context.WithTimeout(context.WithoutCancel(ctx), handBackFor)
-		defer stop()
+		if gctx.Err() != nil || w.isClosing() {
+			return resp, "", err // too late (the daemon no longer waits), or the worker is stopping
+		}
 		if snapshot, gerr := s.away.give(gctx, req.Workspace); gerr == nil {
 			return resp, snapshot, err
 		} else if !errors.Is(gerr, workspace.ErrLeaseLost) {
@@ -193,7 +230,7 @@ func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.S
 		}
 		return resp, "", err
 	}
-	if snapshot, err = s.away.give(ctx, req.Workspace); err != nil {
+	if snapshot, err = s.away.give(gctx, req.Workspace); err != nil {
 		// Not handed back, so not done: the turn runs again on a new lease,
 		// from the daemon's worktree as it was.
 		return "", "", provider.Transient(fmt.Errorf("handing the workspace back from worker %s: %w", w.o.ID, err), 0)
@@ -201,9 +238,9 @@ func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.S
 	return resp, snapshot, nil
 }
 
-// handBackFor bounds the hand-back of a copy after a turn that failed or
-// was cancelled (the daemon waits as long: remote.HandBackWait).
-const handBackFor = remote.HandBackWait
+// handBackFor bounds the hand-back of a copy after a turn; after the
+// daemon's cancel, handBackBy bounds it by the daemon's wait too.
+const handBackFor = 5 * time.Minute
 
 // setTurn records agent's running turn (nil: none).
 func (w *Worker) setTurn(agent string, t *turn) {

@@ -321,3 +321,10 @@ func (w *Worker) refuse(op string, err error) {
 func respond(r micro.Request, v any) {
 	_ = r.RespondJSON(v)
 }
+
+// isClosing reports whether Run is stopping.
+func (w *Worker) isClosing() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closing
+}

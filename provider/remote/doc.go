@@ -113,10 +113,14 @@
 // their HMAC-SHA256 under the request key the daemon and that worker
 // share. That key is the X25519 agreement of the two key pairs (each
 // ed25519 key read as its X25519 twin, RFC 7748) through HKDF-SHA256
-// (requestkey.go): only the daemon and that worker can make it, as only
-// the daemon could sign, and it costs a few microseconds per request
-// where an ed25519 signature and its check cost about 60 (most of a
-// worker's CPU per turn). A worker obeys only requests for itself, from
+// (requestkey.go): only the daemon and that worker can make it, and it
+// costs a few microseconds per request where an ed25519 signature and
+// its check cost about 60 (most of a worker's CPU per turn). Unlike a
+// signature, the worker's own token can make it too: a stolen token can
+// send that one worker requests, besides acting as it toward the daemon
+// (on a daemon's embedded servers only the daemon may publish to a
+// worker's subjects). A worker and a daemon from before this key
+// (ed25519-signed requests) do not understand each other: upgrade both. A worker obeys only requests for itself, from
 // the daemon of its token, made within RequestWindow (2 min) of its
 // clock, and whose open's session id or send's attempt id it has not
 // seen (no replay); it answers others "refused", which the daemon treats

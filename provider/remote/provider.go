@@ -218,11 +218,22 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 		var rcancel context.CancelFunc
 		rctx, rcancel = context.WithCancel(context.WithoutCancel(ctx))
 		defer rcancel()
+		var grace *time.Timer
+		var graceMu sync.Mutex
 		stop := context.AfterFunc(ctx, func() {
 			s.abandon(att)
-			time.AfterFunc(HandBackWait, rcancel)
+			graceMu.Lock()
+			grace = time.AfterFunc(HandBackWait, rcancel)
+			graceMu.Unlock()
 		})
-		defer stop()
+		defer func() {
+			stop()
+			graceMu.Lock()
+			if grace != nil {
+				grace.Stop()
+			}
+			graceMu.Unlock()
+		}()
 	}
 	var rep SendReply
 	err := s.d.request(rctx, s.slot, OpSend, req, &rep)
@@ -234,14 +245,16 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 	if err == nil && io.Workspace != nil {
 		io.Workspace.Snapshot = rep.Snapshot
 	}
+	if err == nil && rep.Error != nil && (rep.Error.Kind == KindLost || rep.Error.Kind == KindRefused) {
+		s.lost.Store(true)
+	}
 	switch {
-	case err == nil && rep.Error != nil && ctx.Err() != nil:
-		// The answer to the cancel (awaited for its hand-back).
+	case err == nil && ctx.Err() != nil:
+		// The answer after the cancel, awaited for its hand-back: the
+		// attempt ended with its context, as a local one does, whatever
+		// the worker answered (the snapshot, if any, comes home).
 		return "", fmt.Errorf("turn on worker %s: %w", s.slot.worker, ctx.Err())
 	case err == nil:
-		if rep.Error != nil && (rep.Error.Kind == KindLost || rep.Error.Kind == KindRefused) {
-			s.lost.Store(true)
-		}
 		return rep.Response, rep.Error.Err()
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("turn on worker %s: %w", s.slot.worker, ctx.Err())

@@ -132,11 +132,11 @@ func hasUser(urls string) bool {
 }
 
 // DropRefused disconnects the clients of srv that signed in with a key
-// users no longer lets in (a worker's token issued again, or taken out
+// allowed no longer lets in (a worker's token issued again, or taken out
 // of the keys): Users is asked at each connection only, so without this
 // such a connection would keep what it was given until it reconnects.
 // It returns how many it dropped.
-func DropRefused(srv *server.Server, users Users) (int, error) {
+func DropRefused(srv *server.Server, allowed func(nkey string) bool) (int, error) {
 	cz, err := srv.Connz(&server.ConnzOptions{Username: true, Limit: math.MaxInt32})
 	if err != nil {
 		return 0, err
@@ -147,7 +147,7 @@ func DropRefused(srv *server.Server, users Users) (int, error) {
 		if !strings.HasPrefix(nkey, "U") || len(nkey) != 56 {
 			continue // not a client that signed in with a key
 		}
-		if _, _, ok := users(nkey); ok {
+		if allowed(nkey) {
 			continue
 		}
 		if err := srv.DisconnectClientByID(ci.Cid); err == nil {
