@@ -397,3 +397,27 @@ func userInboxTexts(d *testDaemon) map[string]int {
 		}
 	}
 }
+
+// TestWorkerStopsWhenItsServersAreGone: a worker whose daemon (and with
+// it the NATS server it joined) has stopped still stops on SIGTERM
+// without waiting for the servers: its goodbye is not sent to servers
+// that are gone (it used to wait out a 10 s flush).
+func TestWorkerStopsWhenItsServersAreGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test starts a daemon and a warren worker process; run without -short")
+	}
+	t.Parallel()
+	f := startWorkerFleet(t, 1, 2, "")
+	if err := f.d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	f.signal("w1", syscall.SIGTERM)
+	f.mu.Lock()
+	w := f.workers["w1"]
+	f.mu.Unlock()
+	select {
+	case <-w.exited:
+	case <-time.After(6 * time.Second): // a hang's bound, not a speed target
+		t.Fatalf("the worker did not stop within 6 s of SIGTERM with its servers gone\n%s", tailString(w.out.String(), 3000))
+	}
+}

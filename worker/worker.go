@@ -250,12 +250,16 @@ func (w *Worker) heartbeat(ctx context.Context, js jetstream.JetStream) {
 		cancel()
 		select {
 		case <-ctx.Done():
-			// Say goodbye: the daemon loses this boot at once.
+			// Say goodbye: the daemon loses this boot at once. Not to
+			// servers that are gone: the stop would wait for them.
+			if !w.o.Conn.IsConnected() {
+				return
+			}
 			bye := w.registration(beat + 1)
 			bye.Leaving = true
 			body, _ := remote.Sign(w.o.Key, bye)
 			_ = w.o.Conn.Publish(remote.BeatSubject, body)
-			_ = w.o.Conn.Flush()
+			_ = w.o.Conn.FlushTimeout(remote.HeartbeatEvery)
 			if kv != nil {
 				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remote.HeartbeatEvery)
 				_ = kv.Delete(dctx, w.o.ID)
