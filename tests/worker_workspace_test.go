@@ -27,6 +27,8 @@ while True:
     if msg.startswith("wait "):
         while not os.path.exists(msg[5:]):
             time.sleep(0.02)
+    if msg == "fail":
+        sys.exit(3)
     with open("notes.md", "a") as f:
         f.write("done: %s\n" % msg)
     done(os.getcwd())
@@ -178,7 +180,7 @@ func TestWorkspaceOnAWorker(t *testing.T) {
 // cancelled after the agent wrote half its work: what it wrote is in the
 // daemon's worktree and in the turn's end snapshot, which the worker
 // took, as a local agent's work stays in its worktree; the next turn
-// starts from it.
+// starts from it. A turn that fails leaves what it wrote the same way.
 func TestWorkspaceCancelledTurnOnAWorkerComesHome(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: this test starts a daemon and a warren worker process; run without -short")
@@ -214,8 +216,21 @@ func TestWorkspaceCancelledTurnOnAWorkerComesHome(t *testing.T) {
 		t.Errorf("the cancelled turn's end snapshot holds notes.md:\n%s\nwant:\n%s", got, want)
 	}
 	f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "after"})
-	if got := f.notes(t); got != want+"begun: after\ndone: after\n" {
+	want += "begun: after\ndone: after\n"
+	if got := f.notes(t); got != want {
 		t.Fatalf("the next turn's worktree holds:\n%s", got)
+	}
+	// A turn that fails (the program exits non-zero: a permanent failure)
+	// leaves what it wrote too.
+	if _, err := f.d.Client().Call(procCtx(t), "agent.send", map[string]any{"agent_id": f.agent, "message": "fail"}); err == nil {
+		t.Fatal("the failing turn answered as if it had completed")
+	}
+	want += "begun: fail\n"
+	if got := f.notes(t); got != want {
+		t.Fatalf("after the failed turn the daemon's worktree holds:\n%s\nwant:\n%s", got, want)
+	}
+	if commits, workers := f.endSnapshots(t); len(commits) != 4 || workers[3] != "w1" {
+		t.Fatalf("end snapshots %v taken by %v; want the failed turn's taken by w1", commits, workers)
 	}
 }
 
