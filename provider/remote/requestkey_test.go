@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha512"
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -94,5 +95,30 @@ func TestRequestKeyRefusesBadKeys(t *testing.T) {
 		if k, err := DaemonRequestKey(priv, pub); err == nil {
 			t.Errorf("%s: made request key %x", name, k)
 		}
+	}
+}
+
+// TestAuthRequestIsWhatEncodingJSONWrites: the AuthedRequest AuthRequest
+// writes by hand is byte for byte what encoding/json makes of the same
+// fields.
+func TestAuthRequestIsWhatEncodingJSONWrites(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	at := time.UnixMilli(1764470000123)
+	for _, req := range []string{`{"session":"s1"}`, `{"prompt":"a \"quoted\" \u003cline\u003e\n","n":[1,2]}`, `[]`} {
+		got, err := AuthRequest(key, "w-1_x", at, []byte(req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(AuthedRequest{Req: json.RawMessage(req), Worker: "w-1_x", At: at.UnixMilli(),
+			MAC: requestMAC(key, requestBytes("w-1_x", at.UnixMilli(), []byte(req)))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("AuthRequest wrote\n%s\nencoding/json writes\n%s", got, want)
+		}
+	}
+	if _, err := AuthRequest(key, "w1", at, nil); err == nil {
+		t.Fatal("an empty request was wrapped")
 	}
 }
