@@ -69,7 +69,6 @@ const keysPoll = 2 * time.Second
 // the watch.
 func watchKeys(srv *server.Server, fsys faultfs.FS, path string, boot ed25519.PrivateKey, log hclog.Logger) (stop func()) {
 	done, ended := make(chan struct{}), make(chan struct{})
-	bootKey := natsembed.NkeyOf(boot.Public().(ed25519.PublicKey))
 	go func() {
 		defer close(ended)
 		last := keysStamp(fsys, path)
@@ -91,14 +90,9 @@ func watchKeys(srv *server.Server, fsys faultfs.FS, path string, boot ed25519.Pr
 				continue
 			}
 			last = now
-			allowed := map[string]bool{bootKey: true}
-			if k.Daemon != nil {
-				allowed[natsembed.NkeyOf(k.Daemon.Public().(ed25519.PublicKey))] = true
-			}
-			for _, pub := range k.Workers {
-				allowed[natsembed.NkeyOf(pub)] = true
-			}
-			n, err := natsembed.DropRefused(srv, func(nkey string) bool { return allowed[nkey] })
+			// Who the server lets in now, with the keys read once.
+			users := natsUsers(boot, func() (remote.Keys, error) { return k, nil }, log)
+			n, err := natsembed.DropRefused(srv, func(nkey string) bool { _, _, ok := users(nkey); return ok })
 			if err != nil {
 				log.Warn("cannot list the NATS clients to drop the ones whose key was taken out", "err", err)
 			} else if n > 0 {

@@ -174,9 +174,9 @@ func (c *Core) lagCheckpoint(id string, lag int) error {
 	data = nil
 	upTo := uint64(max(lines-lag, 2)) // agent.created and session.created come in one write
 	p := newProjection()
-	p.BeginReplay()
+	p.BeginReplay(nil)
 	var foldErr error
-	lg, err := c.openLogReplay(context.Background(), id, new(*agent), nil, func(e eventlog.Entry) error {
+	lg, err := c.openLogReplay(context.Background(), id, new(*agent), nil, nil, func(e eventlog.Entry) error {
 		if e.Seq <= upTo && foldErr == nil {
 			foldErr = p.Apply(e)
 		}

@@ -96,7 +96,7 @@ func BenchmarkRecoveryParts(b *testing.B) {
 	b.Run("fold/replay", func(b *testing.B) {
 		measure(b, len(entries), func() {
 			p := newProjection()
-			p.BeginReplay()
+			p.BeginReplay(nil)
 			for _, e := range entries {
 				if err := p.Apply(e); err != nil {
 					b.Fatal(err)
@@ -132,7 +132,7 @@ func BenchmarkRecoveryParts(b *testing.B) {
 		b.Run("replay/"+typ, func(b *testing.B) {
 			measure(b, len(es), func() {
 				p := newProjection()
-				p.BeginReplay()
+				p.BeginReplay(nil)
 				for _, e := range es {
 					_ = p.Apply(e)
 				}

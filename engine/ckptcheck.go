@@ -75,7 +75,7 @@ func (c *Core) checkCheckpoint(ctx context.Context, id string, p *fold.State, r 
 // a projection in replay mode (upTo 0: to the end).
 func (c *Core) foldLines(ctx context.Context, id string, upTo uint64) (*fold.State, error) {
 	p := fold.New()
-	p.BeginReplay()
+	p.BeginReplay(nil)
 	if err := c.foldMore(ctx, id, p, upTo); err != nil {
 		return nil, err
 	}

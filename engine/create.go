@@ -280,20 +280,14 @@ func createdRecords(id string, spec CreateSpec, handle string, now time.Time, ws
 // openLog opens an agent's log with the projection and the event bus wired
 // to its appends.
 func (c *Core) openLog(ctx context.Context, id string, target **agent) (store.Log, error) {
-	return c.openLogReplay(ctx, id, target, nil, nil)
+	return c.openLogReplay(ctx, id, target, nil, nil, nil)
 }
 
 // openLogReplay opens an agent's log, handing each recovered entry to
 // replay (recovery folds the projection in the same pass that checks the
 // log). With a replay function (recovery) a missing log is not created: the
 // error wraps fs.ErrNotExist.
-func (c *Core) openLogReplay(ctx context.Context, id string, target **agent, resume *eventlog.Resume, replay func(eventlog.Entry) error) (store.Log, error) {
-	return c.openLogReplayIn(ctx, id, target, resume, nil, replay)
-}
-
-// openLogReplayIn is openLogReplay with buf lent to the store to read
-// the log into (store.LogOptions.ReadBuffer).
-func (c *Core) openLogReplayIn(ctx context.Context, id string, target **agent, resume *eventlog.Resume, buf []byte, replay func(eventlog.Entry) error) (store.Log, error) {
+func (c *Core) openLogReplay(ctx context.Context, id string, target **agent, resume *eventlog.Resume, buf []byte, replay func(eventlog.Entry) error) (store.Log, error) {
 	lease, err := c.own(id)
 	if err != nil {
 		return nil, fmt.Errorf("claiming agent %s: %w", id, err)

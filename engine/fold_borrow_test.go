@@ -71,7 +71,7 @@ func TestRecoveryFoldEqualsOwnedJSONFold(t *testing.T) {
 		if data, _ := faultfs.ReadFile(fsys, path); len(data) < 2*(64<<10) {
 			t.Fatalf("log of %s is %d bytes; the test needs several read buffers' worth", id, len(data))
 		}
-		loads[i] = c.loadIn(context.Background(), id, scratch) // no checkpoints: the whole log
+		loads[i] = c.load(context.Background(), id, scratch) // no checkpoints: the whole log
 		if loads[i].Err != nil {
 			t.Fatalf("loading %s: %v", id, loads[i].Err)
 		}
@@ -90,7 +90,7 @@ func TestRecoveryFoldEqualsOwnedJSONFold(t *testing.T) {
 		}
 		p := newProjection()
 		p.DecodeWithJSON()
-		p.BeginReplay()
+		p.BeginReplay(nil)
 		for _, e := range entries {
 			if err := p.Apply(e); err != nil {
 				t.Fatal(err)

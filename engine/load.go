@@ -100,7 +100,7 @@ func (c *Core) loadAllRefusing(ctx context.Context, ids []string, refused map[st
 						Err: fmt.Errorf("%s %w", c.agentDir(ids[i]), errRefusedDir)}
 					continue
 				}
-				out[i] = c.loadIn(ctx, ids[i], scratch)
+				out[i] = c.load(ctx, ids[i], scratch)
 			}
 		}()
 	}
@@ -163,11 +163,9 @@ func newLoadScratch() *loadScratch {
 }
 
 // load opens one agent's log and folds it into a projection in the same
-// pass, starting from the agent's checkpoint when it has a valid one.
-func (c *Core) load(ctx context.Context, id string) *loaded { return c.loadIn(ctx, id, nil) }
-
-// loadIn is load with the replay's memory lent by s (nil: its own).
-func (c *Core) loadIn(ctx context.Context, id string, s *loadScratch) *loaded {
+// pass, starting from the agent's checkpoint when it has a valid one; s
+// lends the replay its memory (nil: its own).
+func (c *Core) load(ctx context.Context, id string, s *loadScratch) *loaded {
 	if c.opts.CheckpointEvery > 0 {
 		data, err := c.ckstore.Load(ctx, id)
 		var p *fold.State
@@ -200,14 +198,14 @@ func (c *Core) loadFrom(ctx context.Context, id string, p *fold.State, r *eventl
 	if p == nil {
 		l.State = fold.New()
 		if s != nil {
-			l.State.BeginReplayIn(&s.fold)
+			l.State.BeginReplay(&s.fold)
 			buf = s.read
 		} else {
-			l.State.BeginReplay()
+			l.State.BeginReplay(nil)
 		}
 	}
 	var foldErr error
-	lg, err := c.openLogReplayIn(ctx, id, l.bind, r, buf, func(e eventlog.Entry) error {
+	lg, err := c.openLogReplay(ctx, id, l.bind, r, buf, func(e eventlog.Entry) error {
 		if foldErr == nil {
 			foldErr = l.State.Apply(e)
 		}
@@ -285,7 +283,7 @@ func (c *Core) retryOpenFaults(ctx context.Context, all []*loaded) {
 		wait = min(wait*2, 5*time.Second)
 		next := failing[:0]
 		for _, i := range failing {
-			all[i] = c.load(ctx, all[i].ID)
+			all[i] = c.load(ctx, all[i].ID, nil)
 			if all[i].Err != nil && resourceFault(all[i].Err) {
 				next = append(next, i)
 			}

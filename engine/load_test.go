@@ -41,7 +41,7 @@ func TestLoadFoldsOrReportsMissing(t *testing.T) {
 	c := h.stepCore(CoreOptions{})
 	ctx := context.Background()
 
-	l := c.load(ctx, a1)
+	l := c.load(ctx, a1, nil)
 	if l.Err != nil || l.Log == nil || l.Resumed == nil || l.State.Name != "lead" {
 		t.Fatalf("a1 with its checkpoint: %+v; want it loaded from the checkpoint", l)
 	}
@@ -51,7 +51,7 @@ func TestLoadFoldsOrReportsMissing(t *testing.T) {
 	if err := h.fs.Remove(filepath.Join(h.c.agentDir(a1), checkpoint.Name)); err != nil {
 		t.Fatal(err)
 	}
-	l1, l2 := c.load(ctx, a1), c.load(ctx, a2)
+	l1, l2 := c.load(ctx, a1, nil), c.load(ctx, a2, nil)
 	if l1.Err != nil || l1.Log == nil || !l1.State.Created || l1.State.Name != "lead" || l1.Resumed != nil || l1.Missing {
 		t.Fatalf("a1: %+v", l1)
 	}
@@ -94,7 +94,7 @@ func TestRetryOpenFaults(t *testing.T) {
 	h.wrapFS = func(inner faultfs.FS) faultfs.FS { first.FS = inner; return always }
 	c := h.stepCore(CoreOptions{})
 	ctx := context.Background()
-	all := []*loaded{c.load(ctx, a1), c.load(ctx, a2)}
+	all := []*loaded{c.load(ctx, a1, nil), c.load(ctx, a2, nil)}
 	for _, l := range all {
 		if !resourceFault(l.Err) {
 			t.Fatalf("%s at the first load: %v, want a resource fault", l.ID, l.Err)
@@ -135,7 +135,7 @@ func TestSnapshotAgreesWithTheLog(t *testing.T) {
 	garbage := []byte("{not json")
 	h.rewrite(h.c.snapshotPath(a1), garbage)
 	c := h.stepCore(CoreOptions{})
-	l := c.load(context.Background(), a1)
+	l := c.load(context.Background(), a1, nil)
 	if l.Err != nil || l.Log == nil {
 		t.Fatalf("load: %+v", l)
 	}

@@ -704,7 +704,7 @@ func TestRestore(t *testing.T) {
 				o.BootID = boot
 			}
 			c := h.stepCore(o)
-			l := c.load(context.Background(), id)
+			l := c.load(context.Background(), id, nil)
 			if l.Err != nil || l.Log == nil {
 				t.Fatalf("load: %+v", l)
 			}

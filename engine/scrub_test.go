@@ -129,7 +129,7 @@ func TestScrub(t *testing.T) {
 		damage(h, bad)
 		h.rewrite(h.c.snapshotPath(bad), garbage)
 		c := h.stepCore(CoreOptions{})
-		l := c.load(context.Background(), bad)
+		l := c.load(context.Background(), bad, nil)
 		if l.Err != nil || l.Resumed == nil {
 			t.Fatalf("load: %+v; want bad resumed from its checkpoint", l)
 		}

@@ -94,7 +94,7 @@ func DecodeState(body []byte) (*State, error) {
 	if p.Reminders == nil {
 		p.Reminders = map[string]*Reminder{}
 	}
-	p.BeginReplay()
+	p.BeginReplay(nil)
 	for _, r := range st.Pending {
 		if _, dup := p.lazy.msgs[r.ID]; dup || !p.Enqueued.Has(r.ID) {
 			return nil, fmt.Errorf("pending message %s listed twice or never enqueued", r.ID)

@@ -143,7 +143,7 @@ func genText() gopter.Gen {
 func foldEvents(evs [][2]string, slow bool) string {
 	p := New()
 	p.slow = slow
-	p.BeginReplay()
+	p.BeginReplay(nil)
 	var off int64 = 0
 	for i, ev := range evs {
 		e := eventlog.Entry{Seq: uint64(i + 1), Off: off, Event: ev[0], Data: json.RawMessage(ev[1])}

@@ -56,7 +56,7 @@ func foldLive(es []eventlog.Entry) (*State, error) {
 func foldReplay(p *State, es []eventlog.Entry, load func(inbox.Ref) (json.RawMessage, error)) (*State, error) {
 	if p == nil {
 		p = New()
-		p.BeginReplay()
+		p.BeginReplay(nil)
 	}
 	for _, e := range es {
 		if err := p.Apply(e); err != nil {

@@ -154,7 +154,7 @@ func TestFoldProperties(t *testing.T) {
 		// overwritten once the replay gave it back: nothing the state keeps
 		// may be in it.
 		borrowed := New()
-		borrowed.BeginReplayIn(scratch)
+		borrowed.BeginReplay(scratch)
 		if borrowed, err = foldReplay(borrowed, es, nil); err != nil {
 			return "replay fold in a scratch: " + err.Error()
 		}

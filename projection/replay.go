@@ -137,12 +137,9 @@ func (lz *lazyInbox) add(id string, lm lazyMsg) {
 	lz.msgs[id] = lm
 }
 
-// BeginReplay switches the fold to its recovery mode.
-func (p *State) BeginReplay() { p.BeginReplayIn(nil) }
-
-// BeginReplayIn is BeginReplay with the replay's arena borrowed from s
-// (nil: its own), given back by EndReplayMany.
-func (p *State) BeginReplayIn(s *Scratch) {
+// BeginReplay switches the fold to its recovery mode, with the replay's
+// arena borrowed from s (nil: its own), given back by EndReplayMany.
+func (p *State) BeginReplay(s *Scratch) {
 	p.lazy = &lazyInbox{msgs: map[string]lazyMsg{}, scratch: s}
 	p.Enqueued.replaying = true
 }

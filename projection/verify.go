@@ -311,7 +311,7 @@ func (p *State) OpenRunSpan() (from inbox.Ref, bytes int64, ok bool) {
 func (p *State) CheckRun(next func() (eventlog.Entry, error)) error {
 	want := p.Run
 	s := New()
-	s.BeginReplay()
+	s.BeginReplay(nil)
 	s.ClaimEpoch = want.ClaimEpoch
 	for {
 		e, err := next()

@@ -90,7 +90,7 @@ func TestCheckpointChecksPassOnTheTruth(t *testing.T) {
 			return "the checks refuse a true checkpoint: " + err.Error()
 		}
 		replayed := New()
-		replayed.BeginReplay()
+		replayed.BeginReplay(nil)
 		for _, e := range es[:k] {
 			if err := replayed.Apply(e); err != nil {
 				return "replay: " + err.Error()

@@ -218,22 +218,13 @@ func (s *Session) Send(ctx context.Context, prompt string, io provider.TurnIO) (
 		var rcancel context.CancelFunc
 		rctx, rcancel = context.WithCancel(context.WithoutCancel(ctx))
 		defer rcancel()
-		var grace *time.Timer
-		var graceMu sync.Mutex
+		grace := time.AfterFunc(HandBackWait, rcancel)
+		grace.Stop() // armed by the cancel
 		stop := context.AfterFunc(ctx, func() {
 			s.abandon(att)
-			graceMu.Lock()
-			grace = time.AfterFunc(HandBackWait, rcancel)
-			graceMu.Unlock()
+			grace.Reset(HandBackWait)
 		})
-		defer func() {
-			stop()
-			graceMu.Lock()
-			if grace != nil {
-				grace.Stop()
-			}
-			graceMu.Unlock()
-		}()
+		defer func() { stop(); grace.Stop() }()
 	}
 	var rep SendReply
 	err := s.d.request(rctx, s.slot, OpSend, req, &rep)
