@@ -94,7 +94,7 @@ type memResult struct {
 	OthersCPU    time.Duration // CPU time the rest of the machine used meanwhile
 	Load         string        // the load average when serving began
 	FirstSend    time.Duration // process start to the first agent.send answered
-	List         time.Duration // the first agent.list after that
+	List         time.Duration // the first agent.list after that, every page
 	PeakServe    int64         // VmHWM when serving began, bytes
 	PeakDriven   int64         // VmHWM after the driving
 	RSSDriven    int64         // VmRSS after the driving
@@ -394,13 +394,32 @@ func runMemoryHome(t testing.TB, bin, home string, h memHome, st homeStats, turn
 		fail("the first agent.send: %v", err)
 	}
 	r.FirstSend = time.Since(start)
+	// agent.list pages (1,000 agents a page by default): every page,
+	// as `warren agent list` asks for them.
 	t0 := time.Now()
-	res, err := cl.Call(ctx, "agent.list", nil)
-	if err != nil {
-		fail("agent.list: %v", err)
+	got := 0
+	for after := ""; ; {
+		var params map[string]any
+		if after != "" {
+			params = map[string]any{"after": after}
+		}
+		res, err := cl.Call(ctx, "agent.list", params)
+		if err != nil {
+			fail("agent.list: %v", err)
+		}
+		n := countAgents(res)
+		if n < 0 {
+			fail("agent.list: no agents array in %v", res)
+		}
+		got += n
+		next, _ := res["next"].(string)
+		if next == "" {
+			break
+		}
+		after = next
 	}
 	r.List = time.Since(t0)
-	if got := countAgents(res); got != h.Spec.Agents {
+	if got != h.Spec.Agents {
 		fail("agent.list shows %d agents, want %d", got, h.Spec.Agents)
 	}
 

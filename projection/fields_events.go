@@ -2,10 +2,11 @@ package projection
 
 import (
 	"encoding/json"
-	"github.com/warren-dev/warren/schema"
+	"fmt"
 
 	"github.com/warren-dev/warren/internal/jsonfast"
 	"github.com/warren-dev/warren/provider"
+	"github.com/warren-dev/warren/schema"
 )
 
 // Fast decoders for the events a long log holds most of (recovery folds
@@ -105,8 +106,10 @@ func setBytes(dst *[]byte, v []byte) bool {
 func isStringValue(v []byte) bool { return v[0] == '"' || isNull(v) }
 
 // fastTurnStart decodes turn.start data; strings equal to those of prev
-// (the previous run, or nil) are shared rather than copied.
-func fastTurnStart(data []byte, prev *Run, d *schema.TurnStartData) bool {
+// (the previous run, or nil) are shared rather than copied. Given raw (a
+// replay), it checks the prompt and message_ids and leaves them raw there
+// instead of decoding them into d (startRaw).
+func fastTurnStart(data []byte, prev *Run, d *schema.TurnStartData, raw *startRaw) bool {
 	var pr Run
 	if prev != nil {
 		pr = *prev
@@ -129,19 +132,102 @@ func fastTurnStart(data []byte, prev *Run, d *schema.TurnStartData) bool {
 		case "boot_id":
 			good = memberString(&m, &d.BootID, v, pr.BootID)
 		case "prompt":
-			good = memberString(&m, &d.Prompt, v, pr.Prompt)
+			if raw == nil {
+				good = memberString(&m, &d.Prompt, v, pr.Prompt)
+			} else if good = isStringValue(v); good && !isNull(v) {
+				raw.prompt = v // null leaves it, as encoding/json does
+			}
 		case "provider":
 			good = memberString(&m, &d.Provider, v, pr.Provider)
 		case "model":
 			good = memberString(&m, &d.Model, v, pr.Model)
 		case "message_ids":
-			d.MessageIDs, good = stringList(v)
+			if raw == nil {
+				d.MessageIDs, good = stringList(v)
+			} else if good = isStringList(v); good {
+				raw.msgIDs = v
+			}
 		}
 		if !good {
 			return false
 		}
 	}
 	return m.Valid()
+}
+
+// startRaw is what a replay keeps of a turn.start's data undecoded: the
+// raw JSON values of its prompt and message_ids (nil: absent), checked as
+// a string and a list of strings. Only the run still latest when the
+// replay ends needs them decoded (State.settleStart); most runs of a long
+// log are followed by another.
+type startRaw struct{ prompt, msgIDs []byte }
+
+// values decodes the prompt and the message ids as encoding/json would
+// into schema.TurnStartData.
+func (raw startRaw) values() (prompt string, ids []string, err error) {
+	if raw.prompt != nil && !setString(&prompt, raw.prompt, "") {
+		// Valid JSON text encoding/json decodes with replacements
+		// (invalid UTF-8).
+		if err := json.Unmarshal(raw.prompt, &prompt); err != nil {
+			return "", nil, fmt.Errorf("turn.start prompt: %w", err)
+		}
+	}
+	if raw.msgIDs != nil {
+		var ok bool
+		if ids, ok = stringList(raw.msgIDs); !ok {
+			if err := json.Unmarshal(raw.msgIDs, &ids); err != nil {
+				return "", nil, fmt.Errorf("turn.start message_ids: %w", err)
+			}
+		}
+	}
+	return prompt, ids, nil
+}
+
+// isStringList reports whether v (a checked JSON value) decodes into a
+// []string without error: null, or an array of strings and nulls.
+func isStringList(v []byte) bool {
+	if isNull(v) {
+		return true
+	}
+	if v[0] != '[' {
+		return false
+	}
+	arr := jsonfast.Array(v)
+	for {
+		e, ok := arr.Next()
+		if !ok {
+			break
+		}
+		if !isStringValue(e) {
+			return false
+		}
+	}
+	return arr.Valid()
+}
+
+// eachString calls fn with every string of a list isStringList accepted,
+// decoded as encoding/json would (a null element: empty), without a copy
+// when it has no escapes.
+func eachString(v []byte, fn func([]byte)) {
+	arr := jsonfast.Array(v)
+	for {
+		e, ok := arr.Next()
+		if !ok {
+			return
+		}
+		switch p, plain := jsonfast.Plain(e); {
+		case isNull(e):
+			fn(nil)
+		case plain:
+			fn(p)
+		default:
+			var s string
+			if !setString(&s, e, "") {
+				_ = json.Unmarshal(e, &s)
+			}
+			fn([]byte(s))
+		}
+	}
 }
 
 // stringList decodes a JSON array of strings (null: nil; a null element:

@@ -40,10 +40,32 @@ func FuzzFastDecoders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		{
 			var fast, want schema.TurnStartData
-			ok := fastTurnStart(data, nil, &fast)
+			ok := fastTurnStart(data, nil, &fast, nil)
 			err := json.Unmarshal(data, &want)
 			if ok && (err != nil || !reflect.DeepEqual(fast, want)) {
 				t.Fatalf("turn.start %q: fast %+v; encoding/json %+v, %v", data, fast, want, err)
+			}
+		}
+		{
+			// A replay's turn.start: prompt and message_ids left raw,
+			// decoded at the end (values) or walked (eachString).
+			var fast, want schema.TurnStartData
+			var raw startRaw
+			ok := fastTurnStart(data, nil, &fast, &raw)
+			err := json.Unmarshal(data, &want)
+			if ok {
+				var verr error
+				fast.Prompt, fast.MessageIDs, verr = raw.values()
+				if err != nil || verr != nil || !reflect.DeepEqual(fast, want) {
+					t.Fatalf("turn.start %q kept raw: fast %+v (%v); encoding/json %+v, %v", data, fast, verr, want, err)
+				}
+				var walked []string
+				if raw.msgIDs != nil {
+					eachString(raw.msgIDs, func(id []byte) { walked = append(walked, string(id)) })
+				}
+				if len(walked) != len(want.MessageIDs) || (len(walked) > 0 && !reflect.DeepEqual(walked, want.MessageIDs)) {
+					t.Fatalf("turn.start %q: message ids walked %q, encoding/json %q", data, walked, want.MessageIDs)
+				}
 			}
 		}
 		ends := []struct {
@@ -84,7 +106,11 @@ func FuzzFastDecoders(f *testing.F) {
 			}
 			want := end.get()
 			if fast.Response != nil && !setString(&fast.ResponseText, fast.Response, "") {
-				t.Fatalf("turn end %q: response %q does not decode", data, fast.Response)
+				// As the fold does: what jsonfast leaves (invalid UTF-8)
+				// encoding/json decodes, with replacements.
+				if err := json.Unmarshal(fast.Response, &fast.ResponseText); err != nil {
+					t.Fatalf("turn end %q: response %q does not decode: %v", data, fast.Response, err)
+				}
 			}
 			if string(fast.RunID) != string(want.RunID) || fast.Error != want.Error || !reflect.DeepEqual(fast.Usage, want.Usage) ||
 				(end.kind == endComplete && fast.ResponseText != want.ResponseText) {

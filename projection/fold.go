@@ -127,12 +127,14 @@ func (p *State) foldSuspendResult(e eventlog.Entry) error {
 
 func (p *State) foldTurnStart(e eventlog.Entry) error {
 	var d schema.TurnStartData
-	if p.slow || !fastTurnStart(e.Data, p.Run, &d) {
+	var raw startRaw
+	replaying := p.lazy != nil
+	if p.slow || !fastTurnStart(e.Data, p.Run, &d, p.lazy.startRaw(&raw)) {
 		var full schema.TurnStartData // (d itself stays on the stack)
 		if err := decode(e, &full); err != nil {
 			return err
 		}
-		d = full
+		d, replaying = full, false
 	}
 	if d.Turn > p.TurnNo {
 		p.TurnNo = d.Turn
@@ -153,6 +155,11 @@ func (p *State) foldTurnStart(e eventlog.Entry) error {
 	}
 	r := p.Run
 	r.BootID, r.Prompt, r.MessageIDs = d.BootID, d.Prompt, d.MessageIDs
+	if replaying {
+		p.lazy.holdStart(r, raw)
+	} else if p.lazy != nil {
+		p.lazy.startOf = nil
+	}
 	r.ClaimEpoch = p.ClaimEpoch
 	r.Provider, r.Model, r.StartedAt = d.Provider, d.Model, e.TS
 	r.Interrupted, r.Reason = false, ""
@@ -213,7 +220,11 @@ func (p *State) foldTurnComplete(e eventlog.Entry) error {
 		// the array serves the next run (foldTurnStart).
 		p.lazy.spare(r.Calls)
 		r.Calls = nil
-		p.take(r.MessageIDs)
+		if lz := p.lazy; lz != nil && lz.startOf == r {
+			eachString(lz.start.msgIDs, p.takeOne)
+		} else {
+			p.take(r.MessageIDs)
+		}
 		if r.Provider != "" {
 			p.Provider, p.Model, p.PrefRef = r.Provider, r.Model, r.StartRef
 		}
@@ -381,19 +392,22 @@ func (p *State) foldToolCall(e eventlog.Entry) error {
 	}
 	if len(d.RunID) > 0 {
 		if r := p.runForID(d.RunID); r != nil && !r.Ended {
-			r.Calls = append(r.Calls, Call{Tool: toolName(r.Calls, d.Tool), Result: p.keepRaw(d.Result), Error: d.Error, Messages: sent})
+			r.Calls = append(r.Calls, Call{Tool: p.toolName(r.Calls, d.Tool), Result: p.keepRaw(d.Result), Error: d.Error, Messages: sent})
 		}
 	}
 	return nil
 }
 
 // toolName is the tool's name, shared with an earlier call of the run
-// when one has it.
-func toolName(calls []Call, tool []byte) string {
+// when one has it, or while replaying with the replay's names.
+func (p *State) toolName(calls []Call, tool []byte) string {
 	for i := len(calls) - 1; i >= 0; i-- {
 		if calls[i].Tool == string(tool) {
 			return calls[i].Tool
 		}
+	}
+	if p.lazy != nil {
+		return p.lazy.name(tool)
 	}
 	return string(tool)
 }

@@ -32,6 +32,56 @@ type lazyInbox struct {
 	sent []SentRef
 	// calls is an ended run's array of calls, for the next run's.
 	calls []Call
+	// start holds the raw prompt and message_ids of startOf's turn.start
+	// (nil startOf: the run's own fields hold them), copied into buffers
+	// each turn.start reuses; settleStart decodes them.
+	start             startRaw
+	startOf           *Run
+	promptBuf, idsBuf []byte
+	// names are the tool names the replay shares when it has no Scratch.
+	names map[string]string
+}
+
+// startRaw is where a turn.start's fold leaves its raw values: raw while
+// replaying, nil (decode them) otherwise.
+func (lz *lazyInbox) startRaw(raw *startRaw) *startRaw {
+	if lz == nil {
+		return nil
+	}
+	return raw
+}
+
+// holdStart keeps the raw values of run r's turn.start (borrowed from
+// the entry) until the replay ends or the next turn.start.
+func (lz *lazyInbox) holdStart(r *Run, raw startRaw) {
+	lz.startOf = r
+	lz.start.prompt = keepIn(&lz.promptBuf, raw.prompt)
+	lz.start.msgIDs = keepIn(&lz.idsBuf, raw.msgIDs)
+}
+
+// keepIn copies v into *buf (reused); nil stays nil.
+func keepIn(buf *[]byte, v []byte) []byte {
+	if v == nil {
+		return nil
+	}
+	*buf = append((*buf)[:0], v...)
+	return *buf
+}
+
+// settleStart decodes into the latest run the turn.start values the
+// replay kept raw. The fold goes on replaying after it; everything that
+// reads a run while replaying (EndReplayMany, CheckRun, Fingerprint)
+// calls it first.
+func (p *State) settleStart() error {
+	lz := p.lazy
+	if lz == nil || lz.startOf == nil {
+		return nil
+	}
+	r := lz.startOf
+	lz.startOf = nil
+	var err error
+	r.Prompt, r.MessageIDs, err = lz.start.values()
+	return err
 }
 
 // spare keeps an ended run's calls' array for the next run (nil lz: not
@@ -60,6 +110,32 @@ const arenaChunk = 64 << 10
 // log. It is not safe for concurrent use: one replay at a time.
 type Scratch struct {
 	chunks [][]byte
+	names  map[string]string
+}
+
+// maxNames bounds the tool names a replay (or a Scratch) keeps: a few
+// dozen tools exist; names past the bound are not shared.
+const maxNames = 256
+
+// name returns b as a string, the same string for the same name while
+// the replay (or its Scratch) lasts: every run of a long log calls the
+// same few tools, and only the latest run's calls are kept.
+func (lz *lazyInbox) name(b []byte) string {
+	names := &lz.names
+	if lz.scratch != nil {
+		names = &lz.scratch.names
+	}
+	if s, ok := (*names)[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(*names) < maxNames {
+		if *names == nil {
+			*names = map[string]string{}
+		}
+		(*names)[s] = s
+	}
+	return s
 }
 
 // chunk is an empty arena chunk of at least n bytes.
@@ -177,6 +253,9 @@ const replayChunk = 4096
 // (neither raw nor decoded), a chunk of them at a time, and each must be
 // that message, to this agent.
 func (p *State) EndReplayMany(load Loader) error {
+	if err := p.settleStart(); err != nil {
+		return err
+	}
 	lz := p.lazy
 	p.lazy = nil
 	if lz == nil {

@@ -328,6 +328,9 @@ func (p *State) CheckRun(next func() (eventlog.Entry, error)) error {
 			return fmt.Errorf("folding the open run's lines: %w", err)
 		}
 	}
+	if err := s.settleStart(); err != nil {
+		return fmt.Errorf("folding the open run's lines: %w", err)
+	}
 	got, err := json.Marshal(s.Run)
 	if err != nil {
 		return err
@@ -349,6 +352,9 @@ func (p *State) CheckRun(next func() (eventlog.Entry, error)) error {
 // (hints), and what of a pending message recovery reads back from its
 // line (all of it but the envelope of one whose payload is not resident).
 func (p *State) Fingerprint() ([32]byte, error) {
+	if err := p.settleStart(); err != nil {
+		return [32]byte{}, err
+	}
 	// Offsets are hints: an entry replayed from the pending file has none
 	// (-1) until the file is read again.
 	c := *p
