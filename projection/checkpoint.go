@@ -96,7 +96,7 @@ func DecodeState(body []byte) (*State, error) {
 	}
 	p.BeginReplay(nil)
 	for _, r := range st.Pending {
-		if _, dup := p.lazy.msgs[r.ID]; dup || !p.Enqueued.Has(r.ID) {
+		if _, dup := p.lazy.msgs[keyOf(r.ID)]; dup || !p.Enqueued.Has(r.ID) {
 			return nil, fmt.Errorf("pending message %s listed twice or never enqueued", r.ID)
 		}
 		ref := inbox.Ref{Seq: r.Seq, Off: r.Off}
@@ -104,10 +104,10 @@ func DecodeState(body []byte) (*State, error) {
 			if m.ID != r.ID || m.Ref != ref || !m.Spilled() || m.Payload != "" {
 				return nil, fmt.Errorf("pending message %s: its envelope does not match its reference", r.ID)
 			}
-			p.lazy.add(r.ID, lazyMsg{msg: m})
+			p.lazy.add(keyOf(r.ID), lazyMsg{msg: m})
 			continue
 		}
-		p.lazy.add(r.ID, lazyMsg{ref: ref})
+		p.lazy.add(keyOf(r.ID), lazyMsg{ref: ref})
 	}
 	return p, nil
 }

@@ -414,10 +414,10 @@ func (p *State) toolName(calls []Call, tool []byte) string {
 
 func (p *State) foldMsgEnqueued(e eventlog.Entry) error {
 	if id, ok := messageIDOf(e.Data); ok && p.lazy != nil && len(e.Data) <= lazyRawMax && !bytes.Contains(e.Data, []byte(`"reminder_id"`)) {
-		if !p.Enqueued.Add(id) {
+		if !p.Enqueued.addHex(id) {
 			return nil
 		}
-		p.lazy.add(id, lazyMsg{raw: p.lazy.keep(e.Data), ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
+		p.lazy.add(msgKey{hex: id, isHex: true}, lazyMsg{raw: p.lazy.keep(e.Data), ref: inbox.Ref{Seq: e.Seq, Off: e.Off}})
 		return nil
 	}
 	m, err := messageFromData(e.Data)
@@ -429,7 +429,7 @@ func (p *State) foldMsgEnqueued(e eventlog.Entry) error {
 	}
 	q := Queued(m, e)
 	if p.lazy != nil {
-		p.lazy.add(m.ID, lazyMsg{msg: &q})
+		p.lazy.add(keyOf(m.ID), lazyMsg{msg: &q})
 	} else if err := p.Pending.Push(q); err != nil {
 		return fmt.Errorf("event %s at seq %d: %w", e.Event, e.Seq, err)
 	}

@@ -28,7 +28,7 @@ type IDSet struct {
 
 // parseID16 reads an id of 32 lowercase hex digits (recovery reads one
 // per message: a loop, not strings.ToLower and hex.Decode).
-func parseID16(id string) ([16]byte, bool) {
+func parseID16[T string | []byte](id T) ([16]byte, bool) {
 	var k [16]byte
 	if len(id) != 32 {
 		return k, false
@@ -75,7 +75,10 @@ func (s *IDSet) inOld(k [16]byte) bool {
 // add adds id; it reports false when it was there already.
 func (s *IDSet) Add(id string) bool {
 	k, ok := parseID16(id)
-	if !ok {
+	if ok {
+		return s.addHex(k)
+	}
+	{
 		if _, found := s.other[id]; found {
 			return false
 		}
@@ -85,6 +88,10 @@ func (s *IDSet) Add(id string) bool {
 		s.other[id] = struct{}{}
 		return true
 	}
+}
+
+// addHex is Add for an id of 32 hex digits, given as its 16 bytes.
+func (s *IDSet) addHex(k [16]byte) bool {
 	if _, found := s.recent[k]; found || s.inOld(k) {
 		return false
 	}

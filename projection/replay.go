@@ -2,6 +2,7 @@ package projection
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -18,8 +19,8 @@ import (
 // long ago); a larger one decoded at once and kept without its payload, so
 // that recovery never holds every payload in memory.
 type lazyInbox struct {
-	order []string
-	msgs  map[string]lazyMsg
+	order []msgKey
+	msgs  map[msgKey]lazyMsg
 	// arena holds the bytes the replay keeps (raw messages, the results
 	// of the open run's calls) in large chunks rather than one allocation
 	// each; it goes with the replay (endReplay copies what stays). Its
@@ -175,10 +176,36 @@ func (lz *lazyInbox) keep(b []byte) json.RawMessage {
 	return lz.arena[n:len(lz.arena):len(lz.arena)]
 }
 
+// msgKey is a pending message's id as a replay keys it: an id of 32
+// lowercase hex digits (every id the daemon makes) by its 16 bytes, so
+// that a line's id is found without making a string of it; any other id
+// as it is.
+type msgKey struct {
+	hex   [16]byte
+	isHex bool
+	other string
+}
+
+// keyOf is the key of id.
+func keyOf[T string | []byte](id T) msgKey {
+	if k, ok := parseID16(id); ok {
+		return msgKey{hex: k, isHex: true}
+	}
+	return msgKey{other: string(id)}
+}
+
+// String is the id.
+func (k msgKey) String() string {
+	if k.isHex {
+		return hex.EncodeToString(k.hex[:])
+	}
+	return k.other
+}
+
 // lazyMsg is one pending message during a replay: raw data and where it
 // is, or the decoded message (payload spilled when large).
 type lazyMsg struct {
-	id  string // the key it is under
+	key msgKey // the key it is under
 	raw json.RawMessage
 	ref inbox.Ref
 	msg *inbox.Message
@@ -197,7 +224,7 @@ const lazyRawMax = 2 * ResidentPayload
 
 // add appends a pending message; the order list drops delivered ids once
 // they are most of it, so it stays proportional to what is pending.
-func (lz *lazyInbox) add(id string, lm lazyMsg) {
+func (lz *lazyInbox) add(id msgKey, lm lazyMsg) {
 	if n := len(lz.order); n >= 64 && n > 2*len(lz.msgs) {
 		kept := lz.order[:0]
 		for _, o := range lz.order {
@@ -209,14 +236,14 @@ func (lz *lazyInbox) add(id string, lm lazyMsg) {
 		lz.order = kept
 	}
 	lz.order = append(lz.order, id)
-	lm.id = id
+	lm.key = id
 	lz.msgs[id] = lm
 }
 
 // BeginReplay switches the fold to its recovery mode, with the replay's
 // arena borrowed from s (nil: its own), given back by EndReplayMany.
 func (p *State) BeginReplay(s *Scratch) {
-	p.lazy = &lazyInbox{msgs: map[string]lazyMsg{}, scratch: s}
+	p.lazy = &lazyInbox{msgs: map[msgKey]lazyMsg{}, scratch: s}
 	p.Enqueued.replaying = true
 }
 
@@ -307,7 +334,7 @@ func (p *State) pushReplayed(chunk []lazyMsg, load Loader) error {
 		// Pending since the checkpoint recovery started from: the data is
 		// read back from the lines.
 		if load == nil {
-			return fmt.Errorf("pending message %s: no data and no log to read it from", chunk[at[0]].id)
+			return fmt.Errorf("pending message %s: no data and no log to read it from", chunk[at[0]].key)
 		}
 		err := load(refs, func(i int, data json.RawMessage) error {
 			if i < 0 || i >= len(at) {
@@ -328,15 +355,15 @@ func (p *State) pushReplayed(chunk []lazyMsg, load Loader) error {
 		raw, byRef := lm.raw, lm.raw == nil
 		if byRef {
 			if raw = read[i]; raw == nil {
-				return fmt.Errorf("pending message %s: its line was not read back", lm.id)
+				return fmt.Errorf("pending message %s: its line was not read back", lm.key)
 			}
 		}
 		m, err := messageFromData(raw)
 		if err != nil {
-			return fmt.Errorf("pending message %s: %w", lm.id, err)
+			return fmt.Errorf("pending message %s: %w", lm.key, err)
 		}
-		if byRef && (m.ID != lm.id || m.Recipient != p.ID) {
-			return mismatch("pending message %s: the line at seq %d is message %s to %s", lm.id, lm.ref.Seq, m.ID, m.Recipient)
+		if byRef && (keyOf(m.ID) != lm.key || m.Recipient != p.ID) {
+			return mismatch("pending message %s: the line at seq %d is message %s to %s", lm.key, lm.ref.Seq, m.ID, m.Recipient)
 		}
 		p.Pending.Push(Queued(m, eventlog.Entry{Seq: lm.ref.Seq, Off: lm.ref.Off}))
 	}
@@ -347,8 +374,9 @@ func (p *State) pushReplayed(chunk []lazyMsg, load Loader) error {
 func (p *State) take(ids []string) {
 	if p.lazy != nil {
 		for _, id := range ids {
-			if _, ok := p.lazy.msgs[id]; ok {
-				delete(p.lazy.msgs, id)
+			k := keyOf(id)
+			if _, ok := p.lazy.msgs[k]; ok {
+				delete(p.lazy.msgs, k)
 				p.Taken++
 			}
 		}
@@ -361,8 +389,9 @@ func (p *State) take(ids []string) {
 // unless the live inbox needs one).
 func (p *State) takeOne(id []byte) {
 	if p.lazy != nil {
-		if lm, ok := p.lazy.msgs[string(id)]; ok {
-			delete(p.lazy.msgs, lm.id)
+		k := keyOf(id)
+		if _, ok := p.lazy.msgs[k]; ok {
+			delete(p.lazy.msgs, k)
 			p.Taken++
 		}
 		return
@@ -381,22 +410,16 @@ func (p *State) PendingLen() int {
 // messageIDOf finds message_id in message.enqueued data without a full
 // decode: the data is a JSON object with sorted keys whose "kind" value
 // comes first, so the first "message_id" key is the real one.
-func messageIDOf(data []byte) (string, bool) {
+func messageIDOf(data []byte) ([16]byte, bool) {
 	const key = `"message_id":"`
 	i := bytes.Index(data, []byte(key))
 	if i < 0 || len(data) < i+len(key)+33 {
-		return "", false
+		return [16]byte{}, false
 	}
-	id := data[i+len(key) : i+len(key)+32]
 	if data[i+len(key)+32] != '"' {
-		return "", false
+		return [16]byte{}, false
 	}
-	for _, c := range id {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return "", false
-		}
-	}
-	return string(id), true
+	return parseID16(data[i+len(key) : i+len(key)+32])
 }
 
 // keepRaw copies b for the projection to keep: into the replay's arena

@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +310,52 @@ func TestFoldRefusesMalformedData(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), ev) || !strings.Contains(err.Error(), "seq 2") {
 			t.Errorf("%s with an array for data: err %v", ev, err)
 		}
+	}
+}
+
+// TestReplayKeepsClientIDs: a replay keys pending messages by their 16
+// bytes when the id is 32 hex digits and by the id itself otherwise (a
+// client's own ids, an id in capitals); both kinds are taken by
+// message.delivered and by a completed turn's message_ids, and what
+// stays pending is the same as the live fold's, in order.
+func TestReplayKeepsClientIDs(t *testing.T) {
+	m := func(id, text string) inbox.Message {
+		x := msg(0, text)
+		x.ID = id
+		return x
+	}
+	hexID := "0000000000000000000000000000abcd"
+	upper := strings.ToUpper(hexID)
+	recs := []rec{created,
+		{schema.MessageEnqueued, m("client-1", "one").EventData()},
+		{schema.MessageEnqueued, m(upper, "capitals").EventData()},
+		{schema.MessageEnqueued, m(hexID, "hex").EventData()},
+		{schema.MessageEnqueued, m("client-2", "two").EventData()},
+		{schema.MessageEnqueued, m("client-3", "three").EventData()},
+		{schema.MessageDelivered, schema.MessageDeliveredData{MessageID: "client-1"}},
+		{schema.TurnStart, schema.TurnStartData{RunID: "r1", Turn: 1, Prompt: "go", Provider: "p2", Model: "m2", MessageIDs: []string{upper, "client-3", "never-enqueued"}}},
+		{schema.TurnComplete, schema.TurnCompleteData{RunID: "r1", Turn: 1, Response: "ok"}},
+	}
+	es := entries(recs)
+	live, err := foldLive(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := foldReplay(nil, es, loader(es))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := stateOf(live), stateOf(replayed); a != b {
+		t.Fatalf("replay differs from the live fold:\nlive:\n%s\nreplay:\n%s", a, b)
+	}
+	var ids []string
+	for _, q := range replayed.Pending.Peek() {
+		ids = append(ids, q.ID)
+	}
+	if want := []string{hexID, "client-2"}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("pending %q, want %q", ids, want)
+	}
+	if replayed.Taken != 3 {
+		t.Fatalf("taken %d, want 3", replayed.Taken)
 	}
 }

@@ -106,7 +106,7 @@ func (p *State) checkRefs() error {
 	}
 	if lz := p.lazy; lz != nil {
 		for _, lm := range lz.msgs {
-			if err := inLog("pending message "+lm.id, lm.where(), false); err != nil {
+			if err := inLog("pending message "+lm.key.String(), lm.where(), false); err != nil {
 				return err
 			}
 		}
@@ -388,11 +388,12 @@ func (p *State) Fingerprint() ([32]byte, error) {
 		return err
 	}
 	if lz := p.lazy; lz != nil {
-		for _, id := range lz.order {
-			lm, ok := lz.msgs[id]
+		for _, k := range lz.order {
+			lm, ok := lz.msgs[k]
 			if !ok {
 				continue
 			}
+			id := k.String()
 			m := lm.msg
 			if m == nil && lm.raw != nil {
 				// A fold keeps a small message raw; a checkpoint lists one

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,4 +140,41 @@ func FuzzParseLine(f *testing.F) {
 			t.Fatalf("accepted a line whose crc does not match: %q", b)
 		}
 	})
+}
+
+// TestParseHex32 holds the table parser to its definition: exactly 8
+// lowercase hex digits, every other byte refused.
+func TestParseHex32(t *testing.T) {
+	ref := func(b []byte) (uint32, bool) {
+		if len(b) != 8 {
+			return 0, false
+		}
+		for _, c := range b {
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return 0, false
+			}
+		}
+		v, err := strconv.ParseUint(string(b), 16, 32)
+		return uint32(v), err == nil
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	cases := [][]byte{[]byte("00000000"), []byte("ffffffff"), []byte("0123abcd"), []byte("0123ABCD"), []byte("0123abc"), []byte("0123abcde"), []byte("0123abc/"), []byte("0123abc:"), []byte("0123abc`"), []byte("0123abcg")}
+	for i := 0; i < 20000; i++ {
+		b := make([]byte, 8)
+		for j := range b {
+			if rng.IntN(4) == 0 {
+				b[j] = byte(rng.IntN(256))
+			} else {
+				b[j] = "0123456789abcdef"[rng.IntN(16)]
+			}
+		}
+		cases = append(cases, b)
+	}
+	for _, b := range cases {
+		gv, gok := parseHex32(b)
+		wv, wok := ref(b)
+		if gok != wok || (gok && gv != wv) {
+			t.Fatalf("parseHex32(%q) = %x, %v; want %x, %v", b, gv, gok, wv, wok)
+		}
+	}
 }
