@@ -141,8 +141,8 @@ func FuzzFastDecoders(f *testing.F) {
 				if err != nil {
 					t.Fatalf("tool.call %q: fast decoder accepted what encoding/json refuses: %v", data, err)
 				}
-				fe := sentRefs(eventlog.Entry{}, fast)
-				we := sentRefs(eventlog.Entry{}, toolCallFields{MessageList: want.Messages})
+				fe := sentRefs(eventlog.Entry{}, fast, &lazyInbox{}) // as a replay reads them
+				we := sentRefs(eventlog.Entry{}, toolCallFields{MessageList: want.Messages}, nil)
 				if string(fast.Tool) != want.Tool || string(fast.Args) != string(want.Args) || string(fast.Result) != string(want.Result) ||
 					fast.Error != want.Error || string(fast.RunID) != want.RunID || !reflect.DeepEqual(fe, we) {
 					t.Fatalf("tool.call %q: fast %+v (%+v), encoding/json %+v (%+v)", data, fast, fe, want, we)

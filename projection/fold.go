@@ -365,7 +365,7 @@ func (p *State) foldToolCall(e eventlog.Entry) error {
 	if err != nil {
 		return err
 	}
-	sent := sentRefs(e, d)
+	sent := sentRefs(e, d, p.lazy)
 	if lz := p.lazy; lz != nil && len(p.Sent)+len(sent) > cap(p.Sent) && len(sent) < maxSentKept {
 		// Replaying, nothing else reads Sent: the window moves to the
 		// front of the replay's own array instead of to a new one.

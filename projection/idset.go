@@ -19,11 +19,29 @@ type IDSet struct {
 	old    []byte // sorted 16-byte ids
 	recent map[[16]byte]struct{}
 	other  map[string]struct{}
-	// replaying keeps the map and the merge's key slice from one merge to
-	// the next while recovery replays the log (a merge every few dozen
-	// messages); settle lets them go.
-	replaying bool
-	keys      [][16]byte
+	// work, while recovery replays the log (a merge every few dozen
+	// messages), lends the map, the merge's key slice and two arrays the
+	// merges alternate between; settle copies the ids out and lets it go.
+	work *idWork
+}
+
+// idWork is the memory an IDSet's merges reuse while a replay lasts, and
+// then the next replay's (Scratch).
+type idWork struct {
+	recent map[[16]byte]struct{}
+	keys   [][16]byte
+	bufs   [2][]byte
+	cur    int // the buf old is in (-1: neither)
+}
+
+// replay makes s use w's memory until settle.
+func (s *IDSet) replay(w *idWork) {
+	s.merge()
+	clear(w.recent)
+	if w.recent == nil {
+		w.recent = map[[16]byte]struct{}{}
+	}
+	w.cur, s.work, s.recent = -1, w, w.recent
 }
 
 // parseID16 reads an id of 32 lowercase hex digits (recovery reads one
@@ -112,12 +130,26 @@ func (s *IDSet) merge() {
 	if len(s.recent) == 0 {
 		return
 	}
-	keys := s.keys[:0]
+	var keys [][16]byte
+	if s.work != nil {
+		keys = s.work.keys[:0]
+	}
 	for k := range s.recent {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
-	out := make([]byte, 0, len(s.old)+16*len(keys))
+	var out []byte
+	w := s.work
+	into := 0
+	if w != nil {
+		// Into the array old is not in, grown as append grows it.
+		if w.cur == 0 {
+			into = 1
+		}
+		out = slices.Grow(w.bufs[into][:0], len(s.old)+16*len(keys))
+	} else {
+		out = make([]byte, 0, len(s.old)+16*len(keys))
+	}
 	i := 0
 	for _, k := range keys {
 		for i < len(s.old) && bytes.Compare(s.old[i:i+16], k[:]) < 0 {
@@ -128,19 +160,22 @@ func (s *IDSet) merge() {
 	}
 	out = append(out, s.old[i:]...)
 	s.old = out
-	if s.replaying {
+	if w != nil {
 		clear(s.recent)
-		s.keys = keys
+		w.keys, w.bufs[into], w.cur = keys, out, into
 	} else {
 		s.recent = nil
 	}
 }
 
-// settle ends the replay's keeping: the ids go to the array, and the map
-// and the key slice go.
+// settle ends the replay's keeping: the ids go to an array of their own,
+// and the lent memory goes back.
 func (s *IDSet) settle() {
 	s.merge()
-	s.replaying, s.recent, s.keys = false, nil, nil
+	if s.work != nil && s.work.cur >= 0 {
+		s.old = append(make([]byte, 0, len(s.old)), s.old...)
+	}
+	s.work, s.recent = nil, nil
 }
 
 // Len is the number of ids in the set (kept for tests, which check the

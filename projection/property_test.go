@@ -150,19 +150,26 @@ func TestFoldProperties(t *testing.T) {
 		if got := stateOf(replayed); got != want {
 			return fmt.Sprintf("replay differs from live:\nlive:   %s\nreplay: %s", want, got)
 		}
-		// In an arena borrowed from a scratch earlier replays used, and
-		// overwritten once the replay gave it back: nothing the state keeps
-		// may be in it.
+		// In an arena (and id arrays) borrowed from a scratch earlier
+		// replays used, and overwritten once the replay gave them back:
+		// nothing the state keeps may be in them.
 		borrowed := New()
 		borrowed.BeginReplay(scratch)
 		if borrowed, err = foldReplay(borrowed, es, nil); err != nil {
 			return "replay fold in a scratch: " + err.Error()
 		}
-		for _, c := range scratch.chunks {
+		overwrite := func(c []byte) {
 			c = c[:cap(c)]
 			for i := range c {
 				c[i] = '#'
 			}
+		}
+		for _, c := range scratch.chunks {
+			overwrite(c)
+		}
+		if w := scratch.ids; w != nil {
+			overwrite(w.bufs[0])
+			overwrite(w.bufs[1])
 		}
 		if got := stateOf(borrowed); got != want {
 			return fmt.Sprintf("replay in a scratch differs from live once the scratch is reused:\nlive:   %s\nreplay: %s", want, got)

@@ -41,6 +41,10 @@ type lazyInbox struct {
 	promptBuf, idsBuf []byte
 	// names are the tool names the replay shares when it has no Scratch.
 	names map[string]string
+	// ids is the memory the enqueued ids' merges use (IDSet.replay).
+	ids *idWork
+	// to holds the recipients' ids the replay shares (recipient).
+	to map[string]string
 }
 
 // startRaw is where a turn.start's fold leaves its raw values: raw while
@@ -112,6 +116,28 @@ const arenaChunk = 64 << 10
 type Scratch struct {
 	chunks [][]byte
 	names  map[string]string
+	// The pending messages' map and order, and the enqueued ids' merge
+	// memory, of the last replay that ended.
+	msgs  map[msgKey]lazyMsg
+	order []msgKey
+	ids   *idWork
+}
+
+// recipient returns b as a string, the same string for the same
+// recipient while the replay lasts (an agent sends to a few others, over
+// and over).
+func (lz *lazyInbox) recipient(b []byte) string {
+	if s, ok := lz.to[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(lz.to) < maxNames {
+		if lz.to == nil {
+			lz.to = map[string]string{}
+		}
+		lz.to[s] = s
+	}
+	return s
 }
 
 // maxNames bounds the tool names a replay (or a Scratch) keeps: a few
@@ -157,9 +183,13 @@ func (lz *lazyInbox) chunk(n int) []byte {
 // giveBack hands the chunks the replay took back to its scratch. Only
 // EndReplayMany calls it, once nothing the projection keeps is in them.
 func (lz *lazyInbox) giveBack() {
-	if lz.scratch != nil {
-		lz.scratch.chunks = append(lz.scratch.chunks, lz.taken...)
+	if s := lz.scratch; s != nil {
+		s.chunks = append(s.chunks, lz.taken...)
 		lz.taken, lz.arena = nil, nil
+		clear(lz.msgs)
+		clear(lz.order)
+		s.msgs, s.order, s.ids = lz.msgs, lz.order[:0], lz.ids
+		lz.msgs, lz.order, lz.ids = nil, nil, nil
 	}
 }
 
@@ -243,8 +273,20 @@ func (lz *lazyInbox) add(id msgKey, lm lazyMsg) {
 // BeginReplay switches the fold to its recovery mode, with the replay's
 // arena borrowed from s (nil: its own), given back by EndReplayMany.
 func (p *State) BeginReplay(s *Scratch) {
-	p.lazy = &lazyInbox{msgs: map[msgKey]lazyMsg{}, scratch: s}
-	p.Enqueued.replaying = true
+	lz := &lazyInbox{scratch: s}
+	if s != nil {
+		// What the last replay gave back (none after one that failed).
+		lz.msgs, lz.order, lz.ids = s.msgs, s.order, s.ids
+		s.msgs, s.order, s.ids = nil, nil, nil
+	}
+	if lz.msgs == nil {
+		lz.msgs = map[msgKey]lazyMsg{}
+	}
+	if lz.ids == nil {
+		lz.ids = &idWork{}
+	}
+	p.lazy = lz
+	p.Enqueued.replay(lz.ids)
 }
 
 // Loader reads back the message.enqueued lines at refs: fn gets each

@@ -65,8 +65,9 @@ func SentEnvelopes(data []byte) []json.RawMessage {
 }
 
 // sentRefs describes the envelopes of the tool.call entry e (d.Messages,
-// or d.MessageList when encoding/json decoded it).
-func sentRefs(e eventlog.Entry, d toolCallFields) []SentRef {
+// or d.MessageList when encoding/json decoded it); a replay (lz) shares
+// the recipients' ids.
+func sentRefs(e eventlog.Entry, d toolCallFields, lz *lazyInbox) []SentRef {
 	var out []SentRef
 	add := func(raw []byte) {
 		r := SentRef{Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}, Index: len(out)}
@@ -80,7 +81,11 @@ func sentRefs(e eventlog.Entry, d toolCallFields) []SentRef {
 			case "message_id":
 				r.ID, _ = jsonfast.String(v)
 			case "recipient":
-				r.To, _ = jsonfast.String(v)
+				if p, ok := jsonfast.Plain(v); ok && lz != nil {
+					r.To = lz.recipient(p)
+				} else {
+					r.To, _ = jsonfast.String(v)
+				}
 			}
 		}
 		out = append(out, r)
