@@ -22,6 +22,37 @@ type lineMode struct {
 	borrow bool
 	// names interns event names (nil: each is a new string).
 	names *nameTable
+	// ts remembers the last second parsed (nil: none).
+	ts *tsCache
+}
+
+// tsCache is the last timestamp's second, as text and as a time: a log's
+// consecutive lines are mostly written in the same second, and
+// time.Date is a good part of a line's framing.
+type tsCache struct {
+	sec  [19]byte // "2006-01-02T15:04:05"
+	t    time.Time
+	have bool
+}
+
+// parse is parseTS, through the cache (nil c: parseTS).
+func (c *tsCache) parse(b []byte) (time.Time, bool) {
+	if c == nil {
+		return parseTS(b)
+	}
+	if c.have && tsShape(b) && string(b[:19]) == string(c.sec[:]) {
+		milli, ok := decimal(b[20:23])
+		if !ok {
+			return time.Time{}, false
+		}
+		return c.t.Add(time.Duration(milli) * time.Millisecond), true
+	}
+	t, ok := parseTS(b)
+	if ok {
+		copy(c.sec[:], b[:19])
+		c.t, c.have = t.Truncate(time.Second), true
+	}
+	return t, ok
 }
 
 // nameTable interns event names: a log holds a few dozen distinct ones,
@@ -64,7 +95,7 @@ func parseWriterLayout(body []byte, m lineMode) (Entry, bool) {
 		return Entry{}, false
 	}
 	rest = rest[len(tsKey):]
-	ts, ok := parseTS(rest[:len(tsLayout)])
+	ts, ok := m.ts.parse(rest[:len(tsLayout)])
 	if !ok {
 		return Entry{}, false
 	}

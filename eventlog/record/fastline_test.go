@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"reflect"
 	"testing"
@@ -48,7 +49,8 @@ func FuzzWriterLayout(f *testing.F) {
 		line := withCRC(body)
 		general, gerr := parseLineJSON(line)
 		var names nameTable
-		for _, m := range []lineMode{{}, {borrow: true}, {names: &names}, {borrow: true, names: &names}} {
+		var ts tsCache // the second use of it finds the line's own second
+		for _, m := range []lineMode{{}, {borrow: true}, {names: &names}, {borrow: true, names: &names}, {ts: &ts}, {ts: &ts}} {
 			fast, ok := parseWriterLayout(body, m)
 			if !ok {
 				continue
@@ -110,6 +112,29 @@ func TestParseTSTakesEveryWriterTimestamp(t *testing.T) {
 		got, ok := parseTS([]byte(s))
 		if !ok || got != ts {
 			t.Fatalf("parseTS(%q) = %v, %v; want %v", s, got, ok, ts)
+		}
+	}
+}
+
+// TestTimestampCacheIsParseTS: a timestamp found through the cache of the
+// last second is the time parseTS gives, the same value to the last
+// field, for every millisecond of a cached second, across a second's
+// and a year's end, and a malformed one is refused either way.
+func TestTimestampCacheIsParseTS(t *testing.T) {
+	var c tsCache
+	for _, sec := range []string{"2026-01-01T00:00:00", "2026-12-31T23:59:59", "2024-02-29T12:30:45", "2026-12-31T23:59:59"} {
+		for ms := 0; ms < 1000; ms += 37 {
+			b := []byte(fmt.Sprintf("%s.%03dZ", sec, ms))
+			got, gok := c.parse(b)
+			want, wok := parseTS(b)
+			if gok != wok || got != want {
+				t.Fatalf("%s through the cache: %v (%v), parseTS %v (%v)", b, got, gok, want, wok)
+			}
+		}
+		for _, bad := range []string{sec + ".0a0Z", sec + ".000z", sec + "-000Z", sec + ".00Z"} {
+			if _, ok := c.parse([]byte(bad)); ok {
+				t.Fatalf("%s accepted through the cache", bad)
+			}
 		}
 	}
 }

@@ -22,6 +22,7 @@ type Scanner struct {
 	path    string
 	ls      *LineScanner
 	names   nameTable
+	ts      tsCache
 	lines   int    // good lines so far
 	lastSeq uint64 // seq of the last good line
 	goodEnd int64  // offset just past the last good line
@@ -106,7 +107,7 @@ func (s *Scanner) Next() (Entry, error) {
 	case KindTooLong:
 		return s.damaged(off, n, fmt.Sprintf("line of %d bytes is over the %d-byte limit", n, s.ls.limit))
 	}
-	e, perr := parseLineMode(line, lineMode{check: s.Check, borrow: s.Borrow, names: &s.names})
+	e, perr := parseLineMode(line, lineMode{check: s.Check, borrow: s.Borrow, names: &s.names, ts: &s.ts})
 	if perr != nil {
 		if errors.Is(perr, errBadCRC) {
 			return s.damaged(off, n, perr.Error())

@@ -237,25 +237,13 @@ func stringEnd(d []byte, i int) (int, bool) {
 	escaped := false
 	j := i + 1
 	for {
-		// A short run byte by byte (keys, ids, most values)...
-		lim := min(len(d), j+24)
-		for j < lim && plainByte[d[j]] {
-			j++
+		// Eight bytes at a time while none is special, then byte by byte
+		// to the special one.
+		for j+8 <= len(d) && !special8(binary.LittleEndian.Uint64(d[j:])) {
+			j += 8
 		}
-		if j == lim && j < len(d) {
-			// ...a long one by the position of its quote.
-			q := bytes.IndexByte(d[j:], '"')
-			if q < 0 {
-				return -1, false
-			}
-			span := d[j : j+q]
-			if bs := bytes.IndexByte(span, '\\'); bs >= 0 {
-				span = span[:bs]
-			}
-			if !noCtl(span) {
-				return -1, false
-			}
-			j += len(span)
+		for j < len(d) && plainByte[d[j]] {
+			j++
 		}
 		if j >= len(d) {
 			return -1, false
@@ -274,6 +262,15 @@ func stringEnd(d []byte, i int) (int, bool) {
 			return -1, false
 		}
 	}
+}
+
+// special8 reports whether one of 8 bytes ends a string's plain run: a
+// quote, a backslash or a control character (each test is exact for "one
+// of the bytes"; a borrow only ever marks bytes above a true one).
+func special8(w uint64) bool {
+	q := w ^ (lsb * '"')
+	b := w ^ (lsb * '\\')
+	return ((w-lsb*0x20)&^w|(q-lsb)&^q|(b-lsb)&^b)&msb != 0
 }
 
 // escapeLen is the length of the valid escape at the start of b, or 0.

@@ -2,8 +2,10 @@ package jsonfast
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"unicode/utf8"
 )
@@ -147,4 +149,77 @@ func BenchmarkMembers(b *testing.B) {
 			}
 		}
 	})
+}
+
+// stringEndRef is stringEnd's definition, byte by byte.
+func stringEndRef(d []byte, i int) (int, bool) {
+	escaped := false
+	for j := i + 1; j < len(d); {
+		switch c := d[j]; {
+		case c == '"':
+			return j + 1, escaped
+		case c == '\\':
+			n := escapeLen(d[j:])
+			if n == 0 {
+				return -1, false
+			}
+			escaped = true
+			j += n
+		case c < 0x20:
+			return -1, false
+		default:
+			j++
+		}
+	}
+	return -1, false
+}
+
+// TestStringEndIsItsDefinition holds the eight-bytes-at-a-time scan to
+// the byte-by-byte definition: special8 for every byte at every place of
+// a word, and stringEnd on random strings of the bytes that matter.
+func TestStringEndIsItsDefinition(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for at := 0; at < 8; at++ {
+			w := []byte("aaaaaaaa")
+			w[at] = byte(c)
+			want := c < 0x20 || c == '"' || c == '\\'
+			if got := special8(binary.LittleEndian.Uint64(w)); got != want {
+				t.Fatalf("special8(%q) = %v, want %v", w, got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("ab\"\\u0F9\x00\x1f\x20\x7f\x80\xff/ntx")
+	for n := 0; n < 200000; n++ {
+		d := make([]byte, 1+rng.IntN(48))
+		d[0] = '"'
+		for k := 1; k < len(d); k++ {
+			if rng.IntN(3) == 0 {
+				d[k] = alphabet[rng.IntN(len(alphabet))]
+			} else {
+				d[k] = byte(rng.IntN(256))
+			}
+		}
+		for k := 0; k+8 <= len(d); k++ {
+			if got, want := special8(binary.LittleEndian.Uint64(d[k:])), specialRef(d[k:k+8]); got != want {
+				t.Fatalf("special8(%q) = %v, want %v", d[k:k+8], got, want)
+			}
+		}
+		ge, gx := stringEnd(d, 0)
+		we, wx := stringEndRef(d, 0)
+		if ge != we || gx != wx {
+			t.Fatalf("stringEnd(%q) = %d, %v; want %d, %v", d, ge, gx, we, wx)
+		}
+	}
+}
+
+// specialRef reports whether one of the bytes of b is a quote, a
+// backslash or a control character.
+func specialRef(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return true
+		}
+	}
+	return false
 }
