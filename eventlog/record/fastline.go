@@ -57,13 +57,24 @@ func (c *tsCache) parse(b []byte) (time.Time, bool) {
 
 // nameTable interns event names: a log holds a few dozen distinct ones,
 // and a string per line is most of what the framing allocates.
-type nameTable struct{ m map[string]string }
+type nameTable struct {
+	m map[string]string
+	// slots holds names by a hash of their length, middle and last
+	// bytes (which gives the schema's common events a slot each), looked
+	// at before the map: most lines find their name with one comparison.
+	slots [32]string
+}
 
 // maxNames bounds a nameTable; names past it are not interned.
 const maxNames = 256
 
 func (t *nameTable) intern(b []byte) string {
+	slot := &t.slots[(len(b)*11+int(b[len(b)-1])+4*int(b[len(b)/2]))&31]
+	if *slot == string(b) {
+		return *slot
+	}
 	if s, ok := t.m[string(b)]; ok {
+		*slot = s
 		return s
 	}
 	s := string(b)
@@ -72,6 +83,7 @@ func (t *nameTable) intern(b []byte) string {
 			t.m = make(map[string]string, 32)
 		}
 		t.m[s] = s
+		*slot = s
 	}
 	return s
 }
