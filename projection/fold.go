@@ -148,10 +148,15 @@ func (p *State) foldTurnStart(e eventlog.Entry) error {
 	case p.lazy != nil && p.Run != nil && p.Run.Ended:
 		// Replaying: nothing else holds the ended run, so its record is
 		// reused (a log has a run every few events), and an ended run's
-		// calls' array too.
-		*p.Run = Run{RunID: d.RunID, Turn: d.Turn, StartRef: refOf(e), Calls: p.lazy.spareCalls()}
+		// calls' array too, once the run has a call (foldToolCall: until
+		// then its Calls is nil, as a live fold's is).
+		*p.Run = Run{RunID: d.RunID, Turn: d.Turn, StartRef: refOf(e)}
+		p.lazy.refs = p.lazy.refs[:0]
 	default:
 		p.Run = &Run{RunID: d.RunID, Turn: d.Turn, StartRef: refOf(e)}
+		if p.lazy != nil {
+			p.lazy.refs = p.lazy.refs[:0] // the run before is let go
+		}
 	}
 	r := p.Run
 	r.BootID, r.Prompt, r.MessageIDs = d.BootID, d.Prompt, d.MessageIDs
@@ -392,6 +397,9 @@ func (p *State) foldToolCall(e eventlog.Entry) error {
 	}
 	if len(d.RunID) > 0 {
 		if r := p.runForID(d.RunID); r != nil && !r.Ended {
+			if r.Calls == nil && p.lazy != nil {
+				r.Calls = p.lazy.spareCalls()
+			}
 			r.Calls = append(r.Calls, Call{Tool: p.toolName(r.Calls, d.Tool), Result: p.keepRaw(d.Result), Error: d.Error, Messages: sent})
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
@@ -45,6 +46,10 @@ type lazyInbox struct {
 	ids *idWork
 	// to holds the recipients' ids the replay shares (recipient).
 	to map[string]string
+	// refs holds the sent-message refs of the latest run's calls
+	// (sentRefs); a new run starts it again, as the calls of the run
+	// before are let go, and EndReplayMany copies the open run's out.
+	refs []SentRef
 }
 
 // startRaw is where a turn.start's fold leaves its raw values: raw while
@@ -98,7 +103,8 @@ func (lz *lazyInbox) spare(calls []Call) {
 	}
 }
 
-// spareCalls hands the array spare kept to a new run (nil: none).
+// spareCalls hands the array spare kept to a run's first call (nil:
+// none).
 func (lz *lazyInbox) spareCalls() []Call {
 	c := lz.calls
 	lz.calls = nil
@@ -335,9 +341,11 @@ func (p *State) EndReplayMany(load Loader) error {
 	defer lz.giveBack()
 	p.Enqueued.settle()
 	if r := p.Run; r != nil {
-		// The open run's call results outlive the replay: off the arena.
+		// The open run's call results and sent refs outlive the replay:
+		// off the arena and the refs' array.
 		for i := range r.Calls {
 			r.Calls[i].Result = cloneRaw(r.Calls[i].Result)
+			r.Calls[i].Messages = slices.Clone(r.Calls[i].Messages)
 		}
 		if len(r.Calls) == 0 {
 			r.Calls = nil // an array spare lent it (none when live)

@@ -66,9 +66,14 @@ func SentEnvelopes(data []byte) []json.RawMessage {
 
 // sentRefs describes the envelopes of the tool.call entry e (d.Messages,
 // or d.MessageList when encoding/json decoded it); a replay (lz) shares
-// the recipients' ids.
+// the recipients' ids and puts the refs in the run's array (lazyInbox.refs).
 func sentRefs(e eventlog.Entry, d toolCallFields, lz *lazyInbox) []SentRef {
 	var out []SentRef
+	start := 0
+	if lz != nil {
+		start = len(lz.refs)
+		out = lz.refs[start:start]
+	}
 	add := func(raw []byte) {
 		r := SentRef{Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}, Index: len(out)}
 		m := jsonfast.Object(raw)
@@ -102,6 +107,13 @@ func sentRefs(e eventlog.Entry, d toolCallFields, lz *lazyInbox) []SentRef {
 			}
 			add(raw)
 		}
+	}
+	if lz != nil {
+		if len(out) == 0 {
+			return []SentRef{}
+		}
+		lz.refs = append(lz.refs[:start], out...)
+		return lz.refs[start:len(lz.refs):len(lz.refs)]
 	}
 	if out == nil {
 		out = []SentRef{}

@@ -309,6 +309,9 @@ func (p *State) OpenRunSpan() (from inbox.Ref, bytes int64, ok bool) {
 // checkpoint's line (next returns them in order, then io.EOF or any
 // error) and checks that they give the run the state holds.
 func (p *State) CheckRun(next func() (eventlog.Entry, error)) error {
+	if err := p.settleStart(); err != nil { // p may be replaying too
+		return err
+	}
 	want := p.Run
 	s := New()
 	s.BeginReplay(nil)

@@ -286,3 +286,68 @@ func singleEdits(body []byte) []edit {
 	}
 	return out
 }
+
+// TestReplayFingerprintOfAnOpenRunWithoutCalls: a replay stopped at an
+// open run that has no call yet, after a run that had calls (whose array
+// a replay keeps for the next run's calls), has the fingerprint of the
+// live fold and of its checkpoint, and its open run checks out. (The
+// scrub compares exactly these; a run given an empty array instead of
+// none made it refold agents it had no reason to.)
+func TestReplayFingerprintOfAnOpenRunWithoutCalls(t *testing.T) {
+	es := entries([]rec{created,
+		{schema.TurnStart, schema.TurnStartData{RunID: "r1", Turn: 1, Prompt: "go", Provider: "p2", Model: "m2"}},
+		{schema.ToolCall, schema.ToolCallData{CallID: "c1", Tool: "check_inbox", RunID: "r1", Turn: 1}},
+		{schema.TurnComplete, schema.TurnCompleteData{RunID: "r1", Turn: 1, Response: "ok"}},
+		{schema.TurnStart, schema.TurnStartData{RunID: "r2", Turn: 2, Prompt: "again", Provider: "p2", Model: "m2", MessageIDs: []string{}}},
+	})
+	live, err := foldLive(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := func() *State {
+		p := New()
+		p.BeginReplay(&Scratch{})
+		for _, e := range es {
+			if err := p.Apply(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	replayed := replay()
+	st, err := live.EncodeState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := DecodeState(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := live.Fingerprint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]*State{"replay": replayed, "checkpoint": ck} {
+		got, err := p.Fingerprint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: fingerprint %x, the live fold's %x", name, got, want)
+		}
+	}
+	if err := checkAll(ck, es); err != nil {
+		t.Errorf("the checks refuse the checkpoint of an open run: %v", err)
+	}
+	// The same run checked from a state still replaying.
+	i := 4
+	if err := replay().CheckRun(func() (eventlog.Entry, error) {
+		if i >= len(es) {
+			return eventlog.Entry{}, io.EOF
+		}
+		i++
+		return es[i-1], nil
+	}); err != nil {
+		t.Errorf("CheckRun on a replaying state: %v", err)
+	}
+}
