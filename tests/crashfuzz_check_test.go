@@ -235,7 +235,7 @@ func (w *cfWorld) checkAll() error {
 	for _, d := range snap.Dirs {
 		f, ok := facts[agentLogPath(d)]
 		if !ok || !f.created {
-			bad = append(bad, fmt.Sprintf("agent directory %s has no agent.created (a half-created agent survived)", d))
+			bad = append(bad, fmt.Sprintf("agent directory %s has no agent.created (a half-created agent survived); it holds %s", d, dirListing(w.mem, path.Join(cfHome, "agents", d))))
 		}
 	}
 	// Served agents agree with their logs, and every live log is served.
@@ -345,7 +345,28 @@ func (w *cfWorld) checkAll() error {
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		return w.failf("invariants violated:\n  %s", strings.Join(bad, "\n  "))
+		// Whether the core was at rest, and whether what failed still
+		// fails once it is again (a race of the check with work it did
+		// not wait for), say which side the fault is on.
+		idle := w.core != nil && w.core.Idle()
+		again := "not checked"
+		if w.core != nil && w.drain() == nil {
+			if s2, err := snapshotCore(w.core, w.mem); err == nil {
+				again = "inboxes agree with the logs"
+				var differ []string
+				for id, a := range s2.Agents {
+					f, _ := checkLog(agentLogPath(id), s2.Logs[agentLogPath(id)])
+					if !reflect.DeepEqual(nonNilS(f.pending), nonNilS(a.Pending)) {
+						differ = append(differ, fmt.Sprintf("%s inbox %v, log %v", a.Name, a.Pending, f.pending))
+					}
+				}
+				if len(differ) > 0 {
+					sort.Strings(differ)
+					again = "still differ: " + strings.Join(differ, "; ")
+				}
+			}
+		}
+		return w.failf("invariants violated (core idle at the check: %v; after waiting again: %s):\n  %s", idle, again, strings.Join(bad, "\n  "))
 	}
 	for _, a := range snap.Agents {
 		w.cov["status "+a.Status]++
@@ -411,3 +432,25 @@ func checkSpend(c *engine.Core, fsys faultfs.FS) error {
 	}
 	return nil
 }
+
+// dirListing names the files of dir with their sizes (for a failure's
+// message).
+func dirListing(fsys faultfs.FS, dir string) string {
+	es, err := fsys.ReadDir(dir)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range es {
+		n := "?"
+		if fi, err := e.Info(); err == nil {
+			n = fmt.Sprint(fi.Size())
+		}
+		out = append(out, e.Name()+" ("+n+" bytes)")
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, ", ")
+}
+
