@@ -453,4 +453,3 @@ func dirListing(fsys faultfs.FS, dir string) string {
 	}
 	return strings.Join(out, ", ")
 }
-
