@@ -115,6 +115,7 @@ func fastTurnStart(data []byte, prev *Run, d *schema.TurnStartData, raw *startRa
 		pr = *prev
 	}
 	m := jsonfast.Object(data)
+	seenIDs := false
 	for {
 		k, v, ok := m.Next()
 		if !ok {
@@ -142,6 +143,12 @@ func fastTurnStart(data []byte, prev *Run, d *schema.TurnStartData, raw *startRa
 		case "model":
 			good = memberString(&m, &d.Model, v, pr.Model)
 		case "message_ids":
+			if seenIDs {
+				// encoding/json decodes a repeated list into the one
+				// before (a null element leaves its string): its case.
+				return false
+			}
+			seenIDs = true
 			if raw == nil {
 				d.MessageIDs, good = stringList(v)
 			} else if good = isStringList(v); good {

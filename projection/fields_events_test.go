@@ -34,6 +34,7 @@ func FuzzFastDecoders(f *testing.F) {
 		`{"run_id":"a","run_id":null,"turn":1.5}`, `{"turn":"1"}`, `{"Run_ID":"x"}`, `{"run_id":"\ud800"}`,
 		`{"args":tru}`, `{"messages":"x"}`, `{"usage":[]}`, `{"message_ids":[1]}`, `{"response":3}`, `{"error":{}}`,
 		`{"attempts":-0}`, `{"turn":01}`, `{"run_id":"a"} x`,
+		`{"message_ids":["x","y"],"message_ids":[null]}`, "{\"message_ids\":[\"x\"],\"message_ids\":[null,\"\xff\"]}",
 	} {
 		f.Add([]byte(s))
 	}

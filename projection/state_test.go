@@ -1,11 +1,13 @@
 package projection
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/inbox"
 	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/schema"
@@ -357,5 +359,41 @@ func TestReplayKeepsClientIDs(t *testing.T) {
 	}
 	if replayed.Taken != 3 {
 		t.Fatalf("taken %d, want 3", replayed.Taken)
+	}
+}
+
+// TestReplayRepeatedMessageIDs: a turn.start that names message_ids
+// twice (the second list decoded by encoding/json into the first: a null
+// element keeps the string before it), with invalid UTF-8 in it, folds
+// to the same state replayed as live. (Found by review: the replay's raw
+// path took such a line where the live fold fell back to encoding/json.)
+func TestReplayRepeatedMessageIDs(t *testing.T) {
+	id := msgID(0)
+	es := entries([]rec{created, {schema.MessageEnqueued, msg(0, "hi").EventData()}})
+	data := []byte(`{"run_id":"r1","turn":1,"prompt":"go","message_ids":["` + id + `"],"message_ids":[null,"` + "\xff" + `"]}`)
+	if json.Unmarshal(data, new(schema.TurnStartData)) != nil {
+		t.Fatal("encoding/json refuses the test's line")
+	}
+	end, err := json.Marshal(schema.TurnCompleteData{RunID: "r1", Turn: 1, Response: "ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(len(es))
+	es = append(es,
+		eventlog.Entry{Seq: n + 1, Off: 1000, TS: t0, Event: schema.TurnStart, Data: data},
+		eventlog.Entry{Seq: n + 2, Off: 2000, TS: t0, Event: schema.TurnComplete, Data: end})
+	live, err := foldLive(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := foldReplay(nil, es, loader(es))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := stateOf(live), stateOf(replayed); a != b {
+		t.Fatalf("replay differs from the live fold:\nlive:\n%s\nreplay:\n%s", a, b)
+	}
+	if live.PendingLen() != 0 || live.Taken != 1 {
+		t.Fatalf("the turn took %d, %d pending; want the message taken", live.Taken, live.PendingLen())
 	}
 }
