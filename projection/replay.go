@@ -459,7 +459,8 @@ func (p *State) PendingLen() int {
 
 // messageIDOf finds message_id in message.enqueued data without a full
 // decode: the data is a JSON object with sorted keys whose "kind" value
-// comes first, so the first "message_id" key is the real one.
+// comes first, so the first "message_id" key is the real one when it is
+// the only one (a second goes to the full decode).
 func messageIDOf(data []byte) ([16]byte, bool) {
 	const key = `"message_id":"`
 	i := bytes.Index(data, []byte(key))
@@ -467,6 +468,11 @@ func messageIDOf(data []byte) ([16]byte, bool) {
 		return [16]byte{}, false
 	}
 	if data[i+len(key)+32] != '"' {
+		return [16]byte{}, false
+	}
+	if bytes.Contains(data[i+len(key)+33:], []byte(key)) {
+		// A second one (a repeated key, whose last encoding/json takes,
+		// or a metadata key): the full decode's case.
 		return [16]byte{}, false
 	}
 	return parseID16(data[i+len(key) : i+len(key)+32])

@@ -397,3 +397,27 @@ func TestReplayRepeatedMessageIDs(t *testing.T) {
 		t.Fatalf("the turn took %d, %d pending; want the message taken", live.Taken, live.PendingLen())
 	}
 }
+
+// TestReplayRepeatedMessageID: a message.enqueued whose data names
+// message_id twice is the message encoding/json decodes (the last id)
+// replayed as live.
+func TestReplayRepeatedMessageID(t *testing.T) {
+	first, last := msgID(1), msgID(2)
+	data := []byte(`{"kind":"request","message_id":"` + first + `","message_id":"` + last + `","metadata":{},"payload":"hi","recipient":"a","reply_to":null,"sender":"s","timestamp":"2026-01-02T03:04:05Z"}`)
+	es := entries([]rec{created})
+	es = append(es, eventlog.Entry{Seq: 2, Off: 500, TS: t0, Event: schema.MessageEnqueued, Data: data})
+	live, err := foldLive(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := foldReplay(nil, es, loader(es))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := stateOf(live), stateOf(replayed); a != b {
+		t.Fatalf("replay differs from the live fold:\nlive:\n%s\nreplay:\n%s", a, b)
+	}
+	if !replayed.Enqueued.Has(last) || replayed.Enqueued.Has(first) {
+		t.Fatalf("enqueued %v, want only the last id", replayed.Enqueued.Len())
+	}
+}
