@@ -339,17 +339,7 @@ func TestReplayKeepsClientIDs(t *testing.T) {
 		{schema.TurnComplete, schema.TurnCompleteData{RunID: "r1", Turn: 1, Response: "ok"}},
 	}
 	es := entries(recs)
-	live, err := foldLive(es)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replayed, err := foldReplay(nil, es, loader(es))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a, b := stateOf(live), stateOf(replayed); a != b {
-		t.Fatalf("replay differs from the live fold:\nlive:\n%s\nreplay:\n%s", a, b)
-	}
+	_, replayed := foldBoth(t, es)
 	var ids []string
 	for _, q := range replayed.Pending.Peek() {
 		ids = append(ids, q.ID)
@@ -382,17 +372,7 @@ func TestReplayRepeatedMessageIDs(t *testing.T) {
 	es = append(es,
 		eventlog.Entry{Seq: n + 1, Off: 1000, TS: t0, Event: schema.TurnStart, Data: data},
 		eventlog.Entry{Seq: n + 2, Off: 2000, TS: t0, Event: schema.TurnComplete, Data: end})
-	live, err := foldLive(es)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replayed, err := foldReplay(nil, es, loader(es))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a, b := stateOf(live), stateOf(replayed); a != b {
-		t.Fatalf("replay differs from the live fold:\nlive:\n%s\nreplay:\n%s", a, b)
-	}
+	live, _ := foldBoth(t, es)
 	if live.PendingLen() != 0 || live.Taken != 1 {
 		t.Fatalf("the turn took %d, %d pending; want the message taken", live.Taken, live.PendingLen())
 	}
@@ -406,18 +386,26 @@ func TestReplayRepeatedMessageID(t *testing.T) {
 	data := []byte(`{"kind":"request","message_id":"` + first + `","message_id":"` + last + `","metadata":{},"payload":"hi","recipient":"a","reply_to":null,"sender":"s","timestamp":"2026-01-02T03:04:05Z"}`)
 	es := entries([]rec{created})
 	es = append(es, eventlog.Entry{Seq: 2, Off: 500, TS: t0, Event: schema.MessageEnqueued, Data: data})
+	_, replayed := foldBoth(t, es)
+	if !replayed.Enqueued.Has(last) || replayed.Enqueued.Has(first) {
+		t.Fatalf("enqueued %v, want only the last id", replayed.Enqueued.Len())
+	}
+}
+
+// foldBoth folds es live and replayed and fails unless both give the
+// same state.
+func foldBoth(t *testing.T, es []eventlog.Entry) (live, replayed *State) {
+	t.Helper()
 	live, err := foldLive(es)
 	if err != nil {
 		t.Fatal(err)
 	}
-	replayed, err := foldReplay(nil, es, loader(es))
+	replayed, err = foldReplay(nil, es, loader(es))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a, b := stateOf(live), stateOf(replayed); a != b {
 		t.Fatalf("replay differs from the live fold:\nlive:\n%s\nreplay:\n%s", a, b)
 	}
-	if !replayed.Enqueued.Has(last) || replayed.Enqueued.Has(first) {
-		t.Fatalf("enqueued %v, want only the last id", replayed.Enqueued.Len())
-	}
+	return live, replayed
 }
