@@ -128,8 +128,12 @@ func (p *State) foldSuspendResult(e eventlog.Entry) error {
 func (p *State) foldTurnStart(e eventlog.Entry) error {
 	var d schema.TurnStartData
 	var raw startRaw
-	replaying := p.lazy != nil
-	if p.slow || !fastTurnStart(e.Data, p.Run, &d, p.lazy.startRaw(&raw)) {
+	var rawp *startRaw // replaying: the raw values go here (startRaw)
+	if p.lazy != nil {
+		rawp = &raw
+	}
+	replaying := rawp != nil
+	if p.slow || !fastTurnStart(e.Data, p.Run, &d, rawp) {
 		var full schema.TurnStartData // (d itself stays on the stack)
 		if err := decode(e, &full); err != nil {
 			return err
@@ -151,12 +155,11 @@ func (p *State) foldTurnStart(e eventlog.Entry) error {
 		// calls' array too, once the run has a call (foldToolCall: until
 		// then its Calls is nil, as a live fold's is).
 		*p.Run = Run{RunID: d.RunID, Turn: d.Turn, StartRef: refOf(e)}
-		p.lazy.refs = p.lazy.refs[:0]
 	default:
 		p.Run = &Run{RunID: d.RunID, Turn: d.Turn, StartRef: refOf(e)}
-		if p.lazy != nil {
-			p.lazy.refs = p.lazy.refs[:0] // the run before is let go
-		}
+	}
+	if !rerun && p.lazy != nil {
+		p.lazy.refs = p.lazy.refs[:0] // the run before and its calls are let go
 	}
 	r := p.Run
 	r.BootID, r.Prompt, r.MessageIDs = d.BootID, d.Prompt, d.MessageIDs

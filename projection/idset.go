@@ -92,20 +92,17 @@ func (s *IDSet) inOld(k [16]byte) bool {
 
 // add adds id; it reports false when it was there already.
 func (s *IDSet) Add(id string) bool {
-	k, ok := parseID16(id)
-	if ok {
+	if k, ok := parseID16(id); ok {
 		return s.addHex(k)
 	}
-	{
-		if _, found := s.other[id]; found {
-			return false
-		}
-		if s.other == nil {
-			s.other = map[string]struct{}{}
-		}
-		s.other[id] = struct{}{}
-		return true
+	if _, found := s.other[id]; found {
+		return false
 	}
+	if s.other == nil {
+		s.other = map[string]struct{}{}
+	}
+	s.other[id] = struct{}{}
+	return true
 }
 
 // addHex is Add for an id of 32 hex digits, given as its 16 bytes.

@@ -52,15 +52,6 @@ type lazyInbox struct {
 	refs []SentRef
 }
 
-// startRaw is where a turn.start's fold leaves its raw values: raw while
-// replaying, nil (decode them) otherwise.
-func (lz *lazyInbox) startRaw(raw *startRaw) *startRaw {
-	if lz == nil {
-		return nil
-	}
-	return raw
-}
-
 // holdStart keeps the raw values of run r's turn.start (borrowed from
 // the entry) until the replay ends or the next turn.start.
 func (lz *lazyInbox) holdStart(r *Run, raw startRaw) {
@@ -132,41 +123,33 @@ type Scratch struct {
 // recipient returns b as a string, the same string for the same
 // recipient while the replay lasts (an agent sends to a few others, over
 // and over).
-func (lz *lazyInbox) recipient(b []byte) string {
-	if s, ok := lz.to[string(b)]; ok {
-		return s
+func (lz *lazyInbox) recipient(b []byte) string { return intern(&lz.to, b) }
+
+// name returns b as a string, the same string for the same tool name
+// while the replay (or its Scratch) lasts: every run of a long log calls
+// the same few tools, and only the latest run's calls are kept.
+func (lz *lazyInbox) name(b []byte) string {
+	if lz.scratch != nil {
+		return intern(&lz.scratch.names, b)
 	}
-	s := string(b)
-	if len(lz.to) < maxNames {
-		if lz.to == nil {
-			lz.to = map[string]string{}
-		}
-		lz.to[s] = s
-	}
-	return s
+	return intern(&lz.names, b)
 }
 
-// maxNames bounds the tool names a replay (or a Scratch) keeps: a few
-// dozen tools exist; names past the bound are not shared.
+// maxNames bounds the strings an intern table keeps: a few dozen tools
+// exist, an agent sends to a few others; past the bound none is shared.
 const maxNames = 256
 
-// name returns b as a string, the same string for the same name while
-// the replay (or its Scratch) lasts: every run of a long log calls the
-// same few tools, and only the latest run's calls are kept.
-func (lz *lazyInbox) name(b []byte) string {
-	names := &lz.names
-	if lz.scratch != nil {
-		names = &lz.scratch.names
-	}
-	if s, ok := (*names)[string(b)]; ok {
+// intern returns b as a string, the one *m holds when it has it.
+func intern(m *map[string]string, b []byte) string {
+	if s, ok := (*m)[string(b)]; ok {
 		return s
 	}
 	s := string(b)
-	if len(*names) < maxNames {
-		if *names == nil {
-			*names = map[string]string{}
+	if len(*m) < maxNames {
+		if *m == nil {
+			*m = map[string]string{}
 		}
-		(*names)[s] = s
+		(*m)[s] = s
 	}
 	return s
 }
@@ -347,9 +330,6 @@ func (p *State) EndReplayMany(load Loader) error {
 			r.Calls[i].Result = cloneRaw(r.Calls[i].Result)
 			r.Calls[i].Messages = slices.Clone(r.Calls[i].Messages)
 		}
-		if len(r.Calls) == 0 {
-			r.Calls = nil // an array spare lent it (none when live)
-		}
 	}
 	var chunk []lazyMsg
 	for _, id := range lz.order {
@@ -424,11 +404,7 @@ func (p *State) pushReplayed(chunk []lazyMsg, load Loader) error {
 func (p *State) take(ids []string) {
 	if p.lazy != nil {
 		for _, id := range ids {
-			k := keyOf(id)
-			if _, ok := p.lazy.msgs[k]; ok {
-				delete(p.lazy.msgs, k)
-				p.Taken++
-			}
+			p.takeKey(keyOf(id))
 		}
 		return
 	}
@@ -439,14 +415,18 @@ func (p *State) take(ids []string) {
 // unless the live inbox needs one).
 func (p *State) takeOne(id []byte) {
 	if p.lazy != nil {
-		k := keyOf(id)
-		if _, ok := p.lazy.msgs[k]; ok {
-			delete(p.lazy.msgs, k)
-			p.Taken++
-		}
+		p.takeKey(keyOf(id))
 		return
 	}
 	p.Taken += len(p.Pending.Take([]string{string(id)}))
+}
+
+// takeKey removes a delivered message from the replay's pending ones.
+func (p *State) takeKey(k msgKey) {
+	if _, ok := p.lazy.msgs[k]; ok {
+		delete(p.lazy.msgs, k)
+		p.Taken++
+	}
 }
 
 // pendingLen counts pending messages in either mode.

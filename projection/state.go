@@ -69,13 +69,12 @@ func SentEnvelopes(data []byte) []json.RawMessage {
 // the recipients' ids and puts the refs in the run's array (lazyInbox.refs).
 func sentRefs(e eventlog.Entry, d toolCallFields, lz *lazyInbox) []SentRef {
 	var out []SentRef
-	start := 0
 	if lz != nil {
-		start = len(lz.refs)
-		out = lz.refs[start:start]
+		out = lz.refs // appended to
 	}
+	start := len(out)
 	add := func(raw []byte) {
-		r := SentRef{Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}, Index: len(out)}
+		r := SentRef{Ref: inbox.Ref{Seq: e.Seq, Off: e.Off}, Index: len(out) - start}
 		m := jsonfast.Object(raw)
 		for {
 			k, v, ok := m.Next()
@@ -109,11 +108,11 @@ func sentRefs(e eventlog.Entry, d toolCallFields, lz *lazyInbox) []SentRef {
 		}
 	}
 	if lz != nil {
-		if len(out) == 0 {
+		lz.refs = out
+		if len(out) == start {
 			return []SentRef{}
 		}
-		lz.refs = append(lz.refs[:start], out...)
-		return lz.refs[start:len(lz.refs):len(lz.refs)]
+		return out[start:len(out):len(out)]
 	}
 	if out == nil {
 		out = []SentRef{}
