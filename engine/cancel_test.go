@@ -179,15 +179,8 @@ func TestCancelRefusals(t *testing.T) {
 // the end of a turn that was running.)
 func TestCancelWritesTheOwedEnd(t *testing.T) {
 	h := faultHarness(t)
-	started, release := make(chan *inproc.Turn, 1), make(chan struct{})
-	h.prov.Register("gate", inproc.Signal(started, inproc.Block(release, inproc.Echo)))
-	id := h.create("lead", "", "gate")
-	done := make(chan TurnResult, 1)
-	go func() { res, _ := h.c.Send(context.Background(), id, "x", "", "", nil); done <- res }()
-	<-started
-	h.fs.Inject(faultfs.Rule{Kind: faultfs.OpAny, Err: syscall.ENOSPC, Sticky: true})
-	close(release)
-	if res := <-done; !errors.Is(res.Err, ErrUnavailable) {
+	id, res := turnEndingOnAFullDisk(h)
+	if !errors.Is(res.Err, ErrUnavailable) {
 		t.Fatalf("a turn whose turn.complete cannot be logged: %+v", res)
 	}
 	a := mustAgent(t, h.c, id)

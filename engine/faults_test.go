@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/warren-dev/warren/eventlog"
-	"github.com/warren-dev/warren/faultfs"
-	"github.com/warren-dev/warren/protocol"
-	"github.com/warren-dev/warren/provider/inproc"
 	"io/fs"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/provider/inproc"
 )
 
 // logFaults are faults an agent's log append meets in the field. Sticky:
@@ -226,21 +227,27 @@ func TestCancelWithPoisonedLog(t *testing.T) {
 	}
 }
 
-// TestStuckRunEndsWhenLogHeals: a turn whose end cannot be logged leaves
-// its run open in the log; the next turn, once the log accepts appends,
-// logs the owed end first.
-func TestStuckRunEndsWhenLogHeals(t *testing.T) {
-	h := faultHarness(t)
-	release := make(chan struct{})
-	started := make(chan *inproc.Turn, 1)
+// turnEndingOnAFullDisk creates agent "lead" on a program that waits
+// for the test, starts a turn, makes every write fail with ENOSPC (until
+// h.fs.ClearRules) and lets the turn end: its end cannot be logged.
+func turnEndingOnAFullDisk(h *harness) (id string, res TurnResult) {
+	started, release := make(chan *inproc.Turn, 1), make(chan struct{})
 	h.prov.Register("gate", inproc.Signal(started, inproc.Block(release, inproc.Echo)))
-	id := h.create("lead", "", "gate")
+	id = h.create("lead", "", "gate")
 	done := make(chan TurnResult, 1)
 	go func() { res, _ := h.c.Send(context.Background(), id, "x", "", "", nil); done <- res }()
 	<-started
 	h.fs.Inject(faultfs.Rule{Kind: faultfs.OpAny, Err: syscall.ENOSPC, Sticky: true})
 	close(release)
-	res := <-done
+	return id, <-done
+}
+
+// TestStuckRunEndsWhenLogHeals: a turn whose end cannot be logged leaves
+// its run open in the log; the next turn, once the log accepts appends,
+// logs the owed end first.
+func TestStuckRunEndsWhenLogHeals(t *testing.T) {
+	h := faultHarness(t)
+	id, res := turnEndingOnAFullDisk(h)
 	if codeOf(res.Err) != protocol.CodeUnavailable {
 		t.Fatalf("turn whose turn.complete cannot be logged: %+v, want code 6", res)
 	}

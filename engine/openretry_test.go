@@ -36,6 +36,21 @@ func (f *failingOpens) OpenFile(name string, flag int, perm fs.FileMode) (faultf
 	return f.FS.OpenFile(name, flag, perm)
 }
 
+// withFailingOpens makes a harness without wake turns whose filesystem
+// goes through *fo once the test sets it (nil: straight through).
+func withFailingOpens(fo **failingOpens) func(*harness) {
+	return func(h *harness) {
+		h.noWake = true
+		h.wrapFS = func(inner faultfs.FS) faultfs.FS {
+			if *fo == nil {
+				return inner
+			}
+			(*fo).FS = inner
+			return *fo
+		}
+	}
+}
+
 // TestOpenFaultAtRecoveryIsRetried: a log that cannot be opened at
 // recovery for lack of a resource (EMFILE, ENOSPC) is not damaged:
 // recovery waits and retries it, and once the cause is gone the agent and
@@ -44,16 +59,7 @@ func TestOpenFaultAtRecoveryIsRetried(t *testing.T) {
 	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENOSPC} {
 		t.Run(e.Error(), func(t *testing.T) {
 			var fo *failingOpens
-			h := newHarness(t, func(h *harness) {
-				h.noWake = true
-				h.wrapFS = func(inner faultfs.FS) faultfs.FS {
-					if fo == nil {
-						return inner
-					}
-					fo.FS = inner
-					return fo
-				}
-			})
+			h := newHarness(t, withFailingOpens(&fo))
 			a := h.create("a", "", "echo")
 			b := h.create("b", a, "echo")
 			h.send(a, "one")
@@ -86,16 +92,7 @@ func TestOpenFaultAtRecoveryIsRetried(t *testing.T) {
 // recovers both.
 func TestOpenFaultThatLastsIsNotCalledDamage(t *testing.T) {
 	var fo *failingOpens
-	h := newHarness(t, func(h *harness) {
-		h.noWake = true
-		h.wrapFS = func(inner faultfs.FS) faultfs.FS {
-			if fo == nil {
-				return inner
-			}
-			fo.FS = inner
-			return fo
-		}
-	})
+	h := newHarness(t, withFailingOpens(&fo))
 	a := h.create("a", "", "echo")
 	b := h.create("b", a, "echo")
 	h.send(a, "one")

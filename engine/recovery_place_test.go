@@ -200,16 +200,7 @@ func TestSettleUncreated(t *testing.T) {
 // is not marked).
 func TestPlaceListsWhatItCannotPlace(t *testing.T) {
 	var fo *failingOpens
-	h := newHarness(t, withFakeClock, func(h *harness) {
-		h.noWake = true
-		h.wrapFS = func(inner faultfs.FS) faultfs.FS {
-			if fo == nil {
-				return inner
-			}
-			fo.FS = inner
-			return fo
-		}
-	})
+	h := newHarness(t, withFakeClock, withFailingOpens(&fo))
 	<-h.c.scrubbed // the first start's scrub writes no checkpoint of the agents below
 	started := make(chan *inproc.Turn, 1)
 	h.prov.Register("hold", inproc.Signal(started, inproc.Block(make(chan struct{}), inproc.Echo)))
