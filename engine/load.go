@@ -86,6 +86,9 @@ func (c *Core) loadAll(ctx context.Context, ids []string, retry bool) []*loaded 
 // loadAllRefusing is loadAll where the ids in refused (symbolic links in
 // agents/) are not opened: each is loaded as damaged, with the refusal.
 func (c *Core) loadAllRefusing(ctx context.Context, ids []string, refused map[string]bool, retry bool) []*loaded {
+	if h, ok := c.st.(endHinter); ok && len(ids) > 1 {
+		defer h.HintEnds(ctx, ids)()
+	}
 	out := make([]*loaded, len(ids))
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -116,6 +119,14 @@ func (c *Core) loadAllRefusing(ctx context.Context, ids []string, refused map[st
 		c.adopt(l)
 	}
 	return out
+}
+
+// endHinter is a store that reads the ends of many logs ahead, in a few
+// requests, for the opens that follow (store/jetstream, ends.go): each
+// open of a cluster store's log otherwise asks the stream leader for its
+// end, one round trip per agent.
+type endHinter interface {
+	HintEnds(ctx context.Context, ids []string) (done func())
 }
 
 // loadWorkers is how many loads run at once: 2 x GOMAXPROCS on the local

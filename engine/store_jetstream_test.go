@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,5 +169,56 @@ func TestClusterRecoveryResumesFromCheckpoints(t *testing.T) {
 	}
 	if res := h.send(kid, "after"); res.Err != nil || !strings.Contains(res.Response, "after") {
 		t.Fatalf("a turn after the fold: %+v", res)
+	}
+}
+
+// TestClusterRecoveryReadsTheEndsAhead: a recovery on a cluster store
+// reads its agents' log ends ahead, in one request, and asks the stream
+// leader for none of them one by one; the agents are recovered and serve.
+func TestClusterRecoveryReadsTheEndsAhead(t *testing.T) {
+	srv, nc := embeddedNATS(t)
+	h := newHarness(t, func(h *harness) {
+		h.store = func(faultfs.FS) store.Store { return openEmbeddedStore(t, srv, nc, "") }
+	})
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, h.create(fmt.Sprint("a", i), "", "echo"))
+		h.send(ids[i], "hello")
+	}
+	h.quiet()
+	var mu sync.Mutex
+	ends := map[string]int{}
+	sub, err := nc.Subscribe("$JS.API.STREAM.MSG.GET."+jetstream.StreamName, func(m *nats.Msg) {
+		var req struct {
+			LastFor string `json:"last_by_subj"`
+		}
+		if json.Unmarshal(m.Data, &req) == nil && req.LastFor != "" {
+			mu.Lock()
+			ends[req.LastFor]++
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	h.restart()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if h.report.Agents != len(ids) {
+		t.Fatalf("recovered %+v, want %d agents", h.report, len(ids))
+	}
+	mu.Lock()
+	for _, id := range ids {
+		if n := ends[jetstream.Subject(id)]; n != 0 {
+			t.Errorf("the recovery asked the stream leader for the end of %s %d times, want 0 (read ahead)", id, n)
+		}
+	}
+	mu.Unlock()
+	for _, id := range ids {
+		if res := h.send(id, "again"); res.Err != nil || !strings.Contains(res.Response, "again") {
+			t.Fatalf("a turn of %s after the recovery: %+v", id, res)
+		}
 	}
 }

@@ -82,7 +82,16 @@ func (s *Store) resumeAt(ctx context.Context, subj string, seq uint64, off int64
 	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return eventlog.Resume{}, unavailable(fmt.Errorf("store/jetstream: %s seq %d at stream seq %d: %w", subj, seq, off, err))
 	}
-	if err != nil || m.Subject != subj {
+	if err != nil {
+		m = nil
+	}
+	return resumeOf(subj, seq, off, m)
+}
+
+// resumeOf checks that m (nil: none) is entry seq of subj's log at
+// stream seq off, and returns its resume point.
+func resumeOf(subj string, seq uint64, off int64, m *jetstream.RawStreamMsg) (eventlog.Resume, error) {
+	if m == nil || m.Subject != subj || m.Sequence != uint64(off) {
 		return eventlog.Resume{}, fmt.Errorf("store/jetstream: %s seq %d: no entry of the log at stream seq %d: %w", subj, seq, off, eventlog.ErrResumeMismatch)
 	}
 	e, err := decode(subj, m.Sequence, m.Data)

@@ -44,7 +44,8 @@
 // not used: with AllowDirect it would go to any replica): a log's last
 // message (last_by_subj; the end of every read and the fence of OpenLog),
 // a Resume's entry, the stored lines a duplicate acknowledgement is
-// checked against, ReadSeq's hint.
+// checked against, ReadSeq's hint. (A log's end read ahead by a replica
+// is a hint that a fenced claim checks: "Ends read ahead".)
 //
 // A read then fetches the entries up to that end in batches of 512 by
 // direct get ($JS.API.DIRECT.GET.WARREN_LOG, next_by_subj, batch), which
@@ -66,6 +67,33 @@
 // and its create is then never answered. Leader requests that go
 // unanswered are retried with a backoff (unavailable.go) and end as
 // store.ErrUnavailable.
+//
+// # Ends read ahead
+//
+// A recovery or a takeover opens many logs at once (the engine calls
+// HintEnds before it opens them). HintEnds asks for the last message of
+// up to 1,024 logs in one direct get (multi_last, batch: the server's
+// limit of one answer), which any replica answers, and keeps each as a
+// hint that the next OpenLog of that log takes instead of asking the
+// leader (last_by_subj). A hint is never the fence:
+//
+//   - OpenLog replays up to the hinted end and appends its agent.claimed
+//     fenced on it. The leader refuses the claim if the log goes on past
+//     the hint (a replica that lagged, or an entry appended since); then
+//     nothing was stored, and OpenLog reads the leader's end, replays the
+//     entries after the last one it replayed, checks the epochs again,
+//     and claims on that end.
+//   - A hinted last message that is this lease's own agent.claimed would
+//     spare the claim; only the leader's end may, so OpenLog then asks it.
+//     So does an open whose Resume lies past the hinted end.
+//   - A Resume at the hinted end itself is checked against the hint's
+//     line (the message a replica stores at that stream seq is the
+//     committed one), with no read.
+//
+// A log opened from a hint thus sees every entry acknowledged before its
+// claim, as one opened from the leader's end does. A request not answered
+// in time (2 s), or a log absent from the answer, costs only the leader's
+// read that the open would have made anyway.
 //
 // # Headers of an append
 //

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/eventlog/record"
@@ -74,17 +75,9 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 		return nil, fmt.Errorf("store/jetstream: opening the log of %s needs LogOptions.Lease from Own(%s)", id, id)
 	}
 	l := &Log{s: s, id: id, subj: Subject(id), epoch: o.Lease.Epoch()}
-	last, err := s.lastOf(ctx, l.subj)
+	last, hinted, err := l.end(ctx, o)
 	if err != nil {
 		return nil, err
-	}
-	// Every message names the epoch it was written under (msgID): a log
-	// last written under a later claim is another daemon's, even one
-	// without an agent.claimed yet (an agent a newer USER holder created).
-	if last != nil {
-		if e, ok := msgIDEpoch(last.Header.Get(hdrMsgID)); ok && e > l.epoch {
-			return nil, fmt.Errorf("store/jetstream: %s was last written under claim %d, after this lease's %d: %w (%w)", l.subj, e, l.epoch, store.ErrFenced, eventlog.ErrPoisoned)
-		}
 	}
 	if last == nil {
 		if o.MustExist {
@@ -107,7 +100,11 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 	}
 	var start uint64
 	if r := o.Resume; r != nil {
-		if err := s.checkResume(ctx, l.subj, r); err != nil {
+		var at *jetstream.RawStreamMsg
+		if hinted && uint64(r.Off) == last.Sequence {
+			at = last // the hint is the resume line itself: no read
+		}
+		if err := s.checkResume(ctx, l.subj, r, at); err != nil {
 			return nil, err
 		}
 		start = uint64(r.Off)
@@ -120,17 +117,100 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 		return nil, err
 	}
 	l.lastSSeq = last.Sequence
-	if maxEpoch > l.epoch {
-		return nil, fmt.Errorf("store/jetstream: %s was claimed at epoch %d, after this lease's %d: %w (%w)", l.subj, maxEpoch, l.epoch, store.ErrFenced, eventlog.ErrPoisoned)
+	if err := l.claimedLater(maxEpoch); err != nil {
+		return nil, err
 	}
 	if !lastIsClaim(last.Data, l.epoch) {
-		if err := l.claim(o); err != nil {
+		if err := l.claimOn(ctx, o, hinted); err != nil {
 			_ = l.Close()                // ends a heal the failed claim started
 			return nil, unavailable(err) // a timed-out claim may have landed: its retry under the same lease finds it (lastIsClaim)
 		}
 	}
 	l.onAppend, l.onHeal = o.OnAppend, o.OnHeal
 	return l, nil
+}
+
+// end returns the log's last message (nil: none), from a hint HintEnds
+// read (hinted) or from the leader, and refuses a log last written under
+// a later claim.
+func (l *Log) end(ctx context.Context, o store.LogOptions) (last *jetstream.RawStreamMsg, hinted bool, err error) {
+	last, hinted, err = l.s.endOf(ctx, l.subj)
+	if err != nil {
+		return nil, false, err
+	}
+	if hinted && (lastIsClaim(last.Data, l.epoch) || o.Resume != nil && uint64(o.Resume.Off) > last.Sequence) {
+		// Only the leader's end can spare a claim, or end a log whose
+		// fold is already past the hint (ends.go).
+		if last, err = l.s.lastOf(ctx, l.subj); err != nil {
+			return nil, false, err
+		}
+		hinted = false
+	}
+	return last, hinted, l.laterEpoch(last)
+}
+
+// claimOn claims the log on the end replayed; when that end was a hint
+// and the leader refuses the claim, the log went on past it (a replica
+// that lagged, or an entry appended since): nothing was stored, and the
+// open goes on from the leader's end (ends.go).
+func (l *Log) claimOn(ctx context.Context, o store.LogOptions, hinted bool) error {
+	err := l.claim(o)
+	if err != nil && hinted && errors.Is(err, store.ErrFenced) {
+		l.setPoison(nil)
+		err = l.catchUp(ctx, o)
+	}
+	return err
+}
+
+// laterEpoch refuses a log whose last message (nil: none) was written
+// under a later claim than this handle's: every message names the epoch
+// it was written under (msgID), so the log is another daemon's, even one
+// without an agent.claimed yet (an agent a newer USER holder created).
+func (l *Log) laterEpoch(last *jetstream.RawStreamMsg) error {
+	if last == nil {
+		return nil
+	}
+	if e, ok := msgIDEpoch(last.Header.Get(hdrMsgID)); ok && e > l.epoch {
+		return fmt.Errorf("store/jetstream: %s was last written under claim %d, after this lease's %d: %w (%w)", l.subj, e, l.epoch, store.ErrFenced, eventlog.ErrPoisoned)
+	}
+	return nil
+}
+
+// claimedLater refuses a log whose replay read an agent.claimed of a
+// later epoch than this handle's.
+func (l *Log) claimedLater(maxEpoch uint64) error {
+	if maxEpoch > l.epoch {
+		return fmt.Errorf("store/jetstream: %s was claimed at epoch %d, after this lease's %d: %w (%w)", l.subj, maxEpoch, l.epoch, store.ErrFenced, eventlog.ErrPoisoned)
+	}
+	return nil
+}
+
+// catchUp goes on from a claim fenced on a hinted end: it reads the
+// leader's end, replays the entries after the last one replayed, and
+// claims on that end (unless it is this lease's own claim).
+func (l *Log) catchUp(ctx context.Context, o store.LogOptions) error {
+	last, err := l.s.lastOf(ctx, l.subj)
+	if err != nil {
+		return err
+	}
+	if last == nil || last.Sequence < l.lastSSeq {
+		return fmt.Errorf("store/jetstream: %s: the stream leader's last entry is before stream seq %d, which a replica gave: %w", l.subj, l.lastSSeq, eventlog.ErrCorrupt)
+	}
+	if err := l.laterEpoch(last); err != nil {
+		return err
+	}
+	maxEpoch, err := l.replay(ctx, l.lastSSeq, last.Sequence, o)
+	if err != nil {
+		return err
+	}
+	l.lastSSeq = last.Sequence
+	if err := l.claimedLater(maxEpoch); err != nil {
+		return err
+	}
+	if lastIsClaim(last.Data, l.epoch) {
+		return nil
+	}
+	return l.claim(o)
 }
 
 // claim appends agent.claimed under this handle's epoch and hands it to
@@ -194,10 +274,17 @@ func lastIsClaim(line []byte, epoch uint64) bool {
 	return json.Unmarshal(e.Data, &c) == nil && c.Epoch == epoch
 }
 
-// checkResume checks that the message at r.Off is r's line.
+// checkResume checks that the message at r.Off is r's line; at, when
+// set, is that message as a hint read it (no read then).
 // Any failure to read it is a mismatch: the caller folds the whole log.
-func (s *Store) checkResume(ctx context.Context, subj string, r *eventlog.Resume) error {
-	got, err := s.resumeAt(ctx, subj, r.Seq, r.Off)
+func (s *Store) checkResume(ctx context.Context, subj string, r *eventlog.Resume, at *jetstream.RawStreamMsg) error {
+	var got eventlog.Resume
+	var err error
+	if at != nil {
+		got, err = resumeOf(subj, r.Seq, r.Off, at)
+	} else {
+		got, err = s.resumeAt(ctx, subj, r.Seq, r.Off)
+	}
 	if err != nil && !errors.Is(err, eventlog.ErrResumeMismatch) {
 		return fmt.Errorf("%w: %w", err, eventlog.ErrResumeMismatch)
 	}

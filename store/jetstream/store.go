@@ -83,6 +83,10 @@ type Store struct {
 	nodes  jetstream.KeyValue
 	ckpts  jetstream.KeyValue
 	snaps  *snapshots
+	// hints are the logs' ends HintEnds read ahead, by subject, each
+	// taken by the next OpenLog of its log (ends.go).
+	hintMu sync.Mutex
+	hints  map[string]*jetstream.RawStreamMsg
 }
 
 var _ store.Store = (*Store)(nil)
@@ -126,7 +130,7 @@ func New(ctx context.Context, o Options) (*Store, error) {
 			}
 		}
 	}
-	s := &Store{o: o, nc: o.Conn, js: js}
+	s := &Store{o: o, nc: o.Conn, js: js, hints: map[string]*jetstream.RawStreamMsg{}}
 	// Each create is idempotent (create or update with the same config), so
 	// one the servers did not answer in time, say a busy disk under
 	// SyncAlways or a leader election, is sent again (retrying).

@@ -1,0 +1,237 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warren-dev/warren/eventlog"
+	"github.com/warren-dev/warren/eventlog/record"
+	"github.com/warren-dev/warren/schema"
+	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/storetest"
+)
+
+// TestHintEndsReadsEveryEnd: the ends of more logs than one multi_last
+// request answers are read, each the log's last message; an id with no
+// log gets no hint; done drops them.
+func TestHintEndsReadsEveryEnd(t *testing.T) {
+	s := harness().New(t).(*Store)
+	ctx := context.Background()
+	n := multiLastMax + 76
+	ids := make([]string, n)
+	want := map[string]uint64{}
+	for i := range ids {
+		ids[i] = fmt.Sprintf("a%04d", i)
+		for k := range 1 + i%3 {
+			line, err := record.EncodeLine(uint64(k+1), time.Now(), eventlog.Record{Event: "k"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.js.PublishAsync(Subject(ids[i]), line); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	select {
+	case <-s.js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		t.Fatal("the fixture's publishes were not acknowledged in a minute")
+	}
+	for _, id := range ids {
+		m, err := s.lastOf(ctx, Subject(id))
+		if err != nil || m == nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		want[Subject(id)] = m.Sequence
+	}
+	done := s.HintEnds(ctx, append(ids, "nolog"))
+	s.hintMu.Lock()
+	got := len(s.hints)
+	for subj, seq := range want {
+		if m := s.hints[subj]; m == nil || m.Sequence != seq || m.Subject != subj {
+			t.Errorf("hint of %s: %+v, want stream seq %d", subj, m, seq)
+		}
+	}
+	s.hintMu.Unlock()
+	if got != n {
+		t.Fatalf("%d hints, want %d (one per log, none for an id without one)", got, n)
+	}
+	done()
+	s.hintMu.Lock()
+	defer s.hintMu.Unlock()
+	if len(s.hints) != 0 {
+		t.Fatalf("%d hints left after done", len(s.hints))
+	}
+}
+
+// leaderGets counts the requests to the stream leader's message get.
+func leaderGets(t *testing.T, s *Store) *atomic.Int64 {
+	t.Helper()
+	var n atomic.Int64
+	sub, err := s.nc.Subscribe(leaderGetPrefix+StreamName, func(*nats.Msg) { n.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return &n
+}
+
+// TestOpenFromAHintAsksNoLeader: a log resumed at its last entry, whose
+// end was read ahead, opens without a request to the stream leader (no
+// end, no resume line); without the hint it asks for both.
+func TestOpenFromAHintAsksNoLeader(t *testing.T) {
+	s := harness().New(t).(*Store)
+	ctx := context.Background()
+	id := storetest.NewID(t)
+	_, lg := ownedLog(t, s, id)
+	last, err := lg.Append("k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lg.Close()
+	lease := takeover(t, s, id)
+	line, _ := record.EncodeLine(last.Seq, last.TS, eventlog.Record{Event: last.Event, Data: last.Data})
+	resume := eventlog.Resume{Seq: last.Seq, Off: last.Off, CRC: record.LineCRC(line), Len: int64(len(line))}
+	for _, hinted := range []bool{true, false} {
+		s2 := newStore(t, s.nc, "node2", s.o.Embedded...)
+		n := leaderGets(t, s2)
+		if hinted {
+			defer s2.HintEnds(ctx, []string{id})()
+		}
+		before := n.Load()
+		lg, err := s2.OpenLog(ctx, id, store.LogOptions{Lease: lease, Resume: &resume})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s2.nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		got := n.Load() - before
+		switch {
+		case hinted && got != 0:
+			t.Fatalf("the open from a hint asked the leader %d times, want 0", got)
+		case !hinted && got != 2:
+			t.Fatalf("the open without a hint asked the leader %d times, want 2 (its end and its resume line)", got)
+		}
+		_ = lg.Close()
+	}
+}
+
+// TestLaggingHintIsCaughtUp: a hint older than the log's end (a replica
+// that lags) is replayed to, the claim fenced on it is refused, and the
+// open goes on from the leader's end: every entry replayed once, in
+// order, then the claim; the earlier owner is fenced. The same with a
+// resume point at the stale end, and past it.
+func TestLaggingHintIsCaughtUp(t *testing.T) {
+	for _, resumeAt := range []int{-1, 1, 2} { // -1: none; else the index of the entry resumed at
+		t.Run(fmt.Sprintf("resume=%d", resumeAt), func(t *testing.T) {
+			s := harness().New(t).(*Store)
+			ctx := context.Background()
+			id := storetest.NewID(t)
+			_, old := ownedLog(t, s, id)
+			var es []eventlog.Entry
+			var stale *jetstream.RawStreamMsg
+			for i := range 3 {
+				e, err := old.Append(fmt.Sprint("e", i), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				es = append(es, e)
+				if i == 1 {
+					if stale, err = s.lastOf(ctx, Subject(id)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			lease := takeover(t, s, id)
+			var o store.LogOptions
+			want := []string{"e0", "e1", "e2", schema.AgentClaimed}
+			if resumeAt >= 0 {
+				e := es[resumeAt]
+				line, _ := record.EncodeLine(e.Seq, e.TS, eventlog.Record{Event: e.Event, Data: e.Data})
+				o.Resume = &eventlog.Resume{Seq: e.Seq, Off: e.Off, CRC: record.LineCRC(line), Len: int64(len(line))}
+				want = want[resumeAt+1:]
+			}
+			var replayed []string
+			o.Lease = lease
+			o.Replay = func(e eventlog.Entry) error { replayed = append(replayed, e.Event); return nil }
+			s.hintMu.Lock()
+			s.hints[Subject(id)] = stale
+			s.hintMu.Unlock()
+			lg, err := s.OpenLog(ctx, id, o)
+			if err != nil {
+				t.Fatalf("open from a lagging hint: %v", err)
+			}
+			defer lg.Close()
+			if fmt.Sprint(replayed) != fmt.Sprint(want) {
+				t.Fatalf("replayed %v, want %v", replayed, want)
+			}
+			if _, err := lg.Append("new", nil); err != nil {
+				t.Fatalf("append after the open: %v", err)
+			}
+			if _, err := old.Append("zombie", nil); err == nil {
+				t.Fatal("the earlier owner's append was not fenced")
+			}
+			all, err := s.readAll(ctx, Subject(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var events []string
+			for _, e := range all {
+				events = append(events, e.Event)
+			}
+			if w := "[e0 e1 e2 agent.claimed new]"; fmt.Sprint(events) != w {
+				t.Fatalf("the log holds %v, want %s", events, w)
+			}
+		})
+	}
+}
+
+// TestHintOfOwnClaimIsNotTrusted: a hint whose last entry is this
+// lease's own claim, while the log went on after it, does not spare the
+// claim: the open reads the leader's end, and appends go on.
+func TestHintOfOwnClaimIsNotTrusted(t *testing.T) {
+	s := harness().New(t).(*Store)
+	ctx := context.Background()
+	id := storetest.NewID(t)
+	_, old := ownedLog(t, s, id)
+	if _, err := old.Append("e0", nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = old.Close()
+	lease := takeover(t, s, id)
+	lg, err := s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := s.lastOf(ctx, Subject(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !lastIsClaim(claim.Data, lease.Epoch()) {
+		t.Fatalf("the open's last entry is not its claim: %s", claim.Data)
+	}
+	if _, err := lg.Append("after", nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = lg.Close()
+	s.hintMu.Lock()
+	s.hints[Subject(id)] = claim
+	s.hintMu.Unlock()
+	lg, err = s.OpenLog(ctx, id, store.LogOptions{Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	if _, err := lg.Append("more", nil); err != nil {
+		t.Fatalf("append after an open from a hint of its own claim: %v", err)
+	}
+}
