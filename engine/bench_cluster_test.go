@@ -342,3 +342,41 @@ func importHome(st store.Store, dir string) error {
 	}
 	return nil
 }
+
+// BenchmarkClusterAtRest measures what a recovered daemon's core costs on
+// a cluster store while nothing happens: its USER lease's renewals, its
+// takeover scan every TakeoverEvery, and the server's own idle work, all
+// in this process (CPU-seconds per second over 10 s). Agents come from
+// WARREN_BENCH_REST_AGENTS (default 1,000), each with a short log and
+// nothing pending.
+func BenchmarkClusterAtRest(b *testing.B) {
+	spec := homeSpec{Agents: envInt(b, "WARREN_BENCH_REST_AGENTS", 1000), EventsPerAgent: 4, GroupSize: 100, NoPendingFill: true}
+	dir := benchDir(b)
+	gen := filepath.Join(dir, "gen")
+	if _, err := genHome(faultfs.OS{}, gen, spec); err != nil {
+		b.Fatal(err)
+	}
+	jsDir := filepath.Join(dir, "nats")
+	srv, st := benchOneServer(b, jsDir, true)
+	if err := importHome(st, gen); err != nil {
+		b.Fatal(err)
+	}
+	_ = st.Close()
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	_, st = benchOneServer(b, jsDir, false)
+	c := benchRecoverCore(b, st, filepath.Join(dir, "home"), config.DefaultCheckpointEvery)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		_ = c.Close(ctx)
+	}()
+	<-c.scrubbed
+	b.ResetTimer()
+	const rest = 10 * time.Second
+	before := cpuTime()
+	time.Sleep(rest) // the measurement is of doing nothing for this long
+	used := cpuTime() - before
+	b.ReportMetric(used.Seconds()/rest.Seconds(), "cpu-s/s")
+	b.ReportMetric(float64(c.report.Agents), "agents")
+}

@@ -3,6 +3,8 @@ package jetstream
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -233,5 +235,61 @@ func TestHintOfOwnClaimIsNotTrusted(t *testing.T) {
 	defer lg.Close()
 	if _, err := lg.Append("more", nil); err != nil {
 		t.Fatalf("append after an open from a hint of its own claim: %v", err)
+	}
+}
+
+// TestAgentsListsAgainOnlyWhenTheStreamMoved: the list of logs is asked
+// of the server again only when a message was added or removed since the
+// last one; the answers are the logs either way.
+func TestAgentsListsAgainOnlyWhenTheStreamMoved(t *testing.T) {
+	s := harness().New(t).(*Store)
+	ctx := context.Background()
+	var lists atomic.Int64
+	sub, err := s.nc.Subscribe("$JS.API.STREAM.INFO."+StreamName, func(m *nats.Msg) {
+		if strings.Contains(string(m.Data), "subjects_filter") {
+			lists.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	list := func(want ...string) int64 {
+		t.Helper()
+		before := lists.Load()
+		ids, err := s.Agents(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ids)
+		slices.Sort(want)
+		if fmt.Sprint(ids) != fmt.Sprint(want) {
+			t.Fatalf("Agents: %v, want %v", ids, want)
+		}
+		return lists.Load() - before
+	}
+	a, b := storetest.NewID(t), storetest.NewID(t)
+	_, la := ownedLog(t, s, a)
+	if _, err := la.Append("k", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := list(a); n != 1 {
+		t.Fatalf("the first list asked for the subjects %d times, want 1", n)
+	}
+	if n := list(a); n != 0 {
+		t.Fatalf("a list with the stream unchanged asked for the subjects %d times, want 0", n)
+	}
+	_, lb := ownedLog(t, s, b)
+	if _, err := lb.Append("k", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := list(a, b); n != 1 {
+		t.Fatalf("a list after a new log asked for the subjects %d times, want 1", n)
 	}
 }

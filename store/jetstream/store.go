@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -87,6 +88,9 @@ type Store struct {
 	// taken by the next OpenLog of its log (ends.go).
 	hintMu sync.Mutex
 	hints  map[string]*jetstream.RawStreamMsg
+	// listed is the last list of logs (Agents).
+	listMu sync.Mutex
+	listed *listing
 }
 
 var _ store.Store = (*Store)(nil)
@@ -263,14 +267,28 @@ func checkID(id string) error {
 	return nil
 }
 
-// Agents lists the subjects of the stream that hold messages.
+// Agents lists the subjects of the stream that hold messages. The list
+// of subjects (one stream info naming each, about 50 bytes a log) is
+// asked again only when the stream's state moved since the last one:
+// while it holds as many messages with the same last seq, no message was
+// added or removed, so the subjects are the same (the stream refuses
+// deletes and purges; the count is compared all the same). A takeover scan at rest
+// (every 250 ms) thus costs one small request, not a list of every log.
 func (s *Store) Agents(ctx context.Context) ([]string, error) {
 	// A handle of its own: Info rewrites a handle's cached stream info,
 	// which other users of a shared handle could look at concurrently.
+	// Making it reads the stream's state (no subjects).
 	st, err := s.js.Stream(ctx, StreamName)
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: list logs: %w", err)
 	}
+	s.listMu.Lock()
+	if l := s.listed; l != nil && l.at == stateAt(st.CachedInfo().State) {
+		ids := slices.Clone(l.ids)
+		s.listMu.Unlock()
+		return ids, nil
+	}
+	s.listMu.Unlock()
 	info, err := st.Info(ctx, jetstream.WithSubjectFilter(SubjectPrefix+"*"))
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: list logs: %w", err)
@@ -281,8 +299,24 @@ func (s *Store) Agents(ctx context.Context) ([]string, error) {
 			ids = append(ids, id)
 		}
 	}
+	s.listMu.Lock()
+	s.listed = &listing{at: stateAt(info.State), ids: slices.Clone(ids)}
+	s.listMu.Unlock()
 	return ids, nil
 }
+
+// listing is the last list of logs Agents read, with the stream state it
+// was read at.
+type listing struct {
+	at  streamAt
+	ids []string
+}
+
+// streamAt is what of a stream's state moves with any message added
+// (the last seq) or removed (the count).
+type streamAt struct{ msgs, last uint64 }
+
+func stateAt(st jetstream.StreamState) streamAt { return streamAt{msgs: st.Msgs, last: st.LastSeq} }
 
 // UserLog opens the USER log.
 func (s *Store) UserLog(ctx context.Context, o store.LogOptions) (store.Log, error) {
