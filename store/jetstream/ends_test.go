@@ -238,10 +238,10 @@ func TestHintOfOwnClaimIsNotTrusted(t *testing.T) {
 	}
 }
 
-// TestAgentsListsAgainOnlyWhenTheStreamMoved: the list of logs is asked
-// of the server again only when a message was added or removed since the
-// last one; the answers are the logs either way.
-func TestAgentsListsAgainOnlyWhenTheStreamMoved(t *testing.T) {
+// TestAgentsListsAgainOnlyWhenALogIsNew: the list of logs is asked of
+// the server again only when a log was created since the last one, not
+// for appends to the logs it listed; the answers are the logs either way.
+func TestAgentsListsAgainOnlyWhenALogIsNew(t *testing.T) {
 	s := harness().New(t).(*Store)
 	ctx := context.Background()
 	var lists atomic.Int64
@@ -291,5 +291,38 @@ func TestAgentsListsAgainOnlyWhenTheStreamMoved(t *testing.T) {
 	}
 	if n := list(a, b); n != 1 {
 		t.Fatalf("a list after a new log asked for the subjects %d times, want 1", n)
+	}
+	for _, lg := range []store.Log{la, lb} {
+		if _, err := lg.Append("more", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := list(a, b); n != 0 {
+		t.Fatalf("a list after appends to the same logs asked for the subjects %d times, want 0", n)
+	}
+}
+
+// TestStateAtSeesEveryChange: a stream that never lost a message is
+// keyed by its subject count alone; one that did is keyed by its count
+// and last seq too, so a message removed and another added is a change.
+func TestStateAtSeesEveryChange(t *testing.T) {
+	st := func(first, msgs, last, subjects uint64) jetstream.StreamState {
+		return jetstream.StreamState{FirstSeq: first, Msgs: msgs, LastSeq: last, NumSubjects: subjects}
+	}
+	for _, c := range []struct {
+		a, b jetstream.StreamState
+		same bool
+	}{
+		{st(0, 0, 0, 0), st(0, 0, 0, 0), true},
+		{st(1, 10, 10, 3), st(1, 12, 12, 3), true},  // appends to the same logs
+		{st(1, 10, 10, 3), st(1, 11, 11, 4), false}, // a new log
+		{st(3, 8, 10, 3), st(3, 8, 10, 3), true},    // removed before, nothing since
+		{st(3, 8, 10, 3), st(3, 8, 11, 3), false},   // one removed, one added
+		{st(3, 8, 10, 3), st(3, 9, 11, 3), false},   // an append after a removal
+		{st(1, 10, 10, 3), st(2, 9, 10, 3), false},  // the first message removed
+	} {
+		if got := stateAt(c.a) == stateAt(c.b); got != c.same {
+			t.Errorf("%+v vs %+v: same %v, want %v", c.a, c.b, got, c.same)
+		}
 	}
 }

@@ -269,11 +269,9 @@ func checkID(id string) error {
 
 // Agents lists the subjects of the stream that hold messages. The list
 // of subjects (one stream info naming each, about 50 bytes a log) is
-// asked again only when the stream's state moved since the last one:
-// while it holds as many messages with the same last seq, no message was
-// added or removed, so the subjects are the same (the stream refuses
-// deletes and purges; the count is compared all the same). A takeover scan at rest
-// (every 250 ms) thus costs one small request, not a list of every log.
+// asked again only when the set may have changed since the last one
+// (streamAt): a takeover scan, every 250 ms, thus costs one small request
+// while no log is created, not a list of every log.
 func (s *Store) Agents(ctx context.Context) ([]string, error) {
 	// A handle of its own: Info rewrites a handle's cached stream info,
 	// which other users of a shared handle could look at concurrently.
@@ -312,11 +310,25 @@ type listing struct {
 	ids []string
 }
 
-// streamAt is what of a stream's state moves with any message added
-// (the last seq) or removed (the count).
-type streamAt struct{ msgs, last uint64 }
+// streamAt is what of a stream's state tells whether its subjects
+// changed. While no message was ever removed (the stream refuses deletes
+// and purges, and has no limits: its first seq is 1 and it holds every
+// seq up to the last), the subjects only grow, so their count is enough,
+// and appends to existing logs do not send Agents to the list again.
+// Otherwise any message added (the last seq) or removed (the count) does.
+type streamAt struct {
+	subjects  uint64
+	msgs      uint64
+	last      uint64
+	onlyGrown bool
+}
 
-func stateAt(st jetstream.StreamState) streamAt { return streamAt{msgs: st.Msgs, last: st.LastSeq} }
+func stateAt(st jetstream.StreamState) streamAt {
+	if st.FirstSeq <= 1 && st.Msgs == st.LastSeq {
+		return streamAt{subjects: st.NumSubjects, onlyGrown: true}
+	}
+	return streamAt{subjects: st.NumSubjects, msgs: st.Msgs, last: st.LastSeq}
+}
 
 // UserLog opens the USER log.
 func (s *Store) UserLog(ctx context.Context, o store.LogOptions) (store.Log, error) {
