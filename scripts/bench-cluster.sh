@@ -9,7 +9,7 @@
 #   AGENTS=100 EVENTS=100 scripts/bench-cluster.sh   # a quick run
 #   APPENDS=2000 TURNS=300 scripts/bench-cluster.sh  # iterations (defaults)
 #   R3=1 scripts/bench-cluster.sh            # recovery from three servers too (fills for minutes)
-#   LEASES=1000,10000 scripts/bench-cluster.sh       # lease CPU at rest (default 1000)
+#   LEASES=1000,10000 scripts/bench-cluster.sh       # lease CPU, and a recovered core's, at rest (default 1000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 agents="${AGENTS:-1000}"
@@ -32,6 +32,12 @@ WARREN_BENCH_LEASES="${LEASES:-1000}" \
   go test -run '^$' -bench 'LeasesAtRest/R[13]/daemon' -benchtime 1x -timeout 2h ./store/jetstream/ >"$tmp/leases" 2>&1 || { cat "$tmp/leases"; exit 1; }
 WARREN_BENCH_LEASES="${LEASES:-1000}" \
   go test -run '^$' -bench 'LeasesAtRest/R1/keys' -benchtime 1x -timeout 2h ./store/jetstream/ >>"$tmp/leases" 2>&1 || { cat "$tmp/leases"; exit 1; }
+for k in ${LEASES:-1000}; do
+  for k2 in ${k//,/ }; do
+    WARREN_BENCH_REST_AGENTS="$k2" \
+      go test -run '^$' -bench 'ClusterAtRest$' -benchtime 1x -timeout 1h ./engine/ >"$tmp/rest.$k2" 2>&1 || { cat "$tmp/rest.$k2"; exit 1; }
+  done
+done
 echo "load average at end:   $(load)"
 echo
 # metric FILE BENCH-PREFIX UNIT: the value before UNIT on the line of BENCH-PREFIX
@@ -63,5 +69,6 @@ for n in ${LEASES:-1000}; do
       v=$(metric "$tmp/leases" "BenchmarkLeasesAtRest/$r/leases=$k-" cpu-s/s)
       if [ -n "$v" ]; then fmt "leases at rest, $k agents, ${r%/*}, ${r#*/} claims" "$v CPU-s/s"; fi
     done
+    fmt "a recovered core at rest, $k agents, R1 (scans too)" "$(metric "$tmp/rest.$k" BenchmarkClusterAtRest cpu-s/s) CPU-s/s"
   done
 done
