@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -186,22 +185,16 @@ func TestClusterRecoveryReadsTheEndsAhead(t *testing.T) {
 		h.send(ids[i], "hello")
 	}
 	h.quiet()
-	var mu sync.Mutex
-	ends := map[string]int{}
-	sub, err := nc.Subscribe("$JS.API.STREAM.MSG.GET."+jetstream.StreamName, func(m *nats.Msg) {
-		var req struct {
-			LastFor string `json:"last_by_subj"`
-		}
-		if json.Unmarshal(m.Data, &req) == nil && req.LastFor != "" {
-			mu.Lock()
-			ends[req.LastFor]++
-			mu.Unlock()
-		}
-	})
+	// The store's requests go out on nc: once a flush of it returns, the
+	// server has queued every earlier one for this subscription.
+	sub, err := nc.SubscribeSync("$JS.API.STREAM.MSG.GET." + jetstream.StreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	h.restart()
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
@@ -209,13 +202,24 @@ func TestClusterRecoveryReadsTheEndsAhead(t *testing.T) {
 	if h.report.Agents != len(ids) {
 		t.Fatalf("recovered %+v, want %d agents", h.report, len(ids))
 	}
-	mu.Lock()
+	ends := map[string]int{}
+	for {
+		m, err := sub.NextMsg(0)
+		if err != nil {
+			break // the queue is empty
+		}
+		var req struct {
+			LastFor string `json:"last_by_subj"`
+		}
+		if json.Unmarshal(m.Data, &req) == nil && req.LastFor != "" {
+			ends[req.LastFor]++
+		}
+	}
 	for _, id := range ids {
 		if n := ends[jetstream.Subject(id)]; n != 0 {
 			t.Errorf("the recovery asked the stream leader for the end of %s %d times, want 0 (read ahead)", id, n)
 		}
 	}
-	mu.Unlock()
 	for _, id := range ids {
 		if res := h.send(id, "again"); res.Err != nil || !strings.Contains(res.Response, "again") {
 			t.Fatalf("a turn of %s after the recovery: %+v", id, res)

@@ -26,8 +26,10 @@ const endsWait = 2 * time.Second
 // HintEnds reads the last entries of the logs ids, multiLastMax per
 // request, for the OpenLogs of them that follow, until done is called
 // (the caller's batch of opens is over). A log the replicas did not answer
-// for is opened from the leader's end, as without a hint; a failed request
-// is logged and costs nothing else.
+// for is opened from the leader's end, as without a hint. A failed or
+// unanswered request is logged and ends the reading ahead (the opens wait
+// for it: a slow replica must not hold a recovery up request after
+// request).
 func (s *Store) HintEnds(ctx context.Context, ids []string) (done func()) {
 	subjs := make([]string, 0, len(ids))
 	for _, id := range ids {
@@ -39,7 +41,8 @@ func (s *Store) HintEnds(ctx context.Context, ids []string) (done func()) {
 	for start := 0; start < len(subjs); start += multiLastMax {
 		part := subjs[start:min(start+multiLastMax, len(subjs))]
 		if err := s.multiLast(ctx, part, got); err != nil {
-			s.o.Logger.Debug("the logs' ends were not read ahead; each open asks the stream leader", "logs", len(part), "err", err)
+			s.o.Logger.Warn("the logs' ends were not all read ahead; the opens of the others ask the stream leader", "logs", len(subjs), "read", len(got), "err", err)
+			break
 		}
 	}
 	s.hintMu.Lock()

@@ -2,19 +2,23 @@ package jetstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/eventlog/record"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/store"
+	"github.com/warren-dev/warren/store/jetstream/natsembed"
 	"github.com/warren-dev/warren/store/storetest"
 )
 
@@ -71,19 +75,51 @@ func TestHintEndsReadsEveryEnd(t *testing.T) {
 	}
 }
 
-// leaderGets counts the requests to the stream leader's message get.
-func leaderGets(t *testing.T, s *Store) *atomic.Int64 {
+// requests counts the requests to subj that match (nil: all) sent on
+// nc, the connection the counted requests are made on: a flush of it
+// returns once the server delivered every earlier one to the
+// subscription's queue.
+type requests struct {
+	t     *testing.T
+	nc    *nats.Conn
+	sub   *nats.Subscription
+	match func(body []byte) bool
+	n     int64
+}
+
+func countRequests(t *testing.T, nc *nats.Conn, subj string, match func(body []byte) bool) *requests {
 	t.Helper()
-	var n atomic.Int64
-	sub, err := s.nc.Subscribe(leaderGetPrefix+StreamName, func(*nats.Msg) { n.Add(1) })
+	sub, err := nc.SubscribeSync(subj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	if err := s.nc.Flush(); err != nil {
+	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return &n
+	return &requests{t: t, nc: nc, sub: sub, match: match}
+}
+
+// Load returns how many matched so far.
+func (r *requests) Load() int64 {
+	r.t.Helper()
+	if err := r.nc.Flush(); err != nil {
+		r.t.Fatal(err)
+	}
+	for {
+		m, err := r.sub.NextMsg(0)
+		if err != nil {
+			return r.n // nats.ErrTimeout: the queue is empty
+		}
+		if r.match == nil || r.match(m.Data) {
+			r.n++
+		}
+	}
+}
+
+// leaderGets counts the requests to the stream leader's message get.
+func leaderGets(t *testing.T, s *Store) *requests {
+	return countRequests(t, s.nc, leaderGetPrefix+StreamName, nil)
 }
 
 // TestOpenFromAHintAsksNoLeader: a log resumed at its last entry, whose
@@ -111,9 +147,6 @@ func TestOpenFromAHintAsksNoLeader(t *testing.T) {
 		before := n.Load()
 		lg, err := s2.OpenLog(ctx, id, store.LogOptions{Lease: lease, Resume: &resume})
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s2.nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
 		got := n.Load() - before
@@ -244,27 +277,14 @@ func TestHintOfOwnClaimIsNotTrusted(t *testing.T) {
 func TestAgentsListsAgainOnlyWhenALogIsNew(t *testing.T) {
 	s := harness().New(t).(*Store)
 	ctx := context.Background()
-	var lists atomic.Int64
-	sub, err := s.nc.Subscribe("$JS.API.STREAM.INFO."+StreamName, func(m *nats.Msg) {
-		if strings.Contains(string(m.Data), "subjects_filter") {
-			lists.Add(1)
-		}
+	lists := countRequests(t, s.nc, "$JS.API.STREAM.INFO."+StreamName, func(body []byte) bool {
+		return strings.Contains(string(body), "subjects_filter")
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := s.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	list := func(want ...string) int64 {
 		t.Helper()
 		before := lists.Load()
 		ids, err := s.Agents(ctx)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
 		slices.Sort(ids)
@@ -306,13 +326,17 @@ func TestAgentsListsAgainOnlyWhenALogIsNew(t *testing.T) {
 // keyed by its subject count alone; one that did is keyed by its count
 // and last seq too, so a message removed and another added is a change.
 func TestStateAtSeesEveryChange(t *testing.T) {
-	st := func(first, msgs, last, subjects uint64) jetstream.StreamState {
-		return jetstream.StreamState{FirstSeq: first, Msgs: msgs, LastSeq: last, NumSubjects: subjects}
+	created := time.Now()
+	st := func(first, msgs, last, subjects uint64) *jetstream.StreamInfo {
+		return &jetstream.StreamInfo{Created: created, State: jetstream.StreamState{FirstSeq: first, Msgs: msgs, LastSeq: last, NumSubjects: subjects}}
 	}
+	again := st(1, 10, 10, 3)
+	again.Created = created.Add(time.Second)
 	for _, c := range []struct {
-		a, b jetstream.StreamState
+		a, b *jetstream.StreamInfo
 		same bool
 	}{
+		{st(1, 10, 10, 3), again, false}, // the stream made again
 		{st(0, 0, 0, 0), st(0, 0, 0, 0), true},
 		{st(1, 10, 10, 3), st(1, 12, 12, 3), true},  // appends to the same logs
 		{st(1, 10, 10, 3), st(1, 11, 11, 4), false}, // a new log
@@ -322,7 +346,98 @@ func TestStateAtSeesEveryChange(t *testing.T) {
 		{st(1, 10, 10, 3), st(2, 9, 10, 3), false},  // the first message removed
 	} {
 		if got := stateAt(c.a) == stateAt(c.b); got != c.same {
-			t.Errorf("%+v vs %+v: same %v, want %v", c.a, c.b, got, c.same)
+			t.Errorf("%+v vs %+v: same %v, want %v", c.a.State, c.b.State, got, c.same)
 		}
+	}
+}
+
+// TestMultiLastReplies: what multiLast makes of each kind of answer a
+// server can give, from a stand-in responder on a server without the
+// stream: the messages before the end are kept, an error status or a
+// message not asked for is an error, and HintEnds asks no more after a
+// failed request.
+func TestMultiLastReplies(t *testing.T) {
+	srv := embed(t, natsembed.Options{Name: "n1"})
+	nc := connect(t, srv.ClientURL())
+	s := &Store{o: Options{Timeout: 2 * time.Second, Logger: hclog.NewNullLogger()}, nc: nc, hints: map[string]*jetstream.RawStreamMsg{}}
+	answer := "" // what the stand-in answers with
+	sub, err := nc.Subscribe(directGetSubject, func(m *nats.Msg) {
+		var req struct {
+			MultiLast []string `json:"multi_last"`
+		}
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			t.Error(err)
+			return
+		}
+		msg := func(subj string, seq int) {
+			r := nats.NewMsg(m.Reply)
+			r.Header.Set(jetstream.SubjectHeader, subj)
+			r.Header.Set(jetstream.SequenceHeader, strconv.Itoa(seq))
+			r.Data = []byte("line")
+			_ = nc.PublishMsg(r)
+		}
+		status := func(code string) {
+			r := nats.NewMsg(m.Reply)
+			r.Header.Set("Status", code)
+			_ = nc.PublishMsg(r)
+		}
+		switch answer {
+		case "two then end":
+			msg(req.MultiLast[0], 7)
+			msg(req.MultiLast[1], 9)
+			status("204")
+		case "none":
+			status("404")
+		case "too many":
+			status("413")
+		case "one then error":
+			msg(req.MultiLast[0], 7)
+			status("500")
+		case "not asked":
+			msg("warren.log.other", 3)
+			status("204")
+		case "silence":
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	subjs := []string{Subject("a"), Subject("b"), Subject("c")}
+	for _, c := range []struct {
+		answer string
+		got    int
+		fails  bool
+	}{
+		{"two then end", 2, false},
+		{"none", 0, false},
+		{"too many", 0, true},
+		{"one then error", 1, true},
+		{"not asked", 0, true},
+		{"silence", 0, true},
+	} {
+		answer = c.answer
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]*jetstream.RawStreamMsg{}
+		err := s.multiLast(context.Background(), subjs, got)
+		if len(got) != c.got || (err != nil) != c.fails {
+			t.Errorf("%s: %d ends, err %v; want %d ends, failing %v", c.answer, len(got), err, c.got, c.fails)
+		}
+		if m := got[subjs[0]]; m != nil && (m.Sequence != 7 || string(m.Data) != "line") {
+			t.Errorf("%s: the end of %s is %+v", c.answer, subjs[0], m)
+		}
+	}
+	// Past a failed request, HintEnds asks nothing more.
+	answer = "too many"
+	ids := make([]string, 2*multiLastMax+1)
+	for i := range ids {
+		ids[i] = fmt.Sprint("id", i)
+	}
+	reqs := countRequests(t, nc, directGetSubject, nil)
+	s.HintEnds(context.Background(), ids)()
+	if n := reqs.Load(); n != 1 {
+		t.Fatalf("HintEnds sent %d requests after the first failed, want 1 in all", n)
 	}
 }

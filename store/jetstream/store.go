@@ -280,8 +280,9 @@ func (s *Store) Agents(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store/jetstream: list logs: %w", err)
 	}
+	at := stateAt(st.CachedInfo())
 	s.listMu.Lock()
-	if l := s.listed; l != nil && l.at == stateAt(st.CachedInfo().State) {
+	if l := s.listed; l != nil && l.at == at {
 		ids := slices.Clone(l.ids)
 		s.listMu.Unlock()
 		return ids, nil
@@ -298,7 +299,11 @@ func (s *Store) Agents(ctx context.Context) ([]string, error) {
 		}
 	}
 	s.listMu.Lock()
-	s.listed = &listing{at: stateAt(info.State), ids: slices.Clone(ids)}
+	// Keyed by the state read before the list: the list holds at least
+	// those subjects (they only grow), so a log created while the list
+	// was read (the server pages a long one) moves the count the next
+	// scan sees, never hides from it.
+	s.listed = &listing{at: at, ids: slices.Clone(ids)}
 	s.listMu.Unlock()
 	return ids, nil
 }
@@ -316,18 +321,22 @@ type listing struct {
 // seq up to the last), the subjects only grow, so their count is enough,
 // and appends to existing logs do not send Agents to the list again.
 // Otherwise any message added (the last seq) or removed (the count) does.
+// The stream's creation time is part of the key (a stream made again
+// starts over).
 type streamAt struct {
+	created   time.Time
 	subjects  uint64
 	msgs      uint64
 	last      uint64
 	onlyGrown bool
 }
 
-func stateAt(st jetstream.StreamState) streamAt {
+func stateAt(info *jetstream.StreamInfo) streamAt {
+	st := info.State
 	if st.FirstSeq <= 1 && st.Msgs == st.LastSeq {
-		return streamAt{subjects: st.NumSubjects, onlyGrown: true}
+		return streamAt{created: info.Created, subjects: st.NumSubjects, onlyGrown: true}
 	}
-	return streamAt{subjects: st.NumSubjects, msgs: st.Msgs, last: st.LastSeq}
+	return streamAt{created: info.Created, subjects: st.NumSubjects, msgs: st.Msgs, last: st.LastSeq}
 }
 
 // UserLog opens the USER log.
