@@ -91,9 +91,10 @@
 //     committed one), with no read.
 //
 // A log opened from a hint thus sees every entry acknowledged before its
-// claim, as one opened from the leader's end does. A request not answered
-// in time (2 s), or a log absent from the answer, costs only the leader's
-// read that the open would have made anyway.
+// claim, as one opened from the leader's end does. A log absent from the
+// answer costs only the leader's read that its open would have made
+// anyway; a request refused or not answered in time (2 s) ends the
+// reading ahead, and the logs it did not reach are opened that way too.
 //
 // # Headers of an append
 //
