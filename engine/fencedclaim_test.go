@@ -114,7 +114,7 @@ func TestFencedClaimIsRetried(t *testing.T) {
 	victim = h.create("victim", "", "echo")
 	h.send(victim, "before")
 	h.quiet()
-	h.restart()
+	h.restartAfterLapse(nc) // an earlier owner cut off, not stopped: it can still append
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if a, ok := h.c.agent(victim); ok && a.Status(h.c.bootID, h.c.now()) == "idle" {

@@ -162,7 +162,9 @@
 // was lost is checked: if the key holds this lease's value at a later
 // revision, that attempt was stored and the lease goes on; a key gone
 // (lapsed during the outage, nobody claiming it) is created again. Release
-// deletes the key on its last revision. Holder reads who holds a key;
+// deletes the key on its last revision; the USER key's delete marker names
+// the clean epochs ("Claims after a release"), and is written only when
+// the Store can write no log more. Holder reads who holds a key;
 // Peers lists the log stream's servers (cluster.go, for daemon.status).
 //
 // A daemon has one key: USER. Once a Store holds the USER inbox's lease,
@@ -175,7 +177,8 @@
 // while costing one replicated write per agent per TTL/3 at rest. The new
 // owner's epoch (its USER claim's revision) is greater than every epoch in
 // the logs, and its first open of each log appends its agent.claimed,
-// which fences the old owner's appends (below). A Store whose USER lease
+// which fences the old owner's appends (below; after a clean release, the
+// log's first append carries it: "Claims after a release"). A Store whose USER lease
 // is past its expiry unrenewed claims no agent: the claim waits for the
 // renewal (20 s at most, then store.ErrUnavailable), and OpenLog refuses a log whose last message was written under a
 // greater epoch than its lease's (each message id names its epoch), so
@@ -198,6 +201,35 @@
 // and an earlier owner's first append would otherwise pass the fence. A
 // log holding a claim with a greater epoch than the lease's refuses to
 // open (ErrFenced).
+//
+// # Claims after a release
+//
+// A log whose last entry was written under a clean epoch is opened
+// without its claim, which its first append carries instead (lazy.go).
+// The USER key's release marker is a KV delete (KV-Operation: DEL) fenced
+// on the lease's last revision, with the header
+//
+//	Warren-Clean-Epochs: E,E1,E2,...
+//
+// naming the releasing holder's epoch, then the clean epochs its own claim
+// inherited, 16 at most. A Store writes it only when it can write no log
+// more: every log it opened is closed, no append is in flight (counted
+// before the handle is checked, so none can start after), and none was
+// closed with an append of unknown outcome. Otherwise Release stops
+// renewing and leaves the key to lapse. A USER claim that replaced such a
+// marker (an Update on its revision: no claim came in between) takes its
+// epochs as clean; one that found the key absent, lapsed or purged takes
+// none. The holders of clean epochs write no more, and every other
+// holder's append to a log one of them wrote last is refused by the fence
+// (its handle knows an earlier end). So OpenLog, reading the end from the
+// leader (HintEnds reads nothing ahead then: a replica's end could be
+// short of it), defers the claim of a log last written under a clean
+// epoch: the log's first append is the batch [agent.claimed, entries...],
+// fenced on that end, and the caller's fold gets the claim with them. A
+// batch of 1,000 records sends the claim alone first. A log last written
+// under any other epoch, or more than 16 clean handovers ago, is claimed
+// at its open as above. A marker without the header (an earlier version's
+// release) names no epoch.
 //
 // # Snapshots (bucket warren-sessions, object store warren-session-blobs)
 //

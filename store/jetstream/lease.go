@@ -29,6 +29,11 @@ type lease struct {
 	stop  chan struct{}
 	done  chan struct{}
 
+	// clean are the epochs of the holders before this claim that are
+	// known to write no more (lazy.go): the release marker this claim
+	// replaced named them (none after a lapse).
+	clean []uint64
+
 	mu       sync.Mutex
 	rev      uint64 // revision of the last write of the key (claim or renewal)
 	expires  time.Time
@@ -61,13 +66,13 @@ func (s *Store) Own(ctx context.Context, id string) (store.Lease, error) {
 	// leader) is tried again, as appends are: a create whose answer was
 	// lost is found by the next attempt as this boot's own value (mine,
 	// below) and taken on its revision, so a retry never claims twice.
-	rev, err := retried(s, ctx, "claim "+id, func(ctx context.Context) (uint64, error) {
+	c, err := retried(s, ctx, "claim "+id, func(ctx context.Context) (claimed, error) {
 		return s.claim(ctx, id, v)
 	})
 	if err != nil {
 		return nil, err
 	}
-	l := &lease{s: s, id: id, epoch: rev, rev: rev, value: v, expires: start.Add(s.o.OwnerTTL),
+	l := &lease{s: s, id: id, epoch: c.rev, rev: c.rev, value: v, expires: start.Add(s.o.OwnerTTL), clean: c.clean,
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renew()
 	if id == store.UserID {
@@ -140,17 +145,19 @@ func (a agentLease) Lost() <-chan struct{}         { return a.user.lost }
 func (a agentLease) Expires() time.Time            { return a.user.Expires() }
 func (a agentLease) Release(context.Context) error { return nil } // nothing of its own to give up
 
-// claim is one attempt of Own's write: a kv.Create of id's key, or, when
-// the key exists, an Update on its revision if it has lapsed, was deleted,
-// or holds this boot's own value. A read or write the servers did not
-// answer is returned as it is, for Own to retry.
-func (s *Store) claim(ctx context.Context, id string, v []byte) (uint64, error) {
-	rev, err := s.owners.Create(ctx, id, v)
+// claim is one attempt of Own's write: a write of id's key expecting no
+// message on it, or, when the key exists, an Update on its revision if it
+// has lapsed, was deleted, or holds this boot's own value. A read or write
+// the servers did not answer is returned as it is, for Own to retry. A
+// claim that replaced a release marker (lazy.go) takes the clean epochs it
+// names.
+func (s *Store) claim(ctx context.Context, id string, v []byte) (claimed, error) {
+	rev, err := s.owners.Update(ctx, id, v, 0)
 	if err == nil {
-		return rev, nil
+		return claimed{rev: rev}, nil
 	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return 0, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
+	if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongLastSeq(err) {
+		return claimed{}, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
 	}
 	holder := "another daemon"
 	// The key's last write as the bucket's leader holds it: a KV Get may
@@ -161,25 +168,26 @@ func (s *Store) claim(ctx context.Context, id string, v []byte) (uint64, error) 
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		// Removed since the create was refused (the bucket's MaxAge
 		// sweep): the create is tried again, once.
-		if rev, err = s.owners.Create(ctx, id, v); err == nil {
-			return rev, nil
+		if rev, err = s.owners.Update(ctx, id, v, 0); err == nil {
+			return claimed{rev: rev}, nil
 		}
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return 0, s.held(id, holder)
+		if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) {
+			return claimed{}, s.held(id, holder)
 		}
-		return 0, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
+		return claimed{}, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
 	}
 	if err != nil {
 		if isUnavailable(err) {
-			return 0, fmt.Errorf("store/jetstream: claim %s: reading its key: %w", id, err)
+			return claimed{}, fmt.Errorf("store/jetstream: claim %s: reading its key: %w", id, err)
 		}
-		return 0, fmt.Errorf("%w (its key could not be read: %v)", s.held(id, holder), err)
+		return claimed{}, fmt.Errorf("%w (its key could not be read: %v)", s.held(id, holder), err)
 	}
 	var ov ownerValue
 	if json.Unmarshal(e.Data, &ov) == nil {
 		holder = fmt.Sprintf("node %q (boot %s)", ov.Node, ov.BootID)
 	}
-	deleted := e.Header.Get("KV-Operation") != ""
+	op := e.Header.Get("KV-Operation")
+	deleted := op != ""
 	// This boot's own value is a claim of this Store whose answer was lost
 	// (an earlier attempt or Own timed out after the create was stored):
 	// only this boot writes it, and its caller asks for one lease per id
@@ -187,7 +195,7 @@ func (s *Store) claim(ctx context.Context, id string, v []byte) (uint64, error) 
 	// does not block the id for a TTL.
 	mine := !deleted && bytes.Equal(e.Data, v)
 	if s.o.Now().Sub(e.Time) <= s.o.OwnerTTL && !deleted && !mine {
-		return 0, s.held(id, holder)
+		return claimed{}, s.held(id, holder)
 	}
 	// Lapsed, but not removed yet (the server's MaxAge sweep runs late),
 	// deleted since the create was refused, or ours: replace it on its
@@ -195,12 +203,23 @@ func (s *Store) claim(ctx context.Context, id string, v []byte) (uint64, error) 
 	// one wins.
 	rev, err = s.owners.Update(ctx, id, v, e.Sequence)
 	if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err) {
-		return 0, s.held(id, holder)
+		return claimed{}, s.held(id, holder)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
+		return claimed{}, fmt.Errorf("store/jetstream: claim %s: %w", id, err)
 	}
-	return rev, nil
+	c := claimed{rev: rev}
+	if op == "DEL" {
+		c.clean = parseEpochs(e.Header.Get(hdrCleanEpochs))
+	}
+	return c, nil
+}
+
+// claimed is a claim's write: its revision (the epoch), and the clean
+// epochs of the release it replaced.
+type claimed struct {
+	rev   uint64
+	clean []uint64
 }
 
 // held is the refusal of a claim of id while holder's lease stands.
@@ -383,9 +402,18 @@ func (l *lease) Release(ctx context.Context) error {
 		return nil // the key is no longer ours to delete
 	default:
 	}
+	if l.id == store.UserID && !l.s.settled() {
+		// A release tells the next holder this daemon writes no log
+		// more (lazy.go); it cannot say so, so the key is left to lapse.
+		l.s.o.Logger.Warn("leaving the USER inbox's lease to lapse instead of releasing it: a log is still open, an append is in flight, or one's outcome is unknown", "ttl", l.s.o.OwnerTTL)
+		return nil
+	}
 	l.mu.Lock()
 	rev := l.rev
 	l.mu.Unlock()
+	if l.id == store.UserID {
+		return l.s.releaseUser(ctx, rev, append([]uint64{l.epoch}, l.clean...))
+	}
 	if err := l.s.owners.Delete(ctx, l.id, jetstream.LastRevision(rev)); err != nil {
 		return fmt.Errorf("store/jetstream: release %s: %w", l.id, err)
 	}

@@ -59,6 +59,11 @@ type Log struct {
 
 	resumed  *eventlog.Resume // entries OpenLog skipped, for VerifyPrefix
 	verified bool
+	// claimDue: opened without its claim (lazy.go); the next append
+	// carries it. Changed only under wmu.
+	claimDue bool
+	// counted: the Store counts this handle among its open logs.
+	counted bool
 }
 
 var _ store.Log = (*Log)(nil)
@@ -96,6 +101,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 			}
 		}
 		l.onAppend, l.onHeal = o.OnAppend, o.OnHeal
+		l.count()
 		return l, nil
 	}
 	var start uint64
@@ -120,13 +126,18 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 	if err := l.claimedLater(maxEpoch); err != nil {
 		return nil, err
 	}
-	if !lastIsClaim(last.Data, l.epoch) {
+	switch {
+	case lastIsClaim(last.Data, l.epoch):
+	case l.deferClaim(last, hinted):
+		l.claimDue = true
+	default:
 		if err := l.claimOn(ctx, o, hinted); err != nil {
 			_ = l.Close()                // ends a heal the failed claim started
 			return nil, unavailable(err) // a timed-out claim may have landed: its retry under the same lease finds it (lastIsClaim)
 		}
 	}
 	l.onAppend, l.onHeal = o.OnAppend, o.OnHeal
+	l.count()
 	return l, nil
 }
 
@@ -318,11 +329,33 @@ func (l *Log) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
 }
 
 func (l *Log) commit(recs []eventlog.Record) ([]eventlog.Entry, error) {
+	// Counted before the handle is checked: a release that finds none in
+	// flight and every handle closed cannot miss an append (lazy.go).
+	l.s.inflight.Add(1)
+	defer l.s.inflight.Add(-1)
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
+	if !l.claimDue {
+		return l.commitLocked(recs)
+	}
+	if len(recs)+1 > maxBatch {
+		if _, err := l.commitLocked(l.withClaim(nil)); err != nil {
+			return nil, err
+		}
+		return l.commitLocked(recs)
+	}
+	es, err := l.commitLocked(l.withClaim(recs))
+	if err != nil {
+		return nil, err
+	}
+	return es[1:], nil
+}
+
+// commitLocked appends recs as one batch; the caller holds wmu.
+func (l *Log) commitLocked(recs []eventlog.Record) ([]eventlog.Entry, error) {
 	now := l.s.o.Now()
 	lines := make([][]byte, len(recs))
 	limit := int(l.s.nc.MaxPayload()) - 1024 // headers
@@ -386,6 +419,7 @@ func (l *Log) advance(n, ack uint64) {
 	l.lastSeq += n
 	l.lastSSeq = ack
 	l.mu.Unlock()
+	l.claimDue = false // a deferred claim leads every batch until one is stored
 }
 
 // msgID is the dedup id of seq under this log's claim.
@@ -648,6 +682,18 @@ func (l *Log) Abandon() { _ = l.Close() }
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.closed && l.counted {
+		l.s.closed(l.poison != nil && !errors.Is(l.poison, store.ErrFenced))
+	}
 	l.closed = true
 	return nil
+}
+
+// count counts the handle among the Store's open logs (OpenLog's last
+// step: a handle a failed open closes was never counted).
+func (l *Log) count() {
+	l.mu.Lock()
+	l.counted = true
+	l.mu.Unlock()
+	l.s.opened()
 }
