@@ -213,10 +213,14 @@
 //
 // naming the releasing holder's epoch, then the clean epochs its own claim
 // inherited, 16 at most. A Store writes it only when it can write no log
-// more: every log it opened is closed, no append is in flight (counted
-// before the handle is checked, so none can start after), and none was
-// closed with an append of unknown outcome. Otherwise Release stops
-// renewing and leaves the key to lapse. A USER claim that replaced such a
+// more under that epoch: every log it opened under it is closed (an open
+// is counted from its start, before it reads anything), no append is in
+// flight (counted before the handle is checked, so none can start on a
+// handle closed before the release looked), and none had an append of
+// unknown outcome (closed poisoned, or healed as not stored: a leader
+// elected meanwhile may still apply it). The check and a seal of the
+// epoch are one step: from then on the Store opens no log under it.
+// Otherwise Release stops renewing and leaves the key to lapse. A USER claim that replaced such a
 // marker (an Update on its revision: no claim came in between) takes its
 // epochs as clean; one that found the key absent, lapsed or purged takes
 // none. The holders of clean epochs write no more, and every other
@@ -229,7 +233,9 @@
 // batch of 1,000 records sends the claim alone first. A log last written
 // under any other epoch, or more than 16 clean handovers ago, is claimed
 // at its open as above. A marker without the header (an earlier version's
-// release) names no epoch.
+// release) names no epoch. Were a deferred claim's batch ever refused by
+// the fence (nothing above lets another writer reach such a log), the
+// agent would be released, as on any fenced append, until a restart.
 //
 // # Snapshots (bucket warren-sessions, object store warren-session-blobs)
 //

@@ -63,6 +63,10 @@ func (l *Log) healOnce(lost []*nats.Msg) (healed, done bool) {
 	case err != nil:
 		return false, false // not answered yet
 	case last == nil && fence == 0, last != nil && last.Sequence == fence:
+		// Not stored yet; but a leader elected meanwhile may still apply
+		// it from its log, so this epoch's release names it unclean
+		// (lazy.go), and the next holder claims at each open.
+		l.s.unsettle(l.epoch)
 		l.setPoison(nil)
 		return true, true
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,10 +30,12 @@ import (
 // is then not claimed until it next writes, and a clean restart appends
 // nothing to the logs it does not write.
 //
-// Release writes the marker only when that is true of this Store: no log
-// open, no append in flight, and no log closed with an append of unknown
-// outcome (it could still be stored). Otherwise the key is left to lapse,
-// and the next holder claims every log at its open, as after a crash.
+// Release writes the marker only when that is true of this Store's logs
+// of the releasing epoch: none open (an open is counted from its start),
+// no append in flight, and none that had an append of unknown outcome (it
+// could still be stored), and from then on it opens none of that epoch.
+// Otherwise the key is left to lapse, and the next holder claims every
+// log at its open, as after a crash.
 
 // hdrCleanEpochs is the release marker's header naming the epochs whose
 // holders write no more: the releasing holder's own, then those its claim
@@ -80,15 +83,15 @@ func parseEpochs(v string) []uint64 {
 }
 
 // deferClaim reports whether the log, whose last message is last (the
-// leader's answer), may be opened without its claim: it was written last
-// under a clean epoch of this Store's USER claim.
-func (l *Log) deferClaim(last *jetstream.RawStreamMsg, hinted bool) bool {
-	u := l.s.userLease()
-	if u == nil || len(u.clean) == 0 || last == nil || hinted || l.id == store.UserID {
+// leader's answer), may be opened under lease without its claim: it was
+// written last under a clean epoch of the USER claim the lease rests on.
+func (l *Log) deferClaim(lease store.Lease, last *jetstream.RawStreamMsg, hinted bool) bool {
+	al, ok := lease.(agentLease)
+	if !ok || len(al.user.clean) == 0 || last == nil || hinted || al.user.epoch != l.epoch {
 		return false
 	}
 	e, ok := msgIDEpoch(last.Header.Get(hdrMsgID))
-	return ok && e < l.epoch && slices.Contains(u.clean, e)
+	return ok && e < l.epoch && slices.Contains(al.user.clean, e)
 }
 
 // withClaim prepends the deferred claim to recs (the caller holds wmu):
@@ -98,28 +101,75 @@ func (l *Log) withClaim(recs []eventlog.Record) []eventlog.Record {
 	return append([]eventlog.Record{claim}, recs...)
 }
 
-// opened and closed count the Store's open logs; closed also counts a
-// log closed with an append of unknown outcome (poisoned, not fenced).
-func (s *Store) opened() {
-	s.logsMu.Lock()
-	s.openLogs++
-	s.logsMu.Unlock()
+// epochLogs counts a Store's logs of one epoch: open handles (from the
+// start of their OpenLog), handles closed with an append of unknown
+// outcome (poisoned, not fenced), appends in flight (counted before the
+// handle is checked, so none can start on a handle closed before a
+// release looked), and whether its holder sealed it by a release.
+type epochLogs struct {
+	open      int
+	unsettled int
+	sealed    bool
+	inflight  atomic.Int64
 }
 
-func (s *Store) closed(unsettled bool) {
+// acct returns the count of epoch; the caller holds logsMu.
+func (s *Store) acct(epoch uint64) *epochLogs {
+	a := s.epochs[epoch]
+	if a == nil {
+		if s.epochs == nil {
+			s.epochs = map[uint64]*epochLogs{}
+		}
+		a = &epochLogs{}
+		s.epochs[epoch] = a
+	}
+	return a
+}
+
+// opened counts a new handle of epoch, unless its holder released the
+// USER inbox (it writes no log more: the marker says so).
+func (s *Store) opened(epoch uint64) (*epochLogs, error) {
 	s.logsMu.Lock()
-	s.openLogs--
+	defer s.logsMu.Unlock()
+	a := s.acct(epoch)
+	if a.sealed {
+		return nil, fmt.Errorf("this daemon released the USER inbox its claim rests on: %w", store.ErrOwned)
+	}
+	a.open++
+	return a, nil
+}
+
+// closed counts a handle of a closed, with an append of unknown outcome
+// (unsettled) or not.
+func (s *Store) closed(a *epochLogs, unsettled bool) {
+	s.logsMu.Lock()
+	a.open--
 	if unsettled {
-		s.unsettled++
+		a.unsettled++
 	}
 	s.logsMu.Unlock()
 }
 
-// settled reports whether this Store can write nothing more to any log:
-// none open, no append in flight, none closed unsettled (Release's
-// condition for the marker a successor claims lazily after).
-func (s *Store) settled() bool {
+// unsettle records that a log of epoch had an append of unknown outcome
+// that a heal found not stored: in a cluster the leader that answered may
+// not have applied all its log yet, so it may still land.
+func (s *Store) unsettle(epoch uint64) {
+	s.logsMu.Lock()
+	s.acct(epoch).unsettled++
+	s.logsMu.Unlock()
+}
+
+// seal reports whether the holder of epoch can write no log more (none
+// open, none in flight, none unsettled) and, if so, refuses every later
+// open of that epoch: Release's condition for the marker, taken in one
+// step with the refusal so that no open can start between them.
+func (s *Store) seal(epoch uint64) bool {
 	s.logsMu.Lock()
 	defer s.logsMu.Unlock()
-	return s.openLogs == 0 && s.unsettled == 0 && s.inflight.Load() == 0
+	a := s.acct(epoch)
+	if a.open != 0 || a.unsettled != 0 || a.inflight.Load() != 0 {
+		return false
+	}
+	a.sealed = true
+	return true
 }

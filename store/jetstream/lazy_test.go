@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -253,5 +254,29 @@ func TestParseEpochs(t *testing.T) {
 		if got := fmt.Sprint(parseEpochs(in)); got != want {
 			t.Errorf("parseEpochs(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestReleaseSealsTheEpoch: once a holder released the USER inbox, no log
+// opens under its claim any more, even with an agent lease taken before
+// the release (an open under way when the daemon stopped): the marker
+// said it writes no more.
+func TestReleaseSealsTheEpoch(t *testing.T) {
+	base := harness().New(t).(*Store)
+	ctx := context.Background()
+	h := holdUser(t, newStore(t, base.nc, "n1", base.o.Embedded...))
+	lease, err := h.s.Own(ctx, storetest.NewID(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = h.ulog.Close()
+	if err := h.user.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, released, err := h.s.Holder(ctx, store.UserID); err != nil || !released {
+		t.Fatalf("the release was not written: released %v, %v", released, err)
+	}
+	if _, err := h.s.OpenLog(ctx, lease.ID(), store.LogOptions{Lease: lease}); !errors.Is(err, store.ErrOwned) {
+		t.Fatalf("an open after the release: %v, want ErrOwned", err)
 	}
 }

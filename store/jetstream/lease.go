@@ -402,7 +402,7 @@ func (l *lease) Release(ctx context.Context) error {
 		return nil // the key is no longer ours to delete
 	default:
 	}
-	if l.id == store.UserID && !l.s.settled() {
+	if l.id == store.UserID && !l.s.seal(l.epoch) {
 		// A release tells the next holder this daemon writes no log
 		// more (lazy.go); it cannot say so, so the key is left to lapse.
 		l.s.o.Logger.Warn("leaving the USER inbox's lease to lapse instead of releasing it: a log is still open, an append is in flight, or one's outcome is unknown", "ttl", l.s.o.OwnerTTL)

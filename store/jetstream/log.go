@@ -62,8 +62,9 @@ type Log struct {
 	// claimDue: opened without its claim (lazy.go); the next append
 	// carries it. Changed only under wmu.
 	claimDue bool
-	// counted: the Store counts this handle among its open logs.
-	counted bool
+	// acct is the Store's count of its epoch's logs (lazy.go), set before
+	// OpenLog reads anything.
+	acct *epochLogs
 }
 
 var _ store.Log = (*Log)(nil)
@@ -80,29 +81,42 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 		return nil, fmt.Errorf("store/jetstream: opening the log of %s needs LogOptions.Lease from Own(%s)", id, id)
 	}
 	l := &Log{s: s, id: id, subj: Subject(id), epoch: o.Lease.Epoch()}
+	// Counted from the start, so that a release cannot miss an open under
+	// way, nor a claim whose outcome a failed open left unknown (lazy.go).
+	if err := l.count(); err != nil {
+		return nil, err
+	}
+	if err := l.open(ctx, o); err != nil {
+		_ = l.Close() // ends a heal a failed claim started; counts what it left unsettled
+		return nil, err
+	}
+	return l, nil
+}
+
+// open is OpenLog's work on the counted handle l.
+func (l *Log) open(ctx context.Context, o store.LogOptions) error {
+	s, id := l.s, l.id
 	last, hinted, err := l.end(ctx, o)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if last == nil {
 		if o.MustExist {
-			return nil, fmt.Errorf("store/jetstream: log %s: %w: %w", l.subj, store.ErrNotFound, fs.ErrNotExist)
+			return fmt.Errorf("store/jetstream: log %s: %w: %w", l.subj, store.ErrNotFound, fs.ErrNotExist)
 		}
 		if o.Resume != nil {
-			return nil, fmt.Errorf("store/jetstream: resume %s at seq %d: the log is empty: %w", l.subj, o.Resume.Seq, eventlog.ErrResumeMismatch)
+			return fmt.Errorf("store/jetstream: resume %s at seq %d: the log is empty: %w", l.subj, o.Resume.Seq, eventlog.ErrResumeMismatch)
 		}
 		if id == store.UserID {
 			// The USER log has no required first entry: it is claimed
 			// even empty, or an earlier owner's first append to it would
 			// pass the fence ("no entry yet") after this claim.
 			if err := l.claim(o); err != nil {
-				_ = l.Close() // ends a heal the failed claim started
-				return nil, unavailable(err)
+				return unavailable(err)
 			}
 		}
 		l.onAppend, l.onHeal = o.OnAppend, o.OnHeal
-		l.count()
-		return l, nil
+		return nil
 	}
 	var start uint64
 	if r := o.Resume; r != nil {
@@ -111,7 +125,7 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 			at = last // the hint is the resume line itself: no read
 		}
 		if err := s.checkResume(ctx, l.subj, r, at); err != nil {
-			return nil, err
+			return err
 		}
 		start = uint64(r.Off)
 		l.lastSeq = r.Seq
@@ -120,25 +134,23 @@ func (s *Store) OpenLog(ctx context.Context, id string, o store.LogOptions) (sto
 	}
 	maxEpoch, err := l.replay(ctx, start, last.Sequence, o)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	l.lastSSeq = last.Sequence
 	if err := l.claimedLater(maxEpoch); err != nil {
-		return nil, err
+		return err
 	}
 	switch {
 	case lastIsClaim(last.Data, l.epoch):
-	case l.deferClaim(last, hinted):
+	case l.deferClaim(o.Lease, last, hinted):
 		l.claimDue = true
 	default:
 		if err := l.claimOn(ctx, o, hinted); err != nil {
-			_ = l.Close()                // ends a heal the failed claim started
-			return nil, unavailable(err) // a timed-out claim may have landed: its retry under the same lease finds it (lastIsClaim)
+			return unavailable(err) // a timed-out claim may have landed: its retry under the same lease finds it (lastIsClaim)
 		}
 	}
 	l.onAppend, l.onHeal = o.OnAppend, o.OnHeal
-	l.count()
-	return l, nil
+	return nil
 }
 
 // end returns the log's last message (nil: none), from a hint HintEnds
@@ -331,8 +343,8 @@ func (l *Log) AppendBatch(recs []eventlog.Record) ([]eventlog.Entry, error) {
 func (l *Log) commit(recs []eventlog.Record) ([]eventlog.Entry, error) {
 	// Counted before the handle is checked: a release that finds none in
 	// flight and every handle closed cannot miss an append (lazy.go).
-	l.s.inflight.Add(1)
-	defer l.s.inflight.Add(-1)
+	l.acct.inflight.Add(1)
+	defer l.acct.inflight.Add(-1)
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if err := l.usable(); err != nil {
@@ -682,18 +694,21 @@ func (l *Log) Abandon() { _ = l.Close() }
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.closed && l.counted {
-		l.s.closed(l.poison != nil && !errors.Is(l.poison, store.ErrFenced))
+	if !l.closed && l.acct != nil {
+		l.s.closed(l.acct, l.poison != nil && !errors.Is(l.poison, store.ErrFenced))
 	}
 	l.closed = true
 	return nil
 }
 
-// count counts the handle among the Store's open logs (OpenLog's last
-// step: a handle a failed open closes was never counted).
-func (l *Log) count() {
-	l.mu.Lock()
-	l.counted = true
-	l.mu.Unlock()
-	l.s.opened()
+// count counts the handle among the Store's open logs of its epoch
+// (OpenLog's first step), refusing an epoch whose holder released the
+// USER inbox.
+func (l *Log) count() error {
+	acct, err := l.s.opened(l.epoch)
+	if err != nil {
+		return fmt.Errorf("store/jetstream: opening %s: %w", l.subj, err)
+	}
+	l.acct = acct
+	return nil
 }

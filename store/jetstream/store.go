@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -92,13 +91,9 @@ type Store struct {
 	// listed is the last list of logs (Agents).
 	listMu sync.Mutex
 	listed *listing
-	// The logs' state a release depends on (lazy.go): how many are open,
-	// how many were closed with an append of unknown outcome, and how
-	// many appends are in flight.
-	logsMu    sync.Mutex
-	openLogs  int
-	unsettled int
-	inflight  atomic.Int64
+	// epochs counts the logs of each epoch a release depends on (lazy.go).
+	logsMu sync.Mutex
+	epochs map[uint64]*epochLogs
 }
 
 var _ store.Store = (*Store)(nil)
