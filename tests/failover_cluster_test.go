@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/warren-dev/warren/protocol"
+	"github.com/warren-dev/warren/store/jetstream"
 )
 
 // TestThreeEmbeddedDaemonsFailover is issue 15's failover with nothing but
@@ -175,5 +176,61 @@ func waitEvents(t *testing.T, d *testDaemon, id, ev string, n int) {
 			t.Fatalf("agent %s has %d %s entries, want %d", id, got, ev, n)
 		}
 		time.Sleep(20 * time.Millisecond) // agent.log has no wait-for-entry
+	}
+}
+
+// TestCleanStopHandsOverWithoutClaims: the active daemon of three
+// embedded ones stops cleanly (SIGTERM). Its release names its epoch as
+// clean (store/jetstream lazy.go), so a standby takes over at once,
+// without waiting out the lease, and claims no agent's log at recovery:
+// the agent that then runs a turn gets one agent.claimed, with the turn;
+// the one at rest none. The team answers as before.
+func TestCleanStopHandsOverWithoutClaims(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three daemons and their NATS servers; run without -short")
+	}
+	c := startCluster3(t)
+	active, a, _, lead := c.activeAgent("lead")
+	spawnW1(t, a, lead)
+	if res := a.callN("agent.send", map[string]any{"agent_id": lead, "message": "hello"}); !strings.Contains(str(res["response"]), "hello") {
+		t.Fatalf("send before the stop: %v", res)
+	}
+	var w1 string
+	for _, e := range a.callN("agent.list", nil)["agents"].([]any) {
+		if m := e.(map[string]any); str(m["path"]) == "lead/w1" {
+			w1 = str(m["agent_id"])
+		}
+	}
+	if w1 == "" {
+		t.Fatal("no lead/w1 listed")
+	}
+	stopped := time.Now()
+	if err := a.Stop(); err != nil {
+		t.Fatalf("the active daemon's clean stop: %v\n%s", err, a.Output())
+	}
+	next := serving(t, c.ds, c.exits, active, 2*time.Minute)
+	took := time.Since(stopped)
+	t.Logf("n%d stopped; n%d served %.1f s later", active+1, next+1, took.Seconds())
+	if took > jetstream.DefaultOwnerTTL {
+		t.Fatalf("the standby served %v after a clean stop, want less than the lease's %v (a release is taken at once)", took, jetstream.DefaultOwnerTTL)
+	}
+	b := c.ds[next]
+	claims := func(id string) int {
+		n := 0
+		for _, e := range b.callN("agent.log", map[string]any{"agent_id": id, "limit": 10000})["events"].([]any) {
+			if str(e.(map[string]any)["event"]) == "agent.claimed" {
+				n++
+			}
+		}
+		return n
+	}
+	if nl, nw := claims(lead), claims(w1); nl != 0 || nw != 0 {
+		t.Fatalf("after a clean handover: lead holds %d agent.claimed, w1 %d; want none before they write", nl, nw)
+	}
+	if res := b.callN("agent.send", map[string]any{"agent_id": lead, "message": "after the handover"}); !strings.Contains(str(res["response"]), "after the handover") {
+		t.Fatalf("send after the handover: %v", res)
+	}
+	if nl, nw := claims(lead), claims(w1); nl != 1 || nw != 0 {
+		t.Fatalf("after a turn of lead: lead holds %d agent.claimed (want 1), w1 %d (want 0, at rest)", nl, nw)
 	}
 }
