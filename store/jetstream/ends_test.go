@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -360,7 +361,9 @@ func TestMultiLastReplies(t *testing.T) {
 	srv := embed(t, natsembed.Options{Name: "n1"})
 	nc := connect(t, srv.ClientURL())
 	s := &Store{o: Options{Timeout: 2 * time.Second, Logger: hclog.NewNullLogger()}, nc: nc, hints: map[string]*jetstream.RawStreamMsg{}}
-	answer := "" // what the stand-in answers with
+	var answerMu sync.Mutex
+	answer := "" // what the stand-in answers with; set between requests
+	setAnswer := func(a string) { answerMu.Lock(); answer = a; answerMu.Unlock() }
 	sub, err := nc.Subscribe(directGetSubject, func(m *nats.Msg) {
 		var req struct {
 			MultiLast []string `json:"multi_last"`
@@ -381,7 +384,10 @@ func TestMultiLastReplies(t *testing.T) {
 			r.Header.Set("Status", code)
 			_ = nc.PublishMsg(r)
 		}
-		switch answer {
+		answerMu.Lock()
+		a := answer
+		answerMu.Unlock()
+		switch a {
 		case "two then end":
 			msg(req.MultiLast[0], 7)
 			msg(req.MultiLast[1], 9)
@@ -416,7 +422,7 @@ func TestMultiLastReplies(t *testing.T) {
 		{"not asked", 0, true},
 		{"silence", 0, true},
 	} {
-		answer = c.answer
+		setAnswer(c.answer)
 		if err := nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
@@ -430,7 +436,7 @@ func TestMultiLastReplies(t *testing.T) {
 		}
 	}
 	// Past a failed request, HintEnds asks nothing more.
-	answer = "too many"
+	setAnswer("too many")
 	ids := make([]string, 2*multiLastMax+1)
 	for i := range ids {
 		ids[i] = fmt.Sprint("id", i)
