@@ -203,20 +203,9 @@ func BenchmarkRecoveryJetStream(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("generated %d agents, %d events, %.1f MB in %v", spec.Agents, hs.Events, float64(hs.Bytes)/1e6, time.Since(t0).Round(time.Millisecond))
-	// The fill is setup, not the measure: it runs on a server without
-	// sync-always (the study's default flush), which then stops cleanly
-	// (flushing) and starts again with sync-always on the same files.
-	jsDir := filepath.Join(dir, "nats")
 	t0 = time.Now()
-	srv, st := benchOneServer(b, jsDir, true)
-	if err := importHome(st, gen); err != nil {
-		b.Fatal(err)
-	}
-	_ = st.Close()
-	srv.Shutdown()
-	srv.WaitForShutdown()
+	st := filledServer(b, filepath.Join(dir, "nats"), gen)
 	b.Logf("filled the stream in %v", time.Since(t0).Round(time.Millisecond))
-	_, st = benchOneServer(b, jsDir, false)
 	benchRecoveryModes(b, st, "R1", dir, spec, hs)
 	if os.Getenv("WARREN_BENCH_JS_R3") == "1" {
 		// Three sync-always servers in this process, filled through
@@ -229,6 +218,23 @@ func BenchmarkRecoveryJetStream(b *testing.B) {
 		b.Logf("filled the R3 stream in %v", time.Since(t0).Round(time.Millisecond))
 		benchRecoveryModes(b, st3, "R3", filepath.Join(dir, "r3"), spec, hs)
 	}
+}
+
+// filledServer imports the logs of the home at gen into one server whose
+// files are in jsDir, and returns a store on that server started again
+// with sync-always. The fill is setup, not the measure: it runs without
+// sync-always (the study's default flush), then the server stops cleanly
+// (flushing).
+func filledServer(b *testing.B, jsDir, gen string) store.Store {
+	srv, st := benchOneServer(b, jsDir, true)
+	if err := importHome(st, gen); err != nil {
+		b.Fatal(err)
+	}
+	_ = st.Close()
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	_, st = benchOneServer(b, jsDir, false)
+	return st
 }
 
 // benchRecoveryModes times the recovery of the logs in st in three
@@ -356,15 +362,7 @@ func BenchmarkClusterAtRest(b *testing.B) {
 	if _, err := genHome(faultfs.OS{}, gen, spec); err != nil {
 		b.Fatal(err)
 	}
-	jsDir := filepath.Join(dir, "nats")
-	srv, st := benchOneServer(b, jsDir, true)
-	if err := importHome(st, gen); err != nil {
-		b.Fatal(err)
-	}
-	_ = st.Close()
-	srv.Shutdown()
-	srv.WaitForShutdown()
-	_, st = benchOneServer(b, jsDir, false)
+	st := filledServer(b, filepath.Join(dir, "nats"), gen)
 	c := benchRecoverCore(b, st, filepath.Join(dir, "home"), config.DefaultCheckpointEvery)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

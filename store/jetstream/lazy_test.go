@@ -142,14 +142,22 @@ func TestClaimEagerAfterALapse(t *testing.T) {
 	if err := base.owners.Purge(ctx, store.UserID); err != nil { // the lease lapsed and was swept
 		t.Fatal(err)
 	}
+	claimedAtOpen(t, base, id, "[e1 claimed@n2]", x)
+}
+
+// claimedAtOpen has a new holder, n2, open id: the open must append its
+// claim (the log then holds want), and the earlier holder's next append
+// on old must be refused.
+func claimedAtOpen(t *testing.T, base *Store, id, want string, old store.Log) {
+	t.Helper()
 	h2 := holdUser(t, newStore(t, base.nc, "n2", base.o.Embedded...))
 	var f2 []string
 	h2.openAgent(t, id, &f2)
-	if got := events(t, base, id); got != "[e1 claimed@n2]" {
-		t.Fatalf("after the open the log holds %s, want [e1 claimed@n2]", got)
+	if got := events(t, base, id); got != want {
+		t.Fatalf("after the open the log holds %s, want %s", got, want)
 	}
-	if _, err := x.Append("late", nil); err == nil {
-		t.Fatal("the lapsed holder's append was not refused")
+	if _, err := old.Append("late", nil); err == nil {
+		t.Fatal("the earlier holder's append was not refused")
 	}
 }
 
@@ -193,15 +201,7 @@ func TestClaimEagerOnAnOlderHoldersLog(t *testing.T) {
 	if err := h1.user.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h2 := holdUser(t, newStore(t, base.nc, "n2", base.o.Embedded...))
-	var f2 []string
-	h2.openAgent(t, id, &f2)
-	if got := events(t, base, id); got != "[e0 claimed@n2]" {
-		t.Fatalf("after the open the log holds %s, want [e0 claimed@n2]", got)
-	}
-	if _, err := x.Append("late", nil); err == nil {
-		t.Fatal("the older holder's append was not refused")
-	}
+	claimedAtOpen(t, base, id, "[e0 claimed@n2]", x)
 }
 
 // TestClaimDeferredAcrossCleanHandovers: a log left at rest across
