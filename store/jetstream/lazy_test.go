@@ -56,6 +56,19 @@ func (h holding) openAgent(t *testing.T, id string, folded *[]string) store.Log 
 	return lg
 }
 
+// wroteOne has node hold the USER inbox on base's servers and append
+// event to id's log, which it leaves open.
+func wroteOne(t *testing.T, base *Store, node, id, event string) (holding, store.Log) {
+	t.Helper()
+	h := holdUser(t, newStore(t, base.nc, node, base.o.Embedded...))
+	var folded []string
+	x := h.openAgent(t, id, &folded)
+	if _, err := x.Append(event, nil); err != nil {
+		t.Fatal(err)
+	}
+	return h, x
+}
+
 // events lists the events of id's log as the leader holds it, with the
 // epoch of each agent.claimed.
 func events(t *testing.T, s *Store, id string) string {
@@ -85,12 +98,7 @@ func TestClaimDeferredAfterARelease(t *testing.T) {
 	base := harness().New(t).(*Store)
 	ctx := context.Background()
 	id := storetest.NewID(t)
-	h1 := holdUser(t, newStore(t, base.nc, "n1", base.o.Embedded...))
-	var f1 []string
-	x := h1.openAgent(t, id, &f1)
-	if _, err := x.Append("e1", nil); err != nil {
-		t.Fatal(err)
-	}
+	h1, x := wroteOne(t, base, "n1", id, "e1")
 	_ = x.Close()
 	_ = h1.ulog.Close()
 	if err := h1.user.Release(ctx); err != nil {
@@ -133,12 +141,7 @@ func TestClaimEagerAfterALapse(t *testing.T) {
 	base := harness().New(t).(*Store)
 	ctx := context.Background()
 	id := storetest.NewID(t)
-	h1 := holdUser(t, newStore(t, base.nc, "n1", base.o.Embedded...))
-	var f1 []string
-	x := h1.openAgent(t, id, &f1)
-	if _, err := x.Append("e1", nil); err != nil {
-		t.Fatal(err)
-	}
+	_, x := wroteOne(t, base, "n1", id, "e1")
 	if err := base.owners.Purge(ctx, store.UserID); err != nil { // the lease lapsed and was swept
 		t.Fatal(err)
 	}
@@ -187,12 +190,7 @@ func TestClaimEagerOnAnOlderHoldersLog(t *testing.T) {
 	base := harness().New(t).(*Store)
 	ctx := context.Background()
 	id := storetest.NewID(t)
-	h0 := holdUser(t, newStore(t, base.nc, "n0", base.o.Embedded...))
-	var f0 []string
-	x := h0.openAgent(t, id, &f0)
-	if _, err := x.Append("e0", nil); err != nil {
-		t.Fatal(err)
-	}
+	_, x := wroteOne(t, base, "n0", id, "e0")
 	if err := base.owners.Purge(ctx, store.UserID); err != nil { // h0 paused; its lease lapsed
 		t.Fatal(err)
 	}
@@ -212,12 +210,7 @@ func TestClaimDeferredAcrossCleanHandovers(t *testing.T) {
 	base := harness().New(t).(*Store)
 	ctx := context.Background()
 	id := storetest.NewID(t)
-	h := holdUser(t, newStore(t, base.nc, "n0", base.o.Embedded...))
-	var f []string
-	x := h.openAgent(t, id, &f)
-	if _, err := x.Append("e0", nil); err != nil {
-		t.Fatal(err)
-	}
+	h, x := wroteOne(t, base, "n0", id, "e0")
 	_ = x.Close()
 	for i := 1; i <= cleanEpochsMax+1; i++ {
 		_ = h.ulog.Close()
