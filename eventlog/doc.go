@@ -256,13 +256,12 @@
 // Why: each log is its own group, so 64 agents writing to 64 logs got
 // about 2x the raw fsync rate, against about 20x for 64 writers on one
 // log; through a Syncer they get 5.3-5.5x (BenchmarkAppend64WritersOn64Logs
-// against ...Syncer). The ceiling of this protocol is two flushes per
-// append (the pending file's, then the log's); a syncfs writing back 30-60
-// files costs about four raw fsyncs here, so 64 closed-loop writers top
-// out near 8x. One write-ahead file shared by all logs (one fsync of one
-// file instead of a syncfs of every pending file) measured 11x in a model
-// of the same disk, at the price of a second recovery path; it is not
-// built (docs/DECISIONS.md).
+// against ...Syncer). That is the ceiling of this protocol on this disk:
+// BenchmarkCeiling64On64 runs the same two ordered flushes per append on
+// bare files with a flusher that has no bookkeeping, and reaches 4.5-5.3x
+// in the same run. With the log's flush alone (any design that makes an
+// entry durable in its own log before acknowledging it, a write-ahead file
+// shared by all logs included) it reaches 8-10x (docs/DECISIONS.md).
 //
 // The daemon's store uses a Syncer; the engine's tests open logs without
 // one, so that a fault injected into one file's fsync hits that fsync (a
