@@ -20,9 +20,10 @@ import (
 // works there, and after an attempt that succeeded the worker records its
 // copy as the turn's end snapshot and hands it back on the remote, with a
 // lease on the lease; the daemon brings it home into its worktree and
-// logs it (workspace.snapshot with the worker). An attempt that failed or
-// was cancelled hands back what the agent left too, so the daemon's
-// worktree holds what a local agent's would. A later lease (a retry on
+// logs it (workspace.snapshot with the worker). An attempt that failed,
+// was cancelled or suspended its run hands back what the agent left too
+// (a suspension logs no end snapshot: the turn has not ended), so the
+// daemon's worktree holds what a local agent's would. A later lease (a retry on
 // another worker) makes an earlier attempt's hand-back fail, and its late
 // answer is dropped: an attempt's edits reach the daemon once or never.
 // What a lost worker loses is its attempt's edits, which a re-run would

@@ -118,8 +118,8 @@ type WorkspaceSpec struct {
 // WorkspaceHand is an attempt's hold on the agent's workspace, when the
 // session runs away from it (WorkspaceAway): before the attempt the
 // session's copy takes up Lease, a commit of the workspace on the agents'
-// remote; after the attempt (one that succeeded, failed or was
-// cancelled; not one that suspended its run) it records its copy as a
+// remote; after the attempt (one that succeeded, failed, was cancelled
+// or suspended its run) it records its copy as a
 // snapshot whose message is Message, hands it back on the remote and sets
 // Snapshot to it, with Send's error when the attempt did not succeed.
 type WorkspaceHand struct {

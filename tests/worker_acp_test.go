@@ -77,3 +77,72 @@ func TestACPAgentOnAWorker(t *testing.T) {
 		t.Fatalf("the worker serves no socket for the agent: %v", err)
 	}
 }
+
+// TestWorkspaceSuspendedACPTurnOnAWorkerComesHome: an acp agent with a
+// workspace runs on a worker, writes to its workspace and then suspends
+// its run with await_input through its bridge (the worker's socket for
+// the agent). What it wrote is handed back: the daemon's worktree holds
+// it while the run waits (what the operator inspects before answering),
+// and after the answer and one more turn the workspace is what a local
+// agent's is after the same turns.
+func TestWorkspaceSuspendedACPTurnOnAWorkerComesHome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test starts a daemon and warren worker processes; run without -short")
+	}
+	t.Parallel()
+	run := func(onWorker bool) (waiting, after string) {
+		dir := t.TempDir()
+		bin := fakeACPAgent(t, dir)
+		state := filepath.Join(dir, "acpstate")
+		if err := os.MkdirAll(state, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		repo := gitRepo(t, dir)
+		remote := filepath.Join(dir, "agents.git")
+		runGit(t, dir, "clone", "-q", "--bare", repo, remote)
+		entry := map[string]any{"type": "acp", "command": []string{bin}, "env": map[string]string{"FAKEACP_STATE": state}}
+		if onWorker {
+			entry["worker"] = map[string]any{"remote": remote}
+		}
+		cfg, _ := json.Marshal(map[string]any{"providers": map[string]any{"fake": entry}})
+		f := startFleetOf(t, "fake", 0, 4, string(cfg))
+		f.startWith("w1", 4, f.url, string(cfg))
+		f.waitListed("w1")
+		d := f.d
+		id := str(d.callN("agent.create", map[string]any{"name": "coder", "provider": "fake",
+			"workspace": map[string]any{"repo": repo}})["agent_id"])
+		if placed := strings.Contains(d.Output(), "session placed: agent="+id+" worker=w1"); placed != onWorker {
+			t.Fatalf("the agent placed on w1: %v, want %v\n%s", placed, onWorker, tailString(d.Output(), 4000))
+		}
+		notes := func() string {
+			b, err := os.ReadFile(filepath.Join(d.Home, "workspaces", id, "notes.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		d.callN("agent.send", map[string]any{"agent_id": id, "message": "@append notes.md first"})
+		res := d.callN("agent.send", map[string]any{"agent_id": id, "message": "@append notes.md begun\n" +
+			`@tool await_input {"kind":"approval","prompt":"go on?","timeout":3600}`})
+		token, _ := res["token"].(string)
+		if res["status"] != "suspended" || token == "" {
+			t.Fatalf("turn: %v, want it suspended on the bridge's await_input", res)
+		}
+		waiting = notes()
+		res = d.callN("agent.resume", map[string]any{"agent_id": id, "token": token, "response": "yes"})
+		if r := str(res["response"]); !strings.Contains(r, "tool await_input ->") || !strings.Contains(r, "yes") {
+			t.Fatalf("the run after the answer: %v, want await_input to return the operator's yes", res)
+		}
+		d.callN("agent.send", map[string]any{"agent_id": id, "message": "@append notes.md last"})
+		return waiting, notes()
+	}
+	awayWaiting, awayAfter := run(true)
+	localWaiting, localAfter := run(false)
+	if want := "# notes\nfirst\nbegun\n"; localWaiting != want || awayWaiting != want {
+		t.Fatalf("while the run waits the daemon's worktree holds:\n%s\nwant what the agent wrote before it asked:\n%s(a local agent's holds:\n%s)",
+			awayWaiting, want, localWaiting)
+	}
+	if awayAfter != localAfter {
+		t.Fatalf("after the answer and a turn on the worker the worktree holds:\n%s\nwant what a local agent's holds:\n%s", awayAfter, localAfter)
+	}
+}

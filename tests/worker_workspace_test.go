@@ -15,11 +15,12 @@ import (
 
 // workScript works in its workspace: for a message "wait PATH" it
 // writes a first line to notes.md, then waits until PATH exists, then
-// writes a second; for any other message both lines at once. It answers
-// with its working directory.
+// writes a second; for "ask" it writes the first line, asks the operator
+// (await_input) and writes the answer; for any other message both lines
+// at once. It answers with its working directory.
 const workScript = `import os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from warren_script import read_turn, done
+from warren_script import read_turn, call_tool, done
 while True:
     msg = read_turn()
     with open("notes.md", "a") as f:
@@ -29,6 +30,10 @@ while True:
             time.sleep(0.02)
     if msg == "fail":
         sys.exit(3)
+    if msg == "ask":
+        r = call_tool("await_input", kind="approval", prompt="go on?", timeout=3600)
+        with open("notes.md", "a") as f:
+            f.write("answered: %s\n" % r.get("response"))
     with open("notes.md", "a") as f:
         f.write("done: %s\n" % msg)
     done(os.getcwd())
@@ -231,6 +236,46 @@ func TestWorkspaceCancelledTurnOnAWorkerComesHome(t *testing.T) {
 	}
 	if commits, workers := f.endSnapshots(t); len(commits) != 4 || workers[3] != "w1" {
 		t.Fatalf("end snapshots %v taken by %v; want the failed turn's taken by w1", commits, workers)
+	}
+}
+
+// TestWorkspaceSuspendedTurnOnAWorkerComesHome: a turn on a worker that
+// writes to its workspace and then suspends its run (await_input) hands
+// what it wrote back: the daemon's worktree holds it while the run waits,
+// and the run, resumed on the worker, goes on from it, so the workspace
+// ends as a local agent's does (the same script, the same messages, on
+// the daemon's machine).
+func TestWorkspaceSuspendedTurnOnAWorkerComesHome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test starts a daemon and a warren worker process; run without -short")
+	}
+	t.Parallel()
+	run := func(f *awayFleet) (waiting, after string) {
+		t.Helper()
+		f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "first"})
+		res := f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "ask"})
+		if res["status"] != "suspended" {
+			t.Fatalf("the asking turn answered %v, want its run suspended", res)
+		}
+		waiting = f.notes(t)
+		f.d.callN("agent.resume", map[string]any{"agent_id": f.agent, "token": res["token"], "response": "yes"})
+		f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "last"})
+		return waiting, f.notes(t)
+	}
+	away := startAwayFleet(t, 1)
+	awayWaiting, awayAfter := run(away)
+	local := newAwayFleet(t, 1, false)
+	local.create(t)
+	localWaiting, localAfter := run(local)
+	if want := "# notes\nbegun: first\ndone: first\nbegun: ask\n"; awayWaiting != want || localWaiting != want {
+		t.Fatalf("while the run waits the daemon's worktree holds:\n%s\nwant what the agent wrote before it asked (a local agent's holds:\n%s)", awayWaiting, localWaiting)
+	}
+	if awayAfter != localAfter || !strings.Contains(awayAfter, "answered: yes\n") {
+		t.Fatalf("after the resumed run and a turn on the worker the worktree holds:\n%s\nwant what a local agent's holds:\n%s", awayAfter, localAfter)
+	}
+	_, workers := away.endSnapshots(t)
+	if len(workers) == 0 || workers[len(workers)-1] != "w1" {
+		t.Fatalf("end snapshots taken by %v; want the last turn's taken by w1", workers)
 	}
 }
 

@@ -179,7 +179,7 @@ func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 	resp, snapshot, err := w.runTurn(actx, s, t, &req)
 	s.mu.Unlock()
 	if serr := t.suspendedBy(); serr != nil {
-		resp, snapshot, err = "", "", serr
+		resp, err = "", serr // what the agent left is handed back all the same
 	}
 	chunks, usages := t.counts()
 	wire := remote.Wire(err)
@@ -192,10 +192,11 @@ func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 
 // runTurn runs attempt t of session s: in the copy of the agent's
 // workspace when the attempt hands one over (taken up first, handed back
-// when the agent's turn ends: snapshot). After a turn that failed or was
-// cancelled the copy is handed back all the same, for at most
-// handBackFor: the daemon's worktree gets what the agent left, as a
-// local agent's keeps it; a suspended run's is not.
+// when the agent's turn ends: snapshot). After a turn that failed, was
+// cancelled or suspended its run (await_input, a budget) the copy is
+// handed back all the same, for at most handBackFor: the daemon's
+// worktree gets what the agent left, as a local agent's keeps it, and a
+// suspended run resumes from it.
 func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.SendRequest) (resp, snapshot string, err error) {
 	if h := req.Workspace; h != nil {
 		if s.away == nil {
@@ -212,8 +213,11 @@ func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.S
 	w.setTurn(s.agent, t)
 	resp, err = s.sess.Send(ctx, req.Prompt, provider.TurnIO{Tools: t, OnChunk: t.chunk, OnUsage: t.usage, BeforeRequest: func() error { return t.gate(ctx) }})
 	w.setTurn(s.agent, nil)
-	if req.Workspace == nil || t.suspendedBy() != nil {
+	if req.Workspace == nil {
 		return resp, "", err
+	}
+	if serr := t.suspendedBy(); serr != nil && err == nil {
+		err = serr // the provider answered before the suspension reached it
 	}
 	// Handed back under a context of its own: a cancel that arrives
 	// meanwhile does not cut it short, the daemon's wait for it does.

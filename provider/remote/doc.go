@@ -73,9 +73,8 @@
 // {workspace: {remote, lease, branch, message}}: the worker takes up that
 // attempt's lease before the turn and, when the agent's turn ends, hands
 // its copy back and answers {response, snapshot}: after a turn that
-// failed or was cancelled too ({error, snapshot}; the daemon waits
-// HandBackWait past its cancel for that answer), not after one that
-// suspended its run. A take-up, or the hand-back of a turn that
+// failed, was cancelled or suspended its run too ({error, snapshot}; the
+// daemon waits HandBackWait past its cancel for that answer). A take-up, or the hand-back of a turn that
 // succeeded, that fails is a transient error: the daemon tries the turn
 // again on a new lease. Meanwhile it publishes the turn's chunks
 // (each with a sequence number) and usage, and requests each tool call and

@@ -274,8 +274,8 @@ type SendRequest struct {
 	Attempt string `json:"attempt"`
 	Prompt  string `json:"prompt"`
 	// Workspace: the attempt takes up the lease first and, when the
-	// agent's turn ends (succeeded, failed or cancelled; not suspended),
-	// hands its copy back (SendReply.Snapshot).
+	// agent's turn ends (succeeded, failed, cancelled or suspended its
+	// run), hands its copy back (SendReply.Snapshot).
 	Workspace *Hand `json:"workspace,omitempty"`
 }
 

@@ -40,6 +40,8 @@
 //	@flood N             stream N one-byte chunks
 //	@bigtext N SIZE      stream N bytes of text in chunks of SIZE bytes
 //	@fs                  send fs/read_text_file and report the answer
+//	@append FILE TEXT    append TEXT and a newline to FILE (relative to the
+//	                     process's working directory: its workspace)
 //
 // warren's system prompt at the head of a first prompt (up to
 // acp.PreambleEnd) is skipped. Without directives the answer is "turn N: PROMPT", N counting the
@@ -411,14 +413,8 @@ func (a *agent) directive(id json.RawMessage, sid, verb, arg string, cancel chan
 		out(a.callTool(sid, name, args))
 	case "permission":
 		a.askPermission(sid, arg, out)
-	case "codexfail":
-		// codex-acp's report of a failed model request (codexerr.go).
-		a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
-			"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "systemError"}}}})
-		out(arg + "\n\n")
-	case "codexactive":
-		a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
-			"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "active", "activeFlags": []any{}}}}})
+	case "codexfail", "codexactive":
+		a.codexStatus(sid, verb, arg, out)
 	case "permission-as":
 		shape, rest, _ := strings.Cut(arg, " ")
 		a.askPermissionAs(sid, shape, rest, out)
@@ -453,8 +449,34 @@ func (a *agent) directive(id json.RawMessage, sid, verb, arg string, cancel chan
 	case "fs":
 		r := a.request("fs/read_text_file", map[string]any{"sessionId": sid, "path": "/etc/hostname"})
 		out("fs answer: " + string(r.Error))
+	case "append":
+		file, text, _ := strings.Cut(arg, " ")
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err == nil {
+			_, err = f.WriteString(text + "\n")
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			out("append failed: " + err.Error())
+		}
 	}
 	return false
+}
+
+// codexStatus is codex-acp's threadStatus: for codexfail its report of a
+// failed model request (codexerr.go), then arg; for codexactive a
+// recovery.
+func (a *agent) codexStatus(sid, verb, arg string, out func(string)) {
+	if verb == "codexactive" {
+		a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
+			"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "active", "activeFlags": []any{}}}}})
+		return
+	}
+	a.update(sid, map[string]any{"sessionUpdate": "session_info_update",
+		"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "systemError"}}}})
+	out(arg + "\n\n")
 }
 
 func (a *agent) askPermission(sid, title string, out func(string)) bool {
