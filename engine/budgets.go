@@ -116,11 +116,12 @@ func (c *Core) resumeBudgetWaits(id string) {
 			continue
 		}
 		tokenID := ws.Run.Wait.TokenID
-		go func() {
+		// Tracked work: a stop waits for it, and none starts after.
+		c.goBackground(func() {
 			if _, err := c.ResumeWith(c.ctx, d, ResumeOptions{TokenID: tokenID, Response: "budget raised"}); err != nil {
 				c.log.Warn("resuming a run after its budget was raised", "agent", d, "err", err)
 			}
-		}()
+		})
 	}
 }
 

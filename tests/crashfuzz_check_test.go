@@ -220,6 +220,14 @@ func fmtEntries(es []cfEntry) string {
 // checkAll checks every invariant at a quiescent point and advances the
 // oracle.
 func (w *cfWorld) checkAll() error {
+	// Whether the core stayed at rest while it was read: idle before the
+	// snapshot, and no change signalled until the checks end.
+	var changed <-chan struct{}
+	idle := false
+	if w.core != nil {
+		changed = w.core.WaitChange()
+		idle = w.core.Idle()
+	}
 	snap, err := snapshotCore(w.core, w.mem)
 	if err != nil {
 		return w.failf("%v", err)
@@ -348,7 +356,13 @@ func (w *cfWorld) checkAll() error {
 		// Whether the core was at rest, and whether what failed still
 		// fails once it is again (a race of the check with work it did
 		// not wait for), say which side the fault is on.
-		idle := w.core != nil && w.core.Idle()
+		if idle {
+			select {
+			case <-changed:
+				idle = false
+			default:
+			}
+		}
 		again := "not checked"
 		if w.core != nil && w.drain() == nil {
 			if s2, err := snapshotCore(w.core, w.mem); err == nil {
@@ -360,13 +374,20 @@ func (w *cfWorld) checkAll() error {
 						differ = append(differ, fmt.Sprintf("%s inbox %v, log %v", a.Name, a.Pending, f.pending))
 					}
 				}
+				for _, d := range s2.Dirs {
+					if f, _ := checkLog(agentLogPath(d), s2.Logs[agentLogPath(d)]); !f.created {
+						differ = append(differ, "directory "+d+" still has no agent.created")
+					}
+				}
 				if len(differ) > 0 {
 					sort.Strings(differ)
 					again = "still differ: " + strings.Join(differ, "; ")
+				} else {
+					again += ", every agent directory holds its agent.created"
 				}
 			}
 		}
-		return w.failf("invariants violated (core idle at the check: %v; after waiting again: %s):\n  %s", idle, again, strings.Join(bad, "\n  "))
+		return w.failf("invariants violated (core at rest through the check: %v; after waiting again: %s):\n  %s", idle, again, strings.Join(bad, "\n  "))
 	}
 	for _, a := range snap.Agents {
 		w.cov["status "+a.Status]++
