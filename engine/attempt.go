@@ -66,7 +66,7 @@ func (c *Core) attempts(ctx context.Context, a *agent, req TurnRequest, t turnPl
 		if inject := sess.Inject(); inject != nil {
 			prompt = history.Block(*inject, req.Prompt, history.BlockOptions{})
 		}
-		io := provider.TurnIO{OnChunk: onChunk, OnUsage: onUsage, BeforeRequest: func() error { return c.budgetGate(a, t) }}
+		io := provider.TurnIO{OnChunk: onChunk, OnUsage: onUsage}
 		worker, remote, away := sess.Away()
 		if away {
 			hand, err := c.handOut(ctx, a, t, attempt, remote)
@@ -126,6 +126,11 @@ func (c *Core) sendOnce(ctx context.Context, a *agent, sess turnSession, prompt 
 	io provider.TurnIO) (resp string, timedOut, drainFailed bool, err error) {
 	tools := c.newRunTools(a, t.RunID, t.Turn)
 	io.Tools = tools
+	io.BeforeRequest = func() error {
+		err := c.budgetGate(a, t)
+		tools.noteSuspended(err)
+		return err
+	}
 	// A call made with the agent's credential that suspends the run ends
 	// the attempt through suspend.
 	sctx, suspend := context.WithCancelCause(ctx)
@@ -142,6 +147,8 @@ func (c *Core) sendOnce(ctx context.Context, a *agent, sess turnSession, prompt 
 	a.setTurnTools(t.RunID, nil)
 	if serr := tools.Door.Close(); serr != nil {
 		err = serr
+	} else if serr := tools.suspendedBy(); serr != nil {
+		resp, err = "", serr
 	}
 	acancel()
 	suspend(nil)

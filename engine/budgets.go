@@ -116,12 +116,15 @@ func (c *Core) resumeBudgetWaits(id string) {
 			continue
 		}
 		tokenID := ws.Run.Wait.TokenID
-		// Tracked work: a stop waits for it, and none starts after.
-		c.goBackground(func() {
+		// Tracked work: a stop waits for it, and none starts after (the
+		// run stays waiting; the next start resumes it, as recovery does).
+		if !c.goBackground(func() {
 			if _, err := c.ResumeWith(c.ctx, d, ResumeOptions{TokenID: tokenID, Response: "budget raised"}); err != nil {
 				c.log.Warn("resuming a run after its budget was raised", "agent", d, "err", err)
 			}
-		})
+		}) {
+			c.log.Warn("the daemon is stopping: a run whose budget was raised stays waiting", "agent", d, "token_id", tokenID)
+		}
 	}
 }
 

@@ -84,6 +84,10 @@ type toolAttempt struct {
 	// order of tool.call entries agree when calls also arrive over the
 	// socket.
 	serial sync.Mutex
+	// suspended is the error of a call or budget gate that suspended the
+	// run (provider.ErrRunSuspended): the attempt's outcome whatever the
+	// provider answers after it (see suspendedBy).
+	suspended error
 }
 
 var (
@@ -134,7 +138,32 @@ func (t *toolAttempt) callOne(ctx context.Context, tool string, args map[string]
 		}
 		return answer, nil
 	}
-	return t.c.callTool(ctx, t.self, tool, args, pos, t.calls)
+	res, err := t.c.callTool(ctx, t.self, tool, args, pos, t.calls)
+	t.noteSuspended(err)
+	return res, err
+}
+
+// noteSuspended records err if it suspended the run.
+func (t *toolAttempt) noteSuspended(err error) {
+	if !errors.Is(err, provider.ErrRunSuspended) {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.suspended == nil {
+		t.suspended = err
+	}
+}
+
+// suspendedBy is the error of the call or gate that suspended the run, if
+// any. The run's wait is logged by then, so the attempt ends suspended
+// even when the provider answers otherwise: a session on a worker whose
+// answer comes after the attempt's context ended (a cancel or the turn
+// timeout during the worker's hand-back), or a worker that stopped.
+func (t *toolAttempt) suspendedBy() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.suspended
 }
 
 // answerRecorded answers call idx from its record.

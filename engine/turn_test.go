@@ -489,6 +489,52 @@ func TestSuspensionByACredentialCallEndsTheAttempt(t *testing.T) {
 	}
 }
 
+// A run suspended by a call of its turn stays suspended whatever the
+// provider answers after it: a session on a worker whose answer comes as
+// an error (its worker stopped during the hand-back: transient), after
+// the attempt's context ended (canceled), or as if the turn completed.
+// The wait is logged by then; the turn is neither retried, nor cancelled,
+// nor completed.
+func TestSuspensionStandsWhateverTheProviderAnswers(t *testing.T) {
+	answers := map[string]func(ctx context.Context) (string, error){
+		"transient": func(context.Context) (string, error) {
+			return "", provider.Transient(errors.New("worker w1 is stopping"), 0)
+		},
+		"canceled": func(context.Context) (string, error) { return "", context.Canceled },
+		"ok":       func(context.Context) (string, error) { return "done", nil },
+	}
+	for name, answer := range answers {
+		t.Run(name, func(t *testing.T) {
+			p := &funcProv{send: func(ctx context.Context, _, _ string, io provider.TurnIO) (string, error) {
+				_, err := io.Tools.CallTool(ctx, "await_input", map[string]any{"kind": "approval", "prompt": "ok?", "timeout": 3600})
+				if !errors.Is(err, provider.ErrRunSuspended) {
+					return "", fmt.Errorf("await_input answered %v, want the run suspended", err)
+				}
+				return answer(ctx)
+			}}
+			h := newHarness(t, func(h *harness) { h.extra = map[string]provider.Provider{"fn": p} })
+			id := h.createOn("w", "fn")
+			before := len(h.entries(id))
+			res := h.send(id, "go")
+			if res.Status != session.StatusSuspended || res.Err != nil || res.Response != "" || res.Token == "" {
+				t.Fatalf("result %+v; want the run suspended, the provider's answer dropped", res)
+			}
+			waits := 0
+			for _, ev := range h.eventsSince(id, before) {
+				switch ev {
+				case schema.RunWaiting:
+					waits++
+				case schema.TurnComplete, schema.TurnFailed, schema.TurnCancelled, schema.TurnRetry:
+					t.Fatalf("the suspended turn logged %v", h.eventsSince(id, before))
+				}
+			}
+			if waits != 1 {
+				t.Fatalf("%d run.waiting in %v, want 1", waits, h.eventsSince(id, before))
+			}
+		})
+	}
+}
+
 // The history block a fresh session must carry goes with the first prompt
 // that succeeds: an attempt that fails keeps it for the next, and the
 // prompt after a success is the message alone.

@@ -217,20 +217,11 @@ func fmtEntries(es []cfEntry) string {
 	return b.String()
 }
 
-// checkAll checks every invariant at a quiescent point and advances the
-// oracle.
-func (w *cfWorld) checkAll() error {
-	// Whether the core stayed at rest while it was read: idle before the
-	// snapshot, and no change signalled until the checks end.
-	var changed <-chan struct{}
-	idle := false
-	if w.core != nil {
-		changed = w.core.WaitChange()
-		idle = w.core.Idle()
-	}
+// checkNow snapshots the core and returns what violates an invariant.
+func (w *cfWorld) checkNow() (*cfSnap, []string, error) {
 	snap, err := snapshotCore(w.core, w.mem)
 	if err != nil {
-		return w.failf("%v", err)
+		return nil, nil, err
 	}
 	var bad []string
 	facts := map[string]logFacts{}
@@ -351,43 +342,38 @@ func (w *cfWorld) checkAll() error {
 			}
 		}
 	}
+	return snap, bad, nil
+}
+
+// checkAll checks every invariant at a quiescent point and advances the
+// oracle. The core is drained before (step), but work a timer of the core
+// starts (a wait's deadline sweep and the re-run it makes, a healed log's
+// owed end) is not covered by its Idle: a check may read a creation
+// half-way or a message between its log and its inbox. So a violation is
+// read again once the core is at rest, and only one that is still there
+// fails; one that is gone is counted ("check raced background work") and
+// logged.
+func (w *cfWorld) checkAll() error {
+	snap, bad, err := w.checkNow()
+	if err != nil {
+		return w.failf("%v", err)
+	}
+	if len(bad) > 0 && w.core != nil {
+		first := bad
+		if err := w.drain(); err != nil {
+			return err
+		}
+		if snap, bad, err = w.checkNow(); err != nil {
+			return w.failf("%v", err)
+		}
+		if len(bad) == 0 {
+			w.cov["check raced background work"]++
+			w.logf("  a check raced the core's background work; at rest it holds (first read: %s)", strings.Join(first, "; "))
+		}
+	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		// Whether the core was at rest, and whether what failed still
-		// fails once it is again (a race of the check with work it did
-		// not wait for), say which side the fault is on.
-		if idle {
-			select {
-			case <-changed:
-				idle = false
-			default:
-			}
-		}
-		again := "not checked"
-		if w.core != nil && w.drain() == nil {
-			if s2, err := snapshotCore(w.core, w.mem); err == nil {
-				again = "inboxes agree with the logs"
-				var differ []string
-				for id, a := range s2.Agents {
-					f, _ := checkLog(agentLogPath(id), s2.Logs[agentLogPath(id)])
-					if !reflect.DeepEqual(nonNilS(f.pending), nonNilS(a.Pending)) {
-						differ = append(differ, fmt.Sprintf("%s inbox %v, log %v", a.Name, a.Pending, f.pending))
-					}
-				}
-				for _, d := range s2.Dirs {
-					if f, _ := checkLog(agentLogPath(d), s2.Logs[agentLogPath(d)]); !f.created {
-						differ = append(differ, "directory "+d+" still has no agent.created")
-					}
-				}
-				if len(differ) > 0 {
-					sort.Strings(differ)
-					again = "still differ: " + strings.Join(differ, "; ")
-				} else {
-					again += ", every agent directory holds its agent.created"
-				}
-			}
-		}
-		return w.failf("invariants violated (core at rest through the check: %v; after waiting again: %s):\n  %s", idle, again, strings.Join(bad, "\n  "))
+		return w.failf("invariants violated (read twice, the second time at rest):\n  %s", strings.Join(bad, "\n  "))
 	}
 	for _, a := range snap.Agents {
 		w.cov["status "+a.Status]++

@@ -365,13 +365,6 @@ func (w *cfWorld) step(desc string, plan cfCrash, op func() error) error {
 		if err := w.crashRecover(plan); err != nil {
 			return err
 		}
-		// The recovered core's background work (re-runs, wake and
-		// bootstrap turns, the spawns they make) settles before the
-		// checks, which hold at rest: a creation caught half-way or a
-		// message between two logs is work in progress, not a fault.
-		if err := w.drain(); err != nil {
-			return err
-		}
 	}
 	return w.checkAll()
 }

@@ -83,8 +83,8 @@ func TestACPAgentOnAWorker(t *testing.T) {
 // its run with await_input through its bridge (the worker's socket for
 // the agent). What it wrote is handed back: the daemon's worktree holds
 // it while the run waits (what the operator inspects before answering),
-// and after the answer and one more turn the workspace is what a local
-// agent's is after the same turns.
+// and the answer with keep_workspace re-runs the run on it: after one more
+// turn the workspace is what a local agent's is after the same turns.
 func TestWorkspaceSuspendedACPTurnOnAWorkerComesHome(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: this test starts a daemon and warren worker processes; run without -short")
@@ -129,7 +129,7 @@ func TestWorkspaceSuspendedACPTurnOnAWorkerComesHome(t *testing.T) {
 			t.Fatalf("turn: %v, want it suspended on the bridge's await_input", res)
 		}
 		waiting = notes()
-		res = d.callN("agent.resume", map[string]any{"agent_id": id, "token": token, "response": "yes"})
+		res = d.callN("agent.resume", map[string]any{"agent_id": id, "token": token, "response": "yes", "keep_workspace": true})
 		if r := str(res["response"]); !strings.Contains(r, "tool await_input ->") || !strings.Contains(r, "yes") {
 			t.Fatalf("the run after the answer: %v, want await_input to return the operator's yes", res)
 		}
@@ -142,7 +142,7 @@ func TestWorkspaceSuspendedACPTurnOnAWorkerComesHome(t *testing.T) {
 		t.Fatalf("while the run waits the daemon's worktree holds:\n%s\nwant what the agent wrote before it asked:\n%s(a local agent's holds:\n%s)",
 			awayWaiting, want, localWaiting)
 	}
-	if awayAfter != localAfter {
-		t.Fatalf("after the answer and a turn on the worker the worktree holds:\n%s\nwant what a local agent's holds:\n%s", awayAfter, localAfter)
+	if want := "# notes\nfirst\nbegun\nbegun\nlast\n"; localAfter != want || awayAfter != want {
+		t.Fatalf("after the answer and a turn on the worker the worktree holds:\n%s\nwant (the re-run's line after the first attempt's):\n%s(a local agent's holds:\n%s)", awayAfter, want, localAfter)
 	}
 }

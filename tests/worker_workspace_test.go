@@ -16,11 +16,12 @@ import (
 // workScript works in its workspace: for a message "wait PATH" it
 // writes a first line to notes.md, then waits until PATH exists, then
 // writes a second; for "ask" it writes the first line, asks the operator
-// (await_input) and writes the answer; for any other message both lines
-// at once. It answers with its working directory.
+// (await_input, over the socket: on a worker, the worker's socket for the
+// agent) and writes the answer; for any other message both lines at once.
+// It answers with its working directory.
 const workScript = `import os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from warren_script import read_turn, call_tool, done
+from warren_script import read_turn, call_tool_socket, done
 while True:
     msg = read_turn()
     with open("notes.md", "a") as f:
@@ -30,8 +31,8 @@ while True:
             time.sleep(0.02)
     if msg == "fail":
         sys.exit(3)
-    if msg == "ask":
-        r = call_tool("await_input", kind="approval", prompt="go on?", timeout=3600)
+    if msg.split("\n", 1)[0] == "ask":
+        r = call_tool_socket("await_input", kind="approval", prompt="go on?", timeout=3600)
         with open("notes.md", "a") as f:
             f.write("answered: %s\n" % r.get("response"))
     with open("notes.md", "a") as f:
@@ -240,11 +241,12 @@ func TestWorkspaceCancelledTurnOnAWorkerComesHome(t *testing.T) {
 }
 
 // TestWorkspaceSuspendedTurnOnAWorkerComesHome: a turn on a worker that
-// writes to its workspace and then suspends its run (await_input) hands
-// what it wrote back: the daemon's worktree holds it while the run waits,
-// and the run, resumed on the worker, goes on from it, so the workspace
-// ends as a local agent's does (the same script, the same messages, on
-// the daemon's machine).
+// writes to its workspace and then suspends its run (await_input through
+// the worker's socket for the agent) hands what it wrote back: the
+// daemon's worktree holds it while the run waits, and the answer with
+// keep_workspace re-runs the run on it, so the workspace ends as a local
+// agent's does (the same script, the same messages, on the daemon's
+// machine): with the first attempt's line and the re-run's.
 func TestWorkspaceSuspendedTurnOnAWorkerComesHome(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: this test starts a daemon and a warren worker process; run without -short")
@@ -258,7 +260,7 @@ func TestWorkspaceSuspendedTurnOnAWorkerComesHome(t *testing.T) {
 			t.Fatalf("the asking turn answered %v, want its run suspended", res)
 		}
 		waiting = f.notes(t)
-		f.d.callN("agent.resume", map[string]any{"agent_id": f.agent, "token": res["token"], "response": "yes"})
+		f.d.callN("agent.resume", map[string]any{"agent_id": f.agent, "token": res["token"], "response": "yes", "keep_workspace": true})
 		f.d.callN("agent.send", map[string]any{"agent_id": f.agent, "message": "last"})
 		return waiting, f.notes(t)
 	}
@@ -270,8 +272,10 @@ func TestWorkspaceSuspendedTurnOnAWorkerComesHome(t *testing.T) {
 	if want := "# notes\nbegun: first\ndone: first\nbegun: ask\n"; awayWaiting != want || localWaiting != want {
 		t.Fatalf("while the run waits the daemon's worktree holds:\n%s\nwant what the agent wrote before it asked (a local agent's holds:\n%s)", awayWaiting, localWaiting)
 	}
-	if awayAfter != localAfter || !strings.Contains(awayAfter, "answered: yes\n") {
-		t.Fatalf("after the resumed run and a turn on the worker the worktree holds:\n%s\nwant what a local agent's holds:\n%s", awayAfter, localAfter)
+	// Both attempts' lines: the first attempt's came home, and the re-run
+	// (its prompt says it runs on those files) added its own.
+	if awayAfter != localAfter || strings.Count(awayAfter, "begun: ask") != 2 || !strings.Contains(awayAfter, "answered: yes\n") {
+		t.Fatalf("after the resumed run and a turn on the worker the worktree holds:\n%s\nwant what a local agent's holds, both attempts' lines and the answer:\n%s", awayAfter, localAfter)
 	}
 	_, workers := away.endSnapshots(t)
 	if len(workers) == 0 || workers[len(workers)-1] != "w1" {

@@ -195,8 +195,7 @@ func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 // when the agent's turn ends: snapshot). After a turn that failed, was
 // cancelled or suspended its run (await_input, a budget) the copy is
 // handed back all the same, for at most handBackFor: the daemon's
-// worktree gets what the agent left, as a local agent's keeps it, and a
-// suspended run resumes from it.
+// worktree gets what the agent left, as a local agent's keeps it.
 func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.SendRequest) (resp, snapshot string, err error) {
 	if h := req.Workspace; h != nil {
 		if s.away == nil {
