@@ -278,12 +278,23 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 	}
 	s := a.WaitState()
 	if s.Turn != nil {
+		runID := s.Turn.RunID
 		s.Turn.Cancel()
 		select {
 		case <-s.Turn.Done:
-			return a.OwedErr()
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		if err := a.OwedErr(); err != nil {
+			return err
+		}
+		// The turn may have suspended its run before the cancel reached
+		// it (its await_input came first, or a worker answered the turn
+		// after its hand-back): the wait it left is what there is to
+		// cancel now, once the turn has let the agent go.
+		c.settle(ctx, a, runID)
+		if s = a.WaitState(); s.Turn != nil || !s.LiveWait || s.Run.RunID != runID {
+			return nil
 		}
 	}
 	run := s.Run

@@ -489,12 +489,12 @@ func TestSuspensionByACredentialCallEndsTheAttempt(t *testing.T) {
 	}
 }
 
-// A run suspended by a call of its turn stays suspended whatever the
-// provider answers after it: a session on a worker whose answer comes as
-// an error (its worker stopped during the hand-back: transient), after
-// the attempt's context ended (canceled), or as if the turn completed.
-// The wait is logged by then; the turn is neither retried, nor cancelled,
-// nor completed.
+// A run suspended by a call or the budget gate of its turn stays
+// suspended whatever the provider answers after it: a session on a worker
+// whose answer comes as an error (its worker stopped during the
+// hand-back: transient), after the attempt's context ended (canceled),
+// or as if the turn completed. The wait is logged by then; the turn is
+// neither retried, nor cancelled, nor completed.
 func TestSuspensionStandsWhateverTheProviderAnswers(t *testing.T) {
 	answers := map[string]func(ctx context.Context) (string, error){
 		"transient": func(context.Context) (string, error) {
@@ -503,35 +503,99 @@ func TestSuspensionStandsWhateverTheProviderAnswers(t *testing.T) {
 		"canceled": func(context.Context) (string, error) { return "", context.Canceled },
 		"ok":       func(context.Context) (string, error) { return "done", nil },
 	}
-	for name, answer := range answers {
-		t.Run(name, func(t *testing.T) {
-			p := &funcProv{send: func(ctx context.Context, _, _ string, io provider.TurnIO) (string, error) {
-				_, err := io.Tools.CallTool(ctx, "await_input", map[string]any{"kind": "approval", "prompt": "ok?", "timeout": 3600})
-				if !errors.Is(err, provider.ErrRunSuspended) {
-					return "", fmt.Errorf("await_input answered %v, want the run suspended", err)
+	for _, by := range []string{"await_input", "budget"} {
+		for name, answer := range answers {
+			t.Run(by+"/"+name, func(t *testing.T) {
+				p := &funcProv{send: func(ctx context.Context, _, _ string, io provider.TurnIO) (string, error) {
+					var err error
+					if by == "budget" {
+						// A first request that spends the budget, then the
+						// gate before the second.
+						if err = io.BeforeRequest(); err != nil {
+							return "", fmt.Errorf("the first request was refused: %w", err)
+						}
+						io.OnUsage(provider.Usage{InputTokens: 200})
+						err = io.BeforeRequest()
+					} else {
+						_, err = io.Tools.CallTool(ctx, "await_input", map[string]any{"kind": "approval", "prompt": "ok?", "timeout": 3600})
+					}
+					if !errors.Is(err, provider.ErrRunSuspended) {
+						return "", fmt.Errorf("%s answered %v, want the run suspended", by, err)
+					}
+					return answer(ctx)
+				}}
+				h := newHarness(t, func(h *harness) { h.extra = map[string]provider.Provider{"fn": p} })
+				spec := CreateSpec{Name: "w", Provider: "fn", Model: "m"}
+				if by == "budget" {
+					tokens := int64(100)
+					spec.Budget = &schema.BudgetSetData{Tokens: &tokens}
 				}
-				return answer(ctx)
-			}}
-			h := newHarness(t, func(h *harness) { h.extra = map[string]provider.Provider{"fn": p} })
-			id := h.createOn("w", "fn")
-			before := len(h.entries(id))
-			res := h.send(id, "go")
-			if res.Status != session.StatusSuspended || res.Err != nil || res.Response != "" || res.Token == "" {
-				t.Fatalf("result %+v; want the run suspended, the provider's answer dropped", res)
-			}
-			waits := 0
-			for _, ev := range h.eventsSince(id, before) {
-				switch ev {
-				case schema.RunWaiting:
-					waits++
-				case schema.TurnComplete, schema.TurnFailed, schema.TurnCancelled, schema.TurnRetry:
-					t.Fatalf("the suspended turn logged %v", h.eventsSince(id, before))
+				id, err := h.c.CreateAgent(context.Background(), spec)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if waits != 1 {
-				t.Fatalf("%d run.waiting in %v, want 1", waits, h.eventsSince(id, before))
-			}
-		})
+				before := len(h.entries(id))
+				res := h.send(id, "go")
+				if res.Status != session.StatusSuspended || res.Err != nil || res.Response != "" || res.Token == "" {
+					t.Fatalf("result %+v; want the run suspended, the provider's answer dropped", res)
+				}
+				waits := 0
+				for _, ev := range h.eventsSince(id, before) {
+					switch ev {
+					case schema.RunWaiting:
+						waits++
+					case schema.TurnComplete, schema.TurnFailed, schema.TurnCancelled, schema.TurnRetry:
+						t.Fatalf("the suspended turn logged %v", h.eventsSince(id, before))
+					}
+				}
+				if waits != 1 {
+					t.Fatalf("%d run.waiting in %v, want 1", waits, h.eventsSince(id, before))
+				}
+			})
+		}
+	}
+}
+
+// TestCancelRacingASuspensionCancelsTheWait: an operator's cancel reaches
+// a turn after its await_input suspended the run and before the provider
+// answered (on a worker: during the hand-back). The turn ends suspended,
+// and the cancel goes on to cancel the wait it left: the agent is idle,
+// the token revoked, the run ended by turn.cancelled, as the operator
+// asked.
+func TestCancelRacingASuspensionCancelsTheWait(t *testing.T) {
+	suspended := make(chan struct{})
+	p := &funcProv{send: func(ctx context.Context, _, _ string, io provider.TurnIO) (string, error) {
+		if _, err := io.Tools.CallTool(ctx, "await_input", map[string]any{"kind": "approval", "prompt": "ok?", "timeout": 3600}); !errors.Is(err, provider.ErrRunSuspended) {
+			return "", fmt.Errorf("await_input answered %v, want the run suspended", err)
+		}
+		close(suspended)
+		<-ctx.Done() // the hand-back, cut by the cancel
+		return "", ctx.Err()
+	}}
+	h := newHarness(t, func(h *harness) { h.extra = map[string]provider.Provider{"fn": p} })
+	id := h.createOn("w", "fn")
+	before := len(h.entries(id))
+	results := make(chan TurnResult, 1)
+	go func() { results <- h.send(id, "go") }()
+	<-suspended
+	if err := h.c.Cancel(context.Background(), id); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	<-results
+	if s := h.statusOf(id); s != string(session.StatusIdle) {
+		t.Fatalf("after the cancel the agent is %s, want idle; log %v", s, h.eventsSince(id, before))
+	}
+	var revoked, cancelled int
+	for _, ev := range h.eventsSince(id, before) {
+		switch ev {
+		case schema.TokenRevoked:
+			revoked++
+		case schema.TurnCancelled:
+			cancelled++
+		}
+	}
+	if revoked != 1 || cancelled != 1 {
+		t.Fatalf("log %v; want the wait's token revoked and the run cancelled, once each", h.eventsSince(id, before))
 	}
 }
 
