@@ -83,7 +83,7 @@ func (a *agent) WaitState() waitState {
 	if r := a.p.Run; r != nil {
 		s.Run = *r
 	}
-	s.LiveWait, s.Busy = a.hasLiveWait(), a.busy
+	s.LiveWait, s.Busy, s.Settling, s.Claims = a.hasLiveWait(), a.busy, a.settling, a.claims
 	if cur := a.cur; cur != nil {
 		cancel := cur.cancel
 		s.Turn = &turnRef{RunID: cur.runID, Cancel: func() { cancel(errOperatorCancel) }, Done: cur.done}

@@ -269,6 +269,38 @@ func (c *Core) startRerun(a *agent, run fold.Run, by string, keep bool) (<-chan 
 	return c.startRun(a, run, "", keep), nil
 }
 
+// cancelTurn cancels a's running turn (s.Turn) and returns once it has
+// ended. The turn may have suspended its run before the cancel reached it
+// (its await_input came first, or a worker answered the turn after its
+// hand-back): then goOn is true and next holds the wait it left, which is
+// what there is to cancel now, once the turn's aftermath is done. Only
+// that turn's wait: a claim since (an answer that resumed the run, a new
+// run) is not what the operator cancelled.
+func (c *Core) cancelTurn(ctx context.Context, a *agent, s waitState) (next waitState, goOn bool, err error) {
+	runID, claim := s.Turn.RunID, s.Claims
+	s.Turn.Cancel()
+	select {
+	case <-s.Turn.Done:
+	case <-ctx.Done():
+		return s, false, ctx.Err()
+	}
+	if err := a.OwedErr(); err != nil {
+		return s, false, err
+	}
+	for {
+		changed := c.changed.Wait()
+		if s = a.WaitState(); s.Claims != claim || !s.Busy && !s.Settling {
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return s, false, ctx.Err()
+		}
+	}
+	return s, s.Claims == claim && s.Turn == nil && s.LiveWait && s.Run.RunID == runID, nil
+}
+
 // Cancel cancels an agent's running turn (and returns once it ended), or
 // its wait, or closes its interrupted run; the agent becomes idle.
 func (c *Core) Cancel(ctx context.Context, agentID string) error {
@@ -278,24 +310,11 @@ func (c *Core) Cancel(ctx context.Context, agentID string) error {
 	}
 	s := a.WaitState()
 	if s.Turn != nil {
-		runID := s.Turn.RunID
-		s.Turn.Cancel()
-		select {
-		case <-s.Turn.Done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if err := a.OwedErr(); err != nil {
+		next, goOn, err := c.cancelTurn(ctx, a, s)
+		if err != nil || !goOn {
 			return err
 		}
-		// The turn may have suspended its run before the cancel reached
-		// it (its await_input came first, or a worker answered the turn
-		// after its hand-back): the wait it left is what there is to
-		// cancel now, once the turn has let the agent go.
-		c.settle(ctx, a, runID)
-		if s = a.WaitState(); s.Turn != nil || !s.LiveWait || s.Run.RunID != runID {
-			return nil
-		}
+		s = next
 	}
 	run := s.Run
 	if run.RunID == "" || run.Ended {
@@ -345,6 +364,11 @@ type waitState struct {
 	Busy bool
 	// Turn is the turn the agent runs now (nil when none).
 	Turn *turnRef
+	// Settling: a turn has ended and its aftermath (notices, deferred
+	// spawns, the next wake) still runs.
+	Settling bool
+	// Claims counts the agent's claims (turns, resumes, cancels) so far.
+	Claims uint64
 }
 
 // turnRef is a running turn of run RunID: Cancel stops it, Done is closed

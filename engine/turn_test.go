@@ -581,7 +581,9 @@ func TestCancelRacingASuspensionCancelsTheWait(t *testing.T) {
 	if err := h.c.Cancel(context.Background(), id); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
-	<-results
+	if res := <-results; res.Status != session.StatusSuspended {
+		t.Fatalf("the turn ended %+v; want it suspended (the await_input before the cancel)", res)
+	}
 	if s := h.statusOf(id); s != string(session.StatusIdle) {
 		t.Fatalf("after the cancel the agent is %s, want idle; log %v", s, h.eventsSince(id, before))
 	}
