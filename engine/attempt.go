@@ -145,9 +145,8 @@ func (c *Core) sendOnce(ctx context.Context, a *agent, sess turnSession, prompt 
 	resp, err = sess.Send(actx, prompt, io)
 	timedOut = actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	a.setTurnTools(t.RunID, nil)
-	if serr := tools.Door.Close(); serr != nil {
-		err = serr
-	} else if serr := tools.suspendedBy(); serr != nil {
+	tools.Door.Close()
+	if serr := tools.suspendedBy(); serr != nil {
 		resp, err = "", serr
 	}
 	acancel()

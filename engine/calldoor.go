@@ -18,8 +18,8 @@ import (
 // ends when its request or the attempt ends; Close refuses further calls
 // and waits for those in flight, so their tool.call entries precede the
 // end of the attempt. A call that suspends the run (await_input) ends the
-// attempt through the suspend function the attempt gave, and Close returns
-// its error.
+// attempt through the suspend function the attempt gave; the attempt's
+// toolAttempt records the suspension (suspendedBy), as for every call.
 //
 // # Locks
 //
@@ -28,12 +28,11 @@ import (
 
 // callDoor admits calls into one attempt. The zero value is closed.
 type callDoor struct {
-	mu        sync.Mutex
-	open      bool
-	ctx       context.Context         // the attempt's
-	suspend   context.CancelCauseFunc // ends the attempt when a call suspends the run
-	suspended error                   // the error of the call that did
-	inflight  sync.WaitGroup
+	mu       sync.Mutex
+	open     bool
+	ctx      context.Context         // the attempt's
+	suspend  context.CancelCauseFunc // ends the attempt when a call suspends the run
+	inflight sync.WaitGroup
 }
 
 // Open lets calls join the attempt whose context is ctx until Close;
@@ -44,16 +43,12 @@ func (d *callDoor) Open(ctx context.Context, suspend context.CancelCauseFunc) {
 	d.mu.Unlock()
 }
 
-// Close refuses further calls, waits for those in flight and returns the
-// error of a call that suspended the run, if any.
-func (d *callDoor) Close() error {
+// Close refuses further calls and waits for those in flight.
+func (d *callDoor) Close() {
 	d.mu.Lock()
 	d.open = false
 	d.mu.Unlock()
 	d.inflight.Wait()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.suspended
 }
 
 // doorStatus says how a call through the door went.
@@ -92,11 +87,6 @@ func (d *callDoor) Call(ctx context.Context, call func(ctx context.Context) (map
 	res, err := call(cctx)
 	switch {
 	case errors.Is(err, provider.ErrRunSuspended):
-		d.mu.Lock()
-		if d.suspended == nil {
-			d.suspended = err
-		}
-		d.mu.Unlock()
 		suspend(err)
 		return nil, doorSuspended, err
 	case err != nil && actx.Err() != nil:

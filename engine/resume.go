@@ -136,15 +136,21 @@ func (c *Core) startRun(a *agent, run fold.Run, from string, kept bool) <-chan T
 // the moment the wait is shown then lands on the wait instead of finding
 // the agent mid-turn.
 func (c *Core) settle(ctx context.Context, a *agent, runID string) {
+	_, _ = c.waitAgent(ctx, a, func(s waitState) bool { return !unwinding(s, runID) })
+}
+
+// waitAgent waits, bounded by ctx, until done holds for a's wait state,
+// read again at each change signal, and returns that state.
+func (c *Core) waitAgent(ctx context.Context, a *agent, done func(waitState) bool) (waitState, error) {
 	for {
 		changed := c.changed.Wait()
-		if !unwinding(a.WaitState(), runID) {
-			return
+		if s := a.WaitState(); done(s) {
+			return s, nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return
+			return waitState{}, ctx.Err()
 		}
 	}
 }
@@ -287,16 +293,9 @@ func (c *Core) cancelTurn(ctx context.Context, a *agent, s waitState) (next wait
 	if err := a.OwedErr(); err != nil {
 		return s, false, err
 	}
-	for {
-		changed := c.changed.Wait()
-		if s = a.WaitState(); s.Claims != claim || !s.Busy && !s.Settling {
-			break
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return s, false, ctx.Err()
-		}
+	s, err = c.waitAgent(ctx, a, func(s waitState) bool { return s.Claims != claim || !s.Busy && !s.Settling })
+	if err != nil {
+		return s, false, err
 	}
 	return s, s.Claims == claim && s.Turn == nil && s.LiveWait && s.Run.RunID == runID, nil
 }

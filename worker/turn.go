@@ -178,9 +178,6 @@ func (w *Worker) send(ctx context.Context, r micro.Request, data []byte) {
 	s.mu.Lock()
 	resp, snapshot, err := w.runTurn(actx, s, t, &req)
 	s.mu.Unlock()
-	if serr := t.suspendedBy(); serr != nil {
-		resp, err = "", serr // what the agent left is handed back all the same
-	}
 	chunks, usages := t.counts()
 	wire := remote.Wire(err)
 	if err != nil && ctx.Err() != nil {
@@ -212,11 +209,11 @@ func (w *Worker) runTurn(ctx context.Context, s *session, t *turn, req *remote.S
 	w.setTurn(s.agent, t)
 	resp, err = s.sess.Send(ctx, req.Prompt, provider.TurnIO{Tools: t, OnChunk: t.chunk, OnUsage: t.usage, BeforeRequest: func() error { return t.gate(ctx) }})
 	w.setTurn(s.agent, nil)
+	if serr := t.suspendedBy(); serr != nil {
+		resp, err = "", serr // whatever the provider answered after it
+	}
 	if req.Workspace == nil {
 		return resp, "", err
-	}
-	if serr := t.suspendedBy(); serr != nil && err == nil {
-		err = serr // the provider answered before the suspension reached it
 	}
 	// Handed back under a context of its own: a cancel that arrives
 	// meanwhile does not cut it short, the daemon's wait for it does.
