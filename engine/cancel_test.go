@@ -10,6 +10,7 @@ import (
 
 	"github.com/warren-dev/warren/eventlog"
 	"github.com/warren-dev/warren/faultfs"
+	"github.com/warren-dev/warren/provider"
 	"github.com/warren-dev/warren/provider/inproc"
 	"github.com/warren-dev/warren/schema"
 	"github.com/warren-dev/warren/session"
@@ -249,5 +250,50 @@ func TestCancelThatCannotBeLogged(t *testing.T) {
 	st.refuse(id, nil)
 	if err := h.c.Cancel(context.Background(), id); err != nil || h.count(id, schema.TurnCancelled) != 1 {
 		t.Fatalf("cancel once the log takes it: %v", err)
+	}
+}
+
+// TestCancelRacingASuspensionCancelsTheWait: an operator's cancel reaches
+// a turn after its await_input suspended the run and before the provider
+// answered (on a worker: during the hand-back). The turn ends suspended,
+// and the cancel goes on to cancel the wait it left: the agent is idle,
+// the token revoked, the run ended by turn.cancelled, as the operator
+// asked.
+func TestCancelRacingASuspensionCancelsTheWait(t *testing.T) {
+	suspended := make(chan struct{})
+	p := &funcProv{send: func(ctx context.Context, _, _ string, io provider.TurnIO) (string, error) {
+		if _, err := io.Tools.CallTool(ctx, "await_input", map[string]any{"kind": "approval", "prompt": "ok?", "timeout": 3600}); !errors.Is(err, provider.ErrRunSuspended) {
+			return "", fmt.Errorf("await_input answered %v, want the run suspended", err)
+		}
+		close(suspended)
+		<-ctx.Done() // the hand-back, cut by the cancel
+		return "", ctx.Err()
+	}}
+	h := newHarness(t, func(h *harness) { h.extra = map[string]provider.Provider{"fn": p} })
+	id := h.createOn("w", "fn")
+	before := len(h.entries(id))
+	results := make(chan TurnResult, 1)
+	go func() { results <- h.send(id, "go") }()
+	<-suspended
+	if err := h.c.Cancel(context.Background(), id); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if res := <-results; res.Status != session.StatusSuspended {
+		t.Fatalf("the turn ended %+v; want it suspended (the await_input before the cancel)", res)
+	}
+	if s := h.statusOf(id); s != string(session.StatusIdle) {
+		t.Fatalf("after the cancel the agent is %s, want idle; log %v", s, h.eventsSince(id, before))
+	}
+	var revoked, cancelled int
+	for _, ev := range h.eventsSince(id, before) {
+		switch ev {
+		case schema.TokenRevoked:
+			revoked++
+		case schema.TurnCancelled:
+			cancelled++
+		}
+	}
+	if revoked != 1 || cancelled != 1 {
+		t.Fatalf("log %v; want the wait's token revoked and the run cancelled, once each", h.eventsSince(id, before))
 	}
 }
