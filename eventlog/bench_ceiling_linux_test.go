@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -115,25 +114,14 @@ func benchCeiling(b *testing.B, writers, flushes int) {
 	// One round untimed: every file's first write and directory entry.
 	unix.Sync()
 
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			done := make(chan error, 1)
-			for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
-				if err := ceilingAppend(c, pendings[w], logs[w], line, flushes, done); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
+	dones := make([]chan error, writers)
+	for w := range dones {
+		dones[w] = make(chan error, 1)
 	}
-	wg.Wait()
-	reportVsRaw(b, dir, rawBefore, time.Since(start))
+	elapsed := runWriters(b, writers, func(w int, _ int64) error {
+		return ceilingAppend(c, pendings[w], logs[w], line, flushes, dones[w])
+	})
+	reportVsRaw(b, dir, rawBefore, elapsed)
 	b.ReportMetric(float64(c.asked.Load())/float64(max(c.flushes.Load(), 1)), "fsyncs/flush")
 }
 

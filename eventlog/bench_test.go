@@ -96,20 +96,36 @@ func benchAppendsOpts(b *testing.B, writers, nlogs int, opts Options, spread boo
 		defer l.Close()
 		logs[i] = l
 	}
+	elapsed := runWriters(b, writers, func(w int, n int64) error {
+		l := logs[w%nlogs]
+		if spread {
+			l = logs[n%int64(nlogs)]
+		}
+		_, err := l.Append("turn.start", benchData)
+		return err
+	})
+	reportVsRaw(b, dir, rawBefore, elapsed)
+	b.ReportMetric(float64(b.N)/float64(groups.Load()), "entries/group")
+	if opts.Syncer != nil {
+		flushes, asked := opts.Syncer.Stats()
+		b.ReportMetric(float64(asked)/float64(flushes), "fsyncs/flush")
+	}
+}
+
+// runWriters resets the timer and runs b.N operations spread over writers
+// goroutines: op(w, n) is the n-th (from 1), run by writer w; a failed
+// operation stops its writer. It returns the time they took.
+func runWriters(b *testing.B, writers int, op func(w int, n int64) error) time.Duration {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for w := 0; w < writers; w++ {
+	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l := logs[w%nlogs]
 			for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
-				if spread {
-					l = logs[n%int64(nlogs)]
-				}
-				if _, err := l.Append("turn.start", benchData); err != nil {
+				if err := op(w, n); err != nil {
 					b.Error(err)
 					return
 				}
@@ -117,12 +133,7 @@ func benchAppendsOpts(b *testing.B, writers, nlogs int, opts Options, spread boo
 		}()
 	}
 	wg.Wait()
-	reportVsRaw(b, dir, rawBefore, time.Since(start))
-	b.ReportMetric(float64(b.N)/float64(groups.Load()), "entries/group")
-	if opts.Syncer != nil {
-		flushes, asked := opts.Syncer.Stats()
-		b.ReportMetric(float64(asked)/float64(flushes), "fsyncs/flush")
-	}
+	return time.Since(start)
 }
 
 // reportVsRaw stops the timer and reports b.N appends in elapsed next to
